@@ -1,0 +1,52 @@
+/**
+ * formatEventLine renders one CloudEvent of the bridge as a single human-readable line:
+ * when, what transition, which event type, the EventId, the VMs (this one starred), when it
+ * may start and how long it is expected to last.
+ */
+import type { BridgeEvent } from './types.ts';
+
+const KIND_WIDTH = 9;
+
+export function formatEventLine(event: BridgeEvent): string {
+  const d = event.data;
+  const kind = event.type.replace(/^azure\.scheduledevent\./, '');
+  if (d === undefined) return `${event.time ?? ''} ${kind} ${event.subject ?? event.id}`;
+  const observed = event.time ?? new Date().toISOString();
+  const vms = d.resources.map((r) => (r.toLowerCase() === d.vm.name.toLowerCase() ? `${r}*` : r)).join(',') || '-';
+  const parts = [
+    observed.replace(/\.\d+Z$/, 'Z'),
+    kind.toUpperCase().padEnd(KIND_WIDTH),
+    d.eventType.padEnd(9),
+    d.eventId,
+    `vms=${vms}`,
+    `status=${d.eventStatus}`,
+    `source=${d.eventSource}`,
+  ];
+  if (d.notBefore !== null) parts.push(`notBefore=${d.notBefore} (${timeLeft(d.notBefore, observed)})`);
+  if (d.durationInSeconds >= 0) parts.push(`duration=${d.durationInSeconds}s`);
+  if (d.approval !== undefined) parts.push(`approvedBy=${d.approval.by} via=${d.approval.via}`);
+  if (d.description !== '') parts.push(`"${d.description}"`);
+  return parts.join('  ');
+}
+
+/** timeLeft says how far `target` lies after `from`, e.g. "in 14m 58s" or "3m 2s ago". */
+export function timeLeft(target: string, from: string): string {
+  const ms = Date.parse(target) - Date.parse(from);
+  if (!Number.isFinite(ms)) return 'unknown';
+  const text = humanDuration(Math.abs(ms));
+  return ms >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+export function humanDuration(ms: number): string {
+  let s = Math.round(ms / 1000);
+  const days = Math.floor(s / 86400);
+  s -= days * 86400;
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  if (days > 0) return `${days}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${s}s`;
+  return `${s}s`;
+}

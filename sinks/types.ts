@@ -1,0 +1,86 @@
+/**
+ * The sink contract (DESIGN.md, "The sink contract"). A sink module exports its `type`, its
+ * zod config schema and `create`. A sink classifies what happened to each event; it never
+ * sleeps, retries, persists or counts: the dispatcher does that for every sink alike.
+ */
+import { z } from 'zod';
+import type { Logger } from 'pino';
+import type { BridgeEvent } from '../src/core/cloudevent.ts';
+import { TRANSITIONS } from '../src/core/diff.ts';
+
+export type { BridgeEvent };
+
+/** Outcome is what happened to one event: the dispatcher decides what to do about it. */
+export type Outcome =
+  | { readonly status: 'delivered' }
+  | { readonly status: 'retry'; readonly reason: string; readonly retryAfterMs?: number }
+  | { readonly status: 'reject'; readonly reason: string };
+
+export const delivered: Outcome = Object.freeze({ status: 'delivered' });
+export const retry = (reason: string, retryAfterMs?: number): Outcome =>
+  retryAfterMs === undefined ? { status: 'retry', reason } : { status: 'retry', reason, retryAfterMs };
+export const reject = (reason: string): Outcome => ({ status: 'reject', reason });
+
+export interface SendOptions {
+  readonly signal: AbortSignal;
+}
+
+export interface Sink {
+  /** send delivers `events` (at most the module's `maxBatchSize`) and returns one outcome per event, in order. */
+  send(events: readonly BridgeEvent[], options: SendOptions): Promise<Outcome[]>;
+  healthcheck?(options: SendOptions): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SinkContext {
+  readonly logger: Logger;
+  /** The stream the stdout sink writes to (process.stdout unless a test or the demo says otherwise). */
+  readonly stdout: NodeJS.WritableStream;
+}
+
+export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
+  readonly type: string;
+  readonly configSchema: z.ZodType<C>;
+  /** The largest batch `send` accepts; 1 when the sink sends one event at a time. */
+  readonly maxBatchSize: number;
+  create(config: C, context: SinkContext): Sink | Promise<Sink>;
+}
+
+export const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate'] as const;
+export const EVENT_SOURCES = ['Platform', 'User'] as const;
+
+/** FilterConfig chooses which transitions reach a sink. */
+export const FilterConfig = z.strictObject({
+  types: z.array(z.enum(TRANSITIONS)).min(1).optional(),
+  eventTypes: z.array(z.enum(EVENT_TYPES)).min(1).optional(),
+  eventSources: z.array(z.enum(EVENT_SOURCES)).min(1).optional(),
+  /** all: every event IMDS lists; self: events naming this VM; leader: events whose first resource is this VM. */
+  scope: z.enum(['all', 'self', 'leader']).default('all'),
+});
+export type FilterConfig = z.infer<typeof FilterConfig>;
+
+/** DeliveryConfig is the per-sink delivery policy the dispatcher applies. */
+export const DeliveryConfig = z.strictObject({
+  maxAttempts: z.number().int().min(1).max(1000).default(12),
+  maxAgeMs: z.number().int().min(1000).max(7 * 24 * 3600_000).default(3600_000),
+  timeoutMs: z.number().int().min(100).max(3600_000).default(10_000),
+  initialBackoffMs: z.number().int().min(10).max(3600_000).default(500),
+  maxBackoffMs: z.number().int().min(10).max(3600_000).default(60_000),
+});
+export type DeliveryConfig = z.infer<typeof DeliveryConfig>;
+
+/** sinkBase holds the keys every sink has; each sink's schema spreads it. */
+export const sinkBase = {
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"'),
+  filter: FilterConfig.prefault({}),
+  delivery: DeliveryConfig.prefault({}),
+};
+
+export interface SinkConfigBase {
+  type: string;
+  name: string;
+  filter: FilterConfig;
+  delivery: DeliveryConfig;
+}

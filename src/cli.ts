@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+/**
+ * se-bridge: verbs map to command modules; nothing else lives here.
+ * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
+ */
+import { EXIT, UsageError } from './commands/common.ts';
+
+const USAGE = `Usage: se-bridge <command> [options]
+
+Commands:
+  run [--config FILE] [--dry-run]          run the daemon
+  demo [--duration S]                      simulator + bridge + every scenario, on this machine
+  simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real]
+                                           run the IMDS simulator alone
+  validate [--config FILE]                 check a configuration file (exit 2 lists every problem)
+  status [--config FILE] [--json]          read IMDS once: current events and who this VM is
+  dead-letters list|replay [--sink NAME] [--config FILE] [--json]
+                                           inspect or re-queue events that could not be delivered
+  schema                                   print the configuration's JSON Schema
+
+Configuration: --config, else $SE_BRIDGE_CONFIG, else config/bridge.yaml.
+`;
+
+const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<number> }>> = {
+  run: () => import('./commands/run.ts'),
+  demo: () => import('./commands/demo.ts'),
+  simulate: () => import('./commands/simulate.ts'),
+  validate: () => import('./commands/validate.ts'),
+  status: () => import('./commands/status.ts'),
+  'dead-letters': () => import('./commands/dead-letters.ts'),
+  schema: () => import('./commands/schema.ts'),
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [verb, ...rest] = argv;
+  if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h') {
+    process.stdout.write(USAGE);
+    return verb === undefined ? EXIT.usage : EXIT.ok;
+  }
+  const load = COMMANDS[verb];
+  if (load === undefined) {
+    process.stderr.write(`se-bridge: unknown command "${verb}"\n\n${USAGE}`);
+    return EXIT.usage;
+  }
+  try {
+    return await (await load()).main(rest);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`se-bridge ${verb}: ${err.message}\n\n${USAGE}`);
+      return EXIT.usage;
+    }
+    throw err;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    const e = err as { code?: string; message?: string };
+    process.stderr.write(`se-bridge: ${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}\n`);
+    process.exitCode = EXIT.failure;
+  },
+);

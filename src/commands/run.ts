@@ -1,0 +1,32 @@
+import { Bridge } from '../core/bridge.ts';
+import { createLogger, errorFields } from '../observability/logger.ts';
+import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
+
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
+export async function main(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { config: { type: 'string', short: 'c' }, 'dry-run': { type: 'boolean' } });
+  const loaded = loadOrReport(values.config);
+  if (loaded === null) return EXIT.usage;
+  const { config } = loaded;
+  // The stdout sink owns stdout when configured; logs then go to stderr so both stay parseable.
+  const stdoutTaken = config.sinks.some((s) => s.type === 'stdout');
+  const logger = createLogger({ level: config.log.level, destination: stdoutTaken ? 'stderr' : 'stdout' });
+  let bridge: Bridge;
+  try {
+    bridge = await Bridge.create({ config, logger, dryRun: values['dry-run'] === true });
+  } catch (err) {
+    logger.fatal(errorFields(err), 'cannot start');
+    process.stderr.write(`se-bridge run: ${errorFields(err).err}\n`);
+    return EXIT.failure;
+  }
+  let resolveStop!: (signal: string) => void;
+  const stopped = new Promise<string>((resolve) => (resolveStop = resolve));
+  const detach = onShutdown((signal) => resolveStop(signal));
+  await bridge.start();
+  const signal = await stopped;
+  logger.info({ signal }, 'shutting down');
+  await bridge.stop(SHUTDOWN_DEADLINE_MS);
+  detach();
+  return EXIT.ok;
+}

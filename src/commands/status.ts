@@ -1,0 +1,92 @@
+/**
+ * se-bridge status: one IMDS read (transient failures retried briefly; 410 for up to the
+ * documented 70 s), then the current events with the time left until NotBefore, and who this
+ * VM is. `--json` prints the same for scripts.
+ */
+import { fullJitter, sleep } from '../core/backoff.ts';
+import { ImdsClient } from '../imds/client.ts';
+import { ImdsError } from '../imds/errors.ts';
+import { affects, identityFrom, isLeader } from '../imds/identity.ts';
+import type { EventsDocument } from '../imds/wire.ts';
+import { humanDuration } from '../../sinks/text-line.ts';
+import { EXIT, loadOrReport, parse, table } from './common.ts';
+
+const READ_DEADLINE_MS = 15_000;
+const GONE_DEADLINE_MS = 70_000;
+
+export async function main(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { config: { type: 'string', short: 'c' }, json: { type: 'boolean' } });
+  const loaded = loadOrReport(values.config);
+  if (loaded === null) return EXIT.usage;
+  const { config } = loaded;
+  const client = new ImdsClient({
+    endpoint: config.imds.endpoint,
+    requestTimeoutMs: config.imds.requestTimeoutMs,
+    firstRequestTimeoutMs: config.imds.firstRequestTimeoutMs,
+  });
+  try {
+    const compute = await client.getInstanceCompute().catch(() => null);
+    const i = config.identity;
+    const vm = identityFrom(compute, { name: i.vmName, resourceId: i.resourceId });
+    let document: EventsDocument;
+    try {
+      document = await readWithRetry(client);
+    } catch (err) {
+      const e = err as ImdsError;
+      process.stderr.write(`se-bridge status: ${e.code ?? 'ERROR'}: ${e.message}\n`);
+      return EXIT.failure;
+    }
+    const now = Date.now();
+    const events = document.events.map((e) => ({
+      eventId: e.eventId,
+      eventType: e.eventType,
+      eventStatus: e.eventStatus,
+      eventSource: e.eventSource,
+      resources: e.resources,
+      affectsThisVm: affects(e.resources, vm.name),
+      thisVmIsLeader: isLeader(e.resources, vm.name),
+      notBefore: e.notBefore,
+      secondsToNotBefore: e.notBefore === null ? null : Math.round((Date.parse(e.notBefore) - now) / 1000),
+      durationInSeconds: e.durationInSeconds,
+      description: e.description,
+    }));
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ vm, documentIncarnation: document.incarnation, events }, null, 2)}\n`);
+      return EXIT.ok;
+    }
+    process.stdout.write(`VM ${vm.name}${vm.resourceId ? ` (${vm.resourceId})` : ''}; identity from ${vm.origin}\n`);
+    process.stdout.write(`DocumentIncarnation ${document.incarnation}; ${events.length} event${events.length === 1 ? '' : 's'}\n`);
+    if (events.length > 0) {
+      const rows = events.map((e) => [
+        e.eventType,
+        e.eventStatus,
+        e.resources.map((r) => (r.toLowerCase() === vm.name.toLowerCase() ? `${r}*` : r)).join(','),
+        e.notBefore ?? '-',
+        e.secondsToNotBefore === null ? '-' : e.secondsToNotBefore >= 0 ? `in ${humanDuration(e.secondsToNotBefore * 1000)}` : `${humanDuration(-e.secondsToNotBefore * 1000)} ago`,
+        e.durationInSeconds < 0 ? 'unknown' : `${e.durationInSeconds}s`,
+        e.eventSource,
+        e.eventId,
+      ]);
+      process.stdout.write(`\n${table(['TYPE', 'STATUS', 'VMS (* = this VM)', 'NOT BEFORE', 'TIME LEFT', 'DURATION', 'SOURCE', 'EVENT ID'], rows)}\n`);
+    }
+    return EXIT.ok;
+  } finally {
+    await client.close();
+  }
+}
+
+async function readWithRetry(client: ImdsClient): Promise<EventsDocument> {
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const read = await client.getScheduledEvents();
+      if (read.kind === 'document') return read.document;
+      throw new ImdsError('IMDS_HTTP_STATUS', 'IMDS answered 304 to a request without If-None-Match');
+    } catch (err) {
+      const e = err as ImdsError;
+      const limit = e.code === 'IMDS_GONE' ? GONE_DEADLINE_MS : READ_DEADLINE_MS;
+      if (!(e instanceof ImdsError) || !e.retryable || Date.now() - started > limit) throw err;
+      await sleep(Math.max(200, fullJitter(attempt, 500, 5000), e.retryAfterMs ?? 0));
+    }
+  }
+}

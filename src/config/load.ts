@@ -1,0 +1,163 @@
+/**
+ * loadConfig reads a YAML file, expands `${NAME}` from the environment, applies the
+ * documented environment overrides and validates the result against the schema. Every
+ * problem is collected and reported at once, each with its path, as a ConfigError.
+ *
+ * Expansion: `${NAME}` is replaced by the variable's value (an unset variable is an error
+ * naming it); `${NAME:-fallback}` uses the fallback when NAME is unset or empty; `$${` is a
+ * literal `${`.
+ */
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { BridgeConfig } from './schema.ts';
+
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  readonly problems: readonly string[];
+  constructor(source: string, problems: readonly string[]) {
+    super(`${source}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return flag ?? env.SE_BRIDGE_CONFIG ?? 'config/bridge.yaml';
+}
+
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(path, [`(file): cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  return parseConfigText(text, path, env);
+}
+
+export function parseConfigText(text: string, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      source,
+      doc.errors.map((e) => `(yaml) line ${e.linePos?.[0]?.line ?? '?'}, column ${e.linePos?.[0]?.col ?? '?'}: ${e.message.split('\n')[0]}`),
+    );
+  }
+  const raw: unknown = doc.toJS() ?? {};
+  return validateConfig(raw, source, env);
+}
+
+export function validateConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  const problems: string[] = [];
+  const expanded = expand(raw, [], env, problems);
+  applyEnvOverrides(expanded, env);
+  problems.push(...duplicateSinkNames(expanded));
+  const result = BridgeConfig.safeParse(expanded);
+  if (!result.success) problems.push(...formatIssues(result.error.issues));
+  if (problems.length > 0) throw new ConfigError(source, problems);
+  return result.data!;
+}
+
+function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return;
+  const root = raw as Record<string, unknown>;
+  const section = (key: string): Record<string, unknown> | null => {
+    const v = root[key];
+    if (v === undefined) return (root[key] = {}) as Record<string, unknown>;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  };
+  if (env.SE_BRIDGE_IMDS_ENDPOINT) {
+    const imds = section('imds');
+    if (imds) imds.endpoint = env.SE_BRIDGE_IMDS_ENDPOINT;
+  }
+  if (env.LOG_LEVEL) {
+    const log = section('log');
+    if (log) log.level = env.LOG_LEVEL;
+  }
+}
+
+/** duplicateSinkNames is checked on the raw input so it is reported even when a sink has other problems. */
+function duplicateSinkNames(raw: unknown): string[] {
+  const sinks = (raw as { sinks?: unknown } | null)?.sinks;
+  if (!Array.isArray(sinks)) return [];
+  const seen = new Map<string, number>();
+  const out: string[] = [];
+  sinks.forEach((sink: unknown, i) => {
+    const name = (sink as { name?: unknown } | null)?.name;
+    if (typeof name !== 'string') return;
+    const first = seen.get(name);
+    if (first === undefined) seen.set(name, i);
+    else out.push(`sinks[${i}].name: duplicate sink name "${name}" (also sinks[${first}])`);
+  });
+  return out;
+}
+
+const VAR = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+function expand(value: unknown, path: (string | number)[], env: NodeJS.ProcessEnv, problems: string[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(VAR, (match, name: string | undefined, fallback: string | undefined) => {
+      if (name === undefined) return '${';
+      const v = env[name];
+      if (v !== undefined && (v !== '' || fallback === undefined)) return v;
+      if (fallback !== undefined) return fallback;
+      problems.push(`${formatPath(path)}: environment variable ${name} is not set`);
+      return match;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expand(v, [...path, i], env, problems));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, [...path, k], env, problems)]));
+  }
+  return value;
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out === '' ? String(p) : `.${String(p)}`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+  const out: string[] = [];
+  for (const issue of issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push(`${formatPath([...issue.path, key])}: unknown key`);
+      continue;
+    }
+    out.push(`${formatPath(issue.path)}: ${describe(issue)}`);
+  }
+  return out;
+}
+
+function describe(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_union':
+      if ('discriminator' in issue && 'options' in issue) {
+        return `must be one of ${(issue.options as unknown[]).join(' | ')}`;
+      }
+      return issue.message;
+    case 'invalid_type':
+      return issue.input === undefined ? `is required (${issue.expected})` : `must be ${article(issue.expected)}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => String(v)).join(' | ')}`;
+    case 'too_small':
+      return issue.origin === 'array'
+        ? `must have at least ${issue.minimum} item${Number(issue.minimum) === 1 ? '' : 's'}`
+        : issue.origin === 'string'
+          ? issue.message.startsWith('Too small') ? 'must not be empty' : issue.message
+          : `must be at least ${issue.minimum}`;
+    case 'too_big':
+      return `must be at most ${issue.maximum}`;
+    default:
+      return issue.message;
+  }
+}
+
+function article(t: string): string {
+  return /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
+}

@@ -1,0 +1,75 @@
+/**
+ * The configuration schema: the single source of truth for what `bridge.yaml` may hold.
+ * `se-bridge schema` prints the JSON Schema derived from it, and `config/bridge.example.yaml`
+ * documents every key. Unknown keys are rejected everywhere.
+ */
+import { platform } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { SINK_CONFIG_SCHEMAS } from '../../sinks/registry.ts';
+
+const absoluteHttpUrl = z.string().refine((v) => {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}, 'must be an absolute https or http URL');
+
+export function defaultStatePath(): string {
+  return platform() === 'win32'
+    ? join(process.env.ProgramData ?? 'C:\\ProgramData', 'se-bridge', 'state.db')
+    : '/var/lib/se-bridge/state.db';
+}
+
+export const ImdsConfig = z.strictObject({
+  /** Base URL of IMDS. Env SE_BRIDGE_IMDS_ENDPOINT overrides it. */
+  endpoint: absoluteHttpUrl.default('http://169.254.169.254'),
+  /** How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget. */
+  pollIntervalMs: z.number().int().min(200).max(60_000).default(1000),
+  /** Timeout of one IMDS request once Scheduled Events answered at least once. */
+  requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
+  /** Timeout of the very first request: the one that enables Scheduled Events may take 2 minutes. */
+  firstRequestTimeoutMs: z.number().int().min(100).max(600_000).default(120_000),
+});
+
+export const StateConfig = z.strictObject({
+  /** SQLite database holding the last document, the outbox and dead letters. */
+  path: z.string().min(1).default(defaultStatePath),
+});
+
+export const LogConfig = z.strictObject({
+  /** Env LOG_LEVEL overrides it. */
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export const IdentityConfig = z.strictObject({
+  vmName: z.string().min(1).optional(),
+  resourceId: z.string().min(1).optional(),
+  vmScaleSetName: z.string().min(1).optional(),
+  subscriptionId: z.string().min(1).optional(),
+  resourceGroupName: z.string().min(1).optional(),
+  location: z.string().min(1).optional(),
+  zone: z.string().min(1).optional(),
+});
+
+export const SinkConfig = z.discriminatedUnion('type', SINK_CONFIG_SCHEMAS);
+export type SinkConfig = z.infer<typeof SinkConfig>;
+
+export const BridgeConfig = z.strictObject({
+  imds: ImdsConfig.prefault({}),
+  state: StateConfig.prefault({}),
+  sinks: z.array(SinkConfig).default([]),
+  log: LogConfig.prefault({}),
+  identity: IdentityConfig.prefault({}),
+});
+export type BridgeConfig = z.infer<typeof BridgeConfig>;
+
+/** jsonSchema is the JSON Schema of the configuration file (what users write, defaults included). */
+export function jsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(BridgeConfig, { io: 'input', unrepresentable: 'any' }),
+    title: 'scheduled-events-bridge configuration',
+  };
+}

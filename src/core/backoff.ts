@@ -1,0 +1,25 @@
+/**
+ * Backoff helpers shared by the poller and the dispatcher.
+ * @see https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/ ("full jitter")
+ */
+import { setTimeout as sleepTimer } from 'node:timers/promises';
+
+/** fullJitter returns a delay in [0, min(cap, base * 2^attempt)). `attempt` counts from 0. */
+export function fullJitter(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
+  return Math.floor(random() * ceiling);
+}
+
+/** parseRetryAfter reads an HTTP Retry-After value (seconds or an HTTP date) as milliseconds. */
+export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text.trim() === '') return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const at = Date.parse(text);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
+}
+
+/** sleep resolves after `ms`, or rejects with the signal's reason when it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return sleepTimer(ms, undefined, signal === undefined ? undefined : { signal });
+}

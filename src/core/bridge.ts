@@ -1,0 +1,312 @@
+/**
+ * Bridge wires the parts together: the poll loop around `pollOnce`, the store, the sinks and
+ * the dispatcher. It owns the process-wide lifecycle: start (reload state, resume the outbox,
+ * learn who this VM is, poll), and stop (stop polling, drain in-flight sends within a
+ * deadline, close sinks, IMDS client and store).
+ */
+import type { Logger } from 'pino';
+import { sinkModule } from '../../sinks/registry.ts';
+import { delivered, type Sink, type SinkConfigBase } from '../../sinks/types.ts';
+import type { BridgeConfig } from '../config/schema.ts';
+import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
+import { matchesFilter } from '../delivery/filter.ts';
+import { ImdsClient } from '../imds/client.ts';
+import { ImdsError } from '../imds/errors.ts';
+import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
+import { errorFields } from '../observability/logger.ts';
+import { Store, type PendingEvent } from '../store/store.ts';
+import { fullJitter, sleep } from './backoff.ts';
+import { transitionOf, type BridgeEvent } from './cloudevent.ts';
+import { pollOnce, type Baseline, type PollResult } from './poller.ts';
+
+const MAX_POLL_BACKOFF_MS = 30_000;
+const MAX_RETRY_AFTER_MS = 60_000;
+/** IMDS documents 410 as "retry after some time, for at most 70 s". */
+const GONE_LIMIT_MS = 70_000;
+const IDENTITY_REFRESH_MS = 6 * 3600_000;
+const IDENTITY_RETRY_MS = 60_000;
+const JOURNAL_RETENTION_MS = 7 * 24 * 3600_000;
+
+export interface BridgeOptions {
+  config: BridgeConfig;
+  logger: Logger;
+  /** Where the stdout sink writes (default process.stdout). */
+  stdout?: NodeJS.WritableStream;
+  /** Log what would be sent instead of sending; keep state in memory only. */
+  dryRun?: boolean;
+  /** Called with every CloudEvent committed, after the commit. */
+  onCommitted?: (events: readonly BridgeEvent[]) => void;
+  onOutcome?: (report: OutcomeReport) => void;
+}
+
+export interface BridgeStatus {
+  readonly ready: boolean;
+  readonly consecutiveFailures: number;
+  readonly lastError: string | null;
+  readonly firstPollAt: number | null;
+  readonly identity: VmIdentity;
+  readonly incarnation: number | null;
+}
+
+export class Bridge {
+  readonly store: Store;
+  readonly client: ImdsClient;
+  readonly #o: BridgeOptions;
+  readonly #targets: DispatchTarget[];
+  readonly #dispatcher: Dispatcher;
+  readonly #abort = new AbortController();
+  #identity: VmIdentity;
+  #baseline: Baseline | null;
+  #loop: Promise<void> | null = null;
+  #identityTask: Promise<void> | null = null;
+  #failures = 0;
+  #lastError: string | null = null;
+  #goodReads = 0;
+  #firstPollAt: number | null = null;
+  #stopped = false;
+
+  private constructor(o: BridgeOptions, store: Store, targets: DispatchTarget[]) {
+    this.#o = o;
+    this.store = store;
+    this.#targets = targets;
+    const imds = o.config.imds;
+    this.client = new ImdsClient({
+      endpoint: imds.endpoint,
+      requestTimeoutMs: imds.requestTimeoutMs,
+      firstRequestTimeoutMs: imds.firstRequestTimeoutMs,
+    });
+    this.#identity = identityFrom(null, this.#override());
+    this.#baseline = store.loadDocument();
+    this.#dispatcher = new Dispatcher({
+      store,
+      targets,
+      logger: o.logger,
+      ...(o.onOutcome ? { onOutcome: o.onOutcome } : {}),
+    });
+  }
+
+  /** create opens the store and builds every sink; it connects to nothing yet. */
+  static async create(o: BridgeOptions): Promise<Bridge> {
+    const store = Store.open(o.dryRun ? ':memory:' : o.config.state.path);
+    const targets: DispatchTarget[] = [];
+    try {
+      for (const sc of o.config.sinks as SinkConfigBase[]) {
+        const module = sinkModule(sc.type);
+        const sink = o.dryRun
+          ? dryRunSink(sc.name, o.logger)
+          : await module.create(sc, { logger: o.logger.child({ sink: sc.name }), stdout: o.stdout ?? process.stdout });
+        targets.push({ name: sc.name, type: sc.type, sink, delivery: sc.delivery, maxBatchSize: module.maxBatchSize });
+      }
+    } catch (err) {
+      await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
+      store.close();
+      throw err;
+    }
+    return new Bridge(o, store, targets);
+  }
+
+  get identity(): VmIdentity {
+    return this.#identity;
+  }
+
+  status(): BridgeStatus {
+    return {
+      ready: this.#goodReads > 0 && this.#failures < 3,
+      consecutiveFailures: this.#failures,
+      lastError: this.#lastError,
+      firstPollAt: this.#firstPollAt,
+      identity: this.#identity,
+      incarnation: this.#baseline?.document.incarnation ?? null,
+    };
+  }
+
+  /** start resumes the outbox, learns who this VM is, and starts polling. */
+  async start(): Promise<void> {
+    const { logger, config } = this.#o;
+    const configured = new Set(this.#targets.map((t) => t.name));
+    for (const sink of this.store.outboxSinks()) {
+      if (configured.has(sink)) continue;
+      const n = this.store.deadLetterSink(sink, `sink "${sink}" is no longer configured`);
+      logger.warn({ sink, code: 'SINK_REMOVED', count: n }, 'outbox rows of a sink that is no longer configured were dead-lettered');
+    }
+    const pruned = this.store.prune(JOURNAL_RETENTION_MS);
+    const depth = [...this.store.outboxDepth().values()].reduce((a, b) => a + b, 0);
+    logger.info(
+      {
+        state: this.#o.dryRun ? ':memory: (dry run)' : config.state.path,
+        incarnation: this.#baseline?.document.incarnation ?? null,
+        pendingDeliveries: depth,
+        prunedJournal: pruned,
+        sinks: this.#targets.map((t) => `${t.name}:${t.type}`),
+        dryRun: Boolean(this.#o.dryRun),
+      },
+      'bridge starting',
+    );
+    this.#dispatcher.start();
+    await this.#refreshIdentity();
+    this.#identityTask = this.#identityLoop();
+    this.#loop = this.#pollLoop();
+  }
+
+  /** stop ends polling, drains in-flight deliveries within `deadlineMs`, and closes everything. */
+  async stop(deadlineMs = 10_000): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#abort.abort(new Error('bridge stopping'));
+    await this.#loop;
+    await this.#identityTask;
+    await this.#dispatcher.stop(deadlineMs);
+    await this.client.close();
+    this.store.close();
+    this.#o.logger.info({}, 'bridge stopped');
+  }
+
+  #override(): IdentityOverride {
+    const i = this.#o.config.identity;
+    return {
+      name: i.vmName,
+      resourceId: i.resourceId,
+      vmScaleSetName: i.vmScaleSetName,
+      subscriptionId: i.subscriptionId,
+      resourceGroupName: i.resourceGroupName,
+      location: i.location,
+      zone: i.zone,
+    };
+  }
+
+  async #refreshIdentity(): Promise<boolean> {
+    try {
+      const compute = await this.client.getInstanceCompute({ signal: this.#abort.signal });
+      const next = identityFrom(compute, this.#override());
+      if (next.name !== this.#identity.name || next.resourceId !== this.#identity.resourceId || this.#identity.origin !== 'imds') {
+        this.#o.logger.info({ vmName: next.name, resourceId: next.resourceId, origin: next.origin }, 'VM identity');
+      }
+      this.#identity = next;
+      return true;
+    } catch (err) {
+      if (this.#abort.signal.aborted) return false;
+      this.#o.logger.warn(
+        { ...errorFields(err), vmName: this.#identity.name, origin: this.#identity.origin },
+        'cannot read the VM identity from IMDS; using the configured name or the host name',
+      );
+      return false;
+    }
+  }
+
+  async #identityLoop(): Promise<void> {
+    const signal = this.#abort.signal;
+    let ok = this.#identity.origin === 'imds';
+    while (!signal.aborted) {
+      try {
+        await sleep(ok ? IDENTITY_REFRESH_MS : IDENTITY_RETRY_MS, signal);
+      } catch {
+        return;
+      }
+      ok = await this.#refreshIdentity();
+    }
+  }
+
+  async #pollLoop(): Promise<void> {
+    const { logger, config } = this.#o;
+    const signal = this.#abort.signal;
+    const interval = config.imds.pollIntervalMs;
+    let goneSince: number | null = null;
+    let goneReported = false;
+    while (!signal.aborted) {
+      const started = performance.now();
+      let wait: number;
+      this.#firstPollAt ??= Date.now();
+      try {
+        const result = await pollOnce(this.client, this.#baseline, this.#identity, { signal });
+        this.#apply(result);
+        if (this.#failures > 0) logger.info({ failures: this.#failures }, 'IMDS reads recovered');
+        this.#failures = 0;
+        this.#lastError = null;
+        this.#goodReads += 1;
+        goneSince = null;
+        goneReported = false;
+        wait = Math.max(0, interval - (performance.now() - started));
+      } catch (err) {
+        if (signal.aborted) break;
+        this.#failures += 1;
+        const f = errorFields(err);
+        this.#lastError = f.code;
+        const retryAfter = err instanceof ImdsError ? Math.min(err.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS) : 0;
+        wait = Math.max(interval, fullJitter(this.#failures - 1, interval, MAX_POLL_BACKOFF_MS), retryAfter);
+        if (err instanceof ImdsError && err.code === 'IMDS_GONE') {
+          goneSince ??= Date.now();
+          if (!goneReported && Date.now() - goneSince > GONE_LIMIT_MS) {
+            goneReported = true;
+            logger.error({ ...f, sinceMs: Date.now() - goneSince }, 'IMDS has answered 410 for longer than the documented 70 s; still retrying');
+          }
+        } else {
+          goneSince = null;
+        }
+        logger.warn({ ...f, failures: this.#failures, retryInMs: wait }, 'IMDS read failed; no transitions from this poll');
+      }
+      try {
+        await sleep(wait, signal);
+      } catch {
+        break;
+      }
+    }
+  }
+
+  #apply(result: PollResult): void {
+    const { logger } = this.#o;
+    if (result.kind === 'unchanged') {
+      if (result.etagChanged && this.#baseline !== null) {
+        this.store.saveEtag(result.etag);
+        this.#baseline = { document: this.#baseline.document, etag: result.etag };
+      }
+      return;
+    }
+    const previous = this.#baseline?.document ?? null;
+    if (result.duplicates > 0) {
+      logger.warn({ code: 'IMDS_DUPLICATE_EVENT_IDS', count: result.duplicates }, 'IMDS listed an EventId more than once; kept the entry furthest along');
+    }
+    if (previous !== null && result.document.incarnation < previous.incarnation) {
+      logger.info({ from: previous.incarnation, to: result.document.incarnation }, 'DocumentIncarnation went backwards; diffing by EventId against the new baseline');
+    }
+    const vmName = this.#identity.name;
+    const pending: PendingEvent[] = result.events.map((e) => {
+      const d = e.data!;
+      const transition = transitionOf(e);
+      const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
+      return {
+        id: e.id,
+        eventId: d.eventId,
+        transition,
+        json: JSON.stringify(e),
+        sinks: this.#targets.filter((t) => matchesFilter(this.#sinkFilter(t.name), subject, vmName)).map((t) => t.name),
+      };
+    });
+    this.store.commit({ document: result.document, etag: result.etag, observedAt: new Date().toISOString(), events: pending });
+    this.#baseline = { document: result.document, etag: result.etag };
+    for (const p of pending) {
+      logger.info(
+        { transition: p.transition, eventId: p.eventId, ceId: p.id, incarnation: result.document.incarnation, sinks: p.sinks },
+        `event ${p.transition}`,
+      );
+    }
+    if (pending.length > 0) {
+      this.#dispatcher.notify();
+      this.#o.onCommitted?.(result.events);
+    }
+  }
+
+  #sinkFilter(name: string) {
+    return (this.#o.config.sinks as SinkConfigBase[]).find((s) => s.name === name)!.filter;
+  }
+}
+
+/** dryRunSink logs what would be delivered and counts it as delivered. */
+function dryRunSink(name: string, logger: Logger): Sink {
+  return {
+    async send(events) {
+      for (const e of events) logger.info({ sink: name, ceId: e.id, type: e.type, subject: e.subject }, 'dry run: would deliver');
+      return events.map(() => delivered);
+    },
+    async close() {},
+  };
+}

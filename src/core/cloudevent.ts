@@ -1,0 +1,156 @@
+/**
+ * toCloudEvent maps a transition to a CloudEvents 1.0 event. It is pure and deterministic:
+ * the `id` depends only on the EventId, the transition and (for `updated`) the values that
+ * changed, so every VM that sees the same change emits the same id and a fleet can be
+ * deduplicated downstream (Service Bus duplicate detection, idempotent consumers).
+ *
+ * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md
+ */
+import { createHash } from 'node:crypto';
+import { CloudEvent } from 'cloudevents';
+import type { ScheduledEvent } from '../imds/wire.ts';
+import { affects, type VmIdentity } from '../imds/identity.ts';
+import type { Transition, TransitionKind } from './diff.ts';
+
+export const TYPE_PREFIX = 'azure.scheduledevent.';
+const MAX_ID_LENGTH = 128;
+
+export interface ApprovalInfo {
+  readonly by: string;
+  readonly via: string;
+  readonly at: string;
+}
+
+export interface EventData {
+  eventId: string;
+  eventType: string;
+  eventStatus: string;
+  eventSource: string;
+  resourceType: string;
+  resources: string[];
+  notBefore: string | null;
+  durationInSeconds: number;
+  description: string;
+  documentIncarnation: number;
+  affectsThisVm: boolean;
+  vm: {
+    name: string;
+    resourceId: string | null;
+    vmScaleSetName: string | null;
+    subscriptionId: string | null;
+    resourceGroupName: string | null;
+    location: string | null;
+    zone: string | null;
+  };
+  previous?: Omit<EventData, 'previous' | 'raw' | 'vm' | 'affectsThisVm' | 'documentIncarnation' | 'approval'>;
+  approval?: ApprovalInfo;
+  raw: Record<string, unknown>;
+}
+
+export type BridgeEvent = CloudEvent<EventData>;
+
+/** sourceFor is the CloudEvent `source`: the VM's ARM resource id, or a URN of its name. */
+export function sourceFor(vm: VmIdentity): string {
+  return vm.resourceId ?? `urn:se-bridge:vm:${encodeURIComponent(vm.name)}`;
+}
+
+/** cloudEventId builds the deterministic id; see the module comment. */
+export function cloudEventId(kind: TransitionKind, eventId: string, discriminator?: string): string {
+  const id = discriminator === undefined ? `${eventId}/${kind}` : `${eventId}/${kind}/${discriminator}`;
+  return id.length <= MAX_ID_LENGTH ? id : `sha256/${createHash('sha256').update(id).digest('hex')}`;
+}
+
+function digest(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16);
+}
+
+function fieldsOf(e: ScheduledEvent) {
+  return {
+    eventId: e.eventId,
+    eventType: e.eventType,
+    eventStatus: e.eventStatus,
+    eventSource: e.eventSource,
+    resourceType: e.resourceType,
+    resources: [...e.resources],
+    notBefore: e.notBefore,
+    durationInSeconds: e.durationInSeconds,
+    description: e.description,
+  };
+}
+
+export interface MappingContext {
+  readonly vm: VmIdentity;
+  /** When the bridge observed the change (RFC 3339). */
+  readonly observedAt: string;
+}
+
+export function toCloudEvent(t: Transition, ctx: MappingContext): BridgeEvent {
+  const discriminator =
+    t.kind === 'updated' && t.previous !== undefined
+      ? digest([fieldsOf(t.previous), fieldsOf(t.event)])
+      : undefined;
+  const data: EventData = {
+    ...fieldsOf(t.event),
+    documentIncarnation: t.incarnation,
+    affectsThisVm: affects(t.event.resources, ctx.vm.name),
+    vm: vmData(ctx.vm),
+    ...(t.previous !== undefined ? { previous: fieldsOf(t.previous) } : {}),
+    raw: structuredClone(t.event.raw) as Record<string, unknown>,
+  };
+  return build(cloudEventId(t.kind, t.event.eventId, discriminator), t.kind, data, t.incarnation, ctx);
+}
+
+/** toApprovedCloudEvent is the `approved` event; `recordId` identifies the approval record. */
+export function toApprovedCloudEvent(
+  event: ScheduledEvent,
+  incarnation: number,
+  approval: ApprovalInfo,
+  recordId: string,
+  ctx: MappingContext,
+): BridgeEvent {
+  const data: EventData = {
+    ...fieldsOf(event),
+    documentIncarnation: incarnation,
+    affectsThisVm: affects(event.resources, ctx.vm.name),
+    vm: vmData(ctx.vm),
+    approval,
+    raw: structuredClone(event.raw) as Record<string, unknown>,
+  };
+  return build(cloudEventId('approved', event.eventId, recordId), 'approved', data, incarnation, ctx);
+}
+
+function vmData(vm: VmIdentity): EventData['vm'] {
+  return {
+    name: vm.name,
+    resourceId: vm.resourceId,
+    vmScaleSetName: vm.vmScaleSetName,
+    subscriptionId: vm.subscriptionId,
+    resourceGroupName: vm.resourceGroupName,
+    location: vm.location,
+    zone: vm.zone,
+  };
+}
+
+function build(id: string, kind: TransitionKind, data: EventData, incarnation: number, ctx: MappingContext): BridgeEvent {
+  return new CloudEvent<EventData>({
+    specversion: '1.0',
+    id,
+    type: `${TYPE_PREFIX}${kind}`,
+    source: sourceFor(ctx.vm),
+    subject: data.eventId,
+    time: ctx.observedAt,
+    datacontenttype: 'application/json',
+    incarnation,
+    data,
+  });
+}
+
+/** fromJson revives a CloudEvent stored as JSON (the store and the file sink use the JSON format). */
+export function fromJson(json: string): BridgeEvent {
+  return new CloudEvent<EventData>(JSON.parse(json) as Partial<BridgeEvent>, false);
+}
+
+/** transitionOf reads the transition kind back from a CloudEvent type. */
+export function transitionOf(event: { type: string }): TransitionKind {
+  return event.type.slice(TYPE_PREFIX.length) as TransitionKind;
+}

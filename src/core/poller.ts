@@ -1,0 +1,44 @@
+/**
+ * pollOnce is one poll: read the document, diff it against the last one, map the changes to
+ * CloudEvents. It does no I/O besides the IMDS read and no waiting; the loop, backoff and
+ * rate budget live around it (see bridge.ts). A failed read throws an ImdsError and
+ * produces no transitions: it is never taken for an empty document.
+ */
+import type { ImdsClient } from '../imds/client.ts';
+import type { VmIdentity } from '../imds/identity.ts';
+import type { EventsDocument } from '../imds/wire.ts';
+import { toCloudEvent, type BridgeEvent } from './cloudevent.ts';
+import { diff, type Transition } from './diff.ts';
+
+export interface Baseline {
+  readonly document: EventsDocument;
+  readonly etag: string | null;
+}
+
+export type PollResult =
+  | { readonly kind: 'unchanged'; readonly etag: string | null; readonly etagChanged: boolean }
+  | {
+      readonly kind: 'changed';
+      readonly document: EventsDocument;
+      readonly etag: string | null;
+      readonly transitions: readonly Transition[];
+      readonly events: readonly BridgeEvent[];
+      readonly duplicates: number;
+    };
+
+export async function pollOnce(
+  client: ImdsClient,
+  baseline: Baseline | null,
+  vm: VmIdentity,
+  options: { signal?: AbortSignal; now?: () => Date } = {},
+): Promise<PollResult> {
+  const read = await client.getScheduledEvents({ etag: baseline?.etag ?? null, signal: options.signal });
+  if (read.kind === 'not-modified') return { kind: 'unchanged', etag: baseline?.etag ?? null, etagChanged: false };
+  const transitions = diff(baseline?.document ?? null, read.document);
+  if (transitions.length === 0 && baseline !== null && baseline.document.incarnation === read.document.incarnation) {
+    return { kind: 'unchanged', etag: read.etag, etagChanged: read.etag !== baseline.etag };
+  }
+  const observedAt = (options.now?.() ?? new Date()).toISOString();
+  const events = transitions.map((t) => toCloudEvent(t, { vm, observedAt }));
+  return { kind: 'changed', document: read.document, etag: read.etag, transitions, events, duplicates: read.duplicates };
+}

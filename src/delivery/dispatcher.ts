@@ -1,0 +1,231 @@
+/**
+ * Dispatcher delivers the outbox: one worker per sink, each reading only its own rows, so a
+ * sink that hangs or is down never delays another. Within a sink, events of one EventId go
+ * out in the order they were committed (a `started` never overtakes its `scheduled`).
+ *
+ * The dispatcher owns the delivery policy for every sink alike: a per-attempt timeout,
+ * full-jitter exponential backoff honouring a capped Retry-After, `maxAttempts` and
+ * `maxAgeMs`, then a dead letter holding the last error. A row leaves the outbox only when it
+ * is delivered or dead-lettered.
+ */
+import type { Logger } from 'pino';
+import type { DeliveryConfig, Outcome, Sink } from '../../sinks/types.ts';
+import { fromJson } from '../core/cloudevent.ts';
+import { fullJitter } from '../core/backoff.ts';
+import { deadline } from '../core/abort.ts';
+import { errorFields } from '../observability/logger.ts';
+import type { OutboxRow, Store } from '../store/store.ts';
+
+export interface DispatchTarget {
+  readonly name: string;
+  readonly type: string;
+  readonly sink: Sink;
+  readonly delivery: DeliveryConfig;
+  readonly maxBatchSize: number;
+}
+
+export interface OutcomeReport {
+  sink: string;
+  ceId: string;
+  eventId: string;
+  outcome: 'delivered' | 'retry' | 'dead-letter';
+  attempts: number;
+  reason?: string;
+  createdAt: number;
+}
+
+export interface DispatcherOptions {
+  store: Store;
+  targets: readonly DispatchTarget[];
+  logger: Logger;
+  now?: () => number;
+  random?: () => number;
+  /** Called after every attempt's outcome is recorded. */
+  onOutcome?: (report: OutcomeReport) => void;
+}
+
+const ABORTED = Symbol('aborted');
+const RESCAN_MS = 5000;
+
+class Worker {
+  readonly #t: DispatchTarget;
+  readonly #o: Required<Pick<DispatcherOptions, 'now' | 'random'>> & DispatcherOptions;
+  readonly #abort = new AbortController();
+  #wake: (() => void) | null = null;
+  #pending = false;
+  #stopping = false;
+  #idleTimer: NodeJS.Timeout | null = null;
+  done: Promise<void> = Promise.resolve();
+
+  constructor(target: DispatchTarget, options: Required<Pick<DispatcherOptions, 'now' | 'random'>> & DispatcherOptions) {
+    this.#t = target;
+    this.#o = options;
+  }
+
+  start(): void {
+    this.done = this.#loop();
+  }
+
+  notify(): void {
+    this.#pending = true;
+    this.#wake?.();
+  }
+
+  stop(): void {
+    this.#stopping = true;
+    this.#wake?.();
+  }
+
+  abortInFlight(): void {
+    this.#abort.abort(new Error('shutdown deadline reached'));
+  }
+
+  async #loop(): Promise<void> {
+    const { store, logger } = this.#o;
+    while (!this.#stopping) {
+      this.#pending = false;
+      let rows: OutboxRow[];
+      try {
+        rows = store.due(this.#t.name, this.#o.now(), this.#t.maxBatchSize);
+      } catch (err) {
+        logger.error({ sink: this.#t.name, ...errorFields(err) }, 'cannot read the outbox');
+        await this.#idle(1000);
+        continue;
+      }
+      if (rows.length === 0) {
+        // Rows may also arrive from another process (dead-letters replay): look again now and then.
+        const next = store.nextDueAt(this.#t.name);
+        await this.#idle(Math.min(RESCAN_MS, next === null ? RESCAN_MS : Math.max(0, next - this.#o.now())));
+        continue;
+      }
+      const outcomes = await this.#attempt(rows);
+      try {
+        this.#record(rows, outcomes);
+      } catch (err) {
+        logger.error({ sink: this.#t.name, ...errorFields(err) }, 'cannot record delivery outcomes; they will be sent again');
+        await this.#idle(1000);
+      }
+    }
+  }
+
+  /** idle waits for a notify, a stop, or `ms`. */
+  async #idle(ms: number): Promise<void> {
+    if (this.#pending || this.#stopping) return;
+    await new Promise<void>((resolve) => {
+      this.#wake = resolve;
+      this.#idleTimer = setTimeout(resolve, ms);
+    });
+    this.#wake = null;
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
+  }
+
+  async #attempt(rows: readonly OutboxRow[]): Promise<Outcome[]> {
+    const { timeoutMs } = this.#t.delivery;
+    const attempt = deadline(timeoutMs, this.#abort.signal);
+    try {
+      const events = rows.map((r) => fromJson(r.json));
+      const result = await Promise.race([this.#t.sink.send(events, { signal: attempt.signal }), attempt.aborted.then(() => ABORTED)]);
+      if (result === ABORTED) {
+        const reason = attempt.timedOut ? `TIMEOUT: no answer within ${timeoutMs} ms` : 'SHUTDOWN: send aborted at shutdown';
+        return rows.map(() => ({ status: 'retry', reason }));
+      }
+      if (!Array.isArray(result) || result.length !== rows.length) {
+        throw new Error(`sink ${this.#t.name} returned ${Array.isArray(result) ? result.length : typeof result} outcomes for ${rows.length} events`);
+      }
+      return result;
+    } catch (err) {
+      const f = errorFields(err);
+      this.#o.logger.error({ sink: this.#t.name, ...f }, 'sink failed unexpectedly; the events stay in the outbox');
+      return rows.map(() => ({ status: 'retry', reason: `${f.code}: ${f.err}` }));
+    } finally {
+      attempt.release();
+    }
+  }
+
+  #record(rows: readonly OutboxRow[], outcomes: readonly Outcome[]): void {
+    const { store, logger, onOutcome } = this.#o;
+    const now = this.#o.now();
+    const d = this.#t.delivery;
+    const deliveredIds: number[] = [];
+    rows.forEach((row, i) => {
+      const outcome = outcomes[i]!;
+      const attempts = row.attempts + 1;
+      const fields = { sink: this.#t.name, eventId: row.eventId, ceId: row.ceId, attempts };
+      const report = (o: OutcomeReport['outcome'], reason?: string) =>
+        onOutcome?.({ sink: this.#t.name, ceId: row.ceId, eventId: row.eventId, outcome: o, attempts, createdAt: row.createdAt, ...(reason ? { reason } : {}) });
+      if (outcome.status === 'delivered') {
+        deliveredIds.push(row.rowId);
+        logger.debug(fields, 'delivered');
+        report('delivered');
+        return;
+      }
+      if (outcome.status === 'reject') {
+        store.deadLetter(row.rowId, attempts, `rejected: ${outcome.reason}`, now);
+        logger.error({ ...fields, code: 'DELIVERY_REJECTED', err: outcome.reason }, 'rejected by the sink; dead-lettered');
+        report('dead-letter', outcome.reason);
+        return;
+      }
+      const backoff = fullJitter(row.attempts, d.initialBackoffMs, d.maxBackoffMs, this.#o.random);
+      const delay = Math.max(backoff, Math.min(outcome.retryAfterMs ?? 0, d.maxBackoffMs));
+      const expired = now + delay - row.createdAt > d.maxAgeMs;
+      if (attempts >= d.maxAttempts || expired) {
+        const why = attempts >= d.maxAttempts ? `gave up after ${attempts} attempts` : `gave up after ${d.maxAgeMs} ms`;
+        store.deadLetter(row.rowId, attempts, `${why}: ${outcome.reason}`, now);
+        logger.error({ ...fields, code: 'DELIVERY_EXHAUSTED', err: outcome.reason }, `${why}; dead-lettered`);
+        report('dead-letter', outcome.reason);
+        return;
+      }
+      store.reschedule(row.rowId, attempts, now + delay, outcome.reason);
+      logger.warn({ ...fields, code: 'DELIVERY_RETRY', err: outcome.reason, retryInMs: delay }, 'delivery failed; will retry');
+      report('retry', outcome.reason);
+    });
+    if (deliveredIds.length > 0) store.markDelivered(deliveredIds);
+  }
+}
+
+export class Dispatcher {
+  readonly #workers: Map<string, Worker>;
+  readonly #options: DispatcherOptions;
+
+  constructor(options: DispatcherOptions) {
+    this.#options = options;
+    const full = { now: Date.now, random: Math.random, ...options };
+    this.#workers = new Map(options.targets.map((t) => [t.name, new Worker(t, full)]));
+  }
+
+  start(): void {
+    for (const w of this.#workers.values()) w.start();
+  }
+
+  /** notify wakes the workers: new rows were committed. */
+  notify(): void {
+    for (const w of this.#workers.values()) w.notify();
+  }
+
+  /**
+   * stop lets in-flight sends finish within `deadlineMs`, then aborts them; what was not
+   * delivered stays in the outbox for the next start. Sinks are closed afterwards.
+   */
+  async stop(deadlineMs = 10_000): Promise<void> {
+    const workers = [...this.#workers.values()];
+    for (const w of workers) w.stop();
+    const all = Promise.all(workers.map((w) => w.done));
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), deadlineMs))),
+    ]);
+    clearTimeout(timer);
+    if (late) {
+      this.#options.logger.warn({ code: 'SHUTDOWN_DEADLINE', deadlineMs }, 'in-flight deliveries aborted at the shutdown deadline; they stay in the outbox');
+      for (const w of workers) w.abortInFlight();
+      await all;
+    }
+    await Promise.all(
+      this.#options.targets.map((t) =>
+        t.sink.close().catch((err: unknown) => this.#options.logger.warn({ sink: t.name, ...errorFields(err) }, 'closing the sink failed')),
+      ),
+    );
+  }
+}

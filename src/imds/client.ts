@@ -1,0 +1,187 @@
+/**
+ * ImdsClient speaks to the Instance Metadata Service: one method per request, each a single
+ * attempt that either returns a validated value or throws an ImdsError. Loops, backoff and
+ * retries live in the callers.
+ *
+ * - Every request carries `Metadata: true` and an `api-version`, and nothing else that IMDS
+ *   rejects (no X-Forwarded-For).
+ * - Requests go through a dedicated undici Agent, never a proxy, whatever HTTP_PROXY,
+ *   HTTPS_PROXY or NODE_USE_ENV_PROXY say: IMDS must not be reached through a proxy.
+ * - Every request takes one token from the shared 5 requests/s budget.
+ * - The first Scheduled Events request may take up to 2 minutes (it enables the feature for
+ *   the VM); later ones use the short timeout.
+ * - When IMDS offers an ETag it is sent back as If-None-Match and a 304 means "unchanged".
+ *
+ * @see https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { parseRetryAfter } from '../core/backoff.ts';
+import { deadline } from '../core/abort.ts';
+import { codeForStatus, ImdsError } from './errors.ts';
+import { RateBudget } from './rate-budget.ts';
+import {
+  INSTANCE_API_VERSION,
+  SCHEDULED_EVENTS_API_VERSION,
+  toDomainDocument,
+  WireDocument,
+  WireInstanceCompute,
+  type EventsDocument,
+} from './wire.ts';
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface ImdsClientOptions {
+  endpoint: string;
+  requestTimeoutMs?: number;
+  firstRequestTimeoutMs?: number;
+  budget?: RateBudget;
+}
+
+export type ScheduledEventsRead =
+  | { readonly kind: 'document'; readonly document: EventsDocument; readonly etag: string | null; readonly duplicates: number }
+  | { readonly kind: 'not-modified' };
+
+export class ImdsClient {
+  readonly endpoint: string;
+  readonly budget: RateBudget;
+  readonly #agent: Agent;
+  readonly #requestTimeoutMs: number;
+  readonly #firstRequestTimeoutMs: number;
+  #answered = false;
+
+  constructor(options: ImdsClientOptions) {
+    this.endpoint = options.endpoint.replace(/\/+$/, '');
+    this.budget = options.budget ?? new RateBudget(5);
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? 5000;
+    this.#firstRequestTimeoutMs = options.firstRequestTimeoutMs ?? 120_000;
+    // A plain Agent: undici's proxy support lives only in ProxyAgent/EnvHttpProxyAgent.
+    this.#agent = new Agent({ connections: 4, keepAliveTimeout: 30_000, pipelining: 0 });
+  }
+
+  /** getScheduledEvents reads the document once. `etag` is the one of the last document read. */
+  async getScheduledEvents(options: { etag?: string | null; signal?: AbortSignal } = {}): Promise<ScheduledEventsRead> {
+    const headers: Record<string, string> = {};
+    if (options.etag) headers['if-none-match'] = options.etag;
+    const timeoutMs = this.#answered ? this.#requestTimeoutMs : this.#firstRequestTimeoutMs;
+    const res = await this.#send('GET', `/metadata/scheduledevents?api-version=${SCHEDULED_EVENTS_API_VERSION}`, {
+      headers,
+      timeoutMs,
+      signal: options.signal,
+      accept304: Boolean(options.etag),
+    });
+    this.#answered = true;
+    if (res.status === 304) return { kind: 'not-modified' };
+    const parsed = WireDocument.safeParse(parseJson(res.body));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ImdsError(
+        'IMDS_SCHEMA_INVALID',
+        `IMDS answered a document that is not a Scheduled Events document (${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid'})`,
+      );
+    }
+    const { document, duplicates } = toDomainDocument(parsed.data);
+    return { kind: 'document', document, etag: res.etag, duplicates };
+  }
+
+  /** startEvents approves events: POST StartRequests. IMDS answers 200 even if another VM approved first. */
+  async startEvents(eventIds: readonly string[], options: { signal?: AbortSignal } = {}): Promise<void> {
+    const body = JSON.stringify({ StartRequests: eventIds.map((id) => ({ EventId: id })) });
+    await this.#send('POST', `/metadata/scheduledevents?api-version=${SCHEDULED_EVENTS_API_VERSION}`, {
+      headers: { 'content-type': 'application/json' },
+      body,
+      timeoutMs: this.#requestTimeoutMs,
+      signal: options.signal,
+      accept304: false,
+    });
+  }
+
+  /** getInstanceCompute reads who this VM is. */
+  async getInstanceCompute(options: { signal?: AbortSignal } = {}): Promise<WireInstanceCompute> {
+    const res = await this.#send('GET', `/metadata/instance/compute?api-version=${INSTANCE_API_VERSION}`, {
+      headers: {},
+      timeoutMs: this.#requestTimeoutMs,
+      signal: options.signal,
+      accept304: false,
+    });
+    const parsed = WireInstanceCompute.safeParse(parseJson(res.body));
+    if (!parsed.success) throw new ImdsError('IMDS_SCHEMA_INVALID', 'IMDS answered an instance compute document that is not an object');
+    return parsed.data;
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  async #send(
+    method: Dispatcher.HttpMethod,
+    path: string,
+    opts: { headers: Record<string, string>; body?: string; timeoutMs: number; signal: AbortSignal | undefined; accept304: boolean },
+  ): Promise<{ status: number; body: string; etag: string | null }> {
+    await this.budget.acquire(opts.signal).catch((err: unknown) => {
+      throw new ImdsError('IMDS_ABORTED', 'IMDS request aborted while waiting for the rate budget', { cause: err });
+    });
+    const limit = deadline(opts.timeoutMs, opts.signal);
+    const url = `${this.endpoint}${path}`;
+    try {
+      const res = await request(url, {
+        method,
+        dispatcher: this.#agent,
+        headers: { metadata: 'true', ...opts.headers },
+        body: opts.body,
+        signal: limit.signal,
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+      });
+      const body = await readLimited(res.body, MAX_BODY_BYTES);
+      const etag = headerValue(res.headers.etag);
+      if (res.statusCode === 200) return { status: 200, body, etag };
+      if (res.statusCode === 304 && opts.accept304) return { status: 304, body: '', etag };
+      throw new ImdsError(codeForStatus(res.statusCode), `IMDS answered ${res.statusCode} to ${method} ${path}`, {
+        status: res.statusCode,
+        retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+      });
+    } catch (err) {
+      if (err instanceof ImdsError) throw err;
+      if (opts.signal?.aborted) throw new ImdsError('IMDS_ABORTED', `${method} ${path} aborted`, { cause: err });
+      if (limit.timedOut || isTimeout(err)) {
+        throw new ImdsError('IMDS_TIMEOUT', `IMDS did not answer ${method} ${path} within ${opts.timeoutMs} ms`, { cause: err });
+      }
+      const code = (err as { code?: string }).code ?? (err as Error).name;
+      throw new ImdsError('IMDS_NETWORK', `cannot reach IMDS at ${this.endpoint}: ${code}`, { cause: err });
+    } finally {
+      limit.release();
+    }
+  }
+}
+
+function isTimeout(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
+}
+
+function headerValue(v: string | string[] | undefined): string | null {
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s === '' ? null : s;
+}
+
+async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      throw new ImdsError('IMDS_UNPARSABLE', `IMDS answer larger than ${limit} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ImdsError('IMDS_UNPARSABLE', `IMDS answered a body that is not JSON (${text.length} bytes)`, { cause: err });
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * ImdsError is every way a read or write at IMDS can fail, with a stable `code`.
+ * A failed read is never an empty document: callers produce no transitions from it.
+ */
+export type ImdsErrorCode =
+  | 'IMDS_BAD_REQUEST' // 400: missing Metadata header, bad api-version, malformed body
+  | 'IMDS_NOT_FOUND' // 404
+  | 'IMDS_METHOD_NOT_ALLOWED' // 405
+  | 'IMDS_GONE' // 410: retry after some time, for at most 70 s
+  | 'IMDS_RATE_LIMITED' // 429
+  | 'IMDS_SERVER_ERROR' // 5xx
+  | 'IMDS_HTTP_STATUS' // any other unexpected status
+  | 'IMDS_NETWORK' // connection refused, reset, DNS, ...
+  | 'IMDS_TIMEOUT'
+  | 'IMDS_UNPARSABLE' // not JSON, truncated, too large
+  | 'IMDS_SCHEMA_INVALID' // JSON, but not a Scheduled Events document
+  | 'IMDS_ABORTED'; // the caller's signal aborted (shutdown)
+
+const RETRYABLE: ReadonlySet<ImdsErrorCode> = new Set([
+  'IMDS_GONE',
+  'IMDS_RATE_LIMITED',
+  'IMDS_SERVER_ERROR',
+  'IMDS_NETWORK',
+  'IMDS_TIMEOUT',
+  'IMDS_UNPARSABLE',
+]);
+
+export class ImdsError extends Error {
+  readonly code: ImdsErrorCode;
+  readonly status: number | undefined;
+  readonly retryAfterMs: number | undefined;
+  constructor(code: ImdsErrorCode, message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ImdsError';
+    this.code = code;
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+  /** retryable: a later identical request may succeed. */
+  get retryable(): boolean {
+    return RETRYABLE.has(this.code);
+  }
+}
+
+export function codeForStatus(status: number): ImdsErrorCode {
+  switch (status) {
+    case 400:
+      return 'IMDS_BAD_REQUEST';
+    case 404:
+      return 'IMDS_NOT_FOUND';
+    case 405:
+      return 'IMDS_METHOD_NOT_ALLOWED';
+    case 410:
+      return 'IMDS_GONE';
+    case 429:
+      return 'IMDS_RATE_LIMITED';
+    default:
+      return status >= 500 ? 'IMDS_SERVER_ERROR' : 'IMDS_HTTP_STATUS';
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * RateBudget shares IMDS's documented limit of 5 requests per second per VM among every
+ * caller in the process (the poller, identity, approvals): `acquire` waits until one more
+ * request fits in the last second. A sliding window, so no burst ever exceeds the limit.
+ */
+import { sleep } from '../core/backoff.ts';
+
+export class RateBudget {
+  readonly perSecond: number;
+  readonly #stamps: number[] = [];
+  readonly #now: () => number;
+
+  constructor(perSecond = 5, now: () => number = () => performance.now()) {
+    this.perSecond = perSecond;
+    this.#now = now;
+  }
+
+  async acquire(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const now = this.#now();
+      while (this.#stamps.length > 0 && this.#stamps[0]! <= now - 1000) this.#stamps.shift();
+      if (this.#stamps.length < this.perSecond) {
+        this.#stamps.push(now);
+        return;
+      }
+      await sleep(Math.max(1, Math.ceil(this.#stamps[0]! + 1000 - now)), signal);
+    }
+  }
+}

@@ -1,0 +1,329 @@
+/**
+ * Store is the bridge's journal on SQLite (node:sqlite, WAL, synchronous=FULL): the last
+ * IMDS document, every CloudEvent produced, the outbox (one row per event and sink until it
+ * is delivered or dead-lettered) and the dead letters.
+ *
+ * `commit` writes a new document, its CloudEvents and their outbox rows in one transaction,
+ * so after a crash either all of a change is recorded or none of it is, and the next poll
+ * diffs against exactly what was last committed.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { EventsDocument } from '../imds/wire.ts';
+import { deepFreeze } from '../imds/wire.ts';
+
+const SCHEMA_VERSION = 1;
+
+export class StoreError extends Error {
+  readonly code: 'STORE_OPEN_FAILED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED';
+  constructor(code: StoreError['code'], message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'StoreError';
+    this.code = code;
+  }
+}
+
+export interface StoredDocument {
+  readonly document: EventsDocument;
+  readonly etag: string | null;
+  readonly observedAt: string;
+}
+
+export interface PendingEvent {
+  /** The CloudEvent id. */
+  readonly id: string;
+  /** The IMDS EventId: order is kept per EventId within a sink. */
+  readonly eventId: string;
+  readonly transition: string;
+  /** The CloudEvent in the JSON event format. */
+  readonly json: string;
+  /** The sinks that should receive it. */
+  readonly sinks: readonly string[];
+}
+
+export interface OutboxRow {
+  readonly rowId: number;
+  readonly sink: string;
+  readonly ceId: string;
+  readonly eventId: string;
+  readonly attempts: number;
+  readonly createdAt: number;
+  readonly json: string;
+}
+
+export interface DeadLetter {
+  readonly id: number;
+  readonly sink: string;
+  readonly ceId: string;
+  readonly eventId: string;
+  readonly transition: string;
+  readonly attempts: number;
+  readonly lastError: string;
+  readonly createdAt: number;
+  readonly deadAt: number;
+  readonly json: string;
+}
+
+export class Store {
+  readonly path: string;
+  readonly #db: DatabaseSync;
+  readonly #stmts: ReturnType<Store['prepare']>;
+
+  private constructor(path: string, db: DatabaseSync) {
+    this.path = path;
+    this.#db = db;
+    this.#stmts = this.prepare();
+  }
+
+  /** open creates the database (and its directory) when missing, and migrates it. */
+  static open(path: string): Store {
+    let db: DatabaseSync;
+    try {
+      if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+      db = new DatabaseSync(path);
+      db.exec('PRAGMA busy_timeout = 5000');
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = FULL');
+      db.exec('PRAGMA foreign_keys = ON');
+      migrate(db);
+    } catch (err) {
+      if (err instanceof StoreError) throw err;
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      throw new StoreError('STORE_OPEN_FAILED', `cannot open state database ${path}: ${code}`, err);
+    }
+    return new Store(path, db);
+  }
+
+  private prepare() {
+    const db = this.#db;
+    return {
+      loadDocument: db.prepare('SELECT incarnation, body, etag, observed_at FROM document WHERE id = 1'),
+      saveDocument: db.prepare(
+        `INSERT INTO document (id, incarnation, body, etag, observed_at) VALUES (1, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, body = excluded.body,
+           etag = excluded.etag, observed_at = excluded.observed_at`,
+      ),
+      insertJournal: db.prepare(
+        'INSERT OR IGNORE INTO journal (ce_id, event_id, transition, body, created_at) VALUES (?, ?, ?, ?, ?)',
+      ),
+      insertOutbox: db.prepare(
+        'INSERT INTO outbox (sink, ce_id, event_id, attempts, created_at, next_attempt_at) VALUES (?, ?, ?, 0, ?, ?)',
+      ),
+      due: db.prepare(
+        `SELECT o.id AS rowId, o.sink, o.ce_id AS ceId, o.event_id AS eventId, o.attempts, o.created_at AS createdAt, j.body AS json
+           FROM outbox o JOIN journal j ON j.ce_id = o.ce_id
+          WHERE o.sink = ? AND o.next_attempt_at <= ?
+            AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.sink = o.sink AND p.event_id = o.event_id AND p.id < o.id)
+          ORDER BY o.id LIMIT ?`,
+      ),
+      nextDue: db.prepare(
+        `SELECT MIN(o.next_attempt_at) AS at FROM outbox o
+          WHERE o.sink = ?
+            AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.sink = o.sink AND p.event_id = o.event_id AND p.id < o.id)`,
+      ),
+      deleteOutbox: db.prepare('DELETE FROM outbox WHERE id = ?'),
+      reschedule: db.prepare('UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?'),
+      insertDead: db.prepare(
+        `INSERT INTO dead_letters (sink, ce_id, event_id, attempts, last_error, created_at, dead_at)
+         SELECT sink, ce_id, event_id, ?, ?, created_at, ? FROM outbox WHERE id = ?`,
+      ),
+      depth: db.prepare('SELECT sink, COUNT(*) AS n FROM outbox GROUP BY sink'),
+      sinksInOutbox: db.prepare('SELECT DISTINCT sink FROM outbox'),
+      outboxIdsOfSink: db.prepare('SELECT id FROM outbox WHERE sink = ?'),
+      deadAll: db.prepare(
+        `SELECT d.id, d.sink, d.ce_id AS ceId, d.event_id AS eventId, j.transition, d.attempts, d.last_error AS lastError,
+                d.created_at AS createdAt, d.dead_at AS deadAt, j.body AS json
+           FROM dead_letters d JOIN journal j ON j.ce_id = d.ce_id ORDER BY d.id`,
+      ),
+      replayDead: db.prepare(
+        'INSERT INTO outbox (sink, ce_id, event_id, attempts, created_at, next_attempt_at) SELECT sink, ce_id, event_id, 0, ?, ? FROM dead_letters WHERE id = ?',
+      ),
+      deleteDead: db.prepare('DELETE FROM dead_letters WHERE id = ?'),
+      journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
+      prune: db.prepare(
+        `DELETE FROM journal WHERE created_at < ?
+           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.ce_id = journal.ce_id)
+           AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.ce_id = journal.ce_id)`,
+      ),
+    };
+  }
+
+  /** loadDocument returns the last committed document, or null before the first one. */
+  loadDocument(): StoredDocument | null {
+    const row = this.#stmts.loadDocument.get() as
+      | { incarnation: number; body: string; etag: string | null; observed_at: string }
+      | undefined;
+    if (row === undefined) return null;
+    const document = deepFreeze(JSON.parse(row.body) as EventsDocument);
+    return { document, etag: row.etag, observedAt: row.observed_at };
+  }
+
+  /**
+   * commit records a new document, the CloudEvents it produced and one outbox row per
+   * (event, sink), atomically. A CloudEvent id already journaled keeps its first body.
+   */
+  commit(input: { document: EventsDocument; etag: string | null; observedAt: string; events: readonly PendingEvent[]; now?: number }): void {
+    const now = input.now ?? Date.now();
+    this.transaction(() => {
+      const s = this.#stmts;
+      s.saveDocument.run(input.document.incarnation, JSON.stringify(input.document), input.etag, input.observedAt);
+      for (const e of input.events) {
+        s.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);
+        for (const sink of e.sinks) s.insertOutbox.run(sink, e.id, e.eventId, now, now);
+      }
+    });
+  }
+
+  /** saveEtag remembers a new ETag for an unchanged document. */
+  saveEtag(etag: string | null): void {
+    this.#db.prepare('UPDATE document SET etag = ? WHERE id = 1').run(etag);
+  }
+
+  /** due returns the rows of `sink` ready to send: at most one per EventId (the oldest), in order. */
+  due(sink: string, now: number, limit: number): OutboxRow[] {
+    return this.#stmts.due.all(sink, now, limit) as unknown as OutboxRow[];
+  }
+
+  /** nextDueAt is when the next row of `sink` becomes ready (ms since epoch), or null when none is pending. */
+  nextDueAt(sink: string): number | null {
+    const row = this.#stmts.nextDue.get(sink) as { at: number | null } | undefined;
+    return row?.at ?? null;
+  }
+
+  markDelivered(rowIds: readonly number[]): void {
+    this.transaction(() => {
+      for (const id of rowIds) this.#stmts.deleteOutbox.run(id);
+    });
+  }
+
+  reschedule(rowId: number, attempts: number, nextAttemptAt: number, lastError: string): void {
+    this.#stmts.reschedule.run(attempts, nextAttemptAt, lastError, rowId);
+  }
+
+  /** deadLetter moves an outbox row to the dead letters with its last error. */
+  deadLetter(rowId: number, attempts: number, lastError: string, now: number = Date.now()): void {
+    this.transaction(() => {
+      this.#stmts.insertDead.run(attempts, lastError, now, rowId);
+      this.#stmts.deleteOutbox.run(rowId);
+    });
+  }
+
+  /** deadLetterSink moves every outbox row of a sink that is no longer configured to the dead letters. */
+  deadLetterSink(sink: string, reason: string, now: number = Date.now()): number {
+    const rows = this.#stmts.outboxIdsOfSink.all(sink) as { id: number }[];
+    this.transaction(() => {
+      for (const { id } of rows) {
+        this.#stmts.insertDead.run(0, reason, now, id);
+        this.#stmts.deleteOutbox.run(id);
+      }
+    });
+    return rows.length;
+  }
+
+  outboxSinks(): string[] {
+    return (this.#stmts.sinksInOutbox.all() as { sink: string }[]).map((r) => r.sink);
+  }
+
+  outboxDepth(): Map<string, number> {
+    return new Map((this.#stmts.depth.all() as { sink: string; n: number }[]).map((r) => [r.sink, r.n]));
+  }
+
+  deadLetters(sink?: string): DeadLetter[] {
+    const all = this.#stmts.deadAll.all() as unknown as DeadLetter[];
+    return sink === undefined ? all : all.filter((d) => d.sink === sink);
+  }
+
+  /** replayDeadLetters puts dead letters back into the outbox; returns how many. */
+  replayDeadLetters(sink?: string, now: number = Date.now()): number {
+    const rows = this.deadLetters(sink);
+    this.transaction(() => {
+      for (const d of rows) {
+        this.#stmts.replayDead.run(now, now, d.id);
+        this.#stmts.deleteDead.run(d.id);
+      }
+    });
+    return rows.length;
+  }
+
+  /** journal lists every CloudEvent ever committed and still kept, oldest first (for tests and tools). */
+  journal(): { id: string; transition: string; json: string }[] {
+    return this.#stmts.journalAll.all() as { id: string; transition: string; json: string }[];
+  }
+
+  /** prune forgets delivered CloudEvents older than `maxAgeMs`. */
+  prune(maxAgeMs: number, now: number = Date.now()): number {
+    return Number(this.#stmts.prune.run(now - maxAgeMs).changes);
+  }
+
+  close(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+
+  private transaction(fn: () => void): void {
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      fn();
+      this.#db.exec('COMMIT');
+    } catch (err) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      throw new StoreError('STORE_WRITE_FAILED', `state database ${this.path}: write failed: ${code}`, err);
+    }
+  }
+}
+
+function migrate(db: DatabaseSync): void {
+  db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
+  const version = row === undefined ? 0 : Number(row.value);
+  if (version > SCHEMA_VERSION) {
+    throw new StoreError(
+      'STORE_SCHEMA_TOO_NEW',
+      `state database schema version ${version} is newer than this se-bridge understands (${SCHEMA_VERSION})`,
+    );
+  }
+  if (version === SCHEMA_VERSION) return;
+  db.exec(`
+    BEGIN IMMEDIATE;
+    CREATE TABLE IF NOT EXISTS document (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      incarnation INTEGER NOT NULL,
+      body TEXT NOT NULL,
+      etag TEXT,
+      observed_at TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS journal (
+      ce_id TEXT PRIMARY KEY,
+      event_id TEXT NOT NULL,
+      transition TEXT NOT NULL,
+      body TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS outbox (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      sink TEXT NOT NULL,
+      ce_id TEXT NOT NULL REFERENCES journal (ce_id),
+      event_id TEXT NOT NULL,
+      attempts INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      next_attempt_at INTEGER NOT NULL,
+      last_error TEXT
+    );
+    CREATE INDEX IF NOT EXISTS outbox_by_sink_event ON outbox (sink, event_id, id);
+    CREATE TABLE IF NOT EXISTS dead_letters (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      sink TEXT NOT NULL,
+      ce_id TEXT NOT NULL REFERENCES journal (ce_id),
+      event_id TEXT NOT NULL,
+      attempts INTEGER NOT NULL,
+      last_error TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      dead_at INTEGER NOT NULL
+    );
+    INSERT INTO meta (key, value) VALUES ('schema_version', '${SCHEMA_VERSION}')
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+    COMMIT;
+  `);
+}
+

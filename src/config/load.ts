@@ -37,11 +37,11 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
 }
 
 export function parseConfigText(text: string, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
-      doc.errors.map((e) => `(yaml) line ${e.linePos?.[0]?.line ?? '?'}, column ${e.linePos?.[0]?.col ?? '?'}: ${e.message.split('\n')[0]}`),
+      doc.errors.map((e) => `(yaml) line ${e.linePos?.[0]?.line ?? '?'}, column ${e.linePos?.[0]?.col ?? '?'}: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`),
     );
   }
   const raw: unknown = doc.toJS() ?? {};
@@ -108,7 +108,12 @@ function expand(value: unknown, path: (string | number)[], env: NodeJS.ProcessEn
   }
   if (Array.isArray(value)) return value.map((v, i) => expand(v, [...path, i], env, problems));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, [...path, k], env, problems)]));
+    // A key written with no value (`identity:` followed only by comments) counts as absent.
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => v !== null)
+        .map(([k, v]) => [k, expand(v, [...path, k], env, problems)]),
+    );
   }
   return value;
 }

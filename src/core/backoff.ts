@@ -20,6 +20,11 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
 }
 
 /** sleep resolves after `ms`, or rejects with the signal's reason when it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return sleepTimer(ms, undefined, signal === undefined ? undefined : { signal });
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal === undefined) return sleepTimer(ms);
+  try {
+    await sleepTimer(ms, undefined, { signal });
+  } catch (err) {
+    throw signal.aborted ? signal.reason : err;
+  }
 }

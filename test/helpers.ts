@@ -1,0 +1,45 @@
+/** Shared test helpers: fixtures, polling for a condition (bounded), temp dirs. */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { toDomainDocument, WireDocument, type EventsDocument } from '../src/imds/wire.ts';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const CLI = join(ROOT, 'src', 'cli.ts');
+
+/** fixtureText reads a captured IMDS document from test/fixtures/imds. */
+export function fixtureText(name: string): string {
+  return readFileSync(join(ROOT, 'test', 'fixtures', 'imds', name), 'utf8');
+}
+
+export function fixtureDocument(name: string): EventsDocument {
+  return toDomainDocument(WireDocument.parse(JSON.parse(fixtureText(name)))).document;
+}
+
+/** waitFor polls `check` until it returns a truthy value; bounded in time and count. */
+export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 15_000, everyMs = 25): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 0; i < Math.ceil(timeoutMs / everyMs) + 1; i++) {
+    const v = await check();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+export function tempDir(prefix = 'se-bridge-test-'): { path: string; cleanup(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export const silentLogger = pino({ level: 'silent' });
+
+/** captureLogger records log lines as objects. */
+export function captureLogger(): { logger: ReturnType<typeof pino>; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  return { logger, lines };
+}

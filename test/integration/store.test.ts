@@ -1,0 +1,139 @@
+import { writeFileSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Store, StoreError, type PendingEvent } from '../../src/store/store.ts';
+import { fixtureDocument, tempDir } from '../helpers.ts';
+
+const dirs: { cleanup(): void }[] = [];
+afterEach(() => {
+  while (dirs.length) dirs.pop()!.cleanup();
+});
+function freshPath(): string {
+  const d = tempDir();
+  dirs.push(d);
+  return join(d.path, 'nested', 'state.db');
+}
+const pe = (id: string, eventId: string, sinks: string[], transition = 'scheduled'): PendingEvent => ({
+  id,
+  eventId,
+  transition,
+  json: JSON.stringify({ id, specversion: '1.0', type: `azure.scheduledevent.${transition}`, source: 'urn:x', subject: eventId }),
+  sinks,
+});
+
+describe('Store (real SQLite on disk)', () => {
+  it('creates its directory, and reloads the last document and the outbox after reopening', () => {
+    const path = freshPath();
+    const doc = fixtureDocument('live-migration-2.json');
+    let s = Store.open(path);
+    expect(s.loadDocument()).toBeNull();
+    s.commit({ document: doc, etag: '"e1"', observedAt: '2026-01-01T00:00:00Z', events: [pe('A/scheduled', 'A', ['x', 'y'])], now: 1000 });
+    s.close();
+    s = Store.open(path);
+    const loaded = s.loadDocument()!;
+    expect(loaded.document).toEqual(doc);
+    expect(loaded.etag).toBe('"e1"');
+    expect(Object.isFrozen(loaded.document.events[0])).toBe(true);
+    expect(s.outboxDepth()).toEqual(new Map([['x', 1], ['y', 1]]));
+    expect(s.due('x', 1000, 10).map((r) => r.ceId)).toEqual(['A/scheduled']);
+    s.close();
+  });
+
+  it('commits a document with its events atomically: a failure leaves nothing behind', () => {
+    const s = Store.open(freshPath());
+    const d1 = fixtureDocument('live-migration-1.json');
+    s.commit({ document: d1, etag: null, observedAt: 't', events: [] });
+    const bad = { ...pe('B/scheduled', 'B', ['x']), json: null as unknown as string };
+    expect(() =>
+      s.commit({ document: fixtureDocument('live-migration-2.json'), etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['x']), bad] }),
+    ).toThrow(StoreError);
+    expect(s.loadDocument()!.document.incarnation).toBe(1);
+    expect(s.outboxDepth().size).toBe(0);
+    expect(s.journal()).toHaveLength(0);
+    s.close();
+  });
+
+  it('hands out one row per EventId at a time, oldest first, and only when due', () => {
+    const s = Store.open(freshPath());
+    const doc = fixtureDocument('live-migration-1.json');
+    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['x']), pe('B/scheduled', 'B', ['x'])], now: 100 });
+    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A/started', 'A', ['x'], 'started')], now: 200 });
+    expect(s.due('x', 300, 10).map((r) => r.ceId)).toEqual(['A/scheduled', 'B/scheduled']);
+    expect(s.due('x', 300, 1).map((r) => r.ceId)).toEqual(['A/scheduled']);
+    const [a] = s.due('x', 300, 1);
+    s.reschedule(a!.rowId, 1, 5000, 'boom');
+    // A/started waits behind its own scheduled; B is unaffected
+    expect(s.due('x', 300, 10).map((r) => r.ceId)).toEqual(['B/scheduled']);
+    expect(s.nextDueAt('x')).toBe(100);
+    s.markDelivered([s.due('x', 300, 10)[0]!.rowId]);
+    expect(s.nextDueAt('x')).toBe(5000);
+    expect(s.due('x', 5000, 10).map((r) => [r.ceId, r.attempts])).toEqual([['A/scheduled', 1]]);
+    s.markDelivered([s.due('x', 5000, 10)[0]!.rowId]);
+    expect(s.due('x', 5000, 10).map((r) => r.ceId)).toEqual(['A/started']);
+    s.close();
+  });
+
+  it('moves rows to the dead letters with their last error, and replays them', () => {
+    const s = Store.open(freshPath());
+    s.commit({ document: fixtureDocument('live-migration-1.json'), etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['x', 'y'])], now: 1 });
+    const [row] = s.due('x', 10, 10);
+    s.deadLetter(row!.rowId, 3, 'HTTP 400', 50);
+    expect(s.deadLetters()).toEqual([
+      expect.objectContaining({ sink: 'x', ceId: 'A/scheduled', eventId: 'A', transition: 'scheduled', attempts: 3, lastError: 'HTTP 400', createdAt: 1, deadAt: 50 }),
+    ]);
+    expect(s.deadLetters('y')).toEqual([]);
+    expect(s.due('x', 10, 10)).toEqual([]);
+    expect(s.replayDeadLetters('x', 60)).toBe(1);
+    expect(s.deadLetters()).toEqual([]);
+    expect(s.due('x', 60, 10).map((r) => [r.ceId, r.attempts])).toEqual([['A/scheduled', 0]]);
+    s.close();
+  });
+
+  it('dead-letters the rows of a sink that is no longer configured', () => {
+    const s = Store.open(freshPath());
+    s.commit({ document: fixtureDocument('live-migration-1.json'), etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['gone', 'kept'])] });
+    expect(s.outboxSinks().sort()).toEqual(['gone', 'kept']);
+    expect(s.deadLetterSink('gone', 'sink "gone" is no longer configured')).toBe(1);
+    expect(s.outboxSinks()).toEqual(['kept']);
+    expect(s.deadLetters()[0]!.lastError).toMatch(/no longer configured/);
+    s.close();
+  });
+
+  it('prunes only delivered journal entries older than the retention', () => {
+    const s = Store.open(freshPath());
+    const doc = fixtureDocument('live-migration-1.json');
+    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('old/delivered', 'O', ['x']), pe('old/pending', 'P', ['y'])], now: 1000 });
+    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('new/delivered', 'N', [])], now: 9000 });
+    s.markDelivered(s.due('x', 10_000, 10).map((r) => r.rowId));
+    expect(s.prune(5000, 10_000)).toBe(1);
+    expect(s.journal().map((j) => j.id)).toEqual(['old/pending', 'new/delivered']);
+    s.close();
+  });
+
+  it('reports a state directory it cannot create with a clear, typed error', () => {
+    const d = tempDir();
+    dirs.push(d);
+    const file = join(d.path, 'a-file');
+    writeFileSync(file, 'not a directory');
+    const target = join(file, 'sub', 'state.db');
+    let caught: unknown;
+    try {
+      Store.open(target);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(StoreError);
+    expect((caught as StoreError).code).toBe('STORE_OPEN_FAILED');
+    expect((caught as StoreError).message).toBe(`cannot open state database ${target}: ENOTDIR`);
+  });
+
+  it('refuses a database written by a newer version', () => {
+    const path = freshPath();
+    Store.open(path).close();
+    const db = new DatabaseSync(path);
+    db.exec("UPDATE meta SET value = '99' WHERE key = 'schema_version'");
+    db.close();
+    expect(() => Store.open(path)).toThrow(/schema version 99 is newer/);
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { fullJitter, parseRetryAfter } from '../../src/core/backoff.ts';
+import { RateBudget } from '../../src/imds/rate-budget.ts';
+
+describe('fullJitter', () => {
+  it.each([
+    [0, 0.999, 500, 60_000, 499],
+    [3, 0.999, 500, 60_000, 3996],
+    [20, 0.999, 500, 60_000, 59_940],
+    [80, 0.5, 500, 60_000, 30_000],
+    [5, 0, 500, 60_000, 0],
+  ])('attempt %i, random %f, base %i, cap %i -> %i ms', (attempt, r, base, cap, expected) => {
+    expect(fullJitter(attempt, base, cap, () => r)).toBe(expected);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  it.each([
+    ['3', 3000],
+    [' 0 ', 0],
+    [['7', '9'], 7000],
+    ['', undefined],
+    [undefined, undefined],
+    ['soon', undefined],
+  ])('%j -> %j', (value, expected) => {
+    expect(parseRetryAfter(value as string | string[] | undefined)).toBe(expected);
+  });
+
+  it('reads an HTTP date relative to now', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Wed, 31 Dec 2025 23:00:00 GMT', now)).toBe(0);
+  });
+});
+
+describe('RateBudget', () => {
+  it('never lets more than the limit through in any one-second window', async () => {
+    const budget = new RateBudget(5);
+    const stamps: number[] = [];
+    await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        await budget.acquire();
+        stamps.push(performance.now());
+      }),
+    );
+    stamps.sort((a, b) => a - b);
+    expect(stamps).toHaveLength(12);
+    for (let i = 0; i + 5 < stamps.length; i++) {
+      // the 6th request after any request comes at least a second later
+      expect(stamps[i + 5]! - stamps[i]!).toBeGreaterThanOrEqual(999);
+    }
+  });
+
+  it('stops waiting when the signal aborts', async () => {
+    const budget = new RateBudget(1);
+    await budget.acquire();
+    const ac = new AbortController();
+    const waiting = budget.acquire(ac.signal);
+    ac.abort(new Error('stop'));
+    await expect(waiting).rejects.toThrow('stop');
+  });
+});

@@ -1,0 +1,136 @@
+import { CloudEvent, HTTP } from 'cloudevents';
+import { describe, expect, it } from 'vitest';
+import { cloudEventId, fromJson, sourceFor, toApprovedCloudEvent, toCloudEvent } from '../../src/core/cloudevent.ts';
+import { diff } from '../../src/core/diff.ts';
+import { identityFrom } from '../../src/imds/identity.ts';
+import { fixtureDocument } from '../helpers.ts';
+
+const d1 = fixtureDocument('live-migration-1.json');
+const d2 = fixtureDocument('live-migration-2.json');
+const d3 = fixtureDocument('live-migration-3.json');
+const compute = {
+  name: 'WestNO_1',
+  resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/WestNO_1',
+  subscriptionId: 's',
+  resourceGroupName: 'rg',
+  vmScaleSetName: '',
+  location: 'norwaywest',
+  zone: '2',
+};
+const vm1 = identityFrom(compute);
+const vm0 = identityFrom({ ...compute, name: 'WestNO_0', resourceId: compute.resourceId.replace('NO_1', 'NO_0') });
+
+describe('toCloudEvent', () => {
+  const [scheduled] = diff(d1, d2);
+  const ce = toCloudEvent(scheduled!, { vm: vm1, observedAt: '2022-04-11T22:10:00.000Z' });
+
+  it('follows the CloudEvents contract', () => {
+    expect(ce).toBeInstanceOf(CloudEvent);
+    expect(ce.validate()).toBe(true);
+    expect(ce).toMatchObject({
+      specversion: '1.0',
+      id: 'C7061BAC-AFDC-4513-B24B-AA5F13A16123/scheduled',
+      type: 'azure.scheduledevent.scheduled',
+      source: compute.resourceId,
+      subject: 'C7061BAC-AFDC-4513-B24B-AA5F13A16123',
+      time: '2022-04-11T22:10:00.000Z',
+      datacontenttype: 'application/json',
+      incarnation: 2,
+    });
+    expect(ce.data).toEqual({
+      eventId: 'C7061BAC-AFDC-4513-B24B-AA5F13A16123',
+      eventType: 'Freeze',
+      eventStatus: 'Scheduled',
+      eventSource: 'Platform',
+      resourceType: 'VirtualMachine',
+      resources: ['WestNO_0', 'WestNO_1'],
+      notBefore: '2022-04-11T22:26:58Z',
+      durationInSeconds: 5,
+      description: 'Virtual machine is being paused because of a memory-preserving Live Migration operation.',
+      documentIncarnation: 2,
+      affectsThisVm: true,
+      vm: {
+        name: 'WestNO_1',
+        resourceId: compute.resourceId,
+        vmScaleSetName: null,
+        subscriptionId: 's',
+        resourceGroupName: 'rg',
+        location: 'norwaywest',
+        zone: '2',
+      },
+      raw: d2.events[0]!.raw,
+    });
+  });
+
+  it('is immutable', () => {
+    expect(Object.isFrozen(ce)).toBe(true);
+    expect(() => {
+      (ce as unknown as { id: string }).id = 'x';
+    }).toThrow();
+  });
+
+  it('gives the same id on every VM and at every observation time', () => {
+    const other = toCloudEvent(scheduled!, { vm: vm0, observedAt: '2022-04-11T22:11:30.000Z' });
+    expect(other.id).toBe(ce.id);
+    expect(other.source).not.toBe(ce.source);
+  });
+
+  it('gives each transition of one event its own id', () => {
+    const [started] = diff(d2, d3);
+    const [completed] = diff(d3, fixtureDocument('live-migration-4.json'));
+    const ids = [scheduled!, started!, completed!].map((t) => toCloudEvent(t, { vm: vm1, observedAt: ce.time! }).id);
+    expect(new Set(ids).size).toBe(3);
+    expect(ids[1]).toBe('C7061BAC-AFDC-4513-B24B-AA5F13A16123/started');
+  });
+
+  it('ids an update by the values it changed', () => {
+    const moved = (nb: string) => ({ ...d2, incarnation: 3, events: [{ ...d2.events[0]!, notBefore: nb }] });
+    const a = toCloudEvent(diff(d2, moved('2022-04-12T00:00:00Z'))[0]!, { vm: vm1, observedAt: ce.time! });
+    const a2 = toCloudEvent(diff(d2, moved('2022-04-12T00:00:00Z'))[0]!, { vm: vm0, observedAt: '2030-01-01T00:00:00Z' });
+    const b = toCloudEvent(diff(d2, moved('2022-04-13T00:00:00Z'))[0]!, { vm: vm1, observedAt: ce.time! });
+    expect(a.type).toBe('azure.scheduledevent.updated');
+    expect(a.id).toMatch(/^C7061BAC-AFDC-4513-B24B-AA5F13A16123\/updated\/[0-9a-f]{16}$/);
+    expect(a2.id).toBe(a.id);
+    expect(b.id).not.toBe(a.id);
+    expect(a.data!.previous!.notBefore).toBe('2022-04-11T22:26:58Z');
+    expect(a.data!.notBefore).toBe('2022-04-12T00:00:00Z');
+  });
+
+  it('keeps ids within 128 characters', () => {
+    expect(cloudEventId('updated', 'E'.repeat(200), 'abc')).toMatch(/^sha256\/[0-9a-f]{64}$/);
+    expect(cloudEventId('scheduled', 'short')).toBe('short/scheduled');
+  });
+
+  it('falls back to a URN source without a resource id, and marks events of other VMs', () => {
+    const vm = identityFrom(null, { name: 'some vm' });
+    expect(sourceFor(vm)).toBe('urn:se-bridge:vm:some%20vm');
+    const e = toCloudEvent(scheduled!, { vm, observedAt: ce.time! });
+    expect(e.data!.affectsThisVm).toBe(false);
+    expect(e.data!.vm.resourceId).toBeNull();
+  });
+
+  it('matches this VM case-insensitively', () => {
+    const e = toCloudEvent(scheduled!, { vm: identityFrom(null, { name: 'westno_0' }), observedAt: ce.time! });
+    expect(e.data!.affectsThisVm).toBe(true);
+  });
+
+  it('builds the approved event with the approval record', () => {
+    const a = toApprovedCloudEvent(d2.events[0]!, 2, { by: 'alice', via: 'api', at: '2022-04-11T22:12:00Z' }, 'r1', {
+      vm: vm1,
+      observedAt: ce.time!,
+    });
+    expect(a.type).toBe('azure.scheduledevent.approved');
+    expect(a.id).toBe('C7061BAC-AFDC-4513-B24B-AA5F13A16123/approved/r1');
+    expect(a.data!.approval).toEqual({ by: 'alice', via: 'api', at: '2022-04-11T22:12:00Z' });
+  });
+
+  it('survives the JSON event format and the HTTP binding unchanged', () => {
+    const revived = fromJson(JSON.stringify(ce));
+    expect(revived.toJSON()).toEqual(ce.toJSON());
+    const message = HTTP.structured(ce);
+    const back = HTTP.toEvent(message) as CloudEvent<unknown>;
+    expect(back.id).toBe(ce.id);
+    expect(back.incarnation).toBe(2);
+    expect(back.data).toEqual(ce.data);
+  });
+});

@@ -1,0 +1,127 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfigFile, parseConfigText, resolveConfigPath } from '../../src/config/load.ts';
+import { jsonSchema, SinkConfig } from '../../src/config/schema.ts';
+import { SINK_CONFIG_SCHEMAS, SINK_TYPES } from '../../sinks/registry.ts';
+import { ROOT } from '../helpers.ts';
+
+function problems(text: string, env: NodeJS.ProcessEnv = {}): readonly string[] {
+  try {
+    parseConfigText(text, 'test.yaml', env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  it('applies every default to an empty file', () => {
+    const c = parseConfigText('', 'empty.yaml', {});
+    expect(c.imds).toEqual({ endpoint: 'http://169.254.169.254', pollIntervalMs: 1000, requestTimeoutMs: 5000, firstRequestTimeoutMs: 120000 });
+    expect(c.sinks).toEqual([]);
+    expect(c.log.level).toBe('info');
+    expect(c.state.path).toMatch(/state\.db$/);
+  });
+
+  it('accepts the shipped example and demo configurations', () => {
+    const example = loadConfigFile(join(ROOT, 'config', 'bridge.example.yaml'), {});
+    expect(example.sinks.map((s) => s.type)).toEqual(['stdout', 'file']);
+    const demo = loadConfigFile(join(ROOT, 'config', 'demo.yaml'), {});
+    expect(demo.imds.endpoint).toBe('http://127.0.0.1:8080');
+  });
+
+  it('reports every problem at once, each by its path', () => {
+    const found = problems(`
+imds: { pollIntervalMs: 50, endpoint: "ftp://x" }
+sinks:
+  - { name: a, type: stdout, format: xml }
+  - { name: a, type: file }
+  - { name: c, type: carrier-pigeon }
+  - { name: d, type: file, path: /tmp/x, filter: { types: [boom], scope: self, extra: 1 }, delivery: { maxAttempts: 0 } }
+log: { level: loud }
+bogus: 1
+`);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'imds.pollIntervalMs: must be at least 200',
+        'imds.endpoint: must be an absolute https or http URL',
+        'sinks[0].format: must be one of text | json',
+        'sinks[1].name: duplicate sink name "a" (also sinks[0])',
+        'sinks[1].path: is required (string)',
+        `sinks[2].type: must be one of ${SINK_TYPES.join(' | ')}`,
+        'sinks[3].filter.types[0]: must be one of scheduled | updated | started | completed | canceled | approved',
+        'sinks[3].filter.extra: unknown key',
+        'sinks[3].delivery.maxAttempts: must be at least 1',
+        'log.level: must be one of fatal | error | warn | info | debug | trace | silent',
+        'bogus: unknown key',
+      ]),
+    );
+    expect(found).toHaveLength(11);
+  });
+
+  it('expands ${NAME} from the environment and names an unset variable by path', () => {
+    const text = 'sinks:\n  - { name: f, type: file, path: "${DIR}/events-${SUFFIX:-x}.jsonl" }\n';
+    expect(parseConfigText(text, 't', { DIR: '/data', SUFFIX: 'y' }).sinks[0]).toMatchObject({ path: '/data/events-y.jsonl' });
+    expect(parseConfigText(text, 't', { DIR: '/data' }).sinks[0]).toMatchObject({ path: '/data/events-x.jsonl' });
+    expect(parseConfigText(text, 't', { DIR: '/data', SUFFIX: '' }).sinks[0]).toMatchObject({ path: '/data/events-x.jsonl' });
+    expect(problems(text, {})).toEqual(['sinks[0].path: environment variable DIR is not set']);
+    expect(parseConfigText('sinks: [{ name: f, type: file, path: "/a/$${HOME}" }]', 't', { HOME: '/root' }).sinks[0]).toMatchObject({ path: '/a/${HOME}' });
+  });
+
+  it('lets SE_BRIDGE_IMDS_ENDPOINT and LOG_LEVEL override the file', () => {
+    const c = parseConfigText('imds: { endpoint: http://169.254.169.254 }\nlog: { level: info }', 't', {
+      SE_BRIDGE_IMDS_ENDPOINT: 'http://127.0.0.1:9999',
+      LOG_LEVEL: 'debug',
+    });
+    expect(c.imds.endpoint).toBe('http://127.0.0.1:9999');
+    expect(c.log.level).toBe('debug');
+    expect(problems('', { LOG_LEVEL: 'chatty' })).toEqual(['log.level: must be one of fatal | error | warn | info | debug | trace | silent']);
+  });
+
+  it('reports YAML syntax errors with their position', () => {
+    const found = problems('imds:\n  endpoint: [unclosed\n');
+    expect(found[0]).toMatch(/^\(yaml\) line \d+, column \d+: /);
+    expect(problems('a: 1\na: 2\n')[0]).toMatch(/^\(yaml\) line 2/);
+  });
+
+  it('says which file cannot be read', () => {
+    expect(() => loadConfigFile('/nonexistent/bridge.yaml', {})).toThrow(/\/nonexistent\/bridge\.yaml: 1 configuration problem:\n  \(file\): cannot read: ENOENT/);
+  });
+
+  it('finds the file from --config, then SE_BRIDGE_CONFIG, then config/bridge.yaml', () => {
+    expect(resolveConfigPath('a.yaml', { SE_BRIDGE_CONFIG: 'b.yaml' })).toBe('a.yaml');
+    expect(resolveConfigPath(undefined, { SE_BRIDGE_CONFIG: 'b.yaml' })).toBe('b.yaml');
+    expect(resolveConfigPath(undefined, {})).toBe('config/bridge.yaml');
+  });
+
+  it('derives a JSON Schema that rejects unknown keys and lists every sink type', () => {
+    const schema = jsonSchema() as { additionalProperties: boolean; properties: { sinks: { items: { oneOf: { properties: { type: { const: string } } }[] } } } };
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.properties.sinks.items.oneOf.map((o) => o.properties.type.const)).toEqual([...SINK_TYPES]);
+  });
+
+  it('has one schema per registered sink, in the same order', () => {
+    expect(SINK_CONFIG_SCHEMAS.map((s) => s.shape.type.value)).toEqual([...SINK_TYPES]);
+    expect(SinkConfig.safeParse({ name: 'x', type: 'stdout' }).success).toBe(true);
+  });
+
+  it('documents every key of the schema in the example file', () => {
+    const example = readFileSync(join(ROOT, 'config', 'bridge.example.yaml'), 'utf8');
+    const keys = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (node === null || typeof node !== 'object') return;
+      const n = node as { properties?: Record<string, unknown>; items?: unknown; oneOf?: unknown[]; anyOf?: unknown[] };
+      for (const [k, v] of Object.entries(n.properties ?? {})) {
+        keys.add(k);
+        walk(v);
+      }
+      walk(n.items);
+      for (const o of [...(n.oneOf ?? []), ...(n.anyOf ?? [])]) walk(o);
+    };
+    walk(jsonSchema());
+    const missing = [...keys].filter((k) => !new RegExp(`\\b${k}:`).test(example));
+    expect(missing).toEqual([]);
+  });
+});

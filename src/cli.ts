@@ -53,13 +53,17 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** How long a finished command may take to let go of its last handles before it is ended. */
+const EXIT_GRACE_MS = 3000;
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
+    setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
   },
   (err: unknown) => {
     const e = err as { code?: string; message?: string };
     process.stderr.write(`se-bridge: ${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}\n`);
-    process.exitCode = EXIT.failure;
+    process.exit(EXIT.failure);
   },
 );

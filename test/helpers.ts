@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { toDomainDocument, WireDocument, type EventsDocument } from '../src/imds/wire.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -35,11 +35,11 @@ export function tempDir(prefix = 'se-bridge-test-'): { path: string; cleanup(): 
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-export const silentLogger = pino({ level: 'silent' });
+export const silentLogger: Logger = pino({ level: 'silent' });
 
 /** captureLogger records log lines as objects. */
-export function captureLogger(): { logger: ReturnType<typeof pino>; lines: Record<string, unknown>[] } {
+export function captureLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  const logger: Logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
   return { logger, lines };
 }

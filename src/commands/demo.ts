@@ -27,12 +27,20 @@ export async function main(argv: string[]): Promise<number> {
   });
   const durationS = Number(values.duration);
   if (!Number.isFinite(durationS) || durationS < 3 || durationS > 3600) throw new UsageError('--duration must be 3 to 3600 seconds');
-  const durationMs = durationS * 1000;
   const dir = values['state-dir'] ?? mkdtempSync(join(tmpdir(), 'se-bridge-demo-'));
   const eventsFile = join(dir, 'events.jsonl');
 
   const sim = new ImdsSimulator({ timing: 'dev' });
   const url = await sim.listen(0);
+  try {
+    return await play(sim, url, dir, eventsFile, durationS);
+  } finally {
+    await sim.close();
+  }
+}
+
+async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: string, durationS: number): Promise<number> {
+  const durationMs = durationS * 1000;
   const config = validateConfig(
     {
       imds: { endpoint: url, pollIntervalMs: 1000 },
@@ -41,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
         { name: 'console', type: 'stdout' },
         { name: 'audit', type: 'file', path: eventsFile },
       ],
-      log: { level: process.env.LOG_LEVEL ?? 'warn' },
+      log: { level: process.env.LOG_LEVEL || 'warn' },
     },
     'demo',
     {},
@@ -90,7 +98,6 @@ export async function main(argv: string[]): Promise<number> {
   });
   for (const t of timers) clearTimeout(t);
   await bridge.stop(5000);
-  await sim.close();
 
   const kinds = TRANSITIONS.filter((k) => k !== 'approved');
   const rows = SCENARIOS.map((s) => [s.name, ...kinds.map((k) => String(counts.get(s.name)!.get(k) ?? 0))]);

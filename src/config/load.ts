@@ -53,7 +53,7 @@ export function validateConfig(raw: unknown, source: string, env: NodeJS.Process
   const expanded = expand(raw, [], env, problems);
   applyEnvOverrides(expanded, env);
   problems.push(...duplicateSinkNames(expanded));
-  const result = BridgeConfig.safeParse(expanded);
+  const result = BridgeConfig.safeParse(expanded, { reportInput: true });
   if (!result.success) problems.push(...formatIssues(result.error.issues));
   if (problems.length > 0) throw new ConfigError(source, problems);
   return result.data!;

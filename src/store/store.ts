@@ -90,7 +90,8 @@ export class Store {
     } catch (err) {
       if (err instanceof StoreError) throw err;
       const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      throw new StoreError('STORE_OPEN_FAILED', `cannot open state database ${path}: ${code}`, err);
+      const hint = code === 'EEXIST' || code === 'ENOTDIR' ? ` (ENOTDIR: a part of ${dirname(path)} is not a directory)` : `: ${code}`;
+      throw new StoreError('STORE_OPEN_FAILED', `cannot open state database ${path}${hint}`, err);
     }
     return new Store(path, db);
   }

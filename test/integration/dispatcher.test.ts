@@ -46,7 +46,7 @@ function scripted(answer: (e: BridgeEvent, call: number) => Outcome | 'hang' | '
         const a = answer(e, s.calls);
         if (a === 'hang') await new Promise((_r, fail) => signal.addEventListener('abort', () => fail(signal.reason)));
         if (a === 'throw') throw new Error('programmer error in sink');
-        if (a !== 'hang' && a !== 'throw') {
+        if (typeof a === 'object') {
           if (a.status === 'delivered') s.sent.push(e.id);
           outcomes.push(a);
         }

@@ -125,7 +125,7 @@ describe('Store (real SQLite on disk)', () => {
     }
     expect(caught).toBeInstanceOf(StoreError);
     expect((caught as StoreError).code).toBe('STORE_OPEN_FAILED');
-    expect((caught as StoreError).message).toBe(`cannot open state database ${target}: ENOTDIR`);
+    expect((caught as StoreError).message).toBe(`cannot open state database ${target} (ENOTDIR: a part of ${join(file, 'sub')} is not a directory)`);
   });
 
   it('refuses a database written by a newer version', () => {

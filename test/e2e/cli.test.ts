@@ -1,0 +1,180 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { Store } from '../../src/store/store.ts';
+import { fixtureDocument, tempDir, waitFor } from '../helpers.ts';
+import { cli, finished, start } from './process.ts';
+
+let dir: ReturnType<typeof tempDir>;
+let sim: ImdsSimulator;
+beforeAll(async () => {
+  dir = tempDir();
+  sim = new ImdsSimulator({ vmName: 'vm0' });
+  await sim.listen(0);
+});
+afterAll(async () => {
+  await sim.close();
+  dir.cleanup();
+});
+
+function writeConfig(name: string, text: string): string {
+  const path = join(dir.path, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('se-bridge CLI', () => {
+  it('prints usage and exits 2 without a command, or with an unknown one', async () => {
+    const none = await cli([]);
+    expect(none.code).toBe(2);
+    expect(none.stdout).toMatch(/^Usage: se-bridge <command>/);
+    const unknown = await cli(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);
+    const badFlag = await cli(['validate', '--nope']);
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toMatch(/--nope/);
+  });
+
+  it('validate: exit 0 for a valid file', async () => {
+    const r = await cli(['validate', '--config', 'config/bridge.example.yaml']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), audit (file)\n');
+  });
+
+  it('validate: exit 2 listing every problem by path', async () => {
+    const path = writeConfig('bad.yaml', 'imds: { pollIntervalMs: 10 }\nsinks:\n  - { name: x, type: file, path: "${MISSING_VAR}" }\n  - { name: y, type: webhook }\nwat: 1\n');
+    const r = await cli(['validate', '--config', path]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${path}: 4 configuration problems:`);
+    for (const line of [
+      'sinks[0].path: environment variable MISSING_VAR is not set',
+      'imds.pollIntervalMs: must be at least 200',
+      'sinks[1].type: must be one of stdout | file',
+      'wat: unknown key',
+    ]) {
+      expect(r.stderr).toContain(line);
+    }
+  });
+
+  it('validate: takes the file from SE_BRIDGE_CONFIG, and names a missing one', async () => {
+    const ok = await cli(['validate'], { SE_BRIDGE_CONFIG: 'config/demo.yaml' });
+    expect(ok.code).toBe(0);
+    const missing = await cli(['validate', '--config', join(dir.path, 'nope.yaml')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('nope.yaml: 1 configuration problem:\n  (file): cannot read: ENOENT');
+  });
+
+  it('schema: prints the JSON Schema', async () => {
+    const r = await cli(['schema']);
+    expect(r.code).toBe(0);
+    const schema = JSON.parse(r.stdout) as { title: string; properties: Record<string, unknown> };
+    expect(schema.title).toBe('scheduled-events-bridge configuration');
+    expect(Object.keys(schema.properties)).toEqual(['imds', 'state', 'sinks', 'log', 'identity']);
+  });
+
+  describe('status', () => {
+    let trap: Server;
+    let trapHits = 0;
+    beforeAll(async () => {
+      trap = createServer((_q, s) => {
+        trapHits++;
+        s.writeHead(502).end();
+      });
+      trap.on('connect', (_q, socket) => {
+        trapHits++;
+        socket.destroy();
+      });
+      await new Promise<void>((r) => trap.listen(0, '127.0.0.1', () => r()));
+    });
+    afterAll(() => new Promise<void>((r) => trap.close(() => r())));
+
+    it('--json: one IMDS read, the events with time left, who this VM is; never through a proxy', async () => {
+      const e = sim.addEvent({ EventType: 'Freeze', Resources: ['vm0', 'vm1'], DurationInSeconds: 5, noticeMs: 600_000 });
+      const proxy = `http://127.0.0.1:${(trap.address() as AddressInfo).port}`;
+      const r = await cli(['status', '--json', '--config', 'config/demo.yaml'], {
+        SE_BRIDGE_IMDS_ENDPOINT: sim.url,
+        HTTP_PROXY: proxy,
+        HTTPS_PROXY: proxy,
+        http_proxy: proxy,
+        NODE_USE_ENV_PROXY: '1',
+      });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as { vm: { name: string; origin: string }; events: { eventId: string; secondsToNotBefore: number; affectsThisVm: boolean; thisVmIsLeader: boolean }[] };
+      expect(out.vm).toMatchObject({ name: 'vm0', origin: 'imds' });
+      expect(out.events).toHaveLength(1);
+      expect(out.events[0]).toMatchObject({ eventId: e.eventId, affectsThisVm: true, thisVmIsLeader: true });
+      expect(out.events[0]!.secondsToNotBefore).toBeGreaterThan(500);
+      expect(out.events[0]!.secondsToNotBefore).toBeLessThanOrEqual(600);
+      expect(trapHits).toBe(0);
+      const table = await cli(['status', '--config', 'config/demo.yaml'], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/TYPE\s+STATUS\s+VMS \(\* = this VM\)/);
+      expect(table.stdout).toMatch(/Freeze\s+Scheduled\s+vm0\*,vm1/);
+      sim.removeEvent(e.eventId);
+    });
+
+    it('exits 1 with the error code when IMDS cannot be read', async () => {
+      sim.injectFault({ kind: 'status', status: 400 });
+      const r = await cli(['status', '--config', 'config/demo.yaml'], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^se-bridge status: IMDS_BAD_REQUEST: IMDS answered 400/);
+    });
+  });
+
+  it('dead-letters list and replay', async () => {
+    const statePath = join(dir.path, 'dl', 'state.db');
+    const store = Store.open(statePath);
+    store.commit({
+      document: fixtureDocument('live-migration-1.json'),
+      etag: null,
+      observedAt: 't',
+      events: [{ id: 'E/scheduled', eventId: 'E', transition: 'scheduled', json: '{"id":"E/scheduled"}', sinks: ['audit'] }],
+    });
+    store.deadLetter(store.due('audit', Date.now() + 1000, 1)[0]!.rowId, 12, 'gave up after 12 attempts: HTTP 503');
+    store.close();
+    const cfg = writeConfig('dl.yaml', `state: { path: ${JSON.stringify(statePath)} }\nsinks: [{ name: audit, type: file, path: /dev/null }]\n`);
+    const list = await cli(['dead-letters', 'list', '--config', cfg]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/SINK\s+TRANSITION\s+EVENT ID\s+ATTEMPTS/);
+    expect(list.stdout).toMatch(/audit\s+scheduled\s+E\s+12\s+\S+\s+gave up after 12 attempts: HTTP 503/);
+    const json = await cli(['dead-letters', 'list', '--json', '--config', cfg]);
+    expect((JSON.parse(json.stdout) as { ceId: string }[])[0]!.ceId).toBe('E/scheduled');
+    const replay = await cli(['dead-letters', 'replay', '--sink', 'audit', '--config', cfg]);
+    expect(replay.stdout).toBe('1 dead letter queued again for sink audit\n');
+    expect((await cli(['dead-letters', 'list', '--config', cfg])).stdout).toBe('no dead letters\n');
+    expect((await cli(['dead-letters', 'purge', '--config', cfg])).code).toBe(2);
+  });
+
+  it('run: exit 2 on a bad configuration, exit 1 when the state cannot be opened', async () => {
+    const bad = await cli(['run', '--config', writeConfig('bad-run.yaml', 'sinks: 7\n')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('sinks: must be an array');
+    writeFileSync(join(dir.path, 'plain-file'), '');
+    const cfg = writeConfig('bad-state.yaml', `state: { path: ${JSON.stringify(join(dir.path, 'plain-file', 'state.db'))} }\n`);
+    const r = await cli(['run', '--config', cfg], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/cannot open state database .*plain-file\/state\.db \(ENOTDIR: a part of .*plain-file is not a directory\)/);
+  });
+
+  it('run: stops cleanly on SIGTERM with exit 0', async () => {
+    const cfg = writeConfig(
+      'run.yaml',
+      `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }\nstate: { path: ${JSON.stringify(join(dir.path, 'run', 'state.db'))} }\nsinks: [{ name: audit, type: file, path: ${JSON.stringify(join(dir.path, 'run', 'events.jsonl'))} }]\n`,
+    );
+    const child = start(['run', '--config', cfg]);
+    await waitFor(() => child.out.stdout.includes('bridge starting'), 'the bridge to start');
+    const mark = sim.requests.length;
+    await waitFor(() => sim.requests.length > mark, 'a poll');
+    child.kill('SIGTERM');
+    const r = await finished(child);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: string });
+    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['bridge starting', 'shutting down', 'bridge stopped']));
+    expect(lines.every((l) => typeof l.level === 'string')).toBe(true);
+  });
+});

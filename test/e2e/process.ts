@@ -1,0 +1,43 @@
+/** Helpers to run the se-bridge CLI as a real child process. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { CLI, ROOT } from '../helpers.ts';
+
+export interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** cli runs `se-bridge ARGS` to completion (bounded by timeoutMs). */
+export function cli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Run> {
+  const child = start(args, env);
+  return finished(child, timeoutMs);
+}
+
+/** start launches `se-bridge ARGS` and collects its output on `child.out`. */
+export function start(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { out: { stdout: string; stderr: string } } {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: '', SE_BRIDGE_CONFIG: '', SE_BRIDGE_IMDS_ENDPOINT: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }) as ChildProcess & { out: { stdout: string; stderr: string } };
+  child.out = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (c: Buffer) => (child.out.stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (child.out.stderr += c.toString()));
+  return child;
+}
+
+export function finished(child: ChildProcess & { out: { stdout: string; stderr: string } }, timeoutMs = 60_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`se-bridge did not exit within ${timeoutMs} ms\nstdout: ${child.out.stdout}\nstderr: ${child.out.stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      // let the pipes drain
+      setImmediate(() => resolve({ code, signal, stdout: child.out.stdout, stderr: child.out.stderr }));
+    });
+  });
+}

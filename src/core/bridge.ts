@@ -213,7 +213,8 @@ export class Bridge {
     let goneSince: number | null = null;
     let goneReported = false;
     while (!signal.aborted) {
-      const started = performance.now();
+      // The interval runs from the end of one poll to the start of the next, so a slow answer or a
+      // wait for the shared rate budget never bunches the following polls together.
       let wait: number;
       this.#firstPollAt ??= Date.now();
       try {
@@ -225,7 +226,7 @@ export class Bridge {
         this.#goodReads += 1;
         goneSince = null;
         goneReported = false;
-        wait = Math.max(0, interval - (performance.now() - started));
+        wait = interval;
       } catch (err) {
         if (signal.aborted) break;
         this.#failures += 1;

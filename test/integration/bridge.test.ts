@@ -178,6 +178,18 @@ describe('Bridge', () => {
     expect(() => readFileSync(join(dir.path, 'state.db'))).toThrow();
   });
 
+  it('spaces polls by the interval from the end of one to the next, never bunching them', async () => {
+    const mark = sim.requests.length;
+    await startBridge();
+    await waitFor(() => sim.requests.slice(mark).filter((r) => r.path === '/metadata/scheduledevents').length >= 12, 'twelve polls');
+    const at = sim.requests.slice(mark).filter((r) => r.path === '/metadata/scheduledevents').map((r) => r.at);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(198);
+    // at most 5 requests per second: measured on arrival, so loopback jitter of a few ms is allowed
+    const all = sim.requests.slice(mark).map((r) => r.at);
+    for (let i = 0; i + 5 < all.length; i++) expect(all[i + 5]! - all[i]!).toBeGreaterThanOrEqual(950);
+  });
+
   it('falls back to the configured name when IMDS cannot say who this VM is', async () => {
     sim.injectFault({ kind: 'status', status: 500, target: 'compute' });
     sim.addEvent({ Resources: ['configured-name'], noticeMs: 600_000 });

@@ -5,11 +5,12 @@
 import type { SinkModule } from './types.ts';
 import { configSchema as stdoutConfig, stdoutSink } from './stdout.ts';
 import { configSchema as fileConfig, fileSink } from './file.ts';
+import { configSchema as webhookConfig, webhookSink } from './webhook.ts';
 
-const MODULES = [stdoutSink, fileSink] as unknown as readonly SinkModule[];
+const MODULES = [webhookSink, stdoutSink, fileSink] as unknown as readonly SinkModule[];
 
 /** The config schema of every sink, in the order of MODULES (the `type` key tells them apart). */
-export const SINK_CONFIG_SCHEMAS = [stdoutConfig, fileConfig] as const;
+export const SINK_CONFIG_SCHEMAS = [webhookConfig, stdoutConfig, fileConfig] as const;
 
 export const SINK_TYPES: readonly string[] = MODULES.map((m) => m.type);
 

@@ -26,7 +26,9 @@ export interface SendOptions {
 }
 
 export interface Sink {
-  /** send delivers `events` (at most the module's `maxBatchSize`) and returns one outcome per event, in order. */
+  /** The largest batch this instance accepts, when its configuration decides (overrides the module's). */
+  readonly maxBatchSize?: number;
+  /** send delivers `events` (at most `maxBatchSize`) and returns one outcome per event, in order. */
   send(events: readonly BridgeEvent[], options: SendOptions): Promise<Outcome[]>;
   healthcheck?(options: SendOptions): Promise<void>;
   close(): Promise<void>;
@@ -61,7 +63,7 @@ export type FilterConfig = z.infer<typeof FilterConfig>;
 
 /** DeliveryConfig is the per-sink delivery policy the dispatcher applies. */
 export const DeliveryConfig = z.strictObject({
-  maxAttempts: z.number().int().min(1).max(1000).default(12),
+  maxAttempts: z.number().int().min(1).max(1000).default(50),
   maxAgeMs: z.number().int().min(1000).max(7 * 24 * 3600_000).default(3600_000),
   timeoutMs: z.number().int().min(100).max(3600_000).default(10_000),
   initialBackoffMs: z.number().int().min(10).max(3600_000).default(500),

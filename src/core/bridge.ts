@@ -95,7 +95,7 @@ export class Bridge {
         const sink = o.dryRun
           ? dryRunSink(sc.name, o.logger)
           : await module.create(sc, { logger: o.logger.child({ sink: sc.name }), stdout: o.stdout ?? process.stdout });
-        targets.push({ name: sc.name, type: sc.type, sink, delivery: sc.delivery, maxBatchSize: module.maxBatchSize });
+        targets.push({ name: sc.name, type: sc.type, sink, delivery: sc.delivery, maxBatchSize: sink.maxBatchSize ?? module.maxBatchSize });
       }
     } catch (err) {
       await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));

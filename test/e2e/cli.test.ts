@@ -42,18 +42,18 @@ describe('se-bridge CLI', () => {
   it('validate: exit 0 for a valid file', async () => {
     const r = await cli(['validate', '--config', 'config/bridge.example.yaml']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), audit (file)\n');
+    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), audit (file)\n');
   });
 
   it('validate: exit 2 listing every problem by path', async () => {
-    const path = writeConfig('bad.yaml', 'imds: { pollIntervalMs: 10 }\nsinks:\n  - { name: x, type: file, path: "${MISSING_VAR}" }\n  - { name: y, type: webhook }\nwat: 1\n');
+    const path = writeConfig('bad.yaml', 'imds: { pollIntervalMs: 10 }\nsinks:\n  - { name: x, type: file, path: "${MISSING_VAR}" }\n  - { name: y, type: carrier-pigeon }\nwat: 1\n');
     const r = await cli(['validate', '--config', path]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`${path}: 4 configuration problems:`);
     for (const line of [
       'sinks[0].path: environment variable MISSING_VAR is not set',
       'imds.pollIntervalMs: must be at least 200',
-      'sinks[1].type: must be one of stdout | file',
+      'sinks[1].type: must be one of webhook | stdout | file',
       'wat: unknown key',
     ]) {
       expect(r.stderr).toContain(line);

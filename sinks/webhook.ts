@@ -1,0 +1,220 @@
+/**
+ * webhook sink: CloudEvents over HTTP POST, in the binding's binary mode (data as the body,
+ * attributes as percent-encoded `ce-*` headers), structured mode (`application/cloudevents+json`)
+ * or batch mode (`application/cloudevents-batch+json`). Optional Standard Webhooks signatures
+ * (several secrets sign together for rotation), static headers, bearer or basic auth, a custom
+ * CA. One pooled keep-alive client per origin, shared by every webhook sink that targets it.
+ *
+ * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/http-protocol-binding.md
+ */
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import { classifyHttpStatus, classifyNetworkError, printable } from '../src/delivery/classify.ts';
+import { reject, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
+import { secretKey, signatureHeaders } from './webhook-signature.ts';
+
+const VERSION = '0.1.0';
+const MAX_RESPONSE_BYTES = 8 * 1024;
+const RESERVED_HEADER = /^(ce-|webhook-)|^(content-type|content-length|host|transfer-encoding|connection)$/i;
+
+const httpUrl = z.string().refine((v) => {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}, 'must be an absolute https or http URL');
+
+const whsec = z.string().refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
+
+const readableFile = z.string().refine((p) => {
+  try {
+    accessSync(p, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must name a readable file');
+
+export const configSchema = z.strictObject({
+  type: z.literal('webhook'),
+  ...sinkBase,
+  url: httpUrl,
+  /** binary: data in the body, attributes in ce-* headers; structured: one JSON CloudEvent; batch: a JSON array. */
+  mode: z.enum(['binary', 'structured', 'batch']).default('binary'),
+  /** Events per request in batch mode. */
+  batchSize: z.number().int().min(1).max(1000).default(100),
+  /** Standard Webhooks secret(s); several sign together, for rotation. */
+  secret: z.union([whsec, z.array(whsec).min(1)]).optional(),
+  /** Extra static request headers. */
+  headers: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name').refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
+      z.string(),
+    )
+    .default({}),
+  auth: z
+    .union([
+      z.strictObject({ bearer: z.string().min(1) }),
+      z.strictObject({ basic: z.strictObject({ username: z.string().min(1), password: z.string() }) }),
+    ])
+    .optional(),
+  tls: z
+    .strictObject({
+      /** PEM file of the CA(s) to trust for this endpoint, in addition to the system's. */
+      caFile: readableFile.optional(),
+      /** Turns certificate verification off. Logged as a warning at every start. */
+      insecureSkipVerify: z.boolean().default(false),
+    })
+    .prefault({}),
+  /** env: HTTPS_PROXY/HTTP_PROXY/NO_PROXY; none: direct; or a proxy URL. */
+  proxy: z.union([z.enum(['env', 'none']), httpUrl]).default('env'),
+});
+export type WebhookConfig = z.infer<typeof configSchema>;
+
+// ----- shared clients ------------------------------------------------------------------------
+
+const clients = new Map<string, { dispatcher: Dispatcher; users: number }>();
+
+function acquireClient(config: WebhookConfig): { key: string; dispatcher: Dispatcher } {
+  const origin = new URL(config.url).origin;
+  const key = JSON.stringify([origin, config.tls.caFile ?? null, config.tls.insecureSkipVerify, config.proxy]);
+  const existing = clients.get(key);
+  if (existing) {
+    existing.users += 1;
+    return { key, dispatcher: existing.dispatcher };
+  }
+  const tls = {
+    ...(config.tls.caFile ? { ca: readFileSync(config.tls.caFile, 'utf8') } : {}),
+    ...(config.tls.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
+  };
+  const common = { connect: tls, requestTls: tls, keepAliveTimeout: 30_000, connections: 8 };
+  const dispatcher: Dispatcher =
+    config.proxy === 'none'
+      ? new Agent({ connect: tls, keepAliveTimeout: 30_000, connections: 8 })
+      : config.proxy === 'env'
+        ? new EnvHttpProxyAgent(common)
+        : new ProxyAgent({ uri: config.proxy, requestTls: tls, keepAliveTimeout: 30_000 });
+  clients.set(key, { dispatcher, users: 1 });
+  return { key, dispatcher };
+}
+
+async function releaseClient(key: string): Promise<void> {
+  const c = clients.get(key);
+  if (c === undefined) return;
+  c.users -= 1;
+  if (c.users > 0) return;
+  clients.delete(key);
+  await c.dispatcher.close();
+}
+
+// ----- CloudEvents HTTP binding --------------------------------------------------------------
+
+/**
+ * percentEncode encodes a header value as the HTTP binding requires: space, `"`, `%` and
+ * everything outside printable ASCII (U+0021..U+007E), as UTF-8 bytes.
+ */
+export function percentEncode(value: string): string {
+  let out = '';
+  for (const ch of value) {
+    const cp = ch.codePointAt(0)!;
+    if (cp > 0x20 && cp < 0x7f && ch !== '"' && ch !== '%') out += ch;
+    else for (const b of Buffer.from(ch, 'utf8')) out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** binaryMessage renders one event in binary mode: headers and body. */
+export function binaryMessage(event: BridgeEvent): { headers: Record<string, string>; body: string } {
+  const headers: Record<string, string> = { 'content-type': event.datacontenttype ?? 'application/json' };
+  for (const [name, value] of Object.entries(event.toJSON())) {
+    if (name === 'data' || name === 'data_base64' || name === 'datacontenttype' || value === undefined || value === null) continue;
+    headers[`ce-${name}`] = percentEncode(typeof value === 'string' ? value : String(value));
+  }
+  return { headers, body: JSON.stringify(event.data ?? null) };
+}
+
+// ----- the sink ------------------------------------------------------------------------------
+
+export const webhookSink: SinkModule<WebhookConfig> = {
+  type: 'webhook',
+  configSchema,
+  maxBatchSize: 1,
+  create(config, context) {
+    const { logger } = context;
+    const keys = (config.secret === undefined ? [] : Array.isArray(config.secret) ? config.secret : [config.secret]).map((s) => secretKey(s)!);
+    const { key, dispatcher } = acquireClient(config);
+    if (config.tls.insecureSkipVerify) {
+      logger.warn({ code: 'TLS_VERIFICATION_OFF' }, 'TLS certificate verification is turned off for this sink (tls.insecureSkipVerify)');
+    }
+    const staticHeaders: Record<string, string> = {
+      'user-agent': `se-bridge/${VERSION}`,
+      ...config.headers,
+      ...(config.auth && 'bearer' in config.auth ? { authorization: `Bearer ${config.auth.bearer}` } : {}),
+      ...(config.auth && 'basic' in config.auth
+        ? { authorization: `Basic ${Buffer.from(`${config.auth.basic.username}:${config.auth.basic.password}`).toString('base64')}` }
+        : {}),
+    };
+    let disabled: string | null = null;
+
+    async function post(id: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Outcome> {
+      const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, id, body) : {}) };
+      try {
+        const res = await request(config.url, { method: 'POST', headers: all, body, dispatcher, signal });
+        const text = await readBounded(res.body);
+        const outcome = classifyHttpStatus(res.statusCode, res.headers['retry-after'], res.statusCode >= 300 ? printable(text) : '');
+        if (res.statusCode === 410) {
+          disabled = outcome.status === 'reject' ? outcome.reason : 'HTTP 410';
+          logger.error({ code: 'SINK_DISABLED', status: 410 }, 'the endpoint answered 410 Gone: this sink is disabled until the bridge restarts; its events are dead-lettered');
+        } else if (res.statusCode >= 300 && res.statusCode < 400) {
+          logger.error({ code: 'WEBHOOK_REDIRECT', status: res.statusCode, location: res.headers.location }, 'the endpoint redirects; redirects are not followed, fix the URL');
+        }
+        return outcome;
+      } catch (err) {
+        return classifyNetworkError(err);
+      }
+    }
+
+    return {
+      maxBatchSize: config.mode === 'batch' ? config.batchSize : 1,
+      async send(events, { signal }) {
+        if (disabled !== null) return events.map(() => reject(`sink disabled: ${disabled}`));
+        if (config.mode === 'batch') {
+          const body = JSON.stringify(events);
+          const id = events.length === 1 ? events[0]!.id : `batch-${events[0]!.id}-${events.length}`;
+          const outcome = await post(id, { 'content-type': 'application/cloudevents-batch+json; charset=utf-8' }, body, signal);
+          return events.map(() => outcome);
+        }
+        const outcomes: Outcome[] = [];
+        for (const event of events) {
+          if (config.mode === 'structured') {
+            outcomes.push(await post(event.id, { 'content-type': 'application/cloudevents+json; charset=utf-8' }, JSON.stringify(event), signal));
+          } else {
+            const m = binaryMessage(event);
+            outcomes.push(await post(event.id, m.headers, m.body, signal));
+          }
+        }
+        return outcomes;
+      },
+      async close() {
+        await releaseClient(key);
+      },
+    };
+  },
+};
+
+async function readBounded(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= MAX_RESPONSE_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES));
+}

@@ -1,0 +1,3 @@
+/** npm run bench [-- --quick]: every benchmark, one after the other. */
+await import('./core.ts');
+await import('./delivery.ts');

@@ -44,3 +44,67 @@ export function printable(text: string, max = 300): string {
   const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\ufffd]+/g, ' ').trim();
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
+
+/**
+ * Azure messaging errors (@azure/event-hubs MessagingError codes and @azure/service-bus
+ * ServiceBusError codes) in one table. Authentication failures are retried on purpose: a
+ * managed identity token can be briefly unavailable and a new role assignment takes minutes
+ * to apply; a wrong key stays wrong, and maxAttempts / maxAgeMs then dead-letter the event
+ * with the reason.
+ */
+const AZURE_RETRY = new Set([
+  // Event Hubs / core-amqp names
+  'ServerBusyError',
+  'ServiceUnavailableError',
+  'OperationTimeoutError',
+  'InternalServerError',
+  'ServiceCommunicationError',
+  'ConnectionForcedError',
+  'ConnectionRedirectError',
+  'DetachForcedError',
+  'SenderBusyError',
+  'SenderNotReadyError',
+  'OperationCancelledError',
+  'QuotaExceededError',
+  'UnauthorizedError',
+  'InsufficientCreditError',
+  // Service Bus names
+  'ServiceBusy',
+  'ServiceTimeout',
+  'ServiceCommunicationProblem',
+  'QuotaExceeded',
+  'UnauthorizedAccess',
+  // transport
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'AbortError',
+]);
+const AZURE_REJECT = new Set([
+  'MessageTooLargeError',
+  'MessageSizeExceeded',
+  'MessagingEntityNotFoundError',
+  'MessagingEntityNotFound',
+  'MessagingEntityDisabledError',
+  'MessagingEntityDisabled',
+  'ArgumentError',
+  'ArgumentOutOfRangeError',
+  'InvalidOperationError',
+  'NotImplementedError',
+  'PartitionNotOwnedError',
+]);
+
+export function classifyAzureError(err: unknown): Outcome {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown; retryable?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.name === 'string' ? e.name : 'Error';
+  const reason = `${code}: ${printable(typeof e?.message === 'string' ? e.message : String(err))}`;
+  if (AZURE_REJECT.has(code)) return reject(reason);
+  if (AZURE_RETRY.has(code)) return retry(reason);
+  // Anything else: trust the SDK's own judgement when it gives one, else it is permanent.
+  return e?.retryable === true ? retry(reason) : reject(reason);
+}

@@ -1,0 +1,90 @@
+/**
+ * Shared parts of the Azure messaging sinks: the Entra ID credential choice (loaded lazily, so
+ * @azure/identity is imported only when such a sink is configured) and the batching loop
+ * that fills SDK batches, splits them when full, and turns each send into outcomes.
+ */
+import type { TokenCredential } from '@azure/core-auth';
+import { z } from 'zod';
+import { classifyAzureError } from '../src/delivery/classify.ts';
+import { delivered, reject, type BridgeEvent, type Outcome } from './types.ts';
+
+export const CredentialConfig = z.discriminatedUnion('kind', [
+  /** The VM's managed identity; clientId selects a user-assigned one. */
+  z.strictObject({ kind: z.literal('managedIdentity'), clientId: z.string().min(1).optional() }),
+  /** DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI… */
+  z.strictObject({ kind: z.literal('default') }),
+]);
+export type CredentialConfig = z.infer<typeof CredentialConfig>;
+
+export async function createCredential(c: CredentialConfig): Promise<TokenCredential> {
+  const identity = await import('@azure/identity');
+  if (c.kind === 'default') return new identity.DefaultAzureCredential();
+  return c.clientId ? new identity.ManagedIdentityCredential({ clientId: c.clientId }) : new identity.ManagedIdentityCredential();
+}
+
+export const namespaceHost = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?$/, 'must be a host name such as myns.servicebus.windows.net');
+
+/** A batch as both SDKs offer it. */
+export interface SdkBatch<M> {
+  readonly count: number;
+  readonly maxSizeInBytes: number;
+  tryAdd(message: M): boolean;
+}
+
+/**
+ * sendInBatches sends `events` grouped by `groupOf` (events of one group share a batch, in
+ * order), splitting a batch when it is full. An event too large for an empty batch is
+ * rejected with the size it has and the size allowed. A failed send gives every event of that
+ * batch, and the rest of its group, the classified outcome.
+ */
+export async function sendInBatches<M>(
+  events: readonly BridgeEvent[],
+  groupOf: (e: BridgeEvent) => string | undefined,
+  toMessage: (e: BridgeEvent) => M,
+  sizeOf: (m: M) => number,
+  newBatch: (group: string | undefined) => Promise<SdkBatch<M>>,
+  sendBatch: (batch: SdkBatch<M>) => Promise<void>,
+): Promise<Outcome[]> {
+  const outcomes: (Outcome | undefined)[] = new Array(events.length);
+  const groups = new Map<string | undefined, number[]>();
+  events.forEach((e, i) => {
+    const g = groupOf(e);
+    const list = groups.get(g);
+    if (list) list.push(i);
+    else groups.set(g, [i]);
+  });
+  for (const [group, indexes] of groups) {
+    let members: number[] = [];
+    try {
+      let batch = await newBatch(group);
+      for (const i of indexes) {
+        const message = toMessage(events[i]!);
+        if (batch.tryAdd(message)) {
+          members.push(i);
+          continue;
+        }
+        if (members.length > 0) {
+          await sendBatch(batch);
+          for (const m of members) outcomes[m] = delivered;
+          members = [];
+          batch = await newBatch(group);
+          if (batch.tryAdd(message)) {
+            members.push(i);
+            continue;
+          }
+        }
+        outcomes[i] = reject(`MessageSizeExceeded: the event is about ${sizeOf(message)} bytes; the entity accepts at most ${batch.maxSizeInBytes}`);
+      }
+      if (members.length > 0) {
+        await sendBatch(batch);
+        for (const m of members) outcomes[m] = delivered;
+      }
+    } catch (err) {
+      const outcome = classifyAzureError(err);
+      for (const i of indexes) outcomes[i] ??= outcome;
+    }
+  }
+  return outcomes.map((o) => o ?? reject('internal: no outcome'));
+}

@@ -1,0 +1,77 @@
+/**
+ * eventhubs sink: CloudEvents to Azure Event Hubs through the official EventHubProducerClient
+ * (loaded only when such a sink is configured). Auth by connection string, or by namespace and
+ * an Entra ID credential (role: Azure Event Hubs Data Sender). The partition key is the
+ * EventId by default, so every transition of one maintenance event lands in one partition, in
+ * order. The SDK's own retries are off: the dispatcher owns retrying.
+ */
+import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
+import { z } from 'zod';
+import { toAmqpPayload, entityPathOf, isConnectionString } from './amqp-cloudevents.ts';
+import { createCredential, CredentialConfig, namespaceHost, sendInBatches } from './azure-common.ts';
+import { sinkBase, type SinkModule } from './types.ts';
+
+export const configSchema = z
+  .strictObject({
+    type: z.literal('eventhubs'),
+    ...sinkBase,
+    connectionString: z.string().refine(isConnectionString, 'must be an Event Hubs connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)').optional(),
+    fullyQualifiedNamespace: namespaceHost.optional(),
+    credential: CredentialConfig.optional(),
+    /** Needed unless the connection string has EntityPath. */
+    eventHubName: z.string().min(1).optional(),
+    /** eventId: all transitions of one event in one partition, in order; vmName: all events of this VM together; none: spread. */
+    partitionKey: z.enum(['eventId', 'vmName', 'none']).default('eventId'),
+    mode: z.enum(['binary', 'structured']).default('binary'),
+  })
+  .superRefine((c, ctx) => {
+    if ((c.connectionString === undefined) === (c.fullyQualifiedNamespace === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['connectionString'], message: 'set either connectionString or fullyQualifiedNamespace (with credential)' });
+    }
+    if (c.connectionString !== undefined && c.credential !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with fullyQualifiedNamespace, not with connectionString' });
+    }
+    const hub = c.eventHubName ?? (c.connectionString ? entityPathOf(c.connectionString) : undefined);
+    if (hub === undefined) ctx.addIssue({ code: 'custom', path: ['eventHubName'], message: 'is required when the connection string has no EntityPath' });
+  });
+export type EventHubsConfig = z.infer<typeof configSchema>;
+
+export const eventHubsSink: SinkModule<EventHubsConfig> = {
+  type: 'eventhubs',
+  configSchema,
+  maxBatchSize: 100,
+  async create(config) {
+    const { EventHubProducerClient } = await import('@azure/event-hubs');
+    const options = {
+      retryOptions: { maxRetries: 0, timeoutInMs: config.delivery.timeoutMs },
+      userAgentOptions: { userAgentPrefix: 'se-bridge' },
+    };
+    let client: EventHubProducerClient;
+    if (config.connectionString !== undefined) {
+      client = config.eventHubName
+        ? new EventHubProducerClient(config.connectionString, config.eventHubName, options)
+        : new EventHubProducerClient(config.connectionString, options);
+    } else {
+      const credential = await createCredential(config.credential ?? { kind: 'managedIdentity' });
+      client = new EventHubProducerClient(config.fullyQualifiedNamespace!, config.eventHubName!, credential, options);
+    }
+    return {
+      async send(events, { signal }) {
+        return sendInBatches<EventData>(
+          events,
+          (e) => (config.partitionKey === 'eventId' ? e.subject : config.partitionKey === 'vmName' ? e.data?.vm.name : undefined),
+          (e) => {
+            const p = toAmqpPayload(e, config.mode);
+            return { body: p.body, contentType: p.contentType, properties: p.properties, messageId: e.id };
+          },
+          (m) => (m.body as Buffer).length + 512,
+          (partitionKey) => client.createBatch({ ...(partitionKey !== undefined ? { partitionKey } : {}), abortSignal: signal }),
+          (batch) => client.sendBatch(batch as Parameters<EventHubProducerClient['sendBatch']>[0], { abortSignal: signal }),
+        );
+      },
+      async close() {
+        await client.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,89 @@
+/**
+ * servicebus sink: CloudEvents to an Azure Service Bus queue or topic through the official
+ * ServiceBusClient (loaded only when such a sink is configured). `messageId` is the
+ * CloudEvent id, so duplicate detection drops the copies every VM of a placement group sends;
+ * `subject` is the CloudEvent type; an optional session id keeps consumers in order. Auth by
+ * connection string, or by namespace and an Entra ID credential (role: Azure Service Bus Data
+ * Sender). The SDK's own retries are off: the dispatcher owns retrying.
+ */
+import type { ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
+import { z } from 'zod';
+import { toAmqpPayload, isConnectionString } from './amqp-cloudevents.ts';
+import { createCredential, CredentialConfig, namespaceHost, sendInBatches } from './azure-common.ts';
+import { sinkBase, type SinkModule } from './types.ts';
+
+export const configSchema = z
+  .strictObject({
+    type: z.literal('servicebus'),
+    ...sinkBase,
+    connectionString: z.string().refine(isConnectionString, 'must be a Service Bus connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)').optional(),
+    fullyQualifiedNamespace: namespaceHost.optional(),
+    credential: CredentialConfig.optional(),
+    /** The queue or topic name. */
+    entity: z.string().min(1),
+    /** none, or a session id per event (eventId) or per VM (vmName), for session-aware consumers. */
+    sessionId: z.enum(['none', 'eventId', 'vmName']).default('none'),
+    /** Message time to live in ms; the entity's default when unset. */
+    timeToLiveMs: z.number().int().min(1000).optional(),
+    mode: z.enum(['binary', 'structured']).default('binary'),
+  })
+  .superRefine((c, ctx) => {
+    if ((c.connectionString === undefined) === (c.fullyQualifiedNamespace === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['connectionString'], message: 'set either connectionString or fullyQualifiedNamespace (with credential)' });
+    }
+    if (c.connectionString !== undefined && c.credential !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with fullyQualifiedNamespace, not with connectionString' });
+    }
+  });
+export type ServiceBusConfig = z.infer<typeof configSchema>;
+
+export const serviceBusSink: SinkModule<ServiceBusConfig> = {
+  type: 'servicebus',
+  configSchema,
+  maxBatchSize: 100,
+  async create(config) {
+    const sb = await import('@azure/service-bus');
+    const options = {
+      retryOptions: { maxRetries: 0, timeoutInMs: config.delivery.timeoutMs },
+      userAgentOptions: { userAgentPrefix: 'se-bridge' },
+    };
+    const client: ServiceBusClient =
+      config.connectionString !== undefined
+        ? new sb.ServiceBusClient(config.connectionString, options)
+        : new sb.ServiceBusClient(config.fullyQualifiedNamespace!, await createCredential(config.credential ?? { kind: 'managedIdentity' }), options);
+    const sender: ServiceBusSender = client.createSender(config.entity);
+    const sessionOf = (e: Parameters<typeof toAmqpPayload>[0]) =>
+      config.sessionId === 'eventId' ? e.subject : config.sessionId === 'vmName' ? e.data?.vm.name : undefined;
+    return {
+      async send(events, { signal }) {
+        return sendInBatches<ServiceBusMessage>(
+          events,
+          sessionOf,
+          (e) => {
+            const p = toAmqpPayload(e, config.mode);
+            const session = sessionOf(e);
+            return {
+              body: p.body,
+              contentType: p.contentType,
+              applicationProperties: p.properties,
+              messageId: e.id,
+              subject: e.type,
+              ...(session !== undefined ? { sessionId: session } : {}),
+              ...(config.timeToLiveMs !== undefined ? { timeToLive: config.timeToLiveMs } : {}),
+            };
+          },
+          (m) => (m.body as Buffer).length + 512,
+          async () => {
+            const batch = await sender.createMessageBatch({ abortSignal: signal });
+            return { get count() { return batch.count; }, maxSizeInBytes: batch.maxSizeInBytes, tryAdd: (m: ServiceBusMessage) => batch.tryAddMessage(m), batch } as never;
+          },
+          (b) => sender.sendMessages((b as unknown as { batch: ServiceBusMessageBatch }).batch, { abortSignal: signal }),
+        );
+      },
+      async close() {
+        await sender.close();
+        await client.close();
+      },
+    };
+  },
+};

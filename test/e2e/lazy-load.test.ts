@@ -1,0 +1,37 @@
+/**
+ * The Azure SDKs are loaded only when an Azure sink is configured: a webhook-only bridge
+ * starts without them. Checked in a fresh Node process that records every module it resolves.
+ */
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers.ts';
+
+function loadedWith(sinks: unknown[]): string[] {
+  const script = `
+    import { registerHooks } from 'node:module';
+    const seen = [];
+    registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.push(r.url); return r; } });
+    const { validateConfig } = await import('./src/config/load.ts');
+    const { Bridge } = await import('./src/core/bridge.ts');
+    const { pino } = await import('pino');
+    const config = validateConfig({ state: { path: ':memory:' }, sinks: ${JSON.stringify(sinks)} }, 't', {});
+    const bridge = await Bridge.create({ config, logger: pino({ level: 'silent' }), dryRun: false });
+    process.stdout.write(JSON.stringify(seen.filter((u) => u.includes('/node_modules/@azure/'))));
+    process.exit(0);
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+  expect(r.stderr).toBe('');
+  return JSON.parse(r.stdout) as string[];
+}
+
+describe('lazy loading of the Azure SDKs', () => {
+  it('a webhook and file bridge loads none of them', () => {
+    expect(loadedWith([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }])).toEqual([]);
+  });
+
+  it('an eventhubs sink loads @azure/event-hubs (and not Service Bus)', () => {
+    const loaded = loadedWith([{ name: 'h', type: 'eventhubs', connectionString: 'Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=dg==;UseDevelopmentEmulator=true;EntityPath=h' }]);
+    expect(loaded.some((u) => u.includes('/@azure/event-hubs/'))).toBe(true);
+    expect(loaded.some((u) => u.includes('/@azure/service-bus/'))).toBe(false);
+  });
+});

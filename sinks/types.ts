@@ -34,10 +34,20 @@ export interface Sink {
   close(): Promise<void>;
 }
 
+/** SinkState is a sink's own small key-value memory in the bridge's store (it survives restarts). */
+export interface SinkState {
+  get(key: string): string | undefined;
+  set(key: string, value: string): void;
+}
+
 export interface SinkContext {
   readonly logger: Logger;
   /** The stream the stdout sink writes to (process.stdout unless a test or the demo says otherwise). */
   readonly stdout: NodeJS.WritableStream;
+  /** Per-sink state kept in the store, for sinks that must remember what they sent (Slack message ids). */
+  readonly state?: SinkState;
+  /** The signed approval link for an event a human must decide on, when approvals are configured. */
+  readonly approvalLink?: (event: BridgeEvent) => string | null;
 }
 
 export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {

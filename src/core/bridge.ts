@@ -94,7 +94,7 @@ export class Bridge {
         const module = sinkModule(sc.type);
         const sink = o.dryRun
           ? dryRunSink(sc.name, o.logger)
-          : await module.create(sc, { logger: o.logger.child({ sink: sc.name }), stdout: o.stdout ?? process.stdout });
+          : await module.create(sc, { logger: o.logger.child({ sink: sc.name }), stdout: o.stdout ?? process.stdout, state: store.sinkState(sc.name) });
         targets.push({ name: sc.name, type: sc.type, sink, delivery: sc.delivery, maxBatchSize: sink.maxBatchSize ?? module.maxBatchSize });
       }
     } catch (err) {

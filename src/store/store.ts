@@ -13,7 +13,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { EventsDocument } from '../imds/wire.ts';
 import { deepFreeze } from '../imds/wire.ts';
 
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 export class StoreError extends Error {
   readonly code: 'STORE_OPEN_FAILED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED';
@@ -142,6 +142,11 @@ export class Store {
       ),
       deleteDead: db.prepare('DELETE FROM dead_letters WHERE id = ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
+      stateGet: db.prepare('SELECT value FROM sink_state WHERE sink = ? AND key = ?'),
+      stateSet: db.prepare(
+        'INSERT INTO sink_state (sink, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (sink, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
+      ),
+      statePrune: db.prepare('DELETE FROM sink_state WHERE updated_at < ?'),
       prune: db.prepare(
         `DELETE FROM journal WHERE created_at < ?
            AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.ce_id = journal.ce_id)
@@ -252,8 +257,17 @@ export class Store {
     return this.#stmts.journalAll.all() as { id: string; transition: string; json: string }[];
   }
 
-  /** prune forgets delivered CloudEvents older than `maxAgeMs`. */
+  /** sinkState is the key-value memory of one sink. */
+  sinkState(sink: string): { get(key: string): string | undefined; set(key: string, value: string): void } {
+    return {
+      get: (key) => (this.#stmts.stateGet.get(sink, key) as { value: string } | undefined)?.value,
+      set: (key, value) => void this.#stmts.stateSet.run(sink, key, value, Date.now()),
+    };
+  }
+
+  /** prune forgets delivered CloudEvents and sink state older than `maxAgeMs`. */
   prune(maxAgeMs: number, now: number = Date.now()): number {
+    this.#stmts.statePrune.run(now - maxAgeMs);
     return Number(this.#stmts.prune.run(now - maxAgeMs).changes);
   }
 
@@ -321,6 +335,13 @@ function migrate(db: DatabaseSync): void {
       last_error TEXT NOT NULL,
       created_at INTEGER NOT NULL,
       dead_at INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS sink_state (
+      sink TEXT NOT NULL,
+      key TEXT NOT NULL,
+      value TEXT NOT NULL,
+      updated_at INTEGER NOT NULL,
+      PRIMARY KEY (sink, key)
     );
     INSERT INTO meta (key, value) VALUES ('schema_version', '${SCHEMA_VERSION}')
       ON CONFLICT (key) DO UPDATE SET value = excluded.value;

@@ -1,0 +1,160 @@
+/**
+ * The chat message model shared by the Slack and Teams sinks: what an on-call engineer must
+ * read at a glance — which VM, what will happen to it in plain words, when, for how long,
+ * who asked for it — and the one action that matters (Approve, when a human decides).
+ */
+import type { BridgeEvent } from './types.ts';
+import { humanDuration } from './text-line.ts';
+
+export type Severity = 'critical' | 'high' | 'warning' | 'resolved' | 'info';
+
+export interface ChatVm {
+  readonly name: string;
+  readonly isThisVm: boolean;
+}
+
+export interface ChatMessage {
+  readonly title: string;
+  readonly severity: Severity;
+  /** Orders messages: higher is more urgent (Preempt/Terminate/Redeploy/Reboot above Freeze; Started above Scheduled). */
+  readonly rank: number;
+  readonly transition: string;
+  readonly eventType: string;
+  readonly eventStatus: string;
+  /** The event type in plain words, e.g. "will be paused for about 5 s". */
+  readonly plainWords: string;
+  readonly vms: readonly ChatVm[];
+  readonly affectsThisVm: boolean;
+  readonly thisVm: string;
+  readonly source: string;
+  /** NotBefore as RFC 3339 UTC, its epoch seconds, and the time left when the change was observed. */
+  readonly notBefore: { readonly iso: string; readonly epoch: number; readonly timeLeft: string } | null;
+  /** "about 5 s", "no interruption" or "unknown". */
+  readonly duration: string;
+  readonly description: string;
+  readonly eventId: string;
+  readonly observedAt: string;
+  readonly incarnation: number;
+  /** The signed approval link, for a Scheduled event the policy leaves to a human. */
+  readonly approveUrl: string | null;
+}
+
+const TYPE_RANK: Record<string, number> = { Preempt: 5, Terminate: 5, Redeploy: 4, Reboot: 3, Freeze: 1 };
+
+function willHappen(type: string, duration: number): string {
+  switch (type) {
+    case 'Freeze':
+      return duration > 0 ? `will be paused for about ${humanDuration(duration * 1000)}` : 'will be paused briefly';
+    case 'Reboot':
+      return 'will be rebooted';
+    case 'Redeploy':
+      return 'will be moved to another host (temporary disk lost)';
+    case 'Preempt':
+      return 'will be evicted (Spot)';
+    case 'Terminate':
+      return 'will be deleted';
+    default:
+      return `will undergo maintenance (${type})`;
+  }
+}
+
+function isHappening(type: string, duration: number): string {
+  switch (type) {
+    case 'Freeze':
+      return duration > 0 ? `is being paused (about ${humanDuration(duration * 1000)})` : 'is being paused';
+    case 'Reboot':
+      return 'is rebooting';
+    case 'Redeploy':
+      return 'is being moved to another host';
+    case 'Preempt':
+      return 'is being evicted';
+    case 'Terminate':
+      return 'is being deleted';
+    default:
+      return `is undergoing maintenance (${type})`;
+  }
+}
+
+export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string | null } = {}): ChatMessage {
+  const d = event.data!;
+  const transition = event.type.replace(/^azure\.scheduledevent\./, '');
+  const observedAt = event.time ?? new Date().toISOString();
+  const vms = d.resources.map((name) => ({ name, isThisVm: name.toLowerCase() === d.vm.name.toLowerCase() }));
+  const who = d.affectsThisVm ? d.vm.name : vms.length === 0 ? 'A VM' : vms.length === 1 ? vms[0]!.name : `${vms[0]!.name} and ${vms.length - 1} more`;
+  const started = d.eventStatus === 'Started';
+  let plainWords: string;
+  let title: string;
+  let severity: Severity;
+  let rank = (TYPE_RANK[d.eventType] ?? 2) * 2 + (started ? 1 : 0);
+  if (transition === 'completed') {
+    plainWords = `maintenance finished (${d.eventType})`;
+    title = `${who}: maintenance finished (${d.eventType})`;
+    severity = 'resolved';
+    rank = 0;
+  } else if (transition === 'canceled') {
+    plainWords = `maintenance canceled (${d.eventType})`;
+    title = `${who}: maintenance canceled (${d.eventType})`;
+    severity = 'resolved';
+    rank = 0;
+  } else if (transition === 'approved') {
+    plainWords = started ? isHappening(d.eventType, d.durationInSeconds) : `${willHappen(d.eventType, d.durationInSeconds)} now: approved`;
+    title = `${who} ${plainWords}`;
+    severity = severityOf(d.eventType);
+  } else {
+    plainWords = started ? isHappening(d.eventType, d.durationInSeconds) : willHappen(d.eventType, d.durationInSeconds);
+    title = `${who} ${plainWords}`;
+    severity = severityOf(d.eventType);
+  }
+  if (!d.affectsThisVm && severity !== 'resolved') severity = 'info';
+  const nb = d.notBefore === null ? null : Date.parse(d.notBefore);
+  const timeLeftMs = nb === null ? 0 : nb - Date.parse(observedAt);
+  const notBefore =
+    nb === null || !Number.isFinite(nb)
+      ? null
+      : {
+          iso: d.notBefore!,
+          epoch: Math.floor(nb / 1000),
+          timeLeft: timeLeftMs >= 0 ? `in ${humanDuration(timeLeftMs)}` : `${humanDuration(-timeLeftMs)} ago`,
+        };
+  const showApprove = options.approveUrl && d.eventStatus === 'Scheduled' && (transition === 'scheduled' || transition === 'updated');
+  return {
+    title,
+    severity,
+    rank,
+    transition,
+    eventType: d.eventType,
+    eventStatus: d.eventStatus,
+    plainWords,
+    vms,
+    affectsThisVm: d.affectsThisVm,
+    thisVm: d.vm.name,
+    source: d.eventSource,
+    notBefore,
+    duration: d.durationInSeconds < 0 ? 'unknown' : d.durationInSeconds === 0 ? 'no interruption' : `about ${humanDuration(d.durationInSeconds * 1000)}`,
+    description: d.description,
+    eventId: d.eventId,
+    observedAt,
+    incarnation: d.documentIncarnation,
+    approveUrl: showApprove ? options.approveUrl! : null,
+  };
+}
+
+function severityOf(type: string): Severity {
+  const r = TYPE_RANK[type] ?? 2;
+  return r >= 5 ? 'critical' : r >= 3 ? 'high' : 'warning';
+}
+
+/** utcText renders an ISO time as "2026-11-22 05:04 UTC". */
+export function utcText(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** vmList names the VMs, marking this one. */
+export function vmList(msg: ChatMessage): string {
+  return msg.vms.map((v) => (v.isThisVm ? `${v.name} (this VM)` : v.name)).join(', ') || '-';
+}
+
+/** truncate shortens text to `max` characters, marking the cut. */
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

@@ -1,0 +1,40 @@
+/**
+ * teams sink: one Adaptive Card message per transition, posted to a Teams Workflows webhook
+ * ("When a Teams webhook request is received" → "Post card in a chat or channel"). Workflows
+ * answer 202 Accepted; 429 and 5xx are retried through the shared outcome table.
+ */
+import { z } from 'zod';
+import { toChatMessage } from './chat-model.ts';
+import { jsonClient, postJson } from './http-post.ts';
+import { sinkBase, type Outcome, type SinkModule } from './types.ts';
+import { teamsMessage } from './teams-card.ts';
+
+export const configSchema = z.strictObject({
+  type: z.literal('teams'),
+  ...sinkBase,
+  /** The HTTP POST URL of the workflow's webhook trigger (it contains a signature: keep it secret). */
+  webhookUrl: z.url({ protocol: /^https?$/, error: 'must be an absolute https or http URL' }),
+});
+export type TeamsConfig = z.infer<typeof configSchema>;
+
+export const teamsSink: SinkModule<TeamsConfig> = {
+  type: 'teams',
+  configSchema,
+  maxBatchSize: 1,
+  create(config, context) {
+    const dispatcher = jsonClient();
+    return {
+      async send(events, { signal }) {
+        const outcomes: Outcome[] = [];
+        for (const e of events) {
+          const msg = toChatMessage(e, { approveUrl: context.approvalLink?.(e) ?? null });
+          outcomes.push(await postJson(dispatcher, config.webhookUrl, teamsMessage(msg), signal));
+        }
+        return outcomes;
+      },
+      async close() {
+        await dispatcher.close();
+      },
+    };
+  },
+};

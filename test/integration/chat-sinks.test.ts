@@ -93,6 +93,13 @@ describe('Slack Block Kit', () => {
     expect(actions.elements[0]).toMatchObject({ url: 'https://bridge.example/v1/approve?token=t', style: 'primary' });
   });
 
+  it('makes the button interactive (value = the signed token) for a Slack app with interactivity', () => {
+    const p = slackMessage(toChatMessage(ce('scheduled'), { approveUrl: 'https://bridge.example/v1/approve?token=t' }), { interactiveValue: 't' });
+    const button = (p.blocks.at(-1) as { elements: Record<string, unknown>[] }).elements[0]!;
+    expect(button).toMatchObject({ action_id: 'se_bridge_approve', value: 't' });
+    expect(button.url).toBeUndefined();
+  });
+
   it('stays within Block Kit limits whatever the input', () => {
     const huge = ce('scheduled', { Description: 'x'.repeat(20_000), Resources: Array.from({ length: 400 }, (_, i) => `vm-with-a-long-name-${i}`), EventId: 'E'.repeat(300) });
     const p = slackMessage(toChatMessage(huge, { approveUrl: 'https://x.example/a' }));

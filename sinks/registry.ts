@@ -10,11 +10,12 @@ import { configSchema as eventHubsConfig, eventHubsSink } from './eventhubs.ts';
 import { configSchema as serviceBusConfig, serviceBusSink } from './servicebus.ts';
 import { configSchema as slackConfig, slackSink } from './slack.ts';
 import { configSchema as teamsConfig, teamsSink } from './teams.ts';
+import { configSchema as execConfig, execSink } from './exec.ts';
 
-const MODULES = [webhookSink, eventHubsSink, serviceBusSink, slackSink, teamsSink, stdoutSink, fileSink] as unknown as readonly SinkModule[];
+const MODULES = [webhookSink, eventHubsSink, serviceBusSink, slackSink, teamsSink, execSink, stdoutSink, fileSink] as unknown as readonly SinkModule[];
 
 /** The config schema of every sink, in the order of MODULES (the `type` key tells them apart). */
-export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusConfig, slackConfig, teamsConfig, stdoutConfig, fileConfig] as const;
+export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusConfig, slackConfig, teamsConfig, execConfig, stdoutConfig, fileConfig] as const;
 
 export const SINK_TYPES: readonly string[] = MODULES.map((m) => m.type);
 

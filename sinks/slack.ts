@@ -71,7 +71,7 @@ export const slackSink: SinkModule<SlackConfig> = {
   configSchema,
   maxBatchSize: 1,
   async create(config, context) {
-    const linkOf = (e: BridgeEvent) => context.approvalLink?.(e) ?? null;
+    const linkOf = (e: BridgeEvent) => context.approval?.link(e) ?? null;
     if (config.webhookUrl !== undefined) {
       const url = config.webhookUrl;
       const dispatcher = jsonClient();
@@ -98,7 +98,8 @@ export const slackSink: SinkModule<SlackConfig> = {
 
     async function deliver(e: BridgeEvent): Promise<Outcome> {
       const msg = toChatMessage(e, { approveUrl: linkOf(e) });
-      const payload = slackMessage(msg);
+      const token = msg.approveUrl !== null && context.approval?.slackInteractive ? context.approval.token(e) : null;
+      const payload = slackMessage(msg, token !== null ? { interactiveValue: token } : {});
       const key = `message:${msg.eventId}`;
       const saved = state?.get(key);
       const ref = saved === undefined ? null : (JSON.parse(saved) as MessageRef);

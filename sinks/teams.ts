@@ -27,7 +27,7 @@ export const teamsSink: SinkModule<TeamsConfig> = {
       async send(events, { signal }) {
         const outcomes: Outcome[] = [];
         for (const e of events) {
-          const msg = toChatMessage(e, { approveUrl: context.approvalLink?.(e) ?? null });
+          const msg = toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null });
           outcomes.push(await postJson(dispatcher, config.webhookUrl, teamsMessage(msg), signal));
         }
         return outcomes;

@@ -28,6 +28,8 @@ export interface SendOptions {
 export interface Sink {
   /** The largest batch this instance accepts, when its configuration decides (overrides the module's). */
   readonly maxBatchSize?: number;
+  /** How long one attempt may take, when the sink's configuration decides (overrides delivery.timeoutMs). */
+  readonly attemptTimeoutMs?: number;
   /** send delivers `events` (at most `maxBatchSize`) and returns one outcome per event, in order. */
   send(events: readonly BridgeEvent[], options: SendOptions): Promise<Outcome[]>;
   healthcheck?(options: SendOptions): Promise<void>;
@@ -46,8 +48,17 @@ export interface SinkContext {
   readonly stdout: NodeJS.WritableStream;
   /** Per-sink state kept in the store, for sinks that must remember what they sent (Slack message ids). */
   readonly state?: SinkState;
-  /** The signed approval link for an event a human must decide on, when approvals are configured. */
-  readonly approvalLink?: (event: BridgeEvent) => string | null;
+  /** Approval links for events a human must decide on, when approvals are configured. */
+  readonly approval?: ApprovalLinks;
+}
+
+export interface ApprovalLinks {
+  /** The signed approval page link for a Scheduled event the policy leaves to a human, else null. */
+  link(event: BridgeEvent): string | null;
+  /** The signed token alone (the value of an interactive Slack button), else null. */
+  token(event: BridgeEvent): string | null;
+  /** Slack interactions are configured: bot messages carry interactive buttons. */
+  readonly slackInteractive: boolean;
 }
 
 export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {

@@ -14,6 +14,8 @@ Commands:
                                            run the IMDS simulator alone
   validate [--config FILE]                 check a configuration file (exit 2 lists every problem)
   status [--config FILE] [--json]          read IMDS once: current events and who this VM is
+  approve EVENTID [--config FILE] [--reason TEXT]
+                                           approve an event through the running daemon
   dead-letters list|replay [--sink NAME] [--config FILE] [--json]
                                            inspect or re-queue events that could not be delivered
   schema                                   print the configuration's JSON Schema
@@ -28,6 +30,7 @@ const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<num
   validate: () => import('./commands/validate.ts'),
   status: () => import('./commands/status.ts'),
   'dead-letters': () => import('./commands/dead-letters.ts'),
+  approve: () => import('./commands/approve.ts'),
   schema: () => import('./commands/schema.ts'),
 };
 

@@ -53,6 +53,7 @@ export function validateConfig(raw: unknown, source: string, env: NodeJS.Process
   const expanded = expand(raw, [], env, problems);
   applyEnvOverrides(expanded, env);
   problems.push(...duplicateSinkNames(expanded));
+  problems.push(...approvalNeeds(expanded));
   const result = BridgeConfig.safeParse(expanded, { reportInput: true });
   if (!result.success) problems.push(...formatIssues(result.error.issues));
   if (problems.length > 0) throw new ConfigError(source, problems);
@@ -75,6 +76,16 @@ function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
     const log = section('log');
     if (log) log.level = env.LOG_LEVEL;
   }
+}
+
+/** approvalNeeds: links need a secret and a public URL; Slack interactions need the secret too. */
+function approvalNeeds(raw: unknown): string[] {
+  const a = (raw as { approval?: Record<string, unknown> } | null)?.approval;
+  if (a === null || typeof a !== 'object') return [];
+  const out: string[] = [];
+  if (a.publicUrl !== undefined && a.secret === undefined) out.push('approval.secret: is required with approval.publicUrl (it signs the links)');
+  if (a.slack !== undefined && a.secret === undefined) out.push('approval.secret: is required with approval.slack (it signs the button tokens)');
+  return out;
 }
 
 /** duplicateSinkNames is checked on the raw input so it is reported even when a sink has other problems. */

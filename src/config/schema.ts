@@ -7,6 +7,8 @@ import { platform } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { SINK_CONFIG_SCHEMAS } from '../../sinks/registry.ts';
+import { secretKey } from '../../sinks/webhook-signature.ts';
+import { Rule } from '../approval/policy.ts';
 
 const absoluteHttpUrl = z.string().refine((v) => {
   try {
@@ -57,12 +59,36 @@ export const IdentityConfig = z.strictObject({
 export const SinkConfig = z.discriminatedUnion('type', SINK_CONFIG_SCHEMAS);
 export type SinkConfig = z.infer<typeof SinkConfig>;
 
+const whsec = z.string().refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
+
+export const ApprovalConfig = z.strictObject({
+  /** Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server. */
+  secret: whsec.optional(),
+  /** The base URL people reach the approval server at; approval links start with it. */
+  publicUrl: absoluteHttpUrl.optional(),
+  /** A Slack app's signing secret: enables POST /v1/slack/interactions. */
+  slack: z.strictObject({ signingSecret: z.string().min(1) }).optional(),
+  /** Ordered rules, first match wins; default: await (a human decides). */
+  rules: z.array(Rule).default([]),
+  /** Longest life of an approval link; never past NotBefore. */
+  linkTtlSeconds: z.number().int().min(60).max(7 * 86400).default(86400),
+});
+
+const hostPort = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 127.0.0.1:8787');
+
+export const ServerConfig = z.strictObject({
+  /** Approval API, Slack interactions and the approval page (started when approval.secret is set). */
+  listen: hostPort.default('127.0.0.1:8787'),
+});
+
 export const BridgeConfig = z.strictObject({
   imds: ImdsConfig.prefault({}),
   state: StateConfig.prefault({}),
   sinks: z.array(SinkConfig).default([]),
   log: LogConfig.prefault({}),
   identity: IdentityConfig.prefault({}),
+  approval: ApprovalConfig.prefault({}),
+  server: ServerConfig.prefault({}),
 });
 export type BridgeConfig = z.infer<typeof BridgeConfig>;
 

@@ -18,6 +18,13 @@ import { Store, type PendingEvent } from '../store/store.ts';
 import { fullJitter, sleep } from './backoff.ts';
 import { transitionOf, type BridgeEvent } from './cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from './poller.ts';
+import { decide, type Decision } from '../approval/policy.ts';
+import { ApprovalServer } from '../approval/server.ts';
+import { ApprovalService } from '../approval/service.ts';
+import { issueToken } from '../approval/signatures.ts';
+import { secretKey } from '../../sinks/webhook-signature.ts';
+import type { ApprovalLinks } from '../../sinks/types.ts';
+import type { ScheduledEvent } from '../imds/wire.ts';
 
 const MAX_POLL_BACKOFF_MS = 30_000;
 const MAX_RETRY_AFTER_MS = 60_000;
@@ -64,6 +71,11 @@ export class Bridge {
   #goodReads = 0;
   #firstPollAt: number | null = null;
   #stopped = false;
+  readonly approvals: ApprovalService;
+  #server: ApprovalServer | null = null;
+  #serverUrl: string | null = null;
+  /** Per event: the last policy decision logged, and when an automatic approval was last tried. */
+  readonly #decided = new Map<string, { action: string; triedAt: number }>();
 
   private constructor(o: BridgeOptions, store: Store, targets: DispatchTarget[]) {
     this.#o = o;
@@ -81,28 +93,87 @@ export class Bridge {
       store,
       targets,
       logger: o.logger,
-      ...(o.onOutcome ? { onOutcome: o.onOutcome } : {}),
+      onOutcome: (report) => {
+        this.#onOutcome(report);
+        o.onOutcome?.(report);
+      },
     });
+    this.approvals = new ApprovalService({
+      store,
+      client: this.client,
+      logger: o.logger,
+      document: () => this.#baseline?.document ?? null,
+      vm: () => this.#identity,
+      dryRun: o.dryRun ?? false,
+      emit: (event, record) => {
+        this.store.recordApproval(record, this.#pending([event])[0]!);
+        this.#dispatcher.notify();
+        this.#o.onCommitted?.([event]);
+      },
+    });
+  }
+
+  /** approvalLinks builds the links chat sinks show, for events the policy leaves to a human. */
+  static approvalLinks(config: BridgeConfig, vm: () => VmIdentity): ApprovalLinks | undefined {
+    const a = config.approval;
+    const key = a.secret === undefined ? null : secretKey(a.secret);
+    if (key === null) return undefined;
+    const token = (e: BridgeEvent): string | null => {
+      const d = e.data;
+      if (d === undefined || d.eventStatus !== 'Scheduled' || d.notBefore === null) return null;
+      if (decide(a.rules, toScheduledEvent(e), vm().name).action !== 'await') return null;
+      const nowS = Math.floor(Date.now() / 1000);
+      const expires = Math.min(Math.floor(Date.parse(d.notBefore) / 1000), nowS + a.linkTtlSeconds);
+      return expires > nowS ? issueToken(key, { e: d.eventId, v: vm().name, x: expires }) : null;
+    };
+    return {
+      token,
+      link: (e) => {
+        const t = a.publicUrl === undefined ? null : token(e);
+        return t === null ? null : `${a.publicUrl!.replace(/\/+$/, '')}/v1/approve?token=${t}`;
+      },
+      slackInteractive: a.slack !== undefined,
+    };
   }
 
   /** create opens the store and builds every sink; it connects to nothing yet. */
   static async create(o: BridgeOptions): Promise<Bridge> {
     const store = Store.open(o.dryRun ? ':memory:' : o.config.state.path);
     const targets: DispatchTarget[] = [];
+    const holder: { bridge: Bridge | null } = { bridge: null };
+    const fallbackVm = identityFrom(null, {});
+    const approval = Bridge.approvalLinks(o.config, () => holder.bridge?.identity ?? fallbackVm);
     try {
       for (const sc of o.config.sinks as SinkConfigBase[]) {
         const module = sinkModule(sc.type);
         const sink = o.dryRun
           ? dryRunSink(sc.name, o.logger)
-          : await module.create(sc, { logger: o.logger.child({ sink: sc.name }), stdout: o.stdout ?? process.stdout, state: store.sinkState(sc.name) });
-        targets.push({ name: sc.name, type: sc.type, sink, delivery: sc.delivery, maxBatchSize: sink.maxBatchSize ?? module.maxBatchSize });
+          : await module.create(sc, {
+              logger: o.logger.child({ sink: sc.name }),
+              stdout: o.stdout ?? process.stdout,
+              state: store.sinkState(sc.name),
+              ...(approval ? { approval } : {}),
+            });
+        targets.push({
+          name: sc.name,
+          type: sc.type,
+          sink,
+          delivery: sink.attemptTimeoutMs === undefined ? sc.delivery : { ...sc.delivery, timeoutMs: sink.attemptTimeoutMs },
+          maxBatchSize: sink.maxBatchSize ?? module.maxBatchSize,
+        });
       }
     } catch (err) {
       await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
       store.close();
       throw err;
     }
-    return new Bridge(o, store, targets);
+    holder.bridge = new Bridge(o, store, targets);
+    return holder.bridge;
+  }
+
+  /** The approval server's URL, when it runs. */
+  get approvalServerUrl(): string | null {
+    return this.#serverUrl;
   }
 
   get identity(): VmIdentity {
@@ -144,6 +215,22 @@ export class Bridge {
     );
     this.#dispatcher.start();
     await this.#refreshIdentity();
+    const key = config.approval.secret === undefined ? null : secretKey(config.approval.secret);
+    if (key !== null) {
+      this.#server = new ApprovalServer({
+        service: this.approvals,
+        store: this.store,
+        keys: [key],
+        tokenKey: key,
+        ...(config.approval.slack ? { slackSigningSecret: config.approval.slack.signingSecret } : {}),
+        vm: () => this.#identity,
+        document: () => this.#baseline?.document ?? null,
+        logger,
+      });
+      const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(config.server.listen)!;
+      this.#serverUrl = await this.#server.listen(m[1]!, Number(m[2]));
+      logger.info({ url: this.#serverUrl }, 'approval server listening');
+    }
     this.#identityTask = this.#identityLoop();
     this.#loop = this.#pollLoop();
   }
@@ -153,6 +240,7 @@ export class Bridge {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#abort.abort(new Error('bridge stopping'));
+    await this.#server?.close();
     await this.#loop;
     await this.#identityTask;
     await this.#dispatcher.stop(deadlineMs);
@@ -269,19 +357,7 @@ export class Bridge {
     if (previous !== null && result.document.incarnation < previous.incarnation) {
       logger.info({ from: previous.incarnation, to: result.document.incarnation }, 'DocumentIncarnation went backwards; diffing by EventId against the new baseline');
     }
-    const vmName = this.#identity.name;
-    const pending: PendingEvent[] = result.events.map((e) => {
-      const d = e.data!;
-      const transition = transitionOf(e);
-      const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
-      return {
-        id: e.id,
-        eventId: d.eventId,
-        transition,
-        json: JSON.stringify(e),
-        sinks: this.#targets.filter((t) => matchesFilter(this.#sinkFilter(t.name), subject, vmName)).map((t) => t.name),
-      };
-    });
+    const pending = this.#pending(result.events);
     this.store.commit({ document: result.document, etag: result.etag, observedAt: new Date().toISOString(), events: pending });
     this.#baseline = { document: result.document, etag: result.etag };
     for (const p of pending) {
@@ -294,11 +370,95 @@ export class Bridge {
       this.#dispatcher.notify();
       this.#o.onCommitted?.(result.events);
     }
+    this.#applyPolicy(result.document.events);
+  }
+
+  /** pending routes CloudEvents to the sinks whose filters they pass. */
+  #pending(events: readonly BridgeEvent[]): PendingEvent[] {
+    const vmName = this.#identity.name;
+    return events.map((e) => {
+      const d = e.data!;
+      const transition = transitionOf(e);
+      const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
+      return {
+        id: e.id,
+        eventId: d.eventId,
+        transition,
+        json: JSON.stringify(e),
+        sinks: this.#targets.filter((t) => matchesFilter(this.#sinkFilter(t.name), subject, vmName)).map((t) => t.name),
+      };
+    });
+  }
+
+  /** applyPolicy decides, for every Scheduled event not yet approved, whether to approve it now. */
+  #applyPolicy(events: readonly ScheduledEvent[]): void {
+    const rules = this.#o.config.approval.rules;
+    const now = Date.now();
+    for (const e of events) {
+      if (e.eventStatus !== 'Scheduled' || this.store.approval(e.eventId) !== null) continue;
+      const d = decide(rules, e, this.#identity.name, now);
+      const seen = this.#decided.get(e.eventId);
+      if (seen === undefined || seen.action !== d.action) {
+        this.#o.logger.info({ eventId: e.eventId, action: d.action, rule: d.rule, reason: d.reason }, `approval policy: ${d.action}`);
+      }
+      const entry = seen && seen.action === d.action ? seen : { action: d.action, triedAt: 0 };
+      this.#decided.set(e.eventId, entry);
+      if (d.action === 'approve' || (d.action === 'approveAfterHooks' && this.#hooksDone(e))) {
+        if (now - entry.triedAt < 30_000) continue;
+        entry.triedAt = now;
+        const via = d.action === 'approve' ? 'policy' : 'hooks';
+        this.approvals.approve(e.eventId, { by: describeRule(d), via }, this.#abort.signal).catch((err: unknown) => {
+          this.#o.logger.warn({ eventId: e.eventId, ...errorFields(err) }, 'automatic approval failed; it will be tried again');
+        });
+      }
+    }
+  }
+
+  /** hooksDone: every preparation hook (exec sink with prepare: true) that takes this event has succeeded. */
+  #hooksDone(e: ScheduledEvent): boolean {
+    const subject = { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources };
+    const required = (this.#o.config.sinks as (SinkConfigBase & { prepare?: boolean })[])
+      .filter((s) => s.type === 'exec' && s.prepare === true && matchesFilter(s.filter, subject, this.#identity.name))
+      .map((s) => s.name);
+    const done = this.store.hooksDone(e.eventId);
+    return required.every((name) => done.has(name));
+  }
+
+  #onOutcome(report: OutcomeReport): void {
+    if (report.outcome !== 'delivered') return;
+    const sc = (this.#o.config.sinks as (SinkConfigBase & { prepare?: boolean })[]).find((s) => s.name === report.sink);
+    if (sc?.type !== 'exec' || sc.prepare !== true) return;
+    const transition = report.ceId.split('/')[1];
+    if (transition !== 'scheduled' && transition !== 'updated') return;
+    this.store.hookSucceeded(report.eventId, report.sink);
+    this.#o.logger.info({ eventId: report.eventId, sink: report.sink }, 'preparation hook succeeded');
+    this.#applyPolicy((this.#baseline?.document.events ?? []).filter((x) => x.eventId === report.eventId));
   }
 
   #sinkFilter(name: string) {
     return (this.#o.config.sinks as SinkConfigBase[]).find((s) => s.name === name)!.filter;
   }
+}
+
+function describeRule(d: Decision): string {
+  return d.rule === null ? 'policy' : `policy ${d.reason}`;
+}
+
+/** toScheduledEvent reads the event back from a CloudEvent's data (for decisions on delivered events). */
+export function toScheduledEvent(e: BridgeEvent): ScheduledEvent {
+  const d = e.data!;
+  return {
+    eventId: d.eventId,
+    eventType: d.eventType,
+    eventStatus: d.eventStatus,
+    resourceType: d.resourceType,
+    resources: d.resources,
+    notBefore: d.notBefore,
+    description: d.description,
+    eventSource: d.eventSource,
+    durationInSeconds: d.durationInSeconds,
+    raw: d.raw,
+  };
 }
 
 /** dryRunSink logs what would be delivered and counts it as delivered. */

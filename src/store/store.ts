@@ -13,7 +13,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { EventsDocument } from '../imds/wire.ts';
 import { deepFreeze } from '../imds/wire.ts';
 
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 export class StoreError extends Error {
   readonly code: 'STORE_OPEN_FAILED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED';
@@ -50,6 +50,15 @@ export interface OutboxRow {
   readonly attempts: number;
   readonly createdAt: number;
   readonly json: string;
+}
+
+export interface ApprovalRecord {
+  readonly eventId: string;
+  readonly by: string;
+  readonly via: string;
+  readonly reason: string;
+  readonly at: string;
+  readonly ceId: string;
 }
 
 export interface DeadLetter {
@@ -142,6 +151,14 @@ export class Store {
       ),
       deleteDead: db.prepare('DELETE FROM dead_letters WHERE id = ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
+      approvalGet: db.prepare('SELECT event_id AS eventId, by_whom AS by, via, reason, at, ce_id AS ceId FROM approvals WHERE event_id = ?'),
+      approvalInsert: db.prepare('INSERT INTO approvals (event_id, by_whom, via, reason, at, ce_id) VALUES (?, ?, ?, ?, ?, ?)'),
+      eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      replayGet: db.prepare('SELECT response FROM replay WHERE key = ? AND expires_at > ?'),
+      replayInsert: db.prepare('INSERT OR IGNORE INTO replay (key, response, expires_at) VALUES (?, ?, ?)'),
+      replayPrune: db.prepare('DELETE FROM replay WHERE expires_at <= ?'),
+      hookDone: db.prepare('INSERT OR IGNORE INTO hook_results (event_id, sink, at) VALUES (?, ?, ?)'),
+      hooksOf: db.prepare('SELECT sink FROM hook_results WHERE event_id = ?'),
       stateGet: db.prepare('SELECT value FROM sink_state WHERE sink = ? AND key = ?'),
       stateSet: db.prepare(
         'INSERT INTO sink_state (sink, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (sink, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
@@ -257,6 +274,51 @@ export class Store {
     return this.#stmts.journalAll.all() as { id: string; transition: string; json: string }[];
   }
 
+  /** appendEvents journals CloudEvents that come with no new document (approvals), with their outbox rows. */
+  appendEvents(events: readonly PendingEvent[], extra?: () => void, now: number = Date.now()): void {
+    this.transaction(() => {
+      for (const e of events) {
+        this.#stmts.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);
+        for (const sink of e.sinks) this.#stmts.insertOutbox.run(sink, e.id, e.eventId, now, now);
+      }
+      extra?.();
+    });
+  }
+
+  /** recordApproval stores who approved an event, with its `approved` CloudEvent, atomically. */
+  recordApproval(a: ApprovalRecord, event: PendingEvent): void {
+    this.appendEvents([event], () => void this.#stmts.approvalInsert.run(a.eventId, a.by, a.via, a.reason, a.at, a.ceId));
+  }
+
+  approval(eventId: string): ApprovalRecord | null {
+    return (this.#stmts.approvalGet.get(eventId) as ApprovalRecord | undefined) ?? null;
+  }
+
+  /** knowsEvent tells whether any CloudEvent was ever committed for this EventId. */
+  knowsEvent(eventId: string): boolean {
+    return this.#stmts.eventKnown.get(eventId) !== undefined;
+  }
+
+  /** remember records a replay key (a webhook-id, a used token) with the response given; false when it was already there. */
+  remember(key: string, response: string | null, ttlMs: number, now: number = Date.now()): boolean {
+    this.#stmts.replayPrune.run(now);
+    return Number(this.#stmts.replayInsert.run(key, response, now + ttlMs).changes) === 1;
+  }
+
+  /** recalled returns what was answered for a replay key still remembered, or undefined. */
+  recalled(key: string, now: number = Date.now()): string | null | undefined {
+    const row = this.#stmts.replayGet.get(key, now) as { response: string | null } | undefined;
+    return row === undefined ? undefined : row.response;
+  }
+
+  hookSucceeded(eventId: string, sink: string, now: number = Date.now()): void {
+    this.#stmts.hookDone.run(eventId, sink, now);
+  }
+
+  hooksDone(eventId: string): Set<string> {
+    return new Set((this.#stmts.hooksOf.all(eventId) as { sink: string }[]).map((r) => r.sink));
+  }
+
   /** sinkState is the key-value memory of one sink. */
   sinkState(sink: string): { get(key: string): string | undefined; set(key: string, value: string): void } {
     return {
@@ -342,6 +404,25 @@ function migrate(db: DatabaseSync): void {
       value TEXT NOT NULL,
       updated_at INTEGER NOT NULL,
       PRIMARY KEY (sink, key)
+    );
+    CREATE TABLE IF NOT EXISTS approvals (
+      event_id TEXT PRIMARY KEY,
+      by_whom TEXT NOT NULL,
+      via TEXT NOT NULL,
+      reason TEXT NOT NULL,
+      at TEXT NOT NULL,
+      ce_id TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS replay (
+      key TEXT PRIMARY KEY,
+      response TEXT,
+      expires_at INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS hook_results (
+      event_id TEXT NOT NULL,
+      sink TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (event_id, sink)
     );
     INSERT INTO meta (key, value) VALUES ('schema_version', '${SCHEMA_VERSION}')
       ON CONFLICT (key) DO UPDATE SET value = excluded.value;

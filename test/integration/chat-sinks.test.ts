@@ -253,7 +253,7 @@ describe('slack sink, bot token', () => {
 describe('teams sink', () => {
   it('posts a message with one Adaptive Card attachment; 202 is delivered', async () => {
     peer.answer = () => ({ status: 202 });
-    const sink = await make<TeamsConfig>(teamsSink, { name: 't', type: 'teams', webhookUrl: `${peer.url}/workflows/x/triggers/manual/paths/invoke?sig=secret` }, { approvalLink: () => 'https://bridge.example/v1/approve?token=t' });
+    const sink = await make<TeamsConfig>(teamsSink, { name: 't', type: 'teams', webhookUrl: `${peer.url}/workflows/x/triggers/manual/paths/invoke?sig=secret` }, { approval: { link: () => 'https://bridge.example/v1/approve?token=t', token: () => 't', slackInteractive: false } });
     expect(await send(sink, ce('scheduled'))).toEqual([{ status: 'delivered' }]);
     const body = JSON.parse(peer.requests[0]!.body) as { type: string; attachments: { contentType: string; content: { version: string; actions: { type: string }[] } }[] };
     expect(body.type).toBe('message');

@@ -1,0 +1,144 @@
+/**
+ * ApprovalService is the one path every approval takes — policy, preparation hooks, the API,
+ * an approval link, a Slack button, the CLI: the event must be Scheduled in the latest
+ * document; StartRequests goes to IMDS (through the shared rate budget, transient failures
+ * retried); the approval is recorded with who, how and when; and exactly one `approved`
+ * CloudEvent is emitted. A second approval of the same event is a no-op that says so.
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { fullJitter, sleep } from '../core/backoff.ts';
+import { toApprovedCloudEvent, type BridgeEvent } from '../core/cloudevent.ts';
+import type { ImdsClient } from '../imds/client.ts';
+import { ImdsError } from '../imds/errors.ts';
+import type { VmIdentity } from '../imds/identity.ts';
+import type { EventsDocument } from '../imds/wire.ts';
+import type { Store } from '../store/store.ts';
+
+export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED';
+
+/** ApprovalError carries the HTTP status the API answers with. */
+export class ApprovalError extends Error {
+  readonly code: ApprovalErrorCode;
+  readonly status: 404 | 409 | 502;
+  constructor(code: ApprovalErrorCode, message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'ApprovalError';
+    this.code = code;
+    this.status = code === 'UNKNOWN_EVENT' ? 404 : code === 'NOT_APPROVABLE' ? 409 : 502;
+  }
+}
+
+export interface ApprovalRequest {
+  readonly by: string;
+  /** policy | hooks | api | link | slack | cli */
+  readonly via: string;
+  readonly reason?: string;
+}
+
+export interface ApprovalResult {
+  readonly eventId: string;
+  readonly status: 'approved' | 'already-approved';
+  readonly by: string;
+  readonly via: string;
+  readonly at: string;
+}
+
+export interface ApprovalServiceOptions {
+  store: Store;
+  client: ImdsClient;
+  logger: Logger;
+  /** The latest IMDS document the bridge has. */
+  document: () => EventsDocument | null;
+  vm: () => VmIdentity;
+  /** Journals and routes the `approved` CloudEvent (one transaction with the record). */
+  emit: (event: BridgeEvent, record: { eventId: string; by: string; via: string; reason: string; at: string; ceId: string }) => void;
+  dryRun?: boolean;
+  /** Called with every approval attempt's result, for metrics. */
+  onResult?: (via: string, result: string) => void;
+}
+
+const IMDS_ATTEMPTS = 4;
+
+export class ApprovalService {
+  readonly #o: ApprovalServiceOptions;
+  readonly #inFlight = new Map<string, Promise<ApprovalResult>>();
+
+  constructor(options: ApprovalServiceOptions) {
+    this.#o = options;
+  }
+
+  /** check tells what approve would do, without doing it: throws the same errors. */
+  check(eventId: string): { alreadyApproved: ApprovalResult | null } {
+    const done = this.#o.store.approval(eventId);
+    if (done !== null) return { alreadyApproved: { eventId, status: 'already-approved', by: done.by, via: done.via, at: done.at } };
+    this.#scheduledEvent(eventId);
+    return { alreadyApproved: null };
+  }
+
+  async approve(eventId: string, request: ApprovalRequest, signal?: AbortSignal): Promise<ApprovalResult> {
+    const running = this.#inFlight.get(eventId);
+    if (running !== undefined) {
+      const first = await running;
+      return { ...first, status: 'already-approved' };
+    }
+    const p = this.#approve(eventId, request, signal);
+    this.#inFlight.set(eventId, p);
+    try {
+      const r = await p;
+      this.#o.onResult?.(request.via, r.status);
+      return r;
+    } catch (err) {
+      this.#o.onResult?.(request.via, (err as ApprovalError).code ?? 'error');
+      throw err;
+    } finally {
+      this.#inFlight.delete(eventId);
+    }
+  }
+
+  #scheduledEvent(eventId: string) {
+    const doc = this.#o.document();
+    const event = doc?.events.find((e) => e.eventId === eventId);
+    if (event === undefined) {
+      if (this.#o.store.knowsEvent(eventId)) throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
+      throw new ApprovalError('UNKNOWN_EVENT', `no event ${eventId} is known to this VM`);
+    }
+    if (event.eventStatus !== 'Scheduled') throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is ${event.eventStatus}, not Scheduled`);
+    return { event, incarnation: doc!.incarnation };
+  }
+
+  async #approve(eventId: string, request: ApprovalRequest, signal?: AbortSignal): Promise<ApprovalResult> {
+    const { store, logger } = this.#o;
+    const done = store.approval(eventId);
+    if (done !== null) return { eventId, status: 'already-approved', by: done.by, via: done.via, at: done.at };
+    const { event, incarnation } = this.#scheduledEvent(eventId);
+    const fields = { eventId, by: request.by, via: request.via };
+    if (this.#o.dryRun) {
+      logger.info(fields, 'dry run: would approve (POST StartRequests)');
+      return { eventId, status: 'approved', by: request.by, via: request.via, at: new Date().toISOString() };
+    }
+    await this.#startRequest(eventId, signal);
+    const at = new Date().toISOString();
+    const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);
+    const ce = toApprovedCloudEvent(event, incarnation, { by: request.by, via: request.via, at }, recordId, { vm: this.#o.vm(), observedAt: at });
+    this.#o.emit(ce, { eventId, by: request.by, via: request.via, reason: request.reason ?? '', at, ceId: ce.id });
+    logger.info({ ...fields, transition: 'approved', ceId: ce.id }, 'event approved');
+    return { eventId, status: 'approved', by: request.by, via: request.via, at };
+  }
+
+  async #startRequest(eventId: string, signal?: AbortSignal): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#o.client.startEvents([eventId], { signal });
+        return;
+      } catch (err) {
+        const e = err as ImdsError;
+        if (!(e instanceof ImdsError) || !e.retryable || attempt + 1 >= IMDS_ATTEMPTS) {
+          this.#o.logger.error({ eventId, code: e.code ?? 'ERROR', err: e.message }, 'IMDS refused StartRequests');
+          throw new ApprovalError('IMDS_REFUSED', `IMDS did not accept StartRequests: ${e.code ?? e.message}`, err);
+        }
+        await sleep(Math.max(100, fullJitter(attempt, 250, 2000), e.retryAfterMs ?? 0), signal);
+      }
+    }
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * se-bridge approve EVENTID: approve from the box itself, through the same path as every
+ * other approval — a signed POST /v1/approvals to the running daemon's approval server.
+ */
+import { randomUUID } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { request } from 'undici';
+import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
+import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { config: { type: 'string', short: 'c' }, reason: { type: 'string' }, json: { type: 'boolean' } }, true);
+  if (positionals.length !== 1) throw new UsageError('expected one EventId');
+  const loaded = loadOrReport(values.config);
+  if (loaded === null) return EXIT.usage;
+  const { config } = loaded;
+  const key = config.approval.secret === undefined ? null : secretKey(config.approval.secret);
+  if (key === null) {
+    process.stderr.write(`${loaded.path}: approval.secret is not set, so the daemon runs no approval server to ask\n`);
+    return EXIT.usage;
+  }
+  const listen = config.server.listen.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:');
+  const body = JSON.stringify({ eventId: positionals[0], approver: `cli:${userInfo().username}`, ...(values.reason ? { reason: values.reason } : {}) });
+  let status: number;
+  let text: string;
+  try {
+    const res = await request(`http://${listen}/v1/approvals`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signatureHeaders([key], `cli_${randomUUID()}`, body) },
+      body,
+      signal: AbortSignal.timeout(30_000),
+    });
+    status = res.statusCode;
+    text = await res.body.text();
+  } catch (err) {
+    process.stderr.write(`se-bridge approve: cannot reach the approval server at ${listen}: ${(err as { code?: string }).code ?? String(err)} (is se-bridge run running?)\n`);
+    return EXIT.failure;
+  }
+  if (values.json) process.stdout.write(`${text}\n`);
+  const parsed = JSON.parse(text) as { status?: string; approvedBy?: string; via?: string; error?: { code: string; message: string } };
+  if (status === 200) {
+    if (!values.json) process.stdout.write(parsed.status === 'approved' ? `${positionals[0]}: approved\n` : `${positionals[0]}: already approved by ${parsed.approvedBy} (${parsed.via})\n`);
+    return EXIT.ok;
+  }
+  if (!values.json) process.stderr.write(`se-bridge approve: ${status} ${parsed.error?.code ?? ''}: ${parsed.error?.message ?? text}\n`);
+  return EXIT.failure;
+}

@@ -79,6 +79,8 @@ const hostPort = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/
 export const ServerConfig = z.strictObject({
   /** Approval API, Slack interactions and the approval page (started when approval.secret is set). */
   listen: hostPort.default('127.0.0.1:8787'),
+  /** Per-client rate limit: sustained requests per second, and the burst allowed (then 429). */
+  rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(10), burst: z.number().int().min(1).max(100_000).default(30) }).prefault({}),
 });
 
 export const BridgeConfig = z.strictObject({

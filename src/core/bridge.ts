@@ -226,6 +226,7 @@ export class Bridge {
         vm: () => this.#identity,
         document: () => this.#baseline?.document ?? null,
         logger,
+        rate: config.server.rateLimit,
       });
       const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(config.server.listen)!;
       this.#serverUrl = await this.#server.listen(m[1]!, Number(m[2]));

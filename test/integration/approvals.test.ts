@@ -1,0 +1,381 @@
+/**
+ * Approvals through the whole bridge: the approval server on 127.0.0.1 port 0 in front of the
+ * approval service, the IMDS simulator receiving the StartRequests, the file sink receiving the
+ * `approved` CloudEvents. Every route's error paths, replays, tokens, Slack, policy and hooks.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
+import { validateConfig } from '../../src/config/load.ts';
+import { Bridge } from '../../src/core/bridge.ts';
+import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
+import { HttpPeer } from '../peers/http-peer.ts';
+import { captureLogger, tempDir, waitFor } from '../helpers.ts';
+
+const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+const KEY = secretKey(SECRET)!;
+const SLACK_SECRET = 'slack-signing-secret-for-tests';
+
+let sim: ImdsSimulator;
+let dir: ReturnType<typeof tempDir>;
+let bridge: Bridge | null = null;
+let base = '';
+let lines: Record<string, unknown>[] = [];
+
+beforeEach(async () => {
+  sim = new ImdsSimulator({ vmName: 'vm0', peers: ['vm1', 'vm2'], tickMs: 10 });
+  await sim.listen(0);
+  dir = tempDir();
+});
+afterEach(async () => {
+  await bridge?.stop(1000);
+  bridge = null;
+  await sim.close();
+  dir.cleanup();
+});
+
+async function run(approval: Record<string, unknown> = {}, sinks: Record<string, unknown>[] = [], dryRun = false, burst = 30) {
+  const config = validateConfig(
+    {
+      imds: { endpoint: sim.url, pollIntervalMs: 200 },
+      state: { path: join(dir.path, 'state.db') },
+      sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') }, ...sinks],
+      approval: { secret: SECRET, publicUrl: 'https://bridge.example.com', slack: { signingSecret: SLACK_SECRET }, ...approval },
+      server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 10, burst } },
+    },
+    'test',
+    {},
+  );
+  const log = captureLogger();
+  lines = log.lines;
+  bridge = await Bridge.create({ config, logger: log.logger, dryRun });
+  await bridge.start();
+  base = bridge.approvalServerUrl!;
+}
+const delivered = () => {
+  try {
+    return readFileSync(join(dir.path, 'events.jsonl'), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; subject: string; data: { approval?: { by: string; via: string } } });
+  } catch {
+    return [];
+  }
+};
+const approvedEvents = () => delivered().filter((e) => e.type === 'azure.scheduledevent.approved');
+async function scheduled(over: Record<string, unknown> = {}) {
+  const e = sim.addEvent({ noticeMs: 600_000, ...over });
+  await waitFor(() => delivered().some((x) => x.subject === e.eventId), 'the scheduled event');
+  return e;
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  json: () => { eventId?: string; status?: string; error?: { code: string; message: string } };
+}
+async function call(method: string, path: string, body: string | Buffer | undefined, headers: Record<string, string> = {}): Promise<Answer> {
+  const res = await request(`${base}${path}`, { method: method as 'POST', headers, body });
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, body: text, json: () => JSON.parse(text) };
+}
+function signedApproval(body: string, id = `msg_${Math.random().toString(36).slice(2)}`, key = KEY, now = Date.now()) {
+  return call('POST', '/v1/approvals', body, { 'content-type': 'application/json', ...signatureHeaders([key], id, body, now) });
+}
+
+describe('POST /v1/approvals', () => {
+  it('approves a Scheduled event: StartRequests reaches IMDS, one approved CloudEvent, repeat says already-approved', async () => {
+    await run();
+    const e = await scheduled();
+    const r = await signedApproval(JSON.stringify({ eventId: e.eventId, approver: 'alice', reason: 'maintenance window' }));
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ eventId: e.eventId, status: 'approved' });
+    expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
+    await waitFor(() => approvedEvents().length === 1, 'the approved CloudEvent');
+    expect(approvedEvents()[0]!.data.approval).toMatchObject({ by: 'alice', via: 'api' });
+    const again = await signedApproval(JSON.stringify({ eventId: e.eventId, approver: 'bob' }));
+    expect(again.status).toBe(200);
+    expect(again.json()).toMatchObject({ status: 'already-approved' });
+    expect(sim.startRequests).toHaveLength(1);
+  });
+
+  it('answers a replayed webhook-id with the first answer and changes nothing', async () => {
+    await run();
+    const e = await scheduled();
+    const body = JSON.stringify({ eventId: e.eventId, approver: 'alice' });
+    const first = await signedApproval(body, 'msg_replayed');
+    const replay = await signedApproval(body, 'msg_replayed');
+    expect(replay.status).toBe(first.status);
+    expect(replay.body).toBe(first.body);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(sim.startRequests).toHaveLength(1);
+  });
+
+  it('makes one StartRequests and one approved event out of 50 concurrent approvals', async () => {
+    await run({}, [], false, 100);
+    const e = await scheduled();
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => signedApproval(JSON.stringify({ eventId: e.eventId, approver: `user${i}` }))));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(answers.filter((a) => a.json().status === 'approved')).toHaveLength(1);
+    expect(answers.filter((a) => a.json().status === 'already-approved')).toHaveLength(49);
+    expect(sim.startRequests).toHaveLength(1);
+    await waitFor(() => approvedEvents().length === 1, 'the approved event');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(approvedEvents()).toHaveLength(1);
+  });
+
+  it.each<[string, () => Promise<Answer>, number, string]>([
+    ['no signature', () => call('POST', '/v1/approvals', '{"eventId":"X"}', { 'content-type': 'application/json' }), 401, 'MISSING_SIGNATURE'],
+    ['a wrong signature', () => signedApproval('{"eventId":"X"}', 'msg_1', secretKey(`whsec_${Buffer.alloc(32, 4).toString('base64')}`)!), 401, 'BAD_SIGNATURE'],
+    ['a stale timestamp', () => signedApproval('{"eventId":"X"}', 'msg_2', KEY, Date.now() - 6 * 60_000), 401, 'STALE_TIMESTAMP'],
+    ['a body that is not JSON', () => signedApproval('{"eventId":'), 400, 'MALFORMED'],
+    ['no eventId', () => signedApproval('{"approver":"a"}'), 400, 'MALFORMED'],
+    ['an unknown field', () => signedApproval('{"eventId":"X","force":true}'), 400, 'MALFORMED'],
+    ['a JSON array', () => signedApproval('[]'), 400, 'MALFORMED'],
+    ['an unknown event', () => signedApproval('{"eventId":"NO-SUCH-EVENT"}'), 404, 'UNKNOWN_EVENT'],
+    ['a body over 64 KiB', () => signedApproval(JSON.stringify({ eventId: 'X', reason: 'r'.repeat(70_000) })), 413, 'BODY_TOO_LARGE'],
+    ['a wrong content type', () => call('POST', '/v1/approvals', '{"eventId":"X"}', { 'content-type': 'text/plain', ...signatureHeaders([KEY], 'msg_3', '{"eventId":"X"}') }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    ['a GET', () => call('GET', '/v1/approvals', undefined), 405, 'METHOD_NOT_ALLOWED'],
+    ['an unknown route', () => call('POST', '/v1/approvals/../admin', '{}'), 404, 'NOT_FOUND'],
+  ])('answers %s with a JSON %i', async (_n, send, status, code) => {
+    await run();
+    await scheduled();
+    const r = await send();
+    expect(r.status).toBe(status);
+    expect(String(r.headers['content-type'])).toMatch(/^application\/json/);
+    expect(r.json().error!.code).toBe(code);
+    expect(sim.startRequests).toHaveLength(0);
+  });
+
+  it('answers non-UTF-8 bodies with 400', async () => {
+    await run();
+    const body = Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
+    const r = await call('POST', '/v1/approvals', body, { 'content-type': 'application/json', ...signatureHeaders([KEY], 'msg_bin', body) });
+    expect(r.status).toBe(400);
+  });
+
+  it('answers 409 for an event already Started, and for one that is gone', async () => {
+    await run();
+    const started = await scheduled();
+    sim.startEvent(started.eventId);
+    await waitFor(() => delivered().some((x) => x.type.endsWith('started')), 'started');
+    expect((await signedApproval(JSON.stringify({ eventId: started.eventId }))).json().error!.code).toBe('NOT_APPROVABLE');
+    const gone = await scheduled();
+    sim.removeEvent(gone.eventId);
+    await waitFor(() => delivered().some((x) => x.type.endsWith('canceled')), 'canceled');
+    const r = await signedApproval(JSON.stringify({ eventId: gone.eventId }));
+    expect(r.status).toBe(409);
+    expect(sim.startRequests).toHaveLength(0);
+  });
+
+  it('answers 502 when IMDS refuses StartRequests, and records nothing', async () => {
+    await run();
+    const e = await scheduled();
+    sim.injectFault({ kind: 'status', status: 400, target: 'start' });
+    const r = await signedApproval(JSON.stringify({ eventId: e.eventId }));
+    expect(r.status).toBe(502);
+    expect(r.json().error!.code).toBe('IMDS_REFUSED');
+    expect(bridge!.store.approval(e.eventId)).toBeNull();
+    // a transient IMDS failure is retried inside the same approval
+    sim.injectFault({ kind: 'status', status: 500, target: 'start', count: 2 });
+    expect((await signedApproval(JSON.stringify({ eventId: e.eventId }))).status).toBe(200);
+  });
+
+  it('rate-limits a client with 429', async () => {
+    await run();
+    const answers = await Promise.all(Array.from({ length: 60 }, () => call('POST', '/v1/approvals', '{}', { 'content-type': 'application/json' })));
+    const limited = answers.filter((a) => a.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    expect(limited[0]!.json().error!.code).toBe('RATE_LIMITED');
+    expect(limited[0]!.headers['retry-after']).toBeDefined();
+  });
+});
+
+describe('approval links', () => {
+  const link = (eventId: string, over: Partial<{ v: string; x: number }> = {}) =>
+    issueToken(KEY, { e: eventId, v: over.v ?? 'vm0', x: over.x ?? Math.floor(Date.now() / 1000) + 600 });
+  const html = { accept: 'text/html' };
+
+  it('shows the event on a strict, plain page, and approves on POST; the token is single-use', async () => {
+    await run();
+    const e = await scheduled({ EventType: 'Reboot', Resources: ['vm0', 'vm1'] });
+    const token = link(e.eventId);
+    const page = await call('GET', `/v1/approve?token=${token}`, undefined, html);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('vm0 will be rebooted');
+    expect(page.body).toContain('vm0 (this VM), vm1');
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.body).not.toContain('<script');
+    const post = await call('POST', '/v1/approve', `token=${token}`, { ...html, 'content-type': 'application/x-www-form-urlencoded' });
+    expect(post.status).toBe(200);
+    expect(post.body).toContain('Approved');
+    expect(sim.events.find((x) => x.eventId === e.eventId)!.status).toBe('Started');
+    const reused = await call('POST', '/v1/approve', `token=${token}`, { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(reused.status).toBe(410);
+    expect(reused.json().error!.code).toBe('TOKEN_USED');
+    await waitFor(() => approvedEvents().length === 1, 'approved');
+    expect(approvedEvents()[0]!.data.approval).toMatchObject({ via: 'link' });
+  });
+
+  it.each<[string, (id: string) => string, number, string]>([
+    ['expired', (id) => link(id, { x: Math.floor(Date.now() / 1000) - 1 }), 410, 'TOKEN_EXPIRED'],
+    ['tampered', (id) => `${link(id).slice(0, -2)}AA`, 401, 'TOKEN_BAD_SIGNATURE'],
+    ['forged with another key', (id) => issueToken(Buffer.alloc(32, 1), { e: id, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 }), 401, 'TOKEN_BAD_SIGNATURE'],
+    ['from another VM', (id) => link(id, { v: 'vm1' }), 403, 'TOKEN_OTHER_VM'],
+    ['malformed', () => 'not-a-token', 400, 'TOKEN_MALFORMED'],
+    ['for an unknown event', () => link('NO-SUCH-EVENT'), 404, 'UNKNOWN_EVENT'],
+  ])('refuses a link that is %s', async (_n, make, status, code) => {
+    await run();
+    const e = await scheduled();
+    const token = make(e.eventId);
+    const get = await call('GET', `/v1/approve?token=${encodeURIComponent(token)}`, undefined);
+    expect(get.status).toBe(status);
+    expect(get.json().error!.code).toBe(code);
+    const post = await call('POST', '/v1/approve', `token=${encodeURIComponent(token)}`, { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' });
+    expect(post.status).toBe(status);
+    expect(post.body).toContain('<!doctype html>');
+    expect(sim.startRequests).toHaveLength(0);
+  });
+
+  it('puts links, expiring no later than NotBefore, into chat messages for events a human decides', async () => {
+    const teams = new HttpPeer();
+    await teams.listen();
+    teams.answer = () => ({ status: 202 });
+    try {
+      await run({ rules: [{ match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' }] }, [{ name: 'teams', type: 'teams', webhookUrl: teams.url }]);
+      const reboot = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+      await waitFor(() => teams.requests.length >= 1, 'the Teams message');
+      const card = JSON.parse(teams.requests[0]!.body) as { attachments: { content: { actions: { url: string }[] } }[] };
+      const url = new URL(card.attachments[0]!.content.actions[0]!.url);
+      expect(url.origin + url.pathname).toBe('https://bridge.example.com/v1/approve');
+      const claims = JSON.parse(Buffer.from(url.searchParams.get('token')!.split('.')[0]!, 'base64url').toString()) as { e: string; v: string; x: number };
+      expect(claims).toMatchObject({ e: reboot.eventId, v: 'vm0' });
+      expect(claims.x).toBeLessThanOrEqual(Math.ceil(sim.events[0]!.notBefore! / 1000));
+      // an event the policy approves itself gets no button
+      sim.addEvent({ EventType: 'Freeze', DurationInSeconds: 5, noticeMs: 600_000 });
+      await waitFor(() => teams.requests.length >= 2, 'the second message');
+      const second = JSON.parse(teams.requests.at(-1)!.body) as { attachments: { content: { actions: unknown[] } }[] };
+      expect(second.attachments[0]!.content.actions).toEqual([]);
+    } finally {
+      await teams.close();
+    }
+  });
+});
+
+describe('POST /v1/slack/interactions', () => {
+  async function slackClick(token: string, responseUrl: string, opts: { secret?: string; ts?: number } = {}) {
+    const payload = {
+      type: 'block_actions',
+      user: { id: 'U123', username: 'carol' },
+      actions: [{ action_id: 'se_bridge_approve', value: token }],
+      response_url: responseUrl,
+      message: { blocks: [{ type: 'header', text: { type: 'plain_text', text: 'vm0 will be rebooted' } }, { type: 'actions', elements: [] }] },
+    };
+    const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+    const ts = String(opts.ts ?? Math.floor(Date.now() / 1000));
+    return call('POST', '/v1/slack/interactions', body, {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-slack-request-timestamp': ts,
+      'x-slack-signature': slackSignature(opts.secret ?? SLACK_SECRET, ts, body),
+    });
+  }
+
+  it('acknowledges at once, approves, and updates the message through response_url', async () => {
+    const slack = new HttpPeer();
+    await slack.listen();
+    try {
+      await run();
+      const e = await scheduled({ EventType: 'Reboot' });
+      const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
+      const r = await slackClick(token, `${slack.url}/response`);
+      expect(r.status).toBe(200);
+      await waitFor(() => slack.requests.length === 1, 'the message update');
+      const update = JSON.parse(slack.requests[0]!.body) as { replace_original: boolean; blocks: { type: string }[]; text: string };
+      expect(update.replace_original).toBe(true);
+      expect(update.text).toContain('Approved by <@U123>');
+      expect(update.blocks.map((b) => b.type)).toEqual(['header', 'context']);
+      expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
+      await waitFor(() => approvedEvents().length === 1, 'approved');
+      expect(approvedEvents()[0]!.data.approval).toMatchObject({ by: '@carol', via: 'slack' });
+    } finally {
+      await slack.close();
+    }
+  });
+
+  it('refuses a bad or stale Slack signature, and other interaction types', async () => {
+    await run();
+    const e = await scheduled();
+    const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
+    expect((await slackClick(token, 'http://127.0.0.1:9/x', { secret: 'wrong' })).status).toBe(401);
+    expect((await slackClick(token, 'http://127.0.0.1:9/x', { ts: Math.floor(Date.now() / 1000) - 600 })).json().error!.code).toBe('STALE_TIMESTAMP');
+    const body = `payload=${encodeURIComponent(JSON.stringify({ type: 'view_submission' }))}`;
+    const ts = String(Math.floor(Date.now() / 1000));
+    const other = await call('POST', '/v1/slack/interactions', body, { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature(SLACK_SECRET, ts, body) });
+    expect(other.status).toBe(400);
+    expect(sim.startRequests).toHaveLength(0);
+  });
+});
+
+describe('policy and preparation hooks', () => {
+  it('approves user-initiated events and short freezes by policy; awaits the rest', async () => {
+    await run({ rules: [{ match: { eventSource: 'User' }, action: 'approve' }, { match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' }] });
+    const user = sim.addEvent({ EventType: 'Reboot', EventSource: 'User', noticeMs: 600_000 });
+    const freeze = sim.addEvent({ EventType: 'Freeze', DurationInSeconds: 5, noticeMs: 600_000 });
+    const platform = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => sim.startRequests.length === 2, 'two automatic approvals');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(sim.startRequests.flatMap((s) => s.eventIds).sort()).toEqual([user.eventId, freeze.eventId].sort());
+    expect(sim.events.find((e) => e.eventId === platform.eventId)!.status).toBe('Scheduled');
+    await waitFor(() => approvedEvents().length === 2, 'two approved events');
+    expect(approvedEvents().every((e) => e.data.approval!.via === 'policy')).toBe(true);
+  });
+
+  it('leaves a group event to its leader', async () => {
+    await run({ rules: [{ match: {}, action: 'approve' }] });
+    const follower = sim.addEvent({ Resources: ['vm1', 'vm0'], noticeMs: 600_000 });
+    const leader = sim.addEvent({ Resources: ['vm0', 'vm1'], noticeMs: 600_000 });
+    await waitFor(() => sim.startRequests.length === 1, 'the leader approval');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(sim.startRequests.flatMap((s) => s.eventIds)).toEqual([leader.eventId]);
+    expect(lines.some((l) => l.eventId === follower.eventId && typeof l.reason === 'string' && l.reason.includes('approves for the group'))).toBe(true);
+  });
+
+  it('in dry run, logs what it would approve and sends nothing', async () => {
+    await run({ rules: [{ match: {}, action: 'approve' }] }, [], true);
+    sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => lines.some((l) => l.msg === 'dry run: would approve (POST StartRequests)'), 'the dry-run line');
+    expect(sim.startRequests).toHaveLength(0);
+  });
+
+  it('approves after every preparation hook succeeded; a failing or hanging hook holds it back', async () => {
+    const marker = join(dir.path, 'drained');
+    const ok = join(dir.path, 'ok.sh');
+    writeFileSync(ok, `#!/bin/sh\nread -r line\necho "$SE_EVENT_ID $SE_TRANSITION" >> "${marker}"\nexit 0\n`, { mode: 0o755 });
+    const fail = join(dir.path, 'fail.sh');
+    writeFileSync(fail, '#!/bin/sh\necho "cannot drain" >&2\nexit 3\n', { mode: 0o755 });
+    const hang = join(dir.path, 'hang.sh');
+    writeFileSync(hang, '#!/bin/sh\nsleep 30 &\nsleep 30\n', { mode: 0o755 });
+    const fast = { initialBackoffMs: 100, maxBackoffMs: 200, maxAttempts: 2 };
+    await run({ rules: [{ match: {}, action: 'approveAfterHooks' }] }, [
+      { name: 'drain', type: 'exec', command: [ok], prepare: true, filter: { types: ['scheduled'] } },
+      { name: 'checkpoint', type: 'exec', command: [fail], prepare: true, filter: { types: ['scheduled'], eventTypes: ['Redeploy'] }, delivery: fast },
+      { name: 'slow', type: 'exec', command: [hang], prepare: true, timeoutMs: 300, filter: { types: ['scheduled'], eventTypes: ['Terminate'] }, delivery: fast },
+    ]);
+    const reboot = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    const redeploy = sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000 });
+    const terminate = sim.addEvent({ EventType: 'Terminate', noticeMs: 600_000 });
+    await waitFor(() => sim.startRequests.length === 1, 'the reboot approval after its hook');
+    expect(sim.startRequests[0]!.eventIds).toEqual([reboot.eventId]);
+    expect(readFileSync(marker, 'utf8')).toContain(`${reboot.eventId} scheduled`);
+    await waitFor(() => bridge!.store.deadLetters().length === 2, 'the failed and the hung hook to be dead-lettered', 20_000);
+    const dead = bridge!.store.deadLetters();
+    expect(dead.find((d) => d.sink === 'checkpoint')!.lastError).toMatch(/exited with code 3: cannot drain/);
+    expect(dead.find((d) => d.sink === 'slow')!.lastError).toMatch(/timed out after 300 ms; process group killed/);
+    expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(redeploy.eventId);
+    expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(terminate.eventId);
+    expect(approvedEvents().map((e) => e.data.approval!.via)).toEqual(['hooks']);
+  });
+});

@@ -4,6 +4,7 @@
  * development timing (one sixtieth of real), and ends with a table of the transitions seen
  * per scenario.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,18 +51,31 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
         { name: 'audit', type: 'file', path: eventsFile },
       ],
       log: { level: process.env.LOG_LEVEL || 'warn' },
+      // The approval server on localhost: events the policy leaves to a human get a link.
+      approval: {
+        secret: `whsec_${randomBytes(32).toString('base64')}`,
+        rules: [
+          { name: 'user-initiated', match: { eventSource: 'User' }, action: 'approve' },
+          { name: 'short-freeze', match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' },
+        ],
+      },
+      server: { listen: '127.0.0.1:0' },
     },
     'demo',
     {},
   );
   const logger = createLogger({ level: config.log.level, destination: 'stderr' });
   const scenarioOf = new Map<string, string>();
+  const linksOut: string[] = [];
+  let bridgeRef: Bridge | null = null;
   const counts = new Map<string, Map<string, number>>(SCENARIOS.map((s) => [s.name, new Map()]));
   const bridge = await Bridge.create({
     config,
     logger,
     onCommitted(events) {
       for (const e of events) {
+        const link = bridgeRef?.approvalLinks?.link(e) ?? null;
+        if (link !== null) linksOut.push(`   approve ${e.data!.eventType} ${e.subject}: ${link}`);
         const scenario = scenarioOf.get(e.subject ?? '');
         if (scenario === undefined) continue;
         const c = counts.get(scenario)!;
@@ -78,7 +92,13 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
       `  sinks            stdout (below) and file ${eventsFile}\n` +
       `  duration         ${durationS} s; ${SCENARIOS.length} scenarios\n\n`,
   );
+  bridgeRef = bridge;
   await bridge.start();
+  out.write(`  approvals        policy approves user-initiated events and freezes up to 8 s; links for the rest below\n\n`);
+  // approval links follow the events they belong to (the stdout sink prints events as it delivers them)
+  const linkTimer = setInterval(() => {
+    for (const l of linksOut.splice(0)) out.write(`${l}\n`);
+  }, 250);
 
   const stagger = Math.max(250, Math.min(5000, Math.floor((durationMs - TAIL_MS) / SCENARIOS.length)));
   const timers: NodeJS.Timeout[] = SCENARIOS.map((s, i) =>
@@ -97,9 +117,10 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
     });
   });
   for (const t of timers) clearTimeout(t);
+  clearInterval(linkTimer);
   await bridge.stop(5000);
 
-  const kinds = TRANSITIONS.filter((k) => k !== 'approved');
+  const kinds = TRANSITIONS;
   const rows = SCENARIOS.map((s) => [s.name, ...kinds.map((k) => String(counts.get(s.name)!.get(k) ?? 0))]);
   const total = kinds.map((k) => String([...counts.values()].reduce((a, c) => a + (c.get(k) ?? 0), 0)));
   out.write(`\nTransitions seen per scenario${interrupted ? ' (interrupted)' : ''}:\n${table(['SCENARIO', ...kinds], [...rows, ['total', ...total]])}\n`);

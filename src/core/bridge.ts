@@ -72,6 +72,8 @@ export class Bridge {
   #firstPollAt: number | null = null;
   #stopped = false;
   readonly approvals: ApprovalService;
+  /** The links chat sinks show, when approvals are configured. */
+  approvalLinks: ApprovalLinks | null = null;
   #server: ApprovalServer | null = null;
   #serverUrl: string | null = null;
   /** Per event: the last policy decision logged, and when an automatic approval was last tried. */
@@ -114,13 +116,13 @@ export class Bridge {
   }
 
   /** approvalLinks builds the links chat sinks show, for events the policy leaves to a human. */
-  static approvalLinks(config: BridgeConfig, vm: () => VmIdentity): ApprovalLinks | undefined {
+  static approvalLinks(config: BridgeConfig, vm: () => VmIdentity, serverUrl: () => string | null = () => null): ApprovalLinks | undefined {
     const a = config.approval;
     const key = a.secret === undefined ? null : secretKey(a.secret);
     if (key === null) return undefined;
     const token = (e: BridgeEvent): string | null => {
       const d = e.data;
-      if (d === undefined || d.eventStatus !== 'Scheduled' || d.notBefore === null) return null;
+      if (d === undefined || d.eventStatus !== 'Scheduled' || d.notBefore === null || !d.affectsThisVm) return null;
       if (decide(a.rules, toScheduledEvent(e), vm().name).action !== 'await') return null;
       const nowS = Math.floor(Date.now() / 1000);
       const expires = Math.min(Math.floor(Date.parse(d.notBefore) / 1000), nowS + a.linkTtlSeconds);
@@ -129,8 +131,10 @@ export class Bridge {
     return {
       token,
       link: (e) => {
-        const t = a.publicUrl === undefined ? null : token(e);
-        return t === null ? null : `${a.publicUrl!.replace(/\/+$/, '')}/v1/approve?token=${t}`;
+        // Without a publicUrl, links point at the approval server itself (fine on one machine).
+        const base = a.publicUrl ?? serverUrl();
+        const t = base === null ? null : token(e);
+        return t === null ? null : `${base!.replace(/\/+$/, '')}/v1/approve?token=${t}`;
       },
       slackInteractive: a.slack !== undefined,
     };
@@ -142,7 +146,11 @@ export class Bridge {
     const targets: DispatchTarget[] = [];
     const holder: { bridge: Bridge | null } = { bridge: null };
     const fallbackVm = identityFrom(null, {});
-    const approval = Bridge.approvalLinks(o.config, () => holder.bridge?.identity ?? fallbackVm);
+    const approval = Bridge.approvalLinks(
+      o.config,
+      () => holder.bridge?.identity ?? fallbackVm,
+      () => holder.bridge?.approvalServerUrl ?? null,
+    );
     try {
       for (const sc of o.config.sinks as SinkConfigBase[]) {
         const module = sinkModule(sc.type);
@@ -168,6 +176,7 @@ export class Bridge {
       throw err;
     }
     holder.bridge = new Bridge(o, store, targets);
+    holder.bridge.approvalLinks = approval ?? null;
     return holder.bridge;
   }
 

@@ -161,6 +161,48 @@ describe('se-bridge CLI', () => {
     expect(r.stderr).toMatch(/cannot open state database .*plain-file\/state\.db \(ENOTDIR: a part of .*plain-file is not a directory\)/);
   });
 
+  it('approve: approves through the running daemon, then says it is already approved', async () => {
+    const secret = `whsec_${Buffer.alloc(32, 6).toString('base64')}`;
+    const net = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const srv = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as AddressInfo).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const cfg = writeConfig(
+      'approve.yaml',
+      [
+        `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`,
+        `state: { path: ${JSON.stringify(join(dir.path, 'approve', 'state.db'))} }`,
+        `approval: { secret: "${secret}" }`,
+        `server: { listen: "127.0.0.1:${port}" }`,
+      ].join('\n'),
+    );
+    const e = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    const child = start(['run', '--config', cfg]);
+    try {
+      await waitFor(() => child.out.stdout.includes('"event scheduled"') && child.out.stdout.includes('approval server listening'), 'the daemon to see the event');
+      const first = await cli(['approve', e.eventId, '--config', cfg, '--reason', 'window']);
+      expect(first.stderr).toBe('');
+      expect(first.code).toBe(0);
+      expect(first.stdout).toBe(`${e.eventId}: approved\n`);
+      expect(sim.events.find((x) => x.eventId === e.eventId)!.status).toBe('Started');
+      const again = await cli(['approve', e.eventId, '--config', cfg]);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(/already approved by cli:\S+ \(api\)/);
+      const unknown = await cli(['approve', 'NO-SUCH-EVENT', '--config', cfg]);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toMatch(/404 UNKNOWN_EVENT/);
+    } finally {
+      child.kill('SIGTERM');
+      await finished(child);
+    }
+    const noServer = await cli(['approve', 'X', '--config', 'config/demo.yaml']);
+    expect(noServer.code).toBe(2);
+    expect(noServer.stderr).toMatch(/approval.secret is not set/);
+  });
+
   it('run: stops cleanly on SIGTERM with exit 0', async () => {
     const cfg = writeConfig(
       'run.yaml',

@@ -12,13 +12,16 @@ describe('se-bridge demo', () => {
       const r = await cli(['demo', '--duration', '12', '--state-dir', dir.path], {}, 60_000);
       expect(r.code).toBe(0);
       for (const s of SCENARIOS) expect(r.stdout).toContain(`-- scenario ${s.name}: ${s.title}`);
-      expect(r.stdout).toMatch(/Transitions seen per scenario:\nSCENARIO\s+scheduled\s+updated\s+started\s+completed\s+canceled\n/);
+      expect(r.stdout).toMatch(/Transitions seen per scenario:\nSCENARIO\s+scheduled\s+updated\s+started\s+completed\s+canceled\s+approved\n/);
+      // the policy approves the user reboot; a platform reboot gets an approval link
+      expect(r.stdout).toMatch(/\nuser-reboot\s+1\s+0\s+\d\s+\d\s+0\s+1\n/);
+      expect(r.stdout).toMatch(/ {3}approve Reboot \S+: http:\/\/127\.0\.0\.1:\d+\/v1\/approve\?token=[\w-]+\.[\w-]+\n/);
       // host failure appears Started; the other-VM event is still reported (scope all)
       expect(r.stdout).toMatch(/\nhost-failure\s+0\s+0\s+1\s+/);
       expect(r.stdout).toMatch(/\nother-vm-only\s+1\s+/);
       expect(r.stdout).toMatch(/STARTED\s+Reboot\s+\S+\s+vms=sim-vm-0\*/);
       const events = readFileSync(join(dir.path, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { specversion: string; source: string });
-      const summaryTotal = /\ntotal\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/.exec(r.stdout)!.slice(1).map(Number).reduce((a, b) => a + b, 0);
+      const summaryTotal = /\ntotal\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/.exec(r.stdout)!.slice(1).map(Number).reduce((a, b) => a + b, 0);
       expect(events.length).toBe(summaryTotal);
       expect(events.every((e) => e.specversion === '1.0' && e.source.endsWith('/virtualMachines/sim-vm-0'))).toBe(true);
     } finally {

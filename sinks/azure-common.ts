@@ -88,3 +88,16 @@ export async function sendInBatches<M>(
   }
   return outcomes.map((o) => o ?? reject('internal: no outcome'));
 }
+
+/** requireOneAuth: a connection string, or a namespace with an Entra ID credential, never both. */
+export function requireOneAuth(
+  c: { connectionString?: string | undefined; fullyQualifiedNamespace?: string | undefined; credential?: unknown },
+  ctx: z.core.$RefinementCtx,
+): void {
+  if ((c.connectionString === undefined) === (c.fullyQualifiedNamespace === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['connectionString'], message: 'set either connectionString or fullyQualifiedNamespace (with credential)' });
+  }
+  if (c.connectionString !== undefined && c.credential !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with fullyQualifiedNamespace, not with connectionString' });
+  }
+}

@@ -8,7 +8,7 @@
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
 import { toAmqpPayload, entityPathOf, isConnectionString } from './amqp-cloudevents.ts';
-import { createCredential, CredentialConfig, namespaceHost, sendInBatches } from './azure-common.ts';
+import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sendInBatches } from './azure-common.ts';
 import { sinkBase, type SinkModule } from './types.ts';
 
 export const configSchema = z
@@ -25,12 +25,7 @@ export const configSchema = z
     mode: z.enum(['binary', 'structured']).default('binary'),
   })
   .superRefine((c, ctx) => {
-    if ((c.connectionString === undefined) === (c.fullyQualifiedNamespace === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['connectionString'], message: 'set either connectionString or fullyQualifiedNamespace (with credential)' });
-    }
-    if (c.connectionString !== undefined && c.credential !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with fullyQualifiedNamespace, not with connectionString' });
-    }
+    requireOneAuth(c, ctx);
     const hub = c.eventHubName ?? (c.connectionString ? entityPathOf(c.connectionString) : undefined);
     if (hub === undefined) ctx.addIssue({ code: 'custom', path: ['eventHubName'], message: 'is required when the connection string has no EntityPath' });
   });

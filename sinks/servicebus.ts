@@ -9,7 +9,7 @@
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
 import { toAmqpPayload, isConnectionString } from './amqp-cloudevents.ts';
-import { createCredential, CredentialConfig, namespaceHost, sendInBatches } from './azure-common.ts';
+import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sendInBatches } from './azure-common.ts';
 import { sinkBase, type SinkModule } from './types.ts';
 
 export const configSchema = z
@@ -28,12 +28,7 @@ export const configSchema = z
     mode: z.enum(['binary', 'structured']).default('binary'),
   })
   .superRefine((c, ctx) => {
-    if ((c.connectionString === undefined) === (c.fullyQualifiedNamespace === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['connectionString'], message: 'set either connectionString or fullyQualifiedNamespace (with credential)' });
-    }
-    if (c.connectionString !== undefined && c.credential !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with fullyQualifiedNamespace, not with connectionString' });
-    }
+    requireOneAuth(c, ctx);
   });
 export type ServiceBusConfig = z.infer<typeof configSchema>;
 

@@ -14,9 +14,8 @@ import { z } from 'zod';
 import { toChatMessage } from './chat-model.ts';
 import { jsonClient, postJson } from './http-post.ts';
 import { slackMessage, threadLine } from './slack-blocks.ts';
-import { delivered, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
+import { delivered, httpUrl, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
 
-const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute https or http URL' });
 
 export const configSchema = z
   .strictObject({

@@ -69,6 +69,16 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
   create(config: C, context: SinkContext): Sink | Promise<Sink>;
 }
 
+/** httpUrl: an absolute http(s) URL, the one rule every URL in the configuration follows. */
+export const httpUrl = z.string().refine((v) => {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}, 'must be an absolute https or http URL');
+
 export const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate'] as const;
 export const EVENT_SOURCES = ['Platform', 'User'] as const;
 

@@ -6,6 +6,7 @@
  * @see https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
  */
 import { createHmac } from 'node:crypto';
+import { z } from 'zod';
 
 const PREFIX = 'whsec_';
 
@@ -34,3 +35,6 @@ export function signatureHeaders(keys: readonly Buffer[], id: string, body: stri
     'webhook-signature': keys.map((k) => sign(k, id, timestamp, body)).join(' '),
   };
 }
+
+/** whsec is the configuration rule for a Standard Webhooks secret. */
+export const whsec = z.string().refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');

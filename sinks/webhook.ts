@@ -11,23 +11,13 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from '../src/delivery/classify.ts';
-import { reject, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
-import { secretKey, signatureHeaders } from './webhook-signature.ts';
+import { httpUrl, reject, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
+import { secretKey, signatureHeaders, whsec } from './webhook-signature.ts';
 
 const VERSION = '0.1.0';
 const MAX_RESPONSE_BYTES = 8 * 1024;
 const RESERVED_HEADER = /^(ce-|webhook-)|^(content-type|content-length|host|transfer-encoding|connection)$/i;
 
-const httpUrl = z.string().refine((v) => {
-  try {
-    const u = new URL(v);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
-  } catch {
-    return false;
-  }
-}, 'must be an absolute https or http URL');
-
-const whsec = z.string().refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
 
 const readableFile = z.string().refine((p) => {
   try {

@@ -7,17 +7,10 @@ import { platform } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { SINK_CONFIG_SCHEMAS } from '../../sinks/registry.ts';
-import { secretKey } from '../../sinks/webhook-signature.ts';
+import { whsec } from '../../sinks/webhook-signature.ts';
+import { httpUrl } from '../../sinks/types.ts';
 import { Rule } from '../approval/policy.ts';
 
-const absoluteHttpUrl = z.string().refine((v) => {
-  try {
-    const u = new URL(v);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
-  } catch {
-    return false;
-  }
-}, 'must be an absolute https or http URL');
 
 export function defaultStatePath(): string {
   return platform() === 'win32'
@@ -27,7 +20,7 @@ export function defaultStatePath(): string {
 
 export const ImdsConfig = z.strictObject({
   /** Base URL of IMDS. Env SE_BRIDGE_IMDS_ENDPOINT overrides it. */
-  endpoint: absoluteHttpUrl.default('http://169.254.169.254'),
+  endpoint: httpUrl.default('http://169.254.169.254'),
   /** How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget. */
   pollIntervalMs: z.number().int().min(200).max(60_000).default(1000),
   /** Timeout of one IMDS request once Scheduled Events answered at least once. */
@@ -59,13 +52,12 @@ export const IdentityConfig = z.strictObject({
 export const SinkConfig = z.discriminatedUnion('type', SINK_CONFIG_SCHEMAS);
 export type SinkConfig = z.infer<typeof SinkConfig>;
 
-const whsec = z.string().refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
 
 export const ApprovalConfig = z.strictObject({
   /** Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server. */
   secret: whsec.optional(),
   /** The base URL people reach the approval server at; approval links start with it. */
-  publicUrl: absoluteHttpUrl.optional(),
+  publicUrl: httpUrl.optional(),
   /** A Slack app's signing secret: enables POST /v1/slack/interactions. */
   slack: z.strictObject({ signingSecret: z.string().min(1) }).optional(),
   /** Ordered rules, first match wins; default: await (a human decides). */

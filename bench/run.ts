@@ -2,3 +2,4 @@
 await import('./core.ts');
 await import('./delivery.ts');
 await import('./sinks.ts');
+await import('./approval.ts');

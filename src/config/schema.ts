@@ -75,6 +75,13 @@ export const ServerConfig = z.strictObject({
   rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(10), burst: z.number().int().min(1).max(100_000).default(30) }).prefault({}),
 });
 
+export const ObservabilityConfig = z.strictObject({
+  /** /metrics, /livez, /readyz. "off" turns the endpoint off. */
+  listen: z.union([hostPort, z.literal('off')]).default('127.0.0.1:9464'),
+  /** /readyz answers 503 once this many IMDS reads failed in a row. */
+  readyFailureThreshold: z.number().int().min(1).max(1000).default(3),
+});
+
 export const BridgeConfig = z.strictObject({
   imds: ImdsConfig.prefault({}),
   state: StateConfig.prefault({}),
@@ -83,6 +90,7 @@ export const BridgeConfig = z.strictObject({
   identity: IdentityConfig.prefault({}),
   approval: ApprovalConfig.prefault({}),
   server: ServerConfig.prefault({}),
+  observability: ObservabilityConfig.prefault({}),
 });
 export type BridgeConfig = z.infer<typeof BridgeConfig>;
 

@@ -25,6 +25,8 @@ import { issueToken } from '../approval/signatures.ts';
 import { secretKey } from '../../sinks/webhook-signature.ts';
 import type { ApprovalLinks } from '../../sinks/types.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
+import { Metrics } from '../observability/metrics.ts';
+import { ObservabilityServer } from '../observability/server.ts';
 
 const MAX_POLL_BACKOFF_MS = 30_000;
 const MAX_RETRY_AFTER_MS = 60_000;
@@ -74,6 +76,9 @@ export class Bridge {
   readonly approvals: ApprovalService;
   /** The links chat sinks show, when approvals are configured. */
   approvalLinks: ApprovalLinks | null = null;
+  readonly metrics: Metrics;
+  #observability: ObservabilityServer | null = null;
+  #observabilityUrl: string | null = null;
   #server: ApprovalServer | null = null;
   #serverUrl: string | null = null;
   /** Per event: the last policy decision logged, and when an automatic approval was last tried. */
@@ -84,10 +89,12 @@ export class Bridge {
     this.store = store;
     this.#targets = targets;
     const imds = o.config.imds;
+    this.metrics = new Metrics(store);
     this.client = new ImdsClient({
       endpoint: imds.endpoint,
       requestTimeoutMs: imds.requestTimeoutMs,
       firstRequestTimeoutMs: imds.firstRequestTimeoutMs,
+      onRequest: (request, outcome, seconds) => this.metrics.imdsDuration.observe({ request, outcome }, seconds),
     });
     this.#identity = identityFrom(null, this.#override());
     this.#baseline = store.loadDocument();
@@ -107,7 +114,9 @@ export class Bridge {
       document: () => this.#baseline?.document ?? null,
       vm: () => this.#identity,
       dryRun: o.dryRun ?? false,
+      onResult: (via, result) => this.metrics.approvals.inc({ via, result }),
       emit: (event, record) => {
+        this.metrics.transitions.inc({ transition: 'approved' });
         this.store.recordApproval(record, this.#pending([event])[0]!);
         this.#dispatcher.notify();
         this.#o.onCommitted?.([event]);
@@ -189,9 +198,14 @@ export class Bridge {
     return this.#identity;
   }
 
+  /** The observability endpoint's URL, when it runs. */
+  get observabilityUrl(): string | null {
+    return this.#observabilityUrl;
+  }
+
   status(): BridgeStatus {
     return {
-      ready: this.#goodReads > 0 && this.#failures < 3,
+      ready: this.#goodReads > 0 && this.#failures < this.#o.config.observability.readyFailureThreshold,
       consecutiveFailures: this.#failures,
       lastError: this.#lastError,
       firstPollAt: this.#firstPollAt,
@@ -223,6 +237,22 @@ export class Bridge {
       'bridge starting',
     );
     this.#dispatcher.start();
+    if (this.#baseline !== null) this.metrics.observeDocument(this.#baseline.document);
+    if (config.observability.listen !== 'off') {
+      const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(config.observability.listen)!;
+      this.#observability = new ObservabilityServer(this.metrics, () => {
+        const s = this.status();
+        return { ready: s.ready, reason: s.ready ? 'IMDS reads succeed' : this.#goodReads === 0 ? 'no good IMDS read yet' : `${s.consecutiveFailures} IMDS reads failed in a row (${s.lastError})` };
+      });
+      try {
+        this.#observabilityUrl = await this.#observability.listen(m[1]!, Number(m[2]));
+        logger.info({ url: this.#observabilityUrl }, 'metrics and health endpoints listening');
+      } catch (err) {
+        // Maintenance handling matters more than metrics: say so loudly and go on without them.
+        logger.error({ ...errorFields(err), listen: config.observability.listen }, 'cannot serve /metrics, /livez, /readyz; continuing without them');
+        this.#observability = null;
+      }
+    }
     await this.#refreshIdentity();
     const key = config.approval.secret === undefined ? null : secretKey(config.approval.secret);
     if (key !== null) {
@@ -252,6 +282,7 @@ export class Bridge {
     this.#abort.abort(new Error('bridge stopping'));
     await this.#server?.close();
     await this.#loop;
+    await this.#observability?.close();
     await this.#identityTask;
     await this.#dispatcher.stop(deadlineMs);
     await this.client.close();
@@ -318,6 +349,8 @@ export class Bridge {
       try {
         const result = await pollOnce(this.client, this.#baseline, this.#identity, { signal });
         this.#apply(result);
+        this.metrics.polls.inc({ result: result.kind, code: '' });
+        this.metrics.consecutiveFailures.set(0);
         if (this.#failures > 0) logger.info({ failures: this.#failures }, 'IMDS reads recovered');
         this.#failures = 0;
         this.#lastError = null;
@@ -329,6 +362,8 @@ export class Bridge {
         if (signal.aborted) break;
         this.#failures += 1;
         const f = errorFields(err);
+        this.metrics.polls.inc({ result: 'error', code: f.code });
+        this.metrics.consecutiveFailures.set(this.#failures);
         this.#lastError = f.code;
         const retryAfter = err instanceof ImdsError ? Math.min(err.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS) : 0;
         wait = Math.max(interval, fullJitter(this.#failures - 1, interval, MAX_POLL_BACKOFF_MS), retryAfter);
@@ -368,6 +403,8 @@ export class Bridge {
       logger.info({ from: previous.incarnation, to: result.document.incarnation }, 'DocumentIncarnation went backwards; diffing by EventId against the new baseline');
     }
     const pending = this.#pending(result.events);
+    this.metrics.observeDocument(result.document);
+    for (const p of pending) this.metrics.transitions.inc({ transition: p.transition });
     this.store.commit({ document: result.document, etag: result.etag, observedAt: new Date().toISOString(), events: pending });
     this.#baseline = { document: result.document, etag: result.etag };
     for (const p of pending) {
@@ -435,7 +472,10 @@ export class Bridge {
   }
 
   #onOutcome(report: OutcomeReport): void {
+    this.metrics.deliveries.inc({ sink: report.sink, outcome: report.outcome });
+    this.metrics.deliveryDuration.observe({ sink: report.sink }, report.durationMs / 1000);
     if (report.outcome !== 'delivered') return;
+    this.metrics.changeToDelivery.observe({ sink: report.sink }, Math.max(0, Date.now() - report.createdAt) / 1000);
     const sc = (this.#o.config.sinks as (SinkConfigBase & { prepare?: boolean })[]).find((s) => s.name === report.sink);
     if (sc?.type !== 'exec' || sc.prepare !== true) return;
     const transition = report.ceId.split('/')[1];

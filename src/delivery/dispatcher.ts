@@ -32,6 +32,8 @@ export interface OutcomeReport {
   attempts: number;
   reason?: string;
   createdAt: number;
+  /** How long the attempt took. */
+  durationMs: number;
 }
 
 export interface DispatcherOptions {
@@ -98,9 +100,10 @@ class Worker {
         await this.#idle(Math.min(RESCAN_MS, next === null ? RESCAN_MS : Math.max(0, next - this.#o.now())));
         continue;
       }
+      const started = performance.now();
       const outcomes = await this.#attempt(rows);
       try {
-        this.#record(rows, outcomes);
+        this.#record(rows, outcomes, performance.now() - started);
       } catch (err) {
         logger.error({ sink: this.#t.name, ...errorFields(err) }, 'cannot record delivery outcomes; they will be sent again');
         await this.#idle(1000);
@@ -143,7 +146,7 @@ class Worker {
     }
   }
 
-  #record(rows: readonly OutboxRow[], outcomes: readonly Outcome[]): void {
+  #record(rows: readonly OutboxRow[], outcomes: readonly Outcome[], durationMs: number): void {
     const { store, logger, onOutcome } = this.#o;
     const now = this.#o.now();
     const d = this.#t.delivery;
@@ -153,7 +156,7 @@ class Worker {
       const attempts = row.attempts + 1;
       const fields = { sink: this.#t.name, eventId: row.eventId, ceId: row.ceId, attempts };
       const report = (o: OutcomeReport['outcome'], reason?: string) =>
-        onOutcome?.({ sink: this.#t.name, ceId: row.ceId, eventId: row.eventId, outcome: o, attempts, createdAt: row.createdAt, ...(reason ? { reason } : {}) });
+        onOutcome?.({ sink: this.#t.name, ceId: row.ceId, eventId: row.eventId, outcome: o, attempts, createdAt: row.createdAt, durationMs, ...(reason ? { reason } : {}) });
       if (outcome.status === 'delivered') {
         deliveredIds.push(row.rowId);
         logger.debug(fields, 'delivered');

@@ -35,6 +35,8 @@ export interface ImdsClientOptions {
   requestTimeoutMs?: number;
   firstRequestTimeoutMs?: number;
   budget?: RateBudget;
+  /** Called after every request with its kind, outcome (HTTP status or error code) and duration. */
+  onRequest?: (request: 'scheduledevents' | 'start' | 'compute', outcome: string, seconds: number) => void;
 }
 
 export type ScheduledEventsRead =
@@ -48,12 +50,14 @@ export class ImdsClient {
   readonly #requestTimeoutMs: number;
   readonly #firstRequestTimeoutMs: number;
   #answered = false;
+  readonly #onRequest: ImdsClientOptions['onRequest'];
 
   constructor(options: ImdsClientOptions) {
     this.endpoint = options.endpoint.replace(/\/+$/, '');
     this.budget = options.budget ?? new RateBudget(5);
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.#firstRequestTimeoutMs = options.firstRequestTimeoutMs ?? 120_000;
+    this.#onRequest = options.onRequest;
     // A plain Agent: undici's proxy support lives only in ProxyAgent/EnvHttpProxyAgent.
     this.#agent = new Agent({ connections: 4, keepAliveTimeout: 30_000, pipelining: 0 });
   }
@@ -122,6 +126,9 @@ export class ImdsClient {
     });
     const limit = deadline(opts.timeoutMs, opts.signal);
     const url = `${this.endpoint}${path}`;
+    const kind = path.startsWith('/metadata/instance') ? 'compute' : method === 'POST' ? 'start' : 'scheduledevents';
+    const started = performance.now();
+    let outcome = 'error';
     try {
       const res = await request(url, {
         method,
@@ -132,6 +139,7 @@ export class ImdsClient {
         headersTimeout: opts.timeoutMs,
         bodyTimeout: opts.timeoutMs,
       });
+      outcome = String(res.statusCode);
       const body = await readLimited(res.body, MAX_BODY_BYTES);
       const etag = headerValue(res.headers.etag);
       if (res.statusCode === 200) return { status: 200, body, etag };
@@ -141,7 +149,11 @@ export class ImdsClient {
         retryAfterMs: parseRetryAfter(res.headers['retry-after']),
       });
     } catch (err) {
-      if (err instanceof ImdsError) throw err;
+      if (err instanceof ImdsError) {
+        if (outcome === 'error') outcome = err.code;
+        throw err;
+      }
+      outcome = opts.signal?.aborted ? 'IMDS_ABORTED' : limit.timedOut || isTimeout(err) ? 'IMDS_TIMEOUT' : 'IMDS_NETWORK';
       if (opts.signal?.aborted) throw new ImdsError('IMDS_ABORTED', `${method} ${path} aborted`, { cause: err });
       if (limit.timedOut || isTimeout(err)) {
         throw new ImdsError('IMDS_TIMEOUT', `IMDS did not answer ${method} ${path} within ${opts.timeoutMs} ms`, { cause: err });
@@ -150,6 +162,7 @@ export class ImdsClient {
       throw new ImdsError('IMDS_NETWORK', `cannot reach IMDS at ${this.endpoint}: ${code}`, { cause: err });
     } finally {
       limit.release();
+      this.#onRequest?.(kind, outcome, (performance.now() - started) / 1000);
     }
   }
 }

@@ -1,0 +1,55 @@
+/**
+ * The observability endpoints on `observability.listen`: /metrics (Prometheus text),
+ * /livez (the event loop answers) and /readyz (503 until the first good IMDS read, and while
+ * reads keep failing past the threshold).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Metrics } from './metrics.ts';
+
+export interface Readiness {
+  ready: boolean;
+  reason: string;
+}
+
+export class ObservabilityServer {
+  readonly #server: Server;
+
+  constructor(metrics: Metrics, readiness: () => Readiness) {
+    this.#server = createServer({ headersTimeout: 10_000, requestTimeout: 10_000 }, (req, res) => {
+      const path = new URL(req.url ?? '/', 'http://o.invalid').pathname;
+      const send = (status: number, type: string, body: string) => {
+        res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+        res.end(body);
+      };
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'application/json', '{"error":{"code":"METHOD_NOT_ALLOWED","message":"use GET"}}');
+      if (path === '/livez') return send(200, 'application/json', '{"status":"ok"}');
+      if (path === '/readyz') {
+        const r = readiness();
+        return send(r.ready ? 200 : 503, 'application/json', JSON.stringify({ status: r.ready ? 'ready' : 'not-ready', reason: r.reason }));
+      }
+      if (path === '/metrics') {
+        metrics.registry.metrics().then(
+          (text) => send(200, metrics.registry.contentType, text),
+          (err: unknown) => send(500, 'text/plain', String(err)),
+        );
+        return;
+      }
+      send(404, 'application/json', '{"error":{"code":"NOT_FOUND","message":"try /metrics, /livez or /readyz"}}');
+    });
+  }
+
+  async listen(host: string, port: number): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, host, () => resolve());
+    });
+    const a = this.#server.address() as AddressInfo;
+    return `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}

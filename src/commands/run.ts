@@ -1,5 +1,5 @@
 import { Bridge } from '../core/bridge.ts';
-import { createLogger, errorFields } from '../observability/logger.ts';
+import { createLogger, errorFields, scrub, secretsOf } from '../observability/logger.ts';
 import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -11,13 +11,14 @@ export async function main(argv: string[]): Promise<number> {
   const { config } = loaded;
   // The stdout sink owns stdout when configured; logs then go to stderr so both stay parseable.
   const stdoutTaken = config.sinks.some((s) => s.type === 'stdout');
-  const logger = createLogger({ level: config.log.level, destination: stdoutTaken ? 'stderr' : 'stdout' });
+  const secrets = secretsOf(config);
+  const logger = createLogger({ level: config.log.level, destination: stdoutTaken ? 'stderr' : 'stdout', secrets });
   let bridge: Bridge;
   try {
     bridge = await Bridge.create({ config, logger, dryRun: values['dry-run'] === true });
   } catch (err) {
     logger.fatal(errorFields(err), 'cannot start');
-    process.stderr.write(`se-bridge run: ${errorFields(err).err}\n`);
+    process.stderr.write(`se-bridge run: ${scrub(errorFields(err).err, secrets)}\n`);
     return EXIT.failure;
   }
   let resolveStop!: (signal: string) => void;

@@ -13,7 +13,7 @@ import { matchesFilter } from '../delivery/filter.ts';
 import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
-import { errorFields } from '../observability/logger.ts';
+import { errorFields, scrub, secretsOf } from '../observability/logger.ts';
 import { Store, type PendingEvent } from '../store/store.ts';
 import { fullJitter, sleep } from './backoff.ts';
 import { transitionOf, type BridgeEvent } from './cloudevent.ts';
@@ -98,10 +98,12 @@ export class Bridge {
     });
     this.#identity = identityFrom(null, this.#override());
     this.#baseline = store.loadDocument();
+    const secrets = secretsOf(o.config);
     this.#dispatcher = new Dispatcher({
       store,
       targets,
       logger: o.logger,
+      scrub: (text) => scrub(text, secrets),
       onOutcome: (report) => {
         this.#onOutcome(report);
         o.onOutcome?.(report);

@@ -44,6 +44,8 @@ export interface DispatcherOptions {
   random?: () => number;
   /** Called after every attempt's outcome is recorded. */
   onOutcome?: (report: OutcomeReport) => void;
+  /** Cleans a failure reason before it is stored (peers may echo credentials back). */
+  scrub?: (text: string) => string;
 }
 
 const ABORTED = Symbol('aborted');
@@ -151,8 +153,10 @@ class Worker {
     const now = this.#o.now();
     const d = this.#t.delivery;
     const deliveredIds: number[] = [];
+    const clean = this.#o.scrub ?? ((t: string) => t);
     rows.forEach((row, i) => {
-      const outcome = outcomes[i]!;
+      const raw = outcomes[i]!;
+      const outcome: Outcome = raw.status === 'delivered' ? raw : { ...raw, reason: clean(raw.reason) };
       const attempts = row.attempts + 1;
       const fields = { sink: this.#t.name, eventId: row.eventId, ceId: row.ceId, attempts };
       const report = (o: OutcomeReport['outcome'], reason?: string) =>

@@ -1,55 +1,105 @@
 /**
- * createLogger builds the bridge's pino logger: JSON lines, one stable field set
- * (sink, eventId, transition, code), secrets redacted by key wherever they appear.
+ * createLogger builds the bridge's pino logger: JSON lines with one stable field set (sink,
+ * eventId, transition, code, err), readable when the output is a terminal. Secrets never reach
+ * the output: every finished line is scrubbed of the configured secret values and of anything
+ * shaped like one (SAS keys, connection strings, whsec_ secrets, Slack tokens, signatures, the
+ * secret parts of Slack and Teams webhook URLs), error messages from libraries included.
  */
+import { createRequire } from 'node:module';
 import { pino, type Logger, type DestinationStream } from 'pino';
 
 export type { Logger };
 
-/** Keys whose values never reach a log line. */
-export const REDACT_PATHS = [
-  'secret',
-  '*.secret',
-  '*.*.secret',
-  'connectionString',
-  '*.connectionString',
-  '*.*.connectionString',
-  'botToken',
-  '*.botToken',
-  'signingSecret',
-  '*.signingSecret',
-  'webhookUrl',
-  '*.webhookUrl',
-  'authorization',
-  '*.authorization',
-  'headers.authorization',
-  '*.headers.authorization',
-  'token',
-  '*.token',
+const PATTERNS: [RegExp, string][] = [
+  [/(SharedAccessKey=)[^;"\s\\]+/gi, '$1[redacted]'],
+  [/(SharedAccessSignature=?\s*)[^;"\s\\]+/gi, '$1[redacted]'],
+  [/(SharedAccessSignature sr=)[^"\s\\]+/gi, '$1[redacted]'],
+  [/whsec_[A-Za-z0-9+/=]+/g, 'whsec_[redacted]'],
+  [/xox[abposr]-[A-Za-z0-9-]+/g, 'xox?-[redacted]'],
+  [/(hooks\.slack\.com\/(?:services|workflows|triggers)\/)[^"\s\\?]+/gi, '$1[redacted]'],
+  [/([?&](?:sig|signature|code|token|sv|se|sp)=)[^&"\s\\]+/gi, '$1[redacted]'],
+  [/(Bearer\s+)[A-Za-z0-9._~+/=-]+/g, '$1[redacted]'],
+  [/(Basic\s+)[A-Za-z0-9+/=]{8,}/g, '$1[redacted]'],
+  [/\bv1,[A-Za-z0-9+/=]{40,}/g, 'v1,[redacted]'],
+  [/\bv0=[0-9a-f]{64}\b/g, 'v0=[redacted]'],
 ];
+
+/** Key names whose values are secrets wherever they appear in the configuration. */
+const SECRET_KEYS = new Set(['secret', 'signingSecret', 'botToken', 'connectionString', 'webhookUrl', 'password', 'bearer', 'token']);
+
+/** secretsOf collects every secret value of a configuration (and the query strings of URLs). */
+export function secretsOf(config: unknown): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown, key: string) => {
+    if (typeof v === 'string') {
+      if (SECRET_KEYS.has(key) && v.length >= 6) out.add(v);
+      if (/^https?:\/\//.test(v)) {
+        try {
+          const u = new URL(v);
+          if (u.password) out.add(u.password);
+          // a webhook URL is a credential in itself: its path is as secret as the whole
+          if (SECRET_KEYS.has(key) && u.pathname.length >= 8) out.add(u.pathname);
+          for (const value of u.searchParams.values()) if (value.length >= 6) out.add(value);
+        } catch {
+          /* not a URL */
+        }
+      }
+      return;
+    }
+    if (Array.isArray(v)) v.forEach((x) => walk(x, key));
+    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, k);
+  };
+  walk(config, '');
+  return [...out].sort((a, b) => b.length - a.length);
+}
+
+/** scrub removes secrets from one piece of text. */
+export function scrub(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const s of secrets) {
+    if (out.includes(s)) out = out.split(s).join('[redacted]');
+    const escaped = JSON.stringify(s).slice(1, -1);
+    if (escaped !== s && out.includes(escaped)) out = out.split(escaped).join('[redacted]');
+  }
+  for (const [re, by] of PATTERNS) out = out.replace(re, by);
+  return out;
+}
 
 export interface LoggerOptions {
   level?: string;
-  /** Where the JSON lines go: stdout (default) or stderr (when the stdout sink owns stdout). */
+  /** Where the lines go: stdout (default) or stderr (when the stdout sink owns stdout), or a stream. */
   destination?: 'stdout' | 'stderr' | DestinationStream;
+  /** Secret values to scrub from every line (see secretsOf). */
+  secrets?: readonly string[];
+  /** Human-readable lines; default: when the destination is a terminal. */
+  pretty?: boolean;
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {
   const dest = options.destination ?? 'stdout';
-  const stream = dest === 'stdout' ? pino.destination({ fd: 1, sync: true }) : dest === 'stderr' ? pino.destination({ fd: 2, sync: true }) : dest;
+  const fd = dest === 'stdout' ? 1 : dest === 'stderr' ? 2 : null;
+  const tty = fd === 1 ? process.stdout.isTTY : fd === 2 ? process.stderr.isTTY : false;
+  let stream: DestinationStream;
+  if (fd !== null && (options.pretty ?? tty)) {
+    const pretty = createRequire(import.meta.url)('pino-pretty') as (o: object) => DestinationStream;
+    stream = pretty({ destination: fd, sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+  } else {
+    stream = fd !== null ? pino.destination({ fd, sync: true }) : (dest as DestinationStream);
+  }
+  const secrets = options.secrets ?? [];
   return pino(
     {
       level: options.level ?? 'info',
       base: { service: 'se-bridge' },
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      hooks: { streamWrite: (line) => scrub(line, secrets) },
     },
     stream,
   );
 }
 
-/** errorFields turns an error into log fields: its stable code and message, never a stack of secrets. */
+/** errorFields turns an error into log fields: its stable code and its message (scrubbed on output). */
 export function errorFields(err: unknown): { code: string; err: string } {
   const e = err as { code?: unknown; message?: unknown; name?: unknown };
   return {

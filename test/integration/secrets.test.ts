@@ -1,0 +1,112 @@
+/**
+ * With every secret configured, run every sink and its error paths, the approval server's
+ * refusals, and read back every log line, metric and file the bridge writes: no secret
+ * appears anywhere.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config/load.ts';
+import { Bridge } from '../../src/core/bridge.ts';
+import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { createLogger, scrub, secretsOf } from '../../src/observability/logger.ts';
+import { AmqpPeer } from '../peers/amqp-peer.ts';
+import { HttpPeer } from '../peers/http-peer.ts';
+import { tempDir, waitFor } from '../helpers.ts';
+
+const S = {
+  webhookSecret: `whsec_${Buffer.from('webhook-signing-key-0123456789ab').toString('base64')}`,
+  bearer: 'bearer-token-Zq8s7xv2',
+  sasKey: 'c2FzLWtleS12YWx1ZS1kby1ub3QtbG9n',
+  slackBot: 'xoxb-1111-2222-SECRETslackbot',
+  slackHookPath: 'T0000/B0000/SecretHookPart123',
+  teamsSig: 'teamsSIGsecret987654321',
+  approvalSecret: `whsec_${Buffer.from('approval-signing-key-0123456789').toString('base64')}`,
+  slackSigning: 'slack-signing-secret-abcdef',
+  basicPassword: 'basic-password-5f3c',
+};
+
+let sim: ImdsSimulator;
+let http: HttpPeer;
+let amqp: AmqpPeer;
+let dir: ReturnType<typeof tempDir>;
+let bridge: Bridge;
+let output = '';
+
+beforeAll(async () => {
+  sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+  await sim.listen(0);
+  http = new HttpPeer();
+  await http.listen();
+  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)}` });
+  amqp = new AmqpPeer();
+  await amqp.listen();
+  amqp.cbsStatusCode = 401;
+  dir = tempDir();
+  const cs = (entity?: string) => amqp.connectionString(entity).replace('c2VjcmV0LWtleS1mb3ItdGVzdHM=', S.sasKey);
+  const fast = { initialBackoffMs: 20, maxBackoffMs: 50, maxAttempts: 2, timeoutMs: 3000 };
+  const config = validateConfig(
+    {
+      imds: { endpoint: sim.url, pollIntervalMs: 200 },
+      state: { path: join(dir.path, 'state.db') },
+      sinks: [
+        { name: 'hook', type: 'webhook', url: `${http.url}/hook?code=${S.teamsSig}`, secret: S.webhookSecret, auth: { bearer: S.bearer }, delivery: fast },
+        { name: 'basic', type: 'webhook', url: `${http.url}/basic`, auth: { basic: { username: 'u', password: S.basicPassword } }, delivery: fast },
+        { name: 'dead', type: 'webhook', url: 'http://127.0.0.1:1/x', secret: S.webhookSecret, delivery: fast },
+        { name: 'hub', type: 'eventhubs', connectionString: cs('maintenance'), delivery: fast },
+        { name: 'queue', type: 'servicebus', connectionString: cs(), entity: 'q', delivery: fast },
+        { name: 'slackhook', type: 'slack', webhookUrl: `${http.url}/services/${S.slackHookPath}`, delivery: fast },
+        { name: 'slackbot', type: 'slack', botToken: S.slackBot, channel: '#c', apiUrl: `${http.url}/api/`, delivery: fast },
+        { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams/workflows/x/invoke?api-version=1&sig=${S.teamsSig}`, delivery: fast },
+        { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
+      ],
+      approval: { secret: S.approvalSecret, slack: { signingSecret: S.slackSigning } },
+      server: { listen: '127.0.0.1:0' },
+      observability: { listen: '127.0.0.1:0' },
+      log: { level: 'debug' },
+    },
+    't',
+    {},
+  );
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      output += chunk.toString();
+      cb();
+    },
+  });
+  bridge = await Bridge.create({ config, logger: createLogger({ level: 'debug', destination: sink, secrets: secretsOf(config) }) });
+  await bridge.start();
+});
+afterAll(async () => {
+  await bridge.stop(1000);
+  await Promise.all([amqp.close(), http.close(), sim.close()]);
+  dir.cleanup();
+});
+
+describe('secrets', () => {
+  it('never appear in logs, metrics or files, whatever fails', async () => {
+    sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => bridge.store.deadLetters().length >= 7, 'every failing sink to dead-letter', 30_000);
+    // the approval server refusing forged requests
+    await request(`${bridge.approvalServerUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': `v1,${'A'.repeat(44)}` }, body: '{}' }).then((r) => r.body.dump());
+    const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
+    const files = readdirSync(dir.path).map((f) => readFileSync(join(dir.path, f)).toString('latin1'));
+    const everything = [output, metrics, ...files, ...bridge.store.deadLetters().map((d) => d.lastError)].join('\n');
+    expect(output).toContain('DELIVERY_');
+    for (const [name, value] of Object.entries(S)) {
+      expect(everything.includes(value), `${name} leaked`).toBe(false);
+    }
+    expect(everything).not.toMatch(/SharedAccessKey=(?!\[redacted\])/);
+  });
+
+  it('scrubs secret shapes from any text', () => {
+    const line = scrub(
+      `Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=abc123==;EntityPath=h https://hooks.slack.com/services/T/B/XYZ xoxb-1-2-abc whsec_QUJD https://x.logic.azure.com/w?api-version=1&sig=zzz Bearer abc.def v0=${'a'.repeat(64)}`,
+    );
+    expect(line).toBe(
+      'Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=[redacted];EntityPath=h https://hooks.slack.com/services/[redacted] xox?-[redacted] whsec_[redacted] https://x.logic.azure.com/w?api-version=1&sig=[redacted] Bearer [redacted] v0=[redacted]',
+    );
+  });
+});

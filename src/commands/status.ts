@@ -8,7 +8,9 @@ import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { affects, identityFrom, isLeader } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
+import { existsSync } from 'node:fs';
 import { humanDuration } from '../../sinks/text-line.ts';
+import { Store, type ApprovalRecord } from '../store/store.ts';
 import { EXIT, loadOrReport, parse, table } from './common.ts';
 
 const READ_DEADLINE_MS = 15_000;
@@ -37,6 +39,7 @@ export async function main(argv: string[]): Promise<number> {
       return EXIT.failure;
     }
     const now = Date.now();
+    const approvals = readApprovals(config.state.path, document.events.map((e) => e.eventId));
     const events = document.events.map((e) => ({
       eventId: e.eventId,
       eventType: e.eventType,
@@ -49,6 +52,7 @@ export async function main(argv: string[]): Promise<number> {
       secondsToNotBefore: e.notBefore === null ? null : Math.round((Date.parse(e.notBefore) - now) / 1000),
       durationInSeconds: e.durationInSeconds,
       description: e.description,
+      approval: approvals.get(e.eventId) ?? null,
     }));
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ vm, documentIncarnation: document.incarnation, events }, null, 2)}\n`);
@@ -65,9 +69,10 @@ export async function main(argv: string[]): Promise<number> {
         e.secondsToNotBefore === null ? '-' : e.secondsToNotBefore >= 0 ? `in ${humanDuration(e.secondsToNotBefore * 1000)}` : `${humanDuration(-e.secondsToNotBefore * 1000)} ago`,
         e.durationInSeconds < 0 ? 'unknown' : `${e.durationInSeconds}s`,
         e.eventSource,
+        e.approval ? `approved by ${e.approval.by} (${e.approval.via})` : e.eventStatus === 'Scheduled' ? 'not approved' : '-',
         e.eventId,
       ]);
-      process.stdout.write(`\n${table(['TYPE', 'STATUS', 'VMS (* = this VM)', 'NOT BEFORE', 'TIME LEFT', 'DURATION', 'SOURCE', 'EVENT ID'], rows)}\n`);
+      process.stdout.write(`\n${table(['TYPE', 'STATUS', 'VMS (* = this VM)', 'NOT BEFORE', 'TIME LEFT', 'DURATION', 'SOURCE', 'APPROVAL', 'EVENT ID'], rows)}\n`);
     }
     return EXIT.ok;
   } finally {
@@ -89,4 +94,23 @@ async function readWithRetry(client: ImdsClient): Promise<EventsDocument> {
       await sleep(Math.max(200, fullJitter(attempt, 500, 5000), e.retryAfterMs ?? 0));
     }
   }
+}
+
+/** readApprovals reads the approval records of the daemon's state, when there is one to read. */
+function readApprovals(path: string, eventIds: string[]): Map<string, Pick<ApprovalRecord, 'by' | 'via' | 'at'>> {
+  const out = new Map<string, Pick<ApprovalRecord, 'by' | 'via' | 'at'>>();
+  if (!existsSync(path)) return out;
+  let store: Store | null = null;
+  try {
+    store = Store.open(path);
+    for (const id of eventIds) {
+      const a = store.approval(id);
+      if (a !== null) out.set(id, { by: a.by, via: a.via, at: a.at });
+    }
+  } catch {
+    /* unreadable state: show the events without approval state */
+  } finally {
+    store?.close();
+  }
+  return out;
 }

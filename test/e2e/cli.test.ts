@@ -107,14 +107,14 @@ describe('se-bridge CLI', () => {
       const out = JSON.parse(r.stdout) as { vm: { name: string; origin: string }; events: { eventId: string; secondsToNotBefore: number; affectsThisVm: boolean; thisVmIsLeader: boolean }[] };
       expect(out.vm).toMatchObject({ name: 'vm0', origin: 'imds' });
       expect(out.events).toHaveLength(1);
-      expect(out.events[0]).toMatchObject({ eventId: e.eventId, affectsThisVm: true, thisVmIsLeader: true });
+      expect(out.events[0]).toMatchObject({ eventId: e.eventId, affectsThisVm: true, thisVmIsLeader: true, approval: null });
       expect(out.events[0]!.secondsToNotBefore).toBeGreaterThan(500);
       expect(out.events[0]!.secondsToNotBefore).toBeLessThanOrEqual(600);
       expect(trapHits).toBe(0);
       const table = await cli(['status', '--config', 'config/demo.yaml'], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
       expect(table.code).toBe(0);
       expect(table.stdout).toMatch(/TYPE\s+STATUS\s+VMS \(\* = this VM\)/);
-      expect(table.stdout).toMatch(/Freeze\s+Scheduled\s+vm0\*,vm1/);
+      expect(table.stdout).toMatch(/Freeze\s+Scheduled\s+vm0\*,vm1\s+.*not approved/);
       sim.removeEvent(e.eventId);
     });
 
@@ -191,6 +191,9 @@ describe('se-bridge CLI', () => {
       const again = await cli(['approve', e.eventId, '--config', cfg]);
       expect(again.code).toBe(0);
       expect(again.stdout).toMatch(/already approved by cli:\S+ \(api\)/);
+      const status = await cli(['status', '--json', '--config', cfg]);
+      const listed = (JSON.parse(status.stdout) as { events: { eventId: string; approval: { by: string; via: string } | null }[] }).events;
+      expect(listed.find((x) => x.eventId === e.eventId)!.approval).toMatchObject({ by: expect.stringMatching(/^cli:/), via: 'api' });
       const unknown = await cli(['approve', 'NO-SUCH-EVENT', '--config', cfg]);
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toMatch(/404 UNKNOWN_EVENT/);

@@ -1,0 +1,57 @@
+/**
+ * The shipped deployment files: the systemd unit passes systemd-analyze verify, the
+ * DaemonSet and the configuration it mounts are what the README promises, and the Windows
+ * service definition is well-formed and runs the same command.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config/load.ts';
+import { ROOT, tempDir } from '../helpers.ts';
+
+describe('deployment files', () => {
+  it('systemd: the unit verifies, with the hardening the README lists', () => {
+    const unit = readFileSync(join(ROOT, 'config', 'systemd', 'se-bridge.service'), 'utf8');
+    for (const d of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'PrivateTmp=yes', 'StateDirectory=se-bridge', 'Restart=always', 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX', 'User=se-bridge', 'RestartPreventExitStatus=2']) {
+      expect(unit).toContain(d);
+    }
+    // verify a copy whose ExecStart points at this checkout's Node (the unit's paths exist only once installed)
+    const dir = tempDir();
+    try {
+      const node = join(ROOT, 'node_modules', '.bin', 'node');
+      const copy = join(dir.path, 'se-bridge.service');
+      writeFileSync(copy, unit.replaceAll('/opt/se-bridge/node_modules/.bin/node', node));
+      const out = execFileSync('systemd-analyze', ['verify', copy], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      expect(out.trim()).toBe('');
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('Kubernetes: a DaemonSet with probes, hostPath state, metrics annotations and a valid configuration', () => {
+    const docs = parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'daemonset.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, any>);
+    expect(docs.map((d) => d.kind)).toEqual(['Namespace', 'ConfigMap', 'DaemonSet']);
+    const ds = docs[2]!;
+    const pod = ds.spec.template;
+    expect(pod.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9464', 'prometheus.io/path': '/metrics' });
+    const c = pod.spec.containers[0];
+    expect(c.livenessProbe.httpGet.path).toBe('/livez');
+    expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(pod.spec.volumes.find((v: any) => v.name === 'state').hostPath.path).toBe('/var/lib/se-bridge');
+    const config = validateConfig(parseAllDocuments(docs[1]!.data['bridge.yaml'])[0]!.toJS(), 'configmap', { EVENTHUB_CONNECTION_STRING: 'Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v;EntityPath=h' });
+    expect(config.observability.listen).toBe('0.0.0.0:9464');
+    expect(config.state.path).toBe('/var/lib/se-bridge/state.db');
+  });
+
+  it('Windows: the WinSW definition runs the daemon with the configuration in ProgramData', () => {
+    const xml = readFileSync(join(ROOT, 'config', 'windows', 'se-bridge.xml'), 'utf8');
+    expect(xml).toMatch(/<arguments>src\\cli\.ts run<\/arguments>/);
+    expect(xml).toContain('<env name="SE_BRIDGE_CONFIG" value="%ProgramData%\\se-bridge\\bridge.yaml" />');
+    expect(xml).toMatch(/<onfailure action="restart"/);
+    const open = (xml.match(/<(\w+)[ >]/g) ?? []).length;
+    const closed = (xml.match(/<\/\w+>|\/>/g) ?? []).length;
+    expect(closed).toBe(open);
+  });
+});

@@ -206,6 +206,31 @@ describe('se-bridge CLI', () => {
     expect(noServer.stderr).toMatch(/approval.secret is not set/);
   });
 
+  it('run: a second signal exits at once with 130, even while a delivery hangs', async () => {
+    const { HttpPeer } = await import('../peers/http-peer.ts');
+    const hang = new HttpPeer();
+    hang.answer = () => ({ hang: true });
+    await hang.listen();
+    const cfg = writeConfig(
+      'hang.yaml',
+      `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }\nstate: { path: ${JSON.stringify(join(dir.path, 'hang', 'state.db'))} }\nsinks: [{ name: h, type: webhook, url: ${hang.url}, delivery: { timeoutMs: 600000 } }]\nobservability: { listen: "off" }\n`,
+    );
+    const e = sim.addEvent({ noticeMs: 600_000 });
+    const child = start(['run', '--config', cfg]);
+    try {
+      await waitFor(() => hang.requests.length === 1, 'the delivery to hang');
+      child.kill('SIGTERM');
+      await waitFor(() => child.out.stdout.includes('"shutting down"'), 'the shutdown to begin');
+      child.kill('SIGTERM');
+      const r = await finished(child, 5000);
+      expect(r.code).toBe(130);
+      expect(r.stderr).toContain('second SIGTERM; exiting now');
+    } finally {
+      sim.removeEvent(e.eventId);
+      await hang.close();
+    }
+  });
+
   it('run: stops cleanly on SIGTERM with exit 0', async () => {
     const cfg = writeConfig(
       'run.yaml',

@@ -131,7 +131,9 @@ export function binaryMessage(event: BridgeEvent): { headers: Record<string, str
 export const webhookSink: SinkModule<WebhookConfig> = {
   type: 'webhook',
   configSchema,
-  maxBatchSize: 1,
+  // binary and structured modes still POST one event per request; taking up to 10 at a time
+  // lets the dispatcher record their outcomes in one store transaction
+  maxBatchSize: 10,
   create(config, context) {
     const { logger } = context;
     const keys = (config.secret === undefined ? [] : Array.isArray(config.secret) ? config.secret : [config.secret]).map((s) => secretKey(s)!);
@@ -168,7 +170,7 @@ export const webhookSink: SinkModule<WebhookConfig> = {
     }
 
     return {
-      maxBatchSize: config.mode === 'batch' ? config.batchSize : 1,
+      maxBatchSize: config.mode === 'batch' ? config.batchSize : 10,
       async send(events, { signal }) {
         if (disabled !== null) return events.map(() => reject(`sink disabled: ${disabled}`));
         if (config.mode === 'batch') {
@@ -179,6 +181,10 @@ export const webhookSink: SinkModule<WebhookConfig> = {
         }
         const outcomes: Outcome[] = [];
         for (const event of events) {
+          if (disabled !== null) {
+            outcomes.push(reject(`sink disabled: ${disabled}`));
+            continue;
+          }
           if (config.mode === 'structured') {
             outcomes.push(await post(event.id, { 'content-type': 'application/cloudevents+json; charset=utf-8' }, JSON.stringify(event), signal));
           } else {

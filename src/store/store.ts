@@ -214,10 +214,20 @@ export class Store {
     return row?.at ?? null;
   }
 
+  /**
+   * markDelivered removes delivered rows. It does not wait for the disk (synchronous=NORMAL for
+   * this one transaction): losing it in a power cut only means delivering those events again,
+   * which at-least-once delivery allows, and it spares one fsync per delivery.
+   */
   markDelivered(rowIds: readonly number[]): void {
-    this.transaction(() => {
-      for (const id of rowIds) this.#stmts.deleteOutbox.run(id);
-    });
+    this.#db.exec('PRAGMA synchronous = NORMAL');
+    try {
+      this.transaction(() => {
+        for (const id of rowIds) this.#stmts.deleteOutbox.run(id);
+      });
+    } finally {
+      this.#db.exec('PRAGMA synchronous = FULL');
+    }
   }
 
   reschedule(rowId: number, attempts: number, nextAttemptAt: number, lastError: string): void {

@@ -10,7 +10,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listen } from '../core/listen.ts';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { request as undiciRequest } from 'undici';
 import { toChatMessage } from '../../sinks/chat-model.ts';
@@ -82,13 +83,8 @@ export class ApprovalServer {
     });
   }
 
-  async listen(host: string, port: number): Promise<string> {
-    await new Promise<void>((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(port, host, () => resolve());
-    });
-    const a = this.#server.address() as AddressInfo;
-    return `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  listen(host: string, port: number): Promise<string> {
+    return listen(this.#server, host, port);
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,7 @@
  * reads keep failing past the threshold).
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from '../core/listen.ts';
 import type { Metrics } from './metrics.ts';
 
 export interface Readiness {
@@ -39,13 +39,8 @@ export class ObservabilityServer {
     });
   }
 
-  async listen(host: string, port: number): Promise<string> {
-    await new Promise<void>((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(port, host, () => resolve());
-    });
-    const a = this.#server.address() as AddressInfo;
-    return `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  listen(host: string, port: number): Promise<string> {
+    return listen(this.#server, host, port);
   }
 
   async close(): Promise<void> {

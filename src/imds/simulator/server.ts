@@ -16,7 +16,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { baseUrl, listen } from '../../core/listen.ts';
 import { z } from 'zod';
 import { findScenario, scaled, SCENARIOS, type ResourceRef, type ScenarioEventSpec, type Timing } from './scenarios.ts';
 
@@ -139,19 +140,14 @@ export class ImdsSimulator {
 
   /** listen starts serving; port 0 picks a free port. Returns the base URL. */
   async listen(port = 0, host = '127.0.0.1'): Promise<string> {
-    await new Promise<void>((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(port, host, () => resolve());
-    });
+    await listen(this.#server, host, port);
     this.#timer = setInterval(() => this.tick(), this.#tickMs);
     this.#timer.unref();
     return this.url;
   }
 
   get url(): string {
-    const a = this.#server.address() as AddressInfo;
-    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-    return `http://${host}:${a.port}`;
+    return baseUrl(this.#server);
   }
 
   async close(): Promise<void> {
@@ -560,12 +556,6 @@ export class ImdsSimulator {
       if (route === 'POST /reset') {
         this.reset();
         return sendJson(res, 200, { incarnation: this.incarnation });
-      }
-      if (route === 'POST /timing') {
-        const p = z.strictObject({ timing: z.enum(['dev', 'real']) }).safeParse(body);
-        if (!p.success) return badRequest(res, 'expected {"timing": "dev" | "real"}');
-        this.timing = p.data.timing;
-        return sendJson(res, 200, { timing: this.timing });
       }
       return sendJson(res, 404, { error: { code: 'SIM_NO_ROUTE', message: `no control route ${route}` } });
     } catch (err) {

@@ -15,7 +15,8 @@ import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
 import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
 import { silentLogger, tempDir, waitFor } from '../helpers.ts';
 
-const COUNT = 600;
+/** 600 in the regular suite; the reliability suite (npm run test:reliability) sends 10,000. */
+const COUNT = Number(process.env.SE_BRIDGE_FUZZ_COUNT ?? 600);
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 const KEY = secretKey(SECRET)!;
 const OTHER = secretKey(`whsec_${Buffer.alloc(32, 4).toString('base64')}`)!;

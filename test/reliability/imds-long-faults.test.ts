@@ -45,20 +45,20 @@ describe.concurrent('IMDS faults that last', () => {
   it('410 for longer than 70 s: logged as such, no false transition, budget kept, then recovery', async () => {
     const { sim, bridge, lines, cleanup } = await setup();
     try {
-    const e = sim.addEvent({ noticeMs: 3_600_000 });
-    await bridge.start();
-    await waitFor(() => bridge.store.journal().length === 1, 'scheduled');
-    sim.injectFault({ kind: 'status', status: 410, count: 1_000_000 });
-    await waitFor(() => lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('IMDS has answered 410 for longer than the documented 70 s')), 'the 70 s error', 100_000, 500);
-    expect(await ready(bridge)).toBe(503);
-    const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
-    expect(metrics).toMatch(/sebridge_polls_total\{result="error",code="IMDS_GONE"\} \d+/);
-    expect(maxPerSecond(sim.requests.map((r) => r.at))).toBeLessThanOrEqual(5);
-    sim.removeEvent(e.eventId); // happens during the outage...
-    sim.clearFaults();
-    await waitFor(async () => (await ready(bridge)) === 200, 'recovery', 40_000, 250);
-    await waitFor(() => bridge.store.journal().length === 2, 'the cancellation, once IMDS answers again', 10_000);
-    expect(bridge.store.journal().map((j) => j.transition)).toEqual(['scheduled', 'canceled']);
+      const e = sim.addEvent({ noticeMs: 3_600_000 });
+      await bridge.start();
+      await waitFor(() => bridge.store.journal().length === 1, 'scheduled');
+      sim.injectFault({ kind: 'status', status: 410, count: 1_000_000 });
+      await waitFor(() => lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('IMDS has answered 410 for longer than the documented 70 s')), 'the 70 s error', 100_000, 500);
+      expect(await ready(bridge)).toBe(503);
+      const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
+      expect(metrics).toMatch(/sebridge_polls_total\{result="error",code="IMDS_GONE"\} \d+/);
+      expect(maxPerSecond(sim.requests.map((r) => r.at))).toBeLessThanOrEqual(5);
+      sim.removeEvent(e.eventId); // happens during the outage...
+      sim.clearFaults();
+      await waitFor(async () => (await ready(bridge)) === 200, 'recovery', 40_000, 250);
+      await waitFor(() => bridge.store.journal().length === 2, 'the cancellation, once IMDS answers again', 10_000);
+      expect(bridge.store.journal().map((j) => j.transition)).toEqual(['scheduled', 'canceled']);
     } finally {
       await cleanup();
     }
@@ -67,15 +67,15 @@ describe.concurrent('IMDS faults that last', () => {
   it('a first call that takes 100 s: waited for, then everything flows', async () => {
     const { sim, bridge, cleanup } = await setup();
     try {
-    sim.addEvent({ noticeMs: 3_600_000 });
-    sim.injectFault({ kind: 'slow', delayMs: 100_000 });
-    const t0 = Date.now();
-    await bridge.start();
-    expect(await ready(bridge)).toBe(503);
-    await waitFor(() => bridge.store.journal().length === 1, 'the first document, after 100 s', 130_000, 500);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(99_000);
-    expect(sim.requests.filter((r) => r.path === '/metadata/scheduledevents')).toHaveLength(1);
-    await waitFor(async () => (await ready(bridge)) === 200, 'ready');
+      sim.addEvent({ noticeMs: 3_600_000 });
+      sim.injectFault({ kind: 'slow', delayMs: 100_000 });
+      const t0 = Date.now();
+      await bridge.start();
+      expect(await ready(bridge)).toBe(503);
+      await waitFor(() => bridge.store.journal().length === 1, 'the first document, after 100 s', 130_000, 500);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(99_000);
+      expect(sim.requests.filter((r) => r.path === '/metadata/scheduledevents')).toHaveLength(1);
+      await waitFor(async () => (await ready(bridge)) === 200, 'ready');
     } finally {
       await cleanup();
     }

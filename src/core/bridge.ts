@@ -14,7 +14,7 @@ import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
 import { errorFields, scrub, secretsOf } from '../observability/logger.ts';
-import { Store, type PendingEvent } from '../store/store.ts';
+import { Store, StoreError, type PendingEvent } from '../store/store.ts';
 import { fullJitter, sleep } from './backoff.ts';
 import { transitionOf, type BridgeEvent } from './cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from './poller.ts';
@@ -378,7 +378,11 @@ export class Bridge {
         } else {
           goneSince = null;
         }
-        logger.warn({ ...f, failures: this.#failures, retryInMs: wait }, 'IMDS read failed; no transitions from this poll');
+        if (err instanceof StoreError) {
+          logger.error({ ...f, failures: this.#failures, retryInMs: wait }, 'cannot write the state database; the change is committed on a later poll');
+        } else {
+          logger.warn({ ...f, failures: this.#failures, retryInMs: wait }, 'IMDS read failed; no transitions from this poll');
+        }
       }
       try {
         await sleep(wait, signal);

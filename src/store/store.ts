@@ -353,9 +353,13 @@ export class Store {
       fn();
       this.#db.exec('COMMIT');
     } catch (err) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      throw new StoreError('STORE_WRITE_FAILED', `state database ${this.path}: write failed: ${code}`, err);
+      try {
+        if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      } catch {
+        /* SQLite rolled back by itself (e.g. on a full disk) */
+      }
+      const detail = (err as { errstr?: string }).errstr ?? (err as Error).message;
+      throw new StoreError('STORE_WRITE_FAILED', `state database ${this.path}: write failed: ${detail}`, err);
     }
   }
 }

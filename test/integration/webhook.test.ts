@@ -2,6 +2,8 @@
  * The webhook sink over the wire, against real node:http / node:https peers on 127.0.0.1.
  */
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CloudEvent, HTTP } from 'cloudevents';
@@ -199,6 +201,41 @@ describe('webhook sink: headers, auth, TLS', () => {
       expect(r.success).toBe(false);
       expect(r.error!.issues[0]!.path).toEqual(['tls', 'caFile']);
     });
+  });
+});
+
+describe('webhook sink: proxies', () => {
+  it('goes through the proxy it is configured with, and straight to the peer with proxy: none', async () => {
+    // a tunnelling proxy (HTTP CONNECT) that records which target each tunnel was for
+    const tunnels: string[] = [];
+    const proxy = createServer();
+    proxy.on('connect', (req, client: Socket, head: Buffer) => {
+      tunnels.push(String(req.url));
+      const [host, port] = String(req.url).split(':') as [string, string];
+      const upstream = connect(Number(port), host, () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(client).pipe(upstream);
+      });
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const via = await makeSink({ proxy: proxyUrl });
+      expect(await send(via.sink, [ev()])).toEqual([{ status: 'delivered' }]);
+      expect(tunnels).toEqual([new URL(peer.url).host]);
+      expect(peer.requests).toHaveLength(1);
+      const direct = await makeSink({ proxy: 'none' });
+      expect(await send(direct.sink, [ev()])).toEqual([{ status: 'delivered' }]);
+      expect(peer.requests).toHaveLength(2);
+      expect(tunnels).toHaveLength(1);
+    } finally {
+      for (const s of sinks.splice(0)) await s.close();
+      proxy.closeAllConnections();
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
   });
 });
 

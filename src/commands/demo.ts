@@ -60,6 +60,7 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
         ],
       },
       server: { listen: '127.0.0.1:0' },
+      observability: { listen: '127.0.0.1:0' },
     },
     'demo',
     {},
@@ -90,11 +91,12 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
     `scheduled-events-bridge demo\n` +
       `  IMDS simulator   ${url} (VM ${sim.vmName}, development timing: 1/60 of real notice periods)\n` +
       `  sinks            stdout (below) and file ${eventsFile}\n` +
-      `  duration         ${durationS} s; ${SCENARIOS.length} scenarios\n\n`,
+      `  duration         ${durationS} s; ${SCENARIOS.length} scenarios\n`,
   );
   bridgeRef = bridge;
   await bridge.start();
-  out.write(`  approvals        policy approves user-initiated events and freezes up to 8 s; links for the rest below\n\n`);
+  out.write(`  approvals        policy approves user-initiated events and freezes up to 8 s; links for the rest below\n`);
+  out.write(`  metrics          ${bridge.observabilityUrl ?? 'off'}/metrics  (also /livez, /readyz)\n\n`);
   // approval links follow the events they belong to (the stdout sink prints events as it delivers them)
   const linkTimer = setInterval(() => {
     for (const l of linksOut.splice(0)) out.write(`${l}\n`);

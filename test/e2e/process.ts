@@ -9,6 +9,11 @@ export interface Run {
   stderr: string;
 }
 
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
 /** cli runs `se-bridge ARGS` to completion (bounded by timeoutMs). */
 export function cli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Run> {
   const child = start(args, env);
@@ -23,6 +28,9 @@ export function start(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as ChildProcess & { out: { stdout: string; stderr: string } };
   child.out = { stdout: '', stderr: '' };
+  // never leave a daemon behind, even when a test times out
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   child.stdout!.on('data', (c: Buffer) => (child.out.stdout += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (child.out.stderr += c.toString()));
   return child;

@@ -101,3 +101,8 @@ export function requireOneAuth(
     ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with fullyQualifiedNamespace, not with connectionString' });
   }
 }
+
+/** sdkOptions: the SDKs' own retries off (the dispatcher retries), one attempt bounded by the delivery timeout. */
+export function sdkOptions(timeoutMs: number) {
+  return { retryOptions: { maxRetries: 0, timeoutInMs: timeoutMs }, userAgentOptions: { userAgentPrefix: 'se-bridge' } };
+}

@@ -8,7 +8,7 @@
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
 import { toAmqpPayload, entityPathOf, isConnectionString } from './amqp-cloudevents.ts';
-import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sendInBatches } from './azure-common.ts';
+import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './azure-common.ts';
 import { sinkBase, type SinkModule } from './types.ts';
 
 export const configSchema = z
@@ -37,10 +37,7 @@ export const eventHubsSink: SinkModule<EventHubsConfig> = {
   maxBatchSize: 100,
   async create(config) {
     const { EventHubProducerClient } = await import('@azure/event-hubs');
-    const options = {
-      retryOptions: { maxRetries: 0, timeoutInMs: config.delivery.timeoutMs },
-      userAgentOptions: { userAgentPrefix: 'se-bridge' },
-    };
+    const options = sdkOptions(config.delivery.timeoutMs);
     let client: EventHubProducerClient;
     if (config.connectionString !== undefined) {
       client = config.eventHubName

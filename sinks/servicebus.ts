@@ -9,7 +9,7 @@
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
 import { toAmqpPayload, isConnectionString } from './amqp-cloudevents.ts';
-import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sendInBatches } from './azure-common.ts';
+import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './azure-common.ts';
 import { sinkBase, type SinkModule } from './types.ts';
 
 export const configSchema = z
@@ -27,9 +27,7 @@ export const configSchema = z
     timeToLiveMs: z.number().int().min(1000).optional(),
     mode: z.enum(['binary', 'structured']).default('binary'),
   })
-  .superRefine((c, ctx) => {
-    requireOneAuth(c, ctx);
-  });
+  .superRefine(requireOneAuth);
 export type ServiceBusConfig = z.infer<typeof configSchema>;
 
 export const serviceBusSink: SinkModule<ServiceBusConfig> = {
@@ -38,10 +36,7 @@ export const serviceBusSink: SinkModule<ServiceBusConfig> = {
   maxBatchSize: 100,
   async create(config) {
     const sb = await import('@azure/service-bus');
-    const options = {
-      retryOptions: { maxRetries: 0, timeoutInMs: config.delivery.timeoutMs },
-      userAgentOptions: { userAgentPrefix: 'se-bridge' },
-    };
+    const options = sdkOptions(config.delivery.timeoutMs);
     const client: ServiceBusClient =
       config.connectionString !== undefined
         ? new sb.ServiceBusClient(config.connectionString, options)

@@ -1,14 +1,14 @@
 /**
  * Renders what an on-call engineer sees in Slack and Teams for a real payload (the live
  * migration scenario, Scheduled, with an approval link) to PNG files under docs/, with
- * Debian's headless Chromium. The Teams card is rendered by the adaptivecards library itself;
+ * headless Chromium (test/browser.ts: the packaged one, or CHROMIUM_PATH). The Teams card is rendered by the adaptivecards library itself;
  * the Slack message by a small Block Kit renderer that follows Slack's layout.
  *   npm run render:previews
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../test/browser.ts';
 import { toCloudEvent } from '../src/core/cloudevent.ts';
 import { diff } from '../src/core/diff.ts';
 import { identityFrom } from '../src/imds/identity.ts';
@@ -93,10 +93,7 @@ function teamsHtml(): string {
   </style><div id="msg"><div id="card"></div></div>`;
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-});
+const browser = await launchChromium();
 try {
   const page = await browser.newPage({ deviceScaleFactor: 2 });
   await page.setContent(slackHtml());

@@ -1,16 +1,19 @@
 /**
- * The approval page in a real headless Chromium (Debian's, driven by playwright-core): open
- * the signed link, read the event, click Approve, see the result; the IMDS simulator confirms
- * the event started. With SE_BRIDGE_WRITE_DOCS=1 the page is also saved as docs/approval-page.png.
+ * The approval page in a real headless Chromium driven by playwright-core: open the signed
+ * link, read the event, click Approve, see the result; the IMDS simulator confirms the event
+ * started. The browser is the one `npm ci` brings (@sparticuz/chromium ships the binary), or
+ * any other through CHROMIUM_PATH (Debian's: /usr/bin/chromium). With SE_BRIDGE_WRITE_DOCS=1
+ * the page is also saved as docs/approval-page.png.
  */
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/core/bridge.ts';
 import { fromJson } from '../../src/core/cloudevent.ts';
 import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
 import { ROOT, silentLogger, tempDir, waitFor } from '../helpers.ts';
+import { launchChromium } from '../browser.ts';
 
 let browser: Browser;
 let sim: ImdsSimulator;
@@ -18,10 +21,7 @@ let bridge: Bridge;
 let dir: ReturnType<typeof tempDir>;
 
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  browser = await launchChromium();
   sim = new ImdsSimulator({ vmName: 'web-vm-0', peers: ['web-vm-1'], tickMs: 10 });
   await sim.listen(0);
   dir = tempDir();

@@ -23,6 +23,11 @@ export const ImdsConfig = z.strictObject({
   endpoint: httpUrl.default('http://169.254.169.254'),
   /** How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget. */
   pollIntervalMs: z.number().int().min(200).max(60_000).default(1000),
+  /**
+   * Longest pause between two reads after failed ones (the pause grows with jitter from the
+   * poll interval up to this; never below the interval). A Spot eviction gives 30 s of notice.
+   */
+  maxRetryPauseMs: z.number().int().min(200).max(60_000).default(5000),
   /** Timeout of one IMDS request once Scheduled Events answered at least once. */
   requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
   /** Timeout of the very first request: the one that enables Scheduled Events may take 2 minutes. */

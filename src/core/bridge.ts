@@ -15,7 +15,7 @@ import { ImdsError } from '../imds/errors.ts';
 import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
 import { errorFields, scrub, secretsOf } from '../observability/logger.ts';
 import { Store, StoreError, type PendingEvent } from '../store/store.ts';
-import { fullJitter, sleep } from './backoff.ts';
+import { retryPause, sleep } from './backoff.ts';
 import { transitionOf, type BridgeEvent } from './cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from './poller.ts';
 import { decide, type Decision } from '../approval/policy.ts';
@@ -28,8 +28,6 @@ import type { ScheduledEvent } from '../imds/wire.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { ObservabilityServer } from '../observability/server.ts';
 
-const MAX_POLL_BACKOFF_MS = 30_000;
-const MAX_RETRY_AFTER_MS = 60_000;
 /** IMDS documents 410 as "retry after some time, for at most 70 s". */
 const GONE_LIMIT_MS = 70_000;
 const IDENTITY_REFRESH_MS = 6 * 3600_000;
@@ -367,8 +365,11 @@ export class Bridge {
         this.metrics.polls.inc({ result: 'error', code: f.code });
         this.metrics.consecutiveFailures.set(this.#failures);
         this.#lastError = f.code;
-        const retryAfter = err instanceof ImdsError ? Math.min(err.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS) : 0;
-        wait = Math.max(interval, fullJitter(this.#failures - 1, interval, MAX_POLL_BACKOFF_MS), retryAfter);
+        wait = retryPause(this.#failures, {
+          intervalMs: interval,
+          maxPauseMs: config.imds.maxRetryPauseMs,
+          retryAfterMs: err instanceof ImdsError ? err.retryAfterMs : undefined,
+        });
         if (err instanceof ImdsError && err.code === 'IMDS_GONE') {
           goneSince ??= Date.now();
           if (!goneReported && Date.now() - goneSince > GONE_LIMIT_MS) {

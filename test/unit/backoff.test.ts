@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fullJitter, parseRetryAfter } from '../../src/core/backoff.ts';
+import { fullJitter, parseRetryAfter, retryPause } from '../../src/core/backoff.ts';
 import { RateBudget } from '../../src/imds/rate-budget.ts';
 
 describe('fullJitter', () => {
@@ -58,5 +58,24 @@ describe('RateBudget', () => {
     const waiting = budget.acquire(ac.signal);
     ac.abort(new Error('stop'));
     await expect(waiting).rejects.toThrow('stop');
+  });
+});
+
+describe('retryPause (the poll loop after failed IMDS reads)', () => {
+  const o = { intervalMs: 1000, maxPauseMs: 5000 };
+  it('never exceeds the cap, however many failures, even at the top of the jitter', () => {
+    for (let failures = 1; failures <= 200; failures++) {
+      expect(retryPause(failures, o, () => 0.999_999)).toBeLessThanOrEqual(5000);
+      expect(retryPause(failures, o, () => 0)).toBe(1000);
+    }
+    expect(retryPause(10, o, () => 0.999_999)).toBe(4999);
+  });
+  it('honours Retry-After up to the cap', () => {
+    expect(retryPause(1, { ...o, retryAfterMs: 3000 }, () => 0)).toBe(3000);
+    expect(retryPause(1, { ...o, retryAfterMs: 120_000 }, () => 0)).toBe(5000);
+  });
+  it('is never below the poll interval, even when the cap is', () => {
+    expect(retryPause(30, { intervalMs: 10_000, maxPauseMs: 5000 }, () => 0.999)).toBe(10_000);
+    expect(retryPause(1, { intervalMs: 10_000, maxPauseMs: 5000 }, () => 0)).toBe(10_000);
   });
 });

@@ -13,7 +13,7 @@ import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
-import type { Store } from '../store/store.ts';
+import type { ApprovalRecord, PendingEvent, Store } from '../store/store.ts';
 
 export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED';
 
@@ -51,8 +51,10 @@ export interface ApprovalServiceOptions {
   /** The latest IMDS document the bridge has. */
   document: () => EventsDocument | null;
   vm: () => VmIdentity;
-  /** Journals and routes the `approved` CloudEvent (one transaction with the record). */
-  emit: (event: BridgeEvent, record: { eventId: string; by: string; via: string; reason: string; at: string; ceId: string }) => void;
+  /** Routes the `approved` CloudEvent to its sinks; called before IMDS is told anything, so it may throw. */
+  route: (event: BridgeEvent) => PendingEvent;
+  /** Journals the routed `approved` CloudEvent with the approval record (one transaction). */
+  emit: (event: BridgeEvent, routed: PendingEvent, record: ApprovalRecord) => void;
   dryRun?: boolean;
   /** Called with every approval attempt's result, for metrics. */
   onResult?: (via: string, result: string) => void;
@@ -117,11 +119,15 @@ export class ApprovalService {
       logger.info(fields, 'dry run: would approve (POST StartRequests)');
       return { eventId, status: 'approved', by: request.by, via: request.via, at: new Date().toISOString() };
     }
-    await this.#startRequest(eventId, signal);
+    // The record and the `approved` CloudEvent are built and routed first: IMDS is never told
+    // about an approval that could then not be recorded and reported.
     const at = new Date().toISOString();
     const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);
     const ce = toApprovedCloudEvent(event, incarnation, { by: request.by, via: request.via, at }, recordId, { vm: this.#o.vm(), observedAt: at });
-    this.#o.emit(ce, { eventId, by: request.by, via: request.via, reason: request.reason ?? '', at, ceId: ce.id });
+    const record: ApprovalRecord = { eventId, by: request.by, via: request.via, reason: request.reason ?? '', at, ceId: ce.id };
+    const routed = this.#o.route(ce);
+    await this.#startRequest(eventId, signal);
+    this.#o.emit(ce, routed, record);
     logger.info({ ...fields, transition: 'approved', ceId: ce.id }, 'event approved');
     return { eventId, status: 'approved', by: request.by, via: request.via, at };
   }

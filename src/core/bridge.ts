@@ -16,7 +16,7 @@ import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/id
 import { errorFields, scrub, secretsOf } from '../observability/logger.ts';
 import { Store, StoreError, type PendingEvent } from '../store/store.ts';
 import { retryPause, sleep } from './backoff.ts';
-import { transitionOf, type BridgeEvent } from './cloudevent.ts';
+import { MappingError, transitionOf, type BridgeEvent } from './cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from './poller.ts';
 import { decide, type Decision } from '../approval/policy.ts';
 import { ApprovalServer } from '../approval/server.ts';
@@ -68,6 +68,7 @@ export class Bridge {
   #identityTask: Promise<void> | null = null;
   #failures = 0;
   #lastError: string | null = null;
+  #lastErrorWasImds = true;
   #goodReads = 0;
   #firstPollAt: number | null = null;
   #stopped = false;
@@ -115,9 +116,10 @@ export class Bridge {
       vm: () => this.#identity,
       dryRun: o.dryRun ?? false,
       onResult: (via, result) => this.metrics.approvals.inc({ via, result }),
-      emit: (event, record) => {
+      route: (event) => this.#pending([event])[0]!,
+      emit: (event, routed, record) => {
         this.metrics.transitions.inc({ transition: 'approved' });
-        this.store.recordApproval(record, this.#pending([event])[0]!);
+        this.store.recordApproval(record, routed);
         this.#dispatcher.notify();
         this.#o.onCommitted?.([event]);
       },
@@ -242,7 +244,8 @@ export class Bridge {
       const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(config.observability.listen)!;
       this.#observability = new ObservabilityServer(this.metrics, () => {
         const s = this.status();
-        return { ready: s.ready, reason: s.ready ? 'IMDS reads succeed' : this.#goodReads === 0 ? 'no good IMDS read yet' : `${s.consecutiveFailures} IMDS reads failed in a row (${s.lastError})` };
+        const what = this.#lastErrorWasImds ? 'IMDS reads' : 'polls';
+        return { ready: s.ready, reason: s.ready ? 'IMDS reads succeed' : this.#goodReads === 0 ? 'no good IMDS read yet' : `${s.consecutiveFailures} ${what} failed in a row (${s.lastError})` };
       });
       try {
         this.#observabilityUrl = await this.#observability.listen(m[1]!, Number(m[2]));
@@ -351,7 +354,7 @@ export class Bridge {
         this.#apply(result);
         this.metrics.polls.inc({ result: result.kind, code: '' });
         this.metrics.consecutiveFailures.set(0);
-        if (this.#failures > 0) logger.info({ failures: this.#failures }, 'IMDS reads recovered');
+        if (this.#failures > 0) logger.info({ failures: this.#failures }, 'polls recovered');
         this.#failures = 0;
         this.#lastError = null;
         this.#goodReads += 1;
@@ -362,15 +365,18 @@ export class Bridge {
         if (signal.aborted) break;
         this.#failures += 1;
         const f = errorFields(err);
+        const imds = err instanceof ImdsError;
         this.metrics.polls.inc({ result: 'error', code: f.code });
-        this.metrics.consecutiveFailures.set(this.#failures);
+        // only a failed IMDS read counts as one: a store or mapping failure followed a good read
+        this.metrics.consecutiveFailures.set(imds ? this.#failures : 0);
         this.#lastError = f.code;
+        this.#lastErrorWasImds = imds;
         wait = retryPause(this.#failures, {
           intervalMs: interval,
           maxPauseMs: config.imds.maxRetryPauseMs,
-          retryAfterMs: err instanceof ImdsError ? err.retryAfterMs : undefined,
+          retryAfterMs: imds ? err.retryAfterMs : undefined,
         });
-        if (err instanceof ImdsError && err.code === 'IMDS_GONE') {
+        if (imds && err.code === 'IMDS_GONE') {
           goneSince ??= Date.now();
           if (!goneReported && Date.now() - goneSince > GONE_LIMIT_MS) {
             goneReported = true;
@@ -379,10 +385,13 @@ export class Bridge {
         } else {
           goneSince = null;
         }
-        if (err instanceof StoreError) {
+        if (imds) {
+          logger.warn({ ...f, failures: this.#failures, retryInMs: wait }, 'IMDS read failed; no transitions from this poll');
+        } else if (err instanceof StoreError) {
           logger.error({ ...f, failures: this.#failures, retryInMs: wait }, 'cannot write the state database; the change is committed on a later poll');
         } else {
-          logger.warn({ ...f, failures: this.#failures, retryInMs: wait }, 'IMDS read failed; no transitions from this poll');
+          // IMDS answered well; turning its document into CloudEvents failed: a defect of ours
+          logger.error({ ...f, failures: this.#failures, retryInMs: wait }, 'cannot map the IMDS document to CloudEvents; nothing was committed, the next poll tries again');
         }
       }
       try {
@@ -409,7 +418,12 @@ export class Bridge {
     if (previous !== null && result.document.incarnation < previous.incarnation) {
       logger.info({ from: previous.incarnation, to: result.document.incarnation }, 'DocumentIncarnation went backwards; diffing by EventId against the new baseline');
     }
-    const pending = this.#pending(result.events);
+    let pending: PendingEvent[];
+    try {
+      pending = this.#pending(result.events);
+    } catch (err) {
+      throw new MappingError(`cannot route the CloudEvents of IMDS document ${result.document.incarnation}: ${(err as Error).message}`, err);
+    }
     this.metrics.observeDocument(result.document);
     for (const p of pending) this.metrics.transitions.inc({ transition: p.transition });
     this.store.commit({ document: result.document, etag: result.etag, observedAt: new Date().toISOString(), events: pending });

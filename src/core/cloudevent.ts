@@ -49,9 +49,44 @@ export interface EventData {
 
 export type BridgeEvent = CloudEvent<EventData>;
 
-/** sourceFor is the CloudEvent `source`: the VM's ARM resource id, or a URN of its name. */
+/**
+ * sourceFor is the CloudEvent `source`: the VM's ARM resource id, or a URN of its name.
+ * `source` must be a URI-reference, and Azure allows Unicode and spaces in resource group
+ * names (`rg-café`): see encodeSource.
+ */
 export function sourceFor(vm: VmIdentity): string {
-  return vm.resourceId ?? `urn:se-bridge:vm:${encodeURIComponent(vm.name)}`;
+  return vm.resourceId !== null ? encodeSource(vm.resourceId) : `urn:se-bridge:vm:${encodeURIComponent(vm.name)}`;
+}
+
+/**
+ * encodeSource makes a resource id a valid URI-reference (RFC 3986): every character other
+ * than the unreserved ones (letters, digits, `-._~`), the sub-delimiters (`!$&'()*+,;=`), `:`,
+ * `@` and `/` is percent-encoded as UTF-8 bytes, `%` itself included. A plain ASCII ARM id is
+ * unchanged; `/resourceGroups/rg-café/…/vm 1` becomes `/resourceGroups/rg-caf%C3%A9/…/vm%201`,
+ * which decodeURIComponent turns back into the id. A `:` before the first `/` is encoded too,
+ * unless it ends a scheme, so the text never reads as something it is not.
+ */
+export function encodeSource(id: string): string {
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(id)?.[0] ?? '';
+  const rest = id.slice(scheme.length);
+  const firstSlash = rest.indexOf('/');
+  let out = scheme;
+  let i = 0;
+  for (const ch of rest) {
+    const keep = /^[A-Za-z0-9\-._~!$&'()*+,;=@/]$/.test(ch) || (ch === ':' && (scheme !== '' || (firstSlash !== -1 && i > firstSlash)));
+    out += keep ? ch : [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+    i += ch.length;
+  }
+  return out;
+}
+
+/** MappingError is a failure to turn a good IMDS document into CloudEvents: our fault, never IMDS's. */
+export class MappingError extends Error {
+  readonly code = 'MAPPING_FAILED';
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'MappingError';
+  }
 }
 
 /** cloudEventId builds the deterministic id; see the module comment. */

@@ -2,12 +2,13 @@
  * pollOnce is one poll: read the document, diff it against the last one, map the changes to
  * CloudEvents. It does no I/O besides the IMDS read and no waiting; the loop, backoff and
  * rate budget live around it (see bridge.ts). A failed read throws an ImdsError and
- * produces no transitions: it is never taken for an empty document.
+ * produces no transitions: it is never taken for an empty document. A good document that
+ * cannot be mapped throws a MappingError: the fault is ours, and it is never reported as IMDS's.
  */
 import type { ImdsClient } from '../imds/client.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
-import { toCloudEvent, type BridgeEvent } from './cloudevent.ts';
+import { MappingError, toCloudEvent, type BridgeEvent } from './cloudevent.ts';
 import { diff, type Transition } from './diff.ts';
 
 export interface Baseline {
@@ -39,6 +40,11 @@ export async function pollOnce(
     return { kind: 'unchanged', etag: read.etag, etagChanged: read.etag !== baseline.etag };
   }
   const observedAt = (options.now?.() ?? new Date()).toISOString();
-  const events = transitions.map((t) => toCloudEvent(t, { vm, observedAt }));
+  let events: BridgeEvent[];
+  try {
+    events = transitions.map((t) => toCloudEvent(t, { vm, observedAt }));
+  } catch (err) {
+    throw new MappingError(`cannot map IMDS document ${read.document.incarnation} to CloudEvents: ${(err as Error).message}`, err);
+  }
   return { kind: 'changed', document: read.document, etag: read.etag, transitions, events, duplicates: read.duplicates };
 }

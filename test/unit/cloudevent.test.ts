@@ -1,6 +1,6 @@
 import { CloudEvent, HTTP } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
-import { cloudEventId, fromJson, sourceFor, toApprovedCloudEvent, toCloudEvent } from '../../src/core/cloudevent.ts';
+import { cloudEventId, encodeSource, fromJson, sourceFor, toApprovedCloudEvent, toCloudEvent } from '../../src/core/cloudevent.ts';
 import { diff } from '../../src/core/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { fixtureDocument } from '../helpers.ts';
@@ -132,5 +132,29 @@ describe('toCloudEvent', () => {
     expect(back.id).toBe(ce.id);
     expect(back.incarnation).toBe(2);
     expect(back.data).toEqual(ce.data);
+  });
+});
+
+describe('source of a VM whose resource id is not plain ASCII', () => {
+  const id = '/subscriptions/s/resourceGroups/rg-café (prod)/providers/Microsoft.Compute/virtualMachines/vm 1';
+  it.each([
+    [compute.resourceId, compute.resourceId],
+    [id, '/subscriptions/s/resourceGroups/rg-caf%C3%A9%20(prod)/providers/Microsoft.Compute/virtualMachines/vm%201'],
+    ['/rg/100%/x?y#z', '/rg/100%25/x%3Fy%23z'],
+    ['/a/[b]|c"d<e>^`{}\\', '/a/%5Bb%5D%7Cc%22d%3Ce%3E%5E%60%7B%7D%5C'],
+    ['1:x/y:z', '1%3Ax/y:z'],
+    ['urn:vm:café', 'urn:vm:caf%C3%A9'],
+  ])('%s -> %s', (input, expected) => {
+    expect(encodeSource(input)).toBe(expected);
+    expect(decodeURIComponent(encodeSource(input))).toBe(input);
+  });
+
+  it('makes a CloudEvent that validates, with the raw id kept in data.vm', () => {
+    const vm = identityFrom({ ...compute, resourceId: id, resourceGroupName: 'rg-café (prod)' });
+    const [t] = diff(d1, d2);
+    const ce = toCloudEvent(t!, { vm, observedAt: '2022-04-11T22:10:00.000Z' });
+    expect(ce.validate()).toBe(true);
+    expect(ce.source).toBe(encodeSource(id));
+    expect(ce.data!.vm.resourceId).toBe(id);
   });
 });

@@ -91,6 +91,8 @@ export interface RequestLogEntry {
 
 export interface SimulatorOptions {
   vmName?: string;
+  /** The resource group in the VM's resource id (Azure allows Unicode and spaces in it). */
+  resourceGroup?: string;
   peers?: string[];
   timing?: Timing;
   /** Offer ETags and answer 304 (default true). */
@@ -102,6 +104,7 @@ export interface SimulatorOptions {
 
 export class ImdsSimulator {
   readonly vmName: string;
+  readonly resourceGroup: string;
   readonly peers: string[];
   timing: Timing;
   etagEnabled: boolean;
@@ -122,6 +125,7 @@ export class ImdsSimulator {
 
   constructor(options: SimulatorOptions = {}) {
     this.vmName = options.vmName ?? 'sim-vm-0';
+    this.resourceGroup = options.resourceGroup ?? 'demo-rg';
     this.peers = options.peers ?? ['sim-vm-1', 'sim-vm-2'];
     this.timing = options.timing ?? 'dev';
     this.etagEnabled = options.etag ?? true;
@@ -324,9 +328,9 @@ export class ImdsSimulator {
   compute(): Record<string, string> {
     return {
       name: this.vmName,
-      resourceId: `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/demo-rg/providers/Microsoft.Compute/virtualMachines/${this.vmName}`,
+      resourceId: `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/${this.resourceGroup}/providers/Microsoft.Compute/virtualMachines/${this.vmName}`,
       subscriptionId: '00000000-0000-0000-0000-000000000000',
-      resourceGroupName: 'demo-rg',
+      resourceGroupName: this.resourceGroup,
       vmScaleSetName: '',
       location: 'westeurope',
       zone: '1',

@@ -1,0 +1,130 @@
+/**
+ * Odd but legal input from IMDS, end to end through the bridge with a real store and file
+ * sink: Unicode resource ids, transitions that recur, Microsoft's mock server's EventId
+ * pattern, a fully configured identity.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config/load.ts';
+import { Bridge } from '../../src/core/bridge.ts';
+import { ApprovalService } from '../../src/approval/service.ts';
+import { pollOnce } from '../../src/core/poller.ts';
+import { ImdsClient } from '../../src/imds/client.ts';
+import { identityFrom, type VmIdentity } from '../../src/imds/identity.ts';
+import { ImdsSimulator, type SimulatorOptions } from '../../src/imds/simulator/server.ts';
+import { Store } from '../../src/store/store.ts';
+import { captureLogger, silentLogger, tempDir, waitFor } from '../helpers.ts';
+
+interface Delivered {
+  id: string;
+  type: string;
+  subject: string;
+  source: string;
+  data: Record<string, unknown> & { notBefore: string | null; documentIncarnation: number };
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** harness: a simulator and one or more bridges (one per VM name) writing to their own files. */
+async function simulator(options: SimulatorOptions = {}) {
+  const sim = new ImdsSimulator({ vmName: 'vm0', peers: ['vm1'], tickMs: 10, ...options });
+  await sim.listen(0);
+  cleanups.push(() => sim.close());
+  return sim;
+}
+
+async function bridgeOn(sim: ImdsSimulator, config: Record<string, unknown> = {}, name = 'a') {
+  const dir = tempDir();
+  cleanups.push(() => dir.cleanup());
+  const file = join(dir.path, `${name}.jsonl`);
+  const c = validateConfig(
+    {
+      imds: { endpoint: sim.url, pollIntervalMs: 200, requestTimeoutMs: 1000, firstRequestTimeoutMs: 2000 },
+      state: { path: join(dir.path, 'state.db') },
+      sinks: [{ name: 'audit', type: 'file', path: file }],
+      ...config,
+    },
+    'test',
+    {},
+  );
+  const { logger, lines } = captureLogger();
+  const bridge = await Bridge.create({ config: c, logger });
+  cleanups.push(() => bridge.stop(1000));
+  await bridge.start();
+  const delivered = (): Delivered[] => {
+    try {
+      return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Delivered);
+    } catch {
+      return [];
+    }
+  };
+  return { bridge, lines, delivered };
+}
+
+describe('a resource id that is not plain ASCII', () => {
+  it('read from IMDS: events flow, the source is percent-encoded, nothing is logged as an IMDS failure', async () => {
+    const sim = await simulator({ resourceGroup: 'rg-café prod' });
+    const { lines, delivered } = await bridgeOn(sim);
+    const e = sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => delivered().length === 1, 'the scheduled event');
+    const [ce] = delivered();
+    expect(ce!.source).toContain('/resourceGroups/rg-caf%C3%A9%20prod/');
+    expect(decodeURIComponent(ce!.source)).toBe(sim.compute().resourceId);
+    expect((ce!.data.vm as { resourceId: string }).resourceId).toBe(sim.compute().resourceId);
+    expect(ce!.subject).toBe(e.eventId);
+    expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
+  });
+
+  it('configured as identity.resourceId: the same', async () => {
+    const sim = await simulator();
+    const resourceId = '/subscriptions/s/resourceGroups/grüne Gruppe/providers/Microsoft.Compute/virtualMachines/vm0';
+    const { lines, delivered } = await bridgeOn(sim, { identity: { vmName: 'vm0', resourceId } });
+    sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => delivered().length === 1, 'the scheduled event');
+    expect(delivered()[0]!.source).toBe('/subscriptions/s/resourceGroups/gr%C3%BCne%20Gruppe/providers/Microsoft.Compute/virtualMachines/vm0');
+    expect(lines.some((l) => l.msg === 'IMDS read failed; no transitions from this poll')).toBe(false);
+  });
+});
+
+describe('a failure of our own mapping', () => {
+  it('is a MappingError, never an IMDS error', async () => {
+    const sim = await simulator();
+    sim.addEvent({ noticeMs: 600_000 });
+    const client = new ImdsClient({ endpoint: sim.url });
+    cleanups.push(() => client.close());
+    // a VM identity without a name cannot be mapped (affectsThisVm needs it)
+    const broken = { ...identityFrom(null, { name: 'x' }), name: undefined } as unknown as VmIdentity;
+    await expect(pollOnce(client, null, broken)).rejects.toMatchObject({ name: 'MappingError', code: 'MAPPING_FAILED' });
+  });
+
+  it('stops an approval before IMDS is told: the record and the approved event are built first', async () => {
+    const sim = await simulator();
+    const e = sim.addEvent({ noticeMs: 600_000 });
+    const client = new ImdsClient({ endpoint: sim.url });
+    const store = Store.open(':memory:');
+    cleanups.push(() => store.close());
+    cleanups.push(() => client.close());
+    const read = await client.getScheduledEvents();
+    if (read.kind !== 'document') throw new Error('expected a document');
+    let emitted = 0;
+    const service = new ApprovalService({
+      store,
+      client,
+      logger: silentLogger,
+      document: () => read.document,
+      vm: () => identityFrom(null, { name: 'vm0' }),
+      route: () => {
+        throw new TypeError('cannot route');
+      },
+      emit: () => void emitted++,
+    });
+    await expect(service.approve(e.eventId, { by: 'test', via: 'api' })).rejects.toThrow('cannot route');
+    expect(sim.startRequests).toEqual([]);
+    expect(emitted).toBe(0);
+    expect(store.approval(e.eventId)).toBeNull();
+  });
+});

@@ -350,7 +350,7 @@ export class Bridge {
       let wait: number;
       this.#firstPollAt ??= Date.now();
       try {
-        const result = await pollOnce(this.client, this.#baseline, this.#identity, { signal });
+        const result = await pollOnce(this.client, this.#baseline, this.#identity, { signal, priorOccurrences: (key) => this.store.priorOccurrences(key) });
         this.#apply(result);
         this.metrics.polls.inc({ result: result.kind, code: '' });
         this.metrics.consecutiveFailures.set(0);
@@ -420,7 +420,7 @@ export class Bridge {
     }
     let pending: PendingEvent[];
     try {
-      pending = this.#pending(result.events);
+      pending = this.#pending(result.events).map((p, i) => ({ ...p, occurrence: result.occurrences[i] }));
     } catch (err) {
       throw new MappingError(`cannot route the CloudEvents of IMDS document ${result.document.incarnation}: ${(err as Error).message}`, err);
     }

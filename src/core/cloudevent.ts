@@ -89,10 +89,27 @@ export class MappingError extends Error {
   }
 }
 
-/** cloudEventId builds the deterministic id; see the module comment. */
-export function cloudEventId(kind: TransitionKind, eventId: string, discriminator?: string): string {
-  const id = discriminator === undefined ? `${eventId}/${kind}` : `${eventId}/${kind}/${discriminator}`;
+/**
+ * cloudEventId builds the deterministic id: `<EventId>/<transition>`, plus for `updated` a
+ * digest of the old and new values and for `approved` the approval record's id. A transition
+ * that recurs (Scheduled again after a cancel, Started again, the same update again) is a new
+ * change: its n-th occurrence gets `/<n>` appended (`<EventId>/scheduled/2`). The count comes
+ * from the history the bridge observed, so every VM that observed the same history emits the
+ * same ids. An id over 128 characters becomes `sha256/<hex of the long form>`.
+ */
+export function cloudEventId(kind: TransitionKind, eventId: string, discriminator?: string, occurrence = 1): string {
+  let id = discriminator === undefined ? `${eventId}/${kind}` : `${eventId}/${kind}/${discriminator}`;
+  if (occurrence > 1) id += `/${occurrence}`;
   return id.length <= MAX_ID_LENGTH ? id : `sha256/${createHash('sha256').update(id).digest('hex')}`;
+}
+
+/** occurrenceKey names a transition across its occurrences: the id of its first occurrence. */
+export function occurrenceKey(t: Transition): string {
+  return cloudEventId(t.kind, t.event.eventId, discriminatorOf(t));
+}
+
+function discriminatorOf(t: Transition): string | undefined {
+  return t.kind === 'updated' && t.previous !== undefined ? digest([fieldsOf(t.previous), fieldsOf(t.event)]) : undefined;
 }
 
 function digest(value: unknown): string {
@@ -117,13 +134,11 @@ export interface MappingContext {
   readonly vm: VmIdentity;
   /** When the bridge observed the change (RFC 3339). */
   readonly observedAt: string;
+  /** Which occurrence of this transition of this EventId it is (1 when it never happened before). */
+  readonly occurrence?: number;
 }
 
 export function toCloudEvent(t: Transition, ctx: MappingContext): BridgeEvent {
-  const discriminator =
-    t.kind === 'updated' && t.previous !== undefined
-      ? digest([fieldsOf(t.previous), fieldsOf(t.event)])
-      : undefined;
   const data: EventData = {
     ...fieldsOf(t.event),
     documentIncarnation: t.incarnation,
@@ -132,7 +147,7 @@ export function toCloudEvent(t: Transition, ctx: MappingContext): BridgeEvent {
     ...(t.previous !== undefined ? { previous: fieldsOf(t.previous) } : {}),
     raw: structuredClone(t.event.raw) as Record<string, unknown>,
   };
-  return build(cloudEventId(t.kind, t.event.eventId, discriminator), t.kind, data, t.incarnation, ctx);
+  return build(cloudEventId(t.kind, t.event.eventId, discriminatorOf(t), ctx.occurrence), t.kind, data, t.incarnation, ctx);
 }
 
 /** toApprovedCloudEvent is the `approved` event; `recordId` identifies the approval record. */

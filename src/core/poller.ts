@@ -8,7 +8,7 @@
 import type { ImdsClient } from '../imds/client.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
-import { MappingError, toCloudEvent, type BridgeEvent } from './cloudevent.ts';
+import { MappingError, occurrenceKey, toCloudEvent, type BridgeEvent } from './cloudevent.ts';
 import { diff, type Transition } from './diff.ts';
 
 export interface Baseline {
@@ -24,6 +24,8 @@ export type PollResult =
       readonly etag: string | null;
       readonly transitions: readonly Transition[];
       readonly events: readonly BridgeEvent[];
+      /** Per event: its occurrence key and which occurrence it is (see cloudEventId). */
+      readonly occurrences: readonly { readonly key: string; readonly n: number }[];
       readonly duplicates: number;
     };
 
@@ -31,7 +33,12 @@ export async function pollOnce(
   client: ImdsClient,
   baseline: Baseline | null,
   vm: VmIdentity,
-  options: { signal?: AbortSignal; now?: () => Date } = {},
+  options: {
+    signal?: AbortSignal;
+    now?: () => Date;
+    /** How often each transition (by occurrence key) happened before: the store's memory. */
+    priorOccurrences?: (key: string) => number;
+  } = {},
 ): Promise<PollResult> {
   const read = await client.getScheduledEvents({ etag: baseline?.etag ?? null, signal: options.signal });
   if (read.kind === 'not-modified') return { kind: 'unchanged', etag: baseline?.etag ?? null, etagChanged: false };
@@ -41,10 +48,15 @@ export async function pollOnce(
   }
   const observedAt = (options.now?.() ?? new Date()).toISOString();
   let events: BridgeEvent[];
+  let occurrences: { key: string; n: number }[];
   try {
-    events = transitions.map((t) => toCloudEvent(t, { vm, observedAt }));
+    occurrences = transitions.map((t) => {
+      const key = occurrenceKey(t);
+      return { key, n: (options.priorOccurrences?.(key) ?? 0) + 1 };
+    });
+    events = transitions.map((t, i) => toCloudEvent(t, { vm, observedAt, occurrence: occurrences[i]!.n }));
   } catch (err) {
     throw new MappingError(`cannot map IMDS document ${read.document.incarnation} to CloudEvents: ${(err as Error).message}`, err);
   }
-  return { kind: 'changed', document: read.document, etag: read.etag, transitions, events, duplicates: read.duplicates };
+  return { kind: 'changed', document: read.document, etag: read.etag, transitions, events, occurrences, duplicates: read.duplicates };
 }

@@ -13,7 +13,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { EventsDocument } from '../imds/wire.ts';
 import { deepFreeze } from '../imds/wire.ts';
 
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
 
 export class StoreError extends Error {
   readonly code: 'STORE_OPEN_FAILED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED';
@@ -40,6 +40,8 @@ export interface PendingEvent {
   readonly json: string;
   /** The sinks that should receive it. */
   readonly sinks: readonly string[];
+  /** For transitions: the occurrence key and which occurrence this is (see cloudEventId). */
+  readonly occurrence?: { readonly key: string; readonly n: number } | undefined;
 }
 
 export interface OutboxRow {
@@ -117,6 +119,13 @@ export class Store {
       insertJournal: db.prepare(
         'INSERT OR IGNORE INTO journal (ce_id, event_id, transition, body, created_at) VALUES (?, ?, ?, ?, ?)',
       ),
+      occurrenceGet: db.prepare(
+        `SELECT MAX(n) AS n FROM (SELECT n FROM occurrences WHERE key = ? UNION ALL SELECT COUNT(*) AS n FROM journal WHERE ce_id = ?)`,
+      ),
+      occurrenceSet: db.prepare(
+        'INSERT INTO occurrences (key, n, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET n = excluded.n, updated_at = excluded.updated_at',
+      ),
+      occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
       insertOutbox: db.prepare(
         'INSERT INTO outbox (sink, ce_id, event_id, attempts, created_at, next_attempt_at) VALUES (?, ?, ?, 0, ?, ?)',
       ),
@@ -184,7 +193,9 @@ export class Store {
 
   /**
    * commit records a new document, the CloudEvents it produced and one outbox row per
-   * (event, sink), atomically. A CloudEvent id already journaled keeps its first body.
+   * (event, sink), atomically, and counts each transition's occurrence. A CloudEvent id already
+   * journaled keeps its first body: ids are unique per occurrence, so that only happens when
+   * the very same change is committed twice.
    */
   commit(input: { document: EventsDocument; etag: string | null; observedAt: string; events: readonly PendingEvent[]; now?: number }): void {
     const now = input.now ?? Date.now();
@@ -193,9 +204,20 @@ export class Store {
       s.saveDocument.run(input.document.incarnation, JSON.stringify(input.document), input.etag, input.observedAt);
       for (const e of input.events) {
         s.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);
+        if (e.occurrence !== undefined) s.occurrenceSet.run(e.occurrence.key, e.occurrence.n, now);
         for (const sink of e.sinks) s.insertOutbox.run(sink, e.id, e.eventId, now, now);
       }
     });
+  }
+
+  /**
+   * priorOccurrences tells how often a transition (by its occurrence key, the id of its first
+   * occurrence) was committed before. A journal written before occurrences were counted still
+   * answers 1 for a transition it holds.
+   */
+  priorOccurrences(key: string): number {
+    const row = this.#stmts.occurrenceGet.get(key, key) as { n: number | null } | undefined;
+    return row?.n ?? 0;
   }
 
   /** saveEtag remembers a new ETag for an unchanged document. */
@@ -340,6 +362,7 @@ export class Store {
   /** prune forgets delivered CloudEvents and sink state older than `maxAgeMs`. */
   prune(maxAgeMs: number, now: number = Date.now()): number {
     this.#stmts.statePrune.run(now - maxAgeMs);
+    this.#stmts.occurrencePrune.run(now - maxAgeMs);
     return Number(this.#stmts.prune.run(now - maxAgeMs).changes);
   }
 
@@ -437,6 +460,11 @@ function migrate(db: DatabaseSync): void {
       sink TEXT NOT NULL,
       at INTEGER NOT NULL,
       PRIMARY KEY (event_id, sink)
+    );
+    CREATE TABLE IF NOT EXISTS occurrences (
+      key TEXT PRIMARY KEY,
+      n INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
     );
     INSERT INTO meta (key, value) VALUES ('schema_version', '${SCHEMA_VERSION}')
       ON CONFLICT (key) DO UPDATE SET value = excluded.value;

@@ -128,3 +128,90 @@ describe('a failure of our own mapping', () => {
     expect(store.approval(e.eventId)).toBeNull();
   });
 });
+
+describe('a transition that happens again', () => {
+  const doc = (incarnation: number, events: Record<string, unknown>[]) => JSON.stringify({ DocumentIncarnation: incarnation, Events: events });
+  const ev = (status: string, notBefore: string) => ({
+    EventId: 'E-RECUR',
+    EventType: 'Reboot',
+    ResourceType: 'VirtualMachine',
+    Resources: ['vm0', 'vm1'],
+    EventStatus: status,
+    NotBefore: notBefore,
+    Description: '',
+    EventSource: 'Platform',
+    DurationInSeconds: -1,
+  });
+
+  it('Scheduled, canceled, Scheduled again: a new id with the current data, the same on every VM', async () => {
+    const sim = await simulator();
+    // two VMs of one availability set, each with its own bridge and state, reading the same IMDS
+    const a = await bridgeOn(sim, { identity: { vmName: 'vm0' } }, 'a');
+    const b = await bridgeOn(sim, { identity: { vmName: 'vm1' } }, 'b');
+    const steps: [number, Record<string, unknown>[], number][] = [
+      [2, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')], 1],
+      [3, [], 2],
+      [4, [ev('Scheduled', 'Tue, 24 Nov 2026 18:00:00 GMT')], 3],
+      [5, [], 4],
+      [6, [ev('Scheduled', 'Wed, 25 Nov 2026 09:30:00 GMT')], 5],
+    ];
+    for (const [incarnation, events, count] of steps) {
+      sim.setRawDocument(doc(incarnation, events));
+      await waitFor(() => a.delivered().length === count && b.delivered().length === count, `${count} events at both VMs`);
+    }
+    const got = a.delivered();
+    expect(got.map((e) => e.id)).toEqual(['E-RECUR/scheduled', 'E-RECUR/canceled', 'E-RECUR/scheduled/2', 'E-RECUR/canceled/2', 'E-RECUR/scheduled/3']);
+    expect(got.map((e) => [e.data.notBefore, e.data.documentIncarnation])).toEqual([
+      ['2026-11-23T10:00:00Z', 2],
+      ['2026-11-23T10:00:00Z', 3],
+      ['2026-11-24T18:00:00Z', 4],
+      ['2026-11-24T18:00:00Z', 5],
+      ['2026-11-25T09:30:00Z', 6],
+    ]);
+    expect(b.delivered().map((e) => e.id)).toEqual(got.map((e) => e.id));
+    expect(new Set(got.map((e) => e.id)).size).toBe(got.length);
+  });
+
+  it('Started, back to Scheduled, Started again: the second started has its own id and body', async () => {
+    const sim = await simulator();
+    const a = await bridgeOn(sim, { identity: { vmName: 'vm0' } });
+    const steps: [number, Record<string, unknown>[], number][] = [
+      [2, [ev('Started', '')], 1],
+      [3, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')], 2],
+      [4, [ev('Started', '')], 3],
+    ];
+    for (const [incarnation, events, count] of steps) {
+      sim.setRawDocument(doc(incarnation, events));
+      await waitFor(() => a.delivered().length === count, `${count} events`);
+    }
+    const got = a.delivered();
+    expect(got.map((e) => e.id)).toEqual(['E-RECUR/started', expect.stringMatching(/^E-RECUR\/updated\/[0-9a-f]{16}$/), 'E-RECUR/started/2']);
+    expect(got.map((e) => e.data.documentIncarnation)).toEqual([2, 3, 4]);
+  });
+
+  it('keeps counting across a restart', async () => {
+    const sim = await simulator();
+    const dir = tempDir();
+    cleanups.push(() => dir.cleanup());
+    const config = validateConfig(
+      { imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir.path, 's.db') }, sinks: [{ name: 'f', type: 'file', path: join(dir.path, 'e.jsonl') }], identity: { vmName: 'vm0' } },
+      't',
+      {},
+    );
+    const ids = () => readFileSync(join(dir.path, 'e.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    let bridge = await Bridge.create({ config, logger: silentLogger });
+    await bridge.start();
+    sim.setRawDocument(doc(2, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')]));
+    await waitFor(() => bridge.store.journal().length === 1, 'scheduled');
+    sim.setRawDocument(doc(3, []));
+    await waitFor(() => bridge.store.journal().length === 2, 'canceled');
+    await bridge.stop(1000);
+    sim.setRawDocument(doc(4, [ev('Scheduled', 'Tue, 24 Nov 2026 18:00:00 GMT')]));
+    bridge = await Bridge.create({ config, logger: silentLogger });
+    cleanups.push(() => bridge.stop(1000));
+    await bridge.start();
+    await waitFor(() => bridge.store.journal().length === 3, 'scheduled again');
+    await waitFor(() => ids().length === 3, 'three deliveries');
+    expect(ids()).toEqual(['E-RECUR/scheduled', 'E-RECUR/canceled', 'E-RECUR/scheduled/2']);
+  });
+});

@@ -158,3 +158,20 @@ describe('source of a VM whose resource id is not plain ASCII', () => {
     expect(ce.data!.vm.resourceId).toBe(id);
   });
 });
+
+describe('ids of a transition that recurs', () => {
+  it('appends the occurrence from the second one on, and hashes only what is too long', () => {
+    expect(cloudEventId('scheduled', 'E')).toBe('E/scheduled');
+    expect(cloudEventId('scheduled', 'E', undefined, 1)).toBe('E/scheduled');
+    expect(cloudEventId('scheduled', 'E', undefined, 2)).toBe('E/scheduled/2');
+    expect(cloudEventId('updated', 'E', 'abc', 3)).toBe('E/updated/abc/3');
+    expect(cloudEventId('started', 'E'.repeat(200), undefined, 2)).not.toBe(cloudEventId('started', 'E'.repeat(200)));
+  });
+  it('maps the occurrence into the id and nothing else', () => {
+    const [t] = diff(d1, d2);
+    const first = toCloudEvent(t!, { vm: vm1, observedAt: '2022-04-11T22:10:00.000Z' });
+    const again = toCloudEvent(t!, { vm: vm1, observedAt: '2022-04-11T22:10:00.000Z', occurrence: 2 });
+    expect(again.id).toBe(`${first.id}/2`);
+    expect(again.data).toEqual(first.data);
+  });
+});

@@ -25,15 +25,51 @@ export const configSchema = z.strictObject({
   /** Working directory. */
   cwd: z.string().min(1).optional(),
   /** Extra environment variables (the run gets PATH, HOME, LANG, TZ from the bridge, these, and SE_*). */
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string()).default({}),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string().refine((v) => !v.includes('\0'), 'must not contain a NUL character'))
+    .default({}),
 });
 export type ExecConfig = z.infer<typeof configSchema>;
 
 const TAIL = 2048;
+/** The longest value of one SE_* variable: the whole event is on stdin, however large. */
+export const MAX_ENV_VALUE_BYTES = 4096;
+/** How long the output of a command that has exited may still be read (a background child may hold the pipes). */
+const DRAIN_MS = 100;
 const PASS_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'SystemRoot', 'TEMP', 'TMP', 'USERPROFILE'];
 
-/** eventEnv exposes the event's main fields to the command. */
+/**
+ * eventEnv exposes the event's main fields to the command. A value over MAX_ENV_VALUE_BYTES is
+ * cut (a document with 100,000 Resources would otherwise fail every run with E2BIG) and named
+ * in SE_ENV_TRUNCATED; a value holding a NUL cannot be an environment value at all, so it is
+ * left out and named in SE_ENV_OMITTED. The full event is always on stdin.
+ */
 export function eventEnv(e: BridgeEvent): Record<string, string> {
+  const out: Record<string, string> = {};
+  const truncated: string[] = [];
+  const omitted: string[] = [];
+  for (const [key, value] of Object.entries(rawEventEnv(e))) {
+    if (value.includes('\0')) {
+      omitted.push(key);
+    } else if (Buffer.byteLength(value) > MAX_ENV_VALUE_BYTES) {
+      out[key] = cutUtf8(value, MAX_ENV_VALUE_BYTES);
+      truncated.push(key);
+    } else {
+      out[key] = value;
+    }
+  }
+  if (truncated.length > 0) out.SE_ENV_TRUNCATED = truncated.join(',');
+  if (omitted.length > 0) out.SE_ENV_OMITTED = omitted.join(',');
+  return out;
+}
+
+/** cutUtf8 shortens text to at most `max` UTF-8 bytes without splitting a character. */
+function cutUtf8(text: string, max: number): string {
+  const cut = Buffer.from(text, 'utf8').subarray(0, max).toString('utf8');
+  return cut.endsWith('\uFFFD') ? cut.slice(0, -1) : cut;
+}
+
+function rawEventEnv(e: BridgeEvent): Record<string, string> {
   const d = e.data!;
   return {
     SE_CE_ID: e.id,
@@ -103,11 +139,23 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
       const code = err.code ?? 'ERROR';
       finish(code === 'ENOENT' || code === 'EACCES' ? reject(`cannot start ${config.command[0]}: ${code}`) : retry(`${config.command[0]}: ${code}`));
     });
-    child.on('close', (code, sig) => {
-      const last = tail.trim().split('\n').slice(-3).join(' | ');
-      if (killedFor !== null) return finish(retry(`${config.command[0]} ${killedFor}; process group killed`));
-      if (code === 0) return finish(delivered);
-      finish(retry(`${config.command[0]} exited with ${code !== null ? `code ${code}` : `signal ${sig}`}${last ? `: ${last}` : ''}`));
+    // Settle when the command exits, not when its output closes: a hook that starts a service
+    // in the background exits 0 while the service still holds the pipes. What it printed is read
+    // for a moment more (for the failure reason), then no longer.
+    child.on('exit', (code, sig) => {
+      const settle = () => {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+        const last = tail.trim().split('\n').slice(-3).join(' | ');
+        if (killedFor !== null) return finish(retry(`${config.command[0]} ${killedFor}; process group killed`));
+        if (code === 0) return finish(delivered);
+        finish(retry(`${config.command[0]} exited with ${code !== null ? `code ${code}` : `signal ${sig}`}${last ? `: ${last}` : ''}`));
+      };
+      const drained = setTimeout(settle, DRAIN_MS);
+      child.once('close', () => {
+        clearTimeout(drained);
+        settle();
+      });
     });
     child.stdin!.on('error', () => undefined); // a command that does not read stdin
     child.stdin!.end(`${JSON.stringify(event)}\n`);

@@ -19,14 +19,17 @@ export function summarize(testModules: ReadonlyArray<TestModule>): Summary {
   const s: Summary = { passed: 0, failed: 0, skipped: 0 };
   for (const m of testModules) {
     const tests = [...m.children.allTests()];
-    const moduleFailed = m.state() === 'failed' || m.errors().length > 0;
+    // failed around its tests: an error of the file itself, or a failed file with no failed test
+    const broken = m.errors().length > 0 || (m.state() === 'failed' && !tests.some((t) => t.result().state === 'failed'));
+    let unrun = 0;
     for (const t of tests) {
       const state = t.result().state;
       if (state === 'passed') s.passed++;
-      else if (state === 'failed' || moduleFailed) s.failed++;
+      else if (state === 'failed') s.failed++;
+      else if (broken) unrun++;
       else s.skipped++;
     }
-    if (moduleFailed && !tests.some((t) => t.result().state === 'failed' || t.result().state === 'skipped' || t.result().state === 'pending')) s.failed++;
+    s.failed += broken ? Math.max(1, unrun) : 0;
   }
   return s;
 }

@@ -5,12 +5,13 @@
  *   GET  /v1/approve?token=…      the approval page
  *   POST /v1/approve              the page's form (field `token`)
  *   POST /v1/slack/interactions   Slack block_actions, v0 signed
- * Limits: 64 KiB bodies (413), a per-client rate limit (429), header and request timeouts
- * against slow clients, JSON errors {"error": {"code", "message"}} everywhere but the page.
+ * Limits: 64 KiB bodies (413), a per-client rate limit (429), a connection cap, header, request
+ * and idle timeouts after which a slow client's socket is destroyed (core/listen.ts), JSON
+ * errors {"error": {"code", "message"}} everywhere but the page.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { listen } from '../core/listen.ts';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../core/listen.ts';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { request as undiciRequest } from 'undici';
@@ -39,6 +40,8 @@ export interface ApprovalServerOptions {
   logger: Logger;
   /** Requests per second per client, and the burst allowed. */
   rate?: { perSecond: number; burst: number };
+  /** Open connections at most (default 256). */
+  maxConnections?: number;
 }
 
 class HttpError extends Error {
@@ -66,20 +69,19 @@ export class ApprovalServer {
 
   constructor(options: ApprovalServerOptions) {
     this.#o = options;
-    this.#server = createServer({ headersTimeout: 10_000, requestTimeout: 20_000, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024 }, (req, res) => {
-      this.#handle(req, res).catch((err: unknown) => {
-        this.#o.logger.error({ code: 'APPROVAL_SERVER_ERROR', err: String((err as Error).message ?? err) }, 'approval server failed a request');
-        if (!res.headersSent) json(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
-        else res.destroy();
-      });
-    });
+    this.#server = createGuardedServer(
+      (req, res) => {
+        this.#handle(req, res).catch((err: unknown) => {
+          this.#o.logger.error({ code: 'APPROVAL_SERVER_ERROR', err: String((err as Error).message ?? err) }, 'approval server failed a request');
+          if (!res.headersSent) json(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
+          else res.destroy();
+        });
+      },
+      { ...DEFAULT_SERVER_LIMITS, maxConnections: options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections },
+    );
     this.#server.on('connection', (s: Socket) => {
       this.#sockets.add(s);
       s.on('close', () => this.#sockets.delete(s));
-    });
-    this.#server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":{"code":"BAD_REQUEST","message":"malformed HTTP request"}}');
-      else socket.destroy();
     });
   }
 

@@ -78,6 +78,8 @@ export const ServerConfig = z.strictObject({
   listen: hostPort.default('127.0.0.1:8787'),
   /** Per-client rate limit: sustained requests per second, and the burst allowed (then 429). */
   rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(10), burst: z.number().int().min(1).max(100_000).default(30) }).prefault({}),
+  /** Open connections at most; more are closed at once (slow clients are cut off after 10 s of headers, 20 s per request, 30 s idle). */
+  maxConnections: z.number().int().min(1).max(10_000).default(256),
 });
 
 export const ObservabilityConfig = z.strictObject({

@@ -269,6 +269,7 @@ export class Bridge {
         document: () => this.#baseline?.document ?? null,
         logger,
         rate: config.server.rateLimit,
+        maxConnections: config.server.maxConnections,
       });
       const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(config.server.listen)!;
       this.#serverUrl = await this.#server.listen(m[1]!, Number(m[2]));

@@ -1,7 +1,83 @@
-/** listen starts an HTTP server on HOST:PORT (port 0 picks a free one) and returns its base URL. */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+/**
+ * The HTTP server plumbing of the bridge's own endpoints (approval API, metrics and health):
+ * listening, and the limits that keep bad or slow clients from holding on to the process.
+ */
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 
+/** ServerLimits bound what one server lets its clients hold. */
+export interface ServerLimits {
+  /** Open connections at most; more are closed as soon as they are accepted. */
+  readonly maxConnections: number;
+  /** A request's headers must arrive within this. */
+  readonly headersTimeoutMs: number;
+  /** A whole request must arrive within this. */
+  readonly requestTimeoutMs: number;
+  /** A connection on which nothing moves for this long is closed. */
+  readonly idleTimeoutMs: number;
+  /** A kept-alive connection waits this long for its next request. */
+  readonly keepAliveTimeoutMs: number;
+}
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  maxConnections: 256,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 20_000,
+  idleTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5000,
+};
+
+/** How long a refused client is given to read its error answer before its socket is destroyed. */
+const REFUSAL_FLUSH_MS = 1000;
+
+/**
+ * createGuardedServer is node:http's server with the limits applied, checked every second
+ * (Node's default is every 30 s). A client that breaks the protocol or a timeout gets a JSON
+ * error and its socket destroyed, never half-closed: a peer that never closes its side would
+ * otherwise keep the descriptor forever, and enough of them exhaust the process's descriptors,
+ * which IMDS polls need too.
+ */
+export function createGuardedServer(handler: RequestListener, limits: ServerLimits = DEFAULT_SERVER_LIMITS): Server {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: 1000,
+      maxHeaderSize: 16 * 1024,
+    },
+    handler,
+  );
+  server.maxConnections = limits.maxConnections;
+  server.setTimeout(limits.idleTimeoutMs, (socket: Socket) => socket.destroy());
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuse(err, socket));
+  return server;
+}
+
+function refuse(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable || err.code === 'ECONNRESET' || err.code === 'EPIPE') {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, code] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'Request Timeout', 'REQUEST_TIMEOUT']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE']
+        : [400, 'Bad Request', 'BAD_REQUEST'];
+  const body = JSON.stringify({ error: { code, message: status === 408 ? 'the request did not arrive in time' : 'malformed HTTP request' } });
+  const timer = setTimeout(() => socket.destroy(), REFUSAL_FLUSH_MS);
+  timer.unref();
+  socket.write(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    () => {
+      clearTimeout(timer);
+      socket.destroy();
+    },
+  );
+}
+
+/** listen starts an HTTP server on HOST:PORT (port 0 picks a free one) and returns its base URL. */
 export async function listen(server: Server, host: string, port: number): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -3,9 +3,12 @@
  * /livez (the event loop answers) and /readyz (503 until the first good IMDS read, and while
  * reads keep failing past the threshold).
  */
-import { createServer, type Server } from 'node:http';
-import { listen } from '../core/listen.ts';
+import type { Server } from 'node:http';
+import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../core/listen.ts';
 import type { Metrics } from './metrics.ts';
+
+/** Scrapers and probes need few connections; the cap keeps the endpoint from costing descriptors. */
+const MAX_CONNECTIONS = 64;
 
 export interface Readiness {
   ready: boolean;
@@ -16,7 +19,7 @@ export class ObservabilityServer {
   readonly #server: Server;
 
   constructor(metrics: Metrics, readiness: () => Readiness) {
-    this.#server = createServer({ headersTimeout: 10_000, requestTimeout: 10_000 }, (req, res) => {
+    this.#server = createGuardedServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://o.invalid').pathname;
       const send = (status: number, type: string, body: string) => {
         res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
@@ -36,7 +39,7 @@ export class ObservabilityServer {
         return;
       }
       send(404, 'application/json', '{"error":{"code":"NOT_FOUND","message":"try /metrics, /livez or /readyz"}}');
-    });
+    }, { ...DEFAULT_SERVER_LIMITS, maxConnections: MAX_CONNECTIONS });
   }
 
   listen(host: string, port: number): Promise<string> {

@@ -43,3 +43,12 @@ export function captureLogger(): { logger: Logger; lines: Record<string, unknown
   const logger: Logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
   return { logger, lines };
 }
+
+/** readText reads a file the bridge writes, or '' while it does not exist yet. */
+export function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}

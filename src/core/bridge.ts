@@ -15,6 +15,7 @@ import { ImdsError } from '../imds/errors.ts';
 import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
 import { errorFields, scrub, secretsOf } from '../observability/logger.ts';
 import { Store, StoreError, type PendingEvent } from '../store/store.ts';
+import { StateLock } from '../store/lock.ts';
 import { retryPause, sleep } from './backoff.ts';
 import { MappingError, transitionOf, type BridgeEvent } from './cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from './poller.ts';
@@ -72,6 +73,7 @@ export class Bridge {
   #goodReads = 0;
   #firstPollAt: number | null = null;
   #stopped = false;
+  #lock: StateLock | null = null;
   readonly approvals: ApprovalService;
   /** The links chat sinks show, when approvals are configured. */
   approvalLinks: ApprovalLinks | null = null;
@@ -154,6 +156,14 @@ export class Bridge {
   /** create opens the store and builds every sink; it connects to nothing yet. */
   static async create(o: BridgeOptions): Promise<Bridge> {
     const store = Store.open(o.dryRun ? ':memory:' : o.config.state.path);
+    // one daemon per state database: a second one would deliver everything again
+    let lock: StateLock | null = null;
+    try {
+      lock = o.dryRun ? null : StateLock.acquire(o.config.state.path);
+    } catch (err) {
+      store.close();
+      throw err;
+    }
     const targets: DispatchTarget[] = [];
     const holder: { bridge: Bridge | null } = { bridge: null };
     const fallbackVm = identityFrom(null, {});
@@ -184,9 +194,11 @@ export class Bridge {
     } catch (err) {
       await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
       store.close();
+      lock?.release();
       throw err;
     }
     holder.bridge = new Bridge(o, store, targets);
+    holder.bridge.#lock = lock;
     holder.bridge.approvalLinks = approval ?? null;
     return holder.bridge;
   }
@@ -291,6 +303,7 @@ export class Bridge {
     await this.#dispatcher.stop(deadlineMs);
     await this.client.close();
     this.store.close();
+    this.#lock?.release();
     this.#o.logger.info({}, 'bridge stopped');
   }
 

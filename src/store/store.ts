@@ -16,7 +16,7 @@ import { deepFreeze } from '../imds/wire.ts';
 const SCHEMA_VERSION = 4;
 
 export class StoreError extends Error {
-  readonly code: 'STORE_OPEN_FAILED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED';
+  readonly code: 'STORE_OPEN_FAILED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED' | 'STORE_LOCKED';
   constructor(code: StoreError['code'], message: string, cause?: unknown) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'StoreError';

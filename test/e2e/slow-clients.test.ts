@@ -5,13 +5,13 @@
  * and let a valid, signed approval through.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
 import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
-import { CLI, ROOT, tempDir, waitFor } from '../helpers.ts';
+import { CLI, readText, ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const SLOW_CLIENTS = 1100;
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
@@ -27,14 +27,6 @@ afterAll(async () => {
   await sim.close();
   dir.cleanup();
 });
-
-function fileHas(path: string, text: string): boolean {
-  try {
-    return readFileSync(path, 'utf8').includes(text);
-  } catch {
-    return false;
-  }
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -78,7 +70,7 @@ it('keeps polling and approving under 1,100 slow connections with ulimit -n 1024
   try {
     await waitFor(() => log.includes('approval server listening'), 'the daemon to listen');
     const first = sim.addEvent({ noticeMs: 600_000 });
-    await waitFor(() => fileHas(events, first.eventId), 'the first event');
+    await waitFor(() => readText(events).includes(first.eventId), 'the first event');
 
     for (let i = 0; i < SLOW_CLIENTS; i++) {
       const s = connect(port, '127.0.0.1');
@@ -91,7 +83,7 @@ it('keeps polling and approving under 1,100 slow connections with ulimit -n 1024
     const loadStart = Date.now();
     // IMDS is still read, and a change made now still reaches the sink
     const second = sim.addEvent({ noticeMs: 600_000 });
-    await waitFor(() => fileHas(events, second.eventId), 'the event added under load', 20_000);
+    await waitFor(() => readText(events).includes(second.eventId), 'the event added under load', 20_000);
     const readsUnderLoad = () => sim.requests.filter((r) => r.path === '/metadata/scheduledevents' && r.at >= loadStart).length;
     await waitFor(() => readsUnderLoad() >= 10, 'ten reads under load', 20_000);
 

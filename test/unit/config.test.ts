@@ -19,7 +19,7 @@ function problems(text: string, env: NodeJS.ProcessEnv = {}): readonly string[] 
 describe('configuration', () => {
   it('applies every default to an empty file', () => {
     const c = parseConfigText('', 'empty.yaml', {});
-    expect(c.imds).toEqual({ endpoint: 'http://169.254.169.254', pollIntervalMs: 1000, requestTimeoutMs: 5000, firstRequestTimeoutMs: 120000 });
+    expect(c.imds).toEqual({ endpoint: 'http://169.254.169.254', pollIntervalMs: 1000, maxRetryPauseMs: 5000, requestTimeoutMs: 5000, firstRequestTimeoutMs: 120000 });
     expect(c.sinks).toEqual([]);
     expect(c.log.level).toBe('info');
     expect(c.state.path).toMatch(/state\.db$/);

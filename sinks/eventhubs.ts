@@ -9,13 +9,13 @@ import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
 import { toAmqpPayload, entityPathOf, isConnectionString } from './amqp-cloudevents.ts';
 import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './azure-common.ts';
-import { sinkBase, type SinkModule } from './types.ts';
+import { secret, sinkBase, type SinkModule } from './types.ts';
 
 export const configSchema = z
   .strictObject({
     type: z.literal('eventhubs'),
     ...sinkBase,
-    connectionString: z.string().refine(isConnectionString, 'must be an Event Hubs connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)').optional(),
+    connectionString: secret(z.string().refine(isConnectionString, 'must be an Event Hubs connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)')).optional(),
     fullyQualifiedNamespace: namespaceHost.optional(),
     credential: CredentialConfig.optional(),
     /** Needed unless the connection string has EntityPath. */

@@ -10,13 +10,13 @@ import type { ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, Servi
 import { z } from 'zod';
 import { toAmqpPayload, isConnectionString } from './amqp-cloudevents.ts';
 import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './azure-common.ts';
-import { sinkBase, type SinkModule } from './types.ts';
+import { secret, sinkBase, type SinkModule } from './types.ts';
 
 export const configSchema = z
   .strictObject({
     type: z.literal('servicebus'),
     ...sinkBase,
-    connectionString: z.string().refine(isConnectionString, 'must be a Service Bus connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)').optional(),
+    connectionString: secret(z.string().refine(isConnectionString, 'must be a Service Bus connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)')).optional(),
     fullyQualifiedNamespace: namespaceHost.optional(),
     credential: CredentialConfig.optional(),
     /** The queue or topic name. */

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { toChatMessage } from './chat-model.ts';
 import { jsonClient, postJson } from './http-post.ts';
 import { slackMessage, threadLine } from './slack-blocks.ts';
-import { delivered, httpUrl, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
+import { delivered, httpUrl, reject, retry, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
 
 
 export const configSchema = z
@@ -22,9 +22,9 @@ export const configSchema = z
     type: z.literal('slack'),
     ...sinkBase,
     /** An incoming webhook URL (keep it secret)... */
-    webhookUrl: httpUrl.optional(),
+    webhookUrl: secret(httpUrl).optional(),
     /** ...or a bot token (xoxb-…, scope chat:write) and the channel to post in. */
-    botToken: z.string().regex(/^xox[a-z]-/, 'must be a Slack token (xoxb-…)').optional(),
+    botToken: secret(z.string().regex(/^xox[a-z]-/, 'must be a Slack token (xoxb-…)')).optional(),
     channel: z.string().min(1).optional(),
     /** Bot mode: add a short reply in the message's thread at each change (default true). */
     threadReplies: z.boolean().default(true),

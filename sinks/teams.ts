@@ -6,14 +6,14 @@
 import { z } from 'zod';
 import { toChatMessage } from './chat-model.ts';
 import { jsonClient, postJson } from './http-post.ts';
-import { httpUrl, sinkBase, type Outcome, type SinkModule } from './types.ts';
+import { httpUrl, secret, sinkBase, type Outcome, type SinkModule } from './types.ts';
 import { teamsMessage } from './teams-card.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('teams'),
   ...sinkBase,
   /** The HTTP POST URL of the workflow's webhook trigger (it contains a signature: keep it secret). */
-  webhookUrl: httpUrl,
+  webhookUrl: secret(httpUrl),
 });
 export type TeamsConfig = z.infer<typeof configSchema>;
 

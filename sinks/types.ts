@@ -69,6 +69,15 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
   create(config: C, context: SinkContext): Sink | Promise<Sink>;
 }
 
+/**
+ * secret marks a configuration value as a credential, once, where it is defined: it shows as
+ * `writeOnly: true` in the configuration's JSON Schema, and every value so marked is scrubbed
+ * from logs and stored failure reasons (config/schema.ts secretsOf).
+ */
+export function secret<T extends z.ZodType>(schema: T): T {
+  return schema.meta({ writeOnly: true }) as T;
+}
+
 /** httpUrl: an absolute http(s) URL, the one rule every URL in the configuration follows. */
 export const httpUrl = z.string().refine((v) => {
   try {

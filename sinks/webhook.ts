@@ -11,7 +11,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from '../src/delivery/classify.ts';
-import { httpUrl, reject, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
+import { httpUrl, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
 import { secretKey, signatureHeaders, whsec } from './webhook-signature.ts';
 
 const VERSION = '0.1.0';
@@ -37,18 +37,18 @@ export const configSchema = z.strictObject({
   /** Events per request in batch mode. */
   batchSize: z.number().int().min(1).max(1000).default(100),
   /** Standard Webhooks secret(s); several sign together, for rotation. */
-  secret: z.union([whsec, z.array(whsec).min(1)]).optional(),
+  secret: secret(z.union([whsec, z.array(whsec).min(1)])).optional(),
   /** Extra static request headers. */
   headers: z
     .record(
       z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name').refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
-      z.string(),
+      secret(z.string()),
     )
     .default({}),
   auth: z
     .union([
-      z.strictObject({ bearer: z.string().min(1) }),
-      z.strictObject({ basic: z.strictObject({ username: z.string().min(1), password: z.string() }) }),
+      z.strictObject({ bearer: secret(z.string().min(1)) }),
+      z.strictObject({ basic: z.strictObject({ username: z.string().min(1), password: secret(z.string()) }) }),
     ])
     .optional(),
   tls: z

@@ -1,5 +1,6 @@
 import { Bridge } from '../core/bridge.ts';
-import { createLogger, errorFields, scrub, secretsOf } from '../observability/logger.ts';
+import { createLogger, errorFields, scrub } from '../observability/logger.ts';
+import { secretsOf } from '../config/schema.ts';
 import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { SINK_CONFIG_SCHEMAS } from '../../sinks/registry.ts';
 import { whsec } from '../../sinks/webhook-signature.ts';
-import { httpUrl } from '../../sinks/types.ts';
+import { httpUrl, secret } from '../../sinks/types.ts';
 import { Rule } from '../approval/policy.ts';
 
 
@@ -60,11 +60,11 @@ export type SinkConfig = z.infer<typeof SinkConfig>;
 
 export const ApprovalConfig = z.strictObject({
   /** Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server. */
-  secret: whsec.optional(),
+  secret: secret(whsec).optional(),
   /** The base URL people reach the approval server at; approval links start with it. */
   publicUrl: httpUrl.optional(),
   /** A Slack app's signing secret: enables POST /v1/slack/interactions. */
-  slack: z.strictObject({ signingSecret: z.string().min(1) }).optional(),
+  slack: z.strictObject({ signingSecret: secret(z.string().min(1)) }).optional(),
   /** Ordered rules, first match wins; default: await (a human decides). */
   rules: z.array(Rule).default([]),
   /** Longest life of an approval link; never past NotBefore. */
@@ -107,4 +107,62 @@ export function jsonSchema(): Record<string, unknown> {
     ...z.toJSONSchema(BridgeConfig, { io: 'input', unrepresentable: 'any' }),
     title: 'scheduled-events-bridge configuration',
   };
+}
+
+let schemaCache: Record<string, unknown> | null = null;
+
+/**
+ * secretsOf collects the values a log line or a stored failure reason must never show: every
+ * value the schema marks as a secret (`secret(...)`, `writeOnly` in the JSON Schema) with, for
+ * URLs, their path and query values; and of any other URL, its password and query values.
+ * Longest first, so that a secret containing another is scrubbed whole.
+ */
+export function secretsOf(config: unknown): string[] {
+  schemaCache ??= jsonSchema();
+  const out = new Set<string>();
+  const addUrlParts = (v: string, whole: boolean) => {
+    if (!/^https?:\/\//i.test(v)) return;
+    try {
+      const u = new URL(v);
+      if (u.password) out.add(u.password);
+      // a webhook URL is a credential in itself: its path is as secret as the whole
+      if (whole && u.pathname.length >= 8) out.add(u.pathname);
+      for (const value of u.searchParams.values()) if (value.length >= 6) out.add(value);
+    } catch {
+      /* not a URL */
+    }
+  };
+  const everyString = (v: unknown, visit: (s: string) => void): void => {
+    if (typeof v === 'string') visit(v);
+    else if (Array.isArray(v)) v.forEach((x) => everyString(x, visit));
+    else if (v !== null && typeof v === 'object') Object.values(v).forEach((x) => everyString(x, visit));
+  };
+  const walk = (value: unknown, schema: unknown): void => {
+    if (schema === null || typeof schema !== 'object') return;
+    const s = schema as {
+      writeOnly?: boolean;
+      anyOf?: unknown[];
+      oneOf?: unknown[];
+      allOf?: unknown[];
+      properties?: Record<string, unknown>;
+      additionalProperties?: unknown;
+      items?: unknown;
+    };
+    if (s.writeOnly === true) {
+      everyString(value, (v) => {
+        if (v.length >= 6) out.add(v);
+        addUrlParts(v, true);
+      });
+      return;
+    }
+    for (const branch of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])]) walk(value, branch);
+    if (Array.isArray(value)) {
+      for (const item of value) walk(item, s.items);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) walk(v, s.properties?.[k] ?? s.additionalProperties);
+    }
+  };
+  walk(config, schemaCache);
+  everyString(config, (v) => addUrlParts(v, false));
+  return [...out].sort((a, b) => b.length - a.length);
 }

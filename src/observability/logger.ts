@@ -1,9 +1,10 @@
 /**
  * createLogger builds the bridge's pino logger: JSON lines with one stable field set (sink,
  * eventId, transition, code, err), readable when the output is a terminal. Secrets never reach
- * the output: every finished line is scrubbed of the configured secret values and of anything
- * shaped like one (SAS keys, connection strings, whsec_ secrets, Slack tokens, signatures, the
- * secret parts of Slack and Teams webhook URLs), error messages from libraries included.
+ * the output: every finished line is scrubbed of the configured secret values (config/schema.ts
+ * secretsOf) and of anything shaped like one (SAS keys, connection strings, whsec_ secrets,
+ * Slack tokens, signatures, the secret parts of Slack and Teams webhook URLs), error messages
+ * from libraries included.
  */
 import { createRequire } from 'node:module';
 import { pino, type Logger, type DestinationStream } from 'pino';
@@ -24,35 +25,6 @@ const PATTERNS: [RegExp, string][] = [
   [/\bv0=[0-9a-f]{64}\b/g, 'v0=[redacted]'],
 ];
 
-/** Key names whose values are secrets wherever they appear in the configuration. */
-const SECRET_KEYS = new Set(['secret', 'signingSecret', 'botToken', 'connectionString', 'webhookUrl', 'password', 'bearer', 'token']);
-
-/** secretsOf collects every secret value of a configuration (and the query strings of URLs). */
-export function secretsOf(config: unknown): string[] {
-  const out = new Set<string>();
-  const walk = (v: unknown, key: string) => {
-    if (typeof v === 'string') {
-      if (SECRET_KEYS.has(key) && v.length >= 6) out.add(v);
-      if (/^https?:\/\//.test(v)) {
-        try {
-          const u = new URL(v);
-          if (u.password) out.add(u.password);
-          // a webhook URL is a credential in itself: its path is as secret as the whole
-          if (SECRET_KEYS.has(key) && u.pathname.length >= 8) out.add(u.pathname);
-          for (const value of u.searchParams.values()) if (value.length >= 6) out.add(value);
-        } catch {
-          /* not a URL */
-        }
-      }
-      return;
-    }
-    if (Array.isArray(v)) v.forEach((x) => walk(x, key));
-    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, k);
-  };
-  walk(config, '');
-  return [...out].sort((a, b) => b.length - a.length);
-}
-
 /** scrub removes secrets from one piece of text. */
 export function scrub(text: string, secrets: readonly string[] = []): string {
   let out = text;
@@ -69,7 +41,7 @@ export interface LoggerOptions {
   level?: string;
   /** Where the lines go: stdout (default) or stderr (when the stdout sink owns stdout), or a stream. */
   destination?: 'stdout' | 'stderr' | DestinationStream;
-  /** Secret values to scrub from every line (see secretsOf). */
+  /** Secret values to scrub from every line (config/schema.ts secretsOf). */
   secrets?: readonly string[];
   /** Human-readable lines; default: when the destination is a terminal. */
   pretty?: boolean;

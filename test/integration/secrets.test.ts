@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/core/bridge.ts';
 import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { createLogger, scrub, secretsOf } from '../../src/observability/logger.ts';
+import { createLogger, scrub } from '../../src/observability/logger.ts';
+import { secretsOf } from '../../src/config/schema.ts';
 import { AmqpPeer } from '../peers/amqp-peer.ts';
 import { HttpPeer } from '../peers/http-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';
@@ -26,6 +27,7 @@ const S = {
   approvalSecret: `whsec_${Buffer.from('approval-signing-key-0123456789').toString('base64')}`,
   slackSigning: 'slack-signing-secret-abcdef',
   basicPassword: 'basic-password-5f3c',
+  apiKey: 'api-key-header-77d1e0',
 };
 
 let sim: ImdsSimulator;
@@ -40,7 +42,7 @@ beforeAll(async () => {
   await sim.listen(0);
   http = new HttpPeer();
   await http.listen();
-  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)}` });
+  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)} ${String(r.headers['x-api-key'])}` });
   amqp = new AmqpPeer();
   await amqp.listen();
   amqp.cbsStatusCode = 401;
@@ -53,7 +55,7 @@ beforeAll(async () => {
       state: { path: join(dir.path, 'state.db') },
       sinks: [
         { name: 'hook', type: 'webhook', url: `${http.url}/hook?code=${S.teamsSig}`, secret: S.webhookSecret, auth: { bearer: S.bearer }, delivery: fast },
-        { name: 'basic', type: 'webhook', url: `${http.url}/basic`, auth: { basic: { username: 'u', password: S.basicPassword } }, delivery: fast },
+        { name: 'basic', type: 'webhook', url: `${http.url}/basic`, auth: { basic: { username: 'u', password: S.basicPassword } }, headers: { 'X-Api-Key': S.apiKey }, delivery: fast },
         { name: 'dead', type: 'webhook', url: 'http://127.0.0.1:1/x', secret: S.webhookSecret, delivery: fast },
         { name: 'hub', type: 'eventhubs', connectionString: cs('maintenance'), delivery: fast },
         { name: 'queue', type: 'servicebus', connectionString: cs(), entity: 'q', delivery: fast },
@@ -99,6 +101,24 @@ describe('secrets', () => {
       expect(everything.includes(value), `${name} leaked`).toBe(false);
     }
     expect(everything).not.toMatch(/SharedAccessKey=(?!\[redacted\])/);
+  });
+
+  it('takes every value the schema marks as a secret, and nothing else', () => {
+    const config = validateConfig(
+      {
+        sinks: [
+          { name: 'w', type: 'webhook', url: 'https://example.com/ok?code=querysecret1', headers: { 'X-Api-Key': 'header-secret-1', 'X-Team': 'platform-team' }, auth: { bearer: 'bearer-secret-1' } },
+          { name: 'e', type: 'exec', command: ['/bin/true'], env: { MODE: 'graceful-drain' } },
+        ],
+        approval: { secret: S.approvalSecret },
+      },
+      't',
+      {},
+    );
+    const secrets = secretsOf(config);
+    expect(secrets).toEqual(expect.arrayContaining(['header-secret-1', 'platform-team', 'bearer-secret-1', 'querysecret1', S.approvalSecret]));
+    expect(secrets).not.toContain('graceful-drain');
+    expect(secrets).not.toContain('https://example.com/ok?code=querysecret1');
   });
 
   it('scrubs secret shapes from any text', () => {

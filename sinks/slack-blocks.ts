@@ -29,8 +29,18 @@ export function slackDate(epoch: number, iso: string): string {
   return `<!date^${epoch}^{date_short_pretty} {time}|${utcText(iso)}>`;
 }
 
-function escape(text: string): string {
+/**
+ * escape makes text inert in Slack's mrkdwn and in a message's fallback `text`: `&`, `<` and
+ * `>` are entities, so nothing from IMDS or an approver can form `<!channel>`, `<@U…>` or a
+ * `<url|label>` link.
+ */
+export function escape(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** code renders text in a code span; Slack has no escape for a backtick inside one, so it becomes ˋ. */
+function code(text: string): string {
+  return `\`${escape(text).replace(/`/g, 'ˋ')}\``;
 }
 
 export interface SlackRenderOptions {
@@ -61,7 +71,7 @@ export function slackMessage(msg: ChatMessage, options: SlackRenderOptions = {})
       {
         type: 'mrkdwn',
         text: truncate(
-          `${ICON[msg.severity]} ${msg.transition} · EventId \`${escape(msg.eventId)}\` · seen ${slackDate(observedEpoch, msg.observedAt)} on ${escape(msg.thisVm)}`,
+          `${ICON[msg.severity]} ${msg.transition} · EventId ${code(msg.eventId)} · seen ${slackDate(observedEpoch, msg.observedAt)} on ${escape(msg.thisVm)}`,
           LIMITS.text,
         ),
       },
@@ -79,7 +89,7 @@ export function slackMessage(msg: ChatMessage, options: SlackRenderOptions = {})
     blocks.push({ type: 'actions', block_id: 'se_bridge_approval', elements: [button] });
   }
   const when = nb ? `, not before ${utcText(nb.iso)} (${nb.timeLeft})` : '';
-  return { text: truncate(`${msg.title}${when}. EventId ${msg.eventId}`, LIMITS.fallback), blocks: blocks.slice(0, LIMITS.blocks) };
+  return { text: truncate(escape(`${msg.title}${when}. EventId ${msg.eventId}`), LIMITS.fallback), blocks: blocks.slice(0, LIMITS.blocks) };
 }
 
 /** threadLine is the short reply added under the first message when an event moves on. */

@@ -16,16 +16,30 @@ const STYLE: Record<Severity, { container: string; color: string }> = {
   info: { container: 'emphasis', color: 'Default' },
 };
 
+/**
+ * md makes text literal in the Markdown that Teams renders in TextBlocks and facts: the
+ * characters that open links, images, autolinks, mentions, emphasis and code are escaped with a
+ * backslash (CommonMark), a line that would start a list is escaped too, and
+ * `{{` is broken up so that nothing becomes a DATE()/TIME() function. Nothing from IMDS can
+ * become a link beside the real Approve button, a mention, or emphasis.
+ */
+export function md(text: string): string {
+  return text
+    .replace(/[\\`*_[\]<~]/g, '\\$&')
+    .replace(/^(\s*)([-+]|\d+\.)(?=\s)/gm, '$1\\$2')
+    .replace(/\{\{/g, '{\u200b{');
+}
+
 export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
   const s = STYLE[msg.severity];
   const nb = msg.notBefore;
   const facts = [
-    { title: 'Event', value: `${msg.eventType} · ${msg.eventStatus}` },
-    { title: 'Source', value: msg.source === 'User' ? 'User (an administrator asked for it)' : msg.source },
+    { title: 'Event', value: `${md(msg.eventType)} · ${md(msg.eventStatus)}` },
+    { title: 'Source', value: msg.source === 'User' ? 'User (an administrator asked for it)' : md(msg.source) },
     { title: 'Not before', value: nb ? `${utcText(nb.iso)} (${nb.timeLeft})` : msg.eventStatus === 'Started' ? 'now (started)' : '-' },
     { title: 'Expected impact', value: msg.duration },
-    { title: 'VMs', value: vmList(msg) },
-    { title: 'EventId', value: msg.eventId },
+    { title: 'VMs', value: md(vmList(msg)) },
+    { title: 'EventId', value: md(msg.eventId) },
   ];
   const body: Record<string, unknown>[] = [
     {
@@ -33,8 +47,8 @@ export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
       style: s.container,
       bleed: true,
       items: [
-        { type: 'TextBlock', text: msg.title, weight: 'Bolder', size: 'Large', color: s.color, wrap: true },
-        { type: 'TextBlock', text: `${msg.transition} · seen {{DATE(${isoSeconds(msg.observedAt)}, SHORT)}} {{TIME(${isoSeconds(msg.observedAt)})}} on ${msg.thisVm}`, isSubtle: true, spacing: 'None', wrap: true },
+        { type: 'TextBlock', text: md(msg.title), weight: 'Bolder', size: 'Large', color: s.color, wrap: true },
+        { type: 'TextBlock', text: `${msg.transition} · seen {{DATE(${isoSeconds(msg.observedAt)}, SHORT)}} {{TIME(${isoSeconds(msg.observedAt)})}} on ${md(msg.thisVm)}`, isSubtle: true, spacing: 'None', wrap: true },
       ],
     },
     { type: 'FactSet', facts },
@@ -42,7 +56,7 @@ export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
   if (nb) {
     body.push({ type: 'TextBlock', text: `Your local time: {{DATE(${isoSeconds(nb.iso)}, SHORT)}} {{TIME(${isoSeconds(nb.iso)})}}`, isSubtle: true, size: 'Small', wrap: true });
   }
-  if (msg.description !== '') body.push({ type: 'TextBlock', text: msg.description, wrap: true });
+  if (msg.description !== '') body.push({ type: 'TextBlock', text: md(msg.description), wrap: true });
   return {
     type: 'AdaptiveCard',
     $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',

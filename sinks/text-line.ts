@@ -1,7 +1,9 @@
 /**
  * formatEventLine renders one CloudEvent of the bridge as a single human-readable line:
  * when, what transition, which event type, the EventId, the VMs (this one starred), when it
- * may start and how long it is expected to last.
+ * may start and how long it is expected to last. Every value that came from IMDS or from an
+ * approver passes through `printable`, so no value can add a line, move the cursor or recolour
+ * the terminal.
  */
 import type { BridgeEvent } from './types.ts';
 
@@ -12,21 +14,44 @@ export function formatEventLine(event: BridgeEvent): string {
   const kind = event.type.replace(/^azure\.scheduledevent\./, '');
   if (d === undefined) return `${event.time ?? ''} ${kind} ${event.subject ?? event.id}`;
   const observed = event.time ?? new Date().toISOString();
-  const vms = d.resources.map((r) => (r.toLowerCase() === d.vm.name.toLowerCase() ? `${r}*` : r)).join(',') || '-';
+  const vms = d.resources.map((r) => printable(r.toLowerCase() === d.vm.name.toLowerCase() ? `${r}*` : r)).join(',') || '-';
   const parts = [
     observed.replace(/\.\d+Z$/, 'Z'),
     kind.toUpperCase().padEnd(KIND_WIDTH),
-    d.eventType.padEnd(9),
-    d.eventId,
+    printable(d.eventType).padEnd(9),
+    printable(d.eventId),
     `vms=${vms}`,
-    `status=${d.eventStatus}`,
-    `source=${d.eventSource}`,
+    `status=${printable(d.eventStatus)}`,
+    `source=${printable(d.eventSource)}`,
   ];
   if (d.notBefore !== null) parts.push(`notBefore=${d.notBefore} (${timeLeft(d.notBefore, observed)})`);
   if (d.durationInSeconds >= 0) parts.push(`duration=${d.durationInSeconds}s`);
-  if (d.approval !== undefined) parts.push(`approvedBy=${d.approval.by} via=${d.approval.via}`);
-  if (d.description !== '') parts.push(`"${d.description}"`);
+  if (d.approval !== undefined) parts.push(`approvedBy=${printable(d.approval.by)} via=${printable(d.approval.via)}`);
+  if (d.description !== '') parts.push(`"${printable(d.description).replace(/"/g, '\\"')}"`);
   return parts.join('  ');
+}
+
+/**
+ * printable shows text on one terminal line as it is: control characters (C0, DEL, C1 with
+ * ESC among them), line and paragraph separators and the invisible bidirectional controls
+ * become visible escapes (`\n`, `\u001b`), and a backslash is doubled, so nothing in the
+ * text can forge a line or hide what follows it.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\\\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    switch (c) {
+      case '\\':
+        return '\\\\';
+      case '\n':
+        return '\\n';
+      case '\r':
+        return '\\r';
+      case '\t':
+        return '\\t';
+      default:
+        return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+    }
+  });
 }
 
 /** timeLeft says how far `target` lies after `from`, e.g. "in 14m 58s" or "3m 2s ago". */

@@ -16,6 +16,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { request as undiciRequest } from 'undici';
 import { toChatMessage } from '../../sinks/chat-model.ts';
+import { escape as escapeSlack } from '../../sinks/slack-blocks.ts';
 import { toCloudEvent } from '../core/cloudevent.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
@@ -243,7 +244,10 @@ export class ApprovalServer {
       .approve(claims.e, { by: `@${who}`, via: 'slack' })
       .then(async (r) => {
         this.#o.store.remember(`token:${claims.nonce}`, null, Math.max(60_000, claims.x * 1000 - Date.now() + 60_000));
-        const line = r.status === 'approved' ? `:white_check_mark: Approved by <@${payload.user?.id ?? who}> — Azure may start the maintenance now.` : `:white_check_mark: Already approved by ${r.by} (${r.via}).`;
+        const line =
+          r.status === 'approved'
+            ? `:white_check_mark: Approved by <@${escapeSlack(payload.user?.id ?? who)}> — Azure may start the maintenance now.`
+            : `:white_check_mark: Already approved by ${escapeSlack(r.by)} (${escapeSlack(r.via)}).`;
         const blocks = (payload.message?.blocks ?? []).filter((b) => b.type !== 'actions');
         blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: line }] });
         await this.#respond(payload.response_url, { replace_original: true, text: line, blocks });

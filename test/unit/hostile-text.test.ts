@@ -1,0 +1,90 @@
+/**
+ * Text from IMDS (and from approvers) reaches a terminal, Slack and Teams. With hostile values
+ * in every field, each target shows them as text: no forged stdout line, no terminal escape,
+ * no Slack mention or link, no Teams link, emphasis, list or mention. Teams' Markdown is
+ * checked with a CommonMark renderer (markdown-it), Slack's mrkdwn by its only active syntax,
+ * `<…>`.
+ */
+import MarkdownIt from 'markdown-it';
+import { describe, expect, it } from 'vitest';
+import { toCloudEvent } from '../../src/core/cloudevent.ts';
+import { diff } from '../../src/core/diff.ts';
+import { identityFrom } from '../../src/imds/identity.ts';
+import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
+import { toChatMessage } from '../../sinks/chat-model.ts';
+import { slackMessage, threadLine } from '../../sinks/slack-blocks.ts';
+import { adaptiveCard } from '../../sinks/teams-card.ts';
+import { formatEventLine } from '../../sinks/text-line.ts';
+
+const HOSTILE = {
+  EventId: 'E-1`\u001b[31mFAKE\n2026-11-22T00:00:00Z  SCHEDULED <!channel>',
+  EventType: 'Reboot\u001b]8;;https://evil.example\u0007<!here>*bold*',
+  EventStatus: 'Scheduled',
+  Resources: ['vm0', '<https://evil.example|click me>', '[Approve](https://evil.example)', '- listed', '<@U123>'],
+  EventSource: 'Platform\r\nX-Injected: 1 \u009b2J',
+  Description: '[Approve now](https://evil.example/approve) **urgent** <at>CEO</at> \u202eevil\u202c\n1. item\n`code` _em_ ~strike~ ![img](https://evil.example/x.png) {{DATE(2020-01-01T00:00:00Z)}} <https://evil.example>',
+  NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT',
+  DurationInSeconds: 30,
+};
+const APPROVE = 'https://bridge.example/v1/approve?token=t';
+
+const event = (() => {
+  const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 2, Events: [HOSTILE] })).document);
+  return toCloudEvent(t!, { vm: identityFrom(null, { name: 'vm0' }), observedAt: '2026-11-22T10:00:00Z' });
+})();
+const message = toChatMessage(event, { approveUrl: APPROVE });
+
+describe('stdout line', () => {
+  const line = formatEventLine(event);
+  it('stays one line with no control or bidi character, whatever the fields hold', () => {
+    expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    expect(line).toContain('\\u001b[31mFAKE\\n2026-11-22T00:00:00Z');
+    expect(line).toContain('source=Platform\\r\\nX-Injected: 1 \\u009b2J');
+    expect(line).toContain('\\u202eevil\\u202c');
+  });
+});
+
+describe('Slack', () => {
+  const payload = slackMessage(message);
+  // what Slack parses as mrkdwn: the fallback text, thread replies and every mrkdwn object
+  const texts: string[] = [payload.text, threadLine(message)];
+  JSON.stringify(payload.blocks, (_k, v: unknown) => {
+    const o = v as { type?: unknown; text?: unknown } | null;
+    if (o !== null && typeof o === 'object' && o.type === 'mrkdwn' && typeof o.text === 'string') texts.push(o.text);
+    return v;
+  });
+  it('no <…> syntax but its own dates: no mention, no channel ping, no link label', () => {
+    for (const t of texts) {
+      for (const m of t.matchAll(/</g)) expect(t.slice(m.index, m.index + 7)).toBe('<!date^');
+    }
+    expect(texts.join('\n')).toContain('&lt;!channel&gt;');
+    expect(payload.text).toContain('&lt;!channel&gt;');
+    expect(texts.join('\n')).toContain('&lt;https://evil.example|click me&gt;');
+  });
+  it('keeps the EventId code span whole', () => {
+    const context = texts.find((t) => t.includes('EventId') && t.includes(' seen '))!;
+    expect(context.match(/`/g)).toHaveLength(2);
+    expect(context).toContain('E-1ˋ');
+  });
+});
+
+describe('Teams', () => {
+  const card = adaptiveCard(message) as { body: Record<string, unknown>[]; actions: { type: string; url: string }[] };
+  const texts: string[] = [];
+  JSON.stringify(card.body, (k, v: unknown) => {
+    if ((k === 'text' || k === 'value') && typeof v === 'string') texts.push(v);
+    return v;
+  });
+  const md = new MarkdownIt({ linkify: false });
+  it('renders every IMDS value as text: no link, image, emphasis, list, code or HTML', () => {
+    for (const t of texts) {
+      const html = md.renderInline(t);
+      expect(html, t).not.toMatch(/<(a|img|em|strong|s|code|li|at)\b/);
+      expect(md.render(t), t).not.toMatch(/<(ol|ul|li)\b/);
+    }
+    expect(texts.join('\n')).not.toContain('{{DATE(2020');
+  });
+  it('has one action, the real Approve link', () => {
+    expect(card.actions).toEqual([expect.objectContaining({ type: 'Action.OpenUrl', url: APPROVE })]);
+  });
+});

@@ -56,30 +56,54 @@ export interface EventsDocument {
   readonly events: readonly ScheduledEvent[];
 }
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const RFC1123 =
-  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} (GMT|UTC|Z|[+-]\d{4})$/;
-const ISO8601 = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{1,2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) (\d{2}):(\d{2}):(\d{2}) (GMT|UTC|Z|[+-]\d{4})$/;
+const ISO8601 = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
 
 /**
  * parseNotBefore reads IMDS's NotBefore: RFC 1123 (the documented form), ISO 8601 (what
  * Microsoft's mock server emits) or "" (the event has started). ISO times without a zone are
- * taken as UTC, as the documentation states every NotBefore is. Anything else is null: the
- * event is still reported, with the original text kept in `raw`.
+ * taken as UTC, as the documentation states every NotBefore is. Every part is checked, so an
+ * impossible date (31 February, year 0000, hour 25) is never rolled over into another date as
+ * `Date.parse` would do; the weekday of RFC 1123 is not checked (be liberal). Anything else is
+ * null: the event is still reported, with the original text kept in `raw`.
  */
 export function parseNotBefore(value: string | undefined): string | null {
   if (value === undefined) return null;
   const text = value.trim();
   if (text === '') return null;
-  let ms: number;
-  if (RFC1123.test(text)) {
-    ms = Date.parse(text);
-  } else if (ISO8601.test(text)) {
-    const hasZone = /(Z|[+-]\d{2}:?\d{2})$/i.test(text);
-    ms = Date.parse(hasZone ? text : `${text.replace(' ', 'T')}Z`);
+  let ms: number | null = null;
+  const r = RFC1123.exec(text);
+  if (r !== null) {
+    ms = utcMs(+r[3]!, MONTHS.indexOf(r[2]!) + 1, +r[1]!, +r[4]!, +r[5]!, +r[6]!, 0, zoneMinutes(r[7]!));
   } else {
-    return null;
+    const i = ISO8601.exec(text);
+    if (i !== null) {
+      const millis = i[7] === undefined ? 0 : Math.floor(Number(`0${i[7]}`) * 1000);
+      ms = utcMs(+i[1]!, +i[2]!, +i[3]!, +i[4]!, +i[5]!, +(i[6] ?? 0), millis, zoneMinutes(i[8] ?? 'Z'));
+    }
   }
-  return Number.isFinite(ms) ? new Date(ms).toISOString().replace('.000Z', 'Z') : null;
+  return ms === null ? null : new Date(ms).toISOString().replace('.000Z', 'Z');
+}
+
+/** zoneMinutes reads GMT, UTC, Z, +hhmm or +hh:mm as minutes east of UTC; null when out of range. */
+function zoneMinutes(zone: string): number | null {
+  const z = zone.toUpperCase();
+  if (z === 'GMT' || z === 'UTC' || z === 'Z') return 0;
+  const m = /^([+-])(\d{2}):?(\d{2})$/.exec(z);
+  if (m === null || +m[2]! > 23 || +m[3]! > 59) return null;
+  return (m[1] === '-' ? -1 : 1) * (+m[2]! * 60 + +m[3]!);
+}
+
+/** utcMs is the instant of a calendar date and time, or null when any part is impossible. */
+function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, millis: number, offset: number | null): number | null {
+  if (offset === null || year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  if (d.getUTCMonth() !== month - 1 || d.getUTCDate() !== day) return null; // 31 Feb, 29 Feb 2026
+  d.setUTCHours(hour, minute, second, millis);
+  return d.getTime() - offset * 60_000;
 }
 
 const STATUS_RANK: Record<string, number> = { Scheduled: 1, Started: 2 };

@@ -18,8 +18,32 @@ describe('parseNotBefore', () => {
     ['tomorrow at noon', null],
     ['Mon, 99 Foo 2022 22:26:58 GMT', null],
     ['2025-13-45T99:99:99Z', null],
+    // impossible dates are null, never rolled over into other dates
+    ['Mon, 31 Feb 2026 10:00:00 GMT', null],
+    ['Sun, 29 Feb 2026 10:00:00 GMT', null],
+    ['Thu, 29 Feb 2024 10:00:00 GMT', '2024-02-29T10:00:00Z'],
+    ['Sat, 01 Jan 0000 00:00:00 GMT', null],
+    ['0000-01-01T00:00:00Z', null],
+    ['2026-02-30T10:00:00Z', null],
+    ['2026-04-31T10:00:00Z', null],
+    ['Mon, 23 Nov 2026 24:00:00 GMT', null],
+    ['Mon, 23 Nov 2026 10:60:00 GMT', null],
+    ['2026-11-23T10:00:00+25:00', null],
+    ['Mon, 23 Nov 2026 10:00:00 +0popular', null],
+    ['Mon, 3 Nov 2026 10:00:00 GMT', '2026-11-03T10:00:00Z'],
+    ['2026-11-23T10:00:00-05:30', '2026-11-23T15:30:00Z'],
+    ['0099-03-01T00:00:00Z', '0099-03-01T00:00:00Z'],
   ])('%j -> %j', (input, expected) => {
     expect(parseNotBefore(input)).toBe(expected);
+  });
+});
+
+describe('an impossible NotBefore in a document', () => {
+  it('gives notBefore null with the original text kept in raw', () => {
+    const wire = { EventId: 'E', EventType: 'Reboot', EventStatus: 'Scheduled', NotBefore: 'Mon, 31 Feb 2026 10:00:00 GMT' };
+    const [e] = toDomainDocument(WireDocument.parse({ DocumentIncarnation: 1, Events: [wire] })).document.events;
+    expect(e!.notBefore).toBeNull();
+    expect(e!.raw.NotBefore).toBe('Mon, 31 Feb 2026 10:00:00 GMT');
   });
 });
 

@@ -14,18 +14,27 @@ export async function main(argv: string[]): Promise<number> {
   const stdoutTaken = config.sinks.some((s) => s.type === 'stdout');
   const secrets = secretsOf(config);
   const logger = createLogger({ level: config.log.level, destination: stdoutTaken ? 'stderr' : 'stdout', secrets });
+  const cannotStart = (err: unknown): number => {
+    logger.fatal(errorFields(err), 'cannot start');
+    process.stderr.write(`se-bridge run: ${scrub(errorFields(err).err, secrets)}\n`);
+    return EXIT.failure;
+  };
   let bridge: Bridge;
   try {
     bridge = await Bridge.create({ config, logger, dryRun: values['dry-run'] === true });
   } catch (err) {
-    logger.fatal(errorFields(err), 'cannot start');
-    process.stderr.write(`se-bridge run: ${scrub(errorFields(err).err, secrets)}\n`);
-    return EXIT.failure;
+    return cannotStart(err);
   }
   let resolveStop!: (signal: string) => void;
   const stopped = new Promise<string>((resolve) => (resolveStop = resolve));
   const detach = onShutdown((signal) => resolveStop(signal));
-  await bridge.start();
+  try {
+    await bridge.start();
+  } catch (err) {
+    detach();
+    await bridge.stop(SHUTDOWN_DEADLINE_MS).catch(() => undefined);
+    return cannotStart(err);
+  }
   const signal = await stopped;
   logger.info({ signal }, 'shutting down');
   await bridge.stop(SHUTDOWN_DEADLINE_MS);

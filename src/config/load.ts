@@ -7,7 +7,7 @@
  * naming it); `${NAME:-fallback}` uses the fallback when NAME is unset or empty; `$${` is a
  * literal `${`.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { BridgeConfig } from './schema.ts';
@@ -26,17 +26,24 @@ export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessE
   return flag ?? env.SE_BRIDGE_CONFIG ?? 'config/bridge.yaml';
 }
 
+/** A configuration file is a few KiB; anything past this is a mistake or an attack, refused before it is parsed. */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
   let text: string;
   try {
+    const size = statSync(path).size;
+    if (size > MAX_CONFIG_BYTES) throw new ConfigError(path, [`(file): is ${size} bytes; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
     text = readFileSync(path, 'utf8');
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw new ConfigError(path, [`(file): cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
   }
   return parseConfigText(text, path, env);
 }
 
 export function parseConfigText(text: string, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  if (text.length > MAX_CONFIG_BYTES) throw new ConfigError(source, [`(file): is ${text.length} characters; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
@@ -44,7 +51,13 @@ export function parseConfigText(text: string, source: string, env: NodeJS.Proces
       doc.errors.map((e) => `(yaml) line ${e.linePos?.[0]?.line ?? '?'}, column ${e.linePos?.[0]?.col ?? '?'}: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`),
     );
   }
-  const raw: unknown = doc.toJS() ?? {};
+  let raw: unknown;
+  try {
+    // yaml refuses documents whose aliases would expand past a sane size (an "alias bomb")
+    raw = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  } catch (err) {
+    throw new ConfigError(source, [`(yaml): ${(err as Error).message}`]);
+  }
   return validateConfig(raw, source, env);
 }
 

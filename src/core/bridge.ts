@@ -198,7 +198,14 @@ export class Bridge {
       lock?.release();
       throw err;
     }
-    holder.bridge = new Bridge(o, store, targets);
+    try {
+      holder.bridge = new Bridge(o, store, targets);
+    } catch (err) {
+      await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
+      store.close();
+      lock?.release();
+      throw err;
+    }
     holder.bridge.#lock = lock;
     holder.bridge.approvalLinks = approval ?? null;
     return holder.bridge;

@@ -47,7 +47,7 @@ export interface ScheduledEvent {
   readonly description: string;
   readonly eventSource: string;
   readonly durationInSeconds: number;
-  /** The event object exactly as received. */
+  /** The event object as received (unknown fields nested deeper than MAX_RAW_DEPTH are cut). */
   readonly raw: Readonly<Record<string, unknown>>;
 }
 
@@ -120,8 +120,23 @@ export function toDomainEvent(wire: WireEvent): ScheduledEvent {
     description: wire.Description ?? '',
     eventSource: wire.EventSource ?? 'Platform',
     durationInSeconds: wire.DurationInSeconds ?? -1,
-    raw: deepFreeze(structuredClone(wire) as Record<string, unknown>),
+    raw: deepFreeze(boundedCopy(wire, MAX_RAW_DEPTH) as Record<string, unknown>),
   });
+}
+
+/** How deep `raw` keeps unknown fields; IMDS's own fields are one or two levels deep. */
+export const MAX_RAW_DEPTH = 16;
+
+/**
+ * boundedCopy copies JSON data down to `depth` levels; a value nested deeper becomes a short
+ * note. An event whose unknown fields nest thousands of levels deep is still reported, with
+ * the shallow part of them, instead of failing every poll (and holding back its neighbours).
+ */
+export function boundedCopy(value: unknown, depth: number): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (depth <= 0) return `[left out: nested deeper than ${MAX_RAW_DEPTH} levels]`;
+  if (Array.isArray(value)) return value.map((v) => boundedCopy(v, depth - 1));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, boundedCopy(v, depth - 1)]));
 }
 
 /**

@@ -16,7 +16,7 @@ import { deepFreeze } from '../imds/wire.ts';
 const SCHEMA_VERSION = 4;
 
 export class StoreError extends Error {
-  readonly code: 'STORE_OPEN_FAILED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED' | 'STORE_LOCKED';
+  readonly code: 'STORE_OPEN_FAILED' | 'STORE_DAMAGED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED' | 'STORE_LOCKED';
   constructor(code: StoreError['code'], message: string, cause?: unknown) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'StoreError';
@@ -87,9 +87,13 @@ export class Store {
     this.#stmts = this.prepare();
   }
 
-  /** open creates the database (and its directory) when missing, and migrates it. */
+  /**
+   * open creates the database (and its directory) when missing, migrates it, and checks it
+   * (PRAGMA quick_check): a damaged file is reported as such, with SQLite's own words and what
+   * to do, never as a crash later on.
+   */
   static open(path: string): Store {
-    let db: DatabaseSync;
+    let db: DatabaseSync | undefined;
     try {
       if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
       db = new DatabaseSync(path);
@@ -98,19 +102,32 @@ export class Store {
       db.exec('PRAGMA synchronous = FULL');
       db.exec('PRAGMA foreign_keys = ON');
       migrate(db);
+      const check = (db.prepare('PRAGMA quick_check(1)').get() as { quick_check: string } | undefined)?.quick_check ?? 'no answer';
+      if (check !== 'ok') throw new StoreError('STORE_DAMAGED', damaged(path, check));
+      const store = new Store(path, db);
+      store.loadDocument();
+      return store;
     } catch (err) {
+      try {
+        if (db?.isOpen) db.close();
+      } catch {
+        /* the handle of a file that could not be opened */
+      }
       if (err instanceof StoreError) throw err;
-      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      const e = err as { code?: string; errcode?: number; errstr?: string; message?: string };
+      // SQLITE_CORRUPT (11) and SQLITE_NOTADB (26): a file that is there but unusable
+      if (e.errcode === 11 || e.errcode === 26) throw new StoreError('STORE_DAMAGED', damaged(path, e.errstr ?? String(e.message)), err);
+      const code = e.errstr ?? e.code ?? e.message;
       const hint = code === 'EEXIST' || code === 'ENOTDIR' ? ` (ENOTDIR: a part of ${dirname(path)} is not a directory)` : `: ${code}`;
       throw new StoreError('STORE_OPEN_FAILED', `cannot open state database ${path}${hint}`, err);
     }
-    return new Store(path, db);
   }
 
   private prepare() {
     const db = this.#db;
     return {
       loadDocument: db.prepare('SELECT incarnation, body, etag, observed_at FROM document WHERE id = 1'),
+      saveEtag: db.prepare('UPDATE document SET etag = ? WHERE id = 1'),
       saveDocument: db.prepare(
         `INSERT INTO document (id, incarnation, body, etag, observed_at) VALUES (1, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, body = excluded.body,
@@ -187,7 +204,13 @@ export class Store {
       | { incarnation: number; body: string; etag: string | null; observed_at: string }
       | undefined;
     if (row === undefined) return null;
-    const document = deepFreeze(JSON.parse(row.body) as EventsDocument);
+    let document: EventsDocument;
+    try {
+      document = deepFreeze(JSON.parse(row.body) as EventsDocument);
+      if (!Number.isInteger(document.incarnation) || !Array.isArray(document.events)) throw new Error('not a Scheduled Events document');
+    } catch (err) {
+      throw new StoreError('STORE_DAMAGED', damaged(this.path, `the last document is unreadable: ${(err as Error).message}`), err);
+    }
     return { document, etag: row.etag, observedAt: row.observed_at };
   }
 
@@ -222,7 +245,7 @@ export class Store {
 
   /** saveEtag remembers a new ETag for an unchanged document. */
   saveEtag(etag: string | null): void {
-    this.#db.prepare('UPDATE document SET etag = ? WHERE id = 1').run(etag);
+    this.#write(() => this.#stmts.saveEtag.run(etag));
   }
 
   /** due returns the rows of `sink` ready to send: at most one per EventId (the oldest), in order. */
@@ -253,7 +276,7 @@ export class Store {
   }
 
   reschedule(rowId: number, attempts: number, nextAttemptAt: number, lastError: string): void {
-    this.#stmts.reschedule.run(attempts, nextAttemptAt, lastError, rowId);
+    this.#write(() => this.#stmts.reschedule.run(attempts, nextAttemptAt, lastError, rowId));
   }
 
   /** deadLetter moves an outbox row to the dead letters with its last error. */
@@ -333,8 +356,10 @@ export class Store {
 
   /** remember records a replay key (a webhook-id, a used token) with the response given; false when it was already there. */
   remember(key: string, response: string | null, ttlMs: number, now: number = Date.now()): boolean {
-    this.#stmts.replayPrune.run(now);
-    return Number(this.#stmts.replayInsert.run(key, response, now + ttlMs).changes) === 1;
+    return this.#write(() => {
+      this.#stmts.replayPrune.run(now);
+      return Number(this.#stmts.replayInsert.run(key, response, now + ttlMs).changes) === 1;
+    });
   }
 
   /** recalled returns what was answered for a replay key still remembered, or undefined. */
@@ -344,7 +369,7 @@ export class Store {
   }
 
   hookSucceeded(eventId: string, sink: string, now: number = Date.now()): void {
-    this.#stmts.hookDone.run(eventId, sink, now);
+    this.#write(() => this.#stmts.hookDone.run(eventId, sink, now));
   }
 
   hooksDone(eventId: string): Set<string> {
@@ -355,7 +380,7 @@ export class Store {
   sinkState(sink: string): { get(key: string): string | undefined; set(key: string, value: string): void } {
     return {
       get: (key) => (this.#stmts.stateGet.get(sink, key) as { value: string } | undefined)?.value,
-      set: (key, value) => void this.#stmts.stateSet.run(sink, key, value, Date.now()),
+      set: (key, value) => void this.#write(() => this.#stmts.stateSet.run(sink, key, value, Date.now())),
     };
   }
 
@@ -368,6 +393,16 @@ export class Store {
 
   close(): void {
     if (this.#db.isOpen) this.#db.close();
+  }
+
+  /** write runs one statement that changes the database; every failure becomes a StoreError with SQLite's reason. */
+  #write<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      const detail = (err as { errstr?: string }).errstr ?? (err as Error).message;
+      throw new StoreError('STORE_WRITE_FAILED', `state database ${this.path}: write failed: ${detail}`, err);
+    }
   }
 
   private transaction(fn: () => void): void {
@@ -385,6 +420,11 @@ export class Store {
       throw new StoreError('STORE_WRITE_FAILED', `state database ${this.path}: write failed: ${detail}`, err);
     }
   }
+}
+
+function damaged(path: string, reason: string): string {
+  const said = reason.replace(/\*\*\* in database \w+ \*\*\*\s*/g, '').trim().replace(/\s*\n\s*/g, '; ');
+  return `state database ${path} is damaged (${said}); move it aside to start afresh (the events it had not yet delivered are lost) or restore it from a backup`;
 }
 
 function migrate(db: DatabaseSync): void {

@@ -16,7 +16,7 @@ import { ImdsSimulator, type SimulatorOptions } from '../../src/imds/simulator/s
 import { Store } from '../../src/store/store.ts';
 import { toCloudEvent } from '../../src/core/cloudevent.ts';
 import { diff } from '../../src/core/diff.ts';
-import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
+import { MAX_RAW_DEPTH, toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../sinks/exec.ts';
 import { captureLogger, silentLogger, tempDir, waitFor } from '../helpers.ts';
 
@@ -284,5 +284,31 @@ describe('exec hooks', () => {
     const received = JSON.parse(readFileSync(stdin, 'utf8')) as { data: { resources: string[]; description: string } };
     expect(received.data.resources).toHaveLength(100_000);
     expect(received.data.description).toBe('line\u0000after NUL');
+  });
+});
+
+describe('unknown fields nested 5,000 levels deep', () => {
+  it('are cut in raw; the document and its other events go through', async () => {
+    const sim = await simulator();
+    const { bridge, delivered, lines } = await bridgeOn(sim, { identity: { vmName: 'vm0' } });
+    let nested = '"bottom"';
+    for (let i = 0; i < 5000; i++) nested = `{"level":${nested}}`;
+    const base = { EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT' };
+    sim.setRawDocument(
+      `{"DocumentIncarnation":2,"Events":[${JSON.stringify({ ...base, EventId: 'DEEP' }).slice(0, -1)},"Extra":${nested}},${JSON.stringify({ ...base, EventId: 'PLAIN' })}]}`,
+    );
+    await waitFor(() => delivered().length === 2, 'both events');
+    expect(delivered().map((e) => e.subject).sort()).toEqual(['DEEP', 'PLAIN']);
+    const raw = delivered().find((e) => e.subject === 'DEEP')!.data.raw as Record<string, unknown>;
+    let node: unknown = raw.Extra;
+    let depth = 1;
+    while (node !== null && typeof node === 'object') {
+      node = (node as { level: unknown }).level;
+      depth++;
+    }
+    expect(depth).toBe(MAX_RAW_DEPTH);
+    expect(node).toBe(`[left out: nested deeper than ${MAX_RAW_DEPTH} levels]`);
+    expect(bridge.status().consecutiveFailures).toBe(0);
+    expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
   });
 });

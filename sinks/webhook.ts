@@ -152,7 +152,8 @@ export const webhookSink: SinkModule<WebhookConfig> = {
     let disabled: string | null = null;
 
     async function post(id: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Outcome> {
-      const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, id, body) : {}) };
+      // webhook-id is a header: kept ASCII (percent-encoded like every ce-* header) and signed as sent
+      const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, percentEncode(id), body) : {}) };
       try {
         const res = await request(config.url, { method: 'POST', headers: all, body, dispatcher, signal });
         const text = await readBounded(res.body);

@@ -66,7 +66,6 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
     {},
   );
   const logger = createLogger({ level: config.log.level, destination: 'stderr' });
-  const scenarioOf = new Map<string, string>();
   const linksOut: string[] = [];
   let bridgeRef: Bridge | null = null;
   const counts = new Map<string, Map<string, number>>(SCENARIOS.map((s) => [s.name, new Map()]));
@@ -77,7 +76,7 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
       for (const e of events) {
         const link = bridgeRef?.approvalLinks?.link(e) ?? null;
         if (link !== null) linksOut.push(`   approve ${e.data!.eventType} ${e.subject}: ${link}`);
-        const scenario = scenarioOf.get(e.subject ?? '');
+        const scenario = sim.scenarioOfEvent.get(e.subject ?? '');
         if (scenario === undefined) continue;
         const c = counts.get(scenario)!;
         const kind = transitionOf(e);
@@ -106,7 +105,7 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   const timers: NodeJS.Timeout[] = SCENARIOS.map((s, i) =>
     setTimeout(() => {
       out.write(`-- scenario ${s.name}: ${s.title}\n`);
-      for (const id of sim.playScenario(s.name)) scenarioOf.set(id, s.name);
+      sim.playScenario(s.name);
     }, 500 + i * stagger),
   );
 

@@ -46,6 +46,8 @@ export interface BridgeOptions {
   /** Called with every CloudEvent committed, after the commit. */
   onCommitted?: (events: readonly BridgeEvent[]) => void;
   onOutcome?: (report: OutcomeReport) => void;
+  /** How soon a failed identity read is tried again (default 60 s; tests shorten it). */
+  identityRetryMs?: number;
 }
 
 export interface BridgeStatus {
@@ -75,6 +77,7 @@ export class Bridge {
   #firstPollAt: number | null = null;
   #stopped = false;
   #lock: StateLock | null = null;
+  #identityWarned = false;
   readonly approvals: ApprovalService;
   /** The links chat sinks show, when approvals are configured. */
   approvalLinks: ApprovalLinks | null = null;
@@ -328,7 +331,18 @@ export class Bridge {
     };
   }
 
+  /**
+   * identityComplete: the configuration names everything instance metadata would tell (the
+   * name, the resource id, subscription, resource group and location; a scale set name and a
+   * zone only exist on some VMs), so the bridge never asks IMDS who it is.
+   */
+  #identityComplete(): boolean {
+    const i = this.#o.config.identity;
+    return [i.vmName, i.resourceId, i.subscriptionId, i.resourceGroupName, i.location].every((v) => v !== undefined);
+  }
+
   async #refreshIdentity(): Promise<boolean> {
+    if (this.#identityComplete()) return true;
     try {
       const compute = await this.client.getInstanceCompute({ signal: this.#abort.signal });
       const next = identityFrom(compute, this.#override());
@@ -336,23 +350,29 @@ export class Bridge {
         this.#o.logger.info({ vmName: next.name, resourceId: next.resourceId, origin: next.origin }, 'VM identity');
       }
       this.#identity = next;
+      this.#identityWarned = false;
       return true;
     } catch (err) {
       if (this.#abort.signal.aborted) return false;
-      this.#o.logger.warn(
-        { ...errorFields(err), vmName: this.#identity.name, origin: this.#identity.origin },
-        'cannot read the VM identity from IMDS; using the configured name or the host name',
-      );
+      // said once per outage; the retries that follow are debug lines
+      const fields = { ...errorFields(err), vmName: this.#identity.name, origin: this.#identity.origin };
+      if (this.#identityWarned) {
+        this.#o.logger.debug(fields, 'still cannot read the VM identity from IMDS');
+      } else {
+        this.#identityWarned = true;
+        this.#o.logger.warn(fields, 'cannot read the VM identity from IMDS; using the configured name or the host name (said once until it succeeds)');
+      }
       return false;
     }
   }
 
   async #identityLoop(): Promise<void> {
+    if (this.#identityComplete()) return;
     const signal = this.#abort.signal;
     let ok = this.#identity.origin === 'imds';
     while (!signal.aborted) {
       try {
-        await sleep(ok ? IDENTITY_REFRESH_MS : IDENTITY_RETRY_MS, signal);
+        await sleep(ok ? IDENTITY_REFRESH_MS : (this.#o.identityRetryMs ?? IDENTITY_RETRY_MS), signal);
       } catch {
         return;
       }

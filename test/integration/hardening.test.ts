@@ -41,7 +41,7 @@ async function simulator(options: SimulatorOptions = {}) {
   return sim;
 }
 
-async function bridgeOn(sim: ImdsSimulator, config: Record<string, unknown> = {}, name = 'a') {
+async function bridgeOn(sim: ImdsSimulator, config: Record<string, unknown> = {}, name = 'a', identityRetryMs?: number) {
   const dir = tempDir();
   cleanups.push(() => dir.cleanup());
   const file = join(dir.path, `${name}.jsonl`);
@@ -56,7 +56,7 @@ async function bridgeOn(sim: ImdsSimulator, config: Record<string, unknown> = {}
     {},
   );
   const { logger, lines } = captureLogger();
-  const bridge = await Bridge.create({ config: c, logger });
+  const bridge = await Bridge.create({ config: c, logger, ...(identityRetryMs === undefined ? {} : { identityRetryMs }) });
   cleanups.push(() => bridge.stop(1000));
   await bridge.start();
   const delivered = (): Delivered[] => {
@@ -310,5 +310,52 @@ describe('unknown fields nested 5,000 levels deep', () => {
     expect(node).toBe(`[left out: nested deeper than ${MAX_RAW_DEPTH} levels]`);
     expect(bridge.status().consecutiveFailures).toBe(0);
     expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
+  });
+});
+
+describe("Microsoft's mock server pattern: a new EventId for every state", () => {
+  it('is reported by the rules: scheduled, then canceled plus an unannounced started, then completed', async () => {
+    const sim = await simulator();
+    const { delivered } = await bridgeOn(sim, { identity: { vmName: 'vm0' } });
+    const e = sim.addEvent({ newIdPerState: true, noticeMs: 400, startedMs: 600 });
+    const first = e.eventId;
+    await waitFor(() => delivered().length === 4, 'four transitions', 10_000);
+    const second = e.eventId;
+    expect(second).not.toBe(first);
+    const seen = delivered().map((x) => `${x.type.replace('azure.scheduledevent.', '')}:${x.subject}`);
+    expect(seen.slice(0, 1)).toEqual([`scheduled:${first}`]);
+    expect(seen.slice(1, 3).sort()).toEqual([`canceled:${first}`, `started:${second}`].sort());
+    expect(seen[3]).toBe(`completed:${second}`);
+    expect(sim.scenarioOfEvent.size).toBe(0);
+    const ids = sim.playScenario('new-id-per-state');
+    expect(sim.scenarioOfEvent.get(ids[0]!)).toBe('new-id-per-state');
+  });
+});
+
+describe('who this VM is', () => {
+  const computeReads = (sim: ImdsSimulator) => sim.requests.filter((r) => r.path === '/metadata/instance/compute').length;
+
+  it('fully configured: instance metadata is never asked, and nothing is warned', async () => {
+    const sim = await simulator();
+    const identity = { vmName: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0', subscriptionId: 's', resourceGroupName: 'rg', location: 'westeurope' };
+    const { bridge, lines, delivered } = await bridgeOn(sim, { identity }, 'a', 50);
+    sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => delivered().length === 1, 'the event');
+    await waitFor(() => sim.requests.filter((r) => r.path === '/metadata/scheduledevents').length >= 5, 'five polls');
+    expect(computeReads(sim)).toBe(0);
+    expect(bridge.identity).toMatchObject({ name: 'vm0', location: 'westeurope', origin: 'config' });
+    expect(delivered()[0]!.source).toBe(identity.resourceId);
+    expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
+  });
+
+  it('partly configured while the compute endpoint fails: warned once, however often it is retried', async () => {
+    const sim = await simulator();
+    sim.injectFault({ kind: 'status', status: 404, count: 1_000_000, target: 'compute' });
+    const { lines } = await bridgeOn(sim, { identity: { vmName: 'vm0' } }, 'a', 50);
+    await waitFor(() => computeReads(sim) >= 6, 'six identity reads', 10_000);
+    const said = lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('cannot read the VM identity'));
+    expect(said).toHaveLength(1);
+    expect(said[0]!.level).toBe(40);
+    expect(lines.filter((l) => l.msg === 'still cannot read the VM identity from IMDS').length).toBeGreaterThanOrEqual(4);
   });
 });

@@ -13,6 +13,7 @@ import { classifyHttpStatus } from '../../src/delivery/classify.ts';
 import { toCloudEvent, type BridgeEvent } from '../../src/core/cloudevent.ts';
 import { diff } from '../../src/core/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
+import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { Outcome, Sink } from '../../sinks/types.ts';
 import { percentEncode, webhookSink, type WebhookConfig } from '../../sinks/webhook.ts';
@@ -125,6 +126,22 @@ describe('webhook sink: Standard Webhooks signatures', () => {
     const headers = Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]));
     expect(new Webhook(SECRET_A).verify(r.body, headers)).toEqual(e.data);
     expect(() => new Webhook(SECRET_B).verify(r.body, headers)).toThrow();
+  });
+
+  it('keeps webhook-id ASCII for an EventId that is not, signed as sent', async () => {
+    const wire = { EventId: 'événement-1 ✓', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore: '' };
+    const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 1, Events: [wire] })).document);
+    const e = ev(t!);
+    for (const mode of ['binary', 'structured'] as const) {
+      const { sink } = await makeSink({ secret: SECRET_A, mode });
+      await send(sink, [e]);
+      const r = peer.requests.at(-1)!;
+      const id = String(r.headers['webhook-id']);
+      expect(id).toMatch(/^[\x21-\x7e]+$/);
+      expect(decodeURIComponent(id)).toBe(e.id);
+      const headers = Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]));
+      expect(new Webhook(SECRET_A).verify(r.body, headers)).toBeTruthy();
+    }
   });
 
   it('signs with every secret during a rotation', async () => {

@@ -28,6 +28,8 @@ export interface ScenarioEventSpec {
   rescheduleNoticeSec?: number;
   /** NotBefore format: RFC 1123 as documented, or ISO 8601 as Microsoft's mock server emits. */
   notBeforeFormat?: 'rfc1123' | 'iso8601';
+  /** A new EventId when the event starts, as Microsoft's mock server (scheduled-events-mock-server) does. */
+  newIdPerState?: boolean;
 }
 
 export interface Scenario {
@@ -132,6 +134,16 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Freeze for several VMs, this one not the first',
     events: [
       { type: 'Freeze', source: 'Platform', resources: ['peer', 'self', 'other'], noticeSec: 900, durationSeconds: 5, startedSec: 600, description: LIVE_MIGRATION },
+    ],
+  },
+  {
+    name: 'new-id-per-state',
+    title: "Microsoft's mock server: the event gets a new EventId when it starts",
+    events: [
+      {
+        type: 'Reboot', source: 'Platform', resources: ['self'], noticeSec: 900, durationSeconds: -1, startedSec: 300,
+        newIdPerState: true, notBeforeFormat: 'iso8601', description: 'Virtual machine is going to be restarted as requested by platform maintenance.',
+      },
     ],
   },
   {

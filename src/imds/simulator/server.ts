@@ -44,6 +44,8 @@ export interface SimEvent {
   rescheduleAt: number | null;
   rescheduleNoticeMs: number;
   scenario: string | null;
+  /** Microsoft's mock server's way: each change of status gives the event a new EventId. */
+  newIdPerState: boolean;
 }
 
 export const FAULT_KINDS = ['status', 'slow', 'garbage', 'truncated', 'schema', 'reset', 'hang'] as const;
@@ -78,6 +80,8 @@ const AddEventSpec = z.strictObject({
   /** Milliseconds the event stays Started. */
   startedMs: z.number().int().min(0).default(10 * 60_000),
   notBeforeFormat: z.enum(['rfc1123', 'iso8601']).default('rfc1123'),
+  /** Give the event a new EventId when it starts, as Microsoft's mock server does. */
+  newIdPerState: z.boolean().default(false),
 });
 export type AddEventSpec = z.input<typeof AddEventSpec>;
 
@@ -113,6 +117,8 @@ export class ImdsSimulator {
   readonly faults: Fault[] = [];
   readonly requests: RequestLogEntry[] = [];
   readonly startRequests: { at: number; eventIds: string[] }[] = [];
+  /** Which scenario each EventId it ever served came from (an event may change its id). */
+  readonly scenarioOfEvent = new Map<string, string>();
   /** A raw body served instead of the live document (for malformed or hand-made documents). */
   rawDocument: string | null = null;
   readonly #now: () => number;
@@ -218,7 +224,9 @@ export class ImdsSimulator {
       rescheduleAt: null,
       rescheduleNoticeMs: 0,
       scenario,
+      newIdPerState: s.newIdPerState,
     };
+    if (scenario !== null) this.scenarioOfEvent.set(event.eventId, scenario);
     this.rawDocument = null;
     this.events.push(event);
     this.#changed();
@@ -271,6 +279,7 @@ export class ImdsSimulator {
       noticeMs: scaled(spec.noticeSec, timing),
       startedMs: scaled(spec.startedSec, timing),
       notBeforeFormat: spec.notBeforeFormat ?? 'rfc1123',
+      newIdPerState: spec.newIdPerState ?? false,
     };
   }
 
@@ -343,6 +352,10 @@ export class ImdsSimulator {
     e.status = 'Started';
     e.notBefore = null;
     e.startedAt = now;
+    if (e.newIdPerState) {
+      e.eventId = randomUUID().toUpperCase();
+      if (e.scenario !== null) this.scenarioOfEvent.set(e.eventId, e.scenario);
+    }
   }
 
   #changed(): void {

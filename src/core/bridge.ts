@@ -139,6 +139,10 @@ export class Bridge {
     if (key === null) return undefined;
     const token = (e: BridgeEvent): string | null => {
       const d = e.data;
+      // only the news that an event is (still) Scheduled asks for a decision: a canceled or
+      // completed event carries its last data, Scheduled included, and gets no link
+      const kind = transitionOf(e);
+      if (kind !== 'scheduled' && kind !== 'updated') return null;
       if (d === undefined || d.eventStatus !== 'Scheduled' || d.notBefore === null || !d.affectsThisVm) return null;
       if (decide(a.rules, toScheduledEvent(e), vm().name).action !== 'await') return null;
       const nowS = Math.floor(Date.now() / 1000);

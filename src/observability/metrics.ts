@@ -1,5 +1,6 @@
 /**
- * Metrics: prom-client, prefix `sebridge_`, counters end in `_total`, durations in `_seconds`.
+ * Metrics: prom-client, prefix `sebridge_`, counters end in `_total`, durations in `_seconds`;
+ * Node's default process metrics under their conventional unprefixed names.
  * One registry per bridge (so tests and embedders never share counters), with Node's default
  * process metrics. Gauges that mirror the store (outbox depth, dead letters) are read when
  * scraped, so they are never stale.
@@ -26,7 +27,9 @@ export class Metrics {
 
   constructor(store?: Store) {
     const r = this.registry;
-    collectDefaultMetrics({ register: r, prefix: 'sebridge_' });
+    // Node's process metrics keep their conventional names (process_*, nodejs_*), which every
+    // Prometheus client library uses and standard dashboards expect; only ours carry sebridge_
+    collectDefaultMetrics({ register: r });
     new Gauge({ name: 'sebridge_build_info', help: 'Build information (always 1).', labelNames: ['version', 'node'], registers: [r] }).set(
       { version: VERSION, node: process.version },
       1,

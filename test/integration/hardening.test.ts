@@ -359,3 +359,27 @@ describe('who this VM is', () => {
     expect(lines.filter((l) => l.msg === 'still cannot read the VM identity from IMDS').length).toBeGreaterThanOrEqual(4);
   });
 });
+
+describe('approval links', () => {
+  it('are offered for scheduled and updated events only, never for one just canceled', () => {
+    const config = validateConfig({ approval: { secret: `whsec_${Buffer.alloc(32, 4).toString('base64')}`, publicUrl: 'https://bridge.example' } }, 't', {});
+    const vm = identityFrom(null, { name: 'vm0' });
+    const links = Bridge.approvalLinks(config, () => vm)!;
+    const wire = (NotBefore: string) => ({ EventId: 'E-LINK', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore });
+    const doc = (incarnation: number, events: unknown[]) => toDomainDocument(WireDocument.parse({ DocumentIncarnation: incarnation, Events: events })).document;
+    const soon = new Date(Date.now() + 3600_000).toUTCString();
+    const later = new Date(Date.now() + 7200_000).toUTCString();
+    const d1 = doc(1, []);
+    const d2 = doc(2, [wire(soon)]);
+    const d3 = doc(3, [wire(later)]);
+    const d4 = doc(4, []);
+    const ce = (a: typeof d1, b: typeof d1) => toCloudEvent(diff(a, b)[0]!, { vm, observedAt: new Date().toISOString() });
+    expect(links.link(ce(d1, d2))).toMatch(/^https:\/\/bridge\.example\/v1\/approve\?token=/);
+    expect(links.link(ce(d2, d3))).toMatch(/^https:\/\/bridge\.example\/v1\/approve\?token=/);
+    const canceled = ce(d3, d4);
+    expect(canceled.type).toBe('azure.scheduledevent.canceled');
+    expect(canceled.data!.eventStatus).toBe('Scheduled');
+    expect(links.link(canceled)).toBeNull();
+    expect(links.token(canceled)).toBeNull();
+  });
+});

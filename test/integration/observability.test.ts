@@ -79,7 +79,9 @@ describe('metrics and health', () => {
     expect(text).toMatch(/sebridge_change_to_delivery_seconds_count\{sink="ops"\} 2/);
     expect(text).toMatch(/sebridge_delivery_duration_seconds_count\{sink="ops"\} 2/);
     expect(text).toMatch(/sebridge_build_info\{version="[\d.]+",node="v24/);
-    expect(text).toMatch(/sebridge_process_resident_memory_bytes \d+/);
+    expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
+    expect(text).not.toMatch(/sebridge_(process|nodejs)_/);
     expect(text).not.toMatch(/sebridge_outbox_depth\{sink="ops"\} [1-9]/);
     expect(e.eventId).toBeTruthy();
   });

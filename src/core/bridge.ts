@@ -199,13 +199,6 @@ export class Bridge {
           maxBatchSize: sink.maxBatchSize ?? module.maxBatchSize,
         });
       }
-    } catch (err) {
-      await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
-      store.close();
-      lock?.release();
-      throw err;
-    }
-    try {
       holder.bridge = new Bridge(o, store, targets);
     } catch (err) {
       await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));

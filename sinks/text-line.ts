@@ -2,7 +2,7 @@
  * formatEventLine renders one CloudEvent of the bridge as a single human-readable line:
  * when, what transition, which event type, the EventId, the VMs (this one starred), when it
  * may start and how long it is expected to last. Every value that came from IMDS or from an
- * approver passes through `printable`, so no value can add a line, move the cursor or recolour
+ * approver passes through `visible`, so no value can add a line, move the cursor or recolour
  * the terminal.
  */
 import type { BridgeEvent } from './types.ts';
@@ -14,30 +14,30 @@ export function formatEventLine(event: BridgeEvent): string {
   const kind = event.type.replace(/^azure\.scheduledevent\./, '');
   if (d === undefined) return `${event.time ?? ''} ${kind} ${event.subject ?? event.id}`;
   const observed = event.time ?? new Date().toISOString();
-  const vms = d.resources.map((r) => printable(r.toLowerCase() === d.vm.name.toLowerCase() ? `${r}*` : r)).join(',') || '-';
+  const vms = d.resources.map((r) => visible(r.toLowerCase() === d.vm.name.toLowerCase() ? `${r}*` : r)).join(',') || '-';
   const parts = [
     observed.replace(/\.\d+Z$/, 'Z'),
     kind.toUpperCase().padEnd(KIND_WIDTH),
-    printable(d.eventType).padEnd(9),
-    printable(d.eventId),
+    visible(d.eventType).padEnd(9),
+    visible(d.eventId),
     `vms=${vms}`,
-    `status=${printable(d.eventStatus)}`,
-    `source=${printable(d.eventSource)}`,
+    `status=${visible(d.eventStatus)}`,
+    `source=${visible(d.eventSource)}`,
   ];
   if (d.notBefore !== null) parts.push(`notBefore=${d.notBefore} (${timeLeft(d.notBefore, observed)})`);
   if (d.durationInSeconds >= 0) parts.push(`duration=${d.durationInSeconds}s`);
-  if (d.approval !== undefined) parts.push(`approvedBy=${printable(d.approval.by)} via=${printable(d.approval.via)}`);
-  if (d.description !== '') parts.push(`"${printable(d.description).replace(/"/g, '\\"')}"`);
+  if (d.approval !== undefined) parts.push(`approvedBy=${visible(d.approval.by)} via=${visible(d.approval.via)}`);
+  if (d.description !== '') parts.push(`"${visible(d.description).replace(/"/g, '\\"')}"`);
   return parts.join('  ');
 }
 
 /**
- * printable shows text on one terminal line as it is: control characters (C0, DEL, C1 with
+ * visible shows text on one terminal line as it is: control characters (C0, DEL, C1 with
  * ESC among them), line and paragraph separators and the invisible bidirectional controls
  * become visible escapes (`\n`, `\u001b`), and a backslash is doubled, so nothing in the
  * text can forge a line or hide what follows it.
  */
-export function printable(text: string): string {
+export function visible(text: string): string {
   return text.replace(/[\\\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => {
     switch (c) {
       case '\\':

@@ -1,5 +1,6 @@
 /** Shared test helpers: fixtures, polling for a condition (bounded), temp dirs. */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,4 +52,14 @@ export function readText(path: string): string {
   } catch {
     return '';
   }
+}
+
+/** freePort finds a loopback port nothing listens on, for a child process that must be told its port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
 import { Store } from '../../src/store/store.ts';
-import { fixtureDocument, tempDir, waitFor } from '../helpers.ts';
+import { fixtureDocument, freePort, tempDir, waitFor } from '../helpers.ts';
 import { cli, finished, start } from './process.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -163,13 +163,7 @@ describe('se-bridge CLI', () => {
 
   it('approve: approves through the running daemon, then says it is already approved', async () => {
     const secret = `whsec_${Buffer.alloc(32, 6).toString('base64')}`;
-    const net = await import('node:net');
-    const port = await new Promise<number>((resolve) => {
-      const srv = net.createServer().listen(0, '127.0.0.1', () => {
-        const p = (srv.address() as AddressInfo).port;
-        srv.close(() => resolve(p));
-      });
-    });
+    const port = await freePort();
     const cfg = writeConfig(
       'approve.yaml',
       [

@@ -6,12 +6,12 @@
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
 import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
-import { CLI, readText, ROOT, tempDir, waitFor } from '../helpers.ts';
+import { CLI, freePort, readText, ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const SLOW_CLIENTS = 1100;
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
@@ -27,15 +27,6 @@ afterAll(async () => {
   await sim.close();
   dir.cleanup();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 it('keeps polling and approving under 1,100 slow connections with ulimit -n 1024', async () => {
   const port = await freePort();

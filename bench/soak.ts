@@ -9,8 +9,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ImdsSimulator } from '../src/imds/simulator/server.ts';
-import { HttpPeer } from '../test/peers/http-peer.ts';
+import { ImdsSimulator } from '../src/simulator/server.ts';
+import { HttpPeer } from '../testkit/http-peer.ts';
 
 const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 const i = process.argv.indexOf('--minutes');

@@ -8,14 +8,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchChromium } from '../test/browser.ts';
-import { toCloudEvent } from '../src/core/cloudevent.ts';
-import { diff } from '../src/core/diff.ts';
+import { launchChromium } from '../testkit/browser.ts';
+import { toCloudEvent } from '../src/pipeline/cloudevent.ts';
+import { diff } from '../src/pipeline/diff.ts';
 import { identityFrom } from '../src/imds/identity.ts';
 import { toDomainDocument, WireDocument } from '../src/imds/wire.ts';
-import { toChatMessage } from '../sinks/chat-model.ts';
-import { slackMessage } from '../sinks/slack-blocks.ts';
-import { adaptiveCard } from '../sinks/teams-card.ts';
+import { toChatMessage } from '../src/present/chat-model.ts';
+import { slackMessage } from '../src/present/slack-blocks.ts';
+import { adaptiveCard } from '../src/present/teams-card.ts';
 
 const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 const observed = '2026-11-22T05:04:20.000Z';

@@ -6,7 +6,7 @@
  * approved automatically.
  */
 import { z } from 'zod';
-import { EVENT_SOURCES, EVENT_TYPES } from '../../sinks/types.ts';
+import { EVENT_SOURCES, EVENT_TYPES } from '../pipeline/filter.ts';
 import { affects, isLeader } from '../imds/identity.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 

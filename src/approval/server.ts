@@ -6,18 +6,18 @@
  *   POST /v1/approve              the page's form (field `token`)
  *   POST /v1/slack/interactions   Slack block_actions, v0 signed
  * Limits: 64 KiB bodies (413), a per-client rate limit (429), a connection cap, header, request
- * and idle timeouts after which a slow client's socket is destroyed (core/listen.ts), JSON
+ * and idle timeouts after which a slow client's socket is destroyed (lib/http-server.ts), JSON
  * errors {"error": {"code", "message"}} everywhere but the page.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../core/listen.ts';
+import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../lib/http-server.ts';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { request as undiciRequest } from 'undici';
-import { toChatMessage } from '../../sinks/chat-model.ts';
-import { escape as escapeSlack } from '../../sinks/slack-blocks.ts';
-import { toCloudEvent } from '../core/cloudevent.ts';
+import { toChatMessage } from '../present/chat-model.ts';
+import { escape as escapeSlack } from '../present/slack-blocks.ts';
+import { toCloudEvent } from '../pipeline/cloudevent.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import type { Store } from '../store/store.ts';

@@ -7,8 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { fullJitter, sleep } from '../core/backoff.ts';
-import { toApprovedCloudEvent, type BridgeEvent } from '../core/cloudevent.ts';
+import { fullJitter, sleep } from '../lib/time.ts';
+import { toApprovedCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import type { VmIdentity } from '../imds/identity.ts';

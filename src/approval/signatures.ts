@@ -7,7 +7,7 @@
  * @see https://api.slack.com/authentication/verifying-requests-from-slack
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { sign } from '../../sinks/webhook-signature.ts';
+import { sign } from '../lib/standard-webhooks.ts';
 
 export const TOLERANCE_S = 5 * 60;
 

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { request } from 'undici';
-import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
+import { secretKey, signatureHeaders } from '../lib/standard-webhooks.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {

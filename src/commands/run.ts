@@ -1,5 +1,5 @@
-import { Bridge } from '../core/bridge.ts';
-import { createLogger, errorFields, scrub } from '../observability/logger.ts';
+import { Bridge } from '../daemon/bridge.ts';
+import { createLogger, errorFields, scrub } from '../lib/log.ts';
 import { secretsOf } from '../config/schema.ts';
 import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
 

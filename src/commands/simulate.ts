@@ -1,6 +1,6 @@
 /** se-bridge simulate: the IMDS simulator alone, for pointing any client at it. */
-import { ImdsSimulator } from '../imds/simulator/server.ts';
-import { SCENARIOS } from '../imds/simulator/scenarios.ts';
+import { ImdsSimulator } from '../simulator/server.ts';
+import { SCENARIOS } from '../simulator/scenarios.ts';
 import { EXIT, onShutdown, parse, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {

@@ -3,13 +3,13 @@
  * documented 70 s), then the current events with the time left until NotBefore, and who this
  * VM is. `--json` prints the same for scripts.
  */
-import { fullJitter, sleep } from '../core/backoff.ts';
+import { fullJitter, sleep } from '../lib/time.ts';
 import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { affects, identityFrom, isLeader } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { existsSync } from 'node:fs';
-import { humanDuration } from '../../sinks/text-line.ts';
+import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
 import { EXIT, loadOrReport, parse, table } from './common.ts';
 

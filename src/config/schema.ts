@@ -6,9 +6,9 @@
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { SINK_CONFIG_SCHEMAS } from '../../sinks/registry.ts';
-import { whsec } from '../../sinks/webhook-signature.ts';
-import { httpUrl, secret } from '../../sinks/types.ts';
+import { SINK_CONFIG_SCHEMAS } from '../sinks/registry.ts';
+import { whsec } from '../lib/standard-webhooks.ts';
+import { httpUrl, secret } from '../sinks/contract.ts';
 import { Rule } from '../approval/policy.ts';
 
 

@@ -9,11 +9,11 @@
  * is delivered or dead-lettered.
  */
 import type { Logger } from 'pino';
-import type { DeliveryConfig, Outcome, Sink } from '../../sinks/types.ts';
-import { fromJson } from '../core/cloudevent.ts';
-import { fullJitter } from '../core/backoff.ts';
-import { deadline } from '../core/abort.ts';
-import { errorFields } from '../observability/logger.ts';
+import type { DeliveryConfig, Outcome, Sink } from '../sinks/contract.ts';
+import { fromJson } from '../pipeline/cloudevent.ts';
+import { fullJitter } from '../lib/time.ts';
+import { deadline } from '../lib/time.ts';
+import { errorFields } from '../lib/log.ts';
 import type { OutboxRow, Store } from '../store/store.ts';
 
 export interface DispatchTarget {

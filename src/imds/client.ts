@@ -15,8 +15,8 @@
  * @see https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { parseRetryAfter } from '../core/backoff.ts';
-import { deadline } from '../core/abort.ts';
+import { parseRetryAfter } from '../lib/time.ts';
+import { deadline } from '../lib/time.ts';
 import { codeForStatus, ImdsError } from './errors.ts';
 import { RateBudget } from './rate-budget.ts';
 import {

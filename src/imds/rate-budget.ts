@@ -3,7 +3,7 @@
  * caller in the process (the poller, identity, approvals): `acquire` waits until one more
  * request fits in the last second. A sliding window, so no burst ever exceeds the limit.
  */
-import { sleep } from '../core/backoff.ts';
+import { sleep } from '../lib/time.ts';
 
 export class RateBudget {
   readonly perSecond: number;

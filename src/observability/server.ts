@@ -4,7 +4,7 @@
  * reads keep failing past the threshold).
  */
 import type { Server } from 'node:http';
-import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../core/listen.ts';
+import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../lib/http-server.ts';
 import type { Metrics } from './metrics.ts';
 
 /** Scrapers and probes need few connections; the cap keeps the endpoint from costing descriptors. */

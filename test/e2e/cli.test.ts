@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { Store } from '../../src/store/store.ts';
 import { fixtureDocument, freePort, tempDir, waitFor } from '../helpers.ts';
 import { cli, finished, start } from './process.ts';
@@ -201,7 +201,7 @@ describe('se-bridge CLI', () => {
   });
 
   it('run: a second signal exits at once with 130, even while a delivery hangs', async () => {
-    const { HttpPeer } = await import('../peers/http-peer.ts');
+    const { HttpPeer } = await import('../../testkit/http-peer.ts');
     const hang = new HttpPeer();
     hang.answer = () => ({ hang: true });
     await hang.listen();

@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { start } from './process.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SCENARIOS } from '../../src/imds/simulator/scenarios.ts';
+import { SCENARIOS } from '../../src/simulator/scenarios.ts';
 import { tempDir } from '../helpers.ts';
 import { cli } from './process.ts';
 

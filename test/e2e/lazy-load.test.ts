@@ -12,7 +12,7 @@ function loadedWith(sinks: unknown[]): string[] {
     const seen = [];
     registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.push(r.url); return r; } });
     const { validateConfig } = await import('./src/config/load.ts');
-    const { Bridge } = await import('./src/core/bridge.ts');
+    const { Bridge } = await import('./src/daemon/bridge.ts');
     const { pino } = await import('pino');
     const config = validateConfig({ state: { path: ':memory:' }, sinks: ${JSON.stringify(sinks)} }, 't', {});
     const bridge = await Bridge.create({ config, logger: pino({ level: 'silent' }), dryRun: false });

@@ -5,8 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { HttpPeer } from '../peers/http-peer.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { cli, finished, start } from './process.ts';
 

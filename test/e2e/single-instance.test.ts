@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { readText, tempDir, waitFor } from '../helpers.ts';
 import { cli, finished, start } from './process.ts';
 

@@ -9,8 +9,8 @@ import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { CLI, freePort, readText, ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const SLOW_CLIENTS = 1100;

@@ -10,9 +10,9 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueToken } from '../../src/approval/signatures.ts';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/core/bridge.ts';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 /** 600 in the regular suite; the reliability suite (npm run test:reliability) sends 10,000. */

@@ -9,10 +9,10 @@ import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/core/bridge.ts';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
-import { HttpPeer } from '../peers/http-peer.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
 import { captureLogger, tempDir, waitFor } from '../helpers.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;

@@ -5,9 +5,9 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/core/bridge.ts';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { AmqpPeer } from '../peers/amqp-peer.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { AmqpPeer } from '../../testkit/amqp-peer.ts';
 import { silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;

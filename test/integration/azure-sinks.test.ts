@@ -1,18 +1,18 @@
 /**
  * The eventhubs and servicebus sinks over real AMQP 1.0: the official @azure/event-hubs and
- * @azure/service-bus clients connect over TCP to the rhea-based peer in test/peers, which
+ * @azure/service-bus clients connect over TCP to the rhea-based peer in testkit, which
  * records what arrives on the wire and injects faults.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SinkConfig } from '../../src/config/schema.ts';
-import { toCloudEvent, type BridgeEvent } from '../../src/core/cloudevent.ts';
-import { diff } from '../../src/core/diff.ts';
+import { toCloudEvent, type BridgeEvent } from '../../src/pipeline/cloudevent.ts';
+import { diff } from '../../src/pipeline/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
-import { eventHubsSink, type EventHubsConfig } from '../../sinks/eventhubs.ts';
-import { serviceBusSink, type ServiceBusConfig } from '../../sinks/servicebus.ts';
-import type { Outcome, Sink } from '../../sinks/types.ts';
-import { AmqpPeer, BATCH_FORMAT, type ReceivedMessage } from '../peers/amqp-peer.ts';
+import { eventHubsSink, type EventHubsConfig } from '../../src/sinks/eventhubs.ts';
+import { serviceBusSink, type ServiceBusConfig } from '../../src/sinks/servicebus.ts';
+import type { Outcome, Sink } from '../../src/sinks/contract.ts';
+import { AmqpPeer, BATCH_FORMAT, type ReceivedMessage } from '../../testkit/amqp-peer.ts';
 import { silentLogger } from '../helpers.ts';
 
 const vm = identityFrom({ name: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0' });

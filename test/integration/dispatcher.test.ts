@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../../src/delivery/dispatcher.ts';
 import { Store, type PendingEvent } from '../../src/store/store.ts';
-import { DeliveryConfig, delivered, reject, retry, type BridgeEvent, type Outcome, type Sink } from '../../sinks/types.ts';
+import { DeliveryConfig, delivered, reject, retry, type BridgeEvent, type Outcome, type Sink } from '../../src/sinks/contract.ts';
 import { fixtureDocument, silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 let dir: ReturnType<typeof tempDir>;

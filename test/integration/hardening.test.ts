@@ -7,17 +7,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/core/bridge.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
 import { ApprovalService } from '../../src/approval/service.ts';
-import { pollOnce } from '../../src/core/poller.ts';
+import { pollOnce } from '../../src/pipeline/poll.ts';
 import { ImdsClient } from '../../src/imds/client.ts';
 import { identityFrom, type VmIdentity } from '../../src/imds/identity.ts';
-import { ImdsSimulator, type SimulatorOptions } from '../../src/imds/simulator/server.ts';
+import { ImdsSimulator, type SimulatorOptions } from '../../src/simulator/server.ts';
 import { Store } from '../../src/store/store.ts';
-import { toCloudEvent } from '../../src/core/cloudevent.ts';
-import { diff } from '../../src/core/diff.ts';
+import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
+import { diff } from '../../src/pipeline/diff.ts';
 import { MAX_RAW_DEPTH, toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
-import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../sinks/exec.ts';
+import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../src/sinks/exec.ts';
 import { captureLogger, silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 interface Delivered {

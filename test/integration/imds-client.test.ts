@@ -4,7 +4,7 @@ import { EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from 'und
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ImdsClient } from '../../src/imds/client.ts';
 import { ImdsError, type ImdsErrorCode } from '../../src/imds/errors.ts';
-import { ImdsSimulator, type FaultSpec } from '../../src/imds/simulator/server.ts';
+import { ImdsSimulator, type FaultSpec } from '../../src/simulator/server.ts';
 
 let sim: ImdsSimulator;
 let client: ImdsClient;

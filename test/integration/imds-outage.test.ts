@@ -6,8 +6,8 @@
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/core/bridge.ts';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { captureLogger, tempDir, waitFor } from '../helpers.ts';
 
 it('never looks away from IMDS for more than 6 s during and after a 20 s outage', async () => {

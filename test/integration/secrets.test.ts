@@ -9,12 +9,12 @@ import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/core/bridge.ts';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { createLogger, scrub } from '../../src/observability/logger.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { createLogger, scrub } from '../../src/lib/log.ts';
 import { secretsOf } from '../../src/config/schema.ts';
-import { AmqpPeer } from '../peers/amqp-peer.ts';
-import { HttpPeer } from '../peers/http-peer.ts';
+import { AmqpPeer } from '../../testkit/amqp-peer.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 
 const S = {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
-import { SCENARIOS } from '../../src/imds/simulator/scenarios.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { SCENARIOS } from '../../src/simulator/scenarios.ts';
 import { WireDocument } from '../../src/imds/wire.ts';
 import { waitFor } from '../helpers.ts';
 

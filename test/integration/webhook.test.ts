@@ -8,16 +8,16 @@ import { join } from 'node:path';
 import { CloudEvent, HTTP } from 'cloudevents';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { classifyHttpStatus } from '../../src/delivery/classify.ts';
-import { toCloudEvent, type BridgeEvent } from '../../src/core/cloudevent.ts';
-import { diff } from '../../src/core/diff.ts';
+import { classifyHttpStatus } from '../../src/sinks/shared/classify.ts';
+import { toCloudEvent, type BridgeEvent } from '../../src/pipeline/cloudevent.ts';
+import { diff } from '../../src/pipeline/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
-import type { Outcome, Sink } from '../../sinks/types.ts';
-import { percentEncode, webhookSink, type WebhookConfig } from '../../sinks/webhook.ts';
-import { sign, secretKey } from '../../sinks/webhook-signature.ts';
-import { HttpPeer, type Recorded } from '../peers/http-peer.ts';
+import type { Outcome, Sink } from '../../src/sinks/contract.ts';
+import { percentEncode, webhookSink, type WebhookConfig } from '../../src/sinks/webhook.ts';
+import { sign, secretKey } from '../../src/lib/standard-webhooks.ts';
+import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
 import { captureLogger, fixtureDocument, ROOT, tempDir } from '../helpers.ts';
 
 const vectors = JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'vectors', 'signing.json'), 'utf8')) as {

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/core/bridge.ts';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { captureLogger, tempDir, waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;

@@ -9,7 +9,7 @@ import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImdsSimulator } from '../../src/imds/simulator/server.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { CLI, ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const asRoot = process.getuid?.() === 0;

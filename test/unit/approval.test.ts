@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { decide, Rule } from '../../src/approval/policy.ts';
 import { issueToken, readToken, slackSignature, verifySlack, verifyStandardWebhook } from '../../src/approval/signatures.ts';
 import { toDomainDocument, WireDocument, type ScheduledEvent } from '../../src/imds/wire.ts';
-import { secretKey, signatureHeaders } from '../../sinks/webhook-signature.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { ROOT } from '../helpers.ts';
 
 const vectors = JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'vectors', 'signing.json'), 'utf8')) as {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fullJitter, parseRetryAfter, retryPause } from '../../src/core/backoff.ts';
+import { fullJitter, parseRetryAfter, retryPause } from '../../src/lib/time.ts';
 import { RateBudget } from '../../src/imds/rate-budget.ts';
 
 describe('fullJitter', () => {

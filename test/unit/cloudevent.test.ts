@@ -1,7 +1,7 @@
 import { CloudEvent, HTTP } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
-import { cloudEventId, encodeSource, fromJson, sourceFor, toApprovedCloudEvent, toCloudEvent } from '../../src/core/cloudevent.ts';
-import { diff } from '../../src/core/diff.ts';
+import { cloudEventId, encodeSource, fromJson, sourceFor, toApprovedCloudEvent, toCloudEvent } from '../../src/pipeline/cloudevent.ts';
+import { diff } from '../../src/pipeline/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { fixtureDocument } from '../helpers.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { diff } from '../../src/core/diff.ts';
+import { diff } from '../../src/pipeline/diff.ts';
 import { toDomainDocument, WireDocument, type EventsDocument } from '../../src/imds/wire.ts';
 import { fixtureDocument } from '../helpers.ts';
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { matchesFilter } from '../../src/delivery/filter.ts';
-import { FilterConfig } from '../../sinks/types.ts';
-import { formatEventLine, humanDuration, timeLeft } from '../../sinks/text-line.ts';
-import { toCloudEvent } from '../../src/core/cloudevent.ts';
-import { diff } from '../../src/core/diff.ts';
+import { matchesFilter } from '../../src/pipeline/filter.ts';
+import { FilterConfig } from '../../src/sinks/contract.ts';
+import { formatEventLine, humanDuration, timeLeft } from '../../src/present/text-line.ts';
+import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
+import { diff } from '../../src/pipeline/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { fixtureDocument } from '../helpers.ts';
 

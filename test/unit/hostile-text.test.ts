@@ -7,14 +7,14 @@
  */
 import MarkdownIt from 'markdown-it';
 import { describe, expect, it } from 'vitest';
-import { toCloudEvent } from '../../src/core/cloudevent.ts';
-import { diff } from '../../src/core/diff.ts';
+import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
+import { diff } from '../../src/pipeline/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
-import { toChatMessage } from '../../sinks/chat-model.ts';
-import { slackMessage, threadLine } from '../../sinks/slack-blocks.ts';
-import { adaptiveCard } from '../../sinks/teams-card.ts';
-import { formatEventLine } from '../../sinks/text-line.ts';
+import { toChatMessage } from '../../src/present/chat-model.ts';
+import { slackMessage, threadLine } from '../../src/present/slack-blocks.ts';
+import { adaptiveCard } from '../../src/present/teams-card.ts';
+import { formatEventLine } from '../../src/present/text-line.ts';
 
 const HOSTILE = {
   EventId: 'E-1`\u001b[31mFAKE\n2026-11-22T00:00:00Z  SCHEDULED <!channel>',

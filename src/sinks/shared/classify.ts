@@ -5,8 +5,8 @@
  * Network and TLS failures are retried: the peer may come back, and the dispatcher's
  * maxAttempts and maxAgeMs bound how long.
  */
-import { parseRetryAfter } from '../core/backoff.ts';
-import { delivered, reject, retry, type Outcome } from '../../sinks/types.ts';
+import { parseRetryAfter } from '../../lib/time.ts';
+import { delivered, reject, retry, type Outcome } from '../contract.ts';
 
 export function classifyHttpStatus(status: number, retryAfter?: string | string[], detail = ''): Outcome {
   const suffix = detail === '' ? '' : `: ${detail}`;

@@ -10,9 +10,9 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { classifyHttpStatus, classifyNetworkError, printable } from '../src/delivery/classify.ts';
-import { httpUrl, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
-import { secretKey, signatureHeaders, whsec } from './webhook-signature.ts';
+import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
+import { httpUrl, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './contract.ts';
+import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
 
 const VERSION = '0.1.0';
 const MAX_RESPONSE_BYTES = 8 * 1024;

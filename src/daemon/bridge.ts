@@ -5,27 +5,27 @@
  * deadline, close sinks, IMDS client and store).
  */
 import type { Logger } from 'pino';
-import { sinkModule } from '../../sinks/registry.ts';
-import { delivered, type Sink, type SinkConfigBase } from '../../sinks/types.ts';
+import { sinkModule } from '../sinks/registry.ts';
+import { delivered, type Sink, type SinkConfigBase } from '../sinks/contract.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
-import { matchesFilter } from '../delivery/filter.ts';
+import { matchesFilter } from '../pipeline/filter.ts';
 import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
-import { errorFields, scrub } from '../observability/logger.ts';
+import { errorFields, scrub } from '../lib/log.ts';
 import { secretsOf } from '../config/schema.ts';
 import { Store, StoreError, type PendingEvent } from '../store/store.ts';
 import { StateLock } from '../store/lock.ts';
-import { retryPause, sleep } from './backoff.ts';
-import { MappingError, transitionOf, type BridgeEvent } from './cloudevent.ts';
-import { pollOnce, type Baseline, type PollResult } from './poller.ts';
+import { retryPause, sleep } from '../lib/time.ts';
+import { MappingError, transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
+import { pollOnce, type Baseline, type PollResult } from '../pipeline/poll.ts';
 import { decide, type Decision } from '../approval/policy.ts';
 import { ApprovalServer } from '../approval/server.ts';
 import { ApprovalService } from '../approval/service.ts';
 import { issueToken } from '../approval/signatures.ts';
-import { secretKey } from '../../sinks/webhook-signature.ts';
-import type { ApprovalLinks } from '../../sinks/types.ts';
+import { secretKey } from '../lib/standard-webhooks.ts';
+import type { ApprovalLinks } from '../sinks/contract.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { ObservabilityServer } from '../observability/server.ts';

@@ -11,10 +11,10 @@
  */
 import type { WebClient } from '@slack/web-api';
 import { z } from 'zod';
-import { toChatMessage } from './chat-model.ts';
-import { jsonClient, postJson } from './http-post.ts';
-import { slackMessage, threadLine } from './slack-blocks.ts';
-import { delivered, httpUrl, reject, retry, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
+import { toChatMessage } from '../present/chat-model.ts';
+import { jsonClient, postJson } from './shared/http.ts';
+import { slackMessage, threadLine } from '../present/slack-blocks.ts';
+import { delivered, httpUrl, reject, retry, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './contract.ts';
 
 
 export const configSchema = z

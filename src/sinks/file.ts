@@ -6,7 +6,7 @@
 import { mkdir, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { delivered, reject, retry, sinkBase, type Outcome, type SinkModule } from './types.ts';
+import { delivered, reject, retry, sinkBase, type Outcome, type SinkModule } from './contract.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('file'),

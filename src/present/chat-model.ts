@@ -3,7 +3,7 @@
  * read at a glance — which VM, what will happen to it in plain words, when, for how long,
  * who asked for it — and the one action that matters (Approve, when a human decides).
  */
-import type { BridgeEvent } from './types.ts';
+import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import { humanDuration } from './text-line.ts';
 
 export type Severity = 'critical' | 'high' | 'warning' | 'resolved' | 'info';

@@ -4,10 +4,10 @@
  * answer 202 Accepted; 429 and 5xx are retried through the shared outcome table.
  */
 import { z } from 'zod';
-import { toChatMessage } from './chat-model.ts';
-import { jsonClient, postJson } from './http-post.ts';
-import { httpUrl, secret, sinkBase, type Outcome, type SinkModule } from './types.ts';
-import { teamsMessage } from './teams-card.ts';
+import { toChatMessage } from '../present/chat-model.ts';
+import { jsonClient, postJson } from './shared/http.ts';
+import { httpUrl, secret, sinkBase, type Outcome, type SinkModule } from './contract.ts';
+import { teamsMessage } from '../present/teams-card.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('teams'),

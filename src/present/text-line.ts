@@ -5,7 +5,7 @@
  * approver passes through `visible`, so no value can add a line, move the cursor or recolour
  * the terminal.
  */
-import type { BridgeEvent } from './types.ts';
+import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 
 const KIND_WIDTH = 9;
 

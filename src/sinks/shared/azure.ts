@@ -5,8 +5,8 @@
  */
 import type { TokenCredential } from '@azure/core-auth';
 import { z } from 'zod';
-import { classifyAzureError } from '../src/delivery/classify.ts';
-import { delivered, reject, type BridgeEvent, type Outcome } from './types.ts';
+import { classifyAzureError } from './classify.ts';
+import { delivered, reject, type BridgeEvent, type Outcome } from '../contract.ts';
 
 export const CredentialConfig = z.discriminatedUnion('kind', [
   /** The VM's managed identity; clientId selects a user-assigned one. */

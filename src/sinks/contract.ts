@@ -5,10 +5,11 @@
  */
 import { z } from 'zod';
 import type { Logger } from 'pino';
-import type { BridgeEvent } from '../src/core/cloudevent.ts';
-import { TRANSITIONS } from '../src/core/diff.ts';
+import type { BridgeEvent } from '../pipeline/cloudevent.ts';
+import { FilterConfig } from '../pipeline/filter.ts';
 
 export type { BridgeEvent };
+export { FilterConfig };
 
 /** Outcome is what happened to one event: the dispatcher decides what to do about it. */
 export type Outcome =
@@ -87,19 +88,6 @@ export const httpUrl = z.string().refine((v) => {
     return false;
   }
 }, 'must be an absolute https or http URL');
-
-export const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate'] as const;
-export const EVENT_SOURCES = ['Platform', 'User'] as const;
-
-/** FilterConfig chooses which transitions reach a sink. */
-export const FilterConfig = z.strictObject({
-  types: z.array(z.enum(TRANSITIONS)).min(1).optional(),
-  eventTypes: z.array(z.enum(EVENT_TYPES)).min(1).optional(),
-  eventSources: z.array(z.enum(EVENT_SOURCES)).min(1).optional(),
-  /** all: every event IMDS lists; self: events naming this VM; leader: events whose first resource is this VM. */
-  scope: z.enum(['all', 'self', 'leader']).default('all'),
-});
-export type FilterConfig = z.infer<typeof FilterConfig>;
 
 /** DeliveryConfig is the per-sink delivery policy the dispatcher applies. */
 export const DeliveryConfig = z.strictObject({

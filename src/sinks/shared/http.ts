@@ -4,8 +4,8 @@
  * Workflows). The URL is a secret (it carries its own credentials): it never reaches a log.
  */
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
-import { classifyHttpStatus, classifyNetworkError, printable } from '../src/delivery/classify.ts';
-import type { Outcome } from './types.ts';
+import { classifyHttpStatus, classifyNetworkError, printable } from './classify.ts';
+import type { Outcome } from '../contract.ts';
 
 export function jsonClient(): Dispatcher {
   return new EnvHttpProxyAgent({ keepAliveTimeout: 30_000, connections: 4 });

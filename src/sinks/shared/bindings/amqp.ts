@@ -6,7 +6,7 @@
  *
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/amqp-protocol-binding.md
  */
-import type { BridgeEvent } from './types.ts';
+import type { BridgeEvent } from '../../contract.ts';
 
 export interface AmqpPayload {
   body: Buffer;

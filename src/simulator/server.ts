@@ -17,7 +17,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { baseUrl, listen } from '../../core/listen.ts';
+import { baseUrl, listen } from '../lib/http-server.ts';
 import { z } from 'zod';
 import { findScenario, scaled, SCENARIOS, type ResourceRef, type ScenarioEventSpec, type Timing } from './scenarios.ts';
 

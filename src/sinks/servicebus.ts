@@ -8,9 +8,9 @@
  */
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
-import { toAmqpPayload, isConnectionString } from './amqp-cloudevents.ts';
-import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './azure-common.ts';
-import { secret, sinkBase, type SinkModule } from './types.ts';
+import { toAmqpPayload, isConnectionString } from './shared/bindings/amqp.ts';
+import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
+import { secret, sinkBase, type SinkModule } from './contract.ts';
 
 export const configSchema = z
   .strictObject({

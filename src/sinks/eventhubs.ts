@@ -7,9 +7,9 @@
  */
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
-import { toAmqpPayload, entityPathOf, isConnectionString } from './amqp-cloudevents.ts';
-import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './azure-common.ts';
-import { secret, sinkBase, type SinkModule } from './types.ts';
+import { toAmqpPayload, entityPathOf, isConnectionString } from './shared/bindings/amqp.ts';
+import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
+import { secret, sinkBase, type SinkModule } from './contract.ts';
 
 export const configSchema = z
   .strictObject({

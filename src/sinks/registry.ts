@@ -2,7 +2,7 @@
  * The sink registry: every sink type the bridge knows. Modules here must stay cheap to import;
  * a sink whose client library is heavy loads it inside `create`.
  */
-import type { SinkModule } from './types.ts';
+import type { SinkModule } from './contract.ts';
 import { configSchema as stdoutConfig, stdoutSink } from './stdout.ts';
 import { configSchema as fileConfig, fileSink } from './file.ts';
 import { configSchema as webhookConfig, webhookSink } from './webhook.ts';

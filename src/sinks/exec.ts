@@ -11,7 +11,7 @@
  */
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
-import { delivered, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './types.ts';
+import { delivered, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './contract.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('exec'),

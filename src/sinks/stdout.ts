@@ -3,8 +3,8 @@
  * the JSON event format per line (`format: json`), for piping into jq or a log shipper.
  */
 import { z } from 'zod';
-import { delivered, retry, sinkBase, type BridgeEvent, type SinkModule } from './types.ts';
-import { formatEventLine } from './text-line.ts';
+import { delivered, retry, sinkBase, type BridgeEvent, type SinkModule } from './contract.ts';
+import { formatEventLine } from '../present/text-line.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('stdout'),

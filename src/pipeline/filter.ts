@@ -1,9 +1,23 @@
 /**
- * matchesFilter decides whether one CloudEvent reaches a sink, from the sink's `filter`:
+ * FilterConfig and matchesFilter: which CloudEvents reach a sink. matchesFilter decides whether one CloudEvent reaches a sink, from the sink's `filter`:
  * transition kinds, event types, event sources and scope (all, self, leader).
  */
-import type { FilterConfig } from '../../sinks/types.ts';
+import { z } from 'zod';
+import { TRANSITIONS } from './diff.ts';
 import { affects, isLeader } from '../imds/identity.ts';
+
+export const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate'] as const;
+export const EVENT_SOURCES = ['Platform', 'User'] as const;
+
+/** FilterConfig chooses which transitions reach a sink. */
+export const FilterConfig = z.strictObject({
+  types: z.array(z.enum(TRANSITIONS)).min(1).optional(),
+  eventTypes: z.array(z.enum(EVENT_TYPES)).min(1).optional(),
+  eventSources: z.array(z.enum(EVENT_SOURCES)).min(1).optional(),
+  /** all: every event IMDS lists; self: events naming this VM; leader: events whose first resource is this VM. */
+  scope: z.enum(['all', 'self', 'leader']).default('all'),
+});
+export type FilterConfig = z.infer<typeof FilterConfig>;
 
 export interface FilterSubject {
   readonly transition: string;

@@ -1,0 +1,73 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { cycles, importsOf, layerOf, readGraph, upwardImports, type Graph } from '../../testkit/import-graph.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+describe('the layer rule', () => {
+  const graph = readGraph(root, ['src', 'testkit', 'bench', 'scripts']);
+
+  it('reads the whole source tree', () => {
+    const files = [...graph.keys()];
+    expect(files).toContain('src/cli.ts');
+    expect(files).toContain('src/lib/time.ts');
+    expect(files.filter((f) => f.startsWith('src/')).length).toBeGreaterThan(50);
+  });
+
+  it('has no import from src/ into a higher layer or outside src/', () => {
+    expect(upwardImports(graph)).toEqual([]);
+  });
+
+  it('has no import cycle', () => {
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  it('keeps lib/ free of project imports outside lib/', () => {
+    const out = [...graph].flatMap(([from, to]) => (from.startsWith('src/lib/') ? to.filter((t) => !t.startsWith('src/lib/')) : []));
+    expect(out).toEqual([]);
+  });
+
+  it('keeps test/ out of the testkit, the benchmarks and the scripts', () => {
+    const out = [...graph].flatMap(([from, to]) => to.filter((t) => t.startsWith('test/')).map((t) => `${from} -> ${t}`));
+    expect(out).toEqual([]);
+  });
+});
+
+describe('the import graph checker', () => {
+  it('reads static, type-only, re-exported and dynamic imports, not commented ones', () => {
+    const text = [
+      "import { a } from './a.ts';",
+      "import type { B } from '../b.ts';",
+      "export { c } from './c.ts';",
+      "const d = () => import('./d.ts');",
+      "import './e.ts';",
+      "// import { x } from './x.ts';",
+      "/* import { y } from './y.ts'; */",
+      "import { z } from 'zod';",
+    ].join('\n');
+    expect(importsOf(text)).toEqual(['./a.ts', '../b.ts', './c.ts', './d.ts', './e.ts']);
+  });
+
+  it('finds an upward import and an import from outside src/', () => {
+    const g: Graph = new Map([
+      ['src/lib/time.ts', ['src/imds/wire.ts']],
+      ['src/imds/wire.ts', ['src/lib/time.ts']],
+      ['src/sinks/x.ts', ['test/helpers.ts']],
+      ['src/cli.ts', ['src/commands/run.ts']],
+    ]);
+    expect(upwardImports(g).map((v) => `${v.from} -> ${v.to}`)).toEqual(['src/lib/time.ts -> src/imds/wire.ts', 'src/sinks/x.ts -> test/helpers.ts']);
+    expect(layerOf('src/cli.ts')).toBe('cli');
+    expect(layerOf('test/helpers.ts')).toBeNull();
+  });
+
+  it('finds a cycle, and a file that imports itself', () => {
+    const g: Graph = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a']],
+      ['d', ['d']],
+      ['e', ['a']],
+    ]);
+    expect(cycles(g)).toEqual([['a', 'b', 'c'], ['d']]);
+  });
+});

@@ -1,0 +1,125 @@
+/**
+ * The import graph of the project's sources, and the layer rule checked against it
+ * (docs/architecture.md, "Layers"): every import points down the list of layers, and no files
+ * import each other in a circle, type-only and dynamic imports included.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+
+/** The layers of src/, bottom first. A file may import files of its own layer or of layers below. */
+export const LAYERS = [
+  'lib',
+  'imds',
+  'pipeline',
+  'store',
+  'present',
+  'sinks',
+  'delivery',
+  'approval',
+  'observability',
+  'config',
+  'daemon',
+  'simulator',
+  'commands',
+  'api',
+  'cli',
+] as const;
+
+/** Graph maps each file (a path relative to the root, with /) to the project files it imports. */
+export type Graph = Map<string, string[]>;
+
+const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+)\1/g;
+
+/** importsOf lists the relative specifiers a source text imports or re-exports. */
+export function importsOf(text: string): string[] {
+  const withoutComments = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  return [...withoutComments.matchAll(SPECIFIER)].map((m) => m[2]!);
+}
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) walk(path, out);
+    else if (/\.(ts|js)$/.test(entry.name)) out.push(path);
+  }
+  return out;
+}
+
+/** readGraph reads every .ts/.js file under `dirs` (relative to `root`). */
+export function readGraph(root: string, dirs: readonly string[]): Graph {
+  const graph: Graph = new Map();
+  for (const dir of dirs) {
+    for (const file of walk(join(root, dir))) {
+      const from = relative(root, file).split('\\').join('/');
+      const targets = importsOf(readFileSync(file, 'utf8')).map((s) => normalize(join(dirname(from), s)).split('\\').join('/'));
+      graph.set(from, targets);
+    }
+  }
+  return graph;
+}
+
+/** layerOf names the layer of a file under src/ (`src/cli.ts` is the `cli` layer), or null. */
+export function layerOf(file: string): string | null {
+  const m = /^src\/(?:([^/]+)\/|([^/]+)\.ts$)/.exec(file);
+  if (m === null) return null;
+  return m[1] ?? m[2]!.replace(/\.ts$/, '');
+}
+
+export interface Violation {
+  readonly from: string;
+  readonly to: string;
+  readonly why: string;
+}
+
+/** upwardImports lists every import from a file of src/ into a higher layer, or into no layer at all. */
+export function upwardImports(graph: Graph, layers: readonly string[] = LAYERS): Violation[] {
+  const out: Violation[] = [];
+  for (const [from, targets] of graph) {
+    const fromLayer = layerOf(from);
+    if (fromLayer === null) continue;
+    const rank = layers.indexOf(fromLayer);
+    for (const to of targets) {
+      const toLayer = layerOf(to);
+      if (rank < 0) out.push({ from, to, why: `${fromLayer} is not a layer` });
+      else if (toLayer === null) out.push({ from, to, why: 'src/ imports from outside src/' });
+      else if (layers.indexOf(toLayer) < 0) out.push({ from, to, why: `${toLayer} is not a layer` });
+      else if (layers.indexOf(toLayer) > rank) out.push({ from, to, why: `${fromLayer} imports ${toLayer}, a higher layer` });
+    }
+  }
+  return out;
+}
+
+/** cycles lists every set of files that import each other in a circle (Tarjan's strongly connected components). */
+export function cycles(graph: Graph): string[][] {
+  let index = 0;
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const idx = new Map<string, number>();
+  const low = new Map<string, number>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    idx.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    on.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) out.push(scc.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!idx.has(v)) visit(v);
+  return out;
+}

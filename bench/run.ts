@@ -29,7 +29,7 @@ import { identityFrom } from '../src/imds/identity.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { toDomainDocument, WireDocument, type EventsDocument } from '../src/imds/wire.ts';
 import { Store } from '../src/store/store.ts';
-import { DeliveryConfig } from '../src/sinks/contract.ts';
+import { DeliveryConfig, FilterConfig } from '../src/sinks/contract.ts';
 import { secretKey, signatureHeaders } from '../src/lib/standard-webhooks.ts';
 import { webhookSink, type WebhookConfig } from '../src/sinks/webhook.ts';
 import { SinkConfig } from '../src/config/schema.ts';
@@ -298,7 +298,7 @@ async function phaseThroughput() {
   const store = Store.open(path);
   const config = SinkConfig.parse({ name: 'hook', type: 'webhook', url: hook.url }) as WebhookConfig;
   const sink = await webhookSink.create(config, { logger: silent, stdout: process.stdout });
-  const dispatcher = new Dispatcher({ store, logger: silent, targets: [{ name: 'hook', type: 'webhook', sink, delivery: DeliveryConfig.parse({}), maxBatchSize: sink.maxBatchSize ?? 1 }] });
+  const dispatcher = new Dispatcher({ store, logger: silent, targets: [{ name: 'hook', type: 'webhook', sink, delivery: DeliveryConfig.parse({}), maxBatchSize: sink.maxBatchSize ?? 1, filter: FilterConfig.parse({}), prepare: false }] });
   dispatcher.start();
   const vm = identityFrom(null, { name: 'bench-vm' });
   let previous: EventsDocument | null = null;

@@ -9,6 +9,7 @@
  * and idle timeouts after which a slow client's socket is destroyed (lib/http-server.ts), JSON
  * errors {"error": {"code", "message"}} everywhere but the page.
  */
+import { BridgeError, type Code } from '../lib/errors.ts';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../lib/http-server.ts';
@@ -45,13 +46,11 @@ export interface ApprovalServerOptions {
   maxConnections?: number;
 }
 
-class HttpError extends Error {
+class HttpError extends BridgeError {
   readonly status: number;
-  readonly code: string;
-  constructor(status: number, code: string, message: string) {
-    super(message);
+  constructor(status: number, code: Code, message: string) {
+    super(code, message);
     this.status = status;
-    this.code = code;
   }
 }
 

@@ -7,10 +7,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { fullJitter, sleep } from '../lib/time.ts';
+import { BridgeError, errorFields } from '../lib/errors.ts';
 import { toApprovedCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
+import { retryImds } from '../imds/retry.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import type { ApprovalRecord, PendingEvent, Store } from '../store/store.ts';
@@ -18,13 +19,10 @@ import type { ApprovalRecord, PendingEvent, Store } from '../store/store.ts';
 export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED';
 
 /** ApprovalError carries the HTTP status the API answers with. */
-export class ApprovalError extends Error {
-  readonly code: ApprovalErrorCode;
+export class ApprovalError extends BridgeError<ApprovalErrorCode> {
   readonly status: 404 | 409 | 502;
   constructor(code: ApprovalErrorCode, message: string, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = 'ApprovalError';
-    this.code = code;
+    super(code, message, { cause });
     this.status = code === 'UNKNOWN_EVENT' ? 404 : code === 'NOT_APPROVABLE' ? 409 : 502;
   }
 }
@@ -60,7 +58,8 @@ export interface ApprovalServiceOptions {
   onResult?: (via: string, result: string) => void;
 }
 
-const IMDS_ATTEMPTS = 4;
+/** StartRequests is tried 4 times within a few seconds: a human or a policy is waiting on the answer. */
+const START_RETRY = { intervalMs: 250, maxPauseMs: 2000, maxAttempts: 4 };
 
 export class ApprovalService {
   readonly #o: ApprovalServiceOptions;
@@ -133,18 +132,12 @@ export class ApprovalService {
   }
 
   async #startRequest(eventId: string, signal?: AbortSignal): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#o.client.startEvents([eventId], { signal });
-        return;
-      } catch (err) {
-        const e = err as ImdsError;
-        if (!(e instanceof ImdsError) || !e.retryable || attempt + 1 >= IMDS_ATTEMPTS) {
-          this.#o.logger.error({ eventId, code: e.code ?? 'ERROR', err: e.message }, 'IMDS refused StartRequests');
-          throw new ApprovalError('IMDS_REFUSED', `IMDS did not accept StartRequests: ${e.code ?? e.message}`, err);
-        }
-        await sleep(Math.max(100, fullJitter(attempt, 250, 2000), e.retryAfterMs ?? 0), signal);
-      }
+    try {
+      await retryImds(() => this.#o.client.startEvents([eventId], { signal }), { ...START_RETRY, signal });
+    } catch (err) {
+      const e = err as ImdsError;
+      this.#o.logger.error({ eventId, ...errorFields(err) }, 'IMDS refused StartRequests');
+      throw new ApprovalError('IMDS_REFUSED', `IMDS did not accept StartRequests: ${e.code ?? e.message}`, err);
     }
   }
 }

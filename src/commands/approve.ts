@@ -11,7 +11,7 @@ import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { config: { type: 'string', short: 'c' }, reason: { type: 'string' }, json: { type: 'boolean' } }, true);
   if (positionals.length !== 1) throw new UsageError('expected one EventId');
-  const loaded = loadOrReport(values.config);
+  const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const key = config.approval.secret === undefined ? null : secretKey(config.approval.secret);

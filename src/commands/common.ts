@@ -1,12 +1,15 @@
 /** Shared helpers of the CLI commands: exit codes, argument parsing, config loading. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfigFile, resolveConfigPath } from '../config/load.ts';
+import { ConfigError, loadConfig, resolveConfigPath } from '../config/load.ts';
 import type { BridgeConfig } from '../config/schema.ts';
+import { BridgeError } from '../lib/errors.ts';
 
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
-export class UsageError extends Error {
-  readonly code = 'USAGE';
+export class UsageError extends BridgeError<'USAGE'> {
+  constructor(message: string) {
+    super('USAGE', message);
+  }
 }
 
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, allowPositionals = false) {
@@ -18,10 +21,10 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: s
 }
 
 /** loadOrReport loads the configuration; on problems it prints them all and returns null (exit 2). */
-export function loadOrReport(flag: string | undefined): { config: BridgeConfig; path: string } | null {
+export async function loadOrReport(flag: string | undefined): Promise<{ config: BridgeConfig; path: string } | null> {
   const path = resolveConfigPath(flag);
   try {
-    return { config: loadConfigFile(path), path };
+    return { config: await loadConfig(path), path };
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

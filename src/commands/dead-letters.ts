@@ -10,7 +10,7 @@ export async function main(argv: string[]): Promise<number> {
   );
   const action = positionals[0];
   if (positionals.length !== 1 || (action !== 'list' && action !== 'replay')) throw new UsageError('expected "list" or "replay"');
-  const loaded = loadOrReport(values.config);
+  const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const store = Store.open(loaded.config.state.path);
   try {

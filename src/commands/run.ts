@@ -1,13 +1,14 @@
 import { Bridge } from '../daemon/bridge.ts';
-import { createLogger, errorFields, scrub } from '../lib/log.ts';
+import { SHUTDOWN_DEADLINE_MS } from '../delivery/dispatcher.ts';
+import { createLogger, scrub } from '../lib/log.ts';
+import { errorFields } from '../lib/errors.ts';
 import { secretsOf } from '../config/schema.ts';
 import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
 
-const SHUTDOWN_DEADLINE_MS = 10_000;
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { config: { type: 'string', short: 'c' }, 'dry-run': { type: 'boolean' } });
-  const loaded = loadOrReport(values.config);
+  const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   // The stdout sink owns stdout when configured; logs then go to stderr so both stay parseable.

@@ -1,6 +1,7 @@
 /** se-bridge simulate: the IMDS simulator alone, for pointing any client at it. */
 import { ImdsSimulator } from '../simulator/server.ts';
 import { SCENARIOS } from '../simulator/scenarios.ts';
+import { parseHostPort } from '../lib/validators.ts';
 import { EXIT, onShutdown, parse, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
@@ -10,15 +11,15 @@ export async function main(argv: string[]): Promise<number> {
     timing: { type: 'string', default: 'dev' },
     'vm-name': { type: 'string', default: 'sim-vm-0' },
   });
-  const m = /^(.+):(\d{1,5})$/.exec(values.listen);
-  if (!m || Number(m[2]) > 65535) throw new UsageError(`--listen must be HOST:PORT, got "${values.listen}"`);
+  const at = parseHostPort(values.listen);
+  if (at === null) throw new UsageError(`--listen must be HOST:PORT, got "${values.listen}"`);
   if (values.timing !== 'dev' && values.timing !== 'real') throw new UsageError('--timing must be dev or real');
   const names = SCENARIOS.map((s) => s.name);
   if (values.scenario !== undefined && values.scenario !== 'all' && !names.includes(values.scenario)) {
     throw new UsageError(`unknown scenario "${values.scenario}"; known: all, ${names.join(', ')}`);
   }
   const sim = new ImdsSimulator({ timing: values.timing, vmName: values['vm-name'] });
-  const url = await sim.listen(Number(m[2]), m[1]!.replace(/^\[|\]$/g, ''));
+  const url = await sim.listen(at.port, at.host);
   process.stdout.write(
     `IMDS simulator on ${url} (timing ${values.timing}, VM ${sim.vmName})\n` +
       `  GET  ${url}/metadata/scheduledevents?api-version=2020-07-01   (header Metadata: true)\n` +

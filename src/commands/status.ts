@@ -3,9 +3,9 @@
  * documented 70 s), then the current events with the time left until NotBefore, and who this
  * VM is. `--json` prints the same for scripts.
  */
-import { fullJitter, sleep } from '../lib/time.ts';
 import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
+import { retryImds } from '../imds/retry.ts';
 import { affects, identityFrom, isLeader } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { existsSync } from 'node:fs';
@@ -13,12 +13,12 @@ import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
 import { EXIT, loadOrReport, parse, table } from './common.ts';
 
-const READ_DEADLINE_MS = 15_000;
-const GONE_DEADLINE_MS = 70_000;
+/** status retries transient failures for 15 s (410 for the documented 70 s), pausing at most 5 s. */
+const READ_RETRY = { intervalMs: 500, maxPauseMs: 5000, deadlineMs: 15_000 };
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { config: { type: 'string', short: 'c' }, json: { type: 'boolean' } });
-  const loaded = loadOrReport(values.config);
+  const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const client = new ImdsClient({
@@ -81,19 +81,11 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function readWithRetry(client: ImdsClient): Promise<EventsDocument> {
-  const started = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const read = await client.getScheduledEvents();
-      if (read.kind === 'document') return read.document;
-      throw new ImdsError('IMDS_HTTP_STATUS', 'IMDS answered 304 to a request without If-None-Match');
-    } catch (err) {
-      const e = err as ImdsError;
-      const limit = e.code === 'IMDS_GONE' ? GONE_DEADLINE_MS : READ_DEADLINE_MS;
-      if (!(e instanceof ImdsError) || !e.retryable || Date.now() - started > limit) throw err;
-      await sleep(Math.max(200, fullJitter(attempt, 500, 5000), e.retryAfterMs ?? 0));
-    }
-  }
+  return retryImds(async () => {
+    const read = await client.getScheduledEvents();
+    if (read.kind === 'document') return read.document;
+    throw new ImdsError('IMDS_HTTP_STATUS', 'IMDS answered 304 to a request without If-None-Match');
+  }, READ_RETRY);
 }
 
 /** readApprovals reads the approval records of the daemon's state, when there is one to read. */

@@ -2,7 +2,7 @@ import { EXIT, loadOrReport, parse } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { config: { type: 'string', short: 'c' } });
-  const loaded = loadOrReport(values.config);
+  const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const sinks = loaded.config.sinks.map((s) => `${s.name} (${s.type})`).join(', ') || 'none';
   process.stdout.write(`${loaded.path}: valid; sinks: ${sinks}\n`);

@@ -7,17 +7,18 @@
  * naming it); `${NAME:-fallback}` uses the fallback when NAME is unset or empty; `$${` is a
  * literal `${`.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { BridgeError } from '../lib/errors.ts';
+import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../sinks/external.ts';
 import { BridgeConfig } from './schema.ts';
 
-export class ConfigError extends Error {
-  readonly code = 'CONFIG_INVALID';
+export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   readonly problems: readonly string[];
   constructor(source: string, problems: readonly string[]) {
-    super(`${source}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`);
-    this.name = 'ConfigError';
+    super('CONFIG_INVALID', `${source}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
   }
 }
@@ -65,12 +66,10 @@ export function validateConfig(raw: unknown, source: string, env: NodeJS.Process
   const problems: string[] = [];
   const expanded = expand(raw, [], env, problems);
   applyEnvOverrides(expanded, env);
-  problems.push(...duplicateSinkNames(expanded));
-  problems.push(...approvalNeeds(expanded));
   const result = BridgeConfig.safeParse(expanded, { reportInput: true });
   if (!result.success) problems.push(...formatIssues(result.error.issues));
   if (problems.length > 0) throw new ConfigError(source, problems);
-  return result.data!;
+  return withModulesFrom(result.data!, source);
 }
 
 function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
@@ -91,30 +90,17 @@ function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
   }
 }
 
-/** approvalNeeds: links need a secret and a public URL; Slack interactions need the secret too. */
-function approvalNeeds(raw: unknown): string[] {
-  const a = (raw as { approval?: Record<string, unknown> } | null)?.approval;
-  if (a === null || typeof a !== 'object') return [];
-  const out: string[] = [];
-  if (a.publicUrl !== undefined && a.secret === undefined) out.push('approval.secret: is required with approval.publicUrl (it signs the links)');
-  if (a.slack !== undefined && a.secret === undefined) out.push('approval.secret: is required with approval.slack (it signs the button tokens)');
-  return out;
-}
-
-/** duplicateSinkNames is checked on the raw input so it is reported even when a sink has other problems. */
-function duplicateSinkNames(raw: unknown): string[] {
-  const sinks = (raw as { sinks?: unknown } | null)?.sinks;
-  if (!Array.isArray(sinks)) return [];
-  const seen = new Map<string, number>();
-  const out: string[] = [];
-  sinks.forEach((sink: unknown, i) => {
-    const name = (sink as { name?: unknown } | null)?.name;
-    if (typeof name !== 'string') return;
-    const first = seen.get(name);
-    if (first === undefined) seen.set(name, i);
-    else out.push(`sinks[${i}].name: duplicate sink name "${name}" (also sinks[${first}])`);
-  });
-  return out;
+/**
+ * withModulesFrom makes the file of each external sink (`type: module`, `module: ./x.js`)
+ * relative to the configuration file, as a reader of the file expects, not to the directory
+ * the daemon happens to start in.
+ */
+function withModulesFrom(config: BridgeConfig, source: string): BridgeConfig {
+  if (!existsSync(source)) return config;
+  for (const sink of config.sinks) {
+    if (sink.type === 'module' && sink.module.startsWith('.')) sink.module = resolve(dirname(source), sink.module);
+  }
+  return config;
 }
 
 const VAR = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -189,4 +175,31 @@ function describe(issue: z.core.$ZodIssue): string {
 
 function article(t: string): string {
   return /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
+}
+
+/**
+ * checkExternalSinks loads the module of every external sink (`type: module`) and checks its
+ * `config` block with the module's own schema, reporting each problem by its path like every
+ * other configuration problem: a missing module, a module without the sink contract, or
+ * settings the module refuses.
+ */
+export async function checkExternalSinks(config: BridgeConfig, source: string): Promise<void> {
+  const problems: string[] = [];
+  for (const [i, sink] of config.sinks.entries()) {
+    if (sink.type !== 'module') continue;
+    try {
+      await validateSinkConfig(await loadExternalSink(sink.module), sink.config);
+    } catch (err) {
+      if (!(err instanceof SinkModuleError)) throw err;
+      problems.push(...err.problems.map((p) => `sinks[${i}].${p}`));
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(source, problems);
+}
+
+/** loadConfig reads, validates and completes a configuration file, external sinks included. */
+export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<BridgeConfig> {
+  const config = loadConfigFile(path, env);
+  await checkExternalSinks(config, path);
+  return config;
 }

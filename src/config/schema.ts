@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { SINK_CONFIG_SCHEMAS } from '../sinks/registry.ts';
 import { whsec } from '../lib/standard-webhooks.ts';
-import { httpUrl, secret } from '../sinks/contract.ts';
+import { hostPort, httpUrl, secret } from '../lib/validators.ts';
 import { Rule } from '../approval/policy.ts';
 
 
@@ -57,6 +57,24 @@ export const IdentityConfig = z.strictObject({
 export const SinkConfig = z.discriminatedUnion('type', SINK_CONFIG_SCHEMAS);
 export type SinkConfig = z.infer<typeof SinkConfig>;
 
+/** Cross-field rules run even when other keys have problems, so that every problem is reported at once. */
+const ALWAYS = { when: () => true };
+
+/** Sinks: each name once (it keys the outbox, the metrics and the logs). */
+export const SinksConfig = z
+  .array(SinkConfig)
+  .superRefine((sinks, ctx) => {
+    const seen = new Map<string, number>();
+    (Array.isArray(sinks) ? sinks : []).forEach((sink: unknown, i) => {
+      const name = (sink as { name?: unknown } | null)?.name;
+      if (typeof name !== 'string') return;
+      const first = seen.get(name);
+      if (first === undefined) seen.set(name, i);
+      else ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate sink name "${name}" (also sinks[${first}])` });
+    });
+  }, ALWAYS)
+  .meta({ description: 'The sinks; every name must be unique.' });
+
 
 export const ApprovalConfig = z.strictObject({
   /** Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server. */
@@ -69,9 +87,13 @@ export const ApprovalConfig = z.strictObject({
   rules: z.array(Rule).default([]),
   /** Longest life of an approval link; never past NotBefore. */
   linkTtlSeconds: z.number().int().min(60).max(7 * 86400).default(86400),
-});
-
-const hostPort = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be HOST:PORT, e.g. 127.0.0.1:8787');
+})
+  // links and Slack buttons carry tokens that approval.secret signs
+  .superRefine((a, ctx) => {
+    if (a?.publicUrl !== undefined && a.secret === undefined) ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.publicUrl (it signs the links)' });
+    if (a?.slack !== undefined && a.secret === undefined) ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.slack (it signs the button tokens)' });
+  }, ALWAYS)
+  .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'] } });
 
 export const ServerConfig = z.strictObject({
   /** Approval API, Slack interactions and the approval page (started when approval.secret is set). */
@@ -92,7 +114,7 @@ export const ObservabilityConfig = z.strictObject({
 export const BridgeConfig = z.strictObject({
   imds: ImdsConfig.prefault({}),
   state: StateConfig.prefault({}),
-  sinks: z.array(SinkConfig).default([]),
+  sinks: SinksConfig.default([]),
   log: LogConfig.prefault({}),
   identity: IdentityConfig.prefault({}),
   approval: ApprovalConfig.prefault({}),

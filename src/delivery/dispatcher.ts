@@ -10,10 +10,11 @@
  */
 import type { Logger } from 'pino';
 import type { DeliveryConfig, Outcome, Sink } from '../sinks/contract.ts';
+import type { FilterConfig } from '../pipeline/filter.ts';
 import { fromJson } from '../pipeline/cloudevent.ts';
 import { fullJitter } from '../lib/time.ts';
 import { deadline } from '../lib/time.ts';
-import { errorFields } from '../lib/log.ts';
+import { errorFields } from '../lib/errors.ts';
 import type { OutboxRow, Store } from '../store/store.ts';
 
 export interface DispatchTarget {
@@ -22,6 +23,10 @@ export interface DispatchTarget {
   readonly sink: Sink;
   readonly delivery: DeliveryConfig;
   readonly maxBatchSize: number;
+  /** Which CloudEvents the sink takes. */
+  readonly filter: FilterConfig;
+  /** A preparation hook: its success can approve an event (exec sinks with `prepare: true`). */
+  readonly prepare: boolean;
 }
 
 export interface OutcomeReport {
@@ -47,6 +52,9 @@ export interface DispatcherOptions {
   /** Cleans a failure reason before it is stored (peers may echo credentials back). */
   scrub?: (text: string) => string;
 }
+
+/** How long a stopping daemon lets in-flight deliveries finish (SIGTERM to exit). */
+export const SHUTDOWN_DEADLINE_MS = 10_000;
 
 const ABORTED = Symbol('aborted');
 const RESCAN_MS = 5000;
@@ -214,7 +222,7 @@ export class Dispatcher {
    * stop lets in-flight sends finish within `deadlineMs`, then aborts them; what was not
    * delivered stays in the outbox for the next start. Sinks are closed afterwards.
    */
-  async stop(deadlineMs = 10_000): Promise<void> {
+  async stop(deadlineMs = SHUTDOWN_DEADLINE_MS): Promise<void> {
     const workers = [...this.#workers.values()];
     for (const w of workers) w.stop();
     const all = Promise.all(workers.map((w) => w.done));

@@ -2,7 +2,10 @@
  * ImdsError is every way a read or write at IMDS can fail, with a stable `code`.
  * A failed read is never an empty document: callers produce no transitions from it.
  */
-export type ImdsErrorCode =
+import { BridgeError, type Code } from '../lib/errors.ts';
+
+export type ImdsErrorCode = Extract<
+  Code,
   | 'IMDS_BAD_REQUEST' // 400: missing Metadata header, bad api-version, malformed body
   | 'IMDS_NOT_FOUND' // 404
   | 'IMDS_METHOD_NOT_ALLOWED' // 405
@@ -14,7 +17,8 @@ export type ImdsErrorCode =
   | 'IMDS_TIMEOUT'
   | 'IMDS_UNPARSABLE' // not JSON, truncated, too large
   | 'IMDS_SCHEMA_INVALID' // JSON, but not a Scheduled Events document
-  | 'IMDS_ABORTED'; // the caller's signal aborted (shutdown)
+  | 'IMDS_ABORTED' // the caller's signal aborted (shutdown)
+>;
 
 const RETRYABLE: ReadonlySet<ImdsErrorCode> = new Set([
   'IMDS_GONE',
@@ -25,14 +29,11 @@ const RETRYABLE: ReadonlySet<ImdsErrorCode> = new Set([
   'IMDS_UNPARSABLE',
 ]);
 
-export class ImdsError extends Error {
-  readonly code: ImdsErrorCode;
+export class ImdsError extends BridgeError<ImdsErrorCode> {
   readonly status: number | undefined;
   readonly retryAfterMs: number | undefined;
   constructor(code: ImdsErrorCode, message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'ImdsError';
-    this.code = code;
+    super(code, message, options);
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
   }

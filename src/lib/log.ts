@@ -70,12 +70,3 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     stream,
   );
 }
-
-/** errorFields turns an error into log fields: its stable code and its message (scrubbed on output). */
-export function errorFields(err: unknown): { code: string; err: string } {
-  const e = err as { code?: unknown; message?: unknown; name?: unknown };
-  return {
-    code: typeof e?.code === 'string' ? e.code : typeof e?.name === 'string' ? e.name : 'UNKNOWN',
-    err: typeof e?.message === 'string' ? e.message : String(err),
-  };
-}

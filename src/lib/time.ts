@@ -10,23 +10,6 @@ export function fullJitter(attempt: number, baseMs: number, capMs: number, rando
   return Math.floor(random() * ceiling);
 }
 
-/**
- * retryPause is how long the poll loop waits after `failures` failed IMDS reads in a row:
- * full jitter that grows from the poll interval, never below the interval and never above
- * `maxPauseMs` (itself never below the interval). A Retry-After is honoured up to that cap:
- * a Spot eviction gives 30 s of notice, so the bridge must not look away for longer than a
- * few seconds whatever IMDS says, and the shared 5 requests/s budget keeps it polite.
- */
-export function retryPause(
-  failures: number,
-  o: { intervalMs: number; maxPauseMs: number; retryAfterMs?: number | undefined },
-  random: () => number = Math.random,
-): number {
-  const cap = Math.max(o.intervalMs, o.maxPauseMs);
-  const jitter = fullJitter(Math.max(0, failures - 1), o.intervalMs, cap, random);
-  return Math.min(cap, Math.max(o.intervalMs, jitter, o.retryAfterMs ?? 0));
-}
-
 /** parseRetryAfter reads an HTTP Retry-After value (seconds or an HTTP date) as milliseconds. */
 export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;

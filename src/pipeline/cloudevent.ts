@@ -6,6 +6,7 @@
  *
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md
  */
+import { BridgeError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
 import { CloudEvent } from 'cloudevents';
 import type { ScheduledEvent } from '../imds/wire.ts';
@@ -81,11 +82,9 @@ export function encodeSource(id: string): string {
 }
 
 /** MappingError is a failure to turn a good IMDS document into CloudEvents: our fault, never IMDS's. */
-export class MappingError extends Error {
-  readonly code = 'MAPPING_FAILED';
+export class MappingError extends BridgeError<'MAPPING_FAILED'> {
   constructor(message: string, cause: unknown) {
-    super(message, { cause });
-    this.name = 'MappingError';
+    super('MAPPING_FAILED', message, { cause });
   }
 }
 
@@ -203,4 +202,21 @@ export function fromJson(json: string): BridgeEvent {
 /** transitionOf reads the transition kind back from a CloudEvent type. */
 export function transitionOf(event: { type: string }): TransitionKind {
   return event.type.slice(TYPE_PREFIX.length) as TransitionKind;
+}
+
+/** toScheduledEvent reads the event back from a CloudEvent's data (for decisions on delivered events). */
+export function toScheduledEvent(e: BridgeEvent): ScheduledEvent {
+  const d = e.data!;
+  return {
+    eventId: d.eventId,
+    eventType: d.eventType,
+    eventStatus: d.eventStatus,
+    resourceType: d.resourceType,
+    resources: d.resources,
+    notBefore: d.notBefore,
+    description: d.description,
+    eventSource: d.eventSource,
+    durationInSeconds: d.durationInSeconds,
+    raw: d.raw,
+  };
 }

@@ -3,7 +3,7 @@
  * read at a glance — which VM, what will happen to it in plain words, when, for how long,
  * who asked for it — and the one action that matters (Approve, when a human decides).
  */
-import type { BridgeEvent } from '../pipeline/cloudevent.ts';
+import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { humanDuration } from './text-line.ts';
 
 export type Severity = 'critical' | 'high' | 'warning' | 'resolved' | 'info';
@@ -77,7 +77,7 @@ function isHappening(type: string, duration: number): string {
 
 export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string | null } = {}): ChatMessage {
   const d = event.data!;
-  const transition = event.type.replace(/^azure\.scheduledevent\./, '');
+  const transition = transitionOf(event);
   const observedAt = event.time ?? new Date().toISOString();
   const vms = d.resources.map((name) => ({ name, isThisVm: name.toLowerCase() === d.vm.name.toLowerCase() }));
   const who = d.affectsThisVm ? d.vm.name : vms.length === 0 ? 'A VM' : vms.length === 1 ? vms[0]!.name : `${vms[0]!.name} and ${vms.length - 1} more`;

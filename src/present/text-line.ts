@@ -5,13 +5,13 @@
  * approver passes through `visible`, so no value can add a line, move the cursor or recolour
  * the terminal.
  */
-import type { BridgeEvent } from '../pipeline/cloudevent.ts';
+import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 
 const KIND_WIDTH = 9;
 
 export function formatEventLine(event: BridgeEvent): string {
   const d = event.data;
-  const kind = event.type.replace(/^azure\.scheduledevent\./, '');
+  const kind = transitionOf(event);
   if (d === undefined) return `${event.time ?? ''} ${kind} ${event.subject ?? event.id}`;
   const observed = event.time ?? new Date().toISOString();
   const vms = d.resources.map((r) => visible(r.toLowerCase() === d.vm.name.toLowerCase() ? `${r}*` : r)).join(',') || '-';

@@ -10,6 +10,7 @@ import { FilterConfig } from '../pipeline/filter.ts';
 
 export type { BridgeEvent };
 export { FilterConfig };
+export { httpUrl, secret } from '../lib/validators.ts';
 
 /** Outcome is what happened to one event: the dispatcher decides what to do about it. */
 export type Outcome =
@@ -33,7 +34,6 @@ export interface Sink {
   readonly attemptTimeoutMs?: number;
   /** send delivers `events` (at most `maxBatchSize`) and returns one outcome per event, in order. */
   send(events: readonly BridgeEvent[], options: SendOptions): Promise<Outcome[]>;
-  healthcheck?(options: SendOptions): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -70,25 +70,6 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
   create(config: C, context: SinkContext): Sink | Promise<Sink>;
 }
 
-/**
- * secret marks a configuration value as a credential, once, where it is defined: it shows as
- * `writeOnly: true` in the configuration's JSON Schema, and every value so marked is scrubbed
- * from logs and stored failure reasons (config/schema.ts secretsOf).
- */
-export function secret<T extends z.ZodType>(schema: T): T {
-  return schema.meta({ writeOnly: true }) as T;
-}
-
-/** httpUrl: an absolute http(s) URL, the one rule every URL in the configuration follows. */
-export const httpUrl = z.string().refine((v) => {
-  try {
-    const u = new URL(v);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
-  } catch {
-    return false;
-  }
-}, 'must be an absolute https or http URL');
-
 /** DeliveryConfig is the per-sink delivery policy the dispatcher applies. */
 export const DeliveryConfig = z.strictObject({
   maxAttempts: z.number().int().min(1).max(1000).default(50),
@@ -114,3 +95,40 @@ export interface SinkConfigBase {
   filter: FilterConfig;
   delivery: DeliveryConfig;
 }
+
+/**
+ * StandardSchema is the validation interface zod, valibot and arktype all implement
+ * (standardschema.dev): an external sink's config schema may come from any of them.
+ */
+export interface StandardSchema<Output = unknown> {
+  readonly '~standard': {
+    readonly version: 1;
+    readonly vendor: string;
+    validate(value: unknown): StandardResult<Output> | Promise<StandardResult<Output>>;
+  };
+}
+export type StandardResult<Output> =
+  | { readonly value: Output; readonly issues?: undefined }
+  | { readonly issues: readonly { readonly message: string; readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] }[] };
+
+/**
+ * ExternalSink is what a sink module from outside the bridge exports (`type: module` in the
+ * configuration): a schema for its own `config` block, and `create`. The bridge gives it the
+ * same SinkContext and the same delivery policy as every built-in sink.
+ */
+export interface ExternalSink<C = unknown> {
+  /** A name for logs and metrics, e.g. "pagerduty". */
+  readonly name: string;
+  readonly configSchema: StandardSchema<C>;
+  /** The largest batch `send` accepts (default 1). */
+  readonly maxBatchSize?: number;
+  create(config: C, context: SinkContext): Sink | Promise<Sink>;
+}
+
+const SINK_BRAND = Symbol.for('scheduled-events-bridge.sink');
+
+/** defineSink declares an external sink module; export its result as the module's default export. */
+export function defineSink<C>(sink: ExternalSink<C>): ExternalSink<C> {
+  return Object.freeze({ ...sink, [SINK_BRAND]: true });
+}
+

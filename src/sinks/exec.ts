@@ -9,6 +9,7 @@
  * once every preparation hook for it has succeeded (drain, checkpoint, leave the load
  * balancer, then approve). Recovery hooks are exec sinks filtered on `completed`.
  */
+import { transitionOf } from '../pipeline/cloudevent.ts';
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import { delivered, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './contract.ts';
@@ -74,7 +75,7 @@ function rawEventEnv(e: BridgeEvent): Record<string, string> {
   return {
     SE_CE_ID: e.id,
     SE_CE_TYPE: e.type,
-    SE_TRANSITION: e.type.replace(/^azure\.scheduledevent\./, ''),
+    SE_TRANSITION: transitionOf(e),
     SE_EVENT_ID: d.eventId,
     SE_EVENT_TYPE: d.eventType,
     SE_EVENT_STATUS: d.eventStatus,

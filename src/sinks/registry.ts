@@ -2,7 +2,8 @@
  * The sink registry: every sink type the bridge knows. Modules here must stay cheap to import;
  * a sink whose client library is heavy loads it inside `create`.
  */
-import type { SinkModule } from './contract.ts';
+import type { SinkConfigBase, SinkModule } from './contract.ts';
+import { configSchema as moduleConfig, externalSinkModule, loadExternalSink, type ModuleSinkConfig } from './external.ts';
 import { configSchema as stdoutConfig, stdoutSink } from './stdout.ts';
 import { configSchema as fileConfig, fileSink } from './file.ts';
 import { configSchema as webhookConfig, webhookSink } from './webhook.ts';
@@ -15,12 +16,18 @@ import { configSchema as execConfig, execSink } from './exec.ts';
 const MODULES = [webhookSink, eventHubsSink, serviceBusSink, slackSink, teamsSink, execSink, stdoutSink, fileSink] as unknown as readonly SinkModule[];
 
 /** The config schema of every sink, in the order of MODULES (the `type` key tells them apart). */
-export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusConfig, slackConfig, teamsConfig, execConfig, stdoutConfig, fileConfig] as const;
+export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusConfig, slackConfig, teamsConfig, execConfig, stdoutConfig, fileConfig, moduleConfig] as const;
 
-export const SINK_TYPES: readonly string[] = MODULES.map((m) => m.type);
+export const SINK_TYPES: readonly string[] = [...MODULES.map((m) => m.type), 'module'];
 
 export function sinkModule(type: string): SinkModule {
   const found = MODULES.find((m) => m.type === type);
   if (found === undefined) throw new Error(`unknown sink type ${type}`);
   return found;
+}
+
+/** sinkModuleOf finds the module of a configured sink: a built-in one, or an external one (`type: module`) loaded now. */
+export async function sinkModuleOf(config: SinkConfigBase): Promise<SinkModule> {
+  if (config.type !== 'module') return sinkModule(config.type);
+  return externalSinkModule(await loadExternalSink((config as ModuleSinkConfig).module)) as unknown as SinkModule;
 }

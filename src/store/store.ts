@@ -10,17 +10,15 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { BridgeError } from '../lib/errors.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { deepFreeze } from '../imds/wire.ts';
 
 const SCHEMA_VERSION = 4;
 
-export class StoreError extends Error {
-  readonly code: 'STORE_OPEN_FAILED' | 'STORE_DAMAGED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED' | 'STORE_LOCKED';
+export class StoreError extends BridgeError<'STORE_OPEN_FAILED' | 'STORE_DAMAGED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED' | 'STORE_LOCKED'> {
   constructor(code: StoreError['code'], message: string, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = 'StoreError';
-    this.code = code;
+    super(code, message, { cause });
   }
 }
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../../src/delivery/dispatcher.ts';
 import { Store, type PendingEvent } from '../../src/store/store.ts';
-import { DeliveryConfig, delivered, reject, retry, type BridgeEvent, type Outcome, type Sink } from '../../src/sinks/contract.ts';
+import { DeliveryConfig, FilterConfig, delivered, reject, retry, type BridgeEvent, type Outcome, type Sink } from '../../src/sinks/contract.ts';
 import { fixtureDocument, silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -59,7 +59,7 @@ function scripted(answer: (e: BridgeEvent, call: number) => Outcome | 'hang' | '
 }
 
 function target(name: string, sink: Sink, delivery: Record<string, number> = {}, maxBatchSize = 10): DispatchTarget {
-  return { name, type: 'test', sink, maxBatchSize, delivery: DeliveryConfig.parse({ initialBackoffMs: 10, maxBackoffMs: 40, timeoutMs: 1000, ...delivery }) };
+  return { name, type: 'test', sink, maxBatchSize, filter: FilterConfig.parse({}), prepare: false, delivery: DeliveryConfig.parse({ initialBackoffMs: 10, maxBackoffMs: 40, timeoutMs: 1000, ...delivery }) };
 }
 
 function start(targets: DispatchTarget[], reports: OutcomeReport[] = []) {

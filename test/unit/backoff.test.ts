@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fullJitter, parseRetryAfter, retryPause } from '../../src/lib/time.ts';
+import { fullJitter, parseRetryAfter } from '../../src/lib/time.ts';
+import { retryPause } from '../../src/imds/retry.ts';
 import { RateBudget } from '../../src/imds/rate-budget.ts';
 
 describe('fullJitter', () => {

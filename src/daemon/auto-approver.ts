@@ -1,0 +1,86 @@
+/**
+ * AutoApprover applies the approval policy to every Scheduled event not yet approved: it logs
+ * each decision once, approves at once what the policy approves, and approves
+ * `approveAfterHooks` events when every preparation hook (an exec sink with `prepare: true`)
+ * that takes the event has succeeded. A failed automatic approval is tried again at most
+ * every 30 s.
+ */
+import type { Logger } from 'pino';
+import { decide, type Decision, type Rule } from '../approval/policy.ts';
+import type { ApprovalService } from '../approval/service.ts';
+import type { ScheduledEvent } from '../imds/wire.ts';
+import { errorFields } from '../lib/errors.ts';
+import type { DispatchTarget, OutcomeReport } from '../delivery/dispatcher.ts';
+import { matchesFilter } from '../pipeline/filter.ts';
+import type { Store } from '../store/store.ts';
+
+const RETRY_MS = 30_000;
+
+export interface AutoApproverOptions {
+  readonly store: Store;
+  readonly approvals: ApprovalService;
+  readonly logger: Logger;
+  readonly rules: readonly Rule[];
+  readonly targets: readonly DispatchTarget[];
+  readonly vmName: () => string;
+  /** The latest document's events, to decide again on when a hook succeeds. */
+  readonly events: () => readonly ScheduledEvent[];
+  readonly signal: AbortSignal;
+}
+
+export class AutoApprover {
+  readonly #o: AutoApproverOptions;
+  /** Per event: the last decision logged, and when an automatic approval was last tried. */
+  readonly #decided = new Map<string, { action: string; triedAt: number }>();
+
+  constructor(options: AutoApproverOptions) {
+    this.#o = options;
+  }
+
+  /** apply decides, for every Scheduled event not yet approved, whether to approve it now. */
+  apply(events: readonly ScheduledEvent[]): void {
+    const { store, logger, rules } = this.#o;
+    const now = Date.now();
+    for (const e of events) {
+      if (e.eventStatus !== 'Scheduled' || store.approval(e.eventId) !== null) continue;
+      const d = decide(rules, e, this.#o.vmName(), now);
+      const seen = this.#decided.get(e.eventId);
+      if (seen === undefined || seen.action !== d.action) {
+        logger.info({ eventId: e.eventId, action: d.action, rule: d.rule, reason: d.reason }, `approval policy: ${d.action}`);
+      }
+      const entry = seen && seen.action === d.action ? seen : { action: d.action, triedAt: 0 };
+      this.#decided.set(e.eventId, entry);
+      if (d.action === 'approve' || (d.action === 'approveAfterHooks' && this.#hooksDone(e))) {
+        if (now - entry.triedAt < RETRY_MS) continue;
+        entry.triedAt = now;
+        const via = d.action === 'approve' ? 'policy' : 'hooks';
+        this.#o.approvals.approve(e.eventId, { by: describeRule(d), via }, this.#o.signal).catch((err: unknown) => {
+          logger.warn({ eventId: e.eventId, ...errorFields(err) }, 'automatic approval failed; it will be tried again');
+        });
+      }
+    }
+  }
+
+  /** delivered records a preparation hook's success (a Scheduled or updated event it took), and decides again. */
+  delivered(report: OutcomeReport): void {
+    const target = this.#o.targets.find((t) => t.name === report.sink);
+    if (target?.prepare !== true || report.outcome !== 'delivered') return;
+    const transition = report.ceId.split('/')[1];
+    if (transition !== 'scheduled' && transition !== 'updated') return;
+    this.#o.store.hookSucceeded(report.eventId, report.sink);
+    this.#o.logger.info({ eventId: report.eventId, sink: report.sink }, 'preparation hook succeeded');
+    this.apply(this.#o.events().filter((x) => x.eventId === report.eventId));
+  }
+
+  /** hooksDone: every preparation hook that takes this event has succeeded. */
+  #hooksDone(e: ScheduledEvent): boolean {
+    const subject = { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources };
+    const required = this.#o.targets.filter((t) => t.prepare && matchesFilter(t.filter, subject, this.#o.vmName())).map((t) => t.name);
+    const done = this.#o.store.hooksDone(e.eventId);
+    return required.every((name) => done.has(name));
+  }
+}
+
+function describeRule(d: Decision): string {
+  return d.rule === null ? 'policy' : `policy ${d.reason}`;
+}

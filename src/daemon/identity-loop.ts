@@ -1,0 +1,88 @@
+/**
+ * IdentityLoop keeps who this VM is: its name and resource id from IMDS instance metadata,
+ * with what the configuration says taking precedence. It reads at start, every 6 hours, and
+ * every minute after a failed read. When the configuration names everything instance
+ * metadata would tell, IMDS is never asked.
+ */
+import type { Logger } from 'pino';
+import type { ImdsClient } from '../imds/client.ts';
+import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
+import { errorFields } from '../lib/errors.ts';
+import { sleep } from '../lib/time.ts';
+
+const IDENTITY_REFRESH_MS = 6 * 3600_000;
+
+export interface IdentityLoopOptions {
+  readonly client: ImdsClient;
+  readonly logger: Logger;
+  /** What the configuration says (identity.*). */
+  readonly override: IdentityOverride;
+  /** How soon a failed read is tried again. */
+  readonly retryMs: number;
+}
+
+export class IdentityLoop {
+  readonly #o: IdentityLoopOptions;
+  #identity: VmIdentity;
+  #warned = false;
+
+  constructor(options: IdentityLoopOptions) {
+    this.#o = options;
+    this.#identity = identityFrom(null, options.override);
+  }
+
+  get current(): VmIdentity {
+    return this.#identity;
+  }
+
+  /**
+   * complete: the configuration names everything instance metadata would tell (the name, the
+   * resource id, subscription, resource group and location; a scale set name and a zone only
+   * exist on some VMs), so the bridge never asks IMDS who it is.
+   */
+  get complete(): boolean {
+    const i = this.#o.override;
+    return [i.name, i.resourceId, i.subscriptionId, i.resourceGroupName, i.location].every((v) => v !== undefined);
+  }
+
+  /** refresh reads instance metadata once; false when the read failed (the last identity stays). */
+  async refresh(signal: AbortSignal): Promise<boolean> {
+    if (this.complete) return true;
+    const { client, logger, override } = this.#o;
+    try {
+      const compute = await client.getInstanceCompute({ signal });
+      const next = identityFrom(compute, override);
+      if (next.name !== this.#identity.name || next.resourceId !== this.#identity.resourceId || this.#identity.origin !== 'imds') {
+        logger.info({ vmName: next.name, resourceId: next.resourceId, origin: next.origin }, 'VM identity');
+      }
+      this.#identity = next;
+      this.#warned = false;
+      return true;
+    } catch (err) {
+      if (signal.aborted) return false;
+      // said once per outage; the retries that follow are debug lines
+      const fields = { ...errorFields(err), vmName: this.#identity.name, origin: this.#identity.origin };
+      if (this.#warned) {
+        logger.debug(fields, 'still cannot read the VM identity from IMDS');
+      } else {
+        this.#warned = true;
+        logger.warn(fields, 'cannot read the VM identity from IMDS; using the configured name or the host name (said once until it succeeds)');
+      }
+      return false;
+    }
+  }
+
+  /** run refreshes until `signal` aborts: every 6 hours, or `retryMs` after a failure. */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.complete) return;
+    let ok = this.#identity.origin === 'imds';
+    while (!signal.aborted) {
+      try {
+        await sleep(ok ? IDENTITY_REFRESH_MS : this.#o.retryMs, signal);
+      } catch {
+        return;
+      }
+      ok = await this.refresh(signal);
+    }
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * PollLoop polls IMDS for ever: one `pollOnce` per interval, each change committed to the
+ * store in one transaction (document, CloudEvents, outbox rows). A failed read never looks
+ * like "no events": it produces no transitions, counts as a failure, and the next read comes
+ * after the one IMDS retry policy's pause (imds/retry.ts).
+ */
+import type { Logger } from 'pino';
+import type { ImdsClient } from '../imds/client.ts';
+import { ImdsError } from '../imds/errors.ts';
+import type { VmIdentity } from '../imds/identity.ts';
+import { GoneWatch, retryPause } from '../imds/retry.ts';
+import type { EventsDocument } from '../imds/wire.ts';
+import { errorFields } from '../lib/errors.ts';
+import { sleep } from '../lib/time.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { MappingError, type BridgeEvent } from '../pipeline/cloudevent.ts';
+import { pollOnce, type Baseline, type PollResult } from '../pipeline/poll.ts';
+import { StoreError, type PendingEvent, type Store } from '../store/store.ts';
+
+export interface PollLoopOptions {
+  readonly client: ImdsClient;
+  readonly store: Store;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly intervalMs: number;
+  readonly maxRetryPauseMs: number;
+  readonly identity: () => VmIdentity;
+  /** Routes CloudEvents to the sinks whose filters they pass. */
+  readonly route: (events: readonly BridgeEvent[]) => PendingEvent[];
+  /** Called after a change is committed, with its CloudEvents and the new document. */
+  readonly committed: (events: readonly BridgeEvent[], document: EventsDocument) => void;
+}
+
+export class PollLoop {
+  readonly #o: PollLoopOptions;
+  #baseline: Baseline | null;
+  #failures = 0;
+  #lastError: string | null = null;
+  #lastErrorWasImds = true;
+  #goodReads = 0;
+  #firstPollAt: number | null = null;
+
+  constructor(options: PollLoopOptions) {
+    this.#o = options;
+    this.#baseline = options.store.loadDocument();
+  }
+
+  /** The last document committed (or read back from the store at start). */
+  get document(): EventsDocument | null {
+    return this.#baseline?.document ?? null;
+  }
+
+  get failures(): number {
+    return this.#failures;
+  }
+
+  get lastError(): string | null {
+    return this.#lastError;
+  }
+
+  get goodReads(): number {
+    return this.#goodReads;
+  }
+
+  get firstPollAt(): number | null {
+    return this.#firstPollAt;
+  }
+
+  /** Why the bridge is not ready, in words for /readyz. */
+  reason(ready: boolean): string {
+    const what = this.#lastErrorWasImds ? 'IMDS reads' : 'polls';
+    if (ready) return 'IMDS reads succeed';
+    return this.#goodReads === 0 ? 'no good IMDS read yet' : `${this.#failures} ${what} failed in a row (${this.#lastError})`;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const { logger, metrics, store, intervalMs } = this.#o;
+    const gone = new GoneWatch();
+    while (!signal.aborted) {
+      // The interval runs from the end of one poll to the start of the next, so a slow answer or a
+      // wait for the shared rate budget never bunches the following polls together.
+      let wait: number;
+      this.#firstPollAt ??= Date.now();
+      try {
+        const result = await pollOnce(this.#o.client, this.#baseline, this.#o.identity(), { signal, priorOccurrences: (key) => store.priorOccurrences(key) });
+        this.#apply(result);
+        metrics.polls.inc({ result: result.kind, code: '' });
+        metrics.consecutiveFailures.set(0);
+        if (this.#failures > 0) logger.info({ failures: this.#failures }, 'polls recovered');
+        this.#failures = 0;
+        this.#lastError = null;
+        this.#goodReads += 1;
+        gone.succeeded();
+        wait = intervalMs;
+      } catch (err) {
+        if (signal.aborted) break;
+        wait = this.#failed(err, gone);
+      }
+      try {
+        await sleep(wait, signal);
+      } catch {
+        break;
+      }
+    }
+  }
+
+  /** failed counts and reports one failed poll, and says how long to wait before the next. */
+  #failed(err: unknown, gone: GoneWatch): number {
+    const { logger, metrics } = this.#o;
+    this.#failures += 1;
+    const f = errorFields(err);
+    const imds = err instanceof ImdsError;
+    metrics.polls.inc({ result: 'error', code: f.code });
+    // only a failed IMDS read counts as one: a store or mapping failure followed a good read
+    metrics.consecutiveFailures.set(imds ? this.#failures : 0);
+    this.#lastError = f.code;
+    this.#lastErrorWasImds = imds;
+    const wait = retryPause(this.#failures, {
+      intervalMs: this.#o.intervalMs,
+      maxPauseMs: this.#o.maxRetryPauseMs,
+      retryAfterMs: imds ? err.retryAfterMs : undefined,
+    });
+    if (gone.failed(err)) {
+      logger.error({ ...f, sinceMs: gone.sinceMs() }, 'IMDS has answered 410 for longer than the documented 70 s; still retrying');
+    }
+    if (imds) {
+      logger.warn({ ...f, failures: this.#failures, retryInMs: wait }, 'IMDS read failed; no transitions from this poll');
+    } else if (err instanceof StoreError) {
+      logger.error({ ...f, failures: this.#failures, retryInMs: wait }, 'cannot write the state database; the change is committed on a later poll');
+    } else {
+      // IMDS answered well; turning its document into CloudEvents failed: a defect of ours
+      logger.error({ ...f, failures: this.#failures, retryInMs: wait }, 'cannot map the IMDS document to CloudEvents; nothing was committed, the next poll tries again');
+    }
+    return wait;
+  }
+
+  #apply(result: PollResult): void {
+    const { logger, store, metrics } = this.#o;
+    if (result.kind === 'unchanged') {
+      if (result.etagChanged && this.#baseline !== null) {
+        store.saveEtag(result.etag);
+        this.#baseline = { document: this.#baseline.document, etag: result.etag };
+      }
+      return;
+    }
+    const previous = this.#baseline?.document ?? null;
+    if (result.duplicates > 0) {
+      logger.warn({ code: 'IMDS_DUPLICATE_EVENT_IDS', count: result.duplicates }, 'IMDS listed an EventId more than once; kept the entry furthest along');
+    }
+    if (previous !== null && result.document.incarnation < previous.incarnation) {
+      logger.info({ from: previous.incarnation, to: result.document.incarnation }, 'DocumentIncarnation went backwards; diffing by EventId against the new baseline');
+    }
+    let pending: PendingEvent[];
+    try {
+      pending = this.#o.route(result.events).map((p, i) => ({ ...p, occurrence: result.occurrences[i] }));
+    } catch (err) {
+      throw new MappingError(`cannot route the CloudEvents of IMDS document ${result.document.incarnation}: ${(err as Error).message}`, err);
+    }
+    metrics.observeDocument(result.document);
+    for (const p of pending) metrics.transitions.inc({ transition: p.transition });
+    store.commit({ document: result.document, etag: result.etag, observedAt: new Date().toISOString(), events: pending });
+    this.#baseline = { document: result.document, etag: result.etag };
+    for (const p of pending) {
+      logger.info(
+        { transition: p.transition, eventId: p.eventId, ceId: p.id, incarnation: result.document.incarnation, sinks: p.sinks },
+        `event ${p.transition}`,
+      );
+    }
+    this.#o.committed(pending.length > 0 ? result.events : [], result.document);
+  }
+}

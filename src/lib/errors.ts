@@ -1,0 +1,96 @@
+/**
+ * One error base and one catalogue of the stable codes the bridge speaks in: in log lines
+ * (`code`), in the approval API's JSON answers (`error.code`), in exit messages. A code never
+ * changes meaning; a new failure gets a new code here first. `cause` keeps the error that led
+ * to it, so nothing a library said is lost.
+ */
+export const CODES = {
+  // the command line and the configuration
+  USAGE: 'the command line is wrong (exit 2)',
+  CONFIG_INVALID: 'the configuration file is missing, unreadable or fails validation (exit 2)',
+  // reading and writing IMDS
+  IMDS_BAD_REQUEST: 'IMDS answered 400: missing Metadata header, bad api-version or body',
+  IMDS_NOT_FOUND: 'IMDS answered 404',
+  IMDS_METHOD_NOT_ALLOWED: 'IMDS answered 405',
+  IMDS_GONE: 'IMDS answered 410: retried for at most the documented 70 s',
+  IMDS_RATE_LIMITED: 'IMDS answered 429',
+  IMDS_SERVER_ERROR: 'IMDS answered 5xx',
+  IMDS_HTTP_STATUS: 'IMDS answered another unexpected status',
+  IMDS_NETWORK: 'IMDS could not be reached (refused, reset, DNS)',
+  IMDS_TIMEOUT: 'IMDS did not answer in time',
+  IMDS_UNPARSABLE: 'IMDS answered something that is not JSON, is truncated or too large',
+  IMDS_SCHEMA_INVALID: 'IMDS answered JSON that is not a Scheduled Events document',
+  IMDS_ABORTED: 'the request to IMDS was abandoned at shutdown',
+  IMDS_DUPLICATE_EVENT_IDS: 'IMDS listed an EventId more than once',
+  // turning a document into CloudEvents
+  MAPPING_FAILED: 'a good IMDS document could not be turned into CloudEvents (a defect of ours)',
+  // the state database
+  STORE_OPEN_FAILED: 'the state database cannot be opened or created',
+  STORE_DAMAGED: 'the state database is damaged',
+  STORE_SCHEMA_TOO_NEW: 'the state database was written by a newer se-bridge',
+  STORE_WRITE_FAILED: 'a write to the state database failed (disk full, read-only, I/O error)',
+  STORE_LOCKED: 'another daemon uses the same state database',
+  // delivery
+  DELIVERY_RETRY: 'a sink failed transiently; the delivery is tried again',
+  DELIVERY_REJECTED: 'a sink refused an event for good; it was dead-lettered',
+  DELIVERY_EXHAUSTED: 'an event ran out of attempts or age; it was dead-lettered',
+  SINK_REMOVED: 'outbox rows of a sink no longer configured were dead-lettered',
+  SINK_DISABLED: 'a sink was turned off by its configuration',
+  SHUTDOWN_DEADLINE: 'deliveries still running at the shutdown deadline were left in the outbox',
+  TLS_VERIFICATION_OFF: 'a sink does not verify TLS certificates',
+  WEBHOOK_REDIRECT: 'a webhook answered with a redirect, which is never followed',
+  SLACK_RESPONSE_URL: 'a Slack response_url could not be updated',
+  // approvals
+  UNKNOWN_EVENT: 'no such event is known to this VM (404)',
+  NOT_APPROVABLE: 'the event is not Scheduled, or no longer listed (409)',
+  IMDS_REFUSED: 'IMDS did not accept StartRequests (502)',
+  MISSING_SIGNATURE: 'a signed request came without its signature headers (401)',
+  BAD_SIGNATURE: 'no signature of a request matches (401)',
+  STALE_TIMESTAMP: "a signed request's timestamp is too old or in the future (401)",
+  TOKEN_MALFORMED: 'an approval token cannot be read (400)',
+  TOKEN_BAD_SIGNATURE: "an approval token's signature does not match (403)",
+  TOKEN_EXPIRED: 'an approval token has expired (410)',
+  TOKEN_OTHER_VM: 'an approval token was issued for another VM (403)',
+  TOKEN_USED: 'an approval token was already used (409)',
+  UNSUPPORTED_INTERACTION: 'a Slack interaction that is not an approval button (400)',
+  // every HTTP server of the bridge
+  BAD_REQUEST: 'the request is malformed (400)',
+  MALFORMED: 'the body is not JSON, or not the shape the route takes (400)',
+  INTERNAL: 'an HTTP server of the bridge failed unexpectedly (500)',
+  NOT_FOUND: 'no such route (404)',
+  METHOD_NOT_ALLOWED: 'the route does not take this method (405)',
+  UNSUPPORTED_MEDIA_TYPE: 'the body is not of the type the route takes (415)',
+  BODY_TOO_LARGE: 'the body is larger than the route accepts (413)',
+  HEADERS_TOO_LARGE: 'the request headers are too large (431)',
+  REQUEST_TIMEOUT: 'the client was too slow to send its request (408)',
+  RATE_LIMITED: 'the client sent too many requests (429)',
+  APPROVAL_SERVER_ERROR: 'the approval server failed unexpectedly (500)',
+  // the IMDS simulator's control API
+  SIM_BAD_REQUEST: 'the simulator was sent a malformed control request',
+  SIM_UNKNOWN_EVENT: 'the simulator has no such event',
+  SIM_NO_ROUTE: 'the simulator has no such route',
+  SIM_INTERNAL: 'the simulator failed unexpectedly',
+} as const;
+
+export type Code = keyof typeof CODES;
+
+export const isCode = (value: unknown): value is Code => typeof value === 'string' && Object.hasOwn(CODES, value);
+
+/** BridgeError is the base of every error the bridge raises on purpose: a stable code, a message, a cause. */
+export class BridgeError<C extends Code = Code> extends Error {
+  readonly code: C;
+  constructor(code: C, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** errorFields turns an error into log fields: its stable code and its message (scrubbed on output). */
+export function errorFields(err: unknown): { code: string; err: string } {
+  const e = err as { code?: unknown; message?: unknown; name?: unknown };
+  return {
+    code: typeof e?.code === 'string' ? e.code : typeof e?.name === 'string' ? e.name : 'UNKNOWN',
+    err: typeof e?.message === 'string' ? e.message : String(err),
+  };
+}

@@ -5,7 +5,7 @@
 import type { ChatMessage } from '../present/chat-model.ts';
 import { utcText, vmList } from '../present/chat-model.ts';
 
-export function escapeHtml(s: string): string {
+function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 

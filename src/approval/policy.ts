@@ -12,7 +12,7 @@ import type { ScheduledEvent } from '../imds/wire.ts';
 
 const oneOrMany = <T extends z.ZodType>(t: T) => z.union([t, z.array(t).min(1)]);
 
-export const RuleMatch = z.strictObject({
+const RuleMatch = z.strictObject({
   eventType: oneOrMany(z.enum(EVENT_TYPES)).optional(),
   eventSource: oneOrMany(z.enum(EVENT_SOURCES)).optional(),
   eventStatus: z.enum(['Scheduled', 'Started']).optional(),

@@ -9,24 +9,23 @@
  * and idle timeouts after which a slow client's socket is destroyed (lib/http-server.ts), JSON
  * errors {"error": {"code", "message"}} everywhere but the page.
  */
-import { BridgeError, type Code } from '../lib/errors.ts';
-import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../lib/http-server.ts';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { request as undiciRequest } from 'undici';
-import { toChatMessage } from '../present/chat-model.ts';
-import { escape as escapeSlack } from '../present/slack-blocks.ts';
-import { toCloudEvent } from '../pipeline/cloudevent.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
+import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen, sendJson, trackSockets } from '../lib/http-server.ts';
+import { toCloudEvent } from '../pipeline/cloudevent.ts';
+import { toChatMessage } from '../present/chat-model.ts';
 import type { Store } from '../store/store.ts';
 import { approvalPage, resultPage } from './page.ts';
+import { RateLimiter } from './rate-limit.ts';
+import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from './requests.ts';
 import { ApprovalError, type ApprovalService } from './service.ts';
-import { readToken, TOLERANCE_S, verifySlack, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
+import { readToken, TOLERANCE_S, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
+import { slackInteraction } from './slack.ts';
 
-export const MAX_BODY = 64 * 1024;
+export { MAX_BODY } from './requests.ts';
 const REPLAY_TTL_MS = 2 * TOLERANCE_S * 1000;
 
 export interface ApprovalServerOptions {
@@ -40,18 +39,10 @@ export interface ApprovalServerOptions {
   vm: () => VmIdentity;
   document: () => EventsDocument | null;
   logger: Logger;
-  /** Requests per second per client, and the burst allowed. */
-  rate?: { perSecond: number; burst: number };
-  /** Open connections at most (default 256). */
-  maxConnections?: number;
-}
-
-class HttpError extends BridgeError {
-  readonly status: number;
-  constructor(status: number, code: Code, message: string) {
-    super(code, message);
-    this.status = status;
-  }
+  /** Requests per second per client, and the burst allowed (server.rateLimit). */
+  rate: { perSecond: number; burst: number };
+  /** Open connections at most (server.maxConnections). */
+  maxConnections: number;
 }
 
 const ROUTES: Record<string, string[]> = {
@@ -63,8 +54,8 @@ const ROUTES: Record<string, string[]> = {
 export class ApprovalServer {
   readonly #o: ApprovalServerOptions;
   readonly #server: Server;
-  readonly #sockets = new Set<Socket>();
-  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  readonly #sockets: Set<Socket>;
+  readonly #limiter: RateLimiter;
   readonly #pending = new Set<Promise<unknown>>();
 
   constructor(options: ApprovalServerOptions) {
@@ -73,16 +64,14 @@ export class ApprovalServer {
       (req, res) => {
         this.#handle(req, res).catch((err: unknown) => {
           this.#o.logger.error({ code: 'APPROVAL_SERVER_ERROR', err: String((err as Error).message ?? err) }, 'approval server failed a request');
-          if (!res.headersSent) json(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
+          if (!res.headersSent) sendJson(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
           else res.destroy();
         });
       },
-      { ...DEFAULT_SERVER_LIMITS, maxConnections: options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections },
+      { ...DEFAULT_SERVER_LIMITS, maxConnections: options.maxConnections },
     );
-    this.#server.on('connection', (s: Socket) => {
-      this.#sockets.add(s);
-      s.on('close', () => this.#sockets.delete(s));
-    });
+    this.#sockets = trackSockets(this.#server);
+    this.#limiter = new RateLimiter(options.rate);
   }
 
   listen(host: string, port: number): Promise<string> {
@@ -95,23 +84,6 @@ export class ApprovalServer {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
-  // ----- plumbing ----------------------------------------------------------------------------
-
-  #allow(client: string): number {
-    const { perSecond, burst } = this.#o.rate ?? { perSecond: 10, burst: 30 };
-    const now = Date.now();
-    const b = this.#buckets.get(client) ?? { tokens: burst, at: now };
-    b.tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * perSecond);
-    b.at = now;
-    this.#buckets.set(client, b);
-    if (this.#buckets.size > 10_000) this.#buckets.clear();
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return 0;
-    }
-    return Math.ceil(((1 - b.tokens) / perSecond) * 1000);
-  }
-
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.setHeader('cache-control', 'no-store');
     res.setHeader('x-content-type-options', 'nosniff');
@@ -119,31 +91,31 @@ export class ApprovalServer {
     const methods = ROUTES[url.pathname];
     if (methods === undefined || (req.url ?? '').includes('..')) {
       req.resume();
-      return json(res, 404, { error: { code: 'NOT_FOUND', message: 'no such route' } });
+      return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: 'no such route' } });
     }
     if (!methods.includes(req.method ?? '')) {
       req.resume();
       res.setHeader('allow', methods.join(', '));
-      return json(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `use ${methods.join(' or ')}` } });
+      return sendJson(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `use ${methods.join(' or ')}` } });
     }
-    const wait = this.#allow(req.socket.remoteAddress ?? 'unknown');
+    const wait = this.#limiter.take(req.socket.remoteAddress ?? 'unknown');
     if (wait > 0) {
       req.resume();
       res.setHeader('retry-after', String(Math.ceil(wait / 1000)));
-      return json(res, 429, { error: { code: 'RATE_LIMITED', message: 'too many requests' } });
+      return sendJson(res, 429, { error: { code: 'RATE_LIMITED', message: 'too many requests' } });
     }
     const html = url.pathname === '/v1/approve' && /text\/html/.test(String(req.headers.accept ?? ''));
     try {
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
       if (url.pathname === '/v1/approvals') return await this.#api(req, res, body);
-      if (url.pathname === '/v1/slack/interactions') return await this.#slack(req, res, body);
+      if (url.pathname === '/v1/slack/interactions') return this.#slack(req, res, body);
       if (req.method === 'GET') return this.#page(res, url.searchParams.get('token') ?? '', html);
       return await this.#pagePost(req, res, body, html);
     } catch (err) {
       const e = err instanceof HttpError ? err : err instanceof ApprovalError ? new HttpError(err.status, err.code, err.message) : null;
       if (e === null) throw err;
       if (html) return page(res, e.status, resultPage(false, pageHeading(e.code), e.message, nonce()));
-      return json(res, e.status, { error: { code: e.code, message: e.message } });
+      return sendJson(res, e.status, { error: { code: e.code, message: e.message } });
     }
   }
 
@@ -157,7 +129,7 @@ export class ApprovalServer {
     if (previous !== undefined && previous !== null) {
       const { status, payload } = JSON.parse(previous) as { status: number; payload: unknown };
       res.setHeader('idempotent-replayed', 'true');
-      return json(res, status, payload);
+      return sendJson(res, status, payload);
     }
     if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? ''))) {
       throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'content-type must be application/json');
@@ -176,7 +148,7 @@ export class ApprovalServer {
       payload = { error: { code: err.code, message: err.message } };
     }
     this.#o.store.remember(key, JSON.stringify({ status, payload }), REPLAY_TTL_MS);
-    return json(res, status, payload);
+    return sendJson(res, status, payload);
   }
 
   // ----- approval links ------------------------------------------------------------------------
@@ -212,153 +184,27 @@ export class ApprovalServer {
     const token = new URLSearchParams(utf8(body)).get('token') ?? '';
     const claims = this.#claims(token);
     const r = await this.#o.service.approve(claims.e, { by: 'approval link', via: 'link' });
-    this.#o.store.remember(`token:${claims.nonce}`, null, Math.max(60_000, claims.x * 1000 - Date.now() + 60_000));
+    this.#used(claims);
     if (html) {
       const text = r.status === 'approved' ? 'Azure has been told it may start the maintenance now.' : `It had already been approved by ${r.by} (${r.via}).`;
       return page(res, 200, resultPage(true, r.status === 'approved' ? 'Approved' : 'Already approved', text, nonce()));
     }
-    return json(res, 200, { eventId: r.eventId, status: r.status });
+    return sendJson(res, 200, { eventId: r.eventId, status: r.status });
   }
 
-  // ----- Slack -----------------------------------------------------------------------------------
+  /** used marks a token spent until a minute past its expiry. */
+  #used(claims: TokenClaims & { nonce: string }): void {
+    this.#o.store.remember(`token:${claims.nonce}`, null, Math.max(60_000, claims.x * 1000 - Date.now() + 60_000));
+  }
 
-  async #slack(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
-    if (this.#o.slackSigningSecret === undefined) throw new HttpError(404, 'NOT_FOUND', 'Slack interactions are not configured');
-    const v = verifySlack(this.#o.slackSigningSecret, req.headers, body);
-    if (!v.ok) throw new HttpError(401, v.code, v.message);
-    let payload: SlackPayload;
-    try {
-      payload = JSON.parse(new URLSearchParams(utf8(body)).get('payload') ?? '') as SlackPayload;
-    } catch {
-      throw new HttpError(400, 'MALFORMED', 'expected a form field "payload" holding JSON');
-    }
-    if (payload?.type !== 'block_actions') throw new HttpError(400, 'UNSUPPORTED_INTERACTION', 'only block_actions are handled');
-    const action = (payload.actions ?? []).find((a) => a.action_id === 'se_bridge_approve');
-    if (action === undefined || typeof action.value !== 'string') throw new HttpError(400, 'MALFORMED', 'no se_bridge_approve action with a token');
-    const claims = this.#claims(action.value);
-    // Answer Slack at once (it wants an answer within 3 s); the approval goes on behind.
-    json(res, 200, {});
-    const who = payload.user?.username ?? payload.user?.name ?? payload.user?.id ?? 'a Slack user';
-    const task = this.#o.service
-      .approve(claims.e, { by: `@${who}`, via: 'slack' })
-      .then(async (r) => {
-        this.#o.store.remember(`token:${claims.nonce}`, null, Math.max(60_000, claims.x * 1000 - Date.now() + 60_000));
-        const line =
-          r.status === 'approved'
-            ? `:white_check_mark: Approved by <@${escapeSlack(payload.user?.id ?? who)}> — Azure may start the maintenance now.`
-            : `:white_check_mark: Already approved by ${escapeSlack(r.by)} (${escapeSlack(r.via)}).`;
-        const blocks = (payload.message?.blocks ?? []).filter((b) => b.type !== 'actions');
-        blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: line }] });
-        await this.#respond(payload.response_url, { replace_original: true, text: line, blocks });
-      })
-      .catch(async (err: unknown) => {
-        const message = err instanceof ApprovalError ? err.message : 'the approval failed';
-        await this.#respond(payload.response_url, { replace_original: false, response_type: 'ephemeral', text: `:warning: Could not approve: ${message}` });
-      });
+  #slack(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+    const task = slackInteraction(
+      { signingSecret: this.#o.slackSigningSecret, service: this.#o.service, logger: this.#o.logger, claims: (t) => this.#claims(t), used: (c) => this.#used(c) },
+      req,
+      res,
+      body,
+    );
     this.#pending.add(task);
     void task.finally(() => this.#pending.delete(task));
-  }
-
-  async #respond(url: string | undefined, body: unknown): Promise<void> {
-    if (url === undefined || !/^https?:\/\//.test(url)) return;
-    try {
-      const r = await undiciRequest(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
-      await r.body.dump();
-    } catch (err) {
-      this.#o.logger.warn({ code: 'SLACK_RESPONSE_URL', err: String((err as Error).message) }, 'could not update the Slack message');
-    }
-  }
-}
-
-interface SlackPayload {
-  type?: string;
-  user?: { id?: string; username?: string; name?: string };
-  actions?: { action_id?: string; value?: unknown }[];
-  response_url?: string;
-  message?: { blocks?: Record<string, unknown>[] };
-}
-
-function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string } {
-  let v: unknown;
-  try {
-    v = JSON.parse(utf8(body));
-  } catch {
-    throw new HttpError(400, 'MALFORMED', 'the body is not JSON');
-  }
-  const o = v as Record<string, unknown> | null;
-  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new HttpError(400, 'MALFORMED', 'the body must be a JSON object');
-  const bad = Object.keys(o).filter((k) => !['eventId', 'approver', 'reason'].includes(k));
-  if (bad.length > 0) throw new HttpError(400, 'MALFORMED', `unknown field ${bad[0]}`);
-  if (typeof o.eventId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(o.eventId)) throw new HttpError(400, 'MALFORMED', 'eventId must be an EventId');
-  if (o.approver !== undefined && (typeof o.approver !== 'string' || o.approver.length === 0 || o.approver.length > 200)) {
-    throw new HttpError(400, 'MALFORMED', 'approver must be a string of 1 to 200 characters');
-  }
-  if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000)) throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
-  return { eventId: o.eventId, approver: (o.approver as string | undefined) ?? 'api', reason: (o.reason as string | undefined) ?? '' };
-}
-
-/** utf8 decodes strictly: a body that is not UTF-8 is malformed. */
-function utf8(body: Buffer): string {
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(body);
-  } catch {
-    throw new HttpError(400, 'MALFORMED', 'the body is not UTF-8');
-  }
-}
-
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY) {
-    req.resume();
-    throw new HttpError(413, 'BODY_TOO_LARGE', `bodies are limited to ${MAX_BODY} bytes`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length;
-    if (size > MAX_BODY) {
-      req.resume();
-      throw new HttpError(413, 'BODY_TOO_LARGE', `bodies are limited to ${MAX_BODY} bytes`);
-    }
-    chunks.push(c);
-  }
-  return Buffer.concat(chunks);
-}
-
-function nonce(): string {
-  return randomBytes(12).toString('base64');
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function page(res: ServerResponse, status: number, html: string): void {
-  const n = /nonce="([^"]+)"/.exec(html)?.[1] ?? '';
-  res.writeHead(status, {
-    'content-type': 'text/html; charset=utf-8',
-    'content-security-policy': `default-src 'none'; style-src 'nonce-${n}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-    'referrer-policy': 'no-referrer',
-    'x-frame-options': 'DENY',
-    'content-length': Buffer.byteLength(html),
-  });
-  res.end(html);
-}
-
-function pageHeading(code: string): string {
-  switch (code) {
-    case 'TOKEN_EXPIRED':
-    case 'TOKEN_USED':
-      return 'This link can no longer be used';
-    case 'NOT_APPROVABLE':
-      return 'This event can no longer be approved';
-    case 'UNKNOWN_EVENT':
-      return 'Unknown event';
-    case 'IMDS_REFUSED':
-      return 'Azure did not accept the approval';
-    default:
-      return 'This link is not valid';
   }
 }

@@ -28,7 +28,7 @@ export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessE
 }
 
 /** A configuration file is a few KiB; anything past this is a mistake or an attack, refused before it is parsed. */
-export const MAX_CONFIG_BYTES = 1024 * 1024;
+const MAX_CONFIG_BYTES = 1024 * 1024;
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
   let text: string;
@@ -128,7 +128,7 @@ function expand(value: unknown, path: (string | number)[], env: NodeJS.ProcessEn
   return value;
 }
 
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`;
@@ -183,7 +183,7 @@ function article(t: string): string {
  * other configuration problem: a missing module, a module without the sink contract, or
  * settings the module refuses.
  */
-export async function checkExternalSinks(config: BridgeConfig, source: string): Promise<void> {
+async function checkExternalSinks(config: BridgeConfig, source: string): Promise<void> {
   const problems: string[] = [];
   for (const [i, sink] of config.sinks.entries()) {
     if (sink.type !== 'module') continue;

@@ -12,7 +12,7 @@ import { hostPort, httpUrl, secret } from '../lib/validators.ts';
 import { Rule } from '../approval/policy.ts';
 
 
-export function defaultStatePath(): string {
+function defaultStatePath(): string {
   return platform() === 'win32'
     ? join(process.env.ProgramData ?? 'C:\\ProgramData', 'se-bridge', 'state.db')
     : '/var/lib/se-bridge/state.db';
@@ -34,17 +34,17 @@ export const ImdsConfig = z.strictObject({
   firstRequestTimeoutMs: z.number().int().min(100).max(600_000).default(120_000),
 });
 
-export const StateConfig = z.strictObject({
+const StateConfig = z.strictObject({
   /** SQLite database holding the last document, the outbox and dead letters. */
   path: z.string().min(1).default(defaultStatePath),
 });
 
-export const LogConfig = z.strictObject({
+const LogConfig = z.strictObject({
   /** Env LOG_LEVEL overrides it. */
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-export const IdentityConfig = z.strictObject({
+const IdentityConfig = z.strictObject({
   vmName: z.string().min(1).optional(),
   resourceId: z.string().min(1).optional(),
   vmScaleSetName: z.string().min(1).optional(),
@@ -61,7 +61,7 @@ export type SinkConfig = z.infer<typeof SinkConfig>;
 const ALWAYS = { when: () => true };
 
 /** Sinks: each name once (it keys the outbox, the metrics and the logs). */
-export const SinksConfig = z
+const SinksConfig = z
   .array(SinkConfig)
   .superRefine((sinks, ctx) => {
     const seen = new Map<string, number>();
@@ -76,7 +76,7 @@ export const SinksConfig = z
   .meta({ description: 'The sinks; every name must be unique.' });
 
 
-export const ApprovalConfig = z.strictObject({
+const ApprovalConfig = z.strictObject({
   /** Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server. */
   secret: secret(whsec).optional(),
   /** The base URL people reach the approval server at; approval links start with it. */
@@ -95,7 +95,7 @@ export const ApprovalConfig = z.strictObject({
   }, ALWAYS)
   .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'] } });
 
-export const ServerConfig = z.strictObject({
+const ServerConfig = z.strictObject({
   /** Approval API, Slack interactions and the approval page (started when approval.secret is set). */
   listen: hostPort.default('127.0.0.1:8787'),
   /** Per-client rate limit: sustained requests per second, and the burst allowed (then 429). */
@@ -104,7 +104,7 @@ export const ServerConfig = z.strictObject({
   maxConnections: z.number().int().min(1).max(10_000).default(256),
 });
 
-export const ObservabilityConfig = z.strictObject({
+const ObservabilityConfig = z.strictObject({
   /** /metrics, /livez, /readyz. "off" turns the endpoint off. */
   listen: z.union([hostPort, z.literal('off')]).default('127.0.0.1:9464'),
   /** /readyz answers 503 once this many IMDS reads failed in a row. */

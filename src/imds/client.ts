@@ -15,6 +15,7 @@
  * @see https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
  */
 import { Agent, request, type Dispatcher } from 'undici';
+import { readBounded, text } from '../lib/http-body.ts';
 import { parseRetryAfter } from '../lib/time.ts';
 import { deadline } from '../lib/time.ts';
 import { codeForStatus, ImdsError } from './errors.ts';
@@ -30,11 +31,13 @@ import {
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
+/** ImdsClientOptions: the `imds` section of the configuration, defaults applied there. */
 export interface ImdsClientOptions {
-  endpoint: string;
-  requestTimeoutMs?: number;
-  firstRequestTimeoutMs?: number;
-  budget?: RateBudget;
+  readonly endpoint: string;
+  readonly requestTimeoutMs: number;
+  readonly firstRequestTimeoutMs: number;
+  /** The shared budget of IMDS requests (default: the documented 5 requests per second). */
+  readonly budget?: RateBudget;
   /** Called after every request with its kind, outcome (HTTP status or error code) and duration. */
   onRequest?: (request: 'scheduledevents' | 'start' | 'compute', outcome: string, seconds: number) => void;
 }
@@ -55,8 +58,8 @@ export class ImdsClient {
   constructor(options: ImdsClientOptions) {
     this.endpoint = options.endpoint.replace(/\/+$/, '');
     this.budget = options.budget ?? new RateBudget(5);
-    this.#requestTimeoutMs = options.requestTimeoutMs ?? 5000;
-    this.#firstRequestTimeoutMs = options.firstRequestTimeoutMs ?? 120_000;
+    this.#requestTimeoutMs = options.requestTimeoutMs;
+    this.#firstRequestTimeoutMs = options.firstRequestTimeoutMs;
     this.#onRequest = options.onRequest;
     // A plain Agent: undici's proxy support lives only in ProxyAgent/EnvHttpProxyAgent.
     this.#agent = new Agent({ connections: 4, keepAliveTimeout: 30_000, pipelining: 0 });
@@ -177,18 +180,11 @@ function headerValue(v: string | string[] | undefined): string | null {
   return s === undefined || s === '' ? null : s;
 }
 
+/** readLimited reads an IMDS answer; one larger than `limit` is refused, never cut short. */
 async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      throw new ImdsError('IMDS_UNPARSABLE', `IMDS answer larger than ${limit} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks));
+  const read = await readBounded(body, limit, 'destroy');
+  if (read.overflow) throw new ImdsError('IMDS_UNPARSABLE', `IMDS answer larger than ${limit} bytes`);
+  return text(read);
 }
 
 function parseJson(text: string): unknown {

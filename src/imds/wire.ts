@@ -11,6 +11,7 @@
  * @see https://learn.microsoft.com/azure/virtual-machines/linux/scheduled-events
  */
 import { z } from 'zod';
+import { deepFreeze } from '../lib/freeze.ts';
 
 export const SCHEDULED_EVENTS_API_VERSION = '2020-07-01';
 export const INSTANCE_API_VERSION = '2021-02-01';
@@ -109,7 +110,7 @@ function utcMs(year: number, month: number, day: number, hour: number, minute: n
 const STATUS_RANK: Record<string, number> = { Scheduled: 1, Started: 2 };
 
 /** toDomainEvent maps one wire event to the domain, applying the documented defaults. */
-export function toDomainEvent(wire: WireEvent): ScheduledEvent {
+function toDomainEvent(wire: WireEvent): ScheduledEvent {
   return Object.freeze({
     eventId: wire.EventId,
     eventType: wire.EventType,
@@ -132,7 +133,7 @@ export const MAX_RAW_DEPTH = 16;
  * note. An event whose unknown fields nest thousands of levels deep is still reported, with
  * the shallow part of them, instead of failing every poll (and holding back its neighbours).
  */
-export function boundedCopy(value: unknown, depth: number): unknown {
+function boundedCopy(value: unknown, depth: number): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (depth <= 0) return `[left out: nested deeper than ${MAX_RAW_DEPTH} levels]`;
   if (Array.isArray(value)) return value.map((v) => boundedCopy(v, depth - 1));
@@ -181,11 +182,3 @@ export const WireInstanceCompute = z.looseObject({
   vmId: z.string().optional(),
 });
 export type WireInstanceCompute = z.infer<typeof WireInstanceCompute>;
-
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
-  }
-  return value;
-}

@@ -29,6 +29,7 @@ export const CODES = {
   STORE_DAMAGED: 'the state database is damaged',
   STORE_SCHEMA_TOO_NEW: 'the state database was written by a newer se-bridge',
   STORE_WRITE_FAILED: 'a write to the state database failed (disk full, read-only, I/O error)',
+  STORE_READ_FAILED: 'a read from the state database failed (I/O error)',
   STORE_LOCKED: 'another daemon uses the same state database',
   // delivery
   DELIVERY_RETRY: 'a sink failed transiently; the delivery is tried again',

@@ -2,7 +2,7 @@
  * The HTTP server plumbing of the bridge's own endpoints (approval API, metrics and health):
  * listening, and the limits that keep bad or slow clients from holding on to the process.
  */
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /** ServerLimits bound what one server lets its clients hold. */
@@ -92,4 +92,21 @@ export async function listen(server: Server, host: string, port: number): Promis
 export function baseUrl(server: Server): string {
   const a = server.address() as AddressInfo;
   return `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+}
+
+/** sendJson answers with a JSON body, its length declared. */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** trackSockets keeps the open sockets of a server, for closing them all at shutdown. */
+export function trackSockets(server: Server): Set<Socket> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  return sockets;
 }

@@ -5,11 +5,11 @@
  * process metrics. Gauges that mirror the store (outbox depth, dead letters) are read when
  * scraped, so they are never stale.
  */
+import { VERSION } from '../lib/version.ts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../store/store.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 
-export const VERSION = '0.1.0';
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 export class Metrics {

@@ -13,7 +13,7 @@ import type { ScheduledEvent } from '../imds/wire.ts';
 import { affects, type VmIdentity } from '../imds/identity.ts';
 import type { Transition, TransitionKind } from './diff.ts';
 
-export const TYPE_PREFIX = 'azure.scheduledevent.';
+const TYPE_PREFIX = 'azure.scheduledevent.';
 const MAX_ID_LENGTH = 128;
 
 export interface ApprovalInfo {

@@ -6,7 +6,7 @@
  * still diffed event by event. Two documents with the same incarnation but different content
  * are diffed like any other pair.
  *
- * Rules (see DESIGN.md, "Correctness rules"):
+ * Rules (docs/architecture.md, "Transition rules"):
  *   new, Scheduled                      -> scheduled
  *   new, Started                        -> started   (a host failure skips Scheduled)
  *   Scheduled -> Started                -> started
@@ -27,10 +27,10 @@ export interface Transition {
   readonly kind: Exclude<TransitionKind, 'approved'>;
   /** The event as it is now; for completed/canceled, as it was last seen. */
   readonly event: ScheduledEvent;
-  /** For `updated`: the event as it was before. */
-  readonly previous?: ScheduledEvent;
   /** For `updated`: the names of the fields that changed. */
   readonly changed?: readonly string[];
+  /** For `updated`: the event as it was before. */
+  readonly previous?: ScheduledEvent;
   /** The incarnation of the document in which the change was observed. */
   readonly incarnation: number;
 }
@@ -72,7 +72,7 @@ export function diff(previous: EventsDocument | null, next: EventsDocument): Tra
   return out;
 }
 
-export function changedFields(a: ScheduledEvent, b: ScheduledEvent): string[] {
+function changedFields(a: ScheduledEvent, b: ScheduledEvent): string[] {
   return WATCHED.filter((key) => !sameValue(a[key], b[key]));
 }
 

@@ -25,7 +25,7 @@ export interface SlackPayload {
 }
 
 /** slackDate is `<!date^epoch^{date_short_pretty} {time}|fallback>`: local time for each reader. */
-export function slackDate(epoch: number, iso: string): string {
+function slackDate(epoch: number, iso: string): string {
   return `<!date^${epoch}^{date_short_pretty} {time}|${utcText(iso)}>`;
 }
 

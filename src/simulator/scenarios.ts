@@ -153,11 +153,11 @@ export const SCENARIOS: readonly Scenario[] = [
   },
 ];
 
-export const TIMING_FACTOR = { dev: 1 / 60, real: 1 } as const;
+const TIMING_FACTOR = { dev: 1 / 60, real: 1 } as const;
 export type Timing = keyof typeof TIMING_FACTOR;
 
 /** Shortest time any state lasts under development timing, so a 1 s poller sees it. */
-export const DEV_FLOOR_MS = 2500;
+const DEV_FLOOR_MS = 2500;
 
 /** scaled turns real seconds into milliseconds under `timing`. */
 export function scaled(seconds: number, timing: Timing): number {

@@ -1,5 +1,5 @@
 /**
- * The sink contract (DESIGN.md, "The sink contract"). A sink module exports its `type`, its
+ * The sink contract (docs/architecture.md, "The sink contract"). A sink module exports its `type`, its
  * zod config schema and `create`. A sink classifies what happened to each event; it never
  * sleeps, retries, persists or counts: the dispatcher does that for every sink alike.
  */
@@ -22,6 +22,13 @@ export const delivered: Outcome = Object.freeze({ status: 'delivered' });
 export const retry = (reason: string, retryAfterMs?: number): Outcome =>
   retryAfterMs === undefined ? { status: 'retry', reason } : { status: 'retry', reason, retryAfterMs };
 export const reject = (reason: string): Outcome => ({ status: 'reject', reason });
+
+/** oneByOne sends `events` one at a time, in order, and collects one outcome per event: for sinks whose protocol takes one event per request. */
+export async function oneByOne(events: readonly BridgeEvent[], send: (event: BridgeEvent) => Promise<Outcome>): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  for (const event of events) outcomes.push(await send(event));
+  return outcomes;
+}
 
 export interface SendOptions {
   readonly signal: AbortSignal;

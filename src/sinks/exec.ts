@@ -12,7 +12,7 @@
 import { transitionOf } from '../pipeline/cloudevent.ts';
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
-import { delivered, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './contract.ts';
+import { delivered, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('exec'),
@@ -45,7 +45,7 @@ const PASS_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'SystemRoot', 'TEMP', 'TMP', 'US
  * in SE_ENV_TRUNCATED; a value holding a NUL cannot be an environment value at all, so it is
  * left out and named in SE_ENV_OMITTED. The full event is always on stdin.
  */
-export function eventEnv(e: BridgeEvent): Record<string, string> {
+function eventEnv(e: BridgeEvent): Record<string, string> {
   const out: Record<string, string> = {};
   const truncated: string[] = [];
   const omitted: string[] = [];
@@ -171,9 +171,7 @@ export const execSink: SinkModule<ExecConfig> = {
     return {
       attemptTimeoutMs: config.timeoutMs + 5000,
       async send(events, { signal }) {
-        const outcomes: Outcome[] = [];
-        for (const e of events) outcomes.push(await runOnce(config, e, signal));
-        return outcomes;
+        return await oneByOne(events, (e) => runOnce(config, e, signal));
       },
       async close() {},
     };

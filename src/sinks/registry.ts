@@ -20,7 +20,7 @@ export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusCo
 
 export const SINK_TYPES: readonly string[] = [...MODULES.map((m) => m.type), 'module'];
 
-export function sinkModule(type: string): SinkModule {
+function sinkModule(type: string): SinkModule {
   const found = MODULES.find((m) => m.type === type);
   if (found === undefined) throw new Error(`unknown sink type ${type}`);
   return found;

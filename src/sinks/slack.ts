@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { toChatMessage } from '../present/chat-model.ts';
 import { jsonClient, postJson } from './shared/http.ts';
 import { slackMessage, threadLine } from '../present/slack-blocks.ts';
-import { delivered, httpUrl, reject, retry, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './contract.ts';
+import { delivered, httpUrl, reject, retry, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 
 
 export const configSchema = z
@@ -46,7 +46,7 @@ interface MessageRef {
 }
 
 /** classifySlackError maps @slack/web-api errors onto outcomes. */
-export function classifySlackError(err: unknown): Outcome {
+function classifySlackError(err: unknown): Outcome {
   const e = err as { code?: string; retryAfter?: number; statusCode?: number; data?: { error?: string }; message?: string };
   switch (e.code) {
     case 'slack_webapi_rate_limited_error':
@@ -76,9 +76,7 @@ export const slackSink: SinkModule<SlackConfig> = {
       const dispatcher = jsonClient();
       return {
         async send(events, { signal }) {
-          const outcomes: Outcome[] = [];
-          for (const e of events) outcomes.push(await postJson(dispatcher, url, slackMessage(toChatMessage(e, { approveUrl: linkOf(e) })), signal));
-          return outcomes;
+          return await oneByOne(events, (e) => postJson(dispatcher, url, slackMessage(toChatMessage(e, { approveUrl: linkOf(e) })), signal));
         },
         async close() {
           await dispatcher.close();
@@ -123,9 +121,7 @@ export const slackSink: SinkModule<SlackConfig> = {
 
     return {
       async send(events) {
-        const outcomes: Outcome[] = [];
-        for (const e of events) outcomes.push(await deliver(e));
-        return outcomes;
+        return await oneByOne(events, deliver);
       },
       async close() {},
     };

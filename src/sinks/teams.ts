@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { toChatMessage } from '../present/chat-model.ts';
 import { jsonClient, postJson } from './shared/http.ts';
-import { httpUrl, secret, sinkBase, type Outcome, type SinkModule } from './contract.ts';
+import { httpUrl, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 import { teamsMessage } from '../present/teams-card.ts';
 
 export const configSchema = z.strictObject({
@@ -25,12 +25,7 @@ export const teamsSink: SinkModule<TeamsConfig> = {
     const dispatcher = jsonClient();
     return {
       async send(events, { signal }) {
-        const outcomes: Outcome[] = [];
-        for (const e of events) {
-          const msg = toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null });
-          outcomes.push(await postJson(dispatcher, config.webhookUrl, teamsMessage(msg), signal));
-        }
-        return outcomes;
+        return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null })), signal));
       },
       async close() {
         await dispatcher.close();

@@ -7,14 +7,16 @@
  *
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/http-protocol-binding.md
  */
+import { HTTP, percentEncode } from './shared/bindings/http.ts';
+import { VERSION } from '../lib/version.ts';
+import { readBounded, text as decode } from '../lib/http-body.ts';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
-import { httpUrl, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule } from './contract.ts';
+import { httpUrl, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
 
-const VERSION = '0.1.0';
 const MAX_RESPONSE_BYTES = 8 * 1024;
 const RESERVED_HEADER = /^(ce-|webhook-)|^(content-type|content-length|host|transfer-encoding|connection)$/i;
 
@@ -100,32 +102,6 @@ async function releaseClient(key: string): Promise<void> {
   await c.dispatcher.close();
 }
 
-// ----- CloudEvents HTTP binding --------------------------------------------------------------
-
-/**
- * percentEncode encodes a header value as the HTTP binding requires: space, `"`, `%` and
- * everything outside printable ASCII (U+0021..U+007E), as UTF-8 bytes.
- */
-export function percentEncode(value: string): string {
-  let out = '';
-  for (const ch of value) {
-    const cp = ch.codePointAt(0)!;
-    if (cp > 0x20 && cp < 0x7f && ch !== '"' && ch !== '%') out += ch;
-    else for (const b of Buffer.from(ch, 'utf8')) out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
-}
-
-/** binaryMessage renders one event in binary mode: headers and body. */
-export function binaryMessage(event: BridgeEvent): { headers: Record<string, string>; body: string } {
-  const headers: Record<string, string> = { 'content-type': event.datacontenttype ?? 'application/json' };
-  for (const [name, value] of Object.entries(event.toJSON())) {
-    if (name === 'data' || name === 'data_base64' || name === 'datacontenttype' || value === undefined || value === null) continue;
-    headers[`ce-${name}`] = percentEncode(typeof value === 'string' ? value : String(value));
-  }
-  return { headers, body: JSON.stringify(event.data ?? null) };
-}
-
 // ----- the sink ------------------------------------------------------------------------------
 
 export const webhookSink: SinkModule<WebhookConfig> = {
@@ -156,7 +132,7 @@ export const webhookSink: SinkModule<WebhookConfig> = {
       const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, percentEncode(id), body) : {}) };
       try {
         const res = await request(config.url, { method: 'POST', headers: all, body, dispatcher, signal });
-        const text = await readBounded(res.body);
+        const text = decode(await readBounded(res.body, MAX_RESPONSE_BYTES, 'destroy'));
         const outcome = classifyHttpStatus(res.statusCode, res.headers['retry-after'], res.statusCode >= 300 ? printable(text) : '');
         if (res.statusCode === 410) {
           disabled = outcome.status === 'reject' ? outcome.reason : 'HTTP 410';
@@ -180,20 +156,12 @@ export const webhookSink: SinkModule<WebhookConfig> = {
           const outcome = await post(id, { 'content-type': 'application/cloudevents-batch+json; charset=utf-8' }, body, signal);
           return events.map(() => outcome);
         }
-        const outcomes: Outcome[] = [];
-        for (const event of events) {
-          if (disabled !== null) {
-            outcomes.push(reject(`sink disabled: ${disabled}`));
-            continue;
-          }
-          if (config.mode === 'structured') {
-            outcomes.push(await post(event.id, { 'content-type': 'application/cloudevents+json; charset=utf-8' }, JSON.stringify(event), signal));
-          } else {
-            const m = binaryMessage(event);
-            outcomes.push(await post(event.id, m.headers, m.body, signal));
-          }
-        }
-        return outcomes;
+        const mode = config.mode;
+        return oneByOne(events, async (event) => {
+          if (disabled !== null) return reject(`sink disabled: ${disabled}`);
+          const m = HTTP[mode](event);
+          return post(event.id, m.headers, m.body, signal);
+        });
       },
       async close() {
         await releaseClient(key);
@@ -201,17 +169,3 @@ export const webhookSink: SinkModule<WebhookConfig> = {
     };
   },
 };
-
-async function readBounded(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= MAX_RESPONSE_BYTES) {
-      body.destroy();
-      break;
-    }
-  }
-  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES));
-}

@@ -4,12 +4,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator, type FaultSpec } from '../../src/simulator/server.ts';
-import { captureLogger, tempDir, waitFor } from '../helpers.ts';
+import { startBridge as harness } from '../../testkit/harness.ts';
+import { tempDir, waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;
 let dir: ReturnType<typeof tempDir>;
@@ -37,27 +36,18 @@ function delivered(): { id: string; type: string; subject: string; source: strin
 const kinds = () => delivered().map((e) => `${e.type.replace('azure.scheduledevent.', '')}:${e.subject}`);
 
 async function startBridge(extra: Record<string, unknown> = {}, dryRun = false) {
-  const config = validateConfig(
-    {
-      imds: { endpoint: sim.url, pollIntervalMs: 200, requestTimeoutMs: 500, firstRequestTimeoutMs: 2000 },
-      state: { path: join(dir.path, 'state.db') },
-      sinks: [
-        { name: 'audit', type: 'file', path: eventsFile() },
-        { name: 'console', type: 'stdout' },
-      ],
-      ...extra,
-    },
-    'test',
-    {},
-  );
-  const { logger, lines } = captureLogger();
-  const stdout = new PassThrough();
-  let text = '';
-  stdout.on('data', (c: Buffer) => (text += c.toString()));
-  const bridge = await Bridge.create({ config, logger, stdout, dryRun });
-  running.push(bridge);
-  await bridge.start();
-  return { bridge, lines, stdout: () => text };
+  const h = await harness({
+    sim,
+    dir: dir.path,
+    dryRun,
+    config: { ...extra, imds: { requestTimeoutMs: 500, firstRequestTimeoutMs: 2000 } },
+    sinks: (extra.sinks as Record<string, unknown>[] | undefined) ?? [
+      { name: 'audit', type: 'file', path: eventsFile() },
+      { name: 'console', type: 'stdout' },
+    ],
+  });
+  running.push(h.bridge);
+  return { bridge: h.bridge, lines: h.lines, stdout: h.stdout };
 }
 async function stopBridge(b: Bridge) {
   running.splice(running.indexOf(b), 1);

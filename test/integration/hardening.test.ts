@@ -3,6 +3,7 @@
  * sink: Unicode resource ids, transitions that recur, Microsoft's mock server's EventId
  * pattern, a fully configured identity.
  */
+import { ImdsConfig } from '../../src/config/schema.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -98,7 +99,7 @@ describe('a failure of our own mapping', () => {
   it('is a MappingError, never an IMDS error', async () => {
     const sim = await simulator();
     sim.addEvent({ noticeMs: 600_000 });
-    const client = new ImdsClient({ endpoint: sim.url });
+    const client = new ImdsClient(ImdsConfig.parse({ endpoint: sim.url }));
     cleanups.push(() => client.close());
     // a VM identity without a name cannot be mapped (affectsThisVm needs it)
     const broken = { ...identityFrom(null, { name: 'x' }), name: undefined } as unknown as VmIdentity;
@@ -108,7 +109,7 @@ describe('a failure of our own mapping', () => {
   it('stops an approval before IMDS is told: the record and the approved event are built first', async () => {
     const sim = await simulator();
     const e = sim.addEvent({ noticeMs: 600_000 });
-    const client = new ImdsClient({ endpoint: sim.url });
+    const client = new ImdsClient(ImdsConfig.parse({ endpoint: sim.url }));
     const store = Store.open(':memory:');
     cleanups.push(() => store.close());
     cleanups.push(() => client.close());

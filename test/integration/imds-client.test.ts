@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { ImdsConfig } from '../../src/config/schema.ts';
 import type { AddressInfo } from 'node:net';
 import { EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -168,7 +169,7 @@ describe('ImdsClient and proxies', () => {
     expect(trapHits).toBeGreaterThan(0);
     trapHits = 0;
     // ...the IMDS client does not.
-    const proxied = new ImdsClient({ endpoint: sim.url });
+    const proxied = new ImdsClient(ImdsConfig.parse({ endpoint: sim.url }));
     expect((await proxied.getScheduledEvents()).kind).toBe('document');
     await proxied.startEvents([sim.addEvent({}).eventId]);
     await proxied.getInstanceCompute();

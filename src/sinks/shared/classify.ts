@@ -1,6 +1,6 @@
 /**
  * Outcome classification shared by the HTTP-based sinks: one table, so every sink retries the
- * same things (STYLE.md: conservative, explicit retry). 2xx delivered; 408, 429 and 5xx
+ * same things (conservative, explicit retry). 2xx delivered; 408, 429 and 5xx
  * retried (with Retry-After); 410 rejected (the endpoint is gone); any other status rejected.
  * Network and TLS failures are retried: the peer may come back, and the dispatcher's
  * maxAttempts and maxAgeMs bound how long.

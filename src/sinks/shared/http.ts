@@ -3,6 +3,7 @@
  * the chat sinks whose endpoint is a plain webhook URL (Slack incoming webhooks, Teams
  * Workflows). The URL is a secret (it carries its own credentials): it never reaches a log.
  */
+import { readBounded, text as decode } from '../../lib/http-body.ts';
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
 import { classifyHttpStatus, classifyNetworkError, printable } from './classify.ts';
 import type { Outcome } from '../contract.ts';
@@ -20,13 +21,7 @@ export async function postJson(dispatcher: Dispatcher, url: string, body: unknow
       headers: { 'content-type': 'application/json; charset=utf-8', 'user-agent': 'se-bridge' },
       body: JSON.stringify(body),
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of res.body as AsyncIterable<Buffer>) {
-      if (size < 4096) chunks.push(c);
-      size += c.length;
-    }
-    const text = Buffer.concat(chunks).toString('utf8');
+    const text = decode(await readBounded(res.body, 4096, 'drain'));
     return classifyHttpStatus(res.statusCode, res.headers['retry-after'], res.statusCode >= 300 ? printable(text) : '');
   } catch (err) {
     const outcome = classifyNetworkError(err);

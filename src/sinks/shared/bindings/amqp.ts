@@ -7,6 +7,7 @@
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/amqp-protocol-binding.md
  */
 import type { BridgeEvent } from '../../contract.ts';
+import { attributes, dataOf, STRUCTURED_CONTENT_TYPE, type Binding, type BindingMode } from './binding.ts';
 
 export interface AmqpPayload {
   body: Buffer;
@@ -14,18 +15,21 @@ export interface AmqpPayload {
   properties: Record<string, string | number | boolean>;
 }
 
-export const PROPERTY_PREFIX = 'cloudEvents_';
+const PROPERTY_PREFIX = 'cloudEvents_';
 
-export function toAmqpPayload(event: BridgeEvent, mode: 'binary' | 'structured'): AmqpPayload {
-  if (mode === 'structured') {
-    return { body: Buffer.from(JSON.stringify(event)), contentType: 'application/cloudevents+json; charset=utf-8', properties: {} };
-  }
-  const properties: Record<string, string | number | boolean> = {};
-  for (const [name, value] of Object.entries(event.toJSON())) {
-    if (name === 'data' || name === 'data_base64' || name === 'datacontenttype' || value === undefined || value === null) continue;
-    properties[`${PROPERTY_PREFIX}${name}`] = typeof value === 'number' || typeof value === 'boolean' ? value : String(value);
-  }
-  return { body: Buffer.from(JSON.stringify(event.data ?? null)), contentType: event.datacontenttype ?? 'application/json', properties };
+export const AMQP: Binding<AmqpPayload> = {
+  binary(event) {
+    const data = dataOf(event);
+    const properties = Object.fromEntries(attributes(event).map(([name, value]) => [`${PROPERTY_PREFIX}${name}`, value]));
+    return { body: Buffer.from(data.body), contentType: data.contentType, properties };
+  },
+  structured(event) {
+    return { body: Buffer.from(JSON.stringify(event)), contentType: STRUCTURED_CONTENT_TYPE, properties: {} };
+  },
+};
+
+export function toAmqpPayload(event: BridgeEvent, mode: BindingMode): AmqpPayload {
+  return AMQP[mode](event);
 }
 
 /** entityPathOf reads EntityPath from an Azure connection string, if it has one. */

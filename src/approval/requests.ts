@@ -1,0 +1,90 @@
+/**
+ * What the approval server's routes share: its HTTP errors, bounded and strictly decoded
+ * bodies, the JSON body of POST /v1/approvals, and the approval page's answers.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BridgeError, type Code } from '../lib/errors.ts';
+import { readBounded } from '../lib/http-body.ts';
+
+export const MAX_BODY = 64 * 1024;
+
+/** HttpError is a refusal with its HTTP status: a JSON 4xx, or the page's error. */
+export class HttpError extends BridgeError {
+  readonly status: number;
+  constructor(status: number, code: Code, message: string) {
+    super(code, message);
+    this.status = status;
+  }
+}
+
+export function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(utf8(body));
+  } catch {
+    throw new HttpError(400, 'MALFORMED', 'the body is not JSON');
+  }
+  const o = v as Record<string, unknown> | null;
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new HttpError(400, 'MALFORMED', 'the body must be a JSON object');
+  const bad = Object.keys(o).filter((k) => !['eventId', 'approver', 'reason'].includes(k));
+  if (bad.length > 0) throw new HttpError(400, 'MALFORMED', `unknown field ${bad[0]}`);
+  if (typeof o.eventId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(o.eventId)) throw new HttpError(400, 'MALFORMED', 'eventId must be an EventId');
+  if (o.approver !== undefined && (typeof o.approver !== 'string' || o.approver.length === 0 || o.approver.length > 200)) {
+    throw new HttpError(400, 'MALFORMED', 'approver must be a string of 1 to 200 characters');
+  }
+  if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000)) throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
+  return { eventId: o.eventId, approver: (o.approver as string | undefined) ?? 'api', reason: (o.reason as string | undefined) ?? '' };
+}
+
+/** utf8 decodes strictly: a body that is not UTF-8 is malformed. */
+export function utf8(body: Buffer): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw new HttpError(400, 'MALFORMED', 'the body is not UTF-8');
+  }
+}
+
+export async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const tooLarge = () => new HttpError(413, 'BODY_TOO_LARGE', `bodies are limited to ${MAX_BODY} bytes`);
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY) {
+    req.resume();
+    throw tooLarge();
+  }
+  const read = await readBounded(req, MAX_BODY, 'resume');
+  if (read.overflow) throw tooLarge();
+  return read.bytes;
+}
+
+export function nonce(): string {
+  return randomBytes(12).toString('base64');
+}
+
+export function page(res: ServerResponse, status: number, html: string): void {
+  const n = /nonce="([^"]+)"/.exec(html)?.[1] ?? '';
+  res.writeHead(status, {
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': `default-src 'none'; style-src 'nonce-${n}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+    'content-length': Buffer.byteLength(html),
+  });
+  res.end(html);
+}
+
+export function pageHeading(code: string): string {
+  switch (code) {
+    case 'TOKEN_EXPIRED':
+    case 'TOKEN_USED':
+      return 'This link can no longer be used';
+    case 'NOT_APPROVABLE':
+      return 'This event can no longer be approved';
+    case 'UNKNOWN_EVENT':
+      return 'Unknown event';
+    case 'IMDS_REFUSED':
+      return 'Azure did not accept the approval';
+    default:
+      return 'This link is not valid';
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * POST /v1/slack/interactions: a Slack block_actions payload, v0 signed, whose
+ * `se_bridge_approve` button carries an approval token. Slack is answered at once (it wants an
+ * answer within 3 s); the approval goes on behind, and the message is then updated through
+ * its response_url: the button replaced by who approved, or an ephemeral warning.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { request as undiciRequest } from 'undici';
+import { sendJson } from '../lib/http-server.ts';
+import { escape as escapeSlack } from '../present/slack-blocks.ts';
+import { HttpError, utf8 } from './requests.ts';
+import { ApprovalError, type ApprovalService } from './service.ts';
+import { verifySlack, type TokenClaims } from './signatures.ts';
+
+interface SlackPayload {
+  type?: string;
+  user?: { id?: string; username?: string; name?: string };
+  actions?: { action_id?: string; value?: unknown }[];
+  response_url?: string;
+  message?: { blocks?: Record<string, unknown>[] };
+}
+
+export interface SlackDeps {
+  readonly signingSecret: string | undefined;
+  readonly service: ApprovalService;
+  readonly logger: Logger;
+  /** Reads and checks an approval token (throws HttpError). */
+  readonly claims: (token: string) => TokenClaims & { nonce: string };
+  /** Marks a token used. */
+  readonly used: (claims: TokenClaims & { nonce: string }) => void;
+}
+
+/** slackInteraction answers the request and returns the approval running behind it (or null). */
+export function slackInteraction(d: SlackDeps, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+  if (d.signingSecret === undefined) throw new HttpError(404, 'NOT_FOUND', 'Slack interactions are not configured');
+  const v = verifySlack(d.signingSecret, req.headers, body);
+  if (!v.ok) throw new HttpError(401, v.code, v.message);
+  let payload: SlackPayload;
+  try {
+    payload = JSON.parse(new URLSearchParams(utf8(body)).get('payload') ?? '') as SlackPayload;
+  } catch {
+    throw new HttpError(400, 'MALFORMED', 'expected a form field "payload" holding JSON');
+  }
+  if (payload?.type !== 'block_actions') throw new HttpError(400, 'UNSUPPORTED_INTERACTION', 'only block_actions are handled');
+  const action = (payload.actions ?? []).find((a) => a.action_id === 'se_bridge_approve');
+  if (action === undefined || typeof action.value !== 'string') throw new HttpError(400, 'MALFORMED', 'no se_bridge_approve action with a token');
+  const claims = d.claims(action.value);
+  sendJson(res, 200, {});
+  const who = payload.user?.username ?? payload.user?.name ?? payload.user?.id ?? 'a Slack user';
+  return d.service
+    .approve(claims.e, { by: `@${who}`, via: 'slack' })
+    .then(async (r) => {
+      d.used(claims);
+      const line =
+        r.status === 'approved'
+          ? `:white_check_mark: Approved by <@${escapeSlack(payload.user?.id ?? who)}> — Azure may start the maintenance now.`
+          : `:white_check_mark: Already approved by ${escapeSlack(r.by)} (${escapeSlack(r.via)}).`;
+      const blocks = (payload.message?.blocks ?? []).filter((b) => b.type !== 'actions');
+      blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: line }] });
+      await respond(d.logger, payload.response_url, { replace_original: true, text: line, blocks });
+    })
+    .catch(async (err: unknown) => {
+      const message = err instanceof ApprovalError ? err.message : 'the approval failed';
+      await respond(d.logger, payload.response_url, { replace_original: false, response_type: 'ephemeral', text: `:warning: Could not approve: ${message}` });
+    });
+}
+
+async function respond(logger: Logger, url: string | undefined, body: unknown): Promise<void> {
+  if (url === undefined || !/^https?:\/\//.test(url)) return;
+  try {
+    const r = await undiciRequest(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+    await r.body.dump();
+  } catch (err) {
+    logger.warn({ code: 'SLACK_RESPONSE_URL', err: String((err as Error).message) }, 'could not update the Slack message');
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * Worker delivers the outbox rows of one sink: it reads only that sink's rows, sends them in
+ * batches within the per-attempt timeout, and records each outcome (delivered, retry with
+ * backoff, dead letter), so a sink that hangs or is down never delays another.
+ */import type { Logger } from 'pino';
+import type { DeliveryConfig, Outcome, Sink } from '../sinks/contract.ts';
+import type { FilterConfig } from '../pipeline/filter.ts';
+import { fromJson } from '../pipeline/cloudevent.ts';
+import { fullJitter } from '../lib/time.ts';
+import { deadline } from '../lib/time.ts';
+import { errorFields } from '../lib/errors.ts';
+import type { OutboxRow, Store } from '../store/store.ts';
+
+export interface DispatchTarget {
+  readonly name: string;
+  readonly type: string;
+  readonly sink: Sink;
+  readonly delivery: DeliveryConfig;
+  readonly maxBatchSize: number;
+  /** Which CloudEvents the sink takes. */
+  readonly filter: FilterConfig;
+  /** A preparation hook: its success can approve an event (exec sinks with `prepare: true`). */
+  readonly prepare: boolean;
+}
+
+export interface OutcomeReport {
+  sink: string;
+  ceId: string;
+  eventId: string;
+  outcome: 'delivered' | 'retry' | 'dead-letter';
+  attempts: number;
+  reason?: string;
+  createdAt: number;
+  /** How long the attempt took. */
+  durationMs: number;
+}
+
+export interface DispatcherOptions {
+  store: Store;
+  targets: readonly DispatchTarget[];
+  logger: Logger;
+  now?: () => number;
+  random?: () => number;
+  /** Called after every attempt's outcome is recorded. */
+  onOutcome?: (report: OutcomeReport) => void;
+  /** Cleans a failure reason before it is stored (peers may echo credentials back). */
+  scrub?: (text: string) => string;
+}
+
+/** How long a stopping daemon lets in-flight deliveries finish (SIGTERM to exit). */
+export const SHUTDOWN_DEADLINE_MS = 10_000;
+
+const ABORTED = Symbol('aborted');
+const RESCAN_MS = 5000;
+
+export class Worker {
+  readonly #t: DispatchTarget;
+  readonly #o: Required<Pick<DispatcherOptions, 'now' | 'random'>> & DispatcherOptions;
+  readonly #abort = new AbortController();
+  #wake: (() => void) | null = null;
+  #pending = false;
+  #stopping = false;
+  #idleTimer: NodeJS.Timeout | null = null;
+  done: Promise<void> = Promise.resolve();
+
+  constructor(target: DispatchTarget, options: Required<Pick<DispatcherOptions, 'now' | 'random'>> & DispatcherOptions) {
+    this.#t = target;
+    this.#o = options;
+  }
+
+  start(): void {
+    this.done = this.#loop();
+  }
+
+  notify(): void {
+    this.#pending = true;
+    this.#wake?.();
+  }
+
+  stop(): void {
+    this.#stopping = true;
+    this.#wake?.();
+  }
+
+  abortInFlight(): void {
+    this.#abort.abort(new Error('shutdown deadline reached'));
+  }
+
+  async #loop(): Promise<void> {
+    const { store, logger } = this.#o;
+    while (!this.#stopping) {
+      this.#pending = false;
+      let rows: OutboxRow[];
+      try {
+        rows = store.due(this.#t.name, this.#o.now(), this.#t.maxBatchSize);
+      } catch (err) {
+        logger.error({ sink: this.#t.name, ...errorFields(err) }, 'cannot read the outbox');
+        await this.#idle(1000);
+        continue;
+      }
+      if (rows.length === 0) {
+        // Rows may also arrive from another process (dead-letters replay): look again now and then.
+        const next = store.nextDueAt(this.#t.name);
+        await this.#idle(Math.min(RESCAN_MS, next === null ? RESCAN_MS : Math.max(0, next - this.#o.now())));
+        continue;
+      }
+      const started = performance.now();
+      const outcomes = await this.#attempt(rows);
+      try {
+        this.#record(rows, outcomes, performance.now() - started);
+      } catch (err) {
+        logger.error({ sink: this.#t.name, ...errorFields(err) }, 'cannot record delivery outcomes; they will be sent again');
+        await this.#idle(1000);
+      }
+    }
+  }
+
+  /** idle waits for a notify, a stop, or `ms`. */
+  async #idle(ms: number): Promise<void> {
+    if (this.#pending || this.#stopping) return;
+    await new Promise<void>((resolve) => {
+      this.#wake = resolve;
+      this.#idleTimer = setTimeout(resolve, ms);
+    });
+    this.#wake = null;
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
+  }
+
+  async #attempt(rows: readonly OutboxRow[]): Promise<Outcome[]> {
+    const { timeoutMs } = this.#t.delivery;
+    const attempt = deadline(timeoutMs, this.#abort.signal);
+    try {
+      const events = rows.map((r) => fromJson(r.json));
+      const result = await Promise.race([this.#t.sink.send(events, { signal: attempt.signal }), attempt.aborted.then(() => ABORTED)]);
+      if (result === ABORTED) {
+        const reason = attempt.timedOut ? `TIMEOUT: no answer within ${timeoutMs} ms` : 'SHUTDOWN: send aborted at shutdown';
+        return rows.map(() => ({ status: 'retry', reason }));
+      }
+      if (!Array.isArray(result) || result.length !== rows.length) {
+        throw new Error(`sink ${this.#t.name} returned ${Array.isArray(result) ? result.length : typeof result} outcomes for ${rows.length} events`);
+      }
+      return result;
+    } catch (err) {
+      const f = errorFields(err);
+      this.#o.logger.error({ sink: this.#t.name, ...f }, 'sink failed unexpectedly; the events stay in the outbox');
+      return rows.map(() => ({ status: 'retry', reason: `${f.code}: ${f.err}` }));
+    } finally {
+      attempt.release();
+    }
+  }
+
+  #record(rows: readonly OutboxRow[], outcomes: readonly Outcome[], durationMs: number): void {
+    const { store, logger, onOutcome } = this.#o;
+    const now = this.#o.now();
+    const d = this.#t.delivery;
+    const deliveredIds: number[] = [];
+    const clean = this.#o.scrub ?? ((t: string) => t);
+    rows.forEach((row, i) => {
+      const raw = outcomes[i]!;
+      const outcome: Outcome = raw.status === 'delivered' ? raw : { ...raw, reason: clean(raw.reason) };
+      const attempts = row.attempts + 1;
+      const fields = { sink: this.#t.name, eventId: row.eventId, ceId: row.ceId, attempts };
+      const report = (o: OutcomeReport['outcome'], reason?: string) =>
+        onOutcome?.({ sink: this.#t.name, ceId: row.ceId, eventId: row.eventId, outcome: o, attempts, createdAt: row.createdAt, durationMs, ...(reason ? { reason } : {}) });
+      if (outcome.status === 'delivered') {
+        deliveredIds.push(row.rowId);
+        logger.debug(fields, 'delivered');
+        report('delivered');
+        return;
+      }
+      if (outcome.status === 'reject') {
+        store.deadLetter(row.rowId, attempts, `rejected: ${outcome.reason}`, now);
+        logger.error({ ...fields, code: 'DELIVERY_REJECTED', err: outcome.reason }, 'rejected by the sink; dead-lettered');
+        report('dead-letter', outcome.reason);
+        return;
+      }
+      const backoff = fullJitter(row.attempts, d.initialBackoffMs, d.maxBackoffMs, this.#o.random);
+      const delay = Math.max(backoff, Math.min(outcome.retryAfterMs ?? 0, d.maxBackoffMs));
+      const expired = now + delay - row.createdAt > d.maxAgeMs;
+      if (attempts >= d.maxAttempts || expired) {
+        const why = attempts >= d.maxAttempts ? `gave up after ${attempts} attempts` : `gave up after ${d.maxAgeMs} ms`;
+        store.deadLetter(row.rowId, attempts, `${why}: ${outcome.reason}`, now);
+        logger.error({ ...fields, code: 'DELIVERY_EXHAUSTED', err: outcome.reason }, `${why}; dead-lettered`);
+        report('dead-letter', outcome.reason);
+        return;
+      }
+      store.reschedule(row.rowId, attempts, now + delay, outcome.reason);
+      logger.warn({ ...fields, code: 'DELIVERY_RETRY', err: outcome.reason, retryInMs: delay }, 'delivery failed; will retry');
+      report('retry', outcome.reason);
+    });
+    if (deliveredIds.length > 0) store.markDelivered(deliveredIds);
+  }
+}
+

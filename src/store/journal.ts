@@ -1,0 +1,137 @@
+/**
+ * Journal: the last IMDS document and every CloudEvent produced from it. `commit` writes a
+ * new document, its CloudEvents and their outbox rows in one transaction, so after a crash
+ * either all of a change is recorded or none of it is, and the next poll diffs against
+ * exactly what was last committed.
+ */
+import type { EventsDocument } from '../imds/wire.ts';
+import { deepFreeze } from '../lib/freeze.ts';
+import { damaged, StoreError, type Db } from './db.ts';
+
+export interface StoredDocument {
+  readonly document: EventsDocument;
+  readonly etag: string | null;
+  readonly observedAt: string;
+}
+
+export interface PendingEvent {
+  /** The CloudEvent id. */
+  readonly id: string;
+  /** The IMDS EventId: order is kept per EventId within a sink. */
+  readonly eventId: string;
+  readonly transition: string;
+  /** The CloudEvent in the JSON event format. */
+  readonly json: string;
+  /** The sinks that should receive it. */
+  readonly sinks: readonly string[];
+  /** For transitions: the occurrence key and which occurrence this is (see cloudEventId). */
+  readonly occurrence?: { readonly key: string; readonly n: number } | undefined;
+}
+
+export class Journal {
+  readonly #db: Db;
+  readonly #s;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#s = {
+      loadDocument: db.prepare('SELECT incarnation, body, etag, observed_at FROM document WHERE id = 1'),
+      saveEtag: db.prepare('UPDATE document SET etag = ? WHERE id = 1'),
+      saveDocument: db.prepare(
+        `INSERT INTO document (id, incarnation, body, etag, observed_at) VALUES (1, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, body = excluded.body,
+           etag = excluded.etag, observed_at = excluded.observed_at`,
+      ),
+      insertJournal: db.prepare('INSERT OR IGNORE INTO journal (ce_id, event_id, transition, body, created_at) VALUES (?, ?, ?, ?, ?)'),
+      insertOutbox: db.prepare('INSERT INTO outbox (sink, ce_id, event_id, attempts, created_at, next_attempt_at) VALUES (?, ?, ?, 0, ?, ?)'),
+      occurrenceGet: db.prepare(
+        `SELECT MAX(n) AS n FROM (SELECT n FROM occurrences WHERE key = ? UNION ALL SELECT COUNT(*) AS n FROM journal WHERE ce_id = ?)`,
+      ),
+      occurrenceSet: db.prepare(
+        'INSERT INTO occurrences (key, n, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET n = excluded.n, updated_at = excluded.updated_at',
+      ),
+      occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
+      journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
+      eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      prune: db.prepare(
+        `DELETE FROM journal WHERE created_at < ?
+           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.ce_id = journal.ce_id)
+           AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.ce_id = journal.ce_id)`,
+      ),
+    };
+  }
+
+  /** loadDocument returns the last committed document, or null before the first one. */
+  loadDocument(): StoredDocument | null {
+    const row = this.#s.loadDocument.get<{ incarnation: number; body: string; etag: string | null; observed_at: string }>();
+    if (row === undefined) return null;
+    let document: EventsDocument;
+    try {
+      document = deepFreeze(JSON.parse(row.body) as EventsDocument);
+      if (!Number.isInteger(document.incarnation) || !Array.isArray(document.events)) throw new Error('not a Scheduled Events document');
+    } catch (err) {
+      throw new StoreError('STORE_DAMAGED', damaged(this.#db.path, `the last document is unreadable: ${(err as Error).message}`), err);
+    }
+    return { document, etag: row.etag, observedAt: row.observed_at };
+  }
+
+  /**
+   * commit records a new document, the CloudEvents it produced and one outbox row per
+   * (event, sink), atomically, and counts each transition's occurrence. A CloudEvent id already
+   * journaled keeps its first body: ids are unique per occurrence, so that only happens when
+   * the very same change is committed twice.
+   */
+  commit(input: { document: EventsDocument; etag: string | null; observedAt: string; events: readonly PendingEvent[]; now?: number }): void {
+    const now = input.now ?? Date.now();
+    this.#db.transaction(() => {
+      this.#s.saveDocument.run(input.document.incarnation, JSON.stringify(input.document), input.etag, input.observedAt);
+      this.#append(input.events, now);
+    });
+  }
+
+  /** appendEvents journals CloudEvents that come with no new document (approvals), with their outbox rows. */
+  appendEvents(events: readonly PendingEvent[], extra?: () => void, now: number = Date.now()): void {
+    this.#db.transaction(() => {
+      this.#append(events, now);
+      extra?.();
+    });
+  }
+
+  #append(events: readonly PendingEvent[], now: number): void {
+    for (const e of events) {
+      this.#s.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);
+      if (e.occurrence !== undefined) this.#s.occurrenceSet.run(e.occurrence.key, e.occurrence.n, now);
+      for (const sink of e.sinks) this.#s.insertOutbox.run(sink, e.id, e.eventId, now, now);
+    }
+  }
+
+  /**
+   * priorOccurrences tells how often a transition (by its occurrence key, the id of its first
+   * occurrence) was committed before. A journal written before occurrences were counted still
+   * answers 1 for a transition it holds.
+   */
+  priorOccurrences(key: string): number {
+    return this.#s.occurrenceGet.get<{ n: number | null }>(key, key)?.n ?? 0;
+  }
+
+  /** saveEtag remembers a new ETag for an unchanged document. */
+  saveEtag(etag: string | null): void {
+    this.#s.saveEtag.run(etag);
+  }
+
+  /** all lists every CloudEvent ever committed and still kept, oldest first (for tests and tools). */
+  all(): { id: string; transition: string; json: string }[] {
+    return this.#s.journalAll.all<{ id: string; transition: string; json: string }>();
+  }
+
+  /** knowsEvent tells whether any CloudEvent was ever committed for this EventId. */
+  knowsEvent(eventId: string): boolean {
+    return this.#s.eventKnown.get(eventId) !== undefined;
+  }
+
+  /** prune forgets delivered CloudEvents and occurrence counts older than `before`; returns how many events. */
+  prune(before: number): number {
+    this.#s.occurrencePrune.run(before);
+    return Number(this.#s.prune.run(before).changes);
+  }
+}

@@ -5,6 +5,7 @@
  * any other through CHROMIUM_PATH (Debian's: /usr/bin/chromium). With SE_BRIDGE_WRITE_DOCS=1
  * the page is also saved as docs/approval-page.png.
  */
+import { startBridge } from '../../testkit/harness.ts';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,18 +26,13 @@ beforeAll(async () => {
   sim = new ImdsSimulator({ vmName: 'web-vm-0', peers: ['web-vm-1'], tickMs: 10 });
   await sim.listen(0);
   dir = tempDir();
-  const config = validateConfig(
-    {
-      imds: { endpoint: sim.url, pollIntervalMs: 200 },
-      state: { path: join(dir.path, 'state.db') },
-      approval: { secret: `whsec_${Buffer.alloc(32, 5).toString('base64')}` },
-      server: { listen: '127.0.0.1:0' },
-    },
-    'test',
-    {},
-  );
-  bridge = await Bridge.create({ config, logger: silentLogger });
-  await bridge.start();
+  bridge = (
+    await startBridge({
+      sim,
+      dir: dir.path,
+      config: { approval: { secret: `whsec_${Buffer.alloc(32, 5).toString('base64')}` }, server: { listen: '127.0.0.1:0' } },
+    })
+  ).bridge;
 });
 afterAll(async () => {
   await browser?.close();

@@ -5,6 +5,7 @@
  * unknown and vanished events, forged and other-VM tokens. Not one may reach IMDS, every
  * answer must be a JSON 4xx, and a valid approval must still work afterwards.
  */
+import { startBridge } from '../../testkit/harness.ts';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,18 +43,16 @@ beforeAll(async () => {
   sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
   await sim.listen(0);
   dir = tempDir();
-  const config = validateConfig(
-    {
-      imds: { endpoint: sim.url, pollIntervalMs: 200 },
-      state: { path: join(dir.path, 's.db') },
-      approval: { secret: SECRET, slack: { signingSecret: 'slack-secret' } },
-      server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 10_000, burst: 10_000 } },
-    },
-    't',
-    {},
-  );
-  bridge = await Bridge.create({ config, logger: silentLogger });
-  await bridge.start();
+  bridge = (
+    await startBridge({
+      sim,
+      dir: dir.path,
+      config: {
+        approval: { secret: SECRET, slack: { signingSecret: 'slack-secret' } },
+        server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 10_000, burst: 10_000 } },
+      },
+    })
+  ).bridge;
   scheduledId = sim.addEvent({ noticeMs: 600_000 }).eventId;
   goneId = sim.addEvent({ noticeMs: 600_000 }).eventId;
   await waitFor(() => bridge.store.knowsEvent(goneId), 'the events');

@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { captureLogger, tempDir, waitFor } from '../helpers.ts';
+import { startBridge } from '../../testkit/harness.ts';
+import { tempDir, waitFor } from '../helpers.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 const KEY = secretKey(SECRET)!;
@@ -38,21 +38,18 @@ afterEach(async () => {
 });
 
 async function run(approval: Record<string, unknown> = {}, sinks: Record<string, unknown>[] = [], dryRun = false, burst = 30) {
-  const config = validateConfig(
-    {
-      imds: { endpoint: sim.url, pollIntervalMs: 200 },
-      state: { path: join(dir.path, 'state.db') },
-      sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') }, ...sinks],
+  const h = await startBridge({
+    sim,
+    dir: dir.path,
+    dryRun,
+    sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') }, ...sinks],
+    config: {
       approval: { secret: SECRET, publicUrl: 'https://bridge.example.com', slack: { signingSecret: SLACK_SECRET }, ...approval },
       server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 10, burst } },
     },
-    'test',
-    {},
-  );
-  const log = captureLogger();
-  lines = log.lines;
-  bridge = await Bridge.create({ config, logger: log.logger, dryRun });
-  await bridge.start();
+  });
+  lines = h.lines;
+  bridge = h.bridge;
   base = bridge.approvalServerUrl!;
 }
 const delivered = () => {

@@ -2,37 +2,34 @@
  * The Azure sinks inside the whole bridge: simulator -> store -> dispatcher -> real SDK
  * clients -> the AMQP peer. Includes a too-large event dead-lettered with its reason.
  */
-import { join } from 'node:path';
+import { startBridge, type Harness } from '../../testkit/harness.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { AmqpPeer } from '../../testkit/amqp-peer.ts';
-import { silentLogger, tempDir, waitFor } from '../helpers.ts';
+import { waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;
 let peer: AmqpPeer;
-let dir: ReturnType<typeof tempDir>;
 let bridge: Bridge | null = null;
+let h: Harness | null = null;
 beforeEach(async () => {
   sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
   await sim.listen(0);
   peer = new AmqpPeer();
   await peer.listen();
-  dir = tempDir();
 });
 afterEach(async () => {
-  await bridge?.stop(1000);
+  await h?.stop();
+  h = null;
   bridge = null;
   await peer.close();
   await sim.close();
-  dir.cleanup();
 });
 
 async function run(sinks: Record<string, unknown>[]) {
-  const config = validateConfig({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir.path, 's.db') }, sinks }, 't', {});
-  bridge = await Bridge.create({ config, logger: silentLogger });
-  await bridge.start();
+  h = await startBridge({ sim, sinks });
+  bridge = h.bridge;
 }
 
 describe('Azure sinks in the bridge', () => {

@@ -2,30 +2,28 @@
  * Delivery through the whole bridge (simulator -> diff -> store -> dispatcher -> webhook sink)
  * against real HTTP peers: outages, order, isolation.
  */
-import { join } from 'node:path';
+import { startBridge, type Harness } from '../../testkit/harness.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { captureLogger, tempDir, waitFor } from '../helpers.ts';
+import { waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;
-let dir: ReturnType<typeof tempDir>;
 const peers: HttpPeer[] = [];
 let bridge: Bridge | null = null;
+let h: Harness | null = null;
 
 beforeEach(async () => {
   sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
   await sim.listen(0);
-  dir = tempDir();
 });
 afterEach(async () => {
-  await bridge?.stop(500);
+  await h?.stop();
+  h = null;
   bridge = null;
   for (const p of peers.splice(0)) await p.close();
   await sim.close();
-  dir.cleanup();
 });
 
 async function peer(): Promise<HttpPeer> {
@@ -35,15 +33,9 @@ async function peer(): Promise<HttpPeer> {
   return p;
 }
 async function run(sinks: Record<string, unknown>[]) {
-  const config = validateConfig(
-    { imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir.path, 'state.db') }, sinks },
-    'test',
-    {},
-  );
-  const { logger, lines } = captureLogger();
-  bridge = await Bridge.create({ config, logger });
-  await bridge.start();
-  return lines;
+  h = await startBridge({ sim, sinks });
+  bridge = h.bridge;
+  return h.lines;
 }
 const fast = { initialBackoffMs: 20, maxBackoffMs: 100, timeoutMs: 2000 };
 const types = (p: HttpPeer) => p.requests.filter((r) => r.headers['ce-type']).map((r) => `${String(r.headers['ce-type']).slice(21)}:${String(r.headers['ce-subject'])}`);

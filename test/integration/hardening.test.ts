@@ -19,6 +19,7 @@ import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
 import { diff } from '../../src/pipeline/diff.ts';
 import { MAX_RAW_DEPTH, toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../src/sinks/exec.ts';
+import { startBridge } from '../../testkit/harness.ts';
 import { captureLogger, silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 interface Delivered {
@@ -45,29 +46,15 @@ async function simulator(options: SimulatorOptions = {}) {
 async function bridgeOn(sim: ImdsSimulator, config: Record<string, unknown> = {}, name = 'a', identityRetryMs?: number) {
   const dir = tempDir();
   cleanups.push(() => dir.cleanup());
-  const file = join(dir.path, `${name}.jsonl`);
-  const c = validateConfig(
-    {
-      imds: { endpoint: sim.url, pollIntervalMs: 200, requestTimeoutMs: 1000, firstRequestTimeoutMs: 2000 },
-      state: { path: join(dir.path, 'state.db') },
-      sinks: [{ name: 'audit', type: 'file', path: file }],
-      ...config,
-    },
-    'test',
-    {},
-  );
-  const { logger, lines } = captureLogger();
-  const bridge = await Bridge.create({ config: c, logger, ...(identityRetryMs === undefined ? {} : { identityRetryMs }) });
-  cleanups.push(() => bridge.stop(1000));
-  await bridge.start();
-  const delivered = (): Delivered[] => {
-    try {
-      return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Delivered);
-    } catch {
-      return [];
-    }
-  };
-  return { bridge, lines, delivered };
+  const h = await startBridge({
+    sim,
+    dir: dir.path,
+    config: { ...config, imds: { requestTimeoutMs: 1000, firstRequestTimeoutMs: 2000 }, observability: { listen: '127.0.0.1:0' } },
+    sinks: (config.sinks as Record<string, unknown>[] | undefined) ?? [{ name: 'audit', type: 'file', path: join(dir.path, `${name}.jsonl`) }],
+    bridge: identityRetryMs === undefined ? {} : { identityRetryMs },
+  });
+  cleanups.push(() => h.stop());
+  return { bridge: h.bridge, lines: h.lines, delivered: () => h.events(`${name}.jsonl`) as unknown as Delivered[] };
 }
 
 describe('a resource id that is not plain ASCII', () => {

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
+import { startBridge } from '../../testkit/harness.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
@@ -29,22 +30,16 @@ afterEach(async () => {
 });
 
 async function run(extra: Record<string, unknown> = {}) {
-  const config = validateConfig(
-    {
-      imds: { endpoint: sim.url, pollIntervalMs: 200, requestTimeoutMs: 300 },
-      state: { path: join(dir.path, 's.db') },
-      sinks: [
-        { name: 'ops', type: 'webhook', url: peer.url },
-        { name: 'broken', type: 'webhook', url: peer.url + '/broken', delivery: { initialBackoffMs: 20, maxBackoffMs: 40, maxAttempts: 2 } },
-      ],
-      observability: { listen: '127.0.0.1:0', readyFailureThreshold: 2 },
-      ...extra,
-    },
-    't',
-    {},
-  );
-  bridge = await Bridge.create({ config, logger: silentLogger });
-  await bridge.start();
+  const h = await startBridge({
+    sim,
+    dir: dir.path,
+    sinks: [
+      { name: 'ops', type: 'webhook', url: peer.url },
+      { name: 'broken', type: 'webhook', url: peer.url + '/broken', delivery: { initialBackoffMs: 20, maxBackoffMs: 40, maxAttempts: 2 } },
+    ],
+    config: { imds: { requestTimeoutMs: 300 }, observability: { listen: '127.0.0.1:0', readyFailureThreshold: 2 }, ...extra },
+  });
+  bridge = h.bridge;
   return bridge.observabilityUrl!;
 }
 const get = async (url: string) => {

@@ -1,0 +1,42 @@
+/** What every benchmark phase shares: paths, the --quick switch, a scratch directory, statistics, process probes. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+
+export const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
+export const CLI = join(ROOT, 'src', 'cli.ts');
+export const quick = process.argv.includes('--quick');
+export const silent = pino({ level: 'silent' });
+export const dir = mkdtempSync(join(tmpdir(), 'se-bridge-bench-'));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const q = (s: readonly number[], p: number) => (s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(p * s.length))]!);
+export const dist = (raw: number[]) => {
+  const s = [...raw].sort((a, b) => a - b);
+  return { n: s.length, p50: q(s, 0.5), p90: q(s, 0.9), p99: q(s, 0.99), max: s.at(-1) ?? NaN, samples: s };
+};
+export const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+
+export function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+export function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, clock ticks at 100 Hz
+}
+/** pidOf: the node process behind the npm-less spawn (we spawn node directly, so it is the child). */
+export function daemon(args: string[]): ChildProcess {
+  return spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+export function bridgeConfig(name: string, o: Record<string, unknown>): string {
+  const path = join(dir, `${name}.json`);
+  writeFileSync(path, JSON.stringify({ state: { path: join(dir, `${name}.db`) }, log: { level: 'warn' }, observability: { listen: 'off' }, ...o }));
+  return path;
+}
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}

@@ -1,0 +1,171 @@
+/** Benchmark phases C to F: the bridge and its parts in this process, against local peers. */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { validateConfig } from '../src/config/load.ts';
+import { SinkConfig } from '../src/config/schema.ts';
+import { Bridge } from '../src/daemon/bridge.ts';
+import { Dispatcher } from '../src/delivery/dispatcher.ts';
+import { identityFrom } from '../src/imds/identity.ts';
+import { toDomainDocument, WireDocument, type EventsDocument } from '../src/imds/wire.ts';
+import { secretKey, signatureHeaders } from '../src/lib/standard-webhooks.ts';
+import { fullJitter } from '../src/lib/time.ts';
+import { toCloudEvent } from '../src/pipeline/cloudevent.ts';
+import { diff } from '../src/pipeline/diff.ts';
+import { ImdsSimulator } from '../src/simulator/server.ts';
+import { DeliveryConfig, FilterConfig } from '../src/sinks/contract.ts';
+import { webhookSink, type WebhookConfig } from '../src/sinks/webhook.ts';
+import { Store } from '../src/store/store.ts';
+import { AmqpPeer } from '../testkit/amqp-peer.ts';
+import { HttpPeer } from '../testkit/http-peer.ts';
+import { dir, dist, quick, silent, sleep } from './common.ts';
+
+// ----- C. approval round trip ----------------------------------------------------------------
+
+export async function phaseApprovals() {
+  const n = quick ? 100 : 500;
+  const secret = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
+  const key = secretKey(secret)!;
+  const sim = new ImdsSimulator({ tickMs: 100 });
+  await sim.listen(0);
+  const config = validateConfig(
+    { imds: { endpoint: sim.url, pollIntervalMs: 60_000 }, state: { path: join(dir, 'approvals.db') }, approval: { secret }, server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 1000, burst: 1000 } }, observability: { listen: 'off' } },
+    'bench',
+    {},
+  );
+  const ids = Array.from({ length: n }, () => sim.addEvent({ noticeMs: 3_600_000 }).eventId);
+  const bridge = await Bridge.create({ config, logger: silent });
+  await bridge.start();
+  for (let k = 0; k < 400 && !bridge.store.knowsEvent(ids.at(-1)!); k++) await sleep(25);
+  const samples: number[] = [];
+  for (const id of ids) {
+    const body = JSON.stringify({ eventId: id, approver: 'bench' });
+    const t0 = Date.now();
+    const res = await request(`${bridge.approvalServerUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([key], `msg_${id}`, body) }, body });
+    await res.body.dump();
+    const at = sim.startRequests.find((s) => s.eventIds.includes(id))?.at;
+    if (res.statusCode === 200 && at !== undefined) samples.push(at - t0);
+    await sleep(205); // the IMDS budget is 5 requests/s, StartRequests included
+  }
+  await bridge.stop(1000);
+  await sim.close();
+  return dist(samples);
+}
+
+// ----- D. fan-out and isolation ----------------------------------------------------------------
+
+export async function phaseFanout(withStuck: boolean) {
+  const sim = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 20 });
+  await sim.listen(0);
+  const http = new HttpPeer();
+  await http.listen();
+  http.answer = (r) => (r.url === '/stuck' ? { hang: true } : r.url.startsWith('/teams') ? { status: 202 } : { status: 200, body: 'ok' });
+  const amqp = new AmqpPeer();
+  await amqp.listen();
+  const file = join(dir, `fanout-${withStuck}.jsonl`);
+  const sinks: Record<string, unknown>[] = [
+    { name: 'webhook', type: 'webhook', url: `${http.url}/hook` },
+    { name: 'file', type: 'file', path: file },
+    { name: 'eventhubs', type: 'eventhubs', connectionString: amqp.connectionString('maintenance') },
+    { name: 'servicebus', type: 'servicebus', connectionString: amqp.connectionString(), entity: 'q' },
+    { name: 'slack', type: 'slack', webhookUrl: `${http.url}/services/x` },
+    { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams` },
+  ];
+  if (withStuck) sinks.push({ name: 'stuck', type: 'webhook', url: `${http.url}/stuck`, delivery: { timeoutMs: 600_000 } });
+  const config = validateConfig({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir, `fanout-${withStuck}.db`) }, sinks, observability: { listen: 'off' } }, 'bench', {});
+  const doneAt = new Map<string, number>();
+  let counts: Record<string, number> = {};
+  const bridge = await Bridge.create({
+    config,
+    logger: silent,
+    onOutcome: (r) => {
+      if (r.outcome !== 'delivered') return;
+      counts[r.sink] = (counts[r.sink] ?? 0) + 1;
+      if (counts[r.sink] === 50) doneAt.set(r.sink, performance.now());
+    },
+  });
+  await bridge.start();
+  // warm up: one event through every sink, so connections exist in both runs alike
+  sim.addEvent({ noticeMs: 3_600_000 });
+  for (let k = 0; k < 500 && Object.keys(counts).length < sinks.length - (withStuck ? 1 : 0); k++) await sleep(10);
+  await sleep(500);
+  counts = {};
+  const t0 = performance.now();
+  for (let i = 0; i < 50; i++) sim.addEvent({ noticeMs: 3_600_000 });
+  const names = ['webhook', 'file', 'eventhubs', 'servicebus', 'slack', 'teams'];
+  for (let k = 0; k < 3000 && names.some((n) => !doneAt.has(n)); k++) await sleep(10);
+  await bridge.stop(500);
+  await Promise.all([sim.close(), http.close(), amqp.close()]);
+  return Object.fromEntries(names.map((n) => [n, Math.round((doneAt.get(n) ?? NaN) - t0)]));
+}
+
+// ----- E. throughput ---------------------------------------------------------------------------
+
+export async function phaseThroughput() {
+  const total = quick ? 2000 : 10_000;
+  const perDoc = 100;
+  const hook = new HttpPeer();
+  await hook.listen();
+  let received = 0;
+  hook.answer = () => {
+    received++;
+    return { status: 204 };
+  };
+  const path = join(dir, 'throughput.db');
+  const store = Store.open(path);
+  const config = SinkConfig.parse({ name: 'hook', type: 'webhook', url: hook.url }) as WebhookConfig;
+  const sink = await webhookSink.create(config, { logger: silent, stdout: process.stdout });
+  const dispatcher = new Dispatcher({ store, logger: silent, targets: [{ name: 'hook', type: 'webhook', sink, delivery: DeliveryConfig.parse({}), maxBatchSize: sink.maxBatchSize ?? 1, filter: FilterConfig.parse({}), prepare: false }] });
+  dispatcher.start();
+  const vm = identityFrom(null, { name: 'bench-vm' });
+  let previous: EventsDocument | null = null;
+  const events: Record<string, unknown>[] = [];
+  const t0 = performance.now();
+  for (let d = 0; d < total / perDoc; d++) {
+    for (let i = 0; i < perDoc; i++) {
+      events.push({ EventId: `E-${d}-${i}`, EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['bench-vm'], NotBefore: 'Mon, 11 Apr 2022 22:26:58 GMT', DurationInSeconds: -1 });
+    }
+    const doc = toDomainDocument(WireDocument.parse({ DocumentIncarnation: d + 2, Events: events.slice(-perDoc) })).document;
+    const observedAt = new Date().toISOString();
+    const ces = diff(previous, doc).filter((t) => t.kind === 'scheduled').map((t) => toCloudEvent(t, { vm, observedAt }));
+    store.commit({ document: doc, etag: null, observedAt, events: ces.map((e) => ({ id: e.id, eventId: e.subject!, transition: 'scheduled', json: JSON.stringify(e), sinks: ['hook'] })) });
+    dispatcher.notify();
+    previous = { incarnation: doc.incarnation, events: [] };
+  }
+  const committedMs = performance.now() - t0;
+  for (let k = 0; k < 12_000 && received < total; k++) await sleep(5);
+  const elapsedMs = performance.now() - t0;
+  await dispatcher.stop(1000);
+  const bytes = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+  store.close();
+  await hook.close();
+  return { transitions: total, received, committedPerSecond: Math.round(total / (committedMs / 1000)), deliveredPerSecond: Math.round(received / (elapsedMs / 1000)), storeBytesPerEvent: Math.round(bytes / total) };
+}
+
+// ----- F. a 10-minute outage under the default delivery policy -----------------------------------
+
+/** phaseOutage replays the dispatcher's own backoff (fullJitter, the default DeliveryConfig) over many simulated outages. */
+export function phaseOutage(outageMs: number, trials: number) {
+  const d = DeliveryConfig.parse({});
+  const attempts: number[] = [];
+  const waits: number[] = [];
+  let deadLettered = 0;
+  for (let t = 0; t < trials; t++) {
+    let now = 0;
+    let n = 0;
+    for (;;) {
+      n += 1;
+      if (now >= outageMs) break;
+      if (n >= d.maxAttempts || now > d.maxAgeMs) {
+        deadLettered += 1;
+        break;
+      }
+      now += fullJitter(n - 1, d.initialBackoffMs, d.maxBackoffMs) + 5;
+    }
+    attempts.push(n);
+    waits.push(now - outageMs);
+  }
+  const a = dist(attempts);
+  const w = dist(waits);
+  return { trials, deadLettered, attemptsMedian: a.p50, attemptsMax: a.max, recoveryWaitMs: { p50: Math.round(w.p50), p90: Math.round(w.p90), max: Math.round(w.max) } };
+}

@@ -1,0 +1,139 @@
+/** Benchmark phases A and B: real daemons as child processes, side by side with the reference poller. */
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { ImdsSimulator } from '../src/simulator/server.ts';
+import { AmqpPeer } from '../testkit/amqp-peer.ts';
+import { HttpPeer } from '../testkit/http-peer.ts';
+import { bridgeConfig, CLI, cpuSeconds, daemon, dir, dist, quick, ROOT, rssMiB, sleep, stop } from './common.ts';
+
+// ----- A. change-to-delivery latency ----------------------------------------------------------
+
+interface Lane {
+  name: string;
+  sim: ImdsSimulator;
+  hook: HttpPeer;
+  child: ChildProcess;
+  changedAt: Map<string, number>;
+  latency: number[];
+}
+
+async function lane(name: string, pollIntervalMs: number | 'reference'): Promise<Lane> {
+  const sim = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 20 });
+  await sim.listen(0);
+  const hook = new HttpPeer();
+  await hook.listen();
+  const l: Lane = { name, sim, hook, child: null as unknown as ChildProcess, changedAt: new Map(), latency: [] };
+  hook.answer = (r) => {
+    const id = String(r.headers['ce-subject'] ?? (JSON.parse(r.body) as { EventId?: string }).EventId ?? '');
+    const t = l.changedAt.get(id);
+    if (t !== undefined) {
+      l.latency.push(performance.now() - t);
+      l.changedAt.delete(id);
+    }
+    return { status: 204 };
+  };
+  l.child =
+    pollIntervalMs === 'reference'
+      ? daemon([join(ROOT, 'bench', 'reference-poller.ts'), sim.url, hook.url])
+      : daemon([CLI, 'run', '--config', bridgeConfig(name, { imds: { endpoint: sim.url, pollIntervalMs }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }] })]);
+  return l;
+}
+
+export async function phaseLatency() {
+  const seconds = quick ? 25 : 75;
+  const lanes = await Promise.all([lane('poll-1000ms', 1000), lane('poll-500ms', 500), lane('poll-200ms', 200), lane('reference', 'reference')]);
+  await sleep(2000);
+  const end = performance.now() + seconds * 1000;
+  // each lane gets changes at random moments (exponential gaps, mean 330 ms)
+  await Promise.all(
+    lanes.map(async (l) => {
+      while (performance.now() < end) {
+        await sleep(Math.min(2000, -Math.log(1 - Math.random()) * 330));
+        const e = l.sim.addEvent({ noticeMs: 3_600_000 });
+        l.changedAt.set(e.eventId, performance.now());
+      }
+    }),
+  );
+  await sleep(2500);
+  await Promise.all(lanes.map((l) => stop(l.child)));
+  await Promise.all(lanes.flatMap((l) => [l.sim.close(), l.hook.close()]));
+  return Object.fromEntries(lanes.map((l) => [l.name, dist(l.latency)]));
+}
+
+// ----- B. footprint ----------------------------------------------------------------------------
+
+export async function phaseFootprint() {
+  const seconds = quick ? 15 : 60;
+  const hook = new HttpPeer();
+  await hook.listen();
+  const amqp = new AmqpPeer();
+  await amqp.listen();
+  const slack = new HttpPeer();
+  await slack.listen();
+  slack.answer = () => ({ status: 200, body: 'ok' });
+  const sims = await Promise.all([0, 1, 2].map(async () => {
+    const s = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 50 });
+    await s.listen(0);
+    return s;
+  }));
+  const basic = (url: string) => [
+    { name: 'hook', type: 'webhook', url: hook.url },
+    { name: 'audit', type: 'file', path: join(dir, `${url.length}-${Math.random()}.jsonl`) },
+  ];
+  const configs = [
+    { name: 'webhook+file', args: [CLI, 'run', '--config', bridgeConfig('fp-basic', { imds: { endpoint: sims[0]!.url }, sinks: basic(sims[0]!.url) })], sim: sims[0]! },
+    {
+      name: 'every sink type',
+      args: [CLI, 'run', '--config', bridgeConfig('fp-all', {
+        imds: { endpoint: sims[1]!.url },
+        sinks: [
+          ...basic(sims[1]!.url),
+          { name: 'hub', type: 'eventhubs', connectionString: amqp.connectionString('maintenance') },
+          { name: 'queue', type: 'servicebus', connectionString: amqp.connectionString(), entity: 'q' },
+          { name: 'slack', type: 'slack', webhookUrl: `${slack.url}/services/x` },
+          { name: 'teams', type: 'teams', webhookUrl: `${slack.url}/teams` },
+          { name: 'exec', type: 'exec', command: ['/bin/true'] },
+          { name: 'out', type: 'stdout', format: 'json' },
+        ],
+      })],
+      sim: sims[1]!,
+    },
+    { name: 'reference poller', args: [join(ROOT, 'bench', 'reference-poller.ts'), sims[2]!.url, hook.url], sim: sims[2]! },
+  ];
+  const started = configs.map((c) => {
+    const t0 = performance.now();
+    const mark = c.sim.requests.length;
+    return { ...c, child: daemon(c.args), t0, mark, firstPollMs: NaN };
+  });
+  for (let k = 0; k < 1000 && started.some((s) => Number.isNaN(s.firstPollMs)); k++) {
+    for (const s of started) {
+      if (Number.isNaN(s.firstPollMs) && s.sim.requests.slice(s.mark).some((r) => r.path === '/metadata/scheduledevents')) s.firstPollMs = performance.now() - s.t0;
+    }
+    await sleep(5);
+  }
+  // one event through every sink so each client is connected, then measure
+  for (const s of started) s.sim.addEvent({ noticeMs: 3_600_000 });
+  await sleep(3000);
+  const before = started.map((s) => ({ cpu: cpuSeconds(s.child.pid!), at: performance.now(), requests: s.sim.requests.length }));
+  await sleep(seconds * 1000);
+  const out = started.map((s, i) => {
+    const elapsed = (performance.now() - before[i]!.at) / 1000;
+    const reqs = s.sim.requests.slice(before[i]!.requests).map((r) => r.at);
+    let maxPerSecond = 0;
+    for (let a = 0, b = 0; b < reqs.length; b++) {
+      while (reqs[b]! - reqs[a]! >= 1000) a++;
+      maxPerSecond = Math.max(maxPerSecond, b - a + 1);
+    }
+    return {
+      name: s.name,
+      startupToFirstPollMs: Math.round(s.firstPollMs),
+      rssMiB: Math.round(rssMiB(s.child.pid!) * 10) / 10,
+      cpuPercent: Math.round(((cpuSeconds(s.child.pid!) - before[i]!.cpu) / elapsed) * 1000) / 10,
+      imdsRequestsPerSecond: Math.round((reqs.length / elapsed) * 100) / 100,
+      imdsMaxInAnySecond: maxPerSecond,
+    };
+  });
+  await Promise.all(started.map((s) => stop(s.child)));
+  await Promise.all([hook.close(), amqp.close(), slack.close(), ...sims.map((s) => s.close())]);
+  return out;
+}

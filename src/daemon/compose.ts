@@ -1,0 +1,133 @@
+/**
+ * compose builds the daemon's parts around one store and its sinks, and wires them to each
+ * other: the IMDS client, the identity loop, the dispatcher, the poll loop, the approval
+ * service, the auto-approver and the HTTP endpoints. Bridge owns their lifecycle.
+ */
+import type { Logger } from 'pino';
+import { ApprovalService } from '../approval/service.ts';
+import type { BridgeConfig } from '../config/schema.ts';
+import { secretsOf } from '../config/schema.ts';
+import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
+import { route } from '../delivery/route.ts';
+import { ImdsClient } from '../imds/client.ts';
+import { scrub } from '../lib/log.ts';
+import { Metrics } from '../observability/metrics.ts';
+import type { BridgeEvent } from '../pipeline/cloudevent.ts';
+import type { Store } from '../store/store.ts';
+import { AutoApprover } from './auto-approver.ts';
+import { Endpoints } from './endpoints.ts';
+import { IdentityLoop } from './identity-loop.ts';
+import { PollLoop } from './poll-loop.ts';
+
+const IDENTITY_RETRY_MS = 60_000;
+
+export interface BridgeOptions {
+  config: BridgeConfig;
+  logger: Logger;
+  /** Where the stdout sink writes (default process.stdout). */
+  stdout?: NodeJS.WritableStream;
+  /** Log what would be sent instead of sending; keep state in memory only. */
+  dryRun?: boolean;
+  /** Called with every CloudEvent committed, after the commit. */
+  onCommitted?: (events: readonly BridgeEvent[]) => void;
+  onOutcome?: (report: OutcomeReport) => void;
+  /** How soon a failed identity read is tried again (default 60 s; tests shorten it). */
+  identityRetryMs?: number;
+}
+
+export interface Parts {
+  readonly metrics: Metrics;
+  readonly client: ImdsClient;
+  readonly identity: IdentityLoop;
+  readonly dispatcher: Dispatcher;
+  readonly poll: PollLoop;
+  readonly approvals: ApprovalService;
+  readonly auto: AutoApprover;
+  readonly endpoints: Endpoints;
+}
+
+export function compose(
+  o: BridgeOptions,
+  store: Store,
+  targets: readonly DispatchTarget[],
+  signal: AbortSignal,
+  isReady: () => boolean,
+  onOutcome: (report: OutcomeReport, parts: Parts) => void,
+): Parts {
+  const { imds, identity: i } = o.config;
+  const metrics = new Metrics(store);
+  const client = new ImdsClient({ ...imds, onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds) });
+  const identity = new IdentityLoop({
+    client,
+    logger: o.logger,
+    override: { name: i.vmName, resourceId: i.resourceId, vmScaleSetName: i.vmScaleSetName, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone },
+    retryMs: o.identityRetryMs ?? IDENTITY_RETRY_MS,
+  });
+  const secrets = secretsOf(o.config);
+  const dispatcher = new Dispatcher({
+    store,
+    targets,
+    logger: o.logger,
+    scrub: (text) => scrub(text, secrets),
+    onOutcome: (report) => onOutcome(report, parts),
+  });
+  const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, identity.current.name);
+  const poll: PollLoop = new PollLoop({
+    client,
+    store,
+    metrics,
+    logger: o.logger,
+    intervalMs: imds.pollIntervalMs,
+    maxRetryPauseMs: imds.maxRetryPauseMs,
+    identity: () => identity.current,
+    route: routeAll,
+    committed: (events, document) => {
+      if (events.length > 0) {
+        dispatcher.notify();
+        o.onCommitted?.(events);
+      }
+      auto.apply(document.events);
+    },
+  });
+  const approvals = new ApprovalService({
+    store,
+    client,
+    logger: o.logger,
+    document: () => poll.document,
+    vm: () => identity.current,
+    dryRun: o.dryRun ?? false,
+    onResult: (via, result) => metrics.approvals.inc({ via, result }),
+    route: (event) => routeAll([event])[0]!,
+    emit: (event, routed, record) => {
+      metrics.transitions.inc({ transition: 'approved' });
+      store.recordApproval(record, routed);
+      dispatcher.notify();
+      o.onCommitted?.([event]);
+    },
+  });
+  const endpoints = new Endpoints({
+    config: o.config,
+    logger: o.logger,
+    metrics,
+    readiness: () => {
+      const ready = isReady();
+      return { ready, reason: poll.reason(ready) };
+    },
+    approvals,
+    store,
+    vm: () => identity.current,
+    document: () => poll.document,
+  });
+  const auto: AutoApprover = new AutoApprover({
+    store,
+    approvals,
+    logger: o.logger,
+    rules: o.config.approval.rules,
+    targets,
+    vmName: () => identity.current.name,
+    events: () => poll.document?.events ?? [],
+    signal,
+  });
+  const parts: Parts = { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints };
+  return parts;
+}

@@ -1,0 +1,84 @@
+/**
+ * The daemon's two HTTP endpoints: /metrics, /livez and /readyz on `observability.listen`
+ * (a failure to listen is logged loudly and the bridge goes on without them: maintenance
+ * handling matters more than metrics), and the approval server on `server.listen`, started
+ * when `approval.secret` is set.
+ */
+import type { Logger } from 'pino';
+import { ApprovalServer } from '../approval/server.ts';
+import type { ApprovalService } from '../approval/service.ts';
+import type { BridgeConfig } from '../config/schema.ts';
+import type { VmIdentity } from '../imds/identity.ts';
+import type { EventsDocument } from '../imds/wire.ts';
+import { errorFields } from '../lib/errors.ts';
+import { secretKey } from '../lib/standard-webhooks.ts';
+import { parseHostPort } from '../lib/validators.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { ObservabilityServer, type Readiness } from '../observability/server.ts';
+import type { Store } from '../store/store.ts';
+
+export interface EndpointsOptions {
+  readonly config: BridgeConfig;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly readiness: () => Readiness;
+  readonly approvals: ApprovalService;
+  readonly store: Store;
+  readonly vm: () => VmIdentity;
+  readonly document: () => EventsDocument | null;
+}
+
+export class Endpoints {
+  readonly #o: EndpointsOptions;
+  #observability: ObservabilityServer | null = null;
+  #approval: ApprovalServer | null = null;
+  observabilityUrl: string | null = null;
+  approvalUrl: string | null = null;
+
+  constructor(options: EndpointsOptions) {
+    this.#o = options;
+  }
+
+  async startObservability(): Promise<void> {
+    const { config, logger } = this.#o;
+    const at = parseHostPort(config.observability.listen);
+    if (at === null) return;
+    const server = new ObservabilityServer(this.#o.metrics, this.#o.readiness);
+    try {
+      this.observabilityUrl = await server.listen(at.host, at.port);
+      this.#observability = server;
+      logger.info({ url: this.observabilityUrl }, 'metrics and health endpoints listening');
+    } catch (err) {
+      logger.error({ ...errorFields(err), listen: config.observability.listen }, 'cannot serve /metrics, /livez, /readyz; continuing without them');
+    }
+  }
+
+  async startApproval(): Promise<void> {
+    const { config, logger } = this.#o;
+    const key = config.approval.secret === undefined ? null : secretKey(config.approval.secret);
+    if (key === null) return;
+    this.#approval = new ApprovalServer({
+      service: this.#o.approvals,
+      store: this.#o.store,
+      keys: [key],
+      tokenKey: key,
+      ...(config.approval.slack ? { slackSigningSecret: config.approval.slack.signingSecret } : {}),
+      vm: this.#o.vm,
+      document: this.#o.document,
+      logger,
+      rate: config.server.rateLimit,
+      maxConnections: config.server.maxConnections,
+    });
+    const at = parseHostPort(config.server.listen)!;
+    this.approvalUrl = await this.#approval.listen(at.host, at.port);
+    logger.info({ url: this.approvalUrl }, 'approval server listening');
+  }
+
+  async closeApproval(): Promise<void> {
+    await this.#approval?.close();
+  }
+
+  async closeObservability(): Promise<void> {
+    await this.#observability?.close();
+  }
+}

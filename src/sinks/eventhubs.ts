@@ -7,21 +7,19 @@
  */
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
-import { toAmqpPayload, entityPathOf, isConnectionString } from './shared/bindings/amqp.ts';
-import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
-import { secret, sinkBase, type SinkModule } from './contract.ts';
+import { toAmqpPayload, entityPathOf } from './shared/bindings/amqp.ts';
+import { azureAuth, createCredential, GroupBy, groupOf, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
+import { sinkBase, type SinkModule } from './contract.ts';
 
 export const configSchema = z
   .strictObject({
     type: z.literal('eventhubs'),
     ...sinkBase,
-    connectionString: secret(z.string().refine(isConnectionString, 'must be an Event Hubs connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)')).optional(),
-    fullyQualifiedNamespace: namespaceHost.optional(),
-    credential: CredentialConfig.optional(),
+    ...azureAuth('an Event Hubs'),
     /** Needed unless the connection string has EntityPath. */
     eventHubName: z.string().min(1).optional(),
     /** eventId: all transitions of one event in one partition, in order; vmName: all events of this VM together; none: spread. */
-    partitionKey: z.enum(['eventId', 'vmName', 'none']).default('eventId'),
+    partitionKey: GroupBy.default('eventId'),
     mode: z.enum(['binary', 'structured']).default('binary'),
   })
   .superRefine((c, ctx) => {
@@ -51,7 +49,7 @@ export const eventHubsSink: SinkModule<EventHubsConfig> = {
       async send(events, { signal }) {
         return sendInBatches<EventData>(
           events,
-          (e) => (config.partitionKey === 'eventId' ? e.subject : config.partitionKey === 'vmName' ? e.data?.vm.name : undefined),
+          (e) => groupOf(config.partitionKey, e),
           (e) => {
             const p = toAmqpPayload(e, config.mode);
             return { body: p.body, contentType: p.contentType, properties: p.properties, messageId: e.id };

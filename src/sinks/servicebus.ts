@@ -8,21 +8,19 @@
  */
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
-import { toAmqpPayload, isConnectionString } from './shared/bindings/amqp.ts';
-import { createCredential, CredentialConfig, namespaceHost, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
-import { secret, sinkBase, type SinkModule } from './contract.ts';
+import { toAmqpPayload } from './shared/bindings/amqp.ts';
+import { azureAuth, createCredential, GroupBy, groupOf, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
+import { sinkBase, type BridgeEvent, type SinkModule } from './contract.ts';
 
 export const configSchema = z
   .strictObject({
     type: z.literal('servicebus'),
     ...sinkBase,
-    connectionString: secret(z.string().refine(isConnectionString, 'must be a Service Bus connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)')).optional(),
-    fullyQualifiedNamespace: namespaceHost.optional(),
-    credential: CredentialConfig.optional(),
+    ...azureAuth('a Service Bus'),
     /** The queue or topic name. */
     entity: z.string().min(1),
     /** none, or a session id per event (eventId) or per VM (vmName), for session-aware consumers. */
-    sessionId: z.enum(['none', 'eventId', 'vmName']).default('none'),
+    sessionId: GroupBy.default('none'),
     /** Message time to live in ms; the entity's default when unset. */
     timeToLiveMs: z.number().int().min(1000).optional(),
     mode: z.enum(['binary', 'structured']).default('binary'),
@@ -42,8 +40,7 @@ export const serviceBusSink: SinkModule<ServiceBusConfig> = {
         ? new sb.ServiceBusClient(config.connectionString, options)
         : new sb.ServiceBusClient(config.fullyQualifiedNamespace!, await createCredential(config.credential ?? { kind: 'managedIdentity' }), options);
     const sender: ServiceBusSender = client.createSender(config.entity);
-    const sessionOf = (e: Parameters<typeof toAmqpPayload>[0]) =>
-      config.sessionId === 'eventId' ? e.subject : config.sessionId === 'vmName' ? e.data?.vm.name : undefined;
+    const sessionOf = (e: BridgeEvent) => groupOf(config.sessionId, e);
     return {
       async send(events, { signal }) {
         return sendInBatches<ServiceBusMessage>(

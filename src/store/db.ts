@@ -157,21 +157,23 @@ export class Db {
     }
   }
 
+  /** guard runs `fn`; any failure becomes a StoreError (STORE_READ_FAILED or STORE_WRITE_FAILED) with SQLite's words. */
+  #guard<T>(kind: 'read' | 'write', fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof StoreError) throw err;
+      throw new StoreError(kind === 'read' ? 'STORE_READ_FAILED' : 'STORE_WRITE_FAILED', `state database ${this.path}: ${kind} failed: ${detail(err)}`, err);
+    }
+  }
+
   /** prepare compiles a statement whose failures become StoreErrors (STORE_WRITE_FAILED, or STORE_READ_FAILED for reads). */
   prepare(sql: string): Stmt {
     const stmt = this.#db.prepare(sql);
-    const guard = <T>(kind: 'read' | 'write', fn: () => T): T => {
-      try {
-        return fn();
-      } catch (err) {
-        if (err instanceof StoreError) throw err;
-        throw new StoreError(kind === 'read' ? 'STORE_READ_FAILED' : 'STORE_WRITE_FAILED', `state database ${this.path}: ${kind} failed: ${detail(err)}`, err);
-      }
-    };
     return {
-      run: (...p) => guard('write', () => stmt.run(...p)),
-      get: <T>(...p: SQLInputValue[]) => guard('read', () => stmt.get(...p) as T | undefined),
-      all: <T>(...p: SQLInputValue[]) => guard('read', () => stmt.all(...p) as T[]),
+      run: (...p) => this.#guard('write', () => stmt.run(...p)),
+      get: <T>(...p: SQLInputValue[]) => this.#guard('read', () => stmt.get(...p) as T | undefined),
+      all: <T>(...p: SQLInputValue[]) => this.#guard('read', () => stmt.all(...p) as T[]),
     };
   }
 
@@ -195,11 +197,11 @@ export class Db {
 
   /** relaxed runs `fn` with synchronous=NORMAL: for writes whose loss in a power cut only repeats work. */
   relaxed<T>(fn: () => T): T {
-    this.#db.exec('PRAGMA synchronous = NORMAL');
+    this.#guard('write', () => this.#db.exec('PRAGMA synchronous = NORMAL'));
     try {
       return fn();
     } finally {
-      this.#db.exec('PRAGMA synchronous = FULL');
+      this.#guard('write', () => this.#db.exec('PRAGMA synchronous = FULL'));
     }
   }
 

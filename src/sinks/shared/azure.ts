@@ -6,7 +6,8 @@
 import type { TokenCredential } from '@azure/core-auth';
 import { z } from 'zod';
 import { classifyAzureError } from './classify.ts';
-import { delivered, reject, type BridgeEvent, type Outcome } from '../contract.ts';
+import { delivered, reject, secret, type BridgeEvent, type Outcome } from '../contract.ts';
+import { isConnectionString } from './bindings/amqp.ts';
 
 export const CredentialConfig = z.discriminatedUnion('kind', [
   /** The VM's managed identity; clientId selects a user-assigned one. */
@@ -25,6 +26,23 @@ export async function createCredential(c: CredentialConfig): Promise<TokenCreden
 export const namespaceHost = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?$/, 'must be a host name such as myns.servicebus.windows.net');
+
+/** azureAuth: the keys of both sinks' authentication: a connection string, or a namespace and an Entra ID credential. */
+export function azureAuth(service: string) {
+  return {
+    connectionString: secret(z.string().refine(isConnectionString, `must be ${service} connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)`)).optional(),
+    fullyQualifiedNamespace: namespaceHost.optional(),
+    credential: CredentialConfig.optional(),
+  };
+}
+
+/** GroupBy: what keeps events together (an Event Hubs partition key, a Service Bus session): the EventId, the VM, or nothing. */
+export const GroupBy = z.enum(['eventId', 'vmName', 'none']);
+
+/** groupOf is the partition key or session id of an event. */
+export function groupOf(by: z.infer<typeof GroupBy>, e: BridgeEvent): string | undefined {
+  return by === 'eventId' ? e.subject : by === 'vmName' ? e.data?.vm.name : undefined;
+}
 
 /** A batch as both SDKs offer it. */
 export interface SdkBatch<M> {

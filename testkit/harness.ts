@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { validateConfig } from '../src/config/load.ts';
 import type { BridgeConfig } from '../src/config/schema.ts';
 import { Bridge, type BridgeOptions } from '../src/daemon/bridge.ts';
@@ -19,13 +19,15 @@ export interface HarnessOptions {
   readonly sim?: ImdsSimulator | SimulatorOptions;
   /** Configuration sections, each merged over the harness's defaults. */
   readonly config?: Record<string, unknown>;
-  /** The sinks; default: one file sink, `audit`, writing `events.jsonl` in the harness's directory. */
-  readonly sinks?: readonly Record<string, unknown>[];
+  /** The sinks, or a function of the harness's directory that gives them; default: one file sink, `audit`, writing `events.jsonl` there. */
+  readonly sinks?: readonly Record<string, unknown>[] | ((dir: string) => readonly Record<string, unknown>[]);
   /** Start the bridge (default true). */
   readonly start?: boolean;
   readonly dryRun?: boolean;
   /** A directory to keep the state and the files in (kept afterwards; a restart reuses it); default: a new temporary one. */
   readonly dir?: string;
+  /** The bridge's logger, made from the configuration (default: one that keeps every line in `lines`). */
+  readonly logger?: (config: BridgeConfig) => Logger;
   /** Further options of Bridge.create. */
   readonly bridge?: Partial<Omit<BridgeOptions, 'config' | 'logger' | 'stdout' | 'dryRun'>>;
 }
@@ -46,7 +48,7 @@ export interface Harness {
   readonly config: BridgeConfig;
   /** The harness's temporary directory (state.db, events.jsonl). */
   readonly dir: string;
-  /** The log lines, as objects. */
+  /** The log lines, as objects (none when the caller gave its own logger). */
   readonly lines: Record<string, unknown>[];
   /** What the stdout sink wrote. */
   stdout(): string;
@@ -73,13 +75,13 @@ export async function startBridge(o: HarnessOptions = {}): Promise<Harness> {
       imds: section('imds', { endpoint: sim.url, pollIntervalMs: 200 }),
       state: section('state', { path: join(dir, 'state.db') }),
       observability: section('observability', { listen: 'off' }),
-      sinks: o.sinks ?? [{ name: 'audit', type: 'file', path: join(dir, 'events.jsonl') }],
+      sinks: typeof o.sinks === 'function' ? o.sinks(dir) : (o.sinks ?? [{ name: 'audit', type: 'file', path: join(dir, 'events.jsonl') }]),
     },
     'test',
     {},
   );
   const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  const logger = o.logger?.(config) ?? pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
   const out = new PassThrough();
   let written = '';
   out.on('data', (c: Buffer) => (written += c.toString()));

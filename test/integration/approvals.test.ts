@@ -1,85 +1,18 @@
 /**
  * Approvals through the whole bridge: the approval server on 127.0.0.1 port 0 in front of the
  * approval service, the IMDS simulator receiving the StartRequests, the file sink receiving the
- * `approved` CloudEvents. Every route's error paths, replays, tokens, Slack, policy and hooks.
+ * `approved` CloudEvents. The API and approval links: every error path, replays, tokens.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
-import { Bridge } from '../../src/daemon/bridge.ts';
-import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { startBridge } from '../../testkit/harness.ts';
-import { tempDir, waitFor } from '../helpers.ts';
+import { waitFor } from '../helpers.ts';
+import { type Answer, approvedEvents, base, bridge, call, delivered, dir, KEY, lines, run, scheduled, signedApproval, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
 
-const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
-const KEY = secretKey(SECRET)!;
-const SLACK_SECRET = 'slack-signing-secret-for-tests';
-
-let sim: ImdsSimulator;
-let dir: ReturnType<typeof tempDir>;
-let bridge: Bridge | null = null;
-let base = '';
-let lines: Record<string, unknown>[] = [];
-
-beforeEach(async () => {
-  sim = new ImdsSimulator({ vmName: 'vm0', peers: ['vm1', 'vm2'], tickMs: 10 });
-  await sim.listen(0);
-  dir = tempDir();
-});
-afterEach(async () => {
-  await bridge?.stop(1000);
-  bridge = null;
-  await sim.close();
-  dir.cleanup();
-});
-
-async function run(approval: Record<string, unknown> = {}, sinks: Record<string, unknown>[] = [], dryRun = false, burst = 30) {
-  const h = await startBridge({
-    sim,
-    dir: dir.path,
-    dryRun,
-    sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') }, ...sinks],
-    config: {
-      approval: { secret: SECRET, publicUrl: 'https://bridge.example.com', slack: { signingSecret: SLACK_SECRET }, ...approval },
-      server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 10, burst } },
-    },
-  });
-  lines = h.lines;
-  bridge = h.bridge;
-  base = bridge.approvalServerUrl!;
-}
-const delivered = () => {
-  try {
-    return readFileSync(join(dir.path, 'events.jsonl'), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; subject: string; data: { approval?: { by: string; via: string } } });
-  } catch {
-    return [];
-  }
-};
-const approvedEvents = () => delivered().filter((e) => e.type === 'azure.scheduledevent.approved');
-async function scheduled(over: Record<string, unknown> = {}) {
-  const e = sim.addEvent({ noticeMs: 600_000, ...over });
-  await waitFor(() => delivered().some((x) => x.subject === e.eventId), 'the scheduled event');
-  return e;
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-  json: () => { eventId?: string; status?: string; error?: { code: string; message: string } };
-}
-async function call(method: string, path: string, body: string | Buffer | undefined, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await request(`${base}${path}`, { method: method as 'POST', headers, body });
-  const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, body: text, json: () => JSON.parse(text) };
-}
-function signedApproval(body: string, id = `msg_${Math.random().toString(36).slice(2)}`, key = KEY, now = Date.now()) {
-  return call('POST', '/v1/approvals', body, { 'content-type': 'application/json', ...signatureHeaders([key], id, body, now) });
-}
+useApprovalBridge();
 
 describe('POST /v1/approvals', () => {
   it('approves a Scheduled event: StartRequests reaches IMDS, one approved CloudEvent, repeat says already-approved', async () => {
@@ -259,120 +192,5 @@ describe('approval links', () => {
     } finally {
       await teams.close();
     }
-  });
-});
-
-describe('POST /v1/slack/interactions', () => {
-  async function slackClick(token: string, responseUrl: string, opts: { secret?: string; ts?: number } = {}) {
-    const payload = {
-      type: 'block_actions',
-      user: { id: 'U123', username: 'carol' },
-      actions: [{ action_id: 'se_bridge_approve', value: token }],
-      response_url: responseUrl,
-      message: { blocks: [{ type: 'header', text: { type: 'plain_text', text: 'vm0 will be rebooted' } }, { type: 'actions', elements: [] }] },
-    };
-    const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
-    const ts = String(opts.ts ?? Math.floor(Date.now() / 1000));
-    return call('POST', '/v1/slack/interactions', body, {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-slack-request-timestamp': ts,
-      'x-slack-signature': slackSignature(opts.secret ?? SLACK_SECRET, ts, body),
-    });
-  }
-
-  it('acknowledges at once, approves, and updates the message through response_url', async () => {
-    const slack = new HttpPeer();
-    await slack.listen();
-    try {
-      await run();
-      const e = await scheduled({ EventType: 'Reboot' });
-      const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
-      const r = await slackClick(token, `${slack.url}/response`);
-      expect(r.status).toBe(200);
-      await waitFor(() => slack.requests.length === 1, 'the message update');
-      const update = JSON.parse(slack.requests[0]!.body) as { replace_original: boolean; blocks: { type: string }[]; text: string };
-      expect(update.replace_original).toBe(true);
-      expect(update.text).toContain('Approved by <@U123>');
-      expect(update.blocks.map((b) => b.type)).toEqual(['header', 'context']);
-      expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
-      await waitFor(() => approvedEvents().length === 1, 'approved');
-      expect(approvedEvents()[0]!.data.approval).toMatchObject({ by: '@carol', via: 'slack' });
-    } finally {
-      await slack.close();
-    }
-  });
-
-  it('refuses a bad or stale Slack signature, and other interaction types', async () => {
-    await run();
-    const e = await scheduled();
-    const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
-    expect((await slackClick(token, 'http://127.0.0.1:9/x', { secret: 'wrong' })).status).toBe(401);
-    expect((await slackClick(token, 'http://127.0.0.1:9/x', { ts: Math.floor(Date.now() / 1000) - 600 })).json().error!.code).toBe('STALE_TIMESTAMP');
-    const body = `payload=${encodeURIComponent(JSON.stringify({ type: 'view_submission' }))}`;
-    const ts = String(Math.floor(Date.now() / 1000));
-    const other = await call('POST', '/v1/slack/interactions', body, { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature(SLACK_SECRET, ts, body) });
-    expect(other.status).toBe(400);
-    expect(sim.startRequests).toHaveLength(0);
-  });
-});
-
-describe('policy and preparation hooks', () => {
-  it('approves user-initiated events and short freezes by policy; awaits the rest', async () => {
-    await run({ rules: [{ match: { eventSource: 'User' }, action: 'approve' }, { match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' }] });
-    const user = sim.addEvent({ EventType: 'Reboot', EventSource: 'User', noticeMs: 600_000 });
-    const freeze = sim.addEvent({ EventType: 'Freeze', DurationInSeconds: 5, noticeMs: 600_000 });
-    const platform = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => sim.startRequests.length === 2, 'two automatic approvals');
-    await new Promise((r) => setTimeout(r, 600));
-    expect(sim.startRequests.flatMap((s) => s.eventIds).sort()).toEqual([user.eventId, freeze.eventId].sort());
-    expect(sim.events.find((e) => e.eventId === platform.eventId)!.status).toBe('Scheduled');
-    await waitFor(() => approvedEvents().length === 2, 'two approved events');
-    expect(approvedEvents().every((e) => e.data.approval!.via === 'policy')).toBe(true);
-  });
-
-  it('leaves a group event to its leader', async () => {
-    await run({ rules: [{ match: {}, action: 'approve' }] });
-    const follower = sim.addEvent({ Resources: ['vm1', 'vm0'], noticeMs: 600_000 });
-    const leader = sim.addEvent({ Resources: ['vm0', 'vm1'], noticeMs: 600_000 });
-    await waitFor(() => sim.startRequests.length === 1, 'the leader approval');
-    await new Promise((r) => setTimeout(r, 600));
-    expect(sim.startRequests.flatMap((s) => s.eventIds)).toEqual([leader.eventId]);
-    expect(lines.some((l) => l.eventId === follower.eventId && typeof l.reason === 'string' && l.reason.includes('approves for the group'))).toBe(true);
-  });
-
-  it('in dry run, logs what it would approve and sends nothing', async () => {
-    await run({ rules: [{ match: {}, action: 'approve' }] }, [], true);
-    sim.addEvent({ noticeMs: 600_000 });
-    await waitFor(() => lines.some((l) => l.msg === 'dry run: would approve (POST StartRequests)'), 'the dry-run line');
-    expect(sim.startRequests).toHaveLength(0);
-  });
-
-  it('approves after every preparation hook succeeded; a failing or hanging hook holds it back', async () => {
-    const marker = join(dir.path, 'drained');
-    const ok = join(dir.path, 'ok.sh');
-    writeFileSync(ok, `#!/bin/sh\nread -r line\necho "$SE_EVENT_ID $SE_TRANSITION" >> "${marker}"\nexit 0\n`, { mode: 0o755 });
-    const fail = join(dir.path, 'fail.sh');
-    writeFileSync(fail, '#!/bin/sh\necho "cannot drain" >&2\nexit 3\n', { mode: 0o755 });
-    const hang = join(dir.path, 'hang.sh');
-    writeFileSync(hang, '#!/bin/sh\nsleep 30 &\nsleep 30\n', { mode: 0o755 });
-    const fast = { initialBackoffMs: 100, maxBackoffMs: 200, maxAttempts: 2 };
-    await run({ rules: [{ match: {}, action: 'approveAfterHooks' }] }, [
-      { name: 'drain', type: 'exec', command: [ok], prepare: true, filter: { types: ['scheduled'] } },
-      { name: 'checkpoint', type: 'exec', command: [fail], prepare: true, filter: { types: ['scheduled'], eventTypes: ['Redeploy'] }, delivery: fast },
-      { name: 'slow', type: 'exec', command: [hang], prepare: true, timeoutMs: 300, filter: { types: ['scheduled'], eventTypes: ['Terminate'] }, delivery: fast },
-    ]);
-    const reboot = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    const redeploy = sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000 });
-    const terminate = sim.addEvent({ EventType: 'Terminate', noticeMs: 600_000 });
-    await waitFor(() => sim.startRequests.length === 1, 'the reboot approval after its hook');
-    expect(sim.startRequests[0]!.eventIds).toEqual([reboot.eventId]);
-    expect(readFileSync(marker, 'utf8')).toContain(`${reboot.eventId} scheduled`);
-    await waitFor(() => bridge!.store.deadLetters().length === 2, 'the failed and the hung hook to be dead-lettered', 20_000);
-    const dead = bridge!.store.deadLetters();
-    expect(dead.find((d) => d.sink === 'checkpoint')!.lastError).toMatch(/exited with code 3: cannot drain/);
-    expect(dead.find((d) => d.sink === 'slow')!.lastError).toMatch(/timed out after 300 ms; process group killed/);
-    expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(redeploy.eventId);
-    expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(terminate.eventId);
-    expect(approvedEvents().map((e) => e.data.approval!.via)).toEqual(['hooks']);
   });
 });

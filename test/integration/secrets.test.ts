@@ -8,13 +8,14 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { createLogger, scrub } from '../../src/lib/log.ts';
 import { secretsOf } from '../../src/config/schema.ts';
 import { AmqpPeer } from '../../testkit/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
+import { validateConfig } from '../../src/config/load.ts';
+import { startBridge } from '../../testkit/harness.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 
 const S = {
@@ -49,37 +50,35 @@ beforeAll(async () => {
   dir = tempDir();
   const cs = (entity?: string) => amqp.connectionString(entity).replace('c2VjcmV0LWtleS1mb3ItdGVzdHM=', S.sasKey);
   const fast = { initialBackoffMs: 20, maxBackoffMs: 50, maxAttempts: 2, timeoutMs: 3000 };
-  const config = validateConfig(
-    {
-      imds: { endpoint: sim.url, pollIntervalMs: 200 },
-      state: { path: join(dir.path, 'state.db') },
-      sinks: [
-        { name: 'hook', type: 'webhook', url: `${http.url}/hook?code=${S.teamsSig}`, secret: S.webhookSecret, auth: { bearer: S.bearer }, delivery: fast },
-        { name: 'basic', type: 'webhook', url: `${http.url}/basic`, auth: { basic: { username: 'u', password: S.basicPassword } }, headers: { 'X-Api-Key': S.apiKey }, delivery: fast },
-        { name: 'dead', type: 'webhook', url: 'http://127.0.0.1:1/x', secret: S.webhookSecret, delivery: fast },
-        { name: 'hub', type: 'eventhubs', connectionString: cs('maintenance'), delivery: fast },
-        { name: 'queue', type: 'servicebus', connectionString: cs(), entity: 'q', delivery: fast },
-        { name: 'slackhook', type: 'slack', webhookUrl: `${http.url}/services/${S.slackHookPath}`, delivery: fast },
-        { name: 'slackbot', type: 'slack', botToken: S.slackBot, channel: '#c', apiUrl: `${http.url}/api/`, delivery: fast },
-        { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams/workflows/x/invoke?api-version=1&sig=${S.teamsSig}`, delivery: fast },
-        { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
-      ],
-      approval: { secret: S.approvalSecret, slack: { signingSecret: S.slackSigning } },
-      server: { listen: '127.0.0.1:0' },
-      observability: { listen: '127.0.0.1:0' },
-      log: { level: 'debug' },
-    },
-    't',
-    {},
-  );
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
       output += chunk.toString();
       cb();
     },
   });
-  bridge = await Bridge.create({ config, logger: createLogger({ level: 'debug', destination: sink, secrets: secretsOf(config) }) });
-  await bridge.start();
+  const h = await startBridge({
+    sim,
+    dir: dir.path,
+    sinks: [
+      { name: 'hook', type: 'webhook', url: `${http.url}/hook?code=${S.teamsSig}`, secret: S.webhookSecret, auth: { bearer: S.bearer }, delivery: fast },
+      { name: 'basic', type: 'webhook', url: `${http.url}/basic`, auth: { basic: { username: 'u', password: S.basicPassword } }, headers: { 'X-Api-Key': S.apiKey }, delivery: fast },
+      { name: 'dead', type: 'webhook', url: 'http://127.0.0.1:1/x', secret: S.webhookSecret, delivery: fast },
+      { name: 'hub', type: 'eventhubs', connectionString: cs('maintenance'), delivery: fast },
+      { name: 'queue', type: 'servicebus', connectionString: cs(), entity: 'q', delivery: fast },
+      { name: 'slackhook', type: 'slack', webhookUrl: `${http.url}/services/${S.slackHookPath}`, delivery: fast },
+      { name: 'slackbot', type: 'slack', botToken: S.slackBot, channel: '#c', apiUrl: `${http.url}/api/`, delivery: fast },
+      { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams/workflows/x/invoke?api-version=1&sig=${S.teamsSig}`, delivery: fast },
+      { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
+    ],
+    config: {
+      approval: { secret: S.approvalSecret, slack: { signingSecret: S.slackSigning } },
+      server: { listen: '127.0.0.1:0' },
+      observability: { listen: '127.0.0.1:0' },
+      log: { level: 'debug' },
+    },
+    logger: (config) => createLogger({ level: 'debug', destination: sink, secrets: secretsOf(config) }),
+  });
+  bridge = h.bridge;
 });
 afterAll(async () => {
   await bridge.stop(1000);

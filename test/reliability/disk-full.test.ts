@@ -3,12 +3,12 @@
  * Commits fail with a clear error, /readyz says so, nothing crashes; once space is back, every
  * change is committed and delivered and the database checks clean.
  */
+import { startBridge } from '../../testkit/harness.ts';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { captureLogger, tempDir, waitFor } from '../helpers.ts';
@@ -34,14 +34,13 @@ afterAll(async () => {
 describe('a full disk', () => {
   it('stops commits with a clear error, and loses nothing once space is back', async () => {
     const events = join(dir.path, 'events.jsonl');
-    const config = validateConfig(
-      { imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(mnt, 'state.db') }, sinks: [{ name: 'f', type: 'file', path: events }], observability: { listen: '127.0.0.1:0' } },
-      't',
-      {},
-    );
-    const { logger, lines } = captureLogger();
-    const bridge = await Bridge.create({ config, logger });
-    await bridge.start();
+    const h = await startBridge({
+      sim,
+      dir: dir.path,
+      config: { state: { path: join(mnt, 'state.db') }, observability: { listen: '127.0.0.1:0' } },
+      sinks: [{ name: 'f', type: 'file', path: events }],
+    });
+    const { bridge, lines } = h;
     try {
       const a = sim.addEvent({ noticeMs: 600_000 });
       await waitFor(() => bridge.store.knowsEvent(a.eventId), 'the first event');

@@ -4,30 +4,21 @@
  * transition, the 5 requests/s budget kept, /readyz and the metrics telling the truth, and
  * recovery when IMDS recovers.
  */
+import { startBridge } from '../../testkit/harness.ts';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { captureLogger, tempDir, waitFor } from '../helpers.ts';
 
 async function setup() {
-  const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 20 });
-  await sim.listen(0);
-  const dir = tempDir();
-  const config = validateConfig(
-    { imds: { endpoint: sim.url, pollIntervalMs: 1000 }, state: { path: join(dir.path, 's.db') }, sinks: [{ name: 'f', type: 'file', path: join(dir.path, 'e.jsonl') }], observability: { listen: '127.0.0.1:0' } },
-    't',
-    {},
-  );
-  const { logger, lines } = captureLogger();
-  const bridge = await Bridge.create({ config, logger });
-  const cleanup = async () => {
-    await bridge.stop(500);
-    await sim.close();
-    dir.cleanup();
-  };
-  return { sim, bridge, lines, cleanup };
+  const h = await startBridge({
+    sim: { vmName: 'vm0', tickMs: 20 },
+    start: false,
+    config: { imds: { pollIntervalMs: 1000 }, observability: { listen: '127.0.0.1:0' } },
+    sinks: (dir) => [{ name: 'f', type: 'file', path: join(dir, 'e.jsonl') }],
+  });
+  return { sim: h.sim, bridge: h.bridge, lines: h.lines, cleanup: h.stop };
 }
 const ready = async (b: Bridge) => (await fetch(`${b.observabilityUrl}/readyz`)).status;
 

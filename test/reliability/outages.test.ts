@@ -3,10 +3,10 @@
  * answering 429 with Retry-After, next to a healthy file sink. Nothing is lost, order per
  * event is kept at every sink, nothing is dead-lettered, and the healthy sink is unaffected.
  */
+import { startBridge } from '../../testkit/harness.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { AmqpPeer } from '../../testkit/amqp-peer.ts';
@@ -59,23 +59,18 @@ describe('sink outages, all at once', () => {
     };
     amqp.inject({ kind: 'drop', count: 3 });
     const fast = { initialBackoffMs: 50, maxBackoffMs: 500, maxAttempts: 200, maxAgeMs: 600_000, timeoutMs: 3000 };
-    const config = validateConfig(
-      {
-        imds: { endpoint: sim.url, pollIntervalMs: 200 },
-        state: { path: join(dir.path, 's.db') },
+    bridge = (
+      await startBridge({
+        sim,
+        dir: dir.path,
         sinks: [
           { name: 'hook', type: 'webhook', url: `${http.url}/hook`, delivery: fast },
           { name: 'hub', type: 'eventhubs', connectionString: amqp.connectionString('maintenance'), delivery: fast },
           { name: 'slack', type: 'slack', webhookUrl: `${http.url}/slack`, delivery: fast },
           { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
         ],
-        observability: { listen: 'off' },
-      },
-      't',
-      {},
-    );
-    bridge = await Bridge.create({ config, logger: silentLogger });
-    await bridge.start();
+      })
+    ).bridge;
     for (let i = 0; i < EVENTS; i++) sim.addEvent({ EventId: `EV-${i}`, noticeMs: 300 + i * 100, startedMs: 400 });
     const file = (): string[] => {
       try {

@@ -1,0 +1,129 @@
+/**
+ * Approvals through the whole bridge, continued: Slack interactions (signed, acknowledged at
+ * once, the message updated through response_url), the policy, and preparation hooks.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
+import { waitFor } from '../helpers.ts';
+import { type Answer, approvedEvents, base, bridge, call, delivered, dir, KEY, lines, run, scheduled, signedApproval, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
+
+useApprovalBridge();
+
+describe('POST /v1/slack/interactions', () => {
+  async function slackClick(token: string, responseUrl: string, opts: { secret?: string; ts?: number } = {}) {
+    const payload = {
+      type: 'block_actions',
+      user: { id: 'U123', username: 'carol' },
+      actions: [{ action_id: 'se_bridge_approve', value: token }],
+      response_url: responseUrl,
+      message: { blocks: [{ type: 'header', text: { type: 'plain_text', text: 'vm0 will be rebooted' } }, { type: 'actions', elements: [] }] },
+    };
+    const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+    const ts = String(opts.ts ?? Math.floor(Date.now() / 1000));
+    return call('POST', '/v1/slack/interactions', body, {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-slack-request-timestamp': ts,
+      'x-slack-signature': slackSignature(opts.secret ?? SLACK_SECRET, ts, body),
+    });
+  }
+
+  it('acknowledges at once, approves, and updates the message through response_url', async () => {
+    const slack = new HttpPeer();
+    await slack.listen();
+    try {
+      await run();
+      const e = await scheduled({ EventType: 'Reboot' });
+      const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
+      const r = await slackClick(token, `${slack.url}/response`);
+      expect(r.status).toBe(200);
+      await waitFor(() => slack.requests.length === 1, 'the message update');
+      const update = JSON.parse(slack.requests[0]!.body) as { replace_original: boolean; blocks: { type: string }[]; text: string };
+      expect(update.replace_original).toBe(true);
+      expect(update.text).toContain('Approved by <@U123>');
+      expect(update.blocks.map((b) => b.type)).toEqual(['header', 'context']);
+      expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
+      await waitFor(() => approvedEvents().length === 1, 'approved');
+      expect(approvedEvents()[0]!.data.approval).toMatchObject({ by: '@carol', via: 'slack' });
+    } finally {
+      await slack.close();
+    }
+  });
+
+  it('refuses a bad or stale Slack signature, and other interaction types', async () => {
+    await run();
+    const e = await scheduled();
+    const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
+    expect((await slackClick(token, 'http://127.0.0.1:9/x', { secret: 'wrong' })).status).toBe(401);
+    expect((await slackClick(token, 'http://127.0.0.1:9/x', { ts: Math.floor(Date.now() / 1000) - 600 })).json().error!.code).toBe('STALE_TIMESTAMP');
+    const body = `payload=${encodeURIComponent(JSON.stringify({ type: 'view_submission' }))}`;
+    const ts = String(Math.floor(Date.now() / 1000));
+    const other = await call('POST', '/v1/slack/interactions', body, { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature(SLACK_SECRET, ts, body) });
+    expect(other.status).toBe(400);
+    expect(sim.startRequests).toHaveLength(0);
+  });
+});
+
+describe('policy and preparation hooks', () => {
+  it('approves user-initiated events and short freezes by policy; awaits the rest', async () => {
+    await run({ rules: [{ match: { eventSource: 'User' }, action: 'approve' }, { match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' }] });
+    const user = sim.addEvent({ EventType: 'Reboot', EventSource: 'User', noticeMs: 600_000 });
+    const freeze = sim.addEvent({ EventType: 'Freeze', DurationInSeconds: 5, noticeMs: 600_000 });
+    const platform = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => sim.startRequests.length === 2, 'two automatic approvals');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(sim.startRequests.flatMap((s) => s.eventIds).sort()).toEqual([user.eventId, freeze.eventId].sort());
+    expect(sim.events.find((e) => e.eventId === platform.eventId)!.status).toBe('Scheduled');
+    await waitFor(() => approvedEvents().length === 2, 'two approved events');
+    expect(approvedEvents().every((e) => e.data.approval!.via === 'policy')).toBe(true);
+  });
+
+  it('leaves a group event to its leader', async () => {
+    await run({ rules: [{ match: {}, action: 'approve' }] });
+    const follower = sim.addEvent({ Resources: ['vm1', 'vm0'], noticeMs: 600_000 });
+    const leader = sim.addEvent({ Resources: ['vm0', 'vm1'], noticeMs: 600_000 });
+    await waitFor(() => sim.startRequests.length === 1, 'the leader approval');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(sim.startRequests.flatMap((s) => s.eventIds)).toEqual([leader.eventId]);
+    expect(lines.some((l) => l.eventId === follower.eventId && typeof l.reason === 'string' && l.reason.includes('approves for the group'))).toBe(true);
+  });
+
+  it('in dry run, logs what it would approve and sends nothing', async () => {
+    await run({ rules: [{ match: {}, action: 'approve' }] }, [], true);
+    sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => lines.some((l) => l.msg === 'dry run: would approve (POST StartRequests)'), 'the dry-run line');
+    expect(sim.startRequests).toHaveLength(0);
+  });
+
+  it('approves after every preparation hook succeeded; a failing or hanging hook holds it back', async () => {
+    const marker = join(dir.path, 'drained');
+    const ok = join(dir.path, 'ok.sh');
+    writeFileSync(ok, `#!/bin/sh\nread -r line\necho "$SE_EVENT_ID $SE_TRANSITION" >> "${marker}"\nexit 0\n`, { mode: 0o755 });
+    const fail = join(dir.path, 'fail.sh');
+    writeFileSync(fail, '#!/bin/sh\necho "cannot drain" >&2\nexit 3\n', { mode: 0o755 });
+    const hang = join(dir.path, 'hang.sh');
+    writeFileSync(hang, '#!/bin/sh\nsleep 30 &\nsleep 30\n', { mode: 0o755 });
+    const fast = { initialBackoffMs: 100, maxBackoffMs: 200, maxAttempts: 2 };
+    await run({ rules: [{ match: {}, action: 'approveAfterHooks' }] }, [
+      { name: 'drain', type: 'exec', command: [ok], prepare: true, filter: { types: ['scheduled'] } },
+      { name: 'checkpoint', type: 'exec', command: [fail], prepare: true, filter: { types: ['scheduled'], eventTypes: ['Redeploy'] }, delivery: fast },
+      { name: 'slow', type: 'exec', command: [hang], prepare: true, timeoutMs: 300, filter: { types: ['scheduled'], eventTypes: ['Terminate'] }, delivery: fast },
+    ]);
+    const reboot = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    const redeploy = sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000 });
+    const terminate = sim.addEvent({ EventType: 'Terminate', noticeMs: 600_000 });
+    await waitFor(() => sim.startRequests.length === 1, 'the reboot approval after its hook');
+    expect(sim.startRequests[0]!.eventIds).toEqual([reboot.eventId]);
+    expect(readFileSync(marker, 'utf8')).toContain(`${reboot.eventId} scheduled`);
+    await waitFor(() => bridge!.store.deadLetters().length === 2, 'the failed and the hung hook to be dead-lettered', 20_000);
+    const dead = bridge!.store.deadLetters();
+    expect(dead.find((d) => d.sink === 'checkpoint')!.lastError).toMatch(/exited with code 3: cannot drain/);
+    expect(dead.find((d) => d.sink === 'slow')!.lastError).toMatch(/timed out after 300 ms; process group killed/);
+    expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(redeploy.eventId);
+    expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(terminate.eventId);
+    expect(approvedEvents().map((e) => e.data.approval!.via)).toEqual(['hooks']);
+  });
+});

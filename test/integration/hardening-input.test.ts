@@ -1,0 +1,191 @@
+/**
+ * Hostile or unusual input, end to end: exec hooks that leave children behind or get huge
+ * events, unknown fields nested thousands deep, Microsoft's mock server's EventId pattern, a
+ * fully or partly configured identity, and when approval links are offered.
+ */
+import { ImdsConfig } from '../../src/config/schema.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config/load.ts';
+import { Bridge } from '../../src/daemon/bridge.ts';
+import { ApprovalService } from '../../src/approval/service.ts';
+import { pollOnce } from '../../src/pipeline/poll.ts';
+import { ImdsClient } from '../../src/imds/client.ts';
+import { identityFrom, type VmIdentity } from '../../src/imds/identity.ts';
+import { ImdsSimulator, type SimulatorOptions } from '../../src/simulator/server.ts';
+import { Store } from '../../src/store/store.ts';
+import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
+import { diff } from '../../src/pipeline/diff.ts';
+import { MAX_RAW_DEPTH, toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
+import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../src/sinks/exec.ts';
+import { startBridge } from '../../testkit/harness.ts';
+import { captureLogger, silentLogger, tempDir, waitFor } from '../helpers.ts';
+
+import { bridgeOn, cleanUpAfterEach, cleanups, simulator, type Delivered } from './hardening-kit.ts';
+
+cleanUpAfterEach();
+
+describe('exec hooks', () => {
+  const hookEvent = (overrides: Record<string, unknown> = {}) => {
+    const wire = { EventId: 'E-HOOK', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT', ...overrides };
+    const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 1, Events: [wire] })).document);
+    return toCloudEvent(t!, { vm: identityFrom(null, { name: 'vm0' }), observedAt: '2026-11-22T10:00:00Z' });
+  };
+  const execConfig = (command: string[], timeoutMs = 5000) => execSchema.parse({ type: 'exec', name: 'hook', command, timeoutMs });
+
+  it('a hook that exits 0 and leaves a background child is delivered, not killed at its timeout', async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.cleanup());
+    const pidFile = join(dir.path, 'daemon.pid');
+    // the background child keeps the hook's stdout and stderr open, in a session of its own
+    const script = `setsid sh -c 'echo $$ > "${pidFile}"; exec sleep 30' & echo "started a service"; exit 0`;
+    cleanups.push(() => {
+      try {
+        process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    });
+    const outcome = await runOnce(execConfig(['sh', '-c', script], 3000), hookEvent(), new AbortController().signal);
+    expect(outcome).toEqual({ status: 'delivered' });
+  });
+
+  it('a preparation hook that leaves a background child lets approveAfterHooks approve', async () => {
+    const sim = await simulator();
+    const dir = tempDir();
+    cleanups.push(() => dir.cleanup());
+    const pidFile = join(dir.path, 'daemon.pid');
+    cleanups.push(() => {
+      try {
+        process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    });
+    const script = `setsid sh -c 'echo $$ > "${pidFile}"; exec sleep 30' & exit 0`;
+    const { bridge } = await bridgeOn(sim, {
+      identity: { vmName: 'vm0' },
+      approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] },
+      sinks: [{ name: 'drain', type: 'exec', command: ['sh', '-c', script], prepare: true, timeoutMs: 3000, filter: { types: ['scheduled'] }, delivery: { maxAttempts: 1 } }],
+    });
+    const e = sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => sim.startRequests.length === 1, 'the approval after the hook', 10_000);
+    expect(sim.startRequests[0]!.eventIds).toEqual([e.eventId]);
+    expect(bridge.store.deadLetters()).toEqual([]);
+  });
+
+  it('a huge event and a NUL in a field: delivered, with the variables cut or left out and the full event on stdin', async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.cleanup());
+    const resources = Array.from({ length: 100_000 }, (_, i) => `scaleset_${i}`);
+    const event = hookEvent({ Resources: resources, Description: 'line\u0000after NUL' });
+    const out = join(dir.path, 'env.txt');
+    const stdin = join(dir.path, 'stdin.json');
+    const script = `cat > "${stdin}"; { echo "T=$SE_ENV_TRUNCATED"; echo "O=$SE_ENV_OMITTED"; echo "D=\${SE_DESCRIPTION-unset}"; echo "R=\${#SE_RESOURCES}"; } > "${out}"`;
+    const outcome = await runOnce(execConfig(['sh', '-c', script]), event, new AbortController().signal);
+    expect(outcome).toEqual({ status: 'delivered' });
+    const env = Object.fromEntries(readFileSync(out, 'utf8').trim().split('\n').map((l) => [l.slice(0, 1), l.slice(2)]));
+    expect(env).toEqual({ T: 'SE_RESOURCES', O: 'SE_DESCRIPTION', D: 'unset', R: String(MAX_ENV_VALUE_BYTES) });
+    const received = JSON.parse(readFileSync(stdin, 'utf8')) as { data: { resources: string[]; description: string } };
+    expect(received.data.resources).toHaveLength(100_000);
+    expect(received.data.description).toBe('line\u0000after NUL');
+  });
+});
+
+describe('unknown fields nested 5,000 levels deep', () => {
+  it('are cut in raw; the document and its other events go through', async () => {
+    const sim = await simulator();
+    const { bridge, delivered, lines } = await bridgeOn(sim, { identity: { vmName: 'vm0' } });
+    let nested = '"bottom"';
+    for (let i = 0; i < 5000; i++) nested = `{"level":${nested}}`;
+    const base = { EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT' };
+    sim.setRawDocument(
+      `{"DocumentIncarnation":2,"Events":[${JSON.stringify({ ...base, EventId: 'DEEP' }).slice(0, -1)},"Extra":${nested}},${JSON.stringify({ ...base, EventId: 'PLAIN' })}]}`,
+    );
+    await waitFor(() => delivered().length === 2, 'both events');
+    expect(delivered().map((e) => e.subject).sort()).toEqual(['DEEP', 'PLAIN']);
+    const raw = delivered().find((e) => e.subject === 'DEEP')!.data.raw as Record<string, unknown>;
+    let node: unknown = raw.Extra;
+    let depth = 1;
+    while (node !== null && typeof node === 'object') {
+      node = (node as { level: unknown }).level;
+      depth++;
+    }
+    expect(depth).toBe(MAX_RAW_DEPTH);
+    expect(node).toBe(`[left out: nested deeper than ${MAX_RAW_DEPTH} levels]`);
+    expect(bridge.status().consecutiveFailures).toBe(0);
+    expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
+  });
+});
+
+describe("Microsoft's mock server pattern: a new EventId for every state", () => {
+  it('is reported by the rules: scheduled, then canceled plus an unannounced started, then completed', async () => {
+    const sim = await simulator();
+    const { delivered } = await bridgeOn(sim, { identity: { vmName: 'vm0' } });
+    const e = sim.addEvent({ newIdPerState: true, noticeMs: 400, startedMs: 600 });
+    const first = e.eventId;
+    await waitFor(() => delivered().length === 4, 'four transitions', 10_000);
+    const second = e.eventId;
+    expect(second).not.toBe(first);
+    const seen = delivered().map((x) => `${x.type.replace('azure.scheduledevent.', '')}:${x.subject}`);
+    expect(seen.slice(0, 1)).toEqual([`scheduled:${first}`]);
+    expect(seen.slice(1, 3).sort()).toEqual([`canceled:${first}`, `started:${second}`].sort());
+    expect(seen[3]).toBe(`completed:${second}`);
+    expect(sim.scenarioOfEvent.size).toBe(0);
+    const ids = sim.playScenario('new-id-per-state');
+    expect(sim.scenarioOfEvent.get(ids[0]!)).toBe('new-id-per-state');
+  });
+});
+
+describe('who this VM is', () => {
+  const computeReads = (sim: ImdsSimulator) => sim.requests.filter((r) => r.path === '/metadata/instance/compute').length;
+
+  it('fully configured: instance metadata is never asked, and nothing is warned', async () => {
+    const sim = await simulator();
+    const identity = { vmName: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0', subscriptionId: 's', resourceGroupName: 'rg', location: 'westeurope' };
+    const { bridge, lines, delivered } = await bridgeOn(sim, { identity }, 'a', 50);
+    sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => delivered().length === 1, 'the event');
+    await waitFor(() => sim.requests.filter((r) => r.path === '/metadata/scheduledevents').length >= 5, 'five polls');
+    expect(computeReads(sim)).toBe(0);
+    expect(bridge.identity).toMatchObject({ name: 'vm0', location: 'westeurope', origin: 'config' });
+    expect(delivered()[0]!.source).toBe(identity.resourceId);
+    expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
+  });
+
+  it('partly configured while the compute endpoint fails: warned once, however often it is retried', async () => {
+    const sim = await simulator();
+    sim.injectFault({ kind: 'status', status: 404, count: 1_000_000, target: 'compute' });
+    const { lines } = await bridgeOn(sim, { identity: { vmName: 'vm0' } }, 'a', 50);
+    await waitFor(() => computeReads(sim) >= 6, 'six identity reads', 10_000);
+    const said = lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('cannot read the VM identity'));
+    expect(said).toHaveLength(1);
+    expect(said[0]!.level).toBe(40);
+    expect(lines.filter((l) => l.msg === 'still cannot read the VM identity from IMDS').length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe('approval links', () => {
+  it('are offered for scheduled and updated events only, never for one just canceled', () => {
+    const config = validateConfig({ approval: { secret: `whsec_${Buffer.alloc(32, 4).toString('base64')}`, publicUrl: 'https://bridge.example' } }, 't', {});
+    const vm = identityFrom(null, { name: 'vm0' });
+    const links = Bridge.approvalLinks(config, () => vm)!;
+    const wire = (NotBefore: string) => ({ EventId: 'E-LINK', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore });
+    const doc = (incarnation: number, events: unknown[]) => toDomainDocument(WireDocument.parse({ DocumentIncarnation: incarnation, Events: events })).document;
+    const soon = new Date(Date.now() + 3600_000).toUTCString();
+    const later = new Date(Date.now() + 7200_000).toUTCString();
+    const d1 = doc(1, []);
+    const d2 = doc(2, [wire(soon)]);
+    const d3 = doc(3, [wire(later)]);
+    const d4 = doc(4, []);
+    const ce = (a: typeof d1, b: typeof d1) => toCloudEvent(diff(a, b)[0]!, { vm, observedAt: new Date().toISOString() });
+    expect(links.link(ce(d1, d2))).toMatch(/^https:\/\/bridge\.example\/v1\/approve\?token=/);
+    expect(links.link(ce(d2, d3))).toMatch(/^https:\/\/bridge\.example\/v1\/approve\?token=/);
+    const canceled = ce(d3, d4);
+    expect(canceled.type).toBe('azure.scheduledevent.canceled');
+    expect(canceled.data!.eventStatus).toBe('Scheduled');
+    expect(links.link(canceled)).toBeNull();
+    expect(links.token(canceled)).toBeNull();
+  });
+});

@@ -7,8 +7,8 @@
  */
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
-import { toAmqpPayload, entityPathOf } from './shared/bindings/amqp.ts';
-import { azureAuth, createCredential, GroupBy, groupOf, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
+import { toAmqpPayload } from './shared/bindings/amqp.ts';
+import { azureAuth, createCredential, entityPathOf, GroupBy, groupOf, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
 import { sinkBase, type SinkModule } from './contract.ts';
 
 export const configSchema = z

@@ -1,21 +1,21 @@
 /**
- * Shared parts of the Azure messaging sinks: the Entra ID credential choice (loaded lazily, so
- * @azure/identity is imported only when such a sink is configured) and the batching loop
- * that fills SDK batches, splits them when full, and turns each send into outcomes.
+ * Shared parts of the Azure messaging sinks: connection strings, the authentication keys, the
+ * Entra ID credential choice (loaded lazily, so @azure/identity is imported only when such a
+ * sink is configured), the partition or session key, and the batching loop that fills SDK
+ * batches, splits them when full, and turns each send into outcomes.
  */
 import type { TokenCredential } from '@azure/core-auth';
 import { z } from 'zod';
 import { classifyAzureError } from './classify.ts';
 import { delivered, reject, secret, type BridgeEvent, type Outcome } from '../contract.ts';
-import { isConnectionString } from './bindings/amqp.ts';
 
-export const CredentialConfig = z.discriminatedUnion('kind', [
+const CredentialConfig = z.discriminatedUnion('kind', [
   /** The VM's managed identity; clientId selects a user-assigned one. */
   z.strictObject({ kind: z.literal('managedIdentity'), clientId: z.string().min(1).optional() }),
   /** DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI… */
   z.strictObject({ kind: z.literal('default') }),
 ]);
-export type CredentialConfig = z.infer<typeof CredentialConfig>;
+type CredentialConfig = z.infer<typeof CredentialConfig>;
 
 export async function createCredential(c: CredentialConfig): Promise<TokenCredential> {
   const identity = await import('@azure/identity');
@@ -23,9 +23,20 @@ export async function createCredential(c: CredentialConfig): Promise<TokenCreden
   return c.clientId ? new identity.ManagedIdentityCredential({ clientId: c.clientId }) : new identity.ManagedIdentityCredential();
 }
 
-export const namespaceHost = z
+const namespaceHost = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?$/, 'must be a host name such as myns.servicebus.windows.net');
+
+/** entityPathOf reads EntityPath from an Azure connection string, if it has one. */
+export function entityPathOf(connectionString: string): string | undefined {
+  const m = /(?:^|;)\s*EntityPath=([^;]+)/i.exec(connectionString);
+  return m?.[1]?.trim();
+}
+
+/** isConnectionString tells whether a string looks like an Azure messaging connection string. */
+function isConnectionString(value: string): boolean {
+  return /(?:^|;)\s*Endpoint=sb:\/\//i.test(value) && /SharedAccessKey(Name)?=|SharedAccessSignature=/i.test(value);
+}
 
 /** azureAuth: the keys of both sinks' authentication: a connection string, or a namespace and an Entra ID credential. */
 export function azureAuth(service: string) {

@@ -31,14 +31,3 @@ export const AMQP: Binding<AmqpPayload> = {
 export function toAmqpPayload(event: BridgeEvent, mode: BindingMode): AmqpPayload {
   return AMQP[mode](event);
 }
-
-/** entityPathOf reads EntityPath from an Azure connection string, if it has one. */
-export function entityPathOf(connectionString: string): string | undefined {
-  const m = /(?:^|;)\s*EntityPath=([^;]+)/i.exec(connectionString);
-  return m?.[1]?.trim();
-}
-
-/** isConnectionString tells whether a string looks like an Azure messaging connection string. */
-export function isConnectionString(value: string): boolean {
-  return /(?:^|;)\s*Endpoint=sb:\/\//i.test(value) && /SharedAccessKey(Name)?=|SharedAccessSignature=/i.test(value);
-}

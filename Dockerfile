@@ -5,7 +5,6 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
 COPY src ./src
-COPY sinks ./sinks
 COPY config ./config
 USER 10001:10001
 ENTRYPOINT ["node", "src/cli.ts"]

@@ -9,7 +9,7 @@ command -v npm >/dev/null || { echo "npm is needed once, to install the pinned N
 src="$(cd "$(dirname "$0")/.." && pwd)"
 id se-bridge >/dev/null 2>&1 || useradd --system --home-dir /var/lib/se-bridge --shell /usr/sbin/nologin se-bridge
 mkdir -p /opt/se-bridge /etc/se-bridge
-cp -a "$src"/{package.json,package-lock.json,bin,src,sinks,config,README.md} /opt/se-bridge/
+cp -a "$src"/{package.json,package-lock.json,bin,src,config,README.md} /opt/se-bridge/
 (cd /opt/se-bridge && npm ci --no-audit --no-fund)
 [ -f /etc/se-bridge/bridge.yaml ] || install -m 0640 -g se-bridge "$src/config/bridge.example.yaml" /etc/se-bridge/bridge.yaml
 [ -f /etc/se-bridge/se-bridge.env ] || install -m 0600 "$src/config/systemd/se-bridge.env" /etc/se-bridge/se-bridge.env

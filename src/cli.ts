@@ -4,6 +4,7 @@
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
  */
 import { EXIT, UsageError } from './commands/common.ts';
+import { VERSION } from './lib/version.ts';
 
 const USAGE = `Usage: se-bridge <command> [options]
 
@@ -19,6 +20,7 @@ Commands:
   dead-letters list|replay [--sink NAME] [--config FILE] [--json]
                                            inspect or re-queue events that could not be delivered
   schema                                   print the configuration's JSON Schema
+  --version                                print the version
 
 Configuration: --config, else $SE_BRIDGE_CONFIG, else config/bridge.yaml.
 `;
@@ -39,6 +41,10 @@ async function main(argv: string[]): Promise<number> {
   if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h') {
     process.stdout.write(USAGE);
     return verb === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (verb === '--version' || verb === '-V' || verb === 'version') {
+    process.stdout.write(`${VERSION}\n`);
+    return EXIT.ok;
   }
   const load = COMMANDS[verb];
   if (load === undefined) {

@@ -51,7 +51,9 @@ export function readGraph(root: string, dirs: readonly string[]): Graph {
   for (const dir of dirs) {
     for (const file of walk(join(root, dir))) {
       const from = relative(root, file).split('\\').join('/');
-      const targets = importsOf(readFileSync(file, 'utf8')).map((s) => normalize(join(dirname(from), s)).split('\\').join('/'));
+      // data (package.json for the version) is not code and has no layer
+      const code = importsOf(readFileSync(file, 'utf8')).filter((s) => !s.endsWith('.json'));
+      const targets = code.map((s) => normalize(join(dirname(from), s)).split('\\').join('/'));
       graph.set(from, targets);
     }
   }

@@ -47,14 +47,25 @@ export interface LoggerOptions {
   pretty?: boolean;
 }
 
+/** prettyPrinter loads pino-pretty when it is installed; the single executable has none, and writes JSON lines. */
+function prettyPrinter(): ((o: object) => DestinationStream) | null {
+  try {
+    return createRequire(import.meta.url)('pino-pretty') as (o: object) => DestinationStream;
+  } catch {
+    return null;
+  }
+}
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   const dest = options.destination ?? 'stdout';
   const fd = dest === 'stdout' ? 1 : dest === 'stderr' ? 2 : null;
   const tty = fd === 1 ? process.stdout.isTTY : fd === 2 ? process.stderr.isTTY : false;
   let stream: DestinationStream;
   if (fd !== null && (options.pretty ?? tty)) {
-    const pretty = createRequire(import.meta.url)('pino-pretty') as (o: object) => DestinationStream;
-    stream = pretty({ destination: fd, sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+    const pretty = prettyPrinter();
+    stream = pretty
+      ? pretty({ destination: fd, sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' })
+      : pino.destination({ fd, sync: true });
   } else {
     stream = fd !== null ? pino.destination({ fd, sync: true }) : (dest as DestinationStream);
   }

@@ -1,4 +1,4 @@
 /** VERSION is the package's version, read from package.json: one place to change it. */
-import { createRequire } from 'node:module';
+import pkg from '../../package.json' with { type: 'json' };
 
-export const VERSION: string = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+export const VERSION: string = pkg.version;

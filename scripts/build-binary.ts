@@ -1,0 +1,105 @@
+/**
+ * npm run build:binary [-- linux-x64 linux-arm64 win-x64]: se-bridge as a single executable,
+ * with Node's single executable application support: esbuild bundles the CLI into one
+ * CommonJS file, Node turns it into a blob, and postject injects the blob into a copy of the
+ * Node binary of each target platform. The Node binaries come from the npm registry's
+ * `node-<platform>` packages, at the version of the Node that builds (the blob must match it).
+ * Writes build/se-bridge-<platform>[.exe]; default platform: linux-x64.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { inject } from 'postject';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const OUT = join(ROOT, 'build');
+const WORK = join(OUT, 'sea');
+/** The memory flags the package's bin script passes too (bench/results.md has what each saves). */
+const V8_FLAGS = ['--max-semi-space-size=1'];
+const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+const PLATFORMS = ['linux-x64', 'linux-arm64', 'win-x64'] as const;
+type Platform = (typeof PLATFORMS)[number];
+
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const platforms = (wanted.length === 0 ? ['linux-x64'] : wanted) as Platform[];
+for (const p of platforms) if (!PLATFORMS.includes(p)) throw new Error(`unknown platform ${p}; known: ${PLATFORMS.join(', ')}`);
+
+mkdirSync(WORK, { recursive: true });
+
+// 1. One CommonJS file: SEA runs a CommonJS main script. `import.meta.url` becomes the file's URL.
+const bundle = join(WORK, 'se-bridge.cjs');
+await build({
+  entryPoints: [join(ROOT, 'src', 'cli.ts')],
+  outfile: bundle,
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node24',
+  minify: true,
+  keepNames: false,
+  legalComments: 'none',
+  logLevel: 'warning',
+  banner: { js: `const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
+  define: { 'import.meta.url': '__importMetaUrl' },
+});
+
+// 2. The blob, made by the Node that runs this script (the same version as the binaries below).
+const config = join(WORK, 'sea-config.json');
+const blob = join(WORK, 'se-bridge.blob');
+writeFileSync(config, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false, execArgv: V8_FLAGS }));
+execFileSync(process.execPath, ['--experimental-sea-config', config], { stdio: 'inherit' });
+
+// 3. A Node binary per platform, with the blob injected.
+const version = process.versions.node;
+for (const platform of platforms) {
+  const source = nodeBinary(platform);
+  const target = join(OUT, `se-bridge-${platform}${platform.startsWith('win') ? '.exe' : ''}`);
+  rmSync(target, { force: true });
+  copyFileSync(source, target);
+  chmodSync(target, 0o755);
+  await inject(target, 'NODE_SEA_BLOB', readFileSync(blob), { sentinelFuse: FUSE, overwrite: true });
+  process.stdout.write(`${target}: ${(statSync(target).size / 2 ** 20).toFixed(1)} MiB (Node ${version})\n`);
+  if (platform.startsWith('linux')) process.stdout.write(`${release(platform, target)}\n`);
+}
+
+/**
+ * release packs what a Linux VM needs into build/se-bridge-<platform>.tar.gz: the executable,
+ * scripts/install-linux.sh, and the configuration examples it installs (config/cloud-init.yaml
+ * and the VM Scale Set extension download this archive).
+ */
+function release(platform: Platform, binary: string): string {
+  const stage = join(OUT, `release-${platform}`);
+  rmSync(stage, { recursive: true, force: true });
+  mkdirSync(join(stage, 'scripts'), { recursive: true });
+  mkdirSync(join(stage, 'config', 'systemd'), { recursive: true });
+  copyFileSync(binary, join(stage, `se-bridge-${platform}`));
+  chmodSync(join(stage, `se-bridge-${platform}`), 0o755);
+  copyFileSync(join(ROOT, 'scripts', 'install-linux.sh'), join(stage, 'scripts', 'install-linux.sh'));
+  chmodSync(join(stage, 'scripts', 'install-linux.sh'), 0o755);
+  for (const f of ['bridge.example.yaml', 'systemd/se-bridge.service', 'systemd/se-bridge.env']) copyFileSync(join(ROOT, 'config', f), join(stage, 'config', f));
+  for (const f of ['README.md', 'LICENSE']) copyFileSync(join(ROOT, f), join(stage, f));
+  const archive = join(OUT, `se-bridge-${platform}.tar.gz`);
+  execFileSync('tar', ['-czf', archive, '-C', stage, '.']);
+  rmSync(stage, { recursive: true, force: true });
+  return archive;
+}
+
+/** nodeBinary finds the Node executable of `platform`: this one for the running platform, else the registry's node-<platform> package. */
+function nodeBinary(platform: Platform): string {
+  if (platform === `${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}`) return process.execPath;
+  const cache = join(OUT, 'node', `${platform}-${version}`);
+  const exe = join(cache, 'package', 'bin', platform.startsWith('win') ? 'node.exe' : 'node');
+  try {
+    statSync(exe);
+    return exe;
+  } catch {
+    mkdirSync(cache, { recursive: true });
+    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+    execFileSync(npm, ['pack', `node-${platform}@${version}`, '--pack-destination', cache, '--silent'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const tgz = readdirSync(cache).find((f) => f.endsWith('.tgz'))!;
+    execFileSync('tar', ['-xzf', join(cache, tgz), '-C', cache]);
+    return exe;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The single executable (npm run build:binary): built here, then run with an environment that
+ * has no Node on its PATH at all. Its version, the demo, and `run` against the IMDS simulator
+ * with a webhook and a file sink.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config/load.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
+import { readText, ROOT, tempDir, waitFor } from '../helpers.ts';
+import { finished, type Run } from './process.ts';
+
+const BINARY = join(ROOT, 'build', 'se-bridge-linux-x64');
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+let dir: ReturnType<typeof tempDir>;
+
+/** binary runs the executable with no Node anywhere on PATH and nothing of the checkout around it. */
+function binary(args: string[], timeoutMs = 60_000): Promise<Run> & { child: ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } } } {
+  const child = spawn(BINARY, args, { cwd: dir.path, env: { PATH: '/nonexistent', HOME: dir.path, TMPDIR: dir.path }, stdio: ['ignore', 'pipe', 'pipe'] }) as ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } };
+  child.out = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (c: Buffer) => (child.out.stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (child.out.stderr += c.toString()));
+  return Object.assign(finished(child, timeoutMs), { child });
+}
+
+beforeAll(() => {
+  dir = tempDir('se-bridge-binary-');
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-binary.ts'), 'linux-x64'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+}, 180_000);
+afterAll(() => dir?.cleanup());
+
+describe('the single executable (linux-x64)', () => {
+  it('is one file that prints its version', async () => {
+    expect(statSync(BINARY).size).toBeGreaterThan(50 * 2 ** 20);
+    const r = await binary(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`${VERSION}\n`);
+  });
+
+  it('runs the demo', async () => {
+    const r = await binary(['demo', '--duration', '10'], 60_000);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/total\s+\d+/);
+  }, 60_000);
+
+  it('runs against IMDS and delivers to a webhook and a file', async () => {
+    const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+    await sim.listen(0);
+    const hook = new HttpPeer();
+    await hook.listen();
+    try {
+      const events = join(dir.path, 'events.jsonl');
+      const cfg = join(dir.path, 'bridge.yaml');
+      writeFileSync(
+        cfg,
+        [
+          `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`,
+          `state: { path: ${JSON.stringify(join(dir.path, 'state.db'))} }`,
+          'observability: { listen: "off" }',
+          'sinks:',
+          `  - { name: hook, type: webhook, url: ${hook.url}/hook }`,
+          `  - { name: audit, type: file, path: ${JSON.stringify(events)} }`,
+        ].join('\n'),
+      );
+      const run = binary(['run', '--config', cfg]);
+      const e = sim.addEvent({ noticeMs: 600_000 });
+      try {
+        await waitFor(() => readText(events).includes(e.eventId) && hook.requests.length >= 1, 'the event at both sinks', 30_000);
+      } catch (err) {
+        run.child.kill('SIGKILL');
+        throw new Error(`${(err as Error).message}; the daemon said: ${run.child.out.stdout} ${run.child.out.stderr}`);
+      }
+      run.child.kill('SIGTERM');
+      const r = await run;
+      expect(r.code).toBe(0);
+      expect(hook.requests.map((q) => q.headers['ce-id'])).toEqual([`${e.eventId}/scheduled`]);
+      expect(JSON.parse(readText(events).trim()).id).toBe(`${e.eventId}/scheduled`);
+    } finally {
+      await hook.close();
+      await sim.close();
+    }
+  }, 60_000);
+
+  it('comes in a release archive with the installer and the files it installs, as the cloud-init and scale set examples expect', () => {
+    const archive = join(ROOT, 'build', 'se-bridge-linux-x64.tar.gz');
+    const files = execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^\.\//, ''));
+    expect(files).toEqual(expect.arrayContaining(['se-bridge-linux-x64', 'scripts/install-linux.sh', 'config/bridge.example.yaml', 'config/systemd/se-bridge.service', 'config/systemd/se-bridge.env', 'LICENSE']));
+    const cloudInit = readFileSync(join(ROOT, 'config', 'cloud-init.yaml'), 'utf8');
+    expect(cloudInit.startsWith('#cloud-config\n')).toBe(true);
+    const doc = parse(cloudInit) as { write_files: { path: string; content: string }[]; runcmd: (string | string[])[] };
+    const commands = doc.runcmd.map((c) => (Array.isArray(c) ? c.join(' ') : c)).join('\n');
+    for (const f of ['se-bridge-linux-x64.tar.gz', '/opt/se-bridge-release/scripts/install-linux.sh', '/opt/se-bridge-release/se-bridge-linux-x64']) expect(commands).toContain(f);
+    const config = doc.write_files.find((w) => w.path === '/etc/se-bridge/bridge.yaml')!;
+    expect(validateConfig(parse(config.content), 'cloud-init', { OPS_WEBHOOK_URL: 'https://ops.example.com/hook' }).sinks.map((x) => x.type)).toEqual(['webhook', 'file']);
+    const extension = JSON.parse(readFileSync(join(ROOT, 'config', 'azure', 'vmss-custom-script.json'), 'utf8')) as { fileUris: string[]; commandToExecute: string };
+    expect(extension.fileUris[0]).toMatch(/\/se-bridge-linux-x64\.tar\.gz$/);
+    expect(extension.commandToExecute).toContain('scripts/install-linux.sh /opt/se-bridge-release/se-bridge-linux-x64');
+  });
+});

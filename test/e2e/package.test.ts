@@ -1,0 +1,105 @@
+/**
+ * The npm package as a new user gets it: `npm pack`, then `npm install -g --prefix` of the
+ * tarball into a temporary prefix with the pinned Node, then the installed `se-bridge`: its
+ * version, `validate` on the example configuration, the demo, and `run` against the IMDS
+ * simulator with a file sink. The dependencies come from npm's cache when `npm ci` filled it.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { readText, ROOT, tempDir, waitFor } from '../helpers.ts';
+import { finished, type Run } from './process.ts';
+
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+let dir: ReturnType<typeof tempDir>;
+let tarball = '';
+let installed = '';
+let bin = '';
+
+/** seBridge runs the installed command itself, through its #! line, with the pinned Node first on PATH. */
+function seBridge(args: string[], timeoutMs = 60_000): Promise<Run> & { child: ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } } } {
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, SE_BRIDGE_CONFIG: '', LOG_LEVEL: '' };
+  const child = spawn(bin, args, { cwd: dir.path, env, stdio: ['ignore', 'pipe', 'pipe'] }) as ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } };
+  child.out = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (c: Buffer) => (child.out.stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (child.out.stderr += c.toString()));
+  return Object.assign(finished(child, timeoutMs), { child });
+}
+
+beforeAll(() => {
+  dir = tempDir('se-bridge-package-');
+  if (!existsSync(join(ROOT, 'dist', 'cli.js'))) execFileSync(npm, ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
+  // --ignore-scripts: `npm test` has just built dist/, and rebuilding it here would race the other suites
+  execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir.path, '--silent'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  tarball = join(dir.path, readdirSync(dir.path).find((f) => f.endsWith('.tgz'))!);
+  const prefix = join(dir.path, 'prefix');
+  execFileSync(npm, ['install', '-g', '--prefix', prefix, tarball, '--no-audit', '--no-fund', '--prefer-offline', '--silent'], {
+    cwd: dir.path,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, npm_config_loglevel: 'error' },
+  });
+  installed = join(prefix, 'lib', 'node_modules', 'scheduled-events-bridge');
+  bin = join(prefix, 'bin', 'se-bridge');
+}, 240_000);
+afterAll(() => dir?.cleanup());
+
+describe('the npm package', () => {
+  it('holds the compiled code, the examples, README and LICENSE, and none of test/, bench/, .ci/ or the sources', () => {
+    const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'LICENSE', 'README.md', 'bin/se-bridge.js', 'dist/cli.js', 'dist/api.js', 'dist/api.d.ts', 'config/bridge.example.yaml', 'examples/pagerduty-sink.js']));
+    expect(files.filter((f) => /^(test|bench|\.ci|src|testkit|scripts|node_modules)\//.test(f))).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    expect(Object.keys(pkg.dependencies)).not.toContain('node');
+    expect(existsSync(join(installed, 'node_modules', 'node'))).toBe(false);
+  });
+
+  it('prints its version from package.json', async () => {
+    const r = await seBridge(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`${VERSION}\n`);
+  });
+
+  it('validates the example configuration', async () => {
+    const r = await seBridge(['validate', '--config', join(installed, 'config', 'bridge.example.yaml')]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('valid; sinks: console (stdout), ops (webhook)');
+  });
+
+  it('runs the demo', async () => {
+    const r = await seBridge(['demo', '--duration', '15'], 60_000);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/total\s+\d+/);
+    expect(r.stderr).not.toContain('ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING');
+  }, 60_000);
+
+  it('runs against IMDS and delivers to a file', async () => {
+    const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+    await sim.listen(0);
+    try {
+      const events = join(dir.path, 'events.jsonl');
+      const cfg = join(dir.path, 'bridge.yaml');
+      writeFileSync(cfg, [`imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`, `state: { path: ${JSON.stringify(join(dir.path, 'state.db'))} }`, 'observability: { listen: "off" }', `sinks: [{ name: audit, type: file, path: ${JSON.stringify(events)} }]`].join('\n'));
+      const run = seBridge(['run', '--config', cfg]);
+      const e = sim.addEvent({ noticeMs: 600_000 });
+      try {
+        await waitFor(() => readText(events).includes(e.eventId), 'the scheduled event in the file', 30_000);
+      } catch (err) {
+        run.child.kill('SIGKILL');
+        throw new Error(`${(err as Error).message}; the daemon said: ${run.child.out.stdout} ${run.child.out.stderr}`);
+      }
+      run.child.kill('SIGTERM');
+      const r = await run;
+      expect(r.code).toBe(0);
+      const written = readText(events).trim().split('\n').map((l) => JSON.parse(l) as { id: string; type: string });
+      expect(written.map((w) => w.id)).toEqual([`${e.eventId}/scheduled`]);
+      expect(written[0]!.type).toBe('azure.scheduledevent.scheduled');
+    } finally {
+      await sim.close();
+    }
+  }, 60_000);
+});

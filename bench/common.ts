@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 
@@ -26,9 +26,15 @@ export function cpuSeconds(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, clock ticks at 100 Hz
 }
-/** pidOf: the node process behind the npm-less spawn (we spawn node directly, so it is the child). */
+/** daemon runs a Node script with this Node (the child is the process measured). */
 export function daemon(args: string[]): ChildProcess {
-  return spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawnProcess([process.execPath, ...args]);
+}
+
+/** spawnProcess runs a command, this Node first on PATH (for the package's #! line); the child is the process measured. */
+export function spawnProcess(cmd: string[]): ChildProcess {
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
+  return spawn(cmd[0]!, cmd.slice(1), { stdio: ['ignore', 'ignore', 'inherit'], env });
 }
 export function bridgeConfig(name: string, o: Record<string, unknown>): string {
   const path = join(dir, `${name}.json`);

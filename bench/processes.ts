@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { AmqpPeer } from '../testkit/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
-import { bridgeConfig, CLI, cpuSeconds, daemon, dir, dist, quick, ROOT, rssMiB, sleep, stop } from './common.ts';
+import { bridgeConfig, CLI, cpuSeconds, daemon, dir, dist, quick, ROOT, rssMiB, sleep, spawnProcess, stop } from './common.ts';
 
 // ----- A. change-to-delivery latency ----------------------------------------------------------
 
@@ -35,7 +35,7 @@ async function lane(name: string, pollIntervalMs: number | 'reference'): Promise
   l.child =
     pollIntervalMs === 'reference'
       ? daemon([join(ROOT, 'bench', 'reference-poller.ts'), sim.url, hook.url])
-      : daemon([CLI, 'run', '--config', bridgeConfig(name, { imds: { endpoint: sim.url, pollIntervalMs }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }] })]);
+      : spawnProcess([PACKAGE_BIN, 'run', '--config', bridgeConfig(name, { imds: { endpoint: sim.url, pollIntervalMs }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }] })]);
   return l;
 }
 
@@ -62,6 +62,32 @@ export async function phaseLatency() {
 
 // ----- B. footprint ----------------------------------------------------------------------------
 
+/** The shipped forms of se-bridge, and the anchors they are measured beside. */
+const PACKAGE_BIN = join(ROOT, 'bin', 'se-bridge.js');
+const BINARY = join(ROOT, 'build', 'se-bridge-linux-x64');
+const NODE = process.execPath;
+
+interface Footprinted {
+  name: string;
+  /** The command; a bridge gets `run --config FILE` appended, a poller the IMDS and webhook URLs. */
+  cmd: string[];
+  sinks?: 'webhook+file' | 'stdout+file' | 'every sink type';
+  poller?: true;
+}
+
+const FOOTPRINTED: Footprinted[] = [
+  { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
+  { name: 'package, stdout+file', cmd: [PACKAGE_BIN], sinks: 'stdout+file' },
+  { name: 'package, every sink type', cmd: [PACKAGE_BIN], sinks: 'every sink type' },
+  { name: 'single executable, webhook+file', cmd: [BINARY], sinks: 'webhook+file' },
+  { name: 'compiled, no V8 flags, webhook+file', cmd: [NODE, join(ROOT, 'dist', 'cli.js')], sinks: 'webhook+file' },
+  { name: 'compiled, semi-space 1 MiB, webhook+file', cmd: [NODE, '--max-semi-space-size=1', join(ROOT, 'dist', 'cli.js')], sinks: 'webhook+file' },
+  { name: 'sources (type stripping), webhook+file', cmd: [NODE, CLI], sinks: 'webhook+file' },
+  { name: 'anchor: bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
+  { name: 'anchor: Python sample (requests, 1 poll/s)', cmd: ['python3', join(ROOT, 'bench', 'reference-poller.py')], poller: true },
+  { name: 'anchor: reference poller (node)', cmd: [NODE, join(ROOT, 'bench', 'reference-poller.ts')], poller: true },
+];
+
 export async function phaseFootprint() {
   const seconds = quick ? 15 : 60;
   const hook = new HttpPeer();
@@ -71,44 +97,38 @@ export async function phaseFootprint() {
   const slack = new HttpPeer();
   await slack.listen();
   slack.answer = () => ({ status: 200, body: 'ok' });
-  const sims = await Promise.all([0, 1, 2].map(async () => {
-    const s = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 50 });
-    await s.listen(0);
-    return s;
-  }));
-  const basic = (url: string) => [
-    { name: 'hook', type: 'webhook', url: hook.url },
-    { name: 'audit', type: 'file', path: join(dir, `${url.length}-${Math.random()}.jsonl`) },
-  ];
-  const configs = [
-    { name: 'webhook+file', args: [CLI, 'run', '--config', bridgeConfig('fp-basic', { imds: { endpoint: sims[0]!.url }, sinks: basic(sims[0]!.url) })], sim: sims[0]! },
-    {
-      name: 'every sink type',
-      args: [CLI, 'run', '--config', bridgeConfig('fp-all', {
-        imds: { endpoint: sims[1]!.url },
-        sinks: [
-          ...basic(sims[1]!.url),
-          { name: 'hub', type: 'eventhubs', connectionString: amqp.connectionString('maintenance') },
-          { name: 'queue', type: 'servicebus', connectionString: amqp.connectionString(), entity: 'q' },
-          { name: 'slack', type: 'slack', webhookUrl: `${slack.url}/services/x` },
-          { name: 'teams', type: 'teams', webhookUrl: `${slack.url}/teams` },
-          { name: 'exec', type: 'exec', command: ['/bin/true'] },
-          { name: 'out', type: 'stdout', format: 'json' },
-        ],
-      })],
-      sim: sims[1]!,
-    },
-    { name: 'reference poller', args: [join(ROOT, 'bench', 'reference-poller.ts'), sims[2]!.url, hook.url], sim: sims[2]! },
-  ];
-  const started = configs.map((c) => {
-    const t0 = performance.now();
-    const mark = c.sim.requests.length;
-    return { ...c, child: daemon(c.args), t0, mark, firstPollMs: NaN };
-  });
-  for (let k = 0; k < 1000 && started.some((s) => Number.isNaN(s.firstPollMs)); k++) {
-    for (const s of started) {
-      if (Number.isNaN(s.firstPollMs) && s.sim.requests.slice(s.mark).some((r) => r.path === '/metadata/scheduledevents')) s.firstPollMs = performance.now() - s.t0;
-    }
+  const sinksOf = (kind: NonNullable<Footprinted['sinks']>, i: number) => {
+    const file = { name: 'audit', type: 'file', path: join(dir, `fp-${i}.jsonl`) };
+    if (kind === 'stdout+file') return [{ name: 'out', type: 'stdout', format: 'json' }, file];
+    const basic = [{ name: 'hook', type: 'webhook', url: hook.url }, file];
+    if (kind === 'webhook+file') return basic;
+    return [
+      ...basic,
+      { name: 'hub', type: 'eventhubs', connectionString: amqp.connectionString('maintenance') },
+      { name: 'queue', type: 'servicebus', connectionString: amqp.connectionString(), entity: 'q' },
+      { name: 'slack', type: 'slack', webhookUrl: `${slack.url}/services/x` },
+      { name: 'teams', type: 'teams', webhookUrl: `${slack.url}/teams` },
+      { name: 'exec', type: 'exec', command: ['/bin/true'] },
+      { name: 'out', type: 'stdout', format: 'json' },
+    ];
+  };
+  const started = await Promise.all(
+    FOOTPRINTED.map(async (f, i) => {
+      const sim = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 50 });
+      await sim.listen(0);
+      const args = f.sinks !== undefined
+        ? [...f.cmd, 'run', '--config', bridgeConfig(`fp-${i}`, { imds: { endpoint: sim.url }, sinks: sinksOf(f.sinks, i) })]
+        : f.poller ? [...f.cmd, sim.url, hook.url] : f.cmd;
+      return { ...f, sim, args, t0: 0, firstPollMs: NaN, child: null as unknown as ChildProcess };
+    }),
+  );
+  for (const s of started) {
+    s.t0 = performance.now();
+    s.child = spawnProcess(s.args);
+  }
+  const polls = (s: (typeof started)[number]) => s.sim.requests.some((r) => r.path === '/metadata/scheduledevents');
+  for (let k = 0; k < 1000 && started.some((s) => (s.sinks !== undefined || s.poller) && Number.isNaN(s.firstPollMs)); k++) {
+    for (const s of started) if (Number.isNaN(s.firstPollMs) && polls(s)) s.firstPollMs = performance.now() - s.t0;
     await sleep(5);
   }
   // one event through every sink so each client is connected, then measure
@@ -126,7 +146,7 @@ export async function phaseFootprint() {
     }
     return {
       name: s.name,
-      startupToFirstPollMs: Math.round(s.firstPollMs),
+      startupToFirstPollMs: Number.isNaN(s.firstPollMs) ? null : Math.round(s.firstPollMs),
       rssMiB: Math.round(rssMiB(s.child.pid!) * 10) / 10,
       cpuPercent: Math.round(((cpuSeconds(s.child.pid!) - before[i]!.cpu) / elapsed) * 1000) / 10,
       imdsRequestsPerSecond: Math.round((reqs.length / elapsed) * 100) / 100,
@@ -134,6 +154,6 @@ export async function phaseFootprint() {
     };
   });
   await Promise.all(started.map((s) => stop(s.child)));
-  await Promise.all([hook.close(), amqp.close(), slack.close(), ...sims.map((s) => s.close())]);
+  await Promise.all([hook.close(), amqp.close(), slack.close(), ...started.map((s) => s.sim.close())]);
   return out;
 }

@@ -6,13 +6,16 @@
  *
  *   A. change-to-delivery latency at poll intervals 1000/500/200 ms and for the reference
  *      poller, all running at once, each against its own simulator and webhook peer;
- *   B. footprint over 60 s (RSS, CPU share, IMDS request rate) of webhook+file, of every sink
- *      type, and of the reference poller, at once; start-up time to the first poll;
+ *   B. footprint over 60 s (RSS, CPU share, IMDS request rate, start-up to the first poll) of
+ *      the package (webhook+file, stdout+file, every sink type), the single executable, the
+ *      steps between the sources and the package, and three anchors (bare node, the Python
+ *      sample, the reference poller), all at once;
  *   C. approval round trip: signed POST /v1/approvals to StartRequests at the simulator;
  *   D. fan-out: one document with 50 events to six sinks, and again beside a sink that never answers;
  *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { dir, dist, log, quick, ROOT } from './common.ts';
@@ -24,7 +27,11 @@ try {
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, quick };
   log(`A: latency (${quick ? 25 : 75} s, four lanes at once)`);
   const latency = await phaseLatency();
-  log(`B: footprint (${quick ? 15 : 60} s, three processes at once)`);
+  log('building the package (dist/) and the single executable');
+  execFileSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-binary.ts')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const binaryMiB = Math.round((statSync(join(ROOT, 'build', 'se-bridge-linux-x64')).size / 2 ** 20) * 10) / 10;
+  log(`B: footprint (${quick ? 15 : 60} s, ten processes at once)`);
   const footprint = await phaseFootprint();
   log('C: approval round trip');
   const approvals = await phaseApprovals();
@@ -41,6 +48,7 @@ try {
     machine,
     changeToDeliveryMs: Object.fromEntries(Object.entries(latency).map(([k, v]) => [k, strip(v)])),
     footprint,
+    binaryMiB,
     approvalRoundTripMs: strip(approvals),
     fanoutMs: { alone: fanout, besideStuckSink: fanoutStuck },
     throughput,
@@ -51,7 +59,7 @@ try {
 
   const ref = results.changeToDeliveryMs.reference!;
   const ratio = (v: number, r: number) => (r > 0 ? `${(v / r).toFixed(2)}×` : '-');
-  const refFp = footprint.find((f) => f.name === 'reference poller')!;
+  const refFp = footprint.find((f) => f.name === 'anchor: reference poller (node)')!;
   const md = [
     `Measured by \`npm run bench${quick ? ' -- --quick' : ''}\` on ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}; everything on 127.0.0.1.`,
     '',
@@ -61,7 +69,9 @@ try {
     '',
     '| footprint over the measuring window | start-up to first poll | RSS | CPU | IMDS requests/s (max in any second) | RSS vs reference |',
     '|---|---|---|---|---|---|',
-    ...footprint.map((f) => `| ${f.name} | ${f.startupToFirstPollMs} ms | ${f.rssMiB} MiB | ${f.cpuPercent} % | ${f.imdsRequestsPerSecond} (${f.imdsMaxInAnySecond}) | ${ratio(f.rssMiB, refFp.rssMiB)} |`),
+    ...footprint.map((f) => `| ${f.name} | ${f.startupToFirstPollMs === null ? '-' : `${f.startupToFirstPollMs} ms`} | ${f.rssMiB} MiB | ${f.cpuPercent} % | ${f.imdsRequestsPerSecond} (${f.imdsMaxInAnySecond}) | ${ratio(f.rssMiB, refFp.rssMiB)} |`),
+    '',
+    `The single executable (linux-x64) is ${binaryMiB} MiB.`,
     '',
     `| approval round trip (signed POST /v1/approvals to StartRequests at IMDS) | ${approvals.n} approvals | p50 ${Math.round(approvals.p50)} ms | p99 ${Math.round(approvals.p99)} ms |`,
     '|---|---|---|---|',

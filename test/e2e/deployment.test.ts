@@ -17,12 +17,12 @@ describe('deployment files', () => {
     for (const d of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'PrivateTmp=yes', 'StateDirectory=se-bridge', 'Restart=always', 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX', 'User=se-bridge', 'RestartPreventExitStatus=2']) {
       expect(unit).toContain(d);
     }
-    // verify a copy whose ExecStart points at this checkout's Node (the unit's paths exist only once installed)
+    expect(unit).toContain('ExecStart=/usr/local/bin/se-bridge run\n');
+    // verify a copy whose ExecStart points at this checkout's command (the unit's path exists only once installed)
     const dir = tempDir();
     try {
-      const node = join(ROOT, 'node_modules', '.bin', 'node');
       const copy = join(dir.path, 'se-bridge.service');
-      writeFileSync(copy, unit.replaceAll('/opt/se-bridge/node_modules/.bin/node', node));
+      writeFileSync(copy, unit.replaceAll('/usr/local/bin/se-bridge', join(ROOT, 'bin', 'se-bridge.js')));
       const out = execFileSync('systemd-analyze', ['verify', copy], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
       expect(out.trim()).toBe('');
     } finally {
@@ -47,7 +47,8 @@ describe('deployment files', () => {
 
   it('Windows: the WinSW definition runs the daemon with the configuration in ProgramData', () => {
     const xml = readFileSync(join(ROOT, 'config', 'windows', 'se-bridge.xml'), 'utf8');
-    expect(xml).toMatch(/<arguments>src\\cli\.ts run<\/arguments>/);
+    expect(xml).toContain('<executable>C:\\se-bridge\\se-bridge.exe</executable>');
+    expect(xml).toMatch(/<arguments>run<\/arguments>/);
     expect(xml).toContain('<env name="SE_BRIDGE_CONFIG" value="%ProgramData%\\se-bridge\\bridge.yaml" />');
     expect(xml).toMatch(/<onfailure action="restart"/);
     const open = (xml.match(/<(\w+)[ >]/g) ?? []).length;

@@ -157,3 +157,36 @@ export async function phaseFootprint() {
   await Promise.all([hook.close(), amqp.close(), slack.close(), ...started.map((s) => s.sim.close())]);
   return out;
 }
+
+// ----- B2. start-up, one process at a time -------------------------------------------------------
+
+/**
+ * phaseStartup starts each form alone on a quiet machine, `rounds` times, and takes the time
+ * from spawn to its first Scheduled Events request (the footprint phase starts ten processes
+ * at once, which measures the machine's contention more than the start-up).
+ */
+export async function phaseStartup(rounds: number) {
+  const hook = new HttpPeer();
+  await hook.listen();
+  const forms = FOOTPRINTED.filter((f) => f.name.includes('webhook+file') || f.poller);
+  const out: { name: string; startupToFirstPollMs: number }[] = [];
+  for (const f of forms) {
+    const samples: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const sim = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 50 });
+      await sim.listen(0);
+      const args = f.sinks !== undefined
+        ? [...f.cmd, 'run', '--config', bridgeConfig(`su-${out.length}-${r}`, { imds: { endpoint: sim.url }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }, { name: 'audit', type: 'file', path: join(dir, `su-${r}.jsonl`) }] })]
+        : [...f.cmd, sim.url, hook.url];
+      const t0 = performance.now();
+      const child = spawnProcess(args);
+      for (let k = 0; k < 2000 && !sim.requests.some((q) => q.path === '/metadata/scheduledevents'); k++) await sleep(2);
+      samples.push(performance.now() - t0);
+      await stop(child);
+      await sim.close();
+    }
+    out.push({ name: f.name, startupToFirstPollMs: Math.round(dist(samples).p50) });
+  }
+  await hook.close();
+  return out;
+}

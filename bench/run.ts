@@ -20,7 +20,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { dir, dist, log, quick, ROOT } from './common.ts';
 import { phaseApprovals, phaseFanout, phaseOutage, phaseThroughput } from './inprocess.ts';
-import { phaseFootprint, phaseLatency } from './processes.ts';
+import { phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
 import { svg } from './report.ts';
 
 try {
@@ -33,6 +33,8 @@ try {
   const binaryMiB = Math.round((statSync(join(ROOT, 'build', 'se-bridge-linux-x64')).size / 2 ** 20) * 10) / 10;
   log(`B: footprint (${quick ? 15 : 60} s, ten processes at once)`);
   const footprint = await phaseFootprint();
+  log('B2: start-up, one process at a time');
+  const startup = await phaseStartup(quick ? 3 : 7);
   log('C: approval round trip');
   const approvals = await phaseApprovals();
   log('D: fan-out');
@@ -48,6 +50,7 @@ try {
     machine,
     changeToDeliveryMs: Object.fromEntries(Object.entries(latency).map(([k, v]) => [k, strip(v)])),
     footprint,
+    startup,
     binaryMiB,
     approvalRoundTripMs: strip(approvals),
     fanoutMs: { alone: fanout, besideStuckSink: fanoutStuck },
@@ -71,7 +74,11 @@ try {
     '|---|---|---|---|---|---|',
     ...footprint.map((f) => `| ${f.name} | ${f.startupToFirstPollMs === null ? '-' : `${f.startupToFirstPollMs} ms`} | ${f.rssMiB} MiB | ${f.cpuPercent} % | ${f.imdsRequestsPerSecond} (${f.imdsMaxInAnySecond}) | ${ratio(f.rssMiB, refFp.rssMiB)} |`),
     '',
-    `The single executable (linux-x64) is ${binaryMiB} MiB.`,
+    `The single executable (linux-x64) is ${binaryMiB} MiB. The start-up times above come from ten processes started at once on ${machine.cpus} cores; one at a time (median of ${quick ? 3 : 7}):`,
+    '',
+    '| start-up to the first Scheduled Events request, alone | median |',
+    '|---|---|',
+    ...startup.map((s) => `| ${s.name} | ${s.startupToFirstPollMs} ms |`),
     '',
     `| approval round trip (signed POST /v1/approvals to StartRequests at IMDS) | ${approvals.n} approvals | p50 ${Math.round(approvals.p50)} ms | p99 ${Math.round(approvals.p99)} ms |`,
     '|---|---|---|---|',

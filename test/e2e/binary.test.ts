@@ -3,7 +3,7 @@
  * has no Node on its PATH at all. Its version, the demo, and `run` against the IMDS simulator
  * with a webhook and a file sink.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -12,24 +12,21 @@ import { validateConfig } from '../../src/config/load.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { readText, ROOT, tempDir, waitFor } from '../helpers.ts';
-import { finished, type Run } from './process.ts';
+import { command, type Running } from './process.ts';
 
 const BINARY = join(ROOT, 'build', 'se-bridge-linux-x64');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 let dir: ReturnType<typeof tempDir>;
 
 /** binary runs the executable with no Node anywhere on PATH and nothing of the checkout around it. */
-function binary(args: string[], timeoutMs = 60_000): Promise<Run> & { child: ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } } } {
-  const child = spawn(BINARY, args, { cwd: dir.path, env: { PATH: '/nonexistent', HOME: dir.path, TMPDIR: dir.path }, stdio: ['ignore', 'pipe', 'pipe'] }) as ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } };
-  child.out = { stdout: '', stderr: '' };
-  child.stdout!.on('data', (c: Buffer) => (child.out.stdout += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (child.out.stderr += c.toString()));
-  return Object.assign(finished(child, timeoutMs), { child });
+function binary(args: string[], timeoutMs = 60_000): Running {
+  return command(BINARY, args, { cwd: dir.path, env: { PATH: '/nonexistent', HOME: dir.path, TMPDIR: dir.path } }, timeoutMs);
 }
 
 beforeAll(() => {
   dir = tempDir('se-bridge-binary-');
-  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-binary.ts'), 'linux-x64'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  // postject's notes about the ELF sections are noise; on a failure they are in the error
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-binary.ts'), 'linux-x64'], { cwd: ROOT, stdio: 'pipe' });
 }, 180_000);
 afterAll(() => dir?.cleanup());
 

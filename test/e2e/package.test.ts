@@ -4,13 +4,13 @@
  * version, `validate` on the example configuration, the demo, and `run` against the IMDS
  * simulator with a file sink. The dependencies come from npm's cache when `npm ci` filled it.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { readText, ROOT, tempDir, waitFor } from '../helpers.ts';
-import { finished, type Run } from './process.ts';
+import { command, type Running } from './process.ts';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -20,13 +20,9 @@ let installed = '';
 let bin = '';
 
 /** seBridge runs the installed command itself, through its #! line, with the pinned Node first on PATH. */
-function seBridge(args: string[], timeoutMs = 60_000): Promise<Run> & { child: ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } } } {
+function seBridge(args: string[], timeoutMs = 60_000): Running {
   const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, SE_BRIDGE_CONFIG: '', LOG_LEVEL: '' };
-  const child = spawn(bin, args, { cwd: dir.path, env, stdio: ['ignore', 'pipe', 'pipe'] }) as ReturnType<typeof spawn> & { out: { stdout: string; stderr: string } };
-  child.out = { stdout: '', stderr: '' };
-  child.stdout!.on('data', (c: Buffer) => (child.out.stdout += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (child.out.stderr += c.toString()));
-  return Object.assign(finished(child, timeoutMs), { child });
+  return command(bin, args, { cwd: dir.path, env }, timeoutMs);
 }
 
 beforeAll(() => {

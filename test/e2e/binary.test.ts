@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { readText, ROOT, tempDir, waitFor } from '../helpers.ts';
-import { command, type Running } from './process.ts';
+import { readText, ROOT, tempDir } from '../helpers.ts';
+import { awaitWhileRunning, command, type Running } from './process.ts';
 
 const BINARY = join(ROOT, 'build', 'se-bridge-linux-x64');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -65,12 +65,7 @@ describe('the single executable (linux-x64)', () => {
       );
       const run = binary(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
-      try {
-        await waitFor(() => readText(events).includes(e.eventId) && hook.requests.length >= 1, 'the event at both sinks', 30_000);
-      } catch (err) {
-        run.child.kill('SIGKILL');
-        throw new Error(`${(err as Error).message}; the daemon said: ${run.child.out.stdout} ${run.child.out.stderr}`);
-      }
+      await awaitWhileRunning(run, () => readText(events).includes(e.eventId) && hook.requests.length >= 1, 'the event at both sinks');
       run.child.kill('SIGTERM');
       const r = await run;
       expect(r.code).toBe(0);

@@ -9,8 +9,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { readText, ROOT, tempDir, waitFor } from '../helpers.ts';
-import { command, type Running } from './process.ts';
+import { readText, ROOT, tempDir } from '../helpers.ts';
+import { awaitWhileRunning, command, type Running } from './process.ts';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -82,12 +82,7 @@ describe('the npm package', () => {
       writeFileSync(cfg, [`imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`, `state: { path: ${JSON.stringify(join(dir.path, 'state.db'))} }`, 'observability: { listen: "off" }', `sinks: [{ name: audit, type: file, path: ${JSON.stringify(events)} }]`].join('\n'));
       const run = seBridge(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
-      try {
-        await waitFor(() => readText(events).includes(e.eventId), 'the scheduled event in the file', 30_000);
-      } catch (err) {
-        run.child.kill('SIGKILL');
-        throw new Error(`${(err as Error).message}; the daemon said: ${run.child.out.stdout} ${run.child.out.stderr}`);
-      }
+      await awaitWhileRunning(run, () => readText(events).includes(e.eventId), 'the scheduled event in the file');
       run.child.kill('SIGTERM');
       const r = await run;
       expect(r.code).toBe(0);

@@ -1,6 +1,6 @@
 /** Helpers to run the se-bridge CLI as a real child process. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { CLI, ROOT } from '../helpers.ts';
+import { CLI, ROOT, waitFor } from '../helpers.ts';
 
 export interface Run {
   code: number | null;
@@ -61,4 +61,14 @@ export function command(program: string, args: string[], options: { cwd: string;
   child.stdout!.on('data', (c: Buffer) => (child.out.stdout += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (child.out.stderr += c.toString()));
   return Object.assign(finished(child, timeoutMs), { child });
+}
+
+/** awaitWhileRunning waits for `check` while `run` goes on; on a timeout it kills the process and fails with what it said. */
+export async function awaitWhileRunning(run: Running, check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  try {
+    await waitFor(check, what, timeoutMs);
+  } catch (err) {
+    run.child.kill('SIGKILL');
+    throw new Error(`${(err as Error).message}; the process said: ${run.child.out.stdout} ${run.child.out.stderr}`);
+  }
 }

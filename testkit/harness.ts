@@ -12,6 +12,7 @@ import { pino, type Logger } from 'pino';
 import { validateConfig } from '../src/config/load.ts';
 import type { BridgeConfig } from '../src/config/schema.ts';
 import { Bridge, type BridgeOptions } from '../src/daemon/bridge.ts';
+import { transitionOf } from '../src/pipeline/cloudevent.ts';
 import { ImdsSimulator, type SimulatorOptions } from '../src/simulator/server.ts';
 
 export interface HarnessOptions {
@@ -104,7 +105,7 @@ export async function startBridge(o: HarnessOptions = {}): Promise<Harness> {
     lines,
     stdout: () => written,
     events,
-    kinds: (file) => events(file).map((e) => `${e.type.replace('azure.scheduledevent.', '')}:${e.subject}`),
+    kinds: (file) => events(file).map((e) => `${transitionOf(e)}:${e.subject}`),
     stop: () =>
       (stopped ??= (async () => {
         live.delete(h);

@@ -52,7 +52,7 @@ export function compose(
   targets: readonly DispatchTarget[],
   signal: AbortSignal,
   isReady: () => boolean,
-  onOutcome: (report: OutcomeReport, parts: Parts) => void,
+  onOutcome: (report: OutcomeReport) => void,
 ): Parts {
   const { imds, identity: i } = o.config;
   const metrics = new Metrics(store);
@@ -69,7 +69,7 @@ export function compose(
     targets,
     logger: o.logger,
     scrub: (text) => scrub(text, secrets),
-    onOutcome: (report) => onOutcome(report, parts),
+    onOutcome,
   });
   const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, identity.current.name);
   const poll: PollLoop = new PollLoop({
@@ -128,6 +128,5 @@ export function compose(
     events: () => poll.document?.events ?? [],
     signal,
   });
-  const parts: Parts = { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints };
-  return parts;
+  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints };
 }

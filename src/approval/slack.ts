@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { request as undiciRequest } from 'undici';
+import { HttpClient } from '../lib/http-client.ts';
 import { sendJson } from '../lib/http-server.ts';
 import { escape as escapeSlack } from '../present/slack-blocks.ts';
 import { HttpError, utf8 } from './requests.ts';
@@ -66,11 +66,20 @@ export function slackInteraction(d: SlackDeps, req: IncomingMessage, res: Server
     });
 }
 
+/** The client that answers Slack through response_url, made on first use. */
+let responder: HttpClient | undefined;
+
 async function respond(logger: Logger, url: string | undefined, body: unknown): Promise<void> {
   if (url === undefined || !/^https?:\/\//.test(url)) return;
   try {
-    const r = await undiciRequest(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
-    await r.body.dump();
+    await (responder ??= new HttpClient({ proxy: 'env', maxSockets: 2 })).request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(10_000),
+      maxBodyBytes: 1024,
+      onOverflow: 'drain',
+    });
   } catch (err) {
     logger.warn({ code: 'SLACK_RESPONSE_URL', err: String((err as Error).message) }, 'could not update the Slack message');
   }

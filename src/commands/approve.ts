@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
-import { request } from 'undici';
+import { HttpClient } from '../lib/http-client.ts';
 import { secretKey, signatureHeaders } from '../lib/standard-webhooks.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
 
@@ -24,14 +24,17 @@ export async function main(argv: string[]): Promise<number> {
   let status: number;
   let text: string;
   try {
-    const res = await request(`http://${listen}/v1/approvals`, {
+    const client = new HttpClient({ proxy: 'none', maxSockets: 1 });
+    const res = await client.request(`http://${listen}/v1/approvals`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...signatureHeaders([key], `cli_${randomUUID()}`, body) },
       body,
       signal: AbortSignal.timeout(30_000),
-    });
-    status = res.statusCode;
-    text = await res.body.text();
+      maxBodyBytes: 64 * 1024,
+      onOverflow: 'destroy',
+    }).finally(() => client.close());
+    status = res.status;
+    text = res.bytes.toString('utf8');
   } catch (err) {
     process.stderr.write(`se-bridge approve: cannot reach the approval server at ${listen}: ${(err as { code?: string }).code ?? String(err)} (is se-bridge run running?)\n`);
     return EXIT.failure;

@@ -5,7 +5,7 @@
  *
  * - Every request carries `Metadata: true` and an `api-version`, and nothing else that IMDS
  *   rejects (no X-Forwarded-For).
- * - Requests go through a dedicated undici Agent, never a proxy, whatever HTTP_PROXY,
+ * - Requests go through a dedicated keep-alive agent, never a proxy, whatever HTTP_PROXY,
  *   HTTPS_PROXY or NODE_USE_ENV_PROXY say: IMDS must not be reached through a proxy.
  * - Every request takes one token from the shared 5 requests/s budget.
  * - The first Scheduled Events request may take up to 2 minutes (it enables the feature for
@@ -14,8 +14,8 @@
  *
  * @see https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
  */
-import { Agent, request, type Dispatcher } from 'undici';
-import { readBounded, text } from '../lib/http-body.ts';
+import { text } from '../lib/http-body.ts';
+import { HttpClient } from '../lib/http-client.ts';
 import { parseRetryAfter } from '../lib/time.ts';
 import { deadline } from '../lib/time.ts';
 import { codeForStatus, ImdsError } from './errors.ts';
@@ -49,7 +49,7 @@ export type ScheduledEventsRead =
 export class ImdsClient {
   readonly endpoint: string;
   readonly budget: RateBudget;
-  readonly #agent: Agent;
+  readonly #http: HttpClient;
   readonly #requestTimeoutMs: number;
   readonly #firstRequestTimeoutMs: number;
   #answered = false;
@@ -61,10 +61,9 @@ export class ImdsClient {
     this.#requestTimeoutMs = options.requestTimeoutMs;
     this.#firstRequestTimeoutMs = options.firstRequestTimeoutMs;
     this.#onRequest = options.onRequest;
-    // A plain Agent: undici's proxy support lives only in ProxyAgent/EnvHttpProxyAgent. One
-    // request at a time per connection, kept alive between polls (pipelining 0 would open a new
-    // connection for every poll: about a quarter of the daemon's idle CPU).
-    this.#agent = new Agent({ connections: 4, keepAliveTimeout: 30_000, pipelining: 1 });
+    // Never a proxy; the connection is kept alive between polls (a new connection for every
+    // poll was about a quarter of the daemon's idle CPU).
+    this.#http = new HttpClient({ proxy: 'none', maxSockets: 4, keepAliveMs: 30_000 });
   }
 
   /** getScheduledEvents reads the document once. `etag` is the one of the last document read. */
@@ -118,11 +117,11 @@ export class ImdsClient {
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    this.#http.close();
   }
 
   async #send(
-    method: Dispatcher.HttpMethod,
+    method: 'GET' | 'POST',
     path: string,
     opts: { headers: Record<string, string>; body?: string; timeoutMs: number; signal: AbortSignal | undefined; accept304: boolean },
   ): Promise<{ status: number; body: string; etag: string | null }> {
@@ -135,22 +134,23 @@ export class ImdsClient {
     const started = performance.now();
     let outcome = 'error';
     try {
-      const res = await request(url, {
+      const res = await this.#http.request(url, {
         method,
-        dispatcher: this.#agent,
         headers: { metadata: 'true', ...opts.headers },
         body: opts.body,
         signal: limit.signal,
-        headersTimeout: opts.timeoutMs,
-        bodyTimeout: opts.timeoutMs,
+        maxBodyBytes: MAX_BODY_BYTES,
+        onOverflow: 'destroy',
       });
-      outcome = String(res.statusCode);
-      const body = await readLimited(res.body, MAX_BODY_BYTES);
+      outcome = String(res.status);
+      // an answer larger than the limit is refused, never cut short
+      if (res.overflow) throw new ImdsError('IMDS_UNPARSABLE', `IMDS answer larger than ${MAX_BODY_BYTES} bytes`);
+      const body = text(res);
       const etag = headerValue(res.headers.etag);
-      if (res.statusCode === 200) return { status: 200, body, etag };
-      if (res.statusCode === 304 && opts.accept304) return { status: 304, body: '', etag };
-      throw new ImdsError(codeForStatus(res.statusCode), `IMDS answered ${res.statusCode} to ${method} ${path}`, {
-        status: res.statusCode,
+      if (res.status === 200) return { status: 200, body, etag };
+      if (res.status === 304 && opts.accept304) return { status: 304, body: '', etag };
+      throw new ImdsError(codeForStatus(res.status), `IMDS answered ${res.status} to ${method} ${path}`, {
+        status: res.status,
         retryAfterMs: parseRetryAfter(res.headers['retry-after']),
       });
     } catch (err) {
@@ -158,9 +158,9 @@ export class ImdsClient {
         if (outcome === 'error') outcome = err.code;
         throw err;
       }
-      outcome = opts.signal?.aborted ? 'IMDS_ABORTED' : limit.timedOut || isTimeout(err) ? 'IMDS_TIMEOUT' : 'IMDS_NETWORK';
+      outcome = opts.signal?.aborted ? 'IMDS_ABORTED' : limit.timedOut ? 'IMDS_TIMEOUT' : 'IMDS_NETWORK';
       if (opts.signal?.aborted) throw new ImdsError('IMDS_ABORTED', `${method} ${path} aborted`, { cause: err });
-      if (limit.timedOut || isTimeout(err)) {
+      if (limit.timedOut) {
         throw new ImdsError('IMDS_TIMEOUT', `IMDS did not answer ${method} ${path} within ${opts.timeoutMs} ms`, { cause: err });
       }
       const code = (err as { code?: string }).code ?? (err as Error).name;
@@ -172,21 +172,9 @@ export class ImdsClient {
   }
 }
 
-function isTimeout(err: unknown): boolean {
-  const code = (err as { code?: string }).code;
-  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
-}
-
 function headerValue(v: string | string[] | undefined): string | null {
   const s = Array.isArray(v) ? v[0] : v;
   return s === undefined || s === '' ? null : s;
-}
-
-/** readLimited reads an IMDS answer; one larger than `limit` is refused, never cut short. */
-async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
-  const read = await readBounded(body, limit, 'destroy');
-  if (read.overflow) throw new ImdsError('IMDS_UNPARSABLE', `IMDS answer larger than ${limit} bytes`);
-  return text(read);
 }
 
 function parseJson(text: string): unknown {

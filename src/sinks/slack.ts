@@ -79,7 +79,7 @@ export const slackSink: SinkModule<SlackConfig> = {
           return await oneByOne(events, (e) => postJson(dispatcher, url, slackMessage(toChatMessage(e, { approveUrl: linkOf(e) })), signal));
         },
         async close() {
-          await dispatcher.close();
+          dispatcher.close();
         },
       };
     }

@@ -28,7 +28,7 @@ export const teamsSink: SinkModule<TeamsConfig> = {
         return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null })), signal));
       },
       async close() {
-        await dispatcher.close();
+        dispatcher.close();
       },
     };
   },

@@ -9,9 +9,9 @@
  */
 import { HTTP, percentEncode } from './shared/bindings/http.ts';
 import { VERSION } from '../lib/version.ts';
-import { readBounded, text as decode } from '../lib/http-body.ts';
+import { text as decode } from '../lib/http-body.ts';
+import { HttpClient } from '../lib/http-client.ts';
 import { accessSync, constants, readFileSync } from 'node:fs';
-import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
 import { httpUrl, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule, oneByOne } from './contract.ts';
@@ -68,29 +68,24 @@ export type WebhookConfig = z.infer<typeof configSchema>;
 
 // ----- shared clients ------------------------------------------------------------------------
 
-const clients = new Map<string, { dispatcher: Dispatcher; users: number }>();
+const clients = new Map<string, { client: HttpClient; users: number }>();
 
-function acquireClient(config: WebhookConfig): { key: string; dispatcher: Dispatcher } {
+function acquireClient(config: WebhookConfig): { key: string; client: HttpClient } {
   const origin = new URL(config.url).origin;
   const key = JSON.stringify([origin, config.tls.caFile ?? null, config.tls.insecureSkipVerify, config.proxy]);
   const existing = clients.get(key);
   if (existing) {
     existing.users += 1;
-    return { key, dispatcher: existing.dispatcher };
+    return { key, client: existing.client };
   }
-  const tls = {
+  const client = new HttpClient({
+    proxy: config.proxy,
+    maxSockets: 8,
     ...(config.tls.caFile ? { ca: readFileSync(config.tls.caFile, 'utf8') } : {}),
     ...(config.tls.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
-  };
-  const common = { connect: tls, requestTls: tls, keepAliveTimeout: 30_000, connections: 8 };
-  const dispatcher: Dispatcher =
-    config.proxy === 'none'
-      ? new Agent({ connect: tls, keepAliveTimeout: 30_000, connections: 8 })
-      : config.proxy === 'env'
-        ? new EnvHttpProxyAgent(common)
-        : new ProxyAgent({ uri: config.proxy, requestTls: tls, keepAliveTimeout: 30_000 });
-  clients.set(key, { dispatcher, users: 1 });
-  return { key, dispatcher };
+  });
+  clients.set(key, { client, users: 1 });
+  return { key, client };
 }
 
 async function releaseClient(key: string): Promise<void> {
@@ -99,7 +94,7 @@ async function releaseClient(key: string): Promise<void> {
   c.users -= 1;
   if (c.users > 0) return;
   clients.delete(key);
-  await c.dispatcher.close();
+  c.client.close();
 }
 
 // ----- the sink ------------------------------------------------------------------------------
@@ -113,7 +108,7 @@ export const webhookSink: SinkModule<WebhookConfig> = {
   create(config, context) {
     const { logger } = context;
     const keys = (config.secret === undefined ? [] : Array.isArray(config.secret) ? config.secret : [config.secret]).map((s) => secretKey(s)!);
-    const { key, dispatcher } = acquireClient(config);
+    const { key, client } = acquireClient(config);
     if (config.tls.insecureSkipVerify) {
       logger.warn({ code: 'TLS_VERIFICATION_OFF' }, 'TLS certificate verification is turned off for this sink (tls.insecureSkipVerify)');
     }
@@ -131,14 +126,13 @@ export const webhookSink: SinkModule<WebhookConfig> = {
       // webhook-id is a header: kept ASCII (percent-encoded like every ce-* header) and signed as sent
       const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, percentEncode(id), body) : {}) };
       try {
-        const res = await request(config.url, { method: 'POST', headers: all, body, dispatcher, signal });
-        const text = decode(await readBounded(res.body, MAX_RESPONSE_BYTES, 'destroy'));
-        const outcome = classifyHttpStatus(res.statusCode, res.headers['retry-after'], res.statusCode >= 300 ? printable(text) : '');
-        if (res.statusCode === 410) {
+        const res = await client.request(config.url, { method: 'POST', headers: all, body, signal, maxBodyBytes: MAX_RESPONSE_BYTES, onOverflow: 'destroy' });
+        const outcome = classifyHttpStatus(res.status, res.headers['retry-after'], res.status >= 300 ? printable(decode(res)) : '');
+        if (res.status === 410) {
           disabled = outcome.status === 'reject' ? outcome.reason : 'HTTP 410';
           logger.error({ code: 'SINK_DISABLED', status: 410 }, 'the endpoint answered 410 Gone: this sink is disabled until the bridge restarts; its events are dead-lettered');
-        } else if (res.statusCode >= 300 && res.statusCode < 400) {
-          logger.error({ code: 'WEBHOOK_REDIRECT', status: res.statusCode, location: res.headers.location }, 'the endpoint redirects; redirects are not followed, fix the URL');
+        } else if (res.status >= 300 && res.status < 400) {
+          logger.error({ code: 'WEBHOOK_REDIRECT', status: res.status, location: res.headers.location }, 'the endpoint redirects; redirects are not followed, fix the URL');
         }
         return outcome;
       } catch (err) {

@@ -1,7 +1,7 @@
 /**
  * The webhook sink over the wire, continued: headers, auth, TLS, proxies, and every outcome.
  */
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -75,9 +75,19 @@ describe('webhook sink: headers, auth, TLS', () => {
 
 describe('webhook sink: proxies', () => {
   it('goes through the proxy it is configured with, and straight to the peer with proxy: none', async () => {
-    // a tunnelling proxy (HTTP CONNECT) that records which target each tunnel was for
+    // a proxy that records the target of each request: plain HTTP is forwarded (absolute-form
+    // request line), HTTPS would be tunnelled (CONNECT)
     const tunnels: string[] = [];
-    const proxy = createServer();
+    const proxy = createServer((req, res) => {
+      const target = new URL(String(req.url));
+      tunnels.push(target.host);
+      const upstream = httpRequest(target, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
     proxy.on('connect', (req, client: Socket, head: Buffer) => {
       tunnels.push(String(req.url));
       const [host, port] = String(req.url).split(':') as [string, string];
@@ -100,6 +110,18 @@ describe('webhook sink: proxies', () => {
       expect(await send(direct.sink, [ev()])).toEqual([{ status: 'delivered' }]);
       expect(peer.requests).toHaveLength(2);
       expect(tunnels).toHaveLength(1);
+      // HTTPS through the same proxy is a CONNECT tunnel, and TLS is still verified end to end
+      const tlsPeer = new HttpPeer({ key: readFileSync(join(ROOT, 'test', 'fixtures', 'tls', 'key.pem'), 'utf8'), cert: readFileSync(join(ROOT, 'test', 'fixtures', 'tls', 'cert.pem'), 'utf8') });
+      await tlsPeer.listen();
+      try {
+        const tunnelled = await makeSink({ proxy: proxyUrl, tls: { caFile: join(ROOT, 'test', 'fixtures', 'tls', 'cert.pem') } }, tlsPeer.url);
+        expect(await send(tunnelled.sink, [ev()])).toEqual([{ status: 'delivered' }]);
+        expect(tunnels).toEqual([new URL(peer.url).host, new URL(tlsPeer.url).host]);
+        expect(tlsPeer.requests).toHaveLength(1);
+      } finally {
+        for (const s of sinks.splice(0)) await s.close();
+        await tlsPeer.close();
+      }
     } finally {
       for (const s of sinks.splice(0)) await s.close();
       proxy.closeAllConnections();

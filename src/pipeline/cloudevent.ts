@@ -4,11 +4,13 @@
  * changed, so every VM that sees the same change emits the same id and a fleet can be
  * deduplicated downstream (Service Bus duplicate detection, idempotent consumers).
  *
+ * Events are plain frozen objects in the JSON event format's attribute order; the tests check
+ * them against the CloudEvents SDK, which the bridge itself does not load.
+ *
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md
  */
 import { BridgeError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
-import { CloudEvent } from 'cloudevents';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { affects, type VmIdentity } from '../imds/identity.ts';
 import type { Transition, TransitionKind } from './diff.ts';
@@ -48,7 +50,19 @@ export interface EventData {
   raw: Record<string, unknown>;
 }
 
-export type BridgeEvent = CloudEvent<EventData>;
+/** BridgeEvent: one CloudEvent 1.0 of the bridge, with its `incarnation` extension. */
+export interface BridgeEvent {
+  readonly id: string;
+  readonly time: string;
+  readonly type: string;
+  readonly source: string;
+  readonly specversion: '1.0';
+  readonly datacontenttype: 'application/json';
+  readonly subject: string;
+  readonly data: EventData;
+  /** Extension: the IMDS DocumentIncarnation the change was seen in. */
+  readonly incarnation: number;
+}
 
 /**
  * sourceFor is the CloudEvent `source`: the VM's ARM resource id, or a URN of its name.
@@ -181,22 +195,22 @@ function vmData(vm: VmIdentity): EventData['vm'] {
 }
 
 function build(id: string, kind: TransitionKind, data: EventData, incarnation: number, ctx: MappingContext): BridgeEvent {
-  return new CloudEvent<EventData>({
-    specversion: '1.0',
+  return Object.freeze({
     id,
+    time: ctx.observedAt,
     type: `${TYPE_PREFIX}${kind}`,
     source: sourceFor(ctx.vm),
-    subject: data.eventId,
-    time: ctx.observedAt,
+    specversion: '1.0',
     datacontenttype: 'application/json',
-    incarnation,
+    subject: data.eventId,
     data,
+    incarnation,
   });
 }
 
 /** fromJson revives a CloudEvent stored as JSON (the store and the file sink use the JSON format). */
 export function fromJson(json: string): BridgeEvent {
-  return new CloudEvent<EventData>(JSON.parse(json) as Partial<BridgeEvent>, false);
+  return Object.freeze(JSON.parse(json) as BridgeEvent);
 }
 
 /** transitionOf reads the transition kind back from a CloudEvent type. */

@@ -33,7 +33,7 @@ describe('webhook sink: CloudEvents HTTP binding', () => {
     expect(JSON.parse(r.body)).toEqual(e.data);
     // in binary mode every attribute travels as a string: the integer extension comes back as "2"
     const back = receive(r) as CloudEvent<unknown>;
-    expect({ ...back.toJSON(), incarnation: Number(back.incarnation) }).toEqual(e.toJSON());
+    expect({ ...back.toJSON(), incarnation: Number(back.incarnation) }).toEqual({ ...e });
   });
 
   it('percent-encodes space, quote, percent and non-ASCII as UTF-8', () => {
@@ -49,7 +49,7 @@ describe('webhook sink: CloudEvents HTTP binding', () => {
     const r = peer.requests[0]!;
     expect(r.headers['content-type']).toBe('application/cloudevents+json; charset=utf-8');
     expect(r.headers['ce-id']).toBeUndefined();
-    expect((receive(r) as CloudEvent<unknown>).toJSON()).toEqual(e.toJSON());
+    expect((receive(r) as CloudEvent<unknown>).toJSON()).toEqual({ ...e });
   });
 
   it('batch mode: one application/cloudevents-batch+json array per request', async () => {

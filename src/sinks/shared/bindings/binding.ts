@@ -20,7 +20,7 @@ export const STRUCTURED_CONTENT_TYPE = 'application/cloudevents+json; charset=ut
 /** attributes lists the context attributes a binary-mode message carries as metadata: all but the data and its content type. */
 export function attributes(event: BridgeEvent): [name: string, value: string | number | boolean][] {
   const out: [string, string | number | boolean][] = [];
-  for (const [name, value] of Object.entries(event.toJSON())) {
+  for (const [name, value] of Object.entries(event)) {
     if (name === 'data' || name === 'data_base64' || name === 'datacontenttype' || value === undefined || value === null) continue;
     out.push([name, typeof value === 'number' || typeof value === 'boolean' ? value : String(value)]);
   }

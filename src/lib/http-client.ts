@@ -12,8 +12,9 @@
  * - Failures reject with Node's error, whose `code` (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT,
  *   AbortError, ...) says what happened.
  */
-import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import https from 'node:https';
+import type { Agent as HttpAgent, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
+import { http, https } from './node-http.ts';
 import { rootCertificates } from 'node:tls';
 import { readBounded, type BoundedBody } from './http-body.ts';
 
@@ -46,8 +47,8 @@ export interface HttpResponse extends BoundedBody {
 }
 
 export class HttpClient {
-  readonly #http: http.Agent;
-  readonly #https: https.Agent;
+  readonly #http: HttpAgent;
+  readonly #https: HttpsAgent;
 
   constructor(options: HttpClientOptions) {
     // An empty proxyEnv is an explicit "no proxy": Node then ignores NODE_USE_ENV_PROXY too.

@@ -2,7 +2,8 @@
  * The HTTP server plumbing of the bridge's own endpoints (approval API, metrics and health):
  * listening, and the limits that keep bad or slow clients from holding on to the process.
  */
-import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { RequestListener, Server, ServerResponse } from 'node:http';
+import { http } from './node-http.ts';
 import type { AddressInfo, Socket } from 'node:net';
 
 /** ServerLimits bound what one server lets its clients hold. */
@@ -38,7 +39,7 @@ const REFUSAL_FLUSH_MS = 1000;
  * which IMDS polls need too.
  */
 export function createGuardedServer(handler: RequestListener, limits: ServerLimits = DEFAULT_SERVER_LIMITS): Server {
-  const server = createServer(
+  const server = http.createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,

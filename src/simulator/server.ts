@@ -16,7 +16,8 @@
  *   injects faults (the next N answers 4xx/5xx, slow, garbage, truncated, reset, hang).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http } from '../lib/node-http.ts';
 import type { Socket } from 'node:net';
 import { readBounded, text } from '../lib/http-body.ts';
 import { baseUrl, listen, sendJson, trackSockets } from '../lib/http-server.ts';
@@ -77,7 +78,7 @@ export class ImdsSimulator {
     this.etagEnabled = options.etag ?? true;
     this.#tickMs = options.tickMs ?? 50;
     this.#now = options.now ?? Date.now;
-    this.#server = createServer({ requestTimeout: 0, headersTimeout: 10_000, keepAliveTimeout: 5000 }, (req, res) => {
+    this.#server = http.createServer({ requestTimeout: 0, headersTimeout: 10_000, keepAliveTimeout: 5000 }, (req, res) => {
       this.#handle(req, res).catch((err: unknown) => {
         if (!res.headersSent) sendJson(res, 500, { error: { code: 'SIM_INTERNAL', message: String(err) } });
       });

@@ -1,8 +1,8 @@
 /**
  * The Azure SDKs are loaded only when an Azure sink is configured: a webhook-only bridge
  * starts without them. Checked in a fresh Node process that records every module it resolves.
- * The same process shows what a small bridge never loads: undici, the CloudEvents SDK and
- * prom-client (the tests use them; the bridge does not).
+ * The same process shows what a small bridge never loads: undici (the package, or Node's bundled
+ * copy that an ESM import of node:http pulls in), the CloudEvents SDK and prom-client.
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ function loadedWith(sinks: unknown[]): string[] {
   return load(sinks).azure;
 }
 
-function load(sinks: unknown[]): { azure: string[]; packages: string[] } {
+function load(sinks: unknown[]): { azure: string[]; packages: string[]; builtins: string[] } {
   const script = `
     import { registerHooks } from 'node:module';
     const seen = [];
@@ -26,12 +26,12 @@ function load(sinks: unknown[]): { azure: string[]; packages: string[] } {
     await bridge.stop();
     const packageOf = (u) => { if (!u.includes('/node_modules/')) return null; const p = u.split('/node_modules/').pop().split('/'); return p[0].startsWith('@') ? p[0] + '/' + p[1] : p[0]; };
     const packages = [...new Set(seen.map(packageOf).filter((p) => p !== null))];
-    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages }));
+    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages, builtins: process.moduleLoadList }));
     process.exit(0);
   `;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
   expect(r.stderr).toBe('');
-  return JSON.parse(r.stdout) as { azure: string[]; packages: string[] };
+  return JSON.parse(r.stdout) as { azure: string[]; packages: string[]; builtins: string[] };
 }
 
 describe('lazy loading of the Azure SDKs', () => {
@@ -40,9 +40,11 @@ describe('lazy loading of the Azure SDKs', () => {
   });
 
   it('a webhook and file bridge loads neither undici, nor the CloudEvents SDK, nor prom-client', () => {
-    const { packages } = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }]);
+    const { packages, builtins } = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }]);
     expect(packages).toContain('zod');
     expect(packages.filter((p) => ['undici', 'cloudevents', 'prom-client'].includes(p))).toEqual([]);
+    expect(builtins).toContain('NativeModule http');
+    expect(builtins.filter((m) => m.includes('undici'))).toEqual([]);
   });
 
   it('an eventhubs sink loads @azure/event-hubs (and not Service Bus)', () => {

@@ -75,14 +75,23 @@ interface Footprinted {
   poller?: true;
 }
 
-const FOOTPRINTED: Footprinted[] = [
+const COMPILED = join(ROOT, 'dist', 'cli.js');
+/**
+ * The package, the executable, the steps from the sources to the package (each step adds one
+ * setting to the one before; the package's `#!` line has the last), two settings measured and
+ * not adopted, and the anchors.
+ */
+export const FOOTPRINTED: Footprinted[] = [
   { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
   { name: 'package, stdout+file', cmd: [PACKAGE_BIN], sinks: 'stdout+file' },
   { name: 'package, every sink type', cmd: [PACKAGE_BIN], sinks: 'every sink type' },
   { name: 'single executable, webhook+file', cmd: [BINARY], sinks: 'webhook+file' },
-  { name: 'compiled, no V8 flags, webhook+file', cmd: [NODE, join(ROOT, 'dist', 'cli.js')], sinks: 'webhook+file' },
-  { name: 'compiled, semi-space 1 MiB, webhook+file', cmd: [NODE, '--max-semi-space-size=1', join(ROOT, 'dist', 'cli.js')], sinks: 'webhook+file' },
-  { name: 'sources (type stripping), webhook+file', cmd: [NODE, CLI], sinks: 'webhook+file' },
+  { name: 'step: sources (type stripping), webhook+file', cmd: [NODE, CLI], sinks: 'webhook+file' },
+  { name: 'step: compiled, webhook+file', cmd: [NODE, COMPILED], sinks: 'webhook+file' },
+  { name: 'step: + semi-space 1 MiB, webhook+file', cmd: [NODE, '--max-semi-space-size=1', COMPILED], sinks: 'webhook+file' },
+  { name: 'step: + no optimizing compilers (the package), webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', COMPILED], sinks: 'webhook+file' },
+  { name: 'not adopted: interpreter only, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--no-sparkplug', COMPILED], sinks: 'webhook+file' },
+  { name: 'not adopted: lite mode, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--lite-mode', COMPILED], sinks: 'webhook+file' },
   { name: 'anchor: bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
   { name: 'anchor: Python sample (requests, 1 poll/s)', cmd: ['python3', join(ROOT, 'bench', 'reference-poller.py')], poller: true },
   { name: 'anchor: reference poller (node)', cmd: [NODE, join(ROOT, 'bench', 'reference-poller.ts')], poller: true },
@@ -162,13 +171,13 @@ export async function phaseFootprint() {
 
 /**
  * phaseStartup starts each form alone on a quiet machine, `rounds` times, and takes the time
- * from spawn to its first Scheduled Events request (the footprint phase starts ten processes
+ * from spawn to its first Scheduled Events request (the footprint phase starts every process
  * at once, which measures the machine's contention more than the start-up).
  */
 export async function phaseStartup(rounds: number) {
   const hook = new HttpPeer();
   await hook.listen();
-  const forms = FOOTPRINTED.filter((f) => f.name.includes('webhook+file') || f.poller);
+  const forms = FOOTPRINTED.filter((f) => (f.name.includes('webhook+file') && !f.name.startsWith('not adopted')) || f.poller);
   const out: { name: string; startupToFirstPollMs: number }[] = [];
   for (const f of forms) {
     const samples: number[] = [];

@@ -20,7 +20,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { dir, dist, log, quick, ROOT } from './common.ts';
 import { phaseApprovals, phaseFanout, phaseOutage, phaseThroughput } from './inprocess.ts';
-import { phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
+import { FOOTPRINTED, phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
 import { svg } from './report.ts';
 
 try {
@@ -31,7 +31,7 @@ try {
   execFileSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-binary.ts')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   const binaryMiB = Math.round((statSync(join(ROOT, 'build', 'se-bridge-linux-x64')).size / 2 ** 20) * 10) / 10;
-  log(`B: footprint (${quick ? 15 : 60} s, ten processes at once)`);
+  log(`B: footprint (${quick ? 15 : 60} s, ${FOOTPRINTED.length} processes at once)`);
   const footprint = await phaseFootprint();
   log('B2: start-up, one process at a time');
   const startup = await phaseStartup(quick ? 3 : 7);
@@ -74,7 +74,7 @@ try {
     '|---|---|---|---|---|---|',
     ...footprint.map((f) => `| ${f.name} | ${f.startupToFirstPollMs === null ? '-' : `${f.startupToFirstPollMs} ms`} | ${f.rssMiB} MiB | ${f.cpuPercent} % | ${f.imdsRequestsPerSecond} (${f.imdsMaxInAnySecond}) | ${ratio(f.rssMiB, refFp.rssMiB)} |`),
     '',
-    `The single executable (linux-x64) is ${binaryMiB} MiB. The start-up times above come from ten processes started at once on ${machine.cpus} cores; one at a time (median of ${quick ? 3 : 7}):`,
+    `The single executable (linux-x64) is ${binaryMiB} MiB. The start-up times above come from ${FOOTPRINTED.length} processes started at once on ${machine.cpus} cores; one at a time (median of ${quick ? 3 : 7}):`,
     '',
     '| start-up to the first Scheduled Events request, alone | median |',
     '|---|---|',

@@ -93,6 +93,11 @@ export const FOOTPRINTED: Footprinted[] = [
   { name: 'not adopted: interpreter only, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--no-sparkplug', COMPILED], sinks: 'webhook+file' },
   { name: 'not adopted: lite mode, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--lite-mode', COMPILED], sinks: 'webhook+file' },
   { name: 'anchor: bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
+  {
+    // the floor of this stack: Node with the package's flags and the four libraries every configuration loads, doing nothing
+    name: 'anchor: node + zod, yaml, pino, node:sqlite (idle)',
+    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--input-type=module', '-e', "for (const m of ['zod', 'yaml', 'pino', 'node:sqlite']) await import(m); setInterval(() => {}, 1000);"],
+  },
   { name: 'anchor: Python sample (requests, 1 poll/s)', cmd: ['python3', join(ROOT, 'bench', 'reference-poller.py')], poller: true },
   { name: 'anchor: reference poller (node)', cmd: [NODE, join(ROOT, 'bench', 'reference-poller.ts')], poller: true },
 ];

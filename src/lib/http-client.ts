@@ -14,8 +14,7 @@
  */
 import type { Agent as HttpAgent, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
-import { http, https } from './node-http.ts';
-import { rootCertificates } from 'node:tls';
+import { http, https, tls } from './node-http.ts';
 import { readBounded, type BoundedBody } from './http-body.ts';
 
 export interface HttpClientOptions {
@@ -47,30 +46,40 @@ export interface HttpResponse extends BoundedBody {
 }
 
 export class HttpClient {
+  readonly #options: HttpClientOptions;
+  readonly #common: ConstructorParameters<typeof http.Agent>[0];
   readonly #http: HttpAgent;
-  readonly #https: HttpsAgent;
+  /** Made on the first https request. */
+  #https: HttpsAgent | null = null;
 
   constructor(options: HttpClientOptions) {
+    this.#options = options;
     // An empty proxyEnv is an explicit "no proxy": Node then ignores NODE_USE_ENV_PROXY too.
     const proxyEnv = options.proxy === 'env' ? process.env : options.proxy === 'none' ? {} : { HTTP_PROXY: options.proxy, HTTPS_PROXY: options.proxy };
-    const common = { keepAlive: true, keepAliveMsecs: 1000, timeout: options.keepAliveMs ?? 30_000, maxSockets: options.maxSockets ?? 4, maxFreeSockets: options.maxSockets ?? 4, proxyEnv };
-    this.#http = new http.Agent(common);
-    this.#https = new https.Agent({
-      ...common,
-      ...(options.ca === undefined ? {} : { ca: [...rootCertificates, options.ca] }),
-      ...(options.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+    this.#common = { keepAlive: true, keepAliveMsecs: 1000, timeout: options.keepAliveMs ?? 30_000, maxSockets: options.maxSockets ?? 4, maxFreeSockets: options.maxSockets ?? 4, proxyEnv };
+    this.#http = new http.Agent(this.#common);
+  }
+
+  #secure(): HttpsAgent {
+    const { ca, rejectUnauthorized } = this.#options;
+    this.#https ??= new (https().Agent)({
+      ...this.#common,
+      ...(ca === undefined ? {} : { ca: [...tls().rootCertificates, ca] }),
+      ...(rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
     });
+    return this.#https;
   }
 
   request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
     const target = typeof url === 'string' ? new URL(url) : url;
     const secure = target.protocol === 'https:';
-    const send = secure ? https.request : http.request;
+    const agent = secure ? this.#secure() : this.#http;
+    const send = secure ? https().request : http.request;
     return new Promise<HttpResponse>((resolve, reject) => {
       const body = req.body === undefined ? undefined : typeof req.body === 'string' ? Buffer.from(req.body) : req.body;
       const r = send(target, {
         method: req.method,
-        agent: secure ? this.#https : this.#http,
+        agent,
         headers: { ...req.headers, ...(body === undefined ? {} : { 'content-length': body.length }) },
         signal: req.signal,
       });
@@ -88,6 +97,6 @@ export class HttpClient {
   /** close drops the idle connections; requests under way finish. */
   close(): void {
     this.#http.destroy();
-    this.#https.destroy();
+    this.#https?.destroy();
   }
 }

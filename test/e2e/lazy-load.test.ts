@@ -39,12 +39,14 @@ describe('lazy loading of the Azure SDKs', () => {
     expect(loadedWith([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }])).toEqual([]);
   });
 
-  it('a webhook and file bridge loads neither undici, nor the CloudEvents SDK, nor prom-client', () => {
+  it('a plain-HTTP webhook and file bridge loads neither undici, nor the CloudEvents SDK, nor prom-client, nor TLS', () => {
     const { packages, builtins } = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }]);
     expect(packages).toContain('zod');
     expect(packages.filter((p) => ['undici', 'cloudevents', 'prom-client'].includes(p))).toEqual([]);
     expect(builtins).toContain('NativeModule http');
     expect(builtins.filter((m) => m.includes('undici'))).toEqual([]);
+    // no https URL is configured, so node:https and node:tls stay unloaded
+    expect(builtins.filter((m) => m === 'NativeModule https' || m === 'NativeModule tls')).toEqual([]);
   });
 
   it('an eventhubs sink loads @azure/event-hubs (and not Service Bus)', () => {

@@ -1,13 +1,14 @@
 /**
- * Soak: `se-bridge run` for N minutes (default 30) at 5 polls per second, with a change of the
- * IMDS document every 10 s, delivering to a local webhook and a file. Reports resident memory
- * and open handles (file descriptors) over time. A benchmark figure, not a test.
+ * Soak: the package's `se-bridge run` (bin/se-bridge.js over dist/, with its V8 flags) for N
+ * minutes (default 30) at 5 polls per second, with a change of the IMDS document every 10 s,
+ * delivering to a local webhook and a file. Reports resident memory and open handles (file
+ * descriptors) over time. A benchmark figure, not a test. Builds dist/ first.
  *   node bench/soak.ts [--minutes 30]
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
@@ -27,7 +28,10 @@ hook.answer = () => {
 };
 const cfg = join(dir, 'bridge.json');
 writeFileSync(cfg, JSON.stringify({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir, 'state.db') }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }, { name: 'file', type: 'file', path: join(dir, 'events.jsonl') }], log: { level: 'warn' }, observability: { listen: 'off' } }));
-const child = spawn(process.execPath, [join(ROOT, 'src', 'cli.ts'), 'run', '--config', cfg], { stdio: ['ignore', 'ignore', 'inherit'] });
+execFileSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+// through the bin's #! line, as an installed se-bridge runs, with the pinned Node first on PATH
+const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
+const child = spawn(join(ROOT, 'bin', 'se-bridge.js'), ['run', '--config', cfg], { stdio: ['ignore', 'ignore', 'inherit'], env });
 const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024;
 const fds = () => readdirSync(`/proc/${child.pid}/fd`).length;
 const samples: { minute: number; rssMiB: number; fds: number }[] = [];

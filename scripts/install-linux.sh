@@ -2,7 +2,7 @@
 # Installs scheduled-events-bridge as a systemd service from a release file, not a checkout:
 #
 #   sudo scripts/install-linux.sh se-bridge-linux-x64              # the single executable (no Node needed)
-#   sudo scripts/install-linux.sh scheduled-events-bridge-X.Y.Z.tgz # the npm package (needs Node >= 22.16 and npm)
+#   sudo scripts/install-linux.sh scheduled-events-bridge-X.Y.Z.tgz # the npm package (needs Node 22.21+ or 24.5+, and npm)
 #
 # Either way the command is /usr/local/bin/se-bridge. Then: the se-bridge system user, the
 # unit, and /etc/se-bridge/{bridge.yaml,se-bridge.env} when they do not exist yet (taken from
@@ -16,7 +16,7 @@ config="$here/../config"
 
 case "$artifact" in
   *.tgz)
-    command -v npm >/dev/null || { echo "the npm package needs Node (>= 22.16) and npm; or install the single executable instead" >&2; exit 1; }
+    command -v npm >/dev/null || { echo "the npm package needs Node (22.21+ or 24.5+) and npm; or install the single executable instead" >&2; exit 1; }
     npm install --global --omit=dev --no-audit --no-fund --prefix /usr/local "$artifact"
     [ -d "$config" ] || config=/usr/local/lib/node_modules/scheduled-events-bridge/config
     ;;

@@ -1,20 +1,25 @@
 /**
  * The single executable (npm run build:binary): built here, then run with an environment that
  * has no Node on its PATH at all. Its version, the demo, and `run` against the IMDS simulator
- * with a webhook and a file sink.
+ * with a webhook and a file sink, then with the sinks whose client libraries the executable keeps
+ * as assets compiled on first use: Event Hubs and Service Bus (against the AMQP peer) and Slack's
+ * Web API (against an HTTP peer).
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { AmqpPeer } from '../../testkit/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { readText, ROOT, tempDir } from '../helpers.ts';
 import { awaitWhileRunning, command, type Running } from './process.ts';
 
-const BINARY = join(ROOT, 'build', 'se-bridge-linux-x64');
+const BUILT = join(ROOT, 'build', 'se-bridge-linux-x64');
+/** The executable is run from a copy outside the checkout, so nothing of node_modules is within its reach. */
+let BINARY = BUILT;
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 let dir: ReturnType<typeof tempDir>;
 
@@ -27,6 +32,9 @@ beforeAll(() => {
   dir = tempDir('se-bridge-binary-');
   // postject's notes about the ELF sections are noise; on a failure they are in the error
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-binary.ts'), 'linux-x64'], { cwd: ROOT, stdio: 'pipe' });
+  BINARY = join(dir.path, 'se-bridge');
+  copyFileSync(BUILT, BINARY);
+  chmodSync(BINARY, 0o755);
 }, 180_000);
 afterAll(() => dir?.cleanup());
 
@@ -74,6 +82,49 @@ describe('the single executable (linux-x64)', () => {
     } finally {
       await hook.close();
       await sim.close();
+    }
+  }, 60_000);
+
+  it('loads the Azure SDKs and Slack\'s Web API from its assets when a sink needs them, and delivers', async () => {
+    const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+    await sim.listen(0);
+    const amqp = new AmqpPeer();
+    await amqp.listen();
+    const slack = new HttpPeer();
+    await slack.listen();
+    slack.answer = (r) =>
+      r.url === '/api/chat.postMessage'
+        ? { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: true, channel: 'C1', ts: '1700000000.000001' }) }
+        : { status: 404 };
+    try {
+      const cfg = join(dir.path, 'azure.yaml');
+      writeFileSync(
+        cfg,
+        [
+          `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`,
+          `state: { path: ${JSON.stringify(join(dir.path, 'azure.db'))} }`,
+          'observability: { listen: "off" }',
+          'sinks:',
+          `  - { name: hub, type: eventhubs, connectionString: ${JSON.stringify(amqp.connectionString('maintenance'))} }`,
+          `  - { name: queue, type: servicebus, connectionString: ${JSON.stringify(amqp.connectionString())}, entity: q }`,
+          `  - { name: chat, type: slack, botToken: xoxb-test, channel: "#ops", apiUrl: ${slack.url}/api/ }`,
+        ].join('\n'),
+      );
+      const run = binary(['run', '--config', cfg]);
+      const e = sim.addEvent({ noticeMs: 600_000 });
+      const at = (address: string) => amqp.messages.filter((m) => m.address === address).length;
+      await awaitWhileRunning(run, () => at('maintenance') >= 1 && at('q') >= 1 && slack.requests.length >= 1, 'the event at Event Hubs, Service Bus and Slack');
+      run.child.kill('SIGTERM');
+      const r = await run;
+      expect(r.code).toBe(0);
+      expect([at('maintenance'), at('q')]).toEqual([1, 1]);
+      for (const address of ['maintenance', 'q']) {
+        expect(amqp.messages.filter((m) => m.address === address).map((m) => m.message.application_properties?.cloudEvents_id)).toEqual([`${e.eventId}/scheduled`]);
+      }
+      expect(slack.requests.map((q) => q.url)).toEqual(['/api/chat.postMessage']);
+      expect(slack.requests[0]!.headers.authorization).toBe('Bearer xoxb-test');
+    } finally {
+      await Promise.all([slack.close(), amqp.close(), sim.close()]);
     }
   }, 60_000);
 

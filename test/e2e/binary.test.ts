@@ -28,6 +28,14 @@ function binary(args: string[], timeoutMs = 60_000): Running {
   return command(BINARY, args, { cwd: dir.path, env: { PATH: '/nonexistent', HOME: dir.path, TMPDIR: dir.path } }, timeoutMs);
 }
 
+/** daemonConfig writes a daemon's YAML configuration (its own state file, no metrics port) and returns its path. */
+function daemonConfig(name: string, imds: string, sinks: string[]): string {
+  const path = join(dir.path, `${name}.yaml`);
+  const lines = [`imds: { endpoint: ${imds}, pollIntervalMs: 200 }`, `state: { path: ${JSON.stringify(join(dir.path, `${name}.db`))} }`, 'observability: { listen: "off" }', 'sinks:'];
+  writeFileSync(path, [...lines, ...sinks.map((s) => `  - ${s}`)].join('\n'));
+  return path;
+}
+
 beforeAll(() => {
   dir = tempDir('se-bridge-binary-');
   // postject's notes about the ELF sections are noise; on a failure they are in the error
@@ -59,18 +67,7 @@ describe('the single executable (linux-x64)', () => {
     await hook.listen();
     try {
       const events = join(dir.path, 'events.jsonl');
-      const cfg = join(dir.path, 'bridge.yaml');
-      writeFileSync(
-        cfg,
-        [
-          `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`,
-          `state: { path: ${JSON.stringify(join(dir.path, 'state.db'))} }`,
-          'observability: { listen: "off" }',
-          'sinks:',
-          `  - { name: hook, type: webhook, url: ${hook.url}/hook }`,
-          `  - { name: audit, type: file, path: ${JSON.stringify(events)} }`,
-        ].join('\n'),
-      );
+      const cfg = daemonConfig('bridge', sim.url, [`{ name: hook, type: webhook, url: ${hook.url}/hook }`, `{ name: audit, type: file, path: ${JSON.stringify(events)} }`]);
       const run = binary(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
       await awaitWhileRunning(run, () => readText(events).includes(e.eventId) && hook.requests.length >= 1, 'the event at both sinks');
@@ -97,19 +94,11 @@ describe('the single executable (linux-x64)', () => {
         ? { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: true, channel: 'C1', ts: '1700000000.000001' }) }
         : { status: 404 };
     try {
-      const cfg = join(dir.path, 'azure.yaml');
-      writeFileSync(
-        cfg,
-        [
-          `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`,
-          `state: { path: ${JSON.stringify(join(dir.path, 'azure.db'))} }`,
-          'observability: { listen: "off" }',
-          'sinks:',
-          `  - { name: hub, type: eventhubs, connectionString: ${JSON.stringify(amqp.connectionString('maintenance'))} }`,
-          `  - { name: queue, type: servicebus, connectionString: ${JSON.stringify(amqp.connectionString())}, entity: q }`,
-          `  - { name: chat, type: slack, botToken: xoxb-test, channel: "#ops", apiUrl: ${slack.url}/api/ }`,
-        ].join('\n'),
-      );
+      const cfg = daemonConfig('azure', sim.url, [
+        `{ name: hub, type: eventhubs, connectionString: ${JSON.stringify(amqp.connectionString('maintenance'))} }`,
+        `{ name: queue, type: servicebus, connectionString: ${JSON.stringify(amqp.connectionString())}, entity: q }`,
+        `{ name: chat, type: slack, botToken: xoxb-test, channel: "#ops", apiUrl: ${slack.url}/api/ }`,
+      ]);
       const run = binary(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
       const at = (address: string) => amqp.messages.filter((m) => m.address === address).length;

@@ -23,10 +23,8 @@ interface Family {
   write(out: string[]): void;
 }
 
-export const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
-
 export class Registry {
-  readonly contentType = CONTENT_TYPE;
+  readonly contentType = 'text/plain; version=0.0.4; charset=utf-8';
   readonly #families: Family[] = [];
   readonly #collectors: (() => void | Promise<void>)[] = [];
 
@@ -204,6 +202,8 @@ export function processMetrics(r: Registry): void {
     await new Promise<void>((resolve) => setImmediate(resolve));
     lag.set(Number(process.hrtime.bigint() - t0) / 1e9);
   };
-  const families = [user, system, cpu, start, rss, openFds, maxFds, lag, resources, resourcesTotal, heapTotal, heapUsed, external, spaceTotal, spaceUsed, spaceAvailable, version];
-  families.forEach((f, i) => f !== null && r.register(f, i === 0 ? collect : undefined));
+  r.register(user, collect);
+  for (const f of [system, cpu, start, rss, openFds, maxFds, lag, resources, resourcesTotal, heapTotal, heapUsed, external, spaceTotal, spaceUsed, spaceAvailable, version]) {
+    if (f !== null) r.register(f);
+  }
 }

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { toChatMessage } from '../present/chat-model.ts';
 import { jsonClient, postJson } from './shared/http.ts';
-import { httpUrl, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
+import { httpUrl, secret, sinkBase, type SinkModule, oneByOne } from './contract.ts';
 import { teamsMessage } from '../present/teams-card.ts';
 
 export const configSchema = z.strictObject({

@@ -14,7 +14,7 @@ import { HttpClient } from '../lib/http-client.ts';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
-import { httpUrl, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule, oneByOne } from './contract.ts';
+import { httpUrl, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024;

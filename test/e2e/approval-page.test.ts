@@ -9,11 +9,10 @@ import { startBridge } from '../../testkit/harness.ts';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { ROOT, silentLogger, tempDir, waitFor } from '../helpers.ts';
+import { ROOT, tempDir, waitFor } from '../helpers.ts';
 import { launchChromium } from '../../testkit/browser.ts';
 
 let browser: Browser;

@@ -6,15 +6,13 @@
  * answer must be a JSON 4xx, and a valid approval must still work afterwards.
  */
 import { startBridge } from '../../testkit/harness.ts';
-import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueToken } from '../../src/approval/signatures.ts';
-import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
-import { silentLogger, tempDir, waitFor } from '../helpers.ts';
+import { tempDir, waitFor } from '../helpers.ts';
 
 /** 600 in the regular suite; the reliability suite (npm run test:reliability) sends 10,000. */
 const COUNT = Number(process.env.SE_BRIDGE_FUZZ_COUNT ?? 600);

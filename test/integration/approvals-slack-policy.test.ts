@@ -6,10 +6,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
-import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { waitFor } from '../helpers.ts';
-import { type Answer, approvedEvents, base, bridge, call, delivered, dir, KEY, lines, run, scheduled, signedApproval, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
+import { approvedEvents, bridge, call, dir, KEY, lines, run, scheduled, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
 
 useApprovalBridge();
 

@@ -3,14 +3,12 @@
  * approval service, the IMDS simulator receiving the StartRequests, the file sink receiving the
  * `approved` CloudEvents. The API and approval links: every error path, replays, tokens.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
+import { issueToken } from '../../src/approval/signatures.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { waitFor } from '../helpers.ts';
-import { type Answer, approvedEvents, base, bridge, call, delivered, dir, KEY, lines, run, scheduled, signedApproval, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
+import { type Answer, approvedEvents, bridge, call, delivered, KEY, run, scheduled, signedApproval, sim, useApprovalBridge } from './approvals-kit.ts';
 
 useApprovalBridge();
 

@@ -3,26 +3,20 @@
  * events, unknown fields nested thousands deep, Microsoft's mock server's EventId pattern, a
  * fully or partly configured identity, and when approval links are offered.
  */
-import { ImdsConfig } from '../../src/config/schema.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
 import { Bridge } from '../../src/daemon/bridge.ts';
-import { ApprovalService } from '../../src/approval/service.ts';
-import { pollOnce } from '../../src/pipeline/poll.ts';
-import { ImdsClient } from '../../src/imds/client.ts';
-import { identityFrom, type VmIdentity } from '../../src/imds/identity.ts';
-import { ImdsSimulator, type SimulatorOptions } from '../../src/simulator/server.ts';
-import { Store } from '../../src/store/store.ts';
+import { identityFrom } from '../../src/imds/identity.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
 import { diff } from '../../src/pipeline/diff.ts';
 import { MAX_RAW_DEPTH, toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../src/sinks/exec.ts';
-import { startBridge } from '../../testkit/harness.ts';
-import { captureLogger, silentLogger, tempDir, waitFor } from '../helpers.ts';
+import { tempDir, waitFor } from '../helpers.ts';
 
-import { bridgeOn, cleanUpAfterEach, cleanups, simulator, type Delivered } from './hardening-kit.ts';
+import { bridgeOn, cleanUpAfterEach, cleanups, simulator } from './hardening-kit.ts';
 
 cleanUpAfterEach();
 

@@ -5,7 +5,6 @@ import { createServer, request as httpRequest } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HTTP } from 'cloudevents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyHttpStatus } from '../../src/sinks/shared/classify.ts';
 import { SinkConfig } from '../../src/config/schema.ts';

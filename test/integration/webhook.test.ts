@@ -2,7 +2,7 @@
  * The webhook sink over the wire, against real node:http / node:https peers on 127.0.0.1:
  * the CloudEvents binding modes and the Standard Webhooks signatures.
  */
-import { CloudEvent, HTTP } from 'cloudevents';
+import { CloudEvent } from 'cloudevents';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { diff } from '../../src/pipeline/diff.ts';
@@ -10,7 +10,7 @@ import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import { percentEncode } from '../../src/sinks/shared/bindings/http.ts';
 import { sign, secretKey } from '../../src/lib/standard-webhooks.ts';
-import { ev, makeSink, peer, receive, scheduled, SECRET_A, SECRET_B, send, started, vectors, vm, usePeer } from './webhook-kit.ts';
+import { ev, makeSink, peer, receive, SECRET_A, SECRET_B, send, started, vectors, usePeer } from './webhook-kit.ts';
 
 usePeer();
 

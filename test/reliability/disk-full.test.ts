@@ -9,9 +9,8 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { captureLogger, tempDir, waitFor } from '../helpers.ts';
+import { tempDir, waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;
 let dir: ReturnType<typeof tempDir>;

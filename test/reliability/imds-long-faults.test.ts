@@ -8,8 +8,7 @@ import { startBridge } from '../../testkit/harness.ts';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Bridge } from '../../src/daemon/bridge.ts';
-import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { captureLogger, tempDir, waitFor } from '../helpers.ts';
+import { waitFor } from '../helpers.ts';
 
 async function setup() {
   const h = await startBridge({

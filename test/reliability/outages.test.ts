@@ -11,7 +11,7 @@ import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { AmqpPeer } from '../../testkit/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { silentLogger, tempDir, waitFor } from '../helpers.ts';
+import { tempDir, waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;
 let http: HttpPeer;

@@ -31,7 +31,7 @@ describe('Prometheus registry', () => {
     const c = ours.register(new Counter('t_requests_total', 'Requests.', ['sink', 'outcome']));
     const g = ours.register(new Gauge('t_depth', 'Depth.', ['sink']));
     const plain = ours.register(new Gauge('t_incarnation', 'Incarnation.'));
-    const idle = ours.register(new Counter('t_idle_total', 'Never incremented.'));
+    ours.register(new Counter('t_idle_total', 'Never incremented.'));
     const h = ours.register(new Histogram('t_duration_seconds', 'Duration.', ['sink'], BUCKETS));
 
     const theirs = new prom.Registry();

@@ -12,6 +12,7 @@
  */
 import type { AddressInfo, Server } from 'node:net';
 import rhea, { type Connection, type Delivery, type EventContext, type Sender } from 'rhea';
+import { QueueBroker, type QueueOptions } from './amqp-queues.ts';
 
 /** The parts of an AMQP message the peer reads and writes. */
 export interface Message {
@@ -24,12 +25,19 @@ export interface Message {
 }
 /** rhea keeps the attach frames on the link; its typings do not show them. */
 interface LinkFrames {
-  remote: { attach?: { source?: { address?: string }; target?: { address?: string } } };
+  remote: { attach?: { source?: { address?: string; filter?: Record<string, unknown> }; target?: { address?: string } } };
   local: { attach: Record<string, unknown> };
 }
 const frames = (link: unknown) => link as LinkFrames;
 
 export const BATCH_FORMAT = 0x80013700;
+
+/** batchMembers decodes the messages of a batch envelope: each data section holds one. */
+function batchMembers(envelope: Message): Message[] {
+  const body = envelope.body as { content: Buffer | Buffer[]; multiple?: boolean };
+  const sections = body.multiple ? (body.content as Buffer[]) : [body.content as Buffer];
+  return sections.map((bytes) => rhea.message.decode(bytes) as Message);
+}
 
 export interface ReceivedMessage {
   /** The entity the sender link is attached to (event hub, queue or topic). */
@@ -66,6 +74,8 @@ export class AmqpPeer {
   readonly #open = new Set<Connection>();
   readonly #replyLinks = new Map<string, Sender>();
   readonly #stalled: Delivery[] = [];
+  /** Service Bus queues (sessions, peek-lock settlement, lock renewal, duplicate detection). */
+  readonly queues = new QueueBroker();
 
   constructor() {
     const c = this.#container;
@@ -73,12 +83,21 @@ export class AmqpPeer {
       this.connections += 1;
       this.#open.add(ctx.connection);
     });
-    c.on('connection_close', (ctx: EventContext) => this.#open.delete(ctx.connection));
-    c.on('disconnected', (ctx: EventContext) => this.#open.delete(ctx.connection));
+    const gone = (ctx: EventContext) => {
+      this.#open.delete(ctx.connection);
+      this.queues.connectionGone((link) => link.connection === ctx.connection);
+    };
+    c.on('connection_close', gone);
+    c.on('disconnected', gone);
+    c.on('sender_close', (ctx: EventContext) => this.queues.detached(ctx.sender!));
+    c.on('sendable', (ctx: EventContext) => this.queues.sendable(ctx.sender!));
+    for (const kind of ['accepted', 'rejected', 'released', 'modified'] as const) c.on(kind, (ctx: EventContext) => this.queues.disposition(ctx, kind));
     c.on('sender_open', (ctx: EventContext) => {
-      // the client's receiving side: the reply link of $cbs or $management
       const sender = ctx.sender!;
       const source = frames(sender).remote.attach?.source?.address ?? '';
+      // a receiver on a declared queue: a Service Bus consumer
+      if (this.queues.has(source)) return this.queues.attach(sender, frames(sender).remote.attach?.source);
+      // otherwise the client's receiving side of $cbs or $management: a reply link
       const target = frames(sender).remote.attach?.target?.address;
       sender.set_source({ address: source });
       if (target) sender.set_target({ address: target });
@@ -117,6 +136,11 @@ export class AmqpPeer {
     );
   }
 
+  /** queue declares a Service Bus queue: messages sent to it are kept and can be received. */
+  queue(name: string, options: QueueOptions = {}): void {
+    this.queues.declare(name, options);
+  }
+
   inject(fault: Fault): void {
     this.faults.push(fault);
   }
@@ -132,6 +156,7 @@ export class AmqpPeer {
   }
 
   async close(): Promise<void> {
+    this.queues.close();
     this.dropAll();
     await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
   }
@@ -164,6 +189,17 @@ export class AmqpPeer {
       ctx.delivery!.accept();
       return this.#reply(msg, address === '$cbs' ? this.#cbs(msg) : this.#management(msg, address));
     }
+    if (this.queues.has(address)) {
+      const members = format === BATCH_FORMAT ? batchMembers(msg) : [msg];
+      let refused: string | null = null;
+      for (const m of members) {
+        this.messages.push({ address, message: m, format });
+        refused ??= this.queues.enqueue(address, m as never);
+      }
+      if (refused === null) ctx.delivery!.accept();
+      else ctx.delivery!.reject({ condition: 'amqp:not-allowed', description: refused });
+      return;
+    }
 
     const fault = this.#takeFault();
     if (fault?.kind === 'drop') {
@@ -184,11 +220,7 @@ export class AmqpPeer {
     }
     if (format === BATCH_FORMAT) {
       const envelope = msg.message_annotations as Record<string, unknown> | undefined;
-      const body = msg.body as { content: Buffer | Buffer[]; multiple?: boolean };
-      const sections = body.multiple ? (body.content as Buffer[]) : [body.content as Buffer];
-      for (const bytes of sections) {
-        this.messages.push({ address, message: rhea.message.decode(bytes) as Message, format, ...(envelope ? { envelopeAnnotations: envelope } : {}) });
-      }
+      for (const m of batchMembers(msg)) this.messages.push({ address, message: m, format, ...(envelope ? { envelopeAnnotations: envelope } : {}) });
     } else {
       this.messages.push({ address, message: msg, format });
     }
@@ -204,6 +236,8 @@ export class AmqpPeer {
 
   #management(msg: Message, address: string): Message {
     const props = (msg.application_properties ?? {}) as Record<string, string>;
+    const queueAnswer = this.queues.management(address.split('/')[0] ?? '', props.operation ?? '', msg.body);
+    if (queueAnswer !== null) return queueAnswer;
     const name = props.name ?? address.split('/')[0] ?? '';
     if (props.type === 'com.microsoft:partition') {
       return {

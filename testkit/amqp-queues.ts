@@ -1,0 +1,301 @@
+/**
+ * Service Bus queues for the AMQP peer: what the real @azure/service-bus client needs to
+ * receive from a queue with sessions in peek-lock mode.
+ *
+ * - Messages sent to a declared queue are stored in order; with duplicate detection a
+ *   messageId seen within the window is accepted and dropped, as Service Bus does.
+ * - A receiver attaches with `com.microsoft:session-filter` in its source filter; the peer
+ *   locks that session to the link (or refuses with `com.microsoft:session-cannot-be-locked`),
+ *   echoes the filter and sets `com.microsoft:locked-until-utc` (.NET ticks) on the attach.
+ * - Deliveries carry a 16-byte lock token as the delivery tag, the sequence number, enqueued
+ *   and locked-until annotations and the delivery count.
+ * - Settlement arrives as dispositions, which the peer settles: accepted completes,
+ *   rejected with `com.microsoft:dead-letter` moves the message to the dead-letter queue with
+ *   its reason, modified or released (abandon) makes it available again with one more delivery
+ *   (dead-lettered with MaxDeliveryCountExceeded past the limit).
+ * - `$management` renews session locks (`com.microsoft:renew-session-lock`). A session whose
+ *   lock is not renewed in time is lost: the link is detached with
+ *   `com.microsoft:session-lock-lost` and its messages are delivered again. A link or
+ *   connection that goes away returns its unsettled messages the same way.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Delivery, EventContext, Sender } from 'rhea';
+
+export interface QueueOptions {
+  /** Messages must carry a session id (group_id); receivers lock one session. */
+  readonly sessions?: boolean;
+  /** Duplicate detection window in ms; 0 turns it off. */
+  readonly duplicateDetectionMs?: number;
+  /** Session (or message) lock duration in ms. */
+  readonly lockDurationMs?: number;
+  readonly maxDeliveryCount?: number;
+}
+
+type Message = Record<string, unknown> & { message_id?: unknown; group_id?: unknown; message_annotations?: Record<string, unknown> };
+
+export interface StoredMessage {
+  readonly sequence: number;
+  readonly message: Message;
+  readonly sessionId: string | null;
+  readonly enqueuedAt: Date;
+  deliveryCount: number;
+  /** The delivery holding its lock, while one does. */
+  delivery: Delivery | null;
+}
+
+export interface DeadLetter {
+  readonly message: Message;
+  readonly sessionId: string | null;
+  readonly reason: string;
+  readonly description: string;
+  readonly deliveryCount: number;
+}
+
+interface Consumer {
+  readonly link: Sender;
+  readonly queue: Queue;
+  readonly sessionId: string | null;
+}
+
+class Queue {
+  readonly messages: StoredMessage[] = [];
+  readonly deadLetters: DeadLetter[] = [];
+  readonly completed: StoredMessage[] = [];
+  readonly seen = new Map<string, number>();
+  /** Sessions locked by a link, with the time the lock ends. */
+  readonly locks = new Map<string, { consumer: Consumer; until: number }>();
+  duplicatesDropped = 0;
+  readonly name: string;
+  readonly options: Required<QueueOptions>;
+  constructor(name: string, options: Required<QueueOptions>) {
+    this.name = name;
+    this.options = options;
+  }
+}
+
+/** .NET ticks (100 ns since 0001-01-01) as the 8 big-endian bytes Service Bus sends. */
+function ticks(ms: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigInt64BE(BigInt(ms) * 10_000n + 621_355_968_000_000_000n);
+  return b;
+}
+
+const SESSION_FILTER = 'com.microsoft:session-filter';
+
+export class QueueBroker {
+  readonly #queues = new Map<string, Queue>();
+  readonly #consumers = new Map<Sender, Consumer>();
+  readonly #byDelivery = new Map<Delivery, { queue: Queue; item: StoredMessage; consumer: Consumer }>();
+  #sequence = 0;
+  /** Session lock renewals answered. */
+  renewals = 0;
+  /** Session locks that expired without renewal. */
+  locksLost = 0;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor() {
+    this.#timer = setInterval(() => this.#expireLocks(), 100);
+    this.#timer.unref();
+  }
+
+  declare(name: string, options: QueueOptions = {}): void {
+    this.#queues.set(
+      name,
+      new Queue(name, { sessions: false, duplicateDetectionMs: 10 * 60_000, lockDurationMs: 30_000, maxDeliveryCount: 10, ...options }),
+    );
+  }
+
+  has(address: string): boolean {
+    return this.#queues.has(address);
+  }
+
+  #queue(name: string): Queue {
+    const q = this.#queues.get(name);
+    if (q === undefined) throw new Error(`no queue ${name} was declared`);
+    return q;
+  }
+
+  /** Messages waiting or locked, in order. */
+  active(name: string): readonly StoredMessage[] {
+    return this.#queue(name).messages;
+  }
+
+  deadLetters(name: string): readonly DeadLetter[] {
+    return this.#queue(name).deadLetters;
+  }
+
+  completed(name: string): readonly StoredMessage[] {
+    return this.#queue(name).completed;
+  }
+
+  duplicatesDropped(name: string): number {
+    return this.#queue(name).duplicatesDropped;
+  }
+
+  /** enqueue stores a message sent to a queue; an error text refuses it. */
+  enqueue(address: string, message: Message): string | null {
+    const q = this.#queue(address);
+    const sessionId = message.group_id === undefined || message.group_id === null ? null : String(message.group_id);
+    if (q.options.sessions && sessionId === null) return 'the queue requires sessions: a message must have a session id';
+    const id = message.message_id === undefined ? null : String(message.message_id);
+    const now = Date.now();
+    if (id !== null && q.options.duplicateDetectionMs > 0) {
+      const at = q.seen.get(id);
+      if (at !== undefined && now - at < q.options.duplicateDetectionMs) {
+        q.duplicatesDropped += 1;
+        return null;
+      }
+      q.seen.set(id, now);
+    }
+    q.messages.push({ sequence: ++this.#sequence, message, sessionId, enqueuedAt: new Date(now), deliveryCount: 0, delivery: null });
+    this.#pump(q);
+    return null;
+  }
+
+  /** attach handles a client's receiving link on a queue; false when it was refused. */
+  attach(link: Sender, remoteSource: { address?: string; filter?: Record<string, unknown> } | undefined): void {
+    const q = this.#queue(remoteSource?.address ?? '');
+    const local = (link as unknown as { local: { attach: Record<string, unknown> } }).local.attach;
+    let sessionId: string | null = null;
+    if (q.options.sessions) {
+      const wanted = remoteSource?.filter?.[SESSION_FILTER];
+      const requested = wanted === undefined || wanted === null ? null : String((wanted as { value?: unknown }).value ?? wanted);
+      sessionId = requested ?? this.#nextFreeSession(q);
+      const lock = sessionId === null ? undefined : q.locks.get(sessionId);
+      if (sessionId === null || (lock !== undefined && lock.until > Date.now() && lock.consumer.link.is_open())) {
+        link.set_source({ address: q.name });
+        link.close({ condition: 'com.microsoft:session-cannot-be-locked', description: `The requested session '${sessionId ?? ''}' cannot be accepted. It may be locked by another receiver.` });
+        return;
+      }
+      link.set_source({ address: q.name, filter: { [SESSION_FILTER]: sessionId } } as never);
+      const until = Date.now() + q.options.lockDurationMs;
+      local.properties = { 'com.microsoft:locked-until-utc': ticks(until) };
+      const consumer = { link, queue: q, sessionId };
+      q.locks.set(sessionId, { consumer, until });
+      this.#consumers.set(link, consumer);
+    } else {
+      link.set_source({ address: q.name });
+      this.#consumers.set(link, { link, queue: q, sessionId: null });
+    }
+  }
+
+  #nextFreeSession(q: Queue): string | null {
+    for (const m of q.messages) {
+      if (m.sessionId !== null && !q.locks.has(m.sessionId)) return m.sessionId;
+    }
+    return null;
+  }
+
+  /** sendable: the link has credit. */
+  sendable(link: Sender): void {
+    const c = this.#consumers.get(link);
+    if (c !== undefined) this.#pump(c.queue);
+  }
+
+  #pump(q: Queue): void {
+    for (const c of this.#consumers.values()) {
+      if (c.queue !== q || !c.link.is_open()) continue;
+      for (const item of q.messages) {
+        if (!c.link.sendable()) break;
+        if (item.delivery !== null || item.sessionId !== c.sessionId) continue;
+        const lockedUntil = new Date(q.locks.get(c.sessionId ?? '')?.until ?? Date.now() + q.options.lockDurationMs);
+        const annotations = { ...(item.message.message_annotations ?? {}), 'x-opt-sequence-number': item.sequence, 'x-opt-enqueued-time': item.enqueuedAt, 'x-opt-locked-until': lockedUntil };
+        const delivery = c.link.send({ ...item.message, message_annotations: annotations, delivery_count: item.deliveryCount } as never, randomBytes(16));
+        item.delivery = delivery;
+        this.#byDelivery.set(delivery, { queue: q, item, consumer: c });
+      }
+    }
+  }
+
+  /** disposition: the client settled (or abandoned) a delivery. */
+  disposition(ctx: EventContext, kind: 'accepted' | 'rejected' | 'released' | 'modified'): void {
+    const delivery = ctx.delivery!;
+    const entry = this.#byDelivery.get(delivery);
+    if (entry === undefined) return;
+    this.#byDelivery.delete(delivery);
+    // settled with the outcome the client chose (an update without one carries a null state)
+    delivery.update(true, (delivery.remote_state as { described?: () => unknown } | undefined)?.described?.() as never);
+    const { queue, item } = entry;
+    item.delivery = null;
+    if (kind === 'accepted') {
+      queue.messages.splice(queue.messages.indexOf(item), 1);
+      queue.completed.push(item);
+    } else if (kind === 'rejected') {
+      const error = (delivery.remote_state as { error?: { condition?: string; info?: Record<string, unknown> } } | undefined)?.error;
+      const info = error?.info ?? {};
+      this.#deadLetter(queue, item, String(info.DeadLetterReason ?? error?.condition ?? 'rejected'), String(info.DeadLetterErrorDescription ?? ''));
+    } else {
+      this.#returnToQueue(queue, item);
+    }
+    this.#pump(queue);
+  }
+
+  #deadLetter(q: Queue, item: StoredMessage, reason: string, description: string): void {
+    q.messages.splice(q.messages.indexOf(item), 1);
+    q.deadLetters.push({ message: item.message, sessionId: item.sessionId, reason, description, deliveryCount: item.deliveryCount + 1 });
+  }
+
+  #returnToQueue(q: Queue, item: StoredMessage): void {
+    item.delivery = null;
+    item.deliveryCount += 1;
+    if (item.deliveryCount >= q.options.maxDeliveryCount) this.#deadLetter(q, item, 'MaxDeliveryCountExceeded', `delivered ${item.deliveryCount} times`);
+  }
+
+  /** detached: a receiving link or its connection went away; its unsettled messages return. */
+  detached(link: Sender): void {
+    const c = this.#consumers.get(link);
+    if (c === undefined) return;
+    this.#consumers.delete(link);
+    this.#release(c);
+  }
+
+  #release(c: Consumer): void {
+    for (const [delivery, entry] of this.#byDelivery) {
+      if (entry.consumer !== c) continue;
+      this.#byDelivery.delete(delivery);
+      this.#returnToQueue(c.queue, entry.item);
+    }
+    if (c.sessionId !== null && c.queue.locks.get(c.sessionId)?.consumer === c) c.queue.locks.delete(c.sessionId);
+    this.#pump(c.queue);
+  }
+
+  /** connectionGone releases every link of a connection. */
+  connectionGone(isOf: (link: Sender) => boolean): void {
+    for (const link of [...this.#consumers.keys()]) if (isOf(link)) this.detached(link);
+  }
+
+  /** management answers `<queue>/$management` requests the session receiver makes, or null. */
+  management(queueName: string, operation: string, body: unknown): Record<string, unknown> | null {
+    const q = this.#queues.get(queueName);
+    if (q === undefined) return null;
+    if (operation === 'com.microsoft:renew-session-lock') {
+      const sessionId = String((body as Record<string, unknown> | undefined)?.['session-id'] ?? '');
+      const lock = q.locks.get(sessionId);
+      if (lock === undefined || lock.until <= Date.now()) {
+        return { application_properties: { 'status-code': 410, 'error-condition': 'com.microsoft:session-lock-lost', 'status-description': `the session lock on ${sessionId} was lost` } };
+      }
+      lock.until = Date.now() + q.options.lockDurationMs;
+      this.renewals += 1;
+      return { application_properties: { 'status-code': 200 }, body: { expiration: new Date(lock.until) } };
+    }
+    return { application_properties: { 'status-code': 501, 'status-description': `the peer does not implement ${operation}` } };
+  }
+
+  #expireLocks(): void {
+    const now = Date.now();
+    for (const q of this.#queues.values()) {
+      for (const [sessionId, lock] of [...q.locks]) {
+        if (lock.until > now) continue;
+        q.locks.delete(sessionId);
+        this.locksLost += 1;
+        this.#consumers.delete(lock.consumer.link);
+        this.#release(lock.consumer);
+        if (lock.consumer.link.is_open()) lock.consumer.link.close({ condition: 'com.microsoft:session-lock-lost', description: `The session lock has expired on the session with id ${sessionId}.` });
+      }
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+  }
+}

@@ -19,6 +19,9 @@ Commands:
                                            approve an event through the running daemon
   dead-letters list|replay [--sink NAME] [--config FILE] [--json]
                                            inspect or re-queue events that could not be delivered
+  relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see README)
+  fleet keys | link-key --vm ID | public-key
+                                           keys of fleet approvals
   schema                                   print the configuration's JSON Schema
   --version                                print the version
 
@@ -34,6 +37,8 @@ const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<num
   'dead-letters': () => import('./commands/dead-letters.ts'),
   approve: () => import('./commands/approve.ts'),
   schema: () => import('./commands/schema.ts'),
+  relay: () => import('./commands/relay.ts'),
+  fleet: () => import('./commands/fleet.ts'),
 };
 
 async function main(argv: string[]): Promise<number> {

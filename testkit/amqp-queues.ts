@@ -19,7 +19,7 @@
  *   connection that goes away returns its unsettled messages the same way.
  */
 import { randomBytes } from 'node:crypto';
-import type { Delivery, EventContext, Sender } from 'rhea';
+import rhea, { type Delivery, type EventContext, type Sender } from 'rhea';
 
 export interface QueueOptions {
   /** Messages must carry a session id (group_id); receivers lock one session. */
@@ -82,6 +82,10 @@ function ticks(ms: number): Buffer {
 
 const SESSION_FILTER = 'com.microsoft:session-filter';
 
+/** The outcome a settlement carries back (the client's own, without its details). */
+const m = rhea.message as unknown as Record<string, () => { described(): unknown }>;
+const OUTCOMES = { accepted: () => m.accepted!(), rejected: () => m.rejected!(), released: () => m.released!(), modified: () => m.modified!() };
+
 export class QueueBroker {
   readonly #queues = new Map<string, Queue>();
   readonly #consumers = new Map<Sender, Consumer>();
@@ -126,6 +130,11 @@ export class QueueBroker {
 
   completed(name: string): readonly StoredMessage[] {
     return this.#queue(name).completed;
+  }
+
+  /** forget clears duplicate detection's memory, as if its window had passed. */
+  forget(name: string): void {
+    this.#queue(name).seen.clear();
   }
 
   duplicatesDropped(name: string): number {
@@ -214,7 +223,7 @@ export class QueueBroker {
     if (entry === undefined) return;
     this.#byDelivery.delete(delivery);
     // settled with the outcome the client chose (an update without one carries a null state)
-    delivery.update(true, (delivery.remote_state as { described?: () => unknown } | undefined)?.described?.() as never);
+    delivery.update(true, OUTCOMES[kind]().described() as never);
     const { queue, item } = entry;
     item.delivery = null;
     if (kind === 'accepted') {

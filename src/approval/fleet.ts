@@ -12,7 +12,7 @@
  *   Service Bus messageId) is derived from the webhook-id or the token's nonce, so the same
  *   request sent twice, by two relay replicas or by a retrying client, is one message.
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, randomBytes, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 
 const LINK_KEY_INFO = 'se-bridge link key v1\n';
@@ -168,4 +168,21 @@ export interface CommandOutcome {
   readonly by: string | null;
   readonly via: string | null;
   readonly at: string;
+}
+
+export const OUTCOME_SUBJECT = 'se-bridge.approval-outcome.v1';
+
+/**
+ * Outcomes are signed with the VM's link key (HMAC-SHA256 over the body): a VM may send on the
+ * replies queue, so the relay believes an outcome only from the VM it names.
+ */
+export function signOutcome(linkKey: Buffer, body: Buffer): string {
+  return createHmac('sha256', linkKey).update('se-bridge outcome v1\n').update(body).digest('base64url');
+}
+
+export function outcomeVerifies(linkKey: Buffer, body: Buffer, signature: unknown): boolean {
+  if (typeof signature !== 'string') return false;
+  const expected = Buffer.from(signOutcome(linkKey, body));
+  const offered = Buffer.from(signature);
+  return expected.length === offered.length && timingSafeEqual(expected, offered);
 }

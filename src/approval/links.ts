@@ -20,6 +20,8 @@ export interface LinkOptions {
   readonly vm: () => VmIdentity;
   /** The approval server's own URL, once it listens. */
   readonly serverUrl: () => string | null;
+  /** Who the token names: the VM's name (the approval server), or its inbox session (the relay). */
+  readonly tokenVm?: () => string;
 }
 
 export function approvalLinks(o: LinkOptions): ApprovalLinks {
@@ -33,7 +35,7 @@ export function approvalLinks(o: LinkOptions): ApprovalLinks {
     if (decide(o.rules, toScheduledEvent(e), o.vm().name).action !== 'await') return null;
     const nowS = Math.floor(Date.now() / 1000);
     const expires = Math.min(Math.floor(Date.parse(d.notBefore) / 1000), nowS + o.linkTtlSeconds);
-    return expires > nowS ? issueToken(o.key, { e: d.eventId, v: o.vm().name, x: expires }) : null;
+    return expires > nowS ? issueToken(o.key, { e: d.eventId, v: o.tokenVm?.() ?? o.vm().name, x: expires }) : null;
   };
   return {
     token,

@@ -63,3 +63,25 @@ export function approvalPage(msg: ChatMessage, token: string, nonce: string): st
 export function resultPage(ok: boolean, heading: string, detail: string, nonce: string): string {
   return layout(heading, nonce, `<div class="card ${ok ? 'ok' : 'err'}" role="${ok ? 'status' : 'alert'}"><h1>${escapeHtml(heading)}</h1><p>${escapeHtml(detail)}</p></div>`);
 }
+
+/** relayApprovalPage: the relay knows only what the link's token says; the VM checks the rest. */
+export function relayApprovalPage(t: { eventId: string; vm: string; expires: string }, token: string, nonce: string): string {
+  const facts: [string, string][] = [
+    ['VM', t.vm],
+    ['EventId', t.eventId],
+    ['Link valid until', utcText(t.expires)],
+  ];
+  return layout(
+    'Approve maintenance',
+    nonce,
+    `<div class="card">
+<h1>Approve scheduled maintenance</h1>
+<dl>${facts.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join('')}</dl>
+<form method="post" action="/v1/approve">
+<input type="hidden" name="token" value="${escapeHtml(token)}">
+<button type="submit" id="approve">Approve: start the maintenance now</button>
+</form>
+<p class="note">Approving tells Azure it may start now instead of waiting for NotBefore. The VM checks that the event is still scheduled before it does.</p>
+</div>`,
+  );
+}

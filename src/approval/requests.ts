@@ -18,7 +18,13 @@ export class HttpError extends BridgeError {
   }
 }
 
-export function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string } {
+/**
+ * parseApprovalBody reads the JSON body of POST /v1/approvals: {eventId, approver?, reason?},
+ * and on the relay also `vm`, the VM's resource id (or its name when it has none).
+ */
+export function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string };
+export function parseApprovalBody(body: Buffer, withVm: true): { vm: string; eventId: string; approver: string; reason: string };
+export function parseApprovalBody(body: Buffer, withVm = false): { vm?: string; eventId: string; approver: string; reason: string } {
   let v: unknown;
   try {
     v = JSON.parse(utf8(body));
@@ -27,14 +33,18 @@ export function parseApprovalBody(body: Buffer): { eventId: string; approver: st
   }
   const o = v as Record<string, unknown> | null;
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new HttpError(400, 'MALFORMED', 'the body must be a JSON object');
-  const bad = Object.keys(o).filter((k) => !['eventId', 'approver', 'reason'].includes(k));
+  const fields = withVm ? ['vm', 'eventId', 'approver', 'reason'] : ['eventId', 'approver', 'reason'];
+  const bad = Object.keys(o).filter((k) => !fields.includes(k));
   if (bad.length > 0) throw new HttpError(400, 'MALFORMED', `unknown field ${bad[0]}`);
+  if (withVm && (typeof o.vm !== 'string' || o.vm.length === 0 || o.vm.length > 1024 || /[\u0000-\u001f]/.test(o.vm))) {
+    throw new HttpError(400, 'MALFORMED', "vm must be the VM's resource id (or its name when it has none)");
+  }
   if (typeof o.eventId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(o.eventId)) throw new HttpError(400, 'MALFORMED', 'eventId must be an EventId');
   if (o.approver !== undefined && (typeof o.approver !== 'string' || o.approver.length === 0 || o.approver.length > 200)) {
     throw new HttpError(400, 'MALFORMED', 'approver must be a string of 1 to 200 characters');
   }
   if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000)) throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
-  return { eventId: o.eventId, approver: (o.approver as string | undefined) ?? 'api', reason: (o.reason as string | undefined) ?? '' };
+  return { ...(withVm ? { vm: o.vm as string } : {}), eventId: o.eventId, approver: (o.approver as string | undefined) ?? 'api', reason: (o.reason as string | undefined) ?? '' };
 }
 
 /** utf8 decodes strictly: a body that is not UTF-8 is malformed. */

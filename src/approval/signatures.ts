@@ -115,3 +115,15 @@ export function readToken(key: Buffer, token: string, nowS: number = Math.floor(
   if (nowS >= claims.x) return { ok: false, code: 'TOKEN_EXPIRED', message: 'the approval link has expired' };
   return { ok: true, claims, nonce: claims.n };
 }
+
+/** peekClaims reads a token's claims without checking them: only to choose the key that will. */
+export function peekClaims(token: string): Partial<TokenClaims> | null {
+  const m = /^([A-Za-z0-9_-]{10,2048})\.([A-Za-z0-9_-]{43})$/.exec(token);
+  if (!m) return null;
+  try {
+    const v = JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as unknown;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Partial<TokenClaims>) : null;
+  } catch {
+    return null;
+  }
+}

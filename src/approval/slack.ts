@@ -13,7 +13,7 @@ import { HttpError, utf8 } from './requests.ts';
 import { ApprovalError, type ApprovalService } from './service.ts';
 import { verifySlack, type TokenClaims } from './signatures.ts';
 
-interface SlackPayload {
+export interface SlackPayload {
   type?: string;
   user?: { id?: string; username?: string; name?: string };
   actions?: { action_id?: string; value?: unknown }[];
@@ -31,10 +31,18 @@ export interface SlackDeps {
   readonly used: (claims: TokenClaims & { nonce: string }) => void;
 }
 
-/** slackInteraction answers the request and returns the approval running behind it (or null). */
-export function slackInteraction(d: SlackDeps, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
-  if (d.signingSecret === undefined) throw new HttpError(404, 'NOT_FOUND', 'Slack interactions are not configured');
-  const v = verifySlack(d.signingSecret, req.headers, body);
+/** SlackAction: a verified block_actions payload and the token of its Approve button. */
+export interface SlackAction {
+  readonly payload: SlackPayload;
+  readonly token: string;
+  /** Who pressed it, as the approval record names them. */
+  readonly who: string;
+}
+
+/** readSlackAction verifies a Slack interaction request and reads its Approve action (throws HttpError). */
+export function readSlackAction(signingSecret: string | undefined, req: IncomingMessage, body: Buffer): SlackAction {
+  if (signingSecret === undefined) throw new HttpError(404, 'NOT_FOUND', 'Slack interactions are not configured');
+  const v = verifySlack(signingSecret, req.headers, body);
   if (!v.ok) throw new HttpError(401, v.code, v.message);
   let payload: SlackPayload;
   try {
@@ -45,31 +53,48 @@ export function slackInteraction(d: SlackDeps, req: IncomingMessage, res: Server
   if (payload?.type !== 'block_actions') throw new HttpError(400, 'UNSUPPORTED_INTERACTION', 'only block_actions are handled');
   const action = (payload.actions ?? []).find((a) => a.action_id === 'se_bridge_approve');
   if (action === undefined || typeof action.value !== 'string') throw new HttpError(400, 'MALFORMED', 'no se_bridge_approve action with a token');
-  const claims = d.claims(action.value);
-  sendJson(res, 200, {});
   const who = payload.user?.username ?? payload.user?.name ?? payload.user?.id ?? 'a Slack user';
+  return { payload, token: action.value, who: `@${who}` };
+}
+
+/** approvedUpdate: the message with its button replaced by who approved. */
+export function approvedUpdate(a: SlackAction, r: { status: string; by: string; via: string }): Record<string, unknown> {
+  const line =
+    r.status === 'approved'
+      ? `:white_check_mark: Approved by <@${escapeSlack(a.payload.user?.id ?? a.who.slice(1))}> — Azure may start the maintenance now.`
+      : `:white_check_mark: Already approved by ${escapeSlack(r.by)} (${escapeSlack(r.via)}).`;
+  const blocks = (a.payload.message?.blocks ?? []).filter((b) => b.type !== 'actions');
+  blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: line }] });
+  return { replace_original: true, text: line, blocks };
+}
+
+/** warning: an ephemeral note to the person who pressed the button. */
+export function warning(text: string): Record<string, unknown> {
+  return { replace_original: false, response_type: 'ephemeral', text };
+}
+
+/** slackInteraction answers the request and returns the approval running behind it. */
+export function slackInteraction(d: SlackDeps, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+  const a = readSlackAction(d.signingSecret, req, body);
+  const claims = d.claims(a.token);
+  sendJson(res, 200, {});
   return d.service
-    .approve(claims.e, { by: `@${who}`, via: 'slack' })
+    .approve(claims.e, { by: a.who, via: 'slack' })
     .then(async (r) => {
       d.used(claims);
-      const line =
-        r.status === 'approved'
-          ? `:white_check_mark: Approved by <@${escapeSlack(payload.user?.id ?? who)}> — Azure may start the maintenance now.`
-          : `:white_check_mark: Already approved by ${escapeSlack(r.by)} (${escapeSlack(r.via)}).`;
-      const blocks = (payload.message?.blocks ?? []).filter((b) => b.type !== 'actions');
-      blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: line }] });
-      await respond(d.logger, payload.response_url, { replace_original: true, text: line, blocks });
+      await respondSlack(d.logger, a.payload.response_url, approvedUpdate(a, r));
     })
     .catch(async (err: unknown) => {
       const message = err instanceof ApprovalError ? err.message : 'the approval failed';
-      await respond(d.logger, payload.response_url, { replace_original: false, response_type: 'ephemeral', text: `:warning: Could not approve: ${message}` });
+      await respondSlack(d.logger, a.payload.response_url, warning(`:warning: Could not approve: ${escapeSlack(message)}`));
     });
 }
 
 /** The client that answers Slack through response_url, made on first use. */
 let responder: HttpClient | undefined;
 
-async function respond(logger: Logger, url: string | undefined, body: unknown): Promise<void> {
+/** respondSlack updates a message through its response_url; a failure is logged. */
+export async function respondSlack(logger: Logger, url: string | undefined, body: unknown): Promise<void> {
   if (url === undefined || !/^https?:\/\//.test(url)) return;
   try {
     await (responder ??= new HttpClient({ proxy: 'env', maxSockets: 2 })).request(url, {

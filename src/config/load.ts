@@ -31,6 +31,10 @@ export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessE
 const MAX_CONFIG_BYTES = 1024 * 1024;
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  return parseConfigText(readConfigText(path), path, env);
+}
+
+function readConfigText(path: string): string {
   let text: string;
   try {
     const size = statSync(path).size;
@@ -40,10 +44,23 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(path, [`(file): cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
   }
-  return parseConfigText(text, path, env);
+  return text;
+}
+
+/**
+ * loadFileWith reads another configuration file (the relay's) with the same rules: the size
+ * limit, YAML without alias bombs, `${NAME}` expansion, LOG_LEVEL, every problem with its path.
+ */
+export function loadFileWith<S extends z.ZodType>(schema: S, path: string, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  return validateWith(schema, readYaml(readConfigText(path), path, env), path);
 }
 
 export function parseConfigText(text: string, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  return validateExpanded(readYaml(text, source, env), source);
+}
+
+/** readYaml parses a configuration text and expands it, applying the environment overrides. */
+function readYaml(text: string, source: string, env: NodeJS.ProcessEnv): { expanded: unknown; problems: string[] } {
   if (text.length > MAX_CONFIG_BYTES) throw new ConfigError(source, [`(file): is ${text.length} characters; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -59,17 +76,30 @@ export function parseConfigText(text: string, source: string, env: NodeJS.Proces
   } catch (err) {
     throw new ConfigError(source, [`(yaml): ${(err as Error).message}`]);
   }
-  return validateConfig(raw, source, env);
+  return expandAll(raw, env);
 }
 
-export function validateConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+/** expandAll expands `${NAME}` and applies the overrides; its problems are reported with the schema's. */
+function expandAll(raw: unknown, env: NodeJS.ProcessEnv): { expanded: unknown; problems: string[] } {
   const problems: string[] = [];
   const expanded = expand(raw, [], env, problems);
   applyEnvOverrides(expanded, env);
-  const result = BridgeConfig.safeParse(expanded, { reportInput: true });
+  return { expanded, problems };
+}
+
+export function validateConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  return validateExpanded(expandAll(raw, env), source);
+}
+
+function validateWith<S extends z.ZodType>(schema: S, { expanded, problems }: { expanded: unknown; problems: string[] }, source: string): z.infer<S> {
+  const result = schema.safeParse(expanded, { reportInput: true });
   if (!result.success) problems.push(...formatIssues(result.error.issues));
   if (problems.length > 0) throw new ConfigError(source, problems);
-  return withModulesFrom(result.data!, source);
+  return result.data as z.infer<S>;
+}
+
+function validateExpanded(input: { expanded: unknown; problems: string[] }, source: string): BridgeConfig {
+  return withModulesFrom(validateWith(BridgeConfig, input, source), source);
 }
 
 function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {

@@ -10,6 +10,7 @@ import { SINK_CONFIG_SCHEMAS } from '../sinks/registry.ts';
 import { whsec } from '../lib/standard-webhooks.ts';
 import { hostPort, httpUrl, secret } from '../lib/validators.ts';
 import { Rule } from '../approval/policy.ts';
+import { InboxConfig } from '../approval/inbox.ts';
 
 
 function defaultStatePath(): string {
@@ -87,13 +88,19 @@ const ApprovalConfig = z.strictObject({
   rules: z.array(Rule).default([]),
   /** Longest life of an approval link; never past NotBefore. */
   linkTtlSeconds: z.number().int().min(60).max(7 * 86400).default(86400),
+  /** Fleet approvals: approval commands arrive from the relay over Service Bus (no inbound port). */
+  inbox: InboxConfig.optional(),
+  /** The relay's public URL: links and Slack buttons point there, with tokens signed by inbox.linkKey. */
+  relayUrl: httpUrl.optional(),
 })
   // links and Slack buttons carry tokens that approval.secret signs
   .superRefine((a, ctx) => {
     if (a?.publicUrl !== undefined && a.secret === undefined) ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.publicUrl (it signs the links)' });
     if (a?.slack !== undefined && a.secret === undefined) ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.slack (it signs the button tokens)' });
+    if (a?.relayUrl !== undefined && a.inbox === undefined) ctx.addIssue({ code: 'custom', path: ['inbox'], message: 'is required with approval.relayUrl (its linkKey signs the links, and commands arrive through it)' });
+    if (a?.relayUrl !== undefined && a.publicUrl !== undefined) ctx.addIssue({ code: 'custom', path: ['publicUrl'], message: 'goes with the approval server; with approval.relayUrl, links point at the relay' });
   }, ALWAYS)
-  .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'] } });
+  .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'], relayUrl: ['inbox'] } });
 
 const ServerConfig = z.strictObject({
   /** Approval API, Slack interactions and the approval page (started when approval.secret is set). */

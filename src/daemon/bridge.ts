@@ -9,6 +9,8 @@
  * AutoApprover (policy and preparation hooks), route (which sinks take an event), the
  * Dispatcher (delivery), the ApprovalService (every approval).
  */
+import { decodeKey } from '../approval/fleet.ts';
+import { inboxSession, type InboxStatus } from '../approval/inbox.ts';
 import { approvalLinks } from '../approval/links.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import type { BridgeConfig } from '../config/schema.ts';
@@ -64,6 +66,20 @@ export class Bridge {
   /** approvalLinks builds the links chat sinks show, for events the policy leaves to a human. */
   static approvalLinks(config: BridgeConfig, vm: () => VmIdentity, serverUrl: () => string | null = () => null): ApprovalLinks | undefined {
     const a = config.approval;
+    if (a.relayUrl !== undefined && a.inbox !== undefined) {
+      // fleet approvals: links and Slack buttons go to the relay, with tokens of this VM's link key
+      const inbox = a.inbox;
+      return approvalLinks({
+        key: decodeKey(inbox.linkKey),
+        rules: a.rules,
+        linkTtlSeconds: a.linkTtlSeconds,
+        publicUrl: a.relayUrl,
+        slackInteractive: true,
+        vm,
+        serverUrl,
+        tokenVm: () => inboxSession(inbox, vm()),
+      });
+    }
     const key = a.secret === undefined ? null : secretKey(a.secret);
     if (key === null) return undefined;
     return approvalLinks({ key, rules: a.rules, linkTtlSeconds: a.linkTtlSeconds, publicUrl: a.publicUrl ?? null, slackInteractive: a.slack !== undefined, vm, serverUrl });
@@ -99,6 +115,11 @@ export class Bridge {
   /** The approval server's URL, when it runs. */
   get approvalServerUrl(): string | null {
     return this.#parts.endpoints.approvalUrl;
+  }
+
+  /** The approval inbox's state, when one is configured. */
+  get inbox(): InboxStatus | null {
+    return this.#parts.inbox?.status() ?? null;
   }
 
   get identity(): VmIdentity {
@@ -150,6 +171,7 @@ export class Bridge {
     await this.#parts.identity.refresh(this.#abort.signal);
     await this.#parts.endpoints.startApproval();
     this.#tasks = [this.#parts.identity.run(this.#abort.signal), this.#parts.poll.run(this.#abort.signal)];
+    if (this.#parts.inbox !== null) this.#tasks.push(this.#parts.inbox.run(this.#abort.signal));
   }
 
   /** stop ends polling, drains in-flight deliveries within `deadlineMs`, and closes everything. */
@@ -158,6 +180,7 @@ export class Bridge {
     this.#stopped = true;
     this.#abort.abort(new Error('bridge stopping'));
     await this.#parts.endpoints.closeApproval();
+    await this.#parts.inbox?.close();
     await Promise.all(this.#tasks);
     await this.#parts.endpoints.closeObservability();
     await this.#parts.dispatcher.stop(deadlineMs);

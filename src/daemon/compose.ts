@@ -4,6 +4,7 @@
  * service, the auto-approver and the HTTP endpoints. Bridge owns their lifecycle.
  */
 import type { Logger } from 'pino';
+import { ApprovalInbox, inboxSession } from '../approval/inbox.ts';
 import { ApprovalService } from '../approval/service.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { secretsOf } from '../config/schema.ts';
@@ -44,6 +45,7 @@ export interface Parts {
   readonly approvals: ApprovalService;
   readonly auto: AutoApprover;
   readonly endpoints: Endpoints;
+  readonly inbox: ApprovalInbox | null;
 }
 
 export function compose(
@@ -105,13 +107,26 @@ export function compose(
       o.onCommitted?.([event]);
     },
   });
+  const inboxConfig = o.config.approval.inbox;
+  const inbox =
+    inboxConfig === undefined
+      ? null
+      : new ApprovalInbox({
+          config: inboxConfig,
+          service: approvals,
+          store,
+          logger: o.logger,
+          sessionId: () => inboxSession(inboxConfig, identity.current),
+          onCommand: (result) => metrics.inboxCommands.inc({ result }),
+          onConnected: (connected) => metrics.inboxConnected.set(connected ? 1 : 0),
+        });
   const endpoints = new Endpoints({
     config: o.config,
     logger: o.logger,
     metrics,
     readiness: () => {
       const ready = isReady();
-      return { ready, reason: poll.reason(ready) };
+      return { ready, reason: poll.reason(ready), ...(inbox !== null ? { details: { inbox: inbox.status() } } : {}) };
     },
     approvals,
     store,
@@ -128,5 +143,5 @@ export function compose(
     events: () => poll.document?.events ?? [],
     signal,
   });
-  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints };
+  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox };
 }

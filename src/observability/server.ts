@@ -13,12 +13,14 @@ const MAX_CONNECTIONS = 64;
 export interface Readiness {
   ready: boolean;
   reason: string;
+  /** More parts' states, shown in the body (the approval inbox). */
+  details?: Record<string, unknown>;
 }
 
 export class ObservabilityServer {
   readonly #server: Server;
 
-  constructor(metrics: Metrics, readiness: () => Readiness) {
+  constructor(metrics: { readonly registry: Metrics['registry'] }, readiness: () => Readiness) {
     this.#server = createGuardedServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://o.invalid').pathname;
       const send = (status: number, type: string, body: string) => {
@@ -29,7 +31,7 @@ export class ObservabilityServer {
       if (path === '/livez') return send(200, 'application/json', '{"status":"ok"}');
       if (path === '/readyz') {
         const r = readiness();
-        return send(r.ready ? 200 : 503, 'application/json', JSON.stringify({ status: r.ready ? 'ready' : 'not-ready', reason: r.reason }));
+        return send(r.ready ? 200 : 503, 'application/json', JSON.stringify({ status: r.ready ? 'ready' : 'not-ready', reason: r.reason, ...(r.details ?? {}) }));
       }
       if (path === '/metrics') {
         metrics.registry.metrics().then(

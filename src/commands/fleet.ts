@@ -1,0 +1,42 @@
+/**
+ * se-bridge fleet: the keys of fleet approvals.
+ *   fleet keys                 a new relay signing key pair and fleet key (JSON)
+ *   fleet link-key --vm ID     a VM's link key, derived from the fleet key ($SE_BRIDGE_FLEET_KEY)
+ *   fleet public-key           the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
+ * Keys are read from the environment, never from arguments (which other users may see).
+ */
+import { createPublicKey } from 'node:crypto';
+import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../approval/fleet.ts';
+import { EXIT, parse, UsageError } from './common.ts';
+
+export async function main(argv: string[]): Promise<number> {
+  const [verb, ...rest] = argv;
+  if (verb === 'keys') {
+    parse(rest, {});
+    process.stdout.write(`${JSON.stringify(newFleetKeys(), null, 2)}\n`);
+    return EXIT.ok;
+  }
+  if (verb === 'link-key') {
+    const { values } = parse(rest, { vm: { type: 'string' } });
+    if (values.vm === undefined || values.vm === '') throw new UsageError('fleet link-key needs --vm <resource id, or name when the VM has none>');
+    const fleet = keyBytes.safeParse(process.env.SE_BRIDGE_FLEET_KEY ?? '');
+    if (!fleet.success) {
+      process.stderr.write('se-bridge fleet link-key: SE_BRIDGE_FLEET_KEY must hold the fleet key (base64 of at least 32 bytes)\n');
+      return EXIT.usage;
+    }
+    const session = sessionIdOf({ resourceId: values.vm, name: values.vm });
+    process.stdout.write(`${linkKeyFor(decodeKey(fleet.data), session).toString('base64')}\n`);
+    return EXIT.ok;
+  }
+  if (verb === 'public-key') {
+    parse(rest, {});
+    const key = privateKeyOf(process.env.SE_BRIDGE_RELAY_SIGNING_KEY ?? '');
+    if (key === null) {
+      process.stderr.write('se-bridge fleet public-key: SE_BRIDGE_RELAY_SIGNING_KEY must hold the relay signing key (Ed25519, PKCS#8)\n');
+      return EXIT.usage;
+    }
+    process.stdout.write(`${createPublicKey(key).export({ type: 'spki', format: 'der' }).toString('base64')}\n`);
+    return EXIT.ok;
+  }
+  throw new UsageError('fleet needs keys, link-key --vm ID or public-key');
+}

@@ -82,6 +82,9 @@ export class AmqpPeer {
     c.on('connection_open', (ctx: EventContext) => {
       this.connections += 1;
       this.#open.add(ctx.connection);
+      // a connection whose socket closed (a killed client, a dropped network) lets go of its sessions at once
+      const socket = (ctx.connection as unknown as { socket?: { once(event: 'close', f: () => void): void } }).socket;
+      socket?.once('close', () => this.queues.connectionGone((link) => link.connection === ctx.connection));
     });
     const gone = (ctx: EventContext) => {
       this.#open.delete(ctx.connection);

@@ -66,6 +66,8 @@ export interface InboxOptions {
   /** Every command's result (approved, already-approved, not-approvable, failed, dead-lettered). */
   readonly onCommand?: (result: string) => void;
   readonly onConnected?: (connected: boolean) => void;
+  /** Commands are taken only once this is true (the first good IMDS read): an approval needs the document. */
+  readonly ready?: () => boolean;
   /** Pause before the first re-accept after a loss, doubled up to 30 s (tests shorten it). */
   readonly retryBaseMs?: number;
 }
@@ -117,6 +119,7 @@ export class ApprovalInbox {
         ? new sb.ServiceBusClient(config.connectionString, options)
         : new sb.ServiceBusClient(config.fullyQualifiedNamespace!, await createCredential(config.credential ?? { kind: 'managedIdentity' }), options);
     this.#replies = this.#client.createSender(config.replies);
+    while (!signal.aborted && this.#o.ready?.() === false) await sleep(100, signal).catch(() => undefined);
     let attempt = 0;
     while (!signal.aborted) {
       const session = this.#o.sessionId();

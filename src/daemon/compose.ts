@@ -119,6 +119,7 @@ export function compose(
           sessionId: () => inboxSession(inboxConfig, identity.current),
           onCommand: (result) => metrics.inboxCommands.inc({ result }),
           onConnected: (connected) => metrics.inboxConnected.set(connected ? 1 : 0),
+          ready: () => poll.goodReads > 0,
         });
   const endpoints = new Endpoints({
     config: o.config,

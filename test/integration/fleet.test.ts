@@ -11,14 +11,21 @@ import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts'
 import type { AmqpPeer } from '../../testkit/amqp-peer.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
+import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
+import { linkKeyFor } from '../../src/approval/fleet.ts';
+import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { waitFor } from '../helpers.ts';
 
 let peer: AmqpPeer | null = null;
 const relays: RunningRelay[] = [];
+const sims: ImdsSimulator[] = [];
 
 afterEach(async () => {
   await Promise.all(relays.splice(0).map((r) => r.close()));
   await stopAll();
+  await Promise.all(sims.splice(0).map((s) => s.close()));
   await peer?.close();
   peer = null;
 });
@@ -29,18 +36,20 @@ async function api(relay: RunningRelay, body: Record<string, unknown>, id = `msg
   return { status: res.status, json: (await res.json()) as Record<string, any> };
 }
 
-async function fleetBridge(p: AmqpPeer, keys: ReturnType<typeof fleetKeys>, vmName: string): Promise<Harness> {
-  const { ImdsSimulator } = await import('../../src/simulator/server.ts');
+async function fleetBridge(p: AmqpPeer, keys: ReturnType<typeof fleetKeys>, vmName: string, o: { relayUrl?: string; start?: boolean } = {}): Promise<Harness> {
   const sim = new ImdsSimulator({ vmName, peers: [], tickMs: 10 });
   await sim.listen(0);
-  const h = await startBridge({ sim, config: { approval: fleetApproval(p, keys, sessionOf(sim)) } });
-  const stop = h.stop;
-  (h as { stop: () => Promise<void> }).stop = async () => {
-    await stop();
-    await sim.close();
-  };
-  await waitFor(() => h.bridge.inbox?.connected, 'the inbox session');
+  sims.push(sim);
+  const h = await startBridge({ sim, start: o.start ?? true, config: { approval: fleetApproval(p, keys, sessionOf(sim), o.relayUrl) } });
+  if (o.start ?? true) await waitFor(() => h.bridge.inbox?.connected, 'the inbox session');
   return h;
+}
+
+async function relayOn(p: AmqpPeer, keys: ReturnType<typeof fleetKeys>, over: Record<string, unknown> = {}): Promise<RunningRelay> {
+  const relay = await startRelay(relayConfig(p, keys, over), pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
+  relays.push(relay);
+  await waitFor(() => relay.bus.listening, 'the relay replies session');
+  return relay;
 }
 
 async function scheduled(h: Harness) {
@@ -51,12 +60,11 @@ async function scheduled(h: Harness) {
 
 describe('fleet approvals over Service Bus', () => {
   it('approves the right VM through the relay API, once, and answers with the VM outcome', async () => {
-    peer = await fleetPeer();
+    // a 1.5 s session lock: the test outlives it several times, so the bridges must renew it
+    peer = await fleetPeer(1500);
     const keys = fleetKeys();
     const [a, b] = [await fleetBridge(peer, keys, 'vm-a'), await fleetBridge(peer, keys, 'vm-b')];
-    const relay = await startRelay(relayConfig(peer, keys), pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
-    relays.push(relay);
-    await waitFor(() => relay.bus.listening, 'the relay replies session');
+    const relay = await relayOn(peer, keys, { replyWaitMs: 3000 });
     const ea = await scheduled(a);
     const eb = await scheduled(b);
 
@@ -83,6 +91,11 @@ describe('fleet approvals over Service Bus', () => {
     expect(wrong.json.error.code).toBe('UNKNOWN_EVENT');
     expect(b.sim.startRequests).toEqual([]);
     expect(peer.queues.active(INBOX)).toHaveLength(0);
+    expect(peer.queues.renewals).toBeGreaterThan(0);
+    expect(peer.queues.locksLost).toBe(0);
+    const metrics = await (await fetch(`${relay.url}/metrics`)).text();
+    expect(metrics).toMatch(/sebridge_relay_outcomes_total\{outcome="approved"\} 1\b/);
+    expect(await (await fetch(`${relay.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
   });
 
   it('dead-letters forged, foreign, expired and replayed commands before they reach IMDS', async () => {
@@ -119,6 +132,121 @@ describe('fleet approvals over Service Bus', () => {
     await waitFor(() => peer!.queues.deadLetters(INBOX).length === 5, 'the replay dead-lettered');
     expect(peer.queues.deadLetters(INBOX)[4]).toMatchObject({ reason: 'REPLAYED' });
     expect(a.sim.startRequests).toHaveLength(1);
-    await client.close();
+
+    // the connection drops: the bridge accepts its session again and goes on
+    peer.dropAll();
+    await waitFor(() => a.bridge.inbox?.connected === false, 'the inbox to notice');
+    await waitFor(() => a.bridge.inbox?.connected, 'the inbox session again');
+    const e2 = await scheduled(a);
+    const c2 = new ServiceBusClient(peer.connectionString());
+    const { body, signature } = signCommand(privateKeyOf(keys.signingKey)!, { ...base, eventId: e2.eventId, id: commandId(session, { webhookId: 'after-drop' }) });
+    await c2.createSender(INBOX).sendMessages({ body, messageId: commandId(session, { webhookId: 'after-drop' }), sessionId: session, applicationProperties: { 'se-bridge-signature': signature } });
+    await waitFor(() => a.sim.startRequests.length === 2, 'the approval after the reconnection');
+    await c2.close();
+    await client.close().catch(() => undefined);
+  });
+
+  it('approves through a link and a Slack button on the relay; a VM key cannot speak for another VM', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const relay = await relayOn(peer, keys, { replyWaitMs: 3000 });
+    const a = await fleetBridge(peer, keys, 'vm-a', { relayUrl: relay.url });
+    const b = await fleetBridge(peer, keys, 'vm-b', { relayUrl: relay.url });
+    const [e1, e2] = [await scheduled(a), await scheduled(a)];
+    const eb = await scheduled(b);
+    const ce = (h: Harness, id: string) => h.events().find((x) => x.subject === id && x.type.endsWith('.scheduled')) as unknown as BridgeEvent;
+    const link = a.bridge.approvalLinks!.link(ce(a, e1.eventId))!;
+    expect(link.startsWith(`${relay.url}/v1/approve?token=`)).toBe(true);
+    const token = new URL(link).searchParams.get('token')!;
+
+    const pageRes = await fetch(link, { headers: { accept: 'text/html' } });
+    expect(pageRes.status).toBe(200);
+    expect(await pageRes.text()).toContain(e1.eventId);
+    const posted = await fetch(`${relay.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${token}` });
+    expect(posted.status).toBe(200);
+    expect(await posted.json()).toMatchObject({ eventId: e1.eventId, status: 'approved' });
+    expect(a.sim.startRequests.map((s) => s.eventIds)).toEqual([[e1.eventId]]);
+
+    // Slack: the button's token, a signed interaction, the message updated through response_url
+    const slack = new HttpPeer();
+    await slack.listen();
+    const slackToken = a.bridge.approvalLinks!.token(ce(a, e2.eventId))!;
+    const payload = JSON.stringify({ type: 'block_actions', user: { id: 'U1', username: 'carol' }, actions: [{ action_id: 'se_bridge_approve', value: slackToken }], response_url: `${slack.url}/respond`, message: { blocks: [{ type: 'actions' }] } });
+    const form = `payload=${encodeURIComponent(payload)}`;
+    const ts = String(Math.floor(Date.now() / 1000));
+    const sr = await fetch(`${relay.url}/v1/slack/interactions`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature('fleet-slack-signing-secret', ts, form) }, body: form });
+    expect(sr.status).toBe(200);
+    await waitFor(() => slack.requests.length === 1, 'the Slack message update');
+    expect(JSON.parse(slack.requests[0]!.body)).toMatchObject({ replace_original: true, text: expect.stringContaining('Approved by <@U1>') });
+    expect(a.sim.startRequests.map((s) => s.eventIds)).toEqual([[e1.eventId], [e2.eventId]]);
+    await slack.close();
+
+    // vm-a's own link key signing a token that names vm-b: the relay checks it with vm-b's key
+    const aKey = linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), sessionOf(a.sim));
+    const forged = issueToken(aKey, { e: eb.eventId, v: sessionOf(b.sim), x: Math.floor(Date.now() / 1000) + 600 });
+    const refused = await fetch(`${relay.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${forged}` });
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('TOKEN_BAD_SIGNATURE');
+    expect(b.sim.startRequests).toEqual([]);
+    // a used link again: one command id, so duplicate detection keeps it from the VM
+    const sent = peer.messages.filter((m) => m.address === INBOX).length;
+    const again = await fetch(`${relay.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${token}` });
+    expect(again.status).toBe(202);
+    expect(peer.messages.filter((m) => m.address === INBOX)).toHaveLength(sent + 1);
+    expect(peer.queues.duplicatesDropped(INBOX)).toBe(1);
+    expect(a.sim.startRequests).toHaveLength(2);
+  });
+
+  it('two relay replicas given the same request approve once', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const [r1, r2] = [await relayOn(peer, keys, { replyWaitMs: 3000 }), await relayOn(peer, keys, { replyWaitMs: 3000 })];
+    const a = await fleetBridge(peer, keys, 'vm-a');
+    const e = await scheduled(a);
+    const body = { vm: a.bridge.identity.resourceId, eventId: e.eventId, approver: 'dave' };
+    const [x, y] = await Promise.all([api(r1, body, 'msg_same'), api(r2, body, 'msg_same')]);
+    expect([x.status, y.status].sort()).toEqual([200, 202]);
+    expect(a.sim.startRequests).toHaveLength(1);
+    expect(peer.queues.duplicatesDropped(INBOX)).toBe(1);
+    await waitFor(() => a.kinds().includes(`approved:${e.eventId}`), 'the approved CloudEvent');
+    expect(a.events().filter((x) => x.type.endsWith('.approved'))).toHaveLength(1);
+  });
+
+  it('abandons a command IMDS failed transiently, and applies it when it comes again', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const relay = await relayOn(peer, keys);
+    const a = await fleetBridge(peer, keys, 'vm-a');
+    const e = await scheduled(a);
+    // StartRequests answers 500 to every try of the first delivery (4 tries)
+    a.sim.injectFault({ kind: 'status', status: 500, count: 4, target: 'start' });
+    const r = await api(relay, { vm: a.bridge.identity.resourceId, eventId: e.eventId });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ status: 'approved' });
+    await waitFor(() => peer!.queues.completed(INBOX).length === 1, 'the completion');
+    expect(peer.queues.completed(INBOX)[0]!.deliveryCount).toBe(1);
+    expect(a.sim.startRequests).toHaveLength(1);
+    const metrics = await a.bridge.metrics.registry.metrics();
+    expect(metrics).toMatch(/sebridge_inbox_commands_total\{result="failed"\} 1\b/);
+    expect(metrics).toMatch(/sebridge_inbox_commands_total\{result="approved"\} 1\b/);
+  });
+
+  it('loses nothing when the relay restarts or the VM is away: the command waits in Service Bus', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const first = await relayOn(peer, keys, { replyWaitMs: 500 });
+    const a = await fleetBridge(peer, keys, 'vm-a', { start: false });
+    const e = a.sim.addEvent({ noticeMs: 600_000 });
+    const r = await api(first, { vm: sessionOf(a.sim), eventId: e.eventId, approver: 'erin' });
+    expect(r.status).toBe(202);
+    expect(r.json).toMatchObject({ status: 'accepted', trackingId: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    await first.close();
+    relays.splice(relays.indexOf(first), 1);
+    const second = await relayOn(peer, keys);
+    expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
+    await a.bridge.start();
+    await waitFor(() => a.sim.startRequests.length === 1, 'the approval once the VM is back');
+    await waitFor(() => a.kinds().includes(`approved:${e.eventId}`), 'the approved CloudEvent');
+    expect(a.events().find((x) => x.type.endsWith('.approved'))!.data.approval).toMatchObject({ by: 'erin', via: 'api' });
   });
 });

@@ -119,6 +119,11 @@ export class QueueBroker {
     return q;
   }
 
+  /** Sessions locked by a live receiver. */
+  lockedSessions(name: string): string[] {
+    return [...this.#queue(name).locks.entries()].filter(([, l]) => l.consumer.link.is_open()).map(([id]) => id);
+  }
+
   /** Messages waiting or locked, in order. */
   active(name: string): readonly StoredMessage[] {
     return this.#queue(name).messages;

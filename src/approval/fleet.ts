@@ -17,9 +17,22 @@ import { z } from 'zod';
 
 const LINK_KEY_INFO = 'se-bridge link key v1\n';
 
-/** sessionIdOf: the inbox session of a VM, its resource id, or its name without one; lower-cased. */
+/** Service Bus session ids are at most 128 characters; a VM's resource id can be longer. */
+const MAX_SESSION_ID = 128;
+
+/**
+ * sessionFor: the inbox session of a VM named by its resource id (or its name): the id
+ * lower-cased, or, when that is longer than a session id may be, `sha256-` and its hex digest.
+ * The relay applies it to the `vm` of an API call, so callers name VMs by resource id.
+ */
+export function sessionFor(vm: string): string {
+  const id = vm.toLowerCase();
+  return id.length <= MAX_SESSION_ID ? id : `sha256-${createHash('sha256').update(id).digest('hex')}`;
+}
+
+/** sessionIdOf: the inbox session of a VM: its resource id, or its name without one. */
 export function sessionIdOf(vm: { resourceId: string | null; name: string }): string {
-  return (vm.resourceId ?? vm.name).toLowerCase();
+  return sessionFor(vm.resourceId ?? vm.name);
 }
 
 /** linkKeyFor derives a VM's link key (32 bytes) from the fleet key. */

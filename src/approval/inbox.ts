@@ -27,6 +27,7 @@ import {
   OUTCOME_SUBJECT,
   publicKeyOf,
   SIGNATURE_PROPERTY,
+  sessionFor,
   sessionIdOf,
   signOutcome,
   type ApprovalCommand,
@@ -45,15 +46,15 @@ export const InboxConfig = z
     relayPublicKey: ed25519Public,
     /** This VM's link key (`se-bridge fleet link-key`): signs its links' tokens and its outcomes. */
     linkKey: secret(keyBytes),
-    /** This VM's session; default its resource id, or its name without one (lower-cased). */
-    sessionId: z.string().min(1).max(128).optional(),
+    /** This VM's session; default its resource id, or its name without one (lower-cased; hashed past 128 characters). */
+    sessionId: z.string().min(1).max(1024).optional(),
   })
   .superRefine(requireOneAuth);
 export type InboxConfig = z.infer<typeof InboxConfig>;
 
 /** inboxSession: the configured session id, or the VM's own. */
 export function inboxSession(config: InboxConfig, vm: { resourceId: string | null; name: string }): string {
-  return config.sessionId ?? sessionIdOf(vm);
+  return config.sessionId !== undefined ? sessionFor(config.sessionId) : sessionIdOf(vm);
 }
 
 export interface InboxOptions {
@@ -80,6 +81,7 @@ export interface InboxStatus {
   readonly lastError: string | null;
 }
 
+const REPLY_TTL_MS = 10 * 60_000;
 /** Commands are remembered this long past their expiry, to tell a replay from a redelivery. */
 const REMEMBER_PAST_EXPIRY_MS = 10 * 60_000;
 
@@ -251,6 +253,8 @@ export class ApprovalInbox {
         subject: OUTCOME_SUBJECT,
         sessionId: m.replyToSessionId ?? this.#o.sessionId(),
         correlationId: m.messageId,
+        // an outcome nobody waits for (its relay replica is gone) does not pile up
+        timeToLive: REPLY_TTL_MS,
         applicationProperties: { [SIGNATURE_PROPERTY]: signOutcome(this.#linkKey, body), vm: outcome.vm },
       });
     } catch (err) {

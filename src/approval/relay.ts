@@ -32,6 +32,7 @@ import {
   commandId,
   decodeKey,
   ed25519Private,
+  sessionFor,
   keyBytes,
   linkKeyFor,
   outcomeVerifies,
@@ -379,7 +380,7 @@ export class RelayServer {
   #command(vm: string, id: string, eventId: string, by: string, via: ApprovalCommand['via'], reason: string, token: TokenClaims | null): ApprovalCommand {
     const now = Math.floor(Date.now() / 1000);
     const exp = Math.min(now + this.#o.config.commandTtlSeconds, token?.x ?? Number.MAX_SAFE_INTEGER);
-    return { v: 1, id, vm: vm.toLowerCase(), eventId, by, via, reason, nonce: token?.n ?? null, iat: now, exp };
+    return { v: 1, id, vm: sessionFor(vm), eventId, by, via, reason, nonce: token?.n ?? null, iat: now, exp };
   }
 
   async #send(command: ApprovalCommand, waitMs: number): Promise<CommandOutcome | null> {
@@ -401,7 +402,7 @@ export class RelayServer {
       throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'content-type must be application/json');
     }
     const input = parseApprovalBody(body, true);
-    const id = commandId(input.vm, { webhookId: v.id });
+    const id = commandId(sessionFor(input.vm), { webhookId: v.id });
     const command = this.#command(input.vm, id, input.eventId, input.approver, 'api', input.reason, null);
     const outcome = await this.#send(command, this.#o.config.replyWaitMs);
     if (outcome === null) return sendJson(res, 202, { status: 'accepted', trackingId: id, vm: command.vm, eventId: input.eventId });

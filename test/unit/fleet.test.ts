@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { checkCommand, commandId, linkKeyFor, newFleetKeys, outcomeVerifies, privateKeyOf, publicKeyOf, sessionFor, signCommand, signOutcome, type ApprovalCommand } from '../../src/approval/fleet.ts';
+
+const keys = newFleetKeys();
+const now = Math.floor(Date.now() / 1000);
+const command: ApprovalCommand = { v: 1, id: commandId('vm-a', { webhookId: 'w1' }), vm: 'vm-a', eventId: 'E-1', by: 'alice', via: 'api', reason: '', nonce: null, iat: now, exp: now + 60 };
+
+describe('fleet keys and commands', () => {
+  it('keeps a resource id as the session id up to 128 characters, and hashes a longer one', () => {
+    const short = '/subscriptions/x/resourceGroups/RG/providers/Microsoft.Compute/virtualMachines/VM1';
+    expect(sessionFor(short)).toBe(short.toLowerCase());
+    const long = `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/web/virtualMachines/12`;
+    expect(long.length).toBeGreaterThan(128);
+    expect(sessionFor(long)).toMatch(/^sha256-[0-9a-f]{64}$/);
+    expect(sessionFor(long.toUpperCase())).toBe(sessionFor(long));
+    expect(sessionFor(sessionFor(long))).toBe(sessionFor(long));
+  });
+
+  it('derives a different link key per VM, the same whatever the case', () => {
+    const fleet = Buffer.from(keys.fleetKey, 'base64');
+    expect(linkKeyFor(fleet, 'vm-a').equals(linkKeyFor(fleet, 'VM-A'))).toBe(true);
+    expect(linkKeyFor(fleet, 'vm-a').equals(linkKeyFor(fleet, 'vm-b'))).toBe(false);
+    expect(linkKeyFor(Buffer.from(newFleetKeys().fleetKey, 'base64'), 'vm-a').equals(linkKeyFor(fleet, 'vm-a'))).toBe(false);
+  });
+
+  it('derives one command id from one request', () => {
+    expect(commandId('VM-A', { webhookId: 'w1' })).toBe(command.id);
+    expect(commandId('vm-a', { webhookId: 'w2' })).not.toBe(command.id);
+    expect(commandId('vm-a', { nonce: 'w1' })).not.toBe(command.id);
+  });
+
+  it('accepts a signed command for this VM, and refuses a changed byte, another key, another VM and an old one', () => {
+    const key = privateKeyOf(keys.signingKey)!;
+    const pub = publicKeyOf(keys.publicKey)!;
+    const { body, signature } = signCommand(key, command);
+    expect(checkCommand(pub, body, signature, 'VM-A')).toEqual({ ok: true, command });
+    const changed = Buffer.from(body.toString().replace('alice', 'alicf'));
+    expect(checkCommand(pub, changed, signature, 'vm-a')).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
+    expect(checkCommand(publicKeyOf(newFleetKeys().publicKey)!, body, signature, 'vm-a')).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
+    expect(checkCommand(pub, body, signature, 'vm-b')).toMatchObject({ ok: false, code: 'OTHER_VM' });
+    expect(checkCommand(pub, body, signature, 'vm-a', now + 60)).toMatchObject({ ok: false, code: 'EXPIRED' });
+    expect(checkCommand(pub, body, undefined, 'vm-a')).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
+    const odd = signCommand(key, { ...command, extra: 1 } as never);
+    expect(checkCommand(pub, odd.body, odd.signature, 'vm-a')).toMatchObject({ ok: false, code: 'MALFORMED' });
+  });
+
+  it('believes an outcome only with the link key of the VM it names', () => {
+    const fleet = Buffer.from(keys.fleetKey, 'base64');
+    const body = Buffer.from('{"outcome":"approved"}');
+    const sig = signOutcome(linkKeyFor(fleet, 'vm-a'), body);
+    expect(outcomeVerifies(linkKeyFor(fleet, 'vm-a'), body, sig)).toBe(true);
+    expect(outcomeVerifies(linkKeyFor(fleet, 'vm-b'), body, sig)).toBe(false);
+    expect(outcomeVerifies(linkKeyFor(fleet, 'vm-a'), Buffer.from('{"outcome":"approved" }'), sig)).toBe(false);
+  });
+});

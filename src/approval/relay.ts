@@ -25,7 +25,7 @@ import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen, sendJson, trackSock
 import { secretKey, whsec } from '../lib/standard-webhooks.ts';
 import { fullJitter, sleep } from '../lib/time.ts';
 import { hostPort, secret } from '../lib/validators.ts';
-import { Counter, Gauge, Histogram, processMetrics, Registry } from '../observability/prometheus.ts';
+import { Counter, Gauge, Histogram, processMetrics, Registry } from '../lib/prometheus.ts';
 import { azureAuth, createCredential, requireOneAuth } from '../sinks/shared/azure.ts';
 import {
   COMMAND_SUBJECT,

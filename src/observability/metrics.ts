@@ -5,7 +5,7 @@
  * store (outbox depth, dead letters) are read when scraped, so they are never stale.
  */
 import { VERSION } from '../lib/version.ts';
-import { Counter, Gauge, Histogram, Registry, processMetrics } from './prometheus.ts';
+import { Counter, Gauge, Histogram, Registry, processMetrics } from '../lib/prometheus.ts';
 import type { Store } from '../store/store.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 

@@ -6,7 +6,7 @@
 import parsePrometheus from 'parse-prometheus-text-format';
 import * as prom from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { Counter, Gauge, Histogram, processMetrics, Registry } from '../../src/observability/prometheus.ts';
+import { Counter, Gauge, Histogram, processMetrics, Registry } from '../../src/lib/prometheus.ts';
 
 /** One sample per line, its labels sorted, so two writers that order labels differently compare equal. */
 function samples(text: string): string[] {

@@ -16,7 +16,7 @@ import { ImdsSimulator } from '../src/simulator/server.ts';
 import { DeliveryConfig, FilterConfig } from '../src/sinks/contract.ts';
 import { webhookSink, type WebhookConfig } from '../src/sinks/webhook.ts';
 import { Store } from '../src/store/store.ts';
-import { AmqpPeer } from '../testkit/amqp-peer.ts';
+import { AmqpPeer } from '../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
 import { dir, dist, quick, silent, sleep } from './common.ts';
 

@@ -11,6 +11,7 @@ const USAGE = `Usage: se-bridge <command> [options]
 Commands:
   run [--config FILE] [--dry-run]          run the daemon
   demo [--duration S]                      simulator + bridge + every scenario, on this machine
+  demo --fleet                             fleet approvals: relay, 3 VMs, a local Service Bus stand-in
   simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real]
                                            run the IMDS simulator alone
   validate [--config FILE]                 check a configuration file (exit 2 lists every problem)

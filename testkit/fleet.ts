@@ -5,7 +5,7 @@
 import { linkKeyFor, newFleetKeys, sessionIdOf, type FleetKeys } from '../src/approval/fleet.ts';
 import { RelayConfig } from '../src/approval/relay.ts';
 import type { ImdsSimulator } from '../src/simulator/server.ts';
-import { AmqpPeer } from './amqp-peer.ts';
+import { AmqpPeer } from '../src/simulator/amqp-peer.ts';
 
 export const INBOX = 'se-bridge-approvals';
 export const REPLIES = 'se-bridge-approval-replies';

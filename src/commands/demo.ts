@@ -25,7 +25,9 @@ export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
     duration: { type: 'string', default: String(DEFAULT_DURATION_S) },
     'state-dir': { type: 'string' },
+    fleet: { type: 'boolean' },
   });
+  if (values.fleet === true) return (await import('./demo-fleet.ts')).fleetDemo();
   const durationS = Number(values.duration);
   if (!Number.isFinite(durationS) || durationS < 3 || durationS > 3600) throw new UsageError('--duration must be 3 to 3600 seconds');
   const dir = values['state-dir'] ?? mkdtempSync(join(tmpdir(), 'se-bridge-demo-'));

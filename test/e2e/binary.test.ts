@@ -12,7 +12,7 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { AmqpPeer } from '../../testkit/amqp-peer.ts';
+import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { readText, ROOT, tempDir } from '../helpers.ts';
 import { awaitWhileRunning, command, type Running } from './process.ts';

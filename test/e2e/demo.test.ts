@@ -28,4 +28,14 @@ describe('se-bridge demo', () => {
       dir.cleanup();
     }
   });
+
+  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, exit 0', async () => {
+    const r = await cli(['demo', '--fleet'], {}, 90_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/1\. POST \/v1\/approvals for web-0: 200 \{[^\n]*"status":"approved"/);
+    expect(r.stdout).toMatch(/2\. the approval link of web-1, posted to the other replica: 200 /);
+    expect(r.stdout).toMatch(/3\. a token for web-2 signed with web-0's key: 401 [^\n]*TOKEN_BAD_SIGNATURE/);
+    expect(r.stdout).toMatch(/4\. the same request to both replicas for web-2: (200 and 202|202 and 200) \(duplicates dropped by the queue: 1\)/);
+    expect(r.stdout).toMatch(/\nweb-0\s+\w{8}\s+change-pipeline \(api\)\s+1\nweb-1\s+\w{8}\s+approval link \(link\)\s+1\nweb-2\s+\w{8}\s+on-call \(api\)\s+1\n/);
+  });
 });

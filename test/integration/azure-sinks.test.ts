@@ -12,7 +12,7 @@ import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { eventHubsSink, type EventHubsConfig } from '../../src/sinks/eventhubs.ts';
 import { serviceBusSink, type ServiceBusConfig } from '../../src/sinks/servicebus.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
-import { AmqpPeer, BATCH_FORMAT, type ReceivedMessage } from '../../testkit/amqp-peer.ts';
+import { AmqpPeer, BATCH_FORMAT, type ReceivedMessage } from '../../src/simulator/amqp-peer.ts';
 import { silentLogger } from '../helpers.ts';
 
 const vm = identityFrom({ name: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0' });

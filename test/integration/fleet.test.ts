@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { commandId, signCommand, privateKeyOf, type ApprovalCommand } from '../../src/approval/fleet.ts';
 import { startRelay, type RunningRelay } from '../../src/approval/relay.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
-import type { AmqpPeer } from '../../testkit/amqp-peer.ts';
+import type { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';

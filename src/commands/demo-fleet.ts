@@ -1,0 +1,153 @@
+/**
+ * se-bridge demo --fleet: fleet approvals on one machine. A local AMQP peer stands in for
+ * Service Bus (the inbox and replies queues, with sessions and duplicate detection), three
+ * simulated VMs each run a bridge with an approval inbox and no approval server, and two relay
+ * replicas take the requests. It approves one VM by the API, another by its link, shows that a
+ * VM's key cannot approve another VM, sends one request to both replicas, and ends with a table
+ * of what each VM's IMDS was told.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { linkKeyFor, newFleetKeys, sessionIdOf, type FleetKeys } from '../approval/fleet.ts';
+import { RelayConfig, startRelay, type RunningRelay } from '../approval/relay.ts';
+import { issueToken } from '../approval/signatures.ts';
+import { validateConfig } from '../config/load.ts';
+import { Bridge } from '../daemon/bridge.ts';
+import { createLogger } from '../lib/log.ts';
+import { signatureHeaders, secretKey } from '../lib/standard-webhooks.ts';
+import type { BridgeEvent } from '../pipeline/cloudevent.ts';
+import { AmqpPeer } from '../simulator/amqp-peer.ts';
+import { ImdsSimulator } from '../simulator/server.ts';
+import { EXIT, table } from './common.ts';
+
+const INBOX = 'se-bridge-approvals';
+const REPLIES = 'se-bridge-approval-replies';
+const VMS = ['web-0', 'web-1', 'web-2'];
+
+interface Vm {
+  readonly name: string;
+  readonly sim: ImdsSimulator;
+  readonly bridge: Bridge;
+  readonly session: string;
+  readonly scheduled: BridgeEvent[];
+}
+
+const say = (text: string) => process.stdout.write(`${text}\n`);
+
+async function until<T>(check: () => T | undefined | null | false, what: string, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (let i = 0; Date.now() < end && i < 10_000; i++) {
+    const v = check();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the demo timed out waiting for ${what}`);
+}
+
+export async function fleetDemo(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'se-bridge-fleet-demo-'));
+  const logger = createLogger({ level: (process.env.LOG_LEVEL || 'warn') as 'warn', destination: 'stderr' });
+  const peer = new AmqpPeer();
+  peer.queue(INBOX, { sessions: true, duplicateDetectionMs: 10 * 60_000 });
+  peer.queue(REPLIES, { sessions: true });
+  await peer.listen();
+  const keys = newFleetKeys();
+  const apiSecret = `whsec_${Buffer.from(keys.fleetKey, 'base64').subarray(0, 24).toString('base64')}`;
+  const relays: RunningRelay[] = [];
+  const vms: Vm[] = [];
+  try {
+    for (let i = 0; i < 2; i++) relays.push(await startRelay(relayConfig(peer, keys, apiSecret), logger, { host: '127.0.0.1', port: 0 }));
+    say(`Service Bus stand-in (AMQP) on 127.0.0.1:${peer.port}: queues ${INBOX} and ${REPLIES}, with sessions`);
+    say(`relay replicas: ${relays.map((r) => r.url).join(', ')}`);
+    for (const name of VMS) vms.push(await startVm(name, peer, keys, relays[0]!.url, dir, logger));
+    await until(() => vms.every((v) => v.bridge.inbox?.connected) && relays.every((r) => r.bus.listening), 'the inbox sessions');
+    say(`${vms.length} VMs, each holding its own inbox session; no VM listens on any port\n`);
+
+    for (const v of vms) v.sim.addEvent({ EventType: 'Reboot', noticeMs: 15 * 60_000 });
+    await until(() => vms.every((v) => v.scheduled.length > 0), 'the scheduled events');
+    const [a, b, c] = vms as [Vm, Vm, Vm];
+    say('Each VM has a Reboot scheduled in 15 minutes.\n');
+
+    // 1. the API, signed with the Standard Webhooks secret, naming the VM by its resource id
+    const body = JSON.stringify({ vm: a.bridge.identity.resourceId, eventId: a.scheduled[0]!.subject, approver: 'change-pipeline' });
+    let res = await fetch(`${relays[0]!.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(apiSecret)!], 'demo-1', body) }, body });
+    say(`1. POST /v1/approvals for ${a.name}: ${res.status} ${await res.text()}`);
+
+    // 2. the link in the VM's chat message, answered by the relay
+    const link = b.bridge.approvalLinks!.link(b.scheduled[0]!)!;
+    const form = `token=${new URL(link).searchParams.get('token')}`;
+    res = await fetch(`${relays[1]!.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+    say(`2. the approval link of ${b.name}, posted to the other replica: ${res.status} ${await res.text()}`);
+
+    // 3. a compromised VM: its own link key cannot sign for another VM
+    const own = linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), a.session);
+    const forged = issueToken(own, { e: c.scheduled[0]!.subject, v: c.session, x: Math.floor(Date.now() / 1000) + 600 });
+    res = await fetch(`${relays[0]!.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${forged}` });
+    say(`3. a token for ${c.name} signed with ${a.name}'s key: ${res.status} ${await res.text()}`);
+
+    // 4. one request, both replicas: one command (duplicate detection), one approval
+    const twice = JSON.stringify({ vm: c.bridge.identity.resourceId, eventId: c.scheduled[0]!.subject, approver: 'on-call' });
+    const headers = { 'content-type': 'application/json', ...signatureHeaders([secretKey(apiSecret)!], 'demo-4', twice) };
+    const answers = await Promise.all(relays.map((r) => fetch(`${r.url}/v1/approvals`, { method: 'POST', headers, body: twice }).then((x) => x.status)));
+    say(`4. the same request to both replicas for ${c.name}: ${answers.join(' and ')} (duplicates dropped by the queue: ${peer.queues.duplicatesDropped(INBOX)})\n`);
+
+    await until(() => vms.every((v) => v.sim.startRequests.length > 0), 'the approvals');
+    const rows = vms.map((v) => {
+      const approved = v.bridge.store.approval(v.scheduled[0]!.subject);
+      return [v.name, v.scheduled[0]!.subject.slice(0, 8), approved ? `${approved.by} (${approved.via})` : '-', String(v.sim.startRequests.length)];
+    });
+    say(table(['VM', 'EventId', 'approved by', 'StartRequests'], rows));
+    const ok = vms.every((v) => v.sim.startRequests.length === 1) && peer.queues.deadLetters(INBOX).length === 0;
+    say(`\n${ok ? 'Every VM was approved exactly once, through Service Bus only.' : 'Something went wrong: see above.'} Events and state: ${dir}`);
+    return ok ? EXIT.ok : EXIT.failure;
+  } finally {
+    await Promise.all(relays.map((r) => r.close()));
+    for (const v of vms) {
+      await v.bridge.stop(1000);
+      await v.sim.close();
+    }
+    await peer.close();
+  }
+}
+
+function relayConfig(peer: AmqpPeer, keys: FleetKeys, apiSecret: string): RelayConfig {
+  return RelayConfig.parse({
+    listen: '127.0.0.1:0',
+    serviceBus: { connectionString: peer.connectionString(), queue: INBOX, replies: REPLIES },
+    signingKey: keys.signingKey,
+    fleetKey: keys.fleetKey,
+    apiSecrets: [apiSecret],
+    replyWaitMs: 5000,
+  });
+}
+
+async function startVm(name: string, peer: AmqpPeer, keys: FleetKeys, relayUrl: string, dir: string, logger: ReturnType<typeof createLogger>): Promise<Vm> {
+  const sim = new ImdsSimulator({ vmName: name, peers: [], timing: 'dev' });
+  const url = await sim.listen(0);
+  const session = sessionIdOf({ resourceId: sim.compute().resourceId ?? null, name });
+  const config = validateConfig(
+    {
+      imds: { endpoint: url, pollIntervalMs: 500 },
+      state: { path: join(dir, `${name}.db`) },
+      sinks: [{ name: 'audit', type: 'file', path: join(dir, `${name}.jsonl`) }],
+      observability: { listen: 'off' },
+      approval: {
+        relayUrl,
+        inbox: {
+          connectionString: peer.connectionString(),
+          queue: INBOX,
+          replies: REPLIES,
+          relayPublicKey: keys.publicKey,
+          linkKey: linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), session).toString('base64'),
+        },
+      },
+    },
+    'demo --fleet',
+    {},
+  );
+  const scheduled: BridgeEvent[] = [];
+  const bridge = await Bridge.create({ config, logger, onCommitted: (events) => scheduled.push(...events.filter((e) => e.type.endsWith('.scheduled'))) });
+  await bridge.start();
+  return { name, sim, bridge, session, scheduled };
+}

@@ -53,3 +53,48 @@ describe('fleet keys and commands', () => {
     expect(outcomeVerifies(linkKeyFor(fleet, 'vm-a'), Buffer.from('{"outcome":"approved" }'), sig)).toBe(false);
   });
 });
+
+describe('the relay configuration', () => {
+  it('loads the example file, and documents every key of its schema there', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { z } = await import('zod');
+    const { loadFileWith } = await import('../../src/config/load.ts');
+    const { RelayConfig } = await import('../../src/approval/relay.ts');
+    const { ROOT } = await import('../helpers.ts');
+    const file = join(ROOT, 'config', 'relay.example.yaml');
+    const config = loadFileWith(RelayConfig, file, {});
+    expect(config.serviceBus).toMatchObject({ queue: 'se-bridge-approvals', replies: 'se-bridge-approval-replies' });
+    const keys = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (node === null || typeof node !== 'object') return;
+      const n = node as { properties?: Record<string, unknown>; items?: unknown; anyOf?: unknown[]; oneOf?: unknown[] };
+      for (const [k, v] of Object.entries(n.properties ?? {})) {
+        keys.add(k);
+        walk(v);
+      }
+      walk(n.items);
+      for (const o of [...(n.anyOf ?? []), ...(n.oneOf ?? [])]) walk(o);
+    };
+    walk(z.toJSONSchema(RelayConfig, { io: 'input', unrepresentable: 'any' }));
+    const text = readFileSync(file, 'utf8');
+    expect([...keys].filter((k) => !new RegExp(`\\b${k}:`).test(text))).toEqual([]);
+  });
+
+  it('names every problem of a relay file by its path, with exit code 2', async () => {
+    const { writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tempDir } = await import('../helpers.ts');
+    const { cli } = await import('../e2e/process.ts');
+    const dir = tempDir();
+    try {
+      const file = join(dir.path, 'relay.yaml');
+      writeFileSync(file, 'serviceBus: { queue: q }\nsigningKey: not-a-key\nfleetKey: c2hvcnQ=\nreplyWaitMs: 99999\n');
+      const r = await cli(['relay', '--config', file]);
+      expect(r.code).toBe(2);
+      for (const path of ['serviceBus.connectionString', 'signingKey', 'fleetKey', 'replyWaitMs']) expect(r.stderr).toContain(`${path}:`);
+    } finally {
+      dir.cleanup();
+    }
+  });
+});

@@ -18,6 +18,8 @@ import { webhookSink, type WebhookConfig } from '../src/sinks/webhook.ts';
 import { Store } from '../src/store/store.ts';
 import { AmqpPeer } from '../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
+import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../testkit/fleet.ts';
+import { startRelay } from '../src/approval/relay.ts';
 import { dir, dist, quick, silent, sleep } from './common.ts';
 
 // ----- C. approval round trip ----------------------------------------------------------------
@@ -50,6 +52,52 @@ export async function phaseApprovals() {
   await bridge.stop(1000);
   await sim.close();
   return dist(samples);
+}
+
+// ----- C2. fleet approval round trip ----------------------------------------------------------
+
+/**
+ * The same round trip through the relay: a signed POST /v1/approvals to the relay, a command
+ * over the AMQP peer's Service Bus queue to the bridge's inbox session, StartRequests at the
+ * simulator; the relay answers when the bridge's outcome is back.
+ */
+export async function phaseFleetApprovals() {
+  const n = quick ? 100 : 300;
+  const sim = new ImdsSimulator({ vmName: 'bench-fleet-vm', peers: [], tickMs: 100 });
+  await sim.listen(0);
+  const peer = await fleetPeer();
+  const keys = fleetKeys();
+  const relay = await startRelay(relayConfig(peer, keys, { rateLimit: { perSecond: 1000, burst: 1000 }, log: { level: 'silent' } }), silent, { host: '127.0.0.1', port: 0 });
+  const config = validateConfig(
+    { imds: { endpoint: sim.url, pollIntervalMs: 60_000 }, state: { path: join(dir, 'fleet-approvals.db') }, approval: fleetApproval(peer, keys, sessionOf(sim), relay.url), observability: { listen: 'off' } },
+    'bench',
+    {},
+  );
+  const ids = Array.from({ length: n }, () => sim.addEvent({ noticeMs: 3_600_000 }).eventId);
+  const bridge = await Bridge.create({ config, logger: silent });
+  await bridge.start();
+  for (let k = 0; k < 400 && !(bridge.store.knowsEvent(ids.at(-1)!) && bridge.inbox?.connected && relay.bus.listening); k++) await sleep(25);
+  const key = secretKey(API_SECRET)!;
+  const samples: number[] = [];
+  const answered: number[] = [];
+  for (const id of ids) {
+    const body = JSON.stringify({ vm: sessionOf(sim), eventId: id, approver: 'bench' });
+    const t0 = Date.now();
+    const res = await request(`${relay.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([key], `msg_${id}`, body) }, body });
+    await res.body.dump();
+    const t1 = Date.now();
+    const at = sim.startRequests.find((s) => s.eventIds.includes(id))?.at;
+    if (res.statusCode === 200 && at !== undefined) {
+      samples.push(at - t0);
+      answered.push(t1 - t0);
+    }
+    await sleep(205); // the IMDS budget is 5 requests/s, StartRequests included
+  }
+  await relay.close();
+  await bridge.stop(1000);
+  await peer.close();
+  await sim.close();
+  return { toStart: dist(samples), toAnswer: dist(answered) };
 }
 
 // ----- D. fan-out and isolation ----------------------------------------------------------------

@@ -10,7 +10,8 @@
  *      the package (webhook+file, stdout+file, every sink type), the single executable, the
  *      steps between the sources and the package, and three anchors (bare node, the Python
  *      sample, the reference poller), all at once;
- *   C. approval round trip: signed POST /v1/approvals to StartRequests at the simulator;
+ *   C. approval round trip: signed POST /v1/approvals to StartRequests at the simulator, directly
+ *      and through the relay and the Service Bus stand-in (fleet approvals);
  *   D. fan-out: one document with 50 events to six sinks, and again beside a sink that never answers;
  *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook.
  */
@@ -19,7 +20,7 @@ import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { dir, dist, log, quick, ROOT } from './common.ts';
-import { phaseApprovals, phaseFanout, phaseOutage, phaseThroughput } from './inprocess.ts';
+import { phaseApprovals, phaseFanout, phaseFleetApprovals, phaseOutage, phaseThroughput } from './inprocess.ts';
 import { FOOTPRINTED, phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
 import { svg } from './report.ts';
 
@@ -40,6 +41,8 @@ try {
   const startup = await phaseStartup(quick ? 3 : 7);
   log('C: approval round trip');
   const approvals = await phaseApprovals();
+  log('C2: fleet approval round trip (through the relay and Service Bus)');
+  const fleet = await phaseFleetApprovals();
   log('D: fan-out');
   const fanout = await phaseFanout(false);
   const fanoutStuck = await phaseFanout(true);
@@ -56,6 +59,7 @@ try {
     startup,
     binaryMiB,
     approvalRoundTripMs: strip(approvals),
+    fleetApprovalRoundTripMs: { toStartRequests: strip(fleet.toStart), toRelayAnswer: strip(fleet.toAnswer) },
     fanoutMs: { alone: fanout, besideStuckSink: fanoutStuck },
     throughput,
     tenMinuteOutage: outage,
@@ -83,8 +87,11 @@ try {
     '|---|---|',
     ...startup.map((s) => `| ${s.name} | ${s.startupToFirstPollMs} ms |`),
     '',
-    `| approval round trip (signed POST /v1/approvals to StartRequests at IMDS) | ${approvals.n} approvals | p50 ${Math.round(approvals.p50)} ms | p99 ${Math.round(approvals.p99)} ms |`,
+    '| approval round trip: signed POST /v1/approvals until StartRequests reaches IMDS | approvals | p50 | p99 |',
     '|---|---|---|---|',
+    `| direct, to the bridge's approval server | ${approvals.n} | ${Math.round(approvals.p50)} ms | ${Math.round(approvals.p99)} ms |`,
+    `| fleet, to the relay, over Service Bus (the AMQP peer) to the bridge's inbox | ${fleet.toStart.n} | ${Math.round(fleet.toStart.p50)} ms | ${Math.round(fleet.toStart.p99)} ms |`,
+    `| fleet, until the relay answers with the VM's outcome | ${fleet.toAnswer.n} | ${Math.round(fleet.toAnswer.p50)} ms | ${Math.round(fleet.toAnswer.p99)} ms |`,
     '',
     '| 50 events in one document, until all 50 are delivered at each sink | webhook | file | Event Hubs | Service Bus | Slack | Teams |',
     '|---|---|---|---|---|---|---|',

@@ -83,8 +83,10 @@ export class AmqpPeer {
       this.connections += 1;
       this.#open.add(ctx.connection);
       // a connection whose socket closed (a killed client, a dropped network) lets go of its sessions at once
-      const socket = (ctx.connection as unknown as { socket?: { once(event: 'close', f: () => void): void } }).socket;
+      const socket = (ctx.connection as unknown as { socket?: { once(event: 'close', f: () => void): void; setNoDelay?(v: boolean): void } }).socket;
       socket?.once('close', () => this.queues.connectionGone((link) => link.connection === ctx.connection));
+      // no Nagle delay on small frames: a settlement or a session's message goes out at once
+      socket?.setNoDelay?.(true);
     });
     const gone = (ctx: EventContext) => {
       this.#open.delete(ctx.connection);

@@ -3,7 +3,8 @@
  * has no Node on its PATH at all. Its version, the demo, and `run` against the IMDS simulator
  * with a webhook and a file sink, then with the sinks whose client libraries the executable keeps
  * as assets compiled on first use: Event Hubs and Service Bus (against the AMQP peer) and Slack's
- * Web API (against an HTTP peer).
+ * Web API (against an HTTP peer); and the relay with a bridge that takes commands from its
+ * approval inbox (fleet approvals).
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { validateConfig } from '../../src/config/load.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
+import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, sessionOf } from '../../testkit/fleet.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { readText, ROOT, tempDir } from '../helpers.ts';
 import { awaitWhileRunning, command, type Running } from './process.ts';
 
@@ -114,6 +117,43 @@ describe('the single executable (linux-x64)', () => {
       expect(slack.requests[0]!.headers.authorization).toBe('Bearer xoxb-test');
     } finally {
       await Promise.all([slack.close(), amqp.close(), sim.close()]);
+    }
+  }, 60_000);
+
+  it('runs the relay and a bridge with an approval inbox, and approves through them', async () => {
+    const sim = new ImdsSimulator({ vmName: 'fleet-vm', peers: [], tickMs: 10 });
+    await sim.listen(0);
+    const peer = await fleetPeer();
+    const keys = fleetKeys();
+    const relayFile = join(dir.path, 'relay.yaml');
+    writeFileSync(relayFile, JSON.stringify({ listen: '127.0.0.1:0', serviceBus: { connectionString: peer.connectionString() }, signingKey: keys.signingKey, fleetKey: keys.fleetKey, apiSecrets: [API_SECRET] }));
+    const relay = binary(['relay', '--config', relayFile]);
+    const bridgeFile = join(dir.path, 'fleet-bridge.yaml');
+    writeFileSync(
+      bridgeFile,
+      JSON.stringify({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir.path, 'fleet.db') }, observability: { listen: 'off' }, approval: fleetApproval(peer, keys, sessionOf(sim)) }),
+    );
+    const bridge = binary(['run', '--config', bridgeFile]);
+    try {
+      let url = '';
+      await awaitWhileRunning(relay, () => (url = /"url":"(http:[^"]+)","queue"/.exec(relay.child.out.stdout)?.[1] ?? '') !== '', 'the relay to listen');
+      await awaitWhileRunning(bridge, () => peer.queues.lockedSessions(INBOX).length === 1, 'the inbox session');
+      const e = sim.addEvent({ noticeMs: 600_000 });
+      const body = JSON.stringify({ vm: sessionOf(sim), eventId: e.eventId, approver: 'binary' });
+      let status = 0;
+      for (let i = 0; i < 50 && status !== 200; i++) {
+        const res = await fetch(`${url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_binary_${i}`, body) }, body });
+        status = res.status;
+        if (status !== 200) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(status).toBe(200);
+      expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
+    } finally {
+      relay.child.kill('SIGTERM');
+      bridge.child.kill('SIGTERM');
+      expect((await relay).code).toBe(0);
+      expect((await bridge).code).toBe(0);
+      await Promise.all([peer.close(), sim.close()]);
     }
   }, 60_000);
 

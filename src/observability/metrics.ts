@@ -50,7 +50,7 @@ export class Metrics {
       new Histogram('sebridge_change_to_delivery_seconds', 'Time from an IMDS change being observed (committed) to its delivery, by sink.', ['sink'], LATENCY_BUCKETS),
     );
     this.approvals = r.register(new Counter('sebridge_approvals_total', 'Approval attempts by path (policy, hooks, api, link, slack) and result.', ['via', 'result']));
-    this.inboxConnected = r.register(new Gauge('sebridge_inbox_connected', 'Whether the approval inbox holds this VM\'s Service Bus session (1) or not (0); absent without an inbox.'));
+    this.inboxConnected = r.register(new Gauge('sebridge_inbox_connected', 'Whether the approval inbox holds this VM\'s Service Bus session (1) or not (0, also without an inbox).'));
     this.inboxCommands = r.register(
       new Counter('sebridge_inbox_commands_total', 'Approval commands from the inbox, by result (approved, already-approved, not-approvable, failed, dead-lettered).', ['result']),
     );

@@ -36,11 +36,12 @@ async function api(relay: RunningRelay, body: Record<string, unknown>, id = `msg
   return { status: res.status, json: (await res.json()) as Record<string, any> };
 }
 
-async function fleetBridge(p: AmqpPeer, keys: ReturnType<typeof fleetKeys>, vmName: string, o: { relayUrl?: string; start?: boolean } = {}): Promise<Harness> {
+async function fleetBridge(p: AmqpPeer, keys: ReturnType<typeof fleetKeys>, vmName: string, o: { relayUrl?: string; start?: boolean; observability?: boolean } = {}): Promise<Harness> {
   const sim = new ImdsSimulator({ vmName, peers: [], tickMs: 10 });
   await sim.listen(0);
   sims.push(sim);
-  const h = await startBridge({ sim, start: o.start ?? true, config: { approval: fleetApproval(p, keys, sessionOf(sim), o.relayUrl) } });
+  const config = { approval: fleetApproval(p, keys, sessionOf(sim), o.relayUrl), ...(o.observability ? { observability: { listen: '127.0.0.1:0' } } : {}) };
+  const h = await startBridge({ sim, start: o.start ?? true, config });
   if (o.start ?? true) await waitFor(() => h.bridge.inbox?.connected, 'the inbox session');
   return h;
 }
@@ -101,9 +102,11 @@ describe('fleet approvals over Service Bus', () => {
   it('dead-letters forged, foreign, expired and replayed commands before they reach IMDS', async () => {
     peer = await fleetPeer();
     const keys = fleetKeys();
-    const a = await fleetBridge(peer, keys, 'vm-a');
+    const a = await fleetBridge(peer, keys, 'vm-a', { observability: true });
     const e = await scheduled(a);
     const session = sessionOf(a.sim);
+    const readyz = async () => (await (await fetch(`${a.bridge.observabilityUrl}/readyz`)).json()) as { status: string; inbox: Record<string, unknown> };
+    expect(await readyz()).toMatchObject({ status: 'ready', inbox: { connected: true, queue: INBOX, session, commands: 0, lastError: null } });
     const { ServiceBusClient } = await import('@azure/service-bus');
     const client = new ServiceBusClient(peer.connectionString());
     const sender = client.createSender(INBOX);
@@ -136,12 +139,16 @@ describe('fleet approvals over Service Bus', () => {
     // the connection drops: the bridge accepts its session again and goes on
     peer.dropAll();
     await waitFor(() => a.bridge.inbox?.connected === false, 'the inbox to notice');
+    expect((await readyz()).inbox).toMatchObject({ connected: false, commands: 6, lastError: expect.any(String) });
+    expect(await a.bridge.metrics.registry.metrics()).toMatch(/\nsebridge_inbox_connected 0\n/);
     await waitFor(() => a.bridge.inbox?.connected, 'the inbox session again');
     const e2 = await scheduled(a);
     const c2 = new ServiceBusClient(peer.connectionString());
     const { body, signature } = signCommand(privateKeyOf(keys.signingKey)!, { ...base, eventId: e2.eventId, id: commandId(session, { webhookId: 'after-drop' }) });
     await c2.createSender(INBOX).sendMessages({ body, messageId: commandId(session, { webhookId: 'after-drop' }), sessionId: session, applicationProperties: { 'se-bridge-signature': signature } });
     await waitFor(() => a.sim.startRequests.length === 2, 'the approval after the reconnection');
+    expect(await a.bridge.metrics.registry.metrics()).toMatch(/\nsebridge_inbox_connected 1\n/);
+    expect(await a.bridge.metrics.registry.metrics()).toMatch(/sebridge_inbox_commands_total\{result="dead-lettered"\} 5\b/);
     await c2.close();
     await client.close().catch(() => undefined);
   });

@@ -15,13 +15,12 @@
  * GET and POST /v1/approve (links), POST /v1/slack/interactions, /livez, /readyz, /metrics.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { errorFields } from '../lib/errors.ts';
-import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen, sendJson, trackSockets } from '../lib/http-server.ts';
+import { sendJson } from '../lib/http-server.ts';
 import { secretKey, whsec } from '../lib/standard-webhooks.ts';
 import { fullJitter, sleep } from '../lib/time.ts';
 import { hostPort, secret } from '../lib/validators.ts';
@@ -43,7 +42,7 @@ import {
   type CommandOutcome,
 } from './fleet.ts';
 import { relayApprovalPage, resultPage } from './page.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { RoutedServer } from './routed-server.ts';
 import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from './requests.ts';
 import { peekClaims, readToken, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
 import { escape as escapeSlack } from '../present/slack-blocks.ts';
@@ -295,57 +294,25 @@ export interface RelayServerOptions {
   readonly logger: Logger;
 }
 
-export class RelayServer {
+export class RelayServer extends RoutedServer {
   readonly #o: RelayServerOptions;
-  readonly #server: Server;
-  readonly #sockets: Set<Socket>;
-  readonly #limiter: RateLimiter;
   readonly #apiKeys: Buffer[];
-  readonly #pending = new Set<Promise<unknown>>();
 
   constructor(options: RelayServerOptions) {
+    super({
+      routes: ROUTES,
+      unlimited: ['/livez', '/readyz', '/metrics'],
+      rate: options.config.rateLimit,
+      maxConnections: options.config.maxConnections,
+      logger: options.logger,
+      failure: { code: 'RELAY_ERROR', message: 'relay failed a request' },
+      onFinish: (route, status) => options.metrics.requests.inc({ route, status: String(status) }),
+    });
     this.#o = options;
     this.#apiKeys = options.config.apiSecrets.map((s) => secretKey(s)!);
-    this.#server = createGuardedServer(
-      (req, res) => {
-        const route = new URL(req.url ?? '/', 'http://relay.invalid').pathname;
-        res.on('finish', () => options.metrics.requests.inc({ route: ROUTES[route] ? route : 'other', status: String(res.statusCode) }));
-        this.#handle(req, res).catch((err: unknown) => {
-          options.logger.error({ ...errorFields(err), code: 'RELAY_ERROR' }, 'relay failed a request');
-          if (!res.headersSent) sendJson(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
-          else res.destroy();
-        });
-      },
-      { ...DEFAULT_SERVER_LIMITS, maxConnections: options.config.maxConnections },
-    );
-    this.#sockets = trackSockets(this.#server);
-    this.#limiter = new RateLimiter(options.config.rateLimit);
   }
 
-  listen(host: string, port: number): Promise<string> {
-    return listen(this.#server, host, port);
-  }
-
-  async close(): Promise<void> {
-    await Promise.allSettled([...this.#pending]);
-    for (const s of this.#sockets) s.destroy();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
-  }
-
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    res.setHeader('cache-control', 'no-store');
-    res.setHeader('x-content-type-options', 'nosniff');
-    const url = new URL(req.url ?? '/', 'http://relay.invalid');
-    const methods = ROUTES[url.pathname];
-    if (methods === undefined || (req.url ?? '').includes('..')) {
-      req.resume();
-      return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: 'no such route' } });
-    }
-    if (!methods.includes(req.method ?? '')) {
-      req.resume();
-      res.setHeader('allow', methods.join(', '));
-      return sendJson(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `use ${methods.join(' or ')}` } });
-    }
+  protected async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     if (url.pathname === '/livez') return sendJson(res, 200, { status: 'ok' });
     if (url.pathname === '/readyz') {
       const ready = this.#o.bus.listening;
@@ -355,12 +322,6 @@ export class RelayServer {
       const text = await this.#o.metrics.registry.metrics();
       res.writeHead(200, { 'content-type': this.#o.metrics.registry.contentType });
       return void res.end(text);
-    }
-    const wait = this.#limiter.take(req.socket.remoteAddress ?? 'unknown');
-    if (wait > 0) {
-      req.resume();
-      res.setHeader('retry-after', String(Math.ceil(wait / 1000)));
-      return sendJson(res, 429, { error: { code: 'RATE_LIMITED', message: 'too many requests' } });
     }
     const html = url.pathname === '/v1/approve' && /text\/html/.test(String(req.headers.accept ?? ''));
     try {
@@ -465,8 +426,7 @@ export class RelayServer {
       },
       () => respondSlack(log, url, warning(':warning: Could not pass the approval on; try again.')),
     );
-    this.#pending.add(task);
-    void task.finally(() => this.#pending.delete(task));
+    this.track(task);
   }
 }
 

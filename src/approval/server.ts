@@ -9,17 +9,16 @@
  * and idle timeouts after which a slow client's socket is destroyed (lib/http-server.ts), JSON
  * errors {"error": {"code", "message"}} everywhere but the page.
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
-import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen, sendJson, trackSockets } from '../lib/http-server.ts';
+import { sendJson } from '../lib/http-server.ts';
 import { toCloudEvent } from '../pipeline/cloudevent.ts';
 import { toChatMessage } from '../present/chat-model.ts';
 import type { Store } from '../store/store.ts';
 import { approvalPage, resultPage } from './page.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { RoutedServer } from './routed-server.ts';
 import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from './requests.ts';
 import { ApprovalError, type ApprovalService } from './service.ts';
 import { readToken, TOLERANCE_S, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
@@ -51,59 +50,21 @@ const ROUTES: Record<string, string[]> = {
   '/v1/slack/interactions': ['POST'],
 };
 
-export class ApprovalServer {
+export class ApprovalServer extends RoutedServer {
   readonly #o: ApprovalServerOptions;
-  readonly #server: Server;
-  readonly #sockets: Set<Socket>;
-  readonly #limiter: RateLimiter;
-  readonly #pending = new Set<Promise<unknown>>();
 
   constructor(options: ApprovalServerOptions) {
+    super({
+      routes: ROUTES,
+      rate: options.rate,
+      maxConnections: options.maxConnections,
+      logger: options.logger,
+      failure: { code: 'APPROVAL_SERVER_ERROR', message: 'approval server failed a request' },
+    });
     this.#o = options;
-    this.#server = createGuardedServer(
-      (req, res) => {
-        this.#handle(req, res).catch((err: unknown) => {
-          this.#o.logger.error({ code: 'APPROVAL_SERVER_ERROR', err: String((err as Error).message ?? err) }, 'approval server failed a request');
-          if (!res.headersSent) sendJson(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
-          else res.destroy();
-        });
-      },
-      { ...DEFAULT_SERVER_LIMITS, maxConnections: options.maxConnections },
-    );
-    this.#sockets = trackSockets(this.#server);
-    this.#limiter = new RateLimiter(options.rate);
   }
 
-  listen(host: string, port: number): Promise<string> {
-    return listen(this.#server, host, port);
-  }
-
-  async close(): Promise<void> {
-    await Promise.allSettled([...this.#pending]);
-    for (const s of this.#sockets) s.destroy();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
-  }
-
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    res.setHeader('cache-control', 'no-store');
-    res.setHeader('x-content-type-options', 'nosniff');
-    const url = new URL(req.url ?? '/', 'http://approval.invalid');
-    const methods = ROUTES[url.pathname];
-    if (methods === undefined || (req.url ?? '').includes('..')) {
-      req.resume();
-      return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: 'no such route' } });
-    }
-    if (!methods.includes(req.method ?? '')) {
-      req.resume();
-      res.setHeader('allow', methods.join(', '));
-      return sendJson(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `use ${methods.join(' or ')}` } });
-    }
-    const wait = this.#limiter.take(req.socket.remoteAddress ?? 'unknown');
-    if (wait > 0) {
-      req.resume();
-      res.setHeader('retry-after', String(Math.ceil(wait / 1000)));
-      return sendJson(res, 429, { error: { code: 'RATE_LIMITED', message: 'too many requests' } });
-    }
+  protected async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const html = url.pathname === '/v1/approve' && /text\/html/.test(String(req.headers.accept ?? ''));
     try {
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
@@ -204,7 +165,6 @@ export class ApprovalServer {
       res,
       body,
     );
-    this.#pending.add(task);
-    void task.finally(() => this.#pending.delete(task));
+    this.track(task);
   }
 }

@@ -91,7 +91,8 @@ describe('fleet approvals over Service Bus', () => {
     expect(wrong.status).toBe(404);
     expect(wrong.json.error.code).toBe('UNKNOWN_EVENT');
     expect(b.sim.startRequests).toEqual([]);
-    expect(peer.queues.active(INBOX)).toHaveLength(0);
+    // the outcome is published before the message is completed
+    await waitFor(() => peer!.queues.active(INBOX).length === 0, 'every command completed');
     expect(peer.queues.renewals).toBeGreaterThan(0);
     expect(peer.queues.locksLost).toBe(0);
     const metrics = await (await fetch(`${relay.url}/metrics`)).text();
@@ -233,9 +234,12 @@ describe('fleet approvals over Service Bus', () => {
     await waitFor(() => peer!.queues.completed(INBOX).length === 1, 'the completion');
     expect(peer.queues.completed(INBOX)[0]!.deliveryCount).toBe(1);
     expect(a.sim.startRequests).toHaveLength(1);
-    const metrics = await a.bridge.metrics.registry.metrics();
+    // counted once its settlement is acknowledged
+    const metrics = await waitFor(async () => {
+      const text = await a.bridge.metrics.registry.metrics();
+      return /sebridge_inbox_commands_total\{result="approved"\} 1\b/.test(text) ? text : null;
+    }, 'the approved command counted');
     expect(metrics).toMatch(/sebridge_inbox_commands_total\{result="failed"\} 1\b/);
-    expect(metrics).toMatch(/sebridge_inbox_commands_total\{result="approved"\} 1\b/);
   });
 
   it('loses nothing when the relay restarts or the VM is away: the command waits in Service Bus', async () => {

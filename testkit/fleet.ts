@@ -1,25 +1,18 @@
 /**
- * Fleet approvals for tests and benchmarks: an AMQP peer with the inbox and replies queues, a
- * set of fleet keys, the relay's and a bridge's configuration sections for them.
+ * Fleet approvals for tests and benchmarks: the local set-up of src/simulator/fleet.ts with the
+ * tests' API and Slack secrets, and the session of the VM a simulator plays.
  */
-import { linkKeyFor, newFleetKeys, sessionIdOf, type FleetKeys } from '../src/approval/fleet.ts';
-import { RelayConfig } from '../src/approval/relay.ts';
+import { newFleetKeys, sessionIdOf, type FleetKeys } from '../src/approval/fleet.ts';
+import type { RelayConfig } from '../src/approval/relay.ts';
+import type { AmqpPeer } from '../src/simulator/amqp-peer.ts';
+import { localInbox, localRelayConfig, localServiceBus } from '../src/simulator/fleet.ts';
 import type { ImdsSimulator } from '../src/simulator/server.ts';
-import { AmqpPeer } from '../src/simulator/amqp-peer.ts';
 
-export const INBOX = 'se-bridge-approvals';
-export const REPLIES = 'se-bridge-approval-replies';
+export { INBOX, REPLIES } from '../src/simulator/fleet.ts';
 export const API_SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 export const SLACK_SECRET = 'fleet-slack-signing-secret';
 
-/** fleetPeer: an AMQP peer holding both queues, listening. */
-export async function fleetPeer(lockDurationMs = 30_000): Promise<AmqpPeer> {
-  const peer = new AmqpPeer();
-  peer.queue(INBOX, { sessions: true, duplicateDetectionMs: 10 * 60_000, lockDurationMs, maxDeliveryCount: 10 });
-  peer.queue(REPLIES, { sessions: true, lockDurationMs });
-  await peer.listen();
-  return peer;
-}
+export const fleetPeer = localServiceBus;
 
 export function fleetKeys(): FleetKeys {
   return newFleetKeys();
@@ -27,33 +20,14 @@ export function fleetKeys(): FleetKeys {
 
 /** The session of the VM a simulator plays (its resource id, lower-cased). */
 export function sessionOf(sim: ImdsSimulator): string {
-  return sessionIdOf({ resourceId: `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/${sim.resourceGroup}/providers/Microsoft.Compute/virtualMachines/${sim.vmName}`, name: sim.vmName });
+  return sessionIdOf({ resourceId: sim.compute().resourceId ?? null, name: sim.vmName });
 }
 
 export function relayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
-  return RelayConfig.parse({
-    listen: '127.0.0.1:0',
-    serviceBus: { connectionString: peer.connectionString(), queue: INBOX, replies: REPLIES },
-    signingKey: keys.signingKey,
-    fleetKey: keys.fleetKey,
-    apiSecrets: [API_SECRET],
-    slack: { signingSecret: SLACK_SECRET },
-    replyWaitMs: 10_000,
-    log: { level: 'silent' },
-    ...over,
-  });
+  return localRelayConfig(peer, keys, { apiSecrets: [API_SECRET], slack: { signingSecret: SLACK_SECRET }, replyWaitMs: 10_000, log: { level: 'silent' }, ...over });
 }
 
-/** inboxSection: a bridge's `approval` section for the fleet, with the link key of `session`. */
+/** fleetApproval: a bridge's `approval` section for the fleet, with the link key of `session`. */
 export function fleetApproval(peer: AmqpPeer, keys: FleetKeys, session: string, relayUrl = 'https://approvals.example.com'): Record<string, unknown> {
-  return {
-    relayUrl,
-    inbox: {
-      connectionString: peer.connectionString(),
-      queue: INBOX,
-      replies: REPLIES,
-      relayPublicKey: keys.publicKey,
-      linkKey: linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), session).toString('base64'),
-    },
-  };
+  return localInbox(peer, keys, session, relayUrl);
 }

@@ -10,19 +10,18 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { linkKeyFor, newFleetKeys, sessionIdOf, type FleetKeys } from '../approval/fleet.ts';
-import { RelayConfig, startRelay, type RunningRelay } from '../approval/relay.ts';
+import { startRelay, type RunningRelay } from '../approval/relay.ts';
 import { issueToken } from '../approval/signatures.ts';
 import { validateConfig } from '../config/load.ts';
 import { Bridge } from '../daemon/bridge.ts';
 import { createLogger } from '../lib/log.ts';
 import { signatureHeaders, secretKey } from '../lib/standard-webhooks.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
-import { AmqpPeer } from '../simulator/amqp-peer.ts';
+import type { AmqpPeer } from '../simulator/amqp-peer.ts';
+import { INBOX, localInbox, localRelayConfig, localServiceBus, REPLIES } from '../simulator/fleet.ts';
 import { ImdsSimulator } from '../simulator/server.ts';
 import { EXIT, table } from './common.ts';
 
-const INBOX = 'se-bridge-approvals';
-const REPLIES = 'se-bridge-approval-replies';
 const VMS = ['web-0', 'web-1', 'web-2'];
 
 interface Vm {
@@ -48,16 +47,13 @@ async function until<T>(check: () => T | undefined | null | false, what: string,
 export async function fleetDemo(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'se-bridge-fleet-demo-'));
   const logger = createLogger({ level: (process.env.LOG_LEVEL || 'warn') as 'warn', destination: 'stderr' });
-  const peer = new AmqpPeer();
-  peer.queue(INBOX, { sessions: true, duplicateDetectionMs: 10 * 60_000 });
-  peer.queue(REPLIES, { sessions: true });
-  await peer.listen();
+  const peer = await localServiceBus();
   const keys = newFleetKeys();
   const apiSecret = `whsec_${Buffer.from(keys.fleetKey, 'base64').subarray(0, 24).toString('base64')}`;
   const relays: RunningRelay[] = [];
   const vms: Vm[] = [];
   try {
-    for (let i = 0; i < 2; i++) relays.push(await startRelay(relayConfig(peer, keys, apiSecret), logger, { host: '127.0.0.1', port: 0 }));
+    for (let i = 0; i < 2; i++) relays.push(await startRelay(localRelayConfig(peer, keys, { apiSecrets: [apiSecret], replyWaitMs: 5000 }), logger, { host: '127.0.0.1', port: 0 }));
     say(`Service Bus stand-in (AMQP) on 127.0.0.1:${peer.port}: queues ${INBOX} and ${REPLIES}, with sessions`);
     say(`relay replicas: ${relays.map((r) => r.url).join(', ')}`);
     for (const name of VMS) vms.push(await startVm(name, peer, keys, relays[0]!.url, dir, logger));
@@ -111,17 +107,6 @@ export async function fleetDemo(): Promise<number> {
   }
 }
 
-function relayConfig(peer: AmqpPeer, keys: FleetKeys, apiSecret: string): RelayConfig {
-  return RelayConfig.parse({
-    listen: '127.0.0.1:0',
-    serviceBus: { connectionString: peer.connectionString(), queue: INBOX, replies: REPLIES },
-    signingKey: keys.signingKey,
-    fleetKey: keys.fleetKey,
-    apiSecrets: [apiSecret],
-    replyWaitMs: 5000,
-  });
-}
-
 async function startVm(name: string, peer: AmqpPeer, keys: FleetKeys, relayUrl: string, dir: string, logger: ReturnType<typeof createLogger>): Promise<Vm> {
   const sim = new ImdsSimulator({ vmName: name, peers: [], timing: 'dev' });
   const url = await sim.listen(0);
@@ -132,16 +117,7 @@ async function startVm(name: string, peer: AmqpPeer, keys: FleetKeys, relayUrl: 
       state: { path: join(dir, `${name}.db`) },
       sinks: [{ name: 'audit', type: 'file', path: join(dir, `${name}.jsonl`) }],
       observability: { listen: 'off' },
-      approval: {
-        relayUrl,
-        inbox: {
-          connectionString: peer.connectionString(),
-          queue: INBOX,
-          replies: REPLIES,
-          relayPublicKey: keys.publicKey,
-          linkKey: linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), session).toString('base64'),
-        },
-      },
+      approval: localInbox(peer, keys, session, relayUrl),
     },
     'demo --fleet',
     {},

@@ -14,7 +14,7 @@ import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts'
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import type { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { launchChromium } from '../../testkit/browser.ts';
-import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, REPLIES, SLACK_SECRET, sessionOf } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, SLACK_SECRET, sessionOf } from '../../testkit/fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { start } from './process.ts';
@@ -32,16 +32,7 @@ let relayUrl = '';
 
 function writeRelayConfig(replyWaitMs: number): string {
   const file = join(dir.path, 'relay.yaml');
-  const config = {
-    listen: '127.0.0.1:0',
-    serviceBus: { connectionString: peer.connectionString(), queue: INBOX, replies: REPLIES },
-    signingKey: keys.signingKey,
-    fleetKey: keys.fleetKey,
-    apiSecrets: [API_SECRET],
-    slack: { signingSecret: SLACK_SECRET },
-    replyWaitMs,
-  };
-  writeFileSync(file, JSON.stringify(config));
+  writeFileSync(file, JSON.stringify(relayConfig(peer, keys, { replyWaitMs, log: { level: 'info' } })));
   return file;
 }
 

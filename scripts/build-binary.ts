@@ -33,7 +33,7 @@ mkdirSync(WORK, { recursive: true });
 // asset of the executable and compiled on first use, so a webhook+file bridge never holds their
 // source (about 12 MiB resident, bench/results.md). `import.meta.url` becomes the file's URL.
 const LAZY = {
-  azure: { '@azure/event-hubs': 'eventHubs', '@azure/service-bus': 'serviceBus', '@azure/identity': 'identity' },
+  azure: { '@azure/event-hubs': 'eventHubs', '@azure/service-bus': 'serviceBus', '@azure/identity': 'identity', rhea: 'rhea' },
   slack: { '@slack/web-api': 'webApi' },
 } as const;
 const common = {

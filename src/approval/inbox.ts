@@ -69,6 +69,8 @@ export interface InboxOptions {
   readonly onConnected?: (connected: boolean) => void;
   /** Commands are taken only once this is true (the first good IMDS read): an approval needs the document. */
   readonly ready?: () => boolean;
+  /** Pause before the first abandon of a command that failed, doubled with each delivery up to 30 s. */
+  readonly abandonPauseMs?: number;
   /** Pause before the first re-accept after a loss, doubled up to 30 s (tests shorten it). */
   readonly retryBaseMs?: number;
 }
@@ -95,6 +97,7 @@ export class ApprovalInbox {
   #connected = false;
   #commands = 0;
   #lastError: string | null = null;
+  #signal: AbortSignal | null = null;
 
   constructor(options: InboxOptions) {
     this.#o = options;
@@ -114,6 +117,7 @@ export class ApprovalInbox {
   /** run accepts this VM's session and handles commands until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.#o;
+    this.#signal = signal;
     const sb = await import('@azure/service-bus');
     const options = { retryOptions: { maxRetries: 2, timeoutInMs: 15_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge' } };
     this.#client =
@@ -141,7 +145,13 @@ export class ApprovalInbox {
           signal.addEventListener('abort', () => resolve(), { once: true });
           receiver.subscribe(
             {
-              processMessage: (m) => this.#handle(receiver, m),
+              processMessage: (m) =>
+                this.#handle(receiver, m).catch(async (err: unknown) => {
+                  // an unexpected failure (the state database, say): the message comes again
+                  logger.error({ ...errorFields(err), code: 'INBOX_COMMAND_FAILED', messageId: m.messageId }, 'approval inbox: a command could not be handled; it is abandoned');
+                  await this.#abandon(receiver, m);
+                  this.#count('failed');
+                }),
               processError: async (args) => {
                 if (args.errorSource === 'processMessageCallback') return;
                 lost(args.error);
@@ -209,7 +219,7 @@ export class ApprovalInbox {
         const message = String((err as Error).message ?? err);
         logger.warn({ ...fields, eventId: command.eventId, ...errorFields(err) }, 'approval inbox: the approval failed; the command is abandoned and will come again');
         await this.#reply(m, this.#outcome(command, m, 'failed', (err as ApprovalError).code ?? 'FAILED', message));
-        await receiver.abandonMessage(m).catch(() => undefined);
+        await this.#abandon(receiver, m);
         this.#count('failed');
         return;
       }
@@ -221,6 +231,17 @@ export class ApprovalInbox {
     await this.#reply(m, outcome);
     await receiver.completeMessage(m);
     this.#count(outcome.outcome);
+  }
+
+  /**
+   * abandon gives a message back for another delivery, after a pause that doubles with each
+   * delivery (0.5 s, 1 s, 2 s … 30 s): Service Bus delivers an abandoned message again at once,
+   * and a short IMDS outage must not use up its delivery count in a second.
+   */
+  async #abandon(receiver: ServiceBusSessionReceiver, m: ServiceBusReceivedMessage): Promise<void> {
+    const pause = Math.min(30_000, (this.#o.abandonPauseMs ?? 500) * 2 ** Math.min(m.deliveryCount ?? 0, 10));
+    if (this.#signal !== null) await sleep(pause, this.#signal).catch(() => undefined);
+    await receiver.abandonMessage(m).catch(() => undefined);
   }
 
   #count(result: string): void {

@@ -57,6 +57,7 @@ export const CODES = {
   // fleet approvals: the inbox and the relay
   INBOX_SESSION_LOST: "the approval inbox lost its Service Bus session; it is accepted again with backoff",
   INBOX_ACCEPT_FAILED: "the approval inbox could not accept its Service Bus session; tried again with backoff",
+  INBOX_COMMAND_FAILED: 'a command could not be handled for an unexpected reason; it was abandoned and comes again',
   INBOX_REPLY_FAILED: 'an outcome could not be published on the replies queue (the approval itself stands)',
   OTHER_VM: 'an approval command is for another VM (dead-lettered)',
   EXPIRED: 'an approval command expired before it was applied (dead-lettered)',

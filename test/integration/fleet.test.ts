@@ -14,7 +14,7 @@ import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
-import { linkKeyFor } from '../../src/approval/fleet.ts';
+import { linkKeyFor, signOutcome } from '../../src/approval/fleet.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { waitFor } from '../helpers.ts';
 
@@ -218,6 +218,46 @@ describe('fleet approvals over Service Bus', () => {
     expect(peer.queues.duplicatesDropped(INBOX)).toBe(1);
     await waitFor(() => a.kinds().includes(`approved:${e.eventId}`), 'the approved CloudEvent');
     expect(a.events().filter((x) => x.type.endsWith('.approved'))).toHaveLength(1);
+  });
+
+  it('believes an outcome only when the VM it names signed it', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const relay = await relayOn(peer, keys, { replyWaitMs: 3000 });
+    const a = await fleetBridge(peer, keys, 'vm-a', { start: false });
+    const e = a.sim.addEvent({ noticeMs: 600_000 });
+    const vmA = sessionOf(a.sim);
+    // vm-b, compromised, answers for vm-a (which is down) with its own link key
+    const bKey = linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), 'vm-b');
+    const id = commandId(vmA, { webhookId: 'msg_forged_outcome' });
+    const forged = Buffer.from(JSON.stringify({ v: 1, commandId: id, vm: vmA, eventId: e.eventId, outcome: 'not-approvable', code: 'NOT_APPROVABLE', message: 'forged', by: null, via: null, at: new Date().toISOString() }));
+    const { ServiceBusClient } = await import('@azure/service-bus');
+    const client = new ServiceBusClient(peer.connectionString());
+    const pending = api(relay, { vm: vmA, eventId: e.eventId }, 'msg_forged_outcome');
+    await waitFor(() => peer!.messages.some((m) => m.address === INBOX), 'the command');
+    await client.createSender('se-bridge-approval-replies').sendMessages({ body: forged, sessionId: relay.bus.replySession, correlationId: id, applicationProperties: { 'se-bridge-signature': signOutcome(bKey, forged), vm: vmA } });
+    const r = await pending;
+    expect(r.status).toBe(202);
+    expect(await relay.metrics.registry.metrics()).toMatch(/sebridge_relay_outcomes_total\{outcome="unverified"\} 1\b/);
+    // the genuine VM, once up, applies the command that waited for it
+    await a.bridge.start();
+    await waitFor(() => a.sim.startRequests.length === 1, 'the approval');
+    await client.close();
+  });
+
+  it('abandons a command it cannot handle (its state database gone), so that it comes again', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const relay = await relayOn(peer, keys, { replyWaitMs: 1000 });
+    const a = await fleetBridge(peer, keys, 'vm-a');
+    const e = await scheduled(a);
+    a.bridge.store.close();
+    const r = await api(relay, { vm: sessionOf(a.sim), eventId: e.eventId });
+    expect(r.status).toBe(202);
+    await waitFor(() => a.lines.filter((l) => l.code === 'INBOX_COMMAND_FAILED').length >= 2, 'the command abandoned, delivered again and abandoned again');
+    expect(peer.queues.deadLetters(INBOX)).toEqual([]);
+    expect(peer.queues.completed(INBOX)).toEqual([]);
+    expect(a.sim.startRequests).toEqual([]);
   });
 
   it('abandons a command IMDS failed transiently, and applies it when it comes again', async () => {

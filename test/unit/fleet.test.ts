@@ -98,3 +98,31 @@ describe('the relay configuration', () => {
     }
   });
 });
+
+describe('the bridge configuration of fleet approvals', () => {
+  it('needs the inbox with relayUrl, refuses publicUrl beside it, and checks the keys', async () => {
+    const { validateConfig, ConfigError } = await import('../../src/config/load.ts');
+    const problems = (approval: Record<string, unknown>): string[] => {
+      try {
+        validateConfig({ approval }, 'test', {});
+        return [];
+      } catch (err) {
+        if (err instanceof ConfigError) return [...err.problems];
+        throw err;
+      }
+    };
+    const cs = 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0';
+    const inbox = { connectionString: cs, relayPublicKey: keys.publicKey, linkKey: keys.fleetKey };
+    expect(problems({ relayUrl: 'https://relay.example.com', inbox })).toEqual([]);
+    // the inbox's connection string and link key are secrets: logs never show them
+    const { secretsOf } = await import('../../src/config/schema.ts');
+    expect(secretsOf(validateConfig({ approval: { relayUrl: 'https://relay.example.com', inbox } }, 'test', {}))).toEqual(expect.arrayContaining([cs, keys.fleetKey]));
+    expect(problems({ relayUrl: 'https://relay.example.com' })).toEqual([expect.stringMatching(/^approval\.inbox: is required with approval\.relayUrl/)]);
+    expect(problems({ relayUrl: 'https://relay.example.com', publicUrl: 'https://vm.example.com', secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`, inbox })).toEqual([
+      expect.stringMatching(/^approval\.publicUrl: goes with the approval server/),
+    ]);
+    const bad = problems({ inbox: { connectionString: cs, relayPublicKey: keys.signingKey, linkKey: 'c2hvcnQ=' } });
+    expect(bad).toEqual(expect.arrayContaining([expect.stringMatching(/^approval\.inbox\.relayPublicKey: must be an Ed25519 public key/), expect.stringMatching(/^approval\.inbox\.linkKey: must be base64 of at least 32 bytes/)]));
+    expect(problems({ inbox: { relayPublicKey: keys.publicKey, linkKey: keys.fleetKey } })).toEqual([expect.stringMatching(/^approval\.inbox\.connectionString: set either connectionString or fullyQualifiedNamespace/)]);
+  });
+});

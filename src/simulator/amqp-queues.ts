@@ -237,22 +237,23 @@ export class QueueBroker {
     } else if (kind === 'rejected') {
       const error = (delivery.remote_state as { error?: { condition?: string; info?: Record<string, unknown> } } | undefined)?.error;
       const info = error?.info ?? {};
-      this.#deadLetter(queue, item, String(info.DeadLetterReason ?? error?.condition ?? 'rejected'), String(info.DeadLetterErrorDescription ?? ''));
+      this.#deadLetter(queue, item, String(info.DeadLetterReason ?? error?.condition ?? 'rejected'), String(info.DeadLetterErrorDescription ?? ''), item.deliveryCount + 1);
     } else {
       this.#returnToQueue(queue, item);
     }
     this.#pump(queue);
   }
 
-  #deadLetter(q: Queue, item: StoredMessage, reason: string, description: string): void {
+  /** deadLetter moves a message to the dead-letter queue; `deliveries`: how often it was delivered. */
+  #deadLetter(q: Queue, item: StoredMessage, reason: string, description: string, deliveries: number): void {
     q.messages.splice(q.messages.indexOf(item), 1);
-    q.deadLetters.push({ message: item.message, sessionId: item.sessionId, reason, description, deliveryCount: item.deliveryCount + 1 });
+    q.deadLetters.push({ message: item.message, sessionId: item.sessionId, reason, description, deliveryCount: deliveries });
   }
 
   #returnToQueue(q: Queue, item: StoredMessage): void {
     item.delivery = null;
     item.deliveryCount += 1;
-    if (item.deliveryCount >= q.options.maxDeliveryCount) this.#deadLetter(q, item, 'MaxDeliveryCountExceeded', `delivered ${item.deliveryCount} times`);
+    if (item.deliveryCount >= q.options.maxDeliveryCount) this.#deadLetter(q, item, 'MaxDeliveryCountExceeded', `delivered ${item.deliveryCount} times`, item.deliveryCount);
   }
 
   /** detached: a receiving link or its connection went away; its unsettled messages return. */

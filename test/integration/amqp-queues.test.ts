@@ -1,0 +1,76 @@
+/**
+ * The AMQP peer's Service Bus queues, driven by the real @azure/service-bus client: what the
+ * fleet tests rely on, checked on its own (session locks held, lost and refused; delivery
+ * counts; dead-lettering past the delivery limit; duplicate detection).
+ */
+import { ServiceBusClient } from '@azure/service-bus';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
+import { waitFor } from '../helpers.ts';
+
+let peer: AmqpPeer | null = null;
+let client: ServiceBusClient | null = null;
+afterEach(async () => {
+  await client?.close();
+  await peer?.close();
+  client = null;
+  peer = null;
+});
+
+async function setUp(options: Parameters<AmqpPeer['queue']>[1]) {
+  peer = new AmqpPeer();
+  peer.queue('q', options);
+  await peer.listen();
+  client = new ServiceBusClient(peer.connectionString());
+  return { peer, client };
+}
+
+describe('the AMQP peer as a Service Bus queue with sessions', () => {
+  it('locks a session to one receiver, refuses a second, and drops a duplicate messageId', async () => {
+    const { peer, client } = await setUp({ sessions: true });
+    const sender = client.createSender('q');
+    await sender.sendMessages({ body: 'one', sessionId: 's1', messageId: 'm1' });
+    await sender.sendMessages({ body: 'again', sessionId: 's1', messageId: 'm1' });
+    await sender.sendMessages({ body: 'two', sessionId: 's1', messageId: 'm2' });
+    expect(peer.queues.duplicatesDropped('q')).toBe(1);
+    const first = await client.acceptSession('q', 's1');
+    expect(first.sessionLockedUntilUtc.getTime()).toBeGreaterThan(Date.now());
+    await expect(client.acceptSession('q', 's1')).rejects.toMatchObject({ code: 'SessionCannotBeLocked' });
+    const got = await first.receiveMessages(2, { maxWaitTimeInMs: 3000 });
+    expect(got.map((m) => m.body)).toEqual(['one', 'two']);
+    await first.completeMessage(got[0]!);
+    await first.deadLetterMessage(got[1]!, { deadLetterReason: 'BAD', deadLetterErrorDescription: 'a reason' });
+    expect(peer.queues.completed('q').map((m) => m.message.message_id)).toEqual(['m1']);
+    expect(peer.queues.deadLetters('q')).toMatchObject([{ reason: 'BAD', description: 'a reason', sessionId: 's1', deliveryCount: 1 }]);
+    await first.close();
+  });
+
+  it('loses a session lock nobody renews, and delivers its message again with a higher count', async () => {
+    const { peer, client } = await setUp({ sessions: true, lockDurationMs: 1200 });
+    await client.createSender('q').sendMessages({ body: 'held', sessionId: 's1', messageId: 'm1' });
+    const idle = await client.acceptSession('q', 's1', { maxAutoLockRenewalDurationInMs: 0 });
+    const [m] = await idle.receiveMessages(1, { maxWaitTimeInMs: 3000 });
+    expect(m!.deliveryCount).toBe(0);
+    await waitFor(() => peer.queues.locksLost === 1, 'the lock to be lost');
+    await expect(idle.completeMessage(m!)).rejects.toBeTruthy();
+    const next = await client.acceptSession('q', 's1');
+    const [again] = await next.receiveMessages(1, { maxWaitTimeInMs: 3000 });
+    expect([again!.body, again!.deliveryCount]).toEqual(['held', 1]);
+    await next.completeMessage(again!);
+    await next.close();
+  });
+
+  it('dead-letters a message abandoned up to the delivery limit', async () => {
+    const { peer, client } = await setUp({ sessions: true, maxDeliveryCount: 3 });
+    await client.createSender('q').sendMessages({ body: 'flaky', sessionId: 's1', messageId: 'm1' });
+    const r = await client.acceptSession('q', 's1');
+    for (let i = 0; i < 3; i++) {
+      const [m] = await r.receiveMessages(1, { maxWaitTimeInMs: 3000 });
+      expect(m!.deliveryCount).toBe(i);
+      await r.abandonMessage(m!);
+    }
+    expect(peer.queues.deadLetters('q')).toMatchObject([{ reason: 'MaxDeliveryCountExceeded', deliveryCount: 3 }]);
+    expect(peer.queues.active('q')).toEqual([]);
+    await r.close();
+  });
+});

@@ -41,6 +41,8 @@ export interface StoredMessage {
   deliveryCount: number;
   /** The delivery holding its lock, while one does. */
   delivery: Delivery | null;
+  /** Its lock token (the delivery tag) while it is locked, and until when (a message lock, without sessions). */
+  lock: { token: Buffer; until: number } | null;
 }
 
 export interface DeadLetter {
@@ -73,6 +75,11 @@ class Queue {
   }
 }
 
+/** guidOrder: 16 bytes in .NET's GUID byte order (the first three fields little-endian). */
+function guidOrder(b: Buffer): Buffer {
+  return Buffer.from([b[3]!, b[2]!, b[1]!, b[0]!, b[5]!, b[4]!, b[7]!, b[6]!, ...b.subarray(8)]);
+}
+
 /** .NET ticks (100 ns since 0001-01-01) as the 8 big-endian bytes Service Bus sends. */
 function ticks(ms: number): Buffer {
   const b = Buffer.alloc(8);
@@ -95,6 +102,8 @@ export class QueueBroker {
   renewals = 0;
   /** Session locks that expired without renewal. */
   locksLost = 0;
+  /** Messages settled through `$management` (by lock token). */
+  managementSettlements = 0;
   readonly #timer: NodeJS.Timeout;
 
   constructor() {
@@ -161,7 +170,7 @@ export class QueueBroker {
       }
       q.seen.set(id, now);
     }
-    q.messages.push({ sequence: ++this.#sequence, message, sessionId, enqueuedAt: new Date(now), deliveryCount: 0, delivery: null });
+    q.messages.push({ sequence: ++this.#sequence, message, sessionId, enqueuedAt: new Date(now), deliveryCount: 0, delivery: null, lock: null });
     this.#pump(q);
     return null;
   }
@@ -211,11 +220,13 @@ export class QueueBroker {
       if (c.queue !== q || !c.link.is_open()) continue;
       for (const item of q.messages) {
         if (!c.link.sendable()) break;
-        if (item.delivery !== null || item.sessionId !== c.sessionId) continue;
+        if (item.delivery !== null || item.lock !== null || item.sessionId !== c.sessionId) continue;
         const lockedUntil = new Date(q.locks.get(c.sessionId ?? '')?.until ?? Date.now() + q.options.lockDurationMs);
         const annotations = { ...(item.message.message_annotations ?? {}), 'x-opt-sequence-number': item.sequence, 'x-opt-enqueued-time': item.enqueuedAt, 'x-opt-locked-until': lockedUntil };
-        const delivery = c.link.send({ ...item.message, message_annotations: annotations, delivery_count: item.deliveryCount } as never, randomBytes(16));
+        const token = randomBytes(16);
+        const delivery = c.link.send({ ...item.message, message_annotations: annotations, delivery_count: item.deliveryCount } as never, token);
         item.delivery = delivery;
+        if (c.sessionId === null) item.lock = { token, until: lockedUntil.getTime() };
         this.#byDelivery.set(delivery, { queue: q, item, consumer: c });
       }
     }
@@ -229,15 +240,20 @@ export class QueueBroker {
     this.#byDelivery.delete(delivery);
     // settled with the outcome the client chose (an update without one carries a null state)
     delivery.update(true, OUTCOMES[kind]().described() as never);
-    const { queue, item } = entry;
+    const error = (delivery.remote_state as { error?: { condition?: string; info?: Record<string, unknown> } } | undefined)?.error;
+    const info = error?.info ?? {};
+    this.#settle(entry.queue, entry.item, kind === 'accepted' ? 'completed' : kind === 'rejected' ? 'suspended' : 'abandoned', String(info.DeadLetterReason ?? error?.condition ?? 'rejected'), String(info.DeadLetterErrorDescription ?? ''));
+  }
+
+  /** settle applies a settlement, from a disposition or from `$management`. */
+  #settle(queue: Queue, item: StoredMessage, status: 'completed' | 'suspended' | 'abandoned', reason: string, description: string): void {
     item.delivery = null;
-    if (kind === 'accepted') {
+    item.lock = null;
+    if (status === 'completed') {
       queue.messages.splice(queue.messages.indexOf(item), 1);
       queue.completed.push(item);
-    } else if (kind === 'rejected') {
-      const error = (delivery.remote_state as { error?: { condition?: string; info?: Record<string, unknown> } } | undefined)?.error;
-      const info = error?.info ?? {};
-      this.#deadLetter(queue, item, String(info.DeadLetterReason ?? error?.condition ?? 'rejected'), String(info.DeadLetterErrorDescription ?? ''), item.deliveryCount + 1);
+    } else if (status === 'suspended') {
+      this.#deadLetter(queue, item, reason, description, item.deliveryCount + 1);
     } else {
       this.#returnToQueue(queue, item);
     }
@@ -252,8 +268,18 @@ export class QueueBroker {
 
   #returnToQueue(q: Queue, item: StoredMessage): void {
     item.delivery = null;
+    item.lock = null;
     item.deliveryCount += 1;
     if (item.deliveryCount >= q.options.maxDeliveryCount) this.#deadLetter(q, item, 'MaxDeliveryCountExceeded', `delivered ${item.deliveryCount} times`, item.deliveryCount);
+  }
+
+  /** detachConsumers detaches every receiving link of a queue, as the service may (a fault). */
+  detachConsumers(name: string, condition = 'amqp:link:detach-forced'): void {
+    for (const c of [...this.#consumers.values()]) {
+      if (c.queue.name !== name) continue;
+      c.link.close({ condition, description: 'The link was detached by the peer.' });
+      this.detached(c.link);
+    }
   }
 
   /** detached: a receiving link or its connection went away; its unsettled messages return. */
@@ -268,7 +294,9 @@ export class QueueBroker {
     for (const [delivery, entry] of this.#byDelivery) {
       if (entry.consumer !== c) continue;
       this.#byDelivery.delete(delivery);
-      this.#returnToQueue(c.queue, entry.item);
+      // a session's messages go with its lock; a message lock outlives its link, until it expires
+      if (entry.item.lock === null) this.#returnToQueue(c.queue, entry.item);
+      else entry.item.delivery = null;
     }
     if (c.sessionId !== null && c.queue.locks.get(c.sessionId)?.consumer === c) c.queue.locks.delete(c.sessionId);
     this.#pump(c.queue);
@@ -293,12 +321,42 @@ export class QueueBroker {
       this.renewals += 1;
       return { application_properties: { 'status-code': 200 }, body: { expiration: new Date(lock.until) } };
     }
+    if (operation === 'com.microsoft:update-disposition') return this.#updateDisposition(q, body as Record<string, unknown> | undefined);
     return { application_properties: { 'status-code': 501, 'status-description': `the peer does not implement ${operation}` } };
+  }
+
+  /**
+   * updateDisposition settles messages by lock token through `$management`, as a receiver does
+   * when the link it received them on is gone. The SDK sends the token as a UUID, in the
+   * delivery tag's byte order or in .NET's GUID order: both are accepted.
+   */
+  #updateDisposition(q: Queue, body: Record<string, unknown> | undefined): Record<string, unknown> {
+    const status = String(body?.['disposition-status'] ?? '');
+    const settled = status === 'completed' ? 'completed' : status === 'suspended' ? 'suspended' : status === 'abandoned' ? 'abandoned' : null;
+    if (settled === null) return { application_properties: { 'status-code': 400, 'status-description': `disposition-status ${status} is not supported` } };
+    const tokens = ((body?.['lock-tokens'] as unknown[] | undefined) ?? []).map((t) => Buffer.from(t as Uint8Array));
+    const now = Date.now();
+    for (const token of tokens) {
+      const item = q.messages.find((m) => m.lock !== null && m.lock.until > now && (m.lock.token.equals(token) || guidOrder(m.lock.token).equals(token)));
+      if (item === undefined) {
+        return { application_properties: { 'status-code': 410, 'error-condition': 'com.microsoft:message-lock-lost', 'status-description': 'the lock on the message was lost' } };
+      }
+      for (const [d, e] of this.#byDelivery) if (e.item === item) this.#byDelivery.delete(d);
+      this.managementSettlements += 1;
+      this.#settle(q, item, settled, String(body?.['deadletter-reason'] ?? 'rejected'), String(body?.['deadletter-description'] ?? ''));
+    }
+    return { application_properties: { 'status-code': 200 } };
   }
 
   #expireLocks(): void {
     const now = Date.now();
     for (const q of this.#queues.values()) {
+      for (const item of [...q.messages]) {
+        if (item.lock !== null && item.delivery === null && item.lock.until <= now) {
+          this.#returnToQueue(q, item);
+          this.#pump(q);
+        }
+      }
       for (const [sessionId, lock] of [...q.locks]) {
         if (lock.until > now) continue;
         q.locks.delete(sessionId);

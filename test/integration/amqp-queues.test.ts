@@ -73,4 +73,31 @@ describe('the AMQP peer as a Service Bus queue with sessions', () => {
     expect(peer.queues.active('q')).toEqual([]);
     await r.close();
   });
+
+  it('settles through $management by lock token once the link a message came on is gone', async () => {
+    const { peer, client } = await setUp({ lockDurationMs: 1500 });
+    await client.createSender('q').sendMessages([
+      { body: 'a', messageId: 'a' },
+      { body: 'b', messageId: 'b' },
+      { body: 'c', messageId: 'c' },
+    ]);
+    const r = client.createReceiver('q');
+    const got = await r.receiveMessages(3, { maxWaitTimeInMs: 3000 });
+    expect(got.map((m) => m.body)).toEqual(['a', 'b', 'c']);
+    peer.queues.detachConsumers('q');
+    // the client learns of the detach from the next frame; a settlement sent before that is lost with the link
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // the message locks outlive the link: the receiver settles through $management
+    await r.completeMessage(got[0]!);
+    await r.deadLetterMessage(got[1]!, { deadLetterReason: 'BAD', deadLetterErrorDescription: 'by lock token' });
+    expect(peer.queues.managementSettlements).toBe(2);
+    expect(peer.queues.completed('q').map((m) => m.message.message_id)).toEqual(['a']);
+    expect(peer.queues.deadLetters('q')).toMatchObject([{ reason: 'BAD', description: 'by lock token' }]);
+    // the third one's lock expires unsettled: it is delivered again
+    const [again] = await r.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+    expect([again!.body, again!.deliveryCount]).toEqual(['c', 1]);
+    await r.completeMessage(again!);
+    expect(peer.queues.active('q')).toEqual([]);
+    await r.close();
+  });
 });

@@ -63,3 +63,20 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** undocumentedKeys lists the property names of a JSON Schema, at any depth, that `text` never writes as `key:`. */
+export function undocumentedKeys(schema: unknown, text: string): string[] {
+  const keys = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (node === null || typeof node !== 'object') return;
+    const n = node as { properties?: Record<string, unknown>; items?: unknown; anyOf?: unknown[]; oneOf?: unknown[] };
+    for (const [k, v] of Object.entries(n.properties ?? {})) {
+      keys.add(k);
+      walk(v);
+    }
+    walk(n.items);
+    for (const o of [...(n.anyOf ?? []), ...(n.oneOf ?? [])]) walk(o);
+  };
+  walk(schema);
+  return [...keys].filter((k) => !new RegExp(`\\b${k}:`).test(text));
+}

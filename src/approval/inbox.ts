@@ -15,9 +15,9 @@ import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender, Ser
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { errorFields } from '../lib/errors.ts';
-import { fullJitter, sleep } from '../lib/time.ts';
+import { sleep } from '../lib/time.ts';
 import { secret } from '../lib/validators.ts';
-import { azureAuth, createCredential, requireOneAuth } from '../sinks/shared/azure.ts';
+import { azureAuth, requireOneAuth, serviceBusClient } from '../sinks/shared/azure.ts';
 import type { Store } from '../store/store.ts';
 import {
   checkCommand,
@@ -34,6 +34,7 @@ import {
   type CommandOutcome,
 } from './fleet.ts';
 import { ApprovalError, type ApprovalService } from './service.ts';
+import { holdSession } from './session.ts';
 
 export const InboxConfig = z
   .strictObject({
@@ -93,7 +94,6 @@ export class ApprovalInbox {
   readonly #linkKey: Buffer;
   #client: ServiceBusClient | null = null;
   #replies: ServiceBusSender | null = null;
-  #receiver: ServiceBusSessionReceiver | null = null;
   #connected = false;
   #commands = 0;
   #lastError: string | null = null;
@@ -118,64 +118,40 @@ export class ApprovalInbox {
   async run(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.#o;
     this.#signal = signal;
-    const sb = await import('@azure/service-bus');
-    const options = { retryOptions: { maxRetries: 2, timeoutInMs: 15_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge' } };
-    this.#client =
-      config.connectionString !== undefined
-        ? new sb.ServiceBusClient(config.connectionString, options)
-        : new sb.ServiceBusClient(config.fullyQualifiedNamespace!, await createCredential(config.credential ?? { kind: 'managedIdentity' }), options);
+    this.#client = await serviceBusClient(config, { retryOptions: { maxRetries: 2, timeoutInMs: 15_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge' } });
     this.#replies = this.#client.createSender(config.replies);
     while (!signal.aborted && this.#o.ready?.() === false) await sleep(100, signal).catch(() => undefined);
-    let attempt = 0;
-    while (!signal.aborted) {
-      const session = this.#o.sessionId();
-      try {
-        const receiver = await this.#client.acceptSession(config.queue, session, { receiveMode: 'peekLock', maxAutoLockRenewalDurationInMs: 7 * 86_400_000, skipParsingBodyAsJson: true, abortSignal: signal });
-        this.#receiver = receiver;
-        this.#setConnected(true);
-        this.#lastError = null;
-        attempt = 0;
-        logger.info({ queue: config.queue, session }, 'approval inbox: session accepted');
-        await new Promise<void>((resolve) => {
-          const lost = (err: unknown) => {
-            this.#lastError = String((err as Error).message ?? err);
-            logger.warn({ ...errorFields(err), code: 'INBOX_SESSION_LOST' }, 'approval inbox: the session was lost; accepting it again');
-            resolve();
-          };
-          signal.addEventListener('abort', () => resolve(), { once: true });
-          receiver.subscribe(
-            {
-              processMessage: (m) =>
-                this.#handle(receiver, m).catch(async (err: unknown) => {
-                  // an unexpected failure (the state database, say): the message comes again
-                  logger.error({ ...errorFields(err), code: 'INBOX_COMMAND_FAILED', messageId: m.messageId }, 'approval inbox: a command could not be handled; it is abandoned');
-                  await this.#abandon(receiver, m);
-                  this.#count('failed');
-                }),
-              processError: async (args) => {
-                if (args.errorSource === 'processMessageCallback') return;
-                lost(args.error);
-              },
-            },
-            { autoCompleteMessages: false, maxConcurrentCalls: 1 },
-          );
-        });
-      } catch (err) {
-        if (signal.aborted) break;
+    await holdSession({
+      client: this.#client,
+      queue: config.queue,
+      session: this.#o.sessionId,
+      signal,
+      maxConcurrentCalls: 1,
+      ...(this.#o.retryBaseMs !== undefined ? { retryBaseMs: this.#o.retryBaseMs } : {}),
+      process: (receiver, m) =>
+        this.#handle(receiver, m).catch(async (err: unknown) => {
+          // an unexpected failure (the state database, say): the message comes again
+          logger.error({ ...errorFields(err), code: 'INBOX_COMMAND_FAILED', messageId: m.messageId }, 'approval inbox: a command could not be handled; it is abandoned');
+          await this.#abandon(receiver, m);
+          this.#count('failed');
+        }),
+      state: (event, session, err) => {
+        this.#setConnected(event === 'accepted');
+        if (event === 'accepted') {
+          this.#lastError = null;
+          logger.info({ queue: config.queue, session }, 'approval inbox: session accepted');
+          return;
+        }
         this.#lastError = String((err as Error).message ?? err);
-        logger.warn({ ...errorFields(err), code: 'INBOX_ACCEPT_FAILED', queue: config.queue, session }, 'approval inbox: cannot accept the session; trying again');
-      }
-      this.#setConnected(false);
-      await this.#receiver?.close().catch(() => undefined);
-      this.#receiver = null;
-      if (signal.aborted) break;
-      await sleep(Math.max(100, fullJitter(attempt++, this.#o.retryBaseMs ?? 1000, 30_000)), signal).catch(() => undefined);
-    }
+        if (event === 'lost') logger.warn({ ...errorFields(err), code: 'INBOX_SESSION_LOST' }, 'approval inbox: the session was lost; accepting it again');
+        else logger.warn({ ...errorFields(err), code: 'INBOX_ACCEPT_FAILED', queue: config.queue, session }, 'approval inbox: cannot accept the session; trying again');
+      },
+    });
+    this.#setConnected(false);
   }
 
   async close(): Promise<void> {
     this.#setConnected(false);
-    await this.#receiver?.close().catch(() => undefined);
     await this.#replies?.close().catch(() => undefined);
     await this.#client?.close().catch(() => undefined);
   }

@@ -16,16 +16,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { errorFields } from '../lib/errors.ts';
 import { sendJson } from '../lib/http-server.ts';
 import { secretKey, whsec } from '../lib/standard-webhooks.ts';
-import { fullJitter, sleep } from '../lib/time.ts';
 import { hostPort, secret } from '../lib/validators.ts';
 import { Counter, Gauge, Histogram, processMetrics, Registry } from '../lib/prometheus.ts';
-import { azureAuth, createCredential, requireOneAuth } from '../sinks/shared/azure.ts';
+import { azureAuth, requireOneAuth, serviceBusClient } from '../sinks/shared/azure.ts';
 import {
   COMMAND_SUBJECT,
   commandId,
@@ -43,6 +42,7 @@ import {
 } from './fleet.ts';
 import { relayApprovalPage, resultPage } from './page.ts';
 import { RoutedServer } from './routed-server.ts';
+import { holdSession } from './session.ts';
 import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from './requests.ts';
 import { peekClaims, readToken, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
 import { escape as escapeSlack } from '../present/slack-blocks.ts';
@@ -96,7 +96,6 @@ export class RelayBus {
   readonly #metrics: RelayMetrics;
   #client: ServiceBusClient | null = null;
   #sender: ServiceBusSender | null = null;
-  #receiver: ServiceBusSessionReceiver | null = null;
   #listening = false;
   #lastError: string | null = null;
 
@@ -121,54 +120,32 @@ export class RelayBus {
   }
 
   async open(): Promise<void> {
-    const sb = await import('@azure/service-bus');
     const c = this.#config.serviceBus;
-    const options = { retryOptions: { maxRetries: 2, timeoutInMs: 10_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge-relay' } };
-    this.#client =
-      c.connectionString !== undefined
-        ? new sb.ServiceBusClient(c.connectionString, options)
-        : new sb.ServiceBusClient(c.fullyQualifiedNamespace!, await createCredential(c.credential ?? { kind: 'managedIdentity' }), options);
+    this.#client = await serviceBusClient(c, { retryOptions: { maxRetries: 2, timeoutInMs: 10_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge-relay' } });
     this.#sender = this.#client.createSender(c.queue);
   }
 
   /** listen keeps this replica's replies session accepted until `signal` aborts. */
   async listen(signal: AbortSignal): Promise<void> {
-    let attempt = 0;
-    while (!signal.aborted) {
-      try {
-        const receiver = await this.#client!.acceptSession(this.#config.serviceBus.replies, this.replySession, { maxAutoLockRenewalDurationInMs: 7 * 86_400_000, skipParsingBodyAsJson: true, abortSignal: signal });
-        this.#receiver = receiver;
-        this.#setListening(true);
-        attempt = 0;
-        await new Promise<void>((resolve) => {
-          signal.addEventListener('abort', () => resolve(), { once: true });
-          receiver.subscribe(
-            {
-              processMessage: async (m) => {
-                this.#onReply(m);
-                await receiver.completeMessage(m);
-              },
-              processError: async (args) => {
-                if (args.errorSource === 'processMessageCallback') return;
-                this.#lastError = String(args.error.message);
-                this.#logger.warn({ ...errorFields(args.error), code: 'RELAY_REPLIES_LOST' }, 'relay: the replies session was lost; accepting it again');
-                resolve();
-              },
-            },
-            { autoCompleteMessages: false, maxConcurrentCalls: 8 },
-          );
-        });
-      } catch (err) {
-        if (signal.aborted) break;
+    await holdSession({
+      client: this.#client!,
+      queue: this.#config.serviceBus.replies,
+      session: () => this.replySession,
+      signal,
+      maxConcurrentCalls: 8,
+      process: async (receiver, m) => {
+        this.#onReply(m);
+        await receiver.completeMessage(m);
+      },
+      state: (event, _session, err) => {
+        this.#setListening(event === 'accepted');
+        if (event === 'accepted') return;
         this.#lastError = String((err as Error).message ?? err);
-        this.#logger.warn({ ...errorFields(err), code: 'RELAY_REPLIES_ACCEPT' }, 'relay: cannot accept the replies session; trying again');
-      }
-      this.#setListening(false);
-      await this.#receiver?.close().catch(() => undefined);
-      this.#receiver = null;
-      if (signal.aborted) break;
-      await sleep(Math.max(100, fullJitter(attempt++, 1000, 30_000)), signal).catch(() => undefined);
-    }
+        if (event === 'lost') this.#logger.warn({ ...errorFields(err), code: 'RELAY_REPLIES_LOST' }, 'relay: the replies session was lost; accepting it again');
+        else this.#logger.warn({ ...errorFields(err), code: 'RELAY_REPLIES_ACCEPT' }, 'relay: cannot accept the replies session; trying again');
+      },
+    });
+    this.#setListening(false);
   }
 
   #setListening(v: boolean): void {
@@ -239,7 +216,6 @@ export class RelayBus {
 
   async close(): Promise<void> {
     for (const set of this.#waiting.values()) for (const w of set) w.resolve(null);
-    await this.#receiver?.close().catch(() => undefined);
     await this.#sender?.close().catch(() => undefined);
     await this.#client?.close().catch(() => undefined);
     this.#setListening(false);

@@ -6,10 +6,10 @@
  * connection string, or by namespace and an Entra ID credential (role: Azure Service Bus Data
  * Sender). The SDK's own retries are off: the dispatcher owns retrying.
  */
-import type { ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
+import type { ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
 import { toAmqpPayload } from './shared/bindings/amqp.ts';
-import { azureAuth, createCredential, GroupBy, groupOf, requireOneAuth, sdkOptions, sendInBatches } from './shared/azure.ts';
+import { azureAuth, GroupBy, groupOf, requireOneAuth, sdkOptions, sendInBatches, serviceBusClient } from './shared/azure.ts';
 import { sinkBase, type BridgeEvent, type SinkModule } from './contract.ts';
 
 export const configSchema = z
@@ -33,12 +33,7 @@ export const serviceBusSink: SinkModule<ServiceBusConfig> = {
   configSchema,
   maxBatchSize: 100,
   async create(config) {
-    const sb = await import('@azure/service-bus');
-    const options = sdkOptions(config.delivery.timeoutMs);
-    const client: ServiceBusClient =
-      config.connectionString !== undefined
-        ? new sb.ServiceBusClient(config.connectionString, options)
-        : new sb.ServiceBusClient(config.fullyQualifiedNamespace!, await createCredential(config.credential ?? { kind: 'managedIdentity' }), options);
+    const client = await serviceBusClient(config, sdkOptions(config.delivery.timeoutMs));
     const sender: ServiceBusSender = client.createSender(config.entity);
     const sessionOf = (e: BridgeEvent) => groupOf(config.sessionId, e);
     return {

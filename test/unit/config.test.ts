@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfigFile, parseConfigText, resolveConfigPath } from '../../src/config/load.ts';
 import { jsonSchema, SinkConfig } from '../../src/config/schema.ts';
 import { SINK_CONFIG_SCHEMAS, SINK_TYPES } from '../../src/sinks/registry.ts';
-import { ROOT } from '../helpers.ts';
+import { ROOT, undocumentedKeys } from '../helpers.ts';
 
 function problems(text: string, env: NodeJS.ProcessEnv = {}): readonly string[] {
   try {
@@ -109,19 +109,7 @@ bogus: 1
 
   it('documents every key of the schema in the example file', () => {
     const example = readFileSync(join(ROOT, 'config', 'bridge.example.yaml'), 'utf8');
-    const keys = new Set<string>();
-    const walk = (node: unknown): void => {
-      if (node === null || typeof node !== 'object') return;
-      const n = node as { properties?: Record<string, unknown>; items?: unknown; oneOf?: unknown[]; anyOf?: unknown[] };
-      for (const [k, v] of Object.entries(n.properties ?? {})) {
-        keys.add(k);
-        walk(v);
-      }
-      walk(n.items);
-      for (const o of [...(n.oneOf ?? []), ...(n.anyOf ?? [])]) walk(o);
-    };
-    walk(jsonSchema());
-    const missing = [...keys].filter((k) => !new RegExp(`\\b${k}:`).test(example));
+    const missing = undocumentedKeys(jsonSchema(), example);
     expect(missing).toEqual([]);
   });
 });

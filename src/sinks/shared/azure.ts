@@ -5,6 +5,7 @@
  * batches, splits them when full, and turns each send into outcomes.
  */
 import type { TokenCredential } from '@azure/core-auth';
+import type { ServiceBusClient, ServiceBusClientOptions } from '@azure/service-bus';
 import { z } from 'zod';
 import { classifyAzureError } from './classify.ts';
 import { delivered, reject, secret, type BridgeEvent, type Outcome } from '../contract.ts';
@@ -21,6 +22,20 @@ export async function createCredential(c: CredentialConfig): Promise<TokenCreden
   const identity = await import('@azure/identity');
   if (c.kind === 'default') return new identity.DefaultAzureCredential();
   return c.clientId ? new identity.ManagedIdentityCredential({ clientId: c.clientId }) : new identity.ManagedIdentityCredential();
+}
+
+/**
+ * serviceBusClient makes a ServiceBusClient (the SDK is imported only now) from a connection
+ * string, or from a namespace and an Entra ID credential (the VM's managed identity by default).
+ */
+export async function serviceBusClient(
+  auth: { connectionString?: string | undefined; fullyQualifiedNamespace?: string | undefined; credential?: CredentialConfig | undefined },
+  options: ServiceBusClientOptions,
+): Promise<ServiceBusClient> {
+  const sb = await import('@azure/service-bus');
+  return auth.connectionString !== undefined
+    ? new sb.ServiceBusClient(auth.connectionString, options)
+    : new sb.ServiceBusClient(auth.fullyQualifiedNamespace!, await createCredential(auth.credential ?? { kind: 'managedIdentity' }), options);
 }
 
 const namespaceHost = z

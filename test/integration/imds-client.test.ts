@@ -128,7 +128,9 @@ describe('ImdsClient', () => {
     await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 4 === 0 ? client.getInstanceCompute() : client.getScheduledEvents())));
     const stamps = sim.requests.map((r) => r.at).sort((a, b) => a - b);
     expect(stamps).toHaveLength(16);
-    for (let i = 0; i + 5 < stamps.length; i++) expect(stamps[i + 5]! - stamps[i]!).toBeGreaterThanOrEqual(990);
+    // the simulator stamps each request when it answers, so a loaded 2-core machine adds a few ms
+    // of scheduling to the budget's 1000 ms; without the budget all 16 would land within a few ms
+    for (let i = 0; i + 5 < stamps.length; i++) expect(stamps[i + 5]! - stamps[i]!).toBeGreaterThanOrEqual(950);
   });
 });
 

@@ -4,15 +4,25 @@
  * `UseDevelopmentEmulator=true` selects TCP and honours the port in `Endpoint`).
  *
  * It answers the claims-based-security handshake (`$cbs` put-token: correlation_id = the
- * request's message_id, status-code 202, sent on the link named in reply_to) and the Event
+ * request's message_id, status-code 202, sent on the link named in reply_to), and checks the
+ * token: a SharedAccessSignature must carry the HMAC of the connection string's key over its
+ * resource and expiry; in `auth: jwt` mode only an Entra ID token (JWT) for the configured
+ * audience, unexpired, from an allowed principal, is accepted. A transfer on a connection whose
+ * token for that entity has expired detaches the link with amqp:unauthorized-access, as the
+ * service does. It also answers the Event
  * Hubs `$management` READ requests, sets `max_message_size` on every attach, unpacks batches
  * (message format 0x80013700: an envelope whose data sections each hold one encoded message),
  * records every message, and injects faults on demand: reject deliveries, detach links, drop
  * the connection, stall.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo, Server } from 'node:net';
 import rhea, { type Connection, type Delivery, type EventContext, type Sender } from 'rhea';
 import { QueueBroker, type QueueOptions } from './amqp-queues.ts';
+import { readJwt } from './identity.ts';
+
+const SAS_KEY_NAME = 'RootManageSharedAccessKey';
+const SAS_KEY = 'c2VjcmV0LWtleS1mb3ItdGVzdHM=';
 
 /** The parts of an AMQP message the peer reads and writes. */
 export interface Message {
@@ -55,9 +65,33 @@ export type Fault =
   | { kind: 'drop'; count: number }
   | { kind: 'stall'; count: number };
 
+/** One $cbs put-token, as the peer judged it. */
+export interface PutToken {
+  /** The `name` of the request: the entity's URL (sb://host/entity). */
+  audience: string;
+  /** `jwt` or `servicebus.windows.net:sastoken`. */
+  type: string;
+  status: number;
+  /** Why it was refused. */
+  refused?: string;
+  /** A JWT's claims (aud, oid, appid, exp, jti…). */
+  claims?: Record<string, unknown>;
+  /** When the token expires (ms). */
+  expiresAt?: number;
+}
+
+/** What put-token accepts: SAS tokens signed with the connection string's key, or Entra ID tokens. */
+export type PeerAuth = { kind: 'sas' } | { kind: 'jwt'; audience: string; principals?: readonly string[] };
+
 export class AmqpPeer {
   readonly messages: ReceivedMessage[] = [];
-  readonly tokens: { audience: string; type: string }[] = [];
+  readonly tokens: PutToken[] = [];
+  auth: PeerAuth = { kind: 'sas' };
+  /** How far the peer's clock runs ahead of the host's when it judges a token's expiry. */
+  clockAheadMs = 0;
+  /** Transfers refused because the connection's token for the entity had expired. */
+  expiredRefusals = 0;
+  readonly #tokenExpiry = new Map<Connection, Map<string, number>>();
   readonly faults: Fault[] = [];
   /** max_message_size advertised on every receiving link's attach. */
   maxMessageSize = 1024 * 1024;
@@ -71,6 +105,7 @@ export class AmqpPeer {
   // every delivery is settled by the peer itself, so a fault can leave it unsettled or reject it
   readonly #container = rhea.create_container({ id: 'amqp-peer', autoaccept: false } as never);
   #server: Server | null = null;
+  #tls = false;
   readonly #open = new Set<Connection>();
   readonly #replyLinks = new Map<string, Sender>();
   readonly #stalled: Delivery[] = [];
@@ -90,6 +125,7 @@ export class AmqpPeer {
     });
     const gone = (ctx: EventContext) => {
       this.#open.delete(ctx.connection);
+      this.#tokenExpiry.delete(ctx.connection);
       this.queues.connectionGone((link) => link.connection === ctx.connection);
     };
     c.on('connection_close', gone);
@@ -123,10 +159,21 @@ export class AmqpPeer {
     c.on('error', () => undefined);
   }
 
-  async listen(): Promise<number> {
-    this.#server = this.#container.listen({ port: 0, host: '127.0.0.1' }) as unknown as Server;
+  /**
+   * listen starts the peer on a free port: plain TCP (clients select it with
+   * `UseDevelopmentEmulator=true`), or TLS as the service speaks it, for clients that connect
+   * with a namespace and a credential (they always use TLS).
+   */
+  async listen(options: { tls?: { key: string; cert: string } } = {}): Promise<number> {
+    this.#tls = options.tls !== undefined;
+    this.#server = this.#container.listen({ port: 0, host: '127.0.0.1', ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}) }) as unknown as Server;
     await new Promise<void>((resolve) => this.#server!.once('listening', () => resolve()));
     return this.port;
+  }
+
+  /** The namespace host a credential-based client is given: 127.0.0.1:port (TLS only). */
+  get namespace(): string {
+    return `127.0.0.1:${this.port}`;
   }
 
   get port(): number {
@@ -136,8 +183,8 @@ export class AmqpPeer {
   /** connectionString for the SDKs: plain TCP to this peer. */
   connectionString(entity?: string): string {
     return (
-      `Endpoint=sb://127.0.0.1:${this.port};SharedAccessKeyName=RootManageSharedAccessKey;` +
-      `SharedAccessKey=c2VjcmV0LWtleS1mb3ItdGVzdHM=;UseDevelopmentEmulator=true${entity ? `;EntityPath=${entity}` : ''}`
+      `Endpoint=sb://127.0.0.1:${this.port};SharedAccessKeyName=${SAS_KEY_NAME};` +
+      `SharedAccessKey=${SAS_KEY}${this.#tls ? '' : ';UseDevelopmentEmulator=true'}${entity ? `;EntityPath=${entity}` : ''}`
     );
   }
 
@@ -192,7 +239,13 @@ export class AmqpPeer {
     const msg = (format === 0 ? ctx.message! : rhea.message.decode(ctx.message as unknown as Buffer)) as Message;
     if (address === '$cbs' || address === '$management' || address.endsWith('/$management')) {
       ctx.delivery!.accept();
-      return this.#reply(msg, address === '$cbs' ? this.#cbs(msg) : this.#management(msg, address));
+      return this.#reply(msg, address === '$cbs' ? this.#cbs(msg, ctx.connection) : this.#management(msg, address));
+    }
+    const expiry = this.#tokenExpiry.get(ctx.connection)?.get(address);
+    if (expiry !== undefined && expiry <= Date.now() + this.clockAheadMs) {
+      this.expiredRefusals += 1;
+      receiver.close({ condition: 'amqp:unauthorized-access', description: `ExpiredToken: the token for '${address}' expired at ${new Date(expiry).toISOString()}` });
+      return;
     }
     if (this.queues.has(address)) {
       const members = format === BATCH_FORMAT ? batchMembers(msg) : [msg];
@@ -232,11 +285,48 @@ export class AmqpPeer {
     ctx.delivery!.accept();
   }
 
-  #cbs(msg: Message): Message {
+  #cbs(msg: Message, connection: Connection): Message {
     const props = (msg.application_properties ?? {}) as Record<string, string>;
-    this.tokens.push({ audience: props.name ?? '', type: props.type ?? '' });
-    const ok = this.cbsStatusCode < 300;
-    return { application_properties: { 'status-code': this.cbsStatusCode, 'status-description': ok ? 'Accepted' : 'Unauthorized: InvalidSignature' } };
+    const audience = props.name ?? '';
+    const type = props.type ?? '';
+    const judged = this.cbsStatusCode !== 202 ? { refused: 'Unauthorized: InvalidSignature' } : this.#judge(type, audience, typeof msg.body === 'string' ? msg.body : '');
+    const status = judged.refused === undefined ? 202 : this.cbsStatusCode !== 202 ? this.cbsStatusCode : 401;
+    this.tokens.push({ audience, type, status, ...judged });
+    if (status === 202 && judged.expiresAt !== undefined) {
+      const entity = entityOf(audience);
+      const map = this.#tokenExpiry.get(connection) ?? new Map<string, number>();
+      map.set(entity, judged.expiresAt);
+      this.#tokenExpiry.set(connection, map);
+    }
+    return { application_properties: { 'status-code': status, 'status-description': status === 202 ? 'Accepted' : judged.refused } };
+  }
+
+  /** #judge checks a put-token's token: what it proves, or why it is refused. */
+  #judge(type: string, audience: string, token: string): Omit<PutToken, 'audience' | 'type' | 'status'> {
+    const now = Date.now() + this.clockAheadMs;
+    if (this.auth.kind === 'jwt') {
+      if (type !== 'jwt') return { refused: `Unauthorized: expected an Entra ID token (jwt), got ${type || 'no type'}` };
+      const claims = readJwt(token);
+      if (claims === null) return { refused: 'Unauthorized: InvalidToken: not a JWT' };
+      const exp = typeof claims.exp === 'number' ? claims.exp * 1000 : 0;
+      const base = { claims, expiresAt: exp };
+      if (claims.aud !== this.auth.audience) return { ...base, refused: `Unauthorized: InvalidAudience: the token is for '${String(claims.aud)}', not '${this.auth.audience}'` };
+      if (exp <= now) return { ...base, refused: `Unauthorized: ExpiredToken: expired at ${new Date(exp).toISOString()}` };
+      if (this.auth.principals !== undefined && !this.auth.principals.includes(String(claims.oid))) {
+        return { ...base, refused: `Unauthorized access. 'Send' claim(s) are required to perform this operation (principal ${String(claims.oid)} has no role on the entity)` };
+      }
+      return base;
+    }
+    if (type !== 'servicebus.windows.net:sastoken') return { refused: `Unauthorized: expected a shared access signature, got ${type || 'no type'}` };
+    const fields = new Map(token.replace(/^SharedAccessSignature /, '').split('&').map((kv) => kv.split('=', 2) as [string, string]));
+    const sr = fields.get('sr') ?? '';
+    const se = Number(fields.get('se'));
+    const sig = Buffer.from(decodeURIComponent(fields.get('sig') ?? ''), 'base64');
+    const expected = createHmac('sha256', SAS_KEY).update(`${sr}\n${fields.get('se') ?? ''}`).digest();
+    if (fields.get('skn') !== SAS_KEY_NAME || sig.length !== expected.length || !timingSafeEqual(sig, expected)) return { refused: 'Unauthorized: InvalidSignature: the token is not signed with the key of the connection string' };
+    if (decodeURIComponent(sr) !== audience) return { refused: `Unauthorized: the token is for '${decodeURIComponent(sr)}', not '${audience}'` };
+    if (!(se * 1000 > now)) return { refused: 'Unauthorized: ExpiredToken' };
+    return { expiresAt: se * 1000 };
   }
 
   #management(msg: Message, address: string): Message {
@@ -269,4 +359,10 @@ export class AmqpPeer {
     if (link === undefined) return;
     link.send({ ...response, correlation_id: request.message_id, to: request.reply_to } as never);
   }
+}
+
+/** entityOf is the entity a put-token's audience names: sb://host/entity → entity. */
+function entityOf(audience: string): string {
+  const m = /^[a-z]+:\/\/[^/]+\/(.*)$/i.exec(audience);
+  return m?.[1] ?? audience;
 }

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { sendJson } from '../lib/http-server.ts';
 import { FaultSpec } from './faults.ts';
+import { IdentitySettings, type ManagedIdentities } from './identity.ts';
 import type { RequestLogEntry } from './imds-http.ts';
 import { AddEventSpec, type SimEvent } from './model.ts';
 import { findScenario, SCENARIOS, type Timing } from './scenarios.ts';
@@ -19,6 +20,7 @@ export interface Control {
   readonly requests: RequestLogEntry[];
   readonly startRequests: readonly unknown[];
   readonly rawDocument: string | null;
+  readonly identities: ManagedIdentities;
   document(): unknown;
   playScenario(name: string, timing?: Timing): string[];
   addEvent(spec: z.input<typeof AddEventSpec>): SimEvent;
@@ -52,6 +54,17 @@ const ROUTES: readonly { method: string; path: RegExp; handle: Handler }[] = [
     ],
   },
   { method: 'GET', path: /^\/requests$/, handle: (sim) => [200, sim.requests] },
+  { method: 'GET', path: /^\/identity$/, handle: (sim) => [200, identityState(sim.identities)] },
+  {
+    method: 'POST',
+    path: /^\/identity$/,
+    handle: (sim, body) => {
+      const p = IdentitySettings.safeParse(body);
+      if (!p.success) return bad(issues(p.error));
+      sim.identities.configure(p.data);
+      return [200, identityState(sim.identities)];
+    },
+  },
   { method: 'GET', path: /^\/scenarios$/, handle: () => [200, SCENARIOS.map((s) => ({ name: s.name, title: s.title }))] },
   {
     method: 'POST',
@@ -120,6 +133,15 @@ const ROUTES: readonly { method: string; path: RegExp; handle: Handler }[] = [
     },
   },
 ];
+
+function identityState(ids: ManagedIdentities) {
+  return {
+    systemAssigned: ids.systemAssigned ? ids.system : null,
+    userAssigned: ids.userAssigned,
+    tokenLifetimeSec: ids.tokenLifetimeSec,
+    tokenRequests: ids.requests,
+  };
+}
 
 export function serveControl(sim: Control, req: IncomingMessage, res: ServerResponse, url: URL, text: string): void {
   const path = url.pathname.replace(/^\/_sim/, '') || '/';

@@ -20,7 +20,7 @@ export const FaultSpec = z.strictObject({
   /** For `slow`: how long to wait before answering. */
   delayMs: z.number().int().min(0).max(600_000).default(2000),
   /** Which requests it applies to. */
-  target: z.enum(['scheduledevents', 'start', 'compute', 'all']).default('scheduledevents'),
+  target: z.enum(['scheduledevents', 'start', 'compute', 'token', 'all']).default('scheduledevents'),
 });
 export type FaultSpec = z.input<typeof FaultSpec>;
 export type Fault = z.infer<typeof FaultSpec>;

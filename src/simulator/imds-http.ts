@@ -2,16 +2,20 @@
  * The simulator's IMDS face, as documented: 400 without `Metadata: true`, without a known
  * `api-version` or with X-Forwarded-For; 404 for unknown paths, 405 for other methods; an ETag
  * on every document and 304 for a matching If-None-Match; POST StartRequests (200 when every
- * EventId is known, 400 for a malformed body or an unknown EventId); instance compute.
+ * EventId is known, 400 for a malformed body or an unknown EventId); instance compute; the
+ * managed identity token endpoint (identity.ts).
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { sendJson } from '../lib/http-server.ts';
 import { applyFault, takeFault, type Fault, type FaultKind } from './faults.ts';
+import { TOKEN_PATH, type ManagedIdentities } from './identity.ts';
 import type { SimEvent } from './model.ts';
 
 const API_VERSIONS = new Set(['2017-03-01', '2017-08-01', '2017-11-01', '2019-01-01', '2019-04-01', '2019-08-01', '2020-07-01', '2021-01-01', '2021-02-01', '2021-12-13', '2023-07-01']);
+/** The identity endpoint's versions (2018-02-01 is what the Azure SDKs send). */
+const TOKEN_API_VERSIONS = new Set(['2018-02-01', '2019-08-01', '2021-02-01', '2021-12-13', '2023-07-01']);
 const MAX_LOG = 10_000;
 
 export interface RequestLogEntry {
@@ -30,6 +34,7 @@ export interface ImdsFace {
   readonly rawDocument: string | null;
   readonly etagEnabled: boolean;
   readonly hung: Set<ServerResponse>;
+  readonly identities: ManagedIdentities;
   now(): number;
   document(): unknown;
   compute(): Record<string, string>;
@@ -40,7 +45,7 @@ export interface ImdsFace {
 export async function serveImds(sim: ImdsFace, req: IncomingMessage, res: ServerResponse, url: URL, body: string): Promise<void> {
   const target = url.pathname === '/metadata/scheduledevents'
     ? req.method === 'POST' ? 'start' : 'scheduledevents'
-    : url.pathname === '/metadata/instance/compute' ? 'compute' : null;
+    : url.pathname === '/metadata/instance/compute' ? 'compute' : url.pathname.replace(/\/$/, '') === TOKEN_PATH ? 'token' : null;
   const log = (status: number, fault?: FaultKind) => {
     if (sim.requests.length >= MAX_LOG) sim.requests.shift();
     sim.requests.push({ at: sim.now(), method: req.method ?? '', path: url.pathname, status, ...(fault ? { fault } : {}) });
@@ -51,14 +56,16 @@ export async function serveImds(sim: ImdsFace, req: IncomingMessage, res: Server
   }
   if (req.headers['metadata'] !== 'true' || req.headers['x-forwarded-for'] !== undefined) {
     log(400);
-    return sendJson(res, 400, { error: 'Bad request. Required metadata header not specified' });
+    return target === 'token'
+      ? sendJson(res, 400, { error: 'invalid_request', error_description: 'Required metadata header not specified' })
+      : sendJson(res, 400, { error: 'Bad request. Required metadata header not specified' });
   }
   const version = url.searchParams.get('api-version');
-  if (version === null || !API_VERSIONS.has(version)) {
+  if (version === null || !(target === 'token' ? TOKEN_API_VERSIONS : API_VERSIONS).has(version)) {
     log(400);
     return sendJson(res, 400, { error: 'Bad request. api-version is invalid or was not specified in the request.' });
   }
-  const allowed = target === 'compute' ? ['GET'] : ['GET', 'POST'];
+  const allowed = target === 'compute' || target === 'token' ? ['GET'] : ['GET', 'POST'];
   if (!allowed.includes(req.method ?? '')) {
     log(405);
     return sendJson(res, 405, { error: 'Method not allowed' });
@@ -67,6 +74,11 @@ export async function serveImds(sim: ImdsFace, req: IncomingMessage, res: Server
   if (fault !== null && (await applyFault(fault, res, () => JSON.stringify(sim.document()), sim.hung))) {
     log(fault.kind === 'status' ? (fault.status ?? 500) : 0, fault.kind);
     return;
+  }
+  if (target === 'token') {
+    const [status, answer] = sim.identities.answer(url.searchParams, sim.now());
+    log(status);
+    return sendJson(res, status, answer);
   }
   if (target === 'compute') {
     log(200);

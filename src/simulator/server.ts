@@ -12,6 +12,7 @@
  *   400 for a malformed body or an unknown EventId;
  * - NotBefore expiry starts an event by itself; a Started event disappears after its time;
  * - `/metadata/instance/compute` answers who the VM is;
+ * - `/metadata/identity/oauth2/token` issues managed identity tokens (identity.ts);
  * - a control API under `/_sim/` loads scenarios, edits events, sets raw documents and
  *   injects faults (the next N answers 4xx/5xx, slow, garbage, truncated, reset, hang).
  */
@@ -23,6 +24,7 @@ import { readBounded, text } from '../lib/http-body.ts';
 import { baseUrl, listen, sendJson, trackSockets } from '../lib/http-server.ts';
 import { serveControl } from './control-api.ts';
 import { FaultSpec, type Fault } from './faults.ts';
+import { ManagedIdentities } from './identity.ts';
 import { serveImds, type RequestLogEntry } from './imds-http.ts';
 import { AddEventSpec, advance, newSimEvent, renderCompute, renderDocument, type SimEvent } from './model.ts';
 import { findScenario, scaled, type ResourceRef, type ScenarioEventSpec, type Timing } from './scenarios.ts';
@@ -61,6 +63,8 @@ export class ImdsSimulator {
   readonly scenarioOfEvent = new Map<string, string>();
   /** A raw body served instead of the live document (for malformed or hand-made documents). */
   rawDocument: string | null = null;
+  /** The VM's managed identities and the token requests they answered. */
+  readonly identities: ManagedIdentities;
   /** Answers held open by a `hang` fault, until close. */
   readonly hung = new Set<ServerResponse>();
   readonly #now: () => number;
@@ -78,6 +82,7 @@ export class ImdsSimulator {
     this.etagEnabled = options.etag ?? true;
     this.#tickMs = options.tickMs ?? 50;
     this.#now = options.now ?? Date.now;
+    this.identities = new ManagedIdentities(renderCompute(this.vmName, this.resourceGroup).resourceId!);
     this.#server = http.createServer({ requestTimeout: 0, headersTimeout: 10_000, keepAliveTimeout: 5000 }, (req, res) => {
       this.#handle(req, res).catch((err: unknown) => {
         if (!res.headersSent) sendJson(res, 500, { error: { code: 'SIM_INTERNAL', message: String(err) } });

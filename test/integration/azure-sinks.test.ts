@@ -5,31 +5,12 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SinkConfig } from '../../src/config/schema.ts';
-import { toCloudEvent, type BridgeEvent } from '../../src/pipeline/cloudevent.ts';
-import { diff } from '../../src/pipeline/diff.ts';
-import { identityFrom } from '../../src/imds/identity.ts';
-import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
+import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { eventHubsSink, type EventHubsConfig } from '../../src/sinks/eventhubs.ts';
 import { serviceBusSink, type ServiceBusConfig } from '../../src/sinks/servicebus.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
 import { AmqpPeer, BATCH_FORMAT, type ReceivedMessage } from '../../src/simulator/amqp-peer.ts';
-import { silentLogger } from '../helpers.ts';
-
-const vm = identityFrom({ name: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0' });
-function events(n: number, status = 'Scheduled'): BridgeEvent[] {
-  const wire = WireDocument.parse({
-    DocumentIncarnation: 2,
-    Events: Array.from({ length: n }, (_, i) => ({
-      EventId: `EV-${i}`,
-      EventType: 'Reboot',
-      EventStatus: status,
-      Resources: ['vm0'],
-      NotBefore: 'Mon, 11 Apr 2022 22:26:58 GMT',
-      Description: 'd'.repeat(10),
-    })),
-  });
-  return diff(null, toDomainDocument(wire).document).map((t) => toCloudEvent(t, { vm, observedAt: '2022-04-11T22:11:58.000Z' }));
-}
+import { bridgeEvents as events, silentLogger } from '../helpers.ts';
 
 let peer: AmqpPeer;
 const sinks: Sink[] = [];
@@ -74,7 +55,7 @@ describe('eventhubs sink', () => {
     expect(m.message.application_properties).toEqual({
       cloudEvents_id: e!.id,
       cloudEvents_type: 'azure.scheduledevent.scheduled',
-      cloudEvents_source: vm.resourceId,
+      cloudEvents_source: e!.source,
       cloudEvents_specversion: '1.0',
       cloudEvents_subject: 'EV-0',
       cloudEvents_time: '2022-04-11T22:11:58.000Z',
@@ -182,7 +163,7 @@ describe('servicebus sink', () => {
     expect(m.address).toBe('maintenance-queue');
     expect(JSON.parse(bodyOf(m))).toEqual(e!.data);
     expect(m.message).toMatchObject({ message_id: e!.id, subject: 'azure.scheduledevent.scheduled', content_type: 'application/json' });
-    expect(m.message.application_properties).toMatchObject({ cloudEvents_id: e!.id, cloudEvents_source: vm.resourceId, cloudEvents_incarnation: 2 });
+    expect(m.message.application_properties).toMatchObject({ cloudEvents_id: e!.id, cloudEvents_source: e!.source, cloudEvents_incarnation: 2 });
     expect(m.message.group_id).toBeUndefined();
   });
 
@@ -243,7 +224,7 @@ describe('Azure sink configuration', () => {
   });
 
   it('accepts a namespace with a managed identity (user-assigned) or the default credential', () => {
-    expect(SinkConfig.safeParse({ name: 'x', type: 'eventhubs', fullyQualifiedNamespace: 'myns.servicebus.windows.net', eventHubName: 'h', credential: { kind: 'managedIdentity', clientId: '0000' } }).success).toBe(true);
+    expect(SinkConfig.safeParse({ name: 'x', type: 'eventhubs', fullyQualifiedNamespace: 'myns.servicebus.windows.net', eventHubName: 'h', credential: { kind: 'managedIdentity', clientId: '5d1c4a9e-0b7f-4e2a-9c3d-1f2e3a4b5c6d' } }).success).toBe(true);
     expect(SinkConfig.safeParse({ name: 'x', type: 'servicebus', fullyQualifiedNamespace: 'myns.servicebus.windows.net', entity: 'q', credential: { kind: 'default' } }).success).toBe(true);
   });
 });

@@ -10,18 +10,34 @@ import { z } from 'zod';
 import { classifyAzureError } from './classify.ts';
 import { delivered, reject, secret, type BridgeEvent, type Outcome } from '../contract.ts';
 
-const CredentialConfig = z.discriminatedUnion('kind', [
-  /** The VM's managed identity; clientId selects a user-assigned one. */
-  z.strictObject({ kind: z.literal('managedIdentity'), clientId: z.string().min(1).optional() }),
+const uuid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
+export const CredentialConfig = z.discriminatedUnion('kind', [
+  /** The VM's managed identity: system-assigned, or a user-assigned one named by one of clientId, objectId or resourceId. */
+  z
+    .strictObject({
+      kind: z.literal('managedIdentity'),
+      clientId: uuid.optional(),
+      objectId: uuid.optional(),
+      resourceId: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[^/]+$/i, 'must be a user-assigned identity resource id (/subscriptions/…/providers/Microsoft.ManagedIdentity/userAssignedIdentities/NAME)').optional(),
+    })
+    .refine((c) => [c.clientId, c.objectId, c.resourceId].filter((v) => v !== undefined).length <= 1, 'name a user-assigned identity by one of clientId, objectId or resourceId, not several'),
   /** DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI… */
-  z.strictObject({ kind: z.literal('default') }),
+  z.strictObject({ kind: z.literal('default'), clientId: uuid.optional() }),
 ]);
-type CredentialConfig = z.infer<typeof CredentialConfig>;
+export type CredentialConfig = z.infer<typeof CredentialConfig>;
 
+/**
+ * createCredential makes the Entra ID credential (@azure/identity is imported only now). The
+ * managed identity is asked through IMDS (169.254.169.254), or through the host in
+ * AZURE_POD_IDENTITY_AUTHORITY_HOST when that is set (the simulator, in tests and the demo).
+ */
 export async function createCredential(c: CredentialConfig): Promise<TokenCredential> {
   const identity = await import('@azure/identity');
-  if (c.kind === 'default') return new identity.DefaultAzureCredential();
-  return c.clientId ? new identity.ManagedIdentityCredential({ clientId: c.clientId }) : new identity.ManagedIdentityCredential();
+  if (c.kind === 'default') return new identity.DefaultAzureCredential(c.clientId !== undefined ? { managedIdentityClientId: c.clientId } : {});
+  if (c.clientId !== undefined) return new identity.ManagedIdentityCredential({ clientId: c.clientId });
+  if (c.objectId !== undefined) return new identity.ManagedIdentityCredential({ objectId: c.objectId });
+  if (c.resourceId !== undefined) return new identity.ManagedIdentityCredential({ resourceId: c.resourceId });
+  return new identity.ManagedIdentityCredential();
 }
 
 /**

@@ -74,6 +74,11 @@ const AZURE_RETRY = new Set([
   'ServiceCommunicationProblem',
   'QuotaExceeded',
   'UnauthorizedAccess',
+  // @azure/identity: the token endpoint could not give a token (IMDS down, an identity not
+  // yet assigned to the VM, a role assignment still propagating)
+  'CredentialUnavailableError',
+  'AuthenticationError',
+  'AuthenticationRequiredError',
   // transport
   'ECONNREFUSED',
   'ECONNRESET',

@@ -1,0 +1,235 @@
+/**
+ * Every credential path of the Azure messaging sinks, over the wire. The real
+ * ManagedIdentityCredential asks the IMDS simulator's token endpoint (through
+ * AZURE_POD_IDENTITY_AUTHORITY_HOST) for a token; the real @azure/event-hubs and
+ * @azure/service-bus clients connect over TLS, as they do to Azure, to the AMQP peer, which
+ * checks in `$cbs` put-token that it got a JWT for the service's audience, unexpired, from a
+ * principal with a role; or, for a connection string, a SharedAccessSignature signed with its
+ * key. MSAL picks its token endpoint once per process, so one simulator serves this file.
+ *
+ * Tokens live 125 s here: under MSAL's 5-minute renewal margin, so every token request reaches
+ * the simulator (nothing is served from a cache left by another test), and the SDKs renew a
+ * token 2 minutes before it expires, so 5 s after it was issued.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import tls from 'node:tls';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { SinkConfig } from '../../src/config/schema.ts';
+import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
+import { eventHubsSink, type EventHubsConfig } from '../../src/sinks/eventhubs.ts';
+import { serviceBusSink, type ServiceBusConfig } from '../../src/sinks/servicebus.ts';
+import type { Outcome, Sink } from '../../src/sinks/contract.ts';
+import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { startBridge, type Harness } from '../../testkit/harness.ts';
+import { bridgeEvents, ROOT, silentLogger, waitFor } from '../helpers.ts';
+
+const TLS = { key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'), cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8') };
+const EVENT_HUBS = 'https://eventhubs.azure.net/';
+const SERVICE_BUS = 'https://servicebus.azure.net/';
+const UA = {
+  clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6',
+  objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d',
+  resourceId: '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ops/providers/Microsoft.ManagedIdentity/userAssignedIdentities/se-bridge',
+};
+const NO_ROLE = {
+  clientId: '1b2c3d4e-5f60-4718-9a2b-3c4d5e6f7a8b',
+  objectId: '2c3d4e5f-6071-4829-ab3c-4d5e6f7a8b9c',
+  resourceId: '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ops/providers/Microsoft.ManagedIdentity/userAssignedIdentities/no-role',
+};
+
+let sim: ImdsSimulator;
+let peer: AmqpPeer;
+const sinks: Sink[] = [];
+let harness: Harness | null = null;
+const defaultCAs = tls.getCACertificates('default');
+
+beforeAll(async () => {
+  sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+  process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await sim.listen();
+  // the peer's certificate (CN and IP SAN 127.0.0.1) is trusted as a CA, for TLS as in Azure
+  tls.setDefaultCACertificates([...defaultCAs, TLS.cert]);
+});
+afterAll(async () => {
+  delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
+  tls.setDefaultCACertificates(defaultCAs);
+  await sim.close();
+});
+beforeEach(async () => {
+  sim.identities.configure({ systemAssigned: true, userAssigned: [UA, NO_ROLE], tokenLifetimeSec: 125 });
+  sim.identities.requests.length = 0;
+  sim.clearFaults();
+  peer = new AmqpPeer();
+  await peer.listen({ tls: TLS });
+});
+afterEach(async () => {
+  await harness?.stop();
+  harness = null;
+  for (const s of sinks.splice(0)) await s.close().catch(() => undefined);
+  await peer.close();
+});
+
+type Credential = Record<string, unknown>;
+async function eventHubs(credential: Credential | null, extra: Record<string, unknown> = {}): Promise<Sink> {
+  const auth = credential === null ? { connectionString: peer.connectionString('maintenance') } : { fullyQualifiedNamespace: peer.namespace, eventHubName: 'maintenance', credential };
+  const config = SinkConfig.parse({ name: 'eh', type: 'eventhubs', ...auth, delivery: { timeoutMs: 5000 }, ...extra }) as EventHubsConfig;
+  const sink = await eventHubsSink.create(config, { logger: silentLogger, stdout: process.stdout });
+  sinks.push(sink);
+  return sink;
+}
+async function serviceBus(credential: Credential | null): Promise<Sink> {
+  const auth = credential === null ? { connectionString: peer.connectionString() } : { fullyQualifiedNamespace: peer.namespace, credential };
+  const config = SinkConfig.parse({ name: 'sb', type: 'servicebus', ...auth, entity: 'maintenance-queue', delivery: { timeoutMs: 5000 } }) as ServiceBusConfig;
+  const sink = await serviceBusSink.create(config, { logger: silentLogger, stdout: process.stdout });
+  sinks.push(sink);
+  return sink;
+}
+const send = (sink: Sink, evs: BridgeEvent[]): Promise<Outcome[]> => sink.send(evs, { signal: new AbortController().signal });
+const jwtsFor = (audience: string) => peer.tokens.filter((t) => t.type === 'jwt' && t.claims?.aud === audience);
+
+const CASES = [
+  { name: 'Event Hubs', audience: EVENT_HUBS, make: eventHubs, entity: 'maintenance' },
+  { name: 'Service Bus', audience: SERVICE_BUS, make: serviceBus, entity: 'maintenance-queue' },
+] as const;
+const IDENTITIES = [
+  { name: 'system-assigned', credential: { kind: 'managedIdentity' }, asked: 'system', principal: () => sim.identities.system.objectId },
+  { name: 'user-assigned by clientId', credential: { kind: 'managedIdentity', clientId: UA.clientId }, asked: `client_id=${UA.clientId}`, principal: () => UA.objectId },
+  { name: 'user-assigned by objectId', credential: { kind: 'managedIdentity', objectId: UA.objectId }, asked: `object_id=${UA.objectId}`, principal: () => UA.objectId },
+  { name: 'user-assigned by resourceId', credential: { kind: 'managedIdentity', resourceId: UA.resourceId }, asked: `msi_res_id=${UA.resourceId}`, principal: () => UA.objectId },
+] as const;
+
+describe.each(CASES)('$name with a managed identity, over TLS', ({ audience, make, entity }) => {
+  it.each(IDENTITIES)('$name: the peer got a JWT for the service, from that principal, and the event', async ({ credential, asked, principal }) => {
+    peer.auth = { kind: 'jwt', audience, principals: [principal()] };
+    const sink = await make(credential);
+    expect(await send(sink, bridgeEvents(2))).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);
+    const [token] = jwtsFor(audience);
+    expect(token).toMatchObject({ status: 202, audience: `sb://${peer.namespace}/${entity}`, claims: { oid: principal(), idtyp: 'app' } });
+    expect(peer.tokens.every((t) => t.type === 'jwt' && t.status === 202)).toBe(true);
+    expect(sim.identities.requests).toContainEqual(expect.objectContaining({ resource: audience, asked, status: 200 }));
+    expect(peer.messages.filter((m) => m.address === entity)).toHaveLength(2);
+  });
+
+  it('a principal without a role on the entity: refused in put-token, the send retried with the service reason (then dead-lettered by maxAttempts)', async () => {
+    peer.auth = { kind: 'jwt', audience, principals: [UA.objectId] };
+    const sink = await make({ kind: 'managedIdentity', clientId: NO_ROLE.clientId });
+    const [o] = await send(sink, bridgeEvents(1));
+    expect(o).toMatchObject({ status: 'retry', reason: expect.stringMatching(/^Unauthorized\w*: .*'Send' claim\(s\) are required/) });
+    expect(peer.tokens[0]).toMatchObject({ status: 401, claims: { oid: NO_ROLE.objectId } });
+    expect(peer.messages).toEqual([]);
+  });
+
+  it('an identity not assigned to the VM: the token endpoint answers 400, nothing reaches the service, the send is retried', async () => {
+    peer.auth = { kind: 'jwt', audience };
+    const stranger = '9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a';
+    const sink = await make({ kind: 'managedIdentity', clientId: stranger });
+    const [o] = await send(sink, bridgeEvents(1));
+    expect(o).toMatchObject({ status: 'retry', reason: expect.stringContaining('Identity not found') });
+    expect(sim.identities.requests).toContainEqual(expect.objectContaining({ asked: `client_id=${stranger}`, status: 400 }));
+    expect(peer.tokens).toEqual([]);
+  });
+
+  it('a connection string: the SharedAccessSignature is checked against the key; another key is refused', async () => {
+    const good = await make(null);
+    expect(await send(good, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(peer.tokens[0]).toMatchObject({ type: 'servicebus.windows.net:sastoken', status: 202 });
+    // the same namespace and entity, signed with another key
+    const forged = peer.connectionString(entity === 'maintenance' ? 'maintenance' : undefined).replace(/SharedAccessKey=[^;]+/, 'SharedAccessKey=YW5vdGhlci1rZXk=');
+    const config = SinkConfig.parse(
+      entity === 'maintenance'
+        ? { name: 'eh2', type: 'eventhubs', connectionString: forged, delivery: { timeoutMs: 5000 } }
+        : { name: 'sb2', type: 'servicebus', connectionString: forged, entity, delivery: { timeoutMs: 5000 } },
+    );
+    const bad = entity === 'maintenance'
+      ? await eventHubsSink.create(config as EventHubsConfig, { logger: silentLogger, stdout: process.stdout })
+      : await serviceBusSink.create(config as ServiceBusConfig, { logger: silentLogger, stdout: process.stdout });
+    sinks.push(bad);
+    const [o] = await send(bad, bridgeEvents(1));
+    expect(o).toMatchObject({ status: 'retry', reason: expect.stringMatching(/^Unauthorized\w*: .*InvalidSignature/) });
+    expect(peer.tokens.at(-1)).toMatchObject({ status: 401 });
+    expect(peer.messages).toHaveLength(1);
+  });
+});
+
+describe('the token endpoint failing', () => {
+  it('a 500 from the token endpoint is retried by the credential, and the event delivered', async () => {
+    peer.auth = { kind: 'jwt', audience: EVENT_HUBS };
+    sim.injectFault({ kind: 'status', status: 500, target: 'token', count: 1 });
+    const before = sim.requests.length;
+    const sink = await eventHubs({ kind: 'managedIdentity' });
+    expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(sim.requests.slice(before).filter((r) => r.path.startsWith('/metadata/identity/')).map((r) => r.status)).toEqual([500, 200]);
+  });
+
+  it('a token endpoint slower than the delivery timeout: the attempt is retried, not lost', async () => {
+    peer.auth = { kind: 'jwt', audience: EVENT_HUBS };
+    sim.injectFault({ kind: 'slow', delayMs: 4000, target: 'token', count: 1 });
+    const sink = await eventHubs({ kind: 'managedIdentity' }, { delivery: { timeoutMs: 1000 } });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 1000);
+    const [o] = await sink.send(bridgeEvents(1), { signal: ac.signal });
+    expect(o!.status).toBe('retry');
+    await waitFor(() => sim.identities.requests.length >= 1, 'the slow token answer', 6000);
+    expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+  });
+});
+
+describe('token expiry and renewal', () => {
+  it('renews a short-lived token before the service would refuse it: every send over 13 s delivered at the first attempt, on one connection', async () => {
+    // the peer's clock runs 118 s ahead: a 125 s token is expired for it 7 s after it was
+    // issued, and the SDKs renew 2 minutes before expiry, 5 s after. Without renewal, sends
+    // after 7 s would be refused (the next test shows that refusal).
+    peer.clockAheadMs = 118_000;
+    peer.auth = { kind: 'jwt', audience: EVENT_HUBS };
+    const eh = await eventHubs({ kind: 'managedIdentity' });
+    const outcomes: Outcome[] = [];
+    const started = Date.now();
+    for (let i = 0; i < 40 && Date.now() - started < 13_000; i++) {
+      outcomes.push(...(await send(eh, bridgeEvents(1))));
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(outcomes.length).toBeGreaterThan(20);
+    expect(outcomes.every((o) => o.status === 'delivered')).toBe(true);
+    expect(peer.expiredRefusals).toBe(0);
+    expect(peer.connections).toBe(1);
+    const tokens = jwtsFor(EVENT_HUBS).filter((t) => t.audience.endsWith('/maintenance'));
+    expect(tokens.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(tokens.map((t) => t.claims!.jti)).size).toBe(tokens.length);
+    expect(peer.messages).toHaveLength(outcomes.length);
+  }, 30_000);
+
+  it('Service Bus renews too: a send after the first token expired for the peer is delivered at once', async () => {
+    peer.clockAheadMs = 118_000;
+    peer.auth = { kind: 'jwt', audience: SERVICE_BUS };
+    const sb = await serviceBus({ kind: 'managedIdentity' });
+    expect(await send(sb, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    await waitFor(() => jwtsFor(SERVICE_BUS).length >= 2, 'the renewed token', 10_000);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await send(sb, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(peer.expiredRefusals).toBe(0);
+    expect(peer.connections).toBe(1);
+  }, 30_000);
+
+  it('a token the service holds expired detaches the link: the send is retried, and through the bridge nothing is lost', async () => {
+    // 124 s ahead: every token is expired for the peer one second after it was issued, before
+    // the SDK renews it; each new link negotiates a fresh one
+    peer.clockAheadMs = 124_000;
+    peer.auth = { kind: 'jwt', audience: EVENT_HUBS };
+    harness = await startBridge({
+      sim,
+      sinks: [{ name: 'hub', type: 'eventhubs', fullyQualifiedNamespace: peer.namespace, eventHubName: 'maintenance', credential: { kind: 'managedIdentity' }, delivery: { initialBackoffMs: 50, maxBackoffMs: 200, timeoutMs: 5000 } }],
+    });
+    const first = sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => peer.messages.length === 1, 'the first event');
+    await new Promise((r) => setTimeout(r, 1500));
+    const second = sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => harness!.bridge.store.outboxDepth().size === 0 && peer.messages.length === 2, 'the second event, after a refusal', 20_000);
+    expect(peer.expiredRefusals).toBeGreaterThanOrEqual(1);
+    const subjects = peer.messages.map((m) => (m.message.application_properties as Record<string, unknown>)['cloudEvents_subject']);
+    expect(subjects).toEqual([first.eventId, second.eventId]);
+    expect(harness.bridge.store.deadLetters()).toEqual([]);
+    // the SDK is left waiting on the detached link until the attempt's timeout, then retries
+    expect(harness.lines.some((l) => l.code === 'DELIVERY_RETRY' && l.eventId === second.eventId)).toBe(true);
+  }, 30_000);
+});

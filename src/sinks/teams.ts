@@ -1,11 +1,13 @@
 /**
  * teams sink: one Adaptive Card message per transition, posted to a Teams Workflows webhook
  * ("When a Teams webhook request is received" → "Post card in a chat or channel"). Workflows
- * answer 202 Accepted; 429 and 5xx are retried through the shared outcome table.
+ * answer 202 Accepted; 429 and 5xx are retried through the shared outcome table. A workflow
+ * that only people or apps of the tenant may trigger takes an Entra ID token (`auth`).
  */
 import { z } from 'zod';
 import { toChatMessage } from '../present/chat-model.ts';
 import { jsonClient, postJson } from './shared/http.ts';
+import { BearerSource, EntraAuth } from './shared/entra.ts';
 import { httpUrl, secret, sinkBase, type SinkModule, oneByOne } from './contract.ts';
 import { teamsMessage } from '../present/teams-card.ts';
 
@@ -14,6 +16,8 @@ export const configSchema = z.strictObject({
   ...sinkBase,
   /** The HTTP POST URL of the workflow's webhook trigger (it contains a signature: keep it secret). */
   webhookUrl: secret(httpUrl),
+  /** An Entra ID token for a workflow restricted to the tenant: { kind: managedIdentity, scope: https://service.flow.microsoft.com//.default }. */
+  auth: EntraAuth.optional(),
 });
 export type TeamsConfig = z.infer<typeof configSchema>;
 
@@ -23,9 +27,10 @@ export const teamsSink: SinkModule<TeamsConfig> = {
   maxBatchSize: 1,
   create(config, context) {
     const dispatcher = jsonClient();
+    const bearer = config.auth ? new BearerSource(config.auth) : null;
     return {
       async send(events, { signal }) {
-        return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null })), signal));
+        return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null })), signal, bearer));
       },
       async close() {
         dispatcher.close();

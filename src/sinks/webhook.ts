@@ -2,8 +2,8 @@
  * webhook sink: CloudEvents over HTTP POST, in the binding's binary mode (data as the body,
  * attributes as percent-encoded `ce-*` headers), structured mode (`application/cloudevents+json`)
  * or batch mode (`application/cloudevents-batch+json`). Optional Standard Webhooks signatures
- * (several secrets sign together for rotation), static headers, bearer or basic auth, a custom
- * CA. One pooled keep-alive client per origin, shared by every webhook sink that targets it.
+ * (several secrets sign together for rotation), static headers, bearer or basic auth or an Entra
+ * ID token (managed identity), a custom CA. One pooled keep-alive client per origin, shared by every webhook sink that targets it.
  *
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/http-protocol-binding.md
  */
@@ -15,6 +15,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
 import { httpUrl, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
+import { authorized, BearerSource, EntraAuth } from './shared/entra.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024;
@@ -51,6 +52,8 @@ export const configSchema = z.strictObject({
     .union([
       z.strictObject({ bearer: secret(z.string().min(1)) }),
       z.strictObject({ basic: z.strictObject({ username: z.string().min(1), password: secret(z.string()) }) }),
+      /** An Entra ID token for `scope` (an Azure Function or Logic App with built-in auth, API Management, …). */
+      EntraAuth,
     ])
     .optional(),
   tls: z
@@ -121,12 +124,20 @@ export const webhookSink: SinkModule<WebhookConfig> = {
         : {}),
     };
     let disabled: string | null = null;
+    const bearer = config.auth && 'kind' in config.auth ? new BearerSource(config.auth) : null;
 
     async function post(id: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Outcome> {
       // webhook-id is a header: kept ASCII (percent-encoded like every ce-* header) and signed as sent
       const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, percentEncode(id), body) : {}) };
       try {
-        const res = await client.request(config.url, { method: 'POST', headers: all, body, signal, maxBodyBytes: MAX_RESPONSE_BYTES, onOverflow: 'destroy' });
+        const answer = await authorized(
+          bearer,
+          signal,
+          (authorization) => client.request(config.url, { method: 'POST', headers: { ...all, ...authorization }, body, signal, maxBodyBytes: MAX_RESPONSE_BYTES, onOverflow: 'destroy' }),
+          (r) => printable(decode(r)),
+        );
+        if ('outcome' in answer) return answer.outcome;
+        const res = answer.res;
         const outcome = classifyHttpStatus(res.status, res.headers['retry-after'], res.status >= 300 ? printable(decode(res)) : '');
         if (res.status === 410) {
           disabled = outcome.status === 'reject' ? outcome.reason : 'HTTP 410';

@@ -1,5 +1,6 @@
 /**
- * Every credential path of the Azure messaging sinks, over the wire. The real
+ * Every credential path of the Azure sinks, over the wire, and Entra ID tokens for the HTTP
+ * sinks (webhook, teams), checked by an HTTP peer. The real
  * ManagedIdentityCredential asks the IMDS simulator's token endpoint (through
  * AZURE_POD_IDENTITY_AUTHORITY_HOST) for a token; the real @azure/event-hubs and
  * @azure/service-bus clients connect over TLS, as they do to Azure, to the AMQP peer, which
@@ -22,6 +23,10 @@ import { serviceBusSink, type ServiceBusConfig } from '../../src/sinks/servicebu
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
 import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { readJwt } from '../../src/simulator/identity.ts';
+import { teamsSink, type TeamsConfig } from '../../src/sinks/teams.ts';
+import { webhookSink, type WebhookConfig } from '../../src/sinks/webhook.ts';
+import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
 import { startBridge, type Harness } from '../../testkit/harness.ts';
 import { bridgeEvents, ROOT, silentLogger, waitFor } from '../helpers.ts';
 
@@ -232,4 +237,111 @@ describe('token expiry and renewal', () => {
     // the SDK is left waiting on the detached link until the attempt's timeout, then retries
     expect(harness.lines.some((l) => l.code === 'DELIVERY_RETRY' && l.eventId === second.eventId)).toBe(true);
   }, 30_000);
+});
+
+describe('Entra ID tokens for the webhook and teams sinks', () => {
+  const APP = 'api://3f1e2d3c-4b5a-4697-8877-66554433aa11';
+  let http: HttpPeer;
+  /** Tokens the receiver holds revoked: it answers 401 to them. */
+  const revoked = new Set<string>();
+  const bearerOf = (r: Recorded) => String(r.headers.authorization ?? '').replace(/^Bearer /, '');
+
+  beforeEach(async () => {
+    revoked.clear();
+    http = new HttpPeer();
+    await http.listen();
+    // the receiver's check, as Entra-protected apps do it: a JWT for this app, unexpired, not revoked
+    http.answer = (r) => {
+      const token = bearerOf(r);
+      const claims = readJwt(token);
+      if (claims === null) return { status: 401, body: '{"error":"invalid_token","error_description":"no bearer token"}' };
+      if (claims.aud !== APP) return { status: 401, body: `{"error":"invalid_token","error_description":"audience ${String(claims.aud)} is not accepted"}` };
+      if (Number(claims.exp) * 1000 <= Date.now()) return { status: 401, body: '{"error":"invalid_token","error_description":"expired"}' };
+      if (revoked.has(token)) return { status: 401, body: '{"error":"invalid_token","error_description":"revoked"}' };
+      return { status: 202 };
+    };
+  });
+  afterEach(async () => {
+    await http.close();
+  });
+
+  async function webhook(auth: Record<string, unknown>): Promise<Sink> {
+    const config = SinkConfig.parse({ name: 'hook', type: 'webhook', url: `${http.url}/hook`, auth, delivery: { timeoutMs: 5000 } }) as WebhookConfig;
+    const sink = await webhookSink.create(config, { logger: silentLogger, stdout: process.stdout });
+    sinks.push(sink);
+    return sink;
+  }
+  const tokenRequests = () => sim.identities.requests.filter((r) => r.resource === APP);
+
+  it('webhook: every request carries a token for the app, from the VM identity, cached across sends', async () => {
+    const sink = await webhook({ kind: 'managedIdentity', scope: `${APP}/.default` });
+    expect(await send(sink, bridgeEvents(3))).toEqual(Array.from({ length: 3 }, () => ({ status: 'delivered' })));
+    expect(await send(sink, bridgeEvents(2))).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);
+    expect(http.requests).toHaveLength(5);
+    expect(new Set(http.requests.map(bearerOf)).size).toBe(1);
+    expect(readJwt(bearerOf(http.requests[0]!))).toMatchObject({ aud: APP, oid: sim.identities.system.objectId });
+    expect(tokenRequests()).toHaveLength(1);
+  });
+
+  it('webhook with a user-assigned identity: the token is that identity\'s', async () => {
+    const sink = await webhook({ kind: 'managedIdentity', scope: `${APP}/.default`, clientId: UA.clientId });
+    expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(readJwt(bearerOf(http.requests[0]!))).toMatchObject({ aud: APP, appid: UA.clientId, oid: UA.objectId });
+  });
+
+  it('renews the token before it expires: a 4 s token is replaced after 2 s, and the receiver never sees an expired one', async () => {
+    sim.identities.configure({ tokenLifetimeSec: 4 });
+    const sink = await webhook({ kind: 'managedIdentity', scope: `${APP}/.default` });
+    const outcomes: Outcome[] = [];
+    for (let i = 0; i < 10; i++) {
+      outcomes.push(...(await send(sink, bridgeEvents(1))));
+      await new Promise((r) => setTimeout(r, 600));
+    }
+    expect(outcomes.every((o) => o.status === 'delivered')).toBe(true);
+    // 6 s of sends with a token renewed every 2 s: three or four tokens, never one per request
+    const tokens = new Set(http.requests.map(bearerOf));
+    expect(tokens.size).toBeGreaterThanOrEqual(3);
+    expect(tokens.size).toBeLessThan(10);
+    expect(http.requests).toHaveLength(10);
+  });
+
+  it('a 401 renews the token once and sends again; a receiver that refuses every token gets exactly one renewal, and the event is retried', async () => {
+    const sink = await webhook({ kind: 'managedIdentity', scope: `${APP}/.default` });
+    expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    revoked.add(bearerOf(http.requests[0]!));
+    // the cached token is now refused: one renewal, then delivered with the new token
+    expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(http.requests.map((r) => r.headers.authorization !== undefined)).toEqual([true, true, true]);
+    expect(bearerOf(http.requests[2]!)).not.toBe(bearerOf(http.requests[1]!));
+    // now every token is refused
+    http.answer = () => ({ status: 401, body: '{"error":"invalid_token"}' });
+    const before = http.requests.length;
+    const [o] = await send(sink, bridgeEvents(1));
+    expect(o).toMatchObject({ status: 'retry', reason: 'HTTP 401: the Entra ID token was refused, also after a renewal: {"error":"invalid_token"}' });
+    expect(http.requests.length - before).toBe(2);
+    // the token never reaches an outcome's reason
+    for (const r of http.requests) expect(JSON.stringify(o)).not.toContain(bearerOf(r));
+  });
+
+  it('a token that cannot be had (an identity not on the VM) is a retry, and nothing is sent', async () => {
+    const sink = await webhook({ kind: 'managedIdentity', scope: `${APP}/.default`, clientId: '9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a' });
+    const [o] = await send(sink, bridgeEvents(1));
+    expect(o).toMatchObject({ status: 'retry', reason: expect.stringContaining('Identity not found') });
+    expect(http.requests).toEqual([]);
+  });
+
+  it('teams: the workflow gets the card with a token for its scope', async () => {
+    const config = SinkConfig.parse({ name: 'teams', type: 'teams', webhookUrl: `${http.url}/workflow`, auth: { kind: 'managedIdentity', scope: `${APP}/.default` } }) as TeamsConfig;
+    const sink = await teamsSink.create(config, { logger: silentLogger, stdout: process.stdout });
+    sinks.push(sink);
+    expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(readJwt(bearerOf(http.requests[0]!))).toMatchObject({ aud: APP });
+    expect(JSON.parse(http.requests[0]!.body)).toMatchObject({ type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive' }] });
+  });
+
+  it('refuses a scope that is not a .default scope, by path', () => {
+    const r = SinkConfig.safeParse({ name: 'hook', type: 'webhook', url: 'https://x.example', auth: { kind: 'managedIdentity', scope: 'api://app' } });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues.some((i) => i.path.join('.') === 'auth.scope' || /scope/.test(i.message))).toBe(true);
+  });
 });

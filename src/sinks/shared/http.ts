@@ -7,22 +7,29 @@ import { text as decode } from '../../lib/http-body.ts';
 import { HttpClient } from '../../lib/http-client.ts';
 import { classifyHttpStatus, classifyNetworkError, printable } from './classify.ts';
 import type { Outcome } from '../contract.ts';
+import { authorized, type BearerSource } from './entra.ts';
 
 /** jsonClient: a keep-alive client that honours HTTP(S)_PROXY and NO_PROXY. */
 export function jsonClient(): HttpClient {
   return new HttpClient({ proxy: 'env', maxSockets: 4 });
 }
 
-export async function postJson(client: HttpClient, url: string, body: unknown, signal: AbortSignal): Promise<Outcome> {
+/** postJson posts `body`; with `bearer`, an Entra ID token goes with it (renewed once after a 401). */
+export async function postJson(client: HttpClient, url: string, body: unknown, signal: AbortSignal, bearer: BearerSource | null = null): Promise<Outcome> {
   try {
-    const res = await client.request(url, {
-      method: 'POST',
-      signal,
-      headers: { 'content-type': 'application/json; charset=utf-8', 'user-agent': 'se-bridge' },
-      body: JSON.stringify(body),
-      maxBodyBytes: 4096,
-      onOverflow: 'drain',
-    });
+    const text = JSON.stringify(body);
+    const answer = await authorized(bearer, signal, (authorization) =>
+      client.request(url, {
+        method: 'POST',
+        signal,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'user-agent': 'se-bridge', ...authorization },
+        body: text,
+        maxBodyBytes: 4096,
+        onOverflow: 'drain',
+      }),
+    );
+    if ('outcome' in answer) return answer.outcome;
+    const res = answer.res;
     return classifyHttpStatus(res.status, res.headers['retry-after'], res.status >= 300 ? printable(decode(res)) : '');
   } catch (err) {
     const outcome = classifyNetworkError(err);

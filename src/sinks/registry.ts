@@ -12,11 +12,12 @@ import { configSchema as serviceBusConfig, serviceBusSink } from './servicebus.t
 import { configSchema as slackConfig, slackSink } from './slack.ts';
 import { configSchema as teamsConfig, teamsSink } from './teams.ts';
 import { configSchema as execConfig, execSink } from './exec.ts';
+import { configSchema as eventGridConfig, eventGridSink } from './eventgrid.ts';
 
-const MODULES = [webhookSink, eventHubsSink, serviceBusSink, slackSink, teamsSink, execSink, stdoutSink, fileSink] as unknown as readonly SinkModule[];
+const MODULES = [webhookSink, eventHubsSink, serviceBusSink, eventGridSink, slackSink, teamsSink, execSink, stdoutSink, fileSink] as unknown as readonly SinkModule[];
 
 /** The config schema of every sink, in the order of MODULES (the `type` key tells them apart). */
-export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusConfig, slackConfig, teamsConfig, execConfig, stdoutConfig, fileConfig, moduleConfig] as const;
+export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusConfig, eventGridConfig, slackConfig, teamsConfig, execConfig, stdoutConfig, fileConfig, moduleConfig] as const;
 
 export const SINK_TYPES: readonly string[] = [...MODULES.map((m) => m.type), 'module'];
 

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { toChatMessage } from '../present/chat-model.ts';
 import { jsonClient, postJson } from './shared/http.ts';
-import { BearerSource, EntraAuth } from './shared/entra.ts';
+import { BearerSource, credentialOf, EntraAuth } from './shared/entra.ts';
 import { httpUrl, secret, sinkBase, type SinkModule, oneByOne } from './contract.ts';
 import { teamsMessage } from '../present/teams-card.ts';
 
@@ -27,7 +27,7 @@ export const teamsSink: SinkModule<TeamsConfig> = {
   maxBatchSize: 1,
   create(config, context) {
     const dispatcher = jsonClient();
-    const bearer = config.auth ? new BearerSource(config.auth) : null;
+    const bearer = config.auth ? new BearerSource(credentialOf(config.auth), config.auth.scope) : null;
     return {
       async send(events, { signal }) {
         return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null })), signal, bearer));

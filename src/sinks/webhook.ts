@@ -15,7 +15,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
 import { httpUrl, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
-import { authorized, BearerSource, EntraAuth } from './shared/entra.ts';
+import { authorized, BearerSource, credentialOf, EntraAuth } from './shared/entra.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024;
@@ -124,7 +124,7 @@ export const webhookSink: SinkModule<WebhookConfig> = {
         : {}),
     };
     let disabled: string | null = null;
-    const bearer = config.auth && 'kind' in config.auth ? new BearerSource(config.auth) : null;
+    const bearer = config.auth && 'kind' in config.auth ? new BearerSource(credentialOf(config.auth), config.auth.scope) : null;
 
     async function post(id: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Outcome> {
       // webhook-id is a header: kept ASCII (percent-encoded like every ce-* header) and signed as sent

@@ -27,6 +27,8 @@ import { readJwt } from '../../src/simulator/identity.ts';
 import { teamsSink, type TeamsConfig } from '../../src/sinks/teams.ts';
 import { webhookSink, type WebhookConfig } from '../../src/sinks/webhook.ts';
 import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
+import { EventGridPeer } from '../../testkit/eventgrid-peer.ts';
+import { eventGridSink, type EventGridConfig } from '../../src/sinks/eventgrid.ts';
 import { startBridge, type Harness } from '../../testkit/harness.ts';
 import { bridgeEvents, ROOT, silentLogger, waitFor } from '../helpers.ts';
 
@@ -343,5 +345,30 @@ describe('Entra ID tokens for the webhook and teams sinks', () => {
     const r = SinkConfig.safeParse({ name: 'hook', type: 'webhook', url: 'https://x.example', auth: { kind: 'managedIdentity', scope: 'api://app' } });
     expect(r.success).toBe(false);
     expect(r.error!.issues.some((i) => i.path.join('.') === 'auth.scope' || /scope/.test(i.message))).toBe(true);
+  });
+});
+
+describe('eventgrid with a managed identity, over HTTPS', () => {
+  let grid: EventGridPeer;
+  beforeEach(async () => {
+    grid = new EventGridPeer(TLS);
+    await grid.listen();
+  });
+  afterEach(async () => {
+    await grid.close();
+  });
+
+  it.each([
+    { topic: 'a basic topic', namespaceTopic: undefined, identity: IDENTITIES[0] },
+    { topic: 'a namespace topic', namespaceTopic: 'maintenance', identity: IDENTITIES[1] },
+    { topic: 'a namespace topic', namespaceTopic: 'maintenance', identity: IDENTITIES[3] },
+  ])('$topic, $identity.name: a bearer token for https://eventgrid.azure.net from that principal', async ({ namespaceTopic, identity }) => {
+    const config = SinkConfig.parse({ name: 'grid', type: 'eventgrid', endpoint: grid.url, ...(namespaceTopic ? { namespaceTopic } : {}), credential: identity.credential }) as EventGridConfig;
+    expect(grid.url.startsWith('https://')).toBe(true);
+    const sink = await eventGridSink.create(config, { logger: silentLogger, stdout: process.stdout });
+    sinks.push(sink);
+    expect(await send(sink, bridgeEvents(2))).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);
+    expect(grid.publishes).toEqual([{ topic: namespaceTopic ?? 'basic', auth: 'bearer', status: 200, events: 2 }]);
+    expect(sim.identities.requests).toContainEqual(expect.objectContaining({ resource: 'https://eventgrid.azure.net', asked: identity.asked, status: 200 }));
   });
 });

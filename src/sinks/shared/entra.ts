@@ -12,7 +12,7 @@
  */
 import type { AccessToken, TokenCredential } from '@azure/core-auth';
 import { z } from 'zod';
-import { createCredential } from './azure.ts';
+import { createCredential, type CredentialConfig } from './azure.ts';
 import { retry, type Outcome } from '../contract.ts';
 
 const guid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
@@ -28,8 +28,14 @@ export type EntraAuth = z.infer<typeof EntraAuth>;
 
 const MAX_EARLY_MS = 5 * 60_000;
 
+/** credentialOf: the credential an `auth` of the HTTP sinks names. */
+export function credentialOf(auth: EntraAuth): CredentialConfig {
+  return { kind: auth.kind, ...(auth.clientId !== undefined ? { clientId: auth.clientId } : {}) };
+}
+
 export class BearerSource {
-  readonly #auth: EntraAuth;
+  readonly #credentialConfig: CredentialConfig;
+  readonly #scope: string;
   readonly #now: () => number;
   #credential: Promise<TokenCredential> | null = null;
   #token: { value: string; renewAt: number } | null = null;
@@ -37,8 +43,9 @@ export class BearerSource {
   /** How many tokens it asked the credential for. */
   requested = 0;
 
-  constructor(auth: EntraAuth, now: () => number = Date.now) {
-    this.#auth = auth;
+  constructor(credential: CredentialConfig, scope: string, now: () => number = Date.now) {
+    this.#credentialConfig = credential;
+    this.#scope = scope;
     this.#now = now;
   }
 
@@ -61,10 +68,10 @@ export class BearerSource {
   #fetch(signal?: AbortSignal): Promise<string> {
     this.#pending ??= (async () => {
       try {
-        this.#credential ??= createCredential(this.#auth.kind === 'default' ? { kind: 'default', ...this.#client() } : { kind: 'managedIdentity', ...this.#client() });
+        this.#credential ??= createCredential(this.#credentialConfig);
         const credential = await this.#credential;
         this.requested += 1;
-        const t: AccessToken | null = await credential.getToken(this.#auth.scope, signal ? { abortSignal: signal } : {});
+        const t: AccessToken | null = await credential.getToken(this.#scope, signal ? { abortSignal: signal } : {});
         if (t === null) throw Object.assign(new Error('the credential gave no token'), { name: 'CredentialUnavailableError' });
         const now = this.#now();
         const early = Math.min(MAX_EARLY_MS, Math.max(0, (t.expiresOnTimestamp - now) / 2));
@@ -75,10 +82,6 @@ export class BearerSource {
       }
     })();
     return this.#pending;
-  }
-
-  #client(): { clientId?: string } {
-    return this.#auth.clientId !== undefined ? { clientId: this.#auth.clientId } : {};
   }
 }
 

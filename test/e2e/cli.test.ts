@@ -42,7 +42,7 @@ describe('se-bridge CLI', () => {
   it('validate: exit 0 for a valid file', async () => {
     const r = await cli(['validate', '--config', 'config/bridge.example.yaml']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), chat (slack), teams (teams), drain (exec), audit (file)\n');
+    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), grid (eventgrid), chat (slack), teams (teams), drain (exec), audit (file)\n');
   });
 
   it('validate: exit 2 listing every problem by path', async () => {
@@ -53,7 +53,7 @@ describe('se-bridge CLI', () => {
     for (const line of [
       'sinks[0].path: environment variable MISSING_VAR is not set',
       'imds.pollIntervalMs: must be at least 200',
-      'sinks[1].type: must be one of webhook | eventhubs | servicebus | slack | teams | exec | stdout | file',
+      'sinks[1].type: must be one of webhook | eventhubs | servicebus | eventgrid | slack | teams | exec | stdout | file',
       'wat: unknown key',
     ]) {
       expect(r.stderr).toContain(line);

@@ -52,14 +52,24 @@ const sinks: Sink[] = [];
 let harness: Harness | null = null;
 const defaultCAs = tls.getCACertificates('default');
 
+const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY, no_proxy: process.env.no_proxy };
 beforeAll(async () => {
   sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
   process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await sim.listen();
+  // a proxy that refuses every connection: the token endpoint must be reached directly (IMDS
+  // refuses proxied requests), so the credential adds its host to NO_PROXY
+  process.env.HTTP_PROXY = 'http://127.0.0.1:9';
+  delete process.env.NO_PROXY;
+  delete process.env.no_proxy;
   // the peer's certificate (CN and IP SAN 127.0.0.1) is trusted as a CA, for TLS as in Azure
   tls.setDefaultCACertificates([...defaultCAs, TLS.cert]);
 });
 afterAll(async () => {
   delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
+  for (const [k, v] of Object.entries(saved)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
   tls.setDefaultCACertificates(defaultCAs);
   await sim.close();
 });
@@ -108,6 +118,7 @@ const IDENTITIES = [
 
 describe.each(CASES)('$name with a managed identity, over TLS', ({ audience, make, entity }) => {
   it.each(IDENTITIES)('$name: the peer got a JWT for the service, from that principal, and the event', async ({ credential, asked, principal }) => {
+    expect(process.env.HTTP_PROXY).toBe('http://127.0.0.1:9');
     peer.auth = { kind: 'jwt', audience, principals: [principal()] };
     const sink = await make(credential);
     expect(await send(sink, bridgeEvents(2))).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);

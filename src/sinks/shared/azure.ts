@@ -32,12 +32,35 @@ export type CredentialConfig = z.infer<typeof CredentialConfig>;
  * AZURE_POD_IDENTITY_AUTHORITY_HOST when that is set (the simulator, in tests and the demo).
  */
 export async function createCredential(c: CredentialConfig): Promise<TokenCredential> {
+  bypassProxyForTokenEndpoint(process.env);
   const identity = await import('@azure/identity');
   if (c.kind === 'default') return new identity.DefaultAzureCredential(c.clientId !== undefined ? { managedIdentityClientId: c.clientId } : {});
   if (c.clientId !== undefined) return new identity.ManagedIdentityCredential({ clientId: c.clientId });
   if (c.objectId !== undefined) return new identity.ManagedIdentityCredential({ objectId: c.objectId });
   if (c.resourceId !== undefined) return new identity.ManagedIdentityCredential({ resourceId: c.resourceId });
   return new identity.ManagedIdentityCredential();
+}
+
+/**
+ * bypassProxyForTokenEndpoint adds the managed identity endpoint's host (169.254.169.254, or the
+ * host of AZURE_POD_IDENTITY_AUTHORITY_HOST) to NO_PROXY. The Azure SDKs' HTTP pipeline honours
+ * HTTP(S)_PROXY, and IMDS refuses requests that come through a proxy; the bridge's own IMDS
+ * calls never use one. It must run before the SDK's first request, which reads NO_PROXY once.
+ */
+export function bypassProxyForTokenEndpoint(env: NodeJS.ProcessEnv): void {
+  const hosts = ['169.254.169.254'];
+  try {
+    if (env.AZURE_POD_IDENTITY_AUTHORITY_HOST) hosts.push(new URL(env.AZURE_POD_IDENTITY_AUTHORITY_HOST).hostname);
+  } catch {
+    // not a URL: @azure/identity reports it
+  }
+  const current = env.NO_PROXY || env.no_proxy || '';
+  const list = current.split(',').map((h) => h.trim()).filter(Boolean);
+  const missing = hosts.filter((h) => !list.includes(h));
+  if (missing.length === 0) return;
+  const value = [...list, ...missing].join(',');
+  env.NO_PROXY = value;
+  env.no_proxy = value;
 }
 
 /**

@@ -80,8 +80,15 @@ export interface PutToken {
   expiresAt?: number;
 }
 
-/** What put-token accepts: SAS tokens signed with the connection string's key, or Entra ID tokens. */
-export type PeerAuth = { kind: 'sas' } | { kind: 'jwt'; audience: string; principals?: readonly string[] };
+/**
+ * What put-token accepts: SAS tokens signed with the connection string's key, or Entra ID tokens
+ * for `audience`. `principals`: the only object ids accepted at all (a role on the namespace).
+ * `rights`: per entity, who may Send to it and Listen on it (Data Sender / Data Receiver roles),
+ * checked when a link attaches, as the service does.
+ */
+export type PeerAuth =
+  | { kind: 'sas' }
+  | { kind: 'jwt'; audience: string; principals?: readonly string[]; rights?: Readonly<Record<string, { send?: readonly string[]; listen?: readonly string[] }>> };
 
 export class AmqpPeer {
   readonly messages: ReceivedMessage[] = [];
@@ -91,7 +98,9 @@ export class AmqpPeer {
   clockAheadMs = 0;
   /** Transfers refused because the connection's token for the entity had expired. */
   expiredRefusals = 0;
-  readonly #tokenExpiry = new Map<Connection, Map<string, number>>();
+  /** Links refused at attach for want of a right: `Send` or `Listen` on an entity. */
+  readonly refusedLinks: { entity: string; right: 'Send' | 'Listen'; principal: string }[] = [];
+  readonly #tokenExpiry = new Map<Connection, Map<string, { expiresAt: number; principal: string }>>();
   readonly faults: Fault[] = [];
   /** max_message_size advertised on every receiving link's attach. */
   maxMessageSize = 1024 * 1024;
@@ -137,7 +146,10 @@ export class AmqpPeer {
       const sender = ctx.sender!;
       const source = frames(sender).remote.attach?.source?.address ?? '';
       // a receiver on a declared queue: a Service Bus consumer
-      if (this.queues.has(source)) return this.queues.attach(sender, frames(sender).remote.attach?.source);
+      if (this.queues.has(source)) {
+        if (this.#refusedRight(ctx.connection, source, 'Listen', sender)) return;
+        return this.queues.attach(sender, frames(sender).remote.attach?.source);
+      }
       // otherwise the client's receiving side of $cbs or $management: a reply link
       const target = frames(sender).remote.attach?.target?.address;
       sender.set_source({ address: source });
@@ -153,7 +165,9 @@ export class AmqpPeer {
       frames(receiver).local.attach.max_message_size = this.maxMessageSize;
       if (this.missingEntities.has(target)) {
         receiver.close({ condition: 'amqp:not-found', description: `The messaging entity 'sb://127.0.0.1/${target}' could not be found.` });
+        return;
       }
+      if (target !== '$cbs' && !target.endsWith('$management')) this.#refusedRight(ctx.connection, target, 'Send', receiver);
     });
     c.on('message', (ctx: EventContext) => this.#onMessage(ctx));
     c.on('error', () => undefined);
@@ -241,7 +255,7 @@ export class AmqpPeer {
       ctx.delivery!.accept();
       return this.#reply(msg, address === '$cbs' ? this.#cbs(msg, ctx.connection) : this.#management(msg, address));
     }
-    const expiry = this.#tokenExpiry.get(ctx.connection)?.get(address);
+    const expiry = this.#tokenExpiry.get(ctx.connection)?.get(address)?.expiresAt;
     if (expiry !== undefined && expiry <= Date.now() + this.clockAheadMs) {
       this.expiredRefusals += 1;
       receiver.close({ condition: 'amqp:unauthorized-access', description: `ExpiredToken: the token for '${address}' expired at ${new Date(expiry).toISOString()}` });
@@ -294,11 +308,23 @@ export class AmqpPeer {
     this.tokens.push({ audience, type, status, ...judged });
     if (status === 202 && judged.expiresAt !== undefined) {
       const entity = entityOf(audience);
-      const map = this.#tokenExpiry.get(connection) ?? new Map<string, number>();
-      map.set(entity, judged.expiresAt);
+      const map = this.#tokenExpiry.get(connection) ?? new Map<string, { expiresAt: number; principal: string }>();
+      map.set(entity, { expiresAt: judged.expiresAt, principal: String(judged.claims?.oid ?? '') });
       this.#tokenExpiry.set(connection, map);
     }
     return { application_properties: { 'status-code': status, 'status-description': status === 202 ? 'Accepted' : judged.refused } };
+  }
+
+  /** #refusedRight closes a link whose connection's token for `entity` lacks `right`; true when it did. */
+  #refusedRight(connection: Connection, entity: string, right: 'Send' | 'Listen', link: { close(error: { condition: string; description: string }): void }): boolean {
+    const rights = this.auth.kind === 'jwt' ? this.auth.rights?.[entity] : undefined;
+    if (rights === undefined) return false;
+    const principal = this.#tokenExpiry.get(connection)?.get(entity)?.principal ?? '';
+    const allowed = right === 'Send' ? rights.send : rights.listen;
+    if (allowed?.includes(principal)) return false;
+    this.refusedLinks.push({ entity, right, principal });
+    link.close({ condition: 'amqp:unauthorized-access', description: `Unauthorized access. '${right}' claim(s) are required to perform this operation. Resource: 'sb://${this.namespace}/${entity}'.` });
+    return true;
   }
 
   /** #judge checks a put-token's token: what it proves, or why it is refused. */

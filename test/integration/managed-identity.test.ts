@@ -29,6 +29,10 @@ import { webhookSink, type WebhookConfig } from '../../src/sinks/webhook.ts';
 import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
 import { EventGridPeer } from '../../testkit/eventgrid-peer.ts';
 import { eventGridSink, type EventGridConfig } from '../../src/sinks/eventgrid.ts';
+import { pino } from 'pino';
+import { startRelay, type RunningRelay } from '../../src/approval/relay.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
+import { API_SECRET, fleetApproval, fleetKeys, INBOX, relayConfig, REPLIES, sessionOf } from '../../testkit/fleet.ts';
 import { startBridge, type Harness } from '../../testkit/harness.ts';
 import { bridgeEvents, ROOT, silentLogger, waitFor } from '../helpers.ts';
 
@@ -382,4 +386,62 @@ describe('eventgrid with a managed identity, over HTTPS', () => {
     expect(grid.publishes).toEqual([{ topic: namespaceTopic ?? 'basic', auth: 'bearer', status: 200, events: 2 }]);
     expect(sim.identities.requests).toContainEqual(expect.objectContaining({ resource: 'https://eventgrid.azure.net', asked: identity.asked, status: 200 }));
   });
+});
+
+describe('fleet approvals with managed identities, over TLS', () => {
+  let relay: RunningRelay | null = null;
+  afterEach(async () => {
+    await relay?.close();
+    relay = null;
+  });
+
+  /** The VM's bridge (system-assigned identity) and the relay (a user-assigned one), over namespace + credential. */
+  async function fleet() {
+    peer.queue(INBOX, { sessions: true, duplicateDetectionMs: 600_000, maxDeliveryCount: 10 });
+    peer.queue(REPLIES, { sessions: true });
+    const keys = fleetKeys();
+    const approval = fleetApproval(peer, keys, sessionOf(sim)) as { relayUrl: string; inbox: Record<string, unknown> };
+    delete approval.inbox.connectionString;
+    harness = await startBridge({
+      sim,
+      config: { approval: { ...approval, inbox: { ...approval.inbox, fullyQualifiedNamespace: peer.namespace, credential: { kind: 'managedIdentity' } } } },
+    });
+    const config = relayConfig(peer, keys);
+    relay = await startRelay(
+      { ...config, serviceBus: { queue: INBOX, replies: REPLIES, fullyQualifiedNamespace: peer.namespace, credential: { kind: 'managedIdentity', clientId: UA.clientId } } },
+      pino({ level: 'silent' }),
+      { host: '127.0.0.1', port: 0 },
+    );
+    return harness;
+  }
+  const vm = () => sim.identities.system.objectId;
+
+  it('the relay (Send on the inbox, Listen on the replies) and the VM (the reverse) each prove their own identity, and the approval goes through', async () => {
+    peer.auth = {
+      kind: 'jwt',
+      audience: SERVICE_BUS,
+      rights: { [INBOX]: { send: [UA.objectId], listen: [vm()] }, [REPLIES]: { send: [vm()], listen: [UA.objectId] } },
+    };
+    const h = await fleet();
+    await waitFor(() => h.bridge.inbox?.connected && relay!.bus.listening, 'the inbox and the relay sessions', 20_000);
+    const e = h.sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => h.kinds().includes(`scheduled:${e.eventId}`), 'the scheduled event');
+    const body = JSON.stringify({ vm: h.bridge.identity.resourceId, eventId: e.eventId, approver: 'alice' });
+    const res = await fetch(`${relay!.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], 'msg_mi', body) }, body });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ eventId: e.eventId, status: 'approved', approvedBy: 'alice' });
+    expect(sim.startRequests.map((r) => r.eventIds)).toEqual([[e.eventId]]);
+    expect(peer.refusedLinks).toEqual([]);
+    const principals = new Set(peer.tokens.filter((t) => t.status === 202).map((t) => t.claims?.oid));
+    expect(principals).toEqual(new Set([vm(), UA.objectId]));
+    expect(peer.tokens.every((t) => t.type === 'jwt')).toBe(true);
+  }, 30_000);
+
+  it('a VM without Listen on the inbox is refused at attach: the inbox stays disconnected and says why', async () => {
+    peer.auth = { kind: 'jwt', audience: SERVICE_BUS, rights: { [INBOX]: { send: [UA.objectId], listen: [UA.objectId] }, [REPLIES]: { send: [vm()], listen: [UA.objectId] } } };
+    const h = await fleet();
+    await waitFor(() => peer.refusedLinks.some((r) => r.entity === INBOX && r.right === 'Listen' && r.principal === vm()), 'the refused inbox link', 20_000);
+    await waitFor(() => /'Listen' claim\(s\) are required/.test(String(h.bridge.inbox?.lastError ?? '')), 'the inbox to name the missing right', 20_000);
+    expect(h.bridge.inbox?.connected).toBe(false);
+  }, 30_000);
 });

@@ -49,6 +49,15 @@ describe('lazy loading of the Azure SDKs', () => {
     expect(builtins.filter((m) => m === 'NativeModule https' || m === 'NativeModule tls')).toEqual([]);
   });
 
+  it('an eventgrid sink with an access key, and a webhook with an Entra ID token not yet asked for, load none of them', () => {
+    expect(
+      loadedWith([
+        { name: 'g', type: 'eventgrid', endpoint: 'http://127.0.0.1:9', accessKey: 'k' },
+        { name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x', auth: { kind: 'managedIdentity', scope: 'api://app/.default' } },
+      ]),
+    ).toEqual([]);
+  });
+
   it('an eventhubs sink loads @azure/event-hubs (and not Service Bus)', () => {
     const loaded = loadedWith([{ name: 'h', type: 'eventhubs', connectionString: 'Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=dg==;UseDevelopmentEmulator=true;EntityPath=h' }]);
     expect(loaded.some((u) => u.includes('/@azure/event-hubs/'))).toBe(true);

@@ -29,6 +29,8 @@ const S = {
   slackSigning: 'slack-signing-secret-abcdef',
   basicPassword: 'basic-password-5f3c',
   apiKey: 'api-key-header-77d1e0',
+  gridKey: 'eventgrid-access-key-3e9a51',
+  gridNamespaceKey: 'eventgrid-namespace-key-8c2d07',
 };
 
 let sim: ImdsSimulator;
@@ -43,7 +45,7 @@ beforeAll(async () => {
   await sim.listen(0);
   http = new HttpPeer();
   await http.listen();
-  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)} ${String(r.headers['x-api-key'])}` });
+  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)} ${String(r.headers['x-api-key'])} ${String(r.headers['aeg-sas-key'])}` });
   amqp = new AmqpPeer();
   await amqp.listen();
   amqp.cbsStatusCode = 401;
@@ -68,6 +70,8 @@ beforeAll(async () => {
       { name: 'slackhook', type: 'slack', webhookUrl: `${http.url}/services/${S.slackHookPath}`, delivery: fast },
       { name: 'slackbot', type: 'slack', botToken: S.slackBot, channel: '#c', apiUrl: `${http.url}/api/`, delivery: fast },
       { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams/workflows/x/invoke?api-version=1&sig=${S.teamsSig}`, delivery: fast },
+      { name: 'grid', type: 'eventgrid', endpoint: `${http.url}/grid`, accessKey: S.gridKey, delivery: fast },
+      { name: 'gridns', type: 'eventgrid', endpoint: `${http.url}/gridns`, namespaceTopic: 'maintenance', accessKey: S.gridNamespaceKey, delivery: fast },
       { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
     ],
     config: {
@@ -89,7 +93,7 @@ afterAll(async () => {
 describe('secrets', () => {
   it('never appear in logs, metrics or files, whatever fails', async () => {
     sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => bridge.store.deadLetters().length >= 7, 'every failing sink to dead-letter', 30_000);
+    await waitFor(() => bridge.store.deadLetters().length >= 9, 'every failing sink to dead-letter', 30_000);
     // the approval server refusing forged requests
     await request(`${bridge.approvalServerUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': `v1,${'A'.repeat(44)}` }, body: '{}' }).then((r) => r.body.dump());
     const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();

@@ -1,6 +1,6 @@
 /**
  * Sink outages at once: a webhook down for a while, an AMQP peer dropping connections, Slack
- * answering 429 with Retry-After, next to a healthy file sink. Nothing is lost, order per
+ * answering 429 with Retry-After, Event Grid answering 503 then 429, next to a healthy file sink. Nothing is lost, order per
  * event is kept at every sink, nothing is dead-lettered, and the healthy sink is unaffected.
  */
 import { startBridge } from '../../testkit/harness.ts';
@@ -11,11 +11,13 @@ import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
+import { EventGridPeer, PEER_KEY } from '../../testkit/eventgrid-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;
 let http: HttpPeer;
 let amqp: AmqpPeer;
+let grid: EventGridPeer;
 let dir: ReturnType<typeof tempDir>;
 let bridge: Bridge;
 const EVENTS = 6;
@@ -27,11 +29,13 @@ beforeAll(async () => {
   await http.listen();
   amqp = new AmqpPeer();
   await amqp.listen();
+  grid = new EventGridPeer();
+  await grid.listen();
   dir = tempDir();
 });
 afterAll(async () => {
   await bridge?.stop(500);
-  await Promise.all([sim.close(), http.close(), amqp.close()]);
+  await Promise.all([sim.close(), http.close(), amqp.close(), grid.close()]);
   dir.cleanup();
 });
 
@@ -58,6 +62,7 @@ describe('sink outages, all at once', () => {
       return { status: 404 };
     };
     amqp.inject({ kind: 'drop', count: 3 });
+    grid.faults.push({ status: 503, count: 4 }, { status: 429, count: 2, retryAfter: '1' });
     const fast = { initialBackoffMs: 50, maxBackoffMs: 500, maxAttempts: 200, maxAgeMs: 600_000, timeoutMs: 3000 };
     bridge = (
       await startBridge({
@@ -67,6 +72,7 @@ describe('sink outages, all at once', () => {
           { name: 'hook', type: 'webhook', url: `${http.url}/hook`, delivery: fast },
           { name: 'hub', type: 'eventhubs', connectionString: amqp.connectionString('maintenance'), delivery: fast },
           { name: 'slack', type: 'slack', webhookUrl: `${http.url}/slack`, delivery: fast },
+          { name: 'grid', type: 'eventgrid', endpoint: grid.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY, delivery: fast },
           { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
         ],
       })
@@ -87,7 +93,9 @@ describe('sink outages, all at once', () => {
     const hook = http.requests.filter((r) => r.url === '/hook').map((r) => String(r.headers['ce-id']));
     const hub = amqp.messages.map((m) => String(m.message.message_id));
     const slack = http.requests.filter((r) => r.url === '/slack').length;
-    for (const [name, ids] of [['file', file()], ['hook', hook], ['hub', hub]] as const) {
+    const gridIds = grid.events('maintenance').map((e) => String(e.id));
+    expect(grid.publishes.filter((p) => p.status === 503 || p.status === 429)).toHaveLength(6);
+    for (const [name, ids] of [['file', file()], ['hook', hook], ['hub', hub], ['grid', gridIds]] as const) {
       expect(firstSeen(ids), name).toHaveLength(EVENTS * 3);
       expect(inOrderPerEvent(ids), `${name} order`).toBe(true);
     }

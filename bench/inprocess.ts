@@ -1,5 +1,6 @@
-/** Benchmark phases C to F: the bridge and its parts in this process, against local peers. */
-import { existsSync, statSync } from 'node:fs';
+/** Benchmark phases C to G: the bridge and its parts in this process, against local peers. */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import tls from 'node:tls';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { validateConfig } from '../src/config/load.ts';
@@ -18,6 +19,10 @@ import { webhookSink, type WebhookConfig } from '../src/sinks/webhook.ts';
 import { Store } from '../src/store/store.ts';
 import { AmqpPeer } from '../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
+import { EventGridPeer, PEER_KEY } from '../testkit/eventgrid-peer.ts';
+import { bridgeEvents } from '../testkit/events.ts';
+import { eventHubsSink, type EventHubsConfig } from '../src/sinks/eventhubs.ts';
+import type { Sink } from '../src/sinks/contract.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../testkit/fleet.ts';
 import { startRelay } from '../src/approval/relay.ts';
 import { dir, dist, quick, silent, sleep } from './common.ts';
@@ -110,6 +115,8 @@ export async function phaseFanout(withStuck: boolean) {
   http.answer = (r) => (r.url === '/stuck' ? { hang: true } : r.url.startsWith('/teams') ? { status: 202 } : { status: 200, body: 'ok' });
   const amqp = new AmqpPeer();
   await amqp.listen();
+  const grid = new EventGridPeer();
+  await grid.listen();
   const file = join(dir, `fanout-${withStuck}.jsonl`);
   const sinks: Record<string, unknown>[] = [
     { name: 'webhook', type: 'webhook', url: `${http.url}/hook` },
@@ -118,6 +125,7 @@ export async function phaseFanout(withStuck: boolean) {
     { name: 'servicebus', type: 'servicebus', connectionString: amqp.connectionString(), entity: 'q' },
     { name: 'slack', type: 'slack', webhookUrl: `${http.url}/services/x` },
     { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams` },
+    { name: 'eventgrid', type: 'eventgrid', endpoint: grid.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY },
   ];
   if (withStuck) sinks.push({ name: 'stuck', type: 'webhook', url: `${http.url}/stuck`, delivery: { timeoutMs: 600_000 } });
   const config = validateConfig({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir, `fanout-${withStuck}.db`) }, sinks, observability: { listen: 'off' } }, 'bench', {});
@@ -140,10 +148,10 @@ export async function phaseFanout(withStuck: boolean) {
   counts = {};
   const t0 = performance.now();
   for (let i = 0; i < 50; i++) sim.addEvent({ noticeMs: 3_600_000 });
-  const names = ['webhook', 'file', 'eventhubs', 'servicebus', 'slack', 'teams'];
+  const names = ['webhook', 'file', 'eventhubs', 'servicebus', 'slack', 'teams', 'eventgrid'];
   for (let k = 0; k < 3000 && names.some((n) => !doneAt.has(n)); k++) await sleep(10);
   await bridge.stop(500);
-  await Promise.all([sim.close(), http.close(), amqp.close()]);
+  await Promise.all([sim.close(), http.close(), amqp.close(), grid.close()]);
   return Object.fromEntries(names.map((n) => [n, Math.round((doneAt.get(n) ?? NaN) - t0)]));
 }
 
@@ -216,4 +224,73 @@ export function phaseOutage(outageMs: number, trials: number) {
   const a = dist(attempts);
   const w = dist(waits);
   return { trials, deadLettered, attemptsMedian: a.p50, attemptsMax: a.max, recoveryWaitMs: { p50: Math.round(w.p50), p90: Math.round(w.p90), max: Math.round(w.max) } };
+}
+
+// ----- G. managed identity: what an Entra ID token costs ----------------------------------------
+
+/**
+ * phaseIdentity compares each sink's credential paths against local peers: a webhook with a
+ * static bearer and with an Entra ID token from the simulator's token endpoint (first request,
+ * then throughput with the cached token), and Event Hubs over TLS with a connection string and
+ * with a managed identity (create to first delivery, then single sends). It sets
+ * AZURE_POD_IDENTITY_AUTHORITY_HOST for this process, so it runs last.
+ */
+export async function phaseIdentity() {
+  const sim = new ImdsSimulator({ vmName: 'bench-vm' });
+  process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await sim.listen(0);
+  const cert = readFileSync(join(import.meta.dirname, '..', 'test', 'fixtures', 'tls', 'cert.pem'), 'utf8');
+  const key = readFileSync(join(import.meta.dirname, '..', 'test', 'fixtures', 'tls', 'key.pem'), 'utf8');
+  const defaults = tls.getCACertificates('default');
+  tls.setDefaultCACertificates([...defaults, cert]);
+  const http = new HttpPeer();
+  await http.listen();
+  http.answer = () => ({ status: 204 });
+  const ctx = { logger: silent, stdout: process.stdout };
+  const total = quick ? 500 : 2000;
+  const webhook: { name: string; firstMs: number; perSecond: number; tokenRequests: number }[] = [];
+  for (const [name, auth] of [
+    ['static bearer', { bearer: 'bench-token' }],
+    ['Entra ID token (managed identity)', { kind: 'managedIdentity', scope: 'api://bench/.default' }],
+  ] as const) {
+    const before = sim.identities.requests.length;
+    const sink = await webhookSink.create(SinkConfig.parse({ name: 'w', type: 'webhook', url: `${http.url}/hook`, auth }) as WebhookConfig, ctx);
+    const ac = new AbortController();
+    const t0 = performance.now();
+    await sink.send(bridgeEvents(1), { signal: ac.signal });
+    const firstMs = performance.now() - t0;
+    const batch = bridgeEvents(10);
+    const t1 = performance.now();
+    for (let i = 0; i < total / 10; i++) await sink.send(batch, { signal: ac.signal });
+    const perSecond = Math.round(total / ((performance.now() - t1) / 1000));
+    await sink.close();
+    webhook.push({ name, firstMs: Math.round(firstMs * 10) / 10, perSecond, tokenRequests: sim.identities.requests.length - before });
+  }
+  const amqp = new AmqpPeer();
+  await amqp.listen({ tls: { key, cert } });
+  const eventHubs: { name: string; firstMs: number; sendP50: number; sendP99: number }[] = [];
+  for (const [name, auth] of [
+    ['connection string (SAS)', { connectionString: amqp.connectionString('maintenance') }],
+    ['managed identity (JWT)', { fullyQualifiedNamespace: amqp.namespace, eventHubName: 'maintenance', credential: { kind: 'managedIdentity' } }],
+  ] as const) {
+    amqp.auth = 'credential' in auth ? { kind: 'jwt', audience: 'https://eventhubs.azure.net/' } : { kind: 'sas' };
+    const ac = new AbortController();
+    const t0 = performance.now();
+    const sink: Sink = await eventHubsSink.create(SinkConfig.parse({ name: 'eh', type: 'eventhubs', ...auth }) as EventHubsConfig, ctx);
+    const [first] = await sink.send(bridgeEvents(1), { signal: ac.signal });
+    const firstMs = performance.now() - t0;
+    const samples: number[] = [];
+    for (let i = 0; i < (quick ? 50 : 200); i++) {
+      const t = performance.now();
+      await sink.send(bridgeEvents(1), { signal: ac.signal });
+      samples.push(performance.now() - t);
+    }
+    await sink.close();
+    const d = dist(samples);
+    if (first?.status !== 'delivered') throw new Error(`identity phase: ${name} did not deliver: ${JSON.stringify(first)}`);
+    eventHubs.push({ name, firstMs: Math.round(firstMs), sendP50: Math.round(d.p50 * 10) / 10, sendP99: Math.round(d.p99 * 10) / 10 });
+  }
+  await Promise.all([amqp.close(), http.close(), sim.close()]);
+  tls.setDefaultCACertificates(defaults);
+  delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
+  return { webhook, eventHubs, tokensIssued: sim.identities.requests.length };
 }

@@ -20,7 +20,7 @@ import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { dir, dist, log, quick, ROOT } from './common.ts';
-import { phaseApprovals, phaseFanout, phaseFleetApprovals, phaseOutage, phaseThroughput } from './inprocess.ts';
+import { phaseApprovals, phaseFanout, phaseFleetApprovals, phaseIdentity, phaseOutage, phaseThroughput } from './inprocess.ts';
 import { FOOTPRINTED, phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
 import { svg } from './report.ts';
 
@@ -49,6 +49,8 @@ try {
   log('E: throughput');
   const throughput = await phaseThroughput();
   const outage = phaseOutage(10 * 60_000, quick ? 2000 : 20_000);
+  log('G: managed identity (token endpoint, JWT over TLS)');
+  const identity = await phaseIdentity();
 
   const strip = (d: ReturnType<typeof dist>) => ({ n: d.n, p50: Math.round(d.p50), p90: Math.round(d.p90), p99: Math.round(d.p99), max: Math.round(d.max) });
   const results = {
@@ -63,6 +65,7 @@ try {
     fanoutMs: { alone: fanout, besideStuckSink: fanoutStuck },
     throughput,
     tenMinuteOutage: outage,
+    identity,
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(ROOT, 'docs', 'latency.svg'), svg(latency));
@@ -93,13 +96,21 @@ try {
     `| fleet, to the relay, over Service Bus (the AMQP peer) to the bridge's inbox | ${fleet.toStart.n} | ${Math.round(fleet.toStart.p50)} ms | ${Math.round(fleet.toStart.p99)} ms |`,
     `| fleet, until the relay answers with the VM's outcome | ${fleet.toAnswer.n} | ${Math.round(fleet.toAnswer.p50)} ms | ${Math.round(fleet.toAnswer.p99)} ms |`,
     '',
-    '| 50 events in one document, until all 50 are delivered at each sink | webhook | file | Event Hubs | Service Bus | Slack | Teams |',
-    '|---|---|---|---|---|---|---|',
-    `| six sinks | ${Object.values(fanout).map((v) => `${v} ms`).join(' | ')} |`,
-    `| the same six, beside a seventh that never answers | ${Object.values(fanoutStuck).map((v) => `${v} ms`).join(' | ')} |`,
+    '| 50 events in one document, until all 50 are delivered at each sink | webhook | file | Event Hubs | Service Bus | Slack | Teams | Event Grid |',
+    '|---|---|---|---|---|---|---|---|',
+    `| seven sinks | ${Object.values(fanout).map((v) => `${v} ms`).join(' | ')} |`,
+    `| the same seven, beside an eighth that never answers | ${Object.values(fanoutStuck).map((v) => `${v} ms`).join(' | ')} |`,
     '',
     `| throughput: ${throughput.transitions} transitions through diff, store and dispatcher to a local webhook | committed ${throughput.committedPerSecond}/s | delivered ${throughput.deliveredPerSecond}/s | ${throughput.storeBytesPerEvent} store bytes per event |`,
     '|---|---|---|---|',
+    '',
+    `| webhook credential (${quick ? 500 : 2000} events, 10 per send) | first request | events/s after it | token requests |`,
+    '|---|---|---|---|',
+    ...identity.webhook.map((w) => `| ${w.name} | ${w.firstMs} ms | ${w.perSecond} | ${w.tokenRequests} |`),
+    '',
+    '| Event Hubs over TLS | create to first delivery | one send: p50 | p99 |',
+    '|---|---|---|---|',
+    ...identity.eventHubs.map((e) => `| ${e.name} | ${e.firstMs} ms | ${e.sendP50} ms | ${e.sendP99} ms |`),
     '',
     `| a 10-minute webhook outage, default policy (${outage.trials} simulated runs of the dispatcher's backoff) | attempts: median ${outage.attemptsMedian}, max ${outage.attemptsMax} | dead-lettered: ${outage.deadLettered} | delivered after recovery: p50 ${(outage.recoveryWaitMs.p50 / 1000).toFixed(1)} s, max ${(outage.recoveryWaitMs.max / 1000).toFixed(1)} s |`,
     '|---|---|---|---|',

@@ -5,10 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
-import { identityFrom } from '../src/imds/identity.ts';
 import { toDomainDocument, WireDocument, type EventsDocument } from '../src/imds/wire.ts';
-import { toCloudEvent, type BridgeEvent } from '../src/pipeline/cloudevent.ts';
-import { diff } from '../src/pipeline/diff.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const CLI = join(ROOT, 'src', 'cli.ts');
@@ -84,20 +81,4 @@ export function undocumentedKeys(schema: unknown, text: string): string[] {
   return [...keys].filter((k) => !new RegExp(`\\b${k}:`).test(text));
 }
 
-const testVm = identityFrom({ name: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0' });
-
-/** bridgeEvents: `n` CloudEvents for Reboot events EV-0… of vm0, as a sink receives them. */
-export function bridgeEvents(n: number, status = 'Scheduled', descriptionLength = 10): BridgeEvent[] {
-  const wire = WireDocument.parse({
-    DocumentIncarnation: 2,
-    Events: Array.from({ length: n }, (_, i) => ({
-      EventId: `EV-${i}`,
-      EventType: 'Reboot',
-      EventStatus: status,
-      Resources: ['vm0'],
-      NotBefore: 'Mon, 11 Apr 2022 22:26:58 GMT',
-      Description: 'd'.repeat(descriptionLength),
-    })),
-  });
-  return diff(null, toDomainDocument(wire).document).map((t) => toCloudEvent(t, { vm: testVm, observedAt: '2022-04-11T22:11:58.000Z' }));
-}
+export { bridgeEvents } from '../testkit/events.ts';

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { SCENARIOS } from '../../src/simulator/scenarios.ts';
 import { WireDocument } from '../../src/imds/wire.ts';
+import { readJwt } from '../../src/simulator/identity.ts';
 import { waitFor } from '../helpers.ts';
 
 const SE = '/metadata/scheduledevents?api-version=2020-07-01';
@@ -166,5 +167,75 @@ describe('IMDS simulator: control API', () => {
     await post('/_sim/faults', { kind: 'status', status: 500, target: 'compute' }, {});
     expect((await get(SE)).status).toBe(200);
     expect((await get('/metadata/instance/compute?api-version=2021-02-01')).status).toBe(500);
+  });
+});
+
+describe('IMDS simulator: the managed identity token endpoint', () => {
+  const TOKEN = '/metadata/identity/oauth2/token?api-version=2018-02-01';
+  const UA = { clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6', objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ua' };
+  const UB = { clientId: '1b2c3d4e-5f60-4718-9a2b-3c4d5e6f7a8b', objectId: '2c3d4e5f-6071-4829-ab3c-4d5e6f7a8b9c', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ub' };
+  const token = async (query: string, headers: Record<string, string> = { metadata: 'true' }) => {
+    const res = await get(`${TOKEN}${query}`, headers);
+    return { status: res.status, body: (await res.json()) as Record<string, string> };
+  };
+
+  it('answers the documented JSON with a JWT for the resource, from the system-assigned identity', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const { status, body } = await token('&resource=https%3A%2F%2Fmanagement.azure.com%2F');
+    expect(status).toBe(200);
+    expect(Object.keys(body).sort()).toEqual(['access_token', 'client_id', 'expires_in', 'expires_on', 'ext_expires_in', 'not_before', 'resource', 'token_type']);
+    expect(body).toMatchObject({ resource: 'https://management.azure.com/', token_type: 'Bearer', expires_in: '86399', client_id: sim.identities.system.clientId });
+    const claims = readJwt(body.access_token!)!;
+    expect(claims).toMatchObject({ aud: 'https://management.azure.com/', oid: sim.identities.system.objectId, appid: sim.identities.system.clientId, xms_mirid: sim.compute().resourceId });
+    expect(Number(body.expires_on)).toBe(claims.exp);
+    expect(claims.exp as number).toBeGreaterThanOrEqual(before + 86_399);
+    expect(body.access_token!.split('.')[2]).toBe('');
+  });
+
+  it('names a user-assigned identity by client_id, object_id or msi_res_id, and serves the path with a trailing slash', async () => {
+    sim.identities.configure({ userAssigned: [UA, UB] });
+    for (const q of [`client_id=${UA.clientId}`, `object_id=${UA.objectId}`, `msi_res_id=${encodeURIComponent(UA.resourceId)}`]) {
+      const { status, body } = await token(`&resource=api://x&${q}`);
+      expect(status, q).toBe(200);
+      expect(readJwt(body.access_token!)).toMatchObject({ aud: 'api://x', oid: UA.objectId, appid: UA.clientId, xms_mirid: UA.resourceId });
+    }
+    const slash = await get(`/metadata/identity/oauth2/token/?api-version=2018-02-01&resource=api://x&client_id=${UB.clientId}`, { metadata: 'true' });
+    expect(readJwt(((await slash.json()) as { access_token: string }).access_token)).toMatchObject({ oid: UB.objectId });
+  });
+
+  it.each([
+    ['no resource', '', 'invalid_request', "Required query variable 'resource' is missing"],
+    ['an identity not assigned', '&resource=api://x&client_id=9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a', 'invalid_request', 'Identity not found'],
+    ['two ids', `&resource=api://x&client_id=${UA.clientId}&object_id=${UA.objectId}`, 'invalid_request', 'Only one of client_id, object_id or msi_res_id may be specified'],
+  ])('answers 400 for %s, with the documented error', async (_n, query, error, description) => {
+    sim.identities.configure({ userAssigned: [UA] });
+    expect(await token(query)).toEqual({ status: 400, body: { error, error_description: description } });
+  });
+
+  it('without a system-assigned identity: the only user-assigned one, or 400 when there are several and none is named', async () => {
+    sim.identities.configure({ systemAssigned: false, userAssigned: [UA] });
+    expect(readJwt((await token('&resource=api://x')).body.access_token!)).toMatchObject({ oid: UA.objectId });
+    sim.identities.configure({ userAssigned: [UA, UB] });
+    expect((await token('&resource=api://x')).body.error_description).toMatch(/^Multiple user assigned identities exist/);
+    sim.identities.configure({ userAssigned: [] });
+    expect((await token('&resource=api://x')).body.error_description).toBe('Identity not found');
+  });
+
+  it('refuses a request without Metadata: true, with another api-version or method; injects faults; is configured through the control API', async () => {
+    expect(await token('&resource=api://x', {})).toEqual({ status: 400, body: { error: 'invalid_request', error_description: 'Required metadata header not specified' } });
+    expect((await get('/metadata/identity/oauth2/token?api-version=2017-03-01&resource=api://x')).status).toBe(400);
+    expect((await post(`${TOKEN}&resource=api://x`, {})).status).toBe(405);
+    sim.injectFault({ kind: 'status', status: 500, target: 'token', count: 1 });
+    expect((await token('&resource=api://x')).status).toBe(500);
+    expect((await token('&resource=api://x')).status).toBe(200);
+    // a token fault leaves Scheduled Events alone
+    sim.injectFault({ kind: 'status', status: 503, target: 'token', count: 1 });
+    expect((await get(SE)).status).toBe(200);
+    const configured = await post('/_sim/identity', { systemAssigned: false, userAssigned: [UA], tokenLifetimeSec: 60 }, {});
+    expect(configured.status).toBe(200);
+    expect(await configured.json()).toMatchObject({ systemAssigned: null, userAssigned: [UA], tokenLifetimeSec: 60 });
+    expect((await post('/_sim/identity', { tokenLifetimeSec: 0 }, {})).status).toBe(400);
+    const state = (await (await get('/_sim/identity', {})).json()) as { tokenRequests: { asked: string; status: number }[] };
+    expect(state.tokenRequests.map((r) => r.status)).toEqual([200]);
   });
 });

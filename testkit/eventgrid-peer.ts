@@ -12,11 +12,9 @@
  *   (the official `cloudevents` SDK's validation, plus the required attributes it lets pass).
  * A refused request accepts none of its events. Faults answer the next requests with a status.
  */
-import { createServer as createHttp, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createServer as createHttps } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
 import { CloudEvent } from 'cloudevents';
 import { readJwt } from '../src/simulator/identity.ts';
+import { HttpPeer, type Answer, type Recorded } from './http-peer.ts';
 
 export const PEER_KEY = 'ZXZlbnRncmlkLXRlc3Qta2V5';
 const MAX_BYTES = 1024 * 1024;
@@ -31,7 +29,7 @@ export interface Publish {
   error?: string;
 }
 
-export type Fault = { status: number; count: number; retryAfter?: string; body?: string } | { hang: true; count: number };
+export type Fault = { status: number; count: number; retryAfter?: string; message?: string } | { hang: true; count: number };
 
 export class EventGridPeer {
   /** Events accepted, per topic (`basic` for the basic topic). */
@@ -42,29 +40,19 @@ export class EventGridPeer {
   readonly topics = new Set(['maintenance']);
   /** Refuse events whose `subject` is this (to make one event of a batch invalid for Event Grid). */
   refuseSubject: string | null = null;
-  readonly #server: ReturnType<typeof createHttp>;
-  readonly #sockets = new Set<Socket>();
-  readonly #tls: boolean;
+  readonly #http: HttpPeer;
 
   constructor(tls?: { key: string; cert: string }) {
-    this.#tls = tls !== undefined;
-    const handler = (req: IncomingMessage, res: ServerResponse) => void this.#handle(req, res);
-    this.#server = tls ? createHttps({ key: tls.key, cert: tls.cert }, handler) : createHttp(handler);
-    for (const event of ['connection', 'secureConnection']) {
-      this.#server.on(event, (s: Socket) => {
-        this.#sockets.add(s);
-        s.on('close', () => this.#sockets.delete(s));
-      });
-    }
+    this.#http = new HttpPeer(tls);
+    this.#http.answer = (req) => this.#answer(req);
   }
 
-  async listen(): Promise<string> {
-    await new Promise<void>((r) => this.#server.listen(0, '127.0.0.1', () => r()));
-    return this.url;
+  listen(): Promise<string> {
+    return this.#http.listen();
   }
 
   get url(): string {
-    return `${this.#tls ? 'https' : 'http'}://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return this.#http.url;
   }
 
   /** events: every accepted event of a topic, in order. */
@@ -72,35 +60,27 @@ export class EventGridPeer {
     return this.accepted.get(topic) ?? [];
   }
 
-  async close(): Promise<void> {
-    for (const s of this.#sockets) s.destroy();
-    await new Promise<void>((r) => this.#server.close(() => r()));
+  close(): Promise<void> {
+    return this.#http.close();
   }
 
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of req as AsyncIterable<Buffer>) {
-      size += c.length;
-      if (size <= MAX_BYTES + 1) chunks.push(c);
-    }
-    const url = new URL(req.url ?? '/', 'http://peer.invalid');
+  #answer(req: Recorded): Answer {
+    const size = Buffer.byteLength(req.body);
+    const url = new URL(req.url, 'http://peer.invalid');
     const namespace = /^\/topics\/([^/:]+):publish$/.exec(url.pathname);
     const topic = namespace ? decodeURIComponent(namespace[1]!) : url.pathname === '/api/events' ? 'basic' : null;
-    const auth = req.headers['aeg-sas-key'] !== undefined || /^SharedAccessKey /.test(String(req.headers.authorization ?? '')) ? 'key' : /^Bearer /.test(String(req.headers.authorization ?? '')) ? 'bearer' : 'none';
-    const answer = (status: number, code: string, message: string, headers: Record<string, string> = {}, events = 0) => {
+    const authorization = String(req.headers.authorization ?? '');
+    const auth = req.headers['aeg-sas-key'] !== undefined || authorization.startsWith('SharedAccessKey ') ? 'key' : authorization.startsWith('Bearer ') ? 'bearer' : 'none';
+    const answer = (status: number, code: string, message: string, headers: Record<string, string> = {}, events = 0): Answer => {
       this.publishes.push({ topic: topic ?? url.pathname, auth, status, events, ...(status >= 300 ? { error: `${code}: ${message}` } : {}) });
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
-      res.end(status === 200 ? '{}' : JSON.stringify({ error: { code, message } }));
+      return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers }, body: status === 200 ? '{}' : JSON.stringify({ error: { code, message } }) };
     };
     const fault = this.faults[0];
     if (fault !== undefined) {
       fault.count -= 1;
       if (fault.count <= 0) this.faults.shift();
-      if ('hang' in fault) return;
-      this.publishes.push({ topic: topic ?? url.pathname, auth, status: fault.status, events: 0, error: 'fault' });
-      res.writeHead(fault.status, { 'content-type': 'application/json', ...(fault.retryAfter !== undefined ? { 'retry-after': fault.retryAfter } : {}) });
-      return void res.end(fault.body ?? JSON.stringify({ error: { code: 'Fault', message: `simulated ${fault.status}` } }));
+      if ('hang' in fault) return { hang: true };
+      return answer(fault.status, 'Fault', fault.message ?? `simulated ${fault.status}`, fault.retryAfter !== undefined ? { 'retry-after': fault.retryAfter } : {});
     }
     if (req.method !== 'POST') return answer(405, 'MethodNotAllowed', 'only POST publishes');
     if (topic === null || (topic !== 'basic' && !this.topics.has(topic))) return answer(404, 'NotFound', `the topic ${url.pathname} does not exist`);
@@ -114,7 +94,7 @@ export class EventGridPeer {
     if (size > MAX_BYTES) return answer(413, 'RequestEntityTooLarge', `the request is ${size} bytes; at most ${MAX_BYTES} are accepted`);
     let events: unknown;
     try {
-      events = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      events = JSON.parse(req.body);
     } catch {
       return answer(400, 'BadRequest', 'the body is not JSON');
     }
@@ -127,10 +107,10 @@ export class EventGridPeer {
     const list = this.accepted.get(topic) ?? [];
     list.push(...(events as Record<string, unknown>[]));
     this.accepted.set(topic, list);
-    answer(200, 'OK', '', {}, events.length);
+    return answer(200, 'OK', '', {}, events.length);
   }
 
-  #checkAuth(req: IncomingMessage, topic: string): string | null {
+  #checkAuth(req: Recorded, topic: string): string | null {
     const authorization = String(req.headers.authorization ?? '');
     if (authorization.startsWith('Bearer ')) {
       const claims = readJwt(authorization.slice(7));

@@ -3,8 +3,9 @@
  * has no Node on its PATH at all. Its version, the demo, and `run` against the IMDS simulator
  * with a webhook and a file sink, then with the sinks whose client libraries the executable keeps
  * as assets compiled on first use: Event Hubs and Service Bus (against the AMQP peer) and Slack's
- * Web API (against an HTTP peer); and the relay with a bridge that takes commands from its
- * approval inbox (fleet approvals).
+ * Web API (against an HTTP peer); managed identity tokens from the simulator's token endpoint
+ * for Event Hubs (over TLS), Event Grid and a webhook behind Entra ID; and the relay with a
+ * bridge that takes commands from its approval inbox (fleet approvals).
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { validateConfig } from '../../src/config/load.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
+import { EventGridPeer } from '../../testkit/eventgrid-peer.ts';
+import { readJwt } from '../../src/simulator/identity.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, sessionOf } from '../../testkit/fleet.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { readText, ROOT, tempDir } from '../helpers.ts';
@@ -27,8 +30,8 @@ const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 let dir: ReturnType<typeof tempDir>;
 
 /** binary runs the executable with no Node anywhere on PATH and nothing of the checkout around it. */
-function binary(args: string[], timeoutMs = 60_000): Running {
-  return command(BINARY, args, { cwd: dir.path, env: { PATH: '/nonexistent', HOME: dir.path, TMPDIR: dir.path } }, timeoutMs);
+function binary(args: string[], timeoutMs = 60_000, env: Record<string, string> = {}): Running {
+  return command(BINARY, args, { cwd: dir.path, env: { PATH: '/nonexistent', HOME: dir.path, TMPDIR: dir.path, ...env } }, timeoutMs);
 }
 
 /** daemonConfig writes a daemon's YAML configuration (its own state file, no metrics port) and returns its path. */
@@ -117,6 +120,44 @@ describe('the single executable (linux-x64)', () => {
       expect(slack.requests[0]!.headers.authorization).toBe('Bearer xoxb-test');
     } finally {
       await Promise.all([slack.close(), amqp.close(), sim.close()]);
+    }
+  }, 60_000);
+
+  it('gets managed identity tokens from IMDS for Event Hubs over TLS, Event Grid and a webhook behind Entra ID', async () => {
+    const tlsFiles = { key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'), cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8') };
+    const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+    await sim.listen(0);
+    const ua = { clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6', objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ua' };
+    sim.identities.configure({ userAssigned: [ua] });
+    const amqp = new AmqpPeer();
+    await amqp.listen({ tls: tlsFiles });
+    amqp.auth = { kind: 'jwt', audience: 'https://eventhubs.azure.net/', principals: [sim.identities.system.objectId] };
+    const grid = new EventGridPeer(tlsFiles);
+    await grid.listen();
+    const app = new HttpPeer();
+    await app.listen();
+    app.answer = (r) => (readJwt(String(r.headers.authorization ?? '').replace(/^Bearer /, ''))?.aud === 'api://bridge-test' ? { status: 204 } : { status: 401 });
+    try {
+      const cfg = daemonConfig('identity', sim.url, [
+        `{ name: hub, type: eventhubs, fullyQualifiedNamespace: "${amqp.namespace}", eventHubName: maintenance, credential: { kind: managedIdentity } }`,
+        `{ name: grid, type: eventgrid, endpoint: "${grid.url}", namespaceTopic: maintenance, credential: { kind: managedIdentity, clientId: ${ua.clientId} } }`,
+        `{ name: app, type: webhook, url: "${app.url}/hook", auth: { kind: managedIdentity, scope: "api://bridge-test/.default" } }`,
+      ]);
+      // the simulator's token endpoint, and the peers' certificate, as a deployment would set them
+      const run = binary(['run', '--config', cfg], 60_000, { AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url, NODE_EXTRA_CA_CERTS: join(ROOT, 'test/fixtures/tls/cert.pem') });
+      const e = sim.addEvent({ noticeMs: 600_000 });
+      await awaitWhileRunning(run, () => amqp.messages.length >= 1 && grid.events('maintenance').length >= 1 && app.requests.some((r) => r.headers.authorization), 'the event at all three');
+      run.child.kill('SIGTERM');
+      expect((await run).code).toBe(0);
+      expect(amqp.tokens.filter((t) => t.status === 202).map((t) => t.claims?.oid)).toContain(sim.identities.system.objectId);
+      expect(grid.publishes.filter((p) => p.status === 200)).toEqual([{ topic: 'maintenance', auth: 'bearer', status: 200, events: 1 }]);
+      expect(grid.events('maintenance')[0]).toMatchObject({ subject: e.eventId });
+      expect(app.requests.at(-1)!.headers['ce-subject']).toBe(e.eventId);
+      expect(new Set(sim.identities.requests.map((r) => `${r.resource} ${r.asked}`))).toEqual(
+        new Set(['https://eventhubs.azure.net/ system', `https://eventgrid.azure.net client_id=${ua.clientId}`, 'api://bridge-test system']),
+      );
+    } finally {
+      await Promise.all([app.close(), grid.close(), amqp.close(), sim.close()]);
     }
   }, 60_000);
 

@@ -80,7 +80,8 @@ afterAll(async () => {
 beforeEach(async () => {
   sim.identities.configure({ systemAssigned: true, userAssigned: [UA, NO_ROLE], tokenLifetimeSec: 125 });
   sim.identities.requests.length = 0;
-  sim.clearFaults();
+  // events and faults of the test before go; the identities stay
+  sim.reset();
   peer = new AmqpPeer();
   await peer.listen({ tls: TLS });
 });
@@ -133,7 +134,7 @@ describe.each(CASES)('$name with a managed identity, over TLS', ({ audience, mak
     expect(peer.messages.filter((m) => m.address === entity)).toHaveLength(2);
   });
 
-  it('a principal without a role on the entity: refused in put-token, the send retried with the service reason (then dead-lettered by maxAttempts)', async () => {
+  it('a principal without a role on the entity: refused in put-token, the send retried with the service reason', async () => {
     peer.auth = { kind: 'jwt', audience, principals: [UA.objectId] };
     const sink = await make({ kind: 'managedIdentity', clientId: NO_ROLE.clientId });
     const [o] = await send(sink, bridgeEvents(1));
@@ -172,6 +173,24 @@ describe.each(CASES)('$name with a managed identity, over TLS', ({ audience, mak
     expect(peer.tokens.at(-1)).toMatchObject({ status: 401 });
     expect(peer.messages).toHaveLength(1);
   });
+});
+
+describe('a refused token through the bridge', () => {
+  it('is retried, then dead-lettered after maxAttempts with the service reason, and delivered after a replay once the role is there', async () => {
+    peer.auth = { kind: 'jwt', audience: EVENT_HUBS, principals: [UA.objectId] };
+    harness = await startBridge({
+      sim,
+      sinks: [{ name: 'hub', type: 'eventhubs', fullyQualifiedNamespace: peer.namespace, eventHubName: 'maintenance', credential: { kind: 'managedIdentity' }, delivery: { initialBackoffMs: 20, maxBackoffMs: 50, maxAttempts: 3, timeoutMs: 5000 } }],
+    });
+    const e = sim.addEvent({ noticeMs: 600_000 });
+    await waitFor(() => harness!.bridge.store.deadLetters().length === 1, 'the dead letter', 20_000);
+    expect(harness.bridge.store.deadLetters()[0]).toMatchObject({ sink: 'hub', eventId: e.eventId, attempts: 3, lastError: expect.stringMatching(/^gave up after 3 attempts: Unauthorized\w*: .*'Send' claim\(s\) are required/) });
+    expect(peer.messages).toEqual([]);
+    // the role assignment arrives: a replay delivers it
+    peer.auth = { kind: 'jwt', audience: EVENT_HUBS, principals: [UA.objectId, sim.identities.system.objectId] };
+    expect(harness.bridge.store.replayDeadLetters('hub')).toBe(1);
+    await waitFor(() => peer.messages.length === 1, 'the replayed event', 15_000);
+  }, 40_000);
 });
 
 describe('the token endpoint failing', () => {

@@ -7,10 +7,13 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import { FilterConfig } from '../pipeline/filter.ts';
+import { httpUrl, secret } from '../lib/validators.ts';
 
 export type { BridgeEvent };
-export { FilterConfig };
-export { httpUrl, secret } from '../lib/validators.ts';
+export { FilterConfig, httpUrl, secret };
+
+/** The proxy setting of the HTTP sinks: env (HTTPS_PROXY/HTTP_PROXY/NO_PROXY), none (direct), or a proxy URL. */
+export const ProxySetting = z.union([z.enum(['env', 'none']), httpUrl]).default('env');
 
 /** Outcome is what happened to one event: the dispatcher decides what to do about it. */
 export type Outcome =

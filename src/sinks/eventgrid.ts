@@ -27,7 +27,7 @@ import { HttpClient } from '../lib/http-client.ts';
 import { CredentialConfig } from './shared/azure.ts';
 import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
 import { authorized, BearerSource } from './shared/entra.ts';
-import { httpUrl, reject, retry, secret, sinkBase, type Outcome, type SinkModule } from './contract.ts';
+import { httpUrl, ProxySetting, reject, retry, secret, sinkBase, type Outcome, type SinkModule } from './contract.ts';
 
 /** Event Grid's limits: 1 MB per publish request and per event. */
 export const MAX_REQUEST_BYTES = 1024 * 1024;
@@ -48,6 +48,7 @@ export const configSchema = z
     accessKey: secret(z.string().min(1)).optional(),
     /** Or an Entra ID credential (role EventGrid Data Sender). */
     credential: CredentialConfig.optional(),
+    proxy: ProxySetting,
   })
   .superRefine((c, ctx) => {
     if ((c.accessKey === undefined) === (c.credential === undefined)) {
@@ -87,7 +88,7 @@ export const eventGridSink: SinkModule<EventGridConfig> = {
   configSchema,
   maxBatchSize: 100,
   create(config) {
-    const client = new HttpClient({ proxy: 'env', maxSockets: 4 });
+    const client = new HttpClient({ proxy: config.proxy, maxSockets: 4 });
     const url = publishUrl(config);
     const keyHeader: Record<string, string> =
       config.accessKey === undefined ? {} : config.namespaceTopic !== undefined ? { authorization: `SharedAccessKey ${config.accessKey}` } : { 'aeg-sas-key': config.accessKey };

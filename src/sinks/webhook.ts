@@ -14,7 +14,7 @@ import { HttpClient } from '../lib/http-client.ts';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
-import { httpUrl, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
+import { httpUrl, ProxySetting, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 import { authorized, BearerSource, credentialOf, EntraAuth } from './shared/entra.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
 
@@ -64,8 +64,7 @@ export const configSchema = z.strictObject({
       insecureSkipVerify: z.boolean().default(false),
     })
     .prefault({}),
-  /** env: HTTPS_PROXY/HTTP_PROXY/NO_PROXY; none: direct; or a proxy URL. */
-  proxy: z.union([z.enum(['env', 'none']), httpUrl]).default('env'),
+  proxy: ProxySetting,
 });
 export type WebhookConfig = z.infer<typeof configSchema>;
 

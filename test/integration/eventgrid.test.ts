@@ -85,6 +85,21 @@ describe('eventgrid sink on the wire', () => {
     expect(peer.events()).toEqual([]);
   });
 
+  it('goes through the configured proxy', async () => {
+    const proxy = new HttpPeer();
+    await proxy.listen();
+    proxy.answer = () => ({ status: 200, body: '{}' });
+    try {
+      const sink = await grid({ endpoint: 'http://mytopic.westeurope-1.eventgrid.invalid', proxy: proxy.url });
+      expect(await send(sink, bridgeEvents(1))).toEqual(delivered(1));
+      // a forward proxy gets the absolute URL
+      expect(proxy.requests.map((r) => r.url)).toEqual(['http://mytopic.westeurope-1.eventgrid.invalid/api/events?api-version=2018-01-01']);
+      expect(proxy.requests[0]!.headers['aeg-sas-key']).toBe(PEER_KEY);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('packs batches up to the byte limit, never an empty one', () => {
     expect(packBatches([4, 4, 4], 12)).toEqual([[0, 1], [2]]);
     expect(packBatches([20, 1], 12)).toEqual([[0], [1]]);

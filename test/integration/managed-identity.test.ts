@@ -19,6 +19,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { eventHubsSink, type EventHubsConfig } from '../../src/sinks/eventhubs.ts';
+import { createCredential } from '../../src/sinks/shared/azure.ts';
 import { serviceBusSink, type ServiceBusConfig } from '../../src/sinks/servicebus.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
 import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
@@ -65,6 +66,10 @@ beforeAll(async () => {
   process.env.HTTP_PROXY = 'http://127.0.0.1:9';
   delete process.env.NO_PROXY;
   delete process.env.no_proxy;
+  // the first credential adds the token endpoint's host (here 127.0.0.1, which the peers share)
+  // to NO_PROXY, before any sink of this file makes its HTTP client
+  await createCredential({ kind: 'managedIdentity' });
+  expect(process.env.NO_PROXY).toBe('169.254.169.254,127.0.0.1');
   // the peer's certificate (CN and IP SAN 127.0.0.1) is trusted as a CA, for TLS as in Azure
   tls.setDefaultCACertificates([...defaultCAs, TLS.cert]);
 });
@@ -357,6 +362,16 @@ describe('Entra ID tokens for the webhook and teams sinks', () => {
     expect(http.requests.length - before).toBe(2);
     // the token never reaches an outcome's reason
     for (const r of http.requests) expect(JSON.stringify(o)).not.toContain(bearerOf(r));
+  });
+
+  it('kind: default (DefaultAzureCredential) finds the managed identity too', async () => {
+    const sink = await webhook({ kind: 'default', scope: `${APP}/.default` });
+    expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(readJwt(bearerOf(http.requests[0]!))).toMatchObject({ aud: APP, oid: sim.identities.system.objectId });
+    const hub = await eventHubs({ kind: 'default' });
+    peer.auth = { kind: 'jwt', audience: EVENT_HUBS };
+    expect(await send(hub, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
+    expect(jwtsFor(EVENT_HUBS)[0]).toMatchObject({ status: 202, claims: { oid: sim.identities.system.objectId } });
   });
 
   it('a token that cannot be had (an identity not on the VM) is a retry, and nothing is sent', async () => {

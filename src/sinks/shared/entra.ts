@@ -40,8 +40,6 @@ export class BearerSource {
   #credential: Promise<TokenCredential> | null = null;
   #token: { value: string; renewAt: number } | null = null;
   #pending: Promise<string> | null = null;
-  /** How many tokens it asked the credential for. */
-  requested = 0;
 
   constructor(credential: CredentialConfig, scope: string, now: () => number = Date.now) {
     this.#credentialConfig = credential;
@@ -68,9 +66,12 @@ export class BearerSource {
   #fetch(signal?: AbortSignal): Promise<string> {
     this.#pending ??= (async () => {
       try {
-        this.#credential ??= createCredential(this.#credentialConfig);
+        this.#credential ??= createCredential(this.#credentialConfig).catch((err: unknown) => {
+          // a credential that could not be made is made again at the next attempt
+          this.#credential = null;
+          throw err;
+        });
         const credential = await this.#credential;
-        this.requested += 1;
         const t: AccessToken | null = await credential.getToken(this.#scope, signal ? { abortSignal: signal } : {});
         if (t === null) throw Object.assign(new Error('the credential gave no token'), { name: 'CredentialUnavailableError' });
         const now = this.#now();

@@ -3,8 +3,8 @@
  * eventId, transition, code, err), readable when the output is a terminal. Secrets never reach
  * the output: every finished line is scrubbed of the configured secret values (config/schema.ts
  * secretsOf) and of anything shaped like one (SAS keys, connection strings, whsec_ secrets,
- * Slack tokens, signatures, the secret parts of Slack and Teams webhook URLs), error messages
- * from libraries included.
+ * Slack tokens, signatures, bearer tokens and anything shaped like a JWT, Event Grid keys, the
+ * secret parts of Slack and Teams webhook URLs), error messages from libraries included.
  */
 import { createRequire } from 'node:module';
 import { pino, type Logger, type DestinationStream } from 'pino';
@@ -13,6 +13,9 @@ export type { Logger };
 
 const PATTERNS: [RegExp, string][] = [
   [/(SharedAccessKey=)[^;"\s\\]+/gi, '$1[redacted]'],
+  [/(SharedAccessKey\s+)[^;"\s\\]+/g, '$1[redacted]'],
+  [/(aeg-sas-key["']?\s*[:=]\s*["']?)[^;"'\s\\]+/gi, '$1[redacted]'],
+  [/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted-jwt]'],
   [/(SharedAccessSignature=?\s*)[^;"\s\\]+/gi, '$1[redacted]'],
   [/(SharedAccessSignature sr=)[^"\s\\]+/gi, '$1[redacted]'],
   [/whsec_[A-Za-z0-9+/=]+/g, 'whsec_[redacted]'],

@@ -22,10 +22,9 @@
  */
 import { z } from 'zod';
 import { VERSION } from '../lib/version.ts';
-import { text as decode } from '../lib/http-body.ts';
 import { HttpClient } from '../lib/http-client.ts';
 import { CredentialConfig } from './shared/azure.ts';
-import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
+import { classifyHttpStatus, classifyNetworkError } from './shared/classify.ts';
 import { authorized, BearerSource } from './shared/entra.ts';
 import { httpUrl, ProxySetting, reject, retry, secret, sinkBase, type Outcome, type SinkModule } from './contract.ts';
 
@@ -115,11 +114,9 @@ export const eventGridSink: SinkModule<EventGridConfig> = {
               maxBodyBytes: 8 * 1024,
               onOverflow: 'drain',
             }),
-          (r) => printable(decode(r)),
         );
         if ('outcome' in answer) return answer.outcome;
-        const res = answer.res;
-        const detail = res.status >= 300 ? printable(decode(res)) : '';
+        const { res, detail } = answer;
         if (res.status === 401) return retry(`HTTP 401: the access key or token was refused${detail ? `: ${detail}` : ''}`);
         if (res.status === 403) return retry(`HTTP 403: publishing was refused (quota, IP filter or private endpoint)${detail ? `: ${detail}` : ''}`);
         if (res.status === 404 || res.status === 410) return reject(`HTTP ${res.status}: the topic does not exist${detail ? `: ${detail}` : ''}`);

@@ -9,11 +9,10 @@
  */
 import { HTTP, percentEncode } from './shared/bindings/http.ts';
 import { VERSION } from '../lib/version.ts';
-import { text as decode } from '../lib/http-body.ts';
 import { HttpClient } from '../lib/http-client.ts';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { classifyHttpStatus, classifyNetworkError, printable } from './shared/classify.ts';
+import { classifyHttpStatus, classifyNetworkError } from './shared/classify.ts';
 import { httpUrl, ProxySetting, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 import { authorized, BearerSource, credentialOf, EntraAuth } from './shared/entra.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
@@ -133,11 +132,10 @@ export const webhookSink: SinkModule<WebhookConfig> = {
           bearer,
           signal,
           (authorization) => client.request(config.url, { method: 'POST', headers: { ...all, ...authorization }, body, signal, maxBodyBytes: MAX_RESPONSE_BYTES, onOverflow: 'destroy' }),
-          (r) => printable(decode(r)),
         );
         if ('outcome' in answer) return answer.outcome;
         const res = answer.res;
-        const outcome = classifyHttpStatus(res.status, res.headers['retry-after'], res.status >= 300 ? printable(decode(res)) : '');
+        const outcome = classifyHttpStatus(res.status, res.headers['retry-after'], answer.detail);
         if (res.status === 410) {
           disabled = outcome.status === 'reject' ? outcome.reason : 'HTTP 410';
           logger.error({ code: 'SINK_DISABLED', status: 410 }, 'the endpoint answered 410 Gone: this sink is disabled until the bridge restarts; its events are dead-lettered');

@@ -42,10 +42,11 @@ let output = '';
 
 beforeAll(async () => {
   sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
-  await sim.listen(0);
+  // the managed identity of the webhook below gets its tokens from this simulator
+  process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await sim.listen(0);
   http = new HttpPeer();
   await http.listen();
-  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)} ${String(r.headers['x-api-key'])} ${String(r.headers['aeg-sas-key'])}` });
+  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)} ${String(r.headers.authorization).replace(/^Bearer /, 'token=')} ${String(r.headers['x-api-key'])} ${String(r.headers['aeg-sas-key'])}` });
   amqp = new AmqpPeer();
   await amqp.listen();
   amqp.cbsStatusCode = 401;
@@ -72,6 +73,7 @@ beforeAll(async () => {
       { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams/workflows/x/invoke?api-version=1&sig=${S.teamsSig}`, delivery: fast },
       { name: 'grid', type: 'eventgrid', endpoint: `${http.url}/grid`, accessKey: S.gridKey, delivery: fast },
       { name: 'gridns', type: 'eventgrid', endpoint: `${http.url}/gridns`, namespaceTopic: 'maintenance', accessKey: S.gridNamespaceKey, delivery: fast },
+      { name: 'entra', type: 'webhook', url: `${http.url}/entra`, auth: { kind: 'managedIdentity', scope: 'api://se-bridge-secrets/.default' }, delivery: fast },
       { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
     ],
     config: {
@@ -87,13 +89,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await bridge.stop(1000);
   await Promise.all([amqp.close(), http.close(), sim.close()]);
+  delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
   dir.cleanup();
 });
 
 describe('secrets', () => {
   it('never appear in logs, metrics or files, whatever fails', async () => {
     sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => bridge.store.deadLetters().length >= 9, 'every failing sink to dead-letter', 30_000);
+    await waitFor(() => bridge.store.deadLetters().length >= 10, 'every failing sink to dead-letter', 30_000);
+    // the Entra ID tokens the webhook sent, which the failing peer echoed back
+    const tokens = http.requests.filter((r) => r.url === '/entra').map((r) => String(r.headers.authorization).replace(/^Bearer /, ''));
+    expect(tokens.length).toBeGreaterThanOrEqual(2);
     // the approval server refusing forged requests
     await request(`${bridge.approvalServerUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': `v1,${'A'.repeat(44)}` }, body: '{}' }).then((r) => r.body.dump());
     const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
@@ -104,6 +110,9 @@ describe('secrets', () => {
       expect(everything.includes(value), `${name} leaked`).toBe(false);
     }
     expect(everything).not.toMatch(/SharedAccessKey=(?!\[redacted\])/);
+    for (const token of new Set(tokens)) expect(everything.includes(token), 'an Entra ID token leaked').toBe(false);
+    // the sink cut the tokens it sent out of the echo before shortening it
+    expect(everything).toContain('echo /entra Bearer [redacted] token=[redacted]');
   });
 
   it('takes every value the schema marks as a secret, and nothing else', () => {
@@ -126,10 +135,12 @@ describe('secrets', () => {
 
   it('scrubs secret shapes from any text', () => {
     const line = scrub(
-      `Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=abc123==;EntityPath=h https://hooks.slack.com/services/T/B/XYZ xoxb-1-2-abc whsec_QUJD https://x.logic.azure.com/w?api-version=1&sig=zzz Bearer abc.def v0=${'a'.repeat(64)}`,
+      `Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=abc123==;EntityPath=h https://hooks.slack.com/services/T/B/XYZ xoxb-1-2-abc whsec_QUJD https://x.logic.azure.com/w?api-version=1&sig=zzz Bearer abc.def v0=${'a'.repeat(64)}` +
+        ` SharedAccessKey nskey123 aeg-sas-key: topickey456 eyJ0eXAiOiJKV1QifQ.eyJhdWQiOiJ4In0.c2ln`,
     );
     expect(line).toBe(
-      'Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=[redacted];EntityPath=h https://hooks.slack.com/services/[redacted] xox?-[redacted] whsec_[redacted] https://x.logic.azure.com/w?api-version=1&sig=[redacted] Bearer [redacted] v0=[redacted]',
+      'Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=[redacted];EntityPath=h https://hooks.slack.com/services/[redacted] xox?-[redacted] whsec_[redacted] https://x.logic.azure.com/w?api-version=1&sig=[redacted] Bearer [redacted] v0=[redacted]' +
+        ' SharedAccessKey [redacted] aeg-sas-key: [redacted] [redacted-jwt]',
     );
   });
 });

@@ -3,9 +3,8 @@
  * whose endpoint is a plain webhook URL (Slack incoming webhooks, Teams Workflows). The URL is a
  * secret (it carries its own credentials): it never reaches a log.
  */
-import { text as decode } from '../../lib/http-body.ts';
 import { HttpClient } from '../../lib/http-client.ts';
-import { classifyHttpStatus, classifyNetworkError, printable } from './classify.ts';
+import { classifyHttpStatus, classifyNetworkError } from './classify.ts';
 import type { Outcome } from '../contract.ts';
 import { authorized, type BearerSource } from './entra.ts';
 
@@ -30,7 +29,7 @@ export async function postJson(client: HttpClient, url: string, body: unknown, s
     );
     if ('outcome' in answer) return answer.outcome;
     const res = answer.res;
-    return classifyHttpStatus(res.status, res.headers['retry-after'], res.status >= 300 ? printable(decode(res)) : '');
+    return classifyHttpStatus(res.status, res.headers['retry-after'], answer.detail);
   } catch (err) {
     const outcome = classifyNetworkError(err);
     // error messages may quote the URL; keep only the code

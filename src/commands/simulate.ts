@@ -24,7 +24,8 @@ export async function main(argv: string[]): Promise<number> {
     `IMDS simulator on ${url} (timing ${values.timing}, VM ${sim.vmName})\n` +
       `  GET  ${url}/metadata/scheduledevents?api-version=2020-07-01   (header Metadata: true)\n` +
       `  POST ${url}/_sim/scenario {"name": "..."}   scenarios: ${names.join(', ')}\n` +
-      `  POST ${url}/_sim/faults {"kind": "status", "status": 500, "count": 3}   GET ${url}/_sim/state\n`,
+      `  POST ${url}/_sim/faults {"kind": "status", "status": 500, "count": 3}   GET ${url}/_sim/state\n` +
+      `  GET  ${url}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=...   managed identity tokens; for the Azure SDKs: AZURE_POD_IDENTITY_AUTHORITY_HOST=${url}\n`,
   );
   if (values.scenario === 'all') for (const n of names) sim.playScenario(n);
   else if (values.scenario !== undefined) sim.playScenario(values.scenario);

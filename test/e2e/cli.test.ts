@@ -27,6 +27,23 @@ function writeConfig(name: string, text: string): string {
 }
 
 describe('se-bridge CLI', () => {
+  it('simulate: serves Scheduled Events and managed identity tokens, and says how to point the Azure SDKs at it', async () => {
+    const port = await freePort();
+    const child = start(['simulate', '--listen', `127.0.0.1:${port}`, '--scenario', 'user-reboot']);
+    try {
+      await waitFor(() => child.out.stdout.includes('AZURE_POD_IDENTITY_AUTHORITY_HOST='), 'the banner');
+      expect(child.out.stdout).toContain(`AZURE_POD_IDENTITY_AUTHORITY_HOST=http://127.0.0.1:${port}`);
+      const doc = (await (await fetch(`http://127.0.0.1:${port}/metadata/scheduledevents?api-version=2020-07-01`, { headers: { metadata: 'true' } })).json()) as { Events: unknown[] };
+      expect(doc.Events).toHaveLength(1);
+      const token = await fetch(`http://127.0.0.1:${port}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://eventgrid.azure.net`, { headers: { metadata: 'true' } });
+      expect(token.status).toBe(200);
+      expect(await token.json()).toMatchObject({ resource: 'https://eventgrid.azure.net', token_type: 'Bearer', access_token: expect.stringMatching(/^eyJ/) });
+    } finally {
+      child.kill('SIGTERM');
+      expect((await finished(child)).code).toBe(0);
+    }
+  });
+
   it('prints usage and exits 2 without a command, or with an unknown one', async () => {
     const none = await cli([]);
     expect(none.code).toBe(2);

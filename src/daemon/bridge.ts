@@ -24,6 +24,7 @@ import { StateLock } from '../store/lock.ts';
 import { Store } from '../store/store.ts';
 import { compose, type BridgeOptions, type Parts } from './compose.ts';
 import { buildTargets } from './targets.ts';
+import { tokenEndpointFollowsImds } from '../sinks/shared/azure.ts';
 
 export type { BridgeOptions } from './compose.ts';
 
@@ -101,6 +102,9 @@ export class Bridge {
     const holder: { bridge: Bridge | null } = { bridge: null };
     const fallbackVm = identityFrom(null, {});
     const links = Bridge.approvalLinks(o.config, () => holder.bridge?.identity ?? fallbackVm, () => holder.bridge?.approvalServerUrl ?? null);
+    // managed identity tokens come from the same IMDS as the Scheduled Events (before any sink makes a credential)
+    const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, process.env);
+    if (tokenEndpoint !== null) o.logger.info({ code: 'TOKEN_ENDPOINT', endpoint: tokenEndpoint }, 'managed identity tokens are asked from the configured IMDS endpoint');
     try {
       const targets = await buildTargets(o.config.sinks, { logger: o.logger, stdout: o.stdout ?? process.stdout, store, approval: links, dryRun: o.dryRun ?? false });
       holder.bridge = new Bridge(o, store, lock, targets, links ?? null);

@@ -39,6 +39,7 @@ export const CODES = {
   SINK_DISABLED: 'a sink was turned off by its configuration',
   SHUTDOWN_DEADLINE: 'deliveries still running at the shutdown deadline were left in the outbox',
   TLS_VERIFICATION_OFF: 'a sink does not verify TLS certificates',
+  TOKEN_ENDPOINT: 'managed identity tokens are asked from the configured imds.endpoint (it is not Azure\'s), as AZURE_POD_IDENTITY_AUTHORITY_HOST would set it',
   WEBHOOK_REDIRECT: 'a webhook answered with a redirect, which is never followed',
   SLACK_RESPONSE_URL: 'a Slack response_url could not be updated',
   // approvals

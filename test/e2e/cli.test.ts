@@ -217,6 +217,39 @@ describe('se-bridge CLI', () => {
     expect(noServer.stderr).toMatch(/approval.secret is not set/);
   });
 
+  it('run: a managed identity gets its tokens from the configured IMDS endpoint, with no other setting', async () => {
+    const app = createServer((req, res) => {
+      const token = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+      const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8') || 'null') as { aud?: string } | null;
+      seen.push(claims?.aud ?? 'none');
+      res.writeHead(claims?.aud === 'api://cli-test' ? 204 : 401).end();
+    });
+    const seen: string[] = [];
+    await new Promise<void>((r) => app.listen(0, '127.0.0.1', () => r()));
+    const cfg = writeConfig(
+      'identity.yaml',
+      [
+        `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`,
+        `state: { path: ${JSON.stringify(join(dir.path, 'identity', 'state.db'))} }`,
+        'observability: { listen: "off" }',
+        'sinks:',
+        `  - { name: app, type: webhook, url: "http://127.0.0.1:${(app.address() as AddressInfo).port}/hook", auth: { kind: managedIdentity, scope: "api://cli-test/.default" } }`,
+      ].join('\n'),
+    );
+    const before = sim.identities.requests.length;
+    const child = start(['run', '--config', cfg], { AZURE_POD_IDENTITY_AUTHORITY_HOST: '' });
+    try {
+      sim.addEvent({ noticeMs: 600_000 });
+      await waitFor(() => seen.includes('api://cli-test'), 'a request with the token');
+      expect(child.out.stdout).toContain('"code":"TOKEN_ENDPOINT"');
+      expect(sim.identities.requests.slice(before)).toContainEqual(expect.objectContaining({ resource: 'api://cli-test', asked: 'system', status: 200 }));
+    } finally {
+      child.kill('SIGTERM');
+      await finished(child);
+      await new Promise((r) => app.close(r));
+    }
+  });
+
   it('run: a second signal exits at once with 130, even while a delivery hangs', async () => {
     const { HttpPeer } = await import('../../testkit/http-peer.ts');
     const hang = new HttpPeer();

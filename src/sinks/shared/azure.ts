@@ -41,6 +41,21 @@ export async function createCredential(c: CredentialConfig): Promise<TokenCreden
   return new identity.ManagedIdentityCredential();
 }
 
+export const IMDS_DEFAULT_ENDPOINT = 'http://169.254.169.254';
+
+/**
+ * tokenEndpointFollowsImds points the managed identity credential at the configured IMDS (the
+ * simulator, a test double) when `imds.endpoint` is not Azure's and the environment does not
+ * already name a token endpoint (AZURE_POD_IDENTITY_AUTHORITY_HOST). Returns the endpoint it
+ * set, or null.
+ */
+export function tokenEndpointFollowsImds(imdsEndpoint: string, env: NodeJS.ProcessEnv): string | null {
+  const origin = new URL(imdsEndpoint).origin;
+  if (origin === IMDS_DEFAULT_ENDPOINT || env.AZURE_POD_IDENTITY_AUTHORITY_HOST) return null;
+  env.AZURE_POD_IDENTITY_AUTHORITY_HOST = origin;
+  return origin;
+}
+
 /**
  * bypassProxyForTokenEndpoint adds the managed identity endpoint's host (169.254.169.254, or the
  * host of AZURE_POD_IDENTITY_AUTHORITY_HOST) to NO_PROXY. The Azure SDKs' HTTP pipeline honours

@@ -103,7 +103,7 @@ export class Bridge {
     const fallbackVm = identityFrom(null, {});
     const links = Bridge.approvalLinks(o.config, () => holder.bridge?.identity ?? fallbackVm, () => holder.bridge?.approvalServerUrl ?? null);
     // managed identity tokens come from the same IMDS as the Scheduled Events (before any sink makes a credential)
-    const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, process.env);
+    const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, o.config, process.env);
     if (tokenEndpoint !== null) o.logger.info({ code: 'TOKEN_ENDPOINT', endpoint: tokenEndpoint }, 'managed identity tokens are asked from the configured IMDS endpoint');
     try {
       const targets = await buildTargets(o.config.sinks, { logger: o.logger, stdout: o.stdout ?? process.stdout, store, approval: links, dryRun: o.dryRun ?? false });

@@ -46,14 +46,22 @@ export const IMDS_DEFAULT_ENDPOINT = 'http://169.254.169.254';
 /**
  * tokenEndpointFollowsImds points the managed identity credential at the configured IMDS (the
  * simulator, a test double) when `imds.endpoint` is not Azure's and the environment does not
- * already name a token endpoint (AZURE_POD_IDENTITY_AUTHORITY_HOST). Returns the endpoint it
- * set, or null.
+ * already name a token endpoint (AZURE_POD_IDENTITY_AUTHORITY_HOST), and some part of `config`
+ * uses an Entra ID credential. Returns the endpoint it set, or null.
  */
-export function tokenEndpointFollowsImds(imdsEndpoint: string, env: NodeJS.ProcessEnv): string | null {
+export function tokenEndpointFollowsImds(imdsEndpoint: string, config: unknown, env: NodeJS.ProcessEnv): string | null {
   const origin = new URL(imdsEndpoint).origin;
-  if (origin === IMDS_DEFAULT_ENDPOINT || env.AZURE_POD_IDENTITY_AUTHORITY_HOST) return null;
+  if (origin === IMDS_DEFAULT_ENDPOINT || env.AZURE_POD_IDENTITY_AUTHORITY_HOST || !usesEntraId(config)) return null;
   env.AZURE_POD_IDENTITY_AUTHORITY_HOST = origin;
   return origin;
+}
+
+/** usesEntraId: whether a configuration holds a credential (`{kind: managedIdentity | default}`) anywhere. */
+export function usesEntraId(config: unknown): boolean {
+  if (Array.isArray(config)) return config.some(usesEntraId);
+  if (config === null || typeof config !== 'object') return false;
+  const o = config as Record<string, unknown>;
+  return o.kind === 'managedIdentity' || o.kind === 'default' || Object.values(o).some(usesEntraId);
 }
 
 /**

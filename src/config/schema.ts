@@ -11,6 +11,7 @@ import { whsec } from '../lib/standard-webhooks.ts';
 import { hostPort, httpUrl, secret } from '../lib/validators.ts';
 import { Rule } from '../approval/policy.ts';
 import { InboxConfig } from '../approval/inbox.ts';
+import { IMDS_ENDPOINT } from '../imds/client.ts';
 
 
 function defaultStatePath(): string {
@@ -21,7 +22,7 @@ function defaultStatePath(): string {
 
 export const ImdsConfig = z.strictObject({
   /** Base URL of IMDS. Env SE_BRIDGE_IMDS_ENDPOINT overrides it. */
-  endpoint: httpUrl.default('http://169.254.169.254'),
+  endpoint: httpUrl.default(IMDS_ENDPOINT),
   /** How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget. */
   pollIntervalMs: z.number().int().min(200).max(60_000).default(1000),
   /**

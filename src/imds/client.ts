@@ -29,6 +29,8 @@ import {
   type EventsDocument,
 } from './wire.ts';
 
+/** Azure's IMDS, link-local on every VM: Scheduled Events, instance metadata and managed identity tokens. */
+export const IMDS_ENDPOINT = 'http://169.254.169.254';
 const MAX_BODY_BYTES = 1024 * 1024;
 
 /** ImdsClientOptions: the `imds` section of the configuration, defaults applied there. */

@@ -120,10 +120,9 @@ export class ManagedIdentities {
     let principal: { clientId: string; objectId: string; resourceId: string } | undefined;
     if (ids.length === 1) {
       const key = ids[0]!;
-      const value = query.get(key)!;
-      principal = this.userAssigned.find((u) =>
-        key === 'client_id' ? u.clientId === value.toLowerCase() : key === 'object_id' ? u.objectId === value.toLowerCase() : u.resourceId.toLowerCase() === value.toLowerCase(),
-      );
+      const value = query.get(key)!.toLowerCase();
+      const idOf = (u: UserAssignedIdentity) => (key === 'client_id' ? u.clientId : key === 'object_id' ? u.objectId : u.resourceId);
+      principal = this.userAssigned.find((u) => idOf(u).toLowerCase() === value);
       if (principal === undefined) return invalid('Identity not found');
     } else if (this.systemAssigned) {
       principal = { ...this.system, resourceId: this.#resourceId };

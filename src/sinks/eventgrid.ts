@@ -137,9 +137,9 @@ export const eventGridSink: SinkModule<EventGridConfig> = {
           else sendable.push(i);
         });
         const batches = packBatches(sendable.map((i) => Buffer.byteLength(bodies[i]!)));
-        for (const batch of batches) {
+        for (const [b, batch] of batches.entries()) {
           const members = batch.map((k) => sendable[k]!);
-          let { outcome, split } = await publish(members.map((i) => bodies[i]!), signal);
+          const { outcome, split } = await publish(members.map((i) => bodies[i]!), signal);
           // a refused batch: find the event that spoils it, one request per event
           if (split && members.length > 1) {
             for (const i of members) outcomes[i] = (await publish([bodies[i]!], signal)).outcome;
@@ -148,8 +148,8 @@ export const eventGridSink: SinkModule<EventGridConfig> = {
           for (const i of members) outcomes[i] = outcome;
           if (outcome.status === 'retry') {
             // the rest waits for the next attempt, in order
-            outcome = retry(`not sent: an earlier batch of this attempt failed (${outcome.reason})`, outcome.retryAfterMs);
-            for (const rest of batches.slice(batches.indexOf(batch) + 1)) for (const k of rest) outcomes[sendable[k]!] = outcome;
+            const waiting = retry(`not sent: an earlier batch of this attempt failed (${outcome.reason})`, outcome.retryAfterMs);
+            for (const rest of batches.slice(b + 1)) for (const k of rest) outcomes[sendable[k]!] = waiting;
             break;
           }
         }

@@ -8,6 +8,7 @@ import type { TokenCredential } from '@azure/core-auth';
 import type { ServiceBusClient, ServiceBusClientOptions } from '@azure/service-bus';
 import { z } from 'zod';
 import { classifyAzureError } from './classify.ts';
+import { IMDS_ENDPOINT } from '../../imds/client.ts';
 import { delivered, reject, secret, type BridgeEvent, type Outcome } from '../contract.ts';
 
 const uuid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
@@ -41,8 +42,6 @@ export async function createCredential(c: CredentialConfig): Promise<TokenCreden
   return new identity.ManagedIdentityCredential();
 }
 
-export const IMDS_DEFAULT_ENDPOINT = 'http://169.254.169.254';
-
 /**
  * tokenEndpointFollowsImds points the managed identity credential at the configured IMDS (the
  * simulator, a test double) when `imds.endpoint` is not Azure's and the environment does not
@@ -51,7 +50,7 @@ export const IMDS_DEFAULT_ENDPOINT = 'http://169.254.169.254';
  */
 export function tokenEndpointFollowsImds(imdsEndpoint: string, config: unknown, env: NodeJS.ProcessEnv): string | null {
   const origin = new URL(imdsEndpoint).origin;
-  if (origin === IMDS_DEFAULT_ENDPOINT || env.AZURE_POD_IDENTITY_AUTHORITY_HOST || !usesEntraId(config)) return null;
+  if (origin === IMDS_ENDPOINT || env.AZURE_POD_IDENTITY_AUTHORITY_HOST || !usesEntraId(config)) return null;
   env.AZURE_POD_IDENTITY_AUTHORITY_HOST = origin;
   return origin;
 }
@@ -71,7 +70,7 @@ export function usesEntraId(config: unknown): boolean {
  * calls never use one. It must run before the SDK's first request, which reads NO_PROXY once.
  */
 export function bypassProxyForTokenEndpoint(env: NodeJS.ProcessEnv): void {
-  const hosts = ['169.254.169.254'];
+  const hosts = [new URL(IMDS_ENDPOINT).hostname];
   try {
     if (env.AZURE_POD_IDENTITY_AUTHORITY_HOST) hosts.push(new URL(env.AZURE_POD_IDENTITY_AUTHORITY_HOST).hostname);
   } catch {

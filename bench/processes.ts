@@ -78,7 +78,7 @@ interface Footprinted {
 const COMPILED = join(ROOT, 'dist', 'cli.js');
 /**
  * The package, the executable, the steps from the sources to the package (each step adds one
- * setting to the one before; the package's `#!` line has the last), two settings measured and
+ * setting to the one before; the package's `#!` line has the last), one setting measured and
  * not adopted, and the anchors.
  */
 export const FOOTPRINTED: Footprinted[] = [
@@ -89,9 +89,9 @@ export const FOOTPRINTED: Footprinted[] = [
   { name: 'step: sources (type stripping), webhook+file', cmd: [NODE, CLI], sinks: 'webhook+file' },
   { name: 'step: compiled, webhook+file', cmd: [NODE, COMPILED], sinks: 'webhook+file' },
   { name: 'step: + semi-space 1 MiB, webhook+file', cmd: [NODE, '--max-semi-space-size=1', COMPILED], sinks: 'webhook+file' },
-  { name: 'step: + no optimizing compilers (the package), webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', COMPILED], sinks: 'webhook+file' },
-  { name: 'not adopted: interpreter only, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--no-sparkplug', COMPILED], sinks: 'webhook+file' },
-  { name: 'not adopted: lite mode, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--lite-mode', COMPILED], sinks: 'webhook+file' },
+  { name: 'step: + no optimizing compilers, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', COMPILED], sinks: 'webhook+file' },
+  { name: 'step: + Liftoff-only WebAssembly (the package), webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', COMPILED], sinks: 'webhook+file' },
+  { name: 'not adopted: interpreter only, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', '--no-sparkplug', COMPILED], sinks: 'webhook+file' },
   { name: 'anchor: bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
   {
     // the floor of this stack: Node with the package's flags and the four libraries every configuration loads, doing nothing

@@ -1,9 +1,10 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --no-opt --no-maglev
+#!/usr/bin/env -S node --max-semi-space-size=1 --no-opt --no-maglev --liftoff-only
 // se-bridge entry point of the installed package: compiled JavaScript (npm run build), never
-// TypeScript stripped at run time. Two memory settings, each measured in bench/results.md:
+// TypeScript stripped at run time. Three memory settings, each measured in bench/results.md:
 // a young generation of 1 MiB per semi-space is plenty for a daemon that polls once a second
 // (about 10 MiB less resident), and without V8's optimizing compilers (TurboFan, Maglev) the
 // code runs in the interpreter and the baseline compiler (about 9 MiB less, no CPU cost at
-// one poll a second).
+// one poll a second). The third keeps WebAssembly in V8's baseline compiler (Liftoff): undici,
+// the HTTP client, parses HTTP in WebAssembly, and its optimized tier costs about 13 MiB more.
 // From a checkout, `npm start` runs the sources directly.
 import '../dist/cli.js';

@@ -16,8 +16,11 @@ import { inject } from 'postject';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'build');
 const WORK = join(OUT, 'sea');
-/** The memory flags the package's bin script passes too (bench/results.md has what each saves). */
-const V8_FLAGS = ['--max-semi-space-size=1', '--no-opt', '--no-maglev'];
+/**
+ * The memory flags the package's bin script passes too (bench/results.md has what each saves):
+ * a 1 MiB semi-space, no optimizing compilers, and undici's WebAssembly parser kept in Liftoff.
+ */
+const V8_FLAGS = ['--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only'];
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const PLATFORMS = ['linux-x64', 'linux-arm64', 'win-x64'] as const;
 type Platform = (typeof PLATFORMS)[number];

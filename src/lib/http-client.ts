@@ -1,20 +1,25 @@
 /**
- * HttpClient: outbound HTTP on Node's own `node:http` and `node:https`, whose parser is native
- * code. (undici's parser is WebAssembly: importing it cost about 27 MiB of resident memory, and
- * it cannot run under V8's lite mode.)
+ * HttpClient: every outbound HTTP request of the bridge, on undici (the design's HTTP client).
  *
- * - One keep-alive agent per protocol, a few sockets each, shared by every request of a client.
- * - Proxies through Node's built-in proxy support: `env` reads HTTP(S)_PROXY and NO_PROXY,
- *   `none` never uses one (whatever the environment or NODE_USE_ENV_PROXY say), a URL names one.
- *   HTTPS goes through a CONNECT tunnel.
+ * - One keep-alive dispatcher per client, a few connections per origin, shared by every request
+ *   of that client.
+ * - Proxies: `none` is a plain `Agent` that never uses one, whatever the environment says (IMDS
+ *   must never be reached through a proxy); `env` is an `EnvHttpProxyAgent` (HTTP_PROXY,
+ *   HTTPS_PROXY, NO_PROXY); a URL is a `ProxyAgent`. Plain HTTP goes to the proxy in absolute
+ *   form, HTTPS through a CONNECT tunnel.
+ * - TLS settings (`ca`, `rejectUnauthorized`) go to the connector of the target, direct or
+ *   through a tunnel. undici loads node:tls only for the first https connection, so a bridge that
+ *   speaks only plain HTTP never loads it.
  * - A request is bounded by its signal (connect, headers and body alike) and its answer by
  *   `maxBodyBytes`; what is over is dropped as `onOverflow` says (see readBounded).
- * - Failures reject with Node's error, whose `code` (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT,
- *   AbortError, ...) says what happened.
+ * - Failures reject with the underlying error, whose `code` (ECONNREFUSED,
+ *   DEPTH_ZERO_SELF_SIGNED_CERT, UND_ERR_SOCKET, ...) says what happened; an aborted request
+ *   rejects with an `AbortError` whose `code` is `ABORT_ERR`, whatever the signal's reason was.
+ *
+ * undici parses HTTP with WebAssembly; the bin and the executable run with `--liftoff-only`,
+ * which keeps that code in V8's baseline compiler (measured in bench/results.md).
  */
-import type { Agent as HttpAgent, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import type { Agent as HttpsAgent } from 'node:https';
-import { http, https, tls } from './node-http.ts';
+import { Agent, EnvHttpProxyAgent, ProxyAgent, type Dispatcher } from 'undici';
 import { readBounded, type BoundedBody } from './http-body.ts';
 
 export interface HttpClientOptions {
@@ -24,15 +29,17 @@ export interface HttpClientOptions {
   readonly ca?: string;
   /** false turns certificate verification off. */
   readonly rejectUnauthorized?: boolean;
-  /** Sockets per origin. */
+  /** Connections per origin. */
   readonly maxSockets?: number;
   /** How long an idle connection is kept. */
   readonly keepAliveMs?: number;
 }
 
+export type HttpHeaders = Record<string, string | string[] | undefined>;
+
 export interface HttpRequest {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  readonly headers?: OutgoingHttpHeaders;
+  readonly headers?: Record<string, string>;
   readonly body?: string | Buffer;
   readonly signal?: AbortSignal;
   /** The most of the answer's body that is kept. */
@@ -42,61 +49,66 @@ export interface HttpRequest {
 
 export interface HttpResponse extends BoundedBody {
   readonly status: number;
-  readonly headers: IncomingHttpHeaders;
+  /** Lower-case names. */
+  readonly headers: HttpHeaders;
+}
+
+/** Trust `ca` beside the system's roots (node:tls is loaded only when a CA file is configured). */
+function tlsOptions(options: HttpClientOptions): { ca?: string[]; rejectUnauthorized?: boolean } {
+  const tls = options.ca === undefined ? null : (process.getBuiltinModule('node:tls') as typeof import('node:tls'));
+  return {
+    ...(tls === null ? {} : { ca: [...tls.rootCertificates, options.ca!] }),
+    ...(options.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+  };
+}
+
+/** dispatcherFor builds the one dispatcher a client sends through. */
+function dispatcherFor(options: HttpClientOptions): Dispatcher {
+  const connections = options.maxSockets ?? 4;
+  const keepAliveTimeout = options.keepAliveMs ?? 30_000;
+  const tls = tlsOptions(options);
+  const common = { connections, keepAliveTimeout, keepAliveMaxTimeout: keepAliveTimeout };
+  if (options.proxy === 'none') return new Agent({ ...common, connect: tls });
+  // proxyTunnel false: plain HTTP goes to the proxy in absolute form; HTTPS always tunnels
+  const proxied = { ...common, requestTls: tls, proxyTunnel: false };
+  if (options.proxy === 'env') return new EnvHttpProxyAgent({ ...proxied, connect: tls });
+  return new ProxyAgent({ ...proxied, uri: options.proxy });
+}
+
+function abortError(cause: unknown): Error {
+  const err = new Error('the request was aborted', { cause });
+  err.name = 'AbortError';
+  (err as Error & { code: string }).code = 'ABORT_ERR';
+  return err;
 }
 
 export class HttpClient {
-  readonly #options: HttpClientOptions;
-  readonly #common: ConstructorParameters<typeof http.Agent>[0];
-  readonly #http: HttpAgent;
-  /** Made on the first https request. */
-  #https: HttpsAgent | null = null;
+  readonly #dispatcher: Dispatcher;
 
   constructor(options: HttpClientOptions) {
-    this.#options = options;
-    // An empty proxyEnv is an explicit "no proxy": Node then ignores NODE_USE_ENV_PROXY too.
-    const proxyEnv = options.proxy === 'env' ? process.env : options.proxy === 'none' ? {} : { HTTP_PROXY: options.proxy, HTTPS_PROXY: options.proxy };
-    this.#common = { keepAlive: true, keepAliveMsecs: 1000, timeout: options.keepAliveMs ?? 30_000, maxSockets: options.maxSockets ?? 4, maxFreeSockets: options.maxSockets ?? 4, proxyEnv };
-    this.#http = new http.Agent(this.#common);
+    this.#dispatcher = dispatcherFor(options);
   }
 
-  #secure(): HttpsAgent {
-    const { ca, rejectUnauthorized } = this.#options;
-    this.#https ??= new (https().Agent)({
-      ...this.#common,
-      ...(ca === undefined ? {} : { ca: [...tls().rootCertificates, ca] }),
-      ...(rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
-    });
-    return this.#https;
-  }
-
-  request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
+  async request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
     const target = typeof url === 'string' ? new URL(url) : url;
-    const secure = target.protocol === 'https:';
-    const agent = secure ? this.#secure() : this.#http;
-    const send = secure ? https().request : http.request;
-    return new Promise<HttpResponse>((resolve, reject) => {
-      const body = req.body === undefined ? undefined : typeof req.body === 'string' ? Buffer.from(req.body) : req.body;
-      const r = send(target, {
+    try {
+      const res = await this.#dispatcher.request({
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
         method: req.method,
-        agent,
-        headers: { ...req.headers, ...(body === undefined ? {} : { 'content-length': body.length }) },
-        signal: req.signal,
+        headers: req.headers ?? {},
+        body: req.body ?? null,
+        signal: req.signal ?? null,
       });
-      r.once('error', reject);
-      r.once('response', (res) => {
-        readBounded(res, req.maxBodyBytes, req.onOverflow).then(
-          (read) => resolve({ status: res.statusCode ?? 0, headers: res.headers, ...read }),
-          reject,
-        );
-      });
-      r.end(body);
-    });
+      const read = await readBounded(res.body, req.maxBodyBytes, req.onOverflow);
+      return { status: res.statusCode, headers: res.headers, ...read };
+    } catch (err) {
+      throw req.signal?.aborted ? abortError(err) : err;
+    }
   }
 
-  /** close drops the idle connections; requests under way finish. */
+  /** close lets requests under way finish, then drops the connections. */
   close(): void {
-    this.#http.destroy();
-    this.#https?.destroy();
+    this.#dispatcher.close().catch(() => undefined);
   }
 }

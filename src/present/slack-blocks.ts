@@ -32,7 +32,8 @@ function slackDate(epoch: number, iso: string): string {
 /**
  * escape makes text inert in Slack's mrkdwn and in a message's fallback `text`: `&`, `<` and
  * `>` are entities, so nothing from IMDS or an approver can form `<!channel>`, `<@U…>` or a
- * `<url|label>` link.
+ * `<url|label>` link. Every mrkdwn object that holds such text is also `verbatim`, so Slack does
+ * not turn a bare URL or a channel name in it into a link beside the Approve button.
  */
 export function escape(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -56,13 +57,13 @@ export function slackMessage(msg: ChatMessage, options: SlackRenderOptions = {})
     `*Not before*\n${nb ? `${slackDate(nb.epoch, nb.iso)} (${nb.timeLeft})` : msg.eventStatus === 'Started' ? 'now (started)' : '-'}`,
     `*Expected impact*\n${escape(msg.duration)}`,
     `*VMs*\n${escape(vmList(msg))}`,
-  ].map((text) => ({ type: 'mrkdwn', text: truncate(text, LIMITS.field) }));
+  ].map((text) => ({ type: 'mrkdwn', text: truncate(text, LIMITS.field), verbatim: true }));
   const blocks: Record<string, unknown>[] = [
     { type: 'header', text: { type: 'plain_text', text: truncate(`${emojiText(msg.severity)} ${msg.title}`, LIMITS.header), emoji: true } },
     { type: 'section', fields },
   ];
   if (msg.description !== '') {
-    blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(`>${escape(msg.description)}`, LIMITS.text) } });
+    blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(`>${escape(msg.description)}`, LIMITS.text), verbatim: true } });
   }
   const observedEpoch = Math.floor(Date.parse(msg.observedAt) / 1000);
   blocks.push({
@@ -74,6 +75,7 @@ export function slackMessage(msg: ChatMessage, options: SlackRenderOptions = {})
           `${ICON[msg.severity]} ${msg.transition} · EventId ${code(msg.eventId)} · seen ${slackDate(observedEpoch, msg.observedAt)} on ${escape(msg.thisVm)}`,
           LIMITS.text,
         ),
+        verbatim: true,
       },
     ],
   });

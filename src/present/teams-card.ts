@@ -1,6 +1,6 @@
 /**
  * teamsMessage renders the chat model as a Teams message whose attachment is an Adaptive Card
- * (version 1.5, what Teams Workflows render): a coloured title, a FactSet and, when a human
+ * (version 1.5, what Teams Workflows render): a coloured title, the facts and, when a human
  * must decide, an Action.OpenUrl to the approval page (Workflows cards do not support
  * Action.Submit). Times show in each reader's local time through {{DATE()}} / {{TIME()}}.
  *
@@ -17,46 +17,75 @@ const STYLE: Record<Severity, { container: string; color: string }> = {
 };
 
 /**
- * md makes text literal in the Markdown that Teams renders in TextBlocks and facts: the
- * characters that open links, images, autolinks, mentions, emphasis and code are escaped with a
- * backslash (CommonMark), a line that would start a list is escaped too, and
- * `{{` is broken up so that nothing becomes a DATE()/TIME() function. Nothing from IMDS can
- * become a link beside the real Approve button, a mention, or emphasis.
+ * literal keeps a TextRun's text from becoming a DATE()/TIME() function: TextRuns are never
+ * parsed as Markdown, but renderers still expand `{{…}}`.
  */
-export function md(text: string): string {
-  return text
-    .replace(/[\\`*_[\]<~]/g, '\\$&')
-    .replace(/^(\s*)([-+]|\d+\.)(?=\s)/gm, '$1\\$2')
-    .replace(/\{\{/g, '{\u200b{');
+function literal(text: string): string {
+  return text.replace(/\{\{/g, '{\u200b{');
 }
 
+type Run = Record<string, unknown>;
+
+/** run is a TextRun: text that is shown as it is, never as Markdown. */
+function run(text: string, style: Record<string, unknown> = {}): Run {
+  return { type: 'TextRun', text: literal(text), ...style };
+}
+
+/** rich is a RichTextBlock of runs: where text from IMDS or configuration goes. */
+function rich(inlines: Run[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type: 'RichTextBlock', inlines, ...extra };
+}
+
+/**
+ * fact is one row of the facts: our own label in a TextBlock (Markdown, our words only) and the
+ * value as runs. A FactSet would parse the value as Markdown, and Teams' Markdown has no escape
+ * that reads right everywhere (iOS and Android show CommonMark backslashes literally).
+ */
+function fact(title: string, value: Run[]): Record<string, unknown> {
+  return {
+    type: 'ColumnSet',
+    spacing: 'Small',
+    columns: [
+      { type: 'Column', width: 1, items: [{ type: 'TextBlock', text: title, weight: 'Bolder', wrap: true }] },
+      { type: 'Column', width: 3, items: [rich(value)] },
+    ],
+  };
+}
+
+/**
+ * adaptiveCard: every value that comes from IMDS or configuration (VM and resource names, event
+ * type, status, source, EventId, Description) is a TextRun, so it reads exactly as it was sent,
+ * and nothing in it can become a link beside the real Approve button, a mention, a list or
+ * emphasis. Markdown is left to our own words.
+ */
 export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
   const s = STYLE[msg.severity];
   const nb = msg.notBefore;
   const facts = [
-    { title: 'Event', value: `${md(msg.eventType)} · ${md(msg.eventStatus)}` },
-    { title: 'Source', value: msg.source === 'User' ? 'User (an administrator asked for it)' : md(msg.source) },
-    { title: 'Not before', value: nb ? `${utcText(nb.iso)} (${nb.timeLeft})` : msg.eventStatus === 'Started' ? 'now (started)' : '-' },
-    { title: 'Expected impact', value: msg.duration },
-    { title: 'VMs', value: md(vmList(msg)) },
-    { title: 'EventId', value: md(msg.eventId) },
+    fact('Event', [run(`${msg.eventType} · ${msg.eventStatus}`)]),
+    fact('Source', [run(msg.source === 'User' ? 'User (an administrator asked for it)' : msg.source)]),
+    fact('Not before', [run(nb ? `${utcText(nb.iso)} (${nb.timeLeft})` : msg.eventStatus === 'Started' ? 'now (started)' : '-')]),
+    fact('Expected impact', [run(msg.duration)]),
+    fact('VMs', [run(vmList(msg))]),
+    fact('EventId', [run(msg.eventId, { fontType: 'Monospace' })]),
   ];
+  const seen = `${msg.transition} · seen {{DATE(${isoSeconds(msg.observedAt)}, SHORT)}} {{TIME(${isoSeconds(msg.observedAt)})}} on `;
   const body: Record<string, unknown>[] = [
     {
       type: 'Container',
       style: s.container,
       bleed: true,
       items: [
-        { type: 'TextBlock', text: md(msg.title), weight: 'Bolder', size: 'Large', color: s.color, wrap: true },
-        { type: 'TextBlock', text: `${msg.transition} · seen {{DATE(${isoSeconds(msg.observedAt)}, SHORT)}} {{TIME(${isoSeconds(msg.observedAt)})}} on ${md(msg.thisVm)}`, isSubtle: true, spacing: 'None', wrap: true },
+        rich([run(msg.title, { weight: 'Bolder', size: 'Large', color: s.color })]),
+        rich([{ type: 'TextRun', text: seen, isSubtle: true }, run(msg.thisVm, { isSubtle: true })], { spacing: 'None' }),
       ],
     },
-    { type: 'FactSet', facts },
+    { type: 'Container', items: facts },
   ];
   if (nb) {
     body.push({ type: 'TextBlock', text: `Your local time: {{DATE(${isoSeconds(nb.iso)}, SHORT)}} {{TIME(${isoSeconds(nb.iso)})}}`, isSubtle: true, size: 'Small', wrap: true });
   }
-  if (msg.description !== '') body.push({ type: 'TextBlock', text: md(msg.description), wrap: true });
+  if (msg.description !== '') body.push(rich([run(msg.description)]));
   return {
     type: 'AdaptiveCard',
     $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',

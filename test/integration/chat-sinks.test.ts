@@ -132,13 +132,14 @@ describe('Teams Adaptive Card', () => {
     }
   });
 
-  it('has a FactSet, severity colours, and Action.OpenUrl (never Action.Submit) only when a human decides', () => {
+  it('has the facts as rows of runs, severity colours, and Action.OpenUrl (never Action.Submit) only when a human decides', () => {
     const card = adaptiveCard(toChatMessage(ce('scheduled', { EventType: 'Preempt' }), { approveUrl: 'https://bridge.example/a' }));
     const text = JSON.stringify(card);
     expect(text).not.toContain('Action.Submit');
     expect((card.actions as { type: string; url: string }[])[0]).toMatchObject({ type: 'Action.OpenUrl', url: 'https://bridge.example/a' });
     expect((card.body as { style?: string }[])[0]!.style).toBe('attention');
-    expect((card.body as { type: string }[]).some((b) => b.type === 'FactSet')).toBe(true);
+    expect(JSON.stringify(card.body)).toContain('{"type":"TextBlock","text":"EventId","weight":"Bolder","wrap":true}');
+    expect(JSON.stringify(card.body)).not.toContain('FactSet');
     expect(adaptiveCard(toChatMessage(ce('completed'))).actions).toEqual([]);
   });
 });

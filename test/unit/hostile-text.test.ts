@@ -1,9 +1,10 @@
 /**
  * Text from IMDS (and from approvers) reaches a terminal, Slack and Teams. With hostile values
  * in every field, each target shows them as text: no forged stdout line, no terminal escape,
- * no Slack mention or link, no Teams link, emphasis, list or mention. Teams' Markdown is
- * checked with a CommonMark renderer (markdown-it), Slack's mrkdwn by its only active syntax,
- * `<…>`.
+ * no Slack mention or link, no Teams link, emphasis, list or mention. In Teams every IMDS value
+ * is a TextRun (never Markdown); what Teams does parse as Markdown is checked with a CommonMark
+ * renderer (markdown-it). Slack's mrkdwn is checked by its only active syntax, `<…>`. The same
+ * card rendered by the adaptivecards library in Chromium: test/e2e/chat-rendering.test.ts.
  */
 import MarkdownIt from 'markdown-it';
 import { describe, expect, it } from 'vitest';
@@ -15,6 +16,7 @@ import { toChatMessage } from '../../src/present/chat-model.ts';
 import { slackMessage, threadLine } from '../../src/present/slack-blocks.ts';
 import { adaptiveCard } from '../../src/present/teams-card.ts';
 import { formatEventLine } from '../../src/present/text-line.ts';
+import { cardTexts } from '../../testkit/adaptive-card.ts';
 
 const HOSTILE = {
   EventId: 'E-1`\u001b[31mFAKE\n2026-11-22T00:00:00Z  SCHEDULED <!channel>',
@@ -70,21 +72,45 @@ describe('Slack', () => {
 
 describe('Teams', () => {
   const card = adaptiveCard(message) as { body: Record<string, unknown>[]; actions: { type: string; url: string }[] };
-  const texts: string[] = [];
-  JSON.stringify(card.body, (k, v: unknown) => {
-    if ((k === 'text' || k === 'value') && typeof v === 'string') texts.push(v);
-    return v;
-  });
+  const { markdown, runs } = cardTexts(card);
   const md = new MarkdownIt({ linkify: false });
-  it('renders every IMDS value as text: no link, image, emphasis, list, code or HTML', () => {
-    for (const t of texts) {
-      const html = md.renderInline(t);
-      expect(html, t).not.toMatch(/<(a|img|em|strong|s|code|li|at)\b/);
-      expect(md.render(t), t).not.toMatch(/<(ol|ul|li)\b/);
+  it('parses no IMDS value as Markdown: what Teams reads as Markdown holds only our words, and renders as itself', () => {
+    for (const t of markdown) {
+      expect(md.renderInline(t), t).toBe(md.utils.escapeHtml(t));
+      for (const v of Object.values(HOSTILE)) if (typeof v === 'string' && v.length > 3) expect(t).not.toContain(v);
     }
-    expect(texts.join('\n')).not.toContain('{{DATE(2020');
+    expect(JSON.stringify(card)).not.toContain('{{DATE(2020');
+  });
+  it('carries every IMDS value unchanged in a TextRun: no backslash, nothing dropped', () => {
+    const all = runs.map((r) => r.replaceAll('\u200b', '')).join('\n');
+    for (const v of [HOSTILE.EventId, HOSTILE.EventType, HOSTILE.EventSource, HOSTILE.Description, ...HOSTILE.Resources]) expect(all).toContain(v);
   });
   it('has one action, the real Approve link', () => {
     expect(card.actions).toEqual([expect.objectContaining({ type: 'Action.OpenUrl', url: APPROVE })]);
+  });
+});
+
+describe('ordinary names read as they are', () => {
+  const plain = (() => {
+    const doc = { DocumentIncarnation: 3, Events: [{ ...HOSTILE, EventId: 'A1_b2', EventType: 'Reboot', EventSource: 'Platform', Resources: ['web_vm_01', 'WestNO_0'], Description: '1. list *not* emphasis_here' }] };
+    const [t] = diff(null, toDomainDocument(WireDocument.parse(doc)).document);
+    return toChatMessage(toCloudEvent(t!, { vm: identityFrom(null, { name: 'web_vm_01' }), observedAt: '2026-11-22T10:00:00Z' }));
+  })();
+  it('Teams: a VM named web_vm_01 appears unchanged in the card JSON, and no value gains a backslash', () => {
+    const json = JSON.stringify(adaptiveCard(plain));
+    expect(json).toContain('"text":"web_vm_01 will be rebooted"');
+    expect(json).toContain('"text":"1. list *not* emphasis_here"');
+    expect(json).toContain('"text":"web_vm_01 (this VM), WestNO_0"');
+    expect(json).not.toMatch(/\\\\[_*[\]<~`.]/);
+  });
+  it('Slack: every mrkdwn object is verbatim, so a URL or #channel in a Description is not turned into a link', () => {
+    const objects: { type: string; verbatim?: boolean }[] = [];
+    JSON.stringify(slackMessage(plain).blocks, (_k, v: unknown) => {
+      const o = v as { type?: unknown } | null;
+      if (o !== null && typeof o === 'object' && o.type === 'mrkdwn') objects.push(o as { type: string });
+      return v;
+    });
+    expect(objects.length).toBeGreaterThan(5);
+    for (const o of objects) expect(o.verbatim).toBe(true);
   });
 });

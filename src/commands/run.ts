@@ -20,10 +20,19 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`se-bridge run: ${scrub(errorFields(err).err, secrets)}\n`);
     return EXIT.failure;
   };
+  // Start-up never ends in exit 0: if everything it waits for is gone (a promise nothing will
+  // settle), Node would end the process quietly, and a supervisor that restarts on failure only
+  // would leave the bridge down.
+  const unfinished = () => {
+    process.stderr.write('se-bridge run: start-up could not finish: it waited for something that can never happen\n');
+    process.exit(EXIT.failure);
+  };
+  process.once('beforeExit', unfinished);
   let bridge: Bridge;
   try {
     bridge = await Bridge.create({ config, logger, dryRun: values['dry-run'] === true });
   } catch (err) {
+    process.off('beforeExit', unfinished);
     return cannotStart(err);
   }
   let resolveStop!: (signal: string) => void;
@@ -32,10 +41,12 @@ export async function main(argv: string[]): Promise<number> {
   try {
     await bridge.start();
   } catch (err) {
+    process.off('beforeExit', unfinished);
     detach();
     await bridge.stop(SHUTDOWN_DEADLINE_MS).catch(() => undefined);
     return cannotStart(err);
   }
+  process.off('beforeExit', unfinished);
   const signal = await stopped;
   logger.info({ signal }, 'shutting down');
   await bridge.stop(SHUTDOWN_DEADLINE_MS);

@@ -106,7 +106,7 @@ export class Bridge {
     const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, o.config, process.env);
     if (tokenEndpoint !== null) o.logger.info({ code: 'TOKEN_ENDPOINT', endpoint: tokenEndpoint }, 'managed identity tokens are asked from the configured IMDS endpoint');
     try {
-      const targets = await buildTargets(o.config.sinks, { logger: o.logger, stdout: o.stdout ?? process.stdout, store, approval: links, dryRun: o.dryRun ?? false });
+      const targets = await buildTargets(o.config.sinks, { logger: o.logger, stdout: o.stdout ?? process.stdout, store, approval: links, dryRun: o.dryRun ?? false, ...(o.sinkCreateDeadlineMs === undefined ? {} : { createDeadlineMs: o.sinkCreateDeadlineMs }) });
       holder.bridge = new Bridge(o, store, lock, targets, links ?? null);
     } catch (err) {
       store.close();

@@ -32,6 +32,8 @@ export interface BridgeOptions {
   /** Called with every CloudEvent committed, after the commit. */
   onCommitted?: (events: readonly BridgeEvent[]) => void;
   onOutcome?: (report: OutcomeReport) => void;
+  /** How long each sink's create() may take (default 30 s; tests shorten it). */
+  sinkCreateDeadlineMs?: number;
   /** How soon a failed identity read is tried again (default 60 s; tests shorten it). */
   identityRetryMs?: number;
 }

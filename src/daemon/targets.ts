@@ -2,7 +2,11 @@
  * buildTargets creates every configured sink (or, in a dry run, a noop sink in its place) and
  * describes it for the dispatcher: its delivery policy, its largest batch, its filter, and
  * whether it is a preparation hook. When one sink cannot be created, those already created
- * are closed and the error goes up.
+ * are closed and the error goes up, naming the sink (`sinks[2] (pd)`).
+ *
+ * A sink's `create` has a deadline: a module whose `create` never settles would otherwise leave
+ * the daemon with nothing to wait for, and Node ends such a process with exit 0, which a
+ * supervisor that restarts on failure takes for a clean stop.
  */
 import type { Logger } from 'pino';
 import type { SinkConfig } from '../config/schema.ts';
@@ -11,6 +15,10 @@ import type { ApprovalLinks } from '../sinks/contract.ts';
 import { noopSink } from '../sinks/noop.ts';
 import { sinkModuleOf } from '../sinks/registry.ts';
 import type { Store } from '../store/store.ts';
+import { BridgeError } from '../lib/errors.ts';
+
+/** How long a sink's `create` may take before start-up fails. */
+export const SINK_CREATE_DEADLINE_MS = 30_000;
 
 export interface TargetContext {
   readonly logger: Logger;
@@ -18,20 +26,41 @@ export interface TargetContext {
   readonly store: Store;
   readonly approval: ApprovalLinks | undefined;
   readonly dryRun: boolean;
+  /** Default SINK_CREATE_DEADLINE_MS. */
+  readonly createDeadlineMs?: number;
+}
+
+/** withDeadline settles as `work` does, or rejects with `late()` after `ms`. */
+async function withDeadline<T>(work: Promise<T> | T, ms: number, late: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(late()), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetContext): Promise<DispatchTarget[]> {
   const targets: DispatchTarget[] = [];
   try {
-    for (const sc of sinks) {
+    const deadlineMs = ctx.createDeadlineMs ?? SINK_CREATE_DEADLINE_MS;
+    for (const [i, sc] of sinks.entries()) {
+      const where = `sinks[${i}] (${sc.name})`;
       const module = await sinkModuleOf(sc);
       const sink = ctx.dryRun
         ? noopSink(sc.name, ctx.logger)
-        : await module.create(sc, {
-            logger: ctx.logger.child({ sink: sc.name }),
-            stdout: ctx.stdout,
-            state: ctx.store.sinkState(sc.name),
-            ...(ctx.approval ? { approval: ctx.approval } : {}),
+        : await withDeadline(
+            module.create(sc, {
+              logger: ctx.logger.child({ sink: sc.name }),
+              stdout: ctx.stdout,
+              state: ctx.store.sinkState(sc.name),
+              ...(ctx.approval ? { approval: ctx.approval } : {}),
+            }),
+            deadlineMs,
+            () => new BridgeError('SINK_CREATE_FAILED', `${where}: create() did not finish within ${deadlineMs / 1000} s`),
+          ).catch((err: unknown) => {
+            if (err instanceof BridgeError && err.code === 'SINK_CREATE_FAILED') throw err;
+            throw new BridgeError('SINK_CREATE_FAILED', `${where}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
           });
       targets.push({
         name: sc.name,

@@ -37,6 +37,7 @@ export const CODES = {
   DELIVERY_EXHAUSTED: 'an event ran out of attempts or age; it was dead-lettered',
   SINK_REMOVED: 'outbox rows of a sink no longer configured were dead-lettered',
   SINK_DISABLED: 'a sink was turned off by its configuration',
+  SINK_CREATE_FAILED: "a sink could not be created at start-up, or its create() did not finish within 30 s (exit 1)",
   SHUTDOWN_DEADLINE: 'deliveries still running at the shutdown deadline were left in the outbox',
   TLS_VERIFICATION_OFF: 'a sink does not verify TLS certificates',
   TOKEN_ENDPOINT: 'managed identity tokens are asked from the configured imds.endpoint (it is not Azure\'s), as AZURE_POD_IDENTITY_AUTHORITY_HOST would set it',

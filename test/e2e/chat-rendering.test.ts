@@ -48,12 +48,12 @@ describe('Teams card in the adaptivecards renderer (Chromium)', () => {
       const AC = (globalThis as any).AdaptiveCards;
       const c = new AC.AdaptiveCard();
       c.parse(json);
-      const el = document.getElementById('card')!;
+      const el = (globalThis as any).document.getElementById('card');
       el.replaceChildren(c.render());
       return {
-        text: el.innerText,
-        markup: [...el.querySelectorAll('a, img, em, strong, b, i, s, del, code, li, ol, ul, at')].map((n) => n.outerHTML),
-        buttons: [...el.querySelectorAll('button')].map((b) => b.innerText.trim()),
+        text: el.innerText as string,
+        markup: [...el.querySelectorAll('a, img, em, strong, b, i, s, del, code, li, ol, ul, at')].map((n: any) => n.outerHTML as string),
+        buttons: [...el.querySelectorAll('button')].map((b: any) => (b.innerText as string).trim()),
       };
     }, card);
     // renderers fold white space; the value is otherwise exactly as IMDS sent it

@@ -41,6 +41,12 @@ beforeAll(async () => {
   symlinkSync(join(ROOT, 'node_modules', 'zod'), join(dir.path, 'etc', 'node_modules', 'zod'), 'dir');
   copyFileSync(join(ROOT, 'examples', 'pagerduty-sink.js'), join(dir.path, 'etc', 'pagerduty-sink.js'));
   writeFileSync(join(dir.path, 'etc', 'not-a-sink.js'), 'export default { hello: "world" };\n');
+  // a sink whose create() never settles and holds nothing open: a Standard Schema by hand, no packages
+  writeFileSync(
+    join(dir.path, 'etc', 'stuck-sink.js'),
+    'const configSchema = { "~standard": { version: 1, vendor: "test", validate: (value) => ({ value }) } };\n' +
+      'export default { name: "stuck", configSchema, create: () => new Promise(() => {}) };\n',
+  );
   sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
   await sim.listen(0);
   peer = new HttpPeer();
@@ -87,6 +93,33 @@ describe('an external sink module (examples/pagerduty-sink.js)', () => {
       child.kill('SIGTERM');
       expect((await finished(child, 20_000)).code).toBe(0);
     }
+  });
+
+  it('a create() that never settles: run does not end quietly (it used to exit 0 at once); start-up fails after the deadline naming the sink', async () => {
+    const path = config('stuck', '  - { name: pd, type: module, module: ./stuck-sink.js }');
+    const child = start(['run', '--config', path]);
+    try {
+      // the old daemon had nothing left to wait for and exited 0 in about 0.6 s
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+      await finished(child, 10_000);
+    }
+    const { validateConfig } = await import('../../src/config/load.ts');
+    const { Bridge } = await import('../../src/daemon/bridge.ts');
+    const { pino } = await import('pino');
+    const cfg = validateConfig(
+      { imds: { endpoint: sim.url }, state: { path: ':memory:' }, observability: { listen: 'off' }, sinks: [{ name: 'out', type: 'stdout' }, { name: 'pd', type: 'module', module: './stuck-sink.js' }] },
+      join(dir.path, 'etc', 'stuck.yaml'),
+      {},
+    );
+    const failed = await Bridge.create({ config: cfg, logger: pino({ level: 'silent' }), sinkCreateDeadlineMs: 300 }).then(
+      () => null,
+      (err: unknown) => err as { code: string; message: string },
+    );
+    expect(failed?.code).toBe('SINK_CREATE_FAILED');
+    expect(failed?.message).toBe('sinks[1] (pd): create() did not finish within 0.3 s');
   });
 
   it('reports a missing module, a module without the contract, and settings the module refuses, by path, with exit 2', async () => {

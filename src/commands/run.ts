@@ -3,6 +3,7 @@ import { SHUTDOWN_DEADLINE_MS } from '../delivery/dispatcher.ts';
 import { createLogger, scrub } from '../lib/log.ts';
 import { errorFields } from '../lib/errors.ts';
 import { secretsOf } from '../config/schema.ts';
+import { configWarnings } from '../config/warnings.ts';
 import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
 
 
@@ -15,6 +16,7 @@ export async function main(argv: string[]): Promise<number> {
   const stdoutTaken = config.sinks.some((s) => s.type === 'stdout');
   const secrets = secretsOf(config);
   const logger = createLogger({ level: config.log.level, destination: stdoutTaken ? 'stderr' : 'stdout', secrets });
+  for (const w of configWarnings(config)) logger.warn({ code: 'CONFIG_WARNING' }, w);
   const cannotStart = (err: unknown): number => {
     logger.fatal(errorFields(err), 'cannot start');
     process.stderr.write(`se-bridge run: ${scrub(errorFields(err).err, secrets)}\n`);

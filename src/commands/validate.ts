@@ -1,3 +1,4 @@
+import { configWarnings } from '../config/warnings.ts';
 import { EXIT, loadOrReport, parse } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
@@ -5,6 +6,7 @@ export async function main(argv: string[]): Promise<number> {
   const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const sinks = loaded.config.sinks.map((s) => `${s.name} (${s.type})`).join(', ') || 'none';
+  for (const w of configWarnings(loaded.config)) process.stderr.write(`warning: ${w}\n`);
   process.stdout.write(`${loaded.path}: valid; sinks: ${sinks}\n`);
   return EXIT.ok;
 }

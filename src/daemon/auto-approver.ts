@@ -65,8 +65,7 @@ export class AutoApprover {
   delivered(report: OutcomeReport): void {
     const target = this.#o.targets.find((t) => t.name === report.sink);
     if (target?.prepare !== true || report.outcome !== 'delivered') return;
-    const transition = report.ceId.split('/')[1];
-    if (transition !== 'scheduled' && transition !== 'updated') return;
+    if (report.transition !== 'scheduled' && report.transition !== 'updated') return;
     this.#o.store.hookSucceeded(report.eventId, report.sink);
     this.#o.logger.info({ eventId: report.eventId, sink: report.sink }, 'preparation hook succeeded');
     this.apply(this.#o.events().filter((x) => x.eventId === report.eventId));

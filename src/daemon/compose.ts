@@ -75,7 +75,7 @@ export function compose(
     scrub: (text) => scrub(text, secrets),
     onOutcome,
   });
-  const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, identity.current.name);
+  const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, identity.current.name, (eventId) => store.knowsEvent(eventId));
   const poll: PollLoop = new PollLoop({
     client,
     store,

@@ -1,23 +1,36 @@
 /**
  * route decides, for each CloudEvent, which sinks take it: those whose filter it passes. The
  * result is what the store journals with the event, one outbox row per sink named.
+ *
+ * A preparation (a sink with `prepare: true`) takes only what prepares, unless its filter names
+ * transition types itself: `scheduled`, `updated`, and `started` for an event it never saw
+ * before (a host failure skips Scheduled). A drain script must not drain the VM again when the
+ * event is approved, starts or completes.
  */
 import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
-import { matchesFilter } from '../pipeline/filter.ts';
+import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';
 import type { PendingEvent } from '../store/store.ts';
 import type { DispatchTarget } from './dispatcher.ts';
 
-export function route(events: readonly BridgeEvent[], targets: readonly DispatchTarget[], vmName: string): PendingEvent[] {
+/** preparationTakes: whether a preparation with this filter takes the transition. */
+export function preparationTakes(filter: FilterConfig, transition: string, seenBefore: () => boolean): boolean {
+  if (filter.types !== undefined) return true;
+  return transition === 'scheduled' || transition === 'updated' || (transition === 'started' && !seenBefore());
+}
+
+/** `seenBefore` tells whether any CloudEvent of an EventId was committed before. */
+export function route(events: readonly BridgeEvent[], targets: readonly DispatchTarget[], vmName: string, seenBefore: (eventId: string) => boolean = () => false): PendingEvent[] {
   return events.map((e) => {
     const d = e.data!;
     const transition = transitionOf(e);
     const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
+    const takes = (t: DispatchTarget) => matchesFilter(t.filter, subject, vmName) && (!t.prepare || preparationTakes(t.filter, transition, () => seenBefore(d.eventId)));
     return {
       id: e.id,
       eventId: d.eventId,
       transition,
       json: JSON.stringify(e),
-      sinks: targets.filter((t) => matchesFilter(t.filter, subject, vmName)).map((t) => t.name),
+      sinks: targets.filter(takes).map((t) => t.name),
     };
   });
 }

@@ -27,6 +27,8 @@ export interface OutcomeReport {
   sink: string;
   ceId: string;
   eventId: string;
+  /** The CloudEvent's transition: never parsed out of its id, which an EventId may shape. */
+  transition: string;
   outcome: 'delivered' | 'retry' | 'dead-letter';
   attempts: number;
   reason?: string;
@@ -162,7 +164,7 @@ export class Worker {
       const attempts = row.attempts + 1;
       const fields = { sink: this.#t.name, eventId: row.eventId, ceId: row.ceId, attempts };
       const report = (o: OutcomeReport['outcome'], reason?: string) =>
-        onOutcome?.({ sink: this.#t.name, ceId: row.ceId, eventId: row.eventId, outcome: o, attempts, createdAt: row.createdAt, durationMs, ...(reason ? { reason } : {}) });
+        onOutcome?.({ sink: this.#t.name, ceId: row.ceId, eventId: row.eventId, transition: row.transition, outcome: o, attempts, createdAt: row.createdAt, durationMs, ...(reason ? { reason } : {}) });
       if (outcome.status === 'delivered') {
         deliveredIds.push(row.rowId);
         logger.debug(fields, 'delivered');

@@ -8,6 +8,7 @@ export const CODES = {
   // the command line and the configuration
   USAGE: 'the command line is wrong (exit 2)',
   CONFIG_INVALID: 'the configuration file is missing, unreadable or fails validation (exit 2)',
+  CONFIG_WARNING: 'the configuration is valid but probably not what was meant (validate prints it too)',
   // reading and writing IMDS
   IMDS_BAD_REQUEST: 'IMDS answered 400: missing Metadata header, bad api-version or body',
   IMDS_NOT_FOUND: 'IMDS answered 404',

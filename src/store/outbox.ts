@@ -10,6 +10,8 @@ export interface OutboxRow {
   readonly sink: string;
   readonly ceId: string;
   readonly eventId: string;
+  /** The CloudEvent's transition (scheduled, updated, ...), as the journal recorded it. */
+  readonly transition: string;
   readonly attempts: number;
   readonly createdAt: number;
   readonly json: string;
@@ -36,7 +38,7 @@ export class Outbox {
     this.#db = db;
     this.#s = {
       due: db.prepare(
-        `SELECT o.id AS rowId, o.sink, o.ce_id AS ceId, o.event_id AS eventId, o.attempts, o.created_at AS createdAt, j.body AS json
+        `SELECT o.id AS rowId, o.sink, o.ce_id AS ceId, o.event_id AS eventId, j.transition, o.attempts, o.created_at AS createdAt, j.body AS json
            FROM outbox o JOIN journal j ON j.ce_id = o.ce_id
           WHERE o.sink = ? AND o.next_attempt_at <= ?
             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.sink = o.sink AND p.event_id = o.event_id AND p.id < o.id)

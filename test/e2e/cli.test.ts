@@ -77,6 +77,13 @@ describe('se-bridge CLI', () => {
     }
   });
 
+  it('validate: warns (exit 0) when a preparation names transitions that would prepare the VM again', async () => {
+    const path = writeConfig('prep.yaml', 'sinks:\n  - { name: drain, type: exec, command: [/bin/true], prepare: true, filter: { types: [scheduled, approved, completed] } }\n  - { name: quiet, type: exec, command: [/bin/true], prepare: true }\n');
+    const r = await cli(['validate', '--config', path]);
+    expect(r.code).toBe(0);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^warning: sinks\[0\]\.filter\.types: this preparation \(prepare: true\) also runs for approved, completed, /)]);
+  });
+
   it('validate: takes the file from SE_BRIDGE_CONFIG, and names a missing one', async () => {
     const ok = await cli(['validate'], { SE_BRIDGE_CONFIG: 'config/demo.yaml' });
     expect(ok.code).toBe(0);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { waitFor } from '../helpers.ts';
-import { approvedEvents, bridge, call, dir, KEY, lines, run, scheduled, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
+import { approvedEvents, bridge, call, delivered, dir, KEY, lines, run, scheduled, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
 
 useApprovalBridge();
 
@@ -124,5 +124,24 @@ describe('policy and preparation hooks', () => {
     expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(redeploy.eventId);
     expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(terminate.eventId);
     expect(approvedEvents().map((e) => e.data.approval!.via)).toEqual(['hooks']);
+  });
+
+  it('a preparation hook without a filter runs only for what prepares, and approves an EventId with "/" or one long enough to be hashed', async () => {
+    const marker = join(dir.path, 'prepared');
+    const ok = join(dir.path, 'prepare.sh');
+    writeFileSync(ok, `#!/bin/sh\nread -r line\necho "$SE_EVENT_ID $SE_TRANSITION" >> "${marker}"\nexit 0\n`, { mode: 0o755 });
+    await run({ rules: [{ match: {}, action: 'approveAfterHooks' }] }, [{ name: 'drain', type: 'exec', command: [ok], prepare: true }]);
+    const slash = sim.addEvent({ EventId: 'maintenance/2026/reboot-1', noticeMs: 600_000, startedMs: 200 });
+    const long = sim.addEvent({ EventId: `L${'0123456789'.repeat(20)}`, noticeMs: 600_000, startedMs: 200 });
+    await waitFor(() => sim.startRequests.flatMap((r) => r.eventIds).length === 2, 'both approvals after the hook');
+    expect(new Set(sim.startRequests.flatMap((r) => r.eventIds))).toEqual(new Set([slash.eventId, long.eventId]));
+    // a host failure: first seen Started, so the preparation runs for `started`
+    const failed = sim.addEvent({ EventStatus: 'Started', startedMs: 200 });
+    const ids = [slash.eventId, long.eventId, failed.eventId];
+    await waitFor(() => ids.every((id) => delivered().some((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')), 'all three completed', 15_000);
+    await waitFor(() => bridge!.store.outboxDepth().size === 0, 'the outbox to drain');
+    const runs = readFileSync(marker, 'utf8').trim().split('\n').sort();
+    expect(runs).toEqual([`${failed.eventId} started`, `${long.eventId} scheduled`, `${slash.eventId} scheduled`].sort());
+    expect(approvedEvents().map((e) => e.data.approval!.via)).toEqual(['hooks', 'hooks']);
   });
 });

@@ -127,7 +127,7 @@ function release(platform: Platform, binary: string): string {
   chmodSync(join(stage, `se-bridge-${platform}`), 0o755);
   copyFileSync(join(ROOT, 'scripts', 'install-linux.sh'), join(stage, 'scripts', 'install-linux.sh'));
   chmodSync(join(stage, 'scripts', 'install-linux.sh'), 0o755);
-  for (const f of ['bridge.example.yaml', 'systemd/se-bridge.service', 'systemd/se-bridge.env']) copyFileSync(join(ROOT, 'config', f), join(stage, 'config', f));
+  for (const f of ['bridge.minimal.yaml', 'bridge.example.yaml', 'systemd/se-bridge.service', 'systemd/se-bridge.env']) copyFileSync(join(ROOT, 'config', f), join(stage, 'config', f));
   for (const f of ['README.md', 'LICENSE']) copyFileSync(join(ROOT, f), join(stage, f));
   const archive = join(OUT, `se-bridge-${platform}.tar.gz`);
   execFileSync('tar', ['-czf', archive, '-C', stage, '.']);

@@ -28,10 +28,12 @@ esac
 
 id se-bridge >/dev/null 2>&1 || useradd --system --home-dir /var/lib/se-bridge --shell /usr/sbin/nologin se-bridge
 mkdir -p /etc/se-bridge
-[ -f /etc/se-bridge/bridge.yaml ] || install -m 0640 -g se-bridge "$config/bridge.example.yaml" /etc/se-bridge/bridge.yaml
+# a minimal configuration (an audit file, no approvals, no secret); every key: bridge.example.yaml
+[ -f /etc/se-bridge/bridge.yaml ] || install -m 0640 -g se-bridge "$config/bridge.minimal.yaml" /etc/se-bridge/bridge.yaml
 [ -f /etc/se-bridge/se-bridge.env ] || install -m 0600 "$config/systemd/se-bridge.env" /etc/se-bridge/se-bridge.env
 install -m 0644 "$config/systemd/se-bridge.service" /etc/systemd/system/se-bridge.service
 systemctl daemon-reload
 /usr/local/bin/se-bridge --version
-echo "edit /etc/se-bridge/bridge.yaml and /etc/se-bridge/se-bridge.env, then:"
+echo "/etc/se-bridge/bridge.yaml records every event in /var/log/se-bridge/events.jsonl; add your"
+echo "sinks (every key: $config/bridge.example.yaml) and their secrets in /etc/se-bridge/se-bridge.env, then:"
 echo "  systemctl enable --now se-bridge && journalctl -u se-bridge -f"

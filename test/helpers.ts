@@ -1,4 +1,5 @@
 /** Shared test helpers: fixtures, polling for a condition (bounded), temp dirs. */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -82,3 +83,26 @@ export function undocumentedKeys(schema: unknown, text: string): string[] {
 }
 
 export { bridgeEvents } from '../testkit/events.ts';
+
+/**
+ * EXAMPLE_ENV: the environment the shipped example configurations read their secrets from
+ * (they have no fallbacks); values of this run's own, never a published one.
+ */
+export const EXAMPLE_ENV: NodeJS.ProcessEnv = (() => {
+  const key = (n: number) => randomBytes(n).toString('base64');
+  const fleet = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
+  return {
+    OPS_WEBHOOK_SECRET: `whsec_${key(32)}`,
+    OPS_WEBHOOK_TOKEN: key(24),
+    EVENTHUB_CONNECTION_STRING: `Endpoint=sb://myns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=${key(32)};EntityPath=maintenance`,
+    SERVICEBUS_CONNECTION_STRING: `Endpoint=sb://myns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=${key(32)}`,
+    EVENTGRID_KEY: key(32),
+    SLACK_WEBHOOK_URL: `https://hooks.slack.com/services/T0/B0/${randomBytes(12).toString('hex')}`,
+    TEAMS_WORKFLOW_URL: `https://prod-00.westeurope.logic.azure.com/workflows/w/triggers/manual/paths/invoke?sig=${randomBytes(16).toString('hex')}`,
+    SE_BRIDGE_APPROVAL_SECRET: `whsec_${key(32)}`,
+    SLACK_SIGNING_SECRET: randomBytes(16).toString('hex'),
+    SE_BRIDGE_RELAY_SIGNING_KEY: fleet,
+    SE_BRIDGE_FLEET_KEY: key(32),
+    SE_BRIDGE_API_SECRET: `whsec_${key(32)}`,
+  };
+})();

@@ -14,6 +14,7 @@ import type { z } from 'zod';
 import { BridgeError } from '../lib/errors.ts';
 import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../sinks/external.ts';
 import { BridgeConfig } from './schema.ts';
+import { publishedSecretProblems } from './published-secrets.ts';
 
 export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   readonly problems: readonly string[];
@@ -94,6 +95,7 @@ export function validateConfig(raw: unknown, source: string, env: NodeJS.Process
 function validateWith<S extends z.ZodType>(schema: S, { expanded, problems }: { expanded: unknown; problems: string[] }, source: string): z.infer<S> {
   const result = schema.safeParse(expanded, { reportInput: true });
   if (!result.success) problems.push(...formatIssues(result.error.issues));
+  else problems.push(...publishedSecretProblems(schema, result.data));
   if (problems.length > 0) throw new ConfigError(source, problems);
   return result.data as z.infer<S>;
 }

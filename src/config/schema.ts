@@ -142,6 +142,39 @@ export function jsonSchema(): Record<string, unknown> {
 let schemaCache: Record<string, unknown> | null = null;
 
 /**
+ * markedSecrets walks a validated value beside its JSON Schema and returns every value the schema
+ * marks as a secret (`secret(...)`, `writeOnly`), each with its path (`sinks[2].secret`).
+ */
+export function markedSecrets(value: unknown, schema: unknown, path = ''): { path: string; value: unknown }[] {
+  if (schema === null || typeof schema !== 'object') return [];
+  const s = schema as {
+    writeOnly?: boolean;
+    anyOf?: unknown[];
+    oneOf?: unknown[];
+    allOf?: unknown[];
+    properties?: Record<string, unknown>;
+    additionalProperties?: unknown;
+    items?: unknown;
+  };
+  if (s.writeOnly === true) return value === undefined ? [] : [{ path, value }];
+  const out: { path: string; value: unknown }[] = [];
+  for (const branch of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])]) out.push(...markedSecrets(value, branch, path));
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => out.push(...markedSecrets(item, s.items, `${path}[${i}]`)));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) out.push(...markedSecrets(v, s.properties?.[k] ?? s.additionalProperties, path === '' ? k : `${path}.${k}`));
+  }
+  return out;
+}
+
+/** everyString visits each string inside a value. */
+export function everyString(v: unknown, visit: (s: string) => void): void {
+  if (typeof v === 'string') visit(v);
+  else if (Array.isArray(v)) v.forEach((x) => everyString(x, visit));
+  else if (v !== null && typeof v === 'object') Object.values(v).forEach((x) => everyString(x, visit));
+}
+
+/**
  * secretsOf collects the values a log line or a stored failure reason must never show: every
  * value the schema marks as a secret (`secret(...)`, `writeOnly` in the JSON Schema) with, for
  * URLs, their path and query values; and of any other URL, its password and query values.
@@ -162,37 +195,12 @@ export function secretsOf(config: unknown): string[] {
       /* not a URL */
     }
   };
-  const everyString = (v: unknown, visit: (s: string) => void): void => {
-    if (typeof v === 'string') visit(v);
-    else if (Array.isArray(v)) v.forEach((x) => everyString(x, visit));
-    else if (v !== null && typeof v === 'object') Object.values(v).forEach((x) => everyString(x, visit));
-  };
-  const walk = (value: unknown, schema: unknown): void => {
-    if (schema === null || typeof schema !== 'object') return;
-    const s = schema as {
-      writeOnly?: boolean;
-      anyOf?: unknown[];
-      oneOf?: unknown[];
-      allOf?: unknown[];
-      properties?: Record<string, unknown>;
-      additionalProperties?: unknown;
-      items?: unknown;
-    };
-    if (s.writeOnly === true) {
-      everyString(value, (v) => {
-        if (v.length >= 6) out.add(v);
-        addUrlParts(v, true);
-      });
-      return;
-    }
-    for (const branch of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])]) walk(value, branch);
-    if (Array.isArray(value)) {
-      for (const item of value) walk(item, s.items);
-    } else if (value !== null && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) walk(v, s.properties?.[k] ?? s.additionalProperties);
-    }
-  };
-  walk(config, schemaCache);
+  for (const marked of markedSecrets(config, schemaCache)) {
+    everyString(marked.value, (v) => {
+      if (v.length >= 6) out.add(v);
+      addUrlParts(v, true);
+    });
+  }
   everyString(config, (v) => addUrlParts(v, false));
   return [...out].sort((a, b) => b.length - a.length);
 }

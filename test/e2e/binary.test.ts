@@ -201,7 +201,7 @@ describe('the single executable (linux-x64)', () => {
   it('comes in a release archive with the installer and the files it installs, as the cloud-init and scale set examples expect', () => {
     const archive = join(ROOT, 'build', 'se-bridge-linux-x64.tar.gz');
     const files = execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^\.\//, ''));
-    expect(files).toEqual(expect.arrayContaining(['se-bridge-linux-x64', 'scripts/install-linux.sh', 'config/bridge.example.yaml', 'config/systemd/se-bridge.service', 'config/systemd/se-bridge.env', 'LICENSE']));
+    expect(files).toEqual(expect.arrayContaining(['se-bridge-linux-x64', 'scripts/install-linux.sh', 'config/bridge.minimal.yaml', 'config/bridge.example.yaml', 'config/systemd/se-bridge.service', 'config/systemd/se-bridge.env', 'LICENSE']));
     const cloudInit = readFileSync(join(ROOT, 'config', 'cloud-init.yaml'), 'utf8');
     expect(cloudInit.startsWith('#cloud-config\n')).toBe(true);
     const doc = parse(cloudInit) as { write_files: { path: string; content: string }[]; runcmd: (string | string[])[] };

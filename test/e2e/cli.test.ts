@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { Store } from '../../src/store/store.ts';
-import { fixtureDocument, freePort, tempDir, waitFor } from '../helpers.ts';
+import { EXAMPLE_ENV, fixtureDocument, freePort, tempDir, waitFor } from '../helpers.ts';
 import { cli, finished, start } from './process.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -57,7 +57,7 @@ describe('se-bridge CLI', () => {
   });
 
   it('validate: exit 0 for a valid file', async () => {
-    const r = await cli(['validate', '--config', 'config/bridge.example.yaml']);
+    const r = await cli(['validate', '--config', 'config/bridge.example.yaml'], EXAMPLE_ENV);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), grid (eventgrid), chat (slack), teams (teams), drain (exec), audit (file)\n');
   });
@@ -75,6 +75,19 @@ describe('se-bridge CLI', () => {
     ]) {
       expect(r.stderr).toContain(line);
     }
+  });
+
+  it('validate and run: refuse the example with a published secret (exit 2, naming each key), and with its secrets unset', async () => {
+    const published = { ...EXAMPLE_ENV, SE_BRIDGE_APPROVAL_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', OPS_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', SLACK_SIGNING_SECRET: '8f742231b10e8888abcd99yyyzzz85a5' };
+    for (const verb of ['validate', 'run']) {
+      const r = await cli([verb, '--config', 'config/bridge.example.yaml'], published);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('3 configuration problems');
+      for (const key of ['sinks[1].secret', 'approval.secret', 'approval.slack.signingSecret']) expect(r.stderr).toContain(`${key}: is a published example value, known to anyone`);
+    }
+    const unset = await cli(['validate', '--config', 'config/bridge.example.yaml']);
+    expect(unset.code).toBe(2);
+    expect(unset.stderr).toContain('approval.secret: environment variable SE_BRIDGE_APPROVAL_SECRET is not set');
   });
 
   it('validate: warns (exit 0) when a preparation names transitions that would prepare the VM again', async () => {

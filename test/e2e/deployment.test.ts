@@ -8,10 +8,38 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/config/load.ts';
+import { readdirSync } from 'node:fs';
+import { loadConfigFile, validateConfig } from '../../src/config/load.ts';
+import { PUBLISHED_SECRETS } from '../../src/config/published-secrets.ts';
 import { ROOT, tempDir } from '../helpers.ts';
 
 describe('deployment files', () => {
+  it('the installer puts a minimal configuration in place: valid with no environment at all, no approvals, no secret', () => {
+    const script = readFileSync(join(ROOT, 'scripts', 'install-linux.sh'), 'utf8');
+    expect(script).toContain('"$config/bridge.minimal.yaml" /etc/se-bridge/bridge.yaml');
+    expect(script).not.toMatch(/bridge\.example\.yaml"? \/etc/);
+    const config = loadConfigFile(join(ROOT, 'config', 'bridge.minimal.yaml'), {});
+    expect(config.approval.secret).toBeUndefined();
+    expect(config.approval.rules).toEqual([]);
+    expect(config.sinks.map((s) => s.type)).toEqual(['file']);
+  });
+
+  it('no shipped file holds a secret value that the configuration would accept', () => {
+    const files = ['README.md', ...['config', 'docs', 'examples'].flatMap((d) => readdirSync(join(ROOT, d), { recursive: true, encoding: 'utf8' }).map((f) => join(d, f)))];
+    const shaped = /whsec_[A-Za-z0-9+/=]{6,}|SharedAccessKey=[A-Za-z0-9+/=]{4,}|signingSecret: *"?[A-Za-z0-9]{8,}|MC4CAQAw[A-Za-z0-9+/=]+/g;
+    const found: string[] = [];
+    for (const f of files) {
+      let text: string;
+      try {
+        text = readFileSync(join(ROOT, f), 'utf8');
+      } catch {
+        continue; // a directory
+      }
+      for (const m of text.matchAll(shaped)) if (!PUBLISHED_SECRETS.some((p) => m[0].includes(p) || p.includes(m[0].replace(/^signingSecret: *"?/, '')))) found.push(`${f}: ${m[0]}`);
+    }
+    expect(found).toEqual([]);
+  });
+
   it('systemd: the unit verifies, with the hardening the README lists', () => {
     const unit = readFileSync(join(ROOT, 'config', 'systemd', 'se-bridge.service'), 'utf8');
     for (const d of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'PrivateTmp=yes', 'StateDirectory=se-bridge', 'Restart=always', 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX', 'User=se-bridge', 'RestartPreventExitStatus=2']) {

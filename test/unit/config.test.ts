@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfigFile, parseConfigText, resolveConfigPath } from '../../src/config/load.ts';
 import { jsonSchema, SinkConfig } from '../../src/config/schema.ts';
 import { SINK_CONFIG_SCHEMAS, SINK_TYPES } from '../../src/sinks/registry.ts';
-import { ROOT, undocumentedKeys } from '../helpers.ts';
+import { EXAMPLE_ENV, ROOT, undocumentedKeys } from '../helpers.ts';
 
 function problems(text: string, env: NodeJS.ProcessEnv = {}): readonly string[] {
   try {
@@ -26,7 +26,7 @@ describe('configuration', () => {
   });
 
   it('accepts the shipped example and demo configurations', () => {
-    const example = loadConfigFile(join(ROOT, 'config', 'bridge.example.yaml'), {});
+    const example = loadConfigFile(join(ROOT, 'config', 'bridge.example.yaml'), EXAMPLE_ENV);
     expect(example.sinks.map((s) => s.type)).toEqual(['stdout', 'webhook', 'eventhubs', 'servicebus', 'eventgrid', 'slack', 'teams', 'exec', 'file']);
     const demo = loadConfigFile(join(ROOT, 'config', 'demo.yaml'), {});
     expect(demo.imds.endpoint).toBe('http://127.0.0.1:8080');

@@ -61,9 +61,9 @@ describe('the relay configuration', () => {
     const { z } = await import('zod');
     const { loadFileWith } = await import('../../src/config/load.ts');
     const { RelayConfig } = await import('../../src/approval/relay.ts');
-    const { ROOT, undocumentedKeys } = await import('../helpers.ts');
+    const { EXAMPLE_ENV, ROOT, undocumentedKeys } = await import('../helpers.ts');
     const file = join(ROOT, 'config', 'relay.example.yaml');
-    const config = loadFileWith(RelayConfig, file, {});
+    const config = loadFileWith(RelayConfig, file, EXAMPLE_ENV);
     expect(config.serviceBus).toMatchObject({ queue: 'se-bridge-approvals', replies: 'se-bridge-approval-replies' });
     const text = readFileSync(file, 'utf8');
     expect(undocumentedKeys(z.toJSONSchema(RelayConfig, { io: 'input', unrepresentable: 'any' }), text)).toEqual([]);
@@ -99,7 +99,7 @@ describe('the bridge configuration of fleet approvals', () => {
         throw err;
       }
     };
-    const cs = 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0';
+    const cs = 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0LWtleQ==';
     const inbox = { connectionString: cs, relayPublicKey: keys.publicKey, linkKey: keys.fleetKey };
     expect(problems({ relayUrl: 'https://relay.example.com', inbox })).toEqual([]);
     // the inbox's connection string and link key are secrets: logs never show them

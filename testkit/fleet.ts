@@ -24,7 +24,7 @@ export function sessionOf(sim: ImdsSimulator): string {
 }
 
 export function relayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
-  return localRelayConfig(peer, keys, { apiSecrets: [API_SECRET], slack: { signingSecret: SLACK_SECRET }, replyWaitMs: 10_000, log: { level: 'silent' }, ...over });
+  return localRelayConfig(peer, keys, { apiSecrets: [API_SECRET], slack: { signingSecret: SLACK_SECRET, responseUrls: ['http://127.0.0.1:'] }, replyWaitMs: 10_000, log: { level: 'silent' }, ...over });
 }
 
 /** fleetApproval: a bridge's `approval` section for the fleet, with the link key of `session`. */

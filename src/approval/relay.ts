@@ -46,7 +46,7 @@ import { holdSession } from './session.ts';
 import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from './requests.ts';
 import { peekClaims, readToken, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
 import { escape as escapeSlack } from '../present/slack-blocks.ts';
-import { approvedUpdate, readSlackAction, respondSlack, warning } from './slack.ts';
+import { approvedUpdate, readSlackAction, respondSlack, SlackSettings, warning } from './slack.ts';
 
 export const RelayConfig = z.strictObject({
   /** Where the relay listens (behind the load balancer or ingress that terminates TLS). */
@@ -67,7 +67,7 @@ export const RelayConfig = z.strictObject({
   /** Standard Webhooks secrets that sign POST /v1/approvals (several while rotating). */
   apiSecrets: z.array(secret(whsec)).default([]),
   /** A Slack app's signing secret: enables POST /v1/slack/interactions (the app's one Request URL). */
-  slack: z.strictObject({ signingSecret: secret(z.string().min(1)) }).optional(),
+  slack: SlackSettings.optional(),
   /** How long a request waits for the VM's outcome before the answer is 202 with a tracking id. */
   replyWaitMs: z.number().int().min(0).max(25_000).default(5000),
   /** Longest life of an approval command (never past a link's own expiry). */
@@ -388,19 +388,18 @@ export class RelayServer extends RoutedServer {
   // ----- Slack -------------------------------------------------------------------------------
 
   #slack(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
-    const a = readSlackAction(this.#o.config.slack?.signingSecret, req, body);
+    const a = readSlackAction(this.#o.config.slack, req, body);
     const c = this.#claims(a.token);
     sendJson(res, 200, {});
     const id = commandId(c.v, { nonce: c.n });
-    const url = a.payload.response_url;
     const log = this.#o.logger;
     const task = this.#send(this.#command(c.v, id, c.e, a.who, 'slack', '', c), SLACK_WAIT_MS).then(
       (o) => {
-        if (o !== null && statusOf(o) === 200) return respondSlack(log, url, approvedUpdate(a, { status: o.outcome, by: o.by ?? '', via: o.via ?? '' }));
+        if (o !== null && statusOf(o) === 200) return respondSlack(log, a, approvedUpdate(a, { status: o.outcome, by: o.by ?? '', via: o.via ?? '' }));
         const text = o === null ? `:hourglass: Sent to ${escapeSlack(c.v)}; it has not answered yet (tracking id ${id}).` : `:warning: Could not approve: ${escapeSlack(o.message)}`;
-        return respondSlack(log, url, warning(text));
+        return respondSlack(log, a, warning(text));
       },
-      () => respondSlack(log, url, warning(':warning: Could not pass the approval on; try again.')),
+      () => respondSlack(log, a, warning(':warning: Could not pass the approval on; try again.')),
     );
     this.track(task);
   }

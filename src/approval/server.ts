@@ -22,7 +22,7 @@ import { RoutedServer } from './routed-server.ts';
 import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from './requests.ts';
 import { ApprovalError, type ApprovalService } from './service.ts';
 import { readToken, TOLERANCE_S, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
-import { slackInteraction } from './slack.ts';
+import { slackInteraction, type SlackSettings } from './slack.ts';
 
 export { MAX_BODY } from './requests.ts';
 const REPLAY_TTL_MS = 2 * TOLERANCE_S * 1000;
@@ -34,7 +34,7 @@ export interface ApprovalServerOptions {
   keys: readonly Buffer[];
   /** Key of approval link tokens. */
   tokenKey: Buffer;
-  slackSigningSecret?: string;
+  slack?: SlackSettings;
   vm: () => VmIdentity;
   document: () => EventsDocument | null;
   logger: Logger;
@@ -160,7 +160,7 @@ export class ApprovalServer extends RoutedServer {
 
   #slack(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
     const task = slackInteraction(
-      { signingSecret: this.#o.slackSigningSecret, service: this.#o.service, logger: this.#o.logger, claims: (t) => this.#claims(t), used: (c) => this.#used(c) },
+      { slack: this.#o.slack, service: this.#o.service, logger: this.#o.logger, claims: (t) => this.#claims(t), used: (c) => this.#used(c) },
       req,
       res,
       body,

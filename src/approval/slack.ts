@@ -6,12 +6,30 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { HttpClient } from '../lib/http-client.ts';
+import { secret } from '../lib/validators.ts';
 import { sendJson } from '../lib/http-server.ts';
 import { escape as escapeSlack } from '../present/slack-blocks.ts';
 import { HttpError, utf8 } from './requests.ts';
 import { ApprovalError, type ApprovalService } from './service.ts';
 import { verifySlack, type TokenClaims } from './signatures.ts';
+
+/**
+ * SlackSettings: the `slack` block of the bridge's approval section and of the relay. A message
+ * is updated through its response_url only when that URL starts with one of `responseUrls`
+ * (Slack's own host by default; GovSlack's is https://hooks.slack-gov.com/): a signed request
+ * with a response_url elsewhere would otherwise make the bridge POST wherever it says. A prefix
+ * ends with `/` (a host and a path) or with `:` (any port of a host).
+ */
+export const SlackSettings = z.strictObject({
+  signingSecret: secret(z.string().min(1)),
+  responseUrls: z
+    .array(z.string().regex(/^https?:\/\/[^/?#@]+(:|\/[^?#]*\/?)$/, 'must be an http(s) URL prefix that ends with / (a host and a path) or : (any port of a host)'))
+    .min(1)
+    .default(['https://hooks.slack.com/']),
+});
+export type SlackSettings = z.infer<typeof SlackSettings>;
 
 export interface SlackPayload {
   type?: string;
@@ -22,7 +40,7 @@ export interface SlackPayload {
 }
 
 export interface SlackDeps {
-  readonly signingSecret: string | undefined;
+  readonly slack: SlackSettings | undefined;
   readonly service: ApprovalService;
   readonly logger: Logger;
   /** Reads and checks an approval token (throws HttpError). */
@@ -37,12 +55,14 @@ export interface SlackAction {
   readonly token: string;
   /** Who pressed it, as the approval record names them. */
   readonly who: string;
+  /** The payload's response_url when it is under a configured prefix, else null. */
+  readonly responseUrl: string | null;
 }
 
 /** readSlackAction verifies a Slack interaction request and reads its Approve action (throws HttpError). */
-export function readSlackAction(signingSecret: string | undefined, req: IncomingMessage, body: Buffer): SlackAction {
-  if (signingSecret === undefined) throw new HttpError(404, 'NOT_FOUND', 'Slack interactions are not configured');
-  const v = verifySlack(signingSecret, req.headers, body);
+export function readSlackAction(slack: SlackSettings | undefined, req: IncomingMessage, body: Buffer): SlackAction {
+  if (slack === undefined) throw new HttpError(404, 'NOT_FOUND', 'Slack interactions are not configured');
+  const v = verifySlack(slack.signingSecret, req.headers, body);
   if (!v.ok) throw new HttpError(401, v.code, v.message);
   let payload: SlackPayload;
   try {
@@ -54,7 +74,9 @@ export function readSlackAction(signingSecret: string | undefined, req: Incoming
   const action = (payload.actions ?? []).find((a) => a.action_id === 'se_bridge_approve');
   if (action === undefined || typeof action.value !== 'string') throw new HttpError(400, 'MALFORMED', 'no se_bridge_approve action with a token');
   const who = payload.user?.username ?? payload.user?.name ?? payload.user?.id ?? 'a Slack user';
-  return { payload, token: action.value, who: `@${who}` };
+  const url = payload.response_url;
+  const responseUrl = typeof url === 'string' && slack.responseUrls.some((p) => url.startsWith(p)) ? url : null;
+  return { payload, token: action.value, who: `@${who}`, responseUrl };
 }
 
 /** approvedUpdate: the message with its button replaced by who approved. */
@@ -75,27 +97,33 @@ export function warning(text: string): Record<string, unknown> {
 
 /** slackInteraction answers the request and returns the approval running behind it. */
 export function slackInteraction(d: SlackDeps, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
-  const a = readSlackAction(d.signingSecret, req, body);
+  const a = readSlackAction(d.slack, req, body);
   const claims = d.claims(a.token);
   sendJson(res, 200, {});
   return d.service
     .approve(claims.e, { by: a.who, via: 'slack' })
     .then(async (r) => {
       d.used(claims);
-      await respondSlack(d.logger, a.payload.response_url, approvedUpdate(a, r));
+      await respondSlack(d.logger, a, approvedUpdate(a, r));
     })
     .catch(async (err: unknown) => {
       const message = err instanceof ApprovalError ? err.message : 'the approval failed';
-      await respondSlack(d.logger, a.payload.response_url, warning(`:warning: Could not approve: ${escapeSlack(message)}`));
+      await respondSlack(d.logger, a, warning(`:warning: Could not approve: ${escapeSlack(message)}`));
     });
 }
 
 /** The client that answers Slack through response_url, made on first use. */
 let responder: HttpClient | undefined;
 
-/** respondSlack updates a message through its response_url; a failure is logged. */
-export async function respondSlack(logger: Logger, url: string | undefined, body: unknown): Promise<void> {
-  if (url === undefined || !/^https?:\/\//.test(url)) return;
+/** respondSlack updates a message through its response_url; a failure, or a URL not allowed, is logged. */
+export async function respondSlack(logger: Logger, a: SlackAction, body: unknown): Promise<void> {
+  const url = a.responseUrl;
+  if (url === null) {
+    if (a.payload.response_url !== undefined) {
+      logger.warn({ code: 'SLACK_RESPONSE_URL' }, 'the interaction\'s response_url is not under slack.responseUrls; the Slack message is not updated');
+    }
+    return;
+  }
   try {
     await (responder ??= new HttpClient({ proxy: 'env', maxSockets: 2 })).request(url, {
       method: 'POST',

@@ -11,6 +11,7 @@ import { whsec } from '../lib/standard-webhooks.ts';
 import { hostPort, httpUrl, secret } from '../lib/validators.ts';
 import { Rule } from '../approval/policy.ts';
 import { InboxConfig } from '../approval/inbox.ts';
+import { SlackSettings } from '../approval/slack.ts';
 import { IMDS_ENDPOINT } from '../imds/client.ts';
 
 
@@ -84,7 +85,7 @@ const ApprovalConfig = z.strictObject({
   /** The base URL people reach the approval server at; approval links start with it. */
   publicUrl: httpUrl.optional(),
   /** A Slack app's signing secret: enables POST /v1/slack/interactions. */
-  slack: z.strictObject({ signingSecret: secret(z.string().min(1)) }).optional(),
+  slack: SlackSettings.optional(),
   /** Ordered rules, first match wins; default: await (a human decides). */
   rules: z.array(Rule).default([]),
   /** Longest life of an approval link; never past NotBefore. */

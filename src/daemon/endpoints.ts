@@ -62,7 +62,7 @@ export class Endpoints {
       store: this.#o.store,
       keys: [key],
       tokenKey: key,
-      ...(config.approval.slack ? { slackSigningSecret: config.approval.slack.signingSecret } : {}),
+      ...(config.approval.slack ? { slack: config.approval.slack } : {}),
       vm: this.#o.vm,
       document: this.#o.document,
       logger,

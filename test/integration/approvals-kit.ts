@@ -41,7 +41,7 @@ export async function run(approval: Record<string, unknown> = {}, sinks: Record<
     dryRun,
     sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') }, ...sinks],
     config: {
-      approval: { secret: SECRET, publicUrl: 'https://bridge.example.com', slack: { signingSecret: SLACK_SECRET }, ...approval },
+      approval: { secret: SECRET, publicUrl: 'https://bridge.example.com', slack: { signingSecret: SLACK_SECRET, responseUrls: ['http://127.0.0.1:'] }, ...approval },
       server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 10, burst } },
     },
   });

@@ -52,6 +52,24 @@ describe('POST /v1/slack/interactions', () => {
     }
   });
 
+  it('approves, but never posts to a response_url outside slack.responseUrls', async () => {
+    const slack = new HttpPeer();
+    await slack.listen();
+    try {
+      await run();
+      const e = await scheduled({ EventType: 'Reboot' });
+      const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
+      // the same peer under another host name: not under http://127.0.0.1:
+      const r = await slackClick(token, `${slack.url.replace('127.0.0.1', 'localhost')}/response`);
+      expect(r.status).toBe(200);
+      await waitFor(() => approvedEvents().length === 1, 'approved');
+      await waitFor(() => lines.some((l) => l.code === 'SLACK_RESPONSE_URL'), 'the warning');
+      expect(slack.requests).toEqual([]);
+    } finally {
+      await slack.close();
+    }
+  });
+
   it('refuses a bad or stale Slack signature, and other interaction types', async () => {
     await run();
     const e = await scheduled();

@@ -26,7 +26,7 @@ import { HttpClient } from '../lib/http-client.ts';
 import { CredentialConfig } from './shared/azure.ts';
 import { classifyHttpStatus, classifyNetworkError } from './shared/classify.ts';
 import { authorized, BearerSource } from './shared/entra.ts';
-import { httpUrl, ProxySetting, reject, retry, secret, sinkBase, type Outcome, type SinkModule } from './contract.ts';
+import { allowInsecureHttp, httpUrl, ProxySetting, refusePlainHttpCredentials, reject, retry, secret, sinkBase, type Outcome, type SinkModule } from './contract.ts';
 
 /** Event Grid's limits: 1 MB per publish request and per event. */
 export const MAX_REQUEST_BYTES = 1024 * 1024;
@@ -48,8 +48,11 @@ export const configSchema = z
     /** Or an Entra ID credential (role EventGrid Data Sender). */
     credential: CredentialConfig.optional(),
     proxy: ProxySetting,
+    /** Lets the key or token go over plain http to a host that is not loopback. */
+    allowInsecureHttp,
   })
   .superRefine((c, ctx) => {
+    refusePlainHttpCredentials(c, c.endpoint, 'endpoint', true, ctx);
     if ((c.accessKey === undefined) === (c.credential === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['accessKey'], message: 'set either accessKey or credential (an Entra ID identity with the EventGrid Data Sender role)' });
     }

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { toChatMessage } from '../present/chat-model.ts';
 import { jsonClient, postJson } from './shared/http.ts';
 import { BearerSource, credentialOf, EntraAuth } from './shared/entra.ts';
-import { httpUrl, secret, sinkBase, type SinkModule, oneByOne } from './contract.ts';
+import { allowInsecureHttp, httpUrl, refusePlainHttpCredentials, secret, sinkBase, type SinkModule, oneByOne } from './contract.ts';
 import { teamsMessage } from '../present/teams-card.ts';
 
 export const configSchema = z.strictObject({
@@ -18,7 +18,9 @@ export const configSchema = z.strictObject({
   webhookUrl: secret(httpUrl),
   /** An Entra ID token for a workflow restricted to the tenant: { kind: managedIdentity, scope: https://service.flow.microsoft.com//.default }. */
   auth: EntraAuth.optional(),
-});
+  /** Lets the Entra ID token go over plain http to a host that is not loopback. */
+  allowInsecureHttp,
+}).superRefine((c, ctx) => refusePlainHttpCredentials(c, c.webhookUrl, 'webhookUrl', c.auth !== undefined, ctx));
 export type TeamsConfig = z.infer<typeof configSchema>;
 
 export const teamsSink: SinkModule<TeamsConfig> = {

@@ -13,7 +13,7 @@ import { HttpClient } from '../lib/http-client.ts';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError } from './shared/classify.ts';
-import { httpUrl, ProxySetting, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
+import { allowInsecureHttp, httpUrl, ProxySetting, refusePlainHttpCredentials, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 import { authorized, BearerSource, credentialOf, EntraAuth } from './shared/entra.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
 
@@ -64,7 +64,9 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   proxy: ProxySetting,
-});
+  /** Lets auth go over plain http to a host that is not loopback. */
+  allowInsecureHttp,
+}).superRefine((c, ctx) => refusePlainHttpCredentials(c, c.url, 'url', c.auth !== undefined, ctx));
 export type WebhookConfig = z.infer<typeof configSchema>;
 
 // ----- shared clients ------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfigFile, parseConfigText, resolveConfigPath } from '../../src/config/load.ts';
+import { ConfigError, loadConfigFile, parseConfigText, resolveConfigPath, validateConfig } from '../../src/config/load.ts';
 import { jsonSchema, SinkConfig } from '../../src/config/schema.ts';
 import { SINK_CONFIG_SCHEMAS, SINK_TYPES } from '../../src/sinks/registry.ts';
 import { EXAMPLE_ENV, ROOT, undocumentedKeys } from '../helpers.ts';
@@ -111,5 +111,31 @@ bogus: 1
     const example = readFileSync(join(ROOT, 'config', 'bridge.example.yaml'), 'utf8');
     const missing = undocumentedKeys(jsonSchema(), example);
     expect(missing).toEqual([]);
+  });
+});
+
+describe('credentials over plain http', () => {
+  const check = (sink: Record<string, unknown>): string[] => {
+    try {
+      validateConfig({ sinks: [sink] }, 't', {});
+      return [];
+    } catch (err) {
+      if (err instanceof ConfigError) return [...err.problems];
+      throw err;
+    }
+  };
+  const refused = /would send credentials over plain http to a host that is not loopback; use https, or set allowInsecureHttp: true/;
+  it('are refused to a host that is not loopback, for every credential kind, naming the URL key', () => {
+    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { bearer: 'tok-123456' } })).toEqual([expect.stringMatching(/^sinks\[0\]\.url: /)]);
+    expect(check({ name: 'w', type: 'webhook', url: 'http://10.0.0.5/x', auth: { basic: { username: 'u', password: 'p' } } })[0]).toMatch(refused);
+    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { kind: 'managedIdentity', scope: 'api://a/.default' } })[0]).toMatch(refused);
+    expect(check({ name: 'g', type: 'eventgrid', endpoint: 'http://grid.example.com', accessKey: 'k' })).toEqual([expect.stringMatching(/^sinks\[0\]\.endpoint: would send credentials/)]);
+    expect(check({ name: 't', type: 'teams', webhookUrl: 'http://flow.example.com/x', auth: { kind: 'managedIdentity', scope: 'https://service.flow.microsoft.com//.default' } })).toEqual([expect.stringMatching(/^sinks\[0\]\.webhookUrl: would send credentials/)]);
+  });
+  it('are allowed over https, to loopback, with allowInsecureHttp, and a plain http URL without credentials is fine', () => {
+    expect(check({ name: 'w', type: 'webhook', url: 'https://hooks.example.com/x', auth: { bearer: 'tok-123456' } })).toEqual([]);
+    for (const host of ['127.0.0.1:8080', 'localhost', '[::1]:9']) expect(check({ name: 'w', type: 'webhook', url: `http://${host}/x`, auth: { bearer: 'tok-123456' } })).toEqual([]);
+    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { bearer: 'tok-123456' }, allowInsecureHttp: true })).toEqual([]);
+    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x' })).toEqual([]);
   });
 });

@@ -90,7 +90,7 @@ export { bridgeEvents } from '../testkit/events.ts';
  */
 export const EXAMPLE_ENV: NodeJS.ProcessEnv = (() => {
   const key = (n: number) => randomBytes(n).toString('base64');
-  const fleet = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
+  const pair = generateKeyPairSync('ed25519');
   return {
     OPS_WEBHOOK_SECRET: `whsec_${key(32)}`,
     OPS_WEBHOOK_TOKEN: key(24),
@@ -101,7 +101,8 @@ export const EXAMPLE_ENV: NodeJS.ProcessEnv = (() => {
     TEAMS_WORKFLOW_URL: `https://prod-00.westeurope.logic.azure.com/workflows/w/triggers/manual/paths/invoke?sig=${randomBytes(16).toString('hex')}`,
     SE_BRIDGE_APPROVAL_SECRET: `whsec_${key(32)}`,
     SLACK_SIGNING_SECRET: randomBytes(16).toString('hex'),
-    SE_BRIDGE_RELAY_SIGNING_KEY: fleet,
+    SE_BRIDGE_RELAY_SIGNING_KEY: pair.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'),
+    SE_BRIDGE_RELAY_PUBLIC_KEY: pair.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
     SE_BRIDGE_FLEET_KEY: key(32),
     SE_BRIDGE_API_SECRET: `whsec_${key(32)}`,
   };

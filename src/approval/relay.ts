@@ -14,12 +14,13 @@
  * Routes: POST /v1/approvals (Standard Webhooks; body {vm, eventId, approver?, reason?}),
  * GET and POST /v1/approve (links), POST /v1/slack/interactions, /livez, /readyz, /metrics.
  */
-import { randomUUID } from 'node:crypto';
+import { createPublicKey, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { errorFields } from '../lib/errors.ts';
+import { withDeadline } from '../lib/time.ts';
 import { sendJson } from '../lib/http-server.ts';
 import { secretKey, whsec } from '../lib/standard-webhooks.ts';
 import { hostPort, secret } from '../lib/validators.ts';
@@ -30,6 +31,8 @@ import {
   commandId,
   decodeKey,
   ed25519Private,
+  ed25519Public,
+  publicKeyOf,
   sessionFor,
   keyBytes,
   linkKeyFor,
@@ -62,6 +65,8 @@ export const RelayConfig = z.strictObject({
     .superRefine(requireOneAuth),
   /** Ed25519 private key that signs commands (`se-bridge fleet keys`). */
   signingKey: secret(ed25519Private),
+  /** The public key the bridges hold (their approval.inbox.relayPublicKey): checked against signingKey at start. */
+  publicKey: ed25519Public.optional(),
   /** The fleet key every VM's link key is derived from (`se-bridge fleet keys`). */
   fleetKey: secret(keyBytes),
   /** Standard Webhooks secrets that sign POST /v1/approvals (several while rotating). */
@@ -72,9 +77,24 @@ export const RelayConfig = z.strictObject({
   replyWaitMs: z.number().int().min(0).max(25_000).default(5000),
   /** Longest life of an approval command (never past a link's own expiry). */
   commandTtlSeconds: z.number().int().min(60).max(86_400).default(900),
+  /** How long sending one command to Service Bus may take before the answer is 503 (well below a client's patience). */
+  sendTimeoutMs: z.number().int().min(100).max(15_000).default(8000),
   rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(50), burst: z.number().int().min(1).max(100_000).default(100) }).prefault({}),
   maxConnections: z.number().int().min(1).max(100_000).default(1024),
+  /** Open connections from one address at most (behind a proxy every client shares its address: raise it). */
+  maxConnectionsPerClient: z.number().int().min(1).max(100_000).default(128),
+  /** /livez, /readyz and /metrics on a listener of their own, which approval clients cannot crowd out ("off": none). */
+  observability: z.strictObject({ listen: z.union([hostPort, z.literal('off')]).default('0.0.0.0:9464') }).prefault({}),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+}).superRefine((c, ctx) => {
+  if (c.publicKey === undefined) return;
+  const mine = privateKeyOf(c.signingKey);
+  const theirs = publicKeyOf(c.publicKey);
+  if (mine === null || theirs === null) return; // reported by the keys' own checks
+  const derived = createPublicKey(mine).export({ type: 'spki', format: 'der' });
+  if (!derived.equals(theirs.export({ type: 'spki', format: 'der' }))) {
+    ctx.addIssue({ code: 'custom', path: ['publicKey'], message: 'is not the public key of signingKey: the bridges would refuse every command (se-bridge fleet public-key prints the right one)' });
+  }
 });
 export type RelayConfig = z.infer<typeof RelayConfig>;
 
@@ -93,6 +113,10 @@ export class RelayBus {
   /** This replica's session on the replies queue. */
   readonly replySession = `relay-${randomUUID()}`;
   readonly #waiting = new Map<string, Set<Waiter>>();
+  /** The final outcome of each command this replica has seen answered, the newest OUTCOMES_KEPT. */
+  readonly #outcomes = new Map<string, CommandOutcome>();
+  /** Commands this replica sent whose outcome has not come (yet), the newest OUTCOMES_KEPT. */
+  readonly #sent = new Map<string, { vm: string; eventId: string }>();
   readonly #metrics: RelayMetrics;
   #client: ServiceBusClient | null = null;
   #sender: ServiceBusSender | null = null;
@@ -171,7 +195,20 @@ export class RelayBus {
     this.#metrics.outcomes.inc({ outcome: outcome.outcome });
     // an interim "failed" (the VM will try again) does not end the wait
     if (outcome.outcome === 'failed') return;
-    for (const w of this.#waiting.get(String(m.correlationId ?? '')) ?? []) if (w.vm === vm) w.resolve(outcome);
+    const id = String(m.correlationId ?? '');
+    if (this.#sent.get(id)?.vm === vm) {
+      this.#sent.delete(id);
+      keep(this.#outcomes, id, outcome);
+    }
+    for (const w of this.#waiting.get(id) ?? []) if (w.vm === vm) w.resolve(outcome);
+  }
+
+  /** tracked: what this replica knows of a command: its outcome, or that it was sent and is pending. */
+  tracked(id: string): { outcome: CommandOutcome } | { pending: { vm: string; eventId: string } } | null {
+    const outcome = this.#outcomes.get(id);
+    if (outcome !== undefined) return { outcome };
+    const pending = this.#sent.get(id);
+    return pending === undefined ? null : { pending };
   }
 
   /**
@@ -179,6 +216,9 @@ export class RelayBus {
    * (null when none came). The same command id twice is one message (duplicate detection).
    */
   async send(command: ApprovalCommand, waitMs: number): Promise<CommandOutcome | null> {
+    // a repeat of a request already answered gets the first answer, and sends nothing
+    const known = this.#outcomes.get(command.id);
+    if (known !== undefined) return known;
     const { body, signature } = signCommand(this.#signingKey, command);
     let waiter!: Waiter;
     const outcome = new Promise<CommandOutcome | null>((resolve) => (waiter = { vm: command.vm, resolve }));
@@ -186,17 +226,29 @@ export class RelayBus {
     set.add(waiter);
     this.#waiting.set(command.id, set);
     const started = performance.now();
+    keep(this.#sent, command.id, { vm: command.vm, eventId: command.eventId });
+    // Service Bus may accept the connection and then say nothing: the send is bounded well
+    // below a client's patience, so the client gets a 503 and its tracking id, never silence
+    const limit = this.#config.sendTimeoutMs;
+    const abort = new AbortController();
     try {
-      await this.#sender!.sendMessages({
-        body,
-        contentType: 'application/json',
-        subject: COMMAND_SUBJECT,
-        messageId: command.id,
-        sessionId: command.vm,
-        replyToSessionId: this.replySession,
-        replyTo: this.#config.serviceBus.replies,
-        timeToLive: Math.max(1000, command.exp * 1000 - Date.now()),
-        applicationProperties: { [SIGNATURE_PROPERTY]: signature },
+      const sending = this.#sender!.sendMessages(
+        {
+          body,
+          contentType: 'application/json',
+          subject: COMMAND_SUBJECT,
+          messageId: command.id,
+          sessionId: command.vm,
+          replyToSessionId: this.replySession,
+          replyTo: this.#config.serviceBus.replies,
+          timeToLive: Math.max(1000, command.exp * 1000 - Date.now()),
+          applicationProperties: { [SIGNATURE_PROPERTY]: signature },
+        },
+        { abortSignal: abort.signal },
+      );
+      await withDeadline(sending, limit, () => {
+        abort.abort();
+        return Object.assign(new Error(`Service Bus did not take the command within ${limit} ms`), { code: 'SEND_TIMEOUT' });
       });
       this.#metrics.commands.inc({ result: 'sent' });
       const timer = setTimeout(() => waiter.resolve(null), waitMs);
@@ -222,6 +274,16 @@ export class RelayBus {
   }
 }
 
+/** How many answered (and pending) commands each replica remembers, for repeats and GET /v1/approvals/{trackingId}. */
+const OUTCOMES_KEPT = 10_000;
+
+/** keep sets `key` as the newest entry of a map that holds at most OUTCOMES_KEPT. */
+function keep<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > OUTCOMES_KEPT) map.delete(map.keys().next().value!);
+}
+
 export class RelayMetrics {
   readonly registry = new Registry();
   readonly requests: Counter;
@@ -245,6 +307,7 @@ export class RelayMetrics {
 
 const ROUTES: Record<string, string[]> = {
   '/v1/approvals': ['POST'],
+  '/v1/approvals/*': ['GET'],
   '/v1/approve': ['GET', 'POST'],
   '/v1/slack/interactions': ['POST'],
   '/livez': ['GET', 'HEAD'],
@@ -280,6 +343,7 @@ export class RelayServer extends RoutedServer {
       unlimited: ['/livez', '/readyz', '/metrics'],
       rate: options.config.rateLimit,
       maxConnections: options.config.maxConnections,
+      maxConnectionsPerClient: options.config.maxConnectionsPerClient,
       logger: options.logger,
       failure: { code: 'RELAY_ERROR', message: 'relay failed a request' },
       onFinish: (route, status) => options.metrics.requests.inc({ route, status: String(status) }),
@@ -291,8 +355,8 @@ export class RelayServer extends RoutedServer {
   protected async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     if (url.pathname === '/livez') return sendJson(res, 200, { status: 'ok' });
     if (url.pathname === '/readyz') {
-      const ready = this.#o.bus.listening;
-      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not-ready', reason: ready ? 'the replies session is held' : `no replies session: ${this.#o.bus.lastError ?? 'connecting'}` });
+      const r = relayReadiness(this.#o.bus);
+      return sendJson(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not-ready', reason: r.reason });
     }
     if (url.pathname === '/metrics') {
       const text = await this.#o.metrics.registry.metrics();
@@ -303,14 +367,16 @@ export class RelayServer extends RoutedServer {
     try {
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
       if (url.pathname === '/v1/approvals') return await this.#api(req, res, body);
+      if (url.pathname.startsWith('/v1/approvals/')) return this.#tracking(req, res, decodeURIComponent(url.pathname.slice('/v1/approvals/'.length)));
       if (url.pathname === '/v1/slack/interactions') return this.#slack(req, res, body);
       if (req.method === 'GET') return this.#page(res, url.searchParams.get('token') ?? '');
       return await this.#pagePost(req, res, body, html);
     } catch (err) {
       const e = err instanceof HttpError ? err : null;
       if (e === null) throw err;
-      if (html) return page(res, e.status, resultPage(false, pageHeading(e.code), e.message, nonce()));
-      return sendJson(res, e.status, { error: { code: e.code, message: e.message } });
+      const tracking = typeof e.extra.trackingId === 'string' ? ` Tracking id: ${e.extra.trackingId}.` : '';
+      if (html) return page(res, e.status, resultPage(false, pageHeading(e.code), `${e.message}${tracking}`, nonce()));
+      return sendJson(res, e.status, { error: { code: e.code, message: e.message }, ...e.extra });
     }
   }
 
@@ -325,8 +391,32 @@ export class RelayServer extends RoutedServer {
       return await this.#o.bus.send(command, waitMs);
     } catch (err) {
       this.#o.logger.warn({ ...errorFields(err), code: 'RELAY_SEND_FAILED', vm: command.vm, commandId: command.id }, 'relay: could not send the approval command');
-      throw new HttpError(503, 'SERVICE_BUS_UNAVAILABLE', 'the approval could not be passed on; try again (the same request is applied once)');
+      throw new HttpError(503, 'SERVICE_BUS_UNAVAILABLE', 'the approval could not be passed on; try again (the same request is applied once)', { trackingId: command.id, vm: command.vm });
     }
+  }
+
+  /** apiAnswer: the answer of POST /v1/approvals to a command whose outcome came, or not yet. */
+  #apiAnswer(res: ServerResponse, id: string, vm: string, eventId: string, outcome: CommandOutcome | null): void {
+    if (outcome === null) return sendJson(res, 202, { status: 'accepted', trackingId: id, vm, eventId });
+    if (statusOf(outcome) !== 200) return sendJson(res, statusOf(outcome), { error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message }, trackingId: id, vm });
+    return sendJson(res, 200, { eventId, vm, status: outcome.outcome, approvedBy: outcome.by, via: outcome.via, at: outcome.at, trackingId: id });
+  }
+
+  // ----- GET /v1/approvals/{trackingId} --------------------------------------------------------
+
+  /**
+   * tracking answers what this replica knows of a command, signed like POST /v1/approvals (an
+   * empty body): the answer the request got or would get now, 202 while the VM has not answered,
+   * 404 when this replica never sent it (another replica may have: ask again, or repeat the POST).
+   */
+  #tracking(req: IncomingMessage, res: ServerResponse, id: string): void {
+    if (this.#apiKeys.length === 0) throw new HttpError(404, 'NOT_FOUND', 'the approval API is not configured (apiSecrets)');
+    const v = verifyStandardWebhook(this.#apiKeys, req.headers, Buffer.alloc(0));
+    if (!v.ok) throw new HttpError(401, v.code, v.message);
+    const t = /^[0-9a-f]{32}$/.test(id) ? this.#o.bus.tracked(id) : null;
+    if (t === null) throw new HttpError(404, 'UNKNOWN_TRACKING_ID', 'this relay replica has no record of that tracking id; repeat the request (it is applied once)');
+    if ('pending' in t) return sendJson(res, 202, { status: 'pending', trackingId: id, vm: t.pending.vm, eventId: t.pending.eventId });
+    return this.#apiAnswer(res, id, t.outcome.vm, t.outcome.eventId ?? '', t.outcome);
   }
 
   // ----- POST /v1/approvals ------------------------------------------------------------------
@@ -342,9 +432,7 @@ export class RelayServer extends RoutedServer {
     const id = commandId(sessionFor(input.vm), { webhookId: v.id });
     const command = this.#command(input.vm, id, input.eventId, input.approver, 'api', input.reason, null);
     const outcome = await this.#send(command, this.#o.config.replyWaitMs);
-    if (outcome === null) return sendJson(res, 202, { status: 'accepted', trackingId: id, vm: command.vm, eventId: input.eventId });
-    if (statusOf(outcome) !== 200) return sendJson(res, statusOf(outcome), { error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message }, trackingId: id, vm: command.vm });
-    return sendJson(res, 200, { eventId: input.eventId, vm: command.vm, status: outcome.outcome, approvedBy: outcome.by, via: outcome.via, at: outcome.at, trackingId: id });
+    return this.#apiAnswer(res, id, command.vm, input.eventId, outcome);
   }
 
   // ----- links -------------------------------------------------------------------------------
@@ -403,6 +491,12 @@ export class RelayServer extends RoutedServer {
     );
     this.track(task);
   }
+}
+
+/** relayReadiness: ready while this replica holds its replies session. */
+export function relayReadiness(bus: RelayBus): { ready: boolean; reason: string } {
+  const ready = bus.listening;
+  return { ready, reason: ready ? 'the replies session is held' : `no replies session: ${bus.lastError ?? 'connecting'}` };
 }
 
 export interface RunningRelay {

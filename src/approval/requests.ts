@@ -12,9 +12,12 @@ export const MAX_BODY = 64 * 1024;
 /** HttpError is a refusal with its HTTP status: a JSON 4xx, or the page's error. */
 export class HttpError extends BridgeError {
   readonly status: number;
-  constructor(status: number, code: Code, message: string) {
+  /** More fields of the JSON answer, beside `error` (a tracking id). */
+  readonly extra: Record<string, unknown>;
+  constructor(status: number, code: Code, message: string, extra: Record<string, unknown> = {}) {
     super(code, message);
     this.status = status;
+    this.extra = extra;
   }
 }
 

@@ -18,11 +18,24 @@ export interface RoutedServerOptions {
   readonly unlimited?: readonly string[];
   readonly rate: { perSecond: number; burst: number };
   readonly maxConnections: number;
+  /** Open connections from one address at most. */
+  readonly maxConnectionsPerClient: number;
   readonly logger: Logger;
   /** The code and message a handler's unexpected failure is logged with. */
   readonly failure: { code: Code; message: string };
   /** Called when each answer is finished (metrics). */
   readonly onFinish?: (route: string, status: number) => void;
+}
+
+/**
+ * routeOf finds the route of a path: the path itself, or a `/prefix/*` route that takes one more
+ * segment (`/v1/approvals/*` takes `/v1/approvals/abc`, not `/v1/approvals/a/b`).
+ */
+function routeOf(routes: Record<string, string[]>, path: string): string | null {
+  if (Object.hasOwn(routes, path) && !path.endsWith('/*')) return path;
+  const cut = path.lastIndexOf('/');
+  const wildcard = `${path.slice(0, cut)}/*`;
+  return cut > 0 && path.length > cut + 1 && Object.hasOwn(routes, wildcard) ? wildcard : null;
 }
 
 export abstract class RoutedServer {
@@ -37,14 +50,14 @@ export abstract class RoutedServer {
     this.#server = createGuardedServer(
       (req, res) => {
         const url = new URL(req.url ?? '/', 'http://approval.invalid');
-        if (r.onFinish !== undefined) res.on('finish', () => r.onFinish!(r.routes[url.pathname] ? url.pathname : 'other', res.statusCode));
+        if (r.onFinish !== undefined) res.on('finish', () => r.onFinish!(routeOf(r.routes, url.pathname) ?? 'other', res.statusCode));
         this.#serve(req, res, url).catch((err: unknown) => {
           r.logger.error({ ...errorFields(err), code: r.failure.code }, r.failure.message);
           if (!res.headersSent) sendJson(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
           else res.destroy();
         });
       },
-      { ...DEFAULT_SERVER_LIMITS, maxConnections: r.maxConnections },
+      { ...DEFAULT_SERVER_LIMITS, maxConnections: r.maxConnections, maxConnectionsPerClient: r.maxConnectionsPerClient },
     );
     this.#sockets = trackSockets(this.#server);
     this.#limiter = new RateLimiter(r.rate);
@@ -72,7 +85,8 @@ export abstract class RoutedServer {
   async #serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     res.setHeader('cache-control', 'no-store');
     res.setHeader('x-content-type-options', 'nosniff');
-    const methods = this.#r.routes[url.pathname];
+    const route = routeOf(this.#r.routes, url.pathname);
+    const methods = route === null ? undefined : this.#r.routes[route];
     if (methods === undefined || (req.url ?? '').includes('..')) {
       req.resume();
       return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: 'no such route' } });

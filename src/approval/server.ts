@@ -42,6 +42,8 @@ export interface ApprovalServerOptions {
   rate: { perSecond: number; burst: number };
   /** Open connections at most (server.maxConnections). */
   maxConnections: number;
+  /** Open connections from one address at most (server.maxConnectionsPerClient). */
+  maxConnectionsPerClient: number;
 }
 
 const ROUTES: Record<string, string[]> = {
@@ -58,6 +60,7 @@ export class ApprovalServer extends RoutedServer {
       routes: ROUTES,
       rate: options.rate,
       maxConnections: options.maxConnections,
+      maxConnectionsPerClient: options.maxConnectionsPerClient,
       logger: options.logger,
       failure: { code: 'APPROVAL_SERVER_ERROR', message: 'approval server failed a request' },
     });

@@ -3,7 +3,8 @@
  * configuration file (--config, else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml) and runs
  * until SIGINT or SIGTERM.
  */
-import { RelayConfig, relaySecrets, startRelay } from '../approval/relay.ts';
+import { RelayConfig, relayReadiness, relaySecrets, startRelay } from '../approval/relay.ts';
+import { ObservabilityServer } from '../observability/server.ts';
 import { ConfigError, loadFileWith } from '../config/load.ts';
 import { errorFields } from '../lib/errors.ts';
 import { createLogger, scrub } from '../lib/log.ts';
@@ -27,9 +28,18 @@ export async function main(argv: string[]): Promise<number> {
   const stopped = new Promise<string>((resolve) => (resolveStop = resolve));
   const detach = onShutdown((signal) => resolveStop(signal));
   let relay;
+  let probes: ObservabilityServer | null = null;
   try {
     relay = await startRelay(config, logger, parseHostPort(config.listen)!);
+    // probes and metrics on a listener of their own, which approval clients cannot crowd out
+    if (config.observability.listen !== 'off') {
+      const at = parseHostPort(config.observability.listen)!;
+      const running = relay;
+      probes = new ObservabilityServer(relay.metrics, () => relayReadiness(running.bus));
+      logger.info({ url: await probes.listen(at.host, at.port) }, 'relay probes and metrics listening');
+    }
   } catch (err) {
+    await relay?.close();
     detach();
     logger.fatal(errorFields(err), 'cannot start');
     process.stderr.write(`se-bridge relay: ${scrub(errorFields(err).err, secrets)}\n`);
@@ -37,6 +47,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const signal = await stopped;
   logger.info({ signal }, 'relay shutting down');
+  await probes?.close();
   await relay.close();
   detach();
   return EXIT.ok;

@@ -111,6 +111,8 @@ const ServerConfig = z.strictObject({
   rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(10), burst: z.number().int().min(1).max(100_000).default(30) }).prefault({}),
   /** Open connections at most; more are closed at once (slow clients are cut off after 10 s of headers, 20 s per request, 30 s idle). */
   maxConnections: z.number().int().min(1).max(10_000).default(256),
+  /** Open connections from one address at most (behind a proxy every client shares its address: raise it). */
+  maxConnectionsPerClient: z.number().int().min(1).max(10_000).default(64),
 });
 
 const ObservabilityConfig = z.strictObject({

@@ -68,6 +68,7 @@ export class Endpoints {
       logger,
       rate: config.server.rateLimit,
       maxConnections: config.server.maxConnections,
+      maxConnectionsPerClient: config.server.maxConnectionsPerClient,
     });
     const at = parseHostPort(config.server.listen)!;
     this.approvalUrl = await this.#approval.listen(at.host, at.port);

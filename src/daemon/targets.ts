@@ -16,6 +16,7 @@ import { noopSink } from '../sinks/noop.ts';
 import { sinkModuleOf } from '../sinks/registry.ts';
 import type { Store } from '../store/store.ts';
 import { BridgeError } from '../lib/errors.ts';
+import { withDeadline } from '../lib/time.ts';
 
 /** How long a sink's `create` may take before start-up fails. */
 export const SINK_CREATE_DEADLINE_MS = 30_000;
@@ -28,16 +29,6 @@ export interface TargetContext {
   readonly dryRun: boolean;
   /** Default SINK_CREATE_DEADLINE_MS. */
   readonly createDeadlineMs?: number;
-}
-
-/** withDeadline settles as `work` does, or rejects with `late()` after `ms`. */
-async function withDeadline<T>(work: Promise<T> | T, ms: number, late: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(late()), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetContext): Promise<DispatchTarget[]> {

@@ -67,10 +67,12 @@ export const CODES = {
   REPLAYED: 'an approval command was applied before: a copy is a replay (dead-lettered)',
   SERVICE_BUS_UNAVAILABLE: 'the relay could not send the approval command; the same request may be sent again (503)',
   RELAY_SEND_FAILED: 'the relay could not send an approval command to Service Bus',
+  SEND_TIMEOUT: 'Service Bus did not take an approval command within the relay\'s sendTimeoutMs (then 503)',
   RELAY_REPLIES_LOST: "the relay lost its replies session; it is accepted again with backoff",
   RELAY_REPLIES_ACCEPT: "the relay could not accept its replies session; tried again with backoff",
   RELAY_OUTCOME_UNVERIFIED: "an outcome whose signature does not match the VM it names was dropped",
   RELAY_ERROR: 'the relay failed a request unexpectedly (500)',
+  UNKNOWN_TRACKING_ID: 'this relay replica has no record of the tracking id (404)',
   // every HTTP server of the bridge
   BAD_REQUEST: 'the request is malformed (400)',
   MALFORMED: 'the body is not JSON, or not the shape the route takes (400)',

@@ -18,6 +18,8 @@ export interface ServerLimits {
   readonly idleTimeoutMs: number;
   /** A kept-alive connection waits this long for its next request. */
   readonly keepAliveTimeoutMs: number;
+  /** Open connections from one remote address at most; more are closed as soon as they are accepted. */
+  readonly maxConnectionsPerClient?: number;
 }
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {
@@ -50,9 +52,32 @@ export function createGuardedServer(handler: RequestListener, limits: ServerLimi
     handler,
   );
   server.maxConnections = limits.maxConnections;
+  if (limits.maxConnectionsPerClient !== undefined) capPerClient(server, limits.maxConnectionsPerClient);
   server.setTimeout(limits.idleTimeoutMs, (socket: Socket) => socket.destroy());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuse(err, socket));
   return server;
+}
+
+/**
+ * capPerClient closes a connection at once when its address already holds `max`: one client
+ * cannot take every slot of maxConnections (and with them the answers everyone else waits for).
+ */
+function capPerClient(server: Server, max: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const who = socket.remoteAddress ?? 'unknown';
+    const n = open.get(who) ?? 0;
+    if (n >= max) {
+      socket.destroy();
+      return;
+    }
+    open.set(who, n + 1);
+    socket.once('close', () => {
+      const left = (open.get(who) ?? 1) - 1;
+      if (left <= 0) open.delete(who);
+      else open.set(who, left);
+    });
+  });
 }
 
 function refuse(err: NodeJS.ErrnoException, socket: Socket): void {

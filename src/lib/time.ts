@@ -68,3 +68,13 @@ export function deadline(ms: number, parent?: AbortSignal): Deadline {
     },
   };
 }
+
+/** withDeadline settles as `work` does, or rejects with `late()` after `ms` (`late` may also cancel the work). */
+export async function withDeadline<T>(work: Promise<T> | T, ms: number, late: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(late()), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

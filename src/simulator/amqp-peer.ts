@@ -59,11 +59,16 @@ export interface ReceivedMessage {
   envelopeAnnotations?: Record<string, unknown>;
 }
 
-export type Fault =
+/**
+ * A fault for the next `count` transfers. Without `address` it applies to Event Hubs (every
+ * entity that is not a queue); with it, to that entity only, a queue included.
+ */
+export type Fault = (
   | { kind: 'reject'; condition: string; description?: string; count: number }
   | { kind: 'detach'; condition: string; description?: string; count: number }
   | { kind: 'drop'; count: number }
-  | { kind: 'stall'; count: number };
+  | { kind: 'stall'; count: number }
+) & { address?: string };
 
 /** One $cbs put-token, as the peer judged it. */
 export interface PutToken {
@@ -227,11 +232,13 @@ export class AmqpPeer {
     await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
   }
 
-  #takeFault(): Fault | null {
-    const f = this.faults[0];
+  /** takeFault takes the first fault for `address`: one naming it, or (not for queues) one naming none. */
+  #takeFault(address: string, queue: boolean): Fault | null {
+    const i = this.faults.findIndex((f) => f.address === address || (!queue && f.address === undefined));
+    const f = this.faults[i];
     if (f === undefined) return null;
     f.count -= 1;
-    if (f.count <= 0) this.faults.shift();
+    if (f.count <= 0) this.faults.splice(i, 1);
     return f;
   }
 
@@ -262,6 +269,10 @@ export class AmqpPeer {
       return;
     }
     if (this.queues.has(address)) {
+      if (this.#takeFault(address, true)?.kind === 'stall') {
+        this.#stalled.push(ctx.delivery!);
+        return;
+      }
       const members = format === BATCH_FORMAT ? batchMembers(msg) : [msg];
       let refused: string | null = null;
       for (const m of members) {
@@ -273,7 +284,7 @@ export class AmqpPeer {
       return;
     }
 
-    const fault = this.#takeFault();
+    const fault = this.#takeFault(address, false);
     if (fault?.kind === 'drop') {
       (ctx.connection as unknown as { socket?: { destroy(): void } }).socket?.destroy();
       return;

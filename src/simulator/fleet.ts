@@ -23,6 +23,7 @@ export async function localServiceBus(lockDurationMs = 30_000): Promise<AmqpPeer
 export function localRelayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
   return RelayConfig.parse({
     listen: '127.0.0.1:0',
+    observability: { listen: '127.0.0.1:0' },
     serviceBus: { connectionString: peer.connectionString(), queue: INBOX, replies: REPLIES },
     signingKey: keys.signingKey,
     fleetKey: keys.fleetKey,

@@ -41,6 +41,12 @@ async function startRelayProcess(replyWaitMs: number): Promise<void> {
   const line = await waitFor(() => relay.out.stdout.split('\n').find((l) => l.includes('"relay listening"')), 'the relay to listen', 30_000);
   relayUrl = (JSON.parse(line) as { url: string }).url;
   await waitFor(async () => (await fetch(`${relayUrl}/readyz`)).status === 200, 'the relay to be ready');
+  // the probes and metrics on their own listener too, which approval clients cannot crowd out
+  const probes = await waitFor(() => relay.out.stdout.split('\n').find((l) => l.includes('"relay probes and metrics listening"')), 'the probes listener');
+  const probesUrl = (JSON.parse(probes) as { url: string }).url;
+  expect(probesUrl).not.toBe(relayUrl);
+  expect(await (await fetch(`${probesUrl}/readyz`)).json()).toMatchObject({ status: 'ready' });
+  expect(await (await fetch(`${probesUrl}/metrics`)).text()).toContain('sebridge_relay_requests_total');
 }
 
 function bridgeConfig(i: number): string {

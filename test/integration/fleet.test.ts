@@ -30,6 +30,13 @@ afterEach(async () => {
   peer = null;
 });
 
+/** track: GET /v1/approvals/{trackingId}, signed with the API secret over an empty body. */
+async function track(relay: RunningRelay, trackingId: string, signed = true) {
+  const headers = signed ? signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random().toString(36).slice(2)}`, '') : {};
+  const res = await fetch(`${relay.url}/v1/approvals/${trackingId}`, { headers });
+  return { status: res.status, json: (await res.json()) as Record<string, any> };
+}
+
 async function api(relay: RunningRelay, body: Record<string, unknown>, id = `msg_${Math.random().toString(36).slice(2)}`) {
   const text = JSON.stringify(body);
   const res = await fetch(`${relay.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], id, text) }, body: text });
@@ -76,10 +83,16 @@ describe('fleet approvals over Service Bus', () => {
     expect(b.sim.startRequests).toEqual([]);
     await waitFor(() => a.kinds().includes(`approved:${ea.eventId}`), 'the approved CloudEvent');
 
-    // the same webhook-id again: one message (duplicate detection), no second approval
+    // the same webhook-id again: the first answer, and nothing sent (it used to be a 202 that never told the outcome)
     const again = await api(relay, { vm: a.bridge.identity.resourceId, eventId: ea.eventId, approver: 'alice' }, 'msg_one');
-    expect(peer.queues.duplicatesDropped(INBOX)).toBe(1);
-    expect([200, 202]).toContain(again.status);
+    expect(again).toEqual(r);
+    expect(peer.queues.duplicatesDropped(INBOX)).toBe(0);
+    // and the tracking id tells the same, signed like the API; unsigned or unknown ids do not
+    expect(await track(relay, r.json.trackingId)).toEqual(r);
+    expect((await track(relay, r.json.trackingId, false)).status).toBe(401);
+    const unknown = await track(relay, '0'.repeat(32));
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error.code).toBe('UNKNOWN_TRACKING_ID');
     // a new request for an approved event: already approved
     const third = await api(relay, { vm: a.bridge.identity.resourceId, eventId: ea.eventId, approver: 'bob' });
     expect(third.json).toMatchObject({ status: 'already-approved', approvedBy: 'alice' });
@@ -196,12 +209,12 @@ describe('fleet approvals over Service Bus', () => {
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('TOKEN_BAD_SIGNATURE');
     expect(b.sim.startRequests).toEqual([]);
-    // a used link again: one command id, so duplicate detection keeps it from the VM
+    // a used link again: the first answer, and nothing sent to the VM
     const sent = peer.messages.filter((m) => m.address === INBOX).length;
     const again = await fetch(`${relay.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${token}` });
-    expect(again.status).toBe(202);
-    expect(peer.messages.filter((m) => m.address === INBOX)).toHaveLength(sent + 1);
-    expect(peer.queues.duplicatesDropped(INBOX)).toBe(1);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ eventId: e1.eventId, status: 'approved' });
+    expect(peer.messages.filter((m) => m.address === INBOX)).toHaveLength(sent);
     expect(a.sim.startRequests).toHaveLength(2);
   });
 
@@ -218,6 +231,59 @@ describe('fleet approvals over Service Bus', () => {
     expect(peer.queues.duplicatesDropped(INBOX)).toBe(1);
     await waitFor(() => a.kinds().includes(`approved:${e.eventId}`), 'the approved CloudEvent');
     expect(a.events().filter((x) => x.type.endsWith('.approved'))).toHaveLength(1);
+  });
+
+  it('answers 503 with the tracking id when Service Bus takes the connection but never the command; the id then shows it pending', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const relay = await relayOn(peer, keys, { replyWaitMs: 3000, sendTimeoutMs: 500 });
+    const a = await fleetBridge(peer, keys, 'vm-a', { start: false });
+    const e = a.sim.addEvent({ noticeMs: 600_000 });
+    // the peer leaves the transfer unsettled: the SDK would wait for it past any client's patience
+    peer.inject({ kind: 'stall', count: 1, address: INBOX });
+    const r = await api(relay, { vm: a.bridge.identity.resourceId ?? sessionOf(a.sim), eventId: e.eventId }, 'msg_silent');
+    expect(r.status).toBe(503);
+    expect(r.json).toMatchObject({ error: { code: 'SERVICE_BUS_UNAVAILABLE' }, trackingId: commandId(sessionOf(a.sim), { webhookId: 'msg_silent' }) });
+    expect((await track(relay, r.json.trackingId)).json).toMatchObject({ status: 'pending', trackingId: r.json.trackingId, eventId: e.eventId });
+  });
+
+  it('caps the connections of one address; another address and the probes are still served', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const relay = await relayOn(peer, keys, { maxConnectionsPerClient: 3 });
+    const { connect } = await import('node:net');
+    const { port } = new URL(relay.url);
+    const open = (localAddress: string) =>
+      new Promise<{ socket: import('node:net').Socket; closed: Promise<boolean> }>((resolve, reject) => {
+        const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress });
+        const closed = new Promise<boolean>((done) => socket.once('close', () => done(true)));
+        socket.once('connect', () => resolve({ socket, closed }));
+        socket.once('error', reject);
+      });
+    const held = [await open('127.0.0.1'), await open('127.0.0.1'), await open('127.0.0.1')];
+    const fourth = await open('127.0.0.1');
+    // the fourth from the same address is closed at once, before it can send anything
+    expect(await Promise.race([fourth.closed, new Promise((r) => setTimeout(() => r(false), 5000))])).toBe(true);
+    const other = await open('127.0.0.2');
+    other.socket.write('GET /livez HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n');
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      other.socket.on('data', (c: Buffer) => (text += c.toString()));
+      other.socket.once('close', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    for (const h of held) h.socket.destroy();
+  });
+
+  it('refuses a public key that is not the signing key\'s, naming it', async () => {
+    peer = await fleetPeer();
+    const keys = fleetKeys();
+    const { RelayConfig } = await import('../../src/approval/relay.ts');
+    const good = RelayConfig.safeParse({ ...relayConfig(peer, keys), publicKey: keys.publicKey });
+    expect(good.success).toBe(true);
+    const bad = RelayConfig.safeParse({ ...relayConfig(peer, keys), publicKey: fleetKeys().publicKey });
+    expect(bad.success).toBe(false);
+    expect(bad.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([expect.stringMatching(/^publicKey: is not the public key of signingKey/)]);
   });
 
   it('believes an outcome only when the VM it names signed it', async () => {

@@ -7,9 +7,13 @@
  * the process ends, however it ends, so a daemon killed with SIGKILL never blocks its restart,
  * and it works the same on Linux (fcntl locks) and Windows (LockFileEx). The state database
  * itself stays open to readers: `status` and `dead-letters list` work beside a running daemon.
+ *
+ * The lock file sits beside what the path resolves to (links followed), so two daemons that
+ * name one database by different paths (a symbolic link to the file or to its directory) still
+ * meet at one lock.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdirSync, realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { StoreError } from './store.ts';
 
@@ -24,10 +28,13 @@ export class StateLock {
 
   /** acquire takes the lock of the state database at `statePath`, or throws StoreError STORE_LOCKED. */
   static acquire(statePath: string): StateLock {
-    const path = `${statePath}.lock`;
     let db: DatabaseSync | null = null;
+    let real = statePath;
+    let path = `${statePath}.lock`;
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      mkdirSync(dirname(statePath), { recursive: true });
+      real = resolvedPath(statePath);
+      path = `${real}.lock`;
       db = new DatabaseSync(path);
       db.exec('PRAGMA busy_timeout = 0');
       db.exec('PRAGMA locking_mode = EXCLUSIVE');
@@ -48,7 +55,7 @@ export class StateLock {
       if (e.errcode === 5 || e.errcode === 6) {
         throw new StoreError(
           'STORE_LOCKED',
-          `another se-bridge daemon is using the state database ${statePath} (it holds ${path}); stop it first, or give this one its own state.path`,
+          `another se-bridge daemon is using the state database ${real}${real === statePath ? '' : ` (${statePath} leads there)`} (it holds ${path}); stop it first, or give this one its own state.path`,
           err,
         );
       }
@@ -60,5 +67,18 @@ export class StateLock {
   release(): void {
     if (this.#db?.isOpen) this.#db.close();
     this.#db = null;
+  }
+}
+
+/** resolvedPath: the file a path names, links followed; for a file not made yet, its directory's. */
+function resolvedPath(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    try {
+      return join(realpathSync(dirname(p)), basename(p));
+    } catch {
+      return resolve(p);
+    }
   }
 }

@@ -3,8 +3,8 @@
  * read-only commands keep working beside the daemon; a daemon killed with SIGKILL never
  * blocks its restart. Real processes, real files.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { readText, tempDir, waitFor } from '../helpers.ts';
@@ -44,7 +44,19 @@ it('refuses a second daemon on the same state, serves read-only commands, and re
 
     const second = await cli(['run', '--config', cfg]);
     expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`another se-bridge daemon is using the state database ${state}`);
+    expect(second.stderr).toContain(`another se-bridge daemon is using the state database ${realpathSync(state)}`);
+
+    // the same database through a symbolic link (to the file, and to its directory): one lock
+    const linked = join(dir.path, 'linked.db');
+    symlinkSync(state, linked);
+    symlinkSync(join(dir.path, 'state'), join(dir.path, 'state-link'), 'dir');
+    for (const other of [linked, join(dir.path, 'state-link', 'state.db')]) {
+      const linkedCfg = join(dir.path, `bridge-${basename(other)}-${other.length}.yaml`);
+      writeFileSync(linkedCfg, readFileSync(cfg, 'utf8').replace(JSON.stringify(state), JSON.stringify(other)));
+      const third = await cli(['run', '--config', linkedCfg]);
+      expect(third.code).toBe(1);
+      expect(third.stderr).toContain(`another se-bridge daemon is using the state database ${realpathSync(state)} (${other} leads there)`);
+    }
 
     const status = await cli(['status', '--json', '--config', cfg]);
     expect(status.code).toBe(0);

@@ -11,7 +11,7 @@ import { secretsOf } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { route } from '../delivery/route.ts';
 import { ImdsClient } from '../imds/client.ts';
-import { scrub } from '../lib/log.ts';
+import { scrubber } from '../lib/log.ts';
 import { Metrics } from '../observability/metrics.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { Store } from '../store/store.ts';
@@ -72,7 +72,7 @@ export function compose(
     store,
     targets,
     logger: o.logger,
-    scrub: (text) => scrub(text, secrets),
+    scrub: scrubber(secrets),
     onOutcome,
   });
   const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, identity.current.name, (eventId) => store.knowsEvent(eventId));

@@ -9,6 +9,7 @@ import { fromJson } from '../pipeline/cloudevent.ts';
 import { fullJitter } from '../lib/time.ts';
 import { deadline } from '../lib/time.ts';
 import { errorFields } from '../lib/errors.ts';
+import { printable } from '../sinks/shared/classify.ts';
 import type { OutboxRow, Store } from '../store/store.ts';
 
 export interface DispatchTarget {
@@ -53,6 +54,26 @@ export interface DispatcherOptions {
 export const SHUTDOWN_DEADLINE_MS = 10_000;
 
 const ABORTED = Symbol('aborted');
+/** The longest failure reason kept (in the outbox, the dead letters and the logs). */
+const MAX_REASON = 300;
+
+/** isOutcome: one of the three outcomes of the sink contract, well-formed. */
+function isOutcome(o: unknown): o is Outcome {
+  if (o === null || typeof o !== 'object') return false;
+  const v = o as { status?: unknown; reason?: unknown; retryAfterMs?: unknown };
+  if (v.status === 'delivered') return true;
+  if (typeof v.reason !== 'string') return false;
+  if (v.status === 'reject') return true;
+  return v.status === 'retry' && (v.retryAfterMs === undefined || (typeof v.retryAfterMs === 'number' && Number.isFinite(v.retryAfterMs) && v.retryAfterMs >= 0));
+}
+
+function describe(o: unknown): string {
+  try {
+    return (JSON.stringify(o) ?? String(o)).slice(0, 100);
+  } catch {
+    return typeof o;
+  }
+}
 const RESCAN_MS = 5000;
 
 export class Worker {
@@ -142,7 +163,12 @@ export class Worker {
       if (!Array.isArray(result) || result.length !== rows.length) {
         throw new Error(`sink ${this.#t.name} returned ${Array.isArray(result) ? result.length : typeof result} outcomes for ${rows.length} events`);
       }
-      return result;
+      return result.map((o: unknown) => {
+        if (isOutcome(o)) return o;
+        const reason = `SINK_INVALID_OUTCOME: the sink returned ${describe(o)}; an outcome is { status: 'delivered' }, { status: 'retry', reason } or { status: 'reject', reason }`;
+        this.#o.logger.error({ sink: this.#t.name, code: 'SINK_INVALID_OUTCOME' }, reason);
+        return { status: 'retry', reason };
+      });
     } catch (err) {
       const f = errorFields(err);
       this.#o.logger.error({ sink: this.#t.name, ...f }, 'sink failed unexpectedly; the events stay in the outbox');
@@ -157,7 +183,9 @@ export class Worker {
     const now = this.#o.now();
     const d = this.#t.delivery;
     const deliveredIds: number[] = [];
-    const clean = this.#o.scrub ?? ((t: string) => t);
+    // scrubbed first, then cut: a secret that straddled the cut would leave its prefix behind
+    const scrub = this.#o.scrub ?? ((t: string) => t);
+    const clean = (t: string) => printable(scrub(t), MAX_REASON);
     rows.forEach((row, i) => {
       const raw = outcomes[i]!;
       const outcome: Outcome = raw.status === 'delivered' ? raw : { ...raw, reason: clean(raw.reason) };

@@ -38,6 +38,7 @@ export const CODES = {
   DELIVERY_EXHAUSTED: 'an event ran out of attempts or age; it was dead-lettered',
   SINK_REMOVED: 'outbox rows of a sink no longer configured were dead-lettered',
   SINK_DISABLED: 'a sink was turned off by its configuration',
+  SINK_INVALID_OUTCOME: 'a sink returned something that is not an outcome; it counts as a retry (and an attempt)',
   SINK_CREATE_FAILED: "a sink could not be created at start-up, or its create() did not finish within 30 s (exit 1)",
   SHUTDOWN_DEADLINE: 'deliveries still running at the shutdown deadline were left in the outbox',
   TLS_VERIFICATION_OFF: 'a sink does not verify TLS certificates',

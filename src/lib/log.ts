@@ -28,16 +28,43 @@ const PATTERNS: [RegExp, string][] = [
   [/\bv0=[0-9a-f]{64}\b/g, 'v0=[redacted]'],
 ];
 
+/** The shortest form of a secret that is scrubbed on its own (shorter ones would cut words). */
+const MIN_FORM = 6;
+
+/**
+ * secretForms: the ways a secret can appear in text a peer echoes back: as it is, JSON-escaped,
+ * percent-encoded, and inside base64 (standard and URL alphabets) at any of the three byte
+ * alignments, as in a Basic authorization header (the characters that depend only on the secret).
+ */
+export function secretForms(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const forms = new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)]);
+  for (let k = 0; k < 3; k++) {
+    const skip = k === 0 ? 0 : 3 - k; // secret bytes that share a group with what precedes them
+    const whole = Math.floor((bytes.length - skip) / 3) * 4; // characters of whole groups of secret bytes
+    if (whole < 8) continue;
+    const encoded = Buffer.concat([Buffer.alloc(k), bytes]).toString('base64');
+    const core = encoded.slice(k === 0 ? 0 : 4, (k === 0 ? 0 : 4) + whole);
+    forms.add(core);
+    forms.add(core.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return [...forms].filter((f) => f.length >= MIN_FORM).sort((a, b) => b.length - a.length);
+}
+
+/** scrubber removes secrets (in every form of secretForms) and anything shaped like one; the forms are worked out once. */
+export function scrubber(secrets: readonly string[] = []): (text: string) => string {
+  const forms = [...new Set(secrets.flatMap(secretForms))].sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const f of forms) if (out.includes(f)) out = out.split(f).join('[redacted]');
+    for (const [re, by] of PATTERNS) out = out.replace(re, by);
+    return out;
+  };
+}
+
 /** scrub removes secrets from one piece of text. */
 export function scrub(text: string, secrets: readonly string[] = []): string {
-  let out = text;
-  for (const s of secrets) {
-    if (out.includes(s)) out = out.split(s).join('[redacted]');
-    const escaped = JSON.stringify(s).slice(1, -1);
-    if (escaped !== s && out.includes(escaped)) out = out.split(escaped).join('[redacted]');
-  }
-  for (const [re, by] of PATTERNS) out = out.replace(re, by);
-  return out;
+  return scrubber(secrets)(text);
 }
 
 export interface LoggerOptions {
@@ -72,14 +99,14 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   } else {
     stream = fd !== null ? pino.destination({ fd, sync: true }) : (dest as DestinationStream);
   }
-  const secrets = options.secrets ?? [];
+  const clean = scrubber(options.secrets ?? []);
   return pino(
     {
       level: options.level ?? 'info',
       base: { service: 'se-bridge' },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
-      hooks: { streamWrite: (line) => scrub(line, secrets) },
+      hooks: { streamWrite: clean },
     },
     stream,
   );

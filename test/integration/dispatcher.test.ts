@@ -109,6 +109,34 @@ describe('Dispatcher', () => {
     expect(store.deadLetters()[0]!.lastError).toBe('gave up after 3 attempts: HTTP 503 (call 3)');
   });
 
+  it('counts a malformed outcome as a retry with its reason, so maxAttempts still ends it', async () => {
+    const answers: unknown[][] = [[{ status: 'weird' }], [null], [{ status: 'retry' }], [{ status: 'retry', reason: 'x', retryAfterMs: -5 }]];
+    for (const [i, answer] of answers.entries()) {
+      const sink: Sink = { send: async () => answer as Outcome[], close: async () => {} };
+      const name = `s${i}`;
+      commit(pe(`E${i}`, 'scheduled', [name]));
+      const reports: OutcomeReport[] = [];
+      start([target(name, sink, { maxAttempts: 2 })], reports);
+      await waitFor(() => store.deadLetters(name).length === 1, `the dead letter of ${JSON.stringify(answer)}`);
+      expect(reports.map((r) => [r.outcome, r.attempts])).toEqual([['retry', 1], ['dead-letter', 2]]);
+      expect(store.deadLetters(name)[0]!.lastError).toMatch(/^gave up after 2 attempts: SINK_INVALID_OUTCOME: the sink returned /);
+      await dispatcher!.stop(1000);
+    }
+  });
+
+  it('cuts a reason to 300 characters only after scrubbing it: no prefix of a secret is left at the cut', async () => {
+    const secret = 'S3cr3t-Value_0123456789';
+    const sink = scripted(() => retry(`${'e'.repeat(290)}${secret} and more`));
+    commit(pe('A', 'scheduled', ['s']));
+    dispatcher = new Dispatcher({ store, targets: [target('s', sink, { maxAttempts: 1 })], logger: silentLogger, scrub: (t) => t.split(secret).join('[redacted]') });
+    dispatcher.start();
+    await waitFor(() => store.deadLetters().length === 1, 'a dead letter');
+    const reason = store.deadLetters()[0]!.lastError;
+    expect(reason).toContain(`${'e'.repeat(290)}[redacted]`);
+    expect(reason).not.toContain(secret.slice(0, 4));
+    expect(reason.length).toBeLessThanOrEqual(300 + 'gave up after 1 attempts: '.length + 1);
+  });
+
   it('dead-letters once an event is older than maxAgeMs', async () => {
     const sink = scripted(() => retry('HTTP 503', 5000));
     store.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A', 'scheduled', ['s'])], now: Date.now() - 1500 });

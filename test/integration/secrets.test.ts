@@ -10,7 +10,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { createLogger, scrub } from '../../src/lib/log.ts';
+import { createLogger, scrub, secretForms } from '../../src/lib/log.ts';
 import { secretsOf } from '../../src/config/schema.ts';
 import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
@@ -142,5 +142,21 @@ describe('secrets', () => {
       'Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=[redacted];EntityPath=h https://hooks.slack.com/services/[redacted] xox?-[redacted] whsec_[redacted] https://x.logic.azure.com/w?api-version=1&sig=[redacted] Bearer [redacted] v0=[redacted]' +
         ' SharedAccessKey [redacted] aeg-sas-key: [redacted] [redacted-jwt]',
     );
+  });
+
+  it('scrubs a secret echoed percent-encoded, or inside base64 at any alignment (a Basic authorization header)', () => {
+    const password = 'hunter2/long+password=ok';
+    for (const user of ['a', 'ab', 'abc']) {
+      const header = Buffer.from(`${user}:${password}`).toString('base64');
+      const clean = scrub(`the server saw ${header} and ${Buffer.from(`${user}:${password}`).toString('base64url')}`, [password]);
+      expect(clean, user).toContain('[redacted]');
+      // no run of 8 characters of the password's base64 survives
+      for (let k = 0; k < 3; k++) {
+        const forms = Buffer.concat([Buffer.alloc(k), Buffer.from(password)]).toString('base64').slice(4, 12);
+        expect(clean.includes(forms), `${user} at alignment ${k}`).toBe(false);
+      }
+    }
+    expect(scrub(`token=${encodeURIComponent(password)}&x=1`, [password])).toBe('token=[redacted]&x=1');
+    expect(secretForms('short')).toEqual([]);
   });
 });

@@ -187,7 +187,8 @@ describe('webhook sink: outcomes', () => {
     const [o] = await send(sink, [ev()]);
     expect(o!.status).toBe('retry');
     const reason = (o as { reason: string }).reason;
-    expect(reason.length).toBeLessThan(400);
+    // the sink keeps at most 4 KiB of it; the dispatcher cuts the reason to 300 after scrubbing
+    expect(reason.length).toBeLessThan(4200);
     expect(reason).toMatch(/^HTTP 500: A?B+…$/);
   });
 

@@ -4,6 +4,7 @@
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
  */
 import { EXIT, UsageError } from './commands/common.ts';
+import { usageOf, wantsHelp } from './commands/usage.ts';
 import { VERSION } from './lib/version.ts';
 
 const USAGE = `Usage: se-bridge <command> [options]
@@ -27,6 +28,7 @@ Commands:
   --version                                print the version
 
 Configuration: --config, else $SE_BRIDGE_CONFIG, else config/bridge.yaml.
+Every command answers --help.
 `;
 
 const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<number> }>> = {
@@ -57,11 +59,15 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`se-bridge: unknown command "${verb}"\n\n${USAGE}`);
     return EXIT.usage;
   }
+  if (wantsHelp(rest)) {
+    process.stdout.write(usageOf(verb, rest) ?? USAGE);
+    return EXIT.ok;
+  }
   try {
     return await (await load()).main(rest);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`se-bridge ${verb}: ${err.message}\n\n${USAGE}`);
+      process.stderr.write(`se-bridge ${verb}: ${err.message}\n\n${usageOf(verb, rest) ?? USAGE}`);
       return EXIT.usage;
     }
     throw err;

@@ -56,6 +56,19 @@ describe('se-bridge CLI', () => {
     expect(badFlag.stderr).toMatch(/--nope/);
   });
 
+  it('every verb and sub-verb answers --help (and -h) with exit 0 and its own usage', async () => {
+    const verbs = [['run'], ['demo'], ['simulate'], ['validate'], ['status'], ['approve'], ['dead-letters'], ['dead-letters', 'list'], ['dead-letters', 'replay'], ['schema'], ['relay'], ['fleet'], ['fleet', 'keys'], ['fleet', 'link-key'], ['fleet', 'public-key']];
+    const runs = await Promise.all(verbs.map((v, i) => cli([...v, i % 2 === 0 ? '--help' : '-h'])));
+    runs.forEach((r, i) => {
+      expect({ verb: verbs[i], code: r.code, stderr: r.stderr }).toEqual({ verb: verbs[i], code: 0, stderr: '' });
+      expect(r.stdout.split('\n')[0]).toMatch(new RegExp(`^Usage: se-bridge ${verbs[i]!.join(' ')}( |$)`));
+    });
+    // a usage error names the verb's own usage
+    const bad = await cli(['fleet', 'nope']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('Usage: se-bridge fleet keys | link-key --vm ID | public-key');
+  });
+
   it('validate: exit 0 for a valid file', async () => {
     const r = await cli(['validate', '--config', 'config/bridge.example.yaml'], EXAMPLE_ENV);
     expect(r.code).toBe(0);

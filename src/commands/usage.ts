@@ -1,0 +1,112 @@
+/**
+ * The usage of every verb and sub-verb: what `se-bridge <verb> --help` prints (exit 0), and what
+ * a usage error names. Each text starts `Usage: se-bridge <verb>`.
+ */
+
+const CONFIG = '  -c, --config FILE   the configuration (else $SE_BRIDGE_CONFIG, else config/bridge.yaml)';
+
+export const USAGES: Record<string, string> = {
+  run: `Usage: se-bridge run [--config FILE] [--dry-run]
+
+Runs the daemon: polls IMDS, delivers every change to the sinks, serves approvals and metrics.
+
+${CONFIG}
+  --dry-run           send nothing that changes anything (no sink, no StartRequests); log it instead
+`,
+  demo: `Usage: se-bridge demo [--duration S] [--state-dir DIR] | se-bridge demo --fleet
+
+Starts the IMDS simulator, a bridge with stdout and file sinks and the approval server on
+localhost, plays every scenario and prints each CloudEvent and approval link.
+
+  --duration S        how long to run (seconds)
+  --state-dir DIR     where the demo's state and event file go
+  --fleet             fleet approvals instead: a local Service Bus stand-in, three VMs, two relays
+`,
+  simulate: `Usage: se-bridge simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real] [--vm-name NAME]
+
+Runs the IMDS simulator alone (Scheduled Events, instance metadata, the token endpoint).
+
+  --listen HOST:PORT  where it listens (default 127.0.0.1:8080)
+  --scenario NAME     a scenario to play at start, or all
+  --timing dev|real   development timing (seconds) or Azure's (minutes)
+  --vm-name NAME      the simulated VM's name (default sim-vm-0)
+`,
+  validate: `Usage: se-bridge validate [--config FILE]
+
+Checks a configuration file: exit 0 when valid (warnings on stderr), exit 2 listing every problem by path.
+
+${CONFIG}
+`,
+  status: `Usage: se-bridge status [--config FILE] [--json]
+
+Reads IMDS once: the events with the time left until NotBefore, and who this VM is.
+
+${CONFIG}
+  --json              one JSON document
+`,
+  approve: `Usage: se-bridge approve EVENTID [--config FILE] [--reason TEXT] [--json]
+
+Approves an event through the running daemon's approval server (the same path as every approval).
+
+${CONFIG}
+  --reason TEXT       kept with the approval record
+  --json              the answer as JSON
+`,
+  'dead-letters': `Usage: se-bridge dead-letters list|replay [--sink NAME] [--config FILE] [--json]
+
+  list                the events a sink could not take, with the last error
+  replay              queue them again (also while the daemon runs)
+  --sink NAME         only this sink's
+${CONFIG}
+  --json              list as JSON
+`,
+  schema: `Usage: se-bridge schema
+
+Prints the configuration's JSON Schema (for editors and CI checks).
+`,
+  relay: `Usage: se-bridge relay [--config FILE]
+
+Runs the fleet's approval endpoint: signs approvals as commands to each VM's Service Bus session.
+
+  -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
+`,
+  fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key
+
+  keys                a new relay signing key pair and fleet key (JSON)
+  link-key --vm ID    a VM's link key, from $SE_BRIDGE_FLEET_KEY and the VM's resource id
+  public-key          the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
+`,
+  'fleet keys': `Usage: se-bridge fleet keys
+
+Prints a new relay signing key (signingKey), its public key (publicKey: every bridge's
+relayPublicKey) and a fleet key (fleetKey), as JSON.
+`,
+  'fleet link-key': `Usage: se-bridge fleet link-key --vm ID
+
+Prints the link key of one VM (its approval.inbox.linkKey), derived from $SE_BRIDGE_FLEET_KEY
+and the VM's resource id (or its name when it has none).
+`,
+  'fleet public-key': `Usage: se-bridge fleet public-key
+
+Prints the public key of $SE_BRIDGE_RELAY_SIGNING_KEY (base64 SPKI): the bridges' relayPublicKey.
+`,
+  'dead-letters list': `Usage: se-bridge dead-letters list [--sink NAME] [--config FILE] [--json]
+
+Lists the events a sink could not take, with the last error.
+`,
+  'dead-letters replay': `Usage: se-bridge dead-letters replay [--sink NAME] [--config FILE]
+
+Queues the dead letters again (also while the daemon runs: it picks them up).
+`,
+};
+
+/** usageOf: the usage of `verb`, or of `verb sub` when the sub-verb has its own. */
+export function usageOf(verb: string, rest: readonly string[]): string | undefined {
+  const sub = rest.find((a) => !a.startsWith('-'));
+  return (sub !== undefined ? USAGES[`${verb} ${sub}`] : undefined) ?? USAGES[verb];
+}
+
+/** wantsHelp: --help or -h anywhere among a verb's arguments. */
+export function wantsHelp(rest: readonly string[]): boolean {
+  return rest.includes('--help') || rest.includes('-h');
+}

@@ -137,9 +137,27 @@ export type BridgeConfig = z.infer<typeof BridgeConfig>;
 /** jsonSchema is the JSON Schema of the configuration file (what users write, defaults included). */
 export function jsonSchema(): Record<string, unknown> {
   return {
-    ...z.toJSONSchema(BridgeConfig, { io: 'input', unrepresentable: 'any' }),
+    ...(nullIsAbsent(z.toJSONSchema(BridgeConfig, { io: 'input', unrepresentable: 'any' })) as Record<string, unknown>),
     title: 'scheduled-events-bridge configuration',
   };
+}
+
+/**
+ * nullIsAbsent says in the JSON Schema what the loader does: a key written with no value
+ * (`identity:` followed only by comments) is null in YAML and counts as absent, so every object
+ * property also takes null. Array items do not.
+ */
+export function nullIsAbsent(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(nullIsAbsent);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    out[k] =
+      k === 'properties' && v !== null && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).map(([name, p]) => [name, { anyOf: [nullIsAbsent(p), { type: 'null' }] }]))
+        : nullIsAbsent(v);
+  }
+  return out;
 }
 
 let schemaCache: Record<string, unknown> | null = null;

@@ -97,9 +97,12 @@ bogus: 1
   });
 
   it('derives a JSON Schema that rejects unknown keys and lists every sink type', () => {
-    const schema = jsonSchema() as { additionalProperties: boolean; properties: { sinks: { items: { oneOf: { properties: { type: { const: string } } }[] } } } };
+    type Prop<T> = { anyOf: [T, { type: 'null' }] };
+    const schema = jsonSchema() as { additionalProperties: boolean; properties: { sinks: Prop<{ items: { oneOf: { properties: { type: Prop<{ const: string }> } }[] } }> } };
     expect(schema.additionalProperties).toBe(false);
-    expect(schema.properties.sinks.items.oneOf.map((o) => o.properties.type.const)).toEqual([...SINK_TYPES]);
+    // every object property also takes null: a key written with no value counts as absent
+    expect(schema.properties.sinks.anyOf[1]).toEqual({ type: 'null' });
+    expect(schema.properties.sinks.anyOf[0].items.oneOf.map((o) => o.properties.type.anyOf[0].const)).toEqual([...SINK_TYPES]);
   });
 
   it('has one schema per registered sink, in the same order', () => {

@@ -18,9 +18,12 @@ import { publishedSecretProblems } from './published-secrets.ts';
 
 export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   readonly problems: readonly string[];
-  constructor(source: string, problems: readonly string[]) {
+  /** The configuration as read and expanded, when it got that far: what is left to check. */
+  readonly input: unknown;
+  constructor(source: string, problems: readonly string[], input?: unknown) {
     super('CONFIG_INVALID', `${source}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
+    this.input = input;
   }
 }
 
@@ -96,7 +99,7 @@ function validateWith<S extends z.ZodType>(schema: S, { expanded, problems }: { 
   const result = schema.safeParse(expanded, { reportInput: true });
   if (!result.success) problems.push(...formatIssues(result.error.issues));
   else problems.push(...publishedSecretProblems(schema, result.data));
-  if (problems.length > 0) throw new ConfigError(source, problems);
+  if (problems.length > 0) throw new ConfigError(source, problems, expanded);
   return result.data as z.infer<S>;
 }
 
@@ -215,23 +218,40 @@ function article(t: string): string {
  * other configuration problem: a missing module, a module without the sink contract, or
  * settings the module refuses.
  */
-async function checkExternalSinks(config: BridgeConfig, source: string): Promise<void> {
+async function externalSinkProblems(sinks: readonly unknown[], source: string): Promise<string[]> {
   const problems: string[] = [];
-  for (const [i, sink] of config.sinks.entries()) {
-    if (sink.type !== 'module') continue;
+  for (const [i, sink] of sinks.entries()) {
+    const s = sink as { type?: unknown; module?: unknown; config?: unknown } | null;
+    if (s?.type !== 'module' || typeof s.module !== 'string' || s.module === '') continue;
+    const specifier = s.module.startsWith('.') && existsSync(source) ? resolve(dirname(source), s.module) : s.module;
     try {
-      await validateSinkConfig(await loadExternalSink(sink.module), sink.config);
+      await validateSinkConfig(await loadExternalSink(specifier), s.config);
     } catch (err) {
       if (!(err instanceof SinkModuleError)) throw err;
       problems.push(...err.problems.map((p) => `sinks[${i}].${p}`));
     }
   }
-  if (problems.length > 0) throw new ConfigError(source, problems);
+  return problems;
 }
 
-/** loadConfig reads, validates and completes a configuration file, external sinks included. */
+/**
+ * loadConfig reads, validates and completes a configuration file, external sinks included.
+ * Every problem is reported at once: the modules of external sinks are checked even when the
+ * rest of the file has problems of its own.
+ */
 export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<BridgeConfig> {
-  const config = loadConfigFile(path, env);
-  await checkExternalSinks(config, path);
+  let config: BridgeConfig | null = null;
+  let problems: string[] = [];
+  let sinks: unknown = [];
+  try {
+    config = loadConfigFile(path, env);
+    sinks = config.sinks;
+  } catch (err) {
+    if (!(err instanceof ConfigError) || err.input === undefined) throw err;
+    problems = [...err.problems];
+    sinks = (err.input as { sinks?: unknown } | null)?.sinks;
+  }
+  problems.push(...(await externalSinkProblems(Array.isArray(sinks) ? sinks : [], path)));
+  if (problems.length > 0 || config === null) throw new ConfigError(path, problems);
   return config;
 }

@@ -75,15 +75,21 @@ describe('se-bridge CLI', () => {
     expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), grid (eventgrid), chat (slack), teams (teams), drain (exec), audit (file)\n');
   });
 
-  it('validate: exit 2 listing every problem by path', async () => {
-    const path = writeConfig('bad.yaml', 'imds: { pollIntervalMs: 10 }\nsinks:\n  - { name: x, type: file, path: "${MISSING_VAR}" }\n  - { name: y, type: carrier-pigeon }\nwat: 1\n');
+  it('validate: exit 2 listing every problem by path, an unknown sink type hiding none of the others', async () => {
+    const path = writeConfig(
+      'bad.yaml',
+      'imds: { pollIntervalMs: 10 }\nsinks:\n  - { name: x, type: file, path: "${MISSING_VAR}" }\n  - { name: y, type: carrier-pigeon }\n  - { name: z, type: stdout }\n  - { name: z, type: stdout }\n  - { name: m, type: module, module: ./no-such-sink.js }\napproval: { publicUrl: "https://bridge.example.com" }\nwat: 1\n',
+    );
     const r = await cli(['validate', '--config', path]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${path}: 4 configuration problems:`);
+    expect(r.stderr).toContain(`${path}: 7 configuration problems:`);
     for (const line of [
       'sinks[0].path: environment variable MISSING_VAR is not set',
       'imds.pollIntervalMs: must be at least 200',
-      'sinks[1].type: must be one of webhook | eventhubs | servicebus | eventgrid | slack | teams | exec | stdout | file',
+      'sinks[1].type: must be one of webhook | eventhubs | servicebus | eventgrid | slack | teams | exec | stdout | file | module',
+      'sinks[3].name: duplicate sink name "z" (also sinks[2])',
+      'sinks[4].module: cannot load',
+      'approval.secret: is required with approval.publicUrl',
       'wat: unknown key',
     ]) {
       expect(r.stderr).toContain(line);

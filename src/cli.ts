@@ -6,6 +6,7 @@
 import { EXIT, UsageError } from './commands/common.ts';
 import { usageOf, wantsHelp } from './commands/usage.ts';
 import { VERSION } from './lib/version.ts';
+import { nodeVersionProblem } from './lib/node-version.ts';
 
 const USAGE = `Usage: se-bridge <command> [options]
 
@@ -46,6 +47,12 @@ const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<num
 
 async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
+  // before anything else: an older Node fails later, and obscurely
+  const tooOld = nodeVersionProblem();
+  if (tooOld !== null) {
+    process.stderr.write(`${tooOld}\n`);
+    return EXIT.usage;
+  }
   if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h') {
     process.stdout.write(USAGE);
     return verb === undefined ? EXIT.usage : EXIT.ok;

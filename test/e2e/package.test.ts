@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { readText, ROOT, tempDir } from '../helpers.ts';
+import { EXAMPLE_ENV, readText, ROOT, tempDir } from '../helpers.ts';
 import { awaitWhileRunning, command, type Running } from './process.ts';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -20,8 +20,8 @@ let installed = '';
 let bin = '';
 
 /** seBridge runs the installed command itself, through its #! line, with the pinned Node first on PATH. */
-function seBridge(args: string[], timeoutMs = 60_000): Running {
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, SE_BRIDGE_CONFIG: '', LOG_LEVEL: '' };
+function seBridge(args: string[], timeoutMs = 60_000, extra: NodeJS.ProcessEnv = {}): Running {
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, SE_BRIDGE_CONFIG: '', LOG_LEVEL: '', ...extra };
   return command(bin, args, { cwd: dir.path, env }, timeoutMs);
 }
 
@@ -60,7 +60,7 @@ describe('the npm package', () => {
   });
 
   it('validates the example configuration', async () => {
-    const r = await seBridge(['validate', '--config', join(installed, 'config', 'bridge.example.yaml')]);
+    const r = await seBridge(['validate', '--config', join(installed, 'config', 'bridge.example.yaml')], 60_000, EXAMPLE_ENV);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('valid; sinks: console (stdout), ops (webhook)');

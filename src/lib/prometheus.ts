@@ -140,7 +140,8 @@ export class Histogram extends Labelled<{ counts: number[]; sum: number; count: 
  * processMetrics registers Node's process metrics, read when scraped:
  * process_cpu_{user,system}_seconds_total, process_cpu_seconds_total, process_start_time_seconds,
  * process_resident_memory_bytes, process_open_fds and process_max_fds (Linux),
- * nodejs_eventloop_lag_seconds, nodejs_active_resources{type}, nodejs_active_resources_total,
+ * nodejs_eventloop_lag_seconds, nodejs_active_resources{type} (sum it for the total: prom-client's
+ * nodejs_active_resources_total is a gauge named like a counter, which `promtool check metrics` refuses),
  * nodejs_heap_size_{total,used}_bytes, nodejs_external_memory_bytes,
  * nodejs_heap_space_size_{total,used,available}_bytes{space}, nodejs_version_info.
  */
@@ -153,7 +154,6 @@ export function processMetrics(r: Registry): void {
   const rss = g('process_resident_memory_bytes', 'Resident memory size in bytes.');
   const lag = g('nodejs_eventloop_lag_seconds', 'Lag of event loop in seconds.');
   const resources = g('nodejs_active_resources', 'Number of active resources keeping the event loop alive, grouped by type.', ['type']);
-  const resourcesTotal = g('nodejs_active_resources_total', 'Total number of active resources.');
   const heapTotal = g('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.');
   const heapUsed = g('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.');
   const external = g('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.');
@@ -188,7 +188,6 @@ export function processMetrics(r: Registry): void {
     resources.reset();
     const info = process.getActiveResourcesInfo();
     for (const type of info) resources.inc({ type });
-    resourcesTotal.set(info.length);
     if (openFds !== null && maxFds !== null) {
       try {
         openFds.set(readdirSync('/proc/self/fd').length - 1);
@@ -203,7 +202,7 @@ export function processMetrics(r: Registry): void {
     lag.set(Number(process.hrtime.bigint() - t0) / 1e9);
   };
   r.register(user, collect);
-  for (const f of [system, cpu, start, rss, openFds, maxFds, lag, resources, resourcesTotal, heapTotal, heapUsed, external, spaceTotal, spaceUsed, spaceAvailable, version]) {
+  for (const f of [system, cpu, start, rss, openFds, maxFds, lag, resources, heapTotal, heapUsed, external, spaceTotal, spaceUsed, spaceAvailable, version]) {
     if (f !== null) r.register(f);
   }
 }

@@ -101,4 +101,26 @@ describe('Prometheus registry', () => {
     expect(samples(text).find((s) => s.startsWith('process_resident_memory_bytes{}'))).toMatch(/ [1-9]\d+$/);
     expect(samples(text).find((s) => s.startsWith('nodejs_eventloop_lag_seconds{}'))).toMatch(/ \d/);
   });
+
+  it('follows the naming rules promtool check metrics enforces: _total for counters and only for them, a HELP and a TYPE for each', async () => {
+    const { Metrics } = await import('../../src/observability/metrics.ts');
+    const { Store } = await import('../../src/store/store.ts');
+    const store = Store.open(':memory:');
+    try {
+      const text = await new Metrics(store).registry.metrics();
+      const families = parsePrometheus(text);
+      expect(families.length).toBeGreaterThan(30);
+      const wrong = families.flatMap((f) => {
+        const counter = f.type === 'COUNTER';
+        const problems: string[] = [];
+        if (counter !== f.name.endsWith('_total')) problems.push(`${f.name}: a ${f.type.toLowerCase()} ${counter ? 'without' : 'with'} _total`);
+        if (!/^[a-z_:][a-z0-9_:]*$/.test(f.name)) problems.push(`${f.name}: not snake_case`);
+        if (!f.help) problems.push(`${f.name}: no HELP`);
+        return problems;
+      });
+      expect(wrong).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
 });

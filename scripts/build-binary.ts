@@ -84,12 +84,23 @@ const lazyPackages: Plugin = {
     b.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({ contents: `module.exports = __seLazy(${JSON.stringify(args.path)});`, loader: 'js' }));
   },
 };
+// undici's HTTP/2 client reads node:http2's constants when it loads; it gets the stand-in that
+// loads node:http2 (and with it node:tls) only when used, as src/lib/undici-hooks.ts arranges
+// for the package
+const lazyHttp2: Plugin = {
+  name: 'lazy-http2',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?http2$/ }, (args) =>
+      /[/\\]undici[/\\]lib[/\\]dispatcher[/\\]client-h2\.js$/.test(args.importer) ? { path: join(ROOT, 'src', 'lib', 'http2-lazy.ts') } : undefined,
+    );
+  },
+};
 const bundle = join(WORK, 'se-bridge.cjs');
 await build({
   ...common,
   entryPoints: [join(ROOT, 'src', 'cli.ts')],
   outfile: bundle,
-  plugins: [lazyPackages],
+  plugins: [lazyPackages, lazyHttp2],
   banner: { js: `${seLazy}\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
   define: { 'import.meta.url': '__importMetaUrl' },
 });

@@ -19,7 +19,18 @@
  * undici parses HTTP with WebAssembly; the bin and the executable run with `--liftoff-only`,
  * which keeps that code in V8's baseline compiler (measured in bench/results.md).
  */
-import { Agent, EnvHttpProxyAgent, ProxyAgent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import './undici-hooks.ts';
+// one part at a time: undici's main entry also loads fetch and WebSocket, whose web globals load
+// Node's bundled copy of undici beside the package (undici-parts.d.ts types them)
+import Agent from 'undici/lib/dispatcher/agent.js';
+import EnvHttpProxyAgent from 'undici/lib/dispatcher/env-http-proxy-agent.js';
+import ProxyAgent from 'undici/lib/dispatcher/proxy-agent.js';
+import DispatcherBase from 'undici/lib/dispatcher/dispatcher.js';
+import api from 'undici/lib/api/index.js';
+
+// what undici's main entry does: request(), connect() (a proxy's CONNECT), ... on every dispatcher
+Object.assign(DispatcherBase.prototype, api);
 import { readBounded, type BoundedBody } from './http-body.ts';
 
 export interface HttpClientOptions {

@@ -47,8 +47,9 @@ describe('lazy loading of the Azure SDKs', () => {
     expect(packages.filter((p) => ['cloudevents', 'prom-client'].includes(p))).toEqual([]);
     expect(builtins).toContain('NativeModule http');
     expect(builtins.filter((m) => m.includes('undici'))).toEqual([]);
-    // no https URL is configured, so node:https and node:tls stay unloaded
-    expect(builtins.filter((m) => m === 'NativeModule https' || m === 'NativeModule tls')).toEqual([]);
+    // no https URL is configured, so node:https and node:tls stay unloaded, and node:http2
+    // (which undici's HTTP/2 client would load at once) too: it gets http2-lazy.ts instead
+    expect(builtins.filter((m) => ['NativeModule https', 'NativeModule tls', 'NativeModule http2'].includes(m))).toEqual([]);
   });
 
   it('an eventgrid sink with an access key, and a webhook with an Entra ID token not yet asked for, load none of them', () => {
@@ -64,5 +65,14 @@ describe('lazy loading of the Azure SDKs', () => {
     const loaded = loadedWith([{ name: 'h', type: 'eventhubs', connectionString: 'Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=dg==;UseDevelopmentEmulator=true;EntityPath=h' }]);
     expect(loaded.some((u) => u.includes('/@azure/event-hubs/'))).toBe(true);
     expect(loaded.some((u) => u.includes('/@azure/service-bus/'))).toBe(false);
+  });
+
+  it('the stand-in for node:http2 holds node:http2\'s own constants, and connects through it', async () => {
+    const lazy = await import('../../src/lib/http2-lazy.ts');
+    const real = process.getBuiltinModule('node:http2') as typeof import('node:http2');
+    for (const [k, v] of Object.entries(lazy.constants)) expect([k, v]).toEqual([k, real.constants[k as keyof typeof real.constants]]);
+    const session = lazy.connect('http://127.0.0.1:9');
+    await new Promise((resolve) => session.once('error', resolve));
+    expect(session.destroyed).toBe(true);
   });
 });

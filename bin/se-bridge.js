@@ -6,5 +6,11 @@
 // code runs in the interpreter and the baseline compiler (about 9 MiB less, no CPU cost at
 // one poll a second). The third keeps WebAssembly in V8's baseline compiler (Liftoff): undici,
 // the HTTP client, parses HTTP in WebAssembly, and its optimized tier costs about 13 MiB more.
+// V8's compile cache keeps the bytecode of every module between starts (about 35 ms less to the
+// first poll): in systemd's CacheDirectory when the unit has one, else in the temporary folder.
 // From a checkout, `npm start` runs the sources directly.
-import '../dist/cli.js';
+import module from 'node:module';
+import { join } from 'node:path';
+
+module.enableCompileCache?.(process.env.CACHE_DIRECTORY ? join(process.env.CACHE_DIRECTORY.split(':')[0], 'compile') : undefined);
+await import('../dist/cli.js');

@@ -7,8 +7,12 @@ import type { Server } from 'node:http';
 import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../lib/http-server.ts';
 import type { Metrics } from './metrics.ts';
 
-/** Scrapers and probes need few connections; the cap keeps the endpoint from costing descriptors. */
+/**
+ * Scrapers and probes need few connections; the cap keeps the endpoint from costing descriptors,
+ * and the cap per address keeps one client from taking every slot (and the probes with them).
+ */
 const MAX_CONNECTIONS = 64;
+const MAX_CONNECTIONS_PER_CLIENT = 16;
 
 export interface Readiness {
   ready: boolean;
@@ -41,7 +45,7 @@ export class ObservabilityServer {
         return;
       }
       send(404, 'application/json', '{"error":{"code":"NOT_FOUND","message":"try /metrics, /livez or /readyz"}}');
-    }, { ...DEFAULT_SERVER_LIMITS, maxConnections: MAX_CONNECTIONS });
+    }, { ...DEFAULT_SERVER_LIMITS, maxConnections: MAX_CONNECTIONS, maxConnectionsPerClient: MAX_CONNECTIONS_PER_CLIENT });
   }
 
   listen(host: string, port: number): Promise<string> {

@@ -42,7 +42,7 @@ describe('deployment files', () => {
 
   it('systemd: the unit verifies, with the hardening the README lists', () => {
     const unit = readFileSync(join(ROOT, 'config', 'systemd', 'se-bridge.service'), 'utf8');
-    for (const d of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'PrivateTmp=yes', 'StateDirectory=se-bridge', 'Restart=always', 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX', 'User=se-bridge', 'RestartPreventExitStatus=2']) {
+    for (const d of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'PrivateTmp=yes', 'StateDirectory=se-bridge', 'CacheDirectory=se-bridge', 'Restart=always', 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX', 'User=se-bridge', 'RestartPreventExitStatus=2']) {
       expect(unit).toContain(d);
     }
     expect(unit).toContain('ExecStart=/usr/local/bin/se-bridge run\n');

@@ -30,44 +30,42 @@ describe('POST /v1/slack/interactions', () => {
     });
   }
 
-  it('acknowledges at once, approves, and updates the message through response_url', async () => {
+  /** clickOnScheduled: a bridge, a Scheduled event, its Approve button clicked with `responseUrl(slack peer)`. */
+  async function clickOnScheduled(responseUrl: (slack: HttpPeer) => string, check: (slack: HttpPeer, eventId: string) => Promise<void>) {
     const slack = new HttpPeer();
     await slack.listen();
     try {
       await run();
       const e = await scheduled({ EventType: 'Reboot' });
       const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
-      const r = await slackClick(token, `${slack.url}/response`);
+      const r = await slackClick(token, responseUrl(slack));
       expect(r.status).toBe(200);
+      await check(slack, e.eventId);
+    } finally {
+      await slack.close();
+    }
+  }
+
+  it('acknowledges at once, approves, and updates the message through response_url', async () => {
+    await clickOnScheduled((slack) => `${slack.url}/response`, async (slack, eventId) => {
       await waitFor(() => slack.requests.length === 1, 'the message update');
       const update = JSON.parse(slack.requests[0]!.body) as { replace_original: boolean; blocks: { type: string }[]; text: string };
       expect(update.replace_original).toBe(true);
       expect(update.text).toContain('Approved by <@U123>');
       expect(update.blocks.map((b) => b.type)).toEqual(['header', 'context']);
-      expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
+      expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[eventId]]);
       await waitFor(() => approvedEvents().length === 1, 'approved');
       expect(approvedEvents()[0]!.data.approval).toMatchObject({ by: '@carol', via: 'slack' });
-    } finally {
-      await slack.close();
-    }
+    });
   });
 
   it('approves, but never posts to a response_url outside slack.responseUrls', async () => {
-    const slack = new HttpPeer();
-    await slack.listen();
-    try {
-      await run();
-      const e = await scheduled({ EventType: 'Reboot' });
-      const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
-      // the same peer under another host name: not under http://127.0.0.1:
-      const r = await slackClick(token, `${slack.url.replace('127.0.0.1', 'localhost')}/response`);
-      expect(r.status).toBe(200);
+    // the same peer under another host name: not under http://127.0.0.1:
+    await clickOnScheduled((slack) => `${slack.url.replace('127.0.0.1', 'localhost')}/response`, async (slack) => {
       await waitFor(() => approvedEvents().length === 1, 'approved');
       await waitFor(() => lines.some((l) => l.code === 'SLACK_RESPONSE_URL'), 'the warning');
       expect(slack.requests).toEqual([]);
-    } finally {
-      await slack.close();
-    }
+    });
   });
 
   it('refuses a bad or stale Slack signature, and other interaction types', async () => {

@@ -17,6 +17,7 @@ import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
 import { linkKeyFor, signOutcome } from '../../src/approval/fleet.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { waitFor } from '../helpers.ts';
+import { closedWithin, getFrom, openFrom } from '../../testkit/sockets.ts';
 
 let peer: AmqpPeer | null = null;
 const relays: RunningRelay[] = [];
@@ -251,27 +252,10 @@ describe('fleet approvals over Service Bus', () => {
     peer = await fleetPeer();
     const keys = fleetKeys();
     const relay = await relayOn(peer, keys, { maxConnectionsPerClient: 3 });
-    const { connect } = await import('node:net');
-    const { port } = new URL(relay.url);
-    const open = (localAddress: string) =>
-      new Promise<{ socket: import('node:net').Socket; closed: Promise<boolean> }>((resolve, reject) => {
-        const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress });
-        const closed = new Promise<boolean>((done) => socket.once('close', () => done(true)));
-        socket.once('connect', () => resolve({ socket, closed }));
-        socket.once('error', reject);
-      });
-    const held = [await open('127.0.0.1'), await open('127.0.0.1'), await open('127.0.0.1')];
-    const fourth = await open('127.0.0.1');
+    const held = [await openFrom(relay.url, '127.0.0.1'), await openFrom(relay.url, '127.0.0.1'), await openFrom(relay.url, '127.0.0.1')];
     // the fourth from the same address is closed at once, before it can send anything
-    expect(await Promise.race([fourth.closed, new Promise((r) => setTimeout(() => r(false), 5000))])).toBe(true);
-    const other = await open('127.0.0.2');
-    other.socket.write('GET /livez HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n');
-    const answer = await new Promise<string>((resolve) => {
-      let text = '';
-      other.socket.on('data', (c: Buffer) => (text += c.toString()));
-      other.socket.once('close', () => resolve(text));
-    });
-    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await closedWithin(await openFrom(relay.url, '127.0.0.1'), 5000)).toBe(true);
+    expect(await getFrom(relay.url, '127.0.0.2', '/livez')).toMatch(/^HTTP\/1\.1 200 /);
     for (const h of held) h.socket.destroy();
   });
 

@@ -9,6 +9,7 @@ import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { silentLogger, tempDir, waitFor } from '../helpers.ts';
+import { closedWithin, getFrom, openFrom } from '../../testkit/sockets.ts';
 
 let sim: ImdsSimulator;
 let dir: ReturnType<typeof tempDir>;
@@ -107,6 +108,14 @@ describe('metrics and health', () => {
     sim.clearFaults();
     await waitFor(async () => (await get(`${url}/readyz`)).status === 200, 'ready again', 20_000);
     expect((await get(`${url}/nope`)).status).toBe(404);
+  });
+
+  it('one address holds at most 16 connections: the probes still answer everyone else', async () => {
+    const url = await run();
+    const held = await Promise.all(Array.from({ length: 16 }, () => openFrom(url, '127.0.0.1')));
+    expect(await closedWithin(await openFrom(url, '127.0.0.1'), 5000)).toBe(true);
+    expect(await getFrom(url, '127.0.0.3', '/livez')).toMatch(/^HTTP\/1\.1 200 /);
+    for (const h of held) h.socket.destroy();
   });
 
   it('goes on without the endpoints when the port is taken', async () => {

@@ -27,10 +27,12 @@ import Agent from 'undici/lib/dispatcher/agent.js';
 import EnvHttpProxyAgent from 'undici/lib/dispatcher/env-http-proxy-agent.js';
 import ProxyAgent from 'undici/lib/dispatcher/proxy-agent.js';
 import DispatcherBase from 'undici/lib/dispatcher/dispatcher.js';
-import api from 'undici/lib/api/index.js';
+import request from 'undici/lib/api/api-request.js';
+import connect from 'undici/lib/api/api-connect.js';
 
-// what undici's main entry does: request(), connect() (a proxy's CONNECT), ... on every dispatcher
-Object.assign(DispatcherBase.prototype, api);
+// what undici's main entry does, for the two methods used: request(), and connect() (a proxy's
+// CONNECT tunnel); stream, pipeline and upgrade stay unloaded
+Object.assign(DispatcherBase.prototype, { request, connect });
 import { readBounded, type BoundedBody } from './http-body.ts';
 
 export interface HttpClientOptions {

@@ -23,8 +23,12 @@ declare module 'undici/lib/dispatcher/dispatcher.js' {
   const DispatcherClass: typeof Dispatcher;
   export default DispatcherClass;
 }
-declare module 'undici/lib/api/index.js' {
-  /** request, stream, pipeline, upgrade, connect: the methods undici's main entry puts on Dispatcher.prototype. */
-  const api: Record<string, (...args: never[]) => unknown>;
-  export default api;
+/** Dispatcher.prototype.request and .connect, which undici's main entry puts there. */
+declare module 'undici/lib/api/api-request.js' {
+  const request: (...args: never[]) => unknown;
+  export default request;
+}
+declare module 'undici/lib/api/api-connect.js' {
+  const connect: (...args: never[]) => unknown;
+  export default connect;
 }

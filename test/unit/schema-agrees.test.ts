@@ -12,7 +12,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { RelayConfig } from '../../src/approval/relay.ts';
-import { loadConfigFile, parseConfigText } from '../../src/config/load.ts';
+import { parseConfigText } from '../../src/config/load.ts';
 import { jsonSchema } from '../../src/config/schema.ts';
 import { EXAMPLE_ENV, ROOT } from '../helpers.ts';
 
@@ -48,7 +48,6 @@ describe('the JSON Schema and validate agree', () => {
 
   it('a key written with no value is absent for both; what validate refuses, the schema refuses', () => {
     const text = 'identity:\nlog:\nobservability:\n';
-    expect(loadConfigFile).toBeDefined();
     expect(parseConfigText(text, 'x', {}).log.level).toBe('info');
     expect(bridge(asWritten(text))).toBe(true);
     for (const bad of ['imds: { pollIntervalMs: 10 }', 'sinks: [{ name: a, type: carrier-pigeon }]', 'wat: 1', 'sinks: [null]']) {

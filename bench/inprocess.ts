@@ -171,7 +171,7 @@ export async function phaseThroughput() {
   const store = Store.open(path);
   const config = SinkConfig.parse({ name: 'hook', type: 'webhook', url: hook.url }) as WebhookConfig;
   const sink = await webhookSink.create(config, { logger: silent, stdout: process.stdout });
-  const dispatcher = new Dispatcher({ store, logger: silent, targets: [{ name: 'hook', type: 'webhook', sink, delivery: DeliveryConfig.parse({}), maxBatchSize: sink.maxBatchSize ?? 1, filter: FilterConfig.parse({}), prepare: false }] });
+  const dispatcher = new Dispatcher({ store, logger: silent, targets: [{ name: 'hook', type: 'webhook', sink, delivery: DeliveryConfig.parse({}), maxBatchSize: sink.maxBatchSize ?? 1, filter: FilterConfig.parse({}), prepare: false, undoes: false }] });
   dispatcher.start();
   const vm = identityFrom(null, { name: 'bench-vm' });
   let previous: EventsDocument | null = null;

@@ -18,13 +18,16 @@ import { SHUTDOWN_DEADLINE_MS, type DispatchTarget, type OutcomeReport } from '.
 import type { ImdsClient } from '../imds/client.ts';
 import { identityFrom, type VmIdentity } from '../imds/identity.ts';
 import { secretKey } from '../lib/standard-webhooks.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import { Metrics } from '../observability/metrics.ts';
+import { recorded } from './preparations.ts';
+import { ReadBroadcast } from './reads.ts';
 import type { ApprovalLinks } from '../sinks/contract.ts';
 import { StateLock } from '../store/lock.ts';
 import { Store } from '../store/store.ts';
-import { compose, type BridgeOptions, type Parts } from './compose.ts';
+import { compose, type BridgeOptions, type Parts, type Shared } from './compose.ts';
 import { buildTargets } from './targets.ts';
 import { tokenEndpointFollowsImds } from '../sinks/shared/azure.ts';
+import { errorFields } from '../lib/errors.ts';
 
 export type { BridgeOptions } from './compose.ts';
 
@@ -54,13 +57,13 @@ export class Bridge {
   #tasks: Promise<void>[] = [];
   #stopped = false;
 
-  private constructor(o: BridgeOptions, store: Store, lock: StateLock | null, targets: readonly DispatchTarget[], links: ApprovalLinks | null) {
+  private constructor(o: BridgeOptions, store: Store, lock: StateLock | null, targets: readonly DispatchTarget[], links: ApprovalLinks | null, shared: Shared) {
     this.#o = o;
     this.store = store;
     this.#lock = lock;
     this.#targets = targets;
     this.approvalLinks = links;
-    this.#parts = compose(o, store, targets, this.#abort.signal, () => this.status().ready, (report) => this.#onOutcome(report));
+    this.#parts = compose(o, store, targets, this.#abort.signal, () => this.status().ready, (report) => this.#onOutcome(report), shared);
     ({ metrics: this.metrics, client: this.client, approvals: this.approvals } = this.#parts);
   }
 
@@ -106,8 +109,20 @@ export class Bridge {
     const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, o.config, process.env);
     if (tokenEndpoint !== null) o.logger.info({ code: 'TOKEN_ENDPOINT', endpoint: tokenEndpoint }, 'managed identity tokens are asked from the configured IMDS endpoint');
     try {
-      const targets = await buildTargets(o.config.sinks, { logger: o.logger, stdout: o.stdout ?? process.stdout, store, approval: links, dryRun: o.dryRun ?? false, ...(o.sinkCreateDeadlineMs === undefined ? {} : { createDeadlineMs: o.sinkCreateDeadlineMs }) });
-      holder.bridge = new Bridge(o, store, lock, targets, links ?? null);
+      const shared: Shared = { metrics: new Metrics(store), reads: new ReadBroadcast(o.logger) };
+      const targets = await buildTargets(o.config.sinks, {
+        logger: o.logger,
+        stdout: o.stdout ?? process.stdout,
+        store,
+        approval: links,
+        dryRun: o.dryRun ?? false,
+        vm: () => holder.bridge?.identity ?? fallbackVm,
+        reads: shared.reads,
+        metrics: shared.metrics.sinkMetrics(),
+        preparations: (eventId) => recorded(store, eventId),
+        ...(o.sinkCreateDeadlineMs === undefined ? {} : { createDeadlineMs: o.sinkCreateDeadlineMs }),
+      });
+      holder.bridge = new Bridge(o, store, lock, targets, links ?? null, shared);
     } catch (err) {
       store.close();
       lock?.release();
@@ -199,8 +214,35 @@ export class Bridge {
     this.metrics.deliveryDuration.observe({ sink: report.sink }, report.durationMs / 1000);
     if (report.outcome === 'delivered') {
       this.metrics.changeToDelivery.observe({ sink: report.sink }, Math.max(0, Date.now() - report.createdAt) / 1000);
-      this.#parts.auto.delivered(report);
     }
+    const target = this.#targets.find((t) => t.name === report.sink);
+    if (target !== undefined && (target.prepare || target.undoes)) this.#preparation(report);
+    if (report.outcome === 'delivered') this.#parts.auto.delivered(report);
     this.#o.onOutcome?.(report);
+  }
+
+  /** preparation keeps where a preparation stands for the event (status, /readyz, chat) and counts it. */
+  #preparation(report: OutcomeReport): void {
+    const undo = report.transition === 'completed' || report.transition === 'canceled';
+    if (report.transition === 'approved') return;
+    const before = this.store.preparations(report.eventId).find((r) => r.sink === report.sink);
+    try {
+      if (report.outcome === 'delivered') {
+        const state = undo ? 'undone' : 'done';
+        // an undo of something never prepared (a maintenance seen only once it was over) is not worth a line
+        if (undo && before === undefined) return;
+        this.store.recordPreparation(report.eventId, report.sink, state, report.detail ?? null);
+        if (before?.state === state) return;
+        this.metrics.prepares.inc({ sink: report.sink, outcome: state });
+        if (state === 'done') this.metrics.prepareSeconds.observe({ sink: report.sink }, Math.max(0, Date.now() - report.createdAt) / 1000);
+      } else if (report.outcome === 'dead-letter') {
+        this.store.recordPreparation(report.eventId, report.sink, 'failed', report.reason ?? null);
+        this.metrics.prepares.inc({ sink: report.sink, outcome: 'failed' });
+      } else if (!undo && before?.state !== 'done') {
+        this.store.recordPreparation(report.eventId, report.sink, 'pending', report.reason ?? null);
+      }
+    } catch (err) {
+      this.#o.logger.warn({ sink: report.sink, eventId: report.eventId, ...errorFields(err) }, 'cannot record the preparation state');
+    }
   }
 }

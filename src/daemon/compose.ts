@@ -12,7 +12,11 @@ import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery
 import { route } from '../delivery/route.ts';
 import { ImdsClient } from '../imds/client.ts';
 import { scrubber } from '../lib/log.ts';
-import { Metrics } from '../observability/metrics.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { preparationStates } from './preparations.ts';
+import { preparesTheVm } from '../sinks/registry.ts';
+import type { ReadBroadcast } from './reads.ts';
+import { affects } from '../imds/identity.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { Store } from '../store/store.ts';
 import { AutoApprover } from './auto-approver.ts';
@@ -38,6 +42,12 @@ export interface BridgeOptions {
   identityRetryMs?: number;
 }
 
+/** What the sinks were given before the parts existed: the metrics registry and the IMDS reads. */
+export interface Shared {
+  readonly metrics: Metrics;
+  readonly reads: ReadBroadcast;
+}
+
 export interface Parts {
   readonly metrics: Metrics;
   readonly client: ImdsClient;
@@ -57,9 +67,10 @@ export function compose(
   signal: AbortSignal,
   isReady: () => boolean,
   onOutcome: (report: OutcomeReport) => void,
+  shared: Shared,
 ): Parts {
   const { imds, identity: i } = o.config;
-  const metrics = new Metrics(store);
+  const { metrics, reads } = shared;
   const client = new ImdsClient({ ...imds, onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds) });
   const identity = new IdentityLoop({
     client,
@@ -92,6 +103,7 @@ export function compose(
       }
       auto.apply(document.events);
     },
+    read: (document) => reads.publish({ events: document.events, vmName: identity.current.name }),
   });
   const approvals = new ApprovalService({
     store,
@@ -129,13 +141,26 @@ export function compose(
     metrics,
     readiness: () => {
       const ready = isReady();
-      return { ready, reason: poll.reason(ready), ...(inbox !== null ? { details: { inbox: inbox.status() } } : {}) };
+      const details: Record<string, unknown> = {};
+      if (inbox !== null) details.inbox = inbox.status();
+      const prepared = preparing();
+      if (prepared !== null) details.preparations = prepared;
+      return { ready, reason: poll.reason(ready), ...(Object.keys(details).length > 0 ? { details } : {}) };
     },
     approvals,
     store,
     vm: () => identity.current,
     document: () => poll.document,
   });
+  /** preparing: each pending event of this VM with its preparations, when any sink prepares the VM. */
+  const preparing = () => {
+    const vmName = identity.current.name;
+    const events = (poll.document?.events ?? []).filter((e) => affects(e.resources, vmName));
+    if (!o.config.sinks.some(preparesTheVm)) return null;
+    return events
+      .map((e) => ({ eventId: e.eventId, eventType: e.eventType, eventStatus: e.eventStatus, preparations: preparationStates(store, o.config.sinks, e, vmName) }))
+      .filter((x) => x.preparations.length > 0);
+  };
   const auto: AutoApprover = new AutoApprover({
     store,
     approvals,

@@ -29,6 +29,8 @@ export interface PollLoopOptions {
   readonly route: (events: readonly BridgeEvent[]) => PendingEvent[];
   /** Called after a change is committed, with its CloudEvents and the new document. */
   readonly committed: (events: readonly BridgeEvent[], document: EventsDocument) => void;
+  /** Called after every successful read (changed or not), with the document it left current. */
+  readonly read?: (document: EventsDocument) => void;
 }
 
 export class PollLoop {
@@ -84,6 +86,7 @@ export class PollLoop {
       try {
         const result = await pollOnce(this.#o.client, this.#baseline, this.#o.identity(), { signal, priorOccurrences: (key) => store.priorOccurrences(key) });
         this.#apply(result);
+        if (this.document !== null) this.#o.read?.(this.document);
         metrics.polls.inc({ result: result.kind, code: '' });
         metrics.consecutiveFailures.set(0);
         if (this.#failures > 0) logger.info({ failures: this.#failures }, 'polls recovered');

@@ -11,7 +11,8 @@
 import type { Logger } from 'pino';
 import type { SinkConfig } from '../config/schema.ts';
 import type { DispatchTarget } from '../delivery/dispatcher.ts';
-import type { ApprovalLinks } from '../sinks/contract.ts';
+import type { ApprovalLinks, ImdsReads, PreparationState, SinkMetrics } from '../sinks/contract.ts';
+import type { VmIdentity } from '../imds/identity.ts';
 import { noopSink } from '../sinks/noop.ts';
 import { sinkModuleOf } from '../sinks/registry.ts';
 import type { Store } from '../store/store.ts';
@@ -27,6 +28,10 @@ export interface TargetContext {
   readonly store: Store;
   readonly approval: ApprovalLinks | undefined;
   readonly dryRun: boolean;
+  readonly vm: () => VmIdentity;
+  readonly reads: ImdsReads;
+  readonly metrics: SinkMetrics;
+  readonly preparations: (eventId: string) => readonly PreparationState[];
   /** Default SINK_CREATE_DEADLINE_MS. */
   readonly createDeadlineMs?: number;
 }
@@ -46,6 +51,10 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
               stdout: ctx.stdout,
               state: ctx.store.sinkState(sc.name),
               ...(ctx.approval ? { approval: ctx.approval } : {}),
+              vm: ctx.vm,
+              reads: ctx.reads,
+              metrics: ctx.metrics,
+              preparations: ctx.preparations,
             }),
             deadlineMs,
             () => new BridgeError('SINK_CREATE_FAILED', `${where}: create() did not finish within ${deadlineMs / 1000} s`),
@@ -60,7 +69,8 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
         delivery: sink.attemptTimeoutMs === undefined ? sc.delivery : { ...sc.delivery, timeoutMs: sink.attemptTimeoutMs },
         maxBatchSize: sink.maxBatchSize ?? module.maxBatchSize,
         filter: sc.filter,
-        prepare: sc.type === 'exec' && sc.prepare,
+        prepare: 'prepare' in sc && sc.prepare === true,
+        undoes: module.undoes === true,
       });
     }
   } catch (err) {

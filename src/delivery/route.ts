@@ -5,7 +5,8 @@
  * A preparation (a sink with `prepare: true`) takes only what prepares, unless its filter names
  * transition types itself: `scheduled`, `updated`, and `started` for an event it never saw
  * before (a host failure skips Scheduled). A drain script must not drain the VM again when the
- * event is approved, starts or completes.
+ * event is approved, starts or completes. A preparation that also gives the VM back (probe,
+ * kubernetes: `undoes`) takes `completed` and `canceled` as well.
  */
 import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';
@@ -13,8 +14,9 @@ import type { PendingEvent } from '../store/store.ts';
 import type { DispatchTarget } from './dispatcher.ts';
 
 /** preparationTakes: whether a preparation with this filter takes the transition. */
-export function preparationTakes(filter: FilterConfig, transition: string, seenBefore: () => boolean): boolean {
+export function preparationTakes(filter: FilterConfig, transition: string, seenBefore: () => boolean, undoes = false): boolean {
   if (filter.types !== undefined) return true;
+  if (undoes && (transition === 'completed' || transition === 'canceled')) return true;
   return transition === 'scheduled' || transition === 'updated' || (transition === 'started' && !seenBefore());
 }
 
@@ -24,7 +26,7 @@ export function route(events: readonly BridgeEvent[], targets: readonly Dispatch
     const d = e.data!;
     const transition = transitionOf(e);
     const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
-    const takes = (t: DispatchTarget) => matchesFilter(t.filter, subject, vmName) && (!t.prepare || preparationTakes(t.filter, transition, () => seenBefore(d.eventId)));
+    const takes = (t: DispatchTarget) => matchesFilter(t.filter, subject, vmName) && (!(t.prepare || t.undoes) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));
     return {
       id: e.id,
       eventId: d.eventId,

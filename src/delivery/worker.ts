@@ -20,8 +20,10 @@ export interface DispatchTarget {
   readonly maxBatchSize: number;
   /** Which CloudEvents the sink takes. */
   readonly filter: FilterConfig;
-  /** A preparation hook: its success can approve an event (exec sinks with `prepare: true`). */
+  /** A preparation: its success can approve an event (a sink with `prepare: true`). */
   readonly prepare: boolean;
+  /** A sink that prepares the VM and gives it back (it takes completed and canceled too). */
+  readonly undoes: boolean;
 }
 
 export interface OutcomeReport {
@@ -36,6 +38,8 @@ export interface OutcomeReport {
   createdAt: number;
   /** How long the attempt took. */
   durationMs: number;
+  /** What the sink said it did, when delivered. */
+  detail?: string;
 }
 
 export interface DispatcherOptions {
@@ -191,12 +195,24 @@ export class Worker {
       const outcome: Outcome = raw.status === 'delivered' ? raw : { ...raw, reason: clean(raw.reason) };
       const attempts = row.attempts + 1;
       const fields = { sink: this.#t.name, eventId: row.eventId, ceId: row.ceId, attempts };
-      const report = (o: OutcomeReport['outcome'], reason?: string) =>
-        onOutcome?.({ sink: this.#t.name, ceId: row.ceId, eventId: row.eventId, transition: row.transition, outcome: o, attempts, createdAt: row.createdAt, durationMs, ...(reason ? { reason } : {}) });
+      const report = (o: OutcomeReport['outcome'], reason?: string, detail?: string) =>
+        onOutcome?.({
+          sink: this.#t.name,
+          ceId: row.ceId,
+          eventId: row.eventId,
+          transition: row.transition,
+          outcome: o,
+          attempts,
+          createdAt: row.createdAt,
+          durationMs,
+          ...(reason ? { reason } : {}),
+          ...(detail ? { detail } : {}),
+        });
       if (outcome.status === 'delivered') {
         deliveredIds.push(row.rowId);
-        logger.debug(fields, 'delivered');
-        report('delivered');
+        const detail = typeof outcome.detail === 'string' ? clean(outcome.detail) : undefined;
+        logger.debug(detail ? { ...fields, detail } : fields, 'delivered');
+        report('delivered', undefined, detail);
         return;
       }
       if (outcome.status === 'reject') {

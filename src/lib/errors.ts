@@ -45,6 +45,18 @@ export const CODES = {
   TOKEN_ENDPOINT: 'managed identity tokens are asked from the configured imds.endpoint (it is not Azure\'s), as AZURE_POD_IDENTITY_AUTHORITY_HOST would set it',
   WEBHOOK_REDIRECT: 'a webhook answered with a redirect, which is never followed',
   SLACK_RESPONSE_URL: 'a Slack response_url could not be updated',
+  // preparing the VM: the kubernetes sink
+  KUBE_NOT_CONFIGURED: 'a kubernetes sink has no kubeconfig and is not in a cluster (dead-lettered)',
+  KUBE_NODE_UNKNOWN: "a kubernetes sink cannot tell which Node this VM is (no nodeName, NODE_NAME or resource id)",
+  KUBE_NODE_NOT_FOUND: 'no Node has the providerID of this VM (dead-lettered)',
+  KUBE_NOT_FOUND: 'the Kubernetes API answered 404 (the Node does not exist)',
+  KUBE_FORBIDDEN: 'RBAC refused a Kubernetes API call (403, dead-lettered)',
+  KUBE_UNAUTHORIZED: 'the Kubernetes API refused the credentials (401)',
+  KUBE_API_STATUS: 'the Kubernetes API answered another unexpected status',
+  KUBE_API_UNREACHABLE: 'the Kubernetes API server could not be reached',
+  KUBE_API_TIMEOUT: 'a Kubernetes API call did not finish in time',
+  KUBE_DRAIN_BLOCKED: 'the drain did not finish in its timeout (a budget or an emptyDir volume holds a pod); tried again',
+  KUBE_DRAIN_INCOMPLETE: 'NotBefore passed with the node not drained (dead-lettered)',
   // approvals
   UNKNOWN_EVENT: 'no such event is known to this VM (404)',
   NOT_APPROVABLE: 'the event is not Scheduled, or no longer listed (409)',

@@ -8,8 +8,11 @@ import { VERSION } from '../lib/version.ts';
 import { Counter, Gauge, Histogram, Registry, processMetrics } from '../lib/prometheus.ts';
 import type { Store } from '../store/store.ts';
 import type { EventsDocument } from '../imds/wire.ts';
+import type { SinkMetrics } from '../sinks/contract.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+/** Preparations take seconds to many minutes (a drain waits for pods to stop). */
+const PREPARE_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -25,6 +28,10 @@ export class Metrics {
   readonly consecutiveFailures: Gauge;
   readonly inboxConnected: Gauge;
   readonly inboxCommands: Counter;
+  readonly prepareSeconds: Histogram;
+  readonly prepares: Counter;
+  /** The families sinks asked for by name (SinkMetrics). */
+  readonly #sinkFamilies = new Map<string, Counter | Gauge | Histogram>();
 
   constructor(store?: Store) {
     const r = this.registry;
@@ -54,6 +61,10 @@ export class Metrics {
     this.inboxCommands = r.register(
       new Counter('sebridge_inbox_commands_total', 'Approval commands from the inbox, by result (approved, already-approved, not-approvable, failed, dead-lettered).', ['result']),
     );
+    this.prepareSeconds = r.register(
+      new Histogram('sebridge_prepare_seconds', 'Time from a Scheduled event being observed to its preparation being done, by sink.', ['sink'], PREPARE_BUCKETS),
+    );
+    this.prepares = r.register(new Counter('sebridge_prepare_total', 'Preparation results by sink and outcome (done, failed, undone).', ['sink', 'outcome']));
     this.consecutiveFailures = r.register(new Gauge('sebridge_imds_consecutive_failures', 'IMDS reads failed in a row (0 when the last read succeeded).'));
     if (store !== undefined) {
       const depth = new Gauge('sebridge_outbox_depth', 'Events waiting for delivery, by sink.', ['sink']);
@@ -77,6 +88,26 @@ export class Metrics {
         }
       });
     }
+  }
+
+  /** sinkMetrics hands sinks their own series: one family per name, whichever sink asks first registers it. */
+  sinkMetrics(): SinkMetrics {
+    const family = <F extends Counter | Gauge | Histogram>(name: string, kind: F['kind'], make: () => F): F => {
+      if (!/^sebridge_[a-z0-9_]+$/.test(name)) throw new Error(`a sink's metric name must match sebridge_[a-z0-9_]+, got ${name}`);
+      const known = this.#sinkFamilies.get(name);
+      if (known !== undefined) {
+        if (known.kind !== kind) throw new Error(`metric ${name} is already a ${known.kind}`);
+        return known as F;
+      }
+      const made = this.registry.register(make());
+      this.#sinkFamilies.set(name, made);
+      return made;
+    };
+    return {
+      counter: (name, help, labels) => family(name, 'counter', () => new Counter(name, help, labels)),
+      gauge: (name, help, labels) => family(name, 'gauge', () => new Gauge(name, help, labels)),
+      histogram: (name, help, labels, buckets) => family(name, 'histogram', () => new Histogram(name, help, labels, buckets)),
+    };
   }
 
   /** observeDocument mirrors the current document into the gauges. */

@@ -7,6 +7,9 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import { FilterConfig } from '../pipeline/filter.ts';
+import type { VmIdentity } from '../imds/identity.ts';
+import type { ScheduledEvent } from '../imds/wire.ts';
+import type { Counter, Gauge, Histogram } from '../lib/prometheus.ts';
 import { httpUrl, secret } from '../lib/validators.ts';
 
 export type { BridgeEvent };
@@ -47,11 +50,14 @@ export function refusePlainHttpCredentials(c: { allowInsecureHttp: boolean }, ur
 
 /** Outcome is what happened to one event: the dispatcher decides what to do about it. */
 export type Outcome =
-  | { readonly status: 'delivered' }
+  /** `detail` says what a preparation did ("node drained: 14 pods evicted"), for status and chat messages. */
+  | { readonly status: 'delivered'; readonly detail?: string }
   | { readonly status: 'retry'; readonly reason: string; readonly retryAfterMs?: number }
   | { readonly status: 'reject'; readonly reason: string };
 
 export const delivered: Outcome = Object.freeze({ status: 'delivered' });
+/** deliveredWith: delivered, saying what was done. */
+export const deliveredWith = (detail: string): Outcome => ({ status: 'delivered', detail });
 export const retry = (reason: string, retryAfterMs?: number): Outcome =>
   retryAfterMs === undefined ? { status: 'retry', reason } : { status: 'retry', reason, retryAfterMs };
 export const reject = (reason: string): Outcome => ({ status: 'reject', reason });
@@ -91,6 +97,43 @@ export interface SinkContext {
   readonly state?: SinkState;
   /** Approval links for events a human must decide on, when approvals are configured. */
   readonly approval?: ApprovalLinks;
+  /** Who this VM is (its name in `Resources`, its ARM resource id), as the daemon knows it now. */
+  readonly vm?: () => VmIdentity;
+  /** Every successful IMDS read, for sinks whose state follows what IMDS lists (the probe). */
+  readonly reads?: ImdsReads;
+  /** The daemon's metrics registry, for sinks that export their own series. */
+  readonly metrics?: SinkMetrics;
+  /** What the preparations did for an event, for chat sinks that tell the story. */
+  readonly preparations?: (eventId: string) => readonly PreparationState[];
+}
+
+/** One successful IMDS read: the events it listed, and this VM's name at the time. */
+export interface ImdsRead {
+  readonly events: readonly ScheduledEvent[];
+  readonly vmName: string;
+}
+
+export interface ImdsReads {
+  /** subscribe calls `listener` after every successful IMDS read (changed or not); it returns the unsubscribe. */
+  subscribe(listener: (read: ImdsRead) => void): () => void;
+}
+
+/** SinkMetrics hands out metric families by name (the same family to every sink that asks for it). */
+export interface SinkMetrics {
+  counter(name: string, help: string, labelNames: readonly string[]): Counter;
+  gauge(name: string, help: string, labelNames: readonly string[]): Gauge;
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): Histogram;
+}
+
+/** Where one preparation stands for one event. */
+export interface PreparationState {
+  readonly sink: string;
+  /** pending: not done yet; done: prepared; failed: dead-lettered; undone: given back after the maintenance. */
+  readonly state: 'pending' | 'done' | 'failed' | 'undone';
+  /** What the preparation said it did, or why it failed. */
+  readonly detail: string | null;
+  /** When the state was reached (ISO 8601), or null while pending. */
+  readonly at: string | null;
 }
 
 export interface ApprovalLinks {
@@ -107,6 +150,12 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
   readonly configSchema: z.ZodType<C>;
   /** The largest batch `send` accepts; 1 when the sink sends one event at a time. */
   readonly maxBatchSize: number;
+  /**
+   * A sink that prepares the VM and gives it back afterwards (probe, kubernetes): it takes what
+   * prepares (scheduled, updated, a started never seen before) and what ends the maintenance
+   * (completed, canceled), unless its filter names transition types itself.
+   */
+  readonly undoes?: boolean;
   create(config: C, context: SinkContext): Sink | Promise<Sink>;
 }
 

@@ -13,11 +13,26 @@ import { configSchema as slackConfig, slackSink } from './slack.ts';
 import { configSchema as teamsConfig, teamsSink } from './teams.ts';
 import { configSchema as execConfig, execSink } from './exec.ts';
 import { configSchema as eventGridConfig, eventGridSink } from './eventgrid.ts';
+import { configSchema as probeConfig, probeSink } from './probe.ts';
+import { configSchema as kubernetesConfig, kubernetesSink } from './kubernetes.ts';
 
-const MODULES = [webhookSink, eventHubsSink, serviceBusSink, eventGridSink, slackSink, teamsSink, execSink, stdoutSink, fileSink] as unknown as readonly SinkModule[];
+const MODULES = [webhookSink, eventHubsSink, serviceBusSink, eventGridSink, slackSink, teamsSink, execSink, stdoutSink, fileSink, probeSink, kubernetesSink] as unknown as readonly SinkModule[];
 
 /** The config schema of every sink, in the order of MODULES (the `type` key tells them apart). */
-export const SINK_CONFIG_SCHEMAS = [webhookConfig, eventHubsConfig, serviceBusConfig, eventGridConfig, slackConfig, teamsConfig, execConfig, stdoutConfig, fileConfig, moduleConfig] as const;
+export const SINK_CONFIG_SCHEMAS = [
+  webhookConfig,
+  eventHubsConfig,
+  serviceBusConfig,
+  eventGridConfig,
+  slackConfig,
+  teamsConfig,
+  execConfig,
+  stdoutConfig,
+  fileConfig,
+  probeConfig,
+  kubernetesConfig,
+  moduleConfig,
+] as const;
 
 export const SINK_TYPES: readonly string[] = [...MODULES.map((m) => m.type), 'module'];
 
@@ -31,4 +46,10 @@ function sinkModule(type: string): SinkModule {
 export async function sinkModuleOf(config: SinkConfigBase): Promise<SinkModule> {
   if (config.type !== 'module') return sinkModule(config.type);
   return externalSinkModule(await loadExternalSink((config as ModuleSinkConfig).module)) as unknown as SinkModule;
+}
+
+/** preparesTheVm: the sink is a preparation (`prepare: true`), or one that prepares and gives the VM back (probe, kubernetes). */
+export function preparesTheVm(config: SinkConfigBase): boolean {
+  if ((config as { prepare?: unknown }).prepare === true) return true;
+  return MODULES.find((m) => m.type === config.type)?.undoes === true;
 }

@@ -1,6 +1,7 @@
 /**
  * Approvals: who approved which event, how and when (one record per EventId, written with its
- * `approved` CloudEvent in one transaction), and which preparation hooks succeeded for it.
+ * `approved` CloudEvent in one transaction), which preparation hooks succeeded for it, and
+ * where each preparation stands (pending, done, failed, undone) with what it said.
  */
 import type { Db } from './db.ts';
 import type { Journal, PendingEvent } from './journal.ts';
@@ -14,6 +15,16 @@ export interface ApprovalRecord {
   readonly ceId: string;
 }
 
+export type PreparationStateName = 'pending' | 'done' | 'failed' | 'undone';
+
+export interface PreparationRecord {
+  readonly sink: string;
+  readonly state: PreparationStateName;
+  readonly detail: string | null;
+  /** epoch ms */
+  readonly at: number;
+}
+
 export class Approvals {
   readonly #journal: Journal;
   readonly #s;
@@ -25,6 +36,12 @@ export class Approvals {
       insert: db.prepare('INSERT INTO approvals (event_id, by_whom, via, reason, at, ce_id) VALUES (?, ?, ?, ?, ?, ?)'),
       hookDone: db.prepare('INSERT OR IGNORE INTO hook_results (event_id, sink, at) VALUES (?, ?, ?)'),
       hooksOf: db.prepare('SELECT sink FROM hook_results WHERE event_id = ?'),
+      prepSet: db.prepare(
+        `INSERT INTO preparations (event_id, sink, state, detail, at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (event_id, sink) DO UPDATE SET state = excluded.state, detail = excluded.detail, at = excluded.at`,
+      ),
+      prepOf: db.prepare('SELECT sink, state, detail, at FROM preparations WHERE event_id = ? ORDER BY sink'),
+      prepPrune: db.prepare('DELETE FROM preparations WHERE at < ?'),
     };
   }
 
@@ -43,5 +60,17 @@ export class Approvals {
 
   hooksDone(eventId: string): Set<string> {
     return new Set(this.#s.hooksOf.all<{ sink: string }>(eventId).map((r) => r.sink));
+  }
+
+  recordPreparation(eventId: string, sink: string, state: PreparationStateName, detail: string | null, now: number = Date.now()): void {
+    this.#s.prepSet.run(eventId, sink, state, detail, now);
+  }
+
+  preparations(eventId: string): PreparationRecord[] {
+    return this.#s.prepOf.all<PreparationRecord>(eventId);
+  }
+
+  prunePreparations(before: number): void {
+    this.#s.prepPrune.run(before);
   }
 }

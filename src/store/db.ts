@@ -108,6 +108,18 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
       updated_at INTEGER NOT NULL
     );`,
   },
+  {
+    version: 5,
+    sql: `
+    CREATE TABLE IF NOT EXISTS preparations (
+      event_id TEXT NOT NULL,
+      sink TEXT NOT NULL,
+      state TEXT NOT NULL,
+      detail TEXT,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (event_id, sink)
+    );`,
+  },
 ];
 
 const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

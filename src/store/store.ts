@@ -1,10 +1,10 @@
 /**
  * Store is the bridge's state on one SQLite connection (db.ts): the journal of documents and
  * CloudEvents (journal.ts), the outbox and dead letters (outbox.ts), approvals and hook
- * results (approvals.ts), the replay cache of the approval API (replay.ts) and the sinks' own
+ * results and preparation states (approvals.ts), the replay cache of the approval API (replay.ts) and the sinks' own
  * memory (sink-state.ts). Every failure of any of them is a StoreError.
  */
-import { Approvals, type ApprovalRecord } from './approvals.ts';
+import { Approvals, type ApprovalRecord, type PreparationRecord, type PreparationStateName } from './approvals.ts';
 import { Db } from './db.ts';
 import { Journal, type PendingEvent, type StoredDocument } from './journal.ts';
 import { Outbox, type DeadLetter, type OutboxRow } from './outbox.ts';
@@ -12,7 +12,7 @@ import { ReplayCache } from './replay.ts';
 import { SinkStates, type KeyValue } from './sink-state.ts';
 
 export { StoreError } from './db.ts';
-export type { ApprovalRecord, DeadLetter, OutboxRow, PendingEvent, StoredDocument };
+export type { ApprovalRecord, DeadLetter, OutboxRow, PendingEvent, PreparationRecord, PreparationStateName, StoredDocument };
 
 export class Store {
   readonly path: string;
@@ -106,6 +106,13 @@ export class Store {
   hooksDone(eventId: string): Set<string> {
     return this.#approvals.hooksDone(eventId);
   }
+  /** recordPreparation keeps where one preparation stands for one event. */
+  recordPreparation(eventId: string, sink: string, state: PreparationStateName, detail: string | null, now?: number): void {
+    this.#approvals.recordPreparation(eventId, sink, state, detail, now);
+  }
+  preparations(eventId: string): PreparationRecord[] {
+    return this.#approvals.preparations(eventId);
+  }
   remember(key: string, response: string | null, ttlMs: number, now?: number): boolean {
     return this.#replay.remember(key, response, ttlMs, now);
   }
@@ -126,6 +133,7 @@ export class Store {
   /** prune forgets delivered CloudEvents, occurrence counts and sink state older than `maxAgeMs`. */
   prune(maxAgeMs: number, now: number = Date.now()): number {
     this.#states.prune(now - maxAgeMs);
+    this.#approvals.prunePreparations(now - maxAgeMs);
     return this.#journal.prune(now - maxAgeMs);
   }
 

@@ -59,7 +59,7 @@ function scripted(answer: (e: BridgeEvent, call: number) => Outcome | 'hang' | '
 }
 
 function target(name: string, sink: Sink, delivery: Record<string, number> = {}, maxBatchSize = 10): DispatchTarget {
-  return { name, type: 'test', sink, maxBatchSize, filter: FilterConfig.parse({}), prepare: false, delivery: DeliveryConfig.parse({ initialBackoffMs: 10, maxBackoffMs: 40, timeoutMs: 1000, ...delivery }) };
+  return { name, type: 'test', sink, maxBatchSize, filter: FilterConfig.parse({}), prepare: false, undoes: false, delivery: DeliveryConfig.parse({ initialBackoffMs: 10, maxBackoffMs: 40, timeoutMs: 1000, ...delivery }) };
 }
 
 function start(targets: DispatchTarget[], reports: OutcomeReport[] = []) {

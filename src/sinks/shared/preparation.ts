@@ -1,0 +1,30 @@
+/**
+ * What the sinks that prepare the VM (probe, kubernetes) share: a filter whose scope is this
+ * VM unless told otherwise, the `prepare` switch that lets `approveAfterHooks` wait for them,
+ * and the transitions that prepare and those that give the VM back.
+ */
+import { z } from 'zod';
+import { transitionOf } from '../../pipeline/cloudevent.ts';
+import { FilterConfig, matchesFilter } from '../../pipeline/filter.ts';
+import type { ScheduledEvent } from '../../imds/wire.ts';
+import type { BridgeEvent } from '../contract.ts';
+
+/** A preparation's filter: scope `self` by default (a VM prepares itself for its own maintenance). */
+export const preparationFilter = FilterConfig.extend({ scope: z.enum(['all', 'self', 'leader']).default('self') }).prefault({});
+
+export const preparationKeys = {
+  filter: preparationFilter,
+  /** A preparation: rules with `approveAfterHooks` wait for it to succeed. */
+  prepare: z.boolean().default(false),
+};
+
+/** ends: the transition gives the VM back (the maintenance is over, or will not happen). */
+export function ends(event: BridgeEvent): boolean {
+  const t = transitionOf(event);
+  return t === 'completed' || t === 'canceled';
+}
+
+/** pendingFor: the events IMDS lists that the preparation's filter takes for this VM. */
+export function pendingFor(filter: FilterConfig, events: readonly ScheduledEvent[], vmName: string): ScheduledEvent[] {
+  return events.filter((e) => matchesFilter(filter, { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources }, vmName));
+}

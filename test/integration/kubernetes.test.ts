@@ -1,0 +1,147 @@
+/**
+ * The kubernetes sink through the real @kubernetes/client-node, against testkit/kube-apiserver.ts:
+ * a stand-in for the Kubernetes API server written from its API reference (no API server can
+ * run on the machines the tests run on), over HTTPS with a test CA in the kubeconfig. The
+ * bridge polls the project's IMDS simulator and approves with `approveAfterHooks`.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
+import { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from '../../src/sinks/kubernetes.ts';
+import { freePort, waitFor } from '../helpers.ts';
+
+let api: KubeStandIn | null = null;
+afterEach(async () => {
+  await stopAll();
+  await api?.close();
+  api = null;
+});
+
+const PROVIDER = (vm: string) => `azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/demo-rg/providers/Microsoft.Compute/virtualMachines/${vm}`;
+
+async function bridgeWith(kube: KubeStandIn, sink: Record<string, unknown> = {}, rules: unknown[] = [{ match: {}, action: 'approveAfterHooks' }]): Promise<Harness> {
+  return startBridge({
+    config: { approval: { rules } },
+    sinks: (dir) => {
+      const kubeconfig = join(dir, 'kubeconfig');
+      writeFileSync(kubeconfig, kube.kubeconfig());
+      return [
+        { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+        { name: 'node', type: 'kubernetes', kubeconfig, prepare: true, drain: { timeoutSeconds: 20, gracePeriodSeconds: 30, pollMs: 50 }, ...sink },
+      ];
+    },
+  });
+}
+
+describe('kubernetes sink against the stand-in API server', () => {
+  it('cordons, taints, labels and annotates, drains past a budget, approves once empty, and gives the node back exactly', async () => {
+    api = await new KubeStandIn().start();
+    const before = api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), taints: [{ key: 'dedicated', value: 'web', effect: 'NoSchedule' }] });
+    api.addNode('aks-node-1', { providerID: PROVIDER('vm1') });
+    const snapshot = structuredClone({ labels: before.metadata.labels, annotations: before.metadata.annotations, spec: before.spec });
+    for (let i = 0; i < 4; i += 1) api.addPod('web', `web-${i}`, 'aks-node-0', { owner: 'ReplicaSet' });
+    api.addPod('kube-system', 'kube-proxy-abc', 'aks-node-0', { owner: 'DaemonSet' });
+    api.addPod('kube-system', 'etcd-aks-node-0', 'aks-node-0', { mirror: true });
+    api.addPod('web', 'other-node-pod', 'aks-node-1', { owner: 'ReplicaSet' });
+    api.budgets.set('web/web-2', 2);
+    const h = await bridgeWith(api);
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1500 });
+
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the node is drained', 20_000);
+    // StartRequests only after the node is empty of evictable pods
+    const node = api.nodes.get('aks-node-0')!;
+    expect(node.spec.unschedulable).toBe(true);
+    expect(node.spec.taints).toEqual([{ key: 'dedicated', value: 'web', effect: 'NoSchedule' }, { key: TAINT_KEY, value: 'Reboot', effect: 'NoSchedule' }]);
+    expect(node.metadata.labels![EXCLUDE_LABEL]).toBe('true');
+    expect(JSON.parse(node.metadata.annotations![ANNOTATION]!)).toMatchObject({ eventIds: [e.eventId], cordoned: true, tainted: true, labeled: true });
+    expect(api.podsOn('aks-node-0').map((p) => p.metadata.name).sort()).toEqual(['etcd-aks-node-0', 'kube-proxy-abc']);
+    expect(api.evictions.get('web/web-2')).toEqual([429, 429, 201]);
+    expect(api.evictions.has('kube-system/kube-proxy-abc')).toBe(false);
+    expect(api.evictions.has('kube-system/etcd-aks-node-0')).toBe(false);
+    expect(api.pods.has('web/other-node-pod')).toBe(true);
+    expect(h.sim.startRequests[0]!.eventIds).toEqual([e.eventId]);
+    // the node was found by its providerID (no nodeName, no NODE_NAME), and patched as strategic merge patches
+    const patches = api.requests.filter((r) => r.method === 'PATCH');
+    expect(patches.every((r) => r.contentType === 'application/strategic-merge-patch+json')).toBe(true);
+
+    await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 15_000);
+    await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the node to be given back');
+    const after = api.nodes.get('aks-node-0')!;
+    expect({ labels: after.metadata.labels, annotations: after.metadata.annotations, spec: after.spec }).toEqual(snapshot);
+    const reasons = api.events.map((x) => x.reason);
+    expect(reasons).toEqual(['MaintenanceScheduled', 'Cordoned', 'Drained', 'MaintenanceCompleted', 'Uncordoned']);
+    expect(api.events.every((x) => (x.involvedObject as { kind: string; name: string }).name === 'aks-node-0' && (x.metadata as { namespace: string }).namespace === 'default')).toBe(true);
+    expect(String(api.events[2]!.message)).toContain('4 pods evicted');
+    const prep = h.bridge.store.preparations(e.eventId);
+    expect(prep).toMatchObject([{ sink: 'node', state: 'undone' }]);
+  });
+
+  it('a node cordoned by hand before the event stays cordoned afterwards', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), unschedulable: true });
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
+    const e = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 200 });
+    await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 15_000);
+    await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the annotation to go');
+    const node = api.nodes.get('aks-node-0')!;
+    expect(node.spec.unschedulable).toBe(true);
+    expect(node.spec.taints ?? []).toEqual([]);
+    expect(node.metadata.labels![EXCLUDE_LABEL]).toBeUndefined();
+    expect(api.events.map((x) => x.reason)).not.toContain('Uncordoned');
+    expect(api.events.map((x) => x.reason)).not.toContain('Cordoned');
+  });
+
+  it('an emptyDir pod blocks the drain with a reason that names it; deleteEmptyDirData evicts it', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    api.addPod('web', 'cache-0', 'aks-node-0', { owner: 'ReplicaSet', emptyDir: true });
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0', delivery: { maxAttempts: 1 } });
+    h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => h.bridge.store.deadLetters().some((d) => d.sink === 'node'), 'the blocked drain to be dead-lettered');
+    expect(h.bridge.store.deadLetters().find((d) => d.sink === 'node')!.lastError).toMatch(/KUBE_DRAIN_BLOCKED: cannot delete pods with local storage \(emptyDir\): web\/cache-0/);
+    expect(h.sim.startRequests).toEqual([]);
+    expect(api.pods.has('web/cache-0')).toBe(true);
+    await h.stop();
+
+    const h2 = await bridgeWith(api, { nodeName: 'aks-node-0', drain: { deleteEmptyDirData: true, timeoutSeconds: 20, pollMs: 50 } });
+    h2.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => h2.sim.startRequests.length === 1, 'the approval after the emptyDir pod is evicted', 15_000);
+    expect(api.pods.has('web/cache-0')).toBe(false);
+  });
+
+  it('RBAC refusing eviction, a node that does not exist and an unreachable API: clear dead letters, other sinks unaffected', async () => {
+    api = await new KubeStandIn({ forbid: ['pods/eviction'] }).start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
+    const closed = await freePort();
+    const h = await startBridge({
+      sinks: (dir) => {
+        const kubeconfig = join(dir, 'kubeconfig');
+        writeFileSync(kubeconfig, api!.kubeconfig());
+        const unreachable = join(dir, 'kubeconfig-closed');
+        writeFileSync(unreachable, api!.kubeconfig().replace(api!.url, `https://127.0.0.1:${closed}`));
+        const fast = { maxAttempts: 2, initialBackoffMs: 50, maxBackoffMs: 100 };
+        return [
+          { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+          { name: 'rbac', type: 'kubernetes', kubeconfig, nodeName: 'aks-node-0', delivery: fast },
+          { name: 'missing', type: 'kubernetes', kubeconfig, nodeName: 'no-such-node', delivery: fast },
+          { name: 'down', type: 'kubernetes', kubeconfig: unreachable, nodeName: 'aks-node-0', delivery: fast },
+        ];
+      },
+    });
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => h.bridge.store.deadLetters().length === 3, 'three dead letters', 20_000);
+    const dead = new Map(h.bridge.store.deadLetters().map((d) => [d.sink, d.lastError]));
+    expect(dead.get('rbac')).toMatch(/^rejected: KUBE_FORBIDDEN: evict pod web\/web-0: forbidden by RBAC \(403\): .*cannot create resource "pods\/eviction"/);
+    expect(dead.get('missing')).toMatch(/^rejected: KUBE_NOT_FOUND: get node no-such-node: not found \(404\): nodes "no-such-node" not found/);
+    expect(dead.get('down')).toMatch(/^gave up after 2 attempts: KUBE_API_UNREACHABLE: get node aks-node-0: cannot reach the Kubernetes API server \(ECONNREFUSED\)/);
+    expect(h.kinds()).toEqual([`scheduled:${e.eventId}`]);
+    expect(h.lines.some((l) => l.code === 'KUBE_FORBIDDEN' && l.msg === 'kubernetes preparation failed')).toBe(true);
+    // the pod stays, the node was cordoned (RBAC allowed that) and says so in its annotation
+    expect(api.pods.has('web/web-0')).toBe(true);
+    expect(api.nodes.get('aks-node-0')!.spec.unschedulable).toBe(true);
+  });
+});

@@ -1,0 +1,281 @@
+/**
+ * A stand-in for the Kubernetes API server, written from the Kubernetes API reference: no API
+ * server can run on the machines the tests run on. It speaks HTTPS (the test certificate in
+ * test/fixtures/tls, trusted through the kubeconfig's certificate-authority-data, as a real
+ * cluster's CA is) and bearer-token authentication, and serves the real paths, bodies and
+ * status codes of what the kubernetes sink calls:
+ *
+ *   GET   /api/v1/nodes, /api/v1/nodes/{name}
+ *   PATCH /api/v1/nodes/{name}        strategic-merge-patch+json (maps merge, null deletes,
+ *                                     lists replace as Node's taints do), merge-patch+json,
+ *                                     resourceVersion in the patch is a precondition (409)
+ *   GET   /api/v1/pods?fieldSelector=spec.nodeName=NAME
+ *   GET   /api/v1/namespaces/{ns}/pods/{name}
+ *   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   201, 404, or 429 while a budget holds
+ *                                     the pod; an evicted pod is deleted after its grace period
+ *   POST  /api/v1/namespaces/{ns}/events                 201
+ *
+ * and a Status body for every error. `forbid` makes RBAC refuse a resource with a 403 as the
+ * real authorizer words it.
+ */
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const TLS_DIR = fileURLToPath(new URL('../test/fixtures/tls/', import.meta.url));
+export const KUBE_CERT = readFileSync(`${TLS_DIR}cert.pem`, 'utf8');
+const KUBE_KEY = readFileSync(`${TLS_DIR}key.pem`, 'utf8');
+const TOKEN = 'stand-in-service-account-token';
+
+type Json = Record<string, unknown>;
+
+export interface StandInNode {
+  metadata: { name: string; uid: string; resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: { providerID?: string; unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
+}
+
+export interface StandInPod {
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    annotations?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
+    deletionTimestamp?: string;
+  };
+  spec: { nodeName: string; terminationGracePeriodSeconds?: number; volumes?: { name: string; emptyDir?: Json }[] };
+  status: { phase: string };
+}
+
+export interface KubeStandInOptions {
+  /** Seconds of grace are this many ms here (default 10: a 30 s grace period takes 300 ms). */
+  msPerGraceSecond?: number;
+  /** `pods/eviction`, `nodes`, `events`: answered 403 by "RBAC". */
+  forbid?: string[];
+}
+
+export interface Request {
+  readonly method: string;
+  readonly path: string;
+  readonly contentType: string | undefined;
+  readonly body: unknown;
+}
+
+export class KubeStandIn {
+  readonly nodes = new Map<string, StandInNode>();
+  readonly pods = new Map<string, StandInPod>();
+  readonly events: Json[] = [];
+  readonly requests: Request[] = [];
+  /** Per pod (ns/name): how many more evictions a budget refuses with 429. */
+  readonly budgets = new Map<string, number>();
+  /** Evictions answered, per pod: the HTTP statuses in order. */
+  readonly evictions = new Map<string, number[]>();
+  readonly #server: https.Server;
+  readonly #o: Required<KubeStandInOptions>;
+  #rv = 100;
+  #uid = 0;
+  url = '';
+
+  constructor(options: KubeStandInOptions = {}) {
+    this.#o = { msPerGraceSecond: 10, forbid: [], ...options };
+    this.#server = https.createServer({ cert: KUBE_CERT, key: KUBE_KEY }, (req, res) => void this.#handle(req, res));
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
+    this.url = `https://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** kubeconfig: a kubeconfig file's text that trusts this server's CA and carries its token. */
+  kubeconfig(): string {
+    const ca = Buffer.from(KUBE_CERT).toString('base64');
+    return [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: stand-in`,
+      `  cluster: { server: "${this.url}", certificate-authority-data: "${ca}" }`,
+      'users:',
+      `- name: bridge`,
+      `  user: { token: "${TOKEN}" }`,
+      'contexts:',
+      `- name: stand-in`,
+      '  context: { cluster: stand-in, user: bridge }',
+      'current-context: stand-in',
+      '',
+    ].join('\n');
+  }
+
+  addNode(name: string, spec: StandInNode['spec'] = {}, metadata: Partial<StandInNode['metadata']> = {}): StandInNode {
+    const node: StandInNode = { metadata: { name, uid: this.#nextUid(), resourceVersion: this.#nextRv(), labels: { 'kubernetes.io/hostname': name }, annotations: {}, ...metadata }, spec: structuredClone(spec) };
+    this.nodes.set(name, node);
+    return node;
+  }
+
+  addPod(namespace: string, name: string, nodeName: string, more: { owner?: string; mirror?: boolean; emptyDir?: boolean; grace?: number; phase?: string } = {}): StandInPod {
+    const pod: StandInPod = {
+      metadata: {
+        name,
+        namespace,
+        uid: this.#nextUid(),
+        ...(more.mirror ? { annotations: { 'kubernetes.io/config.mirror': 'abc123' } } : {}),
+        ...(more.owner ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: more.owner, name: `${name}-owner`, uid: this.#nextUid(), controller: true }] } : {}),
+      },
+      spec: { nodeName, terminationGracePeriodSeconds: more.grace ?? 30, ...(more.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}) },
+      status: { phase: more.phase ?? 'Running' },
+    };
+    this.pods.set(`${namespace}/${name}`, pod);
+    return pod;
+  }
+
+  podsOn(node: string): StandInPod[] {
+    return [...this.pods.values()].filter((p) => p.spec.nodeName === node);
+  }
+
+  #nextRv(): string {
+    return String((this.#rv += 1));
+  }
+
+  #nextUid(): string {
+    this.#uid += 1;
+    return `00000000-0000-4000-8000-${String(this.#uid).padStart(12, '0')}`;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'https://stand-in');
+    let body: unknown = null;
+    try {
+      body = text === '' ? null : JSON.parse(text);
+    } catch {
+      return status(res, 400, 'BadRequest', 'the body is not JSON');
+    }
+    this.requests.push({ method: req.method ?? '', path: `${url.pathname}${url.search}`, contentType: req.headers['content-type'], body });
+    if (req.headers.authorization !== `Bearer ${TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
+    const p = url.pathname.split('/').filter(Boolean);
+    const forbid = (resource: string, verb: string, ns?: string) => {
+      if (!this.#o.forbid.includes(resource)) return false;
+      const where = ns === undefined ? 'at the cluster scope' : `in the namespace "${ns}"`;
+      status(res, 403, 'Forbidden', `${resource.split('/')[0]} is forbidden: User "system:serviceaccount:kube-system:se-bridge" cannot ${verb} resource "${resource}" in API group "" ${where}`);
+      return true;
+    };
+    // /api/v1/nodes[/{name}]
+    if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'nodes') {
+      if (forbid('nodes', req.method === 'PATCH' ? 'patch' : p[3] ? 'get' : 'list')) return;
+      if (p.length === 3 && req.method === 'GET') return json(res, 200, { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) }, items: [...this.nodes.values()].map(withKind('Node')) });
+      const node = this.nodes.get(p[3] ?? '');
+      if (p.length !== 4) return status(res, 404, 'NotFound', 'the server could not find the requested resource');
+      if (node === undefined) return status(res, 404, 'NotFound', `nodes "${p[3]}" not found`, { name: p[3], kind: 'nodes' });
+      if (req.method === 'GET') return json(res, 200, withKind('Node')(node));
+      if (req.method === 'PATCH') return this.#patchNode(res, node, req.headers['content-type'], body);
+      return status(res, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    }
+    if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'pods' && p.length === 3 && req.method === 'GET') {
+      if (forbid('pods', 'list')) return;
+      const selector = url.searchParams.get('fieldSelector') ?? '';
+      const m = /^spec\.nodeName=(.+)$/.exec(selector);
+      const items = m ? this.podsOn(m[1]!) : [...this.pods.values()];
+      return json(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) }, items: items.map(withKind('Pod')) });
+    }
+    if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'namespaces' && p.length >= 5) {
+      const ns = p[3]!;
+      if (p[4] === 'events' && p.length === 5 && req.method === 'POST') {
+        if (forbid('events', 'create', ns)) return;
+        const e = body as Json & { metadata?: Json };
+        const created = { ...e, metadata: { ...(e.metadata ?? {}), name: `${String(e.metadata?.generateName ?? 'event.')}${this.#nextRv()}`, namespace: ns, uid: this.#nextUid() } };
+        this.events.push(created);
+        return json(res, 201, created);
+      }
+      if (p[4] === 'pods' && p.length === 6 && req.method === 'GET') {
+        if (forbid('pods', 'get', ns)) return;
+        const pod = this.pods.get(`${ns}/${p[5]}`);
+        return pod ? json(res, 200, withKind('Pod')(pod)) : status(res, 404, 'NotFound', `pods "${p[5]}" not found`, { name: p[5], kind: 'pods' });
+      }
+      if (p[4] === 'pods' && p[6] === 'eviction' && p.length === 7 && req.method === 'POST') {
+        if (forbid('pods/eviction', 'create', ns)) return;
+        return this.#evict(res, ns, p[5]!, body);
+      }
+    }
+    status(res, 404, 'NotFound', 'the server could not find the requested resource');
+  }
+
+  #patchNode(res: ServerResponse, node: StandInNode, type: string | undefined, body: unknown): void {
+    if (type !== 'application/strategic-merge-patch+json' && type !== 'application/merge-patch+json') {
+      return status(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) return status(res, 400, 'BadRequest', 'the patch is not a JSON object');
+    const rv = (body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
+    if (rv !== undefined && rv !== node.metadata.resourceVersion) {
+      return status(res, 409, 'Conflict', `Operation cannot be fulfilled on nodes "${node.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`);
+    }
+    const merged = merge(structuredClone(node), body as Json) as StandInNode;
+    merged.metadata.resourceVersion = this.#nextRv();
+    merged.metadata.name = node.metadata.name;
+    merged.metadata.uid = node.metadata.uid;
+    this.nodes.set(node.metadata.name, merged);
+    json(res, 200, withKind('Node')(merged));
+  }
+
+  #evict(res: ServerResponse, ns: string, name: string, body: unknown): void {
+    const key = `${ns}/${name}`;
+    const b = body as { kind?: string; apiVersion?: string; metadata?: { name?: string }; deleteOptions?: { gracePeriodSeconds?: number } } | null;
+    if (b?.kind !== 'Eviction' || b.apiVersion !== 'policy/v1' || b.metadata?.name !== name) {
+      return status(res, 400, 'BadRequest', 'name in URL does not match name in Eviction object');
+    }
+    const answered = (code: number) => this.evictions.set(key, [...(this.evictions.get(key) ?? []), code]);
+    const pod = this.pods.get(key);
+    if (pod === undefined) {
+      answered(404);
+      return status(res, 404, 'NotFound', `pods "${name}" not found`, { name, kind: 'pods' });
+    }
+    const held = this.budgets.get(key) ?? 0;
+    if (held > 0) {
+      this.budgets.set(key, held - 1);
+      answered(429);
+      return status(res, 429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", { causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget pdb needs 1 healthy pods and has 1 currently' }] });
+    }
+    answered(201);
+    if (pod.metadata.deletionTimestamp === undefined) {
+      const grace = Math.min(b.deleteOptions?.gracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30, pod.spec.terminationGracePeriodSeconds ?? 30);
+      pod.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString();
+      const uid = pod.metadata.uid;
+      setTimeout(() => {
+        if (this.pods.get(key)?.metadata.uid === uid) this.pods.delete(key);
+      }, grace * this.#o.msPerGraceSecond).unref();
+    }
+    json(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
+  }
+}
+
+/** merge applies a JSON merge patch (RFC 7396), which is what a strategic merge patch is for the Node fields the sink changes. */
+function merge(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out = (target !== null && typeof target === 'object' && !Array.isArray(target) ? target : {}) as Json;
+  for (const [k, v] of Object.entries(patch as Json)) {
+    if (v === null) delete out[k];
+    else out[k] = merge(out[k], v);
+  }
+  return out;
+}
+
+const withKind = (kind: string) => (o: object) => ({ kind, apiVersion: 'v1', ...o });
+
+function json(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
+  json(res, code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code });
+}

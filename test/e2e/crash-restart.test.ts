@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { tempDir, waitFor } from '../helpers.ts';
+import { freePort, tempDir, waitFor } from '../helpers.ts';
 import { start } from './process.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -98,5 +98,46 @@ describe('SIGKILL and restart', () => {
       else expect({ ...l, time: undefined }).toEqual({ ...first, time: undefined });
     }
     expect(byId.size).toBe(expected.length);
+  });
+
+  it('a probe out of service stays out of service across a SIGKILL until IMDS shows the event completed', async () => {
+    const port = await freePort();
+    const probe = `http://127.0.0.1:${port}/probe`;
+    const cfg = join(dir.path, 'probe.yaml');
+    writeFileSync(
+      cfg,
+      `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }\nstate: { path: ${JSON.stringify(join(dir.path, 'probe-state.db'))} }\n` +
+        `sinks: [{ name: lb, type: probe, listen: "127.0.0.1:${port}", drainSeconds: 0 }]\nlog: { level: warn }\n`,
+    );
+    const status = async () => {
+      try {
+        const r = await fetch(probe);
+        return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+      } catch {
+        return { status: 0, body: {} };
+      }
+    };
+    let child = start(['run', '--config', cfg]);
+    await waitFor(async () => (await status()).status === 200, 'the probe in service', 20_000);
+    const e = sim.addEvent({ EventId: 'PROBE-1', noticeMs: 600_000, startedMs: 600_000 });
+    await waitFor(async () => (await status()).status === 503, 'the probe out of service');
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    // IMDS fails while the bridge comes back: the hold it answers with comes from the store
+    sim.injectFault({ kind: 'status', status: 500, count: 1_000_000 });
+    child = start(['run', '--config', cfg]);
+    const first = await waitFor(async () => {
+      const s = await status();
+      return s.status === 0 ? null : s;
+    }, 'the probe to answer after the restart', 20_000);
+    expect(first).toEqual({ status: 503, body: { status: 'out-of-service', eventId: e.eventId, eventType: 'Reboot', notBefore: expect.any(String) } });
+    sim.clearFaults();
+    sim.startEvent(e.eventId);
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await status()).status).toBe(503);
+    sim.removeEvent(e.eventId);
+    await waitFor(async () => (await status()).status === 200, 'the probe back in service after completion', 20_000);
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
   });
 });

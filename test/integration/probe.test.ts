@@ -1,0 +1,158 @@
+/**
+ * The probe sink over the wire: a real HTTP prober asks the probe every 50 ms while the IMDS
+ * simulator schedules, approves and completes events, and the bridge approves with
+ * `approveAfterHooks` once the probe has drained.
+ */
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { freePort, waitFor } from '../helpers.ts';
+
+afterEach(stopAll);
+
+const POLL_MS = 200;
+
+interface Answer {
+  readonly at: number;
+  readonly status: number;
+  readonly body: Record<string, unknown> | null;
+}
+
+/** ask sends one request to the probe. */
+function ask(url: string, method = 'GET', path = '/probe', body?: string): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Prober asks every 50 ms, as a load balancer would (faster), and keeps every answer. */
+class Prober {
+  readonly answers: Answer[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  constructor(readonly url: string) {}
+  start(): this {
+    const tick = async () => {
+      const at = Date.now();
+      try {
+        const r = await ask(this.url);
+        this.answers.push({ at, status: r.status, body: JSON.parse(r.text) as Record<string, unknown> });
+      } catch {
+        this.answers.push({ at, status: 0, body: null });
+      }
+      if (this.#timer !== null) this.#timer = setTimeout(tick, 50);
+    };
+    this.#timer = setTimeout(tick, 0);
+    return this;
+  }
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+  /** The first answer with `status` at or after `since`. */
+  first(status: number, since: number): Answer | undefined {
+    return this.answers.find((a) => a.at >= since && a.status === status);
+  }
+}
+
+async function bridgeWithProbe(port: number, drainSeconds: number, extra: Partial<Parameters<typeof startBridge>[0]> = {}): Promise<Harness> {
+  return startBridge({
+    config: { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] }, imds: { pollIntervalMs: POLL_MS } },
+    sinks: (dir) => [
+      { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+      { name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds, prepare: true },
+    ],
+    ...extra,
+  });
+}
+
+describe('probe sink', () => {
+  it('goes 503 within a poll of the notice, approves no earlier than drainSeconds later, and is 200 again within a poll of completion', async () => {
+    const port = await freePort();
+    const h = await bridgeWithProbe(port, 2);
+    const url = `http://127.0.0.1:${port}`;
+    const prober = new Prober(url).start();
+    await waitFor(() => prober.answers.some((a) => a.status === 200), 'the probe in service');
+    expect(prober.answers.find((a) => a.status === 200)!.body).toEqual({ status: 'in-service' });
+
+    const scheduledAt = Date.now();
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1000 });
+    const out = await waitFor(() => prober.first(503, scheduledAt), 'the probe out of service');
+    expect(out.at - scheduledAt).toBeLessThanOrEqual(POLL_MS + 500);
+    expect(out.body).toMatchObject({ status: 'out-of-service', eventId: e.eventId, eventType: 'Reboot' });
+    expect(typeof out.body!.notBefore).toBe('string');
+
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval after the drain', 10_000);
+    expect(h.sim.startRequests[0]!.eventIds).toEqual([e.eventId]);
+    // the load balancer has seen 503 for drainSeconds before the maintenance may start
+    expect(h.sim.startRequests[0]!.at - out.at).toBeGreaterThanOrEqual(2000 - 100);
+    expect(prober.answers.filter((a) => a.at > out.at && a.at < h.sim.startRequests[0]!.at).every((a) => a.status === 503)).toBe(true);
+
+    await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 10_000);
+    const completedAt = Date.parse(h.events().find((x) => x.type === 'azure.scheduledevent.completed')!.time);
+    const back = await waitFor(() => prober.first(200, out.at), 'the probe back in service');
+    expect(back.at - completedAt).toBeLessThanOrEqual(POLL_MS + 500);
+    prober.stop();
+    expect(h.bridge.store.preparations(e.eventId)).toMatchObject([{ sink: 'lb', state: 'undone', detail: 'back in the load balancer' }]);
+    const metrics = await h.bridge.metrics.registry.metrics();
+    expect(metrics).toMatch(/^sebridge_probe_in_service\{sink="lb"\} 1$/m);
+    expect(metrics).toMatch(/^sebridge_probe_requests_total\{sink="lb",status="503"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^sebridge_prepare_total\{sink="lb",outcome="done"\} 1$/m);
+    expect(metrics).toMatch(/^sebridge_prepare_total\{sink="lb",outcome="undone"\} 1$/m);
+    expect(metrics).toMatch(/^sebridge_prepare_seconds_count\{sink="lb"\} 1$/m);
+  });
+
+  it('answers 503 from start-up until an IMDS read shows nothing pending, and keeps a hold across a restart until the event completes', async () => {
+    const port = await freePort();
+    const h = await bridgeWithProbe(port, 0, { start: false });
+    const url = `http://127.0.0.1:${port}`;
+    h.sim.injectFault({ kind: 'status', status: 500, count: 1000 });
+    await h.bridge.start();
+    const first = await ask(url);
+    expect(first.status).toBe(503);
+    expect(JSON.parse(first.text)).toMatchObject({ status: 'out-of-service', reason: expect.stringContaining('IMDS') });
+    h.sim.clearFaults();
+    await waitFor(async () => (await ask(url)).status === 200, 'in service after a good read');
+
+    // a restart while an event holds it: the hold is in the store, so 503 from the first answer
+    const e = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 600_000 });
+    await waitFor(async () => (await ask(url)).status === 503, 'out of service');
+    await h.bridge.stop();
+    const again = await startBridge({ sim: h.sim, dir: h.dir, start: false, config: { imds: { pollIntervalMs: POLL_MS } }, sinks: [{ name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 0 }] });
+    h.sim.injectFault({ kind: 'status', status: 500, count: 1000 });
+    await again.bridge.start();
+    expect((await ask(url)).status).toBe(503);
+    h.sim.clearFaults();
+    await new Promise((r) => setTimeout(r, POLL_MS * 3));
+    const held = await ask(url);
+    expect(held.status).toBe(503);
+    expect(JSON.parse(held.text)).toMatchObject({ eventId: e.eventId, eventType: 'Freeze' });
+    h.sim.removeEvent(e.eventId);
+    await waitFor(async () => (await ask(url)).status === 200, 'in service after the event is gone');
+  });
+
+  it('answers only its path, with GET and HEAD, and never reads a body', async () => {
+    const port = await freePort();
+    await bridgeWithProbe(port, 0);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await ask(url)).status === 200, 'in service');
+    const head = await ask(url, 'HEAD');
+    expect(head.status).toBe(200);
+    expect(head.text).toBe('');
+    expect((await ask(url, 'GET', '/probe?x=1')).status).toBe(200);
+    const other = await ask(url, 'GET', '/metrics');
+    expect(other.status).toBe(404);
+    expect(JSON.parse(other.text)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+    const post = await ask(url, 'POST', '/probe', JSON.stringify({ approve: true }));
+    expect(post.status).toBe(405);
+    expect(post.headers.allow).toBe('GET, HEAD');
+    expect(post.headers.connection).toBe('close');
+  });
+});

@@ -11,6 +11,9 @@ import type { EventsDocument } from '../imds/wire.ts';
 import { existsSync } from 'node:fs';
 import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
+import type { SinkConfig } from '../config/schema.ts';
+import { preparationStates } from '../daemon/preparations.ts';
+import type { PreparationState } from '../sinks/contract.ts';
 import { EXIT, loadOrReport, parse, table } from './common.ts';
 
 /** status retries transient failures for 15 s (410 for the documented 70 s), pausing at most 5 s. */
@@ -39,7 +42,7 @@ export async function main(argv: string[]): Promise<number> {
       return EXIT.failure;
     }
     const now = Date.now();
-    const approvals = readApprovals(config.state.path, document.events.map((e) => e.eventId));
+    const { approvals, preparations } = readState(config.state.path, document.events, config.sinks, vm.name);
     const events = document.events.map((e) => ({
       eventId: e.eventId,
       eventType: e.eventType,
@@ -53,6 +56,7 @@ export async function main(argv: string[]): Promise<number> {
       durationInSeconds: e.durationInSeconds,
       description: e.description,
       approval: approvals.get(e.eventId) ?? null,
+      preparations: preparations.get(e.eventId) ?? [],
     }));
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ vm, documentIncarnation: document.incarnation, events }, null, 2)}\n`);
@@ -73,6 +77,8 @@ export async function main(argv: string[]): Promise<number> {
         e.eventId,
       ]);
       process.stdout.write(`\n${table(['TYPE', 'STATUS', 'VMS (* = this VM)', 'NOT BEFORE', 'TIME LEFT', 'DURATION', 'SOURCE', 'APPROVAL', 'EVENT ID'], rows)}\n`);
+      const prepared = events.flatMap((e) => e.preparations.map((p) => [e.eventId, p.sink, p.state, p.at ?? '-', p.detail ?? '-']));
+      if (prepared.length > 0) process.stdout.write(`\nPreparations\n${table(['EVENT ID', 'SINK', 'STATE', 'SINCE', 'DETAIL'], prepared)}\n`);
     }
     return EXIT.ok;
   } finally {
@@ -88,21 +94,29 @@ async function readWithRetry(client: ImdsClient): Promise<EventsDocument> {
   }, READ_RETRY);
 }
 
-/** readApprovals reads the approval records of the daemon's state, when there is one to read. */
-function readApprovals(path: string, eventIds: string[]): Map<string, Pick<ApprovalRecord, 'by' | 'via' | 'at'>> {
-  const out = new Map<string, Pick<ApprovalRecord, 'by' | 'via' | 'at'>>();
-  if (!existsSync(path)) return out;
+/** readState reads the approval records and preparation states of the daemon's state, when there is one to read. */
+function readState(
+  path: string,
+  events: EventsDocument['events'],
+  sinks: readonly SinkConfig[],
+  vmName: string,
+): { approvals: Map<string, Pick<ApprovalRecord, 'by' | 'via' | 'at'>>; preparations: Map<string, PreparationState[]> } {
+  const approvals = new Map<string, Pick<ApprovalRecord, 'by' | 'via' | 'at'>>();
+  const preparations = new Map<string, PreparationState[]>();
+  if (!existsSync(path)) return { approvals, preparations };
   let store: Store | null = null;
   try {
     store = Store.open(path);
-    for (const id of eventIds) {
-      const a = store.approval(id);
-      if (a !== null) out.set(id, { by: a.by, via: a.via, at: a.at });
+    for (const e of events) {
+      const a = store.approval(e.eventId);
+      if (a !== null) approvals.set(e.eventId, { by: a.by, via: a.via, at: a.at });
+      const p = preparationStates(store, sinks, e, vmName);
+      if (p.length > 0) preparations.set(e.eventId, p);
     }
   } catch {
-    /* unreadable state: show the events without approval state */
+    /* unreadable state: show the events without approval or preparation state */
   } finally {
     store?.close();
   }
-  return out;
+  return { approvals, preparations };
 }

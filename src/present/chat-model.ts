@@ -37,6 +37,14 @@ export interface ChatMessage {
   readonly incarnation: number;
   /** The signed approval link, for a Scheduled event the policy leaves to a human. */
   readonly approveUrl: string | null;
+  /** What was done to prepare the VM, and when it was approved ("out of the load balancer · node drained: 14 pods evicted · approved at 10:02, 13 min before NotBefore"), or null. */
+  readonly prepared: string | null;
+}
+
+/** What a preparation reported for the event: its state and what it said. */
+export interface PreparedStep {
+  readonly state: 'pending' | 'done' | 'failed' | 'undone';
+  readonly detail: string | null;
 }
 
 const TYPE_RANK: Record<string, number> = { Preempt: 5, Terminate: 5, Redeploy: 4, Reboot: 3, Freeze: 1 };
@@ -75,7 +83,7 @@ function isHappening(type: string, duration: number): string {
   }
 }
 
-export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string | null } = {}): ChatMessage {
+export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string | null; preparations?: readonly PreparedStep[] } = {}): ChatMessage {
   const d = event.data!;
   const transition = transitionOf(event);
   const observedAt = event.time ?? new Date().toISOString();
@@ -136,7 +144,21 @@ export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string
     observedAt,
     incarnation: d.documentIncarnation,
     approveUrl: showApprove ? options.approveUrl! : null,
+    prepared: preparedLine(options.preparations ?? [], d.approval, nb),
   };
+}
+
+/** preparedLine tells what the preparations did and when the event was approved, in one line. */
+function preparedLine(steps: readonly PreparedStep[], approval: { by: string; via: string; at: string } | undefined, notBefore: number | null): string | null {
+  const parts = steps.filter((s) => s.state === 'done' || s.state === 'failed').map((s) => (s.state === 'failed' ? `preparation failed: ${s.detail ?? 'see the dead letters'}` : (s.detail ?? 'prepared')));
+  const given = steps.filter((s) => s.state === 'undone').map((s) => s.detail ?? 'given back');
+  parts.push(...given);
+  if (approval !== undefined) {
+    const at = Date.parse(approval.at);
+    const early = notBefore !== null && Number.isFinite(notBefore) && Number.isFinite(at) && notBefore > at ? `, ${humanDuration(notBefore - at)} before NotBefore` : '';
+    if (Number.isFinite(at)) parts.push(`approved at ${approval.at.slice(11, 16)} UTC${early}`);
+  }
+  return parts.length === 0 ? null : parts.join(' · ');
 }
 
 function severityOf(type: string): Severity {

@@ -86,6 +86,7 @@ export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
     body.push({ type: 'TextBlock', text: `Your local time: {{DATE(${isoSeconds(nb.iso)}, SHORT)}} {{TIME(${isoSeconds(nb.iso)})}}`, isSubtle: true, size: 'Small', wrap: true });
   }
   if (msg.description !== '') body.push(rich([run(msg.description)]));
+  if (msg.prepared !== null) body.push(rich([{ type: 'TextRun', text: 'Prepared: ', weight: 'Bolder' }, run(msg.prepared)]));
   return {
     type: 'AdaptiveCard',
     $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',

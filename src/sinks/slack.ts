@@ -71,12 +71,13 @@ export const slackSink: SinkModule<SlackConfig> = {
   maxBatchSize: 1,
   async create(config, context) {
     const linkOf = (e: BridgeEvent) => context.approval?.link(e) ?? null;
+    const chat = (e: BridgeEvent) => toChatMessage(e, { approveUrl: linkOf(e), preparations: context.preparations?.(e.data!.eventId) ?? [] });
     if (config.webhookUrl !== undefined) {
       const url = config.webhookUrl;
       const dispatcher = jsonClient();
       return {
         async send(events, { signal }) {
-          return await oneByOne(events, (e) => postJson(dispatcher, url, slackMessage(toChatMessage(e, { approveUrl: linkOf(e) })), signal));
+          return await oneByOne(events, (e) => postJson(dispatcher, url, slackMessage(chat(e)), signal));
         },
         async close() {
           dispatcher.close();
@@ -94,7 +95,7 @@ export const slackSink: SinkModule<SlackConfig> = {
     const channel = config.channel!;
 
     async function deliver(e: BridgeEvent): Promise<Outcome> {
-      const msg = toChatMessage(e, { approveUrl: linkOf(e) });
+      const msg = chat(e);
       const token = msg.approveUrl !== null && context.approval?.slackInteractive ? context.approval.token(e) : null;
       const payload = slackMessage(msg, token !== null ? { interactiveValue: token } : {});
       const key = `message:${msg.eventId}`;

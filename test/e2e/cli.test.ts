@@ -72,7 +72,7 @@ describe('se-bridge CLI', () => {
   it('validate: exit 0 for a valid file', async () => {
     const r = await cli(['validate', '--config', 'config/bridge.example.yaml'], EXAMPLE_ENV);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), grid (eventgrid), chat (slack), teams (teams), drain (exec), audit (file)\n');
+    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), grid (eventgrid), chat (slack), teams (teams), drain (exec), lb (probe), node (kubernetes), audit (file)\n');
   });
 
   it('validate: exit 2 listing every problem by path, an unknown sink type hiding none of the others', async () => {
@@ -86,7 +86,7 @@ describe('se-bridge CLI', () => {
     for (const line of [
       'sinks[0].path: environment variable MISSING_VAR is not set',
       'imds.pollIntervalMs: must be at least 200',
-      'sinks[1].type: must be one of webhook | eventhubs | servicebus | eventgrid | slack | teams | exec | stdout | file | module',
+      'sinks[1].type: must be one of webhook | eventhubs | servicebus | eventgrid | slack | teams | exec | stdout | file | probe | kubernetes | module',
       'sinks[3].name: duplicate sink name "z" (also sinks[2])',
       'sinks[4].module: cannot load',
       'approval.secret: is required with approval.publicUrl',

@@ -101,6 +101,8 @@ describe('SIGKILL and restart', () => {
   });
 
   it('a probe out of service stays out of service across a SIGKILL until IMDS shows the event completed', async () => {
+    // nothing pending for this VM from the test before: the probe starts in service
+    sim.reset();
     const port = await freePort();
     const probe = `http://127.0.0.1:${port}/probe`;
     const cfg = join(dir.path, 'probe.yaml');

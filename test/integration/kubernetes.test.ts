@@ -74,6 +74,9 @@ describe('kubernetes sink against the stand-in API server', () => {
     expect(reasons).toEqual(['MaintenanceScheduled', 'Cordoned', 'Drained', 'MaintenanceCompleted', 'Uncordoned']);
     expect(api.events.every((x) => (x.involvedObject as { kind: string; name: string }).name === 'aks-node-0' && (x.metadata as { namespace: string }).namespace === 'default')).toBe(true);
     expect(String(api.events[2]!.message)).toContain('4 pods evicted');
+    // only what the RBAC in config/kubernetes/ grants: nodes get/list/patch, pods list, pods/eviction and events create
+    const calls = new Set(api.requests.map((r) => `${r.method} ${r.path.replace(/\?.*/, '').replace(/namespaces\/[^/]+/, 'namespaces/NS').replace(/(nodes|pods)\/[^/]+/, '$1/NAME')}`));
+    expect([...calls].sort()).toEqual(['GET /api/v1/nodes', 'GET /api/v1/nodes/NAME', 'GET /api/v1/pods', 'PATCH /api/v1/nodes/NAME', 'POST /api/v1/namespaces/NS/events', 'POST /api/v1/namespaces/NS/pods/NAME/eviction']);
     const prep = h.bridge.store.preparations(e.eventId);
     expect(prep).toMatchObject([{ sink: 'node', state: 'undone' }]);
   });

@@ -36,8 +36,11 @@ function ask(url: string, method = 'GET', path = '/probe', body?: string): Promi
 /** Prober asks every 50 ms, as a load balancer would (faster), and keeps every answer. */
 class Prober {
   readonly answers: Answer[] = [];
+  readonly url: string;
   #timer: NodeJS.Timeout | null = null;
-  constructor(readonly url: string) {}
+  constructor(url: string) {
+    this.url = url;
+  }
   start(): this {
     const tick = async () => {
       const at = Date.now();

@@ -27,7 +27,7 @@ describe('configuration', () => {
 
   it('accepts the shipped example and demo configurations', () => {
     const example = loadConfigFile(join(ROOT, 'config', 'bridge.example.yaml'), EXAMPLE_ENV);
-    expect(example.sinks.map((s) => s.type)).toEqual(['stdout', 'webhook', 'eventhubs', 'servicebus', 'eventgrid', 'slack', 'teams', 'exec', 'file']);
+    expect(example.sinks.map((s) => s.type)).toEqual(['stdout', 'webhook', 'eventhubs', 'servicebus', 'eventgrid', 'slack', 'teams', 'exec', 'probe', 'kubernetes', 'file']);
     const demo = loadConfigFile(join(ROOT, 'config', 'demo.yaml'), {});
     expect(demo.imds.endpoint).toBe('http://127.0.0.1:8080');
   });

@@ -1,6 +1,6 @@
 /**
  * The few Kubernetes API calls the kubernetes sink makes, through @kubernetes/client-node:
- * nodes get/list/patch, pods list and get, pods/eviction create, events create. Nothing else,
+ * nodes get/list/patch, pods list, pods/eviction create, events create. Nothing else,
  * which is what the RBAC in config/kubernetes/ grants. Each call has a deadline, and each
  * failure becomes a KubeFailure that says whether trying again can help.
  */
@@ -46,8 +46,6 @@ export interface Kube {
   nodeByProviderId(providerId: string): Promise<KubeNode | null>;
   patchNode(name: string, patch: unknown): Promise<KubeNode>;
   podsOn(node: string): Promise<KubePod[]>;
-  /** podUid: the uid of the pod of that name now, or null when there is none. */
-  podUid(namespace: string, name: string): Promise<string | null>;
   evict(pod: KubePod, gracePeriodSeconds: number): Promise<Eviction>;
   /** event records a Kubernetes Event on the Node; a failure is logged by the caller's logger, never thrown. */
   event(node: KubeNode, reason: string, message: string): Promise<void>;
@@ -95,15 +93,6 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
       const list = await call(`list pods on ${node}`, () => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }));
       return list.items.map(podOf);
     },
-    async podUid(namespace, name) {
-      try {
-        const pod = await call(`get pod ${namespace}/${name}`, () => core.readNamespacedPod({ name, namespace }));
-        return pod.metadata?.uid ?? null;
-      } catch (err) {
-        if (err instanceof KubeFailure && err.status === 404) return null;
-        throw err;
-      }
-    },
     async evict(pod, gracePeriodSeconds) {
       const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace }, deleteOptions: { gracePeriodSeconds } };
       try {
@@ -141,7 +130,7 @@ function unconfigured(): Kube {
   const fail = (): never => {
     throw new KubeFailure('KUBE_NOT_CONFIGURED', 'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)', false);
   };
-  return { readNode: fail, nodeByProviderId: fail, patchNode: fail, podsOn: fail, podUid: fail, evict: fail, event: async () => undefined };
+  return { readNode: fail, nodeByProviderId: fail, patchNode: fail, podsOn: fail, evict: fail, event: async () => undefined };
 }
 
 interface NodeLike {

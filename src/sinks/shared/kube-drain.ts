@@ -3,8 +3,8 @@
  * does: DaemonSet pods and mirror (static) pods stay, PodDisruptionBudgets are honoured (a 429
  * is tried again with backoff until the deadline), each pod gets at most `gracePeriodSeconds`
  * (its own, if shorter, wins), and a pod with an emptyDir volume blocks the drain unless
- * `deleteEmptyDirData`. It returns once every evicted pod is gone, or says what still holds
- * the node when the deadline comes.
+ * `deleteEmptyDirData`. It returns once every evicted pod is gone from the node's pod list, or
+ * says what still holds the node when the deadline comes.
  */
 import type { Logger } from 'pino';
 import { sleep } from '../../lib/time.ts';
@@ -52,39 +52,38 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
       }
     }
     o.logger.info({ node, pods: pods.length, round: round + 1 }, 'draining the node');
-    const results = await pool(pods, CONCURRENCY, (pod) => evictAndWait(kube, pod, o));
+    const results = await pool(pods, CONCURRENCY, (pod) => evictOne(kube, pod, o));
     const held = results.filter((r): r is string => typeof r === 'string');
     evicted += results.filter((r) => r === true).length;
     if (held.length > 0) return { kind: 'blocked', reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}` };
+    const stopping = await waitGone(kube, node, new Set(pods.map((p) => p.uid)), o);
+    if (stopping.length > 0) return { kind: 'blocked', reason: `evicted but not stopped yet: ${stopping.slice(0, 3).map(named).join(', ')}${stopping.length > 3 ? ` and ${stopping.length - 3} more` : ''}` };
   }
   const left = evictable(await kube.podsOn(node));
   return left.length === 0 ? { kind: 'drained', evicted } : { kind: 'blocked', reason: `pods keep landing on the node: ${left.slice(0, 3).map(named).join(', ')}` };
 }
 
-/** evictAndWait evicts one pod and waits until it is gone: true when evicted, false when it was gone already, else why not. */
-async function evictAndWait(kube: Kube, pod: KubePod, o: DrainOptions): Promise<boolean | string> {
-  let tries = 0;
-  let result: 'evicted' | 'gone' | 'terminating' = pod.terminating ? 'terminating' : 'evicted';
-  while (!pod.terminating) {
+/** evictOne evicts one pod (a budget's 429 is tried again with backoff): true when evicted, false when it was gone or stopping already, else why not. */
+async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<boolean | string> {
+  if (pod.terminating) return false;
+  for (let tries = 1; ; tries += 1) {
     const grace = Math.min(pod.gracePeriodSeconds ?? o.gracePeriodSeconds, o.gracePeriodSeconds);
     const r = await kube.evict(pod, grace);
-    tries += 1;
     if (r === 'gone') return false;
-    if (r === 'evicted') {
-      result = 'evicted';
-      break;
-    }
+    if (r === 'evicted') return true;
     const pause = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
     if (Date.now() + pause > o.deadline) return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'})`;
     await sleep(pause, o.signal);
   }
-  while (Date.now() < o.deadline) {
-    const uid = await kube.podUid(pod.namespace, pod.name);
-    // gone, or replaced by a new pod of the same name (a StatefulSet's) elsewhere
-    if (uid === null || uid !== pod.uid) return result === 'evicted';
+}
+
+/** waitGone lists the node's pods until none of `uids` is left (a pod replaced under the same name has a new uid), or the deadline; it returns those left. */
+async function waitGone(kube: Kube, node: string, uids: ReadonlySet<string>, o: DrainOptions): Promise<KubePod[]> {
+  for (;;) {
+    const left = (await kube.podsOn(node)).filter((p) => uids.has(p.uid));
+    if (left.length === 0 || Date.now() >= o.deadline) return left;
     await sleep(Math.min(o.pollMs, Math.max(0, o.deadline - Date.now())), o.signal);
   }
-  return `pod ${named(pod)} was evicted but has not stopped yet`;
 }
 
 /** pool runs `work` over `items`, at most `n` at a time, and keeps the results in order. */

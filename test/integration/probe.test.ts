@@ -4,9 +4,12 @@
  * `approveAfterHooks` once the probe has drained.
  */
 import { request } from 'node:http';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { cli } from '../e2e/process.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
 import { freePort, waitFor } from '../helpers.ts';
 
 afterEach(stopAll);
@@ -157,5 +160,46 @@ describe('probe sink', () => {
     expect(post.status).toBe(405);
     expect(post.headers.allow).toBe('GET, HEAD');
     expect(post.headers.connection).toBe('close');
+  });
+
+  it('tells the story: /readyz lists the preparations, and the Slack and Teams messages say what was prepared and when it was approved', async () => {
+    const port = await freePort();
+    const chat = new HttpPeer();
+    await chat.listen();
+    try {
+      const h = await startBridge({
+        config: { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] }, imds: { pollIntervalMs: POLL_MS }, observability: { listen: '127.0.0.1:0' } },
+        sinks: (dir) => [
+          { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+          { name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 1, prepare: true },
+          { name: 'slack', type: 'slack', webhookUrl: `${chat.url}/slack` },
+          { name: 'teams', type: 'teams', webhookUrl: `${chat.url}/teams` },
+        ],
+      });
+      const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 15 * 60_000, startedMs: 600_000 });
+      const readyz = async () => (await (await fetch(`${h.bridge.observabilityUrl}/readyz`)).json()) as { preparations?: { eventId: string; preparations: { sink: string; state: string; detail: string | null }[] }[] };
+      await waitFor(async () => (await readyz()).preparations?.[0]?.preparations[0]?.state === 'pending', 'the preparation pending in /readyz');
+      await waitFor(() => h.kinds().includes(`approved:${e.eventId}`), 'the approval after the drain', 10_000);
+      const ready = await readyz();
+      expect(ready.preparations).toEqual([{ eventId: e.eventId, eventType: 'Reboot', eventStatus: expect.any(String), preparations: [{ sink: 'lb', state: 'done', detail: 'out of the load balancer', at: expect.any(String) }] }]);
+      const approvedText = (path: string) => chat.requests.filter((r) => r.url === path).map((r) => r.body).find((b) => b.includes('approved at'));
+      await waitFor(() => approvedText('/slack') && approvedText('/teams'), 'the approved messages');
+      // "out of the load balancer · approved at 10:02 UTC, 14m 58s before NotBefore"
+      const line = /out of the load balancer · approved at \d\d:\d\d UTC, 1[34]m(?: \d+s)? before NotBefore/;
+      expect(approvedText('/slack')).toMatch(line);
+      expect(approvedText('/teams')).toMatch(line);
+      // the first message, before anything was prepared, says nothing of it
+      expect(chat.requests.find((r) => r.url === '/slack')!.body).not.toContain('out of the load balancer');
+      // `status` shows the same, read from the daemon's state
+      const cfg = join(h.dir, 'status.yaml');
+      writeFileSync(cfg, `imds: { endpoint: ${h.sim.url} }\nstate: { path: ${JSON.stringify(h.config.state.path)} }\nsinks: [{ name: lb, type: probe, listen: "127.0.0.1:${port}", prepare: true }]\n`);
+      const json = await cli(['status', '--json', '--config', cfg]);
+      expect(json.code).toBe(0);
+      expect((JSON.parse(json.stdout) as { events: { preparations: unknown[] }[] }).events[0]!.preparations).toEqual([{ sink: 'lb', state: 'done', detail: 'out of the load balancer', at: expect.any(String) }]);
+      const table = await cli(['status', '--config', cfg]);
+      expect(table.stdout).toMatch(new RegExp(`Preparations\\n.*SINK\\s+STATE[^\\n]*\\n[- ]+\\n${e.eventId}\\s+lb\\s+done\\s+\\S+\\s+out of the load balancer`));
+    } finally {
+      await chat.close();
+    }
   });
 });

@@ -1,11 +1,13 @@
 /**
  * se-bridge demo: the whole pipeline on one machine. Starts the IMDS simulator, runs the
- * bridge against it with a stdout sink and a file sink, plays every scenario once at
- * development timing (one sixtieth of real), and ends with a table of the transitions seen
- * per scenario.
+ * bridge against it with a stdout sink, a file sink and a load balancer probe, plays every
+ * scenario once at development timing (one sixtieth of real), and ends with a table of the
+ * transitions seen per scenario. The probe's answers are printed as they change: 503 while a
+ * Freeze is pending, a long Freeze approved once the probe has drained, 200 afterwards.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Bridge } from '../daemon/bridge.ts';
@@ -18,6 +20,8 @@ import { createLogger } from '../lib/log.ts';
 import { EXIT, onShutdown, parse, table, UsageError } from './common.ts';
 
 const DEFAULT_DURATION_S = 90;
+/** How long the demo's probe drains before a long Freeze is approved. */
+const DRAIN_S = 3;
 /** Time left at the end for the last scenario to play out. */
 const TAIL_MS = 30_000;
 
@@ -44,6 +48,7 @@ export async function main(argv: string[]): Promise<number> {
 
 async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: string, durationS: number): Promise<number> {
   const durationMs = durationS * 1000;
+  const probePort = await freePort();
   const config = validateConfig(
     {
       imds: { endpoint: url, pollIntervalMs: 1000 },
@@ -51,6 +56,8 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
       sinks: [
         { name: 'console', type: 'stdout' },
         { name: 'audit', type: 'file', path: eventsFile },
+        // the load balancer's view of this VM: out of rotation while a Freeze is pending
+        { name: 'lb', type: 'probe', listen: `127.0.0.1:${probePort}`, drainSeconds: DRAIN_S, prepare: true, filter: { scope: 'self', eventTypes: ['Freeze'] } },
       ],
       log: { level: process.env.LOG_LEVEL || 'warn' },
       // The approval server on localhost: events the policy leaves to a human get a link.
@@ -59,6 +66,7 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
         rules: [
           { name: 'user-initiated', match: { eventSource: 'User' }, action: 'approve' },
           { name: 'short-freeze', match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' },
+          { name: 'drain-long-freeze', match: { eventType: 'Freeze', minDurationSeconds: 20 }, action: 'approveAfterHooks' },
         ],
       },
       server: { listen: '127.0.0.1:0' },
@@ -96,12 +104,14 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   );
   bridgeRef = bridge;
   await bridge.start();
-  out.write(`  approvals        policy approves user-initiated events and freezes up to 8 s; links for the rest below\n`);
+  out.write(`  approvals        policy approves user-initiated events and freezes up to 8 s; freezes of 20 s or more once the probe has drained ${DRAIN_S} s; links for the rest below\n`);
+  out.write(`  probe            http://127.0.0.1:${probePort}/probe  (what a load balancer sees: 503 while a Freeze of this VM is pending)\n`);
   out.write(`  metrics          ${bridge.observabilityUrl ?? 'off'}/metrics  (also /livez, /readyz)\n\n`);
   // approval links follow the events they belong to (the stdout sink prints events as it delivers them)
   const linkTimer = setInterval(() => {
     for (const l of linksOut.splice(0)) out.write(`${l}\n`);
   }, 250);
+  const prober = watchProbe(`http://127.0.0.1:${probePort}/probe`, (line) => out.write(`${line}\n`));
 
   const stagger = Math.max(250, Math.min(5000, Math.floor((durationMs - TAIL_MS) / SCENARIOS.length)));
   const timers: NodeJS.Timeout[] = SCENARIOS.map((s, i) =>
@@ -121,6 +131,7 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   });
   for (const t of timers) clearTimeout(t);
   clearInterval(linkTimer);
+  prober.stop();
   await bridge.stop(5000);
 
   const kinds = TRANSITIONS;
@@ -129,4 +140,41 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   out.write(`\nTransitions seen per scenario${interrupted ? ' (interrupted)' : ''}:\n${table(['SCENARIO', ...kinds], [...rows, ['total', ...total]])}\n`);
   out.write(`\nEvery CloudEvent is also in ${eventsFile}\n`);
   return EXIT.ok;
+}
+
+/** watchProbe asks the probe every 250 ms, as a load balancer would, and reports each change of its answer. */
+function watchProbe(url: string, report: (line: string) => void): { stop(): void } {
+  let last = '';
+  let stopped = false;
+  const tick = async () => {
+    try {
+      const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      const body = (await r.json()) as { status?: string; eventType?: string; eventId?: string };
+      const now = `${r.status} ${body.status ?? ''}${body.eventId ? ` (${body.eventType} ${body.eventId})` : ''}`;
+      if (now !== last) report(`   probe lb: ${now}`);
+      last = now;
+    } catch {
+      /* the bridge is starting or stopping */
+    }
+    if (!stopped) timer = setTimeout(tick, 250);
+  };
+  let timer = setTimeout(tick, 250);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** freePort finds a port on 127.0.0.1 nobody listens on. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
 }

@@ -147,6 +147,16 @@ export const SCENARIOS: readonly Scenario[] = [
     ],
   },
   {
+    name: 'drain-then-approve',
+    title: 'Freeze of 30 s: the load balancer probe drains, then the bridge approves',
+    events: [
+      {
+        type: 'Freeze', source: 'Platform', resources: ['self'], noticeSec: 900, durationSeconds: 30, startedSec: 300,
+        description: 'Host server is undergoing memory-preserving maintenance.',
+      },
+    ],
+  },
+  {
     name: 'other-vm-only',
     title: 'Reboot of another VM of the availability set only',
     events: [{ type: 'Reboot', source: 'Platform', resources: ['other'], noticeSec: 900, durationSeconds: -1, startedSec: 300, description: '' }],

@@ -16,6 +16,10 @@ describe('se-bridge demo', () => {
       // the policy approves the user reboot; a platform reboot gets an approval link
       expect(r.stdout).toMatch(/\nuser-reboot\s+1\s+0\s+\d\s+\d\s+0\s+1\n/);
       expect(r.stdout).toMatch(/ {3}approve Reboot \S+: http:\/\/127\.0\.0\.1:\d+\/v1\/approve\?token=[\w-]+\.[\w-]+\n/);
+      // the probe goes out of service for a Freeze of this VM; a long Freeze is approved once it has drained
+      expect(r.stdout).toMatch(/ {3}probe lb: 200 in-service\n[^]* {3}probe lb: 503 out-of-service \(Freeze \S+\)\n/);
+      expect(r.stdout).toMatch(/\ndrain-then-approve\s+1\s+0\s+\d\s+\d\s+0\s+1\n/);
+      expect(r.stdout).toMatch(/APPROVED\s+Freeze\s+\S+\s+.*duration=30s\s+approvedBy=policy drain-long-freeze via=hooks/);
       // host failure appears Started; the other-VM event is still reported (scope all)
       expect(r.stdout).toMatch(/\nhost-failure\s+0\s+0\s+1\s+/);
       expect(r.stdout).toMatch(/\nother-vm-only\s+1\s+/);

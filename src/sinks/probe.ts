@@ -113,7 +113,9 @@ class Probe {
     }
     let hold = this.#holds.get(d.eventId);
     if (hold === undefined) {
-      hold = { eventType: d.eventType, notBefore: d.notBefore, since: Date.now() };
+      // already out of service for another event: the load balancer has been draining since then
+      const since = Math.min(Date.now(), ...[...this.#holds.values()].map((h) => h.since));
+      hold = { eventType: d.eventType, notBefore: d.notBefore, since };
       this.#holds.set(d.eventId, hold);
       this.#save();
       this.#ctx.logger.info({ eventId: d.eventId, eventType: d.eventType, drainSeconds: this.#c.drainSeconds }, 'probe out of service; draining');

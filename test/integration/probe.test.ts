@@ -144,6 +144,18 @@ describe('probe sink', () => {
     await waitFor(async () => (await ask(url)).status === 200, 'in service after the event is gone');
   });
 
+  it('an event that comes while the probe is out of service already counts the drain from then, not again', async () => {
+    const port = await freePort();
+    const h = await bridgeWithProbe(port, 3);
+    const a = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 600_000 });
+    await waitFor(() => h.sim.startRequests.length === 1, 'the first approval after the drain', 10_000);
+    const b = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000 });
+    await waitFor(() => h.sim.startRequests.length === 2, 'the second approval', 10_000);
+    const holds = JSON.parse(h.bridge.store.sinkState('lb').get('holds')!) as Record<string, { since: number }>;
+    expect(holds[b.eventId]!.since).toBe(holds[a.eventId]!.since);
+    expect(h.sim.startRequests[1]!.eventIds).toEqual([b.eventId]);
+  });
+
   it('answers only its path, with GET and HEAD, and never reads a body', async () => {
     const port = await freePort();
     await bridgeWithProbe(port, 0);

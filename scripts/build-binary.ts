@@ -38,6 +38,7 @@ mkdirSync(WORK, { recursive: true });
 const LAZY = {
   azure: { '@azure/event-hubs': 'eventHubs', '@azure/service-bus': 'serviceBus', '@azure/identity': 'identity', rhea: 'rhea' },
   slack: { '@slack/web-api': 'webApi' },
+  kubernetes: { '@kubernetes/client-node': 'client' },
 } as const;
 const common = {
   bundle: true,

@@ -17,10 +17,11 @@ import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { EventGridPeer } from '../../testkit/eventgrid-peer.ts';
+import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 import { readJwt } from '../../src/simulator/identity.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, sessionOf } from '../../testkit/fleet.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
-import { readText, ROOT, tempDir } from '../helpers.ts';
+import { freePort, readText, ROOT, tempDir } from '../helpers.ts';
 import { awaitWhileRunning, command, type Running } from './process.ts';
 
 const BUILT = join(ROOT, 'build', 'se-bridge-linux-x64');
@@ -120,6 +121,37 @@ describe('the single executable (linux-x64)', () => {
       expect(slack.requests[0]!.headers.authorization).toBe('Bearer xoxb-test');
     } finally {
       await Promise.all([slack.close(), amqp.close(), sim.close()]);
+    }
+  }, 60_000);
+
+  it('prepares the VM: a load balancer probe, and a Kubernetes node drained through @kubernetes/client-node loaded from its assets', async () => {
+    const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+    await sim.listen(0);
+    const api = await new KubeStandIn().start();
+    api.addNode('aks-node-0');
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
+    const port = await freePort();
+    try {
+      const kubeconfig = join(dir.path, 'kubeconfig');
+      writeFileSync(kubeconfig, api.kubeconfig());
+      const cfg = daemonConfig('prepare', sim.url, [
+        `{ name: lb, type: probe, listen: "127.0.0.1:${port}", drainSeconds: 0, prepare: true }`,
+        `{ name: node, type: kubernetes, kubeconfig: ${JSON.stringify(kubeconfig)}, nodeName: aks-node-0, prepare: true, drain: { pollMs: 50 } }`,
+      ]);
+      writeFileSync(cfg, `${readFileSync(cfg, 'utf8')}\napproval: { rules: [{ match: {}, action: approveAfterHooks }] }\n`);
+      const run = binary(['run', '--config', cfg]);
+      const e = sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
+      await awaitWhileRunning(run, () => sim.startRequests.length === 1, 'the approval once the probe is out and the node drained');
+      expect((await fetch(`http://127.0.0.1:${port}/probe`)).status).toBe(503);
+      expect(api.nodes.get('aks-node-0')!.spec.unschedulable).toBe(true);
+      expect(api.pods.has('web/web-0')).toBe(false);
+      sim.removeEvent(e.eventId);
+      await awaitWhileRunning(run, () => api.nodes.get('aks-node-0')!.spec.unschedulable === undefined, 'the node given back');
+      expect((await fetch(`http://127.0.0.1:${port}/probe`)).status).toBe(200);
+      run.child.kill('SIGTERM');
+      expect((await run).code).toBe(0);
+    } finally {
+      await Promise.all([api.close(), sim.close()]);
     }
   }, 60_000);
 

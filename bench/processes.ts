@@ -71,7 +71,7 @@ interface Footprinted {
   name: string;
   /** The command; a bridge gets `run --config FILE` appended, a poller the IMDS and webhook URLs. */
   cmd: string[];
-  sinks?: 'webhook+file' | 'stdout+file' | 'every sink type';
+  sinks?: 'webhook+file' | 'webhook+file+probe' | 'stdout+file' | 'every sink type';
   poller?: true;
 }
 
@@ -83,6 +83,7 @@ const COMPILED = join(ROOT, 'dist', 'cli.js');
  */
 export const FOOTPRINTED: Footprinted[] = [
   { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
+  { name: 'package, webhook+file+probe', cmd: [PACKAGE_BIN], sinks: 'webhook+file+probe' },
   { name: 'package, stdout+file', cmd: [PACKAGE_BIN], sinks: 'stdout+file' },
   { name: 'package, every sink type', cmd: [PACKAGE_BIN], sinks: 'every sink type' },
   { name: 'single executable, webhook+file', cmd: [BINARY], sinks: 'webhook+file' },
@@ -116,6 +117,7 @@ export async function phaseFootprint() {
     if (kind === 'stdout+file') return [{ name: 'out', type: 'stdout', format: 'json' }, file];
     const basic = [{ name: 'hook', type: 'webhook', url: hook.url }, file];
     if (kind === 'webhook+file') return basic;
+    if (kind === 'webhook+file+probe') return [...basic, { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 30, prepare: true }];
     return [
       ...basic,
       { name: 'hub', type: 'eventhubs', connectionString: amqp.connectionString('maintenance') },

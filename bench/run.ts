@@ -13,7 +13,9 @@
  *   C. approval round trip: signed POST /v1/approvals to StartRequests at the simulator, directly
  *      and through the relay and the Service Bus stand-in (fleet approvals);
  *   D. fan-out: one document with 50 events to six sinks, and again beside a sink that never answers;
- *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook.
+ *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook;
+ *   H. preparing the VM: scheduled to approved with a load balancer probe (drainSeconds 5) and
+ *      with a Kubernetes drain of 50 pods on the stand-in API server.
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -23,6 +25,7 @@ import { dir, dist, log, quick, ROOT } from './common.ts';
 import { phaseApprovals, phaseFanout, phaseFleetApprovals, phaseIdentity, phaseOutage, phaseThroughput } from './inprocess.ts';
 import { FOOTPRINTED, phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
 import { svg } from './report.ts';
+import { phasePreparation } from './prepare.ts';
 
 try {
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, quick };
@@ -51,6 +54,8 @@ try {
   const outage = phaseOutage(10 * 60_000, quick ? 2000 : 20_000);
   log('G: managed identity (token endpoint, JWT over TLS)');
   const identity = await phaseIdentity();
+  log('H: preparing the VM (probe drain, Kubernetes drain of 50 pods)');
+  const preparation = await phasePreparation();
 
   const strip = (d: ReturnType<typeof dist>) => ({ n: d.n, p50: Math.round(d.p50), p90: Math.round(d.p90), p99: Math.round(d.p99), max: Math.round(d.max) });
   const results = {
@@ -66,6 +71,7 @@ try {
     throughput,
     tenMinuteOutage: outage,
     identity,
+    preparation,
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(ROOT, 'docs', 'latency.svg'), svg(latency));
@@ -111,6 +117,11 @@ try {
     '| Event Hubs over TLS | create to first delivery | one send: p50 | p99 |',
     '|---|---|---|---|',
     ...identity.eventHubs.map((e) => `| ${e.name} | ${e.firstMs} ms | ${e.sendP50} ms | ${e.sendP99} ms |`),
+    '',
+    `| scheduled to approved (StartRequests), approveAfterHooks, poll every 1 s | rounds | each |`,
+    '|---|---|---|',
+    `| load balancer probe, drainSeconds 5 | ${preparation.probeDrain5sMs.length} | ${preparation.probeDrain5sMs.map((v) => `${(v / 1000).toFixed(1)} s`).join(', ')} |`,
+    `| Kubernetes: cordon, taint, drain 50 pods (30 s grace = 300 ms at the stand-in API server) | ${preparation.kubernetesDrain50PodsMs.length} | ${preparation.kubernetesDrain50PodsMs.map((v) => `${(v / 1000).toFixed(1)} s`).join(', ')} |`,
     '',
     `| a 10-minute webhook outage, default policy (${outage.trials} simulated runs of the dispatcher's backoff) | attempts: median ${outage.attemptsMedian}, max ${outage.attemptsMax} | dead-lettered: ${outage.deadLettered} | delivered after recovery: p50 ${(outage.recoveryWaitMs.p50 / 1000).toFixed(1)} s, max ${(outage.recoveryWaitMs.max / 1000).toFixed(1)} s |`,
     '|---|---|---|---|',

@@ -39,7 +39,8 @@ ${CONFIG}
 `,
   status: `Usage: se-bridge status [--config FILE] [--json]
 
-Reads IMDS once: the events with the time left until NotBefore, and who this VM is.
+Reads IMDS once: the events with the time left until NotBefore, their approval and
+preparations (read from the daemon's state database), and who this VM is.
 
 ${CONFIG}
   --json              one JSON document

@@ -2,9 +2,12 @@
  * Benchmark phase H: preparing the VM. Scheduled to approved (StartRequests at the simulator)
  * through `approveAfterHooks` with a load balancer probe (drainSeconds 5), and with a
  * Kubernetes drain of 50 pods on the stand-in API server (testkit/kube-apiserver.ts: no API
- * server can run here), through the real @kubernetes/client-node.
+ * server can run here), through the real @kubernetes/client-node. A prober asks the probe every
+ * 50 ms, as a load balancer would (more often), and times the change to 503 and the completion
+ * to 200.
  */
 import { writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startBridge, stopAll } from '../testkit/harness.ts';
 import { KubeStandIn } from '../testkit/kube-apiserver.ts';
@@ -12,14 +15,17 @@ import { dir, quick, sleep } from './common.ts';
 
 const RULES = { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] }, imds: { pollIntervalMs: 1000 } };
 
-/** approvalTimes adds one event at a time and measures until its StartRequests, `rounds` times. */
-async function approvalTimes(h: Awaited<ReturnType<typeof startBridge>>, rounds: number, between: () => Promise<void> | void): Promise<number[]> {
+type Harness = Awaited<ReturnType<typeof startBridge>>;
+
+/** approvalTimes adds one event at a time and measures until its StartRequests, `rounds` times; `seen` is told each event's id and start. */
+async function approvalTimes(h: Harness, rounds: number, between: () => Promise<void> | void, seen: (eventId: string, t0: number) => void = () => undefined): Promise<number[]> {
   const out: number[] = [];
   for (let r = 0; r < rounds; r++) {
     await between();
     const before = h.sim.startRequests.length;
     const t0 = Date.now();
     const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 15 * 60_000, startedMs: 1500 });
+    seen(e.eventId, t0);
     for (let k = 0; k < 1200 && h.sim.startRequests.length === before; k++) await sleep(25);
     const start = h.sim.startRequests[before];
     out.push(start === undefined ? NaN : start.at - t0);
@@ -29,17 +35,58 @@ async function approvalTimes(h: Awaited<ReturnType<typeof startBridge>>, rounds:
   return out;
 }
 
+/** prober asks the probe every 50 ms and keeps when each answer was asked for. */
+function prober(url: string): { answers: { at: number; status: number }[]; stop(): void } {
+  const answers: { at: number; status: number }[] = [];
+  let on = true;
+  void (async () => {
+    while (on) {
+      const at = Date.now();
+      const status = await fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.status, () => 0);
+      answers.push({ at, status });
+      await sleep(50);
+    }
+  })();
+  return { answers, stop: () => void (on = false) };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 export async function phasePreparation() {
   const rounds = quick ? 2 : 5;
+  const port = await freePort();
   const probe = await startBridge({
     config: RULES,
     sinks: (d) => [
       { name: 'audit', type: 'file', path: join(d, 'events.jsonl') },
-      { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 5, prepare: true },
+      { name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 5, prepare: true },
     ],
   });
-  const probeMs = await approvalTimes(probe, rounds, async () => {
-    await sleep(1500);
+  const asked = prober(`http://127.0.0.1:${port}/probe`);
+  const added: { eventId: string; t0: number }[] = [];
+  const probeMs = await approvalTimes(
+    probe,
+    rounds,
+    async () => {
+      await sleep(1500);
+    },
+    (eventId, t0) => added.push({ eventId, t0 }),
+  );
+  await sleep(500);
+  asked.stop();
+  // from the change at the simulator to the first 503; from the completion being observed to the first 200
+  const completedAt = (id: string) => Date.parse(probe.events().find((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')?.time ?? 'x');
+  const toOut = added.map(({ t0 }) => (asked.answers.find((a) => a.at >= t0 && a.status === 503)?.at ?? NaN) - t0);
+  const toBack = added.map(({ eventId }) => {
+    const done = completedAt(eventId);
+    return (asked.answers.find((a) => a.at >= done && a.status === 200)?.at ?? NaN) - done;
   });
   await probe.stop();
 
@@ -66,5 +113,5 @@ export async function phasePreparation() {
   await api.close();
   await stopAll();
   const round = (v: number[]) => v.map((x) => Math.round(x));
-  return { probeDrain5sMs: round(probeMs), kubernetesDrain50PodsMs: round(drainMs), evictions };
+  return { probeDrain5sMs: round(probeMs), probeChangeTo503Ms: round(toOut), probeCompletedTo200Ms: round(toBack), kubernetesDrain50PodsMs: round(drainMs), evictions };
 }

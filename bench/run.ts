@@ -121,6 +121,8 @@ try {
     `| scheduled to approved (StartRequests), approveAfterHooks, poll every 1 s | rounds | each |`,
     '|---|---|---|',
     `| load balancer probe, drainSeconds 5 | ${preparation.probeDrain5sMs.length} | ${preparation.probeDrain5sMs.map((v) => `${(v / 1000).toFixed(1)} s`).join(', ')} |`,
+    `| load balancer probe: the change at IMDS to the first 503 a prober sees (every 50 ms) | ${preparation.probeChangeTo503Ms.length} | ${preparation.probeChangeTo503Ms.map((v) => `${v} ms`).join(', ')} |`,
+    `| load balancer probe: the completion observed to the first 200 | ${preparation.probeCompletedTo200Ms.length} | ${preparation.probeCompletedTo200Ms.map((v) => `${v} ms`).join(', ')} |`,
     `| Kubernetes: cordon, taint, drain 50 pods (30 s grace = 300 ms at the stand-in API server) | ${preparation.kubernetesDrain50PodsMs.length} | ${preparation.kubernetesDrain50PodsMs.map((v) => `${(v / 1000).toFixed(1)} s`).join(', ')} |`,
     '',
     `| a 10-minute webhook outage, default policy (${outage.trials} simulated runs of the dispatcher's backoff) | attempts: median ${outage.attemptsMedian}, max ${outage.attemptsMax} | dead-lettered: ${outage.deadLettered} | delivered after recovery: p50 ${(outage.recoveryWaitMs.p50 / 1000).toFixed(1)} s, max ${(outage.recoveryWaitMs.max / 1000).toFixed(1)} s |`,

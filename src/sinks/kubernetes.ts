@@ -16,8 +16,8 @@
  */
 import { z } from 'zod';
 import { transitionOf } from '../pipeline/cloudevent.ts';
-import { deliveredWith, oneByOne, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkContext, type SinkModule } from './contract.ts';
-import { ends, preparationKeys } from './shared/preparation.ts';
+import { deliveredWith, reject, retry, sinkBase, type BridgeEvent, type Outcome, type SinkContext, type SinkModule } from './contract.ts';
+import { ends, preparationKeys, preparationSink, type Preparation } from './shared/preparation.ts';
 import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './shared/kube-api.ts';
 import { drainNode } from './shared/kube-drain.ts';
 
@@ -64,23 +64,11 @@ export interface Prepared {
   readonly at: string;
 }
 
-export const kubernetesSink: SinkModule<KubernetesConfig> = {
-  type: 'kubernetes',
-  configSchema,
-  maxBatchSize: 1,
-  undoes: true,
-  async create(config, context) {
-    const kube = await connect(config.kubeconfig);
-    const node = new NodePreparation(config, context, kube);
-    return {
-      attemptTimeoutMs: config.drain.timeoutSeconds * 1000 + config.delivery.timeoutMs,
-      send: (events, options) => oneByOne(events, (e) => node.deliver(e, options.signal)),
-      close: async () => undefined,
-    };
-  },
-};
+export const kubernetesSink: SinkModule<KubernetesConfig> = preparationSink('kubernetes', configSchema, (c) => c.drain.timeoutSeconds * 1000, async (config, context) => {
+  return new NodePreparation(config, context, await connect(config.kubeconfig));
+});
 
-class NodePreparation {
+class NodePreparation implements Preparation {
   readonly #c: KubernetesConfig;
   readonly #ctx: SinkContext;
   readonly #kube: Kube;
@@ -92,6 +80,8 @@ class NodePreparation {
     this.#kube = kube;
     this.#nodeName = config.nodeName ?? (process.env.NODE_NAME || null);
   }
+
+  async close(): Promise<void> {}
 
   async deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
     const d = event.data!;

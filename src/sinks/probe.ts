@@ -20,8 +20,8 @@ import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from '../lib/http-
 import { sleep } from '../lib/time.ts';
 import { hostPort, parseHostPort } from '../lib/validators.ts';
 import { transitionOf } from '../pipeline/cloudevent.ts';
-import { deliveredWith, oneByOne, sinkBase, type BridgeEvent, type ImdsRead, type Outcome, type SinkContext, type SinkModule } from './contract.ts';
-import { ends, pendingFor, preparationKeys } from './shared/preparation.ts';
+import { deliveredWith, sinkBase, type BridgeEvent, type ImdsRead, type Outcome, type SinkContext, type SinkModule } from './contract.ts';
+import { ends, pendingFor, preparationKeys, preparationSink, type Preparation } from './shared/preparation.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('probe'),
@@ -49,24 +49,14 @@ interface Hold {
 const STATE_KEY = 'holds';
 const MAX_CONNECTIONS_PER_CLIENT = 16;
 
-export const probeSink: SinkModule<ProbeConfig> = {
-  type: 'probe',
-  configSchema,
-  maxBatchSize: 1,
-  undoes: true,
-  async create(config, context) {
-    const probe = new Probe(config, context);
-    await probe.listen();
-    return {
-      // the attempt waits out the drain: give it the drain on top of the usual timeout
-      attemptTimeoutMs: config.drainSeconds * 1000 + config.delivery.timeoutMs,
-      send: (events, options) => oneByOne(events, (e) => probe.deliver(e, options.signal)),
-      close: () => probe.close(),
-    };
-  },
-};
+// the attempt waits out the drain: it has the drain on top of the usual timeout
+export const probeSink: SinkModule<ProbeConfig> = preparationSink('probe', configSchema, (c) => c.drainSeconds * 1000, async (config, context) => {
+  const probe = new Probe(config, context);
+  await probe.listen();
+  return probe;
+});
 
-class Probe {
+class Probe implements Preparation {
   readonly #c: ProbeConfig;
   readonly #ctx: SinkContext;
   readonly #server: Server;

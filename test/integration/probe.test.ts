@@ -80,7 +80,8 @@ async function bridgeWithProbe(port: number, drainSeconds: number, extra: Partia
 }
 
 describe('probe sink', () => {
-  it('goes 503 within a poll of the notice, approves no earlier than drainSeconds later, and is 200 again within a poll of completion', async () => {
+  // how soon it goes 503 and back to 200 is a figure of `npm run bench` (phase H), not asserted here
+  it('goes 503 once the notice is seen, approves no earlier than drainSeconds later, and is 200 again after completion', async () => {
     const port = await freePort();
     const h = await bridgeWithProbe(port, 2);
     const url = `http://127.0.0.1:${port}`;
@@ -91,7 +92,6 @@ describe('probe sink', () => {
     const scheduledAt = Date.now();
     const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1000 });
     const out = await waitFor(() => prober.first(503, scheduledAt), 'the probe out of service');
-    expect(out.at - scheduledAt).toBeLessThanOrEqual(POLL_MS + 500);
     expect(out.body).toMatchObject({ status: 'out-of-service', eventId: e.eventId, eventType: 'Reboot' });
     expect(typeof out.body!.notBefore).toBe('string');
 
@@ -104,7 +104,9 @@ describe('probe sink', () => {
     await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 10_000);
     const completedAt = Date.parse(h.events().find((x) => x.type === 'azure.scheduledevent.completed')!.time);
     const back = await waitFor(() => prober.first(200, out.at), 'the probe back in service');
-    expect(back.at - completedAt).toBeLessThanOrEqual(POLL_MS + 500);
+    // in service only once the completion was seen: every answer between the approval and it was 503
+    expect(prober.answers.filter((a) => a.at > out.at && a.at < completedAt - 50).every((a) => a.status === 503)).toBe(true);
+    expect(back.at).toBeGreaterThan(h.sim.startRequests[0]!.at);
     prober.stop();
     expect(h.bridge.store.preparations(e.eventId)).toMatchObject([{ sink: 'lb', state: 'undone', detail: 'back in the load balancer' }]);
     const metrics = await h.bridge.metrics.registry.metrics();

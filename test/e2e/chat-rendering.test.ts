@@ -27,6 +27,8 @@ const HOSTILE = {
   DurationInSeconds: 30,
 };
 const APPROVE = 'https://bridge.example/v1/approve?token=t';
+/** What a preparation said: a module sink's words can be anything. */
+const PREPARED = 'drained [Approve](https://evil.example) **now** <at>CEO</at>';
 
 let browser: Browser;
 let page: Page;
@@ -43,7 +45,7 @@ afterAll(async () => {
 describe('Teams card in the adaptivecards renderer (Chromium)', () => {
   it('shows every hostile value as itself, as text, with the Approve button the only link', async () => {
     const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 2, Events: [HOSTILE] })).document);
-    const card = adaptiveCard(toChatMessage(toCloudEvent(t!, { vm: identityFrom(null, { name: 'web_vm_01' }), observedAt: '2026-11-22T10:00:00Z' }), { approveUrl: APPROVE }));
+    const card = adaptiveCard(toChatMessage(toCloudEvent(t!, { vm: identityFrom(null, { name: 'web_vm_01' }), observedAt: '2026-11-22T10:00:00Z' }), { approveUrl: APPROVE, preparations: [{ state: 'done', detail: PREPARED }] }));
     const shown = await page.evaluate((json) => {
       const AC = (globalThis as any).AdaptiveCards;
       const c = new AC.AdaptiveCard();
@@ -59,7 +61,7 @@ describe('Teams card in the adaptivecards renderer (Chromium)', () => {
     // renderers fold white space; the value is otherwise exactly as IMDS sent it
     const fold = (s: string) => s.replaceAll('\u200b', '').replace(/\s+/g, ' ');
     const text = fold(shown.text);
-    for (const v of [HOSTILE.EventId, HOSTILE.EventSource, HOSTILE.Description, ...HOSTILE.Resources]) expect(text).toContain(fold(v));
+    for (const v of [HOSTILE.EventId, HOSTILE.EventSource, HOSTILE.Description, PREPARED, ...HOSTILE.Resources]) expect(text).toContain(fold(v));
     expect(text).toContain('Reboot<b>bold</b> · Scheduled');
     expect(text).not.toContain('\\_');
     expect(shown.markup).toEqual([]);

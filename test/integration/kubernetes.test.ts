@@ -70,6 +70,7 @@ describe('kubernetes sink against the stand-in API server', () => {
     await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the node to be given back');
     const after = api.nodes.get('aks-node-0')!;
     expect({ labels: after.metadata.labels, annotations: after.metadata.annotations, spec: after.spec }).toEqual(snapshot);
+    await waitFor(() => api!.events.length >= 5, 'the events of the give-back');
     const reasons = api.events.map((x) => x.reason);
     expect(reasons).toEqual(['MaintenanceScheduled', 'Cordoned', 'Drained', 'MaintenanceCompleted', 'Uncordoned']);
     expect(api.events.every((x) => (x.involvedObject as { kind: string; name: string }).name === 'aks-node-0' && (x.metadata as { namespace: string }).namespace === 'default')).toBe(true);
@@ -89,6 +90,7 @@ describe('kubernetes sink against the stand-in API server', () => {
     const e = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 200 });
     await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 15_000);
     await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the annotation to go');
+    await waitFor(() => api!.events.some((x) => x.reason === 'MaintenanceCompleted'), 'the completion event');
     const node = api.nodes.get('aks-node-0')!;
     expect(node.spec.unschedulable).toBe(true);
     expect(node.spec.taints ?? []).toEqual([]);

@@ -108,6 +108,8 @@ describe('probe sink', () => {
     expect(prober.answers.filter((a) => a.at > out.at && a.at < completedAt - 50).every((a) => a.status === 503)).toBe(true);
     expect(back.at).toBeGreaterThan(h.sim.startRequests[0]!.at);
     prober.stop();
+    // recorded once the delivery's outcome is, which may come a moment after the probe answers 200
+    await waitFor(() => h.bridge.store.preparations(e.eventId)[0]?.state === 'undone', 'the preparation undone');
     expect(h.bridge.store.preparations(e.eventId)).toMatchObject([{ sink: 'lb', state: 'undone', detail: 'back in the load balancer' }]);
     const metrics = await h.bridge.metrics.registry.metrics();
     expect(metrics).toMatch(/^sebridge_probe_in_service\{sink="lb"\} 1$/m);

@@ -29,12 +29,14 @@ const HOSTILE = {
   DurationInSeconds: 30,
 };
 const APPROVE = 'https://bridge.example/v1/approve?token=t';
+/** What a preparation said (a module sink's words, a pod's name): as hostile as IMDS values. */
+const PREPARED = 'drained <!channel> [Approve](https://evil.example) **now** <at>CEO</at>';
 
 const event = (() => {
   const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 2, Events: [HOSTILE] })).document);
   return toCloudEvent(t!, { vm: identityFrom(null, { name: 'vm0' }), observedAt: '2026-11-22T10:00:00Z' });
 })();
-const message = toChatMessage(event, { approveUrl: APPROVE });
+const message = toChatMessage(event, { approveUrl: APPROVE, preparations: [{ state: 'done', detail: PREPARED }] });
 
 describe('stdout line', () => {
   const line = formatEventLine(event);
@@ -62,6 +64,7 @@ describe('Slack', () => {
     expect(texts.join('\n')).toContain('&lt;!channel&gt;');
     expect(payload.text).toContain('&lt;!channel&gt;');
     expect(texts.join('\n')).toContain('&lt;https://evil.example|click me&gt;');
+    expect(texts.join('\n')).toContain('drained &lt;!channel&gt;');
   });
   it('keeps the EventId code span whole', () => {
     const context = texts.find((t) => t.includes('EventId') && t.includes(' seen '))!;
@@ -83,7 +86,7 @@ describe('Teams', () => {
   });
   it('carries every IMDS value unchanged in a TextRun: no backslash, nothing dropped', () => {
     const all = runs.map((r) => r.replaceAll('\u200b', '')).join('\n');
-    for (const v of [HOSTILE.EventId, HOSTILE.EventType, HOSTILE.EventSource, HOSTILE.Description, ...HOSTILE.Resources]) expect(all).toContain(v);
+    for (const v of [HOSTILE.EventId, HOSTILE.EventType, HOSTILE.EventSource, HOSTILE.Description, PREPARED, ...HOSTILE.Resources]) expect(all).toContain(v);
   });
   it('has one action, the real Approve link', () => {
     expect(card.actions).toEqual([expect.objectContaining({ type: 'Action.OpenUrl', url: APPROVE })]);

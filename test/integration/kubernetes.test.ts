@@ -78,8 +78,8 @@ describe('kubernetes sink against the stand-in API server', () => {
     // only what the RBAC in config/kubernetes/ grants: nodes get/list/patch, pods list, pods/eviction and events create
     const calls = new Set(api.requests.map((r) => `${r.method} ${r.path.replace(/\?.*/, '').replace(/namespaces\/[^/]+/, 'namespaces/NS').replace(/(nodes|pods)\/[^/]+/, '$1/NAME')}`));
     expect([...calls].sort()).toEqual(['GET /api/v1/nodes', 'GET /api/v1/nodes/NAME', 'GET /api/v1/pods', 'PATCH /api/v1/nodes/NAME', 'POST /api/v1/namespaces/NS/events', 'POST /api/v1/namespaces/NS/pods/NAME/eviction']);
-    const prep = h.bridge.store.preparations(e.eventId);
-    expect(prep).toMatchObject([{ sink: 'node', state: 'undone' }]);
+    await waitFor(() => h.bridge.store.preparations(e.eventId)[0]?.state === 'undone', 'the preparation recorded as undone');
+    expect(h.bridge.store.preparations(e.eventId)).toMatchObject([{ sink: 'node', state: 'undone', detail: 'node aks-node-0 given back: uncordoned' }]);
   });
 
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {

@@ -142,3 +142,27 @@ describe('credentials over plain http', () => {
     expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x' })).toEqual([]);
   });
 });
+
+describe('the sinks that prepare the VM', () => {
+  it('report every bad key of probe and kubernetes by path', () => {
+    expect(
+      problems(`
+sinks:
+  - { name: lb, type: probe, listen: "0.0.0.0", path: probe, drainSeconds: -1, filter: { bogus: 1 } }
+  - { name: node, type: kubernetes, nodeName: Bad_Name, drain: { timeoutSeconds: 0, extra: 1 } }
+`),
+    ).toEqual([
+      'sinks[0].filter.bogus: unknown key',
+      'sinks[0].listen: must be HOST:PORT, e.g. 127.0.0.1:8787',
+      'sinks[0].path: must be a URL path starting with /',
+      'sinks[0].drainSeconds: must be at least 0',
+      'sinks[1].nodeName: must be a Kubernetes node name (lower-case DNS subdomain)',
+      'sinks[1].drain.timeoutSeconds: must be at least 1',
+      'sinks[1].drain.extra: unknown key',
+    ]);
+  });
+  it('prepare this VM unless told otherwise: the filter scope defaults to self, also when other filter keys are set', () => {
+    const c = validateConfig({ sinks: [{ name: 'lb', type: 'probe', listen: '0.0.0.0:8080' }, { name: 'n', type: 'kubernetes', filter: { eventTypes: ['Reboot'] } }, { name: 'a', type: 'kubernetes', filter: { scope: 'all' } }] }, 't', {});
+    expect(c.sinks.map((s) => s.filter.scope)).toEqual(['self', 'self', 'all']);
+  });
+});

@@ -25,6 +25,8 @@ Commands:
   relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see README)
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
+  template test --sink NAME [--config FILE] [--scenario NAME]
+                                           render a webhook sink's templates for a scenario
   schema                                   print the configuration's JSON Schema
   --version                                print the version
 
@@ -43,6 +45,7 @@ const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<num
   schema: () => import('./commands/schema.ts'),
   relay: () => import('./commands/relay.ts'),
   fleet: () => import('./commands/fleet.ts'),
+  template: () => import('./commands/template.ts'),
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -91,6 +91,27 @@ and the VM's resource id (or its name when it has none).
 
 Prints the public key of $SE_BRIDGE_RELAY_SIGNING_KEY (base64 SPKI): the bridges' relayPublicKey.
 `,
+  template: `Usage: se-bridge template test --sink NAME [--config FILE] [--scenario NAME]
+
+  test    renders a webhook sink's template, urlTemplate and headerTemplates for every
+          transition of a simulator scenario (default degraded-hardware: scheduled, updated,
+          approved, started, completed; canceled-maintenance ends canceled) and prints the
+          requests the receiver would get. Nothing is sent. Exit 1 when one fails to render.
+
+${CONFIG}
+  --sink NAME         the webhook sink whose templates to render
+  --scenario NAME     a scenario of \`se-bridge simulate\`
+`,
+  'template test': `Usage: se-bridge template test --sink NAME [--config FILE] [--scenario NAME]
+
+Renders a webhook sink's template, urlTemplate and headerTemplates for every transition of a
+simulator scenario (default degraded-hardware; canceled-maintenance ends canceled) and prints
+the requests the receiver would get. Nothing is sent. Exit 1 when one fails to render.
+
+${CONFIG}
+  --sink NAME         the webhook sink whose templates to render
+  --scenario NAME     a scenario of \`se-bridge simulate\`
+`,
   'dead-letters list': `Usage: se-bridge dead-letters list [--sink NAME] [--config FILE] [--json]
 
 Lists the events a sink could not take, with the last error.

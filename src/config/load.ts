@@ -13,6 +13,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { BridgeError } from '../lib/errors.ts';
 import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../sinks/external.ts';
+import { templateProblems } from '../sinks/shared/webhook-template.ts';
 import { BridgeConfig } from './schema.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
 
@@ -235,9 +236,9 @@ async function externalSinkProblems(sinks: readonly unknown[], source: string): 
 }
 
 /**
- * loadConfig reads, validates and completes a configuration file, external sinks included.
- * Every problem is reported at once: the modules of external sinks are checked even when the
- * rest of the file has problems of its own.
+ * loadConfig reads, validates and completes a configuration file, external sinks and webhook
+ * templates included. Every problem is reported at once: the modules of external sinks are
+ * checked, and the templates compiled, even when the rest of the file has problems of its own.
  */
 export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<BridgeConfig> {
   let config: BridgeConfig | null = null;
@@ -252,6 +253,7 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
     sinks = (err.input as { sinks?: unknown } | null)?.sinks;
   }
   problems.push(...(await externalSinkProblems(Array.isArray(sinks) ? sinks : [], path)));
+  problems.push(...(await templateProblems(Array.isArray(sinks) ? sinks : [])));
   if (problems.length > 0 || config === null) throw new ConfigError(path, problems);
   return config;
 }

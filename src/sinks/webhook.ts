@@ -5,6 +5,13 @@
  * (several secrets sign together for rotation), static headers, bearer or basic auth or an Entra
  * ID token (managed identity), a custom CA. One pooled keep-alive client per origin, shared by every webhook sink that targets it.
  *
+ * With a `template` (a JSONata expression, shared/template.ts) the body is whatever the template
+ * makes of the CloudEvent, sent as `contentType` with no `ce-*` headers; `urlTemplate` and
+ * `headerTemplates` shape the URL (on the origin of `url`) and headers per event. A template
+ * that gives null skips the event (delivered, counted as skipped); one that fails on an event
+ * rejects that event with JSONata's words. Signing, auth, proxy, TLS and the delivery policy
+ * stay as they are.
+ *
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/http-protocol-binding.md
  */
 import { HTTP, percentEncode } from './shared/bindings/http.ts';
@@ -13,9 +20,10 @@ import { HttpClient } from '../lib/http-client.ts';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { classifyHttpStatus, classifyNetworkError } from './shared/classify.ts';
-import { allowInsecureHttp, httpUrl, ProxySetting, refusePlainHttpCredentials, reject, secret, sinkBase, type Outcome, type SinkModule, oneByOne } from './contract.ts';
+import { allowInsecureHttp, httpUrl, ProxySetting, refusePlainHttpCredentials, reject, secret, sinkBase, type BridgeEvent, type Outcome, type SinkModule, oneByOne } from './contract.ts';
 import { authorized, BearerSource, credentialOf, EntraAuth } from './shared/entra.ts';
 import { secretKey, signatureHeaders, whsec } from '../lib/standard-webhooks.ts';
+import { renderRequest, templatesOf, type Templates } from './shared/webhook-template.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024;
 const RESERVED_HEADER = /^(ce-|webhook-)|^(content-type|content-length|host|transfer-encoding|connection)$/i;
@@ -66,7 +74,27 @@ export const configSchema = z.strictObject({
   proxy: ProxySetting,
   /** Lets auth go over plain http to a host that is not loopback. */
   allowInsecureHttp,
-}).superRefine((c, ctx) => refusePlainHttpCredentials(c, c.url, 'url', c.auth !== undefined, ctx));
+  /** A JSONata expression that makes the body from the CloudEvent; null skips the event. */
+  template: z.string().min(1).optional(),
+  /** A JSONata expression that makes the URL (on the origin of `url`) from the CloudEvent. */
+  urlTemplate: z.string().min(1).optional(),
+  /** Per header, a JSONata expression that makes its value from the CloudEvent (null: no header). */
+  headerTemplates: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name').refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
+      z.string().min(1),
+    )
+    .optional(),
+  /** The body's media type with a template. */
+  contentType: z.string().regex(/^[\w.+-]+\/[\w.+-]+(\s*;\s*[\w.+-]+=[^;\s]+)*$/, 'must be a media type, e.g. application/json').default('application/json'),
+}).superRefine((c, ctx) => {
+  refusePlainHttpCredentials(c, c.url, 'url', c.auth !== undefined, ctx);
+  if (c.mode === 'batch') {
+    // one request carries many events: there is no one event to make its URL or headers from
+    if (c.urlTemplate !== undefined) ctx.addIssue({ code: 'custom', path: ['urlTemplate'], message: 'is made per event, so it does not go with mode: batch' });
+    if (c.headerTemplates !== undefined) ctx.addIssue({ code: 'custom', path: ['headerTemplates'], message: 'are made per event, so they do not go with mode: batch' });
+  }
+});
 export type WebhookConfig = z.infer<typeof configSchema>;
 
 // ----- shared clients ------------------------------------------------------------------------
@@ -108,8 +136,10 @@ export const webhookSink: SinkModule<WebhookConfig> = {
   // binary and structured modes still POST one event per request; taking up to 10 at a time
   // lets the dispatcher record their outcomes in one store transaction
   maxBatchSize: 10,
-  create(config, context) {
+  async create(config, context) {
     const { logger } = context;
+    const templates: Templates | null = await templatesOf(config);
+    const skipped = templates === null ? null : context.metrics?.counter('sebridge_template_skipped_total', 'Events a webhook template skipped (it gave null), by sink.', ['sink']);
     const keys = (config.secret === undefined ? [] : Array.isArray(config.secret) ? config.secret : [config.secret]).map((s) => secretKey(s)!);
     const { key, client } = acquireClient(config);
     if (config.tls.insecureSkipVerify) {
@@ -126,14 +156,14 @@ export const webhookSink: SinkModule<WebhookConfig> = {
     let disabled: string | null = null;
     const bearer = config.auth && 'kind' in config.auth ? new BearerSource(credentialOf(config.auth), config.auth.scope) : null;
 
-    async function post(id: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Outcome> {
+    async function post(id: string, headers: Record<string, string>, body: string, signal: AbortSignal, url: string = config.url): Promise<Outcome> {
       // webhook-id is a header: kept ASCII (percent-encoded like every ce-* header) and signed as sent
       const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, percentEncode(id), body) : {}) };
       try {
         const answer = await authorized(
           bearer,
           signal,
-          (authorization) => client.request(config.url, { method: 'POST', headers: { ...all, ...authorization }, body, signal, maxBodyBytes: MAX_RESPONSE_BYTES, onOverflow: 'destroy' }),
+          (authorization) => client.request(url, { method: 'POST', headers: { ...all, ...authorization }, body, signal, maxBodyBytes: MAX_RESPONSE_BYTES, onOverflow: 'destroy' }),
         );
         if ('outcome' in answer) return answer.outcome;
         const res = answer.res;
@@ -150,10 +180,36 @@ export const webhookSink: SinkModule<WebhookConfig> = {
       }
     }
 
+    const approvalUrl = (e: BridgeEvent) => context.approval?.link(e) ?? null;
+    const skip = (o: Outcome) => {
+      if (o.status === 'delivered') skipped?.inc({ sink: config.name });
+      return o;
+    };
+    /** sendRendered sends what the templates make of the events: one request each, or in batch mode one array. */
+    async function sendRendered(t: Templates, events: readonly BridgeEvent[], signal: AbortSignal): Promise<Outcome[]> {
+      if (config.mode === 'batch') {
+        // the array of what the template made of each event; one it skips or fails on is left out
+        const made = await Promise.all(events.map((e) => renderRequest(t, config, e, approvalUrl)));
+        const bodies = made.flatMap((m) => ('body' in m && m.body !== null ? [m.body] : []));
+        const sent = bodies.length === 0 ? null : await post(`batch-${events[0]!.id}-${bodies.length}`, { 'content-type': config.contentType }, `[${bodies.join(',')}]`, signal);
+        return made.map((m) => ('outcome' in m ? skip(m.outcome) : sent!));
+      }
+      return oneByOne(events, async (event) => {
+        if (disabled !== null) return reject(`sink disabled: ${disabled}`);
+        const m = await renderRequest(t, config, event, approvalUrl);
+        if ('outcome' in m) return skip(m.outcome);
+        // without a body template, the body and headers are the CloudEvents binding's
+        const binding = m.body === null ? HTTP[config.mode === 'structured' ? 'structured' : 'binary'](event) : null;
+        const headers = binding === null ? { 'content-type': config.contentType, ...m.headers } : { ...binding.headers, ...m.headers };
+        return post(event.id, headers, binding === null ? m.body! : binding.body, signal, m.url);
+      });
+    }
+
     return {
       maxBatchSize: config.mode === 'batch' ? config.batchSize : 10,
       async send(events, { signal }) {
         if (disabled !== null) return events.map(() => reject(`sink disabled: ${disabled}`));
+        if (templates !== null) return sendRendered(templates, events, signal);
         if (config.mode === 'batch') {
           const body = JSON.stringify(events);
           const id = events.length === 1 ? events[0]!.id : `batch-${events[0]!.id}-${events.length}`;

@@ -57,7 +57,7 @@ describe('se-bridge CLI', () => {
   });
 
   it('every verb and sub-verb answers --help (and -h) with exit 0 and its own usage', async () => {
-    const verbs = [['run'], ['demo'], ['simulate'], ['validate'], ['status'], ['approve'], ['dead-letters'], ['dead-letters', 'list'], ['dead-letters', 'replay'], ['schema'], ['relay'], ['fleet'], ['fleet', 'keys'], ['fleet', 'link-key'], ['fleet', 'public-key']];
+    const verbs = [['run'], ['demo'], ['simulate'], ['validate'], ['status'], ['approve'], ['dead-letters'], ['dead-letters', 'list'], ['dead-letters', 'replay'], ['schema'], ['relay'], ['fleet'], ['fleet', 'keys'], ['fleet', 'link-key'], ['fleet', 'public-key'], ['template'], ['template', 'test']];
     const runs = await Promise.all(verbs.map((v, i) => cli([...v, i % 2 === 0 ? '--help' : '-h'])));
     runs.forEach((r, i) => {
       expect({ verb: verbs[i], code: r.code, stderr: r.stderr }).toEqual({ verb: verbs[i], code: 0, stderr: '' });

@@ -1,0 +1,68 @@
+/**
+ * se-bridge template test --config FILE --sink NAME [--scenario NAME]: renders a webhook sink's
+ * templates for every transition of a simulator scenario (played on a clock of its own, so it
+ * takes no time) and prints each request the receiver would get: method, URL, headers, body,
+ * or that the template skips the event, or why it fails on it. Nothing is sent. Exit 0 when
+ * every transition renders, 1 when one fails, 2 on a usage or configuration problem.
+ */
+import { Bridge } from '../daemon/bridge.ts';
+import { identityFrom } from '../imds/identity.ts';
+import { transitionOf } from '../pipeline/cloudevent.ts';
+import { renderRequest, templatesOf } from '../sinks/shared/webhook-template.ts';
+import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
+import { scenarioTimeline } from '../simulator/timeline.ts';
+import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
+
+/** A scenario with a scheduled, an updated, an approved, a started and a completed. */
+const DEFAULT_SCENARIO = 'degraded-hardware';
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { config: { type: 'string', short: 'c' }, sink: { type: 'string' }, scenario: { type: 'string' } }, true);
+  if (positionals[0] !== 'test' || positionals.length !== 1) throw new UsageError('the only sub-command is "test"');
+  if (values.sink === undefined) throw new UsageError('--sink NAME is required');
+  const scenario = values.scenario ?? DEFAULT_SCENARIO;
+  if (findScenario(scenario) === undefined) throw new UsageError(`unknown scenario "${scenario}"; one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  const loaded = await loadOrReport(values.config);
+  if (loaded === null) return EXIT.usage;
+  const { config } = loaded;
+  const sink = config.sinks.find((s) => s.name === values.sink);
+  if (sink === undefined) throw new UsageError(`no sink is named "${values.sink}"; the sinks are ${config.sinks.map((s) => s.name).join(', ')}`);
+  if (sink.type !== 'webhook') throw new UsageError(`sink "${sink.name}" is a ${sink.type} sink; templates belong to webhook sinks`);
+  const templates = await templatesOf(sink);
+  if (templates === null) throw new UsageError(`sink "${sink.name}" has no template, urlTemplate or headerTemplates`);
+
+  const i = config.identity;
+  const vm = identityFrom(null, { name: i.vmName ?? 'sim-vm-0', resourceId: i.resourceId, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone });
+  const links = Bridge.approvalLinks(config, () => vm);
+  const approvalUrl = links === undefined ? () => null : (e: Parameters<typeof links.link>[0]) => links.link(e);
+  const events = scenarioTimeline(scenario, vm);
+  const out = process.stdout;
+  out.write(`se-bridge template test: sink ${sink.name}, scenario ${scenario} (${findScenario(scenario)!.title}), VM ${vm.name}; nothing is sent\n`);
+  let failed = 0;
+  for (const [n, e] of events.entries()) {
+    out.write(`\n${n + 1}. ${transitionOf(e)}  ${e.data!.eventType}  ${e.subject}  at ${e.time}\n`);
+    const r = await renderRequest(templates, sink, e, approvalUrl);
+    if ('outcome' in r) {
+      if (r.outcome.status !== 'delivered') failed += 1;
+      out.write(`   ${r.outcome.status === 'delivered' ? (r.outcome.detail ?? 'skipped') : `fails: ${r.outcome.reason}`}\n`);
+      continue;
+    }
+    const headers = r.body === null ? { ...r.headers, '(body and ce-* headers)': `the CloudEvent, ${sink.mode} mode` } : { 'content-type': sink.contentType, ...r.headers };
+    out.write(`   POST ${r.url}\n`);
+    for (const [k, v] of Object.entries(headers)) out.write(`   ${k}: ${v}\n`);
+    if (r.body !== null) out.write(`${indent(pretty(r.body, sink.contentType))}\n`);
+  }
+  out.write(`\n${events.length} transition${events.length === 1 ? '' : 's'}; ${failed === 0 ? 'every one rendered' : `${failed} failed to render`}\n`);
+  return failed === 0 ? EXIT.ok : EXIT.failure;
+}
+
+function pretty(body: string, contentType: string): string {
+  if (!/json/i.test(contentType)) return body;
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+const indent = (text: string) => text.split('\n').map((l) => `   ${l}`).join('\n');

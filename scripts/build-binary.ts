@@ -39,6 +39,7 @@ const LAZY = {
   azure: { '@azure/event-hubs': 'eventHubs', '@azure/service-bus': 'serviceBus', '@azure/identity': 'identity', rhea: 'rhea' },
   slack: { '@slack/web-api': 'webApi' },
   kubernetes: { '@kubernetes/client-node': 'client' },
+  templates: { jsonata: 'jsonata' },
 } as const;
 const common = {
   bundle: true,

@@ -89,6 +89,28 @@ describe('the single executable (linux-x64)', () => {
     }
   }, 60_000);
 
+  it('renders a webhook template with jsonata loaded from its assets, and `template test` works', async () => {
+    const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
+    await sim.listen(0);
+    const hook = new HttpPeer();
+    await hook.listen();
+    try {
+      const cfg = daemonConfig('templated', sim.url, [`{ name: chat, type: webhook, url: ${hook.url}/hook, template: '{ "text": $headline(), "id": data.eventId }' }`]);
+      const run = binary(['run', '--config', cfg]);
+      const e = sim.addEvent({ noticeMs: 600_000 });
+      await awaitWhileRunning(run, () => hook.requests.length >= 1, 'the templated request');
+      run.child.kill('SIGTERM');
+      expect((await run).code).toBe(0);
+      expect(JSON.parse(hook.requests[0]!.body)).toEqual({ text: 'vm0 will be rebooted', id: e.eventId });
+      const rendered = await binary(['template', 'test', '--config', cfg, '--sink', 'chat', '--scenario', 'user-reboot']);
+      expect(rendered.code).toBe(0);
+      expect(rendered.stdout).toContain('"text": "sim-vm-0 will be rebooted"');
+    } finally {
+      await hook.close();
+      await sim.close();
+    }
+  }, 60_000);
+
   it('loads the Azure SDKs and Slack\'s Web API from its assets when a sink needs them, and delivers', async () => {
     const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
     await sim.listen(0);

@@ -44,12 +44,19 @@ describe('lazy loading of the Azure SDKs', () => {
     const { packages, builtins } = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }]);
     expect(packages).toContain('zod');
     expect(packages).toContain('undici');
-    expect(packages.filter((p) => ['cloudevents', 'prom-client'].includes(p))).toEqual([]);
+    expect(packages.filter((p) => ['cloudevents', 'prom-client', 'jsonata', '@kubernetes/client-node'].includes(p))).toEqual([]);
     expect(builtins).toContain('NativeModule http');
     expect(builtins.filter((m) => m.includes('undici'))).toEqual([]);
     // no https URL is configured, so node:https and node:tls stay unloaded, and node:http2
     // (which undici's HTTP/2 client would load at once) too: it gets http2-lazy.ts instead
     expect(builtins.filter((m) => ['NativeModule https', 'NativeModule tls', 'NativeModule http2'].includes(m))).toEqual([]);
+  });
+
+  it('jsonata loads only with a webhook template, and the Kubernetes client only with a kubernetes sink', () => {
+    expect(load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x', template: '{ "id": id }' }]).packages).toContain('jsonata');
+    const kube = load([{ name: 'k', type: 'kubernetes', nodeName: 'n0' }]).packages;
+    expect(kube).toContain('@kubernetes/client-node');
+    expect(kube).not.toContain('jsonata');
   });
 
   it('an eventgrid sink with an access key, and a webhook with an Entra ID token not yet asked for, load none of them', () => {

@@ -1,0 +1,141 @@
+/**
+ * Webhook templates through the daemon, over the wire to a real HTTP peer: the body, URL and
+ * headers a template makes, signing kept, a template that gives null skips the event, one that
+ * fails on an event dead-letters that event alone, one that runs too long is stopped; and at
+ * the command line, a template that does not compile (validate, exit 2, its position) and
+ * `se-bridge template test`.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { startBridge, stopAll } from '../../testkit/harness.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
+import { Template } from '../../src/sinks/shared/template.ts';
+import { identityFrom } from '../../src/imds/identity.ts';
+import { scenarioTimeline } from '../../src/simulator/timeline.ts';
+import { cli } from '../e2e/process.ts';
+import { ROOT, tempDir, waitFor } from '../helpers.ts';
+
+let peer: HttpPeer;
+beforeEach(async () => {
+  peer = new HttpPeer();
+  await peer.listen();
+});
+afterEach(async () => {
+  await stopAll();
+  await peer.close();
+});
+
+const SECRET = `whsec_${Buffer.from('a test secret of 32 bytes, ok...').toString('base64')}`;
+
+describe('webhook templates through the daemon', () => {
+  it('sends what the template makes, to the URL and with the headers it makes, signed; null skips; a failure dead-letters one event', async () => {
+    const h = await startBridge({
+      sinks: (dir) => [
+        { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+        {
+          name: 'chat',
+          type: 'webhook',
+          url: `${peer.url}/hooks/base`,
+          secret: SECRET,
+          template: `data.eventType = "Freeze" ? $error("no freezes here: " & data.eventId) : data.eventType = "Redeploy" ? null : { "text": $headline(), "when": $countdown(), "summary": $summary(), "approve": $approvalUrl(), "t": $transition() }`,
+          urlTemplate: `"/hooks/" & $lowercase(data.eventType) & "?id=" & $encodeUrlComponent(data.eventId)`,
+          headerTemplates: { 'X-Event-Id': 'data.eventId', 'X-Absent': 'null' },
+          delivery: { maxAttempts: 5, initialBackoffMs: 50, maxBackoffMs: 100 },
+          filter: { types: ['scheduled'] },
+        },
+      ],
+    });
+    const freeze = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000 });
+    const redeploy = h.sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000 });
+    const reboot = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => peer.requests.length === 1 && h.bridge.store.deadLetters().length === 1 && h.bridge.store.outboxDepth().size === 0, 'one request, one dead letter, nothing left');
+    const [req] = peer.requests;
+    expect(req!.url).toBe(`/hooks/reboot?id=${encodeURIComponent(reboot.eventId)}`);
+    expect(req!.headers['content-type']).toBe('application/json');
+    expect(req!.headers['x-event-id']).toBe(reboot.eventId);
+    expect(req!.headers['x-absent']).toBeUndefined();
+    expect(Object.keys(req!.headers).filter((k) => k.startsWith('ce-'))).toEqual([]);
+    const body = JSON.parse(req!.body) as Record<string, unknown>;
+    expect(body).toMatchObject({ text: 'vm0 will be rebooted', t: 'scheduled', approve: null });
+    expect(body.when).toMatch(/^in (9|10)m/);
+    expect(body.summary).toMatch(/SCHEDULED\s+Reboot/);
+    // Standard Webhooks signing over the body the template made
+    expect(() => new Webhook(SECRET).verify(req!.body, req!.headers as Record<string, string>)).not.toThrow();
+    const [dead] = h.bridge.store.deadLetters();
+    expect(dead!.eventId).toBe(freeze.eventId);
+    expect(dead!.lastError).toMatch(new RegExp(`^rejected: TEMPLATE_FAILED: template: no freezes here: ${freeze.eventId} at position \\d+$`));
+    expect(h.kinds()).toEqual(expect.arrayContaining([`scheduled:${redeploy.eventId}`]));
+    const metrics = await h.bridge.metrics.registry.metrics();
+    expect(metrics).toMatch(/^sebridge_template_skipped_total\{sink="chat"\} 1$/m);
+    expect(metrics).toMatch(/^sebridge_deliveries_total\{sink="chat",outcome="delivered"\} 2$/m);
+  });
+
+  it('batch mode sends one array of what the template made', async () => {
+    const h = await startBridge({
+      sinks: [{ name: 'b', type: 'webhook', url: `${peer.url}/batch`, mode: 'batch', batchSize: 10, template: `{ "id": data.eventId }`, contentType: 'application/x-ndjson-like+json' }],
+      start: false,
+    });
+    const a = h.sim.addEvent({ noticeMs: 600_000 });
+    const b = h.sim.addEvent({ noticeMs: 600_000 });
+    await h.bridge.start();
+    await waitFor(() => peer.requests.length >= 1 && h.bridge.store.outboxDepth().size === 0, 'the batch');
+    const all = peer.requests.flatMap((r) => JSON.parse(r.body) as { id: string }[]);
+    expect(all.map((x) => x.id).sort()).toEqual([a.eventId, b.eventId].sort());
+    expect(peer.requests[0]!.headers['content-type']).toBe('application/x-ndjson-like+json');
+  });
+});
+
+describe('templates', () => {
+  const event = scenarioTimeline('user-reboot', identityFrom(null, { name: 'sim-vm-0' }))[0]!;
+  it('a template that runs longer than 100 ms is stopped; one that recurses without end too', async () => {
+    const slow = await Template.compile('[1..5000000].($ * 2) ~> $sum()');
+    await expect(slow.render(event, { approvalUrl: () => null })).rejects.toThrow(/ran longer than 100 ms and was stopped/);
+    const deep = await Template.compile('( $f := function($n) { 1 + $f($n + 1) }; $f(0) )');
+    await expect(deep.render(event, { approvalUrl: () => null })).rejects.toThrow(/recursed deeper than 500 levels/);
+  });
+  it('a template sees the CloudEvent in its JSON format and has no way out of it', async () => {
+    const t = await Template.compile('{ "keys": $keys($), "env": $exists($$.process), "type": type }');
+    expect(await t.render(event, { approvalUrl: () => null })).toEqual({ keys: Object.keys(event), env: false, type: 'azure.scheduledevent.scheduled' });
+  });
+});
+
+describe('the command line', () => {
+  it('validate: a template that does not compile is exit 2 with its key and position', async () => {
+    const dir = tempDir();
+    try {
+      const cfg = join(dir.path, 'bad.yaml');
+      writeFileSync(cfg, `sinks:\n  - name: chat\n    type: webhook\n    url: https://chat.example.com/hook\n    template: '{ "text": $headline( }'\n    urlTemplate: '"/a" &'\n`);
+      const r = await cli(['validate', '--config', cfg]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('sinks[0].template: The symbol "}" cannot be used as a unary operator at position 22');
+      expect(r.stderr).toMatch(/sinks\[0\]\.urlTemplate: .* at position \d+/);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('template test renders every transition of a scenario without sending anything', async () => {
+    const dir = tempDir();
+    try {
+      const cfg = join(dir.path, 'bridge.yaml');
+      writeFileSync(cfg, `${readFileSync(join(ROOT, 'examples', 'templates', 'pagerduty.yaml'), 'utf8')}\n`);
+      const r = await cli(['template', 'test', '--config', cfg, '--sink', 'pagerduty'], { PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678' });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('se-bridge template test: sink pagerduty, scenario degraded-hardware');
+      for (const [n, t] of ['scheduled', 'updated', 'approved', 'started', 'completed'].entries()) expect(r.stdout).toMatch(new RegExp(`\\n${n + 1}\\. ${t}  Redeploy `));
+      expect(r.stdout).toContain('   POST https://events.pagerduty.com/v2/enqueue');
+      expect(r.stdout).toContain('"event_action": "acknowledge"');
+      expect(r.stdout).toContain('5 transitions; every one rendered');
+      const canceled = await cli(['template', 'test', '--config', cfg, '--sink', 'pagerduty', '--scenario', 'canceled-maintenance'], { PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678' });
+      expect(canceled.stdout).toMatch(/\n2\. canceled {2}Reboot /);
+      const wrong = await cli(['template', 'test', '--config', cfg, '--sink', 'nope'], { PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678' });
+      expect(wrong.code).toBe(2);
+      expect(wrong.stderr).toContain('no sink is named "nope"; the sinks are pagerduty');
+    } finally {
+      dir.cleanup();
+    }
+  });
+});

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { AmqpPeer } from '../src/simulator/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
+import { recipeSink } from './templates.ts';
 import { bridgeConfig, CLI, cpuSeconds, daemon, dir, dist, quick, ROOT, rssMiB, sleep, spawnProcess, stop } from './common.ts';
 
 // ----- A. change-to-delivery latency ----------------------------------------------------------
@@ -71,7 +72,7 @@ interface Footprinted {
   name: string;
   /** The command; a bridge gets `run --config FILE` appended, a poller the IMDS and webhook URLs. */
   cmd: string[];
-  sinks?: 'webhook+file' | 'webhook+file+probe' | 'stdout+file' | 'every sink type';
+  sinks?: 'webhook+file' | 'webhook+file+probe' | 'template webhook+file' | 'stdout+file' | 'every sink type';
   poller?: true;
 }
 
@@ -84,6 +85,7 @@ const COMPILED = join(ROOT, 'dist', 'cli.js');
 export const FOOTPRINTED: Footprinted[] = [
   { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
   { name: 'package, webhook+file+probe', cmd: [PACKAGE_BIN], sinks: 'webhook+file+probe' },
+  { name: 'package, webhook with a template (PagerDuty recipe)+file', cmd: [PACKAGE_BIN], sinks: 'template webhook+file' },
   { name: 'package, stdout+file', cmd: [PACKAGE_BIN], sinks: 'stdout+file' },
   { name: 'package, every sink type', cmd: [PACKAGE_BIN], sinks: 'every sink type' },
   { name: 'single executable, webhook+file', cmd: [BINARY], sinks: 'webhook+file' },
@@ -118,6 +120,7 @@ export async function phaseFootprint() {
     const basic = [{ name: 'hook', type: 'webhook', url: hook.url }, file];
     if (kind === 'webhook+file') return basic;
     if (kind === 'webhook+file+probe') return [...basic, { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 30, prepare: true }];
+    if (kind === 'template webhook+file') return [recipeSink(`${hook.url}/v2/enqueue`), file];
     return [
       ...basic,
       { name: 'hub', type: 'eventhubs', connectionString: amqp.connectionString('maintenance') },

@@ -14,6 +14,7 @@
  *      and through the relay and the Service Bus stand-in (fleet approvals);
  *   D. fan-out: one document with 50 events to six sinks, and again beside a sink that never answers;
  *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook;
+ *   T. payload templates: the webhook sink with and without the PagerDuty recipe's template;
  *   H. preparing the VM: scheduled to approved with a load balancer probe (drainSeconds 5) and
  *      with a Kubernetes drain of 50 pods on the stand-in API server.
  */
@@ -26,6 +27,7 @@ import { phaseApprovals, phaseFanout, phaseFleetApprovals, phaseIdentity, phaseO
 import { FOOTPRINTED, phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
 import { svg } from './report.ts';
 import { phasePreparation } from './prepare.ts';
+import { phaseTemplates } from './templates.ts';
 
 try {
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, quick };
@@ -54,6 +56,8 @@ try {
   const outage = phaseOutage(10 * 60_000, quick ? 2000 : 20_000);
   log('G: managed identity (token endpoint, JWT over TLS)');
   const identity = await phaseIdentity();
+  log('T: payload templates (the webhook sink with and without the PagerDuty recipe)');
+  const templates = await phaseTemplates();
   log('H: preparing the VM (probe drain, Kubernetes drain of 50 pods)');
   const preparation = await phasePreparation();
 
@@ -72,6 +76,7 @@ try {
     tenMinuteOutage: outage,
     identity,
     preparation,
+    templates,
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(ROOT, 'docs', 'latency.svg'), svg(latency));
@@ -117,6 +122,11 @@ try {
     '| Event Hubs over TLS | create to first delivery | one send: p50 | p99 |',
     '|---|---|---|---|',
     ...identity.eventHubs.map((e) => `| ${e.name} | ${e.firstMs} ms | ${e.sendP50} ms | ${e.sendP99} ms |`),
+    '',
+    `| the webhook sink to a local peer, one request per event (${templates.events} events, 10 per send) | events/s |`,
+    '|---|---|',
+    `| CloudEvents binary mode | ${templates.plainPerSecond} |`,
+    `| the PagerDuty recipe's template (examples/templates/pagerduty.yaml) | ${templates.templatePerSecond} |`,
     '',
     `| scheduled to approved (StartRequests), approveAfterHooks, poll every 1 s | rounds | each |`,
     '|---|---|---|',

@@ -44,6 +44,7 @@ export const CODES = {
   TLS_VERIFICATION_OFF: 'a sink does not verify TLS certificates',
   TOKEN_ENDPOINT: 'managed identity tokens are asked from the configured imds.endpoint (it is not Azure\'s), as AZURE_POD_IDENTITY_AUTHORITY_HOST would set it',
   WEBHOOK_REDIRECT: 'a webhook answered with a redirect, which is never followed',
+  TEMPLATE_FAILED: 'a payload template does not compile (exit 2 at validate) or failed on one event (that event is dead-lettered)',
   SLACK_RESPONSE_URL: 'a Slack response_url could not be updated',
   // preparing the VM: the kubernetes sink
   KUBE_NOT_CONFIGURED: 'a kubernetes sink has no kubeconfig and is not in a cluster (dead-lettered)',

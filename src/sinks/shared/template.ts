@@ -12,6 +12,7 @@
  * An evaluation has 100 ms and a bounded stack; then it fails, like any evaluation error.
  * jsonata loads on the first compile, so a bridge without templates never holds it.
  */
+import { BridgeError } from '../../lib/errors.ts';
 import { transitionOf } from '../../pipeline/cloudevent.ts';
 import { toChatMessage } from '../../present/chat-model.ts';
 import { formatEventLine } from '../../present/text-line.ts';
@@ -29,10 +30,10 @@ let loaded: Promise<Jsonata> | null = null;
 const jsonata = (): Promise<Jsonata> => (loaded ??= import('jsonata').then((m) => ((m as { default?: Jsonata }).default ?? m) as Jsonata));
 
 /** TemplateError: an expression that does not compile or fails on an event, in JSONata's words. */
-export class TemplateError extends Error {
+export class TemplateError extends BridgeError<'TEMPLATE_FAILED'> {
   readonly position: number | null;
   constructor(message: string, position: number | null) {
-    super(message);
+    super('TEMPLATE_FAILED', message);
     this.position = position;
   }
   /** "<JSONata's message> at position N". */

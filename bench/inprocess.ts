@@ -15,16 +15,16 @@ import { toCloudEvent } from '../src/pipeline/cloudevent.ts';
 import { diff } from '../src/pipeline/diff.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { DeliveryConfig, FilterConfig } from '../src/sinks/contract.ts';
-import { webhookSink, type WebhookConfig } from '../src/sinks/webhook.ts';
+import { webhookSink, type WebhookConfig } from '../sinks/webhook/index.ts';
 import { Store } from '../src/store/store.ts';
-import { AmqpPeer } from '../src/simulator/amqp-peer.ts';
+import { AmqpPeer } from '../src/standin/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
 import { EventGridPeer, PEER_KEY } from '../testkit/eventgrid-peer.ts';
 import { bridgeEvents } from '../testkit/events.ts';
-import { eventHubsSink, type EventHubsConfig } from '../src/sinks/eventhubs.ts';
+import { eventHubsSink, type EventHubsConfig } from '../sinks/eventhubs.ts';
 import type { Sink } from '../src/sinks/contract.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../testkit/fleet.ts';
-import { startRelay } from '../src/approval/relay.ts';
+import { startRelay } from '../src/fleet/relay.ts';
 import { dir, dist, quick, silent, sleep } from './common.ts';
 
 // ----- C. approval round trip ----------------------------------------------------------------

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parseConfigText } from '../src/config/load.ts';
 import { identityFrom } from '../src/imds/identity.ts';
 import type { BridgeEvent } from '../src/pipeline/cloudevent.ts';
-import { webhookSink, type WebhookConfig } from '../src/sinks/webhook.ts';
+import { webhookSink, type WebhookConfig } from '../sinks/webhook/index.ts';
 import { scenarioTimeline } from '../src/simulator/timeline.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
 import { quick, ROOT, silent } from './common.ts';

@@ -13,4 +13,4 @@ import module from 'node:module';
 import { join } from 'node:path';
 
 module.enableCompileCache?.(process.env.CACHE_DIRECTORY ? join(process.env.CACHE_DIRECTORY.split(':')[0], 'compile') : undefined);
-await import('../dist/cli.js');
+await import('../dist/src/cli.js');

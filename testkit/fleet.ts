@@ -1,14 +1,14 @@
 /**
- * Fleet approvals for tests and benchmarks: the local set-up of src/simulator/fleet.ts with the
+ * Fleet approvals for tests and benchmarks: the local set-up of src/commands/local-fleet.ts with the
  * tests' API and Slack secrets, and the session of the VM a simulator plays.
  */
-import { newFleetKeys, sessionIdOf, type FleetKeys } from '../src/approval/fleet.ts';
-import type { RelayConfig } from '../src/approval/relay.ts';
-import type { AmqpPeer } from '../src/simulator/amqp-peer.ts';
-import { localInbox, localRelayConfig, localServiceBus } from '../src/simulator/fleet.ts';
+import { newFleetKeys, sessionIdOf, type FleetKeys } from '../src/fleet/keys.ts';
+import type { RelayConfig } from '../src/fleet/relay-config.ts';
+import type { AmqpPeer } from '../src/standin/amqp-peer.ts';
+import { localInbox, localRelayConfig, localServiceBus } from '../src/commands/local-fleet.ts';
 import type { ImdsSimulator } from '../src/simulator/server.ts';
 
-export { INBOX, REPLIES } from '../src/simulator/fleet.ts';
+export { INBOX, REPLIES } from '../src/commands/local-fleet.ts';
 export const API_SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 export const SLACK_SECRET = 'fleet-slack-signing-secret';
 

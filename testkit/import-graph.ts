@@ -6,24 +6,37 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 
-/** The layers of src/, bottom first. A file may import files of its own layer or of layers below. */
+/**
+ * The layers, bottom first: those of src/, with the built-in sinks (the top-level sinks/ folder)
+ * between the public API they are written against and the registry that names them. A file may
+ * import files of its own layer or of layers below.
+ */
 export const LAYERS = [
   'lib',
   'imds',
   'pipeline',
+  'cloudevents',
   'store',
   'present',
   'sinks',
+  'azure',
+  'api',
+  'builtin-sinks',
+  'registry',
   'delivery',
   'approval',
+  'fleet',
   'observability',
   'config',
   'daemon',
   'simulator',
+  'standin',
   'commands',
-  'api',
   'cli',
 ] as const;
+
+/** The one file of src/ the built-in sinks may import: the public API. */
+export const PUBLIC_API = 'src/api.ts';
 
 /** Graph maps each file (a path relative to the root, with /) to the project files it imports. */
 export type Graph = Map<string, string[]>;
@@ -60,11 +73,19 @@ export function readGraph(root: string, dirs: readonly string[]): Graph {
   return graph;
 }
 
-/** layerOf names the layer of a file under src/ (`src/cli.ts` is the `cli` layer), or null. */
+/** layerOf names the layer of a file under src/ (`src/cli.ts` is the `cli` layer) or sinks/ (`builtin-sinks`), or null. */
 export function layerOf(file: string): string | null {
+  if (file.startsWith('sinks/')) return 'builtin-sinks';
   const m = /^src\/(?:([^/]+)\/|([^/]+)\.ts$)/.exec(file);
   if (m === null) return null;
   return m[1] ?? m[2]!.replace(/\.ts$/, '');
+}
+
+/** privateImports lists every import from a built-in sink (sinks/) into src/ other than through the public API. */
+export function privateImports(graph: Graph): Violation[] {
+  return [...graph].flatMap(([from, targets]) =>
+    from.startsWith('sinks/') ? targets.filter((to) => !to.startsWith('sinks/') && to !== PUBLIC_API).map((to) => ({ from, to, why: 'a sink imports src/ other than through src/api.ts' })) : [],
+  );
 }
 
 export interface Violation {
@@ -83,7 +104,7 @@ export function upwardImports(graph: Graph, layers: readonly string[] = LAYERS):
     for (const to of targets) {
       const toLayer = layerOf(to);
       if (rank < 0) out.push({ from, to, why: `${fromLayer} is not a layer` });
-      else if (toLayer === null) out.push({ from, to, why: 'src/ imports from outside src/' });
+      else if (toLayer === null) out.push({ from, to, why: 'src/ imports from outside src/ and sinks/' });
       else if (layers.indexOf(toLayer) < 0) out.push({ from, to, why: `${toLayer} is not a layer` });
       else if (layers.indexOf(toLayer) > rank) out.push({ from, to, why: `${fromLayer} imports ${toLayer}, a higher layer` });
     }

@@ -9,16 +9,16 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { linkKeyFor, newFleetKeys, sessionIdOf, type FleetKeys } from '../approval/fleet.ts';
-import { startRelay, type RunningRelay } from '../approval/relay.ts';
+import { linkKeyFor, newFleetKeys, sessionIdOf, type FleetKeys } from '../fleet/keys.ts';
+import { startRelay, type RunningRelay } from '../fleet/relay.ts';
 import { issueToken } from '../approval/signatures.ts';
 import { validateConfig } from '../config/load.ts';
 import { Bridge } from '../daemon/bridge.ts';
 import { createLogger } from '../lib/log.ts';
 import { signatureHeaders, secretKey } from '../lib/standard-webhooks.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
-import type { AmqpPeer } from '../simulator/amqp-peer.ts';
-import { INBOX, localInbox, localRelayConfig, localServiceBus, REPLIES } from '../simulator/fleet.ts';
+import type { AmqpPeer } from '../standin/amqp-peer.ts';
+import { INBOX, localInbox, localRelayConfig, localServiceBus, REPLIES } from './local-fleet.ts';
 import { ImdsSimulator } from '../simulator/server.ts';
 import { EXIT, table } from './common.ts';
 

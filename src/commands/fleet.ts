@@ -6,7 +6,7 @@
  * Keys are read from the environment, never from arguments (which other users may see).
  */
 import { createPublicKey } from 'node:crypto';
-import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../approval/fleet.ts';
+import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../fleet/keys.ts';
 import { EXIT, parse, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {

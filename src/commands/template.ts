@@ -8,7 +8,7 @@
 import { Bridge } from '../daemon/bridge.ts';
 import { identityFrom } from '../imds/identity.ts';
 import { transitionOf } from '../pipeline/cloudevent.ts';
-import { renderRequest, templatesOf } from '../sinks/shared/webhook-template.ts';
+import { previewOf } from '../registry/registry.ts';
 import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
 import { scenarioTimeline } from '../simulator/timeline.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
@@ -28,29 +28,28 @@ export async function main(argv: string[]): Promise<number> {
   const sink = config.sinks.find((s) => s.name === values.sink);
   if (sink === undefined) throw new UsageError(`no sink is named "${values.sink}"; the sinks are ${config.sinks.map((s) => s.name).join(', ')}`);
   if (sink.type !== 'webhook') throw new UsageError(`sink "${sink.name}" is a ${sink.type} sink; templates belong to webhook sinks`);
-  const templates = await templatesOf(sink);
-  if (templates === null) throw new UsageError(`sink "${sink.name}" has no template, urlTemplate or headerTemplates`);
-
   const i = config.identity;
   const vm = identityFrom(null, { name: i.vmName ?? 'sim-vm-0', resourceId: i.resourceId, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone });
   const links = Bridge.approvalLinks(config, () => vm);
-  const approvalUrl = links === undefined ? () => null : (e: Parameters<typeof links.link>[0]) => links.link(e);
+  const preview = await previewOf(sink, links === undefined ? () => null : (e) => links.link(e));
+  if (preview === null) throw new UsageError(`sink "${sink.name}" has no template, urlTemplate or headerTemplates`);
+
   const events = scenarioTimeline(scenario, vm);
   const out = process.stdout;
   out.write(`se-bridge template test: sink ${sink.name}, scenario ${scenario} (${findScenario(scenario)!.title}), VM ${vm.name}; nothing is sent\n`);
   let failed = 0;
   for (const [n, e] of events.entries()) {
     out.write(`\n${n + 1}. ${transitionOf(e)}  ${e.data!.eventType}  ${e.subject}  at ${e.time}\n`);
-    const r = await renderRequest(templates, sink, e, approvalUrl);
+    const r = await preview(e);
     if ('outcome' in r) {
       if (r.outcome.status !== 'delivered') failed += 1;
       out.write(`   ${r.outcome.status === 'delivered' ? (r.outcome.detail ?? 'skipped') : `fails: ${r.outcome.reason}`}\n`);
       continue;
     }
-    const headers = r.body === null ? { ...r.headers, '(body and ce-* headers)': `the CloudEvent, ${sink.mode} mode` } : { 'content-type': sink.contentType, ...r.headers };
-    out.write(`   POST ${r.url}\n`);
+    const headers = r.body === null ? r.headers : { 'content-type': r.contentType, ...r.headers };
+    out.write(`   ${r.method} ${r.url}\n`);
     for (const [k, v] of Object.entries(headers)) out.write(`   ${k}: ${v}\n`);
-    if (r.body !== null) out.write(`${indent(pretty(r.body, sink.contentType))}\n`);
+    if (r.body !== null) out.write(`${indent(pretty(r.body, r.contentType))}\n`);
   }
   out.write(`\n${events.length} transition${events.length === 1 ? '' : 's'}; ${failed === 0 ? 'every one rendered' : `${failed} failed to render`}\n`);
   return failed === 0 ? EXIT.ok : EXIT.failure;

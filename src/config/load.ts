@@ -12,8 +12,8 @@ import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { BridgeError } from '../lib/errors.ts';
-import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../sinks/external.ts';
-import { templateProblems } from '../sinks/shared/webhook-template.ts';
+import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../registry/external.ts';
+import { sinkProblems } from '../registry/registry.ts';
 import { BridgeConfig } from './schema.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
 
@@ -253,7 +253,7 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
     sinks = (err.input as { sinks?: unknown } | null)?.sinks;
   }
   problems.push(...(await externalSinkProblems(Array.isArray(sinks) ? sinks : [], path)));
-  problems.push(...(await templateProblems(Array.isArray(sinks) ? sinks : [])));
+  problems.push(...(await sinkProblems(Array.isArray(sinks) ? sinks : [])));
   if (problems.length > 0 || config === null) throw new ConfigError(path, problems);
   return config;
 }

@@ -9,8 +9,8 @@
  * AutoApprover (policy and preparation hooks), route (which sinks take an event), the
  * Dispatcher (delivery), the ApprovalService (every approval).
  */
-import { decodeKey } from '../approval/fleet.ts';
-import { inboxSession, type InboxStatus } from '../approval/inbox.ts';
+import { decodeKey } from '../fleet/keys.ts';
+import { inboxSession, type InboxStatus } from '../fleet/inbox.ts';
 import { approvalLinks } from '../approval/links.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import type { BridgeConfig } from '../config/schema.ts';
@@ -26,7 +26,7 @@ import { StateLock } from '../store/lock.ts';
 import { Store } from '../store/store.ts';
 import { compose, type BridgeOptions, type Parts, type Shared } from './compose.ts';
 import { buildTargets } from './targets.ts';
-import { tokenEndpointFollowsImds } from '../sinks/shared/azure.ts';
+import { tokenEndpointFollowsImds } from '../azure/credentials.ts';
 import { errorFields } from '../lib/errors.ts';
 
 export type { BridgeOptions } from './compose.ts';

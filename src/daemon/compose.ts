@@ -4,7 +4,7 @@
  * service, the auto-approver and the HTTP endpoints. Bridge owns their lifecycle.
  */
 import type { Logger } from 'pino';
-import { ApprovalInbox, inboxSession } from '../approval/inbox.ts';
+import { ApprovalInbox, inboxSession } from '../fleet/inbox.ts';
 import { ApprovalService } from '../approval/service.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { secretsOf } from '../config/schema.ts';
@@ -14,7 +14,7 @@ import { ImdsClient } from '../imds/client.ts';
 import { scrubber } from '../lib/log.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { preparationStates } from './preparations.ts';
-import { preparesTheVm } from '../sinks/registry.ts';
+import { preparesTheVm } from '../registry/registry.ts';
 import type { ReadBroadcast } from './reads.ts';
 import { affects } from '../imds/identity.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';

@@ -7,7 +7,7 @@ import type { SinkConfig } from '../config/schema.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { matchesFilter } from '../pipeline/filter.ts';
 import type { PreparationState } from '../sinks/contract.ts';
-import { preparesTheVm } from '../sinks/registry.ts';
+import { preparesTheVm } from '../registry/registry.ts';
 import type { PreparationRecord, Store } from '../store/store.ts';
 
 const toState = (r: PreparationRecord): PreparationState => ({ sink: r.sink, state: r.state, detail: r.detail, at: new Date(r.at).toISOString() });

@@ -9,7 +9,7 @@ import { fromJson } from '../pipeline/cloudevent.ts';
 import { fullJitter } from '../lib/time.ts';
 import { deadline } from '../lib/time.ts';
 import { errorFields } from '../lib/errors.ts';
-import { printable } from '../sinks/shared/classify.ts';
+import { printable } from '../sinks/classify.ts';
 import type { OutboxRow, Store } from '../store/store.ts';
 
 export interface DispatchTarget {

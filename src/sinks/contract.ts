@@ -157,7 +157,22 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
    */
   readonly undoes?: boolean;
   create(config: C, context: SinkContext): Sink | Promise<Sink>;
+  /**
+   * Problems of a sink's raw configuration that its schema cannot see (a template that does not
+   * compile), each as `key: what is wrong`. `validate` and start-up report them with the sink's path.
+   */
+  problems?(raw: Readonly<Record<string, unknown>>): Promise<string[]>;
+  /**
+   * What the sink would send for each event, without sending (`se-bridge template test`), or
+   * null when it has nothing to show for this configuration.
+   */
+  preview?(config: C, approvalUrl: (event: BridgeEvent) => string | null): Promise<((event: BridgeEvent) => Promise<Preview>) | null>;
 }
+
+/** What a sink would send for one event: a request, or the outcome it would have without sending (skipped, failed). */
+export type Preview =
+  | { readonly outcome: Outcome }
+  | { readonly method: string; readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly body: string | null; readonly contentType: string };
 
 /** DeliveryConfig is the per-sink delivery policy the dispatcher applies. */
 export const DeliveryConfig = z.strictObject({

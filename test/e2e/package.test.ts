@@ -27,7 +27,7 @@ function seBridge(args: string[], timeoutMs = 60_000, extra: NodeJS.ProcessEnv =
 
 beforeAll(() => {
   dir = tempDir('se-bridge-package-');
-  if (!existsSync(join(ROOT, 'dist', 'cli.js'))) execFileSync(npm, ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
+  if (!existsSync(join(ROOT, 'dist', 'src', 'cli.js'))) execFileSync(npm, ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
   // --ignore-scripts: `npm test` has just built dist/, and rebuilding it here would race the other suites
   execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir.path, '--silent'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   tarball = join(dir.path, readdirSync(dir.path).find((f) => f.endsWith('.tgz'))!);
@@ -45,7 +45,7 @@ afterAll(() => dir?.cleanup());
 describe('the npm package', () => {
   it('holds the compiled code, the examples, README and LICENSE, and none of test/, bench/, .ci/ or the sources', () => {
     const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'LICENSE', 'README.md', 'bin/se-bridge.js', 'dist/cli.js', 'dist/api.js', 'dist/api.d.ts', 'config/bridge.example.yaml', 'examples/pagerduty-sink.js']));
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'LICENSE', 'README.md', 'bin/se-bridge.js', 'dist/src/cli.js', 'dist/src/api.js', 'dist/src/api.d.ts', 'dist/sinks/webhook/index.js', 'config/bridge.example.yaml', 'examples/pagerduty-sink.js']));
     expect(files.filter((f) => /^(test|bench|\.ci|src|testkit|scripts|node_modules)\//.test(f))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };

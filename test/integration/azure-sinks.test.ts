@@ -6,10 +6,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
-import { eventHubsSink, type EventHubsConfig } from '../../src/sinks/eventhubs.ts';
-import { serviceBusSink, type ServiceBusConfig } from '../../src/sinks/servicebus.ts';
+import { eventHubsSink, type EventHubsConfig } from '../../sinks/eventhubs.ts';
+import { serviceBusSink, type ServiceBusConfig } from '../../sinks/servicebus.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
-import { AmqpPeer, BATCH_FORMAT, type ReceivedMessage } from '../../src/simulator/amqp-peer.ts';
+import { BATCH_FORMAT, type ReceivedMessage } from '../../src/standin/amqp-messages.ts';
+import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
 import { bridgeEvents as events, silentLogger } from '../helpers.ts';
 
 let peer: AmqpPeer;

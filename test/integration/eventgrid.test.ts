@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SinkConfig } from '../../src/config/schema.ts';
-import { eventGridSink, packBatches, publishUrl, type EventGridConfig } from '../../src/sinks/eventgrid.ts';
+import { eventGridSink, packBatches, publishUrl, type EventGridConfig } from '../../sinks/eventgrid.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { cloudEventProblem, EventGridPeer, PEER_KEY } from '../../testkit/eventgrid-peer.ts';

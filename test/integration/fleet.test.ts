@@ -5,16 +5,16 @@
  */
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { commandId, signCommand, privateKeyOf, type ApprovalCommand } from '../../src/approval/fleet.ts';
-import { startRelay, type RunningRelay } from '../../src/approval/relay.ts';
+import { commandId, signCommand, privateKeyOf, type ApprovalCommand } from '../../src/fleet/keys.ts';
+import { startRelay, type RunningRelay } from '../../src/fleet/relay.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
-import type { AmqpPeer } from '../../src/simulator/amqp-peer.ts';
+import type { AmqpPeer } from '../../src/standin/amqp-peer.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
-import { linkKeyFor, signOutcome } from '../../src/approval/fleet.ts';
+import { linkKeyFor, signOutcome } from '../../src/fleet/keys.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { waitFor } from '../helpers.ts';
 import { closedWithin, getFrom, openFrom } from '../../testkit/sockets.ts';
@@ -262,7 +262,7 @@ describe('fleet approvals over Service Bus', () => {
   it('refuses a public key that is not the signing key\'s, naming it', async () => {
     peer = await fleetPeer();
     const keys = fleetKeys();
-    const { RelayConfig } = await import('../../src/approval/relay.ts');
+    const { RelayConfig } = await import('../../src/fleet/relay-config.ts');
     const good = RelayConfig.safeParse({ ...relayConfig(peer, keys), publicKey: keys.publicKey });
     expect(good.success).toBe(true);
     const bad = RelayConfig.safeParse({ ...relayConfig(peer, keys), publicKey: fleetKeys().publicKey });

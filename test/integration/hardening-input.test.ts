@@ -13,7 +13,7 @@ import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
 import { diff } from '../../src/pipeline/diff.ts';
 import { MAX_RAW_DEPTH, toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
-import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../src/sinks/exec.ts';
+import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../sinks/exec.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 
 import { bridgeOn, cleanUpAfterEach, cleanups, simulator } from './hardening-kit.ts';

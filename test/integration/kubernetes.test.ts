@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
-import { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from '../../src/sinks/kubernetes.ts';
+import { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from '../../sinks/kubernetes/index.ts';
 import { freePort, waitFor } from '../helpers.ts';
 
 let api: KubeStandIn | null = null;

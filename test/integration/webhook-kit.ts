@@ -8,7 +8,7 @@ import { diff } from '../../src/pipeline/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
-import { webhookSink, type WebhookConfig } from '../../src/sinks/webhook.ts';
+import { webhookSink, type WebhookConfig } from '../../sinks/webhook/index.ts';
 import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
 import { captureLogger, fixtureDocument, ROOT } from '../helpers.ts';
 

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { Template } from '../../src/sinks/shared/template.ts';
+import { Template } from '../../sinks/webhook/template.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { scenarioTimeline } from '../../src/simulator/timeline.ts';
 import { cli } from '../e2e/process.ts';

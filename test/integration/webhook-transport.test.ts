@@ -6,7 +6,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyHttpStatus } from '../../src/sinks/shared/classify.ts';
+import { classifyHttpStatus } from '../../src/sinks/classify.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { Outcome } from '../../src/sinks/contract.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkCommand, commandId, linkKeyFor, newFleetKeys, outcomeVerifies, privateKeyOf, publicKeyOf, sessionFor, signCommand, signOutcome, type ApprovalCommand } from '../../src/approval/fleet.ts';
+import { checkCommand, commandId, linkKeyFor, newFleetKeys, outcomeVerifies, privateKeyOf, publicKeyOf, sessionFor, signCommand, signOutcome, type ApprovalCommand } from '../../src/fleet/keys.ts';
 
 const keys = newFleetKeys();
 const now = Math.floor(Date.now() / 1000);
@@ -60,7 +60,7 @@ describe('the relay configuration', () => {
     const { join } = await import('node:path');
     const { z } = await import('zod');
     const { loadFileWith } = await import('../../src/config/load.ts');
-    const { RelayConfig } = await import('../../src/approval/relay.ts');
+    const { RelayConfig } = await import('../../src/fleet/relay-config.ts');
     const { EXAMPLE_ENV, ROOT, undocumentedKeys } = await import('../helpers.ts');
     const file = join(ROOT, 'config', 'relay.example.yaml');
     const config = loadFileWith(RelayConfig, file, EXAMPLE_ENV);

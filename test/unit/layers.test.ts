@@ -1,11 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cycles, importsOf, layerOf, readGraph, upwardImports, type Graph } from '../../testkit/import-graph.ts';
+import { cycles, importsOf, layerOf, privateImports, readGraph, upwardImports, type Graph } from '../../testkit/import-graph.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 describe('the layer rule', () => {
-  const graph = readGraph(root, ['src', 'testkit', 'bench', 'scripts']);
+  const graph = readGraph(root, ['src', 'sinks', 'testkit', 'bench', 'scripts']);
 
   it('reads the whole source tree', () => {
     const files = [...graph.keys()];
@@ -16,6 +16,19 @@ describe('the layer rule', () => {
 
   it('has no import from src/ into a higher layer or outside src/', () => {
     expect(upwardImports(graph)).toEqual([]);
+  });
+
+  it('lets the built-in sinks reach src/ only through the public API, and src/ reach them only through the registry', () => {
+    expect([...graph.keys()].filter((f) => f.startsWith('sinks/')).length).toBeGreaterThan(10);
+    expect(privateImports(graph)).toEqual([]);
+    const intoSinks = [...graph].flatMap(([from, to]) => (from.startsWith('src/') && !from.startsWith('src/registry/') ? to.filter((t) => t.startsWith('sinks/')).map((t) => `${from} -> ${t}`) : []));
+    expect(intoSinks).toEqual([]);
+  });
+
+  it('keeps src/sinks/ to the contract, and the IMDS simulator free of approvals and fleet', () => {
+    expect([...graph.keys()].filter((f) => f.startsWith('src/sinks/')).sort()).toEqual(['src/sinks/classify.ts', 'src/sinks/contract.ts']);
+    const simulator = [...graph].flatMap(([from, to]) => (from.startsWith('src/simulator/') ? to.filter((t) => /^src\/(approval|fleet|standin)\//.test(t)) : []));
+    expect(simulator).toEqual([]);
   });
 
   it('has no import cycle', () => {
@@ -58,6 +71,15 @@ describe('the import graph checker', () => {
     expect(upwardImports(g).map((v) => `${v.from} -> ${v.to}`)).toEqual(['src/lib/time.ts -> src/imds/wire.ts', 'src/sinks/x.ts -> test/helpers.ts']);
     expect(layerOf('src/cli.ts')).toBe('cli');
     expect(layerOf('test/helpers.ts')).toBeNull();
+    expect(layerOf('sinks/webhook/index.ts')).toBe('builtin-sinks');
+  });
+
+  it('finds a built-in sink that reaches past the public API', () => {
+    const g: Graph = new Map([
+      ['sinks/a.ts', ['src/api.ts', 'sinks/shared/b.ts']],
+      ['sinks/c.ts', ['src/lib/time.ts']],
+    ]);
+    expect(privateImports(g).map((v) => `${v.from} -> ${v.to}`)).toEqual(['sinks/c.ts -> src/lib/time.ts']);
   });
 
   it('finds a cycle, and a file that imports itself', () => {

@@ -1,6 +1,6 @@
 /** Where managed identity tokens are asked, and the proxy bypass for that endpoint. */
 import { describe, expect, it } from 'vitest';
-import { bypassProxyForTokenEndpoint, tokenEndpointFollowsImds, usesEntraId } from '../../src/sinks/shared/azure.ts';
+import { bypassProxyForTokenEndpoint, tokenEndpointFollowsImds, usesEntraId } from '../../src/azure/credentials.ts';
 
 const withCredential = { sinks: [{ type: 'webhook' }, { type: 'eventgrid', credential: { kind: 'managedIdentity' } }] };
 

@@ -1,0 +1,206 @@
+import { BridgeError, type Code, withDeadline } from '../../src/api.ts';
+/**
+ * The few Kubernetes API calls the kubernetes sink makes, through @kubernetes/client-node:
+ * nodes get/list/patch, pods list, pods/eviction create, events create. Nothing else,
+ * which is what the RBAC in config/kubernetes/ grants. Each call has a deadline, and each
+ * failure becomes a KubeFailure that says whether trying again can help.
+ */
+
+/** How long one API call may take. */
+const CALL_DEADLINE_MS = 30_000;
+const COMPONENT = 'scheduled-events-bridge';
+
+export interface Taint {
+  readonly key: string;
+  readonly value?: string;
+  readonly effect: string;
+}
+
+export interface KubeNode {
+  readonly name: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  readonly unschedulable: boolean;
+  readonly taints: readonly Taint[];
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+export interface KubePod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly ownerKinds: readonly string[];
+  readonly mirror: boolean;
+  readonly emptyDir: boolean;
+  readonly terminating: boolean;
+  readonly finished: boolean;
+  readonly gracePeriodSeconds: number | null;
+}
+
+export type Eviction = 'evicted' | 'gone' | 'budget';
+
+export interface Kube {
+  readNode(name: string): Promise<KubeNode>;
+  nodeByProviderId(providerId: string): Promise<KubeNode | null>;
+  patchNode(name: string, patch: unknown): Promise<KubeNode>;
+  podsOn(node: string): Promise<KubePod[]>;
+  evict(pod: KubePod, gracePeriodSeconds: number): Promise<Eviction>;
+  /** event records a Kubernetes Event on the Node; a failure is logged by the caller's logger, never thrown. */
+  event(node: KubeNode, reason: string, message: string): Promise<void>;
+}
+
+/** KubeFailure: a failed API call, with whether a later attempt may succeed. */
+export class KubeFailure extends BridgeError {
+  readonly retry: boolean;
+  readonly status: number | null;
+  constructor(code: Code, message: string, retry: boolean, status: number | null = null) {
+    super(code, message);
+    this.retry = retry;
+    this.status = status;
+  }
+}
+
+type ClientModule = typeof import('@kubernetes/client-node');
+
+/** connect loads the client and its configuration: the kubeconfig file, or the in-cluster service account. */
+export async function connect(kubeconfig: string | undefined): Promise<Kube> {
+  const k8s: ClientModule = await import('@kubernetes/client-node');
+  const kc = new k8s.KubeConfig();
+  if (kubeconfig !== undefined) {
+    kc.loadFromFile(kubeconfig);
+  } else if (process.env.KUBERNETES_SERVICE_HOST) {
+    kc.loadFromCluster();
+  } else {
+    return unconfigured();
+  }
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const smp = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
+  const call = <T>(what: string, run: () => Promise<T>): Promise<T> =>
+    withDeadline(run(), CALL_DEADLINE_MS, () => new KubeFailure('KUBE_API_TIMEOUT', `${what}: no answer within ${CALL_DEADLINE_MS / 1000} s`, true)).catch((err: unknown) => {
+      throw toFailure(what, err);
+    });
+  return {
+    readNode: async (name) => nodeOf(await call(`get node ${name}`, () => core.readNode({ name }))),
+    async nodeByProviderId(providerId) {
+      const list = await call('list nodes', () => core.listNode());
+      const found = list.items.find((n) => n.spec?.providerID?.toLowerCase() === providerId.toLowerCase());
+      return found === undefined ? null : nodeOf(found);
+    },
+    patchNode: async (name, body) => nodeOf(await call(`patch node ${name}`, () => core.patchNode({ name, body }, smp))),
+    async podsOn(node) {
+      const list = await call(`list pods on ${node}`, () => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }));
+      return list.items.map(podOf);
+    },
+    async evict(pod, gracePeriodSeconds) {
+      const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace }, deleteOptions: { gracePeriodSeconds } };
+      try {
+        await call(`evict pod ${pod.namespace}/${pod.name}`, () => core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }));
+        return 'evicted';
+      } catch (err) {
+        if (err instanceof KubeFailure && err.status === 404) return 'gone';
+        if (err instanceof KubeFailure && err.status === 429) return 'budget';
+        throw err;
+      }
+    },
+    async event(node, reason, message) {
+      const now = new Date();
+      const body = {
+        metadata: { generateName: `${node.name}.`, namespace: 'default' },
+        involvedObject: { apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid },
+        reason,
+        message,
+        type: 'Normal',
+        source: { component: COMPONENT, host: node.name },
+        reportingComponent: COMPONENT,
+        reportingInstance: node.name,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      };
+      // the story on the Node is worth telling, but never worth failing the preparation for
+      await call(`create event ${reason}`, () => core.createNamespacedEvent({ namespace: 'default', body })).catch(() => undefined);
+    },
+  };
+}
+
+/** unconfigured: neither a kubeconfig nor a cluster around; every call says so. */
+function unconfigured(): Kube {
+  const fail = (): never => {
+    throw new KubeFailure('KUBE_NOT_CONFIGURED', 'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)', false);
+  };
+  return { readNode: fail, nodeByProviderId: fail, patchNode: fail, podsOn: fail, evict: fail, event: async () => undefined };
+}
+
+interface NodeLike {
+  metadata?: { name?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: { unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
+}
+
+function nodeOf(n: NodeLike): KubeNode {
+  return {
+    name: n.metadata?.name ?? '',
+    uid: n.metadata?.uid ?? '',
+    resourceVersion: n.metadata?.resourceVersion ?? '',
+    unschedulable: n.spec?.unschedulable === true,
+    taints: (n.spec?.taints ?? []).map((t) => ({ key: t.key, effect: t.effect, ...(t.value === undefined ? {} : { value: t.value }) })),
+    labels: n.metadata?.labels ?? {},
+    annotations: n.metadata?.annotations ?? {},
+  };
+}
+
+interface PodLike {
+  metadata?: { name?: string; namespace?: string; uid?: string; annotations?: Record<string, string>; ownerReferences?: { kind: string; controller?: boolean }[]; deletionTimestamp?: unknown };
+  spec?: { volumes?: { emptyDir?: unknown }[]; terminationGracePeriodSeconds?: number };
+  status?: { phase?: string };
+}
+
+function podOf(p: PodLike): KubePod {
+  return {
+    namespace: p.metadata?.namespace ?? 'default',
+    name: p.metadata?.name ?? '',
+    uid: p.metadata?.uid ?? '',
+    ownerKinds: (p.metadata?.ownerReferences ?? []).filter((o) => o.controller !== false).map((o) => o.kind),
+    mirror: p.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined,
+    emptyDir: (p.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined && v.emptyDir !== null),
+    terminating: p.metadata?.deletionTimestamp !== undefined && p.metadata?.deletionTimestamp !== null,
+    finished: p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed',
+    gracePeriodSeconds: p.spec?.terminationGracePeriodSeconds ?? null,
+  };
+}
+
+/** toFailure turns what the client threw into a KubeFailure that names the call and what the API said. */
+function toFailure(what: string, err: unknown): KubeFailure {
+  if (err instanceof KubeFailure) return err;
+  const e = err as { code?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
+  if (typeof e.code === 'number') {
+    const status = e.code;
+    const said = apiMessage(e.body) ?? `HTTP ${status}`;
+    if (status === 403) return new KubeFailure('KUBE_FORBIDDEN', `${what}: forbidden by RBAC (403): ${said}`, false, status);
+    if (status === 401) return new KubeFailure('KUBE_UNAUTHORIZED', `${what}: the API server refused the credentials (401)`, true, status);
+    if (status === 404) return new KubeFailure('KUBE_NOT_FOUND', `${what}: not found (404): ${said}`, false, status);
+    const transient = status === 409 || status === 429 || status >= 500;
+    return new KubeFailure('KUBE_API_STATUS', `${what}: HTTP ${status}: ${said}`, transient, status);
+  }
+  const cause = e.cause?.code ?? e.cause?.message ?? e.message ?? String(err);
+  return new KubeFailure('KUBE_API_UNREACHABLE', `${what}: cannot reach the Kubernetes API server (${cause})`, true);
+}
+
+function apiMessage(body: unknown): string | null {
+  if (typeof body === 'string') {
+    try {
+      return apiMessage(JSON.parse(body));
+    } catch {
+      return body.slice(0, 200) || null;
+    }
+  }
+  if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') return (body as { message: string }).message;
+  return null;
+}
+
+/** describeFailure: the code, the words and whether to try again, for any error of a preparation. */
+export function describeFailure(err: unknown): { code: string; reason: string; retry: boolean } {
+  if (err instanceof KubeFailure) return { code: err.code, reason: err.message, retry: err.retry };
+  const f = toFailure('kubernetes', err);
+  return { code: f.code, reason: f.message, retry: f.retry };
+}

@@ -1,0 +1,101 @@
+/**
+ * drainNode evicts every pod of a cordoned Node through the Eviction API, as `kubectl drain`
+ * does: DaemonSet pods and mirror (static) pods stay, PodDisruptionBudgets are honoured (a 429
+ * is tried again with backoff until the deadline), each pod gets at most `gracePeriodSeconds`
+ * (its own, if shorter, wins), and a pod with an emptyDir volume blocks the drain unless
+ * `deleteEmptyDirData`. It returns once every evicted pod is gone from the node's pod list, or
+ * says what still holds the node when the deadline comes.
+ */
+import type { Logger } from 'pino';
+import { sleep } from '../../src/api.ts';
+import type { Kube, KubePod } from './api.ts';
+
+export interface DrainOptions {
+  readonly gracePeriodSeconds: number;
+  readonly deleteEmptyDirData: boolean;
+  /** How often evicted pods are checked for being gone. */
+  readonly pollMs: number;
+  /** Epoch ms after which the drain gives up. */
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+}
+
+export type DrainResult = { readonly kind: 'drained'; readonly evicted: number } | { readonly kind: 'blocked'; readonly reason: string };
+
+/** Pods evicted at once. */
+const CONCURRENCY = 16;
+/** The backoff of a pod a budget holds: from 500 ms, doubling, at most 5 s. */
+const BUDGET_BACKOFF_MS = [500, 1000, 2000, 5000];
+/** Pods can still land on a node whose cordon they raced: list again at most this often. */
+const ROUNDS = 3;
+
+const named = (p: KubePod) => `${p.namespace}/${p.name}`;
+
+/** evictable: what a drain evicts (not DaemonSet pods, not mirror pods). */
+export function evictable(pods: readonly KubePod[]): KubePod[] {
+  return pods.filter((p) => !p.mirror && !p.ownerKinds.includes('DaemonSet'));
+}
+
+export async function drainNode(kube: Kube, node: string, o: DrainOptions): Promise<DrainResult> {
+  let evicted = 0;
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const pods = evictable(await kube.podsOn(node));
+    if (pods.length === 0) return { kind: 'drained', evicted };
+    if (!o.deleteEmptyDirData) {
+      const local = pods.filter((p) => p.emptyDir && !p.terminating && !p.finished);
+      if (local.length > 0) {
+        return {
+          kind: 'blocked',
+          reason: `cannot delete pods with local storage (emptyDir): ${local.slice(0, 3).map(named).join(', ')}${local.length > 3 ? ` and ${local.length - 3} more` : ''}; set drain.deleteEmptyDirData: true to evict them`,
+        };
+      }
+    }
+    o.logger.info({ node, pods: pods.length, round: round + 1 }, 'draining the node');
+    const results = await pool(pods, CONCURRENCY, (pod) => evictOne(kube, pod, o));
+    const held = results.filter((r): r is string => typeof r === 'string');
+    evicted += results.filter((r) => r === true).length;
+    if (held.length > 0) return { kind: 'blocked', reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}` };
+    const stopping = await waitGone(kube, node, new Set(pods.map((p) => p.uid)), o);
+    if (stopping.length > 0) return { kind: 'blocked', reason: `evicted but not stopped yet: ${stopping.slice(0, 3).map(named).join(', ')}${stopping.length > 3 ? ` and ${stopping.length - 3} more` : ''}` };
+  }
+  const left = evictable(await kube.podsOn(node));
+  return left.length === 0 ? { kind: 'drained', evicted } : { kind: 'blocked', reason: `pods keep landing on the node: ${left.slice(0, 3).map(named).join(', ')}` };
+}
+
+/** evictOne evicts one pod (a budget's 429 is tried again with backoff): true when evicted, false when it was gone or stopping already, else why not. */
+async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<boolean | string> {
+  if (pod.terminating) return false;
+  for (let tries = 1; ; tries += 1) {
+    const grace = Math.min(pod.gracePeriodSeconds ?? o.gracePeriodSeconds, o.gracePeriodSeconds);
+    const r = await kube.evict(pod, grace);
+    if (r === 'gone') return false;
+    if (r === 'evicted') return true;
+    const pause = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
+    if (Date.now() + pause > o.deadline) return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'})`;
+    await sleep(pause, o.signal);
+  }
+}
+
+/** waitGone lists the node's pods until none of `uids` is left (a pod replaced under the same name has a new uid), or the deadline; it returns those left. */
+async function waitGone(kube: Kube, node: string, uids: ReadonlySet<string>, o: DrainOptions): Promise<KubePod[]> {
+  for (;;) {
+    const left = (await kube.podsOn(node)).filter((p) => uids.has(p.uid));
+    if (left.length === 0 || Date.now() >= o.deadline) return left;
+    await sleep(Math.min(o.pollMs, Math.max(0, o.deadline - Date.now())), o.signal);
+  }
+}
+
+/** pool runs `work` over `items`, at most `n` at a time, and keeps the results in order. */
+async function pool<T, R>(items: readonly T[], n: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const runners = Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await work(items[i]!);
+    }
+  });
+  await Promise.all(runners);
+  return out;
+}

@@ -1,0 +1,213 @@
+/**
+ * kubernetes sink: prepares the Kubernetes Node this VM is, and gives it back afterwards.
+ *
+ * - On what prepares (scheduled, updated, a started never seen before): cordon the Node, add
+ *   the maintenance taint and the exclude-from-load-balancers label, record on the Node what
+ *   this bridge changed (annotation `scheduledevents.azure.com/prepared`), then drain it
+ *   through the Eviction API (kubernetes-drain.ts). Delivered once the node is empty of
+ *   evictable pods.
+ * - On completed and canceled: undo exactly what the annotation says this bridge did (a node an
+ *   operator cordoned by hand stays cordoned), then remove the annotation.
+ * - Every step is also a Kubernetes Event on the Node, so `kubectl describe node` tells the story.
+ *
+ * Node changes are strategic-merge patches carrying the resourceVersion they were computed
+ * from, so a concurrent change is a 409 and the change is computed again. The client library
+ * loads only when a kubernetes sink is configured.
+ */
+import { z } from 'zod';
+import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, sinkBase, type SinkContext, type SinkModule, transitionOf } from '../../src/api.ts';
+import { ends, preparationKeys, preparationSink, type Preparation } from '../shared/preparation.ts';
+import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
+import { drainNode } from './drain.ts';
+
+export const ANNOTATION = 'scheduledevents.azure.com/prepared';
+export const TAINT_KEY = 'scheduledevents.azure.com/maintenance';
+export const EXCLUDE_LABEL = 'node.kubernetes.io/exclude-from-external-load-balancers';
+
+const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export const configSchema = z.strictObject({
+  type: z.literal('kubernetes'),
+  ...sinkBase,
+  ...preparationKeys,
+  /** The Node to prepare; default the NODE_NAME environment variable, else the Node whose spec.providerID names this VM. */
+  nodeName: z.string().max(253).regex(dns1123, 'must be a Kubernetes node name (lower-case DNS subdomain)').optional(),
+  /** A kubeconfig file; default the in-cluster service account. */
+  kubeconfig: z.string().min(1).optional(),
+  drain: z
+    .strictObject({
+      /** Give up this attempt after this long (the delivery policy tries again, never past NotBefore). */
+      timeoutSeconds: z.number().int().min(1).max(24 * 3600).default(600),
+      /** At most this per pod; the pod's own, if shorter, wins. */
+      gracePeriodSeconds: z.number().int().min(0).max(3600).default(30),
+      /** false: a pod with an emptyDir volume blocks the drain (as kubectl drain refuses); true: evict it. */
+      deleteEmptyDirData: z.boolean().default(false),
+      /** How often evicted pods are checked for being gone. */
+      pollMs: z.number().int().min(50).max(60_000).default(1000),
+    })
+    .prefault({}),
+  /** Add the taint scheduledevents.azure.com/maintenance=<EventType>:NoSchedule. */
+  taint: z.boolean().default(true),
+  /** Add the label node.kubernetes.io/exclude-from-external-load-balancers=true. */
+  excludeFromLoadBalancers: z.boolean().default(true),
+});
+export type KubernetesConfig = z.infer<typeof configSchema>;
+
+/** What this bridge changed on a Node, kept in its annotation. */
+export interface Prepared {
+  /** The maintenance events this preparation is for (the first one made the changes). */
+  readonly eventIds: string[];
+  readonly cordoned: boolean;
+  readonly tainted: boolean;
+  readonly labeled: boolean;
+  readonly at: string;
+}
+
+export const kubernetesSink: SinkModule<KubernetesConfig> = preparationSink('kubernetes', configSchema, (c) => c.drain.timeoutSeconds * 1000, async (config, context) => {
+  return new NodePreparation(config, context, await connect(config.kubeconfig));
+});
+
+class NodePreparation implements Preparation {
+  readonly #c: KubernetesConfig;
+  readonly #ctx: SinkContext;
+  readonly #kube: Kube;
+  #nodeName: string | null;
+
+  constructor(config: KubernetesConfig, context: SinkContext, kube: Kube) {
+    this.#c = config;
+    this.#ctx = context;
+    this.#kube = kube;
+    this.#nodeName = config.nodeName ?? (process.env.NODE_NAME || null);
+  }
+
+  async close(): Promise<void> {}
+
+  async deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
+    const d = event.data!;
+    try {
+      const node = await this.#node();
+      if (ends(event)) return await this.#giveBack(node, d.eventId, transitionOf(event));
+      if (d.notBefore !== null && Date.parse(d.notBefore) <= Date.now() && transitionOf(event) !== 'started') {
+        // the platform may start at any moment now: still prepare, but a drain cannot outlast it
+        this.#ctx.logger.warn({ eventId: d.eventId, notBefore: d.notBefore }, 'NotBefore has passed; preparing the node anyway');
+      }
+      const prepared = await this.#prepare(node, d.eventId, d.eventType, d.notBefore);
+      const deadline = Math.min(Date.now() + this.#c.drain.timeoutSeconds * 1000, d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000));
+      const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, deadline, signal, logger: this.#ctx.logger });
+      if (drained.kind === 'blocked') {
+        const past = d.notBefore !== null && Date.parse(d.notBefore) <= Date.now();
+        // past NotBefore the maintenance happens whatever we do: trying again would only repeat the failure
+        return past ? reject(`KUBE_DRAIN_INCOMPLETE: NotBefore passed with the node not drained: ${drained.reason}`) : retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
+      }
+      await this.#kube.event(prepared, 'Drained', `Drained for maintenance ${d.eventId}: ${plural(drained.evicted, 'pod')} evicted`);
+      return deliveredWith(`node ${prepared.name} cordoned and drained: ${plural(drained.evicted, 'pod')} evicted`);
+    } catch (err) {
+      return outcomeOf(err, this.#ctx);
+    }
+  }
+
+  /** node finds the Node this VM is, once. */
+  async #node(): Promise<KubeNode> {
+    if (this.#nodeName !== null) return this.#kube.readNode(this.#nodeName);
+    const vm = this.#ctx.vm?.();
+    if (!vm?.resourceId) throw new KubeFailure('KUBE_NODE_UNKNOWN', 'no nodeName configured, NODE_NAME is unset, and this VM\'s resource id is unknown, so its Node cannot be found', false);
+    const node = await this.#kube.nodeByProviderId(`azure://${vm.resourceId}`);
+    if (node === null) throw new KubeFailure('KUBE_NODE_NOT_FOUND', `no Node has spec.providerID azure://${vm.resourceId}; set nodeName or NODE_NAME`, false);
+    this.#nodeName = node.name;
+    return node;
+  }
+
+  /** prepare cordons, taints and labels the Node (what is not so already), and records what it changed. */
+  async #prepare(first: KubeNode, eventId: string, eventType: string, notBefore: string | null): Promise<KubeNode> {
+    let node = first;
+    for (let attempt = 0; ; attempt += 1) {
+      const before = readPrepared(node.annotations[ANNOTATION]);
+      if (before?.eventIds.includes(eventId)) return node;
+      const record: Prepared = before
+        ? { ...before, eventIds: [...before.eventIds, eventId] }
+        : {
+            eventIds: [eventId],
+            cordoned: !node.unschedulable,
+            tainted: this.#c.taint && !node.taints.some((t) => t.key === TAINT_KEY),
+            labeled: this.#c.excludeFromLoadBalancers && node.labels[EXCLUDE_LABEL] === undefined,
+            at: new Date().toISOString(),
+          };
+      const patch = {
+        metadata: {
+          resourceVersion: node.resourceVersion,
+          annotations: { [ANNOTATION]: JSON.stringify(record) },
+          ...(record.labeled ? { labels: { [EXCLUDE_LABEL]: 'true' } } : {}),
+        },
+        spec: {
+          ...(record.cordoned ? { unschedulable: true } : {}),
+          ...(this.#c.taint ? { taints: [...node.taints.filter((t) => t.key !== TAINT_KEY), { key: TAINT_KEY, value: eventType, effect: 'NoSchedule' }] } : {}),
+        },
+      };
+      try {
+        const patched = await this.#kube.patchNode(node.name, patch);
+        this.#ctx.logger.info({ node: node.name, eventId, ...record }, 'node prepared for maintenance');
+        await this.#kube.event(patched, 'MaintenanceScheduled', `Maintenance ${eventId} (${eventType}) not before ${notBefore ?? 'unknown'}; preparing the node`);
+        if (record.cordoned && before === null) await this.#kube.event(patched, 'Cordoned', `Cordoned for maintenance ${eventId}`);
+        return patched;
+      } catch (err) {
+        if (!(err instanceof KubeFailure && err.status === 409) || attempt >= 4) throw err;
+        node = await this.#kube.readNode(node.name);
+      }
+    }
+  }
+
+  /** giveBack undoes what the annotation says this bridge did, once no other event still holds the node. */
+  async #giveBack(first: KubeNode, eventId: string, transition: string): Promise<Outcome> {
+    let node = first;
+    for (let attempt = 0; ; attempt += 1) {
+      const before = readPrepared(node.annotations[ANNOTATION]);
+      if (before === null || !before.eventIds.includes(eventId)) return deliveredWith(`node ${node.name}: nothing to give back`);
+      const left = before.eventIds.filter((id) => id !== eventId);
+      const last = left.length === 0;
+      const patch = last
+        ? {
+            metadata: {
+              resourceVersion: node.resourceVersion,
+              annotations: { [ANNOTATION]: null },
+              ...(before.labeled ? { labels: { [EXCLUDE_LABEL]: null } } : {}),
+            },
+            spec: {
+              ...(before.cordoned ? { unschedulable: null } : {}),
+              ...(before.tainted ? { taints: node.taints.filter((t) => t.key !== TAINT_KEY) } : {}),
+            },
+          }
+        : { metadata: { resourceVersion: node.resourceVersion, annotations: { [ANNOTATION]: JSON.stringify({ ...before, eventIds: left }) } } };
+      try {
+        const patched = await this.#kube.patchNode(node.name, patch);
+        const reason = transition === 'canceled' ? 'MaintenanceCanceled' : 'MaintenanceCompleted';
+        await this.#kube.event(patched, reason, `Maintenance ${eventId} ${transition}`);
+        if (!last) return deliveredWith(`node ${node.name} stays prepared for ${left.join(', ')}`);
+        if (before.cordoned) await this.#kube.event(patched, 'Uncordoned', `Uncordoned after maintenance ${eventId}`);
+        this.#ctx.logger.info({ node: node.name, eventId, transition }, 'node given back after maintenance');
+        return deliveredWith(`node ${node.name} given back${before.cordoned ? ': uncordoned' : ''}`);
+      } catch (err) {
+        if (!(err instanceof KubeFailure && err.status === 409) || attempt >= 4) throw err;
+        node = await this.#kube.readNode(node.name);
+      }
+    }
+  }
+}
+
+export function readPrepared(text: string | undefined): Prepared | null {
+  if (text === undefined) return null;
+  try {
+    const v = JSON.parse(text) as Partial<Prepared>;
+    if (!Array.isArray(v.eventIds)) return null;
+    return { eventIds: v.eventIds.map(String), cordoned: v.cordoned === true, tainted: v.tainted === true, labeled: v.labeled === true, at: String(v.at ?? '') };
+  } catch {
+    return null;
+  }
+}
+
+function outcomeOf(err: unknown, ctx: SinkContext): Outcome {
+  const f = describeFailure(err);
+  ctx.logger.warn({ code: f.code, reason: f.reason }, 'kubernetes preparation failed');
+  return f.retry ? retry(`${f.code}: ${f.reason}`) : reject(`${f.code}: ${f.reason}`);
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

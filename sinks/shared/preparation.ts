@@ -1,0 +1,59 @@
+/**
+ * What the sinks that prepare the VM (probe, kubernetes) share: a filter whose scope is this
+ * VM unless told otherwise, the `prepare` switch that lets `approveAfterHooks` wait for them,
+ * and the transitions that prepare and those that give the VM back.
+ */
+import { z } from 'zod';
+import { type BridgeEvent, FilterConfig, matchesFilter, oneByOne, type Outcome, type ScheduledEvent, type SinkConfigBase, type SinkContext, type SinkModule, transitionOf } from '../../src/api.ts';
+
+/** A preparation's filter: scope `self` by default (a VM prepares itself for its own maintenance). */
+export const preparationFilter = FilterConfig.extend({ scope: z.enum(['all', 'self', 'leader']).default('self') }).prefault({});
+
+export const preparationKeys = {
+  filter: preparationFilter,
+  /** A preparation: rules with `approveAfterHooks` wait for it to succeed. */
+  prepare: z.boolean().default(false),
+};
+
+/** ends: the transition gives the VM back (the maintenance is over, or will not happen). */
+export function ends(event: BridgeEvent): boolean {
+  const t = transitionOf(event);
+  return t === 'completed' || t === 'canceled';
+}
+
+/** pendingFor: the events IMDS lists that the preparation's filter takes for this VM. */
+export function pendingFor(filter: FilterConfig, events: readonly ScheduledEvent[], vmName: string): ScheduledEvent[] {
+  return events.filter((e) => matchesFilter(filter, { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources }, vmName));
+}
+
+/** A preparation as its sink module drives it: one event at a time. */
+export interface Preparation {
+  deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome>;
+  close(): Promise<void>;
+}
+
+/**
+ * preparationSink makes the module of a sink that prepares the VM and gives it back: one event
+ * per send, and an attempt that may take `workMs` (a drain) on top of the delivery timeout.
+ */
+export function preparationSink<C extends SinkConfigBase>(
+  type: string,
+  configSchema: z.ZodType<C>,
+  workMs: (config: C) => number,
+  make: (config: C, context: SinkContext) => Promise<Preparation>,
+): SinkModule<C> {
+  return {
+    type,
+    configSchema,
+    maxBatchSize: 1,
+    undoes: true,
+    async create(config, context) {
+      const p = await make(config, context);
+      return {
+        attemptTimeoutMs: workMs(config) + config.delivery.timeoutMs,
+        send: (events, options) => oneByOne(events, (e) => p.deliver(e, options.signal)),
+        close: () => p.close(),
+      };
+    },
+  };
+}

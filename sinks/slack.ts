@@ -1,0 +1,128 @@
+/**
+ * slack sink, two ways:
+ * - incoming webhook (`webhookUrl`): one Block Kit message per transition;
+ * - bot token (`botToken` + `channel`, through @slack/web-api, loaded only then): the first
+ *   transition of an event posts one message; later transitions update that message in place
+ *   (chat.update) and add a short reply in its thread, so one maintenance is one message whose
+ *   state reads at a glance. The message reference is kept in the store, across restarts.
+ * Slack allows about one message per second per channel and answers 429 with Retry-After:
+ * that, 5xx and network errors are retried; Slack's own errors (invalid_auth,
+ * channel_not_found, …) are rejected with their name.
+ */
+import type { WebClient } from '@slack/web-api';
+import { z } from 'zod';
+import { type BridgeEvent, delivered, httpUrl, oneByOne, type Outcome, reject, retry, secret, sinkBase, type SinkModule, slackMessage, threadLine, toChatMessage } from '../src/api.ts';
+import { jsonClient, postJson } from './shared/http.ts';
+
+
+export const configSchema = z
+  .strictObject({
+    type: z.literal('slack'),
+    ...sinkBase,
+    /** An incoming webhook URL (keep it secret)... */
+    webhookUrl: secret(httpUrl).optional(),
+    /** ...or a bot token (xoxb-…, scope chat:write) and the channel to post in. */
+    botToken: secret(z.string().regex(/^xox[a-z]-/, 'must be a Slack token (xoxb-…)')).optional(),
+    channel: z.string().min(1).optional(),
+    /** Bot mode: add a short reply in the message's thread at each change (default true). */
+    threadReplies: z.boolean().default(true),
+    /** The Web API base URL (Slack's unless you run GovSlack or a test peer). */
+    apiUrl: httpUrl.default('https://slack.com/api/'),
+  })
+  .superRefine((c, ctx) => {
+    if ((c.webhookUrl === undefined) === (c.botToken === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['webhookUrl'], message: 'set either webhookUrl, or botToken with channel' });
+    }
+    if (c.botToken !== undefined && c.channel === undefined) ctx.addIssue({ code: 'custom', path: ['channel'], message: 'is required with botToken' });
+    if (c.webhookUrl !== undefined && c.channel !== undefined) ctx.addIssue({ code: 'custom', path: ['channel'], message: 'goes with botToken; an incoming webhook posts to its own channel' });
+  });
+export type SlackConfig = z.infer<typeof configSchema>;
+
+interface MessageRef {
+  channel: string;
+  ts: string;
+}
+
+/** classifySlackError maps @slack/web-api errors onto outcomes. */
+function classifySlackError(err: unknown): Outcome {
+  const e = err as { code?: string; retryAfter?: number; statusCode?: number; data?: { error?: string }; message?: string };
+  switch (e.code) {
+    case 'slack_webapi_rate_limited_error':
+      return retry('Slack rate limit (429)', (e.retryAfter ?? 1) * 1000);
+    case 'slack_webapi_http_error':
+      return (e.statusCode ?? 0) >= 500 || e.statusCode === 408 ? retry(`Slack HTTP ${e.statusCode}`) : reject(`Slack HTTP ${e.statusCode}`);
+    case 'slack_webapi_request_error':
+      return retry(`Slack request failed: ${e.message ?? 'network error'}`);
+    case 'slack_webapi_platform_error': {
+      const code = e.data?.error ?? 'unknown_error';
+      const transient = ['ratelimited', 'internal_error', 'fatal_error', 'service_unavailable', 'request_timeout'];
+      return transient.includes(code) ? retry(`Slack: ${code}`) : reject(`Slack: ${code}`);
+    }
+    default:
+      return retry(`Slack: ${e.message ?? String(err)}`);
+  }
+}
+
+export const slackSink: SinkModule<SlackConfig> = {
+  type: 'slack',
+  configSchema,
+  maxBatchSize: 1,
+  async create(config, context) {
+    const linkOf = (e: BridgeEvent) => context.approval?.link(e) ?? null;
+    const chat = (e: BridgeEvent) => toChatMessage(e, { approveUrl: linkOf(e), preparations: context.preparations?.(e.data!.eventId) ?? [] });
+    if (config.webhookUrl !== undefined) {
+      const url = config.webhookUrl;
+      const dispatcher = jsonClient();
+      return {
+        async send(events, { signal }) {
+          return await oneByOne(events, (e) => postJson(dispatcher, url, slackMessage(chat(e)), signal));
+        },
+        async close() {
+          dispatcher.close();
+        },
+      };
+    }
+    const { WebClient } = await import('@slack/web-api');
+    const web: WebClient = new WebClient(config.botToken, {
+      slackApiUrl: config.apiUrl,
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+      timeout: config.delivery.timeoutMs,
+    });
+    const state = context.state;
+    const channel = config.channel!;
+
+    async function deliver(e: BridgeEvent): Promise<Outcome> {
+      const msg = chat(e);
+      const token = msg.approveUrl !== null && context.approval?.slackInteractive ? context.approval.token(e) : null;
+      const payload = slackMessage(msg, token !== null ? { interactiveValue: token } : {});
+      const key = `message:${msg.eventId}`;
+      const saved = state?.get(key);
+      const ref = saved === undefined ? null : (JSON.parse(saved) as MessageRef);
+      try {
+        if (ref !== null) {
+          try {
+            await web.chat.update({ channel: ref.channel, ts: ref.ts, text: payload.text, blocks: payload.blocks as never });
+            if (config.threadReplies) await web.chat.postMessage({ channel: ref.channel, thread_ts: ref.ts, text: threadLine(msg) });
+            return delivered;
+          } catch (err) {
+            // the message was deleted: post a new one below
+            if ((err as { data?: { error?: string } }).data?.error !== 'message_not_found') throw err;
+          }
+        }
+        const res = await web.chat.postMessage({ channel, text: payload.text, blocks: payload.blocks as never, unfurl_links: false, unfurl_media: false });
+        if (res.ts && res.channel) state?.set(key, JSON.stringify({ channel: res.channel, ts: res.ts }));
+        return delivered;
+      } catch (err) {
+        return classifySlackError(err);
+      }
+    }
+
+    return {
+      async send(events) {
+        return await oneByOne(events, deliver);
+      },
+      async close() {},
+    };
+  },
+};

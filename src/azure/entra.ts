@@ -1,0 +1,135 @@
+/**
+ * Entra ID bearer tokens for the HTTP sinks (webhook, teams, eventgrid): the VM's managed
+ * identity, or DefaultAzureCredential, asked for one scope (`api://<app>/.default`,
+ * `https://eventgrid.azure.net/.default`, …). @azure/identity is imported only when a sink uses
+ * it.
+ *
+ * The token is cached and renewed before it expires: at the credential's refresh hint, or when
+ * half its life (at most 5 minutes before expiry) is left. Concurrent requests share one token
+ * request. After a 401 the sink asks once for a new token (`renew`), and sends again only when it
+ * got a different one. The token is only ever put in an Authorization header: never logged, never
+ * in an outcome's reason.
+ */
+import type { AccessToken, TokenCredential } from '@azure/core-auth';
+import { z } from 'zod';
+import { createCredential, type CredentialConfig } from './credentials.ts';
+import { retry, type Outcome } from '../sinks/contract.ts';
+import { printable } from '../sinks/classify.ts';
+import { text as decode } from '../lib/http-body.ts';
+import type { HttpResponse } from '../lib/http-client.ts';
+
+const guid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
+
+export const EntraAuth = z.strictObject({
+  /** managedIdentity: the VM's identity (clientId for a user-assigned one); default: DefaultAzureCredential. */
+  kind: z.enum(['managedIdentity', 'default']),
+  /** The scope to ask a token for: the receiving app's `.default` scope. */
+  scope: z.string().regex(/^\S+\/\.default$/, 'must be a .default scope, such as api://<application id>/.default'),
+  clientId: guid.optional(),
+});
+export type EntraAuth = z.infer<typeof EntraAuth>;
+
+const MAX_EARLY_MS = 5 * 60_000;
+
+/** credentialOf: the credential an `auth` of the HTTP sinks names. */
+export function credentialOf(auth: EntraAuth): CredentialConfig {
+  return { kind: auth.kind, ...(auth.clientId !== undefined ? { clientId: auth.clientId } : {}) };
+}
+
+export class BearerSource {
+  readonly #credentialConfig: CredentialConfig;
+  readonly #scope: string;
+  readonly #now: () => number;
+  #credential: Promise<TokenCredential> | null = null;
+  #token: { value: string; renewAt: number } | null = null;
+  #pending: Promise<string> | null = null;
+
+  constructor(credential: CredentialConfig, scope: string, now: () => number = Date.now) {
+    this.#credentialConfig = credential;
+    this.#scope = scope;
+    this.#now = now;
+  }
+
+  /** token: the cached token while it is fresh, else a new one. */
+  async token(signal?: AbortSignal): Promise<string> {
+    if (this.#token !== null && this.#now() < this.#token.renewAt) return this.#token.value;
+    return this.#fetch(signal);
+  }
+
+  /**
+   * renew: after the receiver refused `refused` (401), a new token, or null when the credential
+   * gives the same one again (sending it again would be refused the same way).
+   */
+  async renew(refused: string, signal?: AbortSignal): Promise<string | null> {
+    if (this.#token?.value === refused) this.#token = null;
+    const next = await this.token(signal);
+    return next === refused ? null : next;
+  }
+
+  #fetch(signal?: AbortSignal): Promise<string> {
+    this.#pending ??= (async () => {
+      try {
+        this.#credential ??= createCredential(this.#credentialConfig).catch((err: unknown) => {
+          // a credential that could not be made is made again at the next attempt
+          this.#credential = null;
+          throw err;
+        });
+        const credential = await this.#credential;
+        const t: AccessToken | null = await credential.getToken(this.#scope, signal ? { abortSignal: signal } : {});
+        if (t === null) throw Object.assign(new Error('the credential gave no token'), { name: 'CredentialUnavailableError' });
+        const now = this.#now();
+        const early = Math.min(MAX_EARLY_MS, Math.max(0, (t.expiresOnTimestamp - now) / 2));
+        this.#token = { value: t.token, renewAt: Math.min(t.refreshAfterTimestamp ?? Infinity, t.expiresOnTimestamp - early) };
+        return t.token;
+      } finally {
+        this.#pending = null;
+      }
+    })();
+    return this.#pending;
+  }
+}
+
+/** credentialFailure: a token that could not be had, as a retry (the credential's message carries no secret). */
+function credentialFailure(err: unknown): Outcome {
+  const e = err as { name?: string; message?: string };
+  return retry(`${e?.name ?? 'Error'}: could not get an Entra ID token: ${String(e?.message ?? err).slice(0, 300)}`);
+}
+
+/**
+ * authorized sends a request with the bearer's token in `authorization` (none without a
+ * bearer). After a 401 it renews the token once and sends again; a 401 that stays is a retry
+ * (a role or app assignment can take minutes to apply). A token that cannot be had is a retry
+ * too. Otherwise the answer is the caller's to classify, with `detail`: the text of an answer
+ * of 300 or more, the tokens sent cut out of it before it is shortened (a receiver may echo the
+ * Authorization header), made printable.
+ */
+export async function authorized(
+  bearer: BearerSource | null,
+  signal: AbortSignal,
+  send: (authorization: Record<string, string>) => Promise<HttpResponse>,
+): Promise<{ res: HttpResponse; detail: string } | { outcome: Outcome }> {
+  type R = HttpResponse;
+  const sent: string[] = [];
+  const detail = (res: R) => (res.status >= 300 ? printable(sent.reduce((t, token) => t.split(token).join('[redacted]'), decode(res))) : '');
+  const attempt = (token: string | null) => {
+    if (token !== null) sent.push(token);
+    return send(token === null ? {} : { authorization: `Bearer ${token}` });
+  };
+  if (bearer === null) {
+    const res = await attempt(null);
+    return { res, detail: detail(res) };
+  }
+  let token: string;
+  try {
+    token = await bearer.token(signal);
+  } catch (err) {
+    return { outcome: credentialFailure(err) };
+  }
+  let res = await attempt(token);
+  if (res.status !== 401) return { res, detail: detail(res) };
+  const next = await bearer.renew(token, signal).catch(() => null);
+  if (next !== null) res = await attempt(next);
+  if (res.status !== 401) return { res, detail: detail(res) };
+  const why = detail(res);
+  return { outcome: retry(`HTTP 401: the Entra ID token was refused${next !== null ? ', also after a renewal' : ''}${why ? `: ${why}` : ''}`) };
+}

@@ -1,0 +1,46 @@
+/**
+ * A local fleet-approvals set-up, for `demo --fleet`, the tests and the benchmarks: the AMQP
+ * peer with the inbox and replies queues, the relay's configuration and a bridge's `approval`
+ * section for it.
+ */
+import { linkKeyFor, type FleetKeys } from '../fleet/keys.ts';
+import { RelayConfig } from '../fleet/relay-config.ts';
+import { AmqpPeer } from '../standin/amqp-peer.ts';
+
+export const INBOX = 'se-bridge-approvals';
+export const REPLIES = 'se-bridge-approval-replies';
+
+/** localServiceBus: an AMQP peer holding both queues, listening on 127.0.0.1. */
+export async function localServiceBus(lockDurationMs = 30_000): Promise<AmqpPeer> {
+  const peer = new AmqpPeer();
+  peer.queue(INBOX, { sessions: true, duplicateDetectionMs: 10 * 60_000, lockDurationMs, maxDeliveryCount: 10 });
+  peer.queue(REPLIES, { sessions: true, lockDurationMs });
+  await peer.listen();
+  return peer;
+}
+
+/** localRelayConfig: a relay on 127.0.0.1 for the peer, with `over` on top. */
+export function localRelayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
+  return RelayConfig.parse({
+    listen: '127.0.0.1:0',
+    observability: { listen: '127.0.0.1:0' },
+    serviceBus: { connectionString: peer.connectionString(), queue: INBOX, replies: REPLIES },
+    signingKey: keys.signingKey,
+    fleetKey: keys.fleetKey,
+    ...over,
+  });
+}
+
+/** localInbox: a bridge's `approval` section for the peer, with the link key of `session`. */
+export function localInbox(peer: AmqpPeer, keys: FleetKeys, session: string, relayUrl: string): Record<string, unknown> {
+  return {
+    relayUrl,
+    inbox: {
+      connectionString: peer.connectionString(),
+      queue: INBOX,
+      replies: REPLIES,
+      relayPublicKey: keys.publicKey,
+      linkKey: linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), session).toString('base64'),
+    },
+  };
+}

@@ -1,0 +1,209 @@
+/**
+ * The relay's HTTP routes: the approval API, the signed links and their page, Slack's
+ * interactions, /livez, /readyz and /metrics. Each request is verified exactly as a bridge
+ * verifies it, then becomes a signed approval command.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { errorFields } from '../lib/errors.ts';
+import { sendJson } from '../lib/http-server.ts';
+import { secretKey } from '../lib/standard-webhooks.ts';
+import { commandId, sessionFor, type ApprovalCommand, type CommandOutcome } from './keys.ts';
+import { relayApprovalPage, resultPage } from '../approval/page.ts';
+import { RoutedServer } from '../approval/routed-server.ts';
+import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from '../approval/requests.ts';
+import { peekClaims, readToken, verifyStandardWebhook, type TokenClaims } from '../approval/signatures.ts';
+import { escape as escapeSlack } from '../present/slack-blocks.ts';
+import { approvedUpdate, readSlackAction, respondSlack, warning } from '../approval/slack.ts';
+import { relayReadiness, type RelayBus, type RelayMetrics } from './relay-bus.ts';
+import type { RelayConfig } from './relay-config.ts';
+
+// ----- HTTP ------------------------------------------------------------------------------------
+
+const ROUTES: Record<string, string[]> = {
+  '/v1/approvals': ['POST'],
+  '/v1/approvals/*': ['GET'],
+  '/v1/approve': ['GET', 'POST'],
+  '/v1/slack/interactions': ['POST'],
+  '/livez': ['GET', 'HEAD'],
+  '/readyz': ['GET', 'HEAD'],
+  '/metrics': ['GET', 'HEAD'],
+};
+
+/** Slack has its answer at once; the message is updated when the VM's outcome arrives. */
+const SLACK_WAIT_MS = 25_000;
+
+/** The HTTP status of an outcome, for the API and the page. */
+function statusOf(o: CommandOutcome): number {
+  if (o.outcome === 'approved' || o.outcome === 'already-approved') return 200;
+  if (o.code === 'UNKNOWN_EVENT') return 404;
+  if (o.code === 'TOKEN_USED') return 410;
+  return 409;
+}
+
+export interface RelayServerOptions {
+  readonly config: RelayConfig;
+  readonly bus: RelayBus;
+  readonly metrics: RelayMetrics;
+  readonly logger: Logger;
+}
+
+export class RelayServer extends RoutedServer {
+  readonly #o: RelayServerOptions;
+  readonly #apiKeys: Buffer[];
+
+  constructor(options: RelayServerOptions) {
+    super({
+      routes: ROUTES,
+      unlimited: ['/livez', '/readyz', '/metrics'],
+      rate: options.config.rateLimit,
+      maxConnections: options.config.maxConnections,
+      maxConnectionsPerClient: options.config.maxConnectionsPerClient,
+      logger: options.logger,
+      failure: { code: 'RELAY_ERROR', message: 'relay failed a request' },
+      onFinish: (route, status) => options.metrics.requests.inc({ route, status: String(status) }),
+    });
+    this.#o = options;
+    this.#apiKeys = options.config.apiSecrets.map((s) => secretKey(s)!);
+  }
+
+  protected async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    if (url.pathname === '/livez') return sendJson(res, 200, { status: 'ok' });
+    if (url.pathname === '/readyz') {
+      const r = relayReadiness(this.#o.bus);
+      return sendJson(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not-ready', reason: r.reason });
+    }
+    if (url.pathname === '/metrics') {
+      const text = await this.#o.metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': this.#o.metrics.registry.contentType });
+      return void res.end(text);
+    }
+    const html = url.pathname === '/v1/approve' && /text\/html/.test(String(req.headers.accept ?? ''));
+    try {
+      const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
+      if (url.pathname === '/v1/approvals') return await this.#api(req, res, body);
+      if (url.pathname.startsWith('/v1/approvals/')) return this.#tracking(req, res, decodeURIComponent(url.pathname.slice('/v1/approvals/'.length)));
+      if (url.pathname === '/v1/slack/interactions') return this.#slack(req, res, body);
+      if (req.method === 'GET') return this.#page(res, url.searchParams.get('token') ?? '');
+      return await this.#pagePost(req, res, body, html);
+    } catch (err) {
+      const e = err instanceof HttpError ? err : null;
+      if (e === null) throw err;
+      const tracking = typeof e.extra.trackingId === 'string' ? ` Tracking id: ${e.extra.trackingId}.` : '';
+      if (html) return page(res, e.status, resultPage(false, pageHeading(e.code), `${e.message}${tracking}`, nonce()));
+      return sendJson(res, e.status, { error: { code: e.code, message: e.message }, ...e.extra });
+    }
+  }
+
+  #command(vm: string, id: string, eventId: string, by: string, via: ApprovalCommand['via'], reason: string, token: TokenClaims | null): ApprovalCommand {
+    const now = Math.floor(Date.now() / 1000);
+    const exp = Math.min(now + this.#o.config.commandTtlSeconds, token?.x ?? Number.MAX_SAFE_INTEGER);
+    return { v: 1, id, vm: sessionFor(vm), eventId, by, via, reason, nonce: token?.n ?? null, iat: now, exp };
+  }
+
+  async #send(command: ApprovalCommand, waitMs: number): Promise<CommandOutcome | null> {
+    try {
+      return await this.#o.bus.send(command, waitMs);
+    } catch (err) {
+      this.#o.logger.warn({ ...errorFields(err), code: 'RELAY_SEND_FAILED', vm: command.vm, commandId: command.id }, 'relay: could not send the approval command');
+      throw new HttpError(503, 'SERVICE_BUS_UNAVAILABLE', 'the approval could not be passed on; try again (the same request is applied once)', { trackingId: command.id, vm: command.vm });
+    }
+  }
+
+  /** apiAnswer: the answer of POST /v1/approvals to a command whose outcome came, or not yet. */
+  #apiAnswer(res: ServerResponse, id: string, vm: string, eventId: string, outcome: CommandOutcome | null): void {
+    if (outcome === null) return sendJson(res, 202, { status: 'accepted', trackingId: id, vm, eventId });
+    if (statusOf(outcome) !== 200) return sendJson(res, statusOf(outcome), { error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message }, trackingId: id, vm });
+    return sendJson(res, 200, { eventId, vm, status: outcome.outcome, approvedBy: outcome.by, via: outcome.via, at: outcome.at, trackingId: id });
+  }
+
+  // ----- GET /v1/approvals/{trackingId} --------------------------------------------------------
+
+  /**
+   * tracking answers what this replica knows of a command, signed like POST /v1/approvals (an
+   * empty body): the answer the request got or would get now, 202 while the VM has not answered,
+   * 404 when this replica never sent it (another replica may have: ask again, or repeat the POST).
+   */
+  #tracking(req: IncomingMessage, res: ServerResponse, id: string): void {
+    if (this.#apiKeys.length === 0) throw new HttpError(404, 'NOT_FOUND', 'the approval API is not configured (apiSecrets)');
+    const v = verifyStandardWebhook(this.#apiKeys, req.headers, Buffer.alloc(0));
+    if (!v.ok) throw new HttpError(401, v.code, v.message);
+    const t = /^[0-9a-f]{32}$/.test(id) ? this.#o.bus.tracked(id) : null;
+    if (t === null) throw new HttpError(404, 'UNKNOWN_TRACKING_ID', 'this relay replica has no record of that tracking id; repeat the request (it is applied once)');
+    if ('pending' in t) return sendJson(res, 202, { status: 'pending', trackingId: id, vm: t.pending.vm, eventId: t.pending.eventId });
+    return this.#apiAnswer(res, id, t.outcome.vm, t.outcome.eventId ?? '', t.outcome);
+  }
+
+  // ----- POST /v1/approvals ------------------------------------------------------------------
+
+  async #api(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+    if (this.#apiKeys.length === 0) throw new HttpError(404, 'NOT_FOUND', 'the approval API is not configured (apiSecrets)');
+    const v = verifyStandardWebhook(this.#apiKeys, req.headers, body);
+    if (!v.ok) throw new HttpError(401, v.code, v.message);
+    if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? ''))) {
+      throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'content-type must be application/json');
+    }
+    const input = parseApprovalBody(body, true);
+    const id = commandId(sessionFor(input.vm), { webhookId: v.id });
+    const command = this.#command(input.vm, id, input.eventId, input.approver, 'api', input.reason, null);
+    const outcome = await this.#send(command, this.#o.config.replyWaitMs);
+    return this.#apiAnswer(res, id, command.vm, input.eventId, outcome);
+  }
+
+  // ----- links -------------------------------------------------------------------------------
+
+  /** claims verifies a link token with the key of the VM it names. */
+  #claims(token: string): TokenClaims {
+    const vm = peekClaims(token)?.v;
+    if (typeof vm !== 'string' || vm.length === 0 || vm.length > 1024) throw new HttpError(400, 'TOKEN_MALFORMED', 'the approval token is not well-formed');
+    const t = readToken(this.#o.bus.linkKey(vm), token);
+    if (!t.ok) throw new HttpError(t.code === 'TOKEN_EXPIRED' ? 410 : t.code === 'TOKEN_BAD_SIGNATURE' ? 401 : 400, t.code, t.message);
+    return t.claims;
+  }
+
+  #page(res: ServerResponse, token: string): void {
+    const c = this.#claims(token);
+    return page(res, 200, relayApprovalPage({ eventId: c.e, vm: c.v, expires: new Date(c.x * 1000).toISOString() }, token, nonce()));
+  }
+
+  async #pagePost(req: IncomingMessage, res: ServerResponse, body: Buffer, html: boolean): Promise<void> {
+    if (!/^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? ''))) {
+      throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'content-type must be application/x-www-form-urlencoded');
+    }
+    const token = new URLSearchParams(utf8(body)).get('token') ?? '';
+    const c = this.#claims(token);
+    const id = commandId(c.v, { nonce: c.n });
+    const outcome = await this.#send(this.#command(c.v, id, c.e, 'approval link', 'link', '', c), this.#o.config.replyWaitMs);
+    if (outcome === null) {
+      if (html) return page(res, 202, resultPage(true, 'Sent to the VM', `The approval is on its way to ${c.v}; it has not answered yet. Tracking id: ${id}.`, nonce()));
+      return sendJson(res, 202, { status: 'accepted', trackingId: id, vm: c.v, eventId: c.e });
+    }
+    const status = statusOf(outcome);
+    if (html) {
+      if (status !== 200) return page(res, status, resultPage(false, pageHeading(outcome.code ?? ''), outcome.message, nonce()));
+      const text = outcome.outcome === 'approved' ? 'Azure has been told it may start the maintenance now.' : `It had already been approved by ${outcome.by} (${outcome.via}).`;
+      return page(res, 200, resultPage(true, outcome.outcome === 'approved' ? 'Approved' : 'Already approved', text, nonce()));
+    }
+    if (status !== 200) return sendJson(res, status, { error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message }, trackingId: id });
+    return sendJson(res, 200, { eventId: c.e, vm: c.v, status: outcome.outcome, trackingId: id });
+  }
+
+  // ----- Slack -------------------------------------------------------------------------------
+
+  #slack(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+    const a = readSlackAction(this.#o.config.slack, req, body);
+    const c = this.#claims(a.token);
+    sendJson(res, 200, {});
+    const id = commandId(c.v, { nonce: c.n });
+    const log = this.#o.logger;
+    const task = this.#send(this.#command(c.v, id, c.e, a.who, 'slack', '', c), SLACK_WAIT_MS).then(
+      (o) => {
+        if (o !== null && statusOf(o) === 200) return respondSlack(log, a, approvedUpdate(a, { status: o.outcome, by: o.by ?? '', via: o.via ?? '' }));
+        const text = o === null ? `:hourglass: Sent to ${escapeSlack(c.v)}; it has not answered yet (tracking id ${id}).` : `:warning: Could not approve: ${escapeSlack(o.message)}`;
+        return respondSlack(log, a, warning(text));
+      },
+      () => respondSlack(log, a, warning(':warning: Could not pass the approval on; try again.')),
+    );
+    this.track(task);
+  }
+}

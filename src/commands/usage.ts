@@ -22,14 +22,17 @@ localhost, plays every scenario and prints each CloudEvent and approval link.
   --state-dir DIR     where the demo's state and event file go
   --fleet             fleet approvals instead: a local Service Bus stand-in, three VMs, two relays
 `,
-  simulate: `Usage: se-bridge simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real] [--vm-name NAME]
+  simulate: `Usage: se-bridge simulate [--listen HOST:PORT|off] [--scenario NAME|all] [--timing dev|real] [--vm-name NAME] [--servicebus HOST:PORT]
 
-Runs the IMDS simulator alone (Scheduled Events, instance metadata, the token endpoint).
+Runs the IMDS simulator alone (Scheduled Events, instance metadata, the token endpoint), and with
+--servicebus the local Service Bus stand-in for trying fleet approvals by hand.
 
-  --listen HOST:PORT  where it listens (default 127.0.0.1:8080)
-  --scenario NAME     a scenario to play at start, or all
-  --timing dev|real   development timing (seconds) or Azure's (minutes)
-  --vm-name NAME      the simulated VM's name (default sim-vm-0)
+  --listen HOST:PORT     where the IMDS simulator listens (default 127.0.0.1:8080); off: none
+  --scenario NAME        a scenario to play at start, or all
+  --timing dev|real      development timing (seconds) or Azure's (minutes)
+  --vm-name NAME         the simulated VM's name (default sim-vm-0)
+  --servicebus HOST:PORT also a Service Bus stand-in (AMQP 1.0) with the inbox and replies queues;
+                         the banner gives its connection string
 `,
   validate: `Usage: se-bridge validate [--config FILE]
 

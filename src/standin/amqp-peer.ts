@@ -54,6 +54,11 @@ export class AmqpPeer {
   readonly #container = rhea.create_container({ id: 'amqp-peer', autoaccept: false } as never);
   #server: Server | null = null;
   #tls = false;
+  #host = '127.0.0.1';
+  /** The host clients use: the listening address, or the loopback one when it listens on every address. */
+  get #reachableHost(): string {
+    return this.#host === '0.0.0.0' || this.#host === '' ? '127.0.0.1' : this.#host.includes(':') ? `[${this.#host}]` : this.#host;
+  }
   readonly #open = new Set<Connection>();
   readonly #replyLinks = new Map<string, Sender>();
   readonly #stalled: Delivery[] = [];
@@ -117,10 +122,15 @@ export class AmqpPeer {
    * `UseDevelopmentEmulator=true`), or TLS as the service speaks it, for clients that connect
    * with a namespace and a credential (they always use TLS).
    */
-  async listen(options: { tls?: { key: string; cert: string } } = {}): Promise<number> {
+  /** listen starts taking connections on `host:port` (default 127.0.0.1, a free port); it fails when the port is taken. */
+  async listen(options: { tls?: { key: string; cert: string }; host?: string; port?: number } = {}): Promise<number> {
     this.#tls = options.tls !== undefined;
-    this.#server = this.#container.listen({ port: 0, host: '127.0.0.1', ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}) }) as unknown as Server;
-    await new Promise<void>((resolve) => this.#server!.once('listening', () => resolve()));
+    this.#host = options.host ?? '127.0.0.1';
+    this.#server = this.#container.listen({ port: options.port ?? 0, host: this.#host, ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}) }) as unknown as Server;
+    await new Promise<void>((resolve, reject) => {
+      this.#server!.once('listening', () => resolve());
+      this.#server!.once('error', reject);
+    });
     return this.port;
   }
 
@@ -136,7 +146,7 @@ export class AmqpPeer {
   /** connectionString for the SDKs: plain TCP to this peer. */
   connectionString(entity?: string): string {
     return (
-      `Endpoint=sb://127.0.0.1:${this.port};SharedAccessKeyName=${SAS_KEY_NAME};` +
+      `Endpoint=sb://${this.#reachableHost}:${this.port};SharedAccessKeyName=${SAS_KEY_NAME};` +
       `SharedAccessKey=${SAS_KEY}${this.#tls ? '' : ';UseDevelopmentEmulator=true'}${entity ? `;EntityPath=${entity}` : ''}`
     );
   }

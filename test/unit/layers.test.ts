@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cycles, importsOf, layerOf, privateImports, readGraph, upwardImports, type Graph } from '../../testkit/import-graph.ts';
@@ -29,6 +31,11 @@ describe('the layer rule', () => {
     expect([...graph.keys()].filter((f) => f.startsWith('src/sinks/')).sort()).toEqual(['src/sinks/classify.ts', 'src/sinks/contract.ts']);
     const simulator = [...graph].flatMap(([from, to]) => (from.startsWith('src/simulator/') ? to.filter((t) => /^src\/(approval|fleet|standin)\//.test(t)) : []));
     expect(simulator).toEqual([]);
+  });
+
+  it('keeps every file of src/ at 300 lines or fewer', () => {
+    const long = [...graph.keys()].filter((f) => f.startsWith('src/') && readFileSync(join(root, f), 'utf8').split('\n').length > 301);
+    expect(long).toEqual([]);
   });
 
   it('has no import cycle', () => {

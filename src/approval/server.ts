@@ -23,6 +23,7 @@ import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 
 import { ApprovalError, type ApprovalService } from './service.ts';
 import { readToken, TOLERANCE_S, verifyStandardWebhook, type TokenClaims } from './signatures.ts';
 import { slackInteraction, type SlackSettings } from './slack.ts';
+import type { BridgeView } from '../imds/view.ts';
 
 export { MAX_BODY } from './requests.ts';
 const REPLAY_TTL_MS = 2 * TOLERANCE_S * 1000;
@@ -35,8 +36,8 @@ export interface ApprovalServerOptions {
   /** Key of approval link tokens. */
   tokenKey: Buffer;
   slack?: SlackSettings;
-  vm: () => VmIdentity;
-  document: () => EventsDocument | null;
+  /** The read model: who this VM is, the latest IMDS document. */
+  view: BridgeView;
   logger: Logger;
   /** Requests per second per client, and the burst allowed (server.rateLimit). */
   rate: { perSecond: number; burst: number };
@@ -123,7 +124,7 @@ export class ApprovalServer extends RoutedServer {
       const status = t.code === 'TOKEN_EXPIRED' ? 410 : t.code === 'TOKEN_BAD_SIGNATURE' ? 401 : 400;
       throw new HttpError(status, t.code, t.message);
     }
-    if (t.claims.v.toLowerCase() !== this.#o.vm().name.toLowerCase()) {
+    if (t.claims.v.toLowerCase() !== this.#o.view.vm.name.toLowerCase()) {
       throw new HttpError(403, 'TOKEN_OTHER_VM', `this link was issued by ${t.claims.v}, not by this VM`);
     }
     if (this.#o.store.recalled(`token:${t.nonce}`) !== undefined) throw new HttpError(410, 'TOKEN_USED', 'this approval link has already been used');
@@ -135,9 +136,9 @@ export class ApprovalServer extends RoutedServer {
     const done = this.#o.service.check(claims.e).alreadyApproved;
     const n = nonce();
     if (done !== null) return page(res, 200, resultPage(true, 'Already approved', `Approved by ${done.by} (${done.via}) at ${done.at}.`, n));
-    const doc = this.#o.document()!;
+    const doc = this.#o.view.document!;
     const event = doc.events.find((e) => e.eventId === claims.e)!;
-    const ce = toCloudEvent({ kind: 'scheduled', event, incarnation: doc.incarnation }, { vm: this.#o.vm(), observedAt: new Date().toISOString() });
+    const ce = toCloudEvent({ kind: 'scheduled', event, incarnation: doc.incarnation }, { vm: this.#o.view.vm, observedAt: new Date().toISOString() });
     return page(res, 200, approvalPage(toChatMessage(ce), token, n));
   }
 

@@ -15,6 +15,7 @@ import { retryImds } from '../imds/retry.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import type { ApprovalRecord, PendingEvent, Store } from '../store/store.ts';
+import type { BridgeView } from '../imds/view.ts';
 
 export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED';
 
@@ -46,9 +47,8 @@ export interface ApprovalServiceOptions {
   store: Store;
   client: ImdsClient;
   logger: Logger;
-  /** The latest IMDS document the bridge has. */
-  document: () => EventsDocument | null;
-  vm: () => VmIdentity;
+  /** The read model: who this VM is, the latest IMDS document. */
+  view: BridgeView;
   /** Routes the `approved` CloudEvent to its sinks; called before IMDS is told anything, so it may throw. */
   route: (event: BridgeEvent) => PendingEvent;
   /** Journals the routed `approved` CloudEvent with the approval record (one transaction). */
@@ -98,7 +98,7 @@ export class ApprovalService {
   }
 
   #scheduledEvent(eventId: string) {
-    const doc = this.#o.document();
+    const doc = this.#o.view.document;
     const event = doc?.events.find((e) => e.eventId === eventId);
     if (event === undefined) {
       if (this.#o.store.knowsEvent(eventId)) throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
@@ -122,7 +122,7 @@ export class ApprovalService {
     // about an approval that could then not be recorded and reported.
     const at = new Date().toISOString();
     const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);
-    const ce = toApprovedCloudEvent(event, incarnation, { by: request.by, via: request.via, at }, recordId, { vm: this.#o.vm(), observedAt: at });
+    const ce = toApprovedCloudEvent(event, incarnation, { by: request.by, via: request.via, at }, recordId, { vm: this.#o.view.vm, observedAt: at });
     const record: ApprovalRecord = { eventId, by: request.by, via: request.via, reason: request.reason ?? '', at, ceId: ce.id };
     const routed = this.#o.route(ce);
     await this.#startRequest(eventId, signal);

@@ -12,6 +12,7 @@ import { previewOf } from '../registry/registry.ts';
 import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
 import { scenarioTimeline } from '../simulator/timeline.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
+import { BridgeState } from '../imds/view.ts';
 
 /** A scenario with a scheduled, an updated, an approved, a started and a completed. */
 const DEFAULT_SCENARIO = 'degraded-hardware';
@@ -30,7 +31,7 @@ export async function main(argv: string[]): Promise<number> {
   if (sink.type !== 'webhook') throw new UsageError(`sink "${sink.name}" is a ${sink.type} sink; templates belong to webhook sinks`);
   const i = config.identity;
   const vm = identityFrom(null, { name: i.vmName ?? 'sim-vm-0', resourceId: i.resourceId, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone });
-  const links = Bridge.approvalLinks(config, () => vm);
+  const links = Bridge.approvalLinks(config, new BridgeState(vm));
   const preview = await previewOf(sink, links === undefined ? () => null : (e) => links.link(e));
   if (preview === null) throw new UsageError(`sink "${sink.name}" has no template, urlTemplate or headerTemplates`);
 

@@ -13,6 +13,7 @@ import { errorFields } from '../lib/errors.ts';
 import type { DispatchTarget, OutcomeReport } from '../delivery/dispatcher.ts';
 import { matchesFilter } from '../pipeline/filter.ts';
 import type { Store } from '../store/store.ts';
+import type { BridgeView } from '../imds/view.ts';
 
 const RETRY_MS = 30_000;
 
@@ -22,9 +23,8 @@ export interface AutoApproverOptions {
   readonly logger: Logger;
   readonly rules: readonly Rule[];
   readonly targets: readonly DispatchTarget[];
-  readonly vmName: () => string;
-  /** The latest document's events, to decide again on when a hook succeeds. */
-  readonly events: () => readonly ScheduledEvent[];
+  /** The read model: this VM's name, and the latest document's events to decide again on when a hook succeeds. */
+  readonly view: BridgeView;
   readonly signal: AbortSignal;
 }
 
@@ -43,7 +43,7 @@ export class AutoApprover {
     const now = Date.now();
     for (const e of events) {
       if (e.eventStatus !== 'Scheduled' || store.approval(e.eventId) !== null) continue;
-      const d = decide(rules, e, this.#o.vmName(), now);
+      const d = decide(rules, e, this.#o.view.vm.name, now);
       const seen = this.#decided.get(e.eventId);
       if (seen === undefined || seen.action !== d.action) {
         logger.info({ eventId: e.eventId, action: d.action, rule: d.rule, reason: d.reason }, `approval policy: ${d.action}`);
@@ -68,13 +68,13 @@ export class AutoApprover {
     if (report.transition !== 'scheduled' && report.transition !== 'updated') return;
     this.#o.store.hookSucceeded(report.eventId, report.sink);
     this.#o.logger.info({ eventId: report.eventId, sink: report.sink }, 'preparation hook succeeded');
-    this.apply(this.#o.events().filter((x) => x.eventId === report.eventId));
+    this.apply((this.#o.view.document?.events ?? []).filter((x) => x.eventId === report.eventId));
   }
 
   /** hooksDone: every preparation hook that takes this event has succeeded. */
   #hooksDone(e: ScheduledEvent): boolean {
     const subject = { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources };
-    const required = this.#o.targets.filter((t) => t.prepare && matchesFilter(t.filter, subject, this.#o.vmName())).map((t) => t.name);
+    const required = this.#o.targets.filter((t) => t.prepare && matchesFilter(t.filter, subject, this.#o.view.vm.name)).map((t) => t.name);
     const done = this.#o.store.hooksDone(e.eventId);
     return required.every((name) => done.has(name));
   }

@@ -17,6 +17,7 @@ import type { BridgeConfig } from '../config/schema.ts';
 import { SHUTDOWN_DEADLINE_MS, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import type { ImdsClient } from '../imds/client.ts';
 import { identityFrom, type VmIdentity } from '../imds/identity.ts';
+import { BridgeState, type BridgeView } from '../imds/view.ts';
 import { secretKey } from '../lib/standard-webhooks.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { recorded } from './preparations.ts';
@@ -53,6 +54,7 @@ export class Bridge {
   readonly #targets: readonly DispatchTarget[];
   readonly #lock: StateLock | null;
   readonly #parts: Parts;
+  readonly #state: BridgeState;
   readonly #abort = new AbortController();
   #tasks: Promise<void>[] = [];
   #stopped = false;
@@ -63,12 +65,15 @@ export class Bridge {
     this.#lock = lock;
     this.#targets = targets;
     this.approvalLinks = links;
-    this.#parts = compose(o, store, targets, this.#abort.signal, () => this.status().ready, (report) => this.#onOutcome(report), shared);
+    this.#state = shared.state;
+    this.#parts = compose(o, store, targets, this.#abort.signal, (report) => this.#onOutcome(report), shared);
     ({ metrics: this.metrics, client: this.client, approvals: this.approvals } = this.#parts);
   }
 
   /** approvalLinks builds the links chat sinks show, for events the policy leaves to a human. */
-  static approvalLinks(config: BridgeConfig, vm: () => VmIdentity, serverUrl: () => string | null = () => null): ApprovalLinks | undefined {
+  static approvalLinks(config: BridgeConfig, view: BridgeView): ApprovalLinks | undefined {
+    const vm = () => view.vm;
+    const serverUrl = () => view.approvalServerUrl;
     const a = config.approval;
     if (a.relayUrl !== undefined && a.inbox !== undefined) {
       // fleet approvals: links and Slack buttons go to the relay, with tokens of this VM's link key
@@ -102,33 +107,32 @@ export class Bridge {
       store.close();
       throw err;
     }
-    const holder: { bridge: Bridge | null } = { bridge: null };
-    const fallbackVm = identityFrom(null, {});
-    const links = Bridge.approvalLinks(o.config, () => holder.bridge?.identity ?? fallbackVm, () => holder.bridge?.approvalServerUrl ?? null);
+    const i = o.config.identity;
+    const state = new BridgeState(identityFrom(null, { name: i.vmName, resourceId: i.resourceId, vmScaleSetName: i.vmScaleSetName, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone }));
+    const links = Bridge.approvalLinks(o.config, state);
     // managed identity tokens come from the same IMDS as the Scheduled Events (before any sink makes a credential)
     const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, o.config, process.env);
     if (tokenEndpoint !== null) o.logger.info({ code: 'TOKEN_ENDPOINT', endpoint: tokenEndpoint }, 'managed identity tokens are asked from the configured IMDS endpoint');
     try {
-      const shared: Shared = { metrics: new Metrics(store), reads: new ReadBroadcast(o.logger) };
+      const shared: Shared = { metrics: new Metrics(store), reads: new ReadBroadcast(o.logger), state };
       const targets = await buildTargets(o.config.sinks, {
         logger: o.logger,
         stdout: o.stdout ?? process.stdout,
         store,
         approval: links,
         dryRun: o.dryRun ?? false,
-        vm: () => holder.bridge?.identity ?? fallbackVm,
+        vm: () => state.vm,
         reads: shared.reads,
         metrics: shared.metrics.sinkMetrics(),
         preparations: (eventId) => recorded(store, eventId),
         ...(o.sinkCreateDeadlineMs === undefined ? {} : { createDeadlineMs: o.sinkCreateDeadlineMs }),
       });
-      holder.bridge = new Bridge(o, store, lock, targets, links ?? null, shared);
+      return new Bridge(o, store, lock, targets, links ?? null, shared);
     } catch (err) {
       store.close();
       lock?.release();
       throw err;
     }
-    return holder.bridge;
   }
 
   /** The approval server's URL, when it runs. */
@@ -142,7 +146,7 @@ export class Bridge {
   }
 
   get identity(): VmIdentity {
-    return this.#parts.identity.current;
+    return this.#state.vm;
   }
 
   /** The observability endpoint's URL, when it runs. */
@@ -153,7 +157,7 @@ export class Bridge {
   status(): BridgeStatus {
     const p = this.#parts.poll;
     return {
-      ready: p.goodReads > 0 && p.failures < this.#o.config.observability.readyFailureThreshold,
+      ready: this.#parts.ready(),
       consecutiveFailures: p.failures,
       lastError: p.lastError,
       firstPollAt: p.firstPollAt,

@@ -6,17 +6,16 @@
 import type { Logger } from 'pino';
 import { ApprovalInbox, inboxSession } from '../fleet/inbox.ts';
 import { ApprovalService } from '../approval/service.ts';
-import type { BridgeConfig } from '../config/schema.ts';
-import { secretsOf } from '../config/schema.ts';
+import { secretsOf, type BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { route } from '../delivery/route.ts';
 import { ImdsClient } from '../imds/client.ts';
 import { scrubber } from '../lib/log.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { preparationStates } from './preparations.ts';
+import { preparationsOfPending } from './preparations.ts';
 import { preparesTheVm } from '../registry/registry.ts';
 import type { ReadBroadcast } from './reads.ts';
-import { affects } from '../imds/identity.ts';
+import type { BridgeState } from '../imds/view.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { Store } from '../store/store.ts';
 import { AutoApprover } from './auto-approver.ts';
@@ -42,10 +41,11 @@ export interface BridgeOptions {
   identityRetryMs?: number;
 }
 
-/** What the sinks were given before the parts existed: the metrics registry and the IMDS reads. */
+/** What the sinks were given before the parts existed: the metrics registry, the IMDS reads and the read model. */
 export interface Shared {
   readonly metrics: Metrics;
   readonly reads: ReadBroadcast;
+  readonly state: BridgeState;
 }
 
 export interface Parts {
@@ -58,59 +58,28 @@ export interface Parts {
   readonly auto: AutoApprover;
   readonly endpoints: Endpoints;
   readonly inbox: ApprovalInbox | null;
+  /** Ready: IMDS answered well at least once, and fewer reads than the threshold failed in a row since. */
+  ready(): boolean;
 }
 
-export function compose(
-  o: BridgeOptions,
-  store: Store,
-  targets: readonly DispatchTarget[],
-  signal: AbortSignal,
-  isReady: () => boolean,
-  onOutcome: (report: OutcomeReport) => void,
-  shared: Shared,
-): Parts {
+export function compose(o: BridgeOptions, store: Store, targets: readonly DispatchTarget[], signal: AbortSignal, onOutcome: (report: OutcomeReport) => void, shared: Shared): Parts {
   const { imds, identity: i } = o.config;
-  const { metrics, reads } = shared;
+  const { metrics, reads, state } = shared;
   const client = new ImdsClient({ ...imds, onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds) });
   const identity = new IdentityLoop({
     client,
     logger: o.logger,
     override: { name: i.vmName, resourceId: i.resourceId, vmScaleSetName: i.vmScaleSetName, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone },
     retryMs: o.identityRetryMs ?? IDENTITY_RETRY_MS,
+    state,
   });
-  const secrets = secretsOf(o.config);
-  const dispatcher = new Dispatcher({
-    store,
-    targets,
-    logger: o.logger,
-    scrub: scrubber(secrets),
-    onOutcome,
-  });
-  const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, identity.current.name, (eventId) => store.knowsEvent(eventId));
-  const poll: PollLoop = new PollLoop({
-    client,
-    store,
-    metrics,
-    logger: o.logger,
-    intervalMs: imds.pollIntervalMs,
-    maxRetryPauseMs: imds.maxRetryPauseMs,
-    identity: () => identity.current,
-    route: routeAll,
-    committed: (events, document) => {
-      if (events.length > 0) {
-        dispatcher.notify();
-        o.onCommitted?.(events);
-      }
-      auto.apply(document.events);
-    },
-    read: (document) => reads.publish({ events: document.events, vmName: identity.current.name }),
-  });
+  const dispatcher = new Dispatcher({ store, targets, logger: o.logger, scrub: scrubber(secretsOf(o.config)), onOutcome });
+  const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, state.vm.name, (eventId) => store.knowsEvent(eventId));
   const approvals = new ApprovalService({
     store,
     client,
     logger: o.logger,
-    document: () => poll.document,
-    vm: () => identity.current,
+    view: state,
     dryRun: o.dryRun ?? false,
     onResult: (via, result) => metrics.approvals.inc({ via, result }),
     route: (event) => routeAll([event])[0]!,
@@ -121,6 +90,26 @@ export function compose(
       o.onCommitted?.([event]);
     },
   });
+  const auto = new AutoApprover({ store, approvals, logger: o.logger, rules: o.config.approval.rules, targets, view: state, signal });
+  const poll = new PollLoop({
+    client,
+    store,
+    metrics,
+    logger: o.logger,
+    intervalMs: imds.pollIntervalMs,
+    maxRetryPauseMs: imds.maxRetryPauseMs,
+    state,
+    route: routeAll,
+    committed: (events, document) => {
+      if (events.length > 0) {
+        dispatcher.notify();
+        o.onCommitted?.(events);
+      }
+      auto.apply(document.events);
+    },
+    read: (document) => reads.publish({ events: document.events, vmName: state.vm.name }),
+  });
+  const ready = () => state.goodReads > 0 && poll.failures < o.config.observability.readyFailureThreshold;
   const inboxConfig = o.config.approval.inbox;
   const inbox =
     inboxConfig === undefined
@@ -130,46 +119,25 @@ export function compose(
           service: approvals,
           store,
           logger: o.logger,
-          sessionId: () => inboxSession(inboxConfig, identity.current),
+          view: state,
           onCommand: (result) => metrics.inboxCommands.inc({ result }),
           onConnected: (connected) => metrics.inboxConnected.set(connected ? 1 : 0),
-          ready: () => poll.goodReads > 0,
         });
+  const preparing = o.config.sinks.some(preparesTheVm);
   const endpoints = new Endpoints({
     config: o.config,
     logger: o.logger,
     metrics,
     readiness: () => {
-      const ready = isReady();
+      const now = ready();
       const details: Record<string, unknown> = {};
       if (inbox !== null) details.inbox = inbox.status();
-      const prepared = preparing();
-      if (prepared !== null) details.preparations = prepared;
-      return { ready, reason: poll.reason(ready), ...(Object.keys(details).length > 0 ? { details } : {}) };
+      if (preparing) details.preparations = preparationsOfPending(store, o.config.sinks, state);
+      return { ready: now, reason: poll.reason(now), ...(Object.keys(details).length > 0 ? { details } : {}) };
     },
     approvals,
     store,
-    vm: () => identity.current,
-    document: () => poll.document,
+    state,
   });
-  /** preparing: each pending event of this VM with its preparations, when any sink prepares the VM. */
-  const preparing = () => {
-    const vmName = identity.current.name;
-    const events = (poll.document?.events ?? []).filter((e) => affects(e.resources, vmName));
-    if (!o.config.sinks.some(preparesTheVm)) return null;
-    return events
-      .map((e) => ({ eventId: e.eventId, eventType: e.eventType, eventStatus: e.eventStatus, preparations: preparationStates(store, o.config.sinks, e, vmName) }))
-      .filter((x) => x.preparations.length > 0);
-  };
-  const auto: AutoApprover = new AutoApprover({
-    store,
-    approvals,
-    logger: o.logger,
-    rules: o.config.approval.rules,
-    targets,
-    vmName: () => identity.current.name,
-    events: () => poll.document?.events ?? [],
-    signal,
-  });
-  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox };
+  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox, ready };
 }

@@ -16,6 +16,7 @@ import { parseHostPort } from '../lib/validators.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { ObservabilityServer, type Readiness } from '../observability/server.ts';
 import type { Store } from '../store/store.ts';
+import type { BridgeState } from '../imds/view.ts';
 
 export interface EndpointsOptions {
   readonly config: BridgeConfig;
@@ -24,8 +25,8 @@ export interface EndpointsOptions {
   readonly readiness: () => Readiness;
   readonly approvals: ApprovalService;
   readonly store: Store;
-  readonly vm: () => VmIdentity;
-  readonly document: () => EventsDocument | null;
+  /** The read model: read by the approval server, and `approvalServerUrl` written here once it listens. */
+  readonly state: BridgeState;
 }
 
 export class Endpoints {
@@ -63,8 +64,7 @@ export class Endpoints {
       keys: [key],
       tokenKey: key,
       ...(config.approval.slack ? { slack: config.approval.slack } : {}),
-      vm: this.#o.vm,
-      document: this.#o.document,
+      view: this.#o.state,
       logger,
       rate: config.server.rateLimit,
       maxConnections: config.server.maxConnections,
@@ -72,6 +72,7 @@ export class Endpoints {
     });
     const at = parseHostPort(config.server.listen)!;
     this.approvalUrl = await this.#approval.listen(at.host, at.port);
+    this.#o.state.approvalServerUrl = this.approvalUrl;
     logger.info({ url: this.approvalUrl }, 'approval server listening');
   }
 

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { ImdsClient } from '../imds/client.ts';
 import { identityFrom, type IdentityOverride, type VmIdentity } from '../imds/identity.ts';
+import type { BridgeState } from '../imds/view.ts';
 import { errorFields } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
 
@@ -19,20 +20,21 @@ export interface IdentityLoopOptions {
   readonly override: IdentityOverride;
   /** How soon a failed read is tried again. */
   readonly retryMs: number;
+  /** The read model, whose `vm` this loop writes. */
+  readonly state: BridgeState;
 }
 
 export class IdentityLoop {
   readonly #o: IdentityLoopOptions;
-  #identity: VmIdentity;
   #warned = false;
 
   constructor(options: IdentityLoopOptions) {
     this.#o = options;
-    this.#identity = identityFrom(null, options.override);
+    options.state.vm = identityFrom(null, options.override);
   }
 
   get current(): VmIdentity {
-    return this.#identity;
+    return this.#o.state.vm;
   }
 
   /**
@@ -52,16 +54,16 @@ export class IdentityLoop {
     try {
       const compute = await client.getInstanceCompute({ signal });
       const next = identityFrom(compute, override);
-      if (next.name !== this.#identity.name || next.resourceId !== this.#identity.resourceId || this.#identity.origin !== 'imds') {
+      if (next.name !== this.#o.state.vm.name || next.resourceId !== this.#o.state.vm.resourceId || this.#o.state.vm.origin !== 'imds') {
         logger.info({ vmName: next.name, resourceId: next.resourceId, origin: next.origin }, 'VM identity');
       }
-      this.#identity = next;
+      this.#o.state.vm = next;
       this.#warned = false;
       return true;
     } catch (err) {
       if (signal.aborted) return false;
       // said once per outage; the retries that follow are debug lines
-      const fields = { ...errorFields(err), vmName: this.#identity.name, origin: this.#identity.origin };
+      const fields = { ...errorFields(err), vmName: this.#o.state.vm.name, origin: this.#o.state.vm.origin };
       if (this.#warned) {
         logger.debug(fields, 'still cannot read the VM identity from IMDS');
       } else {
@@ -75,7 +77,7 @@ export class IdentityLoop {
   /** run refreshes until `signal` aborts: every 6 hours, or `retryMs` after a failure. */
   async run(signal: AbortSignal): Promise<void> {
     if (this.complete) return;
-    let ok = this.#identity.origin === 'imds';
+    let ok = this.#o.state.vm.origin === 'imds';
     while (!signal.aborted) {
       try {
         await sleep(ok ? IDENTITY_REFRESH_MS : this.#o.retryMs, signal);

@@ -7,7 +7,6 @@
 import type { Logger } from 'pino';
 import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
-import type { VmIdentity } from '../imds/identity.ts';
 import { GoneWatch, retryPause } from '../imds/retry.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
@@ -15,6 +14,7 @@ import { sleep } from '../lib/time.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { MappingError, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from '../pipeline/poll.ts';
+import type { BridgeState } from '../imds/view.ts';
 import { StoreError, type PendingEvent, type Store } from '../store/store.ts';
 
 export interface PollLoopOptions {
@@ -24,7 +24,8 @@ export interface PollLoopOptions {
   readonly logger: Logger;
   readonly intervalMs: number;
   readonly maxRetryPauseMs: number;
-  readonly identity: () => VmIdentity;
+  /** The read model: the poll loop writes `document` and `goodReads`, and reads `vm`. */
+  readonly state: BridgeState;
   /** Routes CloudEvents to the sinks whose filters they pass. */
   readonly route: (events: readonly BridgeEvent[]) => PendingEvent[];
   /** Called after a change is committed, with its CloudEvents and the new document. */
@@ -39,12 +40,12 @@ export class PollLoop {
   #failures = 0;
   #lastError: string | null = null;
   #lastErrorWasImds = true;
-  #goodReads = 0;
   #firstPollAt: number | null = null;
 
   constructor(options: PollLoopOptions) {
     this.#o = options;
     this.#baseline = options.store.loadDocument();
+    options.state.document = this.#baseline?.document ?? null;
   }
 
   /** The last document committed (or read back from the store at start). */
@@ -61,7 +62,7 @@ export class PollLoop {
   }
 
   get goodReads(): number {
-    return this.#goodReads;
+    return this.#o.state.goodReads;
   }
 
   get firstPollAt(): number | null {
@@ -72,7 +73,7 @@ export class PollLoop {
   reason(ready: boolean): string {
     const what = this.#lastErrorWasImds ? 'IMDS reads' : 'polls';
     if (ready) return 'IMDS reads succeed';
-    return this.#goodReads === 0 ? 'no good IMDS read yet' : `${this.#failures} ${what} failed in a row (${this.#lastError})`;
+    return this.#o.state.goodReads === 0 ? 'no good IMDS read yet' : `${this.#failures} ${what} failed in a row (${this.#lastError})`;
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -84,7 +85,7 @@ export class PollLoop {
       let wait: number;
       this.#firstPollAt ??= Date.now();
       try {
-        const result = await pollOnce(this.#o.client, this.#baseline, this.#o.identity(), { signal, priorOccurrences: (key) => store.priorOccurrences(key) });
+        const result = await pollOnce(this.#o.client, this.#baseline, this.#o.state.vm, { signal, priorOccurrences: (key) => store.priorOccurrences(key) });
         this.#apply(result);
         if (this.document !== null) this.#o.read?.(this.document);
         metrics.polls.inc({ result: result.kind, code: '' });
@@ -92,7 +93,7 @@ export class PollLoop {
         if (this.#failures > 0) logger.info({ failures: this.#failures }, 'polls recovered');
         this.#failures = 0;
         this.#lastError = null;
-        this.#goodReads += 1;
+        this.#o.state.goodReads += 1;
         gone.succeeded();
         wait = intervalMs;
       } catch (err) {
@@ -163,6 +164,7 @@ export class PollLoop {
     for (const p of pending) metrics.transitions.inc({ transition: p.transition });
     store.commit({ document: result.document, etag: result.etag, observedAt: new Date().toISOString(), events: pending });
     this.#baseline = { document: result.document, etag: result.etag };
+    this.#o.state.document = result.document;
     for (const p of pending) {
       logger.info(
         { transition: p.transition, eventId: p.eventId, ceId: p.id, incarnation: result.document.incarnation, sinks: p.sinks },

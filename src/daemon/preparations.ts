@@ -4,6 +4,8 @@
  * is `pending`.
  */
 import type { SinkConfig } from '../config/schema.ts';
+import { affects } from '../imds/identity.ts';
+import type { BridgeView } from '../imds/view.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { matchesFilter } from '../pipeline/filter.ts';
 import type { PreparationState } from '../sinks/contract.ts';
@@ -27,4 +29,13 @@ export function preparationStates(store: Store, sinks: readonly SinkConfig[], ev
       const r = records.get(s.name);
       return r === undefined ? { sink: s.name, state: 'pending', detail: null, at: null } : toState(r);
     });
+}
+
+/** preparationsOfPending: each pending event of this VM with its preparations (for /readyz). */
+export function preparationsOfPending(store: Store, sinks: readonly SinkConfig[], view: BridgeView) {
+  const vmName = view.vm.name;
+  return (view.document?.events ?? [])
+    .filter((e) => affects(e.resources, vmName))
+    .map((e) => ({ eventId: e.eventId, eventType: e.eventType, eventStatus: e.eventStatus, preparations: preparationStates(store, sinks, e, vmName) }))
+    .filter((x) => x.preparations.length > 0);
 }

@@ -35,6 +35,7 @@ import {
 } from './keys.ts';
 import { ApprovalError, type ApprovalService } from '../approval/service.ts';
 import { holdSession } from './session.ts';
+import type { BridgeView } from '../imds/view.ts';
 
 export const InboxConfig = z
   .strictObject({
@@ -63,13 +64,11 @@ export interface InboxOptions {
   readonly service: ApprovalService;
   readonly store: Store;
   readonly logger: Logger;
-  /** This VM's session id. */
-  readonly sessionId: () => string;
+  /** The read model: this VM's session id comes from `vm`, and commands are taken once `goodReads` > 0 (an approval needs the document). */
+  readonly view: BridgeView;
   /** Every command's result (approved, already-approved, not-approvable, failed, dead-lettered). */
   readonly onCommand?: (result: string) => void;
   readonly onConnected?: (connected: boolean) => void;
-  /** Commands are taken only once this is true (the first good IMDS read): an approval needs the document. */
-  readonly ready?: () => boolean;
   /** Pause before the first abandon of a command that failed, doubled with each delivery up to 30 s. */
   readonly abandonPauseMs?: number;
   /** Pause before the first re-accept after a loss, doubled up to 30 s (tests shorten it). */
@@ -104,9 +103,14 @@ export class ApprovalInbox {
     this.#key = publicKeyOf(options.config.relayPublicKey)!;
     this.#linkKey = decodeKey(options.config.linkKey);
   }
+  /** This VM's session: the configured one, or its resource id's. */
+  get #sessionId(): string {
+    return inboxSession(this.#o.config, this.#o.view.vm);
+  }
+
 
   status(): InboxStatus {
-    return { connected: this.#connected, queue: this.#o.config.queue, session: this.#o.sessionId(), commands: this.#commands, lastError: this.#lastError };
+    return { connected: this.#connected, queue: this.#o.config.queue, session: this.#sessionId, commands: this.#commands, lastError: this.#lastError };
   }
 
   #setConnected(v: boolean): void {
@@ -120,11 +124,11 @@ export class ApprovalInbox {
     this.#signal = signal;
     this.#client = await serviceBusClient(config, { retryOptions: { maxRetries: 2, timeoutInMs: 15_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge' } });
     this.#replies = this.#client.createSender(config.replies);
-    while (!signal.aborted && this.#o.ready?.() === false) await sleep(100, signal).catch(() => undefined);
+    while (!signal.aborted && this.#o.view.goodReads === 0) await sleep(100, signal).catch(() => undefined);
     await holdSession({
       client: this.#client,
       queue: config.queue,
-      session: this.#o.sessionId,
+      session: () => this.#sessionId,
       signal,
       maxConcurrentCalls: 1,
       ...(this.#o.retryBaseMs !== undefined ? { retryBaseMs: this.#o.retryBaseMs } : {}),
@@ -158,7 +162,7 @@ export class ApprovalInbox {
 
   async #handle(receiver: ServiceBusSessionReceiver, m: ServiceBusReceivedMessage): Promise<void> {
     const { logger, store } = this.#o;
-    const session = this.#o.sessionId();
+    const session = this.#sessionId;
     const check = checkCommand(this.#key, m.body, m.applicationProperties?.[SIGNATURE_PROPERTY], session);
     const fields = { messageId: m.messageId, sequence: m.sequenceNumber?.toString(), deliveryCount: m.deliveryCount };
     const deadLetter = async (code: string, message: string, command?: ApprovalCommand) => {
@@ -229,7 +233,7 @@ export class ApprovalInbox {
     return {
       v: 1,
       commandId: command?.id ?? String(m.messageId ?? ''),
-      vm: this.#o.sessionId(),
+      vm: this.#sessionId,
       eventId: command?.eventId ?? null,
       outcome,
       code,
@@ -248,7 +252,7 @@ export class ApprovalInbox {
         body,
         contentType: 'application/json',
         subject: OUTCOME_SUBJECT,
-        sessionId: m.replyToSessionId ?? this.#o.sessionId(),
+        sessionId: m.replyToSessionId ?? this.#sessionId,
         correlationId: m.messageId,
         // an outcome nobody waits for (its relay replica is gone) does not pile up
         timeToLive: REPLY_TTL_MS,

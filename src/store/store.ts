@@ -61,9 +61,6 @@ export class Store {
   knowsEvent(eventId: string): boolean {
     return this.#journal.knowsEvent(eventId);
   }
-  appendEvents(events: readonly PendingEvent[], extra?: () => void, now?: number): void {
-    this.#journal.appendEvents(events, extra, now);
-  }
   due(sink: string, now: number, limit: number): OutboxRow[] {
     return this.#outbox.due(sink, now, limit);
   }

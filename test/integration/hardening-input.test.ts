@@ -17,6 +17,7 @@ import { configSchema as execSchema, MAX_ENV_VALUE_BYTES, runOnce } from '../../
 import { tempDir, waitFor } from '../helpers.ts';
 
 import { bridgeOn, cleanUpAfterEach, cleanups, simulator } from './hardening-kit.ts';
+import { BridgeState } from '../../src/imds/view.ts';
 
 cleanUpAfterEach();
 
@@ -164,7 +165,7 @@ describe('approval links', () => {
   it('are offered for scheduled and updated events only, never for one just canceled', () => {
     const config = validateConfig({ approval: { secret: `whsec_${Buffer.alloc(32, 4).toString('base64')}`, publicUrl: 'https://bridge.example' } }, 't', {});
     const vm = identityFrom(null, { name: 'vm0' });
-    const links = Bridge.approvalLinks(config, () => vm)!;
+    const links = Bridge.approvalLinks(config, new BridgeState(vm))!;
     const wire = (NotBefore: string) => ({ EventId: 'E-LINK', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore });
     const doc = (incarnation: number, events: unknown[]) => toDomainDocument(WireDocument.parse({ DocumentIncarnation: incarnation, Events: events })).document;
     const soon = new Date(Date.now() + 3600_000).toUTCString();

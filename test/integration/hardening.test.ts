@@ -16,6 +16,7 @@ import { Store } from '../../src/store/store.ts';
 import { silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 import { bridgeOn, cleanUpAfterEach, cleanups, simulator } from './hardening-kit.ts';
+import { BridgeState } from '../../src/imds/view.ts';
 
 cleanUpAfterEach();
 
@@ -69,8 +70,7 @@ describe('a failure of our own mapping', () => {
       store,
       client,
       logger: silentLogger,
-      document: () => read.document,
-      vm: () => identityFrom(null, { name: 'vm0' }),
+      view: Object.assign(new BridgeState(identityFrom(null, { name: 'vm0' })), { document: read.document, goodReads: 1 }),
       route: () => {
         throw new TypeError('cannot route');
       },

@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick]: every figure of the README's Performance section, measured
+ * npm run bench [-- --quick]: every figure of docs/performance.md, measured
  * against the project's IMDS simulator and local peers on 127.0.0.1, side by side with the
  * upstream reference algorithm. Writes bench/results.json, bench/results.md and
  * docs/latency.svg. Prints figures; never fails on a time.

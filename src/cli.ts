@@ -14,7 +14,7 @@ Commands:
   run [--config FILE] [--dry-run]          run the daemon
   demo [--duration S]                      simulator + bridge + every scenario, on this machine
   demo --fleet                             fleet approvals: relay, 3 VMs, a local Service Bus stand-in
-  simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real]
+  simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real] [--servicebus HOST:PORT]
                                            run the IMDS simulator alone
   validate [--config FILE]                 check a configuration file (exit 2 lists every problem)
   status [--config FILE] [--json]          read IMDS once: current events and who this VM is
@@ -22,7 +22,7 @@ Commands:
                                            approve an event through the running daemon
   dead-letters list|replay [--sink NAME] [--config FILE] [--json]
                                            inspect or re-queue events that could not be delivered
-  relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see README)
+  relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
   template test --sink NAME [--config FILE] [--scenario NAME]

@@ -11,7 +11,7 @@
  *   is 5 5 5, `_` no sample, `_x2` two of them) and
  *   `alert_rule_test` cases.
  *
- * It is a test oracle for these rules, cross-checked with promtool itself (README, Metrics).
+ * It is a test oracle for these rules, cross-checked with promtool itself (docs/operations.md, Metrics).
  */
 
 export type Labels = Record<string, string>;

@@ -34,14 +34,10 @@ export const configSchema = z
   .strictObject({
     type: z.literal('eventgrid'),
     ...sinkBase,
-    /** The topic's or namespace's endpoint: https://NAME.REGION-1.eventgrid.azure.net (a basic topic's may end in /api/events). */
-    endpoint: httpUrl,
-    /** For a namespace topic: its name. Without it, the endpoint is a basic topic's (CloudEvents 1.0 input schema). */
-    namespaceTopic: z.string().regex(/^[A-Za-z0-9-]{3,50}$/, 'must be 3 to 50 letters, digits or hyphens').optional(),
-    /** An access key of the topic or namespace. */
-    accessKey: secret(z.string().min(1)).optional(),
-    /** Or an Entra ID credential (role EventGrid Data Sender). */
-    credential: CredentialConfig.optional(),
+    endpoint: httpUrl.describe('The topic\'s or namespace\'s endpoint: https://NAME.REGION-1.eventgrid.azure.net (a basic topic\'s may end in /api/events).'),
+    namespaceTopic: z.string().regex(/^[A-Za-z0-9-]{3,50}$/, 'must be 3 to 50 letters, digits or hyphens').optional().describe('For a namespace topic: its name. Without it, the endpoint is a basic topic\'s (CloudEvents 1.0 input schema).'),
+    accessKey: secret(z.string().min(1)).optional().describe('An access key of the topic or namespace.'),
+    credential: CredentialConfig.optional().describe('Or an Entra ID credential (role EventGrid Data Sender).'),
     proxy: ProxySetting,
     /** Lets the key or token go over plain http to a host that is not loopback. */
     allowInsecureHttp,

@@ -15,11 +15,9 @@ export const configSchema = z
     type: z.literal('eventhubs'),
     ...sinkBase,
     ...azureAuth('an Event Hubs'),
-    /** Needed unless the connection string has EntityPath. */
-    eventHubName: z.string().min(1).optional(),
-    /** eventId: all transitions of one event in one partition, in order; vmName: all events of this VM together; none: spread. */
-    partitionKey: GroupBy.default('eventId'),
-    mode: z.enum(['binary', 'structured']).default('binary'),
+    eventHubName: z.string().min(1).optional().describe('Needed unless the connection string has EntityPath.'),
+    partitionKey: GroupBy.default('eventId').describe('eventId: all transitions of one event in one partition, in order; vmName: all events of this VM together; none: spread.'),
+    mode: z.enum(['binary', 'structured']).default('binary').describe('binary: the data as the body, attributes as application properties; structured: one JSON CloudEvent as the body.'),
   })
   .superRefine((c, ctx) => {
     requireOneAuth(c, ctx);

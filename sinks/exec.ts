@@ -16,18 +16,13 @@ import { type BridgeEvent, delivered, oneByOne, type Outcome, reject, retry, sin
 export const configSchema = z.strictObject({
   type: z.literal('exec'),
   ...sinkBase,
-  /** The program and its arguments (no shell). */
-  command: z.array(z.string().min(1)).min(1),
-  /** A preparation hook: gates `approveAfterHooks`. */
-  prepare: z.boolean().default(false),
-  /** How long one run may take before its process group is killed. */
-  timeoutMs: z.number().int().min(100).max(24 * 3600_000).default(600_000),
-  /** Working directory. */
-  cwd: z.string().min(1).optional(),
-  /** Extra environment variables (the run gets PATH, HOME, LANG, TZ from the bridge, these, and SE_*). */
+  command: z.array(z.string().min(1)).min(1).describe('The program and its arguments (no shell).'),
+  prepare: z.boolean().default(false).describe('A preparation hook: gates `approveAfterHooks`.'),
+  timeoutMs: z.number().int().min(100).max(24 * 3600_000).default(600_000).describe('How long one run may take before its process group is killed.'),
+  cwd: z.string().min(1).optional().describe('Working directory.'),
   env: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string().refine((v) => !v.includes('\0'), 'must not contain a NUL character'))
-    .default({}),
+    .default({}).describe('Extra environment variables (the run gets PATH, HOME, LANG, TZ from the bridge, these, and SE_*).'),
 });
 export type ExecConfig = z.infer<typeof configSchema>;
 

@@ -23,14 +23,11 @@ export const configSchema = z.strictObject({
   type: z.literal('probe'),
   ...sinkBase,
   ...preparationKeys,
-  /** The address the load balancer's health probe targets. */
-  listen: hostPort,
+  listen: hostPort.describe('The address the load balancer\'s health probe targets.'),
   /** The probe's path; anything else is 404. */
-  path: z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, 'must be a URL path starting with /').default('/probe'),
-  /** Once unhealthy, how long to wait (probe interval x unhealthy threshold + connection draining) before the preparation counts as done. */
-  drainSeconds: z.number().int().min(0).max(3600).default(30),
-  /** Open connections at most (the probers of a load balancer, a few monitors). */
-  maxConnections: z.number().int().min(1).max(4096).default(64),
+  path: z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, 'must be a URL path starting with /').default('/probe').describe('The path the health probe asks; any other path is 404.'),
+  drainSeconds: z.number().int().min(0).max(3600).default(30).describe('Once unhealthy, how long to wait (probe interval x unhealthy threshold + connection draining) before the preparation counts as done.'),
+  maxConnections: z.number().int().min(1).max(4096).default(64).describe('Open connections at most (the probers of a load balancer, a few monitors).'),
 });
 export type ProbeConfig = z.infer<typeof configSchema>;
 

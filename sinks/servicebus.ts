@@ -16,13 +16,10 @@ export const configSchema = z
     type: z.literal('servicebus'),
     ...sinkBase,
     ...azureAuth('a Service Bus'),
-    /** The queue or topic name. */
-    entity: z.string().min(1),
-    /** none, or a session id per event (eventId) or per VM (vmName), for session-aware consumers. */
-    sessionId: GroupBy.default('none'),
-    /** Message time to live in ms; the entity's default when unset. */
-    timeToLiveMs: z.number().int().min(1000).optional(),
-    mode: z.enum(['binary', 'structured']).default('binary'),
+    entity: z.string().min(1).describe('The queue or topic name.'),
+    sessionId: GroupBy.default('none').describe('none, or a session id per event (eventId) or per VM (vmName), for session-aware consumers.'),
+    timeToLiveMs: z.number().int().min(1000).optional().describe('Message time to live in ms; the entity\'s default when unset.'),
+    mode: z.enum(['binary', 'structured']).default('binary').describe('binary: the data as the body, attributes as application properties; structured: one JSON CloudEvent as the body.'),
   })
   .superRefine(requireOneAuth);
 export type ServiceBusConfig = z.infer<typeof configSchema>;

@@ -19,15 +19,11 @@ export const configSchema = z
   .strictObject({
     type: z.literal('slack'),
     ...sinkBase,
-    /** An incoming webhook URL (keep it secret)... */
-    webhookUrl: secret(httpUrl).optional(),
-    /** ...or a bot token (xoxb-…, scope chat:write) and the channel to post in. */
-    botToken: secret(z.string().regex(/^xox[a-z]-/, 'must be a Slack token (xoxb-…)')).optional(),
-    channel: z.string().min(1).optional(),
-    /** Bot mode: add a short reply in the message's thread at each change (default true). */
-    threadReplies: z.boolean().default(true),
-    /** The Web API base URL (Slack's unless you run GovSlack or a test peer). */
-    apiUrl: httpUrl.default('https://slack.com/api/'),
+    webhookUrl: secret(httpUrl).optional().describe('An incoming webhook URL (keep it secret)...'),
+    botToken: secret(z.string().regex(/^xox[a-z]-/, 'must be a Slack token (xoxb-…)')).optional().describe('...or a bot token (xoxb-…, scope chat:write) and the channel to post in.'),
+    channel: z.string().min(1).optional().describe('With botToken: the channel to post in (its id, such as C0123456789).'),
+    threadReplies: z.boolean().default(true).describe('Bot mode: add a short reply in the message\'s thread at each change (default true).'),
+    apiUrl: httpUrl.default('https://slack.com/api/').describe('The Web API base URL (Slack\'s unless you run GovSlack or a test peer).'),
   })
   .superRefine((c, ctx) => {
     if ((c.webhookUrl === undefined) === (c.botToken === undefined)) {

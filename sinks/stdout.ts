@@ -8,7 +8,7 @@ import { type BridgeEvent, delivered, formatEventLine, retry, sinkBase, type Sin
 export const configSchema = z.strictObject({
   type: z.literal('stdout'),
   ...sinkBase,
-  format: z.enum(['text', 'json']).default('text'),
+  format: z.enum(['text', 'json']).default('text').describe('text: one readable line per event, this VM starred; json: one CloudEvent per line.'),
 });
 export type StdoutConfig = z.infer<typeof configSchema>;
 

@@ -11,10 +11,8 @@ import { jsonClient, postJson } from './shared/http.ts';
 export const configSchema = z.strictObject({
   type: z.literal('teams'),
   ...sinkBase,
-  /** The HTTP POST URL of the workflow's webhook trigger (it contains a signature: keep it secret). */
-  webhookUrl: secret(httpUrl),
-  /** An Entra ID token for a workflow restricted to the tenant: { kind: managedIdentity, scope: https://service.flow.microsoft.com//.default }. */
-  auth: EntraAuth.optional(),
+  webhookUrl: secret(httpUrl).describe('The HTTP POST URL of the workflow\'s webhook trigger (it contains a signature: keep it secret).'),
+  auth: EntraAuth.optional().describe('An Entra ID token for a workflow restricted to the tenant: { kind: managedIdentity, scope: https://service.flow.microsoft.com//.default }.'),
   /** Lets the Entra ID token go over plain http to a host that is not loopback. */
   allowInsecureHttp,
 }).superRefine((c, ctx) => refusePlainHttpCredentials(c, c.webhookUrl, 'webhookUrl', c.auth !== undefined, ctx));

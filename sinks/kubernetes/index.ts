@@ -30,26 +30,18 @@ export const configSchema = z.strictObject({
   type: z.literal('kubernetes'),
   ...sinkBase,
   ...preparationKeys,
-  /** The Node to prepare; default the NODE_NAME environment variable, else the Node whose spec.providerID names this VM. */
-  nodeName: z.string().max(253).regex(dns1123, 'must be a Kubernetes node name (lower-case DNS subdomain)').optional(),
-  /** A kubeconfig file; default the in-cluster service account. */
-  kubeconfig: z.string().min(1).optional(),
+  nodeName: z.string().max(253).regex(dns1123, 'must be a Kubernetes node name (lower-case DNS subdomain)').optional().describe('The Node to prepare; default the NODE_NAME environment variable, else the Node whose spec.providerID names this VM.'),
+  kubeconfig: z.string().min(1).optional().describe('A kubeconfig file; default the in-cluster service account.'),
   drain: z
     .strictObject({
-      /** Give up this attempt after this long (the delivery policy tries again, never past NotBefore). */
-      timeoutSeconds: z.number().int().min(1).max(24 * 3600).default(600),
-      /** At most this per pod; the pod's own, if shorter, wins. */
-      gracePeriodSeconds: z.number().int().min(0).max(3600).default(30),
-      /** false: a pod with an emptyDir volume blocks the drain (as kubectl drain refuses); true: evict it. */
-      deleteEmptyDirData: z.boolean().default(false),
-      /** How often evicted pods are checked for being gone. */
-      pollMs: z.number().int().min(50).max(60_000).default(1000),
+      timeoutSeconds: z.number().int().min(1).max(24 * 3600).default(600).describe('Give up this attempt after this long (the delivery policy tries again, never past NotBefore).'),
+      gracePeriodSeconds: z.number().int().min(0).max(3600).default(30).describe('At most this per pod; the pod\'s own, if shorter, wins.'),
+      deleteEmptyDirData: z.boolean().default(false).describe('false: a pod with an emptyDir volume blocks the drain (as kubectl drain refuses); true: evict it.'),
+      pollMs: z.number().int().min(50).max(60_000).default(1000).describe('How often evicted pods are checked for being gone.'),
     })
     .prefault({}),
-  /** Add the taint scheduledevents.azure.com/maintenance=<EventType>:NoSchedule. */
-  taint: z.boolean().default(true),
-  /** Add the label node.kubernetes.io/exclude-from-external-load-balancers=true. */
-  excludeFromLoadBalancers: z.boolean().default(true),
+  taint: z.boolean().default(true).describe('Add the taint scheduledevents.azure.com/maintenance=<EventType>:NoSchedule.'),
+  excludeFromLoadBalancers: z.boolean().default(true).describe('Add the label node.kubernetes.io/exclude-from-external-load-balancers=true.'),
 });
 export type KubernetesConfig = z.infer<typeof configSchema>;
 

@@ -7,12 +7,11 @@ import { z } from 'zod';
 import { type BridgeEvent, FilterConfig, matchesFilter, oneByOne, type Outcome, type ScheduledEvent, type SinkConfigBase, type SinkContext, type SinkModule, transitionOf } from '../../src/api.ts';
 
 /** A preparation's filter: scope `self` by default (a VM prepares itself for its own maintenance). */
-export const preparationFilter = FilterConfig.extend({ scope: z.enum(['all', 'self', 'leader']).default('self') }).prefault({});
+export const preparationFilter = FilterConfig.extend({ scope: z.enum(['all', 'self', 'leader']).default('self').describe('As for every sink; a preparation defaults to self: the events naming this VM.') }).prefault({});
 
 export const preparationKeys = {
   filter: preparationFilter,
-  /** A preparation: rules with `approveAfterHooks` wait for it to succeed. */
-  prepare: z.boolean().default(false),
+  prepare: z.boolean().default(false).describe('A preparation: rules with `approveAfterHooks` wait for it to succeed.'),
 };
 
 /** ends: the transition gives the VM back (the maintenance is over, or will not happen). */

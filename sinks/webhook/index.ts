@@ -35,52 +35,44 @@ const readableFile = z.string().refine((p) => {
 export const configSchema = z.strictObject({
   type: z.literal('webhook'),
   ...sinkBase,
-  url: httpUrl,
-  /** binary: data in the body, attributes in ce-* headers; structured: one JSON CloudEvent; batch: a JSON array. */
-  mode: z.enum(['binary', 'structured', 'batch']).default('binary'),
-  /** Events per request in batch mode. */
-  batchSize: z.number().int().min(1).max(1000).default(100),
-  /** Standard Webhooks secret(s); several sign together, for rotation. */
-  secret: secret(z.union([whsec, z.array(whsec).min(1)])).optional(),
-  /** Extra static request headers. */
+  url: httpUrl.describe('Where to POST (http or https).'),
+  mode: z.enum(['binary', 'structured', 'batch']).default('binary').describe('binary: data in the body, attributes in ce-* headers; structured: one JSON CloudEvent; batch: a JSON array.'),
+  batchSize: z.number().int().min(1).max(1000).default(100).describe('Events per request in batch mode.'),
+  secret: secret(z.union([whsec, z.array(whsec).min(1)])).optional().describe('Standard Webhooks secret(s); several sign together, for rotation.'),
   headers: z
     .record(
       z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name').refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
       secret(z.string()),
     )
-    .default({}),
+    .default({}).describe('Extra static request headers.'),
   auth: z
     .union([
-      z.strictObject({ bearer: secret(z.string().min(1)) }),
-      z.strictObject({ basic: z.strictObject({ username: z.string().min(1), password: secret(z.string()) }) }),
+      z.strictObject({ bearer: secret(z.string().min(1)).describe('Authorization: Bearer with this token.') }),
+      z.strictObject({ basic: z.strictObject({ username: z.string().min(1).describe('Basic authentication\'s user.'), password: secret(z.string()).describe('Basic authentication\'s password.') }) }),
       /** An Entra ID token for `scope` (an Azure Function or Logic App with built-in auth, API Management, …). */
       EntraAuth,
     ])
-    .optional(),
+    .optional()
+    .describe('How the request authenticates: { bearer }, { basic: { username, password } }, or an Entra ID token ({ kind, scope }).'),
   tls: z
     .strictObject({
-      /** PEM file of the CA(s) to trust for this endpoint, in addition to the system's. */
-      caFile: readableFile.optional(),
-      /** Turns certificate verification off. Logged as a warning at every start. */
-      insecureSkipVerify: z.boolean().default(false),
+      caFile: readableFile.optional().describe('PEM file of the CA(s) to trust for this endpoint, in addition to the system\'s.'),
+      insecureSkipVerify: z.boolean().default(false).describe('Turns certificate verification off. Logged as a warning at every start.'),
     })
     .prefault({}),
   proxy: ProxySetting,
   /** Lets auth go over plain http to a host that is not loopback. */
   allowInsecureHttp,
-  /** A JSONata expression that makes the body from the CloudEvent; null skips the event. */
-  template: z.string().min(1).optional(),
-  /** A JSONata expression that makes the URL (on the origin of `url`) from the CloudEvent. */
-  urlTemplate: z.string().min(1).optional(),
-  /** Per header, a JSONata expression that makes its value from the CloudEvent (null: no header). */
+  template: z.string().min(1).optional().describe('A JSONata expression that makes the body from the CloudEvent; null skips the event.'),
+  urlTemplate: z.string().min(1).optional().describe('A JSONata expression that makes the URL (on the origin of `url`) from the CloudEvent.'),
   headerTemplates: z
     .record(
       z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name').refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
       z.string().min(1),
     )
-    .optional(),
+    .optional().describe('Per header, a JSONata expression that makes its value from the CloudEvent (null: no header).'),
   /** The body's media type with a template. */
-  contentType: z.string().regex(/^[\w.+-]+\/[\w.+-]+(\s*;\s*[\w.+-]+=[^;\s]+)*$/, 'must be a media type, e.g. application/json').default('application/json'),
+  contentType: z.string().regex(/^[\w.+-]+\/[\w.+-]+(\s*;\s*[\w.+-]+=[^;\s]+)*$/, 'must be a media type, e.g. application/json').default('application/json').describe('The Content-Type of a templated body.'),
 }).superRefine((c, ctx) => {
   refusePlainHttpCredentials(c, c.url, 'url', c.auth !== undefined, ctx);
   if (c.mode === 'batch') {

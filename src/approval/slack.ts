@@ -23,11 +23,11 @@ import { verifySlack, type TokenClaims } from './signatures.ts';
  * ends with `/` (a host and a path) or with `:` (any port of a host).
  */
 export const SlackSettings = z.strictObject({
-  signingSecret: secret(z.string().min(1)),
+  signingSecret: secret(z.string().min(1)).describe('The Slack app\'s signing secret (Basic Information, App Credentials): verifies every interaction.'),
   responseUrls: z
     .array(z.string().regex(/^https?:\/\/[^/?#@]+(:|\/[^?#]*\/?)$/, 'must be an http(s) URL prefix that ends with / (a host and a path) or : (any port of a host)'))
     .min(1)
-    .default(['https://hooks.slack.com/']),
+    .default(['https://hooks.slack.com/']).describe('URL prefixes a response_url must start with before the bridge updates the Slack message through it.'),
 });
 export type SlackSettings = z.infer<typeof SlackSettings>;
 

@@ -12,14 +12,14 @@ export const CredentialConfig = z.discriminatedUnion('kind', [
   /** The VM's managed identity: system-assigned, or a user-assigned one named by one of clientId, objectId or resourceId. */
   z
     .strictObject({
-      kind: z.literal('managedIdentity'),
-      clientId: uuid.optional(),
-      objectId: uuid.optional(),
-      resourceId: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[^/]+$/i, 'must be a user-assigned identity resource id (/subscriptions/…/providers/Microsoft.ManagedIdentity/userAssignedIdentities/NAME)').optional(),
+      kind: z.literal('managedIdentity').describe('The VM\'s managed identity.'),
+      clientId: uuid.optional().describe('A user-assigned identity, by its client id.'),
+      objectId: uuid.optional().describe('A user-assigned identity, by its object id.'),
+      resourceId: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[^/]+$/i, 'must be a user-assigned identity resource id (/subscriptions/…/providers/Microsoft.ManagedIdentity/userAssignedIdentities/NAME)').optional().describe('A user-assigned identity, by its resource id.'),
     })
     .refine((c) => [c.clientId, c.objectId, c.resourceId].filter((v) => v !== undefined).length <= 1, 'name a user-assigned identity by one of clientId, objectId or resourceId, not several'),
   /** DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI… */
-  z.strictObject({ kind: z.literal('default'), clientId: uuid.optional() }),
+  z.strictObject({ kind: z.literal('default').describe('DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI.'), clientId: uuid.optional().describe('The client id of a user-assigned managed identity to use.') }),
 ]);
 export type CredentialConfig = z.infer<typeof CredentialConfig>;
 

@@ -21,11 +21,9 @@ import type { HttpResponse } from '../lib/http-client.ts';
 const guid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
 
 export const EntraAuth = z.strictObject({
-  /** managedIdentity: the VM's identity (clientId for a user-assigned one); default: DefaultAzureCredential. */
-  kind: z.enum(['managedIdentity', 'default']),
-  /** The scope to ask a token for: the receiving app's `.default` scope. */
-  scope: z.string().regex(/^\S+\/\.default$/, 'must be a .default scope, such as api://<application id>/.default'),
-  clientId: guid.optional(),
+  kind: z.enum(['managedIdentity', 'default']).describe('managedIdentity: the VM\'s identity (clientId for a user-assigned one); default: DefaultAzureCredential.'),
+  scope: z.string().regex(/^\S+\/\.default$/, 'must be a .default scope, such as api://<application id>/.default').describe('The scope to ask a token for: the receiving app\'s `.default` scope.'),
+  clientId: guid.optional().describe('With kind managedIdentity: a user-assigned identity, by its client id.'),
 });
 export type EntraAuth = z.infer<typeof EntraAuth>;
 

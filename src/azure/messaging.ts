@@ -41,9 +41,9 @@ function isConnectionString(value: string): boolean {
 /** azureAuth: the keys of both sinks' authentication: a connection string, or a namespace and an Entra ID credential. */
 export function azureAuth(service: string) {
   return {
-    connectionString: secret(z.string().refine(isConnectionString, `must be ${service} connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)`)).optional(),
-    fullyQualifiedNamespace: namespaceHost.optional(),
-    credential: CredentialConfig.optional(),
+    connectionString: secret(z.string().refine(isConnectionString, `must be ${service} connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)`)).optional().describe('A connection string with a shared access key; or fullyQualifiedNamespace with a credential.'),
+    fullyQualifiedNamespace: namespaceHost.optional().describe('The namespace host (myns.servicebus.windows.net), reached with an Entra ID credential.'),
+    credential: CredentialConfig.optional().describe('The Entra ID credential with fullyQualifiedNamespace; default: the VM\'s managed identity.'),
   };
 }
 

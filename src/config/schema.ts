@@ -22,39 +22,29 @@ function defaultStatePath(): string {
 }
 
 export const ImdsConfig = z.strictObject({
-  /** Base URL of IMDS. Env SE_BRIDGE_IMDS_ENDPOINT overrides it. */
-  endpoint: httpUrl.default(IMDS_ENDPOINT),
-  /** How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget. */
-  pollIntervalMs: z.number().int().min(200).max(60_000).default(1000),
-  /**
-   * Longest pause between two reads after failed ones (the pause grows with jitter from the
-   * poll interval up to this; never below the interval). A Spot eviction gives 30 s of notice.
-   */
-  maxRetryPauseMs: z.number().int().min(200).max(60_000).default(5000),
-  /** Timeout of one IMDS request once Scheduled Events answered at least once. */
-  requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
-  /** Timeout of the very first request: the one that enables Scheduled Events may take 2 minutes. */
-  firstRequestTimeoutMs: z.number().int().min(100).max(600_000).default(120_000),
+  endpoint: httpUrl.default(IMDS_ENDPOINT).describe('Base URL of IMDS. Env SE_BRIDGE_IMDS_ENDPOINT overrides it.'),
+  pollIntervalMs: z.number().int().min(200).max(60_000).default(1000).describe('How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget.'),
+  maxRetryPauseMs: z.number().int().min(200).max(60_000).default(5000).describe('Longest pause between two reads after failed ones (the pause grows with jitter from the poll interval up to this; never below the interval). A Spot eviction gives 30 s of notice.'),
+  requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000).describe('Timeout of one IMDS request once Scheduled Events answered at least once.'),
+  firstRequestTimeoutMs: z.number().int().min(100).max(600_000).default(120_000).describe('Timeout of the very first request: the one that enables Scheduled Events may take 2 minutes.'),
 });
 
 const StateConfig = z.strictObject({
-  /** SQLite database holding the last document, the outbox and dead letters. */
-  path: z.string().min(1).default(defaultStatePath),
+  path: z.string().min(1).default(defaultStatePath).describe('SQLite database holding the last document, the outbox and dead letters.'),
 });
 
 const LogConfig = z.strictObject({
-  /** Env LOG_LEVEL overrides it. */
-  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Env LOG_LEVEL overrides it.'),
 });
 
 const IdentityConfig = z.strictObject({
-  vmName: z.string().min(1).optional(),
-  resourceId: z.string().min(1).optional(),
-  vmScaleSetName: z.string().min(1).optional(),
-  subscriptionId: z.string().min(1).optional(),
-  resourceGroupName: z.string().min(1).optional(),
-  location: z.string().min(1).optional(),
-  zone: z.string().min(1).optional(),
+  vmName: z.string().min(1).optional().describe('This VM\'s name, instead of instance metadata\'s.'),
+  resourceId: z.string().min(1).optional().describe('This VM\'s ARM resource id: the CloudEvents\' source and the fleet session.'),
+  vmScaleSetName: z.string().min(1).optional().describe('The scale set this VM belongs to.'),
+  subscriptionId: z.string().min(1).optional().describe('The subscription\'s id.'),
+  resourceGroupName: z.string().min(1).optional().describe('The resource group\'s name.'),
+  location: z.string().min(1).optional().describe('The Azure region.'),
+  zone: z.string().min(1).optional().describe('The availability zone.'),
 });
 
 export const SinkConfig = z.discriminatedUnion('type', SINK_CONFIG_SCHEMAS);
@@ -80,20 +70,13 @@ const SinksConfig = z
 
 
 const ApprovalConfig = z.strictObject({
-  /** Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server. */
-  secret: secret(whsec).optional(),
-  /** The base URL people reach the approval server at; approval links start with it. */
-  publicUrl: httpUrl.optional(),
-  /** A Slack app's signing secret: enables POST /v1/slack/interactions. */
-  slack: SlackSettings.optional(),
-  /** Ordered rules, first match wins; default: await (a human decides). */
-  rules: z.array(Rule).default([]),
-  /** Longest life of an approval link; never past NotBefore. */
-  linkTtlSeconds: z.number().int().min(60).max(7 * 86400).default(86400),
-  /** Fleet approvals: approval commands arrive from the relay over Service Bus (no inbound port). */
-  inbox: InboxConfig.optional(),
-  /** The relay's public URL: links and Slack buttons point there, with tokens signed by inbox.linkKey. */
-  relayUrl: httpUrl.optional(),
+  secret: secret(whsec).optional().describe('Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server.'),
+  publicUrl: httpUrl.optional().describe('The base URL people reach the approval server at; approval links start with it.'),
+  slack: SlackSettings.optional().describe('A Slack app\'s signing secret: enables POST /v1/slack/interactions.'),
+  rules: z.array(Rule).default([]).describe('Ordered rules, first match wins; default: await (a human decides).'),
+  linkTtlSeconds: z.number().int().min(60).max(7 * 86400).default(86400).describe('Longest life of an approval link; never past NotBefore.'),
+  inbox: InboxConfig.optional().describe('Fleet approvals: approval commands arrive from the relay over Service Bus (no inbound port).'),
+  relayUrl: httpUrl.optional().describe('The relay\'s public URL: links and Slack buttons point there, with tokens signed by inbox.linkKey.'),
 })
   // links and Slack buttons carry tokens that approval.secret signs
   .superRefine((a, ctx) => {
@@ -105,21 +88,15 @@ const ApprovalConfig = z.strictObject({
   .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'], relayUrl: ['inbox'] } });
 
 const ServerConfig = z.strictObject({
-  /** Approval API, Slack interactions and the approval page (started when approval.secret is set). */
-  listen: hostPort.default('127.0.0.1:8787'),
-  /** Per-client rate limit: sustained requests per second, and the burst allowed (then 429). */
-  rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(10), burst: z.number().int().min(1).max(100_000).default(30) }).prefault({}),
-  /** Open connections at most; more are closed at once (slow clients are cut off after 10 s of headers, 20 s per request, 30 s idle). */
-  maxConnections: z.number().int().min(1).max(10_000).default(256),
-  /** Open connections from one address at most (behind a proxy every client shares its address: raise it). */
-  maxConnectionsPerClient: z.number().int().min(1).max(10_000).default(64),
+  listen: hostPort.default('127.0.0.1:8787').describe('Approval API, Slack interactions and the approval page (started when approval.secret is set).'),
+  rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(10).describe('Requests per second a client may make, sustained.'), burst: z.number().int().min(1).max(100_000).default(30).describe('Requests a client may make at once before the rate applies.') }).prefault({}).describe('Per-client rate limit: sustained requests per second, and the burst allowed (then 429).'),
+  maxConnections: z.number().int().min(1).max(10_000).default(256).describe('Open connections at most; more are closed at once (slow clients are cut off after 10 s of headers, 20 s per request, 30 s idle).'),
+  maxConnectionsPerClient: z.number().int().min(1).max(10_000).default(64).describe('Open connections from one address at most (behind a proxy every client shares its address: raise it).'),
 });
 
 const ObservabilityConfig = z.strictObject({
-  /** /metrics, /livez, /readyz. "off" turns the endpoint off. */
-  listen: z.union([hostPort, z.literal('off')]).default('127.0.0.1:9464'),
-  /** /readyz answers 503 once this many IMDS reads failed in a row. */
-  readyFailureThreshold: z.number().int().min(1).max(1000).default(3),
+  listen: z.union([hostPort, z.literal('off')]).default('127.0.0.1:9464').describe('/metrics, /livez, /readyz. "off" turns the endpoint off.'),
+  readyFailureThreshold: z.number().int().min(1).max(1000).default(3).describe('/readyz answers 503 once this many IMDS reads failed in a row.'),
 });
 
 export const BridgeConfig = z.strictObject({

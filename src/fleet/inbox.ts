@@ -40,16 +40,12 @@ import type { BridgeView } from '../imds/view.ts';
 export const InboxConfig = z
   .strictObject({
     ...azureAuth('a Service Bus'),
-    /** The queue (with sessions and duplicate detection) the relay sends approval commands to. */
-    queue: z.string().min(1).default('se-bridge-approvals'),
-    /** The queue (with sessions) outcomes are published to. */
-    replies: z.string().min(1).default('se-bridge-approval-replies'),
+    queue: z.string().min(1).default('se-bridge-approvals').describe('The queue (with sessions and duplicate detection) the relay sends approval commands to.'),
+    replies: z.string().min(1).default('se-bridge-approval-replies').describe('The queue (with sessions) outcomes are published to.'),
     /** The relay's Ed25519 public key: every command must verify with it. */
-    relayPublicKey: ed25519Public,
-    /** This VM's link key (`se-bridge fleet link-key`): signs its links' tokens and its outcomes. */
-    linkKey: secret(keyBytes),
-    /** This VM's session; default its resource id, or its name without one (lower-cased; hashed past 128 characters). */
-    sessionId: z.string().min(1).max(1024).optional(),
+    relayPublicKey: ed25519Public.describe('The relay\'s public key (se-bridge fleet keys, publicKey): commands signed with anything else are dead-lettered.'),
+    linkKey: secret(keyBytes).describe('This VM\'s link key (`se-bridge fleet link-key`): signs its links\' tokens and its outcomes.'),
+    sessionId: z.string().min(1).max(1024).optional().describe('This VM\'s session; default its resource id, or its name without one (lower-cased; hashed past 128 characters).'),
   })
   .superRefine(requireOneAuth);
 export type InboxConfig = z.infer<typeof InboxConfig>;

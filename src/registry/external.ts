@@ -16,9 +16,9 @@ export const configSchema = z.strictObject({
   type: z.literal('module'),
   ...sinkBase,
   /** A file (absolute, or relative to the configuration file) or a package name. */
-  module: z.string().min(1),
+  module: z.string().min(1).describe('The sink module: a path (relative to the configuration file) or a package name.'),
   /** The sink's own settings, checked by the schema the module exports. */
-  config: z.record(z.string(), z.unknown()).default({}),
+  config: z.record(z.string(), z.unknown()).default({}).describe('The module\'s own settings, checked by its configSchema.'),
 });
 export type ModuleSinkConfig = z.infer<typeof configSchema>;
 

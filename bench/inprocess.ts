@@ -14,7 +14,7 @@ import { fullJitter } from '../src/lib/time.ts';
 import { toCloudEvent } from '../src/pipeline/cloudevent.ts';
 import { diff } from '../src/pipeline/diff.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
-import { DeliveryConfig, FilterConfig } from '../src/sinks/contract.ts';
+import { DeliveryConfig, FilterConfig, type Sink } from '../src/sinks/contract.ts';
 import { webhookSink, type WebhookConfig } from '../sinks/webhook/index.ts';
 import { Store } from '../src/store/store.ts';
 import { AmqpPeer } from '../src/standin/amqp-peer.ts';
@@ -22,7 +22,6 @@ import { HttpPeer } from '../testkit/http-peer.ts';
 import { EventGridPeer, PEER_KEY } from '../testkit/eventgrid-peer.ts';
 import { bridgeEvents } from '../testkit/events.ts';
 import { eventHubsSink, type EventHubsConfig } from '../sinks/eventhubs.ts';
-import type { Sink } from '../src/sinks/contract.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../testkit/fleet.ts';
 import { startRelay } from '../src/fleet/relay.ts';
 import { dir, dist, quick, silent, sleep } from './common.ts';
@@ -184,7 +183,7 @@ export async function phaseThroughput() {
     const doc = toDomainDocument(WireDocument.parse({ DocumentIncarnation: d + 2, Events: events.slice(-perDoc) })).document;
     const observedAt = new Date().toISOString();
     const ces = diff(previous, doc).filter((t) => t.kind === 'scheduled').map((t) => toCloudEvent(t, { vm, observedAt }));
-    store.commit({ document: doc, etag: null, observedAt, events: ces.map((e) => ({ id: e.id, eventId: e.subject!, transition: 'scheduled', json: JSON.stringify(e), sinks: ['hook'] })) });
+    store.commit({ document: doc, etag: null, observedAt, events: ces.map((e) => ({ id: e.id, eventId: e.subject, transition: 'scheduled', json: JSON.stringify(e), sinks: ['hook'] })) });
     dispatcher.notify();
     previous = { incarnation: doc.incarnation, events: [] };
   }

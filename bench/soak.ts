@@ -36,7 +36,7 @@ const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pi
 const fds = () => readdirSync(`/proc/${child.pid}/fd`).length;
 const samples: { minute: number; rssMiB: number; fds: number }[] = [];
 const t0 = Date.now();
-let live: string[] = [];
+const live: string[] = [];
 const changer = setInterval(() => {
   // a change every 10 s: a new event, or the oldest one starting, or finishing
   if (live.length < 3) live.push(sim.addEvent({ noticeMs: 3_600_000, startedMs: 3_600_000 }).eventId);

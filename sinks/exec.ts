@@ -65,7 +65,7 @@ function cutUtf8(text: string, max: number): string {
 }
 
 function rawEventEnv(e: BridgeEvent): Record<string, string> {
-  const d = e.data!;
+  const d = e.data;
   return {
     SE_CE_ID: e.id,
     SE_CE_TYPE: e.type,
@@ -112,8 +112,8 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
     const keep = (c: Buffer) => {
       tail = (tail + c.toString('utf8')).slice(-TAIL);
     };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
     let settled = false;
     let killedFor: string | null = null;
     const finish = (o: Outcome) => {
@@ -139,8 +139,8 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
     // for a moment more (for the failure reason), then no longer.
     child.on('exit', (code, sig) => {
       const settle = () => {
-        child.stdout!.destroy();
-        child.stderr!.destroy();
+        child.stdout.destroy();
+        child.stderr.destroy();
         const last = tail.trim().split('\n').slice(-3).join(' | ');
         if (killedFor !== null) return finish(retry(`${config.command[0]} ${killedFor}; process group killed`));
         if (code === 0) return finish(delivered);
@@ -152,8 +152,8 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
         settle();
       });
     });
-    child.stdin!.on('error', () => undefined); // a command that does not read stdin
-    child.stdin!.end(`${JSON.stringify(event)}\n`);
+    child.stdin.on('error', () => undefined); // a command that does not read stdin
+    child.stdin.end(`${JSON.stringify(event)}\n`);
   });
 }
 

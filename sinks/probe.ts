@@ -87,7 +87,7 @@ class Probe implements Preparation {
   }
 
   async deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
-    const d = event.data!;
+    const d = event.data;
     if (ends(event)) {
       const was = this.#holds.delete(d.eventId);
       this.#save();

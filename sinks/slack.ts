@@ -65,7 +65,7 @@ export const slackSink: SinkModule<SlackConfig> = {
   maxBatchSize: 1,
   async create(config, context) {
     const linkOf = (e: BridgeEvent) => context.approval?.link(e) ?? null;
-    const chat = (e: BridgeEvent) => toChatMessage(e, { approveUrl: linkOf(e), preparations: context.preparations?.(e.data!.eventId) ?? [] });
+    const chat = (e: BridgeEvent) => toChatMessage(e, { approveUrl: linkOf(e), preparations: context.preparations?.(e.data.eventId) ?? [] });
     if (config.webhookUrl !== undefined) {
       const url = config.webhookUrl;
       const dispatcher = jsonClient();

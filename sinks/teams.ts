@@ -27,7 +27,7 @@ export const teamsSink: SinkModule<TeamsConfig> = {
     const bearer = config.auth ? new BearerSource(credentialOf(config.auth), config.auth.scope) : null;
     return {
       async send(events, { signal }) {
-        return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null, preparations: context.preparations?.(e.data!.eventId) ?? [] })), signal, bearer));
+        return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null, preparations: context.preparations?.(e.data.eventId) ?? [] })), signal, bearer));
       },
       async close() {
         dispatcher.close();

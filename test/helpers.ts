@@ -25,7 +25,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; i < Math.ceil(timeoutMs / everyMs) + 1; i++) {
     const v = await check();
-    if (v) return v as NonNullable<T>;
+    if (v) return v;
     if (Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, everyMs));
   }

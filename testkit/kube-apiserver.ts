@@ -218,7 +218,7 @@ export class KubeStandIn {
     if (rv !== undefined && rv !== node.metadata.resourceVersion) {
       return status(res, 409, 'Conflict', `Operation cannot be fulfilled on nodes "${node.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`);
     }
-    const merged = merge(structuredClone(node), body as Json) as StandInNode;
+    const merged = merge(structuredClone(node), body) as StandInNode;
     merged.metadata.resourceVersion = this.#nextRv();
     merged.metadata.name = node.metadata.name;
     merged.metadata.uid = node.metadata.uid;

@@ -53,7 +53,7 @@ function tokenize(text: string): string[] {
 function duration(token: string): number {
   const m = /^(\d+)([smhd])$/.exec(token);
   if (m === null) throw new Error(`not a duration: ${token}`);
-  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's']!;
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's'];
 }
 
 export function parse(text: string): Node {
@@ -161,7 +161,7 @@ function extrapolatedIncrease(points: readonly (readonly [number, number])[], st
   const sampled = (last[0] - first[0]) / 1000;
   const average = sampled / (points.length - 1);
   let toStart = (first[0] - start) / 1000;
-  let toEnd = (end - last[0]) / 1000;
+  const toEnd = (end - last[0]) / 1000;
   if (increase > 0 && first[1] >= 0) toStart = Math.min(toStart, sampled * (first[1] / increase));
   const threshold = average * 1.1;
   const factor = (sampled + (toStart < threshold ? toStart : average / 2) + (toEnd < threshold ? toEnd : average / 2)) / sampled;

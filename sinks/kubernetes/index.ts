@@ -75,7 +75,7 @@ class NodePreparation implements Preparation {
   async close(): Promise<void> {}
 
   async deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
-    const d = event.data!;
+    const d = event.data;
     try {
       const node = await this.#node();
       if (ends(event)) return await this.#giveBack(node, d.eventId, transitionOf(event));

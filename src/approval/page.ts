@@ -2,8 +2,7 @@
  * The approval page: plain, accessible HTML (no script, no framework, works on a phone) that
  * shows the event in plain words with the time left, one Approve button, and the result.
  */
-import type { ChatMessage } from '../present/chat-model.ts';
-import { utcText, vmList } from '../present/chat-model.ts';
+import { type ChatMessage, utcText, vmList } from '../present/chat-model.ts';
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);

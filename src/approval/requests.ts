@@ -39,6 +39,7 @@ export function parseApprovalBody(body: Buffer, withVm = false): { vm?: string; 
   const fields = withVm ? ['vm', 'eventId', 'approver', 'reason'] : ['eventId', 'approver', 'reason'];
   const bad = Object.keys(o).filter((k) => !fields.includes(k));
   if (bad.length > 0) throw new HttpError(400, 'MALFORMED', `unknown field ${bad[0]}`);
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   if (withVm && (typeof o.vm !== 'string' || o.vm.length === 0 || o.vm.length > 1024 || /[\u0000-\u001f]/.test(o.vm))) {
     throw new HttpError(400, 'MALFORMED', "vm must be the VM's resource id (or its name when it has none)");
   }
@@ -47,7 +48,7 @@ export function parseApprovalBody(body: Buffer, withVm = false): { vm?: string; 
     throw new HttpError(400, 'MALFORMED', 'approver must be a string of 1 to 200 characters');
   }
   if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000)) throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
-  return { ...(withVm ? { vm: o.vm as string } : {}), eventId: o.eventId, approver: (o.approver as string | undefined) ?? 'api', reason: (o.reason as string | undefined) ?? '' };
+  return { ...(withVm ? { vm: o.vm as string } : {}), eventId: o.eventId, approver: (o.approver) ?? 'api', reason: (o.reason) ?? '' };
 }
 
 /** utf8 decodes strictly: a body that is not UTF-8 is malformed. */

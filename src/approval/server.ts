@@ -11,8 +11,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { VmIdentity } from '../imds/identity.ts';
-import type { EventsDocument } from '../imds/wire.ts';
 import { sendJson } from '../lib/http-server.ts';
 import { toCloudEvent } from '../pipeline/cloudevent.ts';
 import { toChatMessage } from '../present/chat-model.ts';

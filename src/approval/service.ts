@@ -12,8 +12,6 @@ import { toApprovedCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.t
 import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { retryImds } from '../imds/retry.ts';
-import type { VmIdentity } from '../imds/identity.ts';
-import type { EventsDocument } from '../imds/wire.ts';
 import type { ApprovalRecord, PendingEvent, Store } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
 

@@ -122,7 +122,7 @@ export function peekClaims(token: string): Partial<TokenClaims> | null {
   if (!m) return null;
   try {
     const v = JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Partial<TokenClaims>) : null;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v) : null;
   } catch {
     return null;
   }

@@ -46,7 +46,7 @@ async function until<T>(check: () => T | undefined | null | false, what: string,
 
 export async function fleetDemo(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'se-bridge-fleet-demo-'));
-  const logger = createLogger({ level: (process.env.LOG_LEVEL || 'warn') as 'warn', destination: 'stderr' });
+  const logger = createLogger({ level: (process.env.LOG_LEVEL || 'warn'), destination: 'stderr' });
   const peer = await localServiceBus();
   const keys = newFleetKeys();
   const apiSecret = `whsec_${Buffer.from(keys.fleetKey, 'base64').subarray(0, 24).toString('base64')}`;

@@ -85,7 +85,7 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
     onCommitted(events) {
       for (const e of events) {
         const link = bridgeRef?.approvalLinks?.link(e) ?? null;
-        if (link !== null) linksOut.push(`   approve ${e.data!.eventType} ${e.subject}: ${link}`);
+        if (link !== null) linksOut.push(`   approve ${e.data.eventType} ${e.subject}: ${link}`);
         const scenario = sim.scenarioOfEvent.get(e.subject ?? '');
         if (scenario === undefined) continue;
         const c = counts.get(scenario)!;
@@ -156,9 +156,9 @@ function watchProbe(url: string, report: (line: string) => void): { stop(): void
     } catch {
       /* the bridge is starting or stopping */
     }
-    if (!stopped) timer = setTimeout(tick, 250);
+    if (!stopped) timer = setTimeout(() => void tick(), 250);
   };
-  let timer = setTimeout(tick, 250);
+  let timer = setTimeout(() => void tick(), 250);
   return {
     stop() {
       stopped = true;

@@ -40,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
   out.write(`se-bridge template test: sink ${sink.name}, scenario ${scenario} (${findScenario(scenario)!.title}), VM ${vm.name}; nothing is sent\n`);
   let failed = 0;
   for (const [n, e] of events.entries()) {
-    out.write(`\n${n + 1}. ${transitionOf(e)}  ${e.data!.eventType}  ${e.subject}  at ${e.time}\n`);
+    out.write(`\n${n + 1}. ${transitionOf(e)}  ${e.data.eventType}  ${e.subject}  at ${e.time}\n`);
     const r = await preview(e);
     if ('outcome' in r) {
       if (r.outcome.status !== 'delivered') failed += 1;

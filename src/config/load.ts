@@ -113,7 +113,7 @@ function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
   const root = raw as Record<string, unknown>;
   const section = (key: string): Record<string, unknown> | null => {
     const v = root[key];
-    if (v === undefined) return (root[key] = {}) as Record<string, unknown>;
+    if (v === undefined) return (root[key] = {});
     return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   };
   if (env.SE_BRIDGE_IMDS_ENDPOINT) {
@@ -250,7 +250,7 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
   } catch (err) {
     if (!(err instanceof ConfigError) || err.input === undefined) throw err;
     problems = [...err.problems];
-    sinks = (err.input as { sinks?: unknown } | null)?.sinks;
+    sinks = typeof err.input === 'object' && err.input !== null ? (err.input as { sinks?: unknown }).sinks : undefined;
   }
   problems.push(...(await externalSinkProblems(Array.isArray(sinks) ? sinks : [], path)));
   problems.push(...(await sinkProblems(Array.isArray(sinks) ? sinks : [])));

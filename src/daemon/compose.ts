@@ -4,7 +4,7 @@
  * service, the auto-approver and the HTTP endpoints. Bridge owns their lifecycle.
  */
 import type { Logger } from 'pino';
-import { ApprovalInbox, inboxSession } from '../fleet/inbox.ts';
+import { ApprovalInbox } from '../fleet/inbox.ts';
 import { ApprovalService } from '../approval/service.ts';
 import { secretsOf, type BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';

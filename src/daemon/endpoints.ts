@@ -8,8 +8,6 @@ import type { Logger } from 'pino';
 import { ApprovalServer } from '../approval/server.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import type { BridgeConfig } from '../config/schema.ts';
-import type { VmIdentity } from '../imds/identity.ts';
-import type { EventsDocument } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
 import { secretKey } from '../lib/standard-webhooks.ts';
 import { parseHostPort } from '../lib/validators.ts';

@@ -6,8 +6,7 @@
 import type { DeliveryConfig, Outcome, Sink } from '../sinks/contract.ts';
 import type { FilterConfig } from '../pipeline/filter.ts';
 import { fromJson } from '../pipeline/cloudevent.ts';
-import { fullJitter } from '../lib/time.ts';
-import { deadline } from '../lib/time.ts';
+import { deadline, fullJitter } from '../lib/time.ts';
 import { errorFields } from '../lib/errors.ts';
 import { printable } from '../sinks/classify.ts';
 import type { OutboxRow, Store } from '../store/store.ts';

@@ -12,7 +12,6 @@ import { Counter, Gauge, Histogram, processMetrics, Registry } from '../lib/prom
 import { serviceBusClient } from '../azure/messaging.ts';
 import { COMMAND_SUBJECT, decodeKey, linkKeyFor, outcomeVerifies, privateKeyOf, SIGNATURE_PROPERTY, signCommand, type ApprovalCommand, type CommandOutcome } from './keys.ts';
 import { holdSession } from './session.ts';
-import { utf8 } from '../approval/requests.ts';
 import type { RelayConfig } from './relay-config.ts';
 
 // ----- Service Bus: commands out, outcomes back --------------------------------------------

@@ -16,8 +16,7 @@
  */
 import { text } from '../lib/http-body.ts';
 import { HttpClient } from '../lib/http-client.ts';
-import { parseRetryAfter } from '../lib/time.ts';
-import { deadline } from '../lib/time.ts';
+import { deadline, parseRetryAfter } from '../lib/time.ts';
 import { codeForStatus, ImdsError } from './errors.ts';
 import { RateBudget } from './rate-budget.ts';
 import {

@@ -68,7 +68,7 @@ export interface HttpResponse extends BoundedBody {
 
 /** Trust `ca` beside the system's roots (node:tls is loaded only when a CA file is configured). */
 function tlsOptions(options: HttpClientOptions): { ca?: string[]; rejectUnauthorized?: boolean } {
-  const tls = options.ca === undefined ? null : (process.getBuiltinModule('node:tls') as typeof import('node:tls'));
+  const tls = options.ca === undefined ? null : process.getBuiltinModule('node:tls');
   return {
     ...(tls === null ? {} : { ca: [...tls.rootCertificates, options.ca!] }),
     ...(options.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),

@@ -20,5 +20,5 @@ export const constants = {
 
 /** connect is node:http2's, loaded now. */
 export function connect(...args: Parameters<typeof import('node:http2').connect>): ReturnType<typeof import('node:http2').connect> {
-  return (process.getBuiltinModule('node:http2') as typeof import('node:http2')).connect(...args);
+  return process.getBuiltinModule('node:http2').connect(...args);
 }

@@ -5,4 +5,4 @@
  * run) beside the undici package the bridge already uses as its client. Value imports of
  * node:http go through here; type imports may name it directly.
  */
-export const http = process.getBuiltinModule('node:http') as typeof import('node:http');
+export const http = process.getBuiltinModule('node:http');

@@ -17,7 +17,7 @@ export const httpUrl = z.string().refine((v) => {
  * from logs and stored failure reasons (config/schema.ts secretsOf).
  */
 export function secret<T extends z.ZodType>(schema: T): T {
-  return schema.meta({ writeOnly: true }) as T;
+  return schema.meta({ writeOnly: true });
 }
 
 export interface HostPort {

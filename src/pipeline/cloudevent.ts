@@ -158,7 +158,7 @@ export function toCloudEvent(t: Transition, ctx: MappingContext): BridgeEvent {
     affectsThisVm: affects(t.event.resources, ctx.vm.name),
     vm: vmData(ctx.vm),
     ...(t.previous !== undefined ? { previous: fieldsOf(t.previous) } : {}),
-    raw: structuredClone(t.event.raw) as Record<string, unknown>,
+    raw: structuredClone(t.event.raw),
   };
   return build(cloudEventId(t.kind, t.event.eventId, discriminatorOf(t), ctx.occurrence), t.kind, data, t.incarnation, ctx);
 }
@@ -177,7 +177,7 @@ export function toApprovedCloudEvent(
     affectsThisVm: affects(event.resources, ctx.vm.name),
     vm: vmData(ctx.vm),
     approval,
-    raw: structuredClone(event.raw) as Record<string, unknown>,
+    raw: structuredClone(event.raw),
   };
   return build(cloudEventId('approved', event.eventId, recordId), 'approved', data, incarnation, ctx);
 }
@@ -220,7 +220,7 @@ export function transitionOf(event: { type: string }): TransitionKind {
 
 /** toScheduledEvent reads the event back from a CloudEvent's data (for decisions on delivered events). */
 export function toScheduledEvent(e: BridgeEvent): ScheduledEvent {
-  const d = e.data!;
+  const d = e.data;
   return {
     eventId: d.eventId,
     eventType: d.eventType,

@@ -84,7 +84,7 @@ function isHappening(type: string, duration: number): string {
 }
 
 export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string | null; preparations?: readonly PreparedStep[] } = {}): ChatMessage {
-  const d = event.data!;
+  const d = event.data;
   const transition = transitionOf(event);
   const observedAt = event.time ?? new Date().toISOString();
   const vms = d.resources.map((name) => ({ name, isThisVm: name.toLowerCase() === d.vm.name.toLowerCase() }));

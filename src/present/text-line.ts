@@ -38,6 +38,7 @@ export function formatEventLine(event: BridgeEvent): string {
  * text can forge a line or hide what follows it.
  */
 export function visible(text: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   return text.replace(/[\\\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => {
     switch (c) {
       case '\\':

@@ -45,7 +45,7 @@ function sinkModule(type: string): SinkModule {
 /** sinkModuleOf finds the module of a configured sink: a built-in one, or an external one (`type: module`) loaded now. */
 export async function sinkModuleOf(config: SinkConfigBase): Promise<SinkModule> {
   if (config.type !== 'module') return sinkModule(config.type);
-  return externalSinkModule(await loadExternalSink((config as ModuleSinkConfig).module)) as unknown as SinkModule;
+  return externalSinkModule(await loadExternalSink((config as ModuleSinkConfig).module));
 }
 
 /** preparesTheVm: the sink is a preparation (`prepare: true`), or one that prepares and gives the VM back (probe, kubernetes). */

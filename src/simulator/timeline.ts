@@ -5,11 +5,10 @@
  * a policy or a human would), so a scenario that runs its course gives scheduled, (updated,)
  * approved, started, completed; one Azure cancels gives scheduled, canceled.
  */
-import type { VmIdentity } from '../imds/identity.ts';
+import { affects, type VmIdentity } from '../imds/identity.ts';
 import { toDomainDocument, WireDocument, type EventsDocument } from '../imds/wire.ts';
 import { toApprovedCloudEvent, toCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { diff } from '../pipeline/diff.ts';
-import { affects } from '../imds/identity.ts';
 import { ImdsSimulator } from './server.ts';
 
 /** One step of the clock: the bridge's default poll interval. */

@@ -51,7 +51,7 @@ export class AmqpPeer {
   /** The status the $cbs put-token answers (202 Accepted; 401 to refuse the token). */
   cbsStatusCode = 202;
   // every delivery is settled by the peer itself, so a fault can leave it unsettled or reject it
-  readonly #container = rhea.create_container({ id: 'amqp-peer', autoaccept: false } as never);
+  readonly #container = rhea.create_container({ id: 'amqp-peer', autoaccept: false });
   #server: Server | null = null;
   #tls = false;
   #host = '127.0.0.1';
@@ -126,7 +126,7 @@ export class AmqpPeer {
   async listen(options: { tls?: { key: string; cert: string }; host?: string; port?: number } = {}): Promise<number> {
     this.#tls = options.tls !== undefined;
     this.#host = options.host ?? '127.0.0.1';
-    this.#server = this.#container.listen({ port: options.port ?? 0, host: this.#host, ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}) }) as unknown as Server;
+    this.#server = this.#container.listen({ port: options.port ?? 0, host: this.#host, ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}) });
     await new Promise<void>((resolve, reject) => {
       this.#server!.once('listening', () => resolve());
       this.#server!.once('error', reject);
@@ -221,7 +221,7 @@ export class AmqpPeer {
       let refused: string | null = null;
       for (const m of members) {
         this.messages.push({ address, message: m, format });
-        refused ??= this.queues.enqueue(address, m as never);
+        refused ??= this.queues.enqueue(address, m);
       }
       if (refused === null) ctx.delivery!.accept();
       else ctx.delivery!.reject({ condition: 'amqp:not-allowed', description: refused });
@@ -246,7 +246,7 @@ export class AmqpPeer {
       return;
     }
     if (format === BATCH_FORMAT) {
-      const envelope = msg.message_annotations as Record<string, unknown> | undefined;
+      const envelope = msg.message_annotations;
       for (const m of batchMembers(msg)) this.messages.push({ address, message: m, format, ...(envelope ? { envelopeAnnotations: envelope } : {}) });
     } else {
       this.messages.push({ address, message: msg, format });

@@ -120,7 +120,7 @@ export class QueueBroker {
         link.close({ condition: 'com.microsoft:session-cannot-be-locked', description: `The requested session '${sessionId ?? ''}' cannot be accepted. It may be locked by another receiver.` });
         return;
       }
-      link.set_source({ address: q.name, filter: { [SESSION_FILTER]: sessionId } } as never);
+      link.set_source({ address: q.name, filter: { [SESSION_FILTER]: sessionId } });
       const until = Date.now() + q.options.lockDurationMs;
       local.properties = { 'com.microsoft:locked-until-utc': ticks(until) };
       const consumer = { link, queue: q, sessionId };
@@ -169,7 +169,7 @@ export class QueueBroker {
     if (entry === undefined) return;
     this.#byDelivery.delete(delivery);
     // settled with the outcome the client chose (an update without one carries a null state)
-    delivery.update(true, OUTCOMES[kind]().described() as never);
+    delivery.update(true, OUTCOMES[kind]().described());
     const error = (delivery.remote_state as { error?: { condition?: string; info?: Record<string, unknown> } } | undefined)?.error;
     const info = error?.info ?? {};
     this.#settle(entry.queue, entry.item, kind === 'accepted' ? 'completed' : kind === 'rejected' ? 'suspended' : 'abandoned', String(info.DeadLetterReason ?? error?.condition ?? 'rejected'), String(info.DeadLetterErrorDescription ?? ''));

@@ -4,11 +4,10 @@
  * service definition is well-formed and runs the same command.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { readdirSync } from 'node:fs';
 import { loadConfigFile, validateConfig } from '../../src/config/load.ts';
 import { PUBLISHED_SECRETS } from '../../src/config/published-secrets.ts';
 import { ROOT, tempDir } from '../helpers.ts';

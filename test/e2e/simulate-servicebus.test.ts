@@ -18,7 +18,7 @@ const API_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
 afterAll(async () => {
   for (const c of children) c.kill('SIGTERM');
-  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)));
+  await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => new Promise((r) => c.once('exit', r))));
   dir.cleanup();
 });
 
@@ -43,7 +43,7 @@ describe('simulate --servicebus: fleet approvals by hand', () => {
     const second = run(['simulate', '--listen', '127.0.0.1:0', '--vm-name', 'web-1']);
     const connectionString = (await lineOf(first, /^ {2}connection string: (.+)$/, 'the Service Bus banner'))[1]!;
     expect(connectionString).toMatch(/^Endpoint=sb:\/\/127\.0\.0\.1:\d+;.*UseDevelopmentEmulator=true$/);
-    const queues = (await lineOf(first, /queue (\S+) \(sessions, duplicate detection.*queue (\S+) \(sessions\)/, 'the queue names'))!;
+    const queues = (await lineOf(first, /queue (\S+) \(sessions, duplicate detection.*queue (\S+) \(sessions\)/, 'the queue names'));
     const imdsUrls = [(await lineOf(first, /^IMDS simulator on (\S+)/, 'the first IMDS'))[1]!, (await lineOf(second, /^IMDS simulator on (\S+)/, 'the second IMDS'))[1]!];
 
     const keys = JSON.parse((await cli(['fleet', 'keys'])).stdout) as { signingKey: string; publicKey: string; fleetKey: string };

@@ -5,7 +5,7 @@
  */
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { commandId, signCommand, privateKeyOf, type ApprovalCommand } from '../../src/fleet/keys.ts';
+import { type ApprovalCommand, commandId, linkKeyFor, privateKeyOf, signCommand, signOutcome } from '../../src/fleet/keys.ts';
 import { startRelay, type RunningRelay } from '../../src/fleet/relay.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import type { AmqpPeer } from '../../src/standin/amqp-peer.ts';
@@ -14,7 +14,6 @@ import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
-import { linkKeyFor, signOutcome } from '../../src/fleet/keys.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { waitFor } from '../helpers.ts';
 import { closedWithin, getFrom, openFrom } from '../../testkit/sockets.ts';

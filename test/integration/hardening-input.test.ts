@@ -179,7 +179,7 @@ describe('approval links', () => {
     expect(links.link(ce(d2, d3))).toMatch(/^https:\/\/bridge\.example\/v1\/approve\?token=/);
     const canceled = ce(d3, d4);
     expect(canceled.type).toBe('azure.scheduledevent.canceled');
-    expect(canceled.data!.eventStatus).toBe('Scheduled');
+    expect(canceled.data.eventStatus).toBe('Scheduled');
     expect(links.link(canceled)).toBeNull();
     expect(links.token(canceled)).toBeNull();
   });

@@ -53,9 +53,9 @@ class Prober {
       } catch {
         this.answers.push({ at, status: 0, body: null });
       }
-      if (this.#timer !== null) this.#timer = setTimeout(tick, 50);
+      if (this.#timer !== null) this.#timer = setTimeout(() => void tick(), 50);
     };
-    this.#timer = setTimeout(tick, 0);
+    this.#timer = setTimeout(() => void tick(), 0);
     return this;
   }
   stop(): void {

@@ -72,7 +72,7 @@ function recipe(file: string): WebhookConfig {
 /** deliver sends every event through the recipe's sink, one at a time, as the dispatcher does. */
 async function deliver(config: WebhookConfig): Promise<string[]> {
   // the approval link, for a Scheduled event a human decides on
-  const approval = { link: (e: BridgeEvent) => (e.data!.eventStatus === 'Scheduled' && ['scheduled', 'updated'].includes(transitionOf(e)) ? APPROVE : null), token: () => null, slackInteractive: false };
+  const approval = { link: (e: BridgeEvent) => (e.data.eventStatus === 'Scheduled' && ['scheduled', 'updated'].includes(transitionOf(e)) ? APPROVE : null), token: () => null, slackInteractive: false };
   const sink: Sink = await webhookSink.create(config, { logger: silentLogger, stdout: process.stdout, approval });
   try {
     const outcomes: string[] = [];
@@ -135,12 +135,12 @@ describe('payload template recipes against their services', () => {
     const got = api.received.slice(before);
     expect(got.filter((r) => r.refused !== null)).toEqual([]);
     expect(got.every((r) => r.headers.authorization === `GenieKey ${ServiceStandIns.GENIE_KEY}`)).toBe(true);
-    const ids = [...new Set(EVENTS.map((e) => e.data!.eventId))];
+    const ids = [...new Set(EVENTS.map((e) => e.data.eventId))];
     expect([...api.opsgenie.keys()].sort()).toEqual(ids.map((id) => `web-vm-0/${id}`).sort());
     // the hostile one is still open: it was only announced
-    const hostileAlias = `web-vm-0/${hostile()[0]!.data!.eventId}`;
+    const hostileAlias = `web-vm-0/${hostile()[0]!.data.eventId}`;
     for (const [alias, a] of api.opsgenie) expect(a.status, alias).toBe(alias === hostileAlias ? 'open' : 'closed');
-    const whole = api.opsgenie.get(`web-vm-0/${EVENTS[0]!.data!.eventId}`)!;
+    const whole = api.opsgenie.get(`web-vm-0/${EVENTS[0]!.data.eventId}`)!;
     expect(whole.notes).toHaveLength(2); // updated, approved
     expect(whole.count).toBe(2); // created when announced, de-duplicated when started
   });
@@ -152,7 +152,7 @@ describe('payload template recipes against their services', () => {
     const got = api.received.slice(before);
     expect(got.filter((r) => r.refused !== null)).toEqual([]);
     expect(got.map((r) => (r.body as { event_action: string }).event_action).slice(0, 5)).toEqual(['trigger', 'trigger', 'acknowledge', 'trigger', 'resolve']);
-    const hostileKey = `web-vm-0/${hostile()[0]!.data!.eventId}`;
+    const hostileKey = `web-vm-0/${hostile()[0]!.data.eventId}`;
     for (const [key, state] of api.pagerduty) expect(state, key).toBe(key === hostileKey ? 'triggered' : 'resolved');
     expect((got[0]!.body as { links: unknown }).links).toEqual([{ href: APPROVE, text: 'Approve: start the maintenance now' }]);
   });

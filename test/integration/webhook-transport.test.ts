@@ -176,7 +176,7 @@ describe('webhook sink: outcomes', () => {
     peer.answer = () => ({ status: 410 });
     expect((await send(sink, [ev()]))[0]!.status).toBe('reject');
     expect(lines.some((l) => l.code === 'SINK_DISABLED' && l.level === 50)).toBe(true);
-    const [o] = await send(sink, [ev(started!)]);
+    const [o] = await send(sink, [ev(started)]);
     expect(o).toMatchObject({ status: 'reject', reason: expect.stringMatching(/^sink disabled: HTTP 410/) });
     expect(peer.requests).toHaveLength(1);
   });

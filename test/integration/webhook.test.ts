@@ -55,7 +55,7 @@ describe('webhook sink: CloudEvents HTTP binding', () => {
   it('batch mode: one application/cloudevents-batch+json array per request', async () => {
     const { sink } = await makeSink({ mode: 'batch', batchSize: 10 });
     expect(sink.maxBatchSize).toBe(10);
-    const events = [ev(), ev(started!)];
+    const events = [ev(), ev(started)];
     expect(await send(sink, events)).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);
     expect(peer.requests).toHaveLength(1);
     const r = peer.requests[0]!;
@@ -86,7 +86,7 @@ describe('webhook sink: Standard Webhooks signatures', () => {
   it('keeps webhook-id ASCII for an EventId that is not, signed as sent', async () => {
     const wire = { EventId: 'événement-1 ✓', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore: '' };
     const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 1, Events: [wire] })).document);
-    const e = ev(t!);
+    const e = ev(t);
     for (const mode of ['binary', 'structured'] as const) {
       const { sink } = await makeSink({ secret: SECRET_A, mode });
       await send(sink, [e]);

@@ -83,22 +83,22 @@ describe('toCloudEvent', () => {
   it('gives each transition of one event its own id', () => {
     const [started] = diff(d2, d3);
     const [completed] = diff(d3, fixtureDocument('live-migration-4.json'));
-    const ids = [scheduled!, started!, completed!].map((t) => toCloudEvent(t, { vm: vm1, observedAt: ce.time! }).id);
+    const ids = [scheduled!, started!, completed!].map((t) => toCloudEvent(t, { vm: vm1, observedAt: ce.time }).id);
     expect(new Set(ids).size).toBe(3);
     expect(ids[1]).toBe('C7061BAC-AFDC-4513-B24B-AA5F13A16123/started');
   });
 
   it('ids an update by the values it changed', () => {
     const moved = (nb: string) => ({ ...d2, incarnation: 3, events: [{ ...d2.events[0]!, notBefore: nb }] });
-    const a = toCloudEvent(diff(d2, moved('2022-04-12T00:00:00Z'))[0]!, { vm: vm1, observedAt: ce.time! });
+    const a = toCloudEvent(diff(d2, moved('2022-04-12T00:00:00Z'))[0]!, { vm: vm1, observedAt: ce.time });
     const a2 = toCloudEvent(diff(d2, moved('2022-04-12T00:00:00Z'))[0]!, { vm: vm0, observedAt: '2030-01-01T00:00:00Z' });
-    const b = toCloudEvent(diff(d2, moved('2022-04-13T00:00:00Z'))[0]!, { vm: vm1, observedAt: ce.time! });
+    const b = toCloudEvent(diff(d2, moved('2022-04-13T00:00:00Z'))[0]!, { vm: vm1, observedAt: ce.time });
     expect(a.type).toBe('azure.scheduledevent.updated');
     expect(a.id).toMatch(/^C7061BAC-AFDC-4513-B24B-AA5F13A16123\/updated\/[0-9a-f]{16}$/);
     expect(a2.id).toBe(a.id);
     expect(b.id).not.toBe(a.id);
-    expect(a.data!.previous!.notBefore).toBe('2022-04-11T22:26:58Z');
-    expect(a.data!.notBefore).toBe('2022-04-12T00:00:00Z');
+    expect(a.data.previous!.notBefore).toBe('2022-04-11T22:26:58Z');
+    expect(a.data.notBefore).toBe('2022-04-12T00:00:00Z');
   });
 
   it('keeps ids within 128 characters', () => {
@@ -109,24 +109,24 @@ describe('toCloudEvent', () => {
   it('falls back to a URN source without a resource id, and marks events of other VMs', () => {
     const vm = identityFrom(null, { name: 'some vm' });
     expect(sourceFor(vm)).toBe('urn:se-bridge:vm:some%20vm');
-    const e = toCloudEvent(scheduled!, { vm, observedAt: ce.time! });
-    expect(e.data!.affectsThisVm).toBe(false);
-    expect(e.data!.vm.resourceId).toBeNull();
+    const e = toCloudEvent(scheduled!, { vm, observedAt: ce.time });
+    expect(e.data.affectsThisVm).toBe(false);
+    expect(e.data.vm.resourceId).toBeNull();
   });
 
   it('matches this VM case-insensitively', () => {
-    const e = toCloudEvent(scheduled!, { vm: identityFrom(null, { name: 'westno_0' }), observedAt: ce.time! });
-    expect(e.data!.affectsThisVm).toBe(true);
+    const e = toCloudEvent(scheduled!, { vm: identityFrom(null, { name: 'westno_0' }), observedAt: ce.time });
+    expect(e.data.affectsThisVm).toBe(true);
   });
 
   it('builds the approved event with the approval record', () => {
     const a = toApprovedCloudEvent(d2.events[0]!, 2, { by: 'alice', via: 'api', at: '2022-04-11T22:12:00Z' }, 'r1', {
       vm: vm1,
-      observedAt: ce.time!,
+      observedAt: ce.time,
     });
     expect(a.type).toBe('azure.scheduledevent.approved');
     expect(a.id).toBe('C7061BAC-AFDC-4513-B24B-AA5F13A16123/approved/r1');
-    expect(a.data!.approval).toEqual({ by: 'alice', via: 'api', at: '2022-04-11T22:12:00Z' });
+    expect(a.data.approval).toEqual({ by: 'alice', via: 'api', at: '2022-04-11T22:12:00Z' });
   });
 
   it('survives the JSON event format and the HTTP binding unchanged', () => {
@@ -160,7 +160,7 @@ describe('source of a VM whose resource id is not plain ASCII', () => {
     const ce = toCloudEvent(t!, { vm, observedAt: '2022-04-11T22:10:00.000Z' });
     expect(new CloudEvent<unknown>({ ...ce }, true).validate()).toBe(true);
     expect(ce.source).toBe(encodeSource(id));
-    expect(ce.data!.vm.resourceId).toBe(id);
+    expect(ce.data.vm.resourceId).toBe(id);
   });
 });
 

@@ -36,7 +36,7 @@ describe('the configuration reference', () => {
     expect(all.filter((k) => k.description.trim() === '').map((k) => k.key)).toEqual([]);
     for (const type of ['webhook', 'eventhubs', 'servicebus', 'eventgrid', 'slack', 'teams', 'exec', 'stdout', 'file', 'probe', 'kubernetes', 'module']) expect(committed).toContain(`#### type: ${type}`);
     expect(committed).toMatch(/\| `imds\.pollIntervalMs` \| integer \| `1000` \| 200\.\.60000 \| How often/);
-    expect(committed).toMatch(/\| `approval\.secret` \| string \|  \| secret \|/);
+    expect(committed).toMatch(/\| `approval\.secret` \| string \| {2}\| secret \|/);
   });
 
   it('lists no key that the example configurations leave out', () => {

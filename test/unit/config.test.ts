@@ -87,7 +87,7 @@ bogus: 1
   });
 
   it('says which file cannot be read', () => {
-    expect(() => loadConfigFile('/nonexistent/bridge.yaml', {})).toThrow(/\/nonexistent\/bridge\.yaml: 1 configuration problem:\n  \(file\): cannot read: ENOENT/);
+    expect(() => loadConfigFile('/nonexistent/bridge.yaml', {})).toThrow(/\/nonexistent\/bridge\.yaml: 1 configuration problem:\n {2}\(file\): cannot read: ENOENT/);
   });
 
   it('finds the file from --config, then SE_BRIDGE_CONFIG, then config/bridge.yaml', () => {

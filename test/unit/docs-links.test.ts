@@ -34,7 +34,7 @@ export function linksOf(markdown: string): string[] {
   return [...withoutCode(markdown).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]!);
 }
 
-const pages = ['README.md', ...(readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
+const pages = ['README.md', ...(readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })).filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
 
 /** brokenLinks lists every relative link of `files` (paths under `root`) that does not resolve. */
 export function brokenLinks(root: string, files: readonly string[]): string[] {

@@ -41,6 +41,7 @@ const message = toChatMessage(event, { approveUrl: APPROVE, preparations: [{ sta
 describe('stdout line', () => {
   const line = formatEventLine(event);
   it('stays one line with no control or bidi character, whatever the fields hold', () => {
+    // eslint-disable-next-line no-control-regex -- control characters are what this refuses
     expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
     expect(line).toContain('\\u001b[31mFAKE\\n2026-11-22T00:00:00Z');
     expect(line).toContain('source=Platform\\r\\nX-Injected: 1 \\u009b2J');

@@ -5,7 +5,12 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // only in npm run test:reliability: real-time faults of minutes, a daemon run as another
     // user (which needs the checkout readable by that user), a tmpfs mount (which needs root)
-    exclude: ['test/reliability/imds-long-faults.test.ts', 'test/reliability/disk.test.ts', 'test/reliability/disk-full.test.ts', '**/node_modules/**'],
+    exclude: [
+      'test/reliability/imds-long-faults.test.ts',
+      'test/reliability/disk.test.ts',
+      'test/reliability/disk-full.test.ts',
+      '**/node_modules/**',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     reporters: ['default', './test/summary-reporter.ts'],

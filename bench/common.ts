@@ -38,7 +38,10 @@ export function spawnProcess(cmd: string[]): ChildProcess {
 }
 export function bridgeConfig(name: string, o: Record<string, unknown>): string {
   const path = join(dir, `${name}.json`);
-  writeFileSync(path, JSON.stringify({ state: { path: join(dir, `${name}.db`) }, log: { level: 'warn' }, observability: { listen: 'off' }, ...o }));
+  writeFileSync(
+    path,
+    JSON.stringify({ state: { path: join(dir, `${name}.db`) }, log: { level: 'warn' }, observability: { listen: 'off' }, ...o }),
+  );
   return path;
 }
 export async function stop(child: ChildProcess): Promise<void> {

@@ -35,7 +35,13 @@ export async function phaseApprovals() {
   const sim = new ImdsSimulator({ tickMs: 100 });
   await sim.listen(0);
   const config = validateConfig(
-    { imds: { endpoint: sim.url, pollIntervalMs: 60_000 }, state: { path: join(dir, 'approvals.db') }, approval: { secret }, server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 1000, burst: 1000 } }, observability: { listen: 'off' } },
+    {
+      imds: { endpoint: sim.url, pollIntervalMs: 60_000 },
+      state: { path: join(dir, 'approvals.db') },
+      approval: { secret },
+      server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 1000, burst: 1000 } },
+      observability: { listen: 'off' },
+    },
     'bench',
     {},
   );
@@ -47,7 +53,11 @@ export async function phaseApprovals() {
   for (const id of ids) {
     const body = JSON.stringify({ eventId: id, approver: 'bench' });
     const t0 = Date.now();
-    const res = await request(`${bridge.approvalServerUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([key], `msg_${id}`, body) }, body });
+    const res = await request(`${bridge.approvalServerUrl}/v1/approvals`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signatureHeaders([key], `msg_${id}`, body) },
+      body,
+    });
     await res.body.dump();
     const at = sim.startRequests.find((s) => s.eventIds.includes(id))?.at;
     if (res.statusCode === 200 && at !== undefined) samples.push(at - t0);
@@ -71,23 +81,37 @@ export async function phaseFleetApprovals() {
   await sim.listen(0);
   const peer = await fleetPeer();
   const keys = fleetKeys();
-  const relay = await startRelay(relayConfig(peer, keys, { rateLimit: { perSecond: 1000, burst: 1000 }, log: { level: 'silent' } }), silent, { host: '127.0.0.1', port: 0 });
+  const relay = await startRelay(
+    relayConfig(peer, keys, { rateLimit: { perSecond: 1000, burst: 1000 }, log: { level: 'silent' } }),
+    silent,
+    { host: '127.0.0.1', port: 0 },
+  );
   const config = validateConfig(
-    { imds: { endpoint: sim.url, pollIntervalMs: 60_000 }, state: { path: join(dir, 'fleet-approvals.db') }, approval: fleetApproval(peer, keys, sessionOf(sim), relay.url), observability: { listen: 'off' } },
+    {
+      imds: { endpoint: sim.url, pollIntervalMs: 60_000 },
+      state: { path: join(dir, 'fleet-approvals.db') },
+      approval: fleetApproval(peer, keys, sessionOf(sim), relay.url),
+      observability: { listen: 'off' },
+    },
     'bench',
     {},
   );
   const ids = Array.from({ length: n }, () => sim.addEvent({ noticeMs: 3_600_000 }).eventId);
   const bridge = await Bridge.create({ config, logger: silent });
   await bridge.start();
-  for (let k = 0; k < 400 && !(bridge.store.knowsEvent(ids.at(-1)!) && bridge.inbox?.connected && relay.bus.listening); k++) await sleep(25);
+  for (let k = 0; k < 400 && !(bridge.store.knowsEvent(ids.at(-1)!) && bridge.inbox?.connected && relay.bus.listening); k++)
+    await sleep(25);
   const key = secretKey(API_SECRET)!;
   const samples: number[] = [];
   const answered: number[] = [];
   for (const id of ids) {
     const body = JSON.stringify({ vm: sessionOf(sim), eventId: id, approver: 'bench' });
     const t0 = Date.now();
-    const res = await request(`${relay.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([key], `msg_${id}`, body) }, body });
+    const res = await request(`${relay.url}/v1/approvals`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signatureHeaders([key], `msg_${id}`, body) },
+      body,
+    });
     await res.body.dump();
     const t1 = Date.now();
     const at = sim.startRequests.find((s) => s.eventIds.includes(id))?.at;
@@ -127,7 +151,16 @@ export async function phaseFanout(withStuck: boolean) {
     { name: 'eventgrid', type: 'eventgrid', endpoint: grid.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY },
   ];
   if (withStuck) sinks.push({ name: 'stuck', type: 'webhook', url: `${http.url}/stuck`, delivery: { timeoutMs: 600_000 } });
-  const config = validateConfig({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir, `fanout-${withStuck}.db`) }, sinks, observability: { listen: 'off' } }, 'bench', {});
+  const config = validateConfig(
+    {
+      imds: { endpoint: sim.url, pollIntervalMs: 200 },
+      state: { path: join(dir, `fanout-${withStuck}.db`) },
+      sinks,
+      observability: { listen: 'off' },
+    },
+    'bench',
+    {},
+  );
   const doneAt = new Map<string, number>();
   let counts: Record<string, number> = {};
   const bridge = await Bridge.create({
@@ -170,7 +203,22 @@ export async function phaseThroughput() {
   const store = Store.open(path);
   const config = SinkConfig.parse({ name: 'hook', type: 'webhook', url: hook.url }) as WebhookConfig;
   const sink = await webhookSink.create(config, { logger: silent, stdout: process.stdout });
-  const dispatcher = new Dispatcher({ store, logger: silent, targets: [{ name: 'hook', type: 'webhook', sink, delivery: DeliveryConfig.parse({}), maxBatchSize: sink.maxBatchSize ?? 1, filter: FilterConfig.parse({}), prepare: false, undoes: false }] });
+  const dispatcher = new Dispatcher({
+    store,
+    logger: silent,
+    targets: [
+      {
+        name: 'hook',
+        type: 'webhook',
+        sink,
+        delivery: DeliveryConfig.parse({}),
+        maxBatchSize: sink.maxBatchSize ?? 1,
+        filter: FilterConfig.parse({}),
+        prepare: false,
+        undoes: false,
+      },
+    ],
+  });
   dispatcher.start();
   const vm = identityFrom(null, { name: 'bench-vm' });
   let previous: EventsDocument | null = null;
@@ -178,12 +226,26 @@ export async function phaseThroughput() {
   const t0 = performance.now();
   for (let d = 0; d < total / perDoc; d++) {
     for (let i = 0; i < perDoc; i++) {
-      events.push({ EventId: `E-${d}-${i}`, EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['bench-vm'], NotBefore: 'Mon, 11 Apr 2022 22:26:58 GMT', DurationInSeconds: -1 });
+      events.push({
+        EventId: `E-${d}-${i}`,
+        EventType: 'Reboot',
+        EventStatus: 'Scheduled',
+        Resources: ['bench-vm'],
+        NotBefore: 'Mon, 11 Apr 2022 22:26:58 GMT',
+        DurationInSeconds: -1,
+      });
     }
     const doc = toDomainDocument(WireDocument.parse({ DocumentIncarnation: d + 2, Events: events.slice(-perDoc) })).document;
     const observedAt = new Date().toISOString();
-    const ces = diff(previous, doc).filter((t) => t.kind === 'scheduled').map((t) => toCloudEvent(t, { vm, observedAt }));
-    store.commit({ document: doc, etag: null, observedAt, events: ces.map((e) => ({ id: e.id, eventId: e.subject, transition: 'scheduled', json: JSON.stringify(e), sinks: ['hook'] })) });
+    const ces = diff(previous, doc)
+      .filter((t) => t.kind === 'scheduled')
+      .map((t) => toCloudEvent(t, { vm, observedAt }));
+    store.commit({
+      document: doc,
+      etag: null,
+      observedAt,
+      events: ces.map((e) => ({ id: e.id, eventId: e.subject, transition: 'scheduled', json: JSON.stringify(e), sinks: ['hook'] })),
+    });
     dispatcher.notify();
     previous = { incarnation: doc.incarnation, events: [] };
   }
@@ -194,7 +256,13 @@ export async function phaseThroughput() {
   const bytes = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
   store.close();
   await hook.close();
-  return { transitions: total, received, committedPerSecond: Math.round(total / (committedMs / 1000)), deliveredPerSecond: Math.round(received / (elapsedMs / 1000)), storeBytesPerEvent: Math.round(bytes / total) };
+  return {
+    transitions: total,
+    received,
+    committedPerSecond: Math.round(total / (committedMs / 1000)),
+    deliveredPerSecond: Math.round(received / (elapsedMs / 1000)),
+    storeBytesPerEvent: Math.round(bytes / total),
+  };
 }
 
 // ----- F. a 10-minute outage under the default delivery policy -----------------------------------
@@ -222,7 +290,13 @@ export function phaseOutage(outageMs: number, trials: number) {
   }
   const a = dist(attempts);
   const w = dist(waits);
-  return { trials, deadLettered, attemptsMedian: a.p50, attemptsMax: a.max, recoveryWaitMs: { p50: Math.round(w.p50), p90: Math.round(w.p90), max: Math.round(w.max) } };
+  return {
+    trials,
+    deadLettered,
+    attemptsMedian: a.p50,
+    attemptsMax: a.max,
+    recoveryWaitMs: { p50: Math.round(w.p50), p90: Math.round(w.p90), max: Math.round(w.max) },
+  };
 }
 
 // ----- G. managed identity: what an Entra ID token costs ----------------------------------------
@@ -252,7 +326,10 @@ export async function phaseIdentity() {
     ['Entra ID token (managed identity)', { kind: 'managedIdentity', scope: 'api://bench/.default' }],
   ] as const) {
     const before = sim.identities.requests.length;
-    const sink = await webhookSink.create(SinkConfig.parse({ name: 'w', type: 'webhook', url: `${http.url}/hook`, auth }) as WebhookConfig, ctx);
+    const sink = await webhookSink.create(
+      SinkConfig.parse({ name: 'w', type: 'webhook', url: `${http.url}/hook`, auth }) as WebhookConfig,
+      ctx,
+    );
     const ac = new AbortController();
     const t0 = performance.now();
     await sink.send(bridgeEvents(1), { signal: ac.signal });
@@ -269,7 +346,10 @@ export async function phaseIdentity() {
   const eventHubs: { name: string; firstMs: number; sendP50: number; sendP99: number }[] = [];
   for (const [name, auth] of [
     ['connection string (SAS)', { connectionString: amqp.connectionString('maintenance') }],
-    ['managed identity (JWT)', { fullyQualifiedNamespace: amqp.namespace, eventHubName: 'maintenance', credential: { kind: 'managedIdentity' } }],
+    [
+      'managed identity (JWT)',
+      { fullyQualifiedNamespace: amqp.namespace, eventHubName: 'maintenance', credential: { kind: 'managedIdentity' } },
+    ],
   ] as const) {
     amqp.auth = 'credential' in auth ? { kind: 'jwt', audience: 'https://eventhubs.azure.net/' } : { kind: 'sas' };
     const ac = new AbortController();

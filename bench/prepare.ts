@@ -18,7 +18,12 @@ const RULES = { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] 
 type Harness = Awaited<ReturnType<typeof startBridge>>;
 
 /** approvalTimes adds one event at a time and measures until its StartRequests, `rounds` times; `seen` is told each event's id and start. */
-async function approvalTimes(h: Harness, rounds: number, between: () => Promise<void> | void, seen: (eventId: string, t0: number) => void = () => undefined): Promise<number[]> {
+async function approvalTimes(
+  h: Harness,
+  rounds: number,
+  between: () => Promise<void> | void,
+  seen: (eventId: string, t0: number) => void = () => undefined,
+): Promise<number[]> {
   const out: number[] = [];
   for (let r = 0; r < rounds; r++) {
     await between();
@@ -42,7 +47,10 @@ function prober(url: string): { answers: { at: number; status: number }[]; stop(
   void (async () => {
     while (on) {
       const at = Date.now();
-      const status = await fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.status, () => 0);
+      const status = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+        (r) => r.status,
+        () => 0,
+      );
       answers.push({ at, status });
       await sleep(50);
     }
@@ -82,7 +90,8 @@ export async function phasePreparation() {
   await sleep(500);
   asked.stop();
   // from the change at the simulator to the first 503; from the completion being observed to the first 200
-  const completedAt = (id: string) => Date.parse(probe.events().find((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')?.time ?? 'x');
+  const completedAt = (id: string) =>
+    Date.parse(probe.events().find((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')?.time ?? 'x');
   const toOut = added.map(({ t0 }) => (asked.answers.find((a) => a.at >= t0 && a.status === 503)?.at ?? NaN) - t0);
   const toBack = added.map(({ eventId }) => {
     const done = completedAt(eventId);
@@ -113,5 +122,11 @@ export async function phasePreparation() {
   await api.close();
   await stopAll();
   const round = (v: number[]) => v.map((x) => Math.round(x));
-  return { probeDrain5sMs: round(probeMs), probeChangeTo503Ms: round(toOut), probeCompletedTo200Ms: round(toBack), kubernetesDrain50PodsMs: round(drainMs), evictions };
+  return {
+    probeDrain5sMs: round(probeMs),
+    probeChangeTo503Ms: round(toOut),
+    probeCompletedTo200Ms: round(toBack),
+    kubernetesDrain50PodsMs: round(drainMs),
+    evictions,
+  };
 }

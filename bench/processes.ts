@@ -36,13 +36,23 @@ async function lane(name: string, pollIntervalMs: number | 'reference'): Promise
   l.child =
     pollIntervalMs === 'reference'
       ? daemon([join(ROOT, 'bench', 'reference-poller.ts'), sim.url, hook.url])
-      : spawnProcess([PACKAGE_BIN, 'run', '--config', bridgeConfig(name, { imds: { endpoint: sim.url, pollIntervalMs }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }] })]);
+      : spawnProcess([
+          PACKAGE_BIN,
+          'run',
+          '--config',
+          bridgeConfig(name, { imds: { endpoint: sim.url, pollIntervalMs }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }] }),
+        ]);
   return l;
 }
 
 export async function phaseLatency() {
   const seconds = quick ? 25 : 75;
-  const lanes = await Promise.all([lane('poll-1000ms', 1000), lane('poll-500ms', 500), lane('poll-200ms', 200), lane('reference', 'reference')]);
+  const lanes = await Promise.all([
+    lane('poll-1000ms', 1000),
+    lane('poll-500ms', 500),
+    lane('poll-200ms', 200),
+    lane('reference', 'reference'),
+  ]);
   await sleep(2000);
   const end = performance.now() + seconds * 1000;
   // each lane gets changes at random moments (exponential gaps, mean 330 ms)
@@ -92,14 +102,34 @@ export const FOOTPRINTED: Footprinted[] = [
   { name: 'step: sources (type stripping), webhook+file', cmd: [NODE, CLI], sinks: 'webhook+file' },
   { name: 'step: compiled, webhook+file', cmd: [NODE, COMPILED], sinks: 'webhook+file' },
   { name: 'step: + semi-space 1 MiB, webhook+file', cmd: [NODE, '--max-semi-space-size=1', COMPILED], sinks: 'webhook+file' },
-  { name: 'step: + no optimizing compilers, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', COMPILED], sinks: 'webhook+file' },
-  { name: 'step: + Liftoff-only WebAssembly (the package), webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', COMPILED], sinks: 'webhook+file' },
-  { name: 'not adopted: interpreter only, webhook+file', cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', '--no-sparkplug', COMPILED], sinks: 'webhook+file' },
+  {
+    name: 'step: + no optimizing compilers, webhook+file',
+    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', COMPILED],
+    sinks: 'webhook+file',
+  },
+  {
+    name: 'step: + Liftoff-only WebAssembly (the package), webhook+file',
+    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', COMPILED],
+    sinks: 'webhook+file',
+  },
+  {
+    name: 'not adopted: interpreter only, webhook+file',
+    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', '--no-sparkplug', COMPILED],
+    sinks: 'webhook+file',
+  },
   { name: 'anchor: bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
   {
     // the floor of this stack: Node with the package's flags and the four libraries every configuration loads, doing nothing
     name: 'anchor: node + zod, yaml, pino, node:sqlite (idle)',
-    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--input-type=module', '-e', "for (const m of ['zod', 'yaml', 'pino', 'node:sqlite']) await import(m); setInterval(() => {}, 1000);"],
+    cmd: [
+      NODE,
+      '--max-semi-space-size=1',
+      '--no-opt',
+      '--no-maglev',
+      '--input-type=module',
+      '-e',
+      "for (const m of ['zod', 'yaml', 'pino', 'node:sqlite']) await import(m); setInterval(() => {}, 1000);",
+    ],
   },
   { name: 'anchor: Python sample (requests, 1 poll/s)', cmd: ['python3', join(ROOT, 'bench', 'reference-poller.py')], poller: true },
   { name: 'anchor: reference poller (node)', cmd: [NODE, join(ROOT, 'bench', 'reference-poller.ts')], poller: true },
@@ -119,7 +149,8 @@ export async function phaseFootprint() {
     if (kind === 'stdout+file') return [{ name: 'out', type: 'stdout', format: 'json' }, file];
     const basic = [{ name: 'hook', type: 'webhook', url: hook.url }, file];
     if (kind === 'webhook+file') return basic;
-    if (kind === 'webhook+file+probe') return [...basic, { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 30, prepare: true }];
+    if (kind === 'webhook+file+probe')
+      return [...basic, { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 30, prepare: true }];
     if (kind === 'template webhook+file') return [recipeSink(`${hook.url}/v2/enqueue`), file];
     return [
       ...basic,
@@ -135,9 +166,12 @@ export async function phaseFootprint() {
     FOOTPRINTED.map(async (f, i) => {
       const sim = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 50 });
       await sim.listen(0);
-      const args = f.sinks !== undefined
-        ? [...f.cmd, 'run', '--config', bridgeConfig(`fp-${i}`, { imds: { endpoint: sim.url }, sinks: sinksOf(f.sinks, i) })]
-        : f.poller ? [...f.cmd, sim.url, hook.url] : f.cmd;
+      const args =
+        f.sinks !== undefined
+          ? [...f.cmd, 'run', '--config', bridgeConfig(`fp-${i}`, { imds: { endpoint: sim.url }, sinks: sinksOf(f.sinks, i) })]
+          : f.poller
+            ? [...f.cmd, sim.url, hook.url]
+            : f.cmd;
       return { ...f, sim, args, t0: 0, firstPollMs: NaN, child: null as unknown as ChildProcess };
     }),
   );
@@ -194,9 +228,21 @@ export async function phaseStartup(rounds: number) {
     for (let r = 0; r < rounds; r++) {
       const sim = new ImdsSimulator({ vmName: 'bench-vm', tickMs: 50 });
       await sim.listen(0);
-      const args = f.sinks !== undefined
-        ? [...f.cmd, 'run', '--config', bridgeConfig(`su-${out.length}-${r}`, { imds: { endpoint: sim.url }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }, { name: 'audit', type: 'file', path: join(dir, `su-${r}.jsonl`) }] })]
-        : [...f.cmd, sim.url, hook.url];
+      const args =
+        f.sinks !== undefined
+          ? [
+              ...f.cmd,
+              'run',
+              '--config',
+              bridgeConfig(`su-${out.length}-${r}`, {
+                imds: { endpoint: sim.url },
+                sinks: [
+                  { name: 'hook', type: 'webhook', url: hook.url },
+                  { name: 'audit', type: 'file', path: join(dir, `su-${r}.jsonl`) },
+                ],
+              }),
+            ]
+          : [...f.cmd, sim.url, hook.url];
       const t0 = performance.now();
       const child = spawnProcess(args);
       for (let k = 0; k < 2000 && !sim.requests.some((q) => q.path === '/metadata/scheduledevents'); k++) await sleep(2);

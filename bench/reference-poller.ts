@@ -12,7 +12,8 @@ for (;;) {
     const doc = (await res.json()) as { DocumentIncarnation: number; Events: unknown[] };
     if (doc.DocumentIncarnation !== last) {
       last = doc.DocumentIncarnation;
-      for (const e of doc.Events) await fetch(webhook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(e) });
+      for (const e of doc.Events)
+        await fetch(webhook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(e) });
     }
   } catch {
     // the sample logs and carries on

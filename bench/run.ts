@@ -30,7 +30,13 @@ import { phasePreparation } from './prepare.ts';
 import { phaseTemplates } from './templates.ts';
 
 try {
-  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, quick };
+  const machine = {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? '',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    quick,
+  };
   // built first: an executable measured straight after it was written showed about 20 MiB more
   // resident than the same file minutes later (the footprint phase alone, run again: 87.8 then
   // 67.7 MiB), so the latency phase runs in between
@@ -61,7 +67,13 @@ try {
   log('H: preparing the VM (probe drain, Kubernetes drain of 50 pods)');
   const preparation = await phasePreparation();
 
-  const strip = (d: ReturnType<typeof dist>) => ({ n: d.n, p50: Math.round(d.p50), p90: Math.round(d.p90), p99: Math.round(d.p99), max: Math.round(d.max) });
+  const strip = (d: ReturnType<typeof dist>) => ({
+    n: d.n,
+    p50: Math.round(d.p50),
+    p90: Math.round(d.p90),
+    p99: Math.round(d.p99),
+    max: Math.round(d.max),
+  });
   const results = {
     at: new Date().toISOString(),
     machine,
@@ -89,11 +101,17 @@ try {
     '',
     '| IMDS change to webhook delivery | changes | p50 | p90 | p99 | max | p50 vs reference |',
     '|---|---|---|---|---|---|---|',
-    ...Object.entries(results.changeToDeliveryMs).map(([k, v]) => `| ${k === 'reference' ? 'reference algorithm (sleep 1 s, compare incarnation)' : `se-bridge, ${k.replace('poll-', 'poll every ')}`} | ${v.n} | ${v.p50} ms | ${v.p90} ms | ${v.p99} ms | ${v.max} ms | ${ratio(v.p50, ref.p50)} |`),
+    ...Object.entries(results.changeToDeliveryMs).map(
+      ([k, v]) =>
+        `| ${k === 'reference' ? 'reference algorithm (sleep 1 s, compare incarnation)' : `se-bridge, ${k.replace('poll-', 'poll every ')}`} | ${v.n} | ${v.p50} ms | ${v.p90} ms | ${v.p99} ms | ${v.max} ms | ${ratio(v.p50, ref.p50)} |`,
+    ),
     '',
     '| footprint over the measuring window | start-up to first poll | RSS | CPU | IMDS requests/s (max in any second) | RSS vs reference |',
     '|---|---|---|---|---|---|',
-    ...footprint.map((f) => `| ${f.name} | ${f.startupToFirstPollMs === null ? '-' : `${f.startupToFirstPollMs} ms`} | ${f.rssMiB} MiB | ${f.cpuPercent} % | ${f.imdsRequestsPerSecond} (${f.imdsMaxInAnySecond}) | ${ratio(f.rssMiB, refFp.rssMiB)} |`),
+    ...footprint.map(
+      (f) =>
+        `| ${f.name} | ${f.startupToFirstPollMs === null ? '-' : `${f.startupToFirstPollMs} ms`} | ${f.rssMiB} MiB | ${f.cpuPercent} % | ${f.imdsRequestsPerSecond} (${f.imdsMaxInAnySecond}) | ${ratio(f.rssMiB, refFp.rssMiB)} |`,
+    ),
     '',
     `The single executable (linux-x64) is ${binaryMiB} MiB. The start-up times above come from ${FOOTPRINTED.length} processes started at once on ${machine.cpus} cores; one at a time (median of ${quick ? 3 : 7}):`,
     '',
@@ -109,8 +127,12 @@ try {
     '',
     '| 50 events in one document, until all 50 are delivered at each sink | webhook | file | Event Hubs | Service Bus | Slack | Teams | Event Grid |',
     '|---|---|---|---|---|---|---|---|',
-    `| seven sinks | ${Object.values(fanout).map((v) => `${v} ms`).join(' | ')} |`,
-    `| the same seven, beside an eighth that never answers | ${Object.values(fanoutStuck).map((v) => `${v} ms`).join(' | ')} |`,
+    `| seven sinks | ${Object.values(fanout)
+      .map((v) => `${v} ms`)
+      .join(' | ')} |`,
+    `| the same seven, beside an eighth that never answers | ${Object.values(fanoutStuck)
+      .map((v) => `${v} ms`)
+      .join(' | ')} |`,
     '',
     `| throughput: ${throughput.transitions} transitions through diff, store and dispatcher to a local webhook | committed ${throughput.committedPerSecond}/s | delivered ${throughput.deliveredPerSecond}/s | ${throughput.storeBytesPerEvent} store bytes per event |`,
     '|---|---|---|---|',

@@ -27,7 +27,19 @@ hook.answer = () => {
   return { status: 204 };
 };
 const cfg = join(dir, 'bridge.json');
-writeFileSync(cfg, JSON.stringify({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir, 'state.db') }, sinks: [{ name: 'hook', type: 'webhook', url: hook.url }, { name: 'file', type: 'file', path: join(dir, 'events.jsonl') }], log: { level: 'warn' }, observability: { listen: 'off' } }));
+writeFileSync(
+  cfg,
+  JSON.stringify({
+    imds: { endpoint: sim.url, pollIntervalMs: 200 },
+    state: { path: join(dir, 'state.db') },
+    sinks: [
+      { name: 'hook', type: 'webhook', url: hook.url },
+      { name: 'file', type: 'file', path: join(dir, 'events.jsonl') },
+    ],
+    log: { level: 'warn' },
+    observability: { listen: 'off' },
+  }),
+);
 execFileSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
 // through the bin's #! line, as an installed se-bridge runs, with the pinned Node first on PATH
 const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
@@ -63,6 +75,14 @@ await Promise.all([sim.close(), hook.close()]);
 rmSync(dir, { recursive: true, force: true });
 const first = samples[1] ?? samples[0]!;
 const last = samples.at(-1)!;
-const result = { minutes, polls, pollsPerSecond: Math.round((polls / ((Date.now() - t0) / 1000)) * 100) / 100, delivered, rssMiB: { afterOneMinute: first.rssMiB, end: last.rssMiB, max: Math.max(...samples.map((s) => s.rssMiB)) }, fds: { afterOneMinute: first.fds, end: last.fds }, samples };
+const result = {
+  minutes,
+  polls,
+  pollsPerSecond: Math.round((polls / ((Date.now() - t0) / 1000)) * 100) / 100,
+  delivered,
+  rssMiB: { afterOneMinute: first.rssMiB, end: last.rssMiB, max: Math.max(...samples.map((s) => s.rssMiB)) },
+  fds: { afterOneMinute: first.fds, end: last.fds },
+  samples,
+};
 writeFileSync(join(ROOT, 'bench', 'soak.json'), `${JSON.stringify(result, null, 2)}\n`);
 process.stdout.write(`${JSON.stringify({ ...result, samples: undefined })}\n`);

@@ -15,7 +15,10 @@ import { quick, ROOT, silent } from './common.ts';
 
 /** The PagerDuty recipe's sink, sending to `url`. */
 export function recipeSink(url: string): Record<string, unknown> {
-  const text = readFileSync(join(ROOT, 'examples', 'templates', 'pagerduty.yaml'), 'utf8').replace('https://events.pagerduty.com/v2/enqueue', url);
+  const text = readFileSync(join(ROOT, 'examples', 'templates', 'pagerduty.yaml'), 'utf8').replace(
+    'https://events.pagerduty.com/v2/enqueue',
+    url,
+  );
   const config = parseConfigText(text, 'pagerduty.yaml', { PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678' });
   return config.sinks[0] as unknown as Record<string, unknown>;
 }

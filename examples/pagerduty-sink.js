@@ -61,12 +61,22 @@ export default defineSink({
             component: d.vm.name,
             group: d.vm.vmScaleSetName ?? undefined,
             class: d.eventType,
-            custom_details: { eventId: d.eventId, resources: d.resources, description: d.description, durationInSeconds: d.durationInSeconds },
+            custom_details: {
+              eventId: d.eventId,
+              resources: d.resources,
+              description: d.description,
+              durationInSeconds: d.durationInSeconds,
+            },
           },
         };
         let res;
         try {
-          res = await fetch(config.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+          res = await fetch(config.url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+            signal,
+          });
         } catch (err) {
           return [retry(`PagerDuty unreachable: ${err.cause?.code ?? err.message}`)];
         }

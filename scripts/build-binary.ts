@@ -55,15 +55,24 @@ const assets: Record<string, string> = {};
 for (const [group, packages] of Object.entries(LAZY)) {
   // getters, so that the Event Hubs SDK alone is evaluated when only Event Hubs is configured
   const contents = Object.entries(packages)
-    .map(([pkg, key]) => `Object.defineProperty(exports, ${JSON.stringify(key)}, { enumerable: true, get: () => require(${JSON.stringify(pkg)}) });`)
+    .map(
+      ([pkg, key]) =>
+        `Object.defineProperty(exports, ${JSON.stringify(key)}, { enumerable: true, get: () => require(${JSON.stringify(pkg)}) });`,
+    )
     .join('\n');
   assets[`${group}.cjs`] = join(WORK, `${group}.cjs`);
-  await build({ ...common, stdin: { contents, resolveDir: ROOT, loader: 'js', sourcefile: `${group}.cjs` }, outfile: assets[`${group}.cjs`] });
+  await build({
+    ...common,
+    stdin: { contents, resolveDir: ROOT, loader: 'js', sourcefile: `${group}.cjs` },
+    outfile: assets[`${group}.cjs`],
+  });
 }
 // In the main script these packages are tiny stand-ins that call __seLazy, defined first thing:
 // inside the executable it compiles the group's asset once (its `require` is the main script's,
 // which loads built-in modules only, all the bundle needs); run by node, it requires the package.
-const where = Object.fromEntries(Object.entries(LAZY).flatMap(([group, packages]) => Object.entries(packages).map(([pkg, key]) => [pkg, [group, key]])));
+const where = Object.fromEntries(
+  Object.entries(LAZY).flatMap(([group, packages]) => Object.entries(packages).map(([pkg, key]) => [pkg, [group, key]])),
+);
 const seLazy = `const __seLazy = ((builtin) => {
   const where = ${JSON.stringify(where)};
   const groups = new Map();
@@ -83,7 +92,10 @@ const lazyPackages: Plugin = {
   name: 'lazy-packages',
   setup(b) {
     b.onResolve({ filter: /^[@a-z]/ }, (args) => (args.path in where ? { path: args.path, namespace: 'lazy' } : undefined));
-    b.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({ contents: `module.exports = __seLazy(${JSON.stringify(args.path)});`, loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({
+      contents: `module.exports = __seLazy(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
   },
 };
 // undici's HTTP/2 client reads node:http2's constants when it loads; it gets the stand-in that
@@ -93,7 +105,9 @@ const lazyHttp2: Plugin = {
   name: 'lazy-http2',
   setup(b) {
     b.onResolve({ filter: /^(node:)?http2$/ }, (args) =>
-      /[/\\]undici[/\\]lib[/\\]dispatcher[/\\]client-h2\.js$/.test(args.importer) ? { path: join(ROOT, 'src', 'lib', 'http2-lazy.ts') } : undefined,
+      /[/\\]undici[/\\]lib[/\\]dispatcher[/\\]client-h2\.js$/.test(args.importer)
+        ? { path: join(ROOT, 'src', 'lib', 'http2-lazy.ts') }
+        : undefined,
     );
   },
 };
@@ -110,7 +124,10 @@ await build({
 // 2. The blob, made by the Node that runs this script (the same version as the binaries below).
 const config = join(WORK, 'sea-config.json');
 const blob = join(WORK, 'se-bridge.blob');
-writeFileSync(config, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false, execArgv: V8_FLAGS, assets }));
+writeFileSync(
+  config,
+  JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false, execArgv: V8_FLAGS, assets }),
+);
 execFileSync(process.execPath, ['--experimental-sea-config', config], { stdio: 'inherit' });
 
 // 3. A Node binary per platform, with the blob injected.
@@ -140,7 +157,8 @@ function release(platform: Platform, binary: string): string {
   chmodSync(join(stage, `se-bridge-${platform}`), 0o755);
   copyFileSync(join(ROOT, 'scripts', 'install-linux.sh'), join(stage, 'scripts', 'install-linux.sh'));
   chmodSync(join(stage, 'scripts', 'install-linux.sh'), 0o755);
-  for (const f of ['bridge.minimal.yaml', 'bridge.example.yaml', 'systemd/se-bridge.service', 'systemd/se-bridge.env']) copyFileSync(join(ROOT, 'config', f), join(stage, 'config', f));
+  for (const f of ['bridge.minimal.yaml', 'bridge.example.yaml', 'systemd/se-bridge.service', 'systemd/se-bridge.env'])
+    copyFileSync(join(ROOT, 'config', f), join(stage, 'config', f));
   for (const f of ['README.md', 'LICENSE']) copyFileSync(join(ROOT, f), join(stage, f));
   const archive = join(OUT, `se-bridge-${platform}.tar.gz`);
   execFileSync('tar', ['-czf', archive, '-C', stage, '.']);
@@ -159,7 +177,9 @@ function nodeBinary(platform: Platform): string {
   } catch {
     mkdirSync(cache, { recursive: true });
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    execFileSync(npm, ['pack', `node-${platform}@${version}`, '--pack-destination', cache, '--silent'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(npm, ['pack', `node-${platform}@${version}`, '--pack-destination', cache, '--silent'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const tgz = readdirSync(cache).find((f) => f.endsWith('.tgz'))!;
     execFileSync('tar', ['-xzf', join(cache, tgz), '-C', cache]);
     return exe;

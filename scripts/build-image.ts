@@ -62,16 +62,35 @@ async function main(): Promise<void> {
 
   // 1. Debian's packages, downloaded (not installed) and unpacked into the root filesystem
   // as root, apt's sandbox user could not write here: download as whoever runs this
-  execFileSync('apt-get', ['-q', '-o', 'APT::Sandbox::User=root', 'download', ...PACKAGES], { cwd: DEBS, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('apt-get', ['-q', '-o', 'APT::Sandbox::User=root', 'download', ...PACKAGES], {
+    cwd: DEBS,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   for (const deb of readdirSync(DEBS).filter((f) => f.endsWith('.deb'))) execFileSync('dpkg-deb', ['-x', join(DEBS, deb), ROOTFS]);
   // what the executable never reads: documentation, locales, character set converters, maintainer tools
-  for (const dir of ['usr/share', 'usr/sbin', 'usr/bin', 'sbin', 'etc/ca-certificates', 'usr/lib/x86_64-linux-gnu/gconv', 'usr/libexec', 'etc/ld.so.conf.d']) {
+  for (const dir of [
+    'usr/share',
+    'usr/sbin',
+    'usr/bin',
+    'sbin',
+    'etc/ca-certificates',
+    'usr/lib/x86_64-linux-gnu/gconv',
+    'usr/libexec',
+    'etc/ld.so.conf.d',
+  ]) {
     rmSync(join(ROOTFS, dir), { recursive: true, force: true });
   }
   // the CA bundle update-ca-certificates would write, from the package's certificates
   const certs = join(WORK, 'certs');
   mkdirSync(certs, { recursive: true });
-  execFileSync('dpkg-deb', ['-x', join(DEBS, readdirSync(DEBS).find((f) => f.startsWith('ca-certificates_'))!), certs]);
+  execFileSync('dpkg-deb', [
+    '-x',
+    join(
+      DEBS,
+      readdirSync(DEBS).find((f) => f.startsWith('ca-certificates_'))!,
+    ),
+    certs,
+  ]);
   const mozilla = join(certs, 'usr', 'share', 'ca-certificates', 'mozilla');
   const bundle = readdirSync(mozilla)
     .filter((f) => f.endsWith('.crt'))
@@ -82,7 +101,10 @@ async function main(): Promise<void> {
   writeFileSync(join(ROOTFS, 'etc', 'ssl', 'certs', 'ca-certificates.crt'), `${bundle}\n`);
 
   // 2. users, the state directory, /tmp, and the executable
-  writeFileSync(join(ROOTFS, 'etc', 'passwd'), `root:x:0:0:root:/root:/sbin/nologin\nse-bridge:x:${UID}:${UID}:se-bridge:/var/lib/se-bridge:/sbin/nologin\n`);
+  writeFileSync(
+    join(ROOTFS, 'etc', 'passwd'),
+    `root:x:0:0:root:/root:/sbin/nologin\nse-bridge:x:${UID}:${UID}:se-bridge:/var/lib/se-bridge:/sbin/nologin\n`,
+  );
   writeFileSync(join(ROOTFS, 'etc', 'group'), `root:x:0:\nse-bridge:x:${UID}:\n`);
   writeFileSync(join(ROOTFS, 'etc', 'nsswitch.conf'), 'passwd: files\ngroup: files\nhosts: files dns\n');
   mkdirSync(join(ROOTFS, 'tmp'), { recursive: true });
@@ -115,7 +137,9 @@ async function main(): Promise<void> {
   podman(['save', '--format', 'oci-archive', '-o', archive, IMAGE]);
   const size = Number(podman(['image', 'inspect', '--format', '{{.Size}}', IMAGE]).trim());
   const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
-  process.stdout.write(`${IMAGE}: ${mib(size)} (the executable ${mib(statSync(join(ROOT, 'build', 'se-bridge-linux-x64')).size)}); OCI archive ${archive} (${mib(statSync(archive).size)})\n`);
+  process.stdout.write(
+    `${IMAGE}: ${mib(size)} (the executable ${mib(statSync(join(ROOT, 'build', 'se-bridge-linux-x64')).size)}); OCI archive ${archive} (${mib(statSync(archive).size)})\n`,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -35,7 +35,10 @@ function typeOf(s: Json): string {
   if (Array.isArray(s.enum)) return (s.enum as unknown[]).map((v) => code(JSON.stringify(v))).join(' \\| ');
   if (s.anyOf !== undefined || s.oneOf !== undefined) return [...new Set(variants(s).map(typeOf))].join(' or ');
   if (s.type === 'array') return `list of ${typeOf((s.items ?? {}) as Json)}`;
-  if (s.type === 'object') return s.additionalProperties !== undefined && s.properties === undefined ? `map of ${typeOf(s.additionalProperties as Json)}` : 'object';
+  if (s.type === 'object')
+    return s.additionalProperties !== undefined && s.properties === undefined
+      ? `map of ${typeOf(s.additionalProperties as Json)}`
+      : 'object';
   if (typeof s.type === 'string') return s.type;
   return 'any';
 }
@@ -114,7 +117,9 @@ function sinkForms(config: Json): [string, Json][] {
 }
 
 /** configurationReference renders the whole page, from the bridge's and the relay's schemas. */
-export function configurationReference(schemas: { bridge: z.ZodType; relay: z.ZodType } = { bridge: BridgeConfig, relay: RelayConfig }): string {
+export function configurationReference(
+  schemas: { bridge: z.ZodType; relay: z.ZodType } = { bridge: BridgeConfig, relay: RelayConfig },
+): string {
   const bridge = jsonOf(schemas.bridge);
   const forms = sinkForms(bridge);
   const all = rows(bridge).filter((r) => !r.key.startsWith('sinks'));
@@ -124,7 +129,7 @@ export function configurationReference(schemas: { bridge: z.ZodType; relay: z.Zo
   const out = [
     '# Configuration reference',
     '',
-    'Every key of the bridge\'s configuration file (`bridge.yaml`) and of the relay\'s (`relay.yaml`),',
+    "Every key of the bridge's configuration file (`bridge.yaml`) and of the relay's (`relay.yaml`),",
     'with its type, default, limits and what it does. This page is generated from the schema by',
     '`npm run docs`; a test fails when it is out of date. [Configuration](../configuration.md)',
     'explains the format, environment variables and secrets, and',
@@ -137,7 +142,14 @@ export function configurationReference(schemas: { bridge: z.ZodType; relay: z.Zo
     '',
   ];
   for (const s of sections) out.push(`### ${s}`, '', table(all.filter((r) => r.key.split(/[.[ ]/)[0] === s)), '');
-  out.push('### sinks', '', 'A list of sinks, each an object with a unique `name` and a `type`. These keys are the same for every type:', '', table(commonRows), '');
+  out.push(
+    '### sinks',
+    '',
+    'A list of sinks, each an object with a unique `name` and a `type`. These keys are the same for every type:',
+    '',
+    table(commonRows),
+    '',
+  );
   for (const [type, form] of forms) {
     // its own keys, and the common ones it sets differently (a preparation's filter.scope is self)
     const differs = (r: Row) => JSON.stringify(commonRows.find((c) => c.key === r.key)) !== JSON.stringify(r);

@@ -37,22 +37,34 @@ const imdsDocument = toDomainDocument(
     ],
   }),
 ).document;
-const vm = identityFrom({ name: 'web-vm-0', resourceId: '/subscriptions/0000/resourceGroups/web-rg/providers/Microsoft.Compute/virtualMachines/web-vm-0' });
+const vm = identityFrom({
+  name: 'web-vm-0',
+  resourceId: '/subscriptions/0000/resourceGroups/web-rg/providers/Microsoft.Compute/virtualMachines/web-vm-0',
+});
 const event = toCloudEvent(diff(null, imdsDocument)[0]!, { vm, observedAt: observed });
 const msg = toChatMessage(event, { approveUrl: 'https://bridge.example.com/v1/approve?token=…' });
 
 // Drawn as coloured dots: the machine that renders may have no emoji font.
 const dot = (c: string) => `<span class="dot" style="background:${c}"></span>`;
 const EMOJI: Record<string, string> = {
-  ':large_yellow_circle:': dot('#ecb22e'), '🟡': dot('#ecb22e'),
-  ':large_orange_circle:': dot('#f2952f'), '🟠': dot('#f2952f'),
-  ':red_circle:': dot('#e01e5a'), '🔴': dot('#e01e5a'),
-  ':white_check_mark:': dot('#2eb67d'), '✅': dot('#2eb67d'),
-  ':information_source:': dot('#1d9bd1'), 'ℹ️': dot('#1d9bd1'),
+  ':large_yellow_circle:': dot('#ecb22e'),
+  '🟡': dot('#ecb22e'),
+  ':large_orange_circle:': dot('#f2952f'),
+  '🟠': dot('#f2952f'),
+  ':red_circle:': dot('#e01e5a'),
+  '🔴': dot('#e01e5a'),
+  ':white_check_mark:': dot('#2eb67d'),
+  '✅': dot('#2eb67d'),
+  ':information_source:': dot('#1d9bd1'),
+  ℹ️: dot('#1d9bd1'),
 };
 function mrkdwn(text: string): string {
   let t = text.replace(/<!date\^\d+\^[^|]*\|([^>]*)>/g, '$1');
-  t = t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/&amp;(lt|gt|amp);/g, '&$1;');
+  t = t
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/&amp;(lt|gt|amp);/g, '&$1;');
   for (const [k, v] of Object.entries(EMOJI)) t = t.split(k).join(v);
   t = t.replace(/\*([^*\n]+)\*/g, '<b>$1</b>').replace(/`([^`]+)`/g, '<code>$1</code>');
   t = t.replace(/^&gt;(.*)$/gm, '<blockquote>$1</blockquote>');
@@ -64,10 +76,12 @@ function slackHtml(): string {
     .map((b) => {
       const block = b as Record<string, any>;
       if (block.type === 'header') return `<div class="header">${mrkdwn(block.text.text)}</div>`;
-      if (block.type === 'section' && block.fields) return `<div class="fields">${block.fields.map((f: any) => `<div>${mrkdwn(f.text)}</div>`).join('')}</div>`;
+      if (block.type === 'section' && block.fields)
+        return `<div class="fields">${block.fields.map((f: any) => `<div>${mrkdwn(f.text)}</div>`).join('')}</div>`;
       if (block.type === 'section') return `<div class="text">${mrkdwn(block.text.text)}</div>`;
       if (block.type === 'context') return `<div class="context">${block.elements.map((e: any) => mrkdwn(e.text)).join(' ')}</div>`;
-      if (block.type === 'actions') return `<div class="actions">${block.elements.map((e: any) => `<span class="button ${e.style ?? ''}">${e.text.text}</span>`).join('')}</div>`;
+      if (block.type === 'actions')
+        return `<div class="actions">${block.elements.map((e: any) => `<span class="button ${e.style ?? ''}">${e.text.text}</span>`).join('')}</div>`;
       return '';
     })
     .join('');
@@ -107,7 +121,15 @@ try {
     c.hostConfig = new AC.HostConfig({
       fontFamily: 'Segoe UI, sans-serif',
       containerStyles: {
-        default: { backgroundColor: '#FFFFFF', foregroundColors: { default: { default: '#242424', subtle: '#616161' }, attention: { default: '#C4314B' }, warning: { default: '#835C00' }, good: { default: '#237B4B' } } },
+        default: {
+          backgroundColor: '#FFFFFF',
+          foregroundColors: {
+            default: { default: '#242424', subtle: '#616161' },
+            attention: { default: '#C4314B' },
+            warning: { default: '#835C00' },
+            good: { default: '#237B4B' },
+          },
+        },
         emphasis: { backgroundColor: '#F5F5F5' },
         attention: { backgroundColor: '#FCF4F6', foregroundColors: { default: { default: '#242424' }, attention: { default: '#C4314B' } } },
         warning: { backgroundColor: '#FBF6D9', foregroundColors: { default: { default: '#242424' }, warning: { default: '#835C00' } } },
@@ -118,7 +140,10 @@ try {
     (globalThis as any).document.getElementById('card').appendChild(c.render());
   }, card);
   await (await page.$('#msg'))!.screenshot({ path: join(ROOT, 'docs', 'teams-message.png') });
-  writeFileSync(join(ROOT, 'docs', 'chat-payloads.json'), `${JSON.stringify({ slack: slackMessage(msg), teams: { type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: card }] } }, null, 2)}\n`);
+  writeFileSync(
+    join(ROOT, 'docs', 'chat-payloads.json'),
+    `${JSON.stringify({ slack: slackMessage(msg), teams: { type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: card }] } }, null, 2)}\n`,
+  );
   process.stdout.write('docs/slack-message.png, docs/teams-message.png, docs/chat-payloads.json\n');
 } finally {
   await browser.close();

@@ -21,7 +21,25 @@
  * are retried; 404 and 410 (no such topic) rejected; 408, 429 and 5xx retried with Retry-After.
  */
 import { z } from 'zod';
-import { allowInsecureHttp, authorized, BearerSource, classifyHttpStatus, classifyNetworkError, CredentialConfig, HttpClient, httpUrl, type Outcome, ProxySetting, refusePlainHttpCredentials, reject, retry, secret, sinkBase, type SinkModule, VERSION } from '../src/api.ts';
+import {
+  allowInsecureHttp,
+  authorized,
+  BearerSource,
+  classifyHttpStatus,
+  classifyNetworkError,
+  CredentialConfig,
+  HttpClient,
+  httpUrl,
+  type Outcome,
+  ProxySetting,
+  refusePlainHttpCredentials,
+  reject,
+  retry,
+  secret,
+  sinkBase,
+  type SinkModule,
+  VERSION,
+} from '../src/api.ts';
 
 /** Event Grid's limits: 1 MB per publish request and per event. */
 export const MAX_REQUEST_BYTES = 1024 * 1024;
@@ -34,8 +52,14 @@ export const configSchema = z
   .strictObject({
     type: z.literal('eventgrid'),
     ...sinkBase,
-    endpoint: httpUrl.describe('The topic\'s or namespace\'s endpoint: https://NAME.REGION-1.eventgrid.azure.net (a basic topic\'s may end in /api/events).'),
-    namespaceTopic: z.string().regex(/^[A-Za-z0-9-]{3,50}$/, 'must be 3 to 50 letters, digits or hyphens').optional().describe('For a namespace topic: its name. Without it, the endpoint is a basic topic\'s (CloudEvents 1.0 input schema).'),
+    endpoint: httpUrl.describe(
+      "The topic's or namespace's endpoint: https://NAME.REGION-1.eventgrid.azure.net (a basic topic's may end in /api/events).",
+    ),
+    namespaceTopic: z
+      .string()
+      .regex(/^[A-Za-z0-9-]{3,50}$/, 'must be 3 to 50 letters, digits or hyphens')
+      .optional()
+      .describe("For a namespace topic: its name. Without it, the endpoint is a basic topic's (CloudEvents 1.0 input schema)."),
     accessKey: secret(z.string().min(1)).optional().describe('An access key of the topic or namespace.'),
     credential: CredentialConfig.optional().describe('Or an Entra ID credential (role EventGrid Data Sender).'),
     proxy: ProxySetting,
@@ -45,7 +69,11 @@ export const configSchema = z
   .superRefine((c, ctx) => {
     refusePlainHttpCredentials(c, c.endpoint, 'endpoint', true, ctx);
     if ((c.accessKey === undefined) === (c.credential === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['accessKey'], message: 'set either accessKey or credential (an Entra ID identity with the EventGrid Data Sender role)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['accessKey'],
+        message: 'set either accessKey or credential (an Entra ID identity with the EventGrid Data Sender role)',
+      });
     }
   });
 export type EventGridConfig = z.infer<typeof configSchema>;
@@ -53,7 +81,8 @@ export type EventGridConfig = z.infer<typeof configSchema>;
 /** publishUrl: where a batch is POSTed. */
 export function publishUrl(c: Pick<EventGridConfig, 'endpoint' | 'namespaceTopic'>): string {
   const base = c.endpoint.replace(/\/+$/, '');
-  if (c.namespaceTopic !== undefined) return `${base}/topics/${encodeURIComponent(c.namespaceTopic)}:publish?api-version=${NAMESPACE_API_VERSION}`;
+  if (c.namespaceTopic !== undefined)
+    return `${base}/topics/${encodeURIComponent(c.namespaceTopic)}:publish?api-version=${NAMESPACE_API_VERSION}`;
   return `${base.endsWith('/api/events') ? base : `${base}/api/events`}?api-version=${BASIC_API_VERSION}`;
 }
 
@@ -84,7 +113,11 @@ export const eventGridSink: SinkModule<EventGridConfig> = {
     const client = new HttpClient({ proxy: config.proxy, maxSockets: 4 });
     const url = publishUrl(config);
     const keyHeader: Record<string, string> =
-      config.accessKey === undefined ? {} : config.namespaceTopic !== undefined ? { authorization: `SharedAccessKey ${config.accessKey}` } : { 'aeg-sas-key': config.accessKey };
+      config.accessKey === undefined
+        ? {}
+        : config.namespaceTopic !== undefined
+          ? { authorization: `SharedAccessKey ${config.accessKey}` }
+          : { 'aeg-sas-key': config.accessKey };
     const bearer = config.credential !== undefined ? new BearerSource(config.credential, EVENTGRID_SCOPE) : null;
 
     /** publish POSTs one batch; `split` when Event Grid refused it as invalid or too large. */
@@ -96,24 +129,23 @@ export const eventGridSink: SinkModule<EventGridConfig> = {
     async function post(bodies: readonly string[], signal: AbortSignal): Promise<Outcome> {
       const body = `[${bodies.join(',')}]`;
       try {
-        const answer = await authorized(
-          bearer,
-          signal,
-          (authorization) =>
-            client.request(url, {
-              method: 'POST',
-              signal,
-              headers: { 'content-type': CONTENT_TYPE, 'user-agent': `se-bridge/${VERSION}`, ...keyHeader, ...authorization },
-              body,
-              maxBodyBytes: 8 * 1024,
-              onOverflow: 'drain',
-            }),
+        const answer = await authorized(bearer, signal, (authorization) =>
+          client.request(url, {
+            method: 'POST',
+            signal,
+            headers: { 'content-type': CONTENT_TYPE, 'user-agent': `se-bridge/${VERSION}`, ...keyHeader, ...authorization },
+            body,
+            maxBodyBytes: 8 * 1024,
+            onOverflow: 'drain',
+          }),
         );
         if ('outcome' in answer) return answer.outcome;
         const { res, detail } = answer;
         if (res.status === 401) return retry(`HTTP 401: the access key or token was refused${detail ? `: ${detail}` : ''}`);
-        if (res.status === 403) return retry(`HTTP 403: publishing was refused (quota, IP filter or private endpoint)${detail ? `: ${detail}` : ''}`);
-        if (res.status === 404 || res.status === 410) return reject(`HTTP ${res.status}: the topic does not exist${detail ? `: ${detail}` : ''}`);
+        if (res.status === 403)
+          return retry(`HTTP 403: publishing was refused (quota, IP filter or private endpoint)${detail ? `: ${detail}` : ''}`);
+        if (res.status === 404 || res.status === 410)
+          return reject(`HTTP ${res.status}: the topic does not exist${detail ? `: ${detail}` : ''}`);
         return classifyHttpStatus(res.status, res.headers['retry-after'], detail);
       } catch (err) {
         return classifyNetworkError(err);
@@ -127,13 +159,17 @@ export const eventGridSink: SinkModule<EventGridConfig> = {
         const sendable: number[] = [];
         bodies.forEach((b, i) => {
           const bytes = Buffer.byteLength(b);
-          if (bytes + 2 > MAX_REQUEST_BYTES) outcomes[i] = reject(`the event is ${bytes} bytes; Event Grid accepts at most ${MAX_REQUEST_BYTES - 2} per event`);
+          if (bytes + 2 > MAX_REQUEST_BYTES)
+            outcomes[i] = reject(`the event is ${bytes} bytes; Event Grid accepts at most ${MAX_REQUEST_BYTES - 2} per event`);
           else sendable.push(i);
         });
         const batches = packBatches(sendable.map((i) => Buffer.byteLength(bodies[i]!)));
         for (const [b, batch] of batches.entries()) {
           const members = batch.map((k) => sendable[k]!);
-          const { outcome, split } = await publish(members.map((i) => bodies[i]!), signal);
+          const { outcome, split } = await publish(
+            members.map((i) => bodies[i]!),
+            signal,
+          );
           // a refused batch: find the event that spoils it, one request per event
           if (split && members.length > 1) {
             for (const i of members) outcomes[i] = (await publish([bodies[i]!], signal)).outcome;

@@ -7,7 +7,16 @@
  */
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
-import { azureAuth, createCredential, entityPathOf, requireOneAuth, sdkOptions, sinkBase, type SinkModule, toAmqpPayload } from '../src/api.ts';
+import {
+  azureAuth,
+  createCredential,
+  entityPathOf,
+  requireOneAuth,
+  sdkOptions,
+  sinkBase,
+  type SinkModule,
+  toAmqpPayload,
+} from '../src/api.ts';
 import { GroupBy, groupOf, sendInBatches } from './shared/batches.ts';
 
 export const configSchema = z
@@ -16,13 +25,19 @@ export const configSchema = z
     ...sinkBase,
     ...azureAuth('an Event Hubs'),
     eventHubName: z.string().min(1).optional().describe('Needed unless the connection string has EntityPath.'),
-    partitionKey: GroupBy.default('eventId').describe('eventId: all transitions of one event in one partition, in order; vmName: all events of this VM together; none: spread.'),
-    mode: z.enum(['binary', 'structured']).default('binary').describe('binary: the data as the body, attributes as application properties; structured: one JSON CloudEvent as the body.'),
+    partitionKey: GroupBy.default('eventId').describe(
+      'eventId: all transitions of one event in one partition, in order; vmName: all events of this VM together; none: spread.',
+    ),
+    mode: z
+      .enum(['binary', 'structured'])
+      .default('binary')
+      .describe('binary: the data as the body, attributes as application properties; structured: one JSON CloudEvent as the body.'),
   })
   .superRefine((c, ctx) => {
     requireOneAuth(c, ctx);
     const hub = c.eventHubName ?? (c.connectionString ? entityPathOf(c.connectionString) : undefined);
-    if (hub === undefined) ctx.addIssue({ code: 'custom', path: ['eventHubName'], message: 'is required when the connection string has no EntityPath' });
+    if (hub === undefined)
+      ctx.addIssue({ code: 'custom', path: ['eventHubName'], message: 'is required when the connection string has no EntityPath' });
   });
 export type EventHubsConfig = z.infer<typeof configSchema>;
 

@@ -18,11 +18,21 @@ export const configSchema = z.strictObject({
   ...sinkBase,
   command: z.array(z.string().min(1)).min(1).describe('The program and its arguments (no shell).'),
   prepare: z.boolean().default(false).describe('A preparation hook: gates `approveAfterHooks`.'),
-  timeoutMs: z.number().int().min(100).max(24 * 3600_000).default(600_000).describe('How long one run may take before its process group is killed.'),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(24 * 3600_000)
+    .default(600_000)
+    .describe('How long one run may take before its process group is killed.'),
   cwd: z.string().min(1).optional().describe('Working directory.'),
   env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string().refine((v) => !v.includes('\0'), 'must not contain a NUL character'))
-    .default({}).describe('Extra environment variables (the run gets PATH, HOME, LANG, TZ from the bridge, these, and SE_*).'),
+    .record(
+      z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
+      z.string().refine((v) => !v.includes('\0'), 'must not contain a NUL character'),
+    )
+    .default({})
+    .describe('Extra environment variables (the run gets PATH, HOME, LANG, TZ from the bridge, these, and SE_*).'),
 });
 export type ExecConfig = z.infer<typeof configSchema>;
 
@@ -132,7 +142,11 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
     signal.addEventListener('abort', onAbort, { once: true });
     child.on('error', (err: NodeJS.ErrnoException) => {
       const code = err.code ?? 'ERROR';
-      finish(code === 'ENOENT' || code === 'EACCES' ? reject(`cannot start ${config.command[0]}: ${code}`) : retry(`${config.command[0]}: ${code}`));
+      finish(
+        code === 'ENOENT' || code === 'EACCES'
+          ? reject(`cannot start ${config.command[0]}: ${code}`)
+          : retry(`${config.command[0]}: ${code}`),
+      );
     });
     // Settle when the command exits, not when its output closes: a hook that starts a service
     // in the background exits 0 while the service still holds the pipes. What it printed is read

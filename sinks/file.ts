@@ -11,7 +11,10 @@ import { delivered, type Outcome, reject, retry, sinkBase, type SinkModule } fro
 export const configSchema = z.strictObject({
   type: z.literal('file'),
   ...sinkBase,
-  path: z.string().min(1, 'must name a file').describe('The JSON Lines file: one CloudEvent per line, flushed to disk before the event counts as delivered.'),
+  path: z
+    .string()
+    .min(1, 'must name a file')
+    .describe('The JSON Lines file: one CloudEvent per line, flushed to disk before the event counts as delivered.'),
   mkdir: z.boolean().default(true).describe('Create missing parent directories (default true).'),
 });
 export type FileConfig = z.infer<typeof configSchema>;

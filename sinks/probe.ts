@@ -16,18 +16,51 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { type BridgeEvent, createGuardedServer, DEFAULT_SERVER_LIMITS, deliveredWith, hostPort, type ImdsRead, listen, type Outcome, parseHostPort, sinkBase, type SinkContext, type SinkModule, sleep, transitionOf } from '../src/api.ts';
+import {
+  type BridgeEvent,
+  createGuardedServer,
+  DEFAULT_SERVER_LIMITS,
+  deliveredWith,
+  hostPort,
+  type ImdsRead,
+  listen,
+  type Outcome,
+  parseHostPort,
+  sinkBase,
+  type SinkContext,
+  type SinkModule,
+  sleep,
+  transitionOf,
+} from '../src/api.ts';
 import { ends, pendingFor, preparationKeys, preparationSink, type Preparation } from './shared/preparation.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('probe'),
   ...sinkBase,
   ...preparationKeys,
-  listen: hostPort.describe('The address the load balancer\'s health probe targets.'),
+  listen: hostPort.describe("The address the load balancer's health probe targets."),
   /** The probe's path; anything else is 404. */
-  path: z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, 'must be a URL path starting with /').default('/probe').describe('The path the health probe asks; any other path is 404.'),
-  drainSeconds: z.number().int().min(0).max(3600).default(30).describe('Once unhealthy, how long to wait (probe interval x unhealthy threshold + connection draining) before the preparation counts as done.'),
-  maxConnections: z.number().int().min(1).max(4096).default(64).describe('Open connections at most (the probers of a load balancer, a few monitors).'),
+  path: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, 'must be a URL path starting with /')
+    .default('/probe')
+    .describe('The path the health probe asks; any other path is 404.'),
+  drainSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .default(30)
+    .describe(
+      'Once unhealthy, how long to wait (probe interval x unhealthy threshold + connection draining) before the preparation counts as done.',
+    ),
+  maxConnections: z
+    .number()
+    .int()
+    .min(1)
+    .max(4096)
+    .default(64)
+    .describe('Open connections at most (the probers of a load balancer, a few monitors).'),
 });
 export type ProbeConfig = z.infer<typeof configSchema>;
 
@@ -43,11 +76,16 @@ const STATE_KEY = 'holds';
 const MAX_CONNECTIONS_PER_CLIENT = 16;
 
 // the attempt waits out the drain: it has the drain on top of the usual timeout
-export const probeSink: SinkModule<ProbeConfig> = preparationSink('probe', configSchema, (c) => c.drainSeconds * 1000, async (config, context) => {
-  const probe = new Probe(config, context);
-  await probe.listen();
-  return probe;
-});
+export const probeSink: SinkModule<ProbeConfig> = preparationSink(
+  'probe',
+  configSchema,
+  (c) => c.drainSeconds * 1000,
+  async (config, context) => {
+    const probe = new Probe(config, context);
+    await probe.listen();
+    return probe;
+  },
+);
 
 class Probe implements Preparation {
   readonly #c: ProbeConfig;
@@ -66,8 +104,13 @@ class Probe implements Preparation {
     this.#holds = readHolds(context.state?.get(STATE_KEY));
     this.#startupHold = context.reads !== undefined;
     this.#unsubscribe = context.reads?.subscribe((read) => this.#read(read)) ?? (() => undefined);
-    this.#inService = context.metrics?.gauge('sebridge_probe_in_service', 'Whether the probe sink answers 200 (1) or 503 (0), by sink.', ['sink']);
-    this.#requests = context.metrics?.counter('sebridge_probe_requests_total', 'Health probe requests answered, by sink and HTTP status.', ['sink', 'status']);
+    this.#inService = context.metrics?.gauge('sebridge_probe_in_service', 'Whether the probe sink answers 200 (1) or 503 (0), by sink.', [
+      'sink',
+    ]);
+    this.#requests = context.metrics?.counter('sebridge_probe_requests_total', 'Health probe requests answered, by sink and HTTP status.', [
+      'sink',
+      'status',
+    ]);
     this.#gauge();
     this.#server = createGuardedServer((req, res) => this.#answer(req, res), {
       ...DEFAULT_SERVER_LIMITS,
@@ -101,7 +144,10 @@ class Probe implements Preparation {
       hold = { eventType: d.eventType, notBefore: d.notBefore, since };
       this.#holds.set(d.eventId, hold);
       this.#save();
-      this.#ctx.logger.info({ eventId: d.eventId, eventType: d.eventType, drainSeconds: this.#c.drainSeconds }, 'probe out of service; draining');
+      this.#ctx.logger.info(
+        { eventId: d.eventId, eventType: d.eventType, drainSeconds: this.#c.drainSeconds },
+        'probe out of service; draining',
+      );
     } else if (hold.notBefore !== d.notBefore || hold.eventType !== d.eventType) {
       this.#holds.set(d.eventId, { ...hold, eventType: d.eventType, notBefore: d.notBefore });
       this.#save();

@@ -8,7 +8,16 @@
  */
 import type { ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
-import { azureAuth, type BridgeEvent, requireOneAuth, sdkOptions, serviceBusClient, sinkBase, type SinkModule, toAmqpPayload } from '../src/api.ts';
+import {
+  azureAuth,
+  type BridgeEvent,
+  requireOneAuth,
+  sdkOptions,
+  serviceBusClient,
+  sinkBase,
+  type SinkModule,
+  toAmqpPayload,
+} from '../src/api.ts';
 import { GroupBy, groupOf, sendInBatches } from './shared/batches.ts';
 
 export const configSchema = z
@@ -17,9 +26,14 @@ export const configSchema = z
     ...sinkBase,
     ...azureAuth('a Service Bus'),
     entity: z.string().min(1).describe('The queue or topic name.'),
-    sessionId: GroupBy.default('none').describe('none, or a session id per event (eventId) or per VM (vmName), for session-aware consumers.'),
-    timeToLiveMs: z.number().int().min(1000).optional().describe('Message time to live in ms; the entity\'s default when unset.'),
-    mode: z.enum(['binary', 'structured']).default('binary').describe('binary: the data as the body, attributes as application properties; structured: one JSON CloudEvent as the body.'),
+    sessionId: GroupBy.default('none').describe(
+      'none, or a session id per event (eventId) or per VM (vmName), for session-aware consumers.',
+    ),
+    timeToLiveMs: z.number().int().min(1000).optional().describe("Message time to live in ms; the entity's default when unset."),
+    mode: z
+      .enum(['binary', 'structured'])
+      .default('binary')
+      .describe('binary: the data as the body, attributes as application properties; structured: one JSON CloudEvent as the body.'),
   })
   .superRefine(requireOneAuth);
 export type ServiceBusConfig = z.infer<typeof configSchema>;
@@ -53,7 +67,14 @@ export const serviceBusSink: SinkModule<ServiceBusConfig> = {
           (m) => (m.body as Buffer).length + 512,
           async () => {
             const batch = await sender.createMessageBatch({ abortSignal: signal });
-            return { get count() { return batch.count; }, maxSizeInBytes: batch.maxSizeInBytes, tryAdd: (m: ServiceBusMessage) => batch.tryAddMessage(m), batch } as never;
+            return {
+              get count() {
+                return batch.count;
+              },
+              maxSizeInBytes: batch.maxSizeInBytes,
+              tryAdd: (m: ServiceBusMessage) => batch.tryAddMessage(m),
+              batch,
+            } as never;
           },
           (b) => sender.sendMessages((b as unknown as { batch: ServiceBusMessageBatch }).batch, { abortSignal: signal }),
         );

@@ -11,26 +11,43 @@
  */
 import type { WebClient } from '@slack/web-api';
 import { z } from 'zod';
-import { type BridgeEvent, delivered, httpUrl, oneByOne, type Outcome, reject, retry, secret, sinkBase, type SinkModule, slackMessage, threadLine, toChatMessage } from '../src/api.ts';
+import {
+  type BridgeEvent,
+  delivered,
+  httpUrl,
+  oneByOne,
+  type Outcome,
+  reject,
+  retry,
+  secret,
+  sinkBase,
+  type SinkModule,
+  slackMessage,
+  threadLine,
+  toChatMessage,
+} from '../src/api.ts';
 import { jsonClient, postJson } from './shared/http.ts';
-
 
 export const configSchema = z
   .strictObject({
     type: z.literal('slack'),
     ...sinkBase,
     webhookUrl: secret(httpUrl).optional().describe('An incoming webhook URL (keep it secret)...'),
-    botToken: secret(z.string().regex(/^xox[a-z]-/, 'must be a Slack token (xoxb-…)')).optional().describe('...or a bot token (xoxb-…, scope chat:write) and the channel to post in.'),
+    botToken: secret(z.string().regex(/^xox[a-z]-/, 'must be a Slack token (xoxb-…)'))
+      .optional()
+      .describe('...or a bot token (xoxb-…, scope chat:write) and the channel to post in.'),
     channel: z.string().min(1).optional().describe('With botToken: the channel to post in (its id, such as C0123456789).'),
-    threadReplies: z.boolean().default(true).describe('Bot mode: add a short reply in the message\'s thread at each change (default true).'),
-    apiUrl: httpUrl.default('https://slack.com/api/').describe('The Web API base URL (Slack\'s unless you run GovSlack or a test peer).'),
+    threadReplies: z.boolean().default(true).describe("Bot mode: add a short reply in the message's thread at each change (default true)."),
+    apiUrl: httpUrl.default('https://slack.com/api/').describe("The Web API base URL (Slack's unless you run GovSlack or a test peer)."),
   })
   .superRefine((c, ctx) => {
     if ((c.webhookUrl === undefined) === (c.botToken === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['webhookUrl'], message: 'set either webhookUrl, or botToken with channel' });
     }
-    if (c.botToken !== undefined && c.channel === undefined) ctx.addIssue({ code: 'custom', path: ['channel'], message: 'is required with botToken' });
-    if (c.webhookUrl !== undefined && c.channel !== undefined) ctx.addIssue({ code: 'custom', path: ['channel'], message: 'goes with botToken; an incoming webhook posts to its own channel' });
+    if (c.botToken !== undefined && c.channel === undefined)
+      ctx.addIssue({ code: 'custom', path: ['channel'], message: 'is required with botToken' });
+    if (c.webhookUrl !== undefined && c.channel !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['channel'], message: 'goes with botToken; an incoming webhook posts to its own channel' });
   });
 export type SlackConfig = z.infer<typeof configSchema>;
 
@@ -46,7 +63,9 @@ function classifySlackError(err: unknown): Outcome {
     case 'slack_webapi_rate_limited_error':
       return retry('Slack rate limit (429)', (e.retryAfter ?? 1) * 1000);
     case 'slack_webapi_http_error':
-      return (e.statusCode ?? 0) >= 500 || e.statusCode === 408 ? retry(`Slack HTTP ${e.statusCode}`) : reject(`Slack HTTP ${e.statusCode}`);
+      return (e.statusCode ?? 0) >= 500 || e.statusCode === 408
+        ? retry(`Slack HTTP ${e.statusCode}`)
+        : reject(`Slack HTTP ${e.statusCode}`);
     case 'slack_webapi_request_error':
       return retry(`Slack request failed: ${e.message ?? 'network error'}`);
     case 'slack_webapi_platform_error': {
@@ -65,7 +84,8 @@ export const slackSink: SinkModule<SlackConfig> = {
   maxBatchSize: 1,
   async create(config, context) {
     const linkOf = (e: BridgeEvent) => context.approval?.link(e) ?? null;
-    const chat = (e: BridgeEvent) => toChatMessage(e, { approveUrl: linkOf(e), preparations: context.preparations?.(e.data.eventId) ?? [] });
+    const chat = (e: BridgeEvent) =>
+      toChatMessage(e, { approveUrl: linkOf(e), preparations: context.preparations?.(e.data.eventId) ?? [] });
     if (config.webhookUrl !== undefined) {
       const url = config.webhookUrl;
       const dispatcher = jsonClient();
@@ -106,7 +126,13 @@ export const slackSink: SinkModule<SlackConfig> = {
             if ((err as { data?: { error?: string } }).data?.error !== 'message_not_found') throw err;
           }
         }
-        const res = await web.chat.postMessage({ channel, text: payload.text, blocks: payload.blocks as never, unfurl_links: false, unfurl_media: false });
+        const res = await web.chat.postMessage({
+          channel,
+          text: payload.text,
+          blocks: payload.blocks as never,
+          unfurl_links: false,
+          unfurl_media: false,
+        });
         if (res.ts && res.channel) state?.set(key, JSON.stringify({ channel: res.channel, ts: res.ts }));
         return delivered;
       } catch (err) {

@@ -8,7 +8,10 @@ import { type BridgeEvent, delivered, formatEventLine, retry, sinkBase, type Sin
 export const configSchema = z.strictObject({
   type: z.literal('stdout'),
   ...sinkBase,
-  format: z.enum(['text', 'json']).default('text').describe('text: one readable line per event, this VM starred; json: one CloudEvent per line.'),
+  format: z
+    .enum(['text', 'json'])
+    .default('text')
+    .describe('text: one readable line per event, this VM starred; json: one CloudEvent per line.'),
 });
 export type StdoutConfig = z.infer<typeof configSchema>;
 
@@ -22,9 +25,7 @@ export const stdoutSink: SinkModule<StdoutConfig> = {
       async send(events) {
         const text = events.map((e) => `${render(e)}\n`).join('');
         try {
-          await new Promise<void>((resolve, fail) =>
-            context.stdout.write(text, (err) => (err ? fail(err) : resolve())),
-          );
+          await new Promise<void>((resolve, fail) => context.stdout.write(text, (err) => (err ? fail(err) : resolve())));
         } catch (err) {
           const outcome = retry(`stdout write failed: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
           return events.map(() => outcome);

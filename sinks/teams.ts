@@ -5,17 +5,34 @@
  * that only people or apps of the tenant may trigger takes an Entra ID token (`auth`).
  */
 import { z } from 'zod';
-import { allowInsecureHttp, BearerSource, credentialOf, EntraAuth, httpUrl, oneByOne, refusePlainHttpCredentials, secret, sinkBase, type SinkModule, teamsMessage, toChatMessage } from '../src/api.ts';
+import {
+  allowInsecureHttp,
+  BearerSource,
+  credentialOf,
+  EntraAuth,
+  httpUrl,
+  oneByOne,
+  refusePlainHttpCredentials,
+  secret,
+  sinkBase,
+  type SinkModule,
+  teamsMessage,
+  toChatMessage,
+} from '../src/api.ts';
 import { jsonClient, postJson } from './shared/http.ts';
 
-export const configSchema = z.strictObject({
-  type: z.literal('teams'),
-  ...sinkBase,
-  webhookUrl: secret(httpUrl).describe('The HTTP POST URL of the workflow\'s webhook trigger (it contains a signature: keep it secret).'),
-  auth: EntraAuth.optional().describe('An Entra ID token for a workflow restricted to the tenant: { kind: managedIdentity, scope: https://service.flow.microsoft.com//.default }.'),
-  /** Lets the Entra ID token go over plain http to a host that is not loopback. */
-  allowInsecureHttp,
-}).superRefine((c, ctx) => refusePlainHttpCredentials(c, c.webhookUrl, 'webhookUrl', c.auth !== undefined, ctx));
+export const configSchema = z
+  .strictObject({
+    type: z.literal('teams'),
+    ...sinkBase,
+    webhookUrl: secret(httpUrl).describe("The HTTP POST URL of the workflow's webhook trigger (it contains a signature: keep it secret)."),
+    auth: EntraAuth.optional().describe(
+      'An Entra ID token for a workflow restricted to the tenant: { kind: managedIdentity, scope: https://service.flow.microsoft.com//.default }.',
+    ),
+    /** Lets the Entra ID token go over plain http to a host that is not loopback. */
+    allowInsecureHttp,
+  })
+  .superRefine((c, ctx) => refusePlainHttpCredentials(c, c.webhookUrl, 'webhookUrl', c.auth !== undefined, ctx));
 export type TeamsConfig = z.infer<typeof configSchema>;
 
 export const teamsSink: SinkModule<TeamsConfig> = {
@@ -27,7 +44,20 @@ export const teamsSink: SinkModule<TeamsConfig> = {
     const bearer = config.auth ? new BearerSource(credentialOf(config.auth), config.auth.scope) : null;
     return {
       async send(events, { signal }) {
-        return oneByOne(events, (e) => postJson(dispatcher, config.webhookUrl, teamsMessage(toChatMessage(e, { approveUrl: context.approval?.link(e) ?? null, preparations: context.preparations?.(e.data.eventId) ?? [] })), signal, bearer));
+        return oneByOne(events, (e) =>
+          postJson(
+            dispatcher,
+            config.webhookUrl,
+            teamsMessage(
+              toChatMessage(e, {
+                approveUrl: context.approval?.link(e) ?? null,
+                preparations: context.preparations?.(e.data.eventId) ?? [],
+              }),
+            ),
+            signal,
+            bearer,
+          ),
+        );
       },
       async close() {
         dispatcher.close();

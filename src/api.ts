@@ -31,7 +31,17 @@ export type {
   StandardSchema,
 } from './sinks/contract.ts';
 /** The configuration keys every sink has, and the shared validators of a sink's own keys. */
-export { allowInsecureHttp, DeliveryConfig, FilterConfig, httpUrl, isLoopback, ProxySetting, refusePlainHttpCredentials, secret, sinkBase } from './sinks/contract.ts';
+export {
+  allowInsecureHttp,
+  DeliveryConfig,
+  FilterConfig,
+  httpUrl,
+  isLoopback,
+  ProxySetting,
+  refusePlainHttpCredentials,
+  secret,
+  sinkBase,
+} from './sinks/contract.ts';
 export { hostPort, parseHostPort } from './lib/validators.ts';
 
 // ----- events --------------------------------------------------------------------------------

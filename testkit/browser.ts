@@ -12,7 +12,15 @@ import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 
 /** Flags for a closed network: no background requests, no first-run work, no GPU. */
-const QUIET = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const QUIET = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 export async function launchChromium(): Promise<Browser> {
   const path = process.env.CHROMIUM_PATH;

@@ -70,26 +70,52 @@ export class EventGridPeer {
     const namespace = /^\/topics\/([^/:]+):publish$/.exec(url.pathname);
     const topic = namespace ? decodeURIComponent(namespace[1]!) : url.pathname === '/api/events' ? 'basic' : null;
     const authorization = String(req.headers.authorization ?? '');
-    const auth = req.headers['aeg-sas-key'] !== undefined || authorization.startsWith('SharedAccessKey ') ? 'key' : authorization.startsWith('Bearer ') ? 'bearer' : 'none';
+    const auth =
+      req.headers['aeg-sas-key'] !== undefined || authorization.startsWith('SharedAccessKey ')
+        ? 'key'
+        : authorization.startsWith('Bearer ')
+          ? 'bearer'
+          : 'none';
     const answer = (status: number, code: string, message: string, headers: Record<string, string> = {}, events = 0): Answer => {
-      this.publishes.push({ topic: topic ?? url.pathname, auth, status, events, ...(status >= 300 ? { error: `${code}: ${message}` } : {}) });
-      return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers }, body: status === 200 ? '{}' : JSON.stringify({ error: { code, message } }) };
+      this.publishes.push({
+        topic: topic ?? url.pathname,
+        auth,
+        status,
+        events,
+        ...(status >= 300 ? { error: `${code}: ${message}` } : {}),
+      });
+      return {
+        status,
+        headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+        body: status === 200 ? '{}' : JSON.stringify({ error: { code, message } }),
+      };
     };
     const fault = this.faults[0];
     if (fault !== undefined) {
       fault.count -= 1;
       if (fault.count <= 0) this.faults.shift();
       if ('hang' in fault) return { hang: true };
-      return answer(fault.status, 'Fault', fault.message ?? `simulated ${fault.status}`, fault.retryAfter !== undefined ? { 'retry-after': fault.retryAfter } : {});
+      return answer(
+        fault.status,
+        'Fault',
+        fault.message ?? `simulated ${fault.status}`,
+        fault.retryAfter !== undefined ? { 'retry-after': fault.retryAfter } : {},
+      );
     }
     if (req.method !== 'POST') return answer(405, 'MethodNotAllowed', 'only POST publishes');
-    if (topic === null || (topic !== 'basic' && !this.topics.has(topic))) return answer(404, 'NotFound', `the topic ${url.pathname} does not exist`);
+    if (topic === null || (topic !== 'basic' && !this.topics.has(topic)))
+      return answer(404, 'NotFound', `the topic ${url.pathname} does not exist`);
     const version = url.searchParams.get('api-version') ?? '';
-    if (topic === 'basic' ? version !== '2018-01-01' : !NAMESPACE_VERSIONS.has(version)) return answer(400, 'BadRequest', `api-version '${version}' is not supported`);
+    if (topic === 'basic' ? version !== '2018-01-01' : !NAMESPACE_VERSIONS.has(version))
+      return answer(400, 'BadRequest', `api-version '${version}' is not supported`);
     const authError = this.#checkAuth(req, topic);
     if (authError !== null) return answer(401, 'Unauthorized', authError);
     if (!/^application\/cloudevents-batch\+json(\s*;\s*charset=utf-8)?$/i.test(String(req.headers['content-type'] ?? ''))) {
-      return answer(400, 'BadRequest', `content-type must be application/cloudevents-batch+json, not ${String(req.headers['content-type'])}`);
+      return answer(
+        400,
+        'BadRequest',
+        `content-type must be application/cloudevents-batch+json, not ${String(req.headers['content-type'])}`,
+      );
     }
     if (size > MAX_BYTES) return answer(413, 'RequestEntityTooLarge', `the request is ${size} bytes; at most ${MAX_BYTES} are accepted`);
     let events: unknown;
@@ -98,11 +124,13 @@ export class EventGridPeer {
     } catch {
       return answer(400, 'BadRequest', 'the body is not JSON');
     }
-    if (!Array.isArray(events) || events.length === 0) return answer(400, 'BadRequest', 'the body must be a non-empty array of CloudEvents');
+    if (!Array.isArray(events) || events.length === 0)
+      return answer(400, 'BadRequest', 'the body must be a non-empty array of CloudEvents');
     for (const [i, e] of events.entries()) {
       const problem = cloudEventProblem(e);
       if (problem !== null) return answer(400, 'BadRequest', `event ${i}: ${problem}`);
-      if (this.refuseSubject !== null && (e as Record<string, unknown>).subject === this.refuseSubject) return answer(400, 'BadRequest', `event ${i}: refused by the topic`);
+      if (this.refuseSubject !== null && (e as Record<string, unknown>).subject === this.refuseSubject)
+        return answer(400, 'BadRequest', `event ${i}: refused by the topic`);
     }
     const list = this.accepted.get(topic) ?? [];
     list.push(...(events as Record<string, unknown>[]));
@@ -115,12 +143,14 @@ export class EventGridPeer {
     if (authorization.startsWith('Bearer ')) {
       const claims = readJwt(authorization.slice(7));
       if (claims === null) return 'the bearer token is not a JWT';
-      if (claims.aud !== 'https://eventgrid.azure.net') return `the token's audience ${String(claims.aud)} is not https://eventgrid.azure.net`;
+      if (claims.aud !== 'https://eventgrid.azure.net')
+        return `the token's audience ${String(claims.aud)} is not https://eventgrid.azure.net`;
       if (Number(claims.exp) * 1000 <= Date.now()) return 'the token has expired';
       return null;
     }
     const key = topic === 'basic' ? req.headers['aeg-sas-key'] : /^SharedAccessKey (.*)$/.exec(authorization)?.[1];
-    if (key === undefined) return topic === 'basic' ? 'no aeg-sas-key header or bearer token' : 'no Authorization: SharedAccessKey header or bearer token';
+    if (key === undefined)
+      return topic === 'basic' ? 'no aeg-sas-key header or bearer token' : 'no Authorization: SharedAccessKey header or bearer token';
     return key === PEER_KEY ? null : 'the access key is not valid for this topic';
   }
 }

@@ -4,7 +4,10 @@ import { toDomainDocument, WireDocument } from '../src/imds/wire.ts';
 import { toCloudEvent, type BridgeEvent } from '../src/pipeline/cloudevent.ts';
 import { diff } from '../src/pipeline/diff.ts';
 
-const testVm = identityFrom({ name: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0' });
+const testVm = identityFrom({
+  name: 'vm0',
+  resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0',
+});
 
 /** bridgeEvents: `n` CloudEvents for Reboot events EV-0… of vm0, as a sink receives them. */
 export function bridgeEvents(n: number, status = 'Scheduled', descriptionLength = 10): BridgeEvent[] {

@@ -24,10 +24,21 @@ export function sessionOf(sim: ImdsSimulator): string {
 }
 
 export function relayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
-  return localRelayConfig(peer, keys, { apiSecrets: [API_SECRET], slack: { signingSecret: SLACK_SECRET, responseUrls: ['http://127.0.0.1:'] }, replyWaitMs: 10_000, log: { level: 'silent' }, ...over });
+  return localRelayConfig(peer, keys, {
+    apiSecrets: [API_SECRET],
+    slack: { signingSecret: SLACK_SECRET, responseUrls: ['http://127.0.0.1:'] },
+    replyWaitMs: 10_000,
+    log: { level: 'silent' },
+    ...over,
+  });
 }
 
 /** fleetApproval: a bridge's `approval` section for the fleet, with the link key of `session`. */
-export function fleetApproval(peer: AmqpPeer, keys: FleetKeys, session: string, relayUrl = 'https://approvals.example.com'): Record<string, unknown> {
+export function fleetApproval(
+  peer: AmqpPeer,
+  keys: FleetKeys,
+  session: string,
+  relayUrl = 'https://approvals.example.com',
+): Record<string, unknown> {
   return localInbox(peer, keys, session, relayUrl);
 }

@@ -69,7 +69,10 @@ export async function startBridge(o: HarnessOptions = {}): Promise<Harness> {
   if (owned) await sim.listen(0);
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'se-bridge-test-'));
   const extra = o.config ?? {};
-  const section = (name: string, base: Record<string, unknown>) => ({ ...base, ...((extra[name] as Record<string, unknown> | undefined) ?? {}) });
+  const section = (name: string, base: Record<string, unknown>) => ({
+    ...base,
+    ...((extra[name] as Record<string, unknown> | undefined) ?? {}),
+  });
   const config = validateConfig(
     {
       ...extra,
@@ -82,7 +85,8 @@ export async function startBridge(o: HarnessOptions = {}): Promise<Harness> {
     {},
   );
   const lines: Record<string, unknown>[] = [];
-  const logger = o.logger?.(config) ?? pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  const logger =
+    o.logger?.(config) ?? pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
   const out = new PassThrough();
   let written = '';
   out.on('data', (c: Buffer) => (written += c.toString()));
@@ -95,7 +99,10 @@ export async function startBridge(o: HarnessOptions = {}): Promise<Harness> {
     } catch {
       return [];
     }
-    return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as WrittenEvent);
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as WrittenEvent);
   };
   const h: Harness = {
     bridge,

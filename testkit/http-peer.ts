@@ -14,9 +14,7 @@ export interface Recorded {
   at: number;
 }
 
-export type Answer =
-  | { status: number; body?: string | Buffer; headers?: Record<string, string>; delayMs?: number }
-  | { hang: true };
+export type Answer = { status: number; body?: string | Buffer; headers?: Record<string, string>; delayMs?: number } | { hang: true };
 
 export class HttpPeer {
   readonly requests: Recorded[] = [];
@@ -57,7 +55,13 @@ export class HttpPeer {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
-    const rec: Recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+    const rec: Recorded = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+      at: Date.now(),
+    };
     const index = this.requests.length;
     this.requests.push(rec);
     const a = this.answer(rec, index);

@@ -66,7 +66,11 @@ export function readGraph(root: string, dirs: readonly string[]): Graph {
       const from = relative(root, file).split('\\').join('/');
       // data (package.json for the version) is not code and has no layer
       const code = importsOf(readFileSync(file, 'utf8')).filter((s) => !s.endsWith('.json'));
-      const targets = code.map((s) => normalize(join(dirname(from), s)).split('\\').join('/'));
+      const targets = code.map((s) =>
+        normalize(join(dirname(from), s))
+          .split('\\')
+          .join('/'),
+      );
       graph.set(from, targets);
     }
   }
@@ -84,7 +88,11 @@ export function layerOf(file: string): string | null {
 /** privateImports lists every import from a built-in sink (sinks/) into src/ other than through the public API. */
 export function privateImports(graph: Graph): Violation[] {
   return [...graph].flatMap(([from, targets]) =>
-    from.startsWith('sinks/') ? targets.filter((to) => !to.startsWith('sinks/') && to !== PUBLIC_API).map((to) => ({ from, to, why: 'a sink imports src/ other than through src/api.ts' })) : [],
+    from.startsWith('sinks/')
+      ? targets
+          .filter((to) => !to.startsWith('sinks/') && to !== PUBLIC_API)
+          .map((to) => ({ from, to, why: 'a sink imports src/ other than through src/api.ts' }))
+      : [],
   );
 }
 

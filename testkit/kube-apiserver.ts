@@ -115,21 +115,44 @@ export class KubeStandIn {
   }
 
   addNode(name: string, spec: StandInNode['spec'] = {}, metadata: Partial<StandInNode['metadata']> = {}): StandInNode {
-    const node: StandInNode = { metadata: { name, uid: this.#nextUid(), resourceVersion: this.#nextRv(), labels: { 'kubernetes.io/hostname': name }, annotations: {}, ...metadata }, spec: structuredClone(spec) };
+    const node: StandInNode = {
+      metadata: {
+        name,
+        uid: this.#nextUid(),
+        resourceVersion: this.#nextRv(),
+        labels: { 'kubernetes.io/hostname': name },
+        annotations: {},
+        ...metadata,
+      },
+      spec: structuredClone(spec),
+    };
     this.nodes.set(name, node);
     return node;
   }
 
-  addPod(namespace: string, name: string, nodeName: string, more: { owner?: string; mirror?: boolean; emptyDir?: boolean; grace?: number; phase?: string } = {}): StandInPod {
+  addPod(
+    namespace: string,
+    name: string,
+    nodeName: string,
+    more: { owner?: string; mirror?: boolean; emptyDir?: boolean; grace?: number; phase?: string } = {},
+  ): StandInPod {
     const pod: StandInPod = {
       metadata: {
         name,
         namespace,
         uid: this.#nextUid(),
         ...(more.mirror ? { annotations: { 'kubernetes.io/config.mirror': 'abc123' } } : {}),
-        ...(more.owner ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: more.owner, name: `${name}-owner`, uid: this.#nextUid(), controller: true }] } : {}),
+        ...(more.owner
+          ? {
+              ownerReferences: [{ apiVersion: 'apps/v1', kind: more.owner, name: `${name}-owner`, uid: this.#nextUid(), controller: true }],
+            }
+          : {}),
       },
-      spec: { nodeName, terminationGracePeriodSeconds: more.grace ?? 30, ...(more.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}) },
+      spec: {
+        nodeName,
+        terminationGracePeriodSeconds: more.grace ?? 30,
+        ...(more.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}),
+      },
       status: { phase: more.phase ?? 'Running' },
     };
     this.pods.set(`${namespace}/${name}`, pod);
@@ -166,13 +189,24 @@ export class KubeStandIn {
     const forbid = (resource: string, verb: string, ns?: string) => {
       if (!this.#o.forbid.includes(resource)) return false;
       const where = ns === undefined ? 'at the cluster scope' : `in the namespace "${ns}"`;
-      status(res, 403, 'Forbidden', `${resource.split('/')[0]} is forbidden: User "system:serviceaccount:kube-system:se-bridge" cannot ${verb} resource "${resource}" in API group "" ${where}`);
+      status(
+        res,
+        403,
+        'Forbidden',
+        `${resource.split('/')[0]} is forbidden: User "system:serviceaccount:kube-system:se-bridge" cannot ${verb} resource "${resource}" in API group "" ${where}`,
+      );
       return true;
     };
     // /api/v1/nodes[/{name}]
     if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'nodes') {
       if (forbid('nodes', req.method === 'PATCH' ? 'patch' : p[3] ? 'get' : 'list')) return;
-      if (p.length === 3 && req.method === 'GET') return json(res, 200, { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) }, items: [...this.nodes.values()].map(withKind('Node')) });
+      if (p.length === 3 && req.method === 'GET')
+        return json(res, 200, {
+          kind: 'NodeList',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: String(this.#rv) },
+          items: [...this.nodes.values()].map(withKind('Node')),
+        });
       const node = this.nodes.get(p[3] ?? '');
       if (p.length !== 4) return status(res, 404, 'NotFound', 'the server could not find the requested resource');
       if (node === undefined) return status(res, 404, 'NotFound', `nodes "${p[3]}" not found`, { name: p[3], kind: 'nodes' });
@@ -185,21 +219,36 @@ export class KubeStandIn {
       const selector = url.searchParams.get('fieldSelector') ?? '';
       const m = /^spec\.nodeName=(.+)$/.exec(selector);
       const items = m ? this.podsOn(m[1]!) : [...this.pods.values()];
-      return json(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) }, items: items.map(withKind('Pod')) });
+      return json(res, 200, {
+        kind: 'PodList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(this.#rv) },
+        items: items.map(withKind('Pod')),
+      });
     }
     if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'namespaces' && p.length >= 5) {
       const ns = p[3]!;
       if (p[4] === 'events' && p.length === 5 && req.method === 'POST') {
         if (forbid('events', 'create', ns)) return;
         const e = body as Json & { metadata?: Json };
-        const created = { ...e, metadata: { ...(e.metadata ?? {}), name: `${String(e.metadata?.generateName ?? 'event.')}${this.#nextRv()}`, namespace: ns, uid: this.#nextUid() } };
+        const created = {
+          ...e,
+          metadata: {
+            ...(e.metadata ?? {}),
+            name: `${String(e.metadata?.generateName ?? 'event.')}${this.#nextRv()}`,
+            namespace: ns,
+            uid: this.#nextUid(),
+          },
+        };
         this.events.push(created);
         return json(res, 201, created);
       }
       if (p[4] === 'pods' && p.length === 6 && req.method === 'GET') {
         if (forbid('pods', 'get', ns)) return;
         const pod = this.pods.get(`${ns}/${p[5]}`);
-        return pod ? json(res, 200, withKind('Pod')(pod)) : status(res, 404, 'NotFound', `pods "${p[5]}" not found`, { name: p[5], kind: 'pods' });
+        return pod
+          ? json(res, 200, withKind('Pod')(pod))
+          : status(res, 404, 'NotFound', `pods "${p[5]}" not found`, { name: p[5], kind: 'pods' });
       }
       if (p[4] === 'pods' && p[6] === 'eviction' && p.length === 7 && req.method === 'POST') {
         if (forbid('pods/eviction', 'create', ns)) return;
@@ -211,12 +260,23 @@ export class KubeStandIn {
 
   #patchNode(res: ServerResponse, node: StandInNode, type: string | undefined, body: unknown): void {
     if (type !== 'application/strategic-merge-patch+json' && type !== 'application/merge-patch+json') {
-      return status(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
+      return status(
+        res,
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
+      );
     }
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) return status(res, 400, 'BadRequest', 'the patch is not a JSON object');
+    if (body === null || typeof body !== 'object' || Array.isArray(body))
+      return status(res, 400, 'BadRequest', 'the patch is not a JSON object');
     const rv = (body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
     if (rv !== undefined && rv !== node.metadata.resourceVersion) {
-      return status(res, 409, 'Conflict', `Operation cannot be fulfilled on nodes "${node.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`);
+      return status(
+        res,
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on nodes "${node.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
     }
     const merged = merge(structuredClone(node), body) as StandInNode;
     merged.metadata.resourceVersion = this.#nextRv();
@@ -228,7 +288,12 @@ export class KubeStandIn {
 
   #evict(res: ServerResponse, ns: string, name: string, body: unknown): void {
     const key = `${ns}/${name}`;
-    const b = body as { kind?: string; apiVersion?: string; metadata?: { name?: string }; deleteOptions?: { gracePeriodSeconds?: number } } | null;
+    const b = body as {
+      kind?: string;
+      apiVersion?: string;
+      metadata?: { name?: string };
+      deleteOptions?: { gracePeriodSeconds?: number };
+    } | null;
     if (b?.kind !== 'Eviction' || b.apiVersion !== 'policy/v1' || b.metadata?.name !== name) {
       return status(res, 400, 'BadRequest', 'name in URL does not match name in Eviction object');
     }
@@ -242,11 +307,16 @@ export class KubeStandIn {
     if (held > 0) {
       this.budgets.set(key, held - 1);
       answered(429);
-      return status(res, 429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", { causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget pdb needs 1 healthy pods and has 1 currently' }] });
+      return status(res, 429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", {
+        causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget pdb needs 1 healthy pods and has 1 currently' }],
+      });
     }
     answered(201);
     if (pod.metadata.deletionTimestamp === undefined) {
-      const grace = Math.min(b.deleteOptions?.gracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30, pod.spec.terminationGracePeriodSeconds ?? 30);
+      const grace = Math.min(
+        b.deleteOptions?.gracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30,
+        pod.spec.terminationGracePeriodSeconds ?? 30,
+      );
       pod.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString();
       const uid = pod.metadata.uid;
       setTimeout(() => {
@@ -277,5 +347,14 @@ function json(res: ServerResponse, code: number, body: unknown): void {
 }
 
 function status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
-  json(res, code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code });
+  json(res, code, {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  });
 }

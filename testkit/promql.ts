@@ -149,7 +149,8 @@ function matches(labels: Labels, ms: readonly Matcher[]): boolean {
 }
 
 const withoutName = (l: Labels): Labels => Object.fromEntries(Object.entries(l).filter(([k]) => k !== '__name__'));
-const signature = (l: Labels, on: string[] | null) => JSON.stringify(on === null ? Object.entries(withoutName(l)).sort() : on.map((k) => [k, l[k] ?? '']));
+const signature = (l: Labels, on: string[] | null) =>
+  JSON.stringify(on === null ? Object.entries(withoutName(l)).sort() : on.map((k) => [k, l[k] ?? '']));
 
 /** extrapolatedIncrease is Prometheus's extrapolatedRate for counters, without the division. */
 function extrapolatedIncrease(points: readonly (readonly [number, number])[], start: number, end: number): number | null {
@@ -187,7 +188,14 @@ export function evaluate(node: Node, series: readonly Series[], at: number): Sam
       });
     }
     case 'compare': {
-      const test = { '==': (a: number) => a === node.value, '!=': (a: number) => a !== node.value, '>': (a: number) => a > node.value, '>=': (a: number) => a >= node.value, '<': (a: number) => a < node.value, '<=': (a: number) => a <= node.value }[node.op]!;
+      const test = {
+        '==': (a: number) => a === node.value,
+        '!=': (a: number) => a !== node.value,
+        '>': (a: number) => a > node.value,
+        '>=': (a: number) => a >= node.value,
+        '<': (a: number) => a < node.value,
+        '<=': (a: number) => a <= node.value,
+      }[node.op]!;
       return evaluate(node.left, series, at).filter((x) => test(x.value));
     }
     case 'set': {
@@ -217,7 +225,9 @@ export interface Alert {
 }
 
 function fill(template: string, labels: Labels, value: number): string {
-  return template.replace(/\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}/g, (_m, k: string) => labels[k] ?? '').replace(/\{\{\s*\$value\s*\}\}/g, String(value));
+  return template
+    .replace(/\{\{\s*\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}/g, (_m, k: string) => labels[k] ?? '')
+    .replace(/\{\{\s*\$value\s*\}\}/g, String(value));
 }
 
 /**

@@ -77,7 +77,11 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const smp = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
   const call = <T>(what: string, run: () => Promise<T>): Promise<T> =>
-    withDeadline(run(), CALL_DEADLINE_MS, () => new KubeFailure('KUBE_API_TIMEOUT', `${what}: no answer within ${CALL_DEADLINE_MS / 1000} s`, true)).catch((err: unknown) => {
+    withDeadline(
+      run(),
+      CALL_DEADLINE_MS,
+      () => new KubeFailure('KUBE_API_TIMEOUT', `${what}: no answer within ${CALL_DEADLINE_MS / 1000} s`, true),
+    ).catch((err: unknown) => {
       throw toFailure(what, err);
     });
   return {
@@ -93,9 +97,16 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
       return list.items.map(podOf);
     },
     async evict(pod, gracePeriodSeconds) {
-      const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace }, deleteOptions: { gracePeriodSeconds } };
+      const body = {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name: pod.name, namespace: pod.namespace },
+        deleteOptions: { gracePeriodSeconds },
+      };
       try {
-        await call(`evict pod ${pod.namespace}/${pod.name}`, () => core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }));
+        await call(`evict pod ${pod.namespace}/${pod.name}`, () =>
+          core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }),
+        );
         return 'evicted';
       } catch (err) {
         if (err instanceof KubeFailure && err.status === 404) return 'gone';
@@ -127,13 +138,23 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
 /** unconfigured: neither a kubeconfig nor a cluster around; every call says so. */
 function unconfigured(): Kube {
   const fail = (): never => {
-    throw new KubeFailure('KUBE_NOT_CONFIGURED', 'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)', false);
+    throw new KubeFailure(
+      'KUBE_NOT_CONFIGURED',
+      'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)',
+      false,
+    );
   };
   return { readNode: fail, nodeByProviderId: fail, patchNode: fail, podsOn: fail, evict: fail, event: async () => undefined };
 }
 
 interface NodeLike {
-  metadata?: { name?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata?: {
+    name?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   spec?: { unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
 }
 
@@ -150,7 +171,14 @@ function nodeOf(n: NodeLike): KubeNode {
 }
 
 interface PodLike {
-  metadata?: { name?: string; namespace?: string; uid?: string; annotations?: Record<string, string>; ownerReferences?: { kind: string; controller?: boolean }[]; deletionTimestamp?: unknown };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+    ownerReferences?: { kind: string; controller?: boolean }[];
+    deletionTimestamp?: unknown;
+  };
   spec?: { volumes?: { emptyDir?: unknown }[]; terminationGracePeriodSeconds?: number };
   status?: { phase?: string };
 }
@@ -194,7 +222,8 @@ function apiMessage(body: unknown): string | null {
       return body.slice(0, 200) || null;
     }
   }
-  if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') return (body as { message: string }).message;
+  if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string')
+    return (body as { message: string }).message;
   return null;
 }
 

@@ -55,12 +55,19 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
     const results = await pool(pods, CONCURRENCY, (pod) => evictOne(kube, pod, o));
     const held = results.filter((r): r is string => typeof r === 'string');
     evicted += results.filter((r) => r === true).length;
-    if (held.length > 0) return { kind: 'blocked', reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}` };
+    if (held.length > 0)
+      return { kind: 'blocked', reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}` };
     const stopping = await waitGone(kube, node, new Set(pods.map((p) => p.uid)), o);
-    if (stopping.length > 0) return { kind: 'blocked', reason: `evicted but not stopped yet: ${stopping.slice(0, 3).map(named).join(', ')}${stopping.length > 3 ? ` and ${stopping.length - 3} more` : ''}` };
+    if (stopping.length > 0)
+      return {
+        kind: 'blocked',
+        reason: `evicted but not stopped yet: ${stopping.slice(0, 3).map(named).join(', ')}${stopping.length > 3 ? ` and ${stopping.length - 3} more` : ''}`,
+      };
   }
   const left = evictable(await kube.podsOn(node));
-  return left.length === 0 ? { kind: 'drained', evicted } : { kind: 'blocked', reason: `pods keep landing on the node: ${left.slice(0, 3).map(named).join(', ')}` };
+  return left.length === 0
+    ? { kind: 'drained', evicted }
+    : { kind: 'blocked', reason: `pods keep landing on the node: ${left.slice(0, 3).map(named).join(', ')}` };
 }
 
 /** evictOne evicts one pod (a budget's 429 is tried again with backoff): true when evicted, false when it was gone or stopping already, else why not. */
@@ -72,7 +79,8 @@ async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<bool
     if (r === 'gone') return false;
     if (r === 'evicted') return true;
     const pause = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
-    if (Date.now() + pause > o.deadline) return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'})`;
+    if (Date.now() + pause > o.deadline)
+      return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'})`;
     await sleep(pause, o.signal);
   }
 }

@@ -15,7 +15,17 @@
  * loads only when a kubernetes sink is configured.
  */
 import { z } from 'zod';
-import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, sinkBase, type SinkContext, type SinkModule, transitionOf } from '../../src/api.ts';
+import {
+  type BridgeEvent,
+  deliveredWith,
+  type Outcome,
+  reject,
+  retry,
+  sinkBase,
+  type SinkContext,
+  type SinkModule,
+  transitionOf,
+} from '../../src/api.ts';
 import { ends, preparationKeys, preparationSink, type Preparation } from '../shared/preparation.ts';
 import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
 import { drainNode } from './drain.ts';
@@ -30,18 +40,35 @@ export const configSchema = z.strictObject({
   type: z.literal('kubernetes'),
   ...sinkBase,
   ...preparationKeys,
-  nodeName: z.string().max(253).regex(dns1123, 'must be a Kubernetes node name (lower-case DNS subdomain)').optional().describe('The Node to prepare; default the NODE_NAME environment variable, else the Node whose spec.providerID names this VM.'),
+  nodeName: z
+    .string()
+    .max(253)
+    .regex(dns1123, 'must be a Kubernetes node name (lower-case DNS subdomain)')
+    .optional()
+    .describe('The Node to prepare; default the NODE_NAME environment variable, else the Node whose spec.providerID names this VM.'),
   kubeconfig: z.string().min(1).optional().describe('A kubeconfig file; default the in-cluster service account.'),
   drain: z
     .strictObject({
-      timeoutSeconds: z.number().int().min(1).max(24 * 3600).default(600).describe('Give up this attempt after this long (the delivery policy tries again, never past NotBefore).'),
-      gracePeriodSeconds: z.number().int().min(0).max(3600).default(30).describe('At most this per pod; the pod\'s own, if shorter, wins.'),
-      deleteEmptyDirData: z.boolean().default(false).describe('false: a pod with an emptyDir volume blocks the drain (as kubectl drain refuses); true: evict it.'),
+      timeoutSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(24 * 3600)
+        .default(600)
+        .describe('Give up this attempt after this long (the delivery policy tries again, never past NotBefore).'),
+      gracePeriodSeconds: z.number().int().min(0).max(3600).default(30).describe("At most this per pod; the pod's own, if shorter, wins."),
+      deleteEmptyDirData: z
+        .boolean()
+        .default(false)
+        .describe('false: a pod with an emptyDir volume blocks the drain (as kubectl drain refuses); true: evict it.'),
       pollMs: z.number().int().min(50).max(60_000).default(1000).describe('How often evicted pods are checked for being gone.'),
     })
     .prefault({}),
   taint: z.boolean().default(true).describe('Add the taint scheduledevents.azure.com/maintenance=<EventType>:NoSchedule.'),
-  excludeFromLoadBalancers: z.boolean().default(true).describe('Add the label node.kubernetes.io/exclude-from-external-load-balancers=true.'),
+  excludeFromLoadBalancers: z
+    .boolean()
+    .default(true)
+    .describe('Add the label node.kubernetes.io/exclude-from-external-load-balancers=true.'),
 });
 export type KubernetesConfig = z.infer<typeof configSchema>;
 
@@ -55,9 +82,14 @@ export interface Prepared {
   readonly at: string;
 }
 
-export const kubernetesSink: SinkModule<KubernetesConfig> = preparationSink('kubernetes', configSchema, (c) => c.drain.timeoutSeconds * 1000, async (config, context) => {
-  return new NodePreparation(config, context, await connect(config.kubeconfig));
-});
+export const kubernetesSink: SinkModule<KubernetesConfig> = preparationSink(
+  'kubernetes',
+  configSchema,
+  (c) => c.drain.timeoutSeconds * 1000,
+  async (config, context) => {
+    return new NodePreparation(config, context, await connect(config.kubeconfig));
+  },
+);
 
 class NodePreparation implements Preparation {
   readonly #c: KubernetesConfig;
@@ -84,12 +116,17 @@ class NodePreparation implements Preparation {
         this.#ctx.logger.warn({ eventId: d.eventId, notBefore: d.notBefore }, 'NotBefore has passed; preparing the node anyway');
       }
       const prepared = await this.#prepare(node, d.eventId, d.eventType, d.notBefore);
-      const deadline = Math.min(Date.now() + this.#c.drain.timeoutSeconds * 1000, d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000));
+      const deadline = Math.min(
+        Date.now() + this.#c.drain.timeoutSeconds * 1000,
+        d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000),
+      );
       const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, deadline, signal, logger: this.#ctx.logger });
       if (drained.kind === 'blocked') {
         const past = d.notBefore !== null && Date.parse(d.notBefore) <= Date.now();
         // past NotBefore the maintenance happens whatever we do: trying again would only repeat the failure
-        return past ? reject(`KUBE_DRAIN_INCOMPLETE: NotBefore passed with the node not drained: ${drained.reason}`) : retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
+        return past
+          ? reject(`KUBE_DRAIN_INCOMPLETE: NotBefore passed with the node not drained: ${drained.reason}`)
+          : retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
       }
       await this.#kube.event(prepared, 'Drained', `Drained for maintenance ${d.eventId}: ${plural(drained.evicted, 'pod')} evicted`);
       return deliveredWith(`node ${prepared.name} cordoned and drained: ${plural(drained.evicted, 'pod')} evicted`);
@@ -102,9 +139,19 @@ class NodePreparation implements Preparation {
   async #node(): Promise<KubeNode> {
     if (this.#nodeName !== null) return this.#kube.readNode(this.#nodeName);
     const vm = this.#ctx.vm?.();
-    if (!vm?.resourceId) throw new KubeFailure('KUBE_NODE_UNKNOWN', 'no nodeName configured, NODE_NAME is unset, and this VM\'s resource id is unknown, so its Node cannot be found', false);
+    if (!vm?.resourceId)
+      throw new KubeFailure(
+        'KUBE_NODE_UNKNOWN',
+        "no nodeName configured, NODE_NAME is unset, and this VM's resource id is unknown, so its Node cannot be found",
+        false,
+      );
     const node = await this.#kube.nodeByProviderId(`azure://${vm.resourceId}`);
-    if (node === null) throw new KubeFailure('KUBE_NODE_NOT_FOUND', `no Node has spec.providerID azure://${vm.resourceId}; set nodeName or NODE_NAME`, false);
+    if (node === null)
+      throw new KubeFailure(
+        'KUBE_NODE_NOT_FOUND',
+        `no Node has spec.providerID azure://${vm.resourceId}; set nodeName or NODE_NAME`,
+        false,
+      );
     this.#nodeName = node.name;
     return node;
   }
@@ -132,13 +179,19 @@ class NodePreparation implements Preparation {
         },
         spec: {
           ...(record.cordoned ? { unschedulable: true } : {}),
-          ...(this.#c.taint ? { taints: [...node.taints.filter((t) => t.key !== TAINT_KEY), { key: TAINT_KEY, value: eventType, effect: 'NoSchedule' }] } : {}),
+          ...(this.#c.taint
+            ? { taints: [...node.taints.filter((t) => t.key !== TAINT_KEY), { key: TAINT_KEY, value: eventType, effect: 'NoSchedule' }] }
+            : {}),
         },
       };
       try {
         const patched = await this.#kube.patchNode(node.name, patch);
         this.#ctx.logger.info({ node: node.name, eventId, ...record }, 'node prepared for maintenance');
-        await this.#kube.event(patched, 'MaintenanceScheduled', `Maintenance ${eventId} (${eventType}) not before ${notBefore ?? 'unknown'}; preparing the node`);
+        await this.#kube.event(
+          patched,
+          'MaintenanceScheduled',
+          `Maintenance ${eventId} (${eventType}) not before ${notBefore ?? 'unknown'}; preparing the node`,
+        );
         if (record.cordoned && before === null) await this.#kube.event(patched, 'Cordoned', `Cordoned for maintenance ${eventId}`);
         return patched;
       } catch (err) {
@@ -168,7 +221,12 @@ class NodePreparation implements Preparation {
               ...(before.tainted ? { taints: node.taints.filter((t) => t.key !== TAINT_KEY) } : {}),
             },
           }
-        : { metadata: { resourceVersion: node.resourceVersion, annotations: { [ANNOTATION]: JSON.stringify({ ...before, eventIds: left }) } } };
+        : {
+            metadata: {
+              resourceVersion: node.resourceVersion,
+              annotations: { [ANNOTATION]: JSON.stringify({ ...before, eventIds: left }) },
+            },
+          };
       try {
         const patched = await this.#kube.patchNode(node.name, patch);
         const reason = transition === 'canceled' ? 'MaintenanceCanceled' : 'MaintenanceCompleted';
@@ -190,7 +248,13 @@ export function readPrepared(text: string | undefined): Prepared | null {
   try {
     const v = JSON.parse(text) as Partial<Prepared>;
     if (!Array.isArray(v.eventIds)) return null;
-    return { eventIds: v.eventIds.map(String), cordoned: v.cordoned === true, tainted: v.tainted === true, labeled: v.labeled === true, at: String(v.at ?? '') };
+    return {
+      eventIds: v.eventIds.map(String),
+      cordoned: v.cordoned === true,
+      tainted: v.tainted === true,
+      labeled: v.labeled === true,
+      at: String(v.at ?? ''),
+    };
   } catch {
     return null;
   }

@@ -62,7 +62,9 @@ export async function sendInBatches<M>(
             continue;
           }
         }
-        outcomes[i] = reject(`MessageSizeExceeded: the event is about ${sizeOf(message)} bytes; the entity accepts at most ${batch.maxSizeInBytes}`);
+        outcomes[i] = reject(
+          `MessageSizeExceeded: the event is about ${sizeOf(message)} bytes; the entity accepts at most ${batch.maxSizeInBytes}`,
+        );
       }
       if (members.length > 0) {
         await sendBatch(batch);

@@ -11,7 +11,13 @@ export function jsonClient(): HttpClient {
 }
 
 /** postJson posts `body`; with `bearer`, an Entra ID token goes with it (renewed once after a 401). */
-export async function postJson(client: HttpClient, url: string, body: unknown, signal: AbortSignal, bearer: BearerSource | null = null): Promise<Outcome> {
+export async function postJson(
+  client: HttpClient,
+  url: string,
+  body: unknown,
+  signal: AbortSignal,
+  bearer: BearerSource | null = null,
+): Promise<Outcome> {
   try {
     const text = JSON.stringify(body);
     const answer = await authorized(bearer, signal, (authorization) =>

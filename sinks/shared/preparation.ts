@@ -4,10 +4,26 @@
  * and the transitions that prepare and those that give the VM back.
  */
 import { z } from 'zod';
-import { type BridgeEvent, FilterConfig, matchesFilter, oneByOne, type Outcome, type ScheduledEvent, type SinkConfigBase, type SinkContext, type SinkModule, transitionOf } from '../../src/api.ts';
+import {
+  type BridgeEvent,
+  FilterConfig,
+  matchesFilter,
+  oneByOne,
+  type Outcome,
+  type ScheduledEvent,
+  type SinkConfigBase,
+  type SinkContext,
+  type SinkModule,
+  transitionOf,
+} from '../../src/api.ts';
 
 /** A preparation's filter: scope `self` by default (a VM prepares itself for its own maintenance). */
-export const preparationFilter = FilterConfig.extend({ scope: z.enum(['all', 'self', 'leader']).default('self').describe('As for every sink; a preparation defaults to self: the events naming this VM.') }).prefault({});
+export const preparationFilter = FilterConfig.extend({
+  scope: z
+    .enum(['all', 'self', 'leader'])
+    .default('self')
+    .describe('As for every sink; a preparation defaults to self: the events naming this VM.'),
+}).prefault({});
 
 export const preparationKeys = {
   filter: preparationFilter,
@@ -22,7 +38,9 @@ export function ends(event: BridgeEvent): boolean {
 
 /** pendingFor: the events IMDS lists that the preparation's filter takes for this VM. */
 export function pendingFor(filter: FilterConfig, events: readonly ScheduledEvent[], vmName: string): ScheduledEvent[] {
-  return events.filter((e) => matchesFilter(filter, { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources }, vmName));
+  return events.filter((e) =>
+    matchesFilter(filter, { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources }, vmName),
+  );
 }
 
 /** A preparation as its sink module drives it: one event at a time. */

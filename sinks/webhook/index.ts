@@ -16,12 +16,36 @@
  */
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { allowInsecureHttp, authorized, BearerSource, type BridgeEvent, classifyHttpStatus, classifyNetworkError, credentialOf, EntraAuth, HTTP, HttpClient, httpUrl, oneByOne, type Outcome, percentEncode, ProxySetting, refusePlainHttpCredentials, reject, secret, secretKey, signatureHeaders, sinkBase, type SinkModule, VERSION, whsec } from '../../src/api.ts';
+import {
+  allowInsecureHttp,
+  authorized,
+  BearerSource,
+  type BridgeEvent,
+  classifyHttpStatus,
+  classifyNetworkError,
+  credentialOf,
+  EntraAuth,
+  HTTP,
+  HttpClient,
+  httpUrl,
+  oneByOne,
+  type Outcome,
+  percentEncode,
+  ProxySetting,
+  refusePlainHttpCredentials,
+  reject,
+  secret,
+  secretKey,
+  signatureHeaders,
+  sinkBase,
+  type SinkModule,
+  VERSION,
+  whsec,
+} from '../../src/api.ts';
 import { renderRequest, templateProblems, templatesOf, type Templates } from './request-template.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024;
 const RESERVED_HEADER = /^(ce-|webhook-)|^(content-type|content-length|host|transfer-encoding|connection)$/i;
-
 
 const readableFile = z.string().refine((p) => {
   try {
@@ -32,55 +56,85 @@ const readableFile = z.string().refine((p) => {
   }
 }, 'must name a readable file');
 
-export const configSchema = z.strictObject({
-  type: z.literal('webhook'),
-  ...sinkBase,
-  url: httpUrl.describe('Where to POST (http or https).'),
-  mode: z.enum(['binary', 'structured', 'batch']).default('binary').describe('binary: data in the body, attributes in ce-* headers; structured: one JSON CloudEvent; batch: a JSON array.'),
-  batchSize: z.number().int().min(1).max(1000).default(100).describe('Events per request in batch mode.'),
-  secret: secret(z.union([whsec, z.array(whsec).min(1)])).optional().describe('Standard Webhooks secret(s); several sign together, for rotation.'),
-  headers: z
-    .record(
-      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name').refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
-      secret(z.string()),
-    )
-    .default({}).describe('Extra static request headers.'),
-  auth: z
-    .union([
-      z.strictObject({ bearer: secret(z.string().min(1)).describe('Authorization: Bearer with this token.') }),
-      z.strictObject({ basic: z.strictObject({ username: z.string().min(1).describe('Basic authentication\'s user.'), password: secret(z.string()).describe('Basic authentication\'s password.') }) }),
-      /** An Entra ID token for `scope` (an Azure Function or Logic App with built-in auth, API Management, …). */
-      EntraAuth,
-    ])
-    .optional()
-    .describe('How the request authenticates: { bearer }, { basic: { username, password } }, or an Entra ID token ({ kind, scope }).'),
-  tls: z
-    .strictObject({
-      caFile: readableFile.optional().describe('PEM file of the CA(s) to trust for this endpoint, in addition to the system\'s.'),
-      insecureSkipVerify: z.boolean().default(false).describe('Turns certificate verification off. Logged as a warning at every start.'),
-    })
-    .prefault({}),
-  proxy: ProxySetting,
-  /** Lets auth go over plain http to a host that is not loopback. */
-  allowInsecureHttp,
-  template: z.string().min(1).optional().describe('A JSONata expression that makes the body from the CloudEvent; null skips the event.'),
-  urlTemplate: z.string().min(1).optional().describe('A JSONata expression that makes the URL (on the origin of `url`) from the CloudEvent.'),
-  headerTemplates: z
-    .record(
-      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name').refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
-      z.string().min(1),
-    )
-    .optional().describe('Per header, a JSONata expression that makes its value from the CloudEvent (null: no header).'),
-  /** The body's media type with a template. */
-  contentType: z.string().regex(/^[\w.+-]+\/[\w.+-]+(\s*;\s*[\w.+-]+=[^;\s]+)*$/, 'must be a media type, e.g. application/json').default('application/json').describe('The Content-Type of a templated body.'),
-}).superRefine((c, ctx) => {
-  refusePlainHttpCredentials(c, c.url, 'url', c.auth !== undefined, ctx);
-  if (c.mode === 'batch') {
-    // one request carries many events: there is no one event to make its URL or headers from
-    if (c.urlTemplate !== undefined) ctx.addIssue({ code: 'custom', path: ['urlTemplate'], message: 'is made per event, so it does not go with mode: batch' });
-    if (c.headerTemplates !== undefined) ctx.addIssue({ code: 'custom', path: ['headerTemplates'], message: 'are made per event, so they do not go with mode: batch' });
-  }
-});
+export const configSchema = z
+  .strictObject({
+    type: z.literal('webhook'),
+    ...sinkBase,
+    url: httpUrl.describe('Where to POST (http or https).'),
+    mode: z
+      .enum(['binary', 'structured', 'batch'])
+      .default('binary')
+      .describe('binary: data in the body, attributes in ce-* headers; structured: one JSON CloudEvent; batch: a JSON array.'),
+    batchSize: z.number().int().min(1).max(1000).default(100).describe('Events per request in batch mode.'),
+    secret: secret(z.union([whsec, z.array(whsec).min(1)]))
+      .optional()
+      .describe('Standard Webhooks secret(s); several sign together, for rotation.'),
+    headers: z
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name')
+          .refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
+        secret(z.string()),
+      )
+      .default({})
+      .describe('Extra static request headers.'),
+    auth: z
+      .union([
+        z.strictObject({ bearer: secret(z.string().min(1)).describe('Authorization: Bearer with this token.') }),
+        z.strictObject({
+          basic: z.strictObject({
+            username: z.string().min(1).describe("Basic authentication's user."),
+            password: secret(z.string()).describe("Basic authentication's password."),
+          }),
+        }),
+        /** An Entra ID token for `scope` (an Azure Function or Logic App with built-in auth, API Management, …). */
+        EntraAuth,
+      ])
+      .optional()
+      .describe('How the request authenticates: { bearer }, { basic: { username, password } }, or an Entra ID token ({ kind, scope }).'),
+    tls: z
+      .strictObject({
+        caFile: readableFile.optional().describe("PEM file of the CA(s) to trust for this endpoint, in addition to the system's."),
+        insecureSkipVerify: z.boolean().default(false).describe('Turns certificate verification off. Logged as a warning at every start.'),
+      })
+      .prefault({}),
+    proxy: ProxySetting,
+    /** Lets auth go over plain http to a host that is not loopback. */
+    allowInsecureHttp,
+    template: z.string().min(1).optional().describe('A JSONata expression that makes the body from the CloudEvent; null skips the event.'),
+    urlTemplate: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('A JSONata expression that makes the URL (on the origin of `url`) from the CloudEvent.'),
+    headerTemplates: z
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name')
+          .refine((h) => !RESERVED_HEADER.test(h), 'is set by the sink itself'),
+        z.string().min(1),
+      )
+      .optional()
+      .describe('Per header, a JSONata expression that makes its value from the CloudEvent (null: no header).'),
+    /** The body's media type with a template. */
+    contentType: z
+      .string()
+      .regex(/^[\w.+-]+\/[\w.+-]+(\s*;\s*[\w.+-]+=[^;\s]+)*$/, 'must be a media type, e.g. application/json')
+      .default('application/json')
+      .describe('The Content-Type of a templated body.'),
+  })
+  .superRefine((c, ctx) => {
+    refusePlainHttpCredentials(c, c.url, 'url', c.auth !== undefined, ctx);
+    if (c.mode === 'batch') {
+      // one request carries many events: there is no one event to make its URL or headers from
+      if (c.urlTemplate !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['urlTemplate'], message: 'is made per event, so it does not go with mode: batch' });
+      if (c.headerTemplates !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['headerTemplates'], message: 'are made per event, so they do not go with mode: batch' });
+    }
+  });
 export type WebhookConfig = z.infer<typeof configSchema>;
 
 // ----- shared clients ------------------------------------------------------------------------
@@ -125,8 +179,15 @@ export const webhookSink: SinkModule<WebhookConfig> = {
   async create(config, context) {
     const { logger } = context;
     const templates: Templates | null = await templatesOf(config);
-    const skipped = templates === null ? null : context.metrics?.counter('sebridge_template_skipped_total', 'Events a webhook template skipped (it gave null), by sink.', ['sink']);
-    const keys = (config.secret === undefined ? [] : Array.isArray(config.secret) ? config.secret : [config.secret]).map((s) => secretKey(s)!);
+    const skipped =
+      templates === null
+        ? null
+        : context.metrics?.counter('sebridge_template_skipped_total', 'Events a webhook template skipped (it gave null), by sink.', [
+            'sink',
+          ]);
+    const keys = (config.secret === undefined ? [] : Array.isArray(config.secret) ? config.secret : [config.secret]).map((s) =>
+      secretKey(s)!,
+    );
     const { key, client } = acquireClient(config);
     if (config.tls.insecureSkipVerify) {
       logger.warn({ code: 'TLS_VERIFICATION_OFF' }, 'TLS certificate verification is turned off for this sink (tls.insecureSkipVerify)');
@@ -142,23 +203,40 @@ export const webhookSink: SinkModule<WebhookConfig> = {
     let disabled: string | null = null;
     const bearer = config.auth && 'kind' in config.auth ? new BearerSource(credentialOf(config.auth), config.auth.scope) : null;
 
-    async function post(id: string, headers: Record<string, string>, body: string, signal: AbortSignal, url: string = config.url): Promise<Outcome> {
+    async function post(
+      id: string,
+      headers: Record<string, string>,
+      body: string,
+      signal: AbortSignal,
+      url: string = config.url,
+    ): Promise<Outcome> {
       // webhook-id is a header: kept ASCII (percent-encoded like every ce-* header) and signed as sent
       const all = { ...staticHeaders, ...headers, ...(keys.length > 0 ? signatureHeaders(keys, percentEncode(id), body) : {}) };
       try {
-        const answer = await authorized(
-          bearer,
-          signal,
-          (authorization) => client.request(url, { method: 'POST', headers: { ...all, ...authorization }, body, signal, maxBodyBytes: MAX_RESPONSE_BYTES, onOverflow: 'destroy' }),
+        const answer = await authorized(bearer, signal, (authorization) =>
+          client.request(url, {
+            method: 'POST',
+            headers: { ...all, ...authorization },
+            body,
+            signal,
+            maxBodyBytes: MAX_RESPONSE_BYTES,
+            onOverflow: 'destroy',
+          }),
         );
         if ('outcome' in answer) return answer.outcome;
         const res = answer.res;
         const outcome = classifyHttpStatus(res.status, res.headers['retry-after'], answer.detail);
         if (res.status === 410) {
           disabled = outcome.status === 'reject' ? outcome.reason : 'HTTP 410';
-          logger.error({ code: 'SINK_DISABLED', status: 410 }, 'the endpoint answered 410 Gone: this sink is disabled until the bridge restarts; its events are dead-lettered');
+          logger.error(
+            { code: 'SINK_DISABLED', status: 410 },
+            'the endpoint answered 410 Gone: this sink is disabled until the bridge restarts; its events are dead-lettered',
+          );
         } else if (res.status >= 300 && res.status < 400) {
-          logger.error({ code: 'WEBHOOK_REDIRECT', status: res.status, location: res.headers.location }, 'the endpoint redirects; redirects are not followed, fix the URL');
+          logger.error(
+            { code: 'WEBHOOK_REDIRECT', status: res.status, location: res.headers.location },
+            'the endpoint redirects; redirects are not followed, fix the URL',
+          );
         }
         return outcome;
       } catch (err) {
@@ -177,7 +255,15 @@ export const webhookSink: SinkModule<WebhookConfig> = {
         // the array of what the template made of each event; one it skips or fails on is left out
         const made = await Promise.all(events.map((e) => renderRequest(t, config, e, approvalUrl)));
         const bodies = made.flatMap((m) => ('body' in m && m.body !== null ? [m.body] : []));
-        const sent = bodies.length === 0 ? null : await post(`batch-${events[0]!.id}-${bodies.length}`, { 'content-type': config.contentType }, `[${bodies.join(',')}]`, signal);
+        const sent =
+          bodies.length === 0
+            ? null
+            : await post(
+                `batch-${events[0]!.id}-${bodies.length}`,
+                { 'content-type': config.contentType },
+                `[${bodies.join(',')}]`,
+                signal,
+              );
         return made.map((m) => ('outcome' in m ? skip(m.outcome) : sent!));
       }
       return oneByOne(events, async (event) => {
@@ -222,7 +308,13 @@ export const webhookSink: SinkModule<WebhookConfig> = {
       const r = await renderRequest(templates, config, event, approvalUrl);
       if ('outcome' in r) return r;
       if (r.body !== null) return { method: 'POST', url: r.url, headers: r.headers, body: r.body, contentType: config.contentType };
-      return { method: 'POST', url: r.url, headers: { ...r.headers, '(body and ce-* headers)': `the CloudEvent, ${config.mode} mode` }, body: null, contentType: config.contentType };
+      return {
+        method: 'POST',
+        url: r.url,
+        headers: { ...r.headers, '(body and ce-* headers)': `the CloudEvent, ${config.mode} mode` },
+        body: null,
+        contentType: config.contentType,
+      };
     };
   },
 };

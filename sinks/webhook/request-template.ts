@@ -33,7 +33,9 @@ export async function templatesOf(c: TemplateKeys): Promise<Templates | null> {
   return {
     body: c.template === undefined ? null : await Template.compile(c.template),
     url: c.urlTemplate === undefined ? null : await Template.compile(c.urlTemplate),
-    headers: await Promise.all(Object.entries(c.headerTemplates ?? {}).map(async ([name, text]) => [name, await Template.compile(text)] as const)),
+    headers: await Promise.all(
+      Object.entries(c.headerTemplates ?? {}).map(async ([name, text]) => [name, await Template.compile(text)] as const),
+    ),
   };
 }
 
@@ -41,7 +43,11 @@ export async function templatesOf(c: TemplateKeys): Promise<Templates | null> {
 export async function templateProblems(s: Readonly<Record<string, unknown>>): Promise<string[]> {
   const problems: string[] = [];
   const headers = s.headerTemplates !== null && typeof s.headerTemplates === 'object' ? s.headerTemplates : {};
-  const each: [string, unknown][] = [['template', s.template], ['urlTemplate', s.urlTemplate], ...Object.entries(headers).map(([h, v]) => [`headerTemplates.${h}`, v] as [string, unknown])];
+  const each: [string, unknown][] = [
+    ['template', s.template],
+    ['urlTemplate', s.urlTemplate],
+    ...Object.entries(headers).map(([h, v]) => [`headerTemplates.${h}`, v] as [string, unknown]),
+  ];
   for (const [key, text] of each) {
     if (typeof text !== 'string' || text === '') continue;
     try {
@@ -55,7 +61,12 @@ export async function templateProblems(s: Readonly<Record<string, unknown>>): Pr
 }
 
 /** renderRequest renders one event's request; a failure rejects the event with JSONata's words, a null body skips it. */
-export async function renderRequest(t: Templates, c: TemplateKeys, event: BridgeEvent, approvalUrl: (e: BridgeEvent) => string | null): Promise<Rendered> {
+export async function renderRequest(
+  t: Templates,
+  c: TemplateKeys,
+  event: BridgeEvent,
+  approvalUrl: (e: BridgeEvent) => string | null,
+): Promise<Rendered> {
   const ctx = { approvalUrl };
   let where = 'template';
   try {
@@ -93,6 +104,7 @@ async function renderUrl(t: Template, base: string, event: BridgeEvent, approval
   } catch {
     throw new TemplateError(`gave ${JSON.stringify(made.slice(0, 80))}, not a URL`, null);
   }
-  if (u.origin !== new URL(base).origin) throw new TemplateError(`gave a URL on ${u.origin}, not on the origin of url (${new URL(base).origin})`, null);
+  if (u.origin !== new URL(base).origin)
+    throw new TemplateError(`gave a URL on ${u.origin}, not on the origin of url (${new URL(base).origin})`, null);
   return u.href;
 }

@@ -60,7 +60,11 @@ export function approvalPage(msg: ChatMessage, token: string, nonce: string): st
 }
 
 export function resultPage(ok: boolean, heading: string, detail: string, nonce: string): string {
-  return layout(heading, nonce, `<div class="card ${ok ? 'ok' : 'err'}" role="${ok ? 'status' : 'alert'}"><h1>${escapeHtml(heading)}</h1><p>${escapeHtml(detail)}</p></div>`);
+  return layout(
+    heading,
+    nonce,
+    `<div class="card ${ok ? 'ok' : 'err'}" role="${ok ? 'status' : 'alert'}"><h1>${escapeHtml(heading)}</h1><p>${escapeHtml(detail)}</p></div>`,
+  );
 }
 
 /** relayApprovalPage: the relay knows only what the link's token says; the VM checks the rest. */

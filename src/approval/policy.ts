@@ -16,10 +16,24 @@ const RuleMatch = z.strictObject({
   eventType: oneOrMany(z.enum(EVENT_TYPES)).optional().describe('The event types the rule takes: one or a list.'),
   eventSource: oneOrMany(z.enum(EVENT_SOURCES)).optional().describe('Platform or User: one or a list.'),
   eventStatus: z.enum(['Scheduled', 'Started']).optional().describe('The status the event must have.'),
-  minDurationSeconds: z.number().int().min(0).optional().describe('DurationInSeconds bounds; an unknown duration (-1) never satisfies them.'),
-  maxDurationSeconds: z.number().int().min(0).optional().describe('The longest DurationInSeconds the rule takes (an unknown duration never matches).'),
+  minDurationSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('DurationInSeconds bounds; an unknown duration (-1) never satisfies them.'),
+  maxDurationSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('The longest DurationInSeconds the rule takes (an unknown duration never matches).'),
   affectsThisVm: z.boolean().optional().describe('true: only events that name this VM; false: only events that do not.'),
-  resources: z.string().min(1).optional().describe('A resource name pattern (`*` matches any run of characters, case-insensitive): any listed VM matching it.'),
+  resources: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('A resource name pattern (`*` matches any run of characters, case-insensitive): any listed VM matching it.'),
   minSecondsToNotBefore: z.number().int().optional().describe('Seconds left until NotBefore, when the rule is evaluated.'),
   maxSecondsToNotBefore: z.number().int().optional().describe('Match only once NotBefore is at most this many seconds away.'),
 });
@@ -30,8 +44,13 @@ export type Action = (typeof ACTIONS)[number];
 export const Rule = z.strictObject({
   name: z.string().min(1).optional().describe('A name for the rule, in logs and in the approval record.'),
   match: RuleMatch.prefault({}),
-  action: z.enum(ACTIONS).describe('approve: at once; approveAfterHooks: once every preparation succeeded; await: a person decides; never: nobody approves.'),
-  approveFrom: z.enum(['leader', 'any']).default('leader').describe('leader (default): only the first VM in Resources approves automatically; any: whichever VM sees it first.'),
+  action: z
+    .enum(ACTIONS)
+    .describe('approve: at once; approveAfterHooks: once every preparation succeeded; await: a person decides; never: nobody approves.'),
+  approveFrom: z
+    .enum(['leader', 'any'])
+    .default('leader')
+    .describe('leader (default): only the first VM in Resources approves automatically; any: whichever VM sees it first.'),
 });
 export type Rule = z.infer<typeof Rule>;
 
@@ -47,7 +66,13 @@ function list<T>(v: T | T[] | undefined): T[] | undefined {
 }
 
 function glob(pattern: string): RegExp {
-  return new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 'i');
+  return new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    'i',
+  );
 }
 
 export function matches(m: z.infer<typeof RuleMatch>, e: ScheduledEvent, vmName: string, now: number): boolean {

@@ -43,12 +43,14 @@ export function parseApprovalBody(body: Buffer, withVm = false): { vm?: string; 
   if (withVm && (typeof o.vm !== 'string' || o.vm.length === 0 || o.vm.length > 1024 || /[\u0000-\u001f]/.test(o.vm))) {
     throw new HttpError(400, 'MALFORMED', "vm must be the VM's resource id (or its name when it has none)");
   }
-  if (typeof o.eventId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(o.eventId)) throw new HttpError(400, 'MALFORMED', 'eventId must be an EventId');
+  if (typeof o.eventId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(o.eventId))
+    throw new HttpError(400, 'MALFORMED', 'eventId must be an EventId');
   if (o.approver !== undefined && (typeof o.approver !== 'string' || o.approver.length === 0 || o.approver.length > 200)) {
     throw new HttpError(400, 'MALFORMED', 'approver must be a string of 1 to 200 characters');
   }
-  if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000)) throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
-  return { ...(withVm ? { vm: o.vm as string } : {}), eventId: o.eventId, approver: (o.approver) ?? 'api', reason: (o.reason) ?? '' };
+  if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000))
+    throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
+  return { ...(withVm ? { vm: o.vm as string } : {}), eventId: o.eventId, approver: o.approver ?? 'api', reason: o.reason ?? '' };
 }
 
 /** utf8 decodes strictly: a body that is not UTF-8 is malformed. */

@@ -125,7 +125,8 @@ export class ApprovalServer extends RoutedServer {
     if (t.claims.v.toLowerCase() !== this.#o.view.vm.name.toLowerCase()) {
       throw new HttpError(403, 'TOKEN_OTHER_VM', `this link was issued by ${t.claims.v}, not by this VM`);
     }
-    if (this.#o.store.recalled(`token:${t.nonce}`) !== undefined) throw new HttpError(410, 'TOKEN_USED', 'this approval link has already been used');
+    if (this.#o.store.recalled(`token:${t.nonce}`) !== undefined)
+      throw new HttpError(410, 'TOKEN_USED', 'this approval link has already been used');
     return { ...t.claims, nonce: t.nonce };
   }
 
@@ -133,10 +134,14 @@ export class ApprovalServer extends RoutedServer {
     const claims = this.#claims(token);
     const done = this.#o.service.check(claims.e).alreadyApproved;
     const n = nonce();
-    if (done !== null) return page(res, 200, resultPage(true, 'Already approved', `Approved by ${done.by} (${done.via}) at ${done.at}.`, n));
+    if (done !== null)
+      return page(res, 200, resultPage(true, 'Already approved', `Approved by ${done.by} (${done.via}) at ${done.at}.`, n));
     const doc = this.#o.view.document!;
     const event = doc.events.find((e) => e.eventId === claims.e)!;
-    const ce = toCloudEvent({ kind: 'scheduled', event, incarnation: doc.incarnation }, { vm: this.#o.view.vm, observedAt: new Date().toISOString() });
+    const ce = toCloudEvent(
+      { kind: 'scheduled', event, incarnation: doc.incarnation },
+      { vm: this.#o.view.vm, observedAt: new Date().toISOString() },
+    );
     return page(res, 200, approvalPage(toChatMessage(ce), token, n));
   }
 
@@ -149,7 +154,10 @@ export class ApprovalServer extends RoutedServer {
     const r = await this.#o.service.approve(claims.e, { by: 'approval link', via: 'link' });
     this.#used(claims);
     if (html) {
-      const text = r.status === 'approved' ? 'Azure has been told it may start the maintenance now.' : `It had already been approved by ${r.by} (${r.via}).`;
+      const text =
+        r.status === 'approved'
+          ? 'Azure has been told it may start the maintenance now.'
+          : `It had already been approved by ${r.by} (${r.via}).`;
       return page(res, 200, resultPage(true, r.status === 'approved' ? 'Approved' : 'Already approved', text, nonce()));
     }
     return sendJson(res, 200, { eventId: r.eventId, status: r.status });
@@ -162,7 +170,13 @@ export class ApprovalServer extends RoutedServer {
 
   #slack(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
     const task = slackInteraction(
-      { slack: this.#o.slack, service: this.#o.service, logger: this.#o.logger, claims: (t) => this.#claims(t), used: (c) => this.#used(c) },
+      {
+        slack: this.#o.slack,
+        service: this.#o.service,
+        logger: this.#o.logger,
+        claims: (t) => this.#claims(t),
+        used: (c) => this.#used(c),
+      },
       req,
       res,
       body,

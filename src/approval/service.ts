@@ -102,7 +102,8 @@ export class ApprovalService {
       if (this.#o.store.knowsEvent(eventId)) throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
       throw new ApprovalError('UNKNOWN_EVENT', `no event ${eventId} is known to this VM`);
     }
-    if (event.eventStatus !== 'Scheduled') throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is ${event.eventStatus}, not Scheduled`);
+    if (event.eventStatus !== 'Scheduled')
+      throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is ${event.eventStatus}, not Scheduled`);
     return { event, incarnation: doc!.incarnation };
   }
 
@@ -120,7 +121,10 @@ export class ApprovalService {
     // about an approval that could then not be recorded and reported.
     const at = new Date().toISOString();
     const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);
-    const ce = toApprovedCloudEvent(event, incarnation, { by: request.by, via: request.via, at }, recordId, { vm: this.#o.view.vm, observedAt: at });
+    const ce = toApprovedCloudEvent(event, incarnation, { by: request.by, via: request.via, at }, recordId, {
+      vm: this.#o.view.vm,
+      observedAt: at,
+    });
     const record: ApprovalRecord = { eventId, by: request.by, via: request.via, reason: request.reason ?? '', at, ceId: ce.id };
     const routed = this.#o.route(ce);
     await this.#startRequest(eventId, signal);

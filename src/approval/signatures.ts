@@ -11,7 +11,8 @@ import { sign } from '../lib/standard-webhooks.ts';
 
 export const TOLERANCE_S = 5 * 60;
 
-export type VerifyResult = { ok: true; id: string } | { ok: false; code: 'MISSING_SIGNATURE' | 'STALE_TIMESTAMP' | 'BAD_SIGNATURE'; message: string };
+export type VerifyResult =
+  { ok: true; id: string } | { ok: false; code: 'MISSING_SIGNATURE' | 'STALE_TIMESTAMP' | 'BAD_SIGNATURE'; message: string };
 
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -34,7 +35,8 @@ export function verifyStandardWebhook(
   const id = header(headers, 'webhook-id');
   const ts = header(headers, 'webhook-timestamp');
   const sig = header(headers, 'webhook-signature');
-  if (!id || !ts || !sig) return { ok: false, code: 'MISSING_SIGNATURE', message: 'webhook-id, webhook-timestamp and webhook-signature are required' };
+  if (!id || !ts || !sig)
+    return { ok: false, code: 'MISSING_SIGNATURE', message: 'webhook-id, webhook-timestamp and webhook-signature are required' };
   if (!/^\d{1,12}$/.test(ts) || Math.abs(nowS - Number(ts)) > TOLERANCE_S) {
     return { ok: false, code: 'STALE_TIMESTAMP', message: 'webhook-timestamp is missing, malformed or more than 5 minutes away' };
   }
@@ -62,7 +64,9 @@ export function verifySlack(
   const mac = createHmac('sha256', signingSecret);
   mac.update(`v0:${ts}:`);
   mac.update(body);
-  return safeEqual(sig, `v0=${mac.digest('hex')}`) ? { ok: true, id: `${ts}:${sig}` } : { ok: false, code: 'BAD_SIGNATURE', message: 'X-Slack-Signature does not match' };
+  return safeEqual(sig, `v0=${mac.digest('hex')}`)
+    ? { ok: true, id: `${ts}:${sig}` }
+    : { ok: false, code: 'BAD_SIGNATURE', message: 'X-Slack-Signature does not match' };
 }
 
 /** slackSignature computes a v0 signature (for tests and tools). */
@@ -102,7 +106,8 @@ export function issueToken(key: Buffer, claims: Omit<TokenClaims, 'n'>): string 
 export function readToken(key: Buffer, token: string, nowS: number = Math.floor(Date.now() / 1000)): TokenResult {
   const m = /^([A-Za-z0-9_-]{10,2048})\.([A-Za-z0-9_-]{43})$/.exec(token);
   if (!m) return { ok: false, code: 'TOKEN_MALFORMED', message: 'the approval token is not well-formed' };
-  if (!safeEqual(m[2]!, tokenMac(key, m[1]!))) return { ok: false, code: 'TOKEN_BAD_SIGNATURE', message: 'the approval token is not valid' };
+  if (!safeEqual(m[2]!, tokenMac(key, m[1]!)))
+    return { ok: false, code: 'TOKEN_BAD_SIGNATURE', message: 'the approval token is not valid' };
   let claims: TokenClaims;
   try {
     claims = JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as TokenClaims;
@@ -122,7 +127,7 @@ export function peekClaims(token: string): Partial<TokenClaims> | null {
   if (!m) return null;
   try {
     const v = JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v) : null;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : null;
   } catch {
     return null;
   }

@@ -23,11 +23,21 @@ import { verifySlack, type TokenClaims } from './signatures.ts';
  * ends with `/` (a host and a path) or with `:` (any port of a host).
  */
 export const SlackSettings = z.strictObject({
-  signingSecret: secret(z.string().min(1)).describe('The Slack app\'s signing secret (Basic Information, App Credentials): verifies every interaction.'),
+  signingSecret: secret(z.string().min(1)).describe(
+    "The Slack app's signing secret (Basic Information, App Credentials): verifies every interaction.",
+  ),
   responseUrls: z
-    .array(z.string().regex(/^https?:\/\/[^/?#@]+(:|\/[^?#]*\/?)$/, 'must be an http(s) URL prefix that ends with / (a host and a path) or : (any port of a host)'))
+    .array(
+      z
+        .string()
+        .regex(
+          /^https?:\/\/[^/?#@]+(:|\/[^?#]*\/?)$/,
+          'must be an http(s) URL prefix that ends with / (a host and a path) or : (any port of a host)',
+        ),
+    )
     .min(1)
-    .default(['https://hooks.slack.com/']).describe('URL prefixes a response_url must start with before the bridge updates the Slack message through it.'),
+    .default(['https://hooks.slack.com/'])
+    .describe('URL prefixes a response_url must start with before the bridge updates the Slack message through it.'),
 });
 export type SlackSettings = z.infer<typeof SlackSettings>;
 
@@ -72,7 +82,8 @@ export function readSlackAction(slack: SlackSettings | undefined, req: IncomingM
   }
   if (payload?.type !== 'block_actions') throw new HttpError(400, 'UNSUPPORTED_INTERACTION', 'only block_actions are handled');
   const action = (payload.actions ?? []).find((a) => a.action_id === 'se_bridge_approve');
-  if (action === undefined || typeof action.value !== 'string') throw new HttpError(400, 'MALFORMED', 'no se_bridge_approve action with a token');
+  if (action === undefined || typeof action.value !== 'string')
+    throw new HttpError(400, 'MALFORMED', 'no se_bridge_approve action with a token');
   const who = payload.user?.username ?? payload.user?.name ?? payload.user?.id ?? 'a Slack user';
   const url = payload.response_url;
   const responseUrl = typeof url === 'string' && slack.responseUrls.some((p) => url.startsWith(p)) ? url : null;
@@ -120,7 +131,10 @@ export async function respondSlack(logger: Logger, a: SlackAction, body: unknown
   const url = a.responseUrl;
   if (url === null) {
     if (a.payload.response_url !== undefined) {
-      logger.warn({ code: 'SLACK_RESPONSE_URL' }, 'the interaction\'s response_url is not under slack.responseUrls; the Slack message is not updated');
+      logger.warn(
+        { code: 'SLACK_RESPONSE_URL' },
+        "the interaction's response_url is not under slack.responseUrls; the Slack message is not updated",
+      );
     }
     return;
   }

@@ -12,14 +12,27 @@ export const CredentialConfig = z.discriminatedUnion('kind', [
   /** The VM's managed identity: system-assigned, or a user-assigned one named by one of clientId, objectId or resourceId. */
   z
     .strictObject({
-      kind: z.literal('managedIdentity').describe('The VM\'s managed identity.'),
+      kind: z.literal('managedIdentity').describe("The VM's managed identity."),
       clientId: uuid.optional().describe('A user-assigned identity, by its client id.'),
       objectId: uuid.optional().describe('A user-assigned identity, by its object id.'),
-      resourceId: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[^/]+$/i, 'must be a user-assigned identity resource id (/subscriptions/…/providers/Microsoft.ManagedIdentity/userAssignedIdentities/NAME)').optional().describe('A user-assigned identity, by its resource id.'),
+      resourceId: z
+        .string()
+        .regex(
+          /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[^/]+$/i,
+          'must be a user-assigned identity resource id (/subscriptions/…/providers/Microsoft.ManagedIdentity/userAssignedIdentities/NAME)',
+        )
+        .optional()
+        .describe('A user-assigned identity, by its resource id.'),
     })
-    .refine((c) => [c.clientId, c.objectId, c.resourceId].filter((v) => v !== undefined).length <= 1, 'name a user-assigned identity by one of clientId, objectId or resourceId, not several'),
+    .refine(
+      (c) => [c.clientId, c.objectId, c.resourceId].filter((v) => v !== undefined).length <= 1,
+      'name a user-assigned identity by one of clientId, objectId or resourceId, not several',
+    ),
   /** DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI… */
-  z.strictObject({ kind: z.literal('default').describe('DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI.'), clientId: uuid.optional().describe('The client id of a user-assigned managed identity to use.') }),
+  z.strictObject({
+    kind: z.literal('default').describe('DefaultAzureCredential: environment, workload identity, managed identity, Azure CLI.'),
+    clientId: uuid.optional().describe('The client id of a user-assigned managed identity to use.'),
+  }),
 ]);
 export type CredentialConfig = z.infer<typeof CredentialConfig>;
 
@@ -31,7 +44,8 @@ export type CredentialConfig = z.infer<typeof CredentialConfig>;
 export async function createCredential(c: CredentialConfig): Promise<TokenCredential> {
   bypassProxyForTokenEndpoint(process.env);
   const identity = await import('@azure/identity');
-  if (c.kind === 'default') return new identity.DefaultAzureCredential(c.clientId !== undefined ? { managedIdentityClientId: c.clientId } : {});
+  if (c.kind === 'default')
+    return new identity.DefaultAzureCredential(c.clientId !== undefined ? { managedIdentityClientId: c.clientId } : {});
   if (c.clientId !== undefined) return new identity.ManagedIdentityCredential({ clientId: c.clientId });
   if (c.objectId !== undefined) return new identity.ManagedIdentityCredential({ objectId: c.objectId });
   if (c.resourceId !== undefined) return new identity.ManagedIdentityCredential({ resourceId: c.resourceId });
@@ -73,7 +87,10 @@ export function bypassProxyForTokenEndpoint(env: NodeJS.ProcessEnv): void {
     // not a URL: @azure/identity reports it
   }
   const current = env.NO_PROXY || env.no_proxy || '';
-  const list = current.split(',').map((h) => h.trim()).filter(Boolean);
+  const list = current
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
   const missing = hosts.filter((h) => !list.includes(h));
   if (missing.length === 0) return;
   const value = [...list, ...missing].join(',');

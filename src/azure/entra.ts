@@ -21,8 +21,13 @@ import type { HttpResponse } from '../lib/http-client.ts';
 const guid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
 
 export const EntraAuth = z.strictObject({
-  kind: z.enum(['managedIdentity', 'default']).describe('managedIdentity: the VM\'s identity (clientId for a user-assigned one); default: DefaultAzureCredential.'),
-  scope: z.string().regex(/^\S+\/\.default$/, 'must be a .default scope, such as api://<application id>/.default').describe('The scope to ask a token for: the receiving app\'s `.default` scope.'),
+  kind: z
+    .enum(['managedIdentity', 'default'])
+    .describe("managedIdentity: the VM's identity (clientId for a user-assigned one); default: DefaultAzureCredential."),
+  scope: z
+    .string()
+    .regex(/^\S+\/\.default$/, 'must be a .default scope, such as api://<application id>/.default')
+    .describe("The scope to ask a token for: the receiving app's `.default` scope."),
   clientId: guid.optional().describe('With kind managedIdentity: a user-assigned identity, by its client id.'),
 });
 export type EntraAuth = z.infer<typeof EntraAuth>;
@@ -108,7 +113,8 @@ export async function authorized(
 ): Promise<{ res: HttpResponse; detail: string } | { outcome: Outcome }> {
   type R = HttpResponse;
   const sent: string[] = [];
-  const detail = (res: R) => (res.status >= 300 ? printable(sent.reduce((t, token) => t.split(token).join('[redacted]'), decode(res))) : '');
+  const detail = (res: R) =>
+    res.status >= 300 ? printable(sent.reduce((t, token) => t.split(token).join('[redacted]'), decode(res))) : '';
   const attempt = (token: string | null) => {
     if (token !== null) sent.push(token);
     return send(token === null ? {} : { authorization: `Bearer ${token}` });
@@ -129,5 +135,7 @@ export async function authorized(
   if (next !== null) res = await attempt(next);
   if (res.status !== 401) return { res, detail: detail(res) };
   const why = detail(res);
-  return { outcome: retry(`HTTP 401: the Entra ID token was refused${next !== null ? ', also after a renewal' : ''}${why ? `: ${why}` : ''}`) };
+  return {
+    outcome: retry(`HTTP 401: the Entra ID token was refused${next !== null ? ', also after a renewal' : ''}${why ? `: ${why}` : ''}`),
+  };
 }

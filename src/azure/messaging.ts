@@ -20,12 +20,14 @@ export async function serviceBusClient(
   const sb = await import('@azure/service-bus');
   return auth.connectionString !== undefined
     ? new sb.ServiceBusClient(auth.connectionString, options)
-    : new sb.ServiceBusClient(auth.fullyQualifiedNamespace!, await createCredential(auth.credential ?? { kind: 'managedIdentity' }), options);
+    : new sb.ServiceBusClient(
+        auth.fullyQualifiedNamespace!,
+        await createCredential(auth.credential ?? { kind: 'managedIdentity' }),
+        options,
+      );
 }
 
-const namespaceHost = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?$/, 'must be a host name such as myns.servicebus.windows.net');
+const namespaceHost = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?$/, 'must be a host name such as myns.servicebus.windows.net');
 
 /** entityPathOf reads EntityPath from an Azure connection string, if it has one. */
 export function entityPathOf(connectionString: string): string | undefined {
@@ -41,9 +43,19 @@ function isConnectionString(value: string): boolean {
 /** azureAuth: the keys of both sinks' authentication: a connection string, or a namespace and an Entra ID credential. */
 export function azureAuth(service: string) {
   return {
-    connectionString: secret(z.string().refine(isConnectionString, `must be ${service} connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)`)).optional().describe('A connection string with a shared access key; or fullyQualifiedNamespace with a credential.'),
-    fullyQualifiedNamespace: namespaceHost.optional().describe('The namespace host (myns.servicebus.windows.net), reached with an Entra ID credential.'),
-    credential: CredentialConfig.optional().describe('The Entra ID credential with fullyQualifiedNamespace; default: the VM\'s managed identity.'),
+    connectionString: secret(
+      z
+        .string()
+        .refine(isConnectionString, `must be ${service} connection string (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)`),
+    )
+      .optional()
+      .describe('A connection string with a shared access key; or fullyQualifiedNamespace with a credential.'),
+    fullyQualifiedNamespace: namespaceHost
+      .optional()
+      .describe('The namespace host (myns.servicebus.windows.net), reached with an Entra ID credential.'),
+    credential: CredentialConfig.optional().describe(
+      "The Entra ID credential with fullyQualifiedNamespace; default: the VM's managed identity.",
+    ),
   };
 }
 
@@ -53,7 +65,11 @@ export function requireOneAuth(
   ctx: z.core.$RefinementCtx,
 ): void {
   if ((c.connectionString === undefined) === (c.fullyQualifiedNamespace === undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['connectionString'], message: 'set either connectionString or fullyQualifiedNamespace (with credential)' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['connectionString'],
+      message: 'set either connectionString or fullyQualifiedNamespace (with credential)',
+    });
   }
   if (c.connectionString !== undefined && c.credential !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with fullyQualifiedNamespace, not with connectionString' });

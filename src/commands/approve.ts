@@ -9,7 +9,11 @@ import { secretKey, signatureHeaders } from '../lib/standard-webhooks.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { config: { type: 'string', short: 'c' }, reason: { type: 'string' }, json: { type: 'boolean' } }, true);
+  const { values, positionals } = parse(
+    argv,
+    { config: { type: 'string', short: 'c' }, reason: { type: 'string' }, json: { type: 'boolean' } },
+    true,
+  );
   if (positionals.length !== 1) throw new UsageError('expected one EventId');
   const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
@@ -20,29 +24,42 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   const listen = config.server.listen.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:');
-  const body = JSON.stringify({ eventId: positionals[0], approver: `cli:${userInfo().username}`, ...(values.reason ? { reason: values.reason } : {}) });
+  const body = JSON.stringify({
+    eventId: positionals[0],
+    approver: `cli:${userInfo().username}`,
+    ...(values.reason ? { reason: values.reason } : {}),
+  });
   let status: number;
   let text: string;
   try {
     const client = new HttpClient({ proxy: 'none', maxSockets: 1 });
-    const res = await client.request(`http://${listen}/v1/approvals`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...signatureHeaders([key], `cli_${randomUUID()}`, body) },
-      body,
-      signal: AbortSignal.timeout(30_000),
-      maxBodyBytes: 64 * 1024,
-      onOverflow: 'destroy',
-    }).finally(() => client.close());
+    const res = await client
+      .request(`http://${listen}/v1/approvals`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signatureHeaders([key], `cli_${randomUUID()}`, body) },
+        body,
+        signal: AbortSignal.timeout(30_000),
+        maxBodyBytes: 64 * 1024,
+        onOverflow: 'destroy',
+      })
+      .finally(() => client.close());
     status = res.status;
     text = res.bytes.toString('utf8');
   } catch (err) {
-    process.stderr.write(`se-bridge approve: cannot reach the approval server at ${listen}: ${(err as { code?: string }).code ?? String(err)} (is se-bridge run running?)\n`);
+    process.stderr.write(
+      `se-bridge approve: cannot reach the approval server at ${listen}: ${(err as { code?: string }).code ?? String(err)} (is se-bridge run running?)\n`,
+    );
     return EXIT.failure;
   }
   if (values.json) process.stdout.write(`${text}\n`);
   const parsed = JSON.parse(text) as { status?: string; approvedBy?: string; via?: string; error?: { code: string; message: string } };
   if (status === 200) {
-    if (!values.json) process.stdout.write(parsed.status === 'approved' ? `${positionals[0]}: approved\n` : `${positionals[0]}: already approved by ${parsed.approvedBy} (${parsed.via})\n`);
+    if (!values.json)
+      process.stdout.write(
+        parsed.status === 'approved'
+          ? `${positionals[0]}: approved\n`
+          : `${positionals[0]}: already approved by ${parsed.approvedBy} (${parsed.via})\n`,
+      );
     return EXIT.ok;
   }
   if (!values.json) process.stderr.write(`se-bridge approve: ${status} ${parsed.error?.code ?? ''}: ${parsed.error?.message ?? text}\n`);

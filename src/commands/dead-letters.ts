@@ -22,7 +22,11 @@ export async function main(argv: string[]): Promise<number> {
     const rows = store.deadLetters(values.sink);
     if (values.json) {
       process.stdout.write(
-        `${JSON.stringify(rows.map((d) => ({ ...d, json: undefined, event: JSON.parse(d.json) as unknown })), null, 2)}\n`,
+        `${JSON.stringify(
+          rows.map((d) => ({ ...d, json: undefined, event: JSON.parse(d.json) as unknown })),
+          null,
+          2,
+        )}\n`,
       );
       return EXIT.ok;
     }

@@ -46,14 +46,20 @@ async function until<T>(check: () => T | undefined | null | false, what: string,
 
 export async function fleetDemo(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'se-bridge-fleet-demo-'));
-  const logger = createLogger({ level: (process.env.LOG_LEVEL || 'warn'), destination: 'stderr' });
+  const logger = createLogger({ level: process.env.LOG_LEVEL || 'warn', destination: 'stderr' });
   const peer = await localServiceBus();
   const keys = newFleetKeys();
   const apiSecret = `whsec_${Buffer.from(keys.fleetKey, 'base64').subarray(0, 24).toString('base64')}`;
   const relays: RunningRelay[] = [];
   const vms: Vm[] = [];
   try {
-    for (let i = 0; i < 2; i++) relays.push(await startRelay(localRelayConfig(peer, keys, { apiSecrets: [apiSecret], replyWaitMs: 5000 }), logger, { host: '127.0.0.1', port: 0 }));
+    for (let i = 0; i < 2; i++)
+      relays.push(
+        await startRelay(localRelayConfig(peer, keys, { apiSecrets: [apiSecret], replyWaitMs: 5000 }), logger, {
+          host: '127.0.0.1',
+          port: 0,
+        }),
+      );
     say(`Service Bus stand-in (AMQP) on 127.0.0.1:${peer.port}: queues ${INBOX} and ${REPLIES}, with sessions`);
     say(`relay replicas: ${relays.map((r) => r.url).join(', ')}`);
     for (const name of VMS) vms.push(await startVm(name, peer, keys, relays[0]!.url, dir, logger));
@@ -67,35 +73,58 @@ export async function fleetDemo(): Promise<number> {
 
     // 1. the API, signed with the Standard Webhooks secret, naming the VM by its resource id
     const body = JSON.stringify({ vm: a.bridge.identity.resourceId, eventId: a.scheduled[0]!.subject, approver: 'change-pipeline' });
-    let res = await fetch(`${relays[0]!.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(apiSecret)!], 'demo-1', body) }, body });
+    let res = await fetch(`${relays[0]!.url}/v1/approvals`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(apiSecret)!], 'demo-1', body) },
+      body,
+    });
     say(`1. POST /v1/approvals for ${a.name}: ${res.status} ${await res.text()}`);
 
     // 2. the link in the VM's chat message, answered by the relay
     const link = b.bridge.approvalLinks!.link(b.scheduled[0]!)!;
     const form = `token=${new URL(link).searchParams.get('token')}`;
-    res = await fetch(`${relays[1]!.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+    res = await fetch(`${relays[1]!.url}/v1/approve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    });
     say(`2. the approval link of ${b.name}, posted to the other replica: ${res.status} ${await res.text()}`);
 
     // 3. a compromised VM: its own link key cannot sign for another VM
     const own = linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), a.session);
     const forged = issueToken(own, { e: c.scheduled[0]!.subject, v: c.session, x: Math.floor(Date.now() / 1000) + 600 });
-    res = await fetch(`${relays[0]!.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${forged}` });
+    res = await fetch(`${relays[0]!.url}/v1/approve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${forged}`,
+    });
     say(`3. a token for ${c.name} signed with ${a.name}'s key: ${res.status} ${await res.text()}`);
 
     // 4. one request, both replicas: one command (duplicate detection), one approval
     const twice = JSON.stringify({ vm: c.bridge.identity.resourceId, eventId: c.scheduled[0]!.subject, approver: 'on-call' });
     const headers = { 'content-type': 'application/json', ...signatureHeaders([secretKey(apiSecret)!], 'demo-4', twice) };
-    const answers = await Promise.all(relays.map((r) => fetch(`${r.url}/v1/approvals`, { method: 'POST', headers, body: twice }).then((x) => x.status)));
-    say(`4. the same request to both replicas for ${c.name}: ${answers.join(' and ')} (duplicates dropped by the queue: ${peer.queues.duplicatesDropped(INBOX)})\n`);
+    const answers = await Promise.all(
+      relays.map((r) => fetch(`${r.url}/v1/approvals`, { method: 'POST', headers, body: twice }).then((x) => x.status)),
+    );
+    say(
+      `4. the same request to both replicas for ${c.name}: ${answers.join(' and ')} (duplicates dropped by the queue: ${peer.queues.duplicatesDropped(INBOX)})\n`,
+    );
 
     await until(() => vms.every((v) => v.sim.startRequests.length > 0), 'the approvals');
     const rows = vms.map((v) => {
       const approved = v.bridge.store.approval(v.scheduled[0]!.subject);
-      return [v.name, v.scheduled[0]!.subject.slice(0, 8), approved ? `${approved.by} (${approved.via})` : '-', String(v.sim.startRequests.length)];
+      return [
+        v.name,
+        v.scheduled[0]!.subject.slice(0, 8),
+        approved ? `${approved.by} (${approved.via})` : '-',
+        String(v.sim.startRequests.length),
+      ];
     });
     say(table(['VM', 'EventId', 'approved by', 'StartRequests'], rows));
     const ok = vms.every((v) => v.sim.startRequests.length === 1) && peer.queues.deadLetters(INBOX).length === 0;
-    say(`\n${ok ? 'Every VM was approved exactly once, through Service Bus only.' : 'Something went wrong: see above.'} Events and state: ${dir}`);
+    say(
+      `\n${ok ? 'Every VM was approved exactly once, through Service Bus only.' : 'Something went wrong: see above.'} Events and state: ${dir}`,
+    );
     return ok ? EXIT.ok : EXIT.failure;
   } finally {
     await Promise.all(relays.map((r) => r.close()));
@@ -107,7 +136,14 @@ export async function fleetDemo(): Promise<number> {
   }
 }
 
-async function startVm(name: string, peer: AmqpPeer, keys: FleetKeys, relayUrl: string, dir: string, logger: ReturnType<typeof createLogger>): Promise<Vm> {
+async function startVm(
+  name: string,
+  peer: AmqpPeer,
+  keys: FleetKeys,
+  relayUrl: string,
+  dir: string,
+  logger: ReturnType<typeof createLogger>,
+): Promise<Vm> {
   const sim = new ImdsSimulator({ vmName: name, peers: [], timing: 'dev' });
   const url = await sim.listen(0);
   const session = sessionIdOf({ resourceId: sim.compute().resourceId ?? null, name });
@@ -123,7 +159,11 @@ async function startVm(name: string, peer: AmqpPeer, keys: FleetKeys, relayUrl: 
     {},
   );
   const scheduled: BridgeEvent[] = [];
-  const bridge = await Bridge.create({ config, logger, onCommitted: (events) => scheduled.push(...events.filter((e) => e.type.endsWith('.scheduled'))) });
+  const bridge = await Bridge.create({
+    config,
+    logger,
+    onCommitted: (events) => scheduled.push(...events.filter((e) => e.type.endsWith('.scheduled'))),
+  });
   await bridge.start();
   return { name, sim, bridge, session, scheduled };
 }

@@ -57,7 +57,14 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
         { name: 'console', type: 'stdout' },
         { name: 'audit', type: 'file', path: eventsFile },
         // the load balancer's view of this VM: out of rotation while a Freeze is pending
-        { name: 'lb', type: 'probe', listen: `127.0.0.1:${probePort}`, drainSeconds: DRAIN_S, prepare: true, filter: { scope: 'self', eventTypes: ['Freeze'] } },
+        {
+          name: 'lb',
+          type: 'probe',
+          listen: `127.0.0.1:${probePort}`,
+          drainSeconds: DRAIN_S,
+          prepare: true,
+          filter: { scope: 'self', eventTypes: ['Freeze'] },
+        },
       ],
       log: { level: process.env.LOG_LEVEL || 'warn' },
       // The approval server on localhost: events the policy leaves to a human get a link.
@@ -104,8 +111,12 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   );
   bridgeRef = bridge;
   await bridge.start();
-  out.write(`  approvals        policy approves user-initiated events and freezes up to 8 s; freezes of 20 s or more once the probe has drained ${DRAIN_S} s; links for the rest below\n`);
-  out.write(`  probe            http://127.0.0.1:${probePort}/probe  (what a load balancer sees: 503 while a Freeze of this VM is pending)\n`);
+  out.write(
+    `  approvals        policy approves user-initiated events and freezes up to 8 s; freezes of 20 s or more once the probe has drained ${DRAIN_S} s; links for the rest below\n`,
+  );
+  out.write(
+    `  probe            http://127.0.0.1:${probePort}/probe  (what a load balancer sees: 503 while a Freeze of this VM is pending)\n`,
+  );
   out.write(`  metrics          ${bridge.observabilityUrl ?? 'off'}/metrics  (also /livez, /readyz)\n\n`);
   // approval links follow the events they belong to (the stdout sink prints events as it delivers them)
   const linkTimer = setInterval(() => {
@@ -115,10 +126,13 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
 
   const stagger = Math.max(250, Math.min(5000, Math.floor((durationMs - TAIL_MS) / SCENARIOS.length)));
   const timers: NodeJS.Timeout[] = SCENARIOS.map((s, i) =>
-    setTimeout(() => {
-      out.write(`-- scenario ${s.name}: ${s.title}\n`);
-      sim.playScenario(s.name);
-    }, 500 + i * stagger),
+    setTimeout(
+      () => {
+        out.write(`-- scenario ${s.name}: ${s.title}\n`);
+        sim.playScenario(s.name);
+      },
+      500 + i * stagger,
+    ),
   );
 
   const interrupted = await new Promise<boolean>((resolve) => {
@@ -137,7 +151,9 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   const kinds = TRANSITIONS;
   const rows = SCENARIOS.map((s) => [s.name, ...kinds.map((k) => String(counts.get(s.name)!.get(k) ?? 0))]);
   const total = kinds.map((k) => String([...counts.values()].reduce((a, c) => a + (c.get(k) ?? 0), 0)));
-  out.write(`\nTransitions seen per scenario${interrupted ? ' (interrupted)' : ''}:\n${table(['SCENARIO', ...kinds], [...rows, ['total', ...total]])}\n`);
+  out.write(
+    `\nTransitions seen per scenario${interrupted ? ' (interrupted)' : ''}:\n${table(['SCENARIO', ...kinds], [...rows, ['total', ...total]])}\n`,
+  );
   out.write(`\nEvery CloudEvent is also in ${eventsFile}\n`);
   return EXIT.ok;
 }

@@ -18,7 +18,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (verb === 'link-key') {
     const { values } = parse(rest, { vm: { type: 'string' } });
-    if (values.vm === undefined || values.vm === '') throw new UsageError('fleet link-key needs --vm <resource id, or name when the VM has none>');
+    if (values.vm === undefined || values.vm === '')
+      throw new UsageError('fleet link-key needs --vm <resource id, or name when the VM has none>');
     const fleet = keyBytes.safeParse(process.env.SE_BRIDGE_FLEET_KEY ?? '');
     if (!fleet.success) {
       process.stderr.write('se-bridge fleet link-key: SE_BRIDGE_FLEET_KEY must hold the fleet key (base64 of at least 32 bytes)\n');

@@ -11,7 +11,10 @@ export const INBOX = 'se-bridge-approvals';
 export const REPLIES = 'se-bridge-approval-replies';
 
 /** localServiceBus: an AMQP peer holding both queues, listening on 127.0.0.1. */
-export async function localServiceBus(lockDurationMs = 30_000, at: { host: string; port: number } = { host: '127.0.0.1', port: 0 }): Promise<AmqpPeer> {
+export async function localServiceBus(
+  lockDurationMs = 30_000,
+  at: { host: string; port: number } = { host: '127.0.0.1', port: 0 },
+): Promise<AmqpPeer> {
   const peer = new AmqpPeer();
   peer.queue(INBOX, { sessions: true, duplicateDetectionMs: 10 * 60_000, lockDurationMs, maxDeliveryCount: 10 });
   peer.queue(REPLIES, { sessions: true, lockDurationMs });

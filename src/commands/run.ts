@@ -6,7 +6,6 @@ import { secretsOf } from '../config/schema.ts';
 import { configWarnings } from '../config/warnings.ts';
 import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
 
-
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { config: { type: 'string', short: 'c' }, 'dry-run': { type: 'boolean' } });
   const loaded = await loadOrReport(values.config);

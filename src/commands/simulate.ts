@@ -34,7 +34,8 @@ export async function main(argv: string[]): Promise<number> {
   if (values.scenario !== undefined && values.scenario !== 'all' && !names.includes(values.scenario)) {
     throw new UsageError(`unknown scenario "${values.scenario}"; known: all, ${names.join(', ')}`);
   }
-  if (values.scenario !== undefined && imdsAt === null) throw new UsageError('--scenario plays on the IMDS simulator, which --listen off turns off');
+  if (values.scenario !== undefined && imdsAt === null)
+    throw new UsageError('--scenario plays on the IMDS simulator, which --listen off turns off');
 
   let bus: AmqpPeer | null = null;
   if (busAt !== null) {
@@ -49,7 +50,9 @@ export async function main(argv: string[]): Promise<number> {
     else if (values.scenario !== undefined) sim.playScenario(values.scenario);
     sim.onChange((incarnation) => {
       const doc = sim.document();
-      say(`incarnation ${incarnation}: ${doc.Events.map((e) => `${String(e.EventType)}/${String(e.EventStatus)}`).join(', ') || 'no events'}`);
+      say(
+        `incarnation ${incarnation}: ${doc.Events.map((e) => `${String(e.EventType)}/${String(e.EventStatus)}`).join(', ') || 'no events'}`,
+      );
     });
   }
   await new Promise<void>((resolve) => onShutdown(() => resolve()));

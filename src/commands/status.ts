@@ -70,15 +70,22 @@ export async function main(argv: string[]): Promise<number> {
         e.eventStatus,
         e.resources.map((r) => (r.toLowerCase() === vm.name.toLowerCase() ? `${r}*` : r)).join(','),
         e.notBefore ?? '-',
-        e.secondsToNotBefore === null ? '-' : e.secondsToNotBefore >= 0 ? `in ${humanDuration(e.secondsToNotBefore * 1000)}` : `${humanDuration(-e.secondsToNotBefore * 1000)} ago`,
+        e.secondsToNotBefore === null
+          ? '-'
+          : e.secondsToNotBefore >= 0
+            ? `in ${humanDuration(e.secondsToNotBefore * 1000)}`
+            : `${humanDuration(-e.secondsToNotBefore * 1000)} ago`,
         e.durationInSeconds < 0 ? 'unknown' : `${e.durationInSeconds}s`,
         e.eventSource,
         e.approval ? `approved by ${e.approval.by} (${e.approval.via})` : e.eventStatus === 'Scheduled' ? 'not approved' : '-',
         e.eventId,
       ]);
-      process.stdout.write(`\n${table(['TYPE', 'STATUS', 'VMS (* = this VM)', 'NOT BEFORE', 'TIME LEFT', 'DURATION', 'SOURCE', 'APPROVAL', 'EVENT ID'], rows)}\n`);
+      process.stdout.write(
+        `\n${table(['TYPE', 'STATUS', 'VMS (* = this VM)', 'NOT BEFORE', 'TIME LEFT', 'DURATION', 'SOURCE', 'APPROVAL', 'EVENT ID'], rows)}\n`,
+      );
       const prepared = events.flatMap((e) => e.preparations.map((p) => [e.eventId, p.sink, p.state, p.at ?? '-', p.detail ?? '-']));
-      if (prepared.length > 0) process.stdout.write(`\nPreparations\n${table(['EVENT ID', 'SINK', 'STATE', 'SINCE', 'DETAIL'], prepared)}\n`);
+      if (prepared.length > 0)
+        process.stdout.write(`\nPreparations\n${table(['EVENT ID', 'SINK', 'STATE', 'SINCE', 'DETAIL'], prepared)}\n`);
     }
     return EXIT.ok;
   } finally {

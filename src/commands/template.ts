@@ -18,26 +18,41 @@ import { BridgeState } from '../imds/view.ts';
 const DEFAULT_SCENARIO = 'degraded-hardware';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { config: { type: 'string', short: 'c' }, sink: { type: 'string' }, scenario: { type: 'string' } }, true);
+  const { values, positionals } = parse(
+    argv,
+    { config: { type: 'string', short: 'c' }, sink: { type: 'string' }, scenario: { type: 'string' } },
+    true,
+  );
   if (positionals[0] !== 'test' || positionals.length !== 1) throw new UsageError('the only sub-command is "test"');
   if (values.sink === undefined) throw new UsageError('--sink NAME is required');
   const scenario = values.scenario ?? DEFAULT_SCENARIO;
-  if (findScenario(scenario) === undefined) throw new UsageError(`unknown scenario "${scenario}"; one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  if (findScenario(scenario) === undefined)
+    throw new UsageError(`unknown scenario "${scenario}"; one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
   const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const sink = config.sinks.find((s) => s.name === values.sink);
-  if (sink === undefined) throw new UsageError(`no sink is named "${values.sink}"; the sinks are ${config.sinks.map((s) => s.name).join(', ')}`);
+  if (sink === undefined)
+    throw new UsageError(`no sink is named "${values.sink}"; the sinks are ${config.sinks.map((s) => s.name).join(', ')}`);
   if (sink.type !== 'webhook') throw new UsageError(`sink "${sink.name}" is a ${sink.type} sink; templates belong to webhook sinks`);
   const i = config.identity;
-  const vm = identityFrom(null, { name: i.vmName ?? 'sim-vm-0', resourceId: i.resourceId, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone });
+  const vm = identityFrom(null, {
+    name: i.vmName ?? 'sim-vm-0',
+    resourceId: i.resourceId,
+    subscriptionId: i.subscriptionId,
+    resourceGroupName: i.resourceGroupName,
+    location: i.location,
+    zone: i.zone,
+  });
   const links = Bridge.approvalLinks(config, new BridgeState(vm));
   const preview = await previewOf(sink, links === undefined ? () => null : (e) => links.link(e));
   if (preview === null) throw new UsageError(`sink "${sink.name}" has no template, urlTemplate or headerTemplates`);
 
   const events = scenarioTimeline(scenario, vm);
   const out = process.stdout;
-  out.write(`se-bridge template test: sink ${sink.name}, scenario ${scenario} (${findScenario(scenario)!.title}), VM ${vm.name}; nothing is sent\n`);
+  out.write(
+    `se-bridge template test: sink ${sink.name}, scenario ${scenario} (${findScenario(scenario)!.title}), VM ${vm.name}; nothing is sent\n`,
+  );
   let failed = 0;
   for (const [n, e] of events.entries()) {
     out.write(`\n${n + 1}. ${transitionOf(e)}  ${e.data.eventType}  ${e.subject}  at ${e.time}\n`);
@@ -52,7 +67,9 @@ export async function main(argv: string[]): Promise<number> {
     for (const [k, v] of Object.entries(headers)) out.write(`   ${k}: ${v}\n`);
     if (r.body !== null) out.write(`${indent(pretty(r.body, r.contentType))}\n`);
   }
-  out.write(`\n${events.length} transition${events.length === 1 ? '' : 's'}; ${failed === 0 ? 'every one rendered' : `${failed} failed to render`}\n`);
+  out.write(
+    `\n${events.length} transition${events.length === 1 ? '' : 's'}; ${failed === 0 ? 'every one rendered' : `${failed} failed to render`}\n`,
+  );
   return failed === 0 ? EXIT.ok : EXIT.failure;
 }
 
@@ -65,4 +82,8 @@ function pretty(body: string, contentType: string): string {
   }
 }
 
-const indent = (text: string) => text.split('\n').map((l) => `   ${l}`).join('\n');
+const indent = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => `   ${l}`)
+    .join('\n');

@@ -22,7 +22,10 @@ export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   /** The configuration as read and expanded, when it got that far: what is left to check. */
   readonly input: unknown;
   constructor(source: string, problems: readonly string[], input?: unknown) {
-    super('CONFIG_INVALID', `${source}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`);
+    super(
+      'CONFIG_INVALID',
+      `${source}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`,
+    );
     this.problems = problems;
     this.input = input;
   }
@@ -43,7 +46,8 @@ function readConfigText(path: string): string {
   let text: string;
   try {
     const size = statSync(path).size;
-    if (size > MAX_CONFIG_BYTES) throw new ConfigError(path, [`(file): is ${size} bytes; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
+    if (size > MAX_CONFIG_BYTES)
+      throw new ConfigError(path, [`(file): is ${size} bytes; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
     text = readFileSync(path, 'utf8');
   } catch (err) {
     if (err instanceof ConfigError) throw err;
@@ -66,12 +70,16 @@ export function parseConfigText(text: string, source: string, env: NodeJS.Proces
 
 /** readYaml parses a configuration text and expands it, applying the environment overrides. */
 function readYaml(text: string, source: string, env: NodeJS.ProcessEnv): { expanded: unknown; problems: string[] } {
-  if (text.length > MAX_CONFIG_BYTES) throw new ConfigError(source, [`(file): is ${text.length} characters; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
+  if (text.length > MAX_CONFIG_BYTES)
+    throw new ConfigError(source, [`(file): is ${text.length} characters; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
-      doc.errors.map((e) => `(yaml) line ${e.linePos?.[0]?.line ?? '?'}, column ${e.linePos?.[0]?.col ?? '?'}: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`),
+      doc.errors.map(
+        (e) =>
+          `(yaml) line ${e.linePos?.[0]?.line ?? '?'}, column ${e.linePos?.[0]?.col ?? '?'}: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
+      ),
     );
   }
   let raw: unknown;
@@ -96,7 +104,11 @@ export function validateConfig(raw: unknown, source: string, env: NodeJS.Process
   return validateExpanded(expandAll(raw, env), source);
 }
 
-function validateWith<S extends z.ZodType>(schema: S, { expanded, problems }: { expanded: unknown; problems: string[] }, source: string): z.infer<S> {
+function validateWith<S extends z.ZodType>(
+  schema: S,
+  { expanded, problems }: { expanded: unknown; problems: string[] },
+  source: string,
+): z.infer<S> {
   const result = schema.safeParse(expanded, { reportInput: true });
   if (!result.success) problems.push(...formatIssues(result.error.issues));
   else problems.push(...publishedSecretProblems(schema, result.data));
@@ -200,7 +212,9 @@ function describe(issue: z.core.$ZodIssue): string {
       return issue.origin === 'array'
         ? `must have at least ${issue.minimum} item${Number(issue.minimum) === 1 ? '' : 's'}`
         : issue.origin === 'string'
-          ? issue.message.startsWith('Too small') ? 'must not be empty' : issue.message
+          ? issue.message.startsWith('Too small')
+            ? 'must not be empty'
+            : issue.message
           : `must be at least ${issue.minimum}`;
     case 'too_big':
       return `must be at most ${issue.maximum}`;

@@ -33,7 +33,9 @@ export function publishedSecretProblems(schema: z.ZodType, value: unknown): stri
   for (const marked of markedSecrets(value, json)) {
     everyString(marked.value, (v) => {
       if (PUBLISHED_SECRETS.some((p) => v === p || v.includes(`${p};`) || v.endsWith(p))) {
-        problems.add(`${marked.path}: is a published example value, known to anyone; make a secret of your own (for a whsec_ secret: echo "whsec_$(openssl rand -base64 32)")`);
+        problems.add(
+          `${marked.path}: is a published example value, known to anyone; make a secret of your own (for a whsec_ secret: echo "whsec_$(openssl rand -base64 32)")`,
+        );
       }
     });
   }

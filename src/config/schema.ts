@@ -14,7 +14,6 @@ import { InboxConfig } from '../fleet/inbox.ts';
 import { SlackSettings } from '../approval/slack.ts';
 import { IMDS_ENDPOINT } from '../imds/client.ts';
 
-
 function defaultStatePath(): string {
   return platform() === 'win32'
     ? join(process.env.ProgramData ?? 'C:\\ProgramData', 'se-bridge', 'state.db')
@@ -23,10 +22,36 @@ function defaultStatePath(): string {
 
 export const ImdsConfig = z.strictObject({
   endpoint: httpUrl.default(IMDS_ENDPOINT).describe('Base URL of IMDS. Env SE_BRIDGE_IMDS_ENDPOINT overrides it.'),
-  pollIntervalMs: z.number().int().min(200).max(60_000).default(1000).describe('How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget.'),
-  maxRetryPauseMs: z.number().int().min(200).max(60_000).default(5000).describe('Longest pause between two reads after failed ones (the pause grows with jitter from the poll interval up to this; never below the interval). A Spot eviction gives 30 s of notice.'),
-  requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000).describe('Timeout of one IMDS request once Scheduled Events answered at least once.'),
-  firstRequestTimeoutMs: z.number().int().min(100).max(600_000).default(120_000).describe('Timeout of the very first request: the one that enables Scheduled Events may take 2 minutes.'),
+  pollIntervalMs: z
+    .number()
+    .int()
+    .min(200)
+    .max(60_000)
+    .default(1000)
+    .describe('How often to read the Scheduled Events document. All IMDS calls share a 5 requests/s budget.'),
+  maxRetryPauseMs: z
+    .number()
+    .int()
+    .min(200)
+    .max(60_000)
+    .default(5000)
+    .describe(
+      'Longest pause between two reads after failed ones (the pause grows with jitter from the poll interval up to this; never below the interval). A Spot eviction gives 30 s of notice.',
+    ),
+  requestTimeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(120_000)
+    .default(5000)
+    .describe('Timeout of one IMDS request once Scheduled Events answered at least once.'),
+  firstRequestTimeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .default(120_000)
+    .describe('Timeout of the very first request: the one that enables Scheduled Events may take 2 minutes.'),
 });
 
 const StateConfig = z.strictObject({
@@ -38,11 +63,11 @@ const LogConfig = z.strictObject({
 });
 
 const IdentityConfig = z.strictObject({
-  vmName: z.string().min(1).optional().describe('This VM\'s name, instead of instance metadata\'s.'),
-  resourceId: z.string().min(1).optional().describe('This VM\'s ARM resource id: the CloudEvents\' source and the fleet session.'),
+  vmName: z.string().min(1).optional().describe("This VM's name, instead of instance metadata's."),
+  resourceId: z.string().min(1).optional().describe("This VM's ARM resource id: the CloudEvents' source and the fleet session."),
   vmScaleSetName: z.string().min(1).optional().describe('The scale set this VM belongs to.'),
-  subscriptionId: z.string().min(1).optional().describe('The subscription\'s id.'),
-  resourceGroupName: z.string().min(1).optional().describe('The resource group\'s name.'),
+  subscriptionId: z.string().min(1).optional().describe("The subscription's id."),
+  resourceGroupName: z.string().min(1).optional().describe("The resource group's name."),
   location: z.string().min(1).optional().describe('The Azure region.'),
   zone: z.string().min(1).optional().describe('The availability zone.'),
 });
@@ -68,35 +93,88 @@ const SinksConfig = z
   }, ALWAYS)
   .meta({ description: 'The sinks; every name must be unique.' });
 
-
-const ApprovalConfig = z.strictObject({
-  secret: secret(whsec).optional().describe('Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server.'),
-  publicUrl: httpUrl.optional().describe('The base URL people reach the approval server at; approval links start with it.'),
-  slack: SlackSettings.optional().describe('A Slack app\'s signing secret: enables POST /v1/slack/interactions.'),
-  rules: z.array(Rule).default([]).describe('Ordered rules, first match wins; default: await (a human decides).'),
-  linkTtlSeconds: z.number().int().min(60).max(7 * 86400).default(86400).describe('Longest life of an approval link; never past NotBefore.'),
-  inbox: InboxConfig.optional().describe('Fleet approvals: approval commands arrive from the relay over Service Bus (no inbound port).'),
-  relayUrl: httpUrl.optional().describe('The relay\'s public URL: links and Slack buttons point there, with tokens signed by inbox.linkKey.'),
-})
+const ApprovalConfig = z
+  .strictObject({
+    secret: secret(whsec)
+      .optional()
+      .describe('Signs approval links and verifies POST /v1/approvals (Standard Webhooks). Enables the approval server.'),
+    publicUrl: httpUrl.optional().describe('The base URL people reach the approval server at; approval links start with it.'),
+    slack: SlackSettings.optional().describe("A Slack app's signing secret: enables POST /v1/slack/interactions."),
+    rules: z.array(Rule).default([]).describe('Ordered rules, first match wins; default: await (a human decides).'),
+    linkTtlSeconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(7 * 86400)
+      .default(86400)
+      .describe('Longest life of an approval link; never past NotBefore.'),
+    inbox: InboxConfig.optional().describe('Fleet approvals: approval commands arrive from the relay over Service Bus (no inbound port).'),
+    relayUrl: httpUrl
+      .optional()
+      .describe("The relay's public URL: links and Slack buttons point there, with tokens signed by inbox.linkKey."),
+  })
   // links and Slack buttons carry tokens that approval.secret signs
   .superRefine((a, ctx) => {
-    if (a?.publicUrl !== undefined && a.secret === undefined) ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.publicUrl (it signs the links)' });
-    if (a?.slack !== undefined && a.secret === undefined) ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.slack (it signs the button tokens)' });
-    if (a?.relayUrl !== undefined && a.inbox === undefined) ctx.addIssue({ code: 'custom', path: ['inbox'], message: 'is required with approval.relayUrl (its linkKey signs the links, and commands arrive through it)' });
-    if (a?.relayUrl !== undefined && a.publicUrl !== undefined) ctx.addIssue({ code: 'custom', path: ['publicUrl'], message: 'goes with the approval server; with approval.relayUrl, links point at the relay' });
+    if (a?.publicUrl !== undefined && a.secret === undefined)
+      ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.publicUrl (it signs the links)' });
+    if (a?.slack !== undefined && a.secret === undefined)
+      ctx.addIssue({ code: 'custom', path: ['secret'], message: 'is required with approval.slack (it signs the button tokens)' });
+    if (a?.relayUrl !== undefined && a.inbox === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['inbox'],
+        message: 'is required with approval.relayUrl (its linkKey signs the links, and commands arrive through it)',
+      });
+    if (a?.relayUrl !== undefined && a.publicUrl !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['publicUrl'],
+        message: 'goes with the approval server; with approval.relayUrl, links point at the relay',
+      });
   }, ALWAYS)
   .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'], relayUrl: ['inbox'] } });
 
 const ServerConfig = z.strictObject({
-  listen: hostPort.default('127.0.0.1:8787').describe('Approval API, Slack interactions and the approval page (started when approval.secret is set).'),
-  rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(10).describe('Requests per second a client may make, sustained.'), burst: z.number().int().min(1).max(100_000).default(30).describe('Requests a client may make at once before the rate applies.') }).prefault({}).describe('Per-client rate limit: sustained requests per second, and the burst allowed (then 429).'),
-  maxConnections: z.number().int().min(1).max(10_000).default(256).describe('Open connections at most; more are closed at once (slow clients are cut off after 10 s of headers, 20 s per request, 30 s idle).'),
-  maxConnectionsPerClient: z.number().int().min(1).max(10_000).default(64).describe('Open connections from one address at most (behind a proxy every client shares its address: raise it).'),
+  listen: hostPort
+    .default('127.0.0.1:8787')
+    .describe('Approval API, Slack interactions and the approval page (started when approval.secret is set).'),
+  rateLimit: z
+    .strictObject({
+      perSecond: z.number().min(0.1).max(10_000).default(10).describe('Requests per second a client may make, sustained.'),
+      burst: z.number().int().min(1).max(100_000).default(30).describe('Requests a client may make at once before the rate applies.'),
+    })
+    .prefault({})
+    .describe('Per-client rate limit: sustained requests per second, and the burst allowed (then 429).'),
+  maxConnections: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(256)
+    .describe(
+      'Open connections at most; more are closed at once (slow clients are cut off after 10 s of headers, 20 s per request, 30 s idle).',
+    ),
+  maxConnectionsPerClient: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(64)
+    .describe('Open connections from one address at most (behind a proxy every client shares its address: raise it).'),
 });
 
 const ObservabilityConfig = z.strictObject({
-  listen: z.union([hostPort, z.literal('off')]).default('127.0.0.1:9464').describe('/metrics, /livez, /readyz. "off" turns the endpoint off.'),
-  readyFailureThreshold: z.number().int().min(1).max(1000).default(3).describe('/readyz answers 503 once this many IMDS reads failed in a row.'),
+  listen: z
+    .union([hostPort, z.literal('off')])
+    .default('127.0.0.1:9464')
+    .describe('/metrics, /livez, /readyz. "off" turns the endpoint off.'),
+  readyFailureThreshold: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(3)
+    .describe('/readyz answers 503 once this many IMDS reads failed in a row.'),
 });
 
 export const BridgeConfig = z.strictObject({
@@ -160,7 +238,8 @@ export function markedSecrets(value: unknown, schema: unknown, path = ''): { pat
   if (Array.isArray(value)) {
     value.forEach((item, i) => out.push(...markedSecrets(item, s.items, `${path}[${i}]`)));
   } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) out.push(...markedSecrets(v, s.properties?.[k] ?? s.additionalProperties, path === '' ? k : `${path}.${k}`));
+    for (const [k, v] of Object.entries(value))
+      out.push(...markedSecrets(v, s.properties?.[k] ?? s.additionalProperties, path === '' ? k : `${path}.${k}`));
   }
   return out;
 }

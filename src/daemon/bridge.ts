@@ -59,7 +59,14 @@ export class Bridge {
   #tasks: Promise<void>[] = [];
   #stopped = false;
 
-  private constructor(o: BridgeOptions, store: Store, lock: StateLock | null, targets: readonly DispatchTarget[], links: ApprovalLinks | null, shared: Shared) {
+  private constructor(
+    o: BridgeOptions,
+    store: Store,
+    lock: StateLock | null,
+    targets: readonly DispatchTarget[],
+    links: ApprovalLinks | null,
+    shared: Shared,
+  ) {
     this.#o = o;
     this.store = store;
     this.#lock = lock;
@@ -91,7 +98,15 @@ export class Bridge {
     }
     const key = a.secret === undefined ? null : secretKey(a.secret);
     if (key === null) return undefined;
-    return approvalLinks({ key, rules: a.rules, linkTtlSeconds: a.linkTtlSeconds, publicUrl: a.publicUrl ?? null, slackInteractive: a.slack !== undefined, vm, serverUrl });
+    return approvalLinks({
+      key,
+      rules: a.rules,
+      linkTtlSeconds: a.linkTtlSeconds,
+      publicUrl: a.publicUrl ?? null,
+      slackInteractive: a.slack !== undefined,
+      vm,
+      serverUrl,
+    });
   }
 
   /** create opens the store and builds every sink; it connects to nothing yet. */
@@ -108,11 +123,25 @@ export class Bridge {
       throw err;
     }
     const i = o.config.identity;
-    const state = new BridgeState(identityFrom(null, { name: i.vmName, resourceId: i.resourceId, vmScaleSetName: i.vmScaleSetName, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone }));
+    const state = new BridgeState(
+      identityFrom(null, {
+        name: i.vmName,
+        resourceId: i.resourceId,
+        vmScaleSetName: i.vmScaleSetName,
+        subscriptionId: i.subscriptionId,
+        resourceGroupName: i.resourceGroupName,
+        location: i.location,
+        zone: i.zone,
+      }),
+    );
     const links = Bridge.approvalLinks(o.config, state);
     // managed identity tokens come from the same IMDS as the Scheduled Events (before any sink makes a credential)
     const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, o.config, process.env);
-    if (tokenEndpoint !== null) o.logger.info({ code: 'TOKEN_ENDPOINT', endpoint: tokenEndpoint }, 'managed identity tokens are asked from the configured IMDS endpoint');
+    if (tokenEndpoint !== null)
+      o.logger.info(
+        { code: 'TOKEN_ENDPOINT', endpoint: tokenEndpoint },
+        'managed identity tokens are asked from the configured IMDS endpoint',
+      );
     try {
       const shared: Shared = { metrics: new Metrics(store), reads: new ReadBroadcast(o.logger), state };
       const targets = await buildTargets(o.config.sinks, {

@@ -62,14 +62,32 @@ export interface Parts {
   ready(): boolean;
 }
 
-export function compose(o: BridgeOptions, store: Store, targets: readonly DispatchTarget[], signal: AbortSignal, onOutcome: (report: OutcomeReport) => void, shared: Shared): Parts {
+export function compose(
+  o: BridgeOptions,
+  store: Store,
+  targets: readonly DispatchTarget[],
+  signal: AbortSignal,
+  onOutcome: (report: OutcomeReport) => void,
+  shared: Shared,
+): Parts {
   const { imds, identity: i } = o.config;
   const { metrics, reads, state } = shared;
-  const client = new ImdsClient({ ...imds, onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds) });
+  const client = new ImdsClient({
+    ...imds,
+    onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds),
+  });
   const identity = new IdentityLoop({
     client,
     logger: o.logger,
-    override: { name: i.vmName, resourceId: i.resourceId, vmScaleSetName: i.vmScaleSetName, subscriptionId: i.subscriptionId, resourceGroupName: i.resourceGroupName, location: i.location, zone: i.zone },
+    override: {
+      name: i.vmName,
+      resourceId: i.resourceId,
+      vmScaleSetName: i.vmScaleSetName,
+      subscriptionId: i.subscriptionId,
+      resourceGroupName: i.resourceGroupName,
+      location: i.location,
+      zone: i.zone,
+    },
     retryMs: o.identityRetryMs ?? IDENTITY_RETRY_MS,
     state,
   });

@@ -48,7 +48,10 @@ export class Endpoints {
       this.#observability = server;
       logger.info({ url: this.observabilityUrl }, 'metrics and health endpoints listening');
     } catch (err) {
-      logger.error({ ...errorFields(err), listen: config.observability.listen }, 'cannot serve /metrics, /livez, /readyz; continuing without them');
+      logger.error(
+        { ...errorFields(err), listen: config.observability.listen },
+        'cannot serve /metrics, /livez, /readyz; continuing without them',
+      );
     }
   }
 

@@ -68,7 +68,10 @@ export class IdentityLoop {
         logger.debug(fields, 'still cannot read the VM identity from IMDS');
       } else {
         this.#warned = true;
-        logger.warn(fields, 'cannot read the VM identity from IMDS; using the configured name or the host name (said once until it succeeds)');
+        logger.warn(
+          fields,
+          'cannot read the VM identity from IMDS; using the configured name or the host name (said once until it succeeds)',
+        );
       }
       return false;
     }

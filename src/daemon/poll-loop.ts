@@ -85,7 +85,10 @@ export class PollLoop {
       let wait: number;
       this.#firstPollAt ??= Date.now();
       try {
-        const result = await pollOnce(this.#o.client, this.#baseline, this.#o.state.vm, { signal, priorOccurrences: (key) => store.priorOccurrences(key) });
+        const result = await pollOnce(this.#o.client, this.#baseline, this.#o.state.vm, {
+          signal,
+          priorOccurrences: (key) => store.priorOccurrences(key),
+        });
         this.#apply(result);
         if (this.document !== null) this.#o.read?.(this.document);
         metrics.polls.inc({ result: result.kind, code: '' });
@@ -130,10 +133,16 @@ export class PollLoop {
     if (imds) {
       logger.warn({ ...f, failures: this.#failures, retryInMs: wait }, 'IMDS read failed; no transitions from this poll');
     } else if (err instanceof StoreError) {
-      logger.error({ ...f, failures: this.#failures, retryInMs: wait }, 'cannot write the state database; the change is committed on a later poll');
+      logger.error(
+        { ...f, failures: this.#failures, retryInMs: wait },
+        'cannot write the state database; the change is committed on a later poll',
+      );
     } else {
       // IMDS answered well; turning its document into CloudEvents failed: a defect of ours
-      logger.error({ ...f, failures: this.#failures, retryInMs: wait }, 'cannot map the IMDS document to CloudEvents; nothing was committed, the next poll tries again');
+      logger.error(
+        { ...f, failures: this.#failures, retryInMs: wait },
+        'cannot map the IMDS document to CloudEvents; nothing was committed, the next poll tries again',
+      );
     }
     return wait;
   }
@@ -149,16 +158,25 @@ export class PollLoop {
     }
     const previous = this.#baseline?.document ?? null;
     if (result.duplicates > 0) {
-      logger.warn({ code: 'IMDS_DUPLICATE_EVENT_IDS', count: result.duplicates }, 'IMDS listed an EventId more than once; kept the entry furthest along');
+      logger.warn(
+        { code: 'IMDS_DUPLICATE_EVENT_IDS', count: result.duplicates },
+        'IMDS listed an EventId more than once; kept the entry furthest along',
+      );
     }
     if (previous !== null && result.document.incarnation < previous.incarnation) {
-      logger.info({ from: previous.incarnation, to: result.document.incarnation }, 'DocumentIncarnation went backwards; diffing by EventId against the new baseline');
+      logger.info(
+        { from: previous.incarnation, to: result.document.incarnation },
+        'DocumentIncarnation went backwards; diffing by EventId against the new baseline',
+      );
     }
     let pending: PendingEvent[];
     try {
       pending = this.#o.route(result.events).map((p, i) => ({ ...p, occurrence: result.occurrences[i] }));
     } catch (err) {
-      throw new MappingError(`cannot route the CloudEvents of IMDS document ${result.document.incarnation}: ${(err as Error).message}`, err);
+      throw new MappingError(
+        `cannot route the CloudEvents of IMDS document ${result.document.incarnation}: ${(err as Error).message}`,
+        err,
+      );
     }
     metrics.observeDocument(result.document);
     for (const p of pending) metrics.transitions.inc({ transition: p.transition });

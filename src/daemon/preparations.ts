@@ -12,7 +12,12 @@ import type { PreparationState } from '../sinks/contract.ts';
 import { preparesTheVm } from '../registry/registry.ts';
 import type { PreparationRecord, Store } from '../store/store.ts';
 
-const toState = (r: PreparationRecord): PreparationState => ({ sink: r.sink, state: r.state, detail: r.detail, at: new Date(r.at).toISOString() });
+const toState = (r: PreparationRecord): PreparationState => ({
+  sink: r.sink,
+  state: r.state,
+  detail: r.detail,
+  at: new Date(r.at).toISOString(),
+});
 
 /** recorded: what the preparations reported for an event (pending ones that never reported are left out). */
 export function recorded(store: Store, eventId: string): PreparationState[] {
@@ -20,7 +25,12 @@ export function recorded(store: Store, eventId: string): PreparationState[] {
 }
 
 /** preparationStates: every preparation that takes this event, with its state. */
-export function preparationStates(store: Store, sinks: readonly SinkConfig[], event: Pick<ScheduledEvent, 'eventId' | 'eventType' | 'eventSource' | 'resources'>, vmName: string): PreparationState[] {
+export function preparationStates(
+  store: Store,
+  sinks: readonly SinkConfig[],
+  event: Pick<ScheduledEvent, 'eventId' | 'eventType' | 'eventSource' | 'resources'>,
+  vmName: string,
+): PreparationState[] {
   const records = new Map(store.preparations(event.eventId).map((r) => [r.sink, r]));
   const subject = { transition: 'scheduled', eventType: event.eventType, eventSource: event.eventSource, resources: event.resources };
   return sinks
@@ -36,6 +46,11 @@ export function preparationsOfPending(store: Store, sinks: readonly SinkConfig[]
   const vmName = view.vm.name;
   return (view.document?.events ?? [])
     .filter((e) => affects(e.resources, vmName))
-    .map((e) => ({ eventId: e.eventId, eventType: e.eventType, eventStatus: e.eventStatus, preparations: preparationStates(store, sinks, e, vmName) }))
+    .map((e) => ({
+      eventId: e.eventId,
+      eventType: e.eventType,
+      eventStatus: e.eventStatus,
+      preparations: preparationStates(store, sinks, e, vmName),
+    }))
     .filter((x) => x.preparations.length > 0);
 }

@@ -48,7 +48,10 @@ export class Dispatcher {
     ]);
     clearTimeout(timer);
     if (late) {
-      this.#options.logger.warn({ code: 'SHUTDOWN_DEADLINE', deadlineMs }, 'in-flight deliveries aborted at the shutdown deadline; they stay in the outbox');
+      this.#options.logger.warn(
+        { code: 'SHUTDOWN_DEADLINE', deadlineMs },
+        'in-flight deliveries aborted at the shutdown deadline; they stay in the outbox',
+      );
       for (const w of workers) w.abortInFlight();
       await all;
     }

@@ -21,12 +21,19 @@ export function preparationTakes(filter: FilterConfig, transition: string, seenB
 }
 
 /** `seenBefore` tells whether any CloudEvent of an EventId was committed before. */
-export function route(events: readonly BridgeEvent[], targets: readonly DispatchTarget[], vmName: string, seenBefore: (eventId: string) => boolean = () => false): PendingEvent[] {
+export function route(
+  events: readonly BridgeEvent[],
+  targets: readonly DispatchTarget[],
+  vmName: string,
+  seenBefore: (eventId: string) => boolean = () => false,
+): PendingEvent[] {
   return events.map((e) => {
     const d = e.data;
     const transition = transitionOf(e);
     const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
-    const takes = (t: DispatchTarget) => matchesFilter(t.filter, subject, vmName) && (!(t.prepare || t.undoes) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));
+    const takes = (t: DispatchTarget) =>
+      matchesFilter(t.filter, subject, vmName) &&
+      (!(t.prepare || t.undoes) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));
     return {
       id: e.id,
       eventId: d.eventId,

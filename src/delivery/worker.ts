@@ -2,7 +2,7 @@
  * Worker delivers the outbox rows of one sink: it reads only that sink's rows, sends them in
  * batches within the per-attempt timeout, and records each outcome (delivered, retry with
  * backoff, dead letter), so a sink that hangs or is down never delays another.
- */import type { Logger } from 'pino';
+ */ import type { Logger } from 'pino';
 import type { DeliveryConfig, Outcome, Sink } from '../sinks/contract.ts';
 import type { FilterConfig } from '../pipeline/filter.ts';
 import { fromJson } from '../pipeline/cloudevent.ts';
@@ -67,7 +67,10 @@ function isOutcome(o: unknown): o is Outcome {
   if (v.status === 'delivered') return true;
   if (typeof v.reason !== 'string') return false;
   if (v.status === 'reject') return true;
-  return v.status === 'retry' && (v.retryAfterMs === undefined || (typeof v.retryAfterMs === 'number' && Number.isFinite(v.retryAfterMs) && v.retryAfterMs >= 0));
+  return (
+    v.status === 'retry' &&
+    (v.retryAfterMs === undefined || (typeof v.retryAfterMs === 'number' && Number.isFinite(v.retryAfterMs) && v.retryAfterMs >= 0))
+  );
 }
 
 function describe(o: unknown): string {
@@ -164,7 +167,9 @@ export class Worker {
         return rows.map(() => ({ status: 'retry', reason }));
       }
       if (!Array.isArray(result) || result.length !== rows.length) {
-        throw new Error(`sink ${this.#t.name} returned ${Array.isArray(result) ? result.length : typeof result} outcomes for ${rows.length} events`);
+        throw new Error(
+          `sink ${this.#t.name} returned ${Array.isArray(result) ? result.length : typeof result} outcomes for ${rows.length} events`,
+        );
       }
       return result.map((o: unknown) => {
         if (isOutcome(o)) return o;
@@ -237,4 +242,3 @@ export class Worker {
     if (deliveredIds.length > 0) store.markDelivered(deliveredIds);
   }
 }
-

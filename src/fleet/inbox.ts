@@ -40,12 +40,23 @@ import type { BridgeView } from '../imds/view.ts';
 export const InboxConfig = z
   .strictObject({
     ...azureAuth('a Service Bus'),
-    queue: z.string().min(1).default('se-bridge-approvals').describe('The queue (with sessions and duplicate detection) the relay sends approval commands to.'),
+    queue: z
+      .string()
+      .min(1)
+      .default('se-bridge-approvals')
+      .describe('The queue (with sessions and duplicate detection) the relay sends approval commands to.'),
     replies: z.string().min(1).default('se-bridge-approval-replies').describe('The queue (with sessions) outcomes are published to.'),
     /** The relay's Ed25519 public key: every command must verify with it. */
-    relayPublicKey: ed25519Public.describe('The relay\'s public key (se-bridge fleet keys, publicKey): commands signed with anything else are dead-lettered.'),
-    linkKey: secret(keyBytes).describe('This VM\'s link key (`se-bridge fleet link-key`): signs its links\' tokens and its outcomes.'),
-    sessionId: z.string().min(1).max(1024).optional().describe('This VM\'s session; default its resource id, or its name without one (lower-cased; hashed past 128 characters).'),
+    relayPublicKey: ed25519Public.describe(
+      "The relay's public key (se-bridge fleet keys, publicKey): commands signed with anything else are dead-lettered.",
+    ),
+    linkKey: secret(keyBytes).describe("This VM's link key (`se-bridge fleet link-key`): signs its links' tokens and its outcomes."),
+    sessionId: z
+      .string()
+      .min(1)
+      .max(1024)
+      .optional()
+      .describe("This VM's session; default its resource id, or its name without one (lower-cased; hashed past 128 characters)."),
   })
   .superRefine(requireOneAuth);
 export type InboxConfig = z.infer<typeof InboxConfig>;
@@ -104,9 +115,14 @@ export class ApprovalInbox {
     return inboxSession(this.#o.config, this.#o.view.vm);
   }
 
-
   status(): InboxStatus {
-    return { connected: this.#connected, queue: this.#o.config.queue, session: this.#sessionId, commands: this.#commands, lastError: this.#lastError };
+    return {
+      connected: this.#connected,
+      queue: this.#o.config.queue,
+      session: this.#sessionId,
+      commands: this.#commands,
+      lastError: this.#lastError,
+    };
   }
 
   #setConnected(v: boolean): void {
@@ -118,7 +134,10 @@ export class ApprovalInbox {
   async run(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.#o;
     this.#signal = signal;
-    this.#client = await serviceBusClient(config, { retryOptions: { maxRetries: 2, timeoutInMs: 15_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge' } });
+    this.#client = await serviceBusClient(config, {
+      retryOptions: { maxRetries: 2, timeoutInMs: 15_000 },
+      userAgentOptions: { userAgentPrefix: 'se-bridge' },
+    });
     this.#replies = this.#client.createSender(config.replies);
     while (!signal.aborted && this.#o.view.goodReads === 0) await sleep(100, signal).catch(() => undefined);
     await holdSession({
@@ -131,7 +150,10 @@ export class ApprovalInbox {
       process: (receiver, m) =>
         this.#handle(receiver, m).catch(async (err: unknown) => {
           // an unexpected failure (the state database, say): the message comes again
-          logger.error({ ...errorFields(err), code: 'INBOX_COMMAND_FAILED', messageId: m.messageId }, 'approval inbox: a command could not be handled; it is abandoned');
+          logger.error(
+            { ...errorFields(err), code: 'INBOX_COMMAND_FAILED', messageId: m.messageId },
+            'approval inbox: a command could not be handled; it is abandoned',
+          );
           await this.#abandon(receiver, m);
           this.#count('failed');
         }),
@@ -143,8 +165,13 @@ export class ApprovalInbox {
           return;
         }
         this.#lastError = String((err as Error).message ?? err);
-        if (event === 'lost') logger.warn({ ...errorFields(err), code: 'INBOX_SESSION_LOST' }, 'approval inbox: the session was lost; accepting it again');
-        else logger.warn({ ...errorFields(err), code: 'INBOX_ACCEPT_FAILED', queue: config.queue, session }, 'approval inbox: cannot accept the session; trying again');
+        if (event === 'lost')
+          logger.warn({ ...errorFields(err), code: 'INBOX_SESSION_LOST' }, 'approval inbox: the session was lost; accepting it again');
+        else
+          logger.warn(
+            { ...errorFields(err), code: 'INBOX_ACCEPT_FAILED', queue: config.queue, session },
+            'approval inbox: cannot accept the session; trying again',
+          );
       },
     });
     this.#setConnected(false);
@@ -186,14 +213,21 @@ export class ApprovalInbox {
     let outcome: CommandOutcome;
     try {
       const r = await this.#o.service.approve(command.eventId, { by: command.by, via: command.via, reason: command.reason });
-      outcome = { ...this.#outcome(command, m, r.status, null, r.status === 'approved' ? 'approved' : `already approved by ${r.by} (${r.via})`), by: r.by, via: r.via };
+      outcome = {
+        ...this.#outcome(command, m, r.status, null, r.status === 'approved' ? 'approved' : `already approved by ${r.by} (${r.via})`),
+        by: r.by,
+        via: r.via,
+      };
     } catch (err) {
       if (err instanceof ApprovalError && err.code !== 'IMDS_REFUSED') {
         outcome = this.#outcome(command, m, 'not-approvable', err.code, err.message);
       } else {
         // transient: Service Bus delivers it again (and dead-letters it past its delivery limit)
         const message = String((err as Error).message ?? err);
-        logger.warn({ ...fields, eventId: command.eventId, ...errorFields(err) }, 'approval inbox: the approval failed; the command is abandoned and will come again');
+        logger.warn(
+          { ...fields, eventId: command.eventId, ...errorFields(err) },
+          'approval inbox: the approval failed; the command is abandoned and will come again',
+        );
         await this.#reply(m, this.#outcome(command, m, 'failed', (err as ApprovalError).code ?? 'FAILED', message));
         await this.#abandon(receiver, m);
         this.#count('failed');
@@ -203,7 +237,10 @@ export class ApprovalInbox {
     const ttl = Math.max(60_000, command.exp * 1000 - Date.now()) + REMEMBER_PAST_EXPIRY_MS;
     store.remember(`command:${command.id}`, JSON.stringify({ sequence, outcome }), ttl);
     if (command.nonce !== null) store.remember(`token:${command.nonce}`, null, ttl);
-    logger.info({ ...fields, eventId: command.eventId, outcome: outcome.outcome, by: command.by, via: command.via }, 'approval inbox: command applied');
+    logger.info(
+      { ...fields, eventId: command.eventId, outcome: outcome.outcome, by: command.by, via: command.via },
+      'approval inbox: command applied',
+    );
     await this.#reply(m, outcome);
     await receiver.completeMessage(m);
     this.#count(outcome.outcome);
@@ -225,7 +262,13 @@ export class ApprovalInbox {
     this.#o.onCommand?.(result);
   }
 
-  #outcome(command: ApprovalCommand | undefined, m: ServiceBusReceivedMessage, outcome: CommandOutcome['outcome'], code: string | null, message: string): CommandOutcome {
+  #outcome(
+    command: ApprovalCommand | undefined,
+    m: ServiceBusReceivedMessage,
+    outcome: CommandOutcome['outcome'],
+    code: string | null,
+    message: string,
+  ): CommandOutcome {
     return {
       v: 1,
       commandId: command?.id ?? String(m.messageId ?? ''),
@@ -255,7 +298,10 @@ export class ApprovalInbox {
         applicationProperties: { [SIGNATURE_PROPERTY]: signOutcome(this.#linkKey, body), vm: outcome.vm },
       });
     } catch (err) {
-      this.#o.logger.warn({ ...errorFields(err), code: 'INBOX_REPLY_FAILED', messageId: m.messageId }, 'approval inbox: could not publish the outcome');
+      this.#o.logger.warn(
+        { ...errorFields(err), code: 'INBOX_REPLY_FAILED', messageId: m.messageId },
+        'approval inbox: could not publish the outcome',
+      );
     }
   }
 }

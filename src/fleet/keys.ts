@@ -12,7 +12,19 @@
  *   Service Bus messageId) is derived from the webhook-id or the token's nonce, so the same
  *   request sent twice, by two relay replicas or by a retrying client, is one message.
  */
-import { createHash, createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, randomBytes, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  hkdfSync,
+  randomBytes,
+  sign,
+  timingSafeEqual,
+  verify,
+  type KeyObject,
+} from 'node:crypto';
 import { z } from 'zod';
 
 const LINK_KEY_INFO = 'se-bridge link key v1\n';
@@ -37,13 +49,18 @@ export function sessionIdOf(vm: { resourceId: string | null; name: string }): st
 
 /** linkKeyFor derives a VM's link key (32 bytes) from the fleet key. */
 export function linkKeyFor(fleetKey: Buffer, sessionId: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', fleetKey, Buffer.from('se-bridge fleet'), Buffer.from(LINK_KEY_INFO + sessionId.toLowerCase()), 32));
+  return Buffer.from(
+    hkdfSync('sha256', fleetKey, Buffer.from('se-bridge fleet'), Buffer.from(LINK_KEY_INFO + sessionId.toLowerCase()), 32),
+  );
 }
 
 /** A base64 key of at least 32 bytes (the fleet key, a VM's link key). */
 export const keyBytes = z
   .string()
-  .refine((s) => /^[A-Za-z0-9+/_-]+={0,2}$/.test(s.trim()) && Buffer.from(s.trim(), 'base64').length >= 32, 'must be base64 of at least 32 bytes')
+  .refine(
+    (s) => /^[A-Za-z0-9+/_-]+={0,2}$/.test(s.trim()) && Buffer.from(s.trim(), 'base64').length >= 32,
+    'must be base64 of at least 32 bytes',
+  )
   .transform((s) => s.trim());
 
 export function decodeKey(s: string): Buffer {
@@ -74,8 +91,12 @@ export function privateKeyOf(value: string): KeyObject | null {
   return tryKey(() => createPrivateKey(pem('PRIVATE', value)));
 }
 
-export const ed25519Public = z.string().refine((s) => publicKeyOf(s) !== null, 'must be an Ed25519 public key (PEM, or base64 of its SPKI DER)');
-export const ed25519Private = z.string().refine((s) => privateKeyOf(s) !== null, 'must be an Ed25519 private key (PEM, or base64 of its PKCS#8 DER)');
+export const ed25519Public = z
+  .string()
+  .refine((s) => publicKeyOf(s) !== null, 'must be an Ed25519 public key (PEM, or base64 of its SPKI DER)');
+export const ed25519Private = z
+  .string()
+  .refine((s) => privateKeyOf(s) !== null, 'must be an Ed25519 private key (PEM, or base64 of its PKCS#8 DER)');
 
 export interface FleetKeys {
   /** Ed25519 private key, base64 PKCS#8 DER: the relay's `signingKey`. */
@@ -151,12 +172,25 @@ const CommandShape = z.strictObject({
  * checkCommand verifies a command: the signature over the exact body bytes first (nothing of
  * an unsigned body is trusted), then its shape, its VM and its expiry.
  */
-export function checkCommand(key: KeyObject, body: unknown, signature: unknown, ownSession: string, nowS: number = Math.floor(Date.now() / 1000)): CommandCheck {
-  const bytes = Buffer.isBuffer(body) ? body : body instanceof Uint8Array ? Buffer.from(body) : typeof body === 'string' ? Buffer.from(body) : null;
+export function checkCommand(
+  key: KeyObject,
+  body: unknown,
+  signature: unknown,
+  ownSession: string,
+  nowS: number = Math.floor(Date.now() / 1000),
+): CommandCheck {
+  const bytes = Buffer.isBuffer(body)
+    ? body
+    : body instanceof Uint8Array
+      ? Buffer.from(body)
+      : typeof body === 'string'
+        ? Buffer.from(body)
+        : null;
   if (bytes === null || typeof signature !== 'string' || !/^[A-Za-z0-9_-]{86}$/.test(signature)) {
     return { ok: false, code: 'BAD_SIGNATURE', message: 'the command is not signed' };
   }
-  if (!verify(null, bytes, key, Buffer.from(signature, 'base64url'))) return { ok: false, code: 'BAD_SIGNATURE', message: "the command's signature does not verify with the relay's public key" };
+  if (!verify(null, bytes, key, Buffer.from(signature, 'base64url')))
+    return { ok: false, code: 'BAD_SIGNATURE', message: "the command's signature does not verify with the relay's public key" };
   let parsed: z.infer<typeof CommandShape>;
   try {
     parsed = CommandShape.parse(JSON.parse(bytes.toString('utf8')));
@@ -164,8 +198,10 @@ export function checkCommand(key: KeyObject, body: unknown, signature: unknown, 
     return { ok: false, code: 'MALFORMED', message: 'the command is not a well-formed approval command' };
   }
   const command = parsed as ApprovalCommand;
-  if (command.vm.toLowerCase() !== ownSession.toLowerCase()) return { ok: false, code: 'OTHER_VM', message: `the command is for ${command.vm}, not for this VM`, command };
-  if (nowS >= command.exp) return { ok: false, code: 'EXPIRED', message: `the command expired at ${new Date(command.exp * 1000).toISOString()}`, command };
+  if (command.vm.toLowerCase() !== ownSession.toLowerCase())
+    return { ok: false, code: 'OTHER_VM', message: `the command is for ${command.vm}, not for this VM`, command };
+  if (nowS >= command.exp)
+    return { ok: false, code: 'EXPIRED', message: `the command expired at ${new Date(command.exp * 1000).toISOString()}`, command };
   return { ok: true, command };
 }
 

@@ -10,7 +10,17 @@ import { errorFields } from '../lib/errors.ts';
 import { withDeadline } from '../lib/time.ts';
 import { Counter, Gauge, Histogram, processMetrics, Registry } from '../lib/prometheus.ts';
 import { serviceBusClient } from '../azure/messaging.ts';
-import { COMMAND_SUBJECT, decodeKey, linkKeyFor, outcomeVerifies, privateKeyOf, SIGNATURE_PROPERTY, signCommand, type ApprovalCommand, type CommandOutcome } from './keys.ts';
+import {
+  COMMAND_SUBJECT,
+  decodeKey,
+  linkKeyFor,
+  outcomeVerifies,
+  privateKeyOf,
+  SIGNATURE_PROPERTY,
+  signCommand,
+  type ApprovalCommand,
+  type CommandOutcome,
+} from './keys.ts';
 import { holdSession } from './session.ts';
 import type { RelayConfig } from './relay-config.ts';
 
@@ -61,7 +71,10 @@ export class RelayBus {
 
   async open(): Promise<void> {
     const c = this.#config.serviceBus;
-    this.#client = await serviceBusClient(c, { retryOptions: { maxRetries: 2, timeoutInMs: 10_000 }, userAgentOptions: { userAgentPrefix: 'se-bridge-relay' } });
+    this.#client = await serviceBusClient(c, {
+      retryOptions: { maxRetries: 2, timeoutInMs: 10_000 },
+      userAgentOptions: { userAgentPrefix: 'se-bridge-relay' },
+    });
     this.#sender = this.#client.createSender(c.queue);
   }
 
@@ -81,8 +94,13 @@ export class RelayBus {
         this.#setListening(event === 'accepted');
         if (event === 'accepted') return;
         this.#lastError = String((err as Error).message ?? err);
-        if (event === 'lost') this.#logger.warn({ ...errorFields(err), code: 'RELAY_REPLIES_LOST' }, 'relay: the replies session was lost; accepting it again');
-        else this.#logger.warn({ ...errorFields(err), code: 'RELAY_REPLIES_ACCEPT' }, 'relay: cannot accept the replies session; trying again');
+        if (event === 'lost')
+          this.#logger.warn({ ...errorFields(err), code: 'RELAY_REPLIES_LOST' }, 'relay: the replies session was lost; accepting it again');
+        else
+          this.#logger.warn(
+            { ...errorFields(err), code: 'RELAY_REPLIES_ACCEPT' },
+            'relay: cannot accept the replies session; trying again',
+          );
       },
     });
     this.#setListening(false);
@@ -98,7 +116,10 @@ export class RelayBus {
     const vm = String(m.applicationProperties?.vm ?? '');
     if (body === null || vm === '' || !outcomeVerifies(this.linkKey(vm), body, m.applicationProperties?.[SIGNATURE_PROPERTY])) {
       this.#metrics.outcomes.inc({ outcome: 'unverified' });
-      this.#logger.warn({ code: 'RELAY_OUTCOME_UNVERIFIED', correlationId: m.correlationId, vm }, 'relay: an outcome that does not verify was dropped');
+      this.#logger.warn(
+        { code: 'RELAY_OUTCOME_UNVERIFIED', correlationId: m.correlationId, vm },
+        'relay: an outcome that does not verify was dropped',
+      );
       return;
     }
     let outcome: CommandOutcome;
@@ -212,10 +233,23 @@ export class RelayMetrics {
     const r = this.registry;
     processMetrics(r);
     this.requests = r.register(new Counter('sebridge_relay_requests_total', 'Requests by route and HTTP status.', ['route', 'status']));
-    this.commands = r.register(new Counter('sebridge_relay_commands_total', 'Approval commands by result (sent, send-failed).', ['result']));
-    this.outcomes = r.register(new Counter('sebridge_relay_outcomes_total', 'Outcomes received from VMs, by outcome (unverified: dropped).', ['outcome']));
-    this.replySeconds = r.register(new Histogram('sebridge_relay_reply_seconds', 'From sending a command to its outcome.', [], [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]));
-    this.repliesConnected = r.register(new Gauge('sebridge_relay_replies_connected', 'Whether this replica holds its replies session (1) or not (0).'));
+    this.commands = r.register(
+      new Counter('sebridge_relay_commands_total', 'Approval commands by result (sent, send-failed).', ['result']),
+    );
+    this.outcomes = r.register(
+      new Counter('sebridge_relay_outcomes_total', 'Outcomes received from VMs, by outcome (unverified: dropped).', ['outcome']),
+    );
+    this.replySeconds = r.register(
+      new Histogram(
+        'sebridge_relay_reply_seconds',
+        'From sending a command to its outcome.',
+        [],
+        [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      ),
+    );
+    this.repliesConnected = r.register(
+      new Gauge('sebridge_relay_replies_connected', 'Whether this replica holds its replies session (1) or not (0).'),
+    );
   }
 }
 

@@ -10,40 +10,108 @@ import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
 import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf } from './keys.ts';
 import { SlackSettings } from '../approval/slack.ts';
 
-export const RelayConfig = z.strictObject({
-  listen: hostPort.default('0.0.0.0:8080').describe('Where the relay listens (behind the load balancer or ingress that terminates TLS).'),
-  serviceBus: z
-    .strictObject({
-      ...azureAuth('a Service Bus'),
-      queue: z.string().min(1).default('se-bridge-approvals').describe('The bridges\' inbox queue (sessions, duplicate detection): the relay Sends.'),
-      replies: z.string().min(1).default('se-bridge-approval-replies').describe('The outcomes queue (sessions): the relay Listens on its own session.'),
-    })
-    .superRefine(requireOneAuth),
-  signingKey: secret(ed25519Private).describe('Ed25519 private key that signs commands (`se-bridge fleet keys`).'),
-  publicKey: ed25519Public.optional().describe('The public key of signingKey (the bridges\' relayPublicKey); when set, the relay refuses to start if it does not match.'),
-  fleetKey: secret(keyBytes).describe('The fleet key every VM\'s link key is derived from (`se-bridge fleet keys`).'),
-  apiSecrets: z.array(secret(whsec)).default([]).describe('Standard Webhooks secrets that sign POST /v1/approvals (several while rotating).'),
-  slack: SlackSettings.optional().describe('A Slack app\'s signing secret: enables POST /v1/slack/interactions (the app\'s one Request URL).'),
-  replyWaitMs: z.number().int().min(0).max(25_000).default(5000).describe('How long a request waits for the VM\'s outcome before the answer is 202 with a tracking id.'),
-  commandTtlSeconds: z.number().int().min(60).max(86_400).default(900).describe('Longest life of an approval command (never past a link\'s own expiry).'),
-  sendTimeoutMs: z.number().int().min(100).max(15_000).default(8000).describe('How long sending one command to Service Bus may take before the answer is 503 (well below a client\'s patience).'),
-  rateLimit: z.strictObject({ perSecond: z.number().min(0.1).max(10_000).default(50).describe('Requests per second a client may make, sustained.'), burst: z.number().int().min(1).max(100_000).default(100).describe('Requests a client may make at once before the rate applies.') }).prefault({}),
-  maxConnections: z.number().int().min(1).max(100_000).default(1024).describe('Open connections at most; more are closed at once.'),
-  maxConnectionsPerClient: z.number().int().min(1).max(100_000).default(128).describe('Open connections from one address at most (behind a proxy every client shares its address: raise it).'),
-  observability: z.strictObject({ listen: z.union([hostPort, z.literal('off')]).default('0.0.0.0:9464').describe('Where /livez, /readyz and /metrics listen, or off.') }).prefault({}).describe('/livez, /readyz and /metrics on a listener of their own, which approval clients cannot crowd out ("off": none).'),
-  log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('The least severe level logged. Env LOG_LEVEL overrides it.') }).prefault({}),
-}).superRefine((c, ctx) => {
-  if (c.publicKey === undefined) return;
-  const mine = privateKeyOf(c.signingKey);
-  const theirs = publicKeyOf(c.publicKey);
-  if (mine === null || theirs === null) return; // reported by the keys' own checks
-  const derived = createPublicKey(mine).export({ type: 'spki', format: 'der' });
-  if (!derived.equals(theirs.export({ type: 'spki', format: 'der' }))) {
-    ctx.addIssue({ code: 'custom', path: ['publicKey'], message: 'is not the public key of signingKey: the bridges would refuse every command (se-bridge fleet public-key prints the right one)' });
-  }
-});
+export const RelayConfig = z
+  .strictObject({
+    listen: hostPort.default('0.0.0.0:8080').describe('Where the relay listens (behind the load balancer or ingress that terminates TLS).'),
+    serviceBus: z
+      .strictObject({
+        ...azureAuth('a Service Bus'),
+        queue: z
+          .string()
+          .min(1)
+          .default('se-bridge-approvals')
+          .describe("The bridges' inbox queue (sessions, duplicate detection): the relay Sends."),
+        replies: z
+          .string()
+          .min(1)
+          .default('se-bridge-approval-replies')
+          .describe('The outcomes queue (sessions): the relay Listens on its own session.'),
+      })
+      .superRefine(requireOneAuth),
+    signingKey: secret(ed25519Private).describe('Ed25519 private key that signs commands (`se-bridge fleet keys`).'),
+    publicKey: ed25519Public
+      .optional()
+      .describe("The public key of signingKey (the bridges' relayPublicKey); when set, the relay refuses to start if it does not match."),
+    fleetKey: secret(keyBytes).describe("The fleet key every VM's link key is derived from (`se-bridge fleet keys`)."),
+    apiSecrets: z
+      .array(secret(whsec))
+      .default([])
+      .describe('Standard Webhooks secrets that sign POST /v1/approvals (several while rotating).'),
+    slack: SlackSettings.optional().describe(
+      "A Slack app's signing secret: enables POST /v1/slack/interactions (the app's one Request URL).",
+    ),
+    replyWaitMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(25_000)
+      .default(5000)
+      .describe("How long a request waits for the VM's outcome before the answer is 202 with a tracking id."),
+    commandTtlSeconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(86_400)
+      .default(900)
+      .describe("Longest life of an approval command (never past a link's own expiry)."),
+    sendTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(15_000)
+      .default(8000)
+      .describe("How long sending one command to Service Bus may take before the answer is 503 (well below a client's patience)."),
+    rateLimit: z
+      .strictObject({
+        perSecond: z.number().min(0.1).max(10_000).default(50).describe('Requests per second a client may make, sustained.'),
+        burst: z.number().int().min(1).max(100_000).default(100).describe('Requests a client may make at once before the rate applies.'),
+      })
+      .prefault({}),
+    maxConnections: z.number().int().min(1).max(100_000).default(1024).describe('Open connections at most; more are closed at once.'),
+    maxConnectionsPerClient: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(128)
+      .describe('Open connections from one address at most (behind a proxy every client shares its address: raise it).'),
+    observability: z
+      .strictObject({
+        listen: z
+          .union([hostPort, z.literal('off')])
+          .default('0.0.0.0:9464')
+          .describe('Where /livez, /readyz and /metrics listen, or off.'),
+      })
+      .prefault({})
+      .describe('/livez, /readyz and /metrics on a listener of their own, which approval clients cannot crowd out ("off": none).'),
+    log: z
+      .strictObject({
+        level: z
+          .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+          .default('info')
+          .describe('The least severe level logged. Env LOG_LEVEL overrides it.'),
+      })
+      .prefault({}),
+  })
+  .superRefine((c, ctx) => {
+    if (c.publicKey === undefined) return;
+    const mine = privateKeyOf(c.signingKey);
+    const theirs = publicKeyOf(c.publicKey);
+    if (mine === null || theirs === null) return; // reported by the keys' own checks
+    const derived = createPublicKey(mine).export({ type: 'spki', format: 'der' });
+    if (!derived.equals(theirs.export({ type: 'spki', format: 'der' }))) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['publicKey'],
+        message:
+          'is not the public key of signingKey: the bridges would refuse every command (se-bridge fleet public-key prints the right one)',
+      });
+    }
+  });
 export type RelayConfig = z.infer<typeof RelayConfig>;
 /** relaySecrets: what the relay's logs must never show. */
 export function relaySecrets(c: RelayConfig): string[] {
-  return [c.serviceBus.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret].filter((s): s is string => typeof s === 'string' && s.length >= 6);
+  return [c.serviceBus.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret].filter(
+    (s): s is string => typeof s === 'string' && s.length >= 6,
+  );
 }

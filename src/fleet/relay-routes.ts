@@ -82,7 +82,8 @@ export class RelayServer extends RoutedServer {
     try {
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
       if (url.pathname === '/v1/approvals') return await this.#api(req, res, body);
-      if (url.pathname.startsWith('/v1/approvals/')) return this.#tracking(req, res, decodeURIComponent(url.pathname.slice('/v1/approvals/'.length)));
+      if (url.pathname.startsWith('/v1/approvals/'))
+        return this.#tracking(req, res, decodeURIComponent(url.pathname.slice('/v1/approvals/'.length)));
       if (url.pathname === '/v1/slack/interactions') return this.#slack(req, res, body);
       if (req.method === 'GET') return this.#page(res, url.searchParams.get('token') ?? '');
       return await this.#pagePost(req, res, body, html);
@@ -95,7 +96,15 @@ export class RelayServer extends RoutedServer {
     }
   }
 
-  #command(vm: string, id: string, eventId: string, by: string, via: ApprovalCommand['via'], reason: string, token: TokenClaims | null): ApprovalCommand {
+  #command(
+    vm: string,
+    id: string,
+    eventId: string,
+    by: string,
+    via: ApprovalCommand['via'],
+    reason: string,
+    token: TokenClaims | null,
+  ): ApprovalCommand {
     const now = Math.floor(Date.now() / 1000);
     const exp = Math.min(now + this.#o.config.commandTtlSeconds, token?.x ?? Number.MAX_SAFE_INTEGER);
     return { v: 1, id, vm: sessionFor(vm), eventId, by, via, reason, nonce: token?.n ?? null, iat: now, exp };
@@ -105,16 +114,37 @@ export class RelayServer extends RoutedServer {
     try {
       return await this.#o.bus.send(command, waitMs);
     } catch (err) {
-      this.#o.logger.warn({ ...errorFields(err), code: 'RELAY_SEND_FAILED', vm: command.vm, commandId: command.id }, 'relay: could not send the approval command');
-      throw new HttpError(503, 'SERVICE_BUS_UNAVAILABLE', 'the approval could not be passed on; try again (the same request is applied once)', { trackingId: command.id, vm: command.vm });
+      this.#o.logger.warn(
+        { ...errorFields(err), code: 'RELAY_SEND_FAILED', vm: command.vm, commandId: command.id },
+        'relay: could not send the approval command',
+      );
+      throw new HttpError(
+        503,
+        'SERVICE_BUS_UNAVAILABLE',
+        'the approval could not be passed on; try again (the same request is applied once)',
+        { trackingId: command.id, vm: command.vm },
+      );
     }
   }
 
   /** apiAnswer: the answer of POST /v1/approvals to a command whose outcome came, or not yet. */
   #apiAnswer(res: ServerResponse, id: string, vm: string, eventId: string, outcome: CommandOutcome | null): void {
     if (outcome === null) return sendJson(res, 202, { status: 'accepted', trackingId: id, vm, eventId });
-    if (statusOf(outcome) !== 200) return sendJson(res, statusOf(outcome), { error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message }, trackingId: id, vm });
-    return sendJson(res, 200, { eventId, vm, status: outcome.outcome, approvedBy: outcome.by, via: outcome.via, at: outcome.at, trackingId: id });
+    if (statusOf(outcome) !== 200)
+      return sendJson(res, statusOf(outcome), {
+        error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message },
+        trackingId: id,
+        vm,
+      });
+    return sendJson(res, 200, {
+      eventId,
+      vm,
+      status: outcome.outcome,
+      approvedBy: outcome.by,
+      via: outcome.via,
+      at: outcome.at,
+      trackingId: id,
+    });
   }
 
   // ----- GET /v1/approvals/{trackingId} --------------------------------------------------------
@@ -129,7 +159,12 @@ export class RelayServer extends RoutedServer {
     const v = verifyStandardWebhook(this.#apiKeys, req.headers, Buffer.alloc(0));
     if (!v.ok) throw new HttpError(401, v.code, v.message);
     const t = /^[0-9a-f]{32}$/.test(id) ? this.#o.bus.tracked(id) : null;
-    if (t === null) throw new HttpError(404, 'UNKNOWN_TRACKING_ID', 'this relay replica has no record of that tracking id; repeat the request (it is applied once)');
+    if (t === null)
+      throw new HttpError(
+        404,
+        'UNKNOWN_TRACKING_ID',
+        'this relay replica has no record of that tracking id; repeat the request (it is applied once)',
+      );
     if ('pending' in t) return sendJson(res, 202, { status: 'pending', trackingId: id, vm: t.pending.vm, eventId: t.pending.eventId });
     return this.#apiAnswer(res, id, t.outcome.vm, t.outcome.eventId ?? '', t.outcome);
   }
@@ -155,7 +190,8 @@ export class RelayServer extends RoutedServer {
   /** claims verifies a link token with the key of the VM it names. */
   #claims(token: string): TokenClaims {
     const vm = peekClaims(token)?.v;
-    if (typeof vm !== 'string' || vm.length === 0 || vm.length > 1024) throw new HttpError(400, 'TOKEN_MALFORMED', 'the approval token is not well-formed');
+    if (typeof vm !== 'string' || vm.length === 0 || vm.length > 1024)
+      throw new HttpError(400, 'TOKEN_MALFORMED', 'the approval token is not well-formed');
     const t = readToken(this.#o.bus.linkKey(vm), token);
     if (!t.ok) throw new HttpError(t.code === 'TOKEN_EXPIRED' ? 410 : t.code === 'TOKEN_BAD_SIGNATURE' ? 401 : 400, t.code, t.message);
     return t.claims;
@@ -175,16 +211,28 @@ export class RelayServer extends RoutedServer {
     const id = commandId(c.v, { nonce: c.n });
     const outcome = await this.#send(this.#command(c.v, id, c.e, 'approval link', 'link', '', c), this.#o.config.replyWaitMs);
     if (outcome === null) {
-      if (html) return page(res, 202, resultPage(true, 'Sent to the VM', `The approval is on its way to ${c.v}; it has not answered yet. Tracking id: ${id}.`, nonce()));
+      if (html)
+        return page(
+          res,
+          202,
+          resultPage(true, 'Sent to the VM', `The approval is on its way to ${c.v}; it has not answered yet. Tracking id: ${id}.`, nonce()),
+        );
       return sendJson(res, 202, { status: 'accepted', trackingId: id, vm: c.v, eventId: c.e });
     }
     const status = statusOf(outcome);
     if (html) {
       if (status !== 200) return page(res, status, resultPage(false, pageHeading(outcome.code ?? ''), outcome.message, nonce()));
-      const text = outcome.outcome === 'approved' ? 'Azure has been told it may start the maintenance now.' : `It had already been approved by ${outcome.by} (${outcome.via}).`;
+      const text =
+        outcome.outcome === 'approved'
+          ? 'Azure has been told it may start the maintenance now.'
+          : `It had already been approved by ${outcome.by} (${outcome.via}).`;
       return page(res, 200, resultPage(true, outcome.outcome === 'approved' ? 'Approved' : 'Already approved', text, nonce()));
     }
-    if (status !== 200) return sendJson(res, status, { error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message }, trackingId: id });
+    if (status !== 200)
+      return sendJson(res, status, {
+        error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message },
+        trackingId: id,
+      });
     return sendJson(res, 200, { eventId: c.e, vm: c.v, status: outcome.outcome, trackingId: id });
   }
 
@@ -198,8 +246,12 @@ export class RelayServer extends RoutedServer {
     const log = this.#o.logger;
     const task = this.#send(this.#command(c.v, id, c.e, a.who, 'slack', '', c), SLACK_WAIT_MS).then(
       (o) => {
-        if (o !== null && statusOf(o) === 200) return respondSlack(log, a, approvedUpdate(a, { status: o.outcome, by: o.by ?? '', via: o.via ?? '' }));
-        const text = o === null ? `:hourglass: Sent to ${escapeSlack(c.v)}; it has not answered yet (tracking id ${id}).` : `:warning: Could not approve: ${escapeSlack(o.message)}`;
+        if (o !== null && statusOf(o) === 200)
+          return respondSlack(log, a, approvedUpdate(a, { status: o.outcome, by: o.by ?? '', via: o.via ?? '' }));
+        const text =
+          o === null
+            ? `:hourglass: Sent to ${escapeSlack(c.v)}; it has not answered yet (tracking id ${id}).`
+            : `:warning: Could not approve: ${escapeSlack(o.message)}`;
         return respondSlack(log, a, warning(text));
       },
       () => respondSlack(log, a, warning(':warning: Could not pass the approval on; try again.')),

@@ -43,7 +43,10 @@ export async function startRelay(config: RelayConfig, logger: Logger, listenAt: 
     await listening;
     throw err;
   }
-  logger.info({ url, queue: config.serviceBus.queue, replies: config.serviceBus.replies, replySession: bus.replySession }, 'relay listening');
+  logger.info(
+    { url, queue: config.serviceBus.queue, replies: config.serviceBus.replies, replySession: bus.replySession },
+    'relay listening',
+  );
   return {
     url,
     bus,

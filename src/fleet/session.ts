@@ -32,7 +32,12 @@ export async function holdSession(h: SessionHold): Promise<void> {
     const session = h.session();
     let receiver: ServiceBusSessionReceiver | null = null;
     try {
-      const r = await h.client.acceptSession(h.queue, session, { receiveMode: 'peekLock', maxAutoLockRenewalDurationInMs: RENEW_FOR_MS, skipParsingBodyAsJson: true, abortSignal: signal });
+      const r = await h.client.acceptSession(h.queue, session, {
+        receiveMode: 'peekLock',
+        maxAutoLockRenewalDurationInMs: RENEW_FOR_MS,
+        skipParsingBodyAsJson: true,
+        abortSignal: signal,
+      });
       receiver = r;
       attempt = 0;
       h.state('accepted', session);

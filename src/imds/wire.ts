@@ -98,7 +98,16 @@ function zoneMinutes(zone: string): number | null {
 }
 
 /** utcMs is the instant of a calendar date and time, or null when any part is impossible. */
-function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, millis: number, offset: number | null): number | null {
+function utcMs(
+  year: number,
+  month: number,
+  day: number,
+  hour: number,
+  minute: number,
+  second: number,
+  millis: number,
+  offset: number | null,
+): number | null {
   if (offset === null || year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
   const d = new Date(0);
   d.setUTCFullYear(year, month - 1, day);

@@ -91,7 +91,9 @@ function refuse(err: NodeJS.ErrnoException, socket: Socket): void {
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE']
         : [400, 'Bad Request', 'BAD_REQUEST'];
-  const body = JSON.stringify({ error: { code, message: status === 408 ? 'the request did not arrive in time' : 'malformed HTTP request' } });
+  const body = JSON.stringify({
+    error: { code, message: status === 408 ? 'the request did not arrive in time' : 'malformed HTTP request' },
+  });
   const timer = setTimeout(() => socket.destroy(), REFUSAL_FLUSH_MS);
   timer.unref();
   socket.write(

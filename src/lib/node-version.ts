@@ -9,5 +9,7 @@ export const REQUIRED_NODE = '22.21 or later in 22.x, or 24.5 or later';
 export function nodeVersionProblem(version: string = process.versions.node): string | null {
   const [major = 0, minor = 0] = version.split('.').map(Number);
   const ok = (major === 22 && minor >= 21) || (major === 24 && minor >= 5) || major >= 25;
-  return ok ? null : `se-bridge needs Node.js ${REQUIRED_NODE} (this is Node.js ${version}); install a newer Node, or use the single executable, which brings its own`;
+  return ok
+    ? null
+    : `se-bridge needs Node.js ${REQUIRED_NODE} (this is Node.js ${version}); install a newer Node, or use the single executable, which brings its own`;
 }

@@ -48,7 +48,9 @@ export class Registry {
 }
 
 function labelText(labels: Labels): string {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`,
+  );
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
@@ -157,7 +159,8 @@ export function processMetrics(r: Registry): void {
   const heapTotal = g('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.');
   const heapUsed = g('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.');
   const external = g('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.');
-  const spaces = (kind: string) => g(`nodejs_heap_space_size_${kind}_bytes`, `Process heap space size ${kind} from Node.js in bytes.`, ['space']);
+  const spaces = (kind: string) =>
+    g(`nodejs_heap_space_size_${kind}_bytes`, `Process heap space size ${kind} from Node.js in bytes.`, ['space']);
   const [spaceTotal, spaceUsed, spaceAvailable] = [spaces('total'), spaces('used'), spaces('available')];
   const version = g('nodejs_version_info', 'Node.js version info.', ['version', 'major', 'minor', 'patch']);
   const linux = process.platform === 'linux';
@@ -202,7 +205,23 @@ export function processMetrics(r: Registry): void {
     lag.set(Number(process.hrtime.bigint() - t0) / 1e9);
   };
   r.register(user, collect);
-  for (const f of [system, cpu, start, rss, openFds, maxFds, lag, resources, heapTotal, heapUsed, external, spaceTotal, spaceUsed, spaceAvailable, version]) {
+  for (const f of [
+    system,
+    cpu,
+    start,
+    rss,
+    openFds,
+    maxFds,
+    lag,
+    resources,
+    heapTotal,
+    heapUsed,
+    external,
+    spaceTotal,
+    spaceUsed,
+    spaceAvailable,
+    version,
+  ]) {
     if (f !== null) r.register(f);
   }
 }

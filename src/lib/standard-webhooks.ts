@@ -27,7 +27,12 @@ export function sign(key: Buffer, id: string, timestamp: number | string, body: 
 }
 
 /** signatureHeaders builds the three Standard Webhooks headers for one request. */
-export function signatureHeaders(keys: readonly Buffer[], id: string, body: string | Buffer, now: number = Date.now()): Record<string, string> {
+export function signatureHeaders(
+  keys: readonly Buffer[],
+  id: string,
+  body: string | Buffer,
+  now: number = Date.now(),
+): Record<string, string> {
   const timestamp = Math.floor(now / 1000);
   return {
     'webhook-id': id,
@@ -37,4 +42,6 @@ export function signatureHeaders(keys: readonly Buffer[], id: string, body: stri
 }
 
 /** whsec is the configuration rule for a Standard Webhooks secret. */
-export const whsec = z.string().refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');
+export const whsec = z
+  .string()
+  .refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');

@@ -11,7 +11,8 @@ const CLIENT_H2 = /[/\\]undici[/\\]lib[/\\]dispatcher[/\\]client-h2\.js$/;
 
 registerHooks({
   resolve(specifier, context, next) {
-    if ((specifier === 'node:http2' || specifier === 'http2') && CLIENT_H2.test(context.parentURL ?? '')) return { url: lazy, shortCircuit: true };
+    if ((specifier === 'node:http2' || specifier === 'http2') && CLIENT_H2.test(context.parentURL ?? ''))
+      return { url: lazy, shortCircuit: true };
     return next(specifier, context);
   },
 });

@@ -38,8 +38,16 @@ export class Metrics {
     // Node's process metrics keep their conventional names (process_*, nodejs_*), which every
     // Prometheus client library uses and standard dashboards expect; only ours carry sebridge_
     processMetrics(r);
-    r.register(new Gauge('sebridge_build_info', 'Build information (always 1).', ['version', 'node'])).set({ version: VERSION, node: process.version }, 1);
-    this.polls = r.register(new Counter('sebridge_polls_total', 'Scheduled Events reads by result (changed, unchanged, error) and error code.', ['result', 'code']));
+    r.register(new Gauge('sebridge_build_info', 'Build information (always 1).', ['version', 'node'])).set(
+      { version: VERSION, node: process.version },
+      1,
+    );
+    this.polls = r.register(
+      new Counter('sebridge_polls_total', 'Scheduled Events reads by result (changed, unchanged, error) and error code.', [
+        'result',
+        'code',
+      ]),
+    );
     this.imdsDuration = r.register(
       new Histogram(
         'sebridge_imds_request_duration_seconds',
@@ -50,22 +58,60 @@ export class Metrics {
     );
     this.incarnation = r.register(new Gauge('sebridge_document_incarnation', 'DocumentIncarnation of the last document read.'));
     this.events = r.register(new Gauge('sebridge_events', 'Events IMDS currently lists, by type and status.', ['type', 'status']));
-    this.transitions = r.register(new Counter('sebridge_transitions_total', 'Transitions observed, by kind (scheduled, updated, started, completed, canceled, approved).', ['transition']));
-    this.deliveries = r.register(new Counter('sebridge_deliveries_total', 'Delivery attempts by sink and outcome (delivered, retry, dead-letter).', ['sink', 'outcome']));
-    this.deliveryDuration = r.register(new Histogram('sebridge_delivery_duration_seconds', 'Duration of one delivery attempt, by sink.', ['sink'], LATENCY_BUCKETS));
-    this.changeToDelivery = r.register(
-      new Histogram('sebridge_change_to_delivery_seconds', 'Time from an IMDS change being observed (committed) to its delivery, by sink.', ['sink'], LATENCY_BUCKETS),
+    this.transitions = r.register(
+      new Counter(
+        'sebridge_transitions_total',
+        'Transitions observed, by kind (scheduled, updated, started, completed, canceled, approved).',
+        ['transition'],
+      ),
     );
-    this.approvals = r.register(new Counter('sebridge_approvals_total', 'Approval attempts by path (policy, hooks, api, link, slack) and result.', ['via', 'result']));
-    this.inboxConnected = r.register(new Gauge('sebridge_inbox_connected', 'Whether the approval inbox holds this VM\'s Service Bus session (1) or not (0, also without an inbox).'));
+    this.deliveries = r.register(
+      new Counter('sebridge_deliveries_total', 'Delivery attempts by sink and outcome (delivered, retry, dead-letter).', [
+        'sink',
+        'outcome',
+      ]),
+    );
+    this.deliveryDuration = r.register(
+      new Histogram('sebridge_delivery_duration_seconds', 'Duration of one delivery attempt, by sink.', ['sink'], LATENCY_BUCKETS),
+    );
+    this.changeToDelivery = r.register(
+      new Histogram(
+        'sebridge_change_to_delivery_seconds',
+        'Time from an IMDS change being observed (committed) to its delivery, by sink.',
+        ['sink'],
+        LATENCY_BUCKETS,
+      ),
+    );
+    this.approvals = r.register(
+      new Counter('sebridge_approvals_total', 'Approval attempts by path (policy, hooks, api, link, slack) and result.', ['via', 'result']),
+    );
+    this.inboxConnected = r.register(
+      new Gauge(
+        'sebridge_inbox_connected',
+        "Whether the approval inbox holds this VM's Service Bus session (1) or not (0, also without an inbox).",
+      ),
+    );
     this.inboxCommands = r.register(
-      new Counter('sebridge_inbox_commands_total', 'Approval commands from the inbox, by result (approved, already-approved, not-approvable, failed, dead-lettered).', ['result']),
+      new Counter(
+        'sebridge_inbox_commands_total',
+        'Approval commands from the inbox, by result (approved, already-approved, not-approvable, failed, dead-lettered).',
+        ['result'],
+      ),
     );
     this.prepareSeconds = r.register(
-      new Histogram('sebridge_prepare_seconds', 'Time from a Scheduled event being observed to its preparation being done, by sink.', ['sink'], PREPARE_BUCKETS),
+      new Histogram(
+        'sebridge_prepare_seconds',
+        'Time from a Scheduled event being observed to its preparation being done, by sink.',
+        ['sink'],
+        PREPARE_BUCKETS,
+      ),
     );
-    this.prepares = r.register(new Counter('sebridge_prepare_total', 'Preparation results by sink and outcome (done, failed, undone).', ['sink', 'outcome']));
-    this.consecutiveFailures = r.register(new Gauge('sebridge_imds_consecutive_failures', 'IMDS reads failed in a row (0 when the last read succeeded).'));
+    this.prepares = r.register(
+      new Counter('sebridge_prepare_total', 'Preparation results by sink and outcome (done, failed, undone).', ['sink', 'outcome']),
+    );
+    this.consecutiveFailures = r.register(
+      new Gauge('sebridge_imds_consecutive_failures', 'IMDS reads failed in a row (0 when the last read succeeded).'),
+    );
     if (store !== undefined) {
       const depth = new Gauge('sebridge_outbox_depth', 'Events waiting for delivery, by sink.', ['sink']);
       r.register(depth, () => {

@@ -25,27 +25,35 @@ export class ObservabilityServer {
   readonly #server: Server;
 
   constructor(metrics: { readonly registry: Metrics['registry'] }, readiness: () => Readiness) {
-    this.#server = createGuardedServer((req, res) => {
-      const path = new URL(req.url ?? '/', 'http://o.invalid').pathname;
-      const send = (status: number, type: string, body: string) => {
-        res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
-        res.end(body);
-      };
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'application/json', '{"error":{"code":"METHOD_NOT_ALLOWED","message":"use GET"}}');
-      if (path === '/livez') return send(200, 'application/json', '{"status":"ok"}');
-      if (path === '/readyz') {
-        const r = readiness();
-        return send(r.ready ? 200 : 503, 'application/json', JSON.stringify({ status: r.ready ? 'ready' : 'not-ready', reason: r.reason, ...(r.details ?? {}) }));
-      }
-      if (path === '/metrics') {
-        metrics.registry.metrics().then(
-          (text) => send(200, metrics.registry.contentType, text),
-          (err: unknown) => send(500, 'text/plain', String(err)),
-        );
-        return;
-      }
-      send(404, 'application/json', '{"error":{"code":"NOT_FOUND","message":"try /metrics, /livez or /readyz"}}');
-    }, { ...DEFAULT_SERVER_LIMITS, maxConnections: MAX_CONNECTIONS, maxConnectionsPerClient: MAX_CONNECTIONS_PER_CLIENT });
+    this.#server = createGuardedServer(
+      (req, res) => {
+        const path = new URL(req.url ?? '/', 'http://o.invalid').pathname;
+        const send = (status: number, type: string, body: string) => {
+          res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+          res.end(body);
+        };
+        if (req.method !== 'GET' && req.method !== 'HEAD')
+          return send(405, 'application/json', '{"error":{"code":"METHOD_NOT_ALLOWED","message":"use GET"}}');
+        if (path === '/livez') return send(200, 'application/json', '{"status":"ok"}');
+        if (path === '/readyz') {
+          const r = readiness();
+          return send(
+            r.ready ? 200 : 503,
+            'application/json',
+            JSON.stringify({ status: r.ready ? 'ready' : 'not-ready', reason: r.reason, ...(r.details ?? {}) }),
+          );
+        }
+        if (path === '/metrics') {
+          metrics.registry.metrics().then(
+            (text) => send(200, metrics.registry.contentType, text),
+            (err: unknown) => send(500, 'text/plain', String(err)),
+          );
+          return;
+        }
+        send(404, 'application/json', '{"error":{"code":"NOT_FOUND","message":"try /metrics, /livez or /readyz"}}');
+      },
+      { ...DEFAULT_SERVER_LIMITS, maxConnections: MAX_CONNECTIONS, maxConnectionsPerClient: MAX_CONNECTIONS_PER_CLIENT },
+    );
   }
 
   listen(host: string, port: number): Promise<string> {

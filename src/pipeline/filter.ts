@@ -11,10 +11,17 @@ export const EVENT_SOURCES = ['Platform', 'User'] as const;
 
 /** FilterConfig chooses which transitions reach a sink. */
 export const FilterConfig = z.strictObject({
-  types: z.array(z.enum(TRANSITIONS)).min(1).optional().describe('The transitions to send; default: all (a preparation sink: what prepares and what ends the maintenance).'),
+  types: z
+    .array(z.enum(TRANSITIONS))
+    .min(1)
+    .optional()
+    .describe('The transitions to send; default: all (a preparation sink: what prepares and what ends the maintenance).'),
   eventTypes: z.array(z.enum(EVENT_TYPES)).min(1).optional().describe('The event types to send; default: all.'),
   eventSources: z.array(z.enum(EVENT_SOURCES)).min(1).optional().describe('Platform, User or both; default: both.'),
-  scope: z.enum(['all', 'self', 'leader']).default('all').describe('all: every event IMDS lists; self: events naming this VM; leader: events whose first resource is this VM.'),
+  scope: z
+    .enum(['all', 'self', 'leader'])
+    .default('all')
+    .describe('all: every event IMDS lists; self: events naming this VM; leader: events whose first resource is this VM.'),
 });
 export type FilterConfig = z.infer<typeof FilterConfig>;
 

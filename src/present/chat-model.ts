@@ -83,12 +83,21 @@ function isHappening(type: string, duration: number): string {
   }
 }
 
-export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string | null; preparations?: readonly PreparedStep[] } = {}): ChatMessage {
+export function toChatMessage(
+  event: BridgeEvent,
+  options: { approveUrl?: string | null; preparations?: readonly PreparedStep[] } = {},
+): ChatMessage {
   const d = event.data;
   const transition = transitionOf(event);
   const observedAt = event.time ?? new Date().toISOString();
   const vms = d.resources.map((name) => ({ name, isThisVm: name.toLowerCase() === d.vm.name.toLowerCase() }));
-  const who = d.affectsThisVm ? d.vm.name : vms.length === 0 ? 'A VM' : vms.length === 1 ? vms[0]!.name : `${vms[0]!.name} and ${vms.length - 1} more`;
+  const who = d.affectsThisVm
+    ? d.vm.name
+    : vms.length === 0
+      ? 'A VM'
+      : vms.length === 1
+        ? vms[0]!.name
+        : `${vms[0]!.name} and ${vms.length - 1} more`;
   const started = d.eventStatus === 'Started';
   let plainWords: string;
   let title: string;
@@ -138,7 +147,12 @@ export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string
     thisVm: d.vm.name,
     source: d.eventSource,
     notBefore,
-    duration: d.durationInSeconds < 0 ? 'unknown' : d.durationInSeconds === 0 ? 'no interruption' : `about ${humanDuration(d.durationInSeconds * 1000)}`,
+    duration:
+      d.durationInSeconds < 0
+        ? 'unknown'
+        : d.durationInSeconds === 0
+          ? 'no interruption'
+          : `about ${humanDuration(d.durationInSeconds * 1000)}`,
     description: d.description,
     eventId: d.eventId,
     observedAt,
@@ -149,13 +163,22 @@ export function toChatMessage(event: BridgeEvent, options: { approveUrl?: string
 }
 
 /** preparedLine tells what the preparations did and when the event was approved, in one line. */
-function preparedLine(steps: readonly PreparedStep[], approval: { by: string; via: string; at: string } | undefined, notBefore: number | null): string | null {
-  const parts = steps.filter((s) => s.state === 'done' || s.state === 'failed').map((s) => (s.state === 'failed' ? `preparation failed: ${s.detail ?? 'see the dead letters'}` : (s.detail ?? 'prepared')));
+function preparedLine(
+  steps: readonly PreparedStep[],
+  approval: { by: string; via: string; at: string } | undefined,
+  notBefore: number | null,
+): string | null {
+  const parts = steps
+    .filter((s) => s.state === 'done' || s.state === 'failed')
+    .map((s) => (s.state === 'failed' ? `preparation failed: ${s.detail ?? 'see the dead letters'}` : (s.detail ?? 'prepared')));
   const given = steps.filter((s) => s.state === 'undone').map((s) => s.detail ?? 'given back');
   parts.push(...given);
   if (approval !== undefined) {
     const at = Date.parse(approval.at);
-    const early = notBefore !== null && Number.isFinite(notBefore) && Number.isFinite(at) && notBefore > at ? `, ${humanDuration(notBefore - at)} before NotBefore` : '';
+    const early =
+      notBefore !== null && Number.isFinite(notBefore) && Number.isFinite(at) && notBefore > at
+        ? `, ${humanDuration(notBefore - at)} before NotBefore`
+        : '';
     if (Number.isFinite(at)) parts.push(`approved at ${approval.at.slice(11, 16)} UTC${early}`);
   }
   return parts.length === 0 ? null : parts.join(' · ');

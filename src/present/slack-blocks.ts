@@ -66,7 +66,10 @@ export function slackMessage(msg: ChatMessage, options: SlackRenderOptions = {})
     blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(`>${escape(msg.description)}`, LIMITS.text), verbatim: true } });
   }
   if (msg.prepared !== null) {
-    blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(`:white_check_mark: ${escape(msg.prepared)}`, LIMITS.text), verbatim: true }] });
+    blocks.push({
+      type: 'context',
+      elements: [{ type: 'mrkdwn', text: truncate(`:white_check_mark: ${escape(msg.prepared)}`, LIMITS.text), verbatim: true }],
+    });
   }
   const observedEpoch = Math.floor(Date.parse(msg.observedAt) / 1000);
   blocks.push({

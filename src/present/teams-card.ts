@@ -83,7 +83,13 @@ export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
     { type: 'Container', items: facts },
   ];
   if (nb) {
-    body.push({ type: 'TextBlock', text: `Your local time: {{DATE(${isoSeconds(nb.iso)}, SHORT)}} {{TIME(${isoSeconds(nb.iso)})}}`, isSubtle: true, size: 'Small', wrap: true });
+    body.push({
+      type: 'TextBlock',
+      text: `Your local time: {{DATE(${isoSeconds(nb.iso)}, SHORT)}} {{TIME(${isoSeconds(nb.iso)})}}`,
+      isSubtle: true,
+      size: 'Small',
+      wrap: true,
+    });
   }
   if (msg.description !== '') body.push(rich([run(msg.description)]));
   if (msg.prepared !== null) body.push(rich([{ type: 'TextRun', text: 'Prepared: ', weight: 'Bolder' }, run(msg.prepared)]));
@@ -93,7 +99,10 @@ export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
     version: '1.5',
     msteams: { width: 'Full' },
     body,
-    actions: msg.approveUrl !== null ? [{ type: 'Action.OpenUrl', title: 'Approve: start the maintenance now', url: msg.approveUrl, style: 'positive' }] : [],
+    actions:
+      msg.approveUrl !== null
+        ? [{ type: 'Action.OpenUrl', title: 'Approve: start the maintenance now', url: msg.approveUrl, style: 'positive' }]
+        : [],
   };
 }
 

@@ -18,7 +18,7 @@ export const configSchema = z.strictObject({
   /** A file (absolute, or relative to the configuration file) or a package name. */
   module: z.string().min(1).describe('The sink module: a path (relative to the configuration file) or a package name.'),
   /** The sink's own settings, checked by the schema the module exports. */
-  config: z.record(z.string(), z.unknown()).default({}).describe('The module\'s own settings, checked by its configSchema.'),
+  config: z.record(z.string(), z.unknown()).default({}).describe("The module's own settings, checked by its configSchema."),
 });
 export type ModuleSinkConfig = z.infer<typeof configSchema>;
 
@@ -37,11 +37,15 @@ const loaded = new Map<string, Promise<ExternalSink>>();
 async function importSink(specifier: string, baseDir: string): Promise<ExternalSink> {
   let url: string;
   try {
-    url = specifier.startsWith('.') || isAbsolute(specifier)
-      ? pathToFileURL(isAbsolute(specifier) ? specifier : join(baseDir, specifier)).href
-      : pathToFileURL(createRequire(join(baseDir, 'noop.js')).resolve(specifier)).href;
+    url =
+      specifier.startsWith('.') || isAbsolute(specifier)
+        ? pathToFileURL(isAbsolute(specifier) ? specifier : join(baseDir, specifier)).href
+        : pathToFileURL(createRequire(join(baseDir, 'noop.js')).resolve(specifier)).href;
   } catch (err) {
-    throw new SinkModuleError([`module: cannot find "${specifier}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`], err);
+    throw new SinkModuleError(
+      [`module: cannot find "${specifier}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`],
+      err,
+    );
   }
   let ns: Record<string, unknown>;
   try {
@@ -56,7 +60,8 @@ async function importSink(specifier: string, baseDir: string): Promise<ExternalS
   if (sink === null || typeof sink !== 'object') {
     problems.push(`module: "${specifier}" does not export a sink (export default defineSink({ name, configSchema, create }))`);
   } else {
-    if (typeof sink.name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(sink.name)) problems.push(`module: the sink "${specifier}" exports has no valid name`);
+    if (typeof sink.name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(sink.name))
+      problems.push(`module: the sink "${specifier}" exports has no valid name`);
     if (typeof sink.create !== 'function') problems.push(`module: the sink "${specifier}" exports has no create function`);
     if (typeof (sink.configSchema as Partial<StandardSchema> | undefined)?.['~standard']?.validate !== 'function') {
       problems.push(`module: the sink "${specifier}" exports has no configSchema (a Standard Schema such as a zod schema)`);

@@ -16,7 +16,19 @@ import { configSchema as eventGridConfig, eventGridSink } from '../../sinks/even
 import { configSchema as probeConfig, probeSink } from '../../sinks/probe.ts';
 import { configSchema as kubernetesConfig, kubernetesSink } from '../../sinks/kubernetes/index.ts';
 
-const MODULES = [webhookSink, eventHubsSink, serviceBusSink, eventGridSink, slackSink, teamsSink, execSink, stdoutSink, fileSink, probeSink, kubernetesSink] as unknown as readonly SinkModule[];
+const MODULES = [
+  webhookSink,
+  eventHubsSink,
+  serviceBusSink,
+  eventGridSink,
+  slackSink,
+  teamsSink,
+  execSink,
+  stdoutSink,
+  fileSink,
+  probeSink,
+  kubernetesSink,
+] as unknown as readonly SinkModule[];
 
 /** The config schema of every sink, in the order of MODULES (the `type` key tells them apart). */
 export const SINK_CONFIG_SCHEMAS = [
@@ -67,7 +79,10 @@ export async function sinkProblems(sinks: readonly unknown[]): Promise<string[]>
 }
 
 /** previewOf: what a configured sink would send for each event, without sending, or null when it shows nothing. */
-export async function previewOf(config: SinkConfigBase, approvalUrl: (event: BridgeEvent) => string | null): Promise<((event: BridgeEvent) => Promise<Preview>) | null> {
+export async function previewOf(
+  config: SinkConfigBase,
+  approvalUrl: (event: BridgeEvent) => string | null,
+): Promise<((event: BridgeEvent) => Promise<Preview>) | null> {
   const m = MODULES.find((x) => x.type === config.type);
   return m?.preview === undefined ? null : m.preview(config, approvalUrl);
 }

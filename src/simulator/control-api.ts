@@ -50,7 +50,15 @@ const ROUTES: readonly { method: string; path: RegExp; handle: Handler }[] = [
     path: /^\/state$/,
     handle: (sim) => [
       200,
-      { incarnation: sim.incarnation, events: sim.events, document: sim.document(), rawDocument: sim.rawDocument, faults: sim.faults, startRequests: sim.startRequests, requestCount: sim.requests.length },
+      {
+        incarnation: sim.incarnation,
+        events: sim.events,
+        document: sim.document(),
+        rawDocument: sim.rawDocument,
+        faults: sim.faults,
+        startRequests: sim.startRequests,
+        requestCount: sim.requests.length,
+      },
     ],
   },
   { method: 'GET', path: /^\/requests$/, handle: (sim) => [200, sim.requests] },
@@ -72,7 +80,8 @@ const ROUTES: readonly { method: string; path: RegExp; handle: Handler }[] = [
     handle: (sim, body) => {
       const p = ScenarioBody.safeParse(body);
       if (!p.success) return bad('expected {"name": "<scenario>", "timing"?: "dev" | "real"}');
-      if (findScenario(p.data.name) === undefined) return bad(`unknown scenario "${p.data.name}"; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+      if (findScenario(p.data.name) === undefined)
+        return bad(`unknown scenario "${p.data.name}"; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
       return [200, { eventIds: sim.playScenario(p.data.name, p.data.timing) }];
     },
   },
@@ -84,8 +93,16 @@ const ROUTES: readonly { method: string; path: RegExp; handle: Handler }[] = [
       return p.success ? [200, sim.addEvent(p.data)] : bad(issues(p.error));
     },
   },
-  { method: 'DELETE', path: /^\/events\/([^/]+)$/, handle: (sim, _b, [id]) => (sim.removeEvent(decodeURIComponent(id!)) ? [200, { removed: true }] : noEvent) },
-  { method: 'POST', path: /^\/events\/([^/]+)\/start$/, handle: (sim, _b, [id]) => (sim.startEvent(decodeURIComponent(id!)) ? [200, { started: true }] : noEvent) },
+  {
+    method: 'DELETE',
+    path: /^\/events\/([^/]+)$/,
+    handle: (sim, _b, [id]) => (sim.removeEvent(decodeURIComponent(id!)) ? [200, { removed: true }] : noEvent),
+  },
+  {
+    method: 'POST',
+    path: /^\/events\/([^/]+)\/start$/,
+    handle: (sim, _b, [id]) => (sim.startEvent(decodeURIComponent(id!)) ? [200, { started: true }] : noEvent),
+  },
   {
     method: 'POST',
     path: /^\/document$/,

@@ -25,7 +25,6 @@ export const FaultSpec = z.strictObject({
 export type FaultSpec = z.input<typeof FaultSpec>;
 export type Fault = z.infer<typeof FaultSpec>;
 
-
 /** takeFault takes the next fault for a request of `target`, counting it down. */
 export function takeFault(faults: Fault[], target: string): Fault | null {
   const i = faults.findIndex((f) => f.target === 'all' || f.target === target);

@@ -30,7 +30,12 @@ export const IdentitySettings = z.strictObject({
   systemAssigned: z.boolean().optional(),
   userAssigned: z.array(UserAssignedIdentity).max(100).optional(),
   /** How long issued tokens live (real IMDS: about 24 hours). */
-  tokenLifetimeSec: z.number().int().min(1).max(7 * 86_400).optional(),
+  tokenLifetimeSec: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 86_400)
+    .optional(),
 });
 export type IdentitySettings = z.infer<typeof IdentitySettings>;
 
@@ -114,7 +119,12 @@ export class ManagedIdentities {
     return result;
   }
 
-  #answer(resource: string | null, ids: ('client_id' | 'object_id' | 'msi_res_id')[], query: URLSearchParams, now: number): [number, unknown] {
+  #answer(
+    resource: string | null,
+    ids: ('client_id' | 'object_id' | 'msi_res_id')[],
+    query: URLSearchParams,
+    now: number,
+  ): [number, unknown] {
     if (resource === null || resource.trim() === '') return invalid("Required query variable 'resource' is missing");
     if (ids.length > 1) return invalid('Only one of client_id, object_id or msi_res_id may be specified');
     let principal: { clientId: string; objectId: string; resourceId: string } | undefined;
@@ -129,7 +139,9 @@ export class ManagedIdentities {
     } else if (this.userAssigned.length === 1) {
       principal = this.userAssigned[0]!;
     } else if (this.userAssigned.length > 1) {
-      return invalid('Multiple user assigned identities exist, please specify the clientId / resourceId of the identity in the token request');
+      return invalid(
+        'Multiple user assigned identities exist, please specify the clientId / resourceId of the identity in the token request',
+      );
     } else {
       return invalid('Identity not found');
     }

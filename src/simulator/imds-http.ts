@@ -13,7 +13,19 @@ import { applyFault, takeFault, type Fault, type FaultKind } from './faults.ts';
 import { TOKEN_PATH, type ManagedIdentities } from './identity.ts';
 import type { SimEvent } from './model.ts';
 
-const API_VERSIONS = new Set(['2017-03-01', '2017-08-01', '2017-11-01', '2019-01-01', '2019-04-01', '2019-08-01', '2020-07-01', '2021-01-01', '2021-02-01', '2021-12-13', '2023-07-01']);
+const API_VERSIONS = new Set([
+  '2017-03-01',
+  '2017-08-01',
+  '2017-11-01',
+  '2019-01-01',
+  '2019-04-01',
+  '2019-08-01',
+  '2020-07-01',
+  '2021-01-01',
+  '2021-02-01',
+  '2021-12-13',
+  '2023-07-01',
+]);
 /** The identity endpoint's versions (2018-02-01 is what the Azure SDKs send). */
 const TOKEN_API_VERSIONS = new Set(['2018-02-01', '2019-08-01', '2021-02-01', '2021-12-13', '2023-07-01']);
 const MAX_LOG = 10_000;
@@ -43,9 +55,16 @@ export interface ImdsFace {
 }
 
 export async function serveImds(sim: ImdsFace, req: IncomingMessage, res: ServerResponse, url: URL, body: string): Promise<void> {
-  const target = url.pathname === '/metadata/scheduledevents'
-    ? req.method === 'POST' ? 'start' : 'scheduledevents'
-    : url.pathname === '/metadata/instance/compute' ? 'compute' : url.pathname.replace(/\/$/, '') === TOKEN_PATH ? 'token' : null;
+  const target =
+    url.pathname === '/metadata/scheduledevents'
+      ? req.method === 'POST'
+        ? 'start'
+        : 'scheduledevents'
+      : url.pathname === '/metadata/instance/compute'
+        ? 'compute'
+        : url.pathname.replace(/\/$/, '') === TOKEN_PATH
+          ? 'token'
+          : null;
   const log = (status: number, fault?: FaultKind) => {
     if (sim.requests.length >= MAX_LOG) sim.requests.shift();
     sim.requests.push({ at: sim.now(), method: req.method ?? '', path: url.pathname, status, ...(fault ? { fault } : {}) });

@@ -38,9 +38,17 @@ export const AddEventSpec = z.strictObject({
   Description: z.string().default(''),
   DurationInSeconds: z.number().int().default(-1),
   /** Milliseconds until NotBefore. */
-  noticeMs: z.number().int().min(0).default(15 * 60_000),
+  noticeMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(15 * 60_000),
   /** Milliseconds the event stays Started. */
-  startedMs: z.number().int().min(0).default(10 * 60_000),
+  startedMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(10 * 60_000),
   notBeforeFormat: z.enum(['rfc1123', 'iso8601']).default('rfc1123'),
   /** Give the event a new EventId when it starts, as Microsoft's mock server does. */
   newIdPerState: z.boolean().default(false),
@@ -101,7 +109,10 @@ export function advance(events: readonly SimEvent[], now: number, start: (e: Sim
 }
 
 /** renderDocument renders events exactly as IMDS would. */
-export function renderDocument(events: readonly SimEvent[], incarnation: number): { DocumentIncarnation: number; Events: Record<string, unknown>[] } {
+export function renderDocument(
+  events: readonly SimEvent[],
+  incarnation: number,
+): { DocumentIncarnation: number; Events: Record<string, unknown>[] } {
   return {
     DocumentIncarnation: incarnation,
     Events: events.map((e) => ({

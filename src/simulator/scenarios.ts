@@ -45,7 +45,15 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'live-migration',
     title: 'Live migration: Freeze of 5 s for two VMs',
     events: [
-      { type: 'Freeze', source: 'Platform', resources: ['self', 'peer'], noticeSec: 900, durationSeconds: 5, startedSec: 600, description: LIVE_MIGRATION },
+      {
+        type: 'Freeze',
+        source: 'Platform',
+        resources: ['self', 'peer'],
+        noticeSec: 900,
+        durationSeconds: 5,
+        startedSec: 600,
+        description: LIVE_MIGRATION,
+      },
     ],
   },
   {
@@ -53,22 +61,35 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Memory-preserving host update: Freeze of 9 s',
     events: [
       {
-        type: 'Freeze', source: 'Platform', resources: ['self'], noticeSec: 900, durationSeconds: 9, startedSec: 300,
-        description: 'Host server is undergoing memory-preserving maintenance.', notBeforeFormat: 'iso8601',
+        type: 'Freeze',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 900,
+        durationSeconds: 9,
+        startedSec: 300,
+        description: 'Host server is undergoing memory-preserving maintenance.',
+        notBeforeFormat: 'iso8601',
       },
     ],
   },
   {
     name: 'user-reboot',
     title: 'Reboot requested by an administrator',
-    events: [{ type: 'Reboot', source: 'User', resources: ['self'], noticeSec: 900, durationSeconds: -1, startedSec: 180, description: '' }],
+    events: [
+      { type: 'Reboot', source: 'User', resources: ['self'], noticeSec: 900, durationSeconds: -1, startedSec: 180, description: '' },
+    ],
   },
   {
     name: 'platform-redeploy',
     title: 'Platform redeploy to another host',
     events: [
       {
-        type: 'Redeploy', source: 'Platform', resources: ['self'], noticeSec: 600, durationSeconds: -1, startedSec: 420,
+        type: 'Redeploy',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 600,
+        durationSeconds: -1,
+        startedSec: 420,
         description: 'Virtual machine is being redeployed to a different host due to platform maintenance.',
       },
     ],
@@ -76,15 +97,23 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'user-redeploy',
     title: 'Redeploy requested by an administrator',
-    events: [{ type: 'Redeploy', source: 'User', resources: ['self'], noticeSec: 600, durationSeconds: -1, startedSec: 420, description: '' }],
+    events: [
+      { type: 'Redeploy', source: 'User', resources: ['self'], noticeSec: 600, durationSeconds: -1, startedSec: 420, description: '' },
+    ],
   },
   {
     name: 'spot-preempt',
     title: 'Spot eviction with 30 s notice',
     events: [
       {
-        type: 'Preempt', source: 'Platform', resources: ['self'], noticeSec: 30, durationSeconds: -1, startedSec: 120,
-        description: 'Spot virtual machine is being evicted.', notBeforeFormat: 'iso8601',
+        type: 'Preempt',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 30,
+        durationSeconds: -1,
+        startedSec: 120,
+        description: 'Spot virtual machine is being evicted.',
+        notBeforeFormat: 'iso8601',
       },
     ],
   },
@@ -93,7 +122,12 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Scale set instance scheduled for deletion',
     events: [
       {
-        type: 'Terminate', source: 'User', resources: ['self'], noticeSec: 300, durationSeconds: -1, startedSec: 120,
+        type: 'Terminate',
+        source: 'User',
+        resources: ['self'],
+        noticeSec: 300,
+        durationSeconds: -1,
+        startedSec: 120,
         description: 'Virtual machine scale set instance is being deleted.',
       },
     ],
@@ -103,8 +137,14 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Reboot scheduled, then canceled by Azure',
     events: [
       {
-        type: 'Reboot', source: 'Platform', resources: ['self'], noticeSec: 900, durationSeconds: -1, startedSec: 300,
-        cancelAfterSec: 360, description: 'Virtual machine is going to be restarted as requested by platform maintenance.',
+        type: 'Reboot',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 900,
+        durationSeconds: -1,
+        startedSec: 300,
+        cancelAfterSec: 360,
+        description: 'Virtual machine is going to be restarted as requested by platform maintenance.',
       },
     ],
   },
@@ -113,8 +153,14 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Host failure: Reboot appears already Started',
     events: [
       {
-        type: 'Reboot', source: 'Platform', resources: ['self'], noticeSec: 0, durationSeconds: -1, startedSec: 300,
-        appearsStarted: true, description: 'Virtual machine is being restarted due to an unexpected host failure.',
+        type: 'Reboot',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 0,
+        durationSeconds: -1,
+        startedSec: 300,
+        appearsStarted: true,
+        description: 'Virtual machine is being restarted due to an unexpected host failure.',
       },
     ],
   },
@@ -123,8 +169,14 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Degraded hardware predicted to fail: Redeploy days ahead, then brought forward',
     events: [
       {
-        type: 'Redeploy', source: 'Platform', resources: ['self'], noticeSec: 3 * 86400, durationSeconds: -1, startedSec: 600,
-        rescheduleAfterSec: 900, rescheduleNoticeSec: 86400,
+        type: 'Redeploy',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 3 * 86400,
+        durationSeconds: -1,
+        startedSec: 600,
+        rescheduleAfterSec: 900,
+        rescheduleNoticeSec: 86400,
         description: 'Virtual machine is being redeployed because the host hardware is predicted to fail.',
       },
     ],
@@ -133,7 +185,15 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'group-not-first',
     title: 'Freeze for several VMs, this one not the first',
     events: [
-      { type: 'Freeze', source: 'Platform', resources: ['peer', 'self', 'other'], noticeSec: 900, durationSeconds: 5, startedSec: 600, description: LIVE_MIGRATION },
+      {
+        type: 'Freeze',
+        source: 'Platform',
+        resources: ['peer', 'self', 'other'],
+        noticeSec: 900,
+        durationSeconds: 5,
+        startedSec: 600,
+        description: LIVE_MIGRATION,
+      },
     ],
   },
   {
@@ -141,8 +201,15 @@ export const SCENARIOS: readonly Scenario[] = [
     title: "Microsoft's mock server: the event gets a new EventId when it starts",
     events: [
       {
-        type: 'Reboot', source: 'Platform', resources: ['self'], noticeSec: 900, durationSeconds: -1, startedSec: 300,
-        newIdPerState: true, notBeforeFormat: 'iso8601', description: 'Virtual machine is going to be restarted as requested by platform maintenance.',
+        type: 'Reboot',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 900,
+        durationSeconds: -1,
+        startedSec: 300,
+        newIdPerState: true,
+        notBeforeFormat: 'iso8601',
+        description: 'Virtual machine is going to be restarted as requested by platform maintenance.',
       },
     ],
   },
@@ -151,7 +218,12 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Freeze of 30 s: the load balancer probe drains, then the bridge approves',
     events: [
       {
-        type: 'Freeze', source: 'Platform', resources: ['self'], noticeSec: 900, durationSeconds: 30, startedSec: 300,
+        type: 'Freeze',
+        source: 'Platform',
+        resources: ['self'],
+        noticeSec: 900,
+        durationSeconds: 30,
+        startedSec: 300,
         description: 'Host server is undergoing memory-preserving maintenance.',
       },
     ],
@@ -159,7 +231,9 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'other-vm-only',
     title: 'Reboot of another VM of the availability set only',
-    events: [{ type: 'Reboot', source: 'Platform', resources: ['other'], noticeSec: 900, durationSeconds: -1, startedSec: 300, description: '' }],
+    events: [
+      { type: 'Reboot', source: 'Platform', resources: ['other'], noticeSec: 900, durationSeconds: -1, startedSec: 300, description: '' },
+    ],
   },
 ];
 

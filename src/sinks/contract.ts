@@ -16,14 +16,20 @@ export type { BridgeEvent };
 export { FilterConfig, httpUrl, secret };
 
 /** The proxy setting of the HTTP sinks: env (HTTPS_PROXY/HTTP_PROXY/NO_PROXY), none (direct), or a proxy URL. */
-export const ProxySetting = z.union([z.enum(['env', 'none']), httpUrl]).default('env').describe('env: HTTPS_PROXY, HTTP_PROXY and NO_PROXY; none: direct; or a proxy URL.');
+export const ProxySetting = z
+  .union([z.enum(['env', 'none']), httpUrl])
+  .default('env')
+  .describe('env: HTTPS_PROXY, HTTP_PROXY and NO_PROXY; none: direct; or a proxy URL.');
 
 /**
  * allowInsecureHttp lets a sink send its credentials (a bearer or basic password, an access key,
  * an Entra ID token) over plain http to a host that is not loopback; off by default, because
  * anyone on the path can read them.
  */
-export const allowInsecureHttp = z.boolean().default(false).describe('Lets the sink send its credentials over plain http to a host that is not loopback.');
+export const allowInsecureHttp = z
+  .boolean()
+  .default(false)
+  .describe('Lets the sink send its credentials over plain http to a host that is not loopback.');
 
 /** isLoopback: a host name that never leaves the machine. */
 export function isLoopback(hostname: string): boolean {
@@ -35,7 +41,13 @@ export function isLoopback(hostname: string): boolean {
  * refusePlainHttpCredentials adds a problem at `urlKey` when `hasCredential` and the URL is
  * plain http to a host that is not loopback, unless `allowInsecureHttp` is set.
  */
-export function refusePlainHttpCredentials(c: { allowInsecureHttp: boolean }, url: string, urlKey: string, hasCredential: boolean, ctx: z.RefinementCtx): void {
+export function refusePlainHttpCredentials(
+  c: { allowInsecureHttp: boolean },
+  url: string,
+  urlKey: string,
+  hasCredential: boolean,
+  ctx: z.RefinementCtx,
+): void {
   if (!hasCredential || c.allowInsecureHttp) return;
   let u: URL;
   try {
@@ -44,7 +56,11 @@ export function refusePlainHttpCredentials(c: { allowInsecureHttp: boolean }, ur
     return; // the URL's own check reports it
   }
   if (u.protocol === 'http:' && !isLoopback(u.hostname)) {
-    ctx.addIssue({ code: 'custom', path: [urlKey], message: 'would send credentials over plain http to a host that is not loopback; use https, or set allowInsecureHttp: true' });
+    ctx.addIssue({
+      code: 'custom',
+      path: [urlKey],
+      message: 'would send credentials over plain http to a host that is not loopback; use https, or set allowInsecureHttp: true',
+    });
   }
 }
 
@@ -172,15 +188,33 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
 /** What a sink would send for one event: a request, or the outcome it would have without sending (skipped, failed). */
 export type Preview =
   | { readonly outcome: Outcome }
-  | { readonly method: string; readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly body: string | null; readonly contentType: string };
+  | {
+      readonly method: string;
+      readonly url: string;
+      readonly headers: Readonly<Record<string, string>>;
+      readonly body: string | null;
+      readonly contentType: string;
+    };
 
 /** DeliveryConfig is the per-sink delivery policy the dispatcher applies. */
 export const DeliveryConfig = z.strictObject({
   maxAttempts: z.number().int().min(1).max(1000).default(50).describe('Attempts before an event is dead-lettered.'),
-  maxAgeMs: z.number().int().min(1000).max(7 * 24 * 3600_000).default(3600_000).describe('The age at which an event is dead-lettered, whatever attempts are left.'),
+  maxAgeMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(7 * 24 * 3600_000)
+    .default(3600_000)
+    .describe('The age at which an event is dead-lettered, whatever attempts are left.'),
   timeoutMs: z.number().int().min(100).max(3600_000).default(10_000).describe('The time one attempt may take.'),
-  initialBackoffMs: z.number().int().min(10).max(3600_000).default(500).describe('The first pause after a failed attempt; full-jitter exponential backoff from there.'),
-  maxBackoffMs: z.number().int().min(10).max(3600_000).default(60_000).describe('The longest pause; it also bounds a sink\'s Retry-After.'),
+  initialBackoffMs: z
+    .number()
+    .int()
+    .min(10)
+    .max(3600_000)
+    .default(500)
+    .describe('The first pause after a failed attempt; full-jitter exponential backoff from there.'),
+  maxBackoffMs: z.number().int().min(10).max(3600_000).default(60_000).describe("The longest pause; it also bounds a sink's Retry-After."),
 });
 export type DeliveryConfig = z.infer<typeof DeliveryConfig>;
 
@@ -188,7 +222,8 @@ export type DeliveryConfig = z.infer<typeof DeliveryConfig>;
 export const sinkBase = {
   name: z
     .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"').describe('Unique among the sinks: it keys the outbox, the metrics and the logs.'),
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"')
+    .describe('Unique among the sinks: it keys the outbox, the metrics and the logs.'),
   filter: FilterConfig.prefault({}),
   delivery: DeliveryConfig.prefault({}),
 };
@@ -235,4 +270,3 @@ const SINK_BRAND = Symbol.for('scheduled-events-bridge.sink');
 export function defineSink<C>(sink: ExternalSink<C>): ExternalSink<C> {
   return Object.freeze({ ...sink, [SINK_BRAND]: true });
 }
-

@@ -33,31 +33,56 @@ export interface PutToken {
  */
 export type PeerAuth =
   | { kind: 'sas' }
-  | { kind: 'jwt'; audience: string; principals?: readonly string[]; rights?: Readonly<Record<string, { send?: readonly string[]; listen?: readonly string[] }>> };
+  | {
+      kind: 'jwt';
+      audience: string;
+      principals?: readonly string[];
+      rights?: Readonly<Record<string, { send?: readonly string[]; listen?: readonly string[] }>>;
+    };
 
 /** judgeToken checks a put-token's token at `now`: what it proves, or why it is refused. */
-export function judgeToken(auth: PeerAuth, type: string, audience: string, token: string, now: number): Omit<PutToken, 'audience' | 'type' | 'status'> {
+export function judgeToken(
+  auth: PeerAuth,
+  type: string,
+  audience: string,
+  token: string,
+  now: number,
+): Omit<PutToken, 'audience' | 'type' | 'status'> {
   if (auth.kind === 'jwt') {
     if (type !== 'jwt') return { refused: `Unauthorized: expected an Entra ID token (jwt), got ${type || 'no type'}` };
     const claims = readJwt(token);
     if (claims === null) return { refused: 'Unauthorized: InvalidToken: not a JWT' };
     const exp = typeof claims.exp === 'number' ? claims.exp * 1000 : 0;
     const base = { claims, expiresAt: exp };
-    if (claims.aud !== auth.audience) return { ...base, refused: `Unauthorized: InvalidAudience: the token is for '${String(claims.aud)}', not '${auth.audience}'` };
+    if (claims.aud !== auth.audience)
+      return { ...base, refused: `Unauthorized: InvalidAudience: the token is for '${String(claims.aud)}', not '${auth.audience}'` };
     if (exp <= now) return { ...base, refused: `Unauthorized: ExpiredToken: expired at ${new Date(exp).toISOString()}` };
     if (auth.principals !== undefined && !auth.principals.includes(String(claims.oid))) {
-      return { ...base, refused: `Unauthorized access. 'Send' claim(s) are required to perform this operation (principal ${String(claims.oid)} has no role on the entity)` };
+      return {
+        ...base,
+        refused: `Unauthorized access. 'Send' claim(s) are required to perform this operation (principal ${String(claims.oid)} has no role on the entity)`,
+      };
     }
     return base;
   }
-  if (type !== 'servicebus.windows.net:sastoken') return { refused: `Unauthorized: expected a shared access signature, got ${type || 'no type'}` };
-  const fields = new Map(token.replace(/^SharedAccessSignature /, '').split('&').map((kv) => kv.split('=', 2) as [string, string]));
+  if (type !== 'servicebus.windows.net:sastoken')
+    return { refused: `Unauthorized: expected a shared access signature, got ${type || 'no type'}` };
+  const fields = new Map(
+    token
+      .replace(/^SharedAccessSignature /, '')
+      .split('&')
+      .map((kv) => kv.split('=', 2) as [string, string]),
+  );
   const sr = fields.get('sr') ?? '';
   const se = Number(fields.get('se'));
   const sig = Buffer.from(decodeURIComponent(fields.get('sig') ?? ''), 'base64');
-  const expected = createHmac('sha256', SAS_KEY).update(`${sr}\n${fields.get('se') ?? ''}`).digest();
-  if (fields.get('skn') !== SAS_KEY_NAME || sig.length !== expected.length || !timingSafeEqual(sig, expected)) return { refused: 'Unauthorized: InvalidSignature: the token is not signed with the key of the connection string' };
-  if (decodeURIComponent(sr) !== audience) return { refused: `Unauthorized: the token is for '${decodeURIComponent(sr)}', not '${audience}'` };
+  const expected = createHmac('sha256', SAS_KEY)
+    .update(`${sr}\n${fields.get('se') ?? ''}`)
+    .digest();
+  if (fields.get('skn') !== SAS_KEY_NAME || sig.length !== expected.length || !timingSafeEqual(sig, expected))
+    return { refused: 'Unauthorized: InvalidSignature: the token is not signed with the key of the connection string' };
+  if (decodeURIComponent(sr) !== audience)
+    return { refused: `Unauthorized: the token is for '${decodeURIComponent(sr)}', not '${audience}'` };
   if (!(se * 1000 > now)) return { refused: 'Unauthorized: ExpiredToken' };
   return { expiresAt: se * 1000 };
 }

@@ -71,7 +71,9 @@ export class AmqpPeer {
       this.connections += 1;
       this.#open.add(ctx.connection);
       // a connection whose socket closed (a killed client, a dropped network) lets go of its sessions at once
-      const socket = (ctx.connection as unknown as { socket?: { once(event: 'close', f: () => void): void; setNoDelay?(v: boolean): void } }).socket;
+      const socket = (
+        ctx.connection as unknown as { socket?: { once(event: 'close', f: () => void): void; setNoDelay?(v: boolean): void } }
+      ).socket;
       socket?.once('close', () => this.queues.connectionGone((link) => link.connection === ctx.connection));
       // no Nagle delay on small frames: a settlement or a session's message goes out at once
       socket?.setNoDelay?.(true);
@@ -85,7 +87,8 @@ export class AmqpPeer {
     c.on('disconnected', gone);
     c.on('sender_close', (ctx: EventContext) => this.queues.detached(ctx.sender!));
     c.on('sendable', (ctx: EventContext) => this.queues.sendable(ctx.sender!));
-    for (const kind of ['accepted', 'rejected', 'released', 'modified'] as const) c.on(kind, (ctx: EventContext) => this.queues.disposition(ctx, kind));
+    for (const kind of ['accepted', 'rejected', 'released', 'modified'] as const)
+      c.on(kind, (ctx: EventContext) => this.queues.disposition(ctx, kind));
     c.on('sender_open', (ctx: EventContext) => {
       const sender = ctx.sender!;
       const source = frames(sender).remote.attach?.source?.address ?? '';
@@ -126,7 +129,11 @@ export class AmqpPeer {
   async listen(options: { tls?: { key: string; cert: string }; host?: string; port?: number } = {}): Promise<number> {
     this.#tls = options.tls !== undefined;
     this.#host = options.host ?? '127.0.0.1';
-    this.#server = this.#container.listen({ port: options.port ?? 0, host: this.#host, ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}) });
+    this.#server = this.#container.listen({
+      port: options.port ?? 0,
+      host: this.#host,
+      ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}),
+    });
     await new Promise<void>((resolve, reject) => {
       this.#server!.once('listening', () => resolve());
       this.#server!.once('error', reject);
@@ -209,7 +216,10 @@ export class AmqpPeer {
     const expiry = this.#tokenExpiry.get(ctx.connection)?.get(address)?.expiresAt;
     if (expiry !== undefined && expiry <= Date.now() + this.clockAheadMs) {
       this.expiredRefusals += 1;
-      receiver.close({ condition: 'amqp:unauthorized-access', description: `ExpiredToken: the token for '${address}' expired at ${new Date(expiry).toISOString()}` });
+      receiver.close({
+        condition: 'amqp:unauthorized-access',
+        description: `ExpiredToken: the token for '${address}' expired at ${new Date(expiry).toISOString()}`,
+      });
       return;
     }
     if (this.queues.has(address)) {
@@ -247,7 +257,8 @@ export class AmqpPeer {
     }
     if (format === BATCH_FORMAT) {
       const envelope = msg.message_annotations;
-      for (const m of batchMembers(msg)) this.messages.push({ address, message: m, format, ...(envelope ? { envelopeAnnotations: envelope } : {}) });
+      for (const m of batchMembers(msg))
+        this.messages.push({ address, message: m, format, ...(envelope ? { envelopeAnnotations: envelope } : {}) });
     } else {
       this.messages.push({ address, message: msg, format });
     }
@@ -258,7 +269,10 @@ export class AmqpPeer {
     const props = (msg.application_properties ?? {}) as Record<string, string>;
     const audience = props.name ?? '';
     const type = props.type ?? '';
-    const judged = this.cbsStatusCode !== 202 ? { refused: 'Unauthorized: InvalidSignature' } : judgeToken(this.auth, type, audience, typeof msg.body === 'string' ? msg.body : '', Date.now() + this.clockAheadMs);
+    const judged =
+      this.cbsStatusCode !== 202
+        ? { refused: 'Unauthorized: InvalidSignature' }
+        : judgeToken(this.auth, type, audience, typeof msg.body === 'string' ? msg.body : '', Date.now() + this.clockAheadMs);
     const status = judged.refused === undefined ? 202 : this.cbsStatusCode !== 202 ? this.cbsStatusCode : 401;
     this.tokens.push({ audience, type, status, ...judged });
     if (status === 202 && judged.expiresAt !== undefined) {
@@ -271,14 +285,22 @@ export class AmqpPeer {
   }
 
   /** #refusedRight closes a link whose connection's token for `entity` lacks `right`; true when it did. */
-  #refusedRight(connection: Connection, entity: string, right: 'Send' | 'Listen', link: { close(error: { condition: string; description: string }): void }): boolean {
+  #refusedRight(
+    connection: Connection,
+    entity: string,
+    right: 'Send' | 'Listen',
+    link: { close(error: { condition: string; description: string }): void },
+  ): boolean {
     const rights = this.auth.kind === 'jwt' ? this.auth.rights?.[entity] : undefined;
     if (rights === undefined) return false;
     const principal = this.#tokenExpiry.get(connection)?.get(entity)?.principal ?? '';
     const allowed = right === 'Send' ? rights.send : rights.listen;
     if (allowed?.includes(principal)) return false;
     this.refusedLinks.push({ entity, right, principal });
-    link.close({ condition: 'amqp:unauthorized-access', description: `Unauthorized access. '${right}' claim(s) are required to perform this operation. Resource: 'sb://${this.namespace}/${entity}'.` });
+    link.close({
+      condition: 'amqp:unauthorized-access',
+      description: `Unauthorized access. '${right}' claim(s) are required to perform this operation. Resource: 'sb://${this.namespace}/${entity}'.`,
+    });
     return true;
   }
 

@@ -17,11 +17,27 @@
  */
 import { randomBytes } from 'node:crypto';
 import rhea, { type Delivery, type EventContext, type Sender } from 'rhea';
-import { guidOrder, Queue, renewSessionLock, SESSION_FILTER, ticks, type Consumer, type DeadLetter, type Message, type QueueOptions, type StoredMessage } from './queue-store.ts';
+import {
+  guidOrder,
+  Queue,
+  renewSessionLock,
+  SESSION_FILTER,
+  ticks,
+  type Consumer,
+  type DeadLetter,
+  type Message,
+  type QueueOptions,
+  type StoredMessage,
+} from './queue-store.ts';
 
 /** The outcome a settlement carries back (the client's own, without its details). */
 const m = rhea.message as unknown as Record<string, () => { described(): unknown }>;
-const OUTCOMES = { accepted: () => m.accepted!(), rejected: () => m.rejected!(), released: () => m.released!(), modified: () => m.modified!() };
+const OUTCOMES = {
+  accepted: () => m.accepted!(),
+  rejected: () => m.rejected!(),
+  released: () => m.released!(),
+  modified: () => m.modified!(),
+};
 
 export class QueueBroker {
   readonly #queues = new Map<string, Queue>();
@@ -100,7 +116,15 @@ export class QueueBroker {
       }
       q.seen.set(id, now);
     }
-    q.messages.push({ sequence: ++this.#sequence, message, sessionId, enqueuedAt: new Date(now), deliveryCount: 0, delivery: null, lock: null });
+    q.messages.push({
+      sequence: ++this.#sequence,
+      message,
+      sessionId,
+      enqueuedAt: new Date(now),
+      deliveryCount: 0,
+      delivery: null,
+      lock: null,
+    });
     this.#pump(q);
     return null;
   }
@@ -117,7 +141,10 @@ export class QueueBroker {
       const lock = sessionId === null ? undefined : q.locks.get(sessionId);
       if (sessionId === null || (lock !== undefined && lock.until > Date.now() && lock.consumer.link.is_open())) {
         link.set_source({ address: q.name });
-        link.close({ condition: 'com.microsoft:session-cannot-be-locked', description: `The requested session '${sessionId ?? ''}' cannot be accepted. It may be locked by another receiver.` });
+        link.close({
+          condition: 'com.microsoft:session-cannot-be-locked',
+          description: `The requested session '${sessionId ?? ''}' cannot be accepted. It may be locked by another receiver.`,
+        });
         return;
       }
       link.set_source({ address: q.name, filter: { [SESSION_FILTER]: sessionId } });
@@ -152,9 +179,17 @@ export class QueueBroker {
         if (!c.link.sendable()) break;
         if (item.delivery !== null || item.lock !== null || item.sessionId !== c.sessionId) continue;
         const lockedUntil = new Date(q.locks.get(c.sessionId ?? '')?.until ?? Date.now() + q.options.lockDurationMs);
-        const annotations = { ...(item.message.message_annotations ?? {}), 'x-opt-sequence-number': item.sequence, 'x-opt-enqueued-time': item.enqueuedAt, 'x-opt-locked-until': lockedUntil };
+        const annotations = {
+          ...(item.message.message_annotations ?? {}),
+          'x-opt-sequence-number': item.sequence,
+          'x-opt-enqueued-time': item.enqueuedAt,
+          'x-opt-locked-until': lockedUntil,
+        };
         const token = randomBytes(16);
-        const delivery = c.link.send({ ...item.message, message_annotations: annotations, delivery_count: item.deliveryCount } as never, token);
+        const delivery = c.link.send(
+          { ...item.message, message_annotations: annotations, delivery_count: item.deliveryCount } as never,
+          token,
+        );
         item.delivery = delivery;
         if (c.sessionId === null) item.lock = { token, until: lockedUntil.getTime() };
         this.#byDelivery.set(delivery, { queue: q, item, consumer: c });
@@ -172,7 +207,13 @@ export class QueueBroker {
     delivery.update(true, OUTCOMES[kind]().described());
     const error = (delivery.remote_state as { error?: { condition?: string; info?: Record<string, unknown> } } | undefined)?.error;
     const info = error?.info ?? {};
-    this.#settle(entry.queue, entry.item, kind === 'accepted' ? 'completed' : kind === 'rejected' ? 'suspended' : 'abandoned', String(info.DeadLetterReason ?? error?.condition ?? 'rejected'), String(info.DeadLetterErrorDescription ?? ''));
+    this.#settle(
+      entry.queue,
+      entry.item,
+      kind === 'accepted' ? 'completed' : kind === 'rejected' ? 'suspended' : 'abandoned',
+      String(info.DeadLetterReason ?? error?.condition ?? 'rejected'),
+      String(info.DeadLetterErrorDescription ?? ''),
+    );
   }
 
   /** settle applies a settlement, from a disposition or from `$management`. */
@@ -200,7 +241,8 @@ export class QueueBroker {
     item.delivery = null;
     item.lock = null;
     item.deliveryCount += 1;
-    if (item.deliveryCount >= q.options.maxDeliveryCount) this.#deadLetter(q, item, 'MaxDeliveryCountExceeded', `delivered ${item.deliveryCount} times`, item.deliveryCount);
+    if (item.deliveryCount >= q.options.maxDeliveryCount)
+      this.#deadLetter(q, item, 'MaxDeliveryCountExceeded', `delivered ${item.deliveryCount} times`, item.deliveryCount);
   }
 
   /** detachConsumers detaches every receiving link of a queue, as the service may (a fault). */
@@ -257,14 +299,24 @@ export class QueueBroker {
    */
   #updateDisposition(q: Queue, body: Record<string, unknown> | undefined): Record<string, unknown> {
     const status = String(body?.['disposition-status'] ?? '');
-    const settled = status === 'completed' ? 'completed' : status === 'suspended' ? 'suspended' : status === 'abandoned' ? 'abandoned' : null;
-    if (settled === null) return { application_properties: { 'status-code': 400, 'status-description': `disposition-status ${status} is not supported` } };
+    const settled =
+      status === 'completed' ? 'completed' : status === 'suspended' ? 'suspended' : status === 'abandoned' ? 'abandoned' : null;
+    if (settled === null)
+      return { application_properties: { 'status-code': 400, 'status-description': `disposition-status ${status} is not supported` } };
     const tokens = ((body?.['lock-tokens'] as unknown[] | undefined) ?? []).map((t) => Buffer.from(t as Uint8Array));
     const now = Date.now();
     for (const token of tokens) {
-      const item = q.messages.find((m) => m.lock !== null && m.lock.until > now && (m.lock.token.equals(token) || guidOrder(m.lock.token).equals(token)));
+      const item = q.messages.find(
+        (m) => m.lock !== null && m.lock.until > now && (m.lock.token.equals(token) || guidOrder(m.lock.token).equals(token)),
+      );
       if (item === undefined) {
-        return { application_properties: { 'status-code': 410, 'error-condition': 'com.microsoft:message-lock-lost', 'status-description': 'the lock on the message was lost' } };
+        return {
+          application_properties: {
+            'status-code': 410,
+            'error-condition': 'com.microsoft:message-lock-lost',
+            'status-description': 'the lock on the message was lost',
+          },
+        };
       }
       for (const [d, e] of this.#byDelivery) if (e.item === item) this.#byDelivery.delete(d);
       this.managementSettlements += 1;
@@ -288,7 +340,11 @@ export class QueueBroker {
         this.locksLost += 1;
         this.#consumers.delete(lock.consumer.link);
         this.#release(lock.consumer);
-        if (lock.consumer.link.is_open()) lock.consumer.link.close({ condition: 'com.microsoft:session-lock-lost', description: `The session lock has expired on the session with id ${sessionId}.` });
+        if (lock.consumer.link.is_open())
+          lock.consumer.link.close({
+            condition: 'com.microsoft:session-lock-lost',
+            description: `The session lock has expired on the session with id ${sessionId}.`,
+          });
       }
     }
   }

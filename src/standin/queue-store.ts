@@ -79,7 +79,13 @@ export function renewSessionLock(q: Queue, body: unknown): { application_propert
   const sessionId = String((body as Record<string, unknown> | undefined)?.['session-id'] ?? '');
   const lock = q.locks.get(sessionId);
   if (lock === undefined || lock.until <= Date.now()) {
-    return { application_properties: { 'status-code': 410, 'error-condition': 'com.microsoft:session-lock-lost', 'status-description': `the session lock on ${sessionId} was lost` } };
+    return {
+      application_properties: {
+        'status-code': 410,
+        'error-condition': 'com.microsoft:session-lock-lost',
+        'status-description': `the session lock on ${sessionId} was lost`,
+      },
+    };
   }
   lock.until = Date.now() + q.options.lockDurationMs;
   return { application_properties: { 'status-code': 200 }, body: { expiration: new Date(lock.until) } };

@@ -8,7 +8,9 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementResultingChanges } from 'node:sqlite';
 import { BridgeError } from '../lib/errors.ts';
 
-export class StoreError extends BridgeError<'STORE_OPEN_FAILED' | 'STORE_DAMAGED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED' | 'STORE_READ_FAILED' | 'STORE_LOCKED'> {
+export class StoreError extends BridgeError<
+  'STORE_OPEN_FAILED' | 'STORE_DAMAGED' | 'STORE_SCHEMA_TOO_NEW' | 'STORE_WRITE_FAILED' | 'STORE_READ_FAILED' | 'STORE_LOCKED'
+> {
   constructor(code: StoreError['code'], message: string, cause?: unknown) {
     super(code, message, { cause });
   }
@@ -175,7 +177,11 @@ export class Db {
       return fn();
     } catch (err) {
       if (err instanceof StoreError) throw err;
-      throw new StoreError(kind === 'read' ? 'STORE_READ_FAILED' : 'STORE_WRITE_FAILED', `state database ${this.path}: ${kind} failed: ${detail(err)}`, err);
+      throw new StoreError(
+        kind === 'read' ? 'STORE_READ_FAILED' : 'STORE_WRITE_FAILED',
+        `state database ${this.path}: ${kind} failed: ${detail(err)}`,
+        err,
+      );
     }
   }
 
@@ -224,7 +230,10 @@ export class Db {
 
 /** damaged words what to do about a damaged database. */
 export function damaged(path: string, reason: string): string {
-  const said = reason.replace(/\*\*\* in database \w+ \*\*\*\s*/g, '').trim().replace(/\s*\n\s*/g, '; ');
+  const said = reason
+    .replace(/\*\*\* in database \w+ \*\*\*\s*/g, '')
+    .trim()
+    .replace(/\s*\n\s*/g, '; ');
   return `state database ${path} is damaged (${said}); move it aside to start afresh (the events it had not yet delivered are lost) or restore it from a backup`;
 }
 

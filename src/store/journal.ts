@@ -43,7 +43,9 @@ export class Journal {
            etag = excluded.etag, observed_at = excluded.observed_at`,
       ),
       insertJournal: db.prepare('INSERT OR IGNORE INTO journal (ce_id, event_id, transition, body, created_at) VALUES (?, ?, ?, ?, ?)'),
-      insertOutbox: db.prepare('INSERT INTO outbox (sink, ce_id, event_id, attempts, created_at, next_attempt_at) VALUES (?, ?, ?, 0, ?, ?)'),
+      insertOutbox: db.prepare(
+        'INSERT INTO outbox (sink, ce_id, event_id, attempts, created_at, next_attempt_at) VALUES (?, ?, ?, 0, ?, ?)',
+      ),
       occurrenceGet: db.prepare(
         `SELECT MAX(n) AS n FROM (SELECT n FROM occurrences WHERE key = ? UNION ALL SELECT COUNT(*) AS n FROM journal WHERE ce_id = ?)`,
       ),
@@ -81,7 +83,13 @@ export class Journal {
    * journaled keeps its first body: ids are unique per occurrence, so that only happens when
    * the very same change is committed twice.
    */
-  commit(input: { document: EventsDocument; etag: string | null; observedAt: string; events: readonly PendingEvent[]; now?: number }): void {
+  commit(input: {
+    document: EventsDocument;
+    etag: string | null;
+    observedAt: string;
+    events: readonly PendingEvent[];
+    now?: number;
+  }): void {
     const now = input.now ?? Date.now();
     this.#db.transaction(() => {
       this.#s.saveDocument.run(input.document.incarnation, JSON.stringify(input.document), input.etag, input.observedAt);

@@ -59,7 +59,11 @@ export class StateLock {
           err,
         );
       }
-      throw new StoreError('STORE_OPEN_FAILED', `cannot lock the state database ${statePath} (${path}): ${e.errstr ?? e.code ?? e.message}`, err);
+      throw new StoreError(
+        'STORE_OPEN_FAILED',
+        `cannot lock the state database ${statePath} (${path}): ${e.errstr ?? e.code ?? e.message}`,
+        err,
+      );
     }
   }
 

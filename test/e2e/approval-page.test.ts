@@ -60,7 +60,14 @@ describe('approval page in Chromium', () => {
     expect(facts).toContain('web-vm-0 (this VM), web-vm-1');
     expect(facts).toMatch(/not before \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC \(in 1[34]m \d+s\)/);
     // the page's own style applies under its strict CSP (a blocked style would leave the button unstyled)
-    expect(await page.locator('#approve').evaluate((b) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(b).backgroundColor)).toBe('rgb(10, 122, 75)');
+    expect(
+      await page
+        .locator('#approve')
+        .evaluate(
+          (b) =>
+            (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(b).backgroundColor,
+        ),
+    ).toBe('rgb(10, 122, 75)');
     if (process.env.SE_BRIDGE_WRITE_DOCS === '1') await page.screenshot({ path: join(ROOT, 'docs', 'approval-page.png'), fullPage: true });
 
     await page.locator('#approve').click();

@@ -19,14 +19,25 @@ afterAll(() => dir.cleanup());
 
 function config(name: string, statePath: string): string {
   const path = join(dir.path, `${name}.yaml`);
-  writeFileSync(path, [`imds: { endpoint: "http://127.0.0.1:9" }`, `state: { path: ${JSON.stringify(statePath)} }`, `observability: { listen: "off" }`].join('\n'));
+  writeFileSync(
+    path,
+    [`imds: { endpoint: "http://127.0.0.1:9" }`, `state: { path: ${JSON.stringify(statePath)} }`, `observability: { listen: "off" }`].join(
+      '\n',
+    ),
+  );
   return path;
 }
 
 /** a real state database with enough rows to span many pages, checkpointed into the main file */
 function stateWithPages(path: string): void {
   const s = Store.open(path);
-  const events = Array.from({ length: 400 }, (_, i) => ({ id: `E${i}/scheduled`, eventId: `E${i}`, transition: 'scheduled', json: JSON.stringify({ pad: 'x'.repeat(200), i }), sinks: ['f'] }));
+  const events = Array.from({ length: 400 }, (_, i) => ({
+    id: `E${i}/scheduled`,
+    eventId: `E${i}`,
+    transition: 'scheduled',
+    json: JSON.stringify({ pad: 'x'.repeat(200), i }),
+    sinks: ['f'],
+  }));
   s.commit({ document: { incarnation: 2, events: [] }, etag: null, observedAt: 'now', events });
   s.close();
   const db = new DatabaseSync(path);
@@ -35,7 +46,7 @@ function stateWithPages(path: string): void {
 }
 
 describe('a state database that cannot be used', () => {
-  it('not a database at all: exit 1 with SQLite\'s reason and what to do', async () => {
+  it("not a database at all: exit 1 with SQLite's reason and what to do", async () => {
     const state = join(dir.path, 'garbage.db');
     writeFileSync(state, Buffer.alloc(8192, 0x5a));
     const r = await cli(['run', '--config', config('garbage', state)]);
@@ -55,7 +66,9 @@ describe('a state database that cannot be used', () => {
     closeSync(fd);
     const r = await cli(['run', '--config', config('pages', state)]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(new RegExp(`state database ${state.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is damaged \\(.+\\); move it aside`));
+    expect(r.stderr).toMatch(
+      new RegExp(`state database ${state.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is damaged \\(.+\\); move it aside`),
+    );
     expect(r.stderr).not.toMatch(/^\s+at /m);
   });
 
@@ -74,7 +87,12 @@ describe('a state database that cannot be used', () => {
 describe('a hostile configuration file', () => {
   it('a YAML alias bomb: exit 2, named', async () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 12; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`);
+    for (let i = 1; i < 12; i++)
+      lines.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(',')}]`,
+      );
     lines.push('imds: { endpoint: *l }');
     const path = join(dir.path, 'bomb.yaml');
     writeFileSync(path, lines.join('\n'));

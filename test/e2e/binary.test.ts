@@ -38,7 +38,12 @@ function binary(args: string[], timeoutMs = 60_000, env: Record<string, string> 
 /** daemonConfig writes a daemon's YAML configuration (its own state file, no metrics port) and returns its path. */
 function daemonConfig(name: string, imds: string, sinks: string[]): string {
   const path = join(dir.path, `${name}.yaml`);
-  const lines = [`imds: { endpoint: ${imds}, pollIntervalMs: 200 }`, `state: { path: ${JSON.stringify(join(dir.path, `${name}.db`))} }`, 'observability: { listen: "off" }', 'sinks:'];
+  const lines = [
+    `imds: { endpoint: ${imds}, pollIntervalMs: 200 }`,
+    `state: { path: ${JSON.stringify(join(dir.path, `${name}.db`))} }`,
+    'observability: { listen: "off" }',
+    'sinks:',
+  ];
   writeFileSync(path, [...lines, ...sinks.map((s) => `  - ${s}`)].join('\n'));
   return path;
 }
@@ -74,7 +79,10 @@ describe('the single executable (linux-x64)', () => {
     await hook.listen();
     try {
       const events = join(dir.path, 'events.jsonl');
-      const cfg = daemonConfig('bridge', sim.url, [`{ name: hook, type: webhook, url: ${hook.url}/hook }`, `{ name: audit, type: file, path: ${JSON.stringify(events)} }`]);
+      const cfg = daemonConfig('bridge', sim.url, [
+        `{ name: hook, type: webhook, url: ${hook.url}/hook }`,
+        `{ name: audit, type: file, path: ${JSON.stringify(events)} }`,
+      ]);
       const run = binary(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
       await awaitWhileRunning(run, () => readText(events).includes(e.eventId) && hook.requests.length >= 1, 'the event at both sinks');
@@ -95,7 +103,9 @@ describe('the single executable (linux-x64)', () => {
     const hook = new HttpPeer();
     await hook.listen();
     try {
-      const cfg = daemonConfig('templated', sim.url, [`{ name: chat, type: webhook, url: ${hook.url}/hook, template: '{ "text": $headline(), "id": data.eventId }' }`]);
+      const cfg = daemonConfig('templated', sim.url, [
+        `{ name: chat, type: webhook, url: ${hook.url}/hook, template: '{ "text": $headline(), "id": data.eventId }' }`,
+      ]);
       const run = binary(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
       await awaitWhileRunning(run, () => hook.requests.length >= 1, 'the templated request');
@@ -111,7 +121,7 @@ describe('the single executable (linux-x64)', () => {
     }
   }, 60_000);
 
-  it('loads the Azure SDKs and Slack\'s Web API from its assets when a sink needs them, and delivers', async () => {
+  it("loads the Azure SDKs and Slack's Web API from its assets when a sink needs them, and delivers", async () => {
     const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
     await sim.listen(0);
     const amqp = new AmqpPeer();
@@ -120,7 +130,11 @@ describe('the single executable (linux-x64)', () => {
     await slack.listen();
     slack.answer = (r) =>
       r.url === '/api/chat.postMessage'
-        ? { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: true, channel: 'C1', ts: '1700000000.000001' }) }
+        ? {
+            status: 200,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ ok: true, channel: 'C1', ts: '1700000000.000001' }),
+          }
         : { status: 404 };
     try {
       const cfg = daemonConfig('azure', sim.url, [
@@ -131,13 +145,19 @@ describe('the single executable (linux-x64)', () => {
       const run = binary(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
       const at = (address: string) => amqp.messages.filter((m) => m.address === address).length;
-      await awaitWhileRunning(run, () => at('maintenance') >= 1 && at('q') >= 1 && slack.requests.length >= 1, 'the event at Event Hubs, Service Bus and Slack');
+      await awaitWhileRunning(
+        run,
+        () => at('maintenance') >= 1 && at('q') >= 1 && slack.requests.length >= 1,
+        'the event at Event Hubs, Service Bus and Slack',
+      );
       run.child.kill('SIGTERM');
       const r = await run;
       expect(r.code).toBe(0);
       expect([at('maintenance'), at('q')]).toEqual([1, 1]);
       for (const address of ['maintenance', 'q']) {
-        expect(amqp.messages.filter((m) => m.address === address).map((m) => m.message.application_properties?.cloudEvents_id)).toEqual([`${e.eventId}/scheduled`]);
+        expect(amqp.messages.filter((m) => m.address === address).map((m) => m.message.application_properties?.cloudEvents_id)).toEqual([
+          `${e.eventId}/scheduled`,
+        ]);
       }
       expect(slack.requests.map((q) => q.url)).toEqual(['/api/chat.postMessage']);
       expect(slack.requests[0]!.headers.authorization).toBe('Bearer xoxb-test');
@@ -178,10 +198,17 @@ describe('the single executable (linux-x64)', () => {
   }, 60_000);
 
   it('gets managed identity tokens from IMDS for Event Hubs over TLS, Event Grid and a webhook behind Entra ID', async () => {
-    const tlsFiles = { key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'), cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8') };
+    const tlsFiles = {
+      key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'),
+      cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8'),
+    };
     const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
     await sim.listen(0);
-    const ua = { clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6', objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ua' };
+    const ua = {
+      clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6',
+      objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d',
+      resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ua',
+    };
     sim.identities.configure({ userAssigned: [ua] });
     const amqp = new AmqpPeer();
     await amqp.listen({ tls: tlsFiles });
@@ -190,7 +217,10 @@ describe('the single executable (linux-x64)', () => {
     await grid.listen();
     const app = new HttpPeer();
     await app.listen();
-    app.answer = (r) => (readJwt(String(r.headers.authorization ?? '').replace(/^Bearer /, ''))?.aud === 'api://bridge-test' ? { status: 204 } : { status: 401 });
+    app.answer = (r) =>
+      readJwt(String(r.headers.authorization ?? '').replace(/^Bearer /, ''))?.aud === 'api://bridge-test'
+        ? { status: 204 }
+        : { status: 401 };
     try {
       const cfg = daemonConfig('identity', sim.url, [
         `{ name: hub, type: eventhubs, fullyQualifiedNamespace: "${amqp.namespace}", eventHubName: maintenance, credential: { kind: managedIdentity } }`,
@@ -198,9 +228,16 @@ describe('the single executable (linux-x64)', () => {
         `{ name: app, type: webhook, url: "${app.url}/hook", auth: { kind: managedIdentity, scope: "api://bridge-test/.default" } }`,
       ]);
       // the simulator's token endpoint, and the peers' certificate, as a deployment would set them
-      const run = binary(['run', '--config', cfg], 60_000, { AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url, NODE_EXTRA_CA_CERTS: join(ROOT, 'test/fixtures/tls/cert.pem') });
+      const run = binary(['run', '--config', cfg], 60_000, {
+        AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url,
+        NODE_EXTRA_CA_CERTS: join(ROOT, 'test/fixtures/tls/cert.pem'),
+      });
       const e = sim.addEvent({ noticeMs: 600_000 });
-      await awaitWhileRunning(run, () => amqp.messages.length >= 1 && grid.events('maintenance').length >= 1 && app.requests.some((r) => r.headers.authorization), 'the event at all three');
+      await awaitWhileRunning(
+        run,
+        () => amqp.messages.length >= 1 && grid.events('maintenance').length >= 1 && app.requests.some((r) => r.headers.authorization),
+        'the event at all three',
+      );
       run.child.kill('SIGTERM');
       expect((await run).code).toBe(0);
       expect(amqp.tokens.filter((t) => t.status === 202).map((t) => t.claims?.oid)).toContain(sim.identities.system.objectId);
@@ -208,7 +245,11 @@ describe('the single executable (linux-x64)', () => {
       expect(grid.events('maintenance')[0]).toMatchObject({ subject: e.eventId });
       expect(app.requests.at(-1)!.headers['ce-subject']).toBe(e.eventId);
       expect(new Set(sim.identities.requests.map((r) => `${r.resource} ${r.asked}`))).toEqual(
-        new Set(['https://eventhubs.azure.net/ system', `https://eventgrid.azure.net client_id=${ua.clientId}`, 'api://bridge-test system']),
+        new Set([
+          'https://eventhubs.azure.net/ system',
+          `https://eventgrid.azure.net client_id=${ua.clientId}`,
+          'api://bridge-test system',
+        ]),
       );
     } finally {
       await Promise.all([app.close(), grid.close(), amqp.close(), sim.close()]);
@@ -221,23 +262,45 @@ describe('the single executable (linux-x64)', () => {
     const peer = await fleetPeer();
     const keys = fleetKeys();
     const relayFile = join(dir.path, 'relay.yaml');
-    writeFileSync(relayFile, JSON.stringify({ listen: '127.0.0.1:0', serviceBus: { connectionString: peer.connectionString() }, signingKey: keys.signingKey, fleetKey: keys.fleetKey, apiSecrets: [API_SECRET] }));
+    writeFileSync(
+      relayFile,
+      JSON.stringify({
+        listen: '127.0.0.1:0',
+        serviceBus: { connectionString: peer.connectionString() },
+        signingKey: keys.signingKey,
+        fleetKey: keys.fleetKey,
+        apiSecrets: [API_SECRET],
+      }),
+    );
     const relay = binary(['relay', '--config', relayFile]);
     const bridgeFile = join(dir.path, 'fleet-bridge.yaml');
     writeFileSync(
       bridgeFile,
-      JSON.stringify({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir.path, 'fleet.db') }, observability: { listen: 'off' }, approval: fleetApproval(peer, keys, sessionOf(sim)) }),
+      JSON.stringify({
+        imds: { endpoint: sim.url, pollIntervalMs: 200 },
+        state: { path: join(dir.path, 'fleet.db') },
+        observability: { listen: 'off' },
+        approval: fleetApproval(peer, keys, sessionOf(sim)),
+      }),
     );
     const bridge = binary(['run', '--config', bridgeFile]);
     try {
       let url = '';
-      await awaitWhileRunning(relay, () => (url = /"url":"(http:[^"]+)","queue"/.exec(relay.child.out.stdout)?.[1] ?? '') !== '', 'the relay to listen');
+      await awaitWhileRunning(
+        relay,
+        () => (url = /"url":"(http:[^"]+)","queue"/.exec(relay.child.out.stdout)?.[1] ?? '') !== '',
+        'the relay to listen',
+      );
       await awaitWhileRunning(bridge, () => peer.queues.lockedSessions(INBOX).length === 1, 'the inbox session');
       const e = sim.addEvent({ noticeMs: 600_000 });
       const body = JSON.stringify({ vm: sessionOf(sim), eventId: e.eventId, approver: 'binary' });
       let status = 0;
       for (let i = 0; i < 50 && status !== 200; i++) {
-        const res = await fetch(`${url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_binary_${i}`, body) }, body });
+        const res = await fetch(`${url}/v1/approvals`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_binary_${i}`, body) },
+          body,
+        });
         status = res.status;
         if (status !== 200) await new Promise((r) => setTimeout(r, 200));
       }
@@ -254,16 +317,39 @@ describe('the single executable (linux-x64)', () => {
 
   it('comes in a release archive with the installer and the files it installs, as the cloud-init and scale set examples expect', () => {
     const archive = join(ROOT, 'build', 'se-bridge-linux-x64.tar.gz');
-    const files = execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^\.\//, ''));
-    expect(files).toEqual(expect.arrayContaining(['se-bridge-linux-x64', 'scripts/install-linux.sh', 'config/bridge.minimal.yaml', 'config/bridge.example.yaml', 'config/systemd/se-bridge.service', 'config/systemd/se-bridge.env', 'LICENSE']));
+    const files = execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map((f) => f.replace(/^\.\//, ''));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'se-bridge-linux-x64',
+        'scripts/install-linux.sh',
+        'config/bridge.minimal.yaml',
+        'config/bridge.example.yaml',
+        'config/systemd/se-bridge.service',
+        'config/systemd/se-bridge.env',
+        'LICENSE',
+      ]),
+    );
     const cloudInit = readFileSync(join(ROOT, 'config', 'cloud-init.yaml'), 'utf8');
     expect(cloudInit.startsWith('#cloud-config\n')).toBe(true);
     const doc = parse(cloudInit) as { write_files: { path: string; content: string }[]; runcmd: (string | string[])[] };
     const commands = doc.runcmd.map((c) => (Array.isArray(c) ? c.join(' ') : c)).join('\n');
-    for (const f of ['se-bridge-linux-x64.tar.gz', '/opt/se-bridge-release/scripts/install-linux.sh', '/opt/se-bridge-release/se-bridge-linux-x64']) expect(commands).toContain(f);
+    for (const f of [
+      'se-bridge-linux-x64.tar.gz',
+      '/opt/se-bridge-release/scripts/install-linux.sh',
+      '/opt/se-bridge-release/se-bridge-linux-x64',
+    ])
+      expect(commands).toContain(f);
     const config = doc.write_files.find((w) => w.path === '/etc/se-bridge/bridge.yaml')!;
-    expect(validateConfig(parse(config.content), 'cloud-init', { OPS_WEBHOOK_URL: 'https://ops.example.com/hook' }).sinks.map((x) => x.type)).toEqual(['webhook', 'file']);
-    const extension = JSON.parse(readFileSync(join(ROOT, 'config', 'azure', 'vmss-custom-script.json'), 'utf8')) as { fileUris: string[]; commandToExecute: string };
+    expect(
+      validateConfig(parse(config.content), 'cloud-init', { OPS_WEBHOOK_URL: 'https://ops.example.com/hook' }).sinks.map((x) => x.type),
+    ).toEqual(['webhook', 'file']);
+    const extension = JSON.parse(readFileSync(join(ROOT, 'config', 'azure', 'vmss-custom-script.json'), 'utf8')) as {
+      fileUris: string[];
+      commandToExecute: string;
+    };
     expect(extension.fileUris[0]).toMatch(/\/se-bridge-linux-x64\.tar\.gz$/);
     expect(extension.commandToExecute).toContain('scripts/install-linux.sh /opt/se-bridge-release/se-bridge-linux-x64');
   });

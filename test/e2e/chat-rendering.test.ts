@@ -22,7 +22,8 @@ const HOSTILE = {
   EventStatus: 'Scheduled',
   Resources: ['web_vm_01', '[Approve](https://evil.example)', '<https://evil.example|click>', '- listed', '<at>CEO</at>'],
   EventSource: 'Platform **loud**',
-  Description: '1. item [Approve now](https://evil.example/approve) **urgent** _em_ ~strike~ ![img](https://evil.example/x.png) {{DATE(2020-01-01T00:00:00Z)}} \\back\\slash https://evil.example/bare',
+  Description:
+    '1. item [Approve now](https://evil.example/approve) **urgent** _em_ ~strike~ ![img](https://evil.example/x.png) {{DATE(2020-01-01T00:00:00Z)}} \\back\\slash https://evil.example/bare',
   NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT',
   DurationInSeconds: 30,
 };
@@ -45,7 +46,12 @@ afterAll(async () => {
 describe('Teams card in the adaptivecards renderer (Chromium)', () => {
   it('shows every hostile value as itself, as text, with the Approve button the only link', async () => {
     const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 2, Events: [HOSTILE] })).document);
-    const card = adaptiveCard(toChatMessage(toCloudEvent(t!, { vm: identityFrom(null, { name: 'web_vm_01' }), observedAt: '2026-11-22T10:00:00Z' }), { approveUrl: APPROVE, preparations: [{ state: 'done', detail: PREPARED }] }));
+    const card = adaptiveCard(
+      toChatMessage(toCloudEvent(t!, { vm: identityFrom(null, { name: 'web_vm_01' }), observedAt: '2026-11-22T10:00:00Z' }), {
+        approveUrl: APPROVE,
+        preparations: [{ state: 'done', detail: PREPARED }],
+      }),
+    );
     const shown = await page.evaluate((json) => {
       const AC = (globalThis as any).AdaptiveCards;
       const c = new AC.AdaptiveCard();
@@ -61,7 +67,8 @@ describe('Teams card in the adaptivecards renderer (Chromium)', () => {
     // renderers fold white space; the value is otherwise exactly as IMDS sent it
     const fold = (s: string) => s.replaceAll('\u200b', '').replace(/\s+/g, ' ');
     const text = fold(shown.text);
-    for (const v of [HOSTILE.EventId, HOSTILE.EventSource, HOSTILE.Description, PREPARED, ...HOSTILE.Resources]) expect(text).toContain(fold(v));
+    for (const v of [HOSTILE.EventId, HOSTILE.EventSource, HOSTILE.Description, PREPARED, ...HOSTILE.Resources])
+      expect(text).toContain(fold(v));
     expect(text).toContain('Reboot<b>bold</b> · Scheduled');
     expect(text).not.toContain('\\_');
     expect(shown.markup).toEqual([]);

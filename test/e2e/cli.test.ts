@@ -33,11 +33,20 @@ describe('se-bridge CLI', () => {
     try {
       await waitFor(() => child.out.stdout.includes('AZURE_POD_IDENTITY_AUTHORITY_HOST='), 'the banner');
       expect(child.out.stdout).toContain(`AZURE_POD_IDENTITY_AUTHORITY_HOST=http://127.0.0.1:${port}`);
-      const doc = (await (await fetch(`http://127.0.0.1:${port}/metadata/scheduledevents?api-version=2020-07-01`, { headers: { metadata: 'true' } })).json()) as { Events: unknown[] };
+      const doc = (await (
+        await fetch(`http://127.0.0.1:${port}/metadata/scheduledevents?api-version=2020-07-01`, { headers: { metadata: 'true' } })
+      ).json()) as { Events: unknown[] };
       expect(doc.Events).toHaveLength(1);
-      const token = await fetch(`http://127.0.0.1:${port}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://eventgrid.azure.net`, { headers: { metadata: 'true' } });
+      const token = await fetch(
+        `http://127.0.0.1:${port}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://eventgrid.azure.net`,
+        { headers: { metadata: 'true' } },
+      );
       expect(token.status).toBe(200);
-      expect(await token.json()).toMatchObject({ resource: 'https://eventgrid.azure.net', token_type: 'Bearer', access_token: expect.stringMatching(/^eyJ/) });
+      expect(await token.json()).toMatchObject({
+        resource: 'https://eventgrid.azure.net',
+        token_type: 'Bearer',
+        access_token: expect.stringMatching(/^eyJ/),
+      });
     } finally {
       child.kill('SIGTERM');
       expect((await finished(child)).code).toBe(0);
@@ -57,7 +66,25 @@ describe('se-bridge CLI', () => {
   });
 
   it('every verb and sub-verb answers --help (and -h) with exit 0 and its own usage', async () => {
-    const verbs = [['run'], ['demo'], ['simulate'], ['validate'], ['status'], ['approve'], ['dead-letters'], ['dead-letters', 'list'], ['dead-letters', 'replay'], ['schema'], ['relay'], ['fleet'], ['fleet', 'keys'], ['fleet', 'link-key'], ['fleet', 'public-key'], ['template'], ['template', 'test']];
+    const verbs = [
+      ['run'],
+      ['demo'],
+      ['simulate'],
+      ['validate'],
+      ['status'],
+      ['approve'],
+      ['dead-letters'],
+      ['dead-letters', 'list'],
+      ['dead-letters', 'replay'],
+      ['schema'],
+      ['relay'],
+      ['fleet'],
+      ['fleet', 'keys'],
+      ['fleet', 'link-key'],
+      ['fleet', 'public-key'],
+      ['template'],
+      ['template', 'test'],
+    ];
     const runs = await Promise.all(verbs.map((v, i) => cli([...v, i % 2 === 0 ? '--help' : '-h'])));
     runs.forEach((r, i) => {
       expect({ verb: verbs[i], code: r.code, stderr: r.stderr }).toEqual({ verb: verbs[i], code: 0, stderr: '' });
@@ -72,7 +99,9 @@ describe('se-bridge CLI', () => {
   it('validate: exit 0 for a valid file', async () => {
     const r = await cli(['validate', '--config', 'config/bridge.example.yaml'], EXAMPLE_ENV);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), grid (eventgrid), chat (slack), teams (teams), drain (exec), lb (probe), node (kubernetes), audit (file)\n');
+    expect(r.stdout).toBe(
+      'config/bridge.example.yaml: valid; sinks: console (stdout), ops (webhook), pipeline (eventhubs), queue (servicebus), grid (eventgrid), chat (slack), teams (teams), drain (exec), lb (probe), node (kubernetes), audit (file)\n',
+    );
   });
 
   it('validate: exit 2 listing every problem by path, an unknown sink type hiding none of the others', async () => {
@@ -97,12 +126,18 @@ describe('se-bridge CLI', () => {
   });
 
   it('validate and run: refuse the example with a published secret (exit 2, naming each key), and with its secrets unset', async () => {
-    const published = { ...EXAMPLE_ENV, SE_BRIDGE_APPROVAL_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', OPS_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', SLACK_SIGNING_SECRET: '8f742231b10e8888abcd99yyyzzz85a5' };
+    const published = {
+      ...EXAMPLE_ENV,
+      SE_BRIDGE_APPROVAL_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      OPS_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      SLACK_SIGNING_SECRET: '8f742231b10e8888abcd99yyyzzz85a5',
+    };
     for (const verb of ['validate', 'run']) {
       const r = await cli([verb, '--config', 'config/bridge.example.yaml'], published);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('3 configuration problems');
-      for (const key of ['sinks[1].secret', 'approval.secret', 'approval.slack.signingSecret']) expect(r.stderr).toContain(`${key}: is a published example value, known to anyone`);
+      for (const key of ['sinks[1].secret', 'approval.secret', 'approval.slack.signingSecret'])
+        expect(r.stderr).toContain(`${key}: is a published example value, known to anyone`);
     }
     const unset = await cli(['validate', '--config', 'config/bridge.example.yaml']);
     expect(unset.code).toBe(2);
@@ -110,10 +145,15 @@ describe('se-bridge CLI', () => {
   });
 
   it('validate: warns (exit 0) when a preparation names transitions that would prepare the VM again', async () => {
-    const path = writeConfig('prep.yaml', 'sinks:\n  - { name: drain, type: exec, command: [/bin/true], prepare: true, filter: { types: [scheduled, approved, completed] } }\n  - { name: quiet, type: exec, command: [/bin/true], prepare: true }\n');
+    const path = writeConfig(
+      'prep.yaml',
+      'sinks:\n  - { name: drain, type: exec, command: [/bin/true], prepare: true, filter: { types: [scheduled, approved, completed] } }\n  - { name: quiet, type: exec, command: [/bin/true], prepare: true }\n',
+    );
     const r = await cli(['validate', '--config', path]);
     expect(r.code).toBe(0);
-    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^warning: sinks\[0\]\.filter\.types: this preparation \(prepare: true\) also runs for approved, completed, /)]);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^warning: sinks\[0\]\.filter\.types: this preparation \(prepare: true\) also runs for approved, completed, /),
+    ]);
   });
 
   it('validate: takes the file from SE_BRIDGE_CONFIG, and names a missing one', async () => {
@@ -160,7 +200,10 @@ describe('se-bridge CLI', () => {
       });
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
-      const out = JSON.parse(r.stdout) as { vm: { name: string; origin: string }; events: { eventId: string; secondsToNotBefore: number; affectsThisVm: boolean; thisVmIsLeader: boolean }[] };
+      const out = JSON.parse(r.stdout) as {
+        vm: { name: string; origin: string };
+        events: { eventId: string; secondsToNotBefore: number; affectsThisVm: boolean; thisVmIsLeader: boolean }[];
+      };
       expect(out.vm).toMatchObject({ name: 'vm0', origin: 'imds' });
       expect(out.events).toHaveLength(1);
       expect(out.events[0]).toMatchObject({ eventId: e.eventId, affectsThisVm: true, thisVmIsLeader: true, approval: null });
@@ -193,7 +236,10 @@ describe('se-bridge CLI', () => {
     });
     store.deadLetter(store.due('audit', Date.now() + 1000, 1)[0]!.rowId, 12, 'gave up after 12 attempts: HTTP 503');
     store.close();
-    const cfg = writeConfig('dl.yaml', `state: { path: ${JSON.stringify(statePath)} }\nsinks: [{ name: audit, type: file, path: /dev/null }]\n`);
+    const cfg = writeConfig(
+      'dl.yaml',
+      `state: { path: ${JSON.stringify(statePath)} }\nsinks: [{ name: audit, type: file, path: /dev/null }]\n`,
+    );
     const list = await cli(['dead-letters', 'list', '--config', cfg]);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/SINK\s+TRANSITION\s+EVENT ID\s+ATTEMPTS/);
@@ -232,7 +278,10 @@ describe('se-bridge CLI', () => {
     const e = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
     const child = start(['run', '--config', cfg]);
     try {
-      await waitFor(() => child.out.stdout.includes('"event scheduled"') && child.out.stdout.includes('approval server listening'), 'the daemon to see the event');
+      await waitFor(
+        () => child.out.stdout.includes('"event scheduled"') && child.out.stdout.includes('approval server listening'),
+        'the daemon to see the event',
+      );
       const first = await cli(['approve', e.eventId, '--config', cfg, '--reason', 'window']);
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
@@ -281,7 +330,9 @@ describe('se-bridge CLI', () => {
       sim.addEvent({ noticeMs: 600_000 });
       await waitFor(() => seen.includes('api://cli-test'), 'a request with the token');
       expect(child.out.stdout).toContain('"code":"TOKEN_ENDPOINT"');
-      expect(sim.identities.requests.slice(before)).toContainEqual(expect.objectContaining({ resource: 'api://cli-test', asked: 'system', status: 200 }));
+      expect(sim.identities.requests.slice(before)).toContainEqual(
+        expect.objectContaining({ resource: 'api://cli-test', asked: 'system', status: 200 }),
+      );
     } finally {
       child.kill('SIGTERM');
       await finished(child);
@@ -326,7 +377,10 @@ describe('se-bridge CLI', () => {
     child.kill('SIGTERM');
     const r = await finished(child);
     expect(r.code).toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: string });
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string; level: string });
     expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['bridge starting', 'shutting down', 'bridge stopped']));
     expect(lines.every((l) => typeof l.level === 'string')).toBe(true);
   });

@@ -32,7 +32,10 @@ interface Line {
 const file = () => join(dir.path, 'events.jsonl');
 function lines(): Line[] {
   try {
-    return readFileSync(file(), 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Line);
+    return readFileSync(file(), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Line);
   } catch {
     return [];
   }
@@ -128,11 +131,18 @@ describe('SIGKILL and restart', () => {
     // IMDS fails while the bridge comes back: the hold it answers with comes from the store
     sim.injectFault({ kind: 'status', status: 500, count: 1_000_000 });
     child = start(['run', '--config', cfg]);
-    const first = await waitFor(async () => {
-      const s = await status();
-      return s.status === 0 ? null : s;
-    }, 'the probe to answer after the restart', 20_000);
-    expect(first).toEqual({ status: 503, body: { status: 'out-of-service', eventId: e.eventId, eventType: 'Reboot', notBefore: expect.any(String) } });
+    const first = await waitFor(
+      async () => {
+        const s = await status();
+        return s.status === 0 ? null : s;
+      },
+      'the probe to answer after the restart',
+      20_000,
+    );
+    expect(first).toEqual({
+      status: 503,
+      body: { status: 'out-of-service', eventId: e.eventId, eventType: 'Reboot', notBefore: expect.any(String) },
+    });
     sim.clearFaults();
     sim.startEvent(e.eventId);
     await new Promise((r) => setTimeout(r, 600));

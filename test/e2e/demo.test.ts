@@ -12,7 +12,9 @@ describe('se-bridge demo', () => {
       const r = await cli(['demo', '--duration', '12', '--state-dir', dir.path], {}, 60_000);
       expect(r.code).toBe(0);
       for (const s of SCENARIOS) expect(r.stdout).toContain(`-- scenario ${s.name}: ${s.title}`);
-      expect(r.stdout).toMatch(/Transitions seen per scenario:\nSCENARIO\s+scheduled\s+updated\s+started\s+completed\s+canceled\s+approved\n/);
+      expect(r.stdout).toMatch(
+        /Transitions seen per scenario:\nSCENARIO\s+scheduled\s+updated\s+started\s+completed\s+canceled\s+approved\n/,
+      );
       // the policy approves the user reboot; a platform reboot gets an approval link
       expect(r.stdout).toMatch(/\nuser-reboot\s+1\s+0\s+\d\s+\d\s+0\s+1\n/);
       expect(r.stdout).toMatch(/ {3}approve Reboot \S+: http:\/\/127\.0\.0\.1:\d+\/v1\/approve\?token=[\w-]+\.[\w-]+\n/);
@@ -24,8 +26,15 @@ describe('se-bridge demo', () => {
       expect(r.stdout).toMatch(/\nhost-failure\s+0\s+0\s+1\s+/);
       expect(r.stdout).toMatch(/\nother-vm-only\s+1\s+/);
       expect(r.stdout).toMatch(/STARTED\s+Reboot\s+\S+\s+vms=sim-vm-0\*/);
-      const events = readFileSync(join(dir.path, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { specversion: string; source: string });
-      const summaryTotal = /\ntotal\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/.exec(r.stdout)!.slice(1).map(Number).reduce((a, b) => a + b, 0);
+      const events = readFileSync(join(dir.path, 'events.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { specversion: string; source: string });
+      const summaryTotal = /\ntotal\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/
+        .exec(r.stdout)!
+        .slice(1)
+        .map(Number)
+        .reduce((a, b) => a + b, 0);
       expect(events.length).toBe(summaryTotal);
       expect(events.every((e) => e.specversion === '1.0' && e.source.endsWith('/virtualMachines/sim-vm-0'))).toBe(true);
     } finally {
@@ -39,7 +48,11 @@ describe('se-bridge demo', () => {
     expect(r.stdout).toMatch(/1\. POST \/v1\/approvals for web-0: 200 \{[^\n]*"status":"approved"/);
     expect(r.stdout).toMatch(/2\. the approval link of web-1, posted to the other replica: 200 /);
     expect(r.stdout).toMatch(/3\. a token for web-2 signed with web-0's key: 401 [^\n]*TOKEN_BAD_SIGNATURE/);
-    expect(r.stdout).toMatch(/4\. the same request to both replicas for web-2: (200 and 202|202 and 200) \(duplicates dropped by the queue: 1\)/);
-    expect(r.stdout).toMatch(/\nweb-0\s+\w{8}\s+change-pipeline \(api\)\s+1\nweb-1\s+\w{8}\s+approval link \(link\)\s+1\nweb-2\s+\w{8}\s+on-call \(api\)\s+1\n/);
+    expect(r.stdout).toMatch(
+      /4\. the same request to both replicas for web-2: (200 and 202|202 and 200) \(duplicates dropped by the queue: 1\)/,
+    );
+    expect(r.stdout).toMatch(
+      /\nweb-0\s+\w{8}\s+change-pipeline \(api\)\s+1\nweb-1\s+\w{8}\s+approval link \(link\)\s+1\nweb-2\s+\w{8}\s+on-call \(api\)\s+1\n/,
+    );
   });
 });

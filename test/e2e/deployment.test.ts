@@ -24,7 +24,12 @@ describe('deployment files', () => {
   });
 
   it('no shipped file holds a secret value that the configuration would accept', () => {
-    const files = ['README.md', ...['config', 'docs', 'examples'].flatMap((d) => readdirSync(join(ROOT, d), { recursive: true, encoding: 'utf8' }).map((f) => join(d, f)))];
+    const files = [
+      'README.md',
+      ...['config', 'docs', 'examples'].flatMap((d) =>
+        readdirSync(join(ROOT, d), { recursive: true, encoding: 'utf8' }).map((f) => join(d, f)),
+      ),
+    ];
     const shaped = /whsec_[A-Za-z0-9+/=]{6,}|SharedAccessKey=[A-Za-z0-9+/=]{4,}|signingSecret: *"?[A-Za-z0-9]{8,}|MC4CAQAw[A-Za-z0-9+/=]+/g;
     const found: string[] = [];
     for (const f of files) {
@@ -34,14 +39,26 @@ describe('deployment files', () => {
       } catch {
         continue; // a directory
       }
-      for (const m of text.matchAll(shaped)) if (!PUBLISHED_SECRETS.some((p) => m[0].includes(p) || p.includes(m[0].replace(/^signingSecret: *"?/, '')))) found.push(`${f}: ${m[0]}`);
+      for (const m of text.matchAll(shaped))
+        if (!PUBLISHED_SECRETS.some((p) => m[0].includes(p) || p.includes(m[0].replace(/^signingSecret: *"?/, ''))))
+          found.push(`${f}: ${m[0]}`);
     }
     expect(found).toEqual([]);
   });
 
   it('systemd: the unit verifies, with the hardening the README lists', () => {
     const unit = readFileSync(join(ROOT, 'config', 'systemd', 'se-bridge.service'), 'utf8');
-    for (const d of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'PrivateTmp=yes', 'StateDirectory=se-bridge', 'CacheDirectory=se-bridge', 'Restart=always', 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX', 'User=se-bridge', 'RestartPreventExitStatus=2']) {
+    for (const d of [
+      'NoNewPrivileges=yes',
+      'ProtectSystem=strict',
+      'PrivateTmp=yes',
+      'StateDirectory=se-bridge',
+      'CacheDirectory=se-bridge',
+      'Restart=always',
+      'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX',
+      'User=se-bridge',
+      'RestartPreventExitStatus=2',
+    ]) {
       expect(unit).toContain(d);
     }
     expect(unit).toContain('ExecStart=/usr/local/bin/se-bridge run\n');
@@ -58,16 +75,24 @@ describe('deployment files', () => {
   });
 
   it('Kubernetes: a DaemonSet with probes, hostPath state, metrics annotations and a valid configuration', () => {
-    const docs = parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'daemonset.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, any>);
+    const docs = parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'daemonset.yaml'), 'utf8')).map(
+      (d) => d.toJS() as Record<string, any>,
+    );
     expect(docs.map((d) => d.kind)).toEqual(['Namespace', 'ConfigMap', 'DaemonSet']);
     const ds = docs[2]!;
     const pod = ds.spec.template;
-    expect(pod.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9464', 'prometheus.io/path': '/metrics' });
+    expect(pod.metadata.annotations).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '9464',
+      'prometheus.io/path': '/metrics',
+    });
     const c = pod.spec.containers[0];
     expect(c.livenessProbe.httpGet.path).toBe('/livez');
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
     expect(pod.spec.volumes.find((v: any) => v.name === 'state').hostPath.path).toBe('/var/lib/se-bridge');
-    const config = validateConfig(parseAllDocuments(docs[1]!.data['bridge.yaml'])[0]!.toJS(), 'configmap', { EVENTHUB_CONNECTION_STRING: 'Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v;EntityPath=h' });
+    const config = validateConfig(parseAllDocuments(docs[1]!.data['bridge.yaml'])[0]!.toJS(), 'configmap', {
+      EVENTHUB_CONNECTION_STRING: 'Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v;EntityPath=h',
+    });
     expect(config.observability.listen).toBe('0.0.0.0:9464');
     expect(config.state.path).toBe('/var/lib/se-bridge/state.db');
   });

@@ -60,10 +60,16 @@ afterAll(async () => {
 
 describe('an external sink module (examples/pagerduty-sink.js)', () => {
   it('delivers through the daemon: Scheduled triggers an alert, Completed resolves it, a refused event is dead-lettered', async () => {
-    const path = config('pd', `  - { name: pd, type: module, module: ./pagerduty-sink.js, config: { routingKey: ${KEY}, severity: error, url: "${peer.url}/v2/enqueue" }, delivery: { initialBackoffMs: 50, maxBackoffMs: 200 } }`);
+    const path = config(
+      'pd',
+      `  - { name: pd, type: module, module: ./pagerduty-sink.js, config: { routingKey: ${KEY}, severity: error, url: "${peer.url}/v2/enqueue" }, delivery: { initialBackoffMs: 50, maxBackoffMs: 200 } }`,
+    );
     expect((await cli(['validate', '--config', path])).code).toBe(0);
     const bad = { eventId: '' };
-    peer.answer = (req) => (bad.eventId !== '' && req.body.includes(bad.eventId) ? { status: 400, body: '{"status":"invalid event"}' } : { status: 202, body: '{"status":"success"}' });
+    peer.answer = (req) =>
+      bad.eventId !== '' && req.body.includes(bad.eventId)
+        ? { status: 400, body: '{"status":"invalid event"}' }
+        : { status: 202, body: '{"status":"success"}' };
     const child = start(['run', '--config', path]);
     try {
       const a = sim.addEvent({ noticeMs: 600_000, EventType: 'Reboot' });
@@ -82,9 +88,14 @@ describe('an external sink module (examples/pagerduty-sink.js)', () => {
         expect(b.payload.class).toBe('Reboot');
         expect(b.payload.summary).toMatch(/^Reboot of vm0: /);
       }
-      expect(peer.requests.every((r) => r.method === 'POST' && r.url === '/v2/enqueue' && r.headers['content-type'] === 'application/json')).toBe(true);
+      expect(
+        peer.requests.every((r) => r.method === 'POST' && r.url === '/v2/enqueue' && r.headers['content-type'] === 'application/json'),
+      ).toBe(true);
       const dead = await waitFor(async () => {
-        const list = JSON.parse((await cli(['dead-letters', 'list', '--json', '--config', path])).stdout) as { ceId: string; lastError: string }[];
+        const list = JSON.parse((await cli(['dead-letters', 'list', '--json', '--config', path])).stdout) as {
+          ceId: string;
+          lastError: string;
+        }[];
         return list.length > 0 ? list : null;
       }, 'the dead letter');
       expect(dead.map((d) => d.ceId)).toEqual([`${bad.eventId}/scheduled`]);
@@ -110,7 +121,15 @@ describe('an external sink module (examples/pagerduty-sink.js)', () => {
     const { Bridge } = await import('../../src/daemon/bridge.ts');
     const { pino } = await import('pino');
     const cfg = validateConfig(
-      { imds: { endpoint: sim.url }, state: { path: ':memory:' }, observability: { listen: 'off' }, sinks: [{ name: 'out', type: 'stdout' }, { name: 'pd', type: 'module', module: './stuck-sink.js' }] },
+      {
+        imds: { endpoint: sim.url },
+        state: { path: ':memory:' },
+        observability: { listen: 'off' },
+        sinks: [
+          { name: 'out', type: 'stdout' },
+          { name: 'pd', type: 'module', module: './stuck-sink.js' },
+        ],
+      },
       join(dir.path, 'etc', 'stuck.yaml'),
       {},
     );
@@ -127,7 +146,11 @@ describe('an external sink module (examples/pagerduty-sink.js)', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/sinks\[0\]\.module: cannot load "[^"]*no-such-sink\.js" \(no such file or package\)/);
 
-    const noPackage = await cli(['validate', '--config', config('nopkg', '  - { name: pd, type: module, module: se-bridge-sink-that-does-not-exist }')]);
+    const noPackage = await cli([
+      'validate',
+      '--config',
+      config('nopkg', '  - { name: pd, type: module, module: se-bridge-sink-that-does-not-exist }'),
+    ]);
     expect(noPackage.code).toBe(2);
     expect(noPackage.stderr).toContain('sinks[0].module: cannot find "se-bridge-sink-that-does-not-exist"');
 
@@ -136,7 +159,14 @@ describe('an external sink module (examples/pagerduty-sink.js)', () => {
     expect(notSink.stderr).toContain('sinks[0].module: the sink');
     expect(notSink.stderr).toContain('has no create function');
 
-    const refused = await cli(['validate', '--config', config('refused', '  - { name: pd, type: module, module: ./pagerduty-sink.js, config: { routingKey: short, severity: loud, extra: 1 } }')]);
+    const refused = await cli([
+      'validate',
+      '--config',
+      config(
+        'refused',
+        '  - { name: pd, type: module, module: ./pagerduty-sink.js, config: { routingKey: short, severity: loud, extra: 1 } }',
+      ),
+    ]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('sinks[0].config.routingKey: must be a 32-character PagerDuty integration key');
     expect(refused.stderr).toContain('sinks[0].config.severity:');
@@ -147,7 +177,11 @@ describe('an external sink module (examples/pagerduty-sink.js)', () => {
     expect(noModule.stderr).toContain('sinks[0].module: is required (string)');
 
     // run refuses the same configuration before it touches IMDS or the state
-    const run = await cli(['run', '--config', config('refused2', '  - { name: pd, type: module, module: ./pagerduty-sink.js, config: { routingKey: short } }')]);
+    const run = await cli([
+      'run',
+      '--config',
+      config('refused2', '  - { name: pd, type: module, module: ./pagerduty-sink.js, config: { routingKey: short } }'),
+    ]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('sinks[0].config.routingKey:');
   });

@@ -38,11 +38,18 @@ function writeRelayConfig(replyWaitMs: number): string {
 
 async function startRelayProcess(replyWaitMs: number): Promise<void> {
   relay = start(['relay', '--config', writeRelayConfig(replyWaitMs)]);
-  const line = await waitFor(() => relay.out.stdout.split('\n').find((l) => l.includes('"relay listening"')), 'the relay to listen', 30_000);
+  const line = await waitFor(
+    () => relay.out.stdout.split('\n').find((l) => l.includes('"relay listening"')),
+    'the relay to listen',
+    30_000,
+  );
   relayUrl = (JSON.parse(line) as { url: string }).url;
   await waitFor(async () => (await fetch(`${relayUrl}/readyz`)).status === 200, 'the relay to be ready');
   // the probes and metrics on their own listener too, which approval clients cannot crowd out
-  const probes = await waitFor(() => relay.out.stdout.split('\n').find((l) => l.includes('"relay probes and metrics listening"')), 'the probes listener');
+  const probes = await waitFor(
+    () => relay.out.stdout.split('\n').find((l) => l.includes('"relay probes and metrics listening"')),
+    'the probes listener',
+  );
   const probesUrl = (JSON.parse(probes) as { url: string }).url;
   expect(probesUrl).not.toBe(relayUrl);
   expect(await (await fetch(`${probesUrl}/readyz`)).json()).toMatchObject({ status: 'ready' });
@@ -75,7 +82,10 @@ function startBridgeProcess(i: number): Child {
 const sessionsHeld = () => peer.queues.lockedSessions(INBOX).length;
 const events = (i: number) => {
   try {
-    return readFileSync(join(dir.path, `events-${i}.jsonl`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; subject: string; data: { approval?: { by: string; via: string } } });
+    return readFileSync(join(dir.path, `events-${i}.jsonl`), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; subject: string; data: { approval?: { by: string; via: string } } });
   } catch {
     return [];
   }
@@ -90,7 +100,11 @@ const linkOf = (i: number, eventId: string) =>
 
 async function api(body: Record<string, unknown>, id: string) {
   const text = JSON.stringify(body);
-  const res = await fetch(`${relayUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], id, text) }, body: text });
+  const res = await fetch(`${relayUrl}/v1/approvals`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], id, text) },
+    body: text,
+  });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -140,10 +154,23 @@ describe('fleet approvals, processes apart', () => {
     const slack = new HttpPeer();
     await slack.listen();
     const token = new URL(linkOf(2, e2!.eventId)!).searchParams.get('token')!;
-    const payload = JSON.stringify({ type: 'block_actions', user: { id: 'U7', username: 'frank' }, actions: [{ action_id: 'se_bridge_approve', value: token }], response_url: `${slack.url}/respond` });
+    const payload = JSON.stringify({
+      type: 'block_actions',
+      user: { id: 'U7', username: 'frank' },
+      actions: [{ action_id: 'se_bridge_approve', value: token }],
+      response_url: `${slack.url}/respond`,
+    });
     const form = `payload=${encodeURIComponent(payload)}`;
     const ts = String(Math.floor(Date.now() / 1000));
-    const sr = await fetch(`${relayUrl}/v1/slack/interactions`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature(SLACK_SECRET, ts, form) }, body: form });
+    const sr = await fetch(`${relayUrl}/v1/slack/interactions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': ts,
+        'x-slack-signature': slackSignature(SLACK_SECRET, ts, form),
+      },
+      body: form,
+    });
     expect(sr.status).toBe(200);
     await waitFor(() => slack.requests.length === 1, 'the Slack message update', 30_000);
     expect(slack.requests[0]!.body).toContain('Approved by <@U7>');
@@ -152,11 +179,11 @@ describe('fleet approvals, processes apart', () => {
     // each VM started exactly its own event, once, and reported one approval
     expect(sims.map((s) => s.startRequests.map((x) => x.eventIds))).toEqual([[[e0!.eventId]], [[e1!.eventId]], [[e2!.eventId]]]);
     await waitFor(() => [0, 1, 2].every((i) => approved(i, [e0, e1, e2][i]!.eventId).length === 1), 'three approved CloudEvents', 30_000);
-    expect([approved(0, e0!.eventId)[0]!.data.approval, approved(1, e1!.eventId)[0]!.data.approval, approved(2, e2!.eventId)[0]!.data.approval]).toMatchObject([
-      { via: 'link' },
-      { by: 'ops-pipeline', via: 'api' },
-      { by: '@frank', via: 'slack' },
-    ]);
+    expect([
+      approved(0, e0!.eventId)[0]!.data.approval,
+      approved(1, e1!.eventId)[0]!.data.approval,
+      approved(2, e2!.eventId)[0]!.data.approval,
+    ]).toMatchObject([{ via: 'link' }, { by: 'ops-pipeline', via: 'api' }, { by: '@frank', via: 'slack' }]);
   });
 
   it('a bridge killed with SIGKILL while it holds a command approves once after its restart', async () => {

@@ -37,11 +37,19 @@ function load(sinks: unknown[]): { azure: string[]; packages: string[]; builtins
 
 describe('lazy loading of the Azure SDKs', () => {
   it('a webhook and file bridge loads none of them', () => {
-    expect(loadedWith([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }])).toEqual([]);
+    expect(
+      loadedWith([
+        { name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' },
+        { name: 'f', type: 'file', path: '/dev/null' },
+      ]),
+    ).toEqual([]);
   });
 
-  it('a plain-HTTP webhook and file bridge loads undici as its one HTTP client, and neither Node\'s bundled copy, nor the CloudEvents SDK, nor prom-client, nor TLS', () => {
-    const { packages, builtins } = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }, { name: 'f', type: 'file', path: '/dev/null' }]);
+  it("a plain-HTTP webhook and file bridge loads undici as its one HTTP client, and neither Node's bundled copy, nor the CloudEvents SDK, nor prom-client, nor TLS", () => {
+    const { packages, builtins } = load([
+      { name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' },
+      { name: 'f', type: 'file', path: '/dev/null' },
+    ]);
     expect(packages).toContain('zod');
     expect(packages).toContain('undici');
     expect(packages.filter((p) => ['cloudevents', 'prom-client', 'jsonata', '@kubernetes/client-node'].includes(p))).toEqual([]);
@@ -69,12 +77,18 @@ describe('lazy loading of the Azure SDKs', () => {
   });
 
   it('an eventhubs sink loads @azure/event-hubs (and not Service Bus)', () => {
-    const loaded = loadedWith([{ name: 'h', type: 'eventhubs', connectionString: 'Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=dg==;UseDevelopmentEmulator=true;EntityPath=h' }]);
+    const loaded = loadedWith([
+      {
+        name: 'h',
+        type: 'eventhubs',
+        connectionString: 'Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=dg==;UseDevelopmentEmulator=true;EntityPath=h',
+      },
+    ]);
     expect(loaded.some((u) => u.includes('/@azure/event-hubs/'))).toBe(true);
     expect(loaded.some((u) => u.includes('/@azure/service-bus/'))).toBe(false);
   });
 
-  it('the stand-in for node:http2 holds node:http2\'s own constants, and connects through it', async () => {
+  it("the stand-in for node:http2 holds node:http2's own constants, and connects through it", async () => {
     const lazy = await import('../../src/lib/http2-lazy.ts');
     const real = process.getBuiltinModule('node:http2');
     for (const [k, v] of Object.entries(lazy.constants)) expect([k, v]).toEqual([k, real.constants[k as keyof typeof real.constants]]);

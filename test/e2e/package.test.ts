@@ -21,7 +21,13 @@ let bin = '';
 
 /** seBridge runs the installed command itself, through its #! line, with the pinned Node first on PATH. */
 function seBridge(args: string[], timeoutMs = 60_000, extra: NodeJS.ProcessEnv = {}): Running {
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, SE_BRIDGE_CONFIG: '', LOG_LEVEL: '', ...extra };
+  const env = {
+    ...process.env,
+    PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
+    SE_BRIDGE_CONFIG: '',
+    LOG_LEVEL: '',
+    ...extra,
+  };
   return command(bin, args, { cwd: dir.path, env }, timeoutMs);
 }
 
@@ -29,8 +35,14 @@ beforeAll(() => {
   dir = tempDir('se-bridge-package-');
   if (!existsSync(join(ROOT, 'dist', 'src', 'cli.js'))) execFileSync(npm, ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
   // --ignore-scripts: `npm test` has just built dist/, and rebuilding it here would race the other suites
-  execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir.path, '--silent'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  tarball = join(dir.path, readdirSync(dir.path).find((f) => f.endsWith('.tgz'))!);
+  execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir.path, '--silent'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  tarball = join(
+    dir.path,
+    readdirSync(dir.path).find((f) => f.endsWith('.tgz'))!,
+  );
   const prefix = join(dir.path, 'prefix');
   execFileSync(npm, ['install', '-g', '--prefix', prefix, tarball, '--no-audit', '--no-fund', '--prefer-offline', '--silent'], {
     cwd: dir.path,
@@ -44,8 +56,24 @@ afterAll(() => dir?.cleanup());
 
 describe('the npm package', () => {
   it('holds the compiled code, the examples, README and LICENSE, and none of test/, bench/, .ci/ or the sources', () => {
-    const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'LICENSE', 'README.md', 'bin/se-bridge.js', 'dist/src/cli.js', 'dist/src/api.js', 'dist/src/api.d.ts', 'dist/sinks/webhook/index.js', 'config/bridge.example.yaml', 'examples/pagerduty-sink.js']));
+    const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map((f) => f.replace(/^package\//, ''));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'LICENSE',
+        'README.md',
+        'bin/se-bridge.js',
+        'dist/src/cli.js',
+        'dist/src/api.js',
+        'dist/src/api.d.ts',
+        'dist/sinks/webhook/index.js',
+        'config/bridge.example.yaml',
+        'examples/pagerduty-sink.js',
+      ]),
+    );
     expect(files.filter((f) => /^(test|bench|\.ci|src|testkit|scripts|node_modules)\//.test(f))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
@@ -79,14 +107,25 @@ describe('the npm package', () => {
     try {
       const events = join(dir.path, 'events.jsonl');
       const cfg = join(dir.path, 'bridge.yaml');
-      writeFileSync(cfg, [`imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`, `state: { path: ${JSON.stringify(join(dir.path, 'state.db'))} }`, 'observability: { listen: "off" }', `sinks: [{ name: audit, type: file, path: ${JSON.stringify(events)} }]`].join('\n'));
+      writeFileSync(
+        cfg,
+        [
+          `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }`,
+          `state: { path: ${JSON.stringify(join(dir.path, 'state.db'))} }`,
+          'observability: { listen: "off" }',
+          `sinks: [{ name: audit, type: file, path: ${JSON.stringify(events)} }]`,
+        ].join('\n'),
+      );
       const run = seBridge(['run', '--config', cfg]);
       const e = sim.addEvent({ noticeMs: 600_000 });
       await awaitWhileRunning(run, () => readText(events).includes(e.eventId), 'the scheduled event in the file');
       run.child.kill('SIGTERM');
       const r = await run;
       expect(r.code).toBe(0);
-      const written = readText(events).trim().split('\n').map((l) => JSON.parse(l) as { id: string; type: string });
+      const written = readText(events)
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: string; type: string });
       expect(written.map((w) => w.id)).toEqual([`${e.eventId}/scheduled`]);
       expect(written[0]!.type).toBe('azure.scheduledevent.scheduled');
     } finally {

@@ -54,7 +54,9 @@ export type Running = Promise<Run> & { child: ChildProcess & { out: { stdout: st
 
 /** command runs any program (an installed se-bridge, the single executable) to completion, its output collected; `child` is the process. */
 export function command(program: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }, timeoutMs = 60_000): Running {
-  const child = spawn(program, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] }) as ChildProcess & { out: { stdout: string; stderr: string } };
+  const child = spawn(program, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] }) as ChildProcess & {
+    out: { stdout: string; stderr: string };
+  };
   child.out = { stdout: '', stderr: '' };
   live.add(child);
   child.once('exit', () => live.delete(child));

@@ -73,7 +73,10 @@ it('refuses a second daemon on the same state, serves read-only commands, and re
       const later = sim.addEvent({ noticeMs: 600_000 });
       await waitFor(() => readText(events).includes(later.eventId), 'the restarted daemon to deliver');
       // each event exactly once at the sink
-      const ids = readText(events).trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+      const ids = readText(events)
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { id: string }).id);
       expect(ids).toEqual([`${e.eventId}/scheduled`, `${later.eventId}/scheduled`]);
     } finally {
       restarted.kill('SIGTERM');

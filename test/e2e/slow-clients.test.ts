@@ -84,7 +84,12 @@ it('keeps polling and approving under 1,100 slow connections with ulimit -n 1024
       async () => {
         try {
           const headers = { 'content-type': 'application/json', ...signatureHeaders([secretKey(SECRET)!], `msg_${Date.now()}`, body) };
-          const r = await fetch(`http://127.0.0.1:${port}/v1/approvals`, { method: 'POST', headers, body, signal: AbortSignal.timeout(5000) });
+          const r = await fetch(`http://127.0.0.1:${port}/v1/approvals`, {
+            method: 'POST',
+            headers,
+            body,
+            signal: AbortSignal.timeout(5000),
+          });
           return r.status === 200 ? ((await r.json()) as { status: string }) : null;
         } catch {
           return null;

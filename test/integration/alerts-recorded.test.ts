@@ -17,7 +17,9 @@ import { HttpPeer } from '../../testkit/http-peer.ts';
 import { firingAt, type AlertRule, type Series } from '../../testkit/promql.ts';
 import { ROOT, tempDir, waitFor } from '../helpers.ts';
 
-const rules = (yaml(readFileSync(join(ROOT, 'config', 'prometheus', 'alerts.yaml'), 'utf8')) as { groups: { rules: AlertRule[] }[] }).groups.flatMap((g) => g.rules);
+const rules = (
+  yaml(readFileSync(join(ROOT, 'config', 'prometheus', 'alerts.yaml'), 'utf8')) as { groups: { rules: AlertRule[] }[] }
+).groups.flatMap((g) => g.rules);
 const MINUTE = 60_000;
 
 let sim: ImdsSimulator;
@@ -48,7 +50,12 @@ async function scrape(): Promise<void> {
 
 const series = (): Series[] => [...recorded.values()];
 const firing = (name: string) =>
-  firingAt(rules.find((r) => r.alert === name)!, series(), (scrapes - 1) * MINUTE, MINUTE).map((a) => a.labels.sink ?? a.labels.instance);
+  firingAt(
+    rules.find((r) => r.alert === name)!,
+    series(),
+    (scrapes - 1) * MINUTE,
+    MINUTE,
+  ).map((a) => a.labels.sink ?? a.labels.instance);
 
 beforeAll(async () => {
   dir = tempDir();
@@ -80,7 +87,11 @@ afterAll(async () => {
 describe('the shipped alerts over a recording of a real bridge', () => {
   it('a healthy sink fires nothing; a sink answering 503 is stuck after 10 minutes; a refused event is a dead letter at once', async () => {
     await scrape();
-    expect(rules.map((r) => [r.alert, firing(r.alert)])).toEqual([['SeBridgeBlind', []], ['SeBridgeDeliveryStuck', []], ['SeBridgeDeadLetters', []]]);
+    expect(rules.map((r) => [r.alert, firing(r.alert)])).toEqual([
+      ['SeBridgeBlind', []],
+      ['SeBridgeDeliveryStuck', []],
+      ['SeBridgeDeadLetters', []],
+    ]);
     sim.addEvent({ noticeMs: 3_600_000 });
     await waitFor(() => h.bridge.store.deadLetters('refuses').length === 1 && down.requests.length >= 2, 'a dead letter and retries');
     await scrape();
@@ -94,7 +105,11 @@ describe('the shipped alerts over a recording of a real bridge', () => {
 
   it('IMDS failing ten times in a row makes the VM blind, two minutes later', async () => {
     sim.injectFault({ kind: 'status', status: 500, count: 1000 });
-    await waitFor(async () => /sebridge_imds_consecutive_failures (1\d|[2-9]\d)/.test(await (await fetch(`${h.bridge.observabilityUrl}/metrics`)).text()), '10 failed reads');
+    await waitFor(
+      async () =>
+        /sebridge_imds_consecutive_failures (1\d|[2-9]\d)/.test(await (await fetch(`${h.bridge.observabilityUrl}/metrics`)).text()),
+      '10 failed reads',
+    );
     await scrape();
     expect(firing('SeBridgeBlind')).toEqual([]);
     await scrape();

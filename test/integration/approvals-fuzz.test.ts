@@ -68,7 +68,8 @@ describe('approval server under generated hostile requests', () => {
     const rnd = prng(20261122);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
     const nowS = () => Math.floor(Date.now() / 1000);
-    const ids = () => pick([scheduledId, goneId, 'NO-SUCH-EVENT', '', 'x'.repeat(300), '../../etc/passwd', scheduledId.toLowerCase() + '0']);
+    const ids = () =>
+      pick([scheduledId, goneId, 'NO-SUCH-EVENT', '', 'x'.repeat(300), '../../etc/passwd', scheduledId.toLowerCase() + '0']);
     const statuses = new Map<number, number>();
     for (let i = 0; i < COUNT; i++) {
       const kind = Math.floor(rnd() * 12);
@@ -84,13 +85,26 @@ describe('approval server under generated hostile requests', () => {
           headers = { ...headers, ...signatureHeaders([OTHER], `msg_${i}`, body) };
           break;
         case 2: // stale or future timestamp
-          headers = { ...headers, ...signatureHeaders([KEY], `msg_${i}`, body, Date.now() + (rnd() < 0.5 ? -1 : 1) * (6 + rnd() * 1000) * 60_000) };
+          headers = {
+            ...headers,
+            ...signatureHeaders([KEY], `msg_${i}`, body, Date.now() + (rnd() < 0.5 ? -1 : 1) * (6 + rnd() * 1000) * 60_000),
+          };
           break;
         case 3: // a valid signature over another body
           headers = { ...headers, ...signatureHeaders([KEY], `msg_${i}`, '{"eventId":"other"}') };
           break;
         case 4: // valid signature, broken JSON or shapes, for unknown or gone events
-          body = pick(['{', '[]', 'null', '"x"', '{"eventId":7}', `{"eventId":"${goneId}"}`, '{"eventId":"NO-SUCH-EVENT"}', '{"eventId":"a","extra":1}', '{"approver":"x"}']);
+          body = pick([
+            '{',
+            '[]',
+            'null',
+            '"x"',
+            '{"eventId":7}',
+            `{"eventId":"${goneId}"}`,
+            '{"eventId":"NO-SUCH-EVENT"}',
+            '{"eventId":"a","extra":1}',
+            '{"approver":"x"}',
+          ]);
           headers = { ...headers, ...signatureHeaders([KEY], `msg_${i}`, body) };
           break;
         case 5: // non-UTF-8 and binary garbage, signed
@@ -101,11 +115,23 @@ describe('approval server under generated hostile requests', () => {
           body = 'x'.repeat(64 * 1024 + 1 + Math.floor(rnd() * 100_000));
           break;
         case 7: // wrong content type, signed
-          headers = { 'content-type': pick(['text/plain', 'application/xml', 'multipart/form-data']), ...signatureHeaders([KEY], `msg_${i}`, body) };
+          headers = {
+            'content-type': pick(['text/plain', 'application/xml', 'multipart/form-data']),
+            ...signatureHeaders([KEY], `msg_${i}`, body),
+          };
           break;
         case 8: // wrong methods and path tricks
           method = pick(['GET', 'PUT', 'DELETE', 'PATCH', 'POST']);
-          path = pick(['/v1/approvals/', '/v1/approvals/..%2fadmin', '/v1/../v1/approvals', '/V1/APPROVALS', '/v1/approvals%00', '/', '/v2/approvals', '/v1/approve/../approvals']);
+          path = pick([
+            '/v1/approvals/',
+            '/v1/approvals/..%2fadmin',
+            '/v1/../v1/approvals',
+            '/V1/APPROVALS',
+            '/v1/approvals%00',
+            '/',
+            '/v2/approvals',
+            '/v1/approve/../approvals',
+          ]);
           break;
         case 9: // forged, expired, malformed and other-VM tokens on the page
           method = pick(['GET', 'POST']);
@@ -128,14 +154,22 @@ describe('approval server under generated hostile requests', () => {
           break;
         case 10: // Slack with bad signatures
           path = '/v1/slack/interactions';
-          headers = { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': String(nowS()), 'x-slack-signature': `v0=${'0'.repeat(64)}` };
+          headers = {
+            'content-type': 'application/x-www-form-urlencoded',
+            'x-slack-request-timestamp': String(nowS()),
+            'x-slack-signature': `v0=${'0'.repeat(64)}`,
+          };
           body = `payload=${encodeURIComponent(JSON.stringify({ type: 'block_actions', actions: [{ action_id: 'se_bridge_approve', value: 'x' }] }))}`;
           break;
         default: // a signed request reusing an id already used for another body
           headers = { ...headers, ...signatureHeaders([KEY], 'msg_reused', '{"eventId":"NO-SUCH-EVENT"}') };
           body = '{"eventId":"NO-SUCH-EVENT"}';
       }
-      const res = await request(`${bridge.approvalServerUrl}${path}`, { method: method as 'POST', headers, body: method === 'GET' ? undefined : body });
+      const res = await request(`${bridge.approvalServerUrl}${path}`, {
+        method: method as 'POST',
+        headers,
+        body: method === 'GET' ? undefined : body,
+      });
       const text = await res.body.text();
       statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
       expect(res.statusCode, `request ${i} (kind ${kind}) ${method} ${path}`).toBeGreaterThanOrEqual(400);
@@ -147,7 +181,11 @@ describe('approval server under generated hostile requests', () => {
     expect([...statuses.keys()].sort()).toEqual(expect.arrayContaining([400, 401, 404, 405, 409, 413, 415]));
     // the server is still up and a valid approval goes through
     const body = JSON.stringify({ eventId: scheduledId, approver: 'after-fuzz' });
-    const ok = await request(`${bridge.approvalServerUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([KEY], 'msg_final', body) }, body });
+    const ok = await request(`${bridge.approvalServerUrl}/v1/approvals`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signatureHeaders([KEY], 'msg_final', body) },
+      body,
+    });
     expect(ok.statusCode).toBe(200);
     expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[scheduledId]]);
   });

@@ -41,7 +41,12 @@ export async function run(approval: Record<string, unknown> = {}, sinks: Record<
     dryRun,
     sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') }, ...sinks],
     config: {
-      approval: { secret: SECRET, publicUrl: 'https://bridge.example.com', slack: { signingSecret: SLACK_SECRET, responseUrls: ['http://127.0.0.1:'] }, ...approval },
+      approval: {
+        secret: SECRET,
+        publicUrl: 'https://bridge.example.com',
+        slack: { signingSecret: SLACK_SECRET, responseUrls: ['http://127.0.0.1:'] },
+        ...approval,
+      },
       server: { listen: '127.0.0.1:0', rateLimit: { perSecond: 10, burst } },
     },
   });
@@ -51,7 +56,11 @@ export async function run(approval: Record<string, unknown> = {}, sinks: Record<
 }
 export const delivered = () => {
   try {
-    return readFileSync(join(dir.path, 'events.jsonl'), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; subject: string; data: { approval?: { by: string; via: string } } });
+    return readFileSync(join(dir.path, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; subject: string; data: { approval?: { by: string; via: string } } });
   } catch {
     return [];
   }
@@ -69,7 +78,12 @@ export interface Answer {
   body: string;
   json: () => { eventId?: string; status?: string; error?: { code: string; message: string } };
 }
-export async function call(method: string, path: string, body: string | Buffer | undefined, headers: Record<string, string> = {}): Promise<Answer> {
+export async function call(
+  method: string,
+  path: string,
+  body: string | Buffer | undefined,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const res = await request(`${base}${path}`, { method: method as 'POST', headers, body });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, body: text, json: () => JSON.parse(text) };

@@ -8,7 +8,20 @@ import { describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { waitFor } from '../helpers.ts';
-import { approvedEvents, bridge, call, delivered, dir, KEY, lines, run, scheduled, sim, SLACK_SECRET, useApprovalBridge } from './approvals-kit.ts';
+import {
+  approvedEvents,
+  bridge,
+  call,
+  delivered,
+  dir,
+  KEY,
+  lines,
+  run,
+  scheduled,
+  sim,
+  SLACK_SECRET,
+  useApprovalBridge,
+} from './approvals-kit.ts';
 
 useApprovalBridge();
 
@@ -19,7 +32,12 @@ describe('POST /v1/slack/interactions', () => {
       user: { id: 'U123', username: 'carol' },
       actions: [{ action_id: 'se_bridge_approve', value: token }],
       response_url: responseUrl,
-      message: { blocks: [{ type: 'header', text: { type: 'plain_text', text: 'vm0 will be rebooted' } }, { type: 'actions', elements: [] }] },
+      message: {
+        blocks: [
+          { type: 'header', text: { type: 'plain_text', text: 'vm0 will be rebooted' } },
+          { type: 'actions', elements: [] },
+        ],
+      },
     };
     const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
     const ts = String(opts.ts ?? Math.floor(Date.now() / 1000));
@@ -47,25 +65,31 @@ describe('POST /v1/slack/interactions', () => {
   }
 
   it('acknowledges at once, approves, and updates the message through response_url', async () => {
-    await clickOnScheduled((slack) => `${slack.url}/response`, async (slack, eventId) => {
-      await waitFor(() => slack.requests.length === 1, 'the message update');
-      const update = JSON.parse(slack.requests[0]!.body) as { replace_original: boolean; blocks: { type: string }[]; text: string };
-      expect(update.replace_original).toBe(true);
-      expect(update.text).toContain('Approved by <@U123>');
-      expect(update.blocks.map((b) => b.type)).toEqual(['header', 'context']);
-      expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[eventId]]);
-      await waitFor(() => approvedEvents().length === 1, 'approved');
-      expect(approvedEvents()[0]!.data.approval).toMatchObject({ by: '@carol', via: 'slack' });
-    });
+    await clickOnScheduled(
+      (slack) => `${slack.url}/response`,
+      async (slack, eventId) => {
+        await waitFor(() => slack.requests.length === 1, 'the message update');
+        const update = JSON.parse(slack.requests[0]!.body) as { replace_original: boolean; blocks: { type: string }[]; text: string };
+        expect(update.replace_original).toBe(true);
+        expect(update.text).toContain('Approved by <@U123>');
+        expect(update.blocks.map((b) => b.type)).toEqual(['header', 'context']);
+        expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[eventId]]);
+        await waitFor(() => approvedEvents().length === 1, 'approved');
+        expect(approvedEvents()[0]!.data.approval).toMatchObject({ by: '@carol', via: 'slack' });
+      },
+    );
   });
 
   it('approves, but never posts to a response_url outside slack.responseUrls', async () => {
     // the same peer under another host name: not under http://127.0.0.1:
-    await clickOnScheduled((slack) => `${slack.url.replace('127.0.0.1', 'localhost')}/response`, async (slack) => {
-      await waitFor(() => approvedEvents().length === 1, 'approved');
-      await waitFor(() => lines.some((l) => l.code === 'SLACK_RESPONSE_URL'), 'the warning');
-      expect(slack.requests).toEqual([]);
-    });
+    await clickOnScheduled(
+      (slack) => `${slack.url.replace('127.0.0.1', 'localhost')}/response`,
+      async (slack) => {
+        await waitFor(() => approvedEvents().length === 1, 'approved');
+        await waitFor(() => lines.some((l) => l.code === 'SLACK_RESPONSE_URL'), 'the warning');
+        expect(slack.requests).toEqual([]);
+      },
+    );
   });
 
   it('refuses a bad or stale Slack signature, and other interaction types', async () => {
@@ -73,10 +97,16 @@ describe('POST /v1/slack/interactions', () => {
     const e = await scheduled();
     const token = issueToken(KEY, { e: e.eventId, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
     expect((await slackClick(token, 'http://127.0.0.1:9/x', { secret: 'wrong' })).status).toBe(401);
-    expect((await slackClick(token, 'http://127.0.0.1:9/x', { ts: Math.floor(Date.now() / 1000) - 600 })).json().error!.code).toBe('STALE_TIMESTAMP');
+    expect((await slackClick(token, 'http://127.0.0.1:9/x', { ts: Math.floor(Date.now() / 1000) - 600 })).json().error!.code).toBe(
+      'STALE_TIMESTAMP',
+    );
     const body = `payload=${encodeURIComponent(JSON.stringify({ type: 'view_submission' }))}`;
     const ts = String(Math.floor(Date.now() / 1000));
-    const other = await call('POST', '/v1/slack/interactions', body, { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature(SLACK_SECRET, ts, body) });
+    const other = await call('POST', '/v1/slack/interactions', body, {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-slack-request-timestamp': ts,
+      'x-slack-signature': slackSignature(SLACK_SECRET, ts, body),
+    });
     expect(other.status).toBe(400);
     expect(sim.startRequests).toHaveLength(0);
   });
@@ -84,7 +114,12 @@ describe('POST /v1/slack/interactions', () => {
 
 describe('policy and preparation hooks', () => {
   it('approves user-initiated events and short freezes by policy; awaits the rest', async () => {
-    await run({ rules: [{ match: { eventSource: 'User' }, action: 'approve' }, { match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' }] });
+    await run({
+      rules: [
+        { match: { eventSource: 'User' }, action: 'approve' },
+        { match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' },
+      ],
+    });
     const user = sim.addEvent({ EventType: 'Reboot', EventSource: 'User', noticeMs: 600_000 });
     const freeze = sim.addEvent({ EventType: 'Freeze', DurationInSeconds: 5, noticeMs: 600_000 });
     const platform = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
@@ -103,7 +138,9 @@ describe('policy and preparation hooks', () => {
     await waitFor(() => sim.startRequests.length === 1, 'the leader approval');
     await new Promise((r) => setTimeout(r, 600));
     expect(sim.startRequests.flatMap((s) => s.eventIds)).toEqual([leader.eventId]);
-    expect(lines.some((l) => l.eventId === follower.eventId && typeof l.reason === 'string' && l.reason.includes('approves for the group'))).toBe(true);
+    expect(
+      lines.some((l) => l.eventId === follower.eventId && typeof l.reason === 'string' && l.reason.includes('approves for the group')),
+    ).toBe(true);
   });
 
   it('in dry run, logs what it would approve and sends nothing', async () => {
@@ -124,8 +161,23 @@ describe('policy and preparation hooks', () => {
     const fast = { initialBackoffMs: 100, maxBackoffMs: 200, maxAttempts: 2 };
     await run({ rules: [{ match: {}, action: 'approveAfterHooks' }] }, [
       { name: 'drain', type: 'exec', command: [ok], prepare: true, filter: { types: ['scheduled'] } },
-      { name: 'checkpoint', type: 'exec', command: [fail], prepare: true, filter: { types: ['scheduled'], eventTypes: ['Redeploy'] }, delivery: fast },
-      { name: 'slow', type: 'exec', command: [hang], prepare: true, timeoutMs: 300, filter: { types: ['scheduled'], eventTypes: ['Terminate'] }, delivery: fast },
+      {
+        name: 'checkpoint',
+        type: 'exec',
+        command: [fail],
+        prepare: true,
+        filter: { types: ['scheduled'], eventTypes: ['Redeploy'] },
+        delivery: fast,
+      },
+      {
+        name: 'slow',
+        type: 'exec',
+        command: [hang],
+        prepare: true,
+        timeoutMs: 300,
+        filter: { types: ['scheduled'], eventTypes: ['Terminate'] },
+        delivery: fast,
+      },
     ]);
     const reboot = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
     const redeploy = sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000 });
@@ -154,7 +206,11 @@ describe('policy and preparation hooks', () => {
     // a host failure: first seen Started, so the preparation runs for `started`
     const failed = sim.addEvent({ EventStatus: 'Started', startedMs: 200 });
     const ids = [slash.eventId, long.eventId, failed.eventId];
-    await waitFor(() => ids.every((id) => delivered().some((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')), 'all three completed', 15_000);
+    await waitFor(
+      () => ids.every((id) => delivered().some((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')),
+      'all three completed',
+      15_000,
+    );
     await waitFor(() => bridge!.store.outboxDepth().size === 0, 'the outbox to drain');
     const runs = readFileSync(marker, 'utf8').trim().split('\n').sort();
     expect(runs).toEqual([`${failed.eventId} started`, `${long.eventId} scheduled`, `${slash.eventId} scheduled`].sort());

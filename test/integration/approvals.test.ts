@@ -8,7 +8,19 @@ import { issueToken } from '../../src/approval/signatures.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { waitFor } from '../helpers.ts';
-import { type Answer, approvedEvents, bridge, call, delivered, KEY, run, scheduled, signedApproval, sim, useApprovalBridge } from './approvals-kit.ts';
+import {
+  type Answer,
+  approvedEvents,
+  bridge,
+  call,
+  delivered,
+  KEY,
+  run,
+  scheduled,
+  signedApproval,
+  sim,
+  useApprovalBridge,
+} from './approvals-kit.ts';
 
 useApprovalBridge();
 
@@ -43,7 +55,9 @@ describe('POST /v1/approvals', () => {
   it('makes one StartRequests and one approved event out of 50 concurrent approvals', async () => {
     await run({}, [], false, 100);
     const e = await scheduled();
-    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => signedApproval(JSON.stringify({ eventId: e.eventId, approver: `user${i}` }))));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => signedApproval(JSON.stringify({ eventId: e.eventId, approver: `user${i}` }))),
+    );
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(answers.filter((a) => a.json().status === 'approved')).toHaveLength(1);
     expect(answers.filter((a) => a.json().status === 'already-approved')).toHaveLength(49);
@@ -54,8 +68,18 @@ describe('POST /v1/approvals', () => {
   });
 
   it.each<[string, () => Promise<Answer>, number, string]>([
-    ['no signature', () => call('POST', '/v1/approvals', '{"eventId":"X"}', { 'content-type': 'application/json' }), 401, 'MISSING_SIGNATURE'],
-    ['a wrong signature', () => signedApproval('{"eventId":"X"}', 'msg_1', secretKey(`whsec_${Buffer.alloc(32, 4).toString('base64')}`)!), 401, 'BAD_SIGNATURE'],
+    [
+      'no signature',
+      () => call('POST', '/v1/approvals', '{"eventId":"X"}', { 'content-type': 'application/json' }),
+      401,
+      'MISSING_SIGNATURE',
+    ],
+    [
+      'a wrong signature',
+      () => signedApproval('{"eventId":"X"}', 'msg_1', secretKey(`whsec_${Buffer.alloc(32, 4).toString('base64')}`)!),
+      401,
+      'BAD_SIGNATURE',
+    ],
     ['a stale timestamp', () => signedApproval('{"eventId":"X"}', 'msg_2', KEY, Date.now() - 6 * 60_000), 401, 'STALE_TIMESTAMP'],
     ['a body that is not JSON', () => signedApproval('{"eventId":'), 400, 'MALFORMED'],
     ['no eventId', () => signedApproval('{"approver":"a"}'), 400, 'MALFORMED'],
@@ -63,7 +87,16 @@ describe('POST /v1/approvals', () => {
     ['a JSON array', () => signedApproval('[]'), 400, 'MALFORMED'],
     ['an unknown event', () => signedApproval('{"eventId":"NO-SUCH-EVENT"}'), 404, 'UNKNOWN_EVENT'],
     ['a body over 64 KiB', () => signedApproval(JSON.stringify({ eventId: 'X', reason: 'r'.repeat(70_000) })), 413, 'BODY_TOO_LARGE'],
-    ['a wrong content type', () => call('POST', '/v1/approvals', '{"eventId":"X"}', { 'content-type': 'text/plain', ...signatureHeaders([KEY], 'msg_3', '{"eventId":"X"}') }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    [
+      'a wrong content type',
+      () =>
+        call('POST', '/v1/approvals', '{"eventId":"X"}', {
+          'content-type': 'text/plain',
+          ...signatureHeaders([KEY], 'msg_3', '{"eventId":"X"}'),
+        }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    ],
     ['a GET', () => call('GET', '/v1/approvals', undefined), 405, 'METHOD_NOT_ALLOWED'],
     ['an unknown route', () => call('POST', '/v1/approvals/../admin', '{}'), 404, 'NOT_FOUND'],
   ])('answers %s with a JSON %i', async (_n, send, status, code) => {
@@ -79,7 +112,10 @@ describe('POST /v1/approvals', () => {
   it('answers non-UTF-8 bodies with 400', async () => {
     await run();
     const body = Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
-    const r = await call('POST', '/v1/approvals', body, { 'content-type': 'application/json', ...signatureHeaders([KEY], 'msg_bin', body) });
+    const r = await call('POST', '/v1/approvals', body, {
+      'content-type': 'application/json',
+      ...signatureHeaders([KEY], 'msg_bin', body),
+    });
     expect(r.status).toBe(400);
   });
 
@@ -112,7 +148,9 @@ describe('POST /v1/approvals', () => {
 
   it('rate-limits a client with 429', async () => {
     await run();
-    const answers = await Promise.all(Array.from({ length: 60 }, () => call('POST', '/v1/approvals', '{}', { 'content-type': 'application/json' })));
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, () => call('POST', '/v1/approvals', '{}', { 'content-type': 'application/json' })),
+    );
     const limited = answers.filter((a) => a.status === 429);
     expect(limited.length).toBeGreaterThan(0);
     expect(limited[0]!.json().error!.code).toBe('RATE_LIMITED');
@@ -151,7 +189,12 @@ describe('approval links', () => {
   it.each<[string, (id: string) => string, number, string]>([
     ['expired', (id) => link(id, { x: Math.floor(Date.now() / 1000) - 1 }), 410, 'TOKEN_EXPIRED'],
     ['tampered', (id) => `${link(id).slice(0, -2)}AA`, 401, 'TOKEN_BAD_SIGNATURE'],
-    ['forged with another key', (id) => issueToken(Buffer.alloc(32, 1), { e: id, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 }), 401, 'TOKEN_BAD_SIGNATURE'],
+    [
+      'forged with another key',
+      (id) => issueToken(Buffer.alloc(32, 1), { e: id, v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 }),
+      401,
+      'TOKEN_BAD_SIGNATURE',
+    ],
     ['from another VM', (id) => link(id, { v: 'vm1' }), 403, 'TOKEN_OTHER_VM'],
     ['malformed', () => 'not-a-token', 400, 'TOKEN_MALFORMED'],
     ['for an unknown event', () => link('NO-SUCH-EVENT'), 404, 'UNKNOWN_EVENT'],
@@ -162,7 +205,10 @@ describe('approval links', () => {
     const get = await call('GET', `/v1/approve?token=${encodeURIComponent(token)}`, undefined);
     expect(get.status).toBe(status);
     expect(get.json().error!.code).toBe(code);
-    const post = await call('POST', '/v1/approve', `token=${encodeURIComponent(token)}`, { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' });
+    const post = await call('POST', '/v1/approve', `token=${encodeURIComponent(token)}`, {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'text/html',
+    });
     expect(post.status).toBe(status);
     expect(post.body).toContain('<!doctype html>');
     expect(sim.startRequests).toHaveLength(0);
@@ -173,13 +219,19 @@ describe('approval links', () => {
     await teams.listen();
     teams.answer = () => ({ status: 202 });
     try {
-      await run({ rules: [{ match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' }] }, [{ name: 'teams', type: 'teams', webhookUrl: teams.url }]);
+      await run({ rules: [{ match: { eventType: 'Freeze', maxDurationSeconds: 8 }, action: 'approve' }] }, [
+        { name: 'teams', type: 'teams', webhookUrl: teams.url },
+      ]);
       const reboot = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
       await waitFor(() => teams.requests.length >= 1, 'the Teams message');
       const card = JSON.parse(teams.requests[0]!.body) as { attachments: { content: { actions: { url: string }[] } }[] };
       const url = new URL(card.attachments[0]!.content.actions[0]!.url);
       expect(url.origin + url.pathname).toBe('https://bridge.example.com/v1/approve');
-      const claims = JSON.parse(Buffer.from(url.searchParams.get('token')!.split('.')[0]!, 'base64url').toString()) as { e: string; v: string; x: number };
+      const claims = JSON.parse(Buffer.from(url.searchParams.get('token')!.split('.')[0]!, 'base64url').toString()) as {
+        e: string;
+        v: string;
+        x: number;
+      };
       expect(claims).toMatchObject({ e: reboot.eventId, v: 'vm0' });
       expect(claims.x).toBeLessThanOrEqual(Math.ceil(sim.events[0]!.notBefore! / 1000));
       // an event the policy approves itself gets no button

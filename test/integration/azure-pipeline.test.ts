@@ -41,7 +41,9 @@ describe('Azure sinks in the bridge', () => {
     const e = sim.addEvent({ EventType: 'Freeze', noticeMs: 400, startedMs: 400, DurationInSeconds: 5 });
     await waitFor(() => peer.messages.length === 6, 'three transitions at each sink', 15_000);
     for (const address of ['maintenance', 'maintenance-queue']) {
-      const got = peer.messages.filter((m) => m.address === address).map((m) => String(m.message.application_properties?.cloudEvents_type).slice(21));
+      const got = peer.messages
+        .filter((m) => m.address === address)
+        .map((m) => String(m.message.application_properties?.cloudEvents_type).slice(21));
       expect(got).toEqual(['scheduled', 'started', 'completed']);
     }
     const q = peer.messages.filter((m) => m.address === 'maintenance-queue');
@@ -54,12 +56,24 @@ describe('Azure sinks in the bridge', () => {
     await run([{ name: 'hub', type: 'eventhubs', connectionString: peer.connectionString('maintenance'), partitionKey: 'none' }]);
     sim.addEvent({ EventId: 'BIG', Description: 'x'.repeat(2000), noticeMs: 600_000 });
     await waitFor(() => bridge!.store.deadLetters().length === 1, 'a dead letter');
-    expect(bridge!.store.deadLetters()[0]).toMatchObject({ sink: 'hub', eventId: 'BIG', attempts: 1, lastError: expect.stringMatching(/^rejected: MessageSizeExceeded: .* at most 700/) });
+    expect(bridge!.store.deadLetters()[0]).toMatchObject({
+      sink: 'hub',
+      eventId: 'BIG',
+      attempts: 1,
+      lastError: expect.stringMatching(/^rejected: MessageSizeExceeded: .* at most 700/),
+    });
     peer.maxMessageSize = 1024 * 1024;
   });
 
   it('rides out a dropped connection and a busy hub: nothing lost', async () => {
-    await run([{ name: 'hub', type: 'eventhubs', connectionString: peer.connectionString('maintenance'), delivery: { initialBackoffMs: 20, maxBackoffMs: 100, timeoutMs: 2000 } }]);
+    await run([
+      {
+        name: 'hub',
+        type: 'eventhubs',
+        connectionString: peer.connectionString('maintenance'),
+        delivery: { initialBackoffMs: 20, maxBackoffMs: 100, timeoutMs: 2000 },
+      },
+    ]);
     sim.addEvent({ EventId: 'A', noticeMs: 600_000 });
     await waitFor(() => peer.messages.length === 1, 'the first event');
     peer.inject({ kind: 'drop', count: 1 });

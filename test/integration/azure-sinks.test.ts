@@ -25,13 +25,26 @@ afterEach(async () => {
 });
 
 async function eventHubs(extra: Record<string, unknown> = {}) {
-  const config = SinkConfig.parse({ name: 'eh', type: 'eventhubs', connectionString: peer.connectionString('maintenance'), delivery: { timeoutMs: 3000 }, ...extra }) as EventHubsConfig;
+  const config = SinkConfig.parse({
+    name: 'eh',
+    type: 'eventhubs',
+    connectionString: peer.connectionString('maintenance'),
+    delivery: { timeoutMs: 3000 },
+    ...extra,
+  }) as EventHubsConfig;
   const sink = await eventHubsSink.create(config, { logger: silentLogger, stdout: process.stdout });
   sinks.push(sink);
   return sink;
 }
 async function serviceBus(extra: Record<string, unknown> = {}) {
-  const config = SinkConfig.parse({ name: 'sb', type: 'servicebus', connectionString: peer.connectionString(), entity: 'maintenance-queue', delivery: { timeoutMs: 3000 }, ...extra }) as ServiceBusConfig;
+  const config = SinkConfig.parse({
+    name: 'sb',
+    type: 'servicebus',
+    connectionString: peer.connectionString(),
+    entity: 'maintenance-queue',
+    delivery: { timeoutMs: 3000 },
+    ...extra,
+  }) as ServiceBusConfig;
   const sink = await serviceBusSink.create(config, { logger: silentLogger, stdout: process.stdout });
   sinks.push(sink);
   return sink;
@@ -164,7 +177,11 @@ describe('servicebus sink', () => {
     expect(m.address).toBe('maintenance-queue');
     expect(JSON.parse(bodyOf(m))).toEqual(e!.data);
     expect(m.message).toMatchObject({ message_id: e!.id, subject: 'azure.scheduledevent.scheduled', content_type: 'application/json' });
-    expect(m.message.application_properties).toMatchObject({ cloudEvents_id: e!.id, cloudEvents_source: e!.source, cloudEvents_incarnation: 2 });
+    expect(m.message.application_properties).toMatchObject({
+      cloudEvents_id: e!.id,
+      cloudEvents_source: e!.source,
+      cloudEvents_incarnation: 2,
+    });
     expect(m.message.group_id).toBeUndefined();
   });
 
@@ -172,7 +189,11 @@ describe('servicebus sink', () => {
     const sink = await serviceBus({ sessionId: 'eventId', timeToLiveMs: 3_600_000 });
     await send(sink, events(2));
     expect(peer.messages.map((m) => m.message.group_id).sort()).toEqual(['EV-0', 'EV-1']);
-    expect(peer.messages.every((m) => (m.message as { ttl?: number }).ttl === 3_600_000 || (m.message.header as { ttl?: number } | undefined)?.ttl === 3_600_000)).toBe(true);
+    expect(
+      peer.messages.every(
+        (m) => (m.message as { ttl?: number }).ttl === 3_600_000 || (m.message.header as { ttl?: number } | undefined)?.ttl === 3_600_000,
+      ),
+    ).toBe(true);
     peer.messages.length = 0;
     const byVm = await serviceBus({ sessionId: 'vmName' });
     await send(byVm, events(2));
@@ -213,10 +234,31 @@ describe('servicebus sink', () => {
 
 describe('Azure sink configuration', () => {
   it.each<[string, Record<string, unknown>, string]>([
-    ['neither connection string nor namespace', { type: 'eventhubs', eventHubName: 'h' }, 'connectionString: set either connectionString or fullyQualifiedNamespace (with credential)'],
-    ['no hub name anywhere', { type: 'eventhubs', connectionString: 'Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v' }, 'eventHubName: is required when the connection string has no EntityPath'],
-    ['credential with a connection string', { type: 'servicebus', entity: 'q', connectionString: 'Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=v', credential: { kind: 'default' } }, 'credential: goes with fullyQualifiedNamespace, not with connectionString'],
-    ['not a connection string', { type: 'servicebus', entity: 'q', connectionString: 'hello' }, 'connectionString: must be a Service Bus connection string'],
+    [
+      'neither connection string nor namespace',
+      { type: 'eventhubs', eventHubName: 'h' },
+      'connectionString: set either connectionString or fullyQualifiedNamespace (with credential)',
+    ],
+    [
+      'no hub name anywhere',
+      { type: 'eventhubs', connectionString: 'Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v' },
+      'eventHubName: is required when the connection string has no EntityPath',
+    ],
+    [
+      'credential with a connection string',
+      {
+        type: 'servicebus',
+        entity: 'q',
+        connectionString: 'Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=v',
+        credential: { kind: 'default' },
+      },
+      'credential: goes with fullyQualifiedNamespace, not with connectionString',
+    ],
+    [
+      'not a connection string',
+      { type: 'servicebus', entity: 'q', connectionString: 'hello' },
+      'connectionString: must be a Service Bus connection string',
+    ],
   ])('%s', (_n, raw, message) => {
     const r = SinkConfig.safeParse({ name: 'x', ...raw });
     expect(r.success).toBe(false);
@@ -225,7 +267,23 @@ describe('Azure sink configuration', () => {
   });
 
   it('accepts a namespace with a managed identity (user-assigned) or the default credential', () => {
-    expect(SinkConfig.safeParse({ name: 'x', type: 'eventhubs', fullyQualifiedNamespace: 'myns.servicebus.windows.net', eventHubName: 'h', credential: { kind: 'managedIdentity', clientId: '5d1c4a9e-0b7f-4e2a-9c3d-1f2e3a4b5c6d' } }).success).toBe(true);
-    expect(SinkConfig.safeParse({ name: 'x', type: 'servicebus', fullyQualifiedNamespace: 'myns.servicebus.windows.net', entity: 'q', credential: { kind: 'default' } }).success).toBe(true);
+    expect(
+      SinkConfig.safeParse({
+        name: 'x',
+        type: 'eventhubs',
+        fullyQualifiedNamespace: 'myns.servicebus.windows.net',
+        eventHubName: 'h',
+        credential: { kind: 'managedIdentity', clientId: '5d1c4a9e-0b7f-4e2a-9c3d-1f2e3a4b5c6d' },
+      }).success,
+    ).toBe(true);
+    expect(
+      SinkConfig.safeParse({
+        name: 'x',
+        type: 'servicebus',
+        fullyQualifiedNamespace: 'myns.servicebus.windows.net',
+        entity: 'q',
+        credential: { kind: 'default' },
+      }).success,
+    ).toBe(true);
   });
 });

@@ -28,7 +28,11 @@ afterEach(async () => {
 const eventsFile = () => join(dir.path, 'events.jsonl');
 function delivered(): { id: string; type: string; subject: string; source: string; data: Record<string, unknown> }[] {
   try {
-    return readFileSync(eventsFile(), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return readFileSync(eventsFile(), 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   } catch {
     return [];
   }
@@ -62,7 +66,12 @@ describe('Bridge', () => {
     expect(kinds()).toEqual([`scheduled:${e.eventId}`, `started:${e.eventId}`, `completed:${e.eventId}`]);
     const [first] = delivered();
     expect(first!.source).toBe(sim.compute().resourceId);
-    expect(first!.data).toMatchObject({ affectsThisVm: true, eventType: 'Freeze', durationInSeconds: 5, vm: { name: 'vm0', location: 'westeurope' } });
+    expect(first!.data).toMatchObject({
+      affectsThisVm: true,
+      eventType: 'Freeze',
+      durationInSeconds: 5,
+      vm: { name: 'vm0', location: 'westeurope' },
+    });
     await waitFor(() => stdout().split('\n').filter(Boolean).length === 3, 'three stdout lines');
     expect(stdout()).toMatch(/SCHEDULED\s+Freeze\s+\S+\s+vms=vm0\*,vm1/);
   });
@@ -94,7 +103,11 @@ describe('Bridge', () => {
     await waitFor(() => sim.faults.length === 0 && sim.requests.length > before + (fault.count ?? 1), 'the faults to be served', 20_000);
     await waitFor(() => bridge.status().consecutiveFailures === 0, 'recovery', 20_000);
     expect(kinds()).toEqual([`scheduled:${e.eventId}`]);
-    expect(lines.some((l) => l.msg === 'IMDS read failed; no transitions from this poll' && typeof l.code === 'string' && l.code.startsWith('IMDS_'))).toBe(true);
+    expect(
+      lines.some(
+        (l) => l.msg === 'IMDS read failed; no transitions from this poll' && typeof l.code === 'string' && l.code.startsWith('IMDS_'),
+      ),
+    ).toBe(true);
     sim.removeEvent(e.eventId);
     await waitFor(() => kinds().length === 2, 'the cancellation');
     expect(kinds()[1]).toBe(`canceled:${e.eventId}`);
@@ -140,7 +153,12 @@ describe('Bridge', () => {
     const mark = sim.requests.length;
     await startBridge();
     await waitFor(() => sim.requests.slice(mark).some((r) => r.status === 304), 'a 304');
-    expect(sim.requests.slice(mark).filter((r) => r.path === '/metadata/scheduledevents').every((r) => r.status === 304)).toBe(true);
+    expect(
+      sim.requests
+        .slice(mark)
+        .filter((r) => r.path === '/metadata/scheduledevents')
+        .every((r) => r.status === 304),
+    ).toBe(true);
     expect(kinds()).toHaveLength(1);
   });
 
@@ -156,7 +174,11 @@ describe('Bridge', () => {
     await waitFor(() => kinds().length === 2, 'both in the file');
     await waitFor(() => text.stdout().trim() !== '', 'stdout');
     await new Promise((r) => setTimeout(r, 500));
-    const out = text.stdout().trim().split('\n').map((l) => JSON.parse(l) as { subject: string });
+    const out = text
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { subject: string });
     expect(out.map((e) => e.subject)).toEqual([mine.eventId]);
   });
 
@@ -172,7 +194,10 @@ describe('Bridge', () => {
     const mark = sim.requests.length;
     await startBridge();
     await waitFor(() => sim.requests.slice(mark).filter((r) => r.path === '/metadata/scheduledevents').length >= 12, 'twelve polls');
-    const at = sim.requests.slice(mark).filter((r) => r.path === '/metadata/scheduledevents').map((r) => r.at);
+    const at = sim.requests
+      .slice(mark)
+      .filter((r) => r.path === '/metadata/scheduledevents')
+      .map((r) => r.at);
     const gaps = at.slice(1).map((t, i) => t - at[i]!);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(198);
     // at most 5 requests per second: measured on arrival, so loopback jitter of a few ms is allowed

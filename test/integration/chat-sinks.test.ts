@@ -33,13 +33,21 @@ function doc(events: Record<string, unknown>[]) {
   return toDomainDocument(WireDocument.parse({ DocumentIncarnation: 2, Events: events })).document;
 }
 const wire = (over: Record<string, unknown> = {}) => ({
-  EventId: 'E-1', EventType: 'Freeze', EventStatus: 'Scheduled', Resources: ['vm0', 'vm1'],
-  NotBefore: 'Sun, 22 Nov 2026 05:15:00 GMT', Description: 'Live migration.', EventSource: 'Platform', DurationInSeconds: 5, ...over,
+  EventId: 'E-1',
+  EventType: 'Freeze',
+  EventStatus: 'Scheduled',
+  Resources: ['vm0', 'vm1'],
+  NotBefore: 'Sun, 22 Nov 2026 05:15:00 GMT',
+  Description: 'Live migration.',
+  EventSource: 'Platform',
+  DurationInSeconds: 5,
+  ...over,
 });
 function ce(kind: 'scheduled' | 'started' | 'completed', over: Record<string, unknown> = {}): BridgeEvent {
   const scheduled = doc([wire(over)]);
   const started = doc([wire({ ...over, EventStatus: 'Started', NotBefore: '' })]);
-  const t = kind === 'scheduled' ? diff(null, scheduled)[0]! : kind === 'started' ? diff(scheduled, started)[0]! : diff(started, doc([]))[0]!;
+  const t =
+    kind === 'scheduled' ? diff(null, scheduled)[0]! : kind === 'started' ? diff(scheduled, started)[0]! : diff(started, doc([]))[0]!;
   return toCloudEvent(t, { vm, observedAt: OBSERVED });
 }
 
@@ -70,7 +78,10 @@ describe('chat message model', () => {
   it('gives NotBefore as UTC with the time left, marks this VM, and offers Approve only for a Scheduled event', () => {
     const m = toChatMessage(ce('scheduled'), { approveUrl: 'https://bridge.example/v1/approve?token=t' });
     expect(m.notBefore).toEqual({ iso: '2026-11-22T05:15:00Z', epoch: Date.parse('2026-11-22T05:15:00Z') / 1000, timeLeft: 'in 15m 0s' });
-    expect(m.vms).toEqual([{ name: 'vm0', isThisVm: true }, { name: 'vm1', isThisVm: false }]);
+    expect(m.vms).toEqual([
+      { name: 'vm0', isThisVm: true },
+      { name: 'vm1', isThisVm: false },
+    ]);
     expect(m.approveUrl).toBe('https://bridge.example/v1/approve?token=t');
     expect(toChatMessage(ce('started'), { approveUrl: 'https://x' }).approveUrl).toBeNull();
   });
@@ -81,7 +92,9 @@ describe('Slack Block Kit', () => {
     const p = slackMessage(toChatMessage(ce('scheduled')));
     expect(p.blocks.map((b) => b.type)).toEqual(['header', 'section', 'section', 'context']);
     const fields = (p.blocks[1] as { fields: { text: string }[] }).fields.map((f) => f.text);
-    expect(fields[2]).toBe(`*Not before*\n<!date^${Date.parse('2026-11-22T05:15:00Z') / 1000}^{date_short_pretty} {time}|2026-11-22 05:15 UTC> (in 15m 0s)`);
+    expect(fields[2]).toBe(
+      `*Not before*\n<!date^${Date.parse('2026-11-22T05:15:00Z') / 1000}^{date_short_pretty} {time}|2026-11-22 05:15 UTC> (in 15m 0s)`,
+    );
     expect(fields[4]).toBe('*VMs*\nvm0 (this VM), vm1');
     expect(p.text).toBe('vm0 will be paused for about 5s, not before 2026-11-22 05:15 UTC (in 15m 0s). EventId E-1');
   });
@@ -94,14 +107,20 @@ describe('Slack Block Kit', () => {
   });
 
   it('makes the button interactive (value = the signed token) for a Slack app with interactivity', () => {
-    const p = slackMessage(toChatMessage(ce('scheduled'), { approveUrl: 'https://bridge.example/v1/approve?token=t' }), { interactiveValue: 't' });
+    const p = slackMessage(toChatMessage(ce('scheduled'), { approveUrl: 'https://bridge.example/v1/approve?token=t' }), {
+      interactiveValue: 't',
+    });
     const button = (p.blocks.at(-1) as { elements: Record<string, unknown>[] }).elements[0]!;
     expect(button).toMatchObject({ action_id: 'se_bridge_approve', value: 't' });
     expect(button.url).toBeUndefined();
   });
 
   it('stays within Block Kit limits whatever the input', () => {
-    const huge = ce('scheduled', { Description: 'x'.repeat(20_000), Resources: Array.from({ length: 400 }, (_, i) => `vm-with-a-long-name-${i}`), EventId: 'E'.repeat(300) });
+    const huge = ce('scheduled', {
+      Description: 'x'.repeat(20_000),
+      Resources: Array.from({ length: 400 }, (_, i) => `vm-with-a-long-name-${i}`),
+      EventId: 'E'.repeat(300),
+    });
     const p = slackMessage(toChatMessage(huge, { approveUrl: 'https://x.example/a' }));
     expect(p.blocks.length).toBeLessThanOrEqual(LIMITS.blocks);
     expect(p.text.length).toBeLessThanOrEqual(LIMITS.fallback);
@@ -158,7 +177,11 @@ afterEach(async () => {
   dir.cleanup();
 });
 const send = (s: Sink, e: BridgeEvent) => s.send([e], { signal: new AbortController().signal });
-async function make<C>(module: { create(c: C, ctx: SinkContext): Sink | Promise<Sink> }, raw: Record<string, unknown>, extra: Partial<SinkContext> = {}) {
+async function make<C>(
+  module: { create(c: C, ctx: SinkContext): Sink | Promise<Sink> },
+  raw: Record<string, unknown>,
+  extra: Partial<SinkContext> = {},
+) {
   const sink = await module.create(SinkConfig.parse(raw) as C, { logger: silentLogger, stdout: process.stdout, ...extra });
   open.push(sink);
   return sink;
@@ -189,13 +212,30 @@ describe('slack sink, bot token', () => {
   const calls = () =>
     peer.requests.map((r) => {
       const form = new URLSearchParams(r.body);
-      return { method: r.url.replace('/api/', ''), channel: form.get('channel'), ts: form.get('ts'), thread: form.get('thread_ts'), text: form.get('text'), auth: r.headers.authorization };
+      return {
+        method: r.url.replace('/api/', ''),
+        channel: form.get('channel'),
+        ts: form.get('ts'),
+        thread: form.get('thread_ts'),
+        text: form.get('text'),
+        auth: r.headers.authorization,
+      };
     });
   beforeEach(() => {
     ts = 0;
     peer.answer = (r) => {
-      if (r.url === '/api/chat.postMessage') return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: true, channel: 'C123', ts: `1700000000.00000${++ts}` }) };
-      if (r.url === '/api/chat.update') return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: true, channel: 'C123', ts: new URLSearchParams(r.body).get('ts') }) };
+      if (r.url === '/api/chat.postMessage')
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ok: true, channel: 'C123', ts: `1700000000.00000${++ts}` }),
+        };
+      if (r.url === '/api/chat.update')
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ok: true, channel: 'C123', ts: new URLSearchParams(r.body).get('ts') }),
+        };
       return { status: 404 };
     };
   });
@@ -226,7 +266,11 @@ describe('slack sink, bot token', () => {
     const sink = await make<SlackConfig>(slackSink, config());
     peer.answer = () => ({ status: 429, headers: { 'retry-after': '3' }, body: '' });
     expect(await send(sink, ce('scheduled'))).toEqual([{ status: 'retry', reason: 'Slack rate limit (429)', retryAfterMs: 3000 }]);
-    peer.answer = () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: false, error: 'channel_not_found' }) });
+    peer.answer = () => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ok: false, error: 'channel_not_found' }),
+    });
     expect(await send(sink, ce('scheduled'))).toEqual([{ status: 'reject', reason: 'Slack: channel_not_found' }]);
     peer.answer = () => ({ status: 503, body: '' });
     expect((await send(sink, ce('scheduled')))[0]!.status).toBe('retry');
@@ -237,7 +281,10 @@ describe('slack sink, bot token', () => {
     const sink = await make<SlackConfig>(slackSink, config(), { state: store.sinkState('chat') });
     await send(sink, ce('scheduled'));
     const base = peer.answer;
-    peer.answer = (r, i) => (r.url === '/api/chat.update' ? { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: false, error: 'message_not_found' }) } : base(r, i));
+    peer.answer = (r, i) =>
+      r.url === '/api/chat.update'
+        ? { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: false, error: 'message_not_found' }) }
+        : base(r, i);
     expect(await send(sink, ce('started'))).toEqual([{ status: 'delivered' }]);
     expect(calls().map((x) => x.method)).toEqual(['chat.postMessage', 'chat.update', 'chat.postMessage']);
     expect(JSON.parse(store.sinkState('chat').get('message:E-1')!)).toEqual({ channel: 'C123', ts: '1700000000.000002' });
@@ -247,16 +294,26 @@ describe('slack sink, bot token', () => {
   it('is configured either by webhook or by token and channel', () => {
     expect(SinkConfig.safeParse({ name: 's', type: 'slack' }).success).toBe(false);
     expect(SinkConfig.safeParse({ name: 's', type: 'slack', botToken: 'xoxb-1' }).success).toBe(false);
-    expect(SinkConfig.safeParse({ name: 's', type: 'slack', webhookUrl: 'https://hooks.slack.com/services/x', botToken: 'xoxb-1', channel: 'c' }).success).toBe(false);
+    expect(
+      SinkConfig.safeParse({ name: 's', type: 'slack', webhookUrl: 'https://hooks.slack.com/services/x', botToken: 'xoxb-1', channel: 'c' })
+        .success,
+    ).toBe(false);
   });
 });
 
 describe('teams sink', () => {
   it('posts a message with one Adaptive Card attachment; 202 is delivered', async () => {
     peer.answer = () => ({ status: 202 });
-    const sink = await make<TeamsConfig>(teamsSink, { name: 't', type: 'teams', webhookUrl: `${peer.url}/workflows/x/triggers/manual/paths/invoke?sig=secret` }, { approval: { link: () => 'https://bridge.example/v1/approve?token=t', token: () => 't', slackInteractive: false } });
+    const sink = await make<TeamsConfig>(
+      teamsSink,
+      { name: 't', type: 'teams', webhookUrl: `${peer.url}/workflows/x/triggers/manual/paths/invoke?sig=secret` },
+      { approval: { link: () => 'https://bridge.example/v1/approve?token=t', token: () => 't', slackInteractive: false } },
+    );
     expect(await send(sink, ce('scheduled'))).toEqual([{ status: 'delivered' }]);
-    const body = JSON.parse(peer.requests[0]!.body) as { type: string; attachments: { contentType: string; content: { version: string; actions: { type: string }[] } }[] };
+    const body = JSON.parse(peer.requests[0]!.body) as {
+      type: string;
+      attachments: { contentType: string; content: { version: string; actions: { type: string }[] } }[];
+    };
     expect(body.type).toBe('message');
     expect(body.attachments).toHaveLength(1);
     expect(body.attachments[0]!.contentType).toBe('application/vnd.microsoft.card.adaptive');

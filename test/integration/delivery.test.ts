@@ -38,7 +38,8 @@ async function run(sinks: Record<string, unknown>[]) {
   return h.lines;
 }
 const fast = { initialBackoffMs: 20, maxBackoffMs: 100, timeoutMs: 2000 };
-const types = (p: HttpPeer) => p.requests.filter((r) => r.headers['ce-type']).map((r) => `${String(r.headers['ce-type']).slice(21)}:${String(r.headers['ce-subject'])}`);
+const types = (p: HttpPeer) =>
+  p.requests.filter((r) => r.headers['ce-type']).map((r) => `${String(r.headers['ce-type']).slice(21)}:${String(r.headers['ce-subject'])}`);
 
 describe('delivery through the bridge', () => {
   it('rides out a peer answering 503 for a while: everything arrives, in order per event', async () => {
@@ -59,7 +60,9 @@ describe('delivery through the bridge', () => {
     expect(firstOk('scheduled')).toBeLessThan(p.requests.findIndex((r) => r.headers['ce-type'] === 'azure.scheduledevent.started'));
     expect(new Set(types(p))).toEqual(new Set([`scheduled:${e.eventId}`, `started:${e.eventId}`, `completed:${e.eventId}`]));
     expect(bridge!.store.deadLetters()).toEqual([]);
-    expect(lines.some((l) => l.code === 'DELIVERY_RETRY' && l.sink === 'ops' && typeof l.err === 'string' && l.err.startsWith('HTTP 503'))).toBe(true);
+    expect(
+      lines.some((l) => l.code === 'DELIVERY_RETRY' && l.sink === 'ops' && typeof l.err === 'string' && l.err.startsWith('HTTP 503')),
+    ).toBe(true);
   });
 
   it('isolates a peer that never answers from a healthy one', async () => {
@@ -90,7 +93,12 @@ describe('delivery through the bridge', () => {
     const e = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => bridge!.store.deadLetters().length === 1, 'a dead letter');
     expect(p.requests).toHaveLength(1);
-    expect(bridge!.store.deadLetters()[0]).toMatchObject({ sink: 'ops', eventId: e.eventId, attempts: 1, lastError: 'rejected: HTTP 400: {"error":"schema"}' });
+    expect(bridge!.store.deadLetters()[0]).toMatchObject({
+      sink: 'ops',
+      eventId: e.eventId,
+      attempts: 1,
+      lastError: 'rejected: HTTP 400: {"error":"schema"}',
+    });
     broken = false;
     expect(bridge!.store.replayDeadLetters('ops')).toBe(1);
     // a replay from the CLI happens in another process: the worker finds the rows on its next scan

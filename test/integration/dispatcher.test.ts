@@ -6,7 +6,16 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../../src/delivery/dispatcher.ts';
 import { Store, type PendingEvent } from '../../src/store/store.ts';
-import { DeliveryConfig, FilterConfig, delivered, reject, retry, type BridgeEvent, type Outcome, type Sink } from '../../src/sinks/contract.ts';
+import {
+  DeliveryConfig,
+  FilterConfig,
+  delivered,
+  reject,
+  retry,
+  type BridgeEvent,
+  type Outcome,
+  type Sink,
+} from '../../src/sinks/contract.ts';
 import { fixtureDocument, silentLogger, tempDir, waitFor } from '../helpers.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -29,7 +38,13 @@ const pe = (eventId: string, transition: string, sinks: string[]): PendingEvent 
   id: `${eventId}/${transition}`,
   eventId,
   transition,
-  json: JSON.stringify({ id: `${eventId}/${transition}`, specversion: '1.0', type: `azure.scheduledevent.${transition}`, source: 'urn:t', subject: eventId }),
+  json: JSON.stringify({
+    id: `${eventId}/${transition}`,
+    specversion: '1.0',
+    type: `azure.scheduledevent.${transition}`,
+    source: 'urn:t',
+    subject: eventId,
+  }),
   sinks,
 });
 const commit = (...events: PendingEvent[]) => store.commit({ document: doc, etag: null, observedAt: 't', events });
@@ -59,7 +74,16 @@ function scripted(answer: (e: BridgeEvent, call: number) => Outcome | 'hang' | '
 }
 
 function target(name: string, sink: Sink, delivery: Record<string, number> = {}, maxBatchSize = 10): DispatchTarget {
-  return { name, type: 'test', sink, maxBatchSize, filter: FilterConfig.parse({}), prepare: false, undoes: false, delivery: DeliveryConfig.parse({ initialBackoffMs: 10, maxBackoffMs: 40, timeoutMs: 1000, ...delivery }) };
+  return {
+    name,
+    type: 'test',
+    sink,
+    maxBatchSize,
+    filter: FilterConfig.parse({}),
+    prepare: false,
+    undoes: false,
+    delivery: DeliveryConfig.parse({ initialBackoffMs: 10, maxBackoffMs: 40, timeoutMs: 1000, ...delivery }),
+  };
 }
 
 function start(targets: DispatchTarget[], reports: OutcomeReport[] = []) {
@@ -110,7 +134,12 @@ describe('Dispatcher', () => {
   });
 
   it('counts a malformed outcome as a retry with its reason, so maxAttempts still ends it', async () => {
-    const answers: unknown[][] = [[{ status: 'weird' }], [null], [{ status: 'retry' }], [{ status: 'retry', reason: 'x', retryAfterMs: -5 }]];
+    const answers: unknown[][] = [
+      [{ status: 'weird' }],
+      [null],
+      [{ status: 'retry' }],
+      [{ status: 'retry', reason: 'x', retryAfterMs: -5 }],
+    ];
     for (const [i, answer] of answers.entries()) {
       const sink: Sink = { send: async () => answer as Outcome[], close: async () => {} };
       const name = `s${i}`;
@@ -118,7 +147,10 @@ describe('Dispatcher', () => {
       const reports: OutcomeReport[] = [];
       start([target(name, sink, { maxAttempts: 2 })], reports);
       await waitFor(() => store.deadLetters(name).length === 1, `the dead letter of ${JSON.stringify(answer)}`);
-      expect(reports.map((r) => [r.outcome, r.attempts])).toEqual([['retry', 1], ['dead-letter', 2]]);
+      expect(reports.map((r) => [r.outcome, r.attempts])).toEqual([
+        ['retry', 1],
+        ['dead-letter', 2],
+      ]);
       expect(store.deadLetters(name)[0]!.lastError).toMatch(/^gave up after 2 attempts: SINK_INVALID_OUTCOME: the sink returned /);
       await dispatcher!.stop(1000);
     }
@@ -128,7 +160,12 @@ describe('Dispatcher', () => {
     const secret = 'S3cr3t-Value_0123456789';
     const sink = scripted(() => retry(`${'e'.repeat(290)}${secret} and more`));
     commit(pe('A', 'scheduled', ['s']));
-    dispatcher = new Dispatcher({ store, targets: [target('s', sink, { maxAttempts: 1 })], logger: silentLogger, scrub: (t) => t.split(secret).join('[redacted]') });
+    dispatcher = new Dispatcher({
+      store,
+      targets: [target('s', sink, { maxAttempts: 1 })],
+      logger: silentLogger,
+      scrub: (t) => t.split(secret).join('[redacted]'),
+    });
     dispatcher.start();
     await waitFor(() => store.deadLetters().length === 1, 'a dead letter');
     const reason = store.deadLetters()[0]!.lastError;

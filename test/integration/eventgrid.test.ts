@@ -28,7 +28,14 @@ afterEach(async () => {
 });
 
 async function grid(extra: Record<string, unknown> = {}): Promise<Sink> {
-  const config = SinkConfig.parse({ name: 'grid', type: 'eventgrid', endpoint: peer.url, accessKey: PEER_KEY, delivery: { timeoutMs: 3000 }, ...extra }) as EventGridConfig;
+  const config = SinkConfig.parse({
+    name: 'grid',
+    type: 'eventgrid',
+    endpoint: peer.url,
+    accessKey: PEER_KEY,
+    delivery: { timeoutMs: 3000 },
+    ...extra,
+  }) as EventGridConfig;
   const sink = await eventGridSink.create(config, { logger: silentLogger, stdout: process.stdout });
   sinks.push(sink);
   return sink;
@@ -51,9 +58,15 @@ describe('eventgrid sink on the wire', () => {
   });
 
   it('builds the publish URL of either kind of topic', () => {
-    expect(publishUrl({ endpoint: 'https://t.westeurope-1.eventgrid.azure.net' })).toBe('https://t.westeurope-1.eventgrid.azure.net/api/events?api-version=2018-01-01');
-    expect(publishUrl({ endpoint: 'https://t.westeurope-1.eventgrid.azure.net/api/events' })).toBe('https://t.westeurope-1.eventgrid.azure.net/api/events?api-version=2018-01-01');
-    expect(publishUrl({ endpoint: 'https://ns.westeurope-1.eventgrid.azure.net/', namespaceTopic: 'm' })).toBe('https://ns.westeurope-1.eventgrid.azure.net/topics/m:publish?api-version=2024-06-01');
+    expect(publishUrl({ endpoint: 'https://t.westeurope-1.eventgrid.azure.net' })).toBe(
+      'https://t.westeurope-1.eventgrid.azure.net/api/events?api-version=2018-01-01',
+    );
+    expect(publishUrl({ endpoint: 'https://t.westeurope-1.eventgrid.azure.net/api/events' })).toBe(
+      'https://t.westeurope-1.eventgrid.azure.net/api/events?api-version=2018-01-01',
+    );
+    expect(publishUrl({ endpoint: 'https://ns.westeurope-1.eventgrid.azure.net/', namespaceTopic: 'm' })).toBe(
+      'https://ns.westeurope-1.eventgrid.azure.net/topics/m:publish?api-version=2024-06-01',
+    );
   });
 
   it('keeps every request within 1 MB, in order, and rejects an event larger than Event Grid accepts', async () => {
@@ -66,7 +79,10 @@ describe('eventgrid sink on the wire', () => {
     const [huge] = bridgeEvents(1, 'Scheduled', 1_100_000);
     const [small] = bridgeEvents(1);
     const outcomes = await send(await grid(), [huge!, small!]);
-    expect(outcomes[0]).toMatchObject({ status: 'reject', reason: expect.stringMatching(/^the event is \d+ bytes; Event Grid accepts at most 1048574 per event$/) });
+    expect(outcomes[0]).toMatchObject({
+      status: 'reject',
+      reason: expect.stringMatching(/^the event is \d+ bytes; Event Grid accepts at most 1048574 per event$/),
+    });
     expect(outcomes[1]).toEqual({ status: 'delivered' });
   });
 
@@ -78,10 +94,18 @@ describe('eventgrid sink on the wire', () => {
     expect(cloudEventProblem({ ...good, source: undefined })).toMatch(/^source/);
     expect(cloudEventProblem({ ...good, time: 'Mon, 11 Apr 2022 22:26:58 GMT' })).toMatch(/RFC 3339/);
     expect(cloudEventProblem({ ...good, BadName: 1 })).toMatch(/extension name/);
-    const post = (headers: Record<string, string>, body: string) => fetch(`${peer.url}/api/events?api-version=2018-01-01`, { method: 'POST', headers, body });
+    const post = (headers: Record<string, string>, body: string) =>
+      fetch(`${peer.url}/api/events?api-version=2018-01-01`, { method: 'POST', headers, body });
     expect((await post({ 'content-type': 'application/json', 'aeg-sas-key': PEER_KEY }, JSON.stringify([good]))).status).toBe(400);
     expect((await post({ 'content-type': 'application/cloudevents-batch+json' }, JSON.stringify([good]))).status).toBe(401);
-    expect((await post({ 'content-type': 'application/cloudevents-batch+json', 'aeg-sas-key': PEER_KEY }, JSON.stringify([{ ...good, type: 7 }]))).status).toBe(400);
+    expect(
+      (
+        await post(
+          { 'content-type': 'application/cloudevents-batch+json', 'aeg-sas-key': PEER_KEY },
+          JSON.stringify([{ ...good, type: 7 }]),
+        )
+      ).status,
+    ).toBe(400);
     expect(peer.events()).toEqual([]);
   });
 
@@ -149,7 +173,13 @@ describe('eventgrid sink: the error table', () => {
   it('needs either an access key or a credential, by path', () => {
     const neither = SinkConfig.safeParse({ name: 'g', type: 'eventgrid', endpoint: 'https://t.example' });
     expect(neither.error!.issues.map((i) => i.path.join('.'))).toContain('accessKey');
-    const both = SinkConfig.safeParse({ name: 'g', type: 'eventgrid', endpoint: 'https://t.example', accessKey: 'k', credential: { kind: 'managedIdentity' } });
+    const both = SinkConfig.safeParse({
+      name: 'g',
+      type: 'eventgrid',
+      endpoint: 'https://t.example',
+      accessKey: 'k',
+      credential: { kind: 'managedIdentity' },
+    });
     expect(both.success).toBe(false);
   });
 });
@@ -196,10 +226,17 @@ describe('eventgrid sink in the bridge: the delivery suite', () => {
 
   it('dead-letters at once when the topic does not exist, and delivers after a replay once it does', async () => {
     peer.topics.delete('maintenance');
-    const h = await startBridge({ sinks: [{ name: 'grid', type: 'eventgrid', endpoint: peer.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY, delivery: fast }] });
+    const h = await startBridge({
+      sinks: [{ name: 'grid', type: 'eventgrid', endpoint: peer.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY, delivery: fast }],
+    });
     const e = h.sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => h.bridge.store.deadLetters().length === 1, 'a dead letter');
-    expect(h.bridge.store.deadLetters()[0]).toMatchObject({ sink: 'grid', eventId: e.eventId, attempts: 1, lastError: expect.stringMatching(/^rejected: HTTP 404: the topic does not exist/) });
+    expect(h.bridge.store.deadLetters()[0]).toMatchObject({
+      sink: 'grid',
+      eventId: e.eventId,
+      attempts: 1,
+      lastError: expect.stringMatching(/^rejected: HTTP 404: the topic does not exist/),
+    });
     peer.topics.add('maintenance');
     expect(h.bridge.store.replayDeadLetters('grid')).toBe(1);
     await waitFor(() => peer.events('maintenance').length === 1, 'the replayed delivery', 10_000);

@@ -39,15 +39,27 @@ async function track(relay: RunningRelay, trackingId: string, signed = true) {
 
 async function api(relay: RunningRelay, body: Record<string, unknown>, id = `msg_${Math.random().toString(36).slice(2)}`) {
   const text = JSON.stringify(body);
-  const res = await fetch(`${relay.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], id, text) }, body: text });
+  const res = await fetch(`${relay.url}/v1/approvals`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], id, text) },
+    body: text,
+  });
   return { status: res.status, json: (await res.json()) as Record<string, any> };
 }
 
-async function fleetBridge(p: AmqpPeer, keys: ReturnType<typeof fleetKeys>, vmName: string, o: { relayUrl?: string; start?: boolean; observability?: boolean } = {}): Promise<Harness> {
+async function fleetBridge(
+  p: AmqpPeer,
+  keys: ReturnType<typeof fleetKeys>,
+  vmName: string,
+  o: { relayUrl?: string; start?: boolean; observability?: boolean } = {},
+): Promise<Harness> {
   const sim = new ImdsSimulator({ vmName, peers: [], tickMs: 10 });
   await sim.listen(0);
   sims.push(sim);
-  const config = { approval: fleetApproval(p, keys, sessionOf(sim), o.relayUrl), ...(o.observability ? { observability: { listen: '127.0.0.1:0' } } : {}) };
+  const config = {
+    approval: fleetApproval(p, keys, sessionOf(sim), o.relayUrl),
+    ...(o.observability ? { observability: { listen: '127.0.0.1:0' } } : {}),
+  };
   const h = await startBridge({ sim, start: o.start ?? true, config });
   if (o.start ?? true) await waitFor(() => h.bridge.inbox?.connected, 'the inbox session');
   return h;
@@ -119,13 +131,28 @@ describe('fleet approvals over Service Bus', () => {
     const a = await fleetBridge(peer, keys, 'vm-a', { observability: true });
     const e = await scheduled(a);
     const session = sessionOf(a.sim);
-    const readyz = async () => (await (await fetch(`${a.bridge.observabilityUrl}/readyz`)).json()) as { status: string; inbox: Record<string, unknown> };
-    expect(await readyz()).toMatchObject({ status: 'ready', inbox: { connected: true, queue: INBOX, session, commands: 0, lastError: null } });
+    const readyz = async () =>
+      (await (await fetch(`${a.bridge.observabilityUrl}/readyz`)).json()) as { status: string; inbox: Record<string, unknown> };
+    expect(await readyz()).toMatchObject({
+      status: 'ready',
+      inbox: { connected: true, queue: INBOX, session, commands: 0, lastError: null },
+    });
     const { ServiceBusClient } = await import('@azure/service-bus');
     const client = new ServiceBusClient(peer.connectionString());
     const sender = client.createSender(INBOX);
     const now = Math.floor(Date.now() / 1000);
-    const base: ApprovalCommand = { v: 1, id: '', vm: session, eventId: e.eventId, by: 'mallory', via: 'api', reason: '', nonce: null, iat: now, exp: now + 600 };
+    const base: ApprovalCommand = {
+      v: 1,
+      id: '',
+      vm: session,
+      eventId: e.eventId,
+      by: 'mallory',
+      via: 'api',
+      reason: '',
+      nonce: null,
+      iat: now,
+      exp: now + 600,
+    };
     const send = async (c: ApprovalCommand, key = privateKeyOf(keys.signingKey)!, messageId = c.id, to = session) => {
       const { body, signature } = signCommand(key, c);
       await sender.sendMessages({ body, messageId, sessionId: to, applicationProperties: { 'se-bridge-signature': signature } });
@@ -158,8 +185,17 @@ describe('fleet approvals over Service Bus', () => {
     await waitFor(() => a.bridge.inbox?.connected, 'the inbox session again');
     const e2 = await scheduled(a);
     const c2 = new ServiceBusClient(peer.connectionString());
-    const { body, signature } = signCommand(privateKeyOf(keys.signingKey)!, { ...base, eventId: e2.eventId, id: commandId(session, { webhookId: 'after-drop' }) });
-    await c2.createSender(INBOX).sendMessages({ body, messageId: commandId(session, { webhookId: 'after-drop' }), sessionId: session, applicationProperties: { 'se-bridge-signature': signature } });
+    const { body, signature } = signCommand(privateKeyOf(keys.signingKey)!, {
+      ...base,
+      eventId: e2.eventId,
+      id: commandId(session, { webhookId: 'after-drop' }),
+    });
+    await c2.createSender(INBOX).sendMessages({
+      body,
+      messageId: commandId(session, { webhookId: 'after-drop' }),
+      sessionId: session,
+      applicationProperties: { 'se-bridge-signature': signature },
+    });
     await waitFor(() => a.sim.startRequests.length === 2, 'the approval after the reconnection');
     expect(await a.bridge.metrics.registry.metrics()).toMatch(/\nsebridge_inbox_connected 1\n/);
     expect(await a.bridge.metrics.registry.metrics()).toMatch(/sebridge_inbox_commands_total\{result="dead-lettered"\} 5\b/);
@@ -175,7 +211,8 @@ describe('fleet approvals over Service Bus', () => {
     const b = await fleetBridge(peer, keys, 'vm-b', { relayUrl: relay.url });
     const [e1, e2] = [await scheduled(a), await scheduled(a)];
     const eb = await scheduled(b);
-    const ce = (h: Harness, id: string) => h.events().find((x) => x.subject === id && x.type.endsWith('.scheduled')) as unknown as BridgeEvent;
+    const ce = (h: Harness, id: string) =>
+      h.events().find((x) => x.subject === id && x.type.endsWith('.scheduled')) as unknown as BridgeEvent;
     const link = a.bridge.approvalLinks!.link(ce(a, e1.eventId))!;
     expect(link.startsWith(`${relay.url}/v1/approve?token=`)).toBe(true);
     const token = new URL(link).searchParams.get('token')!;
@@ -183,7 +220,11 @@ describe('fleet approvals over Service Bus', () => {
     const pageRes = await fetch(link, { headers: { accept: 'text/html' } });
     expect(pageRes.status).toBe(200);
     expect(await pageRes.text()).toContain(e1.eventId);
-    const posted = await fetch(`${relay.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${token}` });
+    const posted = await fetch(`${relay.url}/v1/approve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${token}`,
+    });
     expect(posted.status).toBe(200);
     expect(await posted.json()).toMatchObject({ eventId: e1.eventId, status: 'approved' });
     expect(a.sim.startRequests.map((s) => s.eventIds)).toEqual([[e1.eventId]]);
@@ -192,26 +233,51 @@ describe('fleet approvals over Service Bus', () => {
     const slack = new HttpPeer();
     await slack.listen();
     const slackToken = a.bridge.approvalLinks!.token(ce(a, e2.eventId))!;
-    const payload = JSON.stringify({ type: 'block_actions', user: { id: 'U1', username: 'carol' }, actions: [{ action_id: 'se_bridge_approve', value: slackToken }], response_url: `${slack.url}/respond`, message: { blocks: [{ type: 'actions' }] } });
+    const payload = JSON.stringify({
+      type: 'block_actions',
+      user: { id: 'U1', username: 'carol' },
+      actions: [{ action_id: 'se_bridge_approve', value: slackToken }],
+      response_url: `${slack.url}/respond`,
+      message: { blocks: [{ type: 'actions' }] },
+    });
     const form = `payload=${encodeURIComponent(payload)}`;
     const ts = String(Math.floor(Date.now() / 1000));
-    const sr = await fetch(`${relay.url}/v1/slack/interactions`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature('fleet-slack-signing-secret', ts, form) }, body: form });
+    const sr = await fetch(`${relay.url}/v1/slack/interactions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': ts,
+        'x-slack-signature': slackSignature('fleet-slack-signing-secret', ts, form),
+      },
+      body: form,
+    });
     expect(sr.status).toBe(200);
     await waitFor(() => slack.requests.length === 1, 'the Slack message update');
-    expect(JSON.parse(slack.requests[0]!.body)).toMatchObject({ replace_original: true, text: expect.stringContaining('Approved by <@U1>') });
+    expect(JSON.parse(slack.requests[0]!.body)).toMatchObject({
+      replace_original: true,
+      text: expect.stringContaining('Approved by <@U1>'),
+    });
     expect(a.sim.startRequests.map((s) => s.eventIds)).toEqual([[e1.eventId], [e2.eventId]]);
     await slack.close();
 
     // vm-a's own link key signing a token that names vm-b: the relay checks it with vm-b's key
     const aKey = linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), sessionOf(a.sim));
     const forged = issueToken(aKey, { e: eb.eventId, v: sessionOf(b.sim), x: Math.floor(Date.now() / 1000) + 600 });
-    const refused = await fetch(`${relay.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${forged}` });
+    const refused = await fetch(`${relay.url}/v1/approve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${forged}`,
+    });
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('TOKEN_BAD_SIGNATURE');
     expect(b.sim.startRequests).toEqual([]);
     // a used link again: the first answer, and nothing sent to the VM
     const sent = peer.messages.filter((m) => m.address === INBOX).length;
-    const again = await fetch(`${relay.url}/v1/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${token}` });
+    const again = await fetch(`${relay.url}/v1/approve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${token}`,
+    });
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ eventId: e1.eventId, status: 'approved' });
     expect(peer.messages.filter((m) => m.address === INBOX)).toHaveLength(sent);
@@ -243,8 +309,15 @@ describe('fleet approvals over Service Bus', () => {
     peer.inject({ kind: 'stall', count: 1, address: INBOX });
     const r = await api(relay, { vm: a.bridge.identity.resourceId ?? sessionOf(a.sim), eventId: e.eventId }, 'msg_silent');
     expect(r.status).toBe(503);
-    expect(r.json).toMatchObject({ error: { code: 'SERVICE_BUS_UNAVAILABLE' }, trackingId: commandId(sessionOf(a.sim), { webhookId: 'msg_silent' }) });
-    expect((await track(relay, r.json.trackingId)).json).toMatchObject({ status: 'pending', trackingId: r.json.trackingId, eventId: e.eventId });
+    expect(r.json).toMatchObject({
+      error: { code: 'SERVICE_BUS_UNAVAILABLE' },
+      trackingId: commandId(sessionOf(a.sim), { webhookId: 'msg_silent' }),
+    });
+    expect((await track(relay, r.json.trackingId)).json).toMatchObject({
+      status: 'pending',
+      trackingId: r.json.trackingId,
+      eventId: e.eventId,
+    });
   });
 
   it('caps the connections of one address; another address and the probes are still served', async () => {
@@ -258,7 +331,7 @@ describe('fleet approvals over Service Bus', () => {
     for (const h of held) h.socket.destroy();
   });
 
-  it('refuses a public key that is not the signing key\'s, naming it', async () => {
+  it("refuses a public key that is not the signing key's, naming it", async () => {
     peer = await fleetPeer();
     const keys = fleetKeys();
     const { RelayConfig } = await import('../../src/fleet/relay-config.ts');
@@ -266,7 +339,9 @@ describe('fleet approvals over Service Bus', () => {
     expect(good.success).toBe(true);
     const bad = RelayConfig.safeParse({ ...relayConfig(peer, keys), publicKey: fleetKeys().publicKey });
     expect(bad.success).toBe(false);
-    expect(bad.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([expect.stringMatching(/^publicKey: is not the public key of signingKey/)]);
+    expect(bad.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
+      expect.stringMatching(/^publicKey: is not the public key of signingKey/),
+    ]);
   });
 
   it('believes an outcome only when the VM it names signed it', async () => {
@@ -279,12 +354,30 @@ describe('fleet approvals over Service Bus', () => {
     // vm-b, compromised, answers for vm-a (which is down) with its own link key
     const bKey = linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), 'vm-b');
     const id = commandId(vmA, { webhookId: 'msg_forged_outcome' });
-    const forged = Buffer.from(JSON.stringify({ v: 1, commandId: id, vm: vmA, eventId: e.eventId, outcome: 'not-approvable', code: 'NOT_APPROVABLE', message: 'forged', by: null, via: null, at: new Date().toISOString() }));
+    const forged = Buffer.from(
+      JSON.stringify({
+        v: 1,
+        commandId: id,
+        vm: vmA,
+        eventId: e.eventId,
+        outcome: 'not-approvable',
+        code: 'NOT_APPROVABLE',
+        message: 'forged',
+        by: null,
+        via: null,
+        at: new Date().toISOString(),
+      }),
+    );
     const { ServiceBusClient } = await import('@azure/service-bus');
     const client = new ServiceBusClient(peer.connectionString());
     const pending = api(relay, { vm: vmA, eventId: e.eventId }, 'msg_forged_outcome');
     await waitFor(() => peer!.messages.some((m) => m.address === INBOX), 'the command');
-    await client.createSender('se-bridge-approval-replies').sendMessages({ body: forged, sessionId: relay.bus.replySession, correlationId: id, applicationProperties: { 'se-bridge-signature': signOutcome(bKey, forged), vm: vmA } });
+    await client.createSender('se-bridge-approval-replies').sendMessages({
+      body: forged,
+      sessionId: relay.bus.replySession,
+      correlationId: id,
+      applicationProperties: { 'se-bridge-signature': signOutcome(bKey, forged), vm: vmA },
+    });
     const r = await pending;
     expect(r.status).toBe(202);
     expect(await relay.metrics.registry.metrics()).toMatch(/sebridge_relay_outcomes_total\{outcome="unverified"\} 1\b/);
@@ -303,7 +396,10 @@ describe('fleet approvals over Service Bus', () => {
     a.bridge.store.close();
     const r = await api(relay, { vm: sessionOf(a.sim), eventId: e.eventId });
     expect(r.status).toBe(202);
-    await waitFor(() => a.lines.filter((l) => l.code === 'INBOX_COMMAND_FAILED').length >= 2, 'the command abandoned, delivered again and abandoned again');
+    await waitFor(
+      () => a.lines.filter((l) => l.code === 'INBOX_COMMAND_FAILED').length >= 2,
+      'the command abandoned, delivered again and abandoned again',
+    );
     expect(peer.queues.deadLetters(INBOX)).toEqual([]);
     expect(peer.queues.completed(INBOX)).toEqual([]);
     expect(a.sim.startRequests).toEqual([]);

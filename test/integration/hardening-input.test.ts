@@ -23,7 +23,14 @@ cleanUpAfterEach();
 
 describe('exec hooks', () => {
   const hookEvent = (overrides: Record<string, unknown> = {}) => {
-    const wire = { EventId: 'E-HOOK', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT', ...overrides };
+    const wire = {
+      EventId: 'E-HOOK',
+      EventType: 'Reboot',
+      EventStatus: 'Scheduled',
+      Resources: ['vm0'],
+      NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT',
+      ...overrides,
+    };
     const [t] = diff(null, toDomainDocument(WireDocument.parse({ DocumentIncarnation: 1, Events: [wire] })).document);
     return toCloudEvent(t!, { vm: identityFrom(null, { name: 'vm0' }), observedAt: '2026-11-22T10:00:00Z' });
   };
@@ -62,7 +69,17 @@ describe('exec hooks', () => {
     const { bridge } = await bridgeOn(sim, {
       identity: { vmName: 'vm0' },
       approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] },
-      sinks: [{ name: 'drain', type: 'exec', command: ['sh', '-c', script], prepare: true, timeoutMs: 3000, filter: { types: ['scheduled'] }, delivery: { maxAttempts: 1 } }],
+      sinks: [
+        {
+          name: 'drain',
+          type: 'exec',
+          command: ['sh', '-c', script],
+          prepare: true,
+          timeoutMs: 3000,
+          filter: { types: ['scheduled'] },
+          delivery: { maxAttempts: 1 },
+        },
+      ],
     });
     const e = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => sim.startRequests.length === 1, 'the approval after the hook', 10_000);
@@ -80,7 +97,12 @@ describe('exec hooks', () => {
     const script = `cat > "${stdin}"; { echo "T=$SE_ENV_TRUNCATED"; echo "O=$SE_ENV_OMITTED"; echo "D=\${SE_DESCRIPTION-unset}"; echo "R=\${#SE_RESOURCES}"; } > "${out}"`;
     const outcome = await runOnce(execConfig(['sh', '-c', script]), event, new AbortController().signal);
     expect(outcome).toEqual({ status: 'delivered' });
-    const env = Object.fromEntries(readFileSync(out, 'utf8').trim().split('\n').map((l) => [l.slice(0, 1), l.slice(2)]));
+    const env = Object.fromEntries(
+      readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, 1), l.slice(2)]),
+    );
     expect(env).toEqual({ T: 'SE_RESOURCES', O: 'SE_DESCRIPTION', D: 'unset', R: String(MAX_ENV_VALUE_BYTES) });
     const received = JSON.parse(readFileSync(stdin, 'utf8')) as { data: { resources: string[]; description: string } };
     expect(received.data.resources).toHaveLength(100_000);
@@ -99,7 +121,11 @@ describe('unknown fields nested 5,000 levels deep', () => {
       `{"DocumentIncarnation":2,"Events":[${JSON.stringify({ ...base, EventId: 'DEEP' }).slice(0, -1)},"Extra":${nested}},${JSON.stringify({ ...base, EventId: 'PLAIN' })}]}`,
     );
     await waitFor(() => delivered().length === 2, 'both events');
-    expect(delivered().map((e) => e.subject).sort()).toEqual(['DEEP', 'PLAIN']);
+    expect(
+      delivered()
+        .map((e) => e.subject)
+        .sort(),
+    ).toEqual(['DEEP', 'PLAIN']);
     const raw = delivered().find((e) => e.subject === 'DEEP')!.data.raw as Record<string, unknown>;
     let node: unknown = raw.Extra;
     let depth = 1;
@@ -138,7 +164,13 @@ describe('who this VM is', () => {
 
   it('fully configured: instance metadata is never asked, and nothing is warned', async () => {
     const sim = await simulator();
-    const identity = { vmName: 'vm0', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0', subscriptionId: 's', resourceGroupName: 'rg', location: 'westeurope' };
+    const identity = {
+      vmName: 'vm0',
+      resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0',
+      subscriptionId: 's',
+      resourceGroupName: 'rg',
+      location: 'westeurope',
+    };
     const { bridge, lines, delivered } = await bridgeOn(sim, { identity }, 'a', 50);
     sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => delivered().length === 1, 'the event');
@@ -163,11 +195,22 @@ describe('who this VM is', () => {
 
 describe('approval links', () => {
   it('are offered for scheduled and updated events only, never for one just canceled', () => {
-    const config = validateConfig({ approval: { secret: `whsec_${Buffer.alloc(32, 4).toString('base64')}`, publicUrl: 'https://bridge.example' } }, 't', {});
+    const config = validateConfig(
+      { approval: { secret: `whsec_${Buffer.alloc(32, 4).toString('base64')}`, publicUrl: 'https://bridge.example' } },
+      't',
+      {},
+    );
     const vm = identityFrom(null, { name: 'vm0' });
     const links = Bridge.approvalLinks(config, new BridgeState(vm))!;
-    const wire = (NotBefore: string) => ({ EventId: 'E-LINK', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore });
-    const doc = (incarnation: number, events: unknown[]) => toDomainDocument(WireDocument.parse({ DocumentIncarnation: incarnation, Events: events })).document;
+    const wire = (NotBefore: string) => ({
+      EventId: 'E-LINK',
+      EventType: 'Reboot',
+      EventStatus: 'Scheduled',
+      Resources: ['vm0'],
+      NotBefore,
+    });
+    const doc = (incarnation: number, events: unknown[]) =>
+      toDomainDocument(WireDocument.parse({ DocumentIncarnation: incarnation, Events: events })).document;
     const soon = new Date(Date.now() + 3600_000).toUTCString();
     const later = new Date(Date.now() + 7200_000).toUTCString();
     const d1 = doc(1, []);

@@ -37,10 +37,11 @@ export async function bridgeOn(sim: ImdsSimulator, config: Record<string, unknow
     sim,
     dir: dir.path,
     config: { ...config, imds: { requestTimeoutMs: 1000, firstRequestTimeoutMs: 2000 }, observability: { listen: '127.0.0.1:0' } },
-    sinks: (config.sinks as Record<string, unknown>[] | undefined) ?? [{ name: 'audit', type: 'file', path: join(dir.path, `${name}.jsonl`) }],
+    sinks: (config.sinks as Record<string, unknown>[] | undefined) ?? [
+      { name: 'audit', type: 'file', path: join(dir.path, `${name}.jsonl`) },
+    ],
     bridge: identityRetryMs === undefined ? {} : { identityRetryMs },
   });
   cleanups.push(() => h.stop());
   return { bridge: h.bridge, lines: h.lines, delivered: () => h.events(`${name}.jsonl`) as unknown as Delivered[] };
 }
-

@@ -40,7 +40,9 @@ describe('a resource id that is not plain ASCII', () => {
     const { lines, delivered } = await bridgeOn(sim, { identity: { vmName: 'vm0', resourceId } });
     sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => delivered().length === 1, 'the scheduled event');
-    expect(delivered()[0]!.source).toBe('/subscriptions/s/resourceGroups/gr%C3%BCne%20Gruppe/providers/Microsoft.Compute/virtualMachines/vm0');
+    expect(delivered()[0]!.source).toBe(
+      '/subscriptions/s/resourceGroups/gr%C3%BCne%20Gruppe/providers/Microsoft.Compute/virtualMachines/vm0',
+    );
     expect(lines.some((l) => l.msg === 'IMDS read failed; no transitions from this poll')).toBe(false);
   });
 });
@@ -84,7 +86,8 @@ describe('a failure of our own mapping', () => {
 });
 
 describe('a transition that happens again', () => {
-  const doc = (incarnation: number, events: Record<string, unknown>[]) => JSON.stringify({ DocumentIncarnation: incarnation, Events: events });
+  const doc = (incarnation: number, events: Record<string, unknown>[]) =>
+    JSON.stringify({ DocumentIncarnation: incarnation, Events: events });
   const ev = (status: string, notBefore: string) => ({
     EventId: 'E-RECUR',
     EventType: 'Reboot',
@@ -114,7 +117,13 @@ describe('a transition that happens again', () => {
       await waitFor(() => a.delivered().length === count && b.delivered().length === count, `${count} events at both VMs`);
     }
     const got = a.delivered();
-    expect(got.map((e) => e.id)).toEqual(['E-RECUR/scheduled', 'E-RECUR/canceled', 'E-RECUR/scheduled/2', 'E-RECUR/canceled/2', 'E-RECUR/scheduled/3']);
+    expect(got.map((e) => e.id)).toEqual([
+      'E-RECUR/scheduled',
+      'E-RECUR/canceled',
+      'E-RECUR/scheduled/2',
+      'E-RECUR/canceled/2',
+      'E-RECUR/scheduled/3',
+    ]);
     expect(got.map((e) => [e.data.notBefore, e.data.documentIncarnation])).toEqual([
       ['2026-11-23T10:00:00Z', 2],
       ['2026-11-23T10:00:00Z', 3],
@@ -139,7 +148,11 @@ describe('a transition that happens again', () => {
       await waitFor(() => a.delivered().length === count, `${count} events`);
     }
     const got = a.delivered();
-    expect(got.map((e) => e.id)).toEqual(['E-RECUR/started', expect.stringMatching(/^E-RECUR\/updated\/[0-9a-f]{16}$/), 'E-RECUR/started/2']);
+    expect(got.map((e) => e.id)).toEqual([
+      'E-RECUR/started',
+      expect.stringMatching(/^E-RECUR\/updated\/[0-9a-f]{16}$/),
+      'E-RECUR/started/2',
+    ]);
     expect(got.map((e) => e.data.documentIncarnation)).toEqual([2, 3, 4]);
   });
 
@@ -148,11 +161,20 @@ describe('a transition that happens again', () => {
     const dir = tempDir();
     cleanups.push(() => dir.cleanup());
     const config = validateConfig(
-      { imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir.path, 's.db') }, sinks: [{ name: 'f', type: 'file', path: join(dir.path, 'e.jsonl') }], identity: { vmName: 'vm0' } },
+      {
+        imds: { endpoint: sim.url, pollIntervalMs: 200 },
+        state: { path: join(dir.path, 's.db') },
+        sinks: [{ name: 'f', type: 'file', path: join(dir.path, 'e.jsonl') }],
+        identity: { vmName: 'vm0' },
+      },
       't',
       {},
     );
-    const ids = () => readFileSync(join(dir.path, 'e.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    const ids = () =>
+      readFileSync(join(dir.path, 'e.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { id: string }).id);
     let bridge = await Bridge.create({ config, logger: silentLogger });
     await bridge.start();
     sim.setRawDocument(doc(2, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')]));

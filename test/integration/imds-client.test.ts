@@ -153,7 +153,14 @@ describe('ImdsClient and proxies', () => {
     });
     await new Promise<void>((r) => trap.listen(0, '127.0.0.1', () => r()));
     const proxy = `http://127.0.0.1:${(trap.address() as AddressInfo).port}`;
-    Object.assign(process.env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: '', no_proxy: '' });
+    Object.assign(process.env, {
+      HTTP_PROXY: proxy,
+      HTTPS_PROXY: proxy,
+      http_proxy: proxy,
+      https_proxy: proxy,
+      NO_PROXY: '',
+      no_proxy: '',
+    });
     setGlobalDispatcher(new EnvHttpProxyAgent());
   });
   afterEach(async () => {

@@ -15,7 +15,12 @@ it('never looks away from IMDS for more than 6 s during and after a 20 s outage'
   await sim.listen(0);
   const dir = tempDir();
   const config = validateConfig(
-    { imds: { endpoint: sim.url }, state: { path: join(dir.path, 's.db') }, observability: { listen: '127.0.0.1:0' }, identity: { vmName: 'vm0' } },
+    {
+      imds: { endpoint: sim.url },
+      state: { path: join(dir.path, 's.db') },
+      observability: { listen: '127.0.0.1:0' },
+      identity: { vmName: 'vm0' },
+    },
     't',
     {},
   );

@@ -19,9 +19,14 @@ afterEach(async () => {
   api = null;
 });
 
-const PROVIDER = (vm: string) => `azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/demo-rg/providers/Microsoft.Compute/virtualMachines/${vm}`;
+const PROVIDER = (vm: string) =>
+  `azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/demo-rg/providers/Microsoft.Compute/virtualMachines/${vm}`;
 
-async function bridgeWith(kube: KubeStandIn, sink: Record<string, unknown> = {}, rules: unknown[] = [{ match: {}, action: 'approveAfterHooks' }]): Promise<Harness> {
+async function bridgeWith(
+  kube: KubeStandIn,
+  sink: Record<string, unknown> = {},
+  rules: unknown[] = [{ match: {}, action: 'approveAfterHooks' }],
+): Promise<Harness> {
   return startBridge({
     config: { approval: { rules } },
     sinks: (dir) => {
@@ -29,7 +34,14 @@ async function bridgeWith(kube: KubeStandIn, sink: Record<string, unknown> = {},
       writeFileSync(kubeconfig, kube.kubeconfig());
       return [
         { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
-        { name: 'node', type: 'kubernetes', kubeconfig, prepare: true, drain: { timeoutSeconds: 20, gracePeriodSeconds: 30, pollMs: 50 }, ...sink },
+        {
+          name: 'node',
+          type: 'kubernetes',
+          kubeconfig,
+          prepare: true,
+          drain: { timeoutSeconds: 20, gracePeriodSeconds: 30, pollMs: 50 },
+          ...sink,
+        },
       ];
     },
   });
@@ -38,7 +50,10 @@ async function bridgeWith(kube: KubeStandIn, sink: Record<string, unknown> = {},
 describe('kubernetes sink against the stand-in API server', () => {
   it('cordons, taints, labels and annotates, drains past a budget, approves once empty, and gives the node back exactly', async () => {
     api = await new KubeStandIn().start();
-    const before = api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), taints: [{ key: 'dedicated', value: 'web', effect: 'NoSchedule' }] });
+    const before = api.addNode('aks-node-0', {
+      providerID: PROVIDER('vm0'),
+      taints: [{ key: 'dedicated', value: 'web', effect: 'NoSchedule' }],
+    });
     api.addNode('aks-node-1', { providerID: PROVIDER('vm1') });
     const snapshot = structuredClone({ labels: before.metadata.labels, annotations: before.metadata.annotations, spec: before.spec });
     for (let i = 0; i < 4; i += 1) api.addPod('web', `web-${i}`, 'aks-node-0', { owner: 'ReplicaSet' });
@@ -53,10 +68,23 @@ describe('kubernetes sink against the stand-in API server', () => {
     // StartRequests only after the node is empty of evictable pods
     const node = api.nodes.get('aks-node-0')!;
     expect(node.spec.unschedulable).toBe(true);
-    expect(node.spec.taints).toEqual([{ key: 'dedicated', value: 'web', effect: 'NoSchedule' }, { key: TAINT_KEY, value: 'Reboot', effect: 'NoSchedule' }]);
+    expect(node.spec.taints).toEqual([
+      { key: 'dedicated', value: 'web', effect: 'NoSchedule' },
+      { key: TAINT_KEY, value: 'Reboot', effect: 'NoSchedule' },
+    ]);
     expect(node.metadata.labels![EXCLUDE_LABEL]).toBe('true');
-    expect(JSON.parse(node.metadata.annotations![ANNOTATION]!)).toMatchObject({ eventIds: [e.eventId], cordoned: true, tainted: true, labeled: true });
-    expect(api.podsOn('aks-node-0').map((p) => p.metadata.name).sort()).toEqual(['etcd-aks-node-0', 'kube-proxy-abc']);
+    expect(JSON.parse(node.metadata.annotations![ANNOTATION]!)).toMatchObject({
+      eventIds: [e.eventId],
+      cordoned: true,
+      tainted: true,
+      labeled: true,
+    });
+    expect(
+      api
+        .podsOn('aks-node-0')
+        .map((p) => p.metadata.name)
+        .sort(),
+    ).toEqual(['etcd-aks-node-0', 'kube-proxy-abc']);
     expect(api.evictions.get('web/web-2')).toEqual([429, 429, 201]);
     expect(api.evictions.has('kube-system/kube-proxy-abc')).toBe(false);
     expect(api.evictions.has('kube-system/etcd-aks-node-0')).toBe(false);
@@ -73,13 +101,36 @@ describe('kubernetes sink against the stand-in API server', () => {
     await waitFor(() => api!.events.length >= 5, 'the events of the give-back');
     const reasons = api.events.map((x) => x.reason);
     expect(reasons).toEqual(['MaintenanceScheduled', 'Cordoned', 'Drained', 'MaintenanceCompleted', 'Uncordoned']);
-    expect(api.events.every((x) => (x.involvedObject as { kind: string; name: string }).name === 'aks-node-0' && (x.metadata as { namespace: string }).namespace === 'default')).toBe(true);
+    expect(
+      api.events.every(
+        (x) =>
+          (x.involvedObject as { kind: string; name: string }).name === 'aks-node-0' &&
+          (x.metadata as { namespace: string }).namespace === 'default',
+      ),
+    ).toBe(true);
     expect(String(api.events[2]!.message)).toContain('4 pods evicted');
     // only what the RBAC in config/kubernetes/ grants: nodes get/list/patch, pods list, pods/eviction and events create
-    const calls = new Set(api.requests.map((r) => `${r.method} ${r.path.replace(/\?.*/, '').replace(/namespaces\/[^/]+/, 'namespaces/NS').replace(/(nodes|pods)\/[^/]+/, '$1/NAME')}`));
-    expect([...calls].sort()).toEqual(['GET /api/v1/nodes', 'GET /api/v1/nodes/NAME', 'GET /api/v1/pods', 'PATCH /api/v1/nodes/NAME', 'POST /api/v1/namespaces/NS/events', 'POST /api/v1/namespaces/NS/pods/NAME/eviction']);
+    const calls = new Set(
+      api.requests.map(
+        (r) =>
+          `${r.method} ${r.path
+            .replace(/\?.*/, '')
+            .replace(/namespaces\/[^/]+/, 'namespaces/NS')
+            .replace(/(nodes|pods)\/[^/]+/, '$1/NAME')}`,
+      ),
+    );
+    expect([...calls].sort()).toEqual([
+      'GET /api/v1/nodes',
+      'GET /api/v1/nodes/NAME',
+      'GET /api/v1/pods',
+      'PATCH /api/v1/nodes/NAME',
+      'POST /api/v1/namespaces/NS/events',
+      'POST /api/v1/namespaces/NS/pods/NAME/eviction',
+    ]);
     await waitFor(() => h.bridge.store.preparations(e.eventId)[0]?.state === 'undone', 'the preparation recorded as undone');
-    expect(h.bridge.store.preparations(e.eventId)).toMatchObject([{ sink: 'node', state: 'undone', detail: 'node aks-node-0 given back: uncordoned' }]);
+    expect(h.bridge.store.preparations(e.eventId)).toMatchObject([
+      { sink: 'node', state: 'undone', detail: 'node aks-node-0 given back: uncordoned' },
+    ]);
   });
 
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {
@@ -106,7 +157,9 @@ describe('kubernetes sink against the stand-in API server', () => {
     const h = await bridgeWith(api, { nodeName: 'aks-node-0', delivery: { maxAttempts: 1 } });
     h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
     await waitFor(() => h.bridge.store.deadLetters().some((d) => d.sink === 'node'), 'the blocked drain to be dead-lettered');
-    expect(h.bridge.store.deadLetters().find((d) => d.sink === 'node')!.lastError).toMatch(/KUBE_DRAIN_BLOCKED: cannot delete pods with local storage \(emptyDir\): web\/cache-0/);
+    expect(h.bridge.store.deadLetters().find((d) => d.sink === 'node')!.lastError).toMatch(
+      /KUBE_DRAIN_BLOCKED: cannot delete pods with local storage \(emptyDir\): web\/cache-0/,
+    );
     expect(h.sim.startRequests).toEqual([]);
     expect(api.pods.has('web/cache-0')).toBe(true);
     await h.stop();
@@ -140,9 +193,15 @@ describe('kubernetes sink against the stand-in API server', () => {
     const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
     await waitFor(() => h.bridge.store.deadLetters().length === 3, 'three dead letters', 20_000);
     const dead = new Map(h.bridge.store.deadLetters().map((d) => [d.sink, d.lastError]));
-    expect(dead.get('rbac')).toMatch(/^rejected: KUBE_FORBIDDEN: evict pod web\/web-0: forbidden by RBAC \(403\): .*cannot create resource "pods\/eviction"/);
-    expect(dead.get('missing')).toMatch(/^rejected: KUBE_NOT_FOUND: get node no-such-node: not found \(404\): nodes "no-such-node" not found/);
-    expect(dead.get('down')).toMatch(/^gave up after 2 attempts: KUBE_API_UNREACHABLE: get node aks-node-0: cannot reach the Kubernetes API server \(ECONNREFUSED\)/);
+    expect(dead.get('rbac')).toMatch(
+      /^rejected: KUBE_FORBIDDEN: evict pod web\/web-0: forbidden by RBAC \(403\): .*cannot create resource "pods\/eviction"/,
+    );
+    expect(dead.get('missing')).toMatch(
+      /^rejected: KUBE_NOT_FOUND: get node no-such-node: not found \(404\): nodes "no-such-node" not found/,
+    );
+    expect(dead.get('down')).toMatch(
+      /^gave up after 2 attempts: KUBE_API_UNREACHABLE: get node aks-node-0: cannot reach the Kubernetes API server \(ECONNREFUSED\)/,
+    );
     expect(h.kinds()).toEqual([`scheduled:${e.eventId}`]);
     expect(h.lines.some((l) => l.code === 'KUBE_FORBIDDEN' && l.msg === 'kubernetes preparation failed')).toBe(true);
     // the pod stays, the node was cordoned (RBAC allowed that) and says so in its annotation

@@ -37,18 +37,23 @@ import { API_SECRET, fleetApproval, fleetKeys, INBOX, relayConfig, REPLIES, sess
 import { startBridge, type Harness } from '../../testkit/harness.ts';
 import { bridgeEvents, ROOT, silentLogger, waitFor } from '../helpers.ts';
 
-const TLS = { key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'), cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8') };
+const TLS = {
+  key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'),
+  cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8'),
+};
 const EVENT_HUBS = 'https://eventhubs.azure.net/';
 const SERVICE_BUS = 'https://servicebus.azure.net/';
 const UA = {
   clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6',
   objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d',
-  resourceId: '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ops/providers/Microsoft.ManagedIdentity/userAssignedIdentities/se-bridge',
+  resourceId:
+    '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ops/providers/Microsoft.ManagedIdentity/userAssignedIdentities/se-bridge',
 };
 const NO_ROLE = {
   clientId: '1b2c3d4e-5f60-4718-9a2b-3c4d5e6f7a8b',
   objectId: '2c3d4e5f-6071-4829-ab3c-4d5e6f7a8b9c',
-  resourceId: '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ops/providers/Microsoft.ManagedIdentity/userAssignedIdentities/no-role',
+  resourceId:
+    '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ops/providers/Microsoft.ManagedIdentity/userAssignedIdentities/no-role',
 };
 
 let sim: ImdsSimulator;
@@ -99,15 +104,25 @@ afterEach(async () => {
 
 type Credential = Record<string, unknown>;
 async function eventHubs(credential: Credential | null, extra: Record<string, unknown> = {}): Promise<Sink> {
-  const auth = credential === null ? { connectionString: peer.connectionString('maintenance') } : { fullyQualifiedNamespace: peer.namespace, eventHubName: 'maintenance', credential };
+  const auth =
+    credential === null
+      ? { connectionString: peer.connectionString('maintenance') }
+      : { fullyQualifiedNamespace: peer.namespace, eventHubName: 'maintenance', credential };
   const config = SinkConfig.parse({ name: 'eh', type: 'eventhubs', ...auth, delivery: { timeoutMs: 5000 }, ...extra }) as EventHubsConfig;
   const sink = await eventHubsSink.create(config, { logger: silentLogger, stdout: process.stdout });
   sinks.push(sink);
   return sink;
 }
 async function serviceBus(credential: Credential | null): Promise<Sink> {
-  const auth = credential === null ? { connectionString: peer.connectionString() } : { fullyQualifiedNamespace: peer.namespace, credential };
-  const config = SinkConfig.parse({ name: 'sb', type: 'servicebus', ...auth, entity: 'maintenance-queue', delivery: { timeoutMs: 5000 } }) as ServiceBusConfig;
+  const auth =
+    credential === null ? { connectionString: peer.connectionString() } : { fullyQualifiedNamespace: peer.namespace, credential };
+  const config = SinkConfig.parse({
+    name: 'sb',
+    type: 'servicebus',
+    ...auth,
+    entity: 'maintenance-queue',
+    delivery: { timeoutMs: 5000 },
+  }) as ServiceBusConfig;
   const sink = await serviceBusSink.create(config, { logger: silentLogger, stdout: process.stdout });
   sinks.push(sink);
   return sink;
@@ -121,23 +136,45 @@ const CASES = [
 ] as const;
 const IDENTITIES = [
   { name: 'system-assigned', credential: { kind: 'managedIdentity' }, asked: 'system', principal: () => sim.identities.system.objectId },
-  { name: 'user-assigned by clientId', credential: { kind: 'managedIdentity', clientId: UA.clientId }, asked: `client_id=${UA.clientId}`, principal: () => UA.objectId },
-  { name: 'user-assigned by objectId', credential: { kind: 'managedIdentity', objectId: UA.objectId }, asked: `object_id=${UA.objectId}`, principal: () => UA.objectId },
-  { name: 'user-assigned by resourceId', credential: { kind: 'managedIdentity', resourceId: UA.resourceId }, asked: `msi_res_id=${UA.resourceId}`, principal: () => UA.objectId },
+  {
+    name: 'user-assigned by clientId',
+    credential: { kind: 'managedIdentity', clientId: UA.clientId },
+    asked: `client_id=${UA.clientId}`,
+    principal: () => UA.objectId,
+  },
+  {
+    name: 'user-assigned by objectId',
+    credential: { kind: 'managedIdentity', objectId: UA.objectId },
+    asked: `object_id=${UA.objectId}`,
+    principal: () => UA.objectId,
+  },
+  {
+    name: 'user-assigned by resourceId',
+    credential: { kind: 'managedIdentity', resourceId: UA.resourceId },
+    asked: `msi_res_id=${UA.resourceId}`,
+    principal: () => UA.objectId,
+  },
 ] as const;
 
 describe.each(CASES)('$name with a managed identity, over TLS', ({ audience, make, entity }) => {
-  it.each(IDENTITIES)('$name: the peer got a JWT for the service, from that principal, and the event', async ({ credential, asked, principal }) => {
-    expect(process.env.HTTP_PROXY).toBe('http://127.0.0.1:9');
-    peer.auth = { kind: 'jwt', audience, principals: [principal()] };
-    const sink = await make(credential);
-    expect(await send(sink, bridgeEvents(2))).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);
-    const [token] = jwtsFor(audience);
-    expect(token).toMatchObject({ status: 202, audience: `sb://${peer.namespace}/${entity}`, claims: { oid: principal(), idtyp: 'app' } });
-    expect(peer.tokens.every((t) => t.type === 'jwt' && t.status === 202)).toBe(true);
-    expect(sim.identities.requests).toContainEqual(expect.objectContaining({ resource: audience, asked, status: 200 }));
-    expect(peer.messages.filter((m) => m.address === entity)).toHaveLength(2);
-  });
+  it.each(IDENTITIES)(
+    '$name: the peer got a JWT for the service, from that principal, and the event',
+    async ({ credential, asked, principal }) => {
+      expect(process.env.HTTP_PROXY).toBe('http://127.0.0.1:9');
+      peer.auth = { kind: 'jwt', audience, principals: [principal()] };
+      const sink = await make(credential);
+      expect(await send(sink, bridgeEvents(2))).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);
+      const [token] = jwtsFor(audience);
+      expect(token).toMatchObject({
+        status: 202,
+        audience: `sb://${peer.namespace}/${entity}`,
+        claims: { oid: principal(), idtyp: 'app' },
+      });
+      expect(peer.tokens.every((t) => t.type === 'jwt' && t.status === 202)).toBe(true);
+      expect(sim.identities.requests).toContainEqual(expect.objectContaining({ resource: audience, asked, status: 200 }));
+      expect(peer.messages.filter((m) => m.address === entity)).toHaveLength(2);
+    },
+  );
 
   it('a principal without a role on the entity: refused in put-token, the send retried with the service reason', async () => {
     peer.auth = { kind: 'jwt', audience, principals: [UA.objectId] };
@@ -163,15 +200,18 @@ describe.each(CASES)('$name with a managed identity, over TLS', ({ audience, mak
     expect(await send(good, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
     expect(peer.tokens[0]).toMatchObject({ type: 'servicebus.windows.net:sastoken', status: 202 });
     // the same namespace and entity, signed with another key
-    const forged = peer.connectionString(entity === 'maintenance' ? 'maintenance' : undefined).replace(/SharedAccessKey=[^;]+/, 'SharedAccessKey=YW5vdGhlci1rZXk=');
+    const forged = peer
+      .connectionString(entity === 'maintenance' ? 'maintenance' : undefined)
+      .replace(/SharedAccessKey=[^;]+/, 'SharedAccessKey=YW5vdGhlci1rZXk=');
     const config = SinkConfig.parse(
       entity === 'maintenance'
         ? { name: 'eh2', type: 'eventhubs', connectionString: forged, delivery: { timeoutMs: 5000 } }
         : { name: 'sb2', type: 'servicebus', connectionString: forged, entity, delivery: { timeoutMs: 5000 } },
     );
-    const bad = entity === 'maintenance'
-      ? await eventHubsSink.create(config as EventHubsConfig, { logger: silentLogger, stdout: process.stdout })
-      : await serviceBusSink.create(config as ServiceBusConfig, { logger: silentLogger, stdout: process.stdout });
+    const bad =
+      entity === 'maintenance'
+        ? await eventHubsSink.create(config as EventHubsConfig, { logger: silentLogger, stdout: process.stdout })
+        : await serviceBusSink.create(config as ServiceBusConfig, { logger: silentLogger, stdout: process.stdout });
     sinks.push(bad);
     const [o] = await send(bad, bridgeEvents(1));
     expect(o).toMatchObject({ status: 'retry', reason: expect.stringMatching(/^Unauthorized\w*: .*InvalidSignature/) });
@@ -185,11 +225,25 @@ describe('a refused token through the bridge', () => {
     peer.auth = { kind: 'jwt', audience: EVENT_HUBS, principals: [UA.objectId] };
     harness = await startBridge({
       sim,
-      sinks: [{ name: 'hub', type: 'eventhubs', fullyQualifiedNamespace: peer.namespace, eventHubName: 'maintenance', credential: { kind: 'managedIdentity' }, delivery: { initialBackoffMs: 20, maxBackoffMs: 50, maxAttempts: 3, timeoutMs: 5000 } }],
+      sinks: [
+        {
+          name: 'hub',
+          type: 'eventhubs',
+          fullyQualifiedNamespace: peer.namespace,
+          eventHubName: 'maintenance',
+          credential: { kind: 'managedIdentity' },
+          delivery: { initialBackoffMs: 20, maxBackoffMs: 50, maxAttempts: 3, timeoutMs: 5000 },
+        },
+      ],
     });
     const e = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => harness!.bridge.store.deadLetters().length === 1, 'the dead letter', 20_000);
-    expect(harness.bridge.store.deadLetters()[0]).toMatchObject({ sink: 'hub', eventId: e.eventId, attempts: 3, lastError: expect.stringMatching(/^gave up after 3 attempts: Unauthorized\w*: .*'Send' claim\(s\) are required/) });
+    expect(harness.bridge.store.deadLetters()[0]).toMatchObject({
+      sink: 'hub',
+      eventId: e.eventId,
+      attempts: 3,
+      lastError: expect.stringMatching(/^gave up after 3 attempts: Unauthorized\w*: .*'Send' claim\(s\) are required/),
+    });
     expect(peer.messages).toEqual([]);
     // the role assignment arrives: a replay delivers it
     peer.auth = { kind: 'jwt', audience: EVENT_HUBS, principals: [UA.objectId, sim.identities.system.objectId] };
@@ -205,7 +259,12 @@ describe('the token endpoint failing', () => {
     const before = sim.requests.length;
     const sink = await eventHubs({ kind: 'managedIdentity' });
     expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
-    expect(sim.requests.slice(before).filter((r) => r.path.startsWith('/metadata/identity/')).map((r) => r.status)).toEqual([500, 200]);
+    expect(
+      sim.requests
+        .slice(before)
+        .filter((r) => r.path.startsWith('/metadata/identity/'))
+        .map((r) => r.status),
+    ).toEqual([500, 200]);
   });
 
   it('a token endpoint slower than the delivery timeout: the attempt is retried, not lost', async () => {
@@ -264,13 +323,26 @@ describe('token expiry and renewal', () => {
     peer.auth = { kind: 'jwt', audience: EVENT_HUBS };
     harness = await startBridge({
       sim,
-      sinks: [{ name: 'hub', type: 'eventhubs', fullyQualifiedNamespace: peer.namespace, eventHubName: 'maintenance', credential: { kind: 'managedIdentity' }, delivery: { initialBackoffMs: 50, maxBackoffMs: 200, timeoutMs: 5000 } }],
+      sinks: [
+        {
+          name: 'hub',
+          type: 'eventhubs',
+          fullyQualifiedNamespace: peer.namespace,
+          eventHubName: 'maintenance',
+          credential: { kind: 'managedIdentity' },
+          delivery: { initialBackoffMs: 50, maxBackoffMs: 200, timeoutMs: 5000 },
+        },
+      ],
     });
     const first = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => peer.messages.length === 1, 'the first event');
     await new Promise((r) => setTimeout(r, 1500));
     const second = sim.addEvent({ noticeMs: 600_000 });
-    await waitFor(() => harness!.bridge.store.outboxDepth().size === 0 && peer.messages.length === 2, 'the second event, after a refusal', 20_000);
+    await waitFor(
+      () => harness!.bridge.store.outboxDepth().size === 0 && peer.messages.length === 2,
+      'the second event, after a refusal',
+      20_000,
+    );
     expect(peer.expiredRefusals).toBeGreaterThanOrEqual(1);
     const subjects = peer.messages.map((m) => (m.message.application_properties as Record<string, unknown>)['cloudEvents_subject']);
     expect(subjects).toEqual([first.eventId, second.eventId]);
@@ -296,7 +368,8 @@ describe('Entra ID tokens for the webhook and teams sinks', () => {
       const token = bearerOf(r);
       const claims = readJwt(token);
       if (claims === null) return { status: 401, body: '{"error":"invalid_token","error_description":"no bearer token"}' };
-      if (claims.aud !== APP) return { status: 401, body: `{"error":"invalid_token","error_description":"audience ${String(claims.aud)} is not accepted"}` };
+      if (claims.aud !== APP)
+        return { status: 401, body: `{"error":"invalid_token","error_description":"audience ${String(claims.aud)} is not accepted"}` };
       if (Number(claims.exp) * 1000 <= Date.now()) return { status: 401, body: '{"error":"invalid_token","error_description":"expired"}' };
       if (revoked.has(token)) return { status: 401, body: '{"error":"invalid_token","error_description":"revoked"}' };
       return { status: 202 };
@@ -307,7 +380,13 @@ describe('Entra ID tokens for the webhook and teams sinks', () => {
   });
 
   async function webhook(auth: Record<string, unknown>): Promise<Sink> {
-    const config = SinkConfig.parse({ name: 'hook', type: 'webhook', url: `${http.url}/hook`, auth, delivery: { timeoutMs: 5000 } }) as WebhookConfig;
+    const config = SinkConfig.parse({
+      name: 'hook',
+      type: 'webhook',
+      url: `${http.url}/hook`,
+      auth,
+      delivery: { timeoutMs: 5000 },
+    }) as WebhookConfig;
     const sink = await webhookSink.create(config, { logger: silentLogger, stdout: process.stdout });
     sinks.push(sink);
     return sink;
@@ -324,7 +403,7 @@ describe('Entra ID tokens for the webhook and teams sinks', () => {
     expect(tokenRequests()).toHaveLength(1);
   });
 
-  it('webhook with a user-assigned identity: the token is that identity\'s', async () => {
+  it("webhook with a user-assigned identity: the token is that identity's", async () => {
     const sink = await webhook({ kind: 'managedIdentity', scope: `${APP}/.default`, clientId: UA.clientId });
     expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
     expect(readJwt(bearerOf(http.requests[0]!))).toMatchObject({ aud: APP, appid: UA.clientId, oid: UA.objectId });
@@ -358,7 +437,10 @@ describe('Entra ID tokens for the webhook and teams sinks', () => {
     http.answer = () => ({ status: 401, body: '{"error":"invalid_token"}' });
     const before = http.requests.length;
     const [o] = await send(sink, bridgeEvents(1));
-    expect(o).toMatchObject({ status: 'retry', reason: 'HTTP 401: the Entra ID token was refused, also after a renewal: {"error":"invalid_token"}' });
+    expect(o).toMatchObject({
+      status: 'retry',
+      reason: 'HTTP 401: the Entra ID token was refused, also after a renewal: {"error":"invalid_token"}',
+    });
     expect(http.requests.length - before).toBe(2);
     // the token never reaches an outcome's reason
     for (const r of http.requests) expect(JSON.stringify(o)).not.toContain(bearerOf(r));
@@ -382,16 +464,29 @@ describe('Entra ID tokens for the webhook and teams sinks', () => {
   });
 
   it('teams: the workflow gets the card with a token for its scope', async () => {
-    const config = SinkConfig.parse({ name: 'teams', type: 'teams', webhookUrl: `${http.url}/workflow`, auth: { kind: 'managedIdentity', scope: `${APP}/.default` } }) as TeamsConfig;
+    const config = SinkConfig.parse({
+      name: 'teams',
+      type: 'teams',
+      webhookUrl: `${http.url}/workflow`,
+      auth: { kind: 'managedIdentity', scope: `${APP}/.default` },
+    }) as TeamsConfig;
     const sink = await teamsSink.create(config, { logger: silentLogger, stdout: process.stdout });
     sinks.push(sink);
     expect(await send(sink, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
     expect(readJwt(bearerOf(http.requests[0]!))).toMatchObject({ aud: APP });
-    expect(JSON.parse(http.requests[0]!.body)).toMatchObject({ type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive' }] });
+    expect(JSON.parse(http.requests[0]!.body)).toMatchObject({
+      type: 'message',
+      attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive' }],
+    });
   });
 
   it('refuses a scope that is not a .default scope, by path', () => {
-    const r = SinkConfig.safeParse({ name: 'hook', type: 'webhook', url: 'https://x.example', auth: { kind: 'managedIdentity', scope: 'api://app' } });
+    const r = SinkConfig.safeParse({
+      name: 'hook',
+      type: 'webhook',
+      url: 'https://x.example',
+      auth: { kind: 'managedIdentity', scope: 'api://app' },
+    });
     expect(r.success).toBe(false);
     expect(r.error!.issues.some((i) => i.path.join('.') === 'auth.scope' || /scope/.test(i.message))).toBe(true);
   });
@@ -412,13 +507,21 @@ describe('eventgrid with a managed identity, over HTTPS', () => {
     { topic: 'a namespace topic', namespaceTopic: 'maintenance', identity: IDENTITIES[1] },
     { topic: 'a namespace topic', namespaceTopic: 'maintenance', identity: IDENTITIES[3] },
   ])('$topic, $identity.name: a bearer token for https://eventgrid.azure.net from that principal', async ({ namespaceTopic, identity }) => {
-    const config = SinkConfig.parse({ name: 'grid', type: 'eventgrid', endpoint: grid.url, ...(namespaceTopic ? { namespaceTopic } : {}), credential: identity.credential }) as EventGridConfig;
+    const config = SinkConfig.parse({
+      name: 'grid',
+      type: 'eventgrid',
+      endpoint: grid.url,
+      ...(namespaceTopic ? { namespaceTopic } : {}),
+      credential: identity.credential,
+    }) as EventGridConfig;
     expect(grid.url.startsWith('https://')).toBe(true);
     const sink = await eventGridSink.create(config, { logger: silentLogger, stdout: process.stdout });
     sinks.push(sink);
     expect(await send(sink, bridgeEvents(2))).toEqual([{ status: 'delivered' }, { status: 'delivered' }]);
     expect(grid.publishes).toEqual([{ topic: namespaceTopic ?? 'basic', auth: 'bearer', status: 200, events: 2 }]);
-    expect(sim.identities.requests).toContainEqual(expect.objectContaining({ resource: 'https://eventgrid.azure.net', asked: identity.asked, status: 200 }));
+    expect(sim.identities.requests).toContainEqual(
+      expect.objectContaining({ resource: 'https://eventgrid.azure.net', asked: identity.asked, status: 200 }),
+    );
   });
 });
 
@@ -438,11 +541,24 @@ describe('fleet approvals with managed identities, over TLS', () => {
     delete approval.inbox.connectionString;
     harness = await startBridge({
       sim,
-      config: { approval: { ...approval, inbox: { ...approval.inbox, fullyQualifiedNamespace: peer.namespace, credential: { kind: 'managedIdentity' } } } },
+      config: {
+        approval: {
+          ...approval,
+          inbox: { ...approval.inbox, fullyQualifiedNamespace: peer.namespace, credential: { kind: 'managedIdentity' } },
+        },
+      },
     });
     const config = relayConfig(peer, keys);
     relay = await startRelay(
-      { ...config, serviceBus: { queue: INBOX, replies: REPLIES, fullyQualifiedNamespace: peer.namespace, credential: { kind: 'managedIdentity', clientId: UA.clientId } } },
+      {
+        ...config,
+        serviceBus: {
+          queue: INBOX,
+          replies: REPLIES,
+          fullyQualifiedNamespace: peer.namespace,
+          credential: { kind: 'managedIdentity', clientId: UA.clientId },
+        },
+      },
       pino({ level: 'silent' }),
       { host: '127.0.0.1', port: 0 },
     );
@@ -461,7 +577,11 @@ describe('fleet approvals with managed identities, over TLS', () => {
     const e = h.sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => h.kinds().includes(`scheduled:${e.eventId}`), 'the scheduled event');
     const body = JSON.stringify({ vm: h.bridge.identity.resourceId, eventId: e.eventId, approver: 'alice' });
-    const res = await fetch(`${relay!.url}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], 'msg_mi', body) }, body });
+    const res = await fetch(`${relay!.url}/v1/approvals`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], 'msg_mi', body) },
+      body,
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ eventId: e.eventId, status: 'approved', approvedBy: 'alice' });
     expect(sim.startRequests.map((r) => r.eventIds)).toEqual([[e.eventId]]);
@@ -472,10 +592,22 @@ describe('fleet approvals with managed identities, over TLS', () => {
   }, 30_000);
 
   it('a VM without Listen on the inbox is refused at attach: the inbox stays disconnected and says why', async () => {
-    peer.auth = { kind: 'jwt', audience: SERVICE_BUS, rights: { [INBOX]: { send: [UA.objectId], listen: [UA.objectId] }, [REPLIES]: { send: [vm()], listen: [UA.objectId] } } };
+    peer.auth = {
+      kind: 'jwt',
+      audience: SERVICE_BUS,
+      rights: { [INBOX]: { send: [UA.objectId], listen: [UA.objectId] }, [REPLIES]: { send: [vm()], listen: [UA.objectId] } },
+    };
     const h = await fleet();
-    await waitFor(() => peer.refusedLinks.some((r) => r.entity === INBOX && r.right === 'Listen' && r.principal === vm()), 'the refused inbox link', 20_000);
-    await waitFor(() => /'Listen' claim\(s\) are required/.test(String(h.bridge.inbox?.lastError ?? '')), 'the inbox to name the missing right', 20_000);
+    await waitFor(
+      () => peer.refusedLinks.some((r) => r.entity === INBOX && r.right === 'Listen' && r.principal === vm()),
+      'the refused inbox link',
+      20_000,
+    );
+    await waitFor(
+      () => /'Listen' claim\(s\) are required/.test(String(h.bridge.inbox?.lastError ?? '')),
+      'the inbox to name the missing right',
+      20_000,
+    );
     expect(h.bridge.inbox?.connected).toBe(false);
   }, 30_000);
 });

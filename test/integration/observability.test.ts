@@ -48,7 +48,13 @@ const get = async (url: string) => {
   return { status: r.status, text: await r.text() };
 };
 function metric(text: string, name: string, labels = ''): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `) || (labels === '' && l.startsWith(`${name}{`) === false && l.startsWith(`${name} `)));
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith(`${name}${labels ? `{${labels}}` : ''} `) ||
+        (labels === '' && l.startsWith(`${name}{`) === false && l.startsWith(`${name} `)),
+    );
   return line === undefined ? undefined : Number(line.split(' ').at(-1));
 }
 
@@ -86,7 +92,10 @@ describe('metrics and health', () => {
     const url = await run({ approval: { rules: [{ match: {}, action: 'approve' }] } });
     sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => sim.startRequests.length === 1, 'the policy approval');
-    await waitFor(async () => metric((await get(`${url}/metrics`)).text, 'sebridge_approvals_total', 'via="policy",result="approved"') === 1, 'the approval counter');
+    await waitFor(
+      async () => metric((await get(`${url}/metrics`)).text, 'sebridge_approvals_total', 'via="policy",result="approved"') === 1,
+      'the approval counter',
+    );
     expect(metric((await get(`${url}/metrics`)).text, 'sebridge_transitions_total', 'transition="approved"')).toBe(1);
   });
 
@@ -123,7 +132,15 @@ describe('metrics and health', () => {
     await blocker.listen();
     try {
       const port = new URL(blocker.url).port;
-      const config = validateConfig({ imds: { endpoint: sim.url, pollIntervalMs: 200 }, state: { path: join(dir.path, 'b.db') }, observability: { listen: `127.0.0.1:${port}` } }, 't', {});
+      const config = validateConfig(
+        {
+          imds: { endpoint: sim.url, pollIntervalMs: 200 },
+          state: { path: join(dir.path, 'b.db') },
+          observability: { listen: `127.0.0.1:${port}` },
+        },
+        't',
+        {},
+      );
       bridge = await Bridge.create({ config, logger: silentLogger });
       await bridge.start();
       expect(bridge.observabilityUrl).toBeNull();

@@ -23,7 +23,12 @@ interface Answer {
 }
 
 /** ask sends one request to the probe. */
-function ask(url: string, method = 'GET', path = '/probe', body?: string): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
+function ask(
+  url: string,
+  method = 'GET',
+  path = '/probe',
+  body?: string,
+): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(`${url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' } }, (res) => {
       let text = '';
@@ -68,7 +73,11 @@ class Prober {
   }
 }
 
-async function bridgeWithProbe(port: number, drainSeconds: number, extra: Partial<Parameters<typeof startBridge>[0]> = {}): Promise<Harness> {
+async function bridgeWithProbe(
+  port: number,
+  drainSeconds: number,
+  extra: Partial<Parameters<typeof startBridge>[0]> = {},
+): Promise<Harness> {
   return startBridge({
     config: { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] }, imds: { pollIntervalMs: POLL_MS } },
     sinks: (dir) => [
@@ -135,7 +144,13 @@ describe('probe sink', () => {
     const e = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 600_000 });
     await waitFor(async () => (await ask(url)).status === 503, 'out of service');
     await h.bridge.stop();
-    const again = await startBridge({ sim: h.sim, dir: h.dir, start: false, config: { imds: { pollIntervalMs: POLL_MS } }, sinks: [{ name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 0 }] });
+    const again = await startBridge({
+      sim: h.sim,
+      dir: h.dir,
+      start: false,
+      config: { imds: { pollIntervalMs: POLL_MS } },
+      sinks: [{ name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 0 }],
+    });
     h.sim.injectFault({ kind: 'status', status: 500, count: 1000 });
     await again.bridge.start();
     expect((await ask(url)).status).toBe(503);
@@ -184,7 +199,11 @@ describe('probe sink', () => {
     await chat.listen();
     try {
       const h = await startBridge({
-        config: { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] }, imds: { pollIntervalMs: POLL_MS }, observability: { listen: '127.0.0.1:0' } },
+        config: {
+          approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] },
+          imds: { pollIntervalMs: POLL_MS },
+          observability: { listen: '127.0.0.1:0' },
+        },
         sinks: (dir) => [
           { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
           { name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 1, prepare: true },
@@ -193,12 +212,29 @@ describe('probe sink', () => {
         ],
       });
       const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 15 * 60_000, startedMs: 600_000 });
-      const readyz = async () => (await (await fetch(`${h.bridge.observabilityUrl}/readyz`)).json()) as { preparations?: { eventId: string; preparations: { sink: string; state: string; detail: string | null }[] }[] };
-      await waitFor(async () => (await readyz()).preparations?.[0]?.preparations[0]?.state === 'pending', 'the preparation pending in /readyz');
+      const readyz = async () =>
+        (await (await fetch(`${h.bridge.observabilityUrl}/readyz`)).json()) as {
+          preparations?: { eventId: string; preparations: { sink: string; state: string; detail: string | null }[] }[];
+        };
+      await waitFor(
+        async () => (await readyz()).preparations?.[0]?.preparations[0]?.state === 'pending',
+        'the preparation pending in /readyz',
+      );
       await waitFor(() => h.kinds().includes(`approved:${e.eventId}`), 'the approval after the drain', 10_000);
       const ready = await readyz();
-      expect(ready.preparations).toEqual([{ eventId: e.eventId, eventType: 'Reboot', eventStatus: expect.any(String), preparations: [{ sink: 'lb', state: 'done', detail: 'out of the load balancer', at: expect.any(String) }] }]);
-      const approvedText = (path: string) => chat.requests.filter((r) => r.url === path).map((r) => r.body).find((b) => b.includes('approved at'));
+      expect(ready.preparations).toEqual([
+        {
+          eventId: e.eventId,
+          eventType: 'Reboot',
+          eventStatus: expect.any(String),
+          preparations: [{ sink: 'lb', state: 'done', detail: 'out of the load balancer', at: expect.any(String) }],
+        },
+      ]);
+      const approvedText = (path: string) =>
+        chat.requests
+          .filter((r) => r.url === path)
+          .map((r) => r.body)
+          .find((b) => b.includes('approved at'));
       await waitFor(() => approvedText('/slack') && approvedText('/teams'), 'the approved messages');
       // "out of the load balancer · approved at 10:02 UTC, 14m 58s before NotBefore"
       const line = /out of the load balancer · approved at \d\d:\d\d UTC, 1[34]m(?: \d+s)? before NotBefore/;
@@ -208,12 +244,19 @@ describe('probe sink', () => {
       expect(chat.requests.find((r) => r.url === '/slack')!.body).not.toContain('out of the load balancer');
       // `status` shows the same, read from the daemon's state
       const cfg = join(h.dir, 'status.yaml');
-      writeFileSync(cfg, `imds: { endpoint: ${h.sim.url} }\nstate: { path: ${JSON.stringify(h.config.state.path)} }\nsinks: [{ name: lb, type: probe, listen: "127.0.0.1:${port}", prepare: true }]\n`);
+      writeFileSync(
+        cfg,
+        `imds: { endpoint: ${h.sim.url} }\nstate: { path: ${JSON.stringify(h.config.state.path)} }\nsinks: [{ name: lb, type: probe, listen: "127.0.0.1:${port}", prepare: true }]\n`,
+      );
       const json = await cli(['status', '--json', '--config', cfg]);
       expect(json.code).toBe(0);
-      expect((JSON.parse(json.stdout) as { events: { preparations: unknown[] }[] }).events[0]!.preparations).toEqual([{ sink: 'lb', state: 'done', detail: 'out of the load balancer', at: expect.any(String) }]);
+      expect((JSON.parse(json.stdout) as { events: { preparations: unknown[] }[] }).events[0]!.preparations).toEqual([
+        { sink: 'lb', state: 'done', detail: 'out of the load balancer', at: expect.any(String) },
+      ]);
       const table = await cli(['status', '--config', cfg]);
-      expect(table.stdout).toMatch(new RegExp(`Preparations\\n.*SINK\\s+STATE[^\\n]*\\n[- ]+\\n${e.eventId}\\s+lb\\s+done\\s+\\S+\\s+out of the load balancer`));
+      expect(table.stdout).toMatch(
+        new RegExp(`Preparations\\n.*SINK\\s+STATE[^\\n]*\\n[- ]+\\n${e.eventId}\\s+lb\\s+done\\s+\\S+\\s+out of the load balancer`),
+      );
     } finally {
       await chat.close();
     }

@@ -46,7 +46,13 @@ beforeAll(async () => {
   process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await sim.listen(0);
   http = new HttpPeer();
   await http.listen();
-  http.answer = (r) => (r.url.startsWith('/api/') ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' } : { status: r.url.includes('teams') ? 401 : 500, body: `echo ${r.url} ${String(r.headers.authorization)} ${String(r.headers.authorization).replace(/^Bearer /, 'token=')} ${String(r.headers['x-api-key'])} ${String(r.headers['aeg-sas-key'])}` });
+  http.answer = (r) =>
+    r.url.startsWith('/api/')
+      ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":false,"error":"invalid_auth"}' }
+      : {
+          status: r.url.includes('teams') ? 401 : 500,
+          body: `echo ${r.url} ${String(r.headers.authorization)} ${String(r.headers.authorization).replace(/^Bearer /, 'token=')} ${String(r.headers['x-api-key'])} ${String(r.headers['aeg-sas-key'])}`,
+        };
   amqp = new AmqpPeer();
   await amqp.listen();
   amqp.cbsStatusCode = 401;
@@ -63,8 +69,22 @@ beforeAll(async () => {
     sim,
     dir: dir.path,
     sinks: [
-      { name: 'hook', type: 'webhook', url: `${http.url}/hook?code=${S.teamsSig}`, secret: S.webhookSecret, auth: { bearer: S.bearer }, delivery: fast },
-      { name: 'basic', type: 'webhook', url: `${http.url}/basic`, auth: { basic: { username: 'u', password: S.basicPassword } }, headers: { 'X-Api-Key': S.apiKey }, delivery: fast },
+      {
+        name: 'hook',
+        type: 'webhook',
+        url: `${http.url}/hook?code=${S.teamsSig}`,
+        secret: S.webhookSecret,
+        auth: { bearer: S.bearer },
+        delivery: fast,
+      },
+      {
+        name: 'basic',
+        type: 'webhook',
+        url: `${http.url}/basic`,
+        auth: { basic: { username: 'u', password: S.basicPassword } },
+        headers: { 'X-Api-Key': S.apiKey },
+        delivery: fast,
+      },
       { name: 'dead', type: 'webhook', url: 'http://127.0.0.1:1/x', secret: S.webhookSecret, delivery: fast },
       { name: 'hub', type: 'eventhubs', connectionString: cs('maintenance'), delivery: fast },
       { name: 'queue', type: 'servicebus', connectionString: cs(), entity: 'q', delivery: fast },
@@ -72,8 +92,21 @@ beforeAll(async () => {
       { name: 'slackbot', type: 'slack', botToken: S.slackBot, channel: '#c', apiUrl: `${http.url}/api/`, delivery: fast },
       { name: 'teams', type: 'teams', webhookUrl: `${http.url}/teams/workflows/x/invoke?api-version=1&sig=${S.teamsSig}`, delivery: fast },
       { name: 'grid', type: 'eventgrid', endpoint: `${http.url}/grid`, accessKey: S.gridKey, delivery: fast },
-      { name: 'gridns', type: 'eventgrid', endpoint: `${http.url}/gridns`, namespaceTopic: 'maintenance', accessKey: S.gridNamespaceKey, delivery: fast },
-      { name: 'entra', type: 'webhook', url: `${http.url}/entra`, auth: { kind: 'managedIdentity', scope: 'api://se-bridge-secrets/.default' }, delivery: fast },
+      {
+        name: 'gridns',
+        type: 'eventgrid',
+        endpoint: `${http.url}/gridns`,
+        namespaceTopic: 'maintenance',
+        accessKey: S.gridNamespaceKey,
+        delivery: fast,
+      },
+      {
+        name: 'entra',
+        type: 'webhook',
+        url: `${http.url}/entra`,
+        auth: { kind: 'managedIdentity', scope: 'api://se-bridge-secrets/.default' },
+        delivery: fast,
+      },
       { name: 'file', type: 'file', path: join(dir.path, 'events.jsonl') },
     ],
     config: {
@@ -101,7 +134,16 @@ describe('secrets', () => {
     const tokens = http.requests.filter((r) => r.url === '/entra').map((r) => String(r.headers.authorization).replace(/^Bearer /, ''));
     expect(tokens.length).toBeGreaterThanOrEqual(2);
     // the approval server refusing forged requests
-    await request(`${bridge.approvalServerUrl}/v1/approvals`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': `v1,${'A'.repeat(44)}` }, body: '{}' }).then((r) => r.body.dump());
+    await request(`${bridge.approvalServerUrl}/v1/approvals`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': 'x',
+        'webhook-timestamp': '1',
+        'webhook-signature': `v1,${'A'.repeat(44)}`,
+      },
+      body: '{}',
+    }).then((r) => r.body.dump());
     const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
     const files = readdirSync(dir.path).map((f) => readFileSync(join(dir.path, f)).toString('latin1'));
     const everything = [output, metrics, ...files, ...bridge.store.deadLetters().map((d) => d.lastError)].join('\n');
@@ -119,7 +161,13 @@ describe('secrets', () => {
     const config = validateConfig(
       {
         sinks: [
-          { name: 'w', type: 'webhook', url: 'https://example.com/ok?code=querysecret1', headers: { 'X-Api-Key': 'header-secret-1', 'X-Team': 'platform-team' }, auth: { bearer: 'bearer-secret-1' } },
+          {
+            name: 'w',
+            type: 'webhook',
+            url: 'https://example.com/ok?code=querysecret1',
+            headers: { 'X-Api-Key': 'header-secret-1', 'X-Team': 'platform-team' },
+            auth: { bearer: 'bearer-secret-1' },
+          },
           { name: 'e', type: 'exec', command: ['/bin/true'], env: { MODE: 'graceful-drain' } },
         ],
         approval: { secret: S.approvalSecret },
@@ -128,7 +176,9 @@ describe('secrets', () => {
       {},
     );
     const secrets = secretsOf(config);
-    expect(secrets).toEqual(expect.arrayContaining(['header-secret-1', 'platform-team', 'bearer-secret-1', 'querysecret1', S.approvalSecret]));
+    expect(secrets).toEqual(
+      expect.arrayContaining(['header-secret-1', 'platform-team', 'bearer-secret-1', 'querysecret1', S.approvalSecret]),
+    );
     expect(secrets).not.toContain('graceful-drain');
     expect(secrets).not.toContain('https://example.com/ok?code=querysecret1');
   });
@@ -152,7 +202,9 @@ describe('secrets', () => {
       expect(clean, user).toContain('[redacted]');
       // no run of 8 characters of the password's base64 survives
       for (let k = 0; k < 3; k++) {
-        const forms = Buffer.concat([Buffer.alloc(k), Buffer.from(password)]).toString('base64').slice(4, 12);
+        const forms = Buffer.concat([Buffer.alloc(k), Buffer.from(password)])
+          .toString('base64')
+          .slice(4, 12);
         expect(clean.includes(forms), `${user} at alignment ${k}`).toBe(false);
       }
     }

@@ -17,7 +17,11 @@ afterEach(() => sim.close());
 
 const get = (path: string, headers: Record<string, string> = { metadata: 'true' }) => fetch(`${url}${path}`, { headers });
 const post = (path: string, body: unknown, headers: Record<string, string> = { metadata: 'true' }) =>
-  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 describe('IMDS simulator: the documented endpoint', () => {
   it('answers a valid, empty document', async () => {
@@ -172,8 +176,16 @@ describe('IMDS simulator: control API', () => {
 
 describe('IMDS simulator: the managed identity token endpoint', () => {
   const TOKEN = '/metadata/identity/oauth2/token?api-version=2018-02-01';
-  const UA = { clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6', objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ua' };
-  const UB = { clientId: '1b2c3d4e-5f60-4718-9a2b-3c4d5e6f7a8b', objectId: '2c3d4e5f-6071-4829-ab3c-4d5e6f7a8b9c', resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ub' };
+  const UA = {
+    clientId: '6c1f1e2a-3b4c-4d5e-8f60-718293a4b5c6',
+    objectId: '0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d',
+    resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ua',
+  };
+  const UB = {
+    clientId: '1b2c3d4e-5f60-4718-9a2b-3c4d5e6f7a8b',
+    objectId: '2c3d4e5f-6071-4829-ab3c-4d5e6f7a8b9c',
+    resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ub',
+  };
   const token = async (query: string, headers: Record<string, string> = { metadata: 'true' }) => {
     const res = await get(`${TOKEN}${query}`, headers);
     return { status: res.status, body: (await res.json()) as Record<string, string> };
@@ -183,10 +195,29 @@ describe('IMDS simulator: the managed identity token endpoint', () => {
     const before = Math.floor(Date.now() / 1000);
     const { status, body } = await token('&resource=https%3A%2F%2Fmanagement.azure.com%2F');
     expect(status).toBe(200);
-    expect(Object.keys(body).sort()).toEqual(['access_token', 'client_id', 'expires_in', 'expires_on', 'ext_expires_in', 'not_before', 'resource', 'token_type']);
-    expect(body).toMatchObject({ resource: 'https://management.azure.com/', token_type: 'Bearer', expires_in: '86399', client_id: sim.identities.system.clientId });
+    expect(Object.keys(body).sort()).toEqual([
+      'access_token',
+      'client_id',
+      'expires_in',
+      'expires_on',
+      'ext_expires_in',
+      'not_before',
+      'resource',
+      'token_type',
+    ]);
+    expect(body).toMatchObject({
+      resource: 'https://management.azure.com/',
+      token_type: 'Bearer',
+      expires_in: '86399',
+      client_id: sim.identities.system.clientId,
+    });
     const claims = readJwt(body.access_token!)!;
-    expect(claims).toMatchObject({ aud: 'https://management.azure.com/', oid: sim.identities.system.objectId, appid: sim.identities.system.clientId, xms_mirid: sim.compute().resourceId });
+    expect(claims).toMatchObject({
+      aud: 'https://management.azure.com/',
+      oid: sim.identities.system.objectId,
+      appid: sim.identities.system.clientId,
+      xms_mirid: sim.compute().resourceId,
+    });
     expect(Number(body.expires_on)).toBe(claims.exp);
     expect(claims.exp as number).toBeGreaterThanOrEqual(before + 86_399);
     expect(body.access_token!.split('.')[2]).toBe('');
@@ -199,14 +230,26 @@ describe('IMDS simulator: the managed identity token endpoint', () => {
       expect(status, q).toBe(200);
       expect(readJwt(body.access_token!)).toMatchObject({ aud: 'api://x', oid: UA.objectId, appid: UA.clientId, xms_mirid: UA.resourceId });
     }
-    const slash = await get(`/metadata/identity/oauth2/token/?api-version=2018-02-01&resource=api://x&client_id=${UB.clientId}`, { metadata: 'true' });
+    const slash = await get(`/metadata/identity/oauth2/token/?api-version=2018-02-01&resource=api://x&client_id=${UB.clientId}`, {
+      metadata: 'true',
+    });
     expect(readJwt(((await slash.json()) as { access_token: string }).access_token)).toMatchObject({ oid: UB.objectId });
   });
 
   it.each([
     ['no resource', '', 'invalid_request', "Required query variable 'resource' is missing"],
-    ['an identity not assigned', '&resource=api://x&client_id=9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a', 'invalid_request', 'Identity not found'],
-    ['two ids', `&resource=api://x&client_id=${UA.clientId}&object_id=${UA.objectId}`, 'invalid_request', 'Only one of client_id, object_id or msi_res_id may be specified'],
+    [
+      'an identity not assigned',
+      '&resource=api://x&client_id=9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a',
+      'invalid_request',
+      'Identity not found',
+    ],
+    [
+      'two ids',
+      `&resource=api://x&client_id=${UA.clientId}&object_id=${UA.objectId}`,
+      'invalid_request',
+      'Only one of client_id, object_id or msi_res_id may be specified',
+    ],
   ])('answers 400 for %s, with the documented error', async (_n, query, error, description) => {
     sim.identities.configure({ userAssigned: [UA] });
     expect(await token(query)).toEqual({ status: 400, body: { error, error_description: description } });
@@ -222,7 +265,10 @@ describe('IMDS simulator: the managed identity token endpoint', () => {
   });
 
   it('refuses a request without Metadata: true, with another api-version or method; injects faults; is configured through the control API', async () => {
-    expect(await token('&resource=api://x', {})).toEqual({ status: 400, body: { error: 'invalid_request', error_description: 'Required metadata header not specified' } });
+    expect(await token('&resource=api://x', {})).toEqual({
+      status: 400,
+      body: { error: 'invalid_request', error_description: 'Required metadata header not specified' },
+    });
     expect((await get('/metadata/identity/oauth2/token?api-version=2017-03-01&resource=api://x')).status).toBe(400);
     expect((await post(`${TOKEN}&resource=api://x`, {})).status).toBe(405);
     sim.injectFault({ kind: 'status', status: 500, target: 'token', count: 1 });

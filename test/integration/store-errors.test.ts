@@ -22,7 +22,7 @@ function failure(fn: () => unknown): StoreError {
 }
 
 describe('store failures', () => {
-  it('are StoreErrors from every part of the store, with SQLite\'s reason, once the database is unusable', () => {
+  it("are StoreErrors from every part of the store, with SQLite's reason, once the database is unusable", () => {
     dir = tempDir();
     const path = join(dir.path, 'state.db');
     const store = Store.open(path);
@@ -43,7 +43,13 @@ describe('store failures', () => {
       expect(e.message).toContain(`state database ${path}`);
       expect(e.cause).toBeDefined();
     }
-    const reads = [() => store.due('hook', Date.now(), 10), () => store.approval('E'), () => store.recalled('k'), () => store.sinkState('slack').get('k'), () => store.priorOccurrences('E/scheduled')];
+    const reads = [
+      () => store.due('hook', Date.now(), 10),
+      () => store.approval('E'),
+      () => store.recalled('k'),
+      () => store.sinkState('slack').get('k'),
+      () => store.priorOccurrences('E/scheduled'),
+    ];
     for (const r of reads) expect(failure(r).code).toBe('STORE_READ_FAILED');
   });
 });

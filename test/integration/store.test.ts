@@ -35,7 +35,12 @@ describe('Store (real SQLite on disk)', () => {
     expect(loaded.document).toEqual(doc);
     expect(loaded.etag).toBe('"e1"');
     expect(Object.isFrozen(loaded.document.events[0])).toBe(true);
-    expect(s.outboxDepth()).toEqual(new Map([['x', 1], ['y', 1]]));
+    expect(s.outboxDepth()).toEqual(
+      new Map([
+        ['x', 1],
+        ['y', 1],
+      ]),
+    );
     expect(s.due('x', 1000, 10).map((r) => r.ceId)).toEqual(['A/scheduled']);
     s.close();
   });
@@ -46,7 +51,12 @@ describe('Store (real SQLite on disk)', () => {
     s.commit({ document: d1, etag: null, observedAt: 't', events: [] });
     const bad = { ...pe('B/scheduled', 'B', ['x']), json: null as unknown as string };
     expect(() =>
-      s.commit({ document: fixtureDocument('live-migration-2.json'), etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['x']), bad] }),
+      s.commit({
+        document: fixtureDocument('live-migration-2.json'),
+        etag: null,
+        observedAt: 't',
+        events: [pe('A/scheduled', 'A', ['x']), bad],
+      }),
     ).toThrow(StoreError);
     expect(s.loadDocument()!.document.incarnation).toBe(1);
     expect(s.outboxDepth().size).toBe(0);
@@ -57,7 +67,13 @@ describe('Store (real SQLite on disk)', () => {
   it('hands out one row per EventId at a time, oldest first, and only when due', () => {
     const s = Store.open(freshPath());
     const doc = fixtureDocument('live-migration-1.json');
-    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['x']), pe('B/scheduled', 'B', ['x'])], now: 100 });
+    s.commit({
+      document: doc,
+      etag: null,
+      observedAt: 't',
+      events: [pe('A/scheduled', 'A', ['x']), pe('B/scheduled', 'B', ['x'])],
+      now: 100,
+    });
     s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A/started', 'A', ['x'], 'started')], now: 200 });
     expect(s.due('x', 300, 10).map((r) => r.ceId)).toEqual(['A/scheduled', 'B/scheduled']);
     expect(s.due('x', 300, 1).map((r) => r.ceId)).toEqual(['A/scheduled']);
@@ -76,11 +92,26 @@ describe('Store (real SQLite on disk)', () => {
 
   it('moves rows to the dead letters with their last error, and replays them', () => {
     const s = Store.open(freshPath());
-    s.commit({ document: fixtureDocument('live-migration-1.json'), etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['x', 'y'])], now: 1 });
+    s.commit({
+      document: fixtureDocument('live-migration-1.json'),
+      etag: null,
+      observedAt: 't',
+      events: [pe('A/scheduled', 'A', ['x', 'y'])],
+      now: 1,
+    });
     const [row] = s.due('x', 10, 10);
     s.deadLetter(row!.rowId, 3, 'HTTP 400', 50);
     expect(s.deadLetters()).toEqual([
-      expect.objectContaining({ sink: 'x', ceId: 'A/scheduled', eventId: 'A', transition: 'scheduled', attempts: 3, lastError: 'HTTP 400', createdAt: 1, deadAt: 50 }),
+      expect.objectContaining({
+        sink: 'x',
+        ceId: 'A/scheduled',
+        eventId: 'A',
+        transition: 'scheduled',
+        attempts: 3,
+        lastError: 'HTTP 400',
+        createdAt: 1,
+        deadAt: 50,
+      }),
     ]);
     expect(s.deadLetters('y')).toEqual([]);
     expect(s.due('x', 10, 10)).toEqual([]);
@@ -92,7 +123,12 @@ describe('Store (real SQLite on disk)', () => {
 
   it('dead-letters the rows of a sink that is no longer configured', () => {
     const s = Store.open(freshPath());
-    s.commit({ document: fixtureDocument('live-migration-1.json'), etag: null, observedAt: 't', events: [pe('A/scheduled', 'A', ['gone', 'kept'])] });
+    s.commit({
+      document: fixtureDocument('live-migration-1.json'),
+      etag: null,
+      observedAt: 't',
+      events: [pe('A/scheduled', 'A', ['gone', 'kept'])],
+    });
     expect(s.outboxSinks().sort()).toEqual(['gone', 'kept']);
     expect(s.deadLetterSink('gone', 'sink "gone" is no longer configured')).toBe(1);
     expect(s.outboxSinks()).toEqual(['kept']);
@@ -103,7 +139,13 @@ describe('Store (real SQLite on disk)', () => {
   it('prunes only delivered journal entries older than the retention', () => {
     const s = Store.open(freshPath());
     const doc = fixtureDocument('live-migration-1.json');
-    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('old/delivered', 'O', ['x']), pe('old/pending', 'P', ['y'])], now: 1000 });
+    s.commit({
+      document: doc,
+      etag: null,
+      observedAt: 't',
+      events: [pe('old/delivered', 'O', ['x']), pe('old/pending', 'P', ['y'])],
+      now: 1000,
+    });
     s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('new/delivered', 'N', [])], now: 9000 });
     s.markDelivered(s.due('x', 10_000, 10).map((r) => r.rowId));
     expect(s.prune(5000, 10_000)).toBe(1);
@@ -125,7 +167,9 @@ describe('Store (real SQLite on disk)', () => {
     }
     expect(caught).toBeInstanceOf(StoreError);
     expect((caught as StoreError).code).toBe('STORE_OPEN_FAILED');
-    expect((caught as StoreError).message).toBe(`cannot open state database ${target} (ENOTDIR: a part of ${join(file, 'sub')} is not a directory)`);
+    expect((caught as StoreError).message).toBe(
+      `cannot open state database ${target} (ENOTDIR: a part of ${join(file, 'sub')} is not a directory)`,
+    );
   });
 
   it('refuses a database written by a newer version', () => {

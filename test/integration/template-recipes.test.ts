@@ -42,7 +42,12 @@ function hostile(): BridgeEvent[] {
 }
 
 /** Every transition: a whole maintenance, a canceled one, a host failure, and the hostile one. */
-const EVENTS: BridgeEvent[] = [...scenarioTimeline('degraded-hardware', VM), ...scenarioTimeline('canceled-maintenance', VM), ...scenarioTimeline('host-failure', VM), ...hostile()];
+const EVENTS: BridgeEvent[] = [
+  ...scenarioTimeline('degraded-hardware', VM),
+  ...scenarioTimeline('canceled-maintenance', VM),
+  ...scenarioTimeline('host-failure', VM),
+  ...hostile(),
+];
 
 let api: ServiceStandIns;
 beforeAll(async () => {
@@ -54,7 +59,10 @@ afterAll(async () => {
 
 /** recipe reads a recipe's sink, its fixed service origin moved to the stand-in. */
 function recipe(file: string): WebhookConfig {
-  const text = readFileSync(join(ROOT, 'examples', 'templates', file), 'utf8').replace(/https:\/\/(api\.opsgenie\.com|events\.pagerduty\.com|api\.telegram\.org)/g, api.url);
+  const text = readFileSync(join(ROOT, 'examples', 'templates', file), 'utf8').replace(
+    /https:\/\/(api\.opsgenie\.com|events\.pagerduty\.com|api\.telegram\.org)/g,
+    api.url,
+  );
   const env = {
     GOOGLE_CHAT_WEBHOOK_URL: `${api.url}/v1/spaces/AAAA/messages?key=test-key&token=test-token`,
     DISCORD_WEBHOOK_URL: `${api.url}/api/webhooks/123456789012345678/test-token_abc`,
@@ -72,7 +80,11 @@ function recipe(file: string): WebhookConfig {
 /** deliver sends every event through the recipe's sink, one at a time, as the dispatcher does. */
 async function deliver(config: WebhookConfig): Promise<string[]> {
   // the approval link, for a Scheduled event a human decides on
-  const approval = { link: (e: BridgeEvent) => (e.data.eventStatus === 'Scheduled' && ['scheduled', 'updated'].includes(transitionOf(e)) ? APPROVE : null), token: () => null, slackInteractive: false };
+  const approval = {
+    link: (e: BridgeEvent) => (e.data.eventStatus === 'Scheduled' && ['scheduled', 'updated'].includes(transitionOf(e)) ? APPROVE : null),
+    token: () => null,
+    slackInteractive: false,
+  };
   const sink: Sink = await webhookSink.create(config, { logger: silentLogger, stdout: process.stdout, approval });
   try {
     const outcomes: string[] = [];
@@ -91,7 +103,14 @@ const TRANSITIONS = EVENTS.map((e) => transitionOf(e));
 describe('payload template recipes against their services', () => {
   it('covers every transition', () => {
     expect(new Set(TRANSITIONS)).toEqual(new Set(['scheduled', 'updated', 'approved', 'started', 'completed', 'canceled']));
-    expect(readdirSync(join(ROOT, 'examples', 'templates')).sort()).toEqual(['discord.yaml', 'google-chat.yaml', 'mattermost.yaml', 'opsgenie.yaml', 'pagerduty.yaml', 'telegram.yaml']);
+    expect(readdirSync(join(ROOT, 'examples', 'templates')).sort()).toEqual([
+      'discord.yaml',
+      'google-chat.yaml',
+      'mattermost.yaml',
+      'opsgenie.yaml',
+      'pagerduty.yaml',
+      'telegram.yaml',
+    ]);
   });
 
   it('Google Chat: a card per transition, the approval as a button', async () => {
@@ -151,7 +170,13 @@ describe('payload template recipes against their services', () => {
     expect(await deliver(recipe('pagerduty.yaml'))).toEqual(EVENTS.map(() => 'delivered'));
     const got = api.received.slice(before);
     expect(got.filter((r) => r.refused !== null)).toEqual([]);
-    expect(got.map((r) => (r.body as { event_action: string }).event_action).slice(0, 5)).toEqual(['trigger', 'trigger', 'acknowledge', 'trigger', 'resolve']);
+    expect(got.map((r) => (r.body as { event_action: string }).event_action).slice(0, 5)).toEqual([
+      'trigger',
+      'trigger',
+      'acknowledge',
+      'trigger',
+      'resolve',
+    ]);
     const hostileKey = `web-vm-0/${hostile()[0]!.data.eventId}`;
     for (const [key, state] of api.pagerduty) expect(state, key).toBe(key === hostileKey ? 'triggered' : 'resolved');
     expect((got[0]!.body as { links: unknown }).links).toEqual([{ href: APPROVE, text: 'Approve: start the maintenance now' }]);
@@ -162,14 +187,21 @@ describe('payload template recipes against their services', () => {
     expect(await deliver(recipe('telegram.yaml'))).toEqual(EVENTS.map(() => 'delivered'));
     const got = api.received.slice(before);
     expect(got.filter((r) => r.refused !== null)).toEqual([]);
-    expect((got[0]!.body as { reply_markup: unknown }).reply_markup).toEqual({ inline_keyboard: [[{ text: 'Approve: start the maintenance now', url: APPROVE }]] });
+    expect((got[0]!.body as { reply_markup: unknown }).reply_markup).toEqual({
+      inline_keyboard: [[{ text: 'Approve: start the maintenance now', url: APPROVE }]],
+    });
     const text = (got.at(-1)!.body as { text: string }).text;
     expect(text).toContain('&lt;script&gt;x&lt;/script&gt;, a&amp;b');
     expect(text).toContain('<code>H-1 &lt;b&gt;&amp;amp;&lt;/b&gt;</code>');
   });
 
   it('the Telegram stand-in refuses what Telegram refuses', async () => {
-    const send = (text: string) => fetch(`${api.url}/bot${ServiceStandIns.TELEGRAM_TOKEN}/sendMessage`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chat_id: 1, text, parse_mode: 'HTML' }) });
+    const send = (text: string) =>
+      fetch(`${api.url}/bot${ServiceStandIns.TELEGRAM_TOKEN}/sendMessage`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ chat_id: 1, text, parse_mode: 'HTML' }),
+      });
     for (const bad of ['a <script> b', 'a & b', '<b>open', 'x'.repeat(4097)]) expect((await send(bad)).status, bad).toBe(400);
     expect((await send('<b>ok</b> &amp; <code>x</code>')).status).toBe(200);
   });

@@ -45,7 +45,8 @@ export async function makeSink(extra: Record<string, unknown> = {}, url = peer.u
   sinks.push(sink);
   return { sink, lines };
 }
-export const send = (sink: Sink, events: BridgeEvent[], signal = new AbortController().signal): Promise<Outcome[]> => sink.send(events, { signal });
+export const send = (sink: Sink, events: BridgeEvent[], signal = new AbortController().signal): Promise<Outcome[]> =>
+  sink.send(events, { signal });
 
 /** A spec-following receiver: percent-decode the ce-* headers, then let the CloudEvents SDK read the message. */
 export function receive(r: Recorded): CloudEvent<unknown> | CloudEvent<unknown>[] {
@@ -53,4 +54,3 @@ export function receive(r: Recorded): CloudEvent<unknown> | CloudEvent<unknown>[
   for (const [k, v] of Object.entries(r.headers)) headers[k] = k.startsWith('ce-') ? decodeURIComponent(String(v)) : String(v);
   return HTTP.toEvent({ headers, body: r.body }) as CloudEvent<unknown> | CloudEvent<unknown>[];
 }
-

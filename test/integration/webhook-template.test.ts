@@ -50,7 +50,10 @@ describe('webhook templates through the daemon', () => {
     const freeze = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000 });
     const redeploy = h.sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000 });
     const reboot = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => peer.requests.length === 1 && h.bridge.store.deadLetters().length === 1 && h.bridge.store.outboxDepth().size === 0, 'one request, one dead letter, nothing left');
+    await waitFor(
+      () => peer.requests.length === 1 && h.bridge.store.deadLetters().length === 1 && h.bridge.store.outboxDepth().size === 0,
+      'one request, one dead letter, nothing left',
+    );
     const [req] = peer.requests;
     expect(req!.url).toBe(`/hooks/reboot?id=${encodeURIComponent(reboot.eventId)}`);
     expect(req!.headers['content-type']).toBe('application/json');
@@ -65,7 +68,9 @@ describe('webhook templates through the daemon', () => {
     expect(() => new Webhook(SECRET).verify(req!.body, req!.headers as Record<string, string>)).not.toThrow();
     const [dead] = h.bridge.store.deadLetters();
     expect(dead!.eventId).toBe(freeze.eventId);
-    expect(dead!.lastError).toMatch(new RegExp(`^rejected: TEMPLATE_FAILED: template: no freezes here: ${freeze.eventId} at position \\d+$`));
+    expect(dead!.lastError).toMatch(
+      new RegExp(`^rejected: TEMPLATE_FAILED: template: no freezes here: ${freeze.eventId} at position \\d+$`),
+    );
     expect(h.kinds()).toEqual(expect.arrayContaining([`scheduled:${redeploy.eventId}`]));
     const metrics = await h.bridge.metrics.registry.metrics();
     expect(metrics).toMatch(/^sebridge_template_skipped_total\{sink="chat"\} 1$/m);
@@ -74,7 +79,17 @@ describe('webhook templates through the daemon', () => {
 
   it('batch mode sends one array of what the template made', async () => {
     const h = await startBridge({
-      sinks: [{ name: 'b', type: 'webhook', url: `${peer.url}/batch`, mode: 'batch', batchSize: 10, template: `{ "id": data.eventId }`, contentType: 'application/x-ndjson-like+json' }],
+      sinks: [
+        {
+          name: 'b',
+          type: 'webhook',
+          url: `${peer.url}/batch`,
+          mode: 'batch',
+          batchSize: 10,
+          template: `{ "id": data.eventId }`,
+          contentType: 'application/x-ndjson-like+json',
+        },
+      ],
       start: false,
     });
     const a = h.sim.addEvent({ noticeMs: 600_000 });
@@ -97,7 +112,11 @@ describe('templates', () => {
   });
   it('a template sees the CloudEvent in its JSON format and has no way out of it', async () => {
     const t = await Template.compile('{ "keys": $keys($), "env": $exists($$.process), "type": type }');
-    expect(await t.render(event, { approvalUrl: () => null })).toEqual({ keys: Object.keys(event), env: false, type: 'azure.scheduledevent.scheduled' });
+    expect(await t.render(event, { approvalUrl: () => null })).toEqual({
+      keys: Object.keys(event),
+      env: false,
+      type: 'azure.scheduledevent.scheduled',
+    });
   });
 });
 
@@ -106,7 +125,10 @@ describe('the command line', () => {
     const dir = tempDir();
     try {
       const cfg = join(dir.path, 'bad.yaml');
-      writeFileSync(cfg, `sinks:\n  - name: chat\n    type: webhook\n    url: https://chat.example.com/hook\n    template: '{ "text": $headline( }'\n    urlTemplate: '"/a" &'\n`);
+      writeFileSync(
+        cfg,
+        `sinks:\n  - name: chat\n    type: webhook\n    url: https://chat.example.com/hook\n    template: '{ "text": $headline( }'\n    urlTemplate: '"/a" &'\n`,
+      );
       const r = await cli(['validate', '--config', cfg]);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('sinks[0].template: The symbol "}" cannot be used as a unary operator at position 22');
@@ -121,17 +143,24 @@ describe('the command line', () => {
     try {
       const cfg = join(dir.path, 'bridge.yaml');
       writeFileSync(cfg, `${readFileSync(join(ROOT, 'examples', 'templates', 'pagerduty.yaml'), 'utf8')}\n`);
-      const r = await cli(['template', 'test', '--config', cfg, '--sink', 'pagerduty'], { PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678' });
+      const r = await cli(['template', 'test', '--config', cfg, '--sink', 'pagerduty'], {
+        PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678',
+      });
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('se-bridge template test: sink pagerduty, scenario degraded-hardware');
-      for (const [n, t] of ['scheduled', 'updated', 'approved', 'started', 'completed'].entries()) expect(r.stdout).toMatch(new RegExp(`\\n${n + 1}\\. ${t}  Redeploy `));
+      for (const [n, t] of ['scheduled', 'updated', 'approved', 'started', 'completed'].entries())
+        expect(r.stdout).toMatch(new RegExp(`\\n${n + 1}\\. ${t}  Redeploy `));
       expect(r.stdout).toContain('   POST https://events.pagerduty.com/v2/enqueue');
       expect(r.stdout).toContain('"event_action": "acknowledge"');
       expect(r.stdout).toContain('5 transitions; every one rendered');
-      const canceled = await cli(['template', 'test', '--config', cfg, '--sink', 'pagerduty', '--scenario', 'canceled-maintenance'], { PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678' });
+      const canceled = await cli(['template', 'test', '--config', cfg, '--sink', 'pagerduty', '--scenario', 'canceled-maintenance'], {
+        PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678',
+      });
       expect(canceled.stdout).toMatch(/\n2\. canceled {2}Reboot /);
-      const wrong = await cli(['template', 'test', '--config', cfg, '--sink', 'nope'], { PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678' });
+      const wrong = await cli(['template', 'test', '--config', cfg, '--sink', 'nope'], {
+        PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678',
+      });
       expect(wrong.code).toBe(2);
       expect(wrong.stderr).toContain('no sink is named "nope"; the sinks are pagerduty');
     } finally {

@@ -30,7 +30,12 @@ describe('webhook sink: headers, auth, TLS', () => {
   });
 
   it('refuses headers the sink sets itself', () => {
-    const r = SinkConfig.safeParse({ name: 'h', type: 'webhook', url: 'https://x.example', headers: { 'ce-id': 'x', 'Content-Type': 'y' } });
+    const r = SinkConfig.safeParse({
+      name: 'h',
+      type: 'webhook',
+      url: 'https://x.example',
+      headers: { 'ce-id': 'x', 'Content-Type': 'y' },
+    });
     expect(r.success).toBe(false);
   });
 
@@ -41,7 +46,10 @@ describe('webhook sink: headers, auth, TLS', () => {
       dir = tempDir();
       // a self-signed certificate for 127.0.0.1 kept with the fixtures (no openssl needed here)
       for (const f of ['key.pem', 'cert.pem']) copyFileSync(join(ROOT, 'test', 'fixtures', 'tls', f), join(dir.path, f));
-      tlsPeer = new HttpPeer({ key: readFileSync(join(dir.path, 'key.pem'), 'utf8'), cert: readFileSync(join(dir.path, 'cert.pem'), 'utf8') });
+      tlsPeer = new HttpPeer({
+        key: readFileSync(join(dir.path, 'key.pem'), 'utf8'),
+        cert: readFileSync(join(dir.path, 'cert.pem'), 'utf8'),
+      });
       await tlsPeer.listen();
     });
     afterAll(async () => {
@@ -58,7 +66,10 @@ describe('webhook sink: headers, auth, TLS', () => {
     it('retries with a TLS error, and never skips verification silently', async () => {
       const { sink } = await makeSink({ proxy: 'none' }, tlsPeer.url);
       const [o] = await send(sink, [ev()]);
-      expect(o).toMatchObject({ status: 'retry', reason: expect.stringMatching(/^TLS error (DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/) });
+      expect(o).toMatchObject({
+        status: 'retry',
+        reason: expect.stringMatching(/^TLS error (DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/),
+      });
       const insecure = await makeSink({ tls: { insecureSkipVerify: true } }, tlsPeer.url);
       expect(await send(insecure.sink, [ev()])).toEqual([{ status: 'delivered' }]);
       expect(insecure.lines.some((l) => l.code === 'TLS_VERIFICATION_OFF' && l.level === 40)).toBe(true);
@@ -110,10 +121,16 @@ describe('webhook sink: proxies', () => {
       expect(peer.requests).toHaveLength(2);
       expect(tunnels).toHaveLength(1);
       // HTTPS through the same proxy is a CONNECT tunnel, and TLS is still verified end to end
-      const tlsPeer = new HttpPeer({ key: readFileSync(join(ROOT, 'test', 'fixtures', 'tls', 'key.pem'), 'utf8'), cert: readFileSync(join(ROOT, 'test', 'fixtures', 'tls', 'cert.pem'), 'utf8') });
+      const tlsPeer = new HttpPeer({
+        key: readFileSync(join(ROOT, 'test', 'fixtures', 'tls', 'key.pem'), 'utf8'),
+        cert: readFileSync(join(ROOT, 'test', 'fixtures', 'tls', 'cert.pem'), 'utf8'),
+      });
       await tlsPeer.listen();
       try {
-        const tunnelled = await makeSink({ proxy: proxyUrl, tls: { caFile: join(ROOT, 'test', 'fixtures', 'tls', 'cert.pem') } }, tlsPeer.url);
+        const tunnelled = await makeSink(
+          { proxy: proxyUrl, tls: { caFile: join(ROOT, 'test', 'fixtures', 'tls', 'cert.pem') } },
+          tlsPeer.url,
+        );
         expect(await send(tunnelled.sink, [ev()])).toEqual([{ status: 'delivered' }]);
         expect(tunnels).toEqual([new URL(peer.url).host, new URL(tlsPeer.url).host]);
         expect(tlsPeer.requests).toHaveLength(1);
@@ -183,7 +200,10 @@ describe('webhook sink: outcomes', () => {
 
   it('reads at most a little of a huge error body, and makes non-UTF-8 text printable', async () => {
     const { sink } = await makeSink();
-    peer.answer = () => ({ status: 500, body: Buffer.concat([Buffer.from([0xff, 0xfe, 0x00, 0x41]), Buffer.alloc(5 * 1024 * 1024, 0x42)]) });
+    peer.answer = () => ({
+      status: 500,
+      body: Buffer.concat([Buffer.from([0xff, 0xfe, 0x00, 0x41]), Buffer.alloc(5 * 1024 * 1024, 0x42)]),
+    });
     const [o] = await send(sink, [ev()]);
     expect(o!.status).toBe('retry');
     const reason = (o as { reason: string }).reason;

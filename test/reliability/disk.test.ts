@@ -89,7 +89,10 @@ describe('the state directory', () => {
     own(parent);
     const state = join(parent, 'a', 'b', 'state.db');
     const cfg = join(dir.path, 'missing.yaml');
-    writeFileSync(cfg, `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }\nstate: { path: ${JSON.stringify(state)} }\nobservability: { listen: "off" }\n`);
+    writeFileSync(
+      cfg,
+      `imds: { endpoint: ${sim.url}, pollIntervalMs: 200 }\nstate: { path: ${JSON.stringify(state)} }\nobservability: { listen: "off" }\n`,
+    );
     chmodSync(cfg, 0o644);
     const r = run(cfg);
     try {

@@ -39,7 +39,12 @@ describe.concurrent('IMDS faults that last', () => {
       await bridge.start();
       await waitFor(() => bridge.store.journal().length === 1, 'scheduled');
       sim.injectFault({ kind: 'status', status: 410, count: 1_000_000 });
-      await waitFor(() => lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('IMDS has answered 410 for longer than the documented 70 s')), 'the 70 s error', 100_000, 500);
+      await waitFor(
+        () => lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('IMDS has answered 410 for longer than the documented 70 s')),
+        'the 70 s error',
+        100_000,
+        500,
+      );
       expect(await ready(bridge)).toBe(503);
       const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
       expect(metrics).toMatch(/sebridge_polls_total\{result="error",code="IMDS_GONE"\} \d+/);

@@ -80,7 +80,10 @@ describe('sink outages, all at once', () => {
     for (let i = 0; i < EVENTS; i++) sim.addEvent({ EventId: `EV-${i}`, noticeMs: 300 + i * 100, startedMs: 400 });
     const file = (): string[] => {
       try {
-        return readFileSync(join(dir.path, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+        return readFileSync(join(dir.path, 'events.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => (JSON.parse(l) as { id: string }).id);
       } catch {
         return [];
       }
@@ -95,7 +98,12 @@ describe('sink outages, all at once', () => {
     const slack = http.requests.filter((r) => r.url === '/slack').length;
     const gridIds = grid.events('maintenance').map((e) => String(e.id));
     expect(grid.publishes.filter((p) => p.status === 503 || p.status === 429)).toHaveLength(6);
-    for (const [name, ids] of [['file', file()], ['hook', hook], ['hub', hub], ['grid', gridIds]] as const) {
+    for (const [name, ids] of [
+      ['file', file()],
+      ['hook', hook],
+      ['hub', hub],
+      ['grid', gridIds],
+    ] as const) {
       expect(firstSeen(ids), name).toHaveLength(EVENTS * 3);
       expect(inOrderPerEvent(ids), `${name} order`).toBe(true);
     }

@@ -47,7 +47,10 @@ describe('the reboot the event announced', () => {
     await waitFor(() => hook.requests.some((r) => r.headers['ce-id'] === `${e.eventId}/scheduled`), 'scheduled delivered');
     up = false;
     sim.startEvent(e.eventId);
-    await waitFor(() => hook.requests.filter((r) => r.headers['ce-id'] === `${e.eventId}/started`).length >= 2, 'started failing to deliver');
+    await waitFor(
+      () => hook.requests.filter((r) => r.headers['ce-id'] === `${e.eventId}/started`).length >= 2,
+      'started failing to deliver',
+    );
     child.kill('SIGKILL'); // the reboot
     await new Promise((r) => child.once('exit', r));
     sim.removeEvent(e.eventId); // the event finishes while the VM is down
@@ -55,7 +58,11 @@ describe('the reboot the event announced', () => {
     const mark = hook.requests.length;
     child = start(['run', '--config', cfg]);
     try {
-      await waitFor(() => hook.requests.slice(mark).some((r) => r.headers['ce-id'] === `${e.eventId}/completed`), 'completed after the restart', 20_000);
+      await waitFor(
+        () => hook.requests.slice(mark).some((r) => r.headers['ce-id'] === `${e.eventId}/completed`),
+        'completed after the restart',
+        20_000,
+      );
       const after = hook.requests.slice(mark).map((r) => String(r.headers['ce-id']));
       expect(after).toEqual([`${e.eventId}/started`, `${e.eventId}/completed`]);
     } finally {

@@ -14,7 +14,11 @@ import { ROOT } from '../helpers.ts';
 interface RuleTest {
   interval: string;
   input_series: { series: string; values: string }[];
-  alert_rule_test: { eval_time: string; alertname: string; exp_alerts: { exp_labels: Record<string, string>; exp_annotations?: Record<string, string> }[] }[];
+  alert_rule_test: {
+    eval_time: string;
+    alertname: string;
+    exp_alerts: { exp_labels: Record<string, string>; exp_annotations?: Record<string, string> }[];
+  }[];
 }
 const minutes = (d: string) => Number(/^(\d+)m$/.exec(d)![1]) * 60_000;
 const dir = join(ROOT, 'config', 'prometheus');
@@ -34,7 +38,10 @@ describe('the shipped alerts, by their promtool unit tests', () => {
         const series = t.input_series.map((s) => seriesOf(s, minutes(t.interval)));
         const rule = rules.find((r) => r.alert === c.alertname)!;
         const got = firingAt(rule, series, minutes(c.eval_time), minutes(file.evaluation_interval));
-        const want = c.exp_alerts.map((a) => ({ labels: { ...a.exp_labels, alertname: c.alertname }, annotations: a.exp_annotations ?? {} }));
+        const want = c.exp_alerts.map((a) => ({
+          labels: { ...a.exp_labels, alertname: c.alertname },
+          annotations: a.exp_annotations ?? {},
+        }));
         expect(sorted(got)).toEqual(sorted(want));
       });
     }
@@ -47,7 +54,11 @@ describe('the rules the README used to give, on the same input', () => {
   it('SeBridgeDeliveryStuck with a bare `and` never fires: its two sides carry different labels', () => {
     const old = parse('sebridge_outbox_depth > 0 and rate(sebridge_deliveries_total{outcome="delivered"}[10m]) == 0');
     for (let m = 0; m <= 22; m++) expect(evaluate(old, stuck, m * 60_000)).toEqual([]);
-    expect(evaluate(parse(rules[1]!.expr), stuck, 22 * 60_000).map((s) => s.labels.sink).sort()).toEqual(['ops', 'teams']);
+    expect(
+      evaluate(parse(rules[1]!.expr), stuck, 22 * 60_000)
+        .map((s) => s.labels.sink)
+        .sort(),
+    ).toEqual(['ops', 'teams']);
   });
   it('SeBridgeDeadLetters as increase() of a gauge: silent on the first dead letter, and it fires on a partial replay', () => {
     const old = parse('increase(sebridge_dead_letters[1h]) > 0');

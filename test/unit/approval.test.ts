@@ -17,7 +17,18 @@ function ev(over: Record<string, unknown> = {}): ScheduledEvent {
   return toDomainDocument(
     WireDocument.parse({
       DocumentIncarnation: 1,
-      Events: [{ EventId: 'E', EventType: 'Freeze', EventStatus: 'Scheduled', Resources: ['vm0'], NotBefore: '2026-11-22T05:15:00Z', EventSource: 'Platform', DurationInSeconds: 5, ...over }],
+      Events: [
+        {
+          EventId: 'E',
+          EventType: 'Freeze',
+          EventStatus: 'Scheduled',
+          Resources: ['vm0'],
+          NotBefore: '2026-11-22T05:15:00Z',
+          EventSource: 'Platform',
+          DurationInSeconds: 5,
+          ...over,
+        },
+      ],
     }),
   ).document.events[0]!;
 }
@@ -41,14 +52,29 @@ describe('approval policy', () => {
     ['list of types', [rules({ match: { eventType: ['Reboot', 'Freeze'] }, action: 'approveAfterHooks' })], {}, 'approveAfterHooks'],
     ['resources pattern matches', [rules({ match: { resources: 'VM*' }, action: 'approve' })], {}, 'approve'],
     ['resources pattern misses', [rules({ match: { resources: 'web-*' }, action: 'approve' })], {}, 'await'],
-    ['time left within bounds', [rules({ match: { minSecondsToNotBefore: 600, maxSecondsToNotBefore: 1200 }, action: 'approve' })], {}, 'approve'],
+    [
+      'time left within bounds',
+      [rules({ match: { minSecondsToNotBefore: 600, maxSecondsToNotBefore: 1200 }, action: 'approve' })],
+      {},
+      'approve',
+    ],
     ['time left too long', [rules({ match: { maxSecondsToNotBefore: 600 }, action: 'approve' })], {}, 'await'],
     ['min duration', [rules({ match: { minDurationSeconds: 6 }, action: 'approve' })], {}, 'await'],
-    ['affectsThisVm false matches other VMs', [rules({ match: { affectsThisVm: false }, action: 'never' })], { Resources: ['other'] }, 'never'],
+    [
+      'affectsThisVm false matches other VMs',
+      [rules({ match: { affectsThisVm: false }, action: 'never' })],
+      { Resources: ['other'] },
+      'never',
+    ],
     ['an event of another VM is not approved from here', [rules({ match: {}, action: 'approve' })], { Resources: ['other'] }, 'await'],
     ['a group event is approved by its leader', [rules({ match: {}, action: 'approve' })], { Resources: ['vm0', 'vm1'] }, 'approve'],
     ['a group event is not approved by a follower', [rules({ match: {}, action: 'approve' })], { Resources: ['vm1', 'vm0'] }, 'await'],
-    ['unless the rule says any VM may', [rules({ match: {}, action: 'approve', approveFrom: 'any' })], { Resources: ['vm1', 'vm0'] }, 'approve'],
+    [
+      'unless the rule says any VM may',
+      [rules({ match: {}, action: 'approve', approveFrom: 'any' })],
+      { Resources: ['vm1', 'vm0'] },
+      'approve',
+    ],
     ['first match wins', [rules({ match: { eventType: 'Freeze' }, action: 'never' }, { match: {}, action: 'approve' })], {}, 'never'],
   ])('%s', (_n, [r], over, action) => {
     expect(decide((r as Rule[] | undefined) ?? [], ev(over), 'vm0', NOW).action).toBe(action);
@@ -64,14 +90,24 @@ describe('signatures', () => {
   it('Standard Webhooks: the published vector verifies; tampering, staleness and missing headers do not', () => {
     const v = vectors.standard_webhooks_v1;
     const key = secretKey(v.secret)!;
-    const headers = { 'webhook-id': v.webhook_id, 'webhook-timestamp': v.webhook_timestamp, 'webhook-signature': `v1,bogus ${v.expected_signature}` };
+    const headers = {
+      'webhook-id': v.webhook_id,
+      'webhook-timestamp': v.webhook_timestamp,
+      'webhook-signature': `v1,bogus ${v.expected_signature}`,
+    };
     const at = Number(v.webhook_timestamp);
     expect(verifyStandardWebhook([key], headers, Buffer.from(v.body), at)).toEqual({ ok: true, id: v.webhook_id });
     expect(verifyStandardWebhook([key], headers, Buffer.from(`${v.body} `), at)).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
     expect(verifyStandardWebhook([key], headers, Buffer.from(v.body), at + 301)).toMatchObject({ ok: false, code: 'STALE_TIMESTAMP' });
     expect(verifyStandardWebhook([key], headers, Buffer.from(v.body), at - 301)).toMatchObject({ ok: false, code: 'STALE_TIMESTAMP' });
-    expect(verifyStandardWebhook([key], { ...headers, 'webhook-id': undefined }, Buffer.from(v.body), at)).toMatchObject({ ok: false, code: 'MISSING_SIGNATURE' });
-    expect(verifyStandardWebhook([key], { ...headers, 'webhook-id': 'msg_other' }, Buffer.from(v.body), at)).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
+    expect(verifyStandardWebhook([key], { ...headers, 'webhook-id': undefined }, Buffer.from(v.body), at)).toMatchObject({
+      ok: false,
+      code: 'MISSING_SIGNATURE',
+    });
+    expect(verifyStandardWebhook([key], { ...headers, 'webhook-id': 'msg_other' }, Buffer.from(v.body), at)).toMatchObject({
+      ok: false,
+      code: 'BAD_SIGNATURE',
+    });
   });
 
   it('Standard Webhooks: what the sink signs, the server verifies', () => {
@@ -99,7 +135,9 @@ describe('signatures', () => {
     expect(readToken(key, t, 2000)).toMatchObject({ ok: false, code: 'TOKEN_EXPIRED' });
     expect(readToken(Buffer.alloc(32, 8), t, 1)).toMatchObject({ ok: false, code: 'TOKEN_BAD_SIGNATURE' });
     const [payload, mac] = t.split('.') as [string, string];
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), e: 'E-2' })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), e: 'E-2' })).toString(
+      'base64url',
+    );
     expect(readToken(key, `${forged}.${mac}`, 1)).toMatchObject({ ok: false, code: 'TOKEN_BAD_SIGNATURE' });
     expect(readToken(key, 'nonsense', 1)).toMatchObject({ ok: false, code: 'TOKEN_MALFORMED' });
     expect(issueToken(key, { e: 'E-1', v: 'vm0', x: 2000 })).not.toBe(t);

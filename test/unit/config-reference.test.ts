@@ -16,7 +16,12 @@ import { ROOT } from '../helpers.ts';
 const committed = readFileSync(REFERENCE_PATH, 'utf8');
 const keysOf = (page: string) => [...page.matchAll(/^\| `([^`]+)` \| .* \| (.*) \|$/gm)].map((m) => ({ key: m[1]!, description: m[2]! }));
 /** The last name of a reference key: `approval.inbox.credential (kind: default).clientId` is `clientId`. */
-const lastName = (key: string) => key.replace(/ \([^)]*\)/g, '').replace(/\[\]/g, '').split('.').pop()!;
+const lastName = (key: string) =>
+  key
+    .replace(/ \([^)]*\)/g, '')
+    .replace(/\[\]/g, '')
+    .split('.')
+    .pop()!;
 
 describe('the configuration reference', () => {
   it('is what npm run docs makes of the schemas now', () => {
@@ -24,7 +29,9 @@ describe('the configuration reference', () => {
   });
 
   it('goes stale when a description changes', () => {
-    const changed = BridgeConfig.extend({ state: z.strictObject({ path: z.string().min(1).default('/x').describe('Where the state lives, said differently.') }).prefault({}) });
+    const changed = BridgeConfig.extend({
+      state: z.strictObject({ path: z.string().min(1).default('/x').describe('Where the state lives, said differently.') }).prefault({}),
+    });
     const page = configurationReference({ bridge: changed, relay: RelayConfig });
     expect(page).not.toBe(committed);
     expect(page).toContain('Where the state lives, said differently.');
@@ -34,7 +41,21 @@ describe('the configuration reference', () => {
     const all = keysOf(committed);
     expect(all.length).toBeGreaterThan(150);
     expect(all.filter((k) => k.description.trim() === '').map((k) => k.key)).toEqual([]);
-    for (const type of ['webhook', 'eventhubs', 'servicebus', 'eventgrid', 'slack', 'teams', 'exec', 'stdout', 'file', 'probe', 'kubernetes', 'module']) expect(committed).toContain(`#### type: ${type}`);
+    for (const type of [
+      'webhook',
+      'eventhubs',
+      'servicebus',
+      'eventgrid',
+      'slack',
+      'teams',
+      'exec',
+      'stdout',
+      'file',
+      'probe',
+      'kubernetes',
+      'module',
+    ])
+      expect(committed).toContain(`#### type: ${type}`);
     expect(committed).toMatch(/\| `imds\.pollIntervalMs` \| integer \| `1000` \| 200\.\.60000 \| How often/);
     expect(committed).toMatch(/\| `approval\.secret` \| string \| {2}\| secret \|/);
   });
@@ -43,7 +64,10 @@ describe('the configuration reference', () => {
     const [bridgePart, relayPart] = committed.split('## The relay (relay.yaml)') as [string, string];
     const example = readFileSync(join(ROOT, 'config', 'bridge.example.yaml'), 'utf8');
     const relayExample = readFileSync(join(ROOT, 'config', 'relay.example.yaml'), 'utf8');
-    const missing = (part: string, text: string) => keysOf(part).map((k) => k.key).filter((k) => !new RegExp(`\\b${lastName(k)}\\s*:`).test(text));
+    const missing = (part: string, text: string) =>
+      keysOf(part)
+        .map((k) => k.key)
+        .filter((k) => !new RegExp(`\\b${lastName(k)}\\s*:`).test(text));
     expect(missing(bridgePart, example)).toEqual([]);
     expect(missing(relayPart, relayExample)).toEqual([]);
   });
@@ -53,7 +77,10 @@ describe('the configuration reference', () => {
       z.strictObject({
         a: z.strictObject({ b: z.number().int().min(1).max(5).default(2).describe('B.') }).describe('A.'),
         list: z.array(z.strictObject({ c: z.string().describe('C.') })).describe('L.'),
-        u: z.union([z.strictObject({ kind: z.literal('x'), d: z.boolean().describe('D.') }), z.strictObject({ kind: z.literal('y') })]).optional().describe('U.'),
+        u: z
+          .union([z.strictObject({ kind: z.literal('x'), d: z.boolean().describe('D.') }), z.strictObject({ kind: z.literal('y') })])
+          .optional()
+          .describe('U.'),
       }),
       { io: 'input' },
     ) as Record<string, unknown>;

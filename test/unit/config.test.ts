@@ -19,7 +19,13 @@ function problems(text: string, env: NodeJS.ProcessEnv = {}): readonly string[] 
 describe('configuration', () => {
   it('applies every default to an empty file', () => {
     const c = parseConfigText('', 'empty.yaml', {});
-    expect(c.imds).toEqual({ endpoint: 'http://169.254.169.254', pollIntervalMs: 1000, maxRetryPauseMs: 5000, requestTimeoutMs: 5000, firstRequestTimeoutMs: 120000 });
+    expect(c.imds).toEqual({
+      endpoint: 'http://169.254.169.254',
+      pollIntervalMs: 1000,
+      maxRetryPauseMs: 5000,
+      requestTimeoutMs: 5000,
+      firstRequestTimeoutMs: 120000,
+    });
     expect(c.sinks).toEqual([]);
     expect(c.log.level).toBe('info');
     expect(c.state.path).toMatch(/state\.db$/);
@@ -27,7 +33,19 @@ describe('configuration', () => {
 
   it('accepts the shipped example and demo configurations', () => {
     const example = loadConfigFile(join(ROOT, 'config', 'bridge.example.yaml'), EXAMPLE_ENV);
-    expect(example.sinks.map((s) => s.type)).toEqual(['stdout', 'webhook', 'eventhubs', 'servicebus', 'eventgrid', 'slack', 'teams', 'exec', 'probe', 'kubernetes', 'file']);
+    expect(example.sinks.map((s) => s.type)).toEqual([
+      'stdout',
+      'webhook',
+      'eventhubs',
+      'servicebus',
+      'eventgrid',
+      'slack',
+      'teams',
+      'exec',
+      'probe',
+      'kubernetes',
+      'file',
+    ]);
     const demo = loadConfigFile(join(ROOT, 'config', 'demo.yaml'), {});
     expect(demo.imds.endpoint).toBe('http://127.0.0.1:8080');
   });
@@ -67,7 +85,9 @@ bogus: 1
     expect(parseConfigText(text, 't', { DIR: '/data' }).sinks[0]).toMatchObject({ path: '/data/events-x.jsonl' });
     expect(parseConfigText(text, 't', { DIR: '/data', SUFFIX: '' }).sinks[0]).toMatchObject({ path: '/data/events-x.jsonl' });
     expect(problems(text, {})).toEqual(['sinks[0].path: environment variable DIR is not set']);
-    expect(parseConfigText('sinks: [{ name: f, type: file, path: "/a/$${HOME}" }]', 't', { HOME: '/root' }).sinks[0]).toMatchObject({ path: '/a/${HOME}' });
+    expect(parseConfigText('sinks: [{ name: f, type: file, path: "/a/$${HOME}" }]', 't', { HOME: '/root' }).sinks[0]).toMatchObject({
+      path: '/a/${HOME}',
+    });
   });
 
   it('lets SE_BRIDGE_IMDS_ENDPOINT and LOG_LEVEL override the file', () => {
@@ -77,7 +97,9 @@ bogus: 1
     });
     expect(c.imds.endpoint).toBe('http://127.0.0.1:9999');
     expect(c.log.level).toBe('debug');
-    expect(problems('', { LOG_LEVEL: 'chatty' })).toEqual(['log.level: must be one of fatal | error | warn | info | debug | trace | silent']);
+    expect(problems('', { LOG_LEVEL: 'chatty' })).toEqual([
+      'log.level: must be one of fatal | error | warn | info | debug | trace | silent',
+    ]);
   });
 
   it('reports YAML syntax errors with their position', () => {
@@ -87,7 +109,9 @@ bogus: 1
   });
 
   it('says which file cannot be read', () => {
-    expect(() => loadConfigFile('/nonexistent/bridge.yaml', {})).toThrow(/\/nonexistent\/bridge\.yaml: 1 configuration problem:\n {2}\(file\): cannot read: ENOENT/);
+    expect(() => loadConfigFile('/nonexistent/bridge.yaml', {})).toThrow(
+      /\/nonexistent\/bridge\.yaml: 1 configuration problem:\n {2}\(file\): cannot read: ENOENT/,
+    );
   });
 
   it('finds the file from --config, then SE_BRIDGE_CONFIG, then config/bridge.yaml', () => {
@@ -98,7 +122,10 @@ bogus: 1
 
   it('derives a JSON Schema that rejects unknown keys and lists every sink type', () => {
     type Prop<T> = { anyOf: [T, { type: 'null' }] };
-    const schema = jsonSchema() as { additionalProperties: boolean; properties: { sinks: Prop<{ items: { oneOf: { properties: { type: Prop<{ const: string }> } }[] } }> } };
+    const schema = jsonSchema() as {
+      additionalProperties: boolean;
+      properties: { sinks: Prop<{ items: { oneOf: { properties: { type: Prop<{ const: string }> } }[] } }> };
+    };
     expect(schema.additionalProperties).toBe(false);
     // every object property also takes null: a key written with no value counts as absent
     expect(schema.properties.sinks.anyOf[1]).toEqual({ type: 'null' });
@@ -129,16 +156,39 @@ describe('credentials over plain http', () => {
   };
   const refused = /would send credentials over plain http to a host that is not loopback; use https, or set allowInsecureHttp: true/;
   it('are refused to a host that is not loopback, for every credential kind, naming the URL key', () => {
-    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { bearer: 'tok-123456' } })).toEqual([expect.stringMatching(/^sinks\[0\]\.url: /)]);
-    expect(check({ name: 'w', type: 'webhook', url: 'http://10.0.0.5/x', auth: { basic: { username: 'u', password: 'p' } } })[0]).toMatch(refused);
-    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { kind: 'managedIdentity', scope: 'api://a/.default' } })[0]).toMatch(refused);
-    expect(check({ name: 'g', type: 'eventgrid', endpoint: 'http://grid.example.com', accessKey: 'k' })).toEqual([expect.stringMatching(/^sinks\[0\]\.endpoint: would send credentials/)]);
-    expect(check({ name: 't', type: 'teams', webhookUrl: 'http://flow.example.com/x', auth: { kind: 'managedIdentity', scope: 'https://service.flow.microsoft.com//.default' } })).toEqual([expect.stringMatching(/^sinks\[0\]\.webhookUrl: would send credentials/)]);
+    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { bearer: 'tok-123456' } })).toEqual([
+      expect.stringMatching(/^sinks\[0\]\.url: /),
+    ]);
+    expect(check({ name: 'w', type: 'webhook', url: 'http://10.0.0.5/x', auth: { basic: { username: 'u', password: 'p' } } })[0]).toMatch(
+      refused,
+    );
+    expect(
+      check({
+        name: 'w',
+        type: 'webhook',
+        url: 'http://hooks.example.com/x',
+        auth: { kind: 'managedIdentity', scope: 'api://a/.default' },
+      })[0],
+    ).toMatch(refused);
+    expect(check({ name: 'g', type: 'eventgrid', endpoint: 'http://grid.example.com', accessKey: 'k' })).toEqual([
+      expect.stringMatching(/^sinks\[0\]\.endpoint: would send credentials/),
+    ]);
+    expect(
+      check({
+        name: 't',
+        type: 'teams',
+        webhookUrl: 'http://flow.example.com/x',
+        auth: { kind: 'managedIdentity', scope: 'https://service.flow.microsoft.com//.default' },
+      }),
+    ).toEqual([expect.stringMatching(/^sinks\[0\]\.webhookUrl: would send credentials/)]);
   });
   it('are allowed over https, to loopback, with allowInsecureHttp, and a plain http URL without credentials is fine', () => {
     expect(check({ name: 'w', type: 'webhook', url: 'https://hooks.example.com/x', auth: { bearer: 'tok-123456' } })).toEqual([]);
-    for (const host of ['127.0.0.1:8080', 'localhost', '[::1]:9']) expect(check({ name: 'w', type: 'webhook', url: `http://${host}/x`, auth: { bearer: 'tok-123456' } })).toEqual([]);
-    expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { bearer: 'tok-123456' }, allowInsecureHttp: true })).toEqual([]);
+    for (const host of ['127.0.0.1:8080', 'localhost', '[::1]:9'])
+      expect(check({ name: 'w', type: 'webhook', url: `http://${host}/x`, auth: { bearer: 'tok-123456' } })).toEqual([]);
+    expect(
+      check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x', auth: { bearer: 'tok-123456' }, allowInsecureHttp: true }),
+    ).toEqual([]);
     expect(check({ name: 'w', type: 'webhook', url: 'http://hooks.example.com/x' })).toEqual([]);
   });
 });
@@ -162,7 +212,17 @@ sinks:
     ]);
   });
   it('prepare this VM unless told otherwise: the filter scope defaults to self, also when other filter keys are set', () => {
-    const c = validateConfig({ sinks: [{ name: 'lb', type: 'probe', listen: '0.0.0.0:8080' }, { name: 'n', type: 'kubernetes', filter: { eventTypes: ['Reboot'] } }, { name: 'a', type: 'kubernetes', filter: { scope: 'all' } }] }, 't', {});
+    const c = validateConfig(
+      {
+        sinks: [
+          { name: 'lb', type: 'probe', listen: '0.0.0.0:8080' },
+          { name: 'n', type: 'kubernetes', filter: { eventTypes: ['Reboot'] } },
+          { name: 'a', type: 'kubernetes', filter: { scope: 'all' } },
+        ],
+      },
+      't',
+      {},
+    );
     expect(c.sinks.map((s) => s.filter.scope)).toEqual(['self', 'self', 'all']);
   });
 });

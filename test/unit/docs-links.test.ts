@@ -16,7 +16,11 @@ export function anchorsOf(markdown: string): Set<string> {
     const m = /^#{1,6} (.*)$/.exec(line);
     if (m === null) continue;
     const text = m[1]!.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/`/g, '');
-    const slug = text.trim().toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, '').replace(/ /g, '-');
+    const slug = text
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\- _]/gu, '')
+      .replace(/ /g, '-');
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     out.add(n === 0 ? slug : `${slug}-${n}`);
@@ -34,7 +38,12 @@ export function linksOf(markdown: string): string[] {
   return [...withoutCode(markdown).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]!);
 }
 
-const pages = ['README.md', ...(readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })).filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
+const pages = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => join('docs', f)),
+];
 
 /** brokenLinks lists every relative link of `files` (paths under `root`) that does not resolve. */
 export function brokenLinks(root: string, files: readonly string[]): string[] {
@@ -49,9 +58,15 @@ export function brokenLinks(root: string, files: readonly string[]): string[] {
     for (const link of linksOf(readFileSync(join(root, file), 'utf8'))) {
       if (/^[a-z][a-z0-9+.-]*:/i.test(link)) continue;
       const [path, fragment] = link.split('#', 2) as [string, string | undefined];
-      const target = path === '' ? file : normalize(join(dirname(file), decodeURIComponent(path))).split('\\').join('/');
+      const target =
+        path === ''
+          ? file
+          : normalize(join(dirname(file), decodeURIComponent(path)))
+              .split('\\')
+              .join('/');
       if (target.startsWith('..') || !existsSync(join(root, target))) broken.push(`${file}: ${link} (no such file)`);
-      else if (fragment !== undefined && target.endsWith('.md') && !anchorsIn(target).has(fragment)) broken.push(`${file}: ${link} (no such heading in ${target})`);
+      else if (fragment !== undefined && target.endsWith('.md') && !anchorsIn(target).has(fragment))
+        broken.push(`${file}: ${link} (no such heading in ${target})`);
     }
   }
   return broken;
@@ -72,15 +87,24 @@ describe('the documentation', () => {
   });
 
   it('finds a missing file, a missing heading and a link in code that is not one', () => {
-    expect(anchorsOf('# Fleet approvals\n## Security model\n## Security model\n```\n# not a heading\n```\n## `se-bridge simulate`: what (it) does')).toEqual(
-      new Set(['fleet-approvals', 'security-model', 'security-model-1', 'se-bridge-simulate-what-it-does']),
-    );
+    expect(
+      anchorsOf(
+        '# Fleet approvals\n## Security model\n## Security model\n```\n# not a heading\n```\n## `se-bridge simulate`: what (it) does',
+      ),
+    ).toEqual(new Set(['fleet-approvals', 'security-model', 'security-model-1', 'se-bridge-simulate-what-it-does']));
     expect(linksOf('[a](x.md#y) `[b](z.md)` ![c](d.png)\n```\n[e](f.md)\n```')).toEqual(['x.md#y', 'd.png']);
     const dir = tempDir('se-bridge-links-');
     try {
-      writeFileSync(join(dir.path, 'a.md'), '[gone](missing.md) [bad](b.md#nope) [good](b.md#real) [self](#a) [up](../outside.md) [web](https://example.com/x.md)\n# A\n');
+      writeFileSync(
+        join(dir.path, 'a.md'),
+        '[gone](missing.md) [bad](b.md#nope) [good](b.md#real) [self](#a) [up](../outside.md) [web](https://example.com/x.md)\n# A\n',
+      );
       writeFileSync(join(dir.path, 'b.md'), '# Real\n');
-      expect(brokenLinks(dir.path, ['a.md'])).toEqual(['a.md: missing.md (no such file)', 'a.md: b.md#nope (no such heading in b.md)', 'a.md: ../outside.md (no such file)']);
+      expect(brokenLinks(dir.path, ['a.md'])).toEqual([
+        'a.md: missing.md (no such file)',
+        'a.md: b.md#nope (no such heading in b.md)',
+        'a.md: ../outside.md (no such file)',
+      ]);
     } finally {
       dir.cleanup();
     }

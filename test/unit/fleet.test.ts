@@ -1,9 +1,32 @@
 import { describe, expect, it } from 'vitest';
-import { checkCommand, commandId, linkKeyFor, newFleetKeys, outcomeVerifies, privateKeyOf, publicKeyOf, sessionFor, signCommand, signOutcome, type ApprovalCommand } from '../../src/fleet/keys.ts';
+import {
+  checkCommand,
+  commandId,
+  linkKeyFor,
+  newFleetKeys,
+  outcomeVerifies,
+  privateKeyOf,
+  publicKeyOf,
+  sessionFor,
+  signCommand,
+  signOutcome,
+  type ApprovalCommand,
+} from '../../src/fleet/keys.ts';
 
 const keys = newFleetKeys();
 const now = Math.floor(Date.now() / 1000);
-const command: ApprovalCommand = { v: 1, id: commandId('vm-a', { webhookId: 'w1' }), vm: 'vm-a', eventId: 'E-1', by: 'alice', via: 'api', reason: '', nonce: null, iat: now, exp: now + 60 };
+const command: ApprovalCommand = {
+  v: 1,
+  id: commandId('vm-a', { webhookId: 'w1' }),
+  vm: 'vm-a',
+  eventId: 'E-1',
+  by: 'alice',
+  via: 'api',
+  reason: '',
+  nonce: null,
+  iat: now,
+  exp: now + 60,
+};
 
 describe('fleet keys and commands', () => {
   it('keeps a resource id as the session id up to 128 characters, and hashes a longer one', () => {
@@ -36,7 +59,10 @@ describe('fleet keys and commands', () => {
     expect(checkCommand(pub, body, signature, 'VM-A')).toEqual({ ok: true, command });
     const changed = Buffer.from(body.toString().replace('alice', 'alicf'));
     expect(checkCommand(pub, changed, signature, 'vm-a')).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
-    expect(checkCommand(publicKeyOf(newFleetKeys().publicKey)!, body, signature, 'vm-a')).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
+    expect(checkCommand(publicKeyOf(newFleetKeys().publicKey)!, body, signature, 'vm-a')).toMatchObject({
+      ok: false,
+      code: 'BAD_SIGNATURE',
+    });
     expect(checkCommand(pub, body, signature, 'vm-b')).toMatchObject({ ok: false, code: 'OTHER_VM' });
     expect(checkCommand(pub, body, signature, 'vm-a', now + 60)).toMatchObject({ ok: false, code: 'EXPIRED' });
     expect(checkCommand(pub, body, undefined, 'vm-a')).toMatchObject({ ok: false, code: 'BAD_SIGNATURE' });
@@ -104,13 +130,29 @@ describe('the bridge configuration of fleet approvals', () => {
     expect(problems({ relayUrl: 'https://relay.example.com', inbox })).toEqual([]);
     // the inbox's connection string and link key are secrets: logs never show them
     const { secretsOf } = await import('../../src/config/schema.ts');
-    expect(secretsOf(validateConfig({ approval: { relayUrl: 'https://relay.example.com', inbox } }, 'test', {}))).toEqual(expect.arrayContaining([cs, keys.fleetKey]));
-    expect(problems({ relayUrl: 'https://relay.example.com' })).toEqual([expect.stringMatching(/^approval\.inbox: is required with approval\.relayUrl/)]);
-    expect(problems({ relayUrl: 'https://relay.example.com', publicUrl: 'https://vm.example.com', secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`, inbox })).toEqual([
-      expect.stringMatching(/^approval\.publicUrl: goes with the approval server/),
+    expect(secretsOf(validateConfig({ approval: { relayUrl: 'https://relay.example.com', inbox } }, 'test', {}))).toEqual(
+      expect.arrayContaining([cs, keys.fleetKey]),
+    );
+    expect(problems({ relayUrl: 'https://relay.example.com' })).toEqual([
+      expect.stringMatching(/^approval\.inbox: is required with approval\.relayUrl/),
     ]);
+    expect(
+      problems({
+        relayUrl: 'https://relay.example.com',
+        publicUrl: 'https://vm.example.com',
+        secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+        inbox,
+      }),
+    ).toEqual([expect.stringMatching(/^approval\.publicUrl: goes with the approval server/)]);
     const bad = problems({ inbox: { connectionString: cs, relayPublicKey: keys.signingKey, linkKey: 'c2hvcnQ=' } });
-    expect(bad).toEqual(expect.arrayContaining([expect.stringMatching(/^approval\.inbox\.relayPublicKey: must be an Ed25519 public key/), expect.stringMatching(/^approval\.inbox\.linkKey: must be base64 of at least 32 bytes/)]));
-    expect(problems({ inbox: { relayPublicKey: keys.publicKey, linkKey: keys.fleetKey } })).toEqual([expect.stringMatching(/^approval\.inbox\.connectionString: set either connectionString or fullyQualifiedNamespace/)]);
+    expect(bad).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^approval\.inbox\.relayPublicKey: must be an Ed25519 public key/),
+        expect.stringMatching(/^approval\.inbox\.linkKey: must be base64 of at least 32 bytes/),
+      ]),
+    );
+    expect(problems({ inbox: { relayPublicKey: keys.publicKey, linkKey: keys.fleetKey } })).toEqual([
+      expect.stringMatching(/^approval\.inbox\.connectionString: set either connectionString or fullyQualifiedNamespace/),
+    ]);
   });
 });

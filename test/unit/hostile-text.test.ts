@@ -24,7 +24,8 @@ const HOSTILE = {
   EventStatus: 'Scheduled',
   Resources: ['vm0', '<https://evil.example|click me>', '[Approve](https://evil.example)', '- listed', '<@U123>'],
   EventSource: 'Platform\r\nX-Injected: 1 \u009b2J',
-  Description: '[Approve now](https://evil.example/approve) **urgent** <at>CEO</at> \u202eevil\u202c\n1. item\n`code` _em_ ~strike~ ![img](https://evil.example/x.png) {{DATE(2020-01-01T00:00:00Z)}} <https://evil.example>',
+  Description:
+    '[Approve now](https://evil.example/approve) **urgent** <at>CEO</at> \u202eevil\u202c\n1. item\n`code` _em_ ~strike~ ![img](https://evil.example/x.png) {{DATE(2020-01-01T00:00:00Z)}} <https://evil.example>',
   NotBefore: 'Mon, 23 Nov 2026 10:00:00 GMT',
   DurationInSeconds: 30,
 };
@@ -87,7 +88,8 @@ describe('Teams', () => {
   });
   it('carries every IMDS value unchanged in a TextRun: no backslash, nothing dropped', () => {
     const all = runs.map((r) => r.replaceAll('\u200b', '')).join('\n');
-    for (const v of [HOSTILE.EventId, HOSTILE.EventType, HOSTILE.EventSource, HOSTILE.Description, PREPARED, ...HOSTILE.Resources]) expect(all).toContain(v);
+    for (const v of [HOSTILE.EventId, HOSTILE.EventType, HOSTILE.EventSource, HOSTILE.Description, PREPARED, ...HOSTILE.Resources])
+      expect(all).toContain(v);
   });
   it('has one action, the real Approve link', () => {
     expect(card.actions).toEqual([expect.objectContaining({ type: 'Action.OpenUrl', url: APPROVE })]);
@@ -96,7 +98,19 @@ describe('Teams', () => {
 
 describe('ordinary names read as they are', () => {
   const plain = (() => {
-    const doc = { DocumentIncarnation: 3, Events: [{ ...HOSTILE, EventId: 'A1_b2', EventType: 'Reboot', EventSource: 'Platform', Resources: ['web_vm_01', 'WestNO_0'], Description: '1. list *not* emphasis_here' }] };
+    const doc = {
+      DocumentIncarnation: 3,
+      Events: [
+        {
+          ...HOSTILE,
+          EventId: 'A1_b2',
+          EventType: 'Reboot',
+          EventSource: 'Platform',
+          Resources: ['web_vm_01', 'WestNO_0'],
+          Description: '1. list *not* emphasis_here',
+        },
+      ],
+    };
     const [t] = diff(null, toDomainDocument(WireDocument.parse(doc)).document);
     return toChatMessage(toCloudEvent(t!, { vm: identityFrom(null, { name: 'web_vm_01' }), observedAt: '2026-11-22T10:00:00Z' }));
   })();

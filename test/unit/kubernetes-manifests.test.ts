@@ -37,7 +37,14 @@ describe('config/kubernetes', () => {
   it('every manifest validates against the Kubernetes schemas', () => {
     const all = manifests();
     expect(all.map((m) => `${m.file}: ${m.doc.kind}`).sort()).toEqual(
-      ['daemonset.yaml: ConfigMap', 'daemonset.yaml: DaemonSet', 'daemonset.yaml: Namespace', 'rbac.yaml: ClusterRole', 'rbac.yaml: ClusterRoleBinding', 'rbac.yaml: ServiceAccount'].sort(),
+      [
+        'daemonset.yaml: ConfigMap',
+        'daemonset.yaml: DaemonSet',
+        'daemonset.yaml: Namespace',
+        'rbac.yaml: ClusterRole',
+        'rbac.yaml: ClusterRoleBinding',
+        'rbac.yaml: ServiceAccount',
+      ].sort(),
     );
     for (const m of all) expect(() => validate(m.doc), `${m.file} ${m.doc.kind}`).not.toThrow();
   });
@@ -52,10 +59,12 @@ describe('config/kubernetes', () => {
     expect(() => validate(noSelector)).toThrow(/selector/);
   });
 
-  it('the RBAC grants what the kubernetes sink calls and nothing else, to the DaemonSet\'s service account', () => {
+  it("the RBAC grants what the kubernetes sink calls and nothing else, to the DaemonSet's service account", () => {
     const all = manifests().map((m) => m.doc);
     const role = all.find((d) => d.kind === 'ClusterRole')!;
-    const grants = role.rules.flatMap((r: Manifest) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${r.apiGroups.join(',')}|${res}|${v}`))).sort();
+    const grants = role.rules
+      .flatMap((r: Manifest) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${r.apiGroups.join(',')}|${res}|${v}`)))
+      .sort();
     expect(grants).toEqual(['|events|create', '|nodes|get', '|nodes|list', '|nodes|patch', '|pods/eviction|create', '|pods|list'].sort());
     const binding = all.find((d) => d.kind === 'ClusterRoleBinding')!;
     const sa = all.find((d) => d.kind === 'ServiceAccount')!;

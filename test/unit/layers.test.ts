@@ -23,13 +23,19 @@ describe('the layer rule', () => {
   it('lets the built-in sinks reach src/ only through the public API, and src/ reach them only through the registry', () => {
     expect([...graph.keys()].filter((f) => f.startsWith('sinks/')).length).toBeGreaterThan(10);
     expect(privateImports(graph)).toEqual([]);
-    const intoSinks = [...graph].flatMap(([from, to]) => (from.startsWith('src/') && !from.startsWith('src/registry/') ? to.filter((t) => t.startsWith('sinks/')).map((t) => `${from} -> ${t}`) : []));
+    const intoSinks = [...graph].flatMap(([from, to]) =>
+      from.startsWith('src/') && !from.startsWith('src/registry/')
+        ? to.filter((t) => t.startsWith('sinks/')).map((t) => `${from} -> ${t}`)
+        : [],
+    );
     expect(intoSinks).toEqual([]);
   });
 
   it('keeps src/sinks/ to the contract, and the IMDS simulator free of approvals and fleet', () => {
     expect([...graph.keys()].filter((f) => f.startsWith('src/sinks/')).sort()).toEqual(['src/sinks/classify.ts', 'src/sinks/contract.ts']);
-    const simulator = [...graph].flatMap(([from, to]) => (from.startsWith('src/simulator/') ? to.filter((t) => /^src\/(approval|fleet|standin)\//.test(t)) : []));
+    const simulator = [...graph].flatMap(([from, to]) =>
+      from.startsWith('src/simulator/') ? to.filter((t) => /^src\/(approval|fleet|standin)\//.test(t)) : [],
+    );
     expect(simulator).toEqual([]);
   });
 
@@ -75,7 +81,10 @@ describe('the import graph checker', () => {
       ['src/sinks/x.ts', ['test/helpers.ts']],
       ['src/cli.ts', ['src/commands/run.ts']],
     ]);
-    expect(upwardImports(g).map((v) => `${v.from} -> ${v.to}`)).toEqual(['src/lib/time.ts -> src/imds/wire.ts', 'src/sinks/x.ts -> test/helpers.ts']);
+    expect(upwardImports(g).map((v) => `${v.from} -> ${v.to}`)).toEqual([
+      'src/lib/time.ts -> src/imds/wire.ts',
+      'src/sinks/x.ts -> test/helpers.ts',
+    ]);
     expect(layerOf('src/cli.ts')).toBe('cli');
     expect(layerOf('test/helpers.ts')).toBeNull();
     expect(layerOf('sinks/webhook/index.ts')).toBe('builtin-sinks');

@@ -39,9 +39,19 @@ describe('Prometheus registry', () => {
     const pg = new prom.Gauge({ name: 't_depth', help: 'Depth.', labelNames: ['sink'], registers: [theirs] });
     const pplain = new prom.Gauge({ name: 't_incarnation', help: 'Incarnation.', registers: [theirs] });
     new prom.Counter({ name: 't_idle_total', help: 'Never incremented.', registers: [theirs] });
-    const ph = new prom.Histogram({ name: 't_duration_seconds', help: 'Duration.', labelNames: ['sink'], buckets: BUCKETS, registers: [theirs] });
+    const ph = new prom.Histogram({
+      name: 't_duration_seconds',
+      help: 'Duration.',
+      labelNames: ['sink'],
+      buckets: BUCKETS,
+      registers: [theirs],
+    });
 
-    for (const [labels, by] of [[{ sink: 'ops', outcome: 'delivered' }, 1], [{ sink: hostile, outcome: 'retry' }, 2], [{ sink: 'ops', outcome: 'delivered' }, 3]] as const) {
+    for (const [labels, by] of [
+      [{ sink: 'ops', outcome: 'delivered' }, 1],
+      [{ sink: hostile, outcome: 'retry' }, 2],
+      [{ sink: 'ops', outcome: 'delivered' }, 3],
+    ] as const) {
       c.inc(labels, by);
       pc.inc(labels, by);
     }
@@ -113,7 +123,8 @@ describe('Prometheus registry', () => {
       const wrong = families.flatMap((f) => {
         const counter = f.type === 'COUNTER';
         const problems: string[] = [];
-        if (counter !== f.name.endsWith('_total')) problems.push(`${f.name}: a ${f.type.toLowerCase()} ${counter ? 'without' : 'with'} _total`);
+        if (counter !== f.name.endsWith('_total'))
+          problems.push(`${f.name}: a ${f.type.toLowerCase()} ${counter ? 'without' : 'with'} _total`);
         if (!/^[a-z_:][a-z0-9_:]*$/.test(f.name)) problems.push(`${f.name}: not snake_case`);
         if (!f.help) problems.push(`${f.name}: no HELP`);
         return problems;

@@ -36,10 +36,13 @@ describe('the one IMDS retry policy', () => {
   it('stops after maxAttempts, with the last error', async () => {
     let n = 0;
     await expect(
-      retryImds(async () => {
-        n += 1;
-        throw new ImdsError('IMDS_SERVER_ERROR', `attempt ${n}`);
-      }, { ...fast, maxAttempts: 4 }),
+      retryImds(
+        async () => {
+          n += 1;
+          throw new ImdsError('IMDS_SERVER_ERROR', `attempt ${n}`);
+        },
+        { ...fast, maxAttempts: 4 },
+      ),
     ).rejects.toThrow('attempt 4');
     expect(n).toBe(4);
   });
@@ -47,10 +50,13 @@ describe('the one IMDS retry policy', () => {
   it('stops at the deadline, but keeps trying 410 for the documented 70 s', async () => {
     let n = 0;
     await expect(
-      retryImds(async () => {
-        n += 1;
-        throw new ImdsError('IMDS_SERVER_ERROR', 'down');
-      }, { intervalMs: 20, maxPauseMs: 20, deadlineMs: 50 }),
+      retryImds(
+        async () => {
+          n += 1;
+          throw new ImdsError('IMDS_SERVER_ERROR', 'down');
+        },
+        { intervalMs: 20, maxPauseMs: 20, deadlineMs: 50 },
+      ),
     ).rejects.toThrow('down');
     expect(n).toBeGreaterThan(1);
     expect(n).toBeLessThan(20);

@@ -32,8 +32,20 @@ describe('the JSON Schema and validate agree', () => {
     ['config/bridge.example.yaml', readFileSync(join(ROOT, 'config', 'bridge.example.yaml'), 'utf8')],
     ['config/bridge.minimal.yaml', readFileSync(join(ROOT, 'config', 'bridge.minimal.yaml'), 'utf8')],
     ['config/demo.yaml', readFileSync(join(ROOT, 'config', 'demo.yaml'), 'utf8')],
-    ['config/kubernetes/daemonset.yaml (ConfigMap)', (parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'daemonset.yaml'), 'utf8'))[1]!.toJS() as { data: Record<string, string> }).data['bridge.yaml']!],
-    ['config/cloud-init.yaml (bridge.yaml)', (parse(readFileSync(join(ROOT, 'config', 'cloud-init.yaml'), 'utf8')) as { write_files: { path: string; content: string }[] }).write_files.find((f) => f.path.endsWith('bridge.yaml'))!.content],
+    [
+      'config/kubernetes/daemonset.yaml (ConfigMap)',
+      (
+        parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'daemonset.yaml'), 'utf8'))[1]!.toJS() as {
+          data: Record<string, string>;
+        }
+      ).data['bridge.yaml']!,
+    ],
+    [
+      'config/cloud-init.yaml (bridge.yaml)',
+      (
+        parse(readFileSync(join(ROOT, 'config', 'cloud-init.yaml'), 'utf8')) as { write_files: { path: string; content: string }[] }
+      ).write_files.find((f) => f.path.endsWith('bridge.yaml'))!.content,
+    ],
   ];
   it.each(shipped)('%s: valid for validate and for the schema', (name, text) => {
     expect(() => parseConfigText(text, name, { ...EXAMPLE_ENV, OPS_WEBHOOK_URL: 'https://ops.example.com/hook' })).not.toThrow();

@@ -11,7 +11,13 @@ function runVitest(files: string[]): Promise<{ code: number | null; out: string 
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--config', join(ROOT, 'test', 'fixtures', 'reporter', 'vitest.config.ts'), ...files],
+      [
+        join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'),
+        'run',
+        '--config',
+        join(ROOT, 'test', 'fixtures', 'reporter', 'vitest.config.ts'),
+        ...files,
+      ],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: 'true' } },
     );
     let out = '';

@@ -11,7 +11,7 @@ describe('the managed identity token endpoint', () => {
     expect(env.AZURE_POD_IDENTITY_AUTHORITY_HOST).toBe('http://127.0.0.1:8080');
   });
 
-  it('leaves the environment alone for Azure\'s IMDS, an endpoint already named, or no credential', () => {
+  it("leaves the environment alone for Azure's IMDS, an endpoint already named, or no credential", () => {
     const azure: NodeJS.ProcessEnv = {};
     expect(tokenEndpointFollowsImds('http://169.254.169.254', withCredential, azure)).toBeNull();
     expect(azure).toEqual({});

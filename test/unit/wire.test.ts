@@ -84,7 +84,14 @@ describe('wire document', () => {
       }),
     );
     const e = document.events[0]!;
-    expect(e).toMatchObject({ resourceType: 'VirtualMachine', resources: [], notBefore: null, description: '', eventSource: 'Platform', durationInSeconds: -1 });
+    expect(e).toMatchObject({
+      resourceType: 'VirtualMachine',
+      resources: [],
+      notBefore: null,
+      description: '',
+      eventSource: 'Platform',
+      durationInSeconds: -1,
+    });
     expect(e.raw.FutureField).toEqual({ x: 1 });
   });
 
@@ -97,7 +104,10 @@ describe('wire document', () => {
     ['event without EventId', { DocumentIncarnation: 3, Events: [{ EventType: 'Reboot', EventStatus: 'Scheduled' }] }],
     ['event without EventType', { DocumentIncarnation: 3, Events: [{ EventId: 'A', EventStatus: 'Scheduled' }] }],
     ['event without EventStatus', { DocumentIncarnation: 3, Events: [{ EventId: 'A', EventType: 'Reboot' }] }],
-    ['Resources not strings', { DocumentIncarnation: 3, Events: [{ EventId: 'A', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: [1] }] }],
+    [
+      'Resources not strings',
+      { DocumentIncarnation: 3, Events: [{ EventId: 'A', EventType: 'Reboot', EventStatus: 'Scheduled', Resources: [1] }] },
+    ],
     ['null document', null],
     ['array document', []],
   ])('rejects a schema-invalid document: %s', (_name, doc) => {

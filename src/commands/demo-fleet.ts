@@ -107,7 +107,7 @@ export async function fleetDemo(): Promise<number> {
       relays.map((r) => fetch(`${r.url}/v1/approvals`, { method: 'POST', headers, body: twice }).then((x) => x.status)),
     );
     say(
-      `4. the same request to both replicas for ${c.name}: ${answers.join(' and ')} (duplicates dropped by the queue: ${peer.queues.duplicatesDropped(INBOX)})\n`,
+      `4. the same request to both replicas for ${c.name}: ${answers.join(' and ')} (duplicates dropped by the queue: ${peer.queues.queue(INBOX).duplicatesDropped})\n`,
     );
 
     await until(() => vms.every((v) => v.sim.startRequests.length > 0), 'the approvals');
@@ -121,7 +121,7 @@ export async function fleetDemo(): Promise<number> {
       ];
     });
     say(table(['VM', 'EventId', 'approved by', 'StartRequests'], rows));
-    const ok = vms.every((v) => v.sim.startRequests.length === 1) && peer.queues.deadLetters(INBOX).length === 0;
+    const ok = vms.every((v) => v.sim.startRequests.length === 1) && peer.queues.queue(INBOX).deadLetters.length === 0;
     say(
       `\n${ok ? 'Every VM was approved exactly once, through Service Bus only.' : 'Something went wrong: see above.'} Events and state: ${dir}`,
     );

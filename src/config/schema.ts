@@ -10,7 +10,7 @@ import { SINK_CONFIG_SCHEMAS } from '../registry/registry.ts';
 import { whsec } from '../lib/standard-webhooks.ts';
 import { hostPort, httpUrl, secret } from '../lib/validators.ts';
 import { Rule } from '../approval/policy.ts';
-import { InboxConfig } from '../fleet/inbox.ts';
+import { InboxConfig } from '../fleet/inbox-config.ts';
 import { SlackSettings } from '../approval/slack.ts';
 import { IMDS_ENDPOINT } from '../imds/client.ts';
 

@@ -10,7 +10,8 @@
  * Dispatcher (delivery), the ApprovalService (every approval).
  */
 import { decodeKey } from '../fleet/keys.ts';
-import { inboxSession, type InboxStatus } from '../fleet/inbox.ts';
+import { inboxSession } from '../fleet/inbox-config.ts';
+import type { InboxStatus } from '../fleet/inbox.ts';
 import { approvalLinks } from '../approval/links.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import type { BridgeConfig } from '../config/schema.ts';

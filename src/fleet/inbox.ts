@@ -13,58 +13,24 @@
  */
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import { errorFields } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
-import { secret } from '../lib/validators.ts';
-import { azureAuth, requireOneAuth, serviceBusClient } from '../azure/messaging.ts';
+import { serviceBusClient } from '../azure/messaging.ts';
 import type { Store } from '../store/store.ts';
 import {
   checkCommand,
   decodeKey,
-  ed25519Public,
-  keyBytes,
   OUTCOME_SUBJECT,
   publicKeyOf,
   SIGNATURE_PROPERTY,
-  sessionFor,
-  sessionIdOf,
   signOutcome,
   type ApprovalCommand,
   type CommandOutcome,
 } from './keys.ts';
 import { ApprovalError, type ApprovalService } from '../approval/service.ts';
 import { holdSession } from './session.ts';
+import { inboxSession, type InboxConfig } from './inbox-config.ts';
 import type { BridgeView } from '../imds/view.ts';
-
-export const InboxConfig = z
-  .strictObject({
-    ...azureAuth('a Service Bus'),
-    queue: z
-      .string()
-      .min(1)
-      .default('se-bridge-approvals')
-      .describe('The queue (with sessions and duplicate detection) the relay sends approval commands to.'),
-    replies: z.string().min(1).default('se-bridge-approval-replies').describe('The queue (with sessions) outcomes are published to.'),
-    /** The relay's Ed25519 public key: every command must verify with it. */
-    relayPublicKey: ed25519Public.describe(
-      "The relay's public key (se-bridge fleet keys, publicKey): commands signed with anything else are dead-lettered.",
-    ),
-    linkKey: secret(keyBytes).describe("This VM's link key (`se-bridge fleet link-key`): signs its links' tokens and its outcomes."),
-    sessionId: z
-      .string()
-      .min(1)
-      .max(1024)
-      .optional()
-      .describe("This VM's session; default its resource id, or its name without one (lower-cased; hashed past 128 characters)."),
-  })
-  .superRefine(requireOneAuth);
-export type InboxConfig = z.infer<typeof InboxConfig>;
-
-/** inboxSession: the configured session id, or the VM's own. */
-export function inboxSession(config: InboxConfig, vm: { resourceId: string | null; name: string }): string {
-  return config.sessionId !== undefined ? sessionFor(config.sessionId) : sessionIdOf(vm);
-}
 
 export interface InboxOptions {
   readonly config: InboxConfig;

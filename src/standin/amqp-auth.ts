@@ -6,6 +6,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readJwt } from '../simulator/identity.ts';
+import type { Message } from './amqp-messages.ts';
 
 export const SAS_KEY_NAME = 'RootManageSharedAccessKey';
 export const SAS_KEY = 'c2VjcmV0LWtleS1mb3ItdGVzdHM=';
@@ -91,4 +92,44 @@ export function judgeToken(
 export function entityOf(audience: string): string {
   const m = /^[a-z]+:\/\/[^/]+\/(.*)$/i.exec(audience);
   return m?.[1] ?? audience;
+}
+
+/** What each connection's put-tokens proved, per entity: until when, and for which principal. */
+export class TokenLedger {
+  readonly #byConnection = new Map<object, Map<string, { expiresAt: number; principal: string }>>();
+
+  /** putToken judges a `$cbs` put-token request and records what it proves; `statusCode` other than 202 refuses every token with it. */
+  putToken(msg: Message, connection: object, o: { auth: PeerAuth; statusCode: number; now: number }): { token: PutToken; answer: Message } {
+    const props = (msg.application_properties ?? {}) as Record<string, string>;
+    const audience = props.name ?? '';
+    const type = props.type ?? '';
+    const body = typeof msg.body === 'string' ? msg.body : '';
+    const judged = o.statusCode !== 202 ? { refused: 'Unauthorized: InvalidSignature' } : judgeToken(o.auth, type, audience, body, o.now);
+    const status = judged.refused === undefined ? 202 : o.statusCode !== 202 ? o.statusCode : 401;
+    if (status === 202 && judged.expiresAt !== undefined) {
+      const map = this.#byConnection.get(connection) ?? new Map<string, { expiresAt: number; principal: string }>();
+      map.set(entityOf(audience), { expiresAt: judged.expiresAt, principal: String(judged.claims?.oid ?? '') });
+      this.#byConnection.set(connection, map);
+    }
+    const answer = {
+      application_properties: { 'status-code': status, 'status-description': status === 202 ? 'Accepted' : judged.refused },
+    };
+    return { token: { audience, type, status, ...judged }, answer };
+  }
+
+  /** lacksRight: the principal whose token for `entity` lacks `right` (`auth: jwt` with rights), or null when the link may attach. */
+  lacksRight(auth: PeerAuth, connection: object, entity: string, right: 'Send' | 'Listen'): string | null {
+    const rights = auth.kind === 'jwt' ? auth.rights?.[entity] : undefined;
+    if (rights === undefined) return null;
+    const principal = this.#byConnection.get(connection)?.get(entity)?.principal ?? '';
+    return (right === 'Send' ? rights.send : rights.listen)?.includes(principal) ? null : principal;
+  }
+
+  expiresAt(connection: object, entity: string): number | undefined {
+    return this.#byConnection.get(connection)?.get(entity)?.expiresAt;
+  }
+
+  forget(connection: object): void {
+    this.#byConnection.delete(connection);
+  }
 }

@@ -1,25 +1,20 @@
 /**
  * AmqpPeer: a local AMQP 1.0 broker stand-in, built on rhea, that the real @azure/event-hubs
  * and @azure/service-bus clients connect to over plain TCP (a connection string with
- * `UseDevelopmentEmulator=true` selects TCP and honours the port in `Endpoint`).
+ * `UseDevelopmentEmulator=true` selects TCP and honours the port in `Endpoint`), or TLS.
  *
- * It answers the claims-based-security handshake (`$cbs` put-token: correlation_id = the
- * request's message_id, status-code 202, sent on the link named in reply_to), and checks the
- * token: a SharedAccessSignature must carry the HMAC of the connection string's key over its
- * resource and expiry; in `auth: jwt` mode only an Entra ID token (JWT) for the configured
- * audience, unexpired, from an allowed principal, is accepted. A transfer on a connection whose
- * token for that entity has expired detaches the link with amqp:unauthorized-access, as the
- * service does. It also answers the Event
- * Hubs `$management` READ requests, sets `max_message_size` on every attach, unpacks batches
- * (message format 0x80013700: an envelope whose data sections each hold one encoded message),
- * records every message, and injects faults on demand: reject deliveries, detach links, drop
- * the connection, stall.
+ * It answers the claims-based-security handshake (`$cbs` put-token, judged in amqp-auth.ts);
+ * a transfer on a connection whose token for that entity has expired detaches the link with
+ * amqp:unauthorized-access, as the service does. It answers the Event Hubs `$management` READ
+ * requests, sets `max_message_size` on every attach, unpacks batches, records every message,
+ * holds Service Bus queues (amqp-queues.ts), and injects faults on demand: reject deliveries,
+ * detach links, drop the connection, stall.
  */
 import type { AddressInfo, Server } from 'node:net';
 import rhea, { type Connection, type Delivery, type EventContext, type Sender } from 'rhea';
 import { QueueBroker } from './amqp-queues.ts';
 import type { QueueOptions } from './queue-store.ts';
-import { entityOf, judgeToken, SAS_KEY, SAS_KEY_NAME, type PeerAuth, type PutToken } from './amqp-auth.ts';
+import { SAS_KEY, SAS_KEY_NAME, TokenLedger, type PeerAuth, type PutToken } from './amqp-auth.ts';
 import { BATCH_FORMAT, batchMembers, eventHubsManagement, type Fault, type Message, type ReceivedMessage } from './amqp-messages.ts';
 
 /** rhea keeps the attach frames on the link; its typings do not show them. */
@@ -39,7 +34,7 @@ export class AmqpPeer {
   expiredRefusals = 0;
   /** Links refused at attach for want of a right: `Send` or `Listen` on an entity. */
   readonly refusedLinks: { entity: string; right: 'Send' | 'Listen'; principal: string }[] = [];
-  readonly #tokenExpiry = new Map<Connection, Map<string, { expiresAt: number; principal: string }>>();
+  readonly #ledger = new TokenLedger();
   readonly faults: Fault[] = [];
   /** max_message_size advertised on every receiving link's attach. */
   maxMessageSize = 1024 * 1024;
@@ -80,7 +75,7 @@ export class AmqpPeer {
     });
     const gone = (ctx: EventContext) => {
       this.#open.delete(ctx.connection);
-      this.#tokenExpiry.delete(ctx.connection);
+      this.#ledger.forget(ctx.connection);
       this.queues.connectionGone((link) => link.connection === ctx.connection);
     };
     c.on('connection_close', gone);
@@ -213,7 +208,7 @@ export class AmqpPeer {
       ctx.delivery!.accept();
       return this.#reply(msg, address === '$cbs' ? this.#cbs(msg, ctx.connection) : this.#management(msg, address));
     }
-    const expiry = this.#tokenExpiry.get(ctx.connection)?.get(address)?.expiresAt;
+    const expiry = this.#ledger.expiresAt(ctx.connection, address);
     if (expiry !== undefined && expiry <= Date.now() + this.clockAheadMs) {
       this.expiredRefusals += 1;
       receiver.close({
@@ -266,22 +261,10 @@ export class AmqpPeer {
   }
 
   #cbs(msg: Message, connection: Connection): Message {
-    const props = (msg.application_properties ?? {}) as Record<string, string>;
-    const audience = props.name ?? '';
-    const type = props.type ?? '';
-    const judged =
-      this.cbsStatusCode !== 202
-        ? { refused: 'Unauthorized: InvalidSignature' }
-        : judgeToken(this.auth, type, audience, typeof msg.body === 'string' ? msg.body : '', Date.now() + this.clockAheadMs);
-    const status = judged.refused === undefined ? 202 : this.cbsStatusCode !== 202 ? this.cbsStatusCode : 401;
-    this.tokens.push({ audience, type, status, ...judged });
-    if (status === 202 && judged.expiresAt !== undefined) {
-      const entity = entityOf(audience);
-      const map = this.#tokenExpiry.get(connection) ?? new Map<string, { expiresAt: number; principal: string }>();
-      map.set(entity, { expiresAt: judged.expiresAt, principal: String(judged.claims?.oid ?? '') });
-      this.#tokenExpiry.set(connection, map);
-    }
-    return { application_properties: { 'status-code': status, 'status-description': status === 202 ? 'Accepted' : judged.refused } };
+    const options = { auth: this.auth, statusCode: this.cbsStatusCode, now: Date.now() + this.clockAheadMs };
+    const { token, answer } = this.#ledger.putToken(msg, connection, options);
+    this.tokens.push(token);
+    return answer;
   }
 
   /** #refusedRight closes a link whose connection's token for `entity` lacks `right`; true when it did. */
@@ -289,18 +272,13 @@ export class AmqpPeer {
     connection: Connection,
     entity: string,
     right: 'Send' | 'Listen',
-    link: { close(error: { condition: string; description: string }): void },
-  ): boolean {
-    const rights = this.auth.kind === 'jwt' ? this.auth.rights?.[entity] : undefined;
-    if (rights === undefined) return false;
-    const principal = this.#tokenExpiry.get(connection)?.get(entity)?.principal ?? '';
-    const allowed = right === 'Send' ? rights.send : rights.listen;
-    if (allowed?.includes(principal)) return false;
+    link: { close(e: { condition: string; description: string }): void },
+  ) {
+    const principal = this.#ledger.lacksRight(this.auth, connection, entity, right);
+    if (principal === null) return false;
     this.refusedLinks.push({ entity, right, principal });
-    link.close({
-      condition: 'amqp:unauthorized-access',
-      description: `Unauthorized access. '${right}' claim(s) are required to perform this operation. Resource: 'sb://${this.namespace}/${entity}'.`,
-    });
+    const description = `Unauthorized access. '${right}' claim(s) are required to perform this operation. Resource: 'sb://${this.namespace}/${entity}'.`;
+    link.close({ condition: 'amqp:unauthorized-access', description });
     return true;
   }
 

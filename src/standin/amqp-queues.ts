@@ -1,9 +1,8 @@
 /**
  * Service Bus queues for the AMQP peer: what the real @azure/service-bus client needs to
- * receive from a queue with sessions in peek-lock mode.
+ * receive from a queue with sessions in peek-lock mode. The queues' contents, duplicate
+ * detection and the wire forms are in queue-store.ts.
  *
- * - Messages sent to a declared queue are stored in order (queue-store.ts); with duplicate
- *   detection a messageId seen within the window is accepted and dropped.
  * - A receiver attaches with `com.microsoft:session-filter`; the peer locks that session to the
  *   link (or refuses with `com.microsoft:session-cannot-be-locked`), echoes the filter and sets
  *   `com.microsoft:locked-until-utc` (.NET ticks). Deliveries carry a 16-byte lock token as the
@@ -16,28 +15,19 @@
  *   or connection goes away.
  */
 import { randomBytes } from 'node:crypto';
-import rhea, { type Delivery, type EventContext, type Sender } from 'rhea';
+import type { Delivery, EventContext, Sender } from 'rhea';
 import {
-  guidOrder,
+  dispositionRequest,
   Queue,
+  OUTCOMES,
   renewSessionLock,
   SESSION_FILTER,
   ticks,
   type Consumer,
-  type DeadLetter,
   type Message,
   type QueueOptions,
   type StoredMessage,
 } from './queue-store.ts';
-
-/** The outcome a settlement carries back (the client's own, without its details). */
-const m = rhea.message as unknown as Record<string, () => { described(): unknown }>;
-const OUTCOMES = {
-  accepted: () => m.accepted!(),
-  rejected: () => m.rejected!(),
-  released: () => m.released!(),
-  modified: () => m.modified!(),
-};
 
 export class QueueBroker {
   readonly #queues = new Map<string, Queue>();
@@ -68,70 +58,24 @@ export class QueueBroker {
     return this.#queues.has(address);
   }
 
-  #queue(name: string): Queue {
+  /** queue is a declared queue, to read what it holds: messages (waiting or locked, in order), completed, dead letters, duplicates dropped, live sessions. */
+  queue(name: string): Queue {
     const q = this.#queues.get(name);
     if (q === undefined) throw new Error(`no queue ${name} was declared`);
     return q;
   }
 
-  /** Sessions locked by a live receiver. */
-  lockedSessions(name: string): string[] {
-    return [...this.#queue(name).locks.entries()].filter(([, l]) => l.consumer.link.is_open()).map(([id]) => id);
-  }
-
-  /** Messages waiting or locked, in order. */
-  active(name: string): readonly StoredMessage[] {
-    return this.#queue(name).messages;
-  }
-
-  deadLetters(name: string): readonly DeadLetter[] {
-    return this.#queue(name).deadLetters;
-  }
-
-  completed(name: string): readonly StoredMessage[] {
-    return this.#queue(name).completed;
-  }
-
-  /** forget clears duplicate detection's memory, as if its window had passed. */
-  forget(name: string): void {
-    this.#queue(name).seen.clear();
-  }
-
-  duplicatesDropped(name: string): number {
-    return this.#queue(name).duplicatesDropped;
-  }
-
   /** enqueue stores a message sent to a queue; an error text refuses it. */
   enqueue(address: string, message: Message): string | null {
-    const q = this.#queue(address);
-    const sessionId = message.group_id === undefined || message.group_id === null ? null : String(message.group_id);
-    if (q.options.sessions && sessionId === null) return 'the queue requires sessions: a message must have a session id';
-    const id = message.message_id === undefined ? null : String(message.message_id);
-    const now = Date.now();
-    if (id !== null && q.options.duplicateDetectionMs > 0) {
-      const at = q.seen.get(id);
-      if (at !== undefined && now - at < q.options.duplicateDetectionMs) {
-        q.duplicatesDropped += 1;
-        return null;
-      }
-      q.seen.set(id, now);
-    }
-    q.messages.push({
-      sequence: ++this.#sequence,
-      message,
-      sessionId,
-      enqueuedAt: new Date(now),
-      deliveryCount: 0,
-      delivery: null,
-      lock: null,
-    });
-    this.#pump(q);
-    return null;
+    const q = this.queue(address);
+    const refused = q.store(message, () => ++this.#sequence);
+    if (refused === null) this.#pump(q);
+    return refused;
   }
 
   /** attach handles a client's receiving link on a queue; false when it was refused. */
   attach(link: Sender, remoteSource: { address?: string; filter?: Record<string, unknown> } | undefined): void {
-    const q = this.#queue(remoteSource?.address ?? '');
+    const q = this.queue(remoteSource?.address ?? '');
     const local = (link as unknown as { local: { attach: Record<string, unknown> } }).local.attach;
     let sessionId: string | null = null;
     if (q.options.sessions) {
@@ -298,31 +242,15 @@ export class QueueBroker {
    * delivery tag's byte order or in .NET's GUID order: both are accepted.
    */
   #updateDisposition(q: Queue, body: Record<string, unknown> | undefined): Record<string, unknown> {
-    const status = String(body?.['disposition-status'] ?? '');
-    const settled =
-      status === 'completed' ? 'completed' : status === 'suspended' ? 'suspended' : status === 'abandoned' ? 'abandoned' : null;
-    if (settled === null)
-      return { application_properties: { 'status-code': 400, 'status-description': `disposition-status ${status} is not supported` } };
-    const tokens = ((body?.['lock-tokens'] as unknown[] | undefined) ?? []).map((t) => Buffer.from(t as Uint8Array));
-    const now = Date.now();
-    for (const token of tokens) {
-      const item = q.messages.find(
-        (m) => m.lock !== null && m.lock.until > now && (m.lock.token.equals(token) || guidOrder(m.lock.token).equals(token)),
-      );
-      if (item === undefined) {
-        return {
-          application_properties: {
-            'status-code': 410,
-            'error-condition': 'com.microsoft:message-lock-lost',
-            'status-description': 'the lock on the message was lost',
-          },
-        };
+    const r = dispositionRequest(q, body);
+    const status = r.status;
+    if (status !== null)
+      for (const item of r.items) {
+        for (const [d, e] of this.#byDelivery) if (e.item === item) this.#byDelivery.delete(d);
+        this.managementSettlements += 1;
+        this.#settle(q, item, status, String(body?.['deadletter-reason'] ?? 'rejected'), String(body?.['deadletter-description'] ?? ''));
       }
-      for (const [d, e] of this.#byDelivery) if (e.item === item) this.#byDelivery.delete(d);
-      this.managementSettlements += 1;
-      this.#settle(q, item, settled, String(body?.['deadletter-reason'] ?? 'rejected'), String(body?.['deadletter-description'] ?? ''));
-    }
-    return { application_properties: { 'status-code': 200 } };
+    return r.answer;
   }
 
   #expireLocks(): void {

@@ -4,7 +4,7 @@
  * inside the duplicate detection window and the session locks; and the wire forms Service Bus
  * uses for lock tokens (.NET GUID order) and times (.NET ticks).
  */
-import type { Delivery, Sender } from 'rhea';
+import rhea, { type Delivery, type Sender } from 'rhea';
 
 export interface QueueOptions {
   /** Messages must carry a session id (group_id); receivers lock one session. */
@@ -60,6 +60,37 @@ export class Queue {
     this.name = name;
     this.options = options;
   }
+
+  /** Sessions locked by a live receiver. */
+  liveSessions(): string[] {
+    return [...this.locks.entries()].filter(([, l]) => l.consumer.link.is_open()).map(([id]) => id);
+  }
+
+  /** store keeps a message sent to the queue (a copy inside the duplicate detection window is accepted and dropped); an error text refuses it. */
+  store(message: Message, nextSequence: () => number): string | null {
+    const sessionId = message.group_id === undefined || message.group_id === null ? null : String(message.group_id);
+    if (this.options.sessions && sessionId === null) return 'the queue requires sessions: a message must have a session id';
+    const id = message.message_id === undefined ? null : String(message.message_id);
+    const now = Date.now();
+    if (id !== null && this.options.duplicateDetectionMs > 0) {
+      const at = this.seen.get(id);
+      if (at !== undefined && now - at < this.options.duplicateDetectionMs) {
+        this.duplicatesDropped += 1;
+        return null;
+      }
+      this.seen.set(id, now);
+    }
+    this.messages.push({
+      sequence: nextSequence(),
+      message,
+      sessionId,
+      enqueuedAt: new Date(now),
+      deliveryCount: 0,
+      delivery: null,
+      lock: null,
+    });
+    return null;
+  }
 }
 
 /** guidOrder: 16 bytes in .NET's GUID byte order (the first three fields little-endian). */
@@ -90,3 +121,49 @@ export function renewSessionLock(q: Queue, body: unknown): { application_propert
   lock.until = Date.now() + q.options.lockDurationMs;
   return { application_properties: { 'status-code': 200 }, body: { expiration: new Date(lock.until) } };
 }
+
+/**
+ * dispositionRequest reads a `com.microsoft:update-disposition` body: the status, the locked
+ * messages its lock tokens name (in the delivery tag's byte order or .NET's GUID order), and the
+ * answer: 400 for a status it does not take, 410 from the first token whose lock is gone (the
+ * messages before it are still settled, as one by one).
+ */
+export function dispositionRequest(
+  q: Queue,
+  body: Record<string, unknown> | undefined,
+): { status: 'completed' | 'suspended' | 'abandoned' | null; items: StoredMessage[]; answer: Record<string, unknown> } {
+  const given = String(body?.['disposition-status'] ?? '');
+  const status = given === 'completed' || given === 'suspended' || given === 'abandoned' ? given : null;
+  if (status === null)
+    return {
+      status,
+      items: [],
+      answer: { application_properties: { 'status-code': 400, 'status-description': `disposition-status ${given} is not supported` } },
+    };
+  const items: StoredMessage[] = [];
+  const now = Date.now();
+  for (const token of ((body?.['lock-tokens'] as unknown[] | undefined) ?? []).map((t) => Buffer.from(t as Uint8Array))) {
+    const item = q.messages.find(
+      (m) => m.lock !== null && m.lock.until > now && (m.lock.token.equals(token) || guidOrder(m.lock.token).equals(token)),
+    );
+    if (item === undefined) {
+      const lost = {
+        'status-code': 410,
+        'error-condition': 'com.microsoft:message-lock-lost',
+        'status-description': 'the lock on the message was lost',
+      };
+      return { status, items, answer: { application_properties: lost } };
+    }
+    items.push(item);
+  }
+  return { status, items, answer: { application_properties: { 'status-code': 200 } } };
+}
+
+/** The outcome a settlement carries back (the client's own, without its details). */
+const m = rhea.message as unknown as Record<string, () => { described(): unknown }>;
+export const OUTCOMES = {
+  accepted: () => m.accepted!(),
+  rejected: () => m.rejected!(),
+  released: () => m.released!(),
+  modified: () => m.modified!(),
+};

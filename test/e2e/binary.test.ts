@@ -291,7 +291,7 @@ describe('the single executable (linux-x64)', () => {
         () => (url = /"url":"(http:[^"]+)","queue"/.exec(relay.child.out.stdout)?.[1] ?? '') !== '',
         'the relay to listen',
       );
-      await awaitWhileRunning(bridge, () => peer.queues.lockedSessions(INBOX).length === 1, 'the inbox session');
+      await awaitWhileRunning(bridge, () => peer.queues.queue(INBOX).liveSessions().length === 1, 'the inbox session');
       const e = sim.addEvent({ noticeMs: 600_000 });
       const body = JSON.stringify({ vm: sessionOf(sim), eventId: e.eventId, approver: 'binary' });
       let status = 0;

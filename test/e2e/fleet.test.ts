@@ -79,7 +79,7 @@ function startBridgeProcess(i: number): Child {
   return child;
 }
 
-const sessionsHeld = () => peer.queues.lockedSessions(INBOX).length;
+const sessionsHeld = () => peer.queues.queue(INBOX).liveSessions().length;
 const events = (i: number) => {
   try {
     return readFileSync(join(dir.path, `events-${i}.jsonl`), 'utf8')
@@ -202,7 +202,7 @@ describe('fleet approvals, processes apart', () => {
     expect(r).toMatchObject({ status: 200, json: { status: 'approved', approvedBy: 'grace' } });
     expect(sim.startRequests.slice(before).map((x) => x.eventIds)).toEqual([[e.eventId]]);
     await waitFor(() => approved(0, e.eventId).length === 1, 'the approved CloudEvent', 30_000);
-    await waitFor(() => peer.queues.completed(INBOX).some((m) => m.deliveryCount === 1), 'the redelivered command completed');
+    await waitFor(() => peer.queues.queue(INBOX).completed.some((m) => m.deliveryCount === 1), 'the redelivered command completed');
     expect(approved(0, e.eventId)).toHaveLength(1);
   });
 

@@ -32,7 +32,7 @@ describe('the AMQP peer as a Service Bus queue with sessions', () => {
     await sender.sendMessages({ body: 'one', sessionId: 's1', messageId: 'm1' });
     await sender.sendMessages({ body: 'again', sessionId: 's1', messageId: 'm1' });
     await sender.sendMessages({ body: 'two', sessionId: 's1', messageId: 'm2' });
-    expect(peer.queues.duplicatesDropped('q')).toBe(1);
+    expect(peer.queues.queue('q').duplicatesDropped).toBe(1);
     const first = await client.acceptSession('q', 's1');
     expect(first.sessionLockedUntilUtc.getTime()).toBeGreaterThan(Date.now());
     await expect(client.acceptSession('q', 's1')).rejects.toMatchObject({ code: 'SessionCannotBeLocked' });
@@ -40,8 +40,10 @@ describe('the AMQP peer as a Service Bus queue with sessions', () => {
     expect(got.map((m) => m.body)).toEqual(['one', 'two']);
     await first.completeMessage(got[0]!);
     await first.deadLetterMessage(got[1]!, { deadLetterReason: 'BAD', deadLetterErrorDescription: 'a reason' });
-    expect(peer.queues.completed('q').map((m) => m.message.message_id)).toEqual(['m1']);
-    expect(peer.queues.deadLetters('q')).toMatchObject([{ reason: 'BAD', description: 'a reason', sessionId: 's1', deliveryCount: 1 }]);
+    expect(peer.queues.queue('q').completed.map((m) => m.message.message_id)).toEqual(['m1']);
+    expect(peer.queues.queue('q').deadLetters).toMatchObject([
+      { reason: 'BAD', description: 'a reason', sessionId: 's1', deliveryCount: 1 },
+    ]);
     await first.close();
   });
 
@@ -69,8 +71,8 @@ describe('the AMQP peer as a Service Bus queue with sessions', () => {
       expect(m!.deliveryCount).toBe(i);
       await r.abandonMessage(m!);
     }
-    expect(peer.queues.deadLetters('q')).toMatchObject([{ reason: 'MaxDeliveryCountExceeded', deliveryCount: 3 }]);
-    expect(peer.queues.active('q')).toEqual([]);
+    expect(peer.queues.queue('q').deadLetters).toMatchObject([{ reason: 'MaxDeliveryCountExceeded', deliveryCount: 3 }]);
+    expect(peer.queues.queue('q').messages).toEqual([]);
     await r.close();
   });
 
@@ -91,13 +93,13 @@ describe('the AMQP peer as a Service Bus queue with sessions', () => {
     await r.completeMessage(got[0]!);
     await r.deadLetterMessage(got[1]!, { deadLetterReason: 'BAD', deadLetterErrorDescription: 'by lock token' });
     expect(peer.queues.managementSettlements).toBe(2);
-    expect(peer.queues.completed('q').map((m) => m.message.message_id)).toEqual(['a']);
-    expect(peer.queues.deadLetters('q')).toMatchObject([{ reason: 'BAD', description: 'by lock token' }]);
+    expect(peer.queues.queue('q').completed.map((m) => m.message.message_id)).toEqual(['a']);
+    expect(peer.queues.queue('q').deadLetters).toMatchObject([{ reason: 'BAD', description: 'by lock token' }]);
     // the third one's lock expires unsettled: it is delivered again
     const [again] = await r.receiveMessages(1, { maxWaitTimeInMs: 5000 });
     expect([again!.body, again!.deliveryCount]).toEqual(['c', 1]);
     await r.completeMessage(again!);
-    expect(peer.queues.active('q')).toEqual([]);
+    expect(peer.queues.queue('q').messages).toEqual([]);
     await r.close();
   });
 });

@@ -98,7 +98,7 @@ describe('fleet approvals over Service Bus', () => {
     // the same webhook-id again: the first answer, and nothing sent (it used to be a 202 that never told the outcome)
     const again = await api(relay, { vm: a.bridge.identity.resourceId, eventId: ea.eventId, approver: 'alice' }, 'msg_one');
     expect(again).toEqual(r);
-    expect(peer.queues.duplicatesDropped(INBOX)).toBe(0);
+    expect(peer.queues.queue(INBOX).duplicatesDropped).toBe(0);
     // and the tracking id tells the same, signed like the API; unsigned or unknown ids do not
     expect(await track(relay, r.json.trackingId)).toEqual(r);
     expect((await track(relay, r.json.trackingId, false)).status).toBe(401);
@@ -117,7 +117,7 @@ describe('fleet approvals over Service Bus', () => {
     expect(wrong.json.error.code).toBe('UNKNOWN_EVENT');
     expect(b.sim.startRequests).toEqual([]);
     // the outcome is published before the message is completed
-    await waitFor(() => peer!.queues.active(INBOX).length === 0, 'every command completed');
+    await waitFor(() => peer!.queues.queue(INBOX).messages.length === 0, 'every command completed');
     expect(peer.queues.renewals).toBeGreaterThan(0);
     expect(peer.queues.locksLost).toBe(0);
     const metrics = await (await fetch(`${relay.url}/metrics`)).text();
@@ -162,8 +162,8 @@ describe('fleet approvals over Service Bus', () => {
     await send({ ...base, id: commandId('vm-b', { webhookId: 'foreign' }), vm: 'vm-b' });
     await send({ ...base, id: commandId(session, { webhookId: 'expired' }), exp: now - 1 });
     await send({ ...base, id: commandId(session, { webhookId: 'other-id' }) }, undefined, 'f'.repeat(32));
-    await waitFor(() => peer!.queues.deadLetters(INBOX).length === 4, 'four dead letters');
-    expect(peer.queues.deadLetters(INBOX).map((d) => d.reason)).toEqual(['BAD_SIGNATURE', 'OTHER_VM', 'EXPIRED', 'MALFORMED']);
+    await waitFor(() => peer!.queues.queue(INBOX).deadLetters.length === 4, 'four dead letters');
+    expect(peer.queues.queue(INBOX).deadLetters.map((d) => d.reason)).toEqual(['BAD_SIGNATURE', 'OTHER_VM', 'EXPIRED', 'MALFORMED']);
     expect(a.sim.startRequests).toEqual([]);
 
     // a genuine command applies; a copy of it sent later (outside duplicate detection's reach: another messageId is
@@ -171,10 +171,10 @@ describe('fleet approvals over Service Bus', () => {
     const good = { ...base, id: commandId(session, { webhookId: 'good' }) };
     await send(good);
     await waitFor(() => a.sim.startRequests.length === 1, 'the approval');
-    peer.queues.forget(INBOX);
+    peer.queues.queue(INBOX).seen.clear();
     await send(good);
-    await waitFor(() => peer!.queues.deadLetters(INBOX).length === 5, 'the replay dead-lettered');
-    expect(peer.queues.deadLetters(INBOX)[4]).toMatchObject({ reason: 'REPLAYED' });
+    await waitFor(() => peer!.queues.queue(INBOX).deadLetters.length === 5, 'the replay dead-lettered');
+    expect(peer.queues.queue(INBOX).deadLetters[4]).toMatchObject({ reason: 'REPLAYED' });
     expect(a.sim.startRequests).toHaveLength(1);
 
     // the connection drops: the bridge accepts its session again and goes on
@@ -294,7 +294,7 @@ describe('fleet approvals over Service Bus', () => {
     const [x, y] = await Promise.all([api(r1, body, 'msg_same'), api(r2, body, 'msg_same')]);
     expect([x.status, y.status].sort()).toEqual([200, 202]);
     expect(a.sim.startRequests).toHaveLength(1);
-    expect(peer.queues.duplicatesDropped(INBOX)).toBe(1);
+    expect(peer.queues.queue(INBOX).duplicatesDropped).toBe(1);
     await waitFor(() => a.kinds().includes(`approved:${e.eventId}`), 'the approved CloudEvent');
     expect(a.events().filter((x) => x.type.endsWith('.approved'))).toHaveLength(1);
   });
@@ -400,8 +400,8 @@ describe('fleet approvals over Service Bus', () => {
       () => a.lines.filter((l) => l.code === 'INBOX_COMMAND_FAILED').length >= 2,
       'the command abandoned, delivered again and abandoned again',
     );
-    expect(peer.queues.deadLetters(INBOX)).toEqual([]);
-    expect(peer.queues.completed(INBOX)).toEqual([]);
+    expect(peer.queues.queue(INBOX).deadLetters).toEqual([]);
+    expect(peer.queues.queue(INBOX).completed).toEqual([]);
     expect(a.sim.startRequests).toEqual([]);
   });
 
@@ -416,8 +416,8 @@ describe('fleet approvals over Service Bus', () => {
     const r = await api(relay, { vm: a.bridge.identity.resourceId, eventId: e.eventId });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ status: 'approved' });
-    await waitFor(() => peer!.queues.completed(INBOX).length === 1, 'the completion');
-    expect(peer.queues.completed(INBOX)[0]!.deliveryCount).toBe(1);
+    await waitFor(() => peer!.queues.queue(INBOX).completed.length === 1, 'the completion');
+    expect(peer.queues.queue(INBOX).completed[0]!.deliveryCount).toBe(1);
     expect(a.sim.startRequests).toHaveLength(1);
     // counted once its settlement is acknowledged
     const metrics = await waitFor(async () => {

@@ -10,14 +10,17 @@ import { MappingError } from '../../src/pipeline/cloudevent.ts';
 import { StoreError } from '../../src/store/store.ts';
 
 const src = fileURLToPath(new URL('../../src', import.meta.url));
-const files = (readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => join(src, f));
+const sinks = fileURLToPath(new URL('../../sinks', import.meta.url));
+const files = [src, sinks].flatMap((dir) =>
+  (readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f)),
+);
 
 describe('the error catalogue', () => {
   it('every code the sources raise, log or answer with is in the catalogue', () => {
     const used = new Set<string>();
     for (const f of files) {
       const text = readFileSync(f, 'utf8');
-      for (const m of text.matchAll(/(?:\bcode: |Error\(|HttpError\(\d+, )'([A-Z][A-Z0-9_]+)'/g)) used.add(m[1]!);
+      for (const m of text.matchAll(/(?:\bcode: |Error\(\s*|HttpError\(\s*\d+,\s*)'([A-Z][A-Z0-9_]+)'/g)) used.add(m[1]!);
     }
     expect(used.size).toBeGreaterThan(40);
     expect([...used].filter((c) => !isCode(c))).toEqual([]);

@@ -12,6 +12,7 @@ import { previewOf } from '../registry/registry.ts';
 import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
 import { scenarioTimeline } from '../simulator/timeline.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
+import { identityOverride } from '../config/schema.ts';
 import { BridgeState } from '../imds/view.ts';
 
 /** A scenario with a scheduled, an updated, an approved, a started and a completed. */
@@ -35,15 +36,8 @@ export async function main(argv: string[]): Promise<number> {
   if (sink === undefined)
     throw new UsageError(`no sink is named "${values.sink}"; the sinks are ${config.sinks.map((s) => s.name).join(', ')}`);
   if (sink.type !== 'webhook') throw new UsageError(`sink "${sink.name}" is a ${sink.type} sink; templates belong to webhook sinks`);
-  const i = config.identity;
-  const vm = identityFrom(null, {
-    name: i.vmName ?? 'sim-vm-0',
-    resourceId: i.resourceId,
-    subscriptionId: i.subscriptionId,
-    resourceGroupName: i.resourceGroupName,
-    location: i.location,
-    zone: i.zone,
-  });
+  const override = identityOverride(config.identity);
+  const vm = identityFrom(null, { ...override, name: override.name ?? 'sim-vm-0' });
   const links = Bridge.approvalLinks(config, new BridgeState(vm));
   const preview = await previewOf(sink, links === undefined ? () => null : (e) => links.link(e));
   if (preview === null) throw new UsageError(`sink "${sink.name}" has no template, urlTemplate or headerTemplates`);

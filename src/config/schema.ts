@@ -13,6 +13,7 @@ import { Rule } from '../approval/policy.ts';
 import { InboxConfig } from '../fleet/inbox-config.ts';
 import { SlackSettings } from '../approval/slack.ts';
 import { IMDS_ENDPOINT } from '../imds/client.ts';
+import type { IdentityOverride } from '../imds/identity.ts';
 
 function defaultStatePath(): string {
   return platform() === 'win32'
@@ -188,6 +189,19 @@ export const BridgeConfig = z.strictObject({
   observability: ObservabilityConfig.prefault({}),
 });
 export type BridgeConfig = z.infer<typeof BridgeConfig>;
+
+/** identityOverride: what the configuration says of this VM (identity.*), as the override of instance metadata. */
+export function identityOverride(i: BridgeConfig['identity']): IdentityOverride {
+  return {
+    name: i.vmName,
+    resourceId: i.resourceId,
+    vmScaleSetName: i.vmScaleSetName,
+    subscriptionId: i.subscriptionId,
+    resourceGroupName: i.resourceGroupName,
+    location: i.location,
+    zone: i.zone,
+  };
+}
 
 /** jsonSchema is the JSON Schema of the configuration file (what users write, defaults included). */
 export function jsonSchema(): Record<string, unknown> {

@@ -14,7 +14,7 @@ import { inboxSession } from '../fleet/inbox-config.ts';
 import type { InboxStatus } from '../fleet/inbox.ts';
 import { approvalLinks } from '../approval/links.ts';
 import type { ApprovalService } from '../approval/service.ts';
-import type { BridgeConfig } from '../config/schema.ts';
+import { identityOverride, type BridgeConfig } from '../config/schema.ts';
 import { SHUTDOWN_DEADLINE_MS, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import type { ImdsClient } from '../imds/client.ts';
 import { identityFrom, type VmIdentity } from '../imds/identity.ts';
@@ -123,18 +123,7 @@ export class Bridge {
       store.close();
       throw err;
     }
-    const i = o.config.identity;
-    const state = new BridgeState(
-      identityFrom(null, {
-        name: i.vmName,
-        resourceId: i.resourceId,
-        vmScaleSetName: i.vmScaleSetName,
-        subscriptionId: i.subscriptionId,
-        resourceGroupName: i.resourceGroupName,
-        location: i.location,
-        zone: i.zone,
-      }),
-    );
+    const state = new BridgeState(identityFrom(null, identityOverride(o.config.identity)));
     const links = Bridge.approvalLinks(o.config, state);
     // managed identity tokens come from the same IMDS as the Scheduled Events (before any sink makes a credential)
     const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, o.config, process.env);

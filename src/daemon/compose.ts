@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { ApprovalInbox } from '../fleet/inbox.ts';
 import { ApprovalService } from '../approval/service.ts';
-import { secretsOf, type BridgeConfig } from '../config/schema.ts';
+import { identityOverride, secretsOf, type BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { route } from '../delivery/route.ts';
 import { ImdsClient } from '../imds/client.ts';
@@ -70,7 +70,7 @@ export function compose(
   onOutcome: (report: OutcomeReport) => void,
   shared: Shared,
 ): Parts {
-  const { imds, identity: i } = o.config;
+  const { imds } = o.config;
   const { metrics, reads, state } = shared;
   const client = new ImdsClient({
     ...imds,
@@ -79,15 +79,7 @@ export function compose(
   const identity = new IdentityLoop({
     client,
     logger: o.logger,
-    override: {
-      name: i.vmName,
-      resourceId: i.resourceId,
-      vmScaleSetName: i.vmScaleSetName,
-      subscriptionId: i.subscriptionId,
-      resourceGroupName: i.resourceGroupName,
-      location: i.location,
-      zone: i.zone,
-    },
+    override: identityOverride(o.config.identity),
     retryMs: o.identityRetryMs ?? IDENTITY_RETRY_MS,
     state,
   });

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { configurationReference, REFERENCE_PATH, rows } from '../../scripts/docs.ts';
 import { BridgeConfig } from '../../src/config/schema.ts';
 import { RelayConfig } from '../../src/fleet/relay-config.ts';
+import { SINK_TYPES } from '../../src/registry/registry.ts';
 import { ROOT } from '../helpers.ts';
 
 const committed = readFileSync(REFERENCE_PATH, 'utf8');
@@ -41,21 +42,8 @@ describe('the configuration reference', () => {
     const all = keysOf(committed);
     expect(all.length).toBeGreaterThan(150);
     expect(all.filter((k) => k.description.trim() === '').map((k) => k.key)).toEqual([]);
-    for (const type of [
-      'webhook',
-      'eventhubs',
-      'servicebus',
-      'eventgrid',
-      'slack',
-      'teams',
-      'exec',
-      'stdout',
-      'file',
-      'probe',
-      'kubernetes',
-      'module',
-    ])
-      expect(committed).toContain(`#### type: ${type}`);
+    expect(SINK_TYPES.length).toBe(12);
+    for (const type of SINK_TYPES) expect(committed).toContain(`#### type: ${type}`);
     expect(committed).toMatch(/\| `imds\.pollIntervalMs` \| integer \| `1000` \| 200\.\.60000 \| How often/);
     expect(committed).toMatch(/\| `approval\.secret` \| string \| {2}\| secret \|/);
   });

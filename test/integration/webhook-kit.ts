@@ -20,7 +20,7 @@ export const SECRET_B = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 export const [scheduled] = diff(fixtureDocument('live-migration-1.json'), fixtureDocument('live-migration-2.json'));
 export const [started] = diff(fixtureDocument('live-migration-2.json'), fixtureDocument('live-migration-3.json'));
-export const vm = identityFrom(null, { name: 'West NO "1" — ø' });
+const vm = identityFrom(null, { name: 'West NO "1" — ø' });
 export const ev = (t = scheduled!): BridgeEvent => toCloudEvent(t, { vm, observedAt: '2022-04-11T22:11:58.000Z' });
 
 export let peer: HttpPeer;

@@ -1,7 +1,7 @@
 /**
  * pollOnce is one poll: read the document, diff it against the last one, map the changes to
  * CloudEvents. It does no I/O besides the IMDS read and no waiting; the loop, backoff and
- * rate budget live around it (see bridge.ts). A failed read throws an ImdsError and
+ * rate budget live around it (daemon/poll-loop.ts). A failed read throws an ImdsError and
  * produces no transitions: it is never taken for an empty document. A good document that
  * cannot be mapped throws a MappingError: the fault is ours, and it is never reported as IMDS's.
  */

@@ -5,7 +5,9 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.ts';
 import { ROOT, tempDir } from '../helpers.ts';
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
@@ -84,6 +86,20 @@ describe('the documentation', () => {
     const linked = new Set(linksOf(readme).map((l) => l.split('#')[0]));
     const unlinked = pages.filter((p) => p !== 'README.md' && !linked.has(relative(ROOT, join(ROOT, p)).split('\\').join('/')));
     expect(unlinked).toEqual([]);
+  });
+
+  it('holds configurations in README.md that validate as they are written', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const configs = [...readme.matchAll(/^```yaml\n([\s\S]*?)^```/gm)].map((m) => m[1]!);
+    expect(configs.length).toBeGreaterThanOrEqual(2);
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const env = {
+      WEBHOOK_SECRET: secret,
+      SE_BRIDGE_APPROVAL_SECRET: secret,
+      SLACK_BOT_TOKEN: `xoxb-${randomBytes(8).toString('hex')}`,
+      SLACK_SIGNING_SECRET: randomBytes(16).toString('hex'),
+    };
+    for (const text of configs) expect(() => parseConfigText(text, 'README.md', env)).not.toThrow();
   });
 
   it('finds a missing file, a missing heading and a link in code that is not one', () => {

@@ -17,7 +17,7 @@ import { ImdsSimulator } from '../src/simulator/server.ts';
 import { DeliveryConfig, FilterConfig, type Sink } from '../src/sinks/contract.ts';
 import { webhookSink, type WebhookConfig } from '../sinks/webhook/index.ts';
 import { Store } from '../src/store/store.ts';
-import { AmqpPeer } from '../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
 import { EventGridPeer, PEER_KEY } from '../testkit/eventgrid-peer.ts';
 import { bridgeEvents } from '../testkit/events.ts';

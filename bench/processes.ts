@@ -2,7 +2,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { ImdsSimulator } from '../src/simulator/server.ts';
-import { AmqpPeer } from '../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
 import { recipeSink } from './templates.ts';
 import { bridgeConfig, CLI, cpuSeconds, daemon, dir, dist, quick, ROOT, rssMiB, sleep, spawnProcess, stop } from './common.ts';

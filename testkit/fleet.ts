@@ -4,7 +4,7 @@
  */
 import { newFleetKeys, sessionIdOf, type FleetKeys } from '../src/fleet/keys.ts';
 import type { RelayConfig } from '../src/fleet/relay-config.ts';
-import type { AmqpPeer } from '../src/standin/amqp-peer.ts';
+import type { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
 import { localInbox, localRelayConfig, localServiceBus } from '../src/commands/local-fleet.ts';
 import type { ImdsSimulator } from '../src/simulator/server.ts';
 

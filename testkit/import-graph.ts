@@ -30,10 +30,12 @@ export const LAYERS = [
   'config',
   'daemon',
   'simulator',
-  'standin',
   'commands',
   'cli',
 ] as const;
+
+/** The registry's files: in src/sinks/ beside the contract, but a layer above the built-in sinks they name. */
+export const REGISTRY = ['src/sinks/registry.ts', 'src/sinks/external.ts'];
 
 /** The one file of src/ the built-in sinks may import: the public API. */
 export const PUBLIC_API = 'src/api.ts';
@@ -80,6 +82,7 @@ export function readGraph(root: string, dirs: readonly string[]): Graph {
 /** layerOf names the layer of a file under src/ (`src/cli.ts` is the `cli` layer) or sinks/ (`builtin-sinks`), or null. */
 export function layerOf(file: string): string | null {
   if (file.startsWith('sinks/')) return 'builtin-sinks';
+  if (REGISTRY.includes(file)) return 'registry';
   const m = /^src\/(?:([^/]+)\/|([^/]+)\.ts$)/.exec(file);
   if (m === null) return null;
   return m[1] ?? m[2]!.replace(/\.ts$/, '');

@@ -17,7 +17,7 @@ import { Bridge } from '../daemon/bridge.ts';
 import { createLogger } from '../lib/log.ts';
 import { signatureHeaders, secretKey } from '../lib/standard-webhooks.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
-import type { AmqpPeer } from '../standin/amqp-peer.ts';
+import type { AmqpPeer } from '../simulator/servicebus/amqp-peer.ts';
 import { INBOX, localInbox, localRelayConfig, localServiceBus, REPLIES } from './local-fleet.ts';
 import { ImdsSimulator } from '../simulator/server.ts';
 import { EXIT, table } from './common.ts';

@@ -5,7 +5,7 @@
  */
 import { linkKeyFor, type FleetKeys } from '../fleet/keys.ts';
 import { RelayConfig } from '../fleet/relay-config.ts';
-import { AmqpPeer } from '../standin/amqp-peer.ts';
+import { AmqpPeer } from '../simulator/servicebus/amqp-peer.ts';
 
 export const INBOX = 'se-bridge-approvals';
 export const REPLIES = 'se-bridge-approval-replies';

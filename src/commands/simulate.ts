@@ -6,7 +6,7 @@
 import { ImdsSimulator } from '../simulator/server.ts';
 import { SCENARIOS } from '../simulator/scenarios.ts';
 import { parseHostPort, type HostPort } from '../lib/validators.ts';
-import type { AmqpPeer } from '../standin/amqp-peer.ts';
+import type { AmqpPeer } from '../simulator/servicebus/amqp-peer.ts';
 import { EXIT, onShutdown, parse, UsageError } from './common.ts';
 import { INBOX, localServiceBus, REPLIES } from './local-fleet.ts';
 

@@ -8,7 +8,7 @@
 import { Bridge } from '../daemon/bridge.ts';
 import { identityFrom } from '../imds/identity.ts';
 import { transitionOf } from '../pipeline/cloudevent.ts';
-import { previewOf } from '../registry/registry.ts';
+import { previewOf } from '../sinks/registry.ts';
 import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
 import { scenarioTimeline } from '../simulator/timeline.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';

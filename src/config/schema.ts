@@ -6,7 +6,7 @@
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { SINK_CONFIG_SCHEMAS } from '../registry/registry.ts';
+import { SINK_CONFIG_SCHEMAS } from '../sinks/registry.ts';
 import { whsec } from '../lib/standard-webhooks.ts';
 import { hostPort, httpUrl, secret } from '../lib/validators.ts';
 import { Rule } from '../approval/policy.ts';

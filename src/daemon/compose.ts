@@ -13,7 +13,7 @@ import { ImdsClient } from '../imds/client.ts';
 import { scrubber } from '../lib/log.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { preparationsOfPending } from './preparations.ts';
-import { preparesTheVm } from '../registry/registry.ts';
+import { preparesTheVm } from '../sinks/registry.ts';
 import type { ReadBroadcast } from './reads.ts';
 import type { BridgeState } from '../imds/view.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';

@@ -9,7 +9,7 @@ import type { BridgeView } from '../imds/view.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { matchesFilter } from '../pipeline/filter.ts';
 import type { PreparationState } from '../sinks/contract.ts';
-import { preparesTheVm } from '../registry/registry.ts';
+import { preparesTheVm } from '../sinks/registry.ts';
 import type { PreparationRecord, Store } from '../store/store.ts';
 
 const toState = (r: PreparationRecord): PreparationState => ({

@@ -14,7 +14,7 @@ import type { DispatchTarget } from '../delivery/dispatcher.ts';
 import type { ApprovalLinks, ImdsReads, PreparationState, SinkMetrics } from '../sinks/contract.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import { noopSink } from './noop-sink.ts';
-import { sinkModuleOf } from '../registry/registry.ts';
+import { sinkModuleOf } from '../sinks/registry.ts';
 import type { Store } from '../store/store.ts';
 import { BridgeError } from '../lib/errors.ts';
 import { withDeadline } from '../lib/time.ts';

@@ -14,7 +14,7 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { EventGridPeer } from '../../testkit/eventgrid-peer.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';

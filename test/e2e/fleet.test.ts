@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { slackSignature } from '../../src/approval/signatures.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import type { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { launchChromium } from '../../testkit/browser.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, SLACK_SECRET, sessionOf } from '../../testkit/fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';

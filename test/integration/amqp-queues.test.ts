@@ -5,7 +5,7 @@
  */
 import { ServiceBusClient } from '@azure/service-bus';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { waitFor } from '../helpers.ts';
 
 let peer: AmqpPeer | null = null;

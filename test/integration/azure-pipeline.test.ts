@@ -6,7 +6,7 @@ import { startBridge, type Harness } from '../../testkit/harness.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { waitFor } from '../helpers.ts';
 
 let sim: ImdsSimulator;

@@ -9,8 +9,8 @@ import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { eventHubsSink, type EventHubsConfig } from '../../sinks/eventhubs.ts';
 import { serviceBusSink, type ServiceBusConfig } from '../../sinks/servicebus.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
-import { BATCH_FORMAT, type ReceivedMessage } from '../../src/standin/amqp-messages.ts';
-import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import { BATCH_FORMAT, type ReceivedMessage } from '../../src/simulator/servicebus/amqp-messages.ts';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { bridgeEvents as events, silentLogger } from '../helpers.ts';
 
 let peer: AmqpPeer;

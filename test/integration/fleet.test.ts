@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type ApprovalCommand, commandId, linkKeyFor, privateKeyOf, signCommand, signOutcome } from '../../src/fleet/keys.ts';
 import { startRelay, type RunningRelay } from '../../src/fleet/relay.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
-import type { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';

@@ -22,7 +22,7 @@ import { eventHubsSink, type EventHubsConfig } from '../../sinks/eventhubs.ts';
 import { createCredential } from '../../src/azure/credentials.ts';
 import { serviceBusSink, type ServiceBusConfig } from '../../sinks/servicebus.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
-import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { readJwt } from '../../src/simulator/identity.ts';
 import { teamsSink, type TeamsConfig } from '../../sinks/teams.ts';

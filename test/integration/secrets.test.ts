@@ -12,7 +12,7 @@ import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { createLogger, scrub, secretForms } from '../../src/lib/log.ts';
 import { secretsOf } from '../../src/config/schema.ts';
-import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { validateConfig } from '../../src/config/load.ts';
 import { startBridge } from '../../testkit/harness.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Bridge } from '../../src/daemon/bridge.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { AmqpPeer } from '../../src/standin/amqp-peer.ts';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { EventGridPeer, PEER_KEY } from '../../testkit/eventgrid-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';

@@ -10,7 +10,7 @@ import { isAbsolute, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BridgeError } from '../lib/errors.ts';
 import { z } from 'zod';
-import { sinkBase, type ExternalSink, type SinkContext, type SinkModule, type StandardSchema } from '../sinks/contract.ts';
+import { sinkBase, type ExternalSink, type SinkContext, type SinkModule, type StandardSchema } from './contract.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('module'),

@@ -5,7 +5,7 @@
  * accepted, with the service's own refusal texts.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { readJwt } from '../simulator/identity.ts';
+import { readJwt } from '../identity.ts';
 import type { Message } from './amqp-messages.ts';
 
 export const SAS_KEY_NAME = 'RootManageSharedAccessKey';

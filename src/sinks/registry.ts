@@ -2,7 +2,7 @@
  * The sink registry: every sink type the bridge knows. Modules here must stay cheap to import;
  * a sink whose client library is heavy loads it inside `create`.
  */
-import type { BridgeEvent, Preview, SinkConfigBase, SinkModule } from '../sinks/contract.ts';
+import type { BridgeEvent, Preview, SinkConfigBase, SinkModule } from './contract.ts';
 import { configSchema as moduleConfig, externalSinkModule, loadExternalSink, type ModuleSinkConfig } from './external.ts';
 import { configSchema as stdoutConfig, stdoutSink } from '../../sinks/stdout.ts';
 import { configSchema as fileConfig, fileSink } from '../../sinks/file.ts';

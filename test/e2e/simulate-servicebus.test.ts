@@ -16,11 +16,22 @@ const children: Child[] = [];
 const dir = tempDir('se-bridge-sim-sb-');
 const API_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
+/** stop ends processes with SIGTERM, and with SIGKILL those still running after 10 s. */
+async function stop(list: readonly Child[]): Promise<void> {
+  const running = list.filter((c) => c.exitCode === null && c.signalCode === null);
+  const exited = running.map((c) => new Promise((r) => c.once('exit', r)));
+  for (const c of running) c.kill('SIGTERM');
+  const late = setTimeout(() => running.forEach((c) => c.kill('SIGKILL')), 10_000);
+  await Promise.all(exited);
+  clearTimeout(late);
+}
+
 afterAll(async () => {
-  for (const c of children) c.kill('SIGTERM');
-  await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => new Promise((r) => c.once('exit', r))));
+  // the bridges and the relay first, then the simulators they were connected to
+  await stop(children.filter((c) => !c.spawnargs.includes('simulate')));
+  await stop(children.filter((c) => c.spawnargs.includes('simulate')));
   dir.cleanup();
-});
+}, 30_000);
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}): Child {
   const child = start(args, env);

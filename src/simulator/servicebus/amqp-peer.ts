@@ -172,10 +172,12 @@ export class AmqpPeer {
     for (const conn of this.#open) (conn as unknown as { socket?: { destroy(): void } }).socket?.destroy();
   }
 
+  /** close stops listening first, so a client that reconnects at once cannot hold the server open, then drops every connection. */
   async close(): Promise<void> {
     this.queues.close();
+    const closed = new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
     this.dropAll();
-    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
+    await closed;
   }
 
   /** takeFault takes the first fault for `address`: one naming it, or (not for queues) one naming none. */

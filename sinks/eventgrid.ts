@@ -23,7 +23,6 @@
 import { z } from 'zod';
 import {
   allowInsecureHttp,
-  authorized,
   BearerSource,
   classifyHttpStatus,
   classifyNetworkError,
@@ -40,6 +39,7 @@ import {
   type SinkModule,
   VERSION,
 } from '../src/api.ts';
+import { authorized } from './shared/entra.ts';
 
 /** Event Grid's limits: 1 MB per publish request and per event. */
 export const MAX_REQUEST_BYTES = 1024 * 1024;

@@ -60,7 +60,7 @@ export { AMQP, toAmqpPayload, type AmqpPayload } from './cloudevents/amqp.ts';
 export { STRUCTURED_CONTENT_TYPE, type Binding, type BindingMode } from './cloudevents/binding.ts';
 
 // ----- Azure: Entra ID tokens, credentials, Service Bus and Event Hubs ----------------------
-export { authorized, BearerSource, credentialOf, EntraAuth } from './azure/entra.ts';
+export { BearerSource, credentialOf, EntraAuth } from './azure/entra.ts';
 export { createCredential, CredentialConfig } from './azure/credentials.ts';
 export { azureAuth, entityPathOf, requireOneAuth, sdkOptions, serviceBusClient } from './azure/messaging.ts';
 
@@ -71,7 +71,8 @@ export { teamsMessage } from './present/teams-card.ts';
 export { formatEventLine } from './present/text-line.ts';
 
 // ----- HTTP: the client, a guarded server, Standard Webhooks signatures ---------------------
-export { HttpClient } from './lib/http-client.ts';
+export { HttpClient, type HttpResponse } from './lib/http-client.ts';
+export { text as responseText } from './lib/http-body.ts';
 export { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from './lib/http-server.ts';
 export { secretKey, signatureHeaders, whsec } from './lib/standard-webhooks.ts';
 

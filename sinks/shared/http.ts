@@ -1,4 +1,5 @@
-import { authorized, type BearerSource, classifyHttpStatus, classifyNetworkError, HttpClient, type Outcome } from '../../src/api.ts';
+import { type BearerSource, classifyHttpStatus, classifyNetworkError, HttpClient, type Outcome } from '../../src/api.ts';
+import { authorized } from './entra.ts';
 /**
  * postJson: one JSON POST, classified through the shared outcome table. Used by the chat sinks
  * whose endpoint is a plain webhook URL (Slack incoming webhooks, Teams Workflows). The URL is a

@@ -18,7 +18,6 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import {
   allowInsecureHttp,
-  authorized,
   BearerSource,
   type BridgeEvent,
   classifyHttpStatus,
@@ -43,6 +42,7 @@ import {
   whsec,
 } from '../../src/api.ts';
 import { renderRequest, templateProblems, templatesOf, type Templates } from './request-template.ts';
+import { authorized } from '../shared/entra.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024;
 const RESERVED_HEADER = /^(ce-|webhook-)|^(content-type|content-length|host|transfer-encoding|connection)$/i;

@@ -3,12 +3,12 @@
  * peer with the inbox and replies queues, the relay's configuration and a bridge's `approval`
  * section for it.
  */
-import { linkKeyFor, type FleetKeys } from '../fleet/keys.ts';
+import { linkKeyFor, type FleetKeys, INBOX_QUEUE, REPLIES_QUEUE } from '../fleet/keys.ts';
 import { RelayConfig } from '../fleet/relay-config.ts';
 import { AmqpPeer } from '../simulator/servicebus/amqp-peer.ts';
 
-export const INBOX = 'se-bridge-approvals';
-export const REPLIES = 'se-bridge-approval-replies';
+export const INBOX = INBOX_QUEUE;
+export const REPLIES = REPLIES_QUEUE;
 
 /** localServiceBus: an AMQP peer holding both queues, listening on 127.0.0.1. */
 export async function localServiceBus(

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
 import { secret } from '../lib/validators.ts';
-import { ed25519Public, keyBytes, sessionFor, sessionIdOf } from './keys.ts';
+import { ed25519Public, keyBytes, sessionFor, sessionIdOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
 
 export const InboxConfig = z
   .strictObject({
@@ -13,9 +13,9 @@ export const InboxConfig = z
     queue: z
       .string()
       .min(1)
-      .default('se-bridge-approvals')
+      .default(INBOX_QUEUE)
       .describe('The queue (with sessions and duplicate detection) the relay sends approval commands to.'),
-    replies: z.string().min(1).default('se-bridge-approval-replies').describe('The queue (with sessions) outcomes are published to.'),
+    replies: z.string().min(1).default(REPLIES_QUEUE).describe('The queue (with sessions) outcomes are published to.'),
     relayPublicKey: ed25519Public.describe(
       "The relay's public key (se-bridge fleet keys, publicKey): commands signed with anything else are dead-lettered.",
     ),

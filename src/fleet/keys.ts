@@ -27,6 +27,10 @@ import {
 } from 'node:crypto';
 import { z } from 'zod';
 
+/** The default names of the two queues of fleet approvals: commands to the VMs, outcomes back. */
+export const INBOX_QUEUE = 'se-bridge-approvals';
+export const REPLIES_QUEUE = 'se-bridge-approval-replies';
+
 const LINK_KEY_INFO = 'se-bridge link key v1\n';
 
 /** Service Bus session ids are at most 128 characters; a VM's resource id can be longer. */

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { whsec } from '../lib/standard-webhooks.ts';
 import { hostPort, secret } from '../lib/validators.ts';
 import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
-import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf } from './keys.ts';
+import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
 import { SlackSettings } from '../approval/slack.ts';
 
 export const RelayConfig = z
@@ -19,13 +19,9 @@ export const RelayConfig = z
         queue: z
           .string()
           .min(1)
-          .default('se-bridge-approvals')
+          .default(INBOX_QUEUE)
           .describe("The bridges' inbox queue (sessions, duplicate detection): the relay Sends."),
-        replies: z
-          .string()
-          .min(1)
-          .default('se-bridge-approval-replies')
-          .describe('The outcomes queue (sessions): the relay Listens on its own session.'),
+        replies: z.string().min(1).default(REPLIES_QUEUE).describe('The outcomes queue (sessions): the relay Listens on its own session.'),
       })
       .superRefine(requireOneAuth),
     signingKey: secret(ed25519Private).describe('Ed25519 private key that signs commands (`se-bridge fleet keys`).'),

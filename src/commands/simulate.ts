@@ -42,14 +42,16 @@ export async function main(argv: string[]): Promise<number> {
     bus = await localServiceBus(30_000, busAt);
     serviceBusBanner(bus);
   }
-  const sim = imdsAt === null ? null : new ImdsSimulator({ timing: values.timing, vmName: values['vm-name'] });
-  if (sim !== null && imdsAt !== null) {
-    const url = await sim.listen(imdsAt.port, imdsAt.host);
-    imdsBanner(sim, url, values.timing, names);
-    if (values.scenario === 'all') for (const n of names) sim.playScenario(n);
-    else if (values.scenario !== undefined) sim.playScenario(values.scenario);
-    sim.onChange((incarnation) => {
-      const doc = sim.document();
+  let sim: ImdsSimulator | null = null;
+  if (imdsAt !== null) {
+    const imds = new ImdsSimulator({ timing: values.timing, vmName: values['vm-name'] });
+    sim = imds;
+    const url = await imds.listen(imdsAt.port, imdsAt.host);
+    imdsBanner(imds, url, values.timing, names);
+    if (values.scenario === 'all') for (const n of names) imds.playScenario(n);
+    else if (values.scenario !== undefined) imds.playScenario(values.scenario);
+    imds.onChange((incarnation) => {
+      const doc = imds.document();
       say(
         `incarnation ${incarnation}: ${doc.Events.map((e) => `${String(e.EventType)}/${String(e.EventStatus)}`).join(', ') || 'no events'}`,
       );

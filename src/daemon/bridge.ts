@@ -199,7 +199,7 @@ export class Bridge {
     logger.info(
       {
         state: this.#o.dryRun ? ':memory: (dry run)' : config.state.path,
-        incarnation: this.#parts.poll.document?.incarnation ?? null,
+        incarnation: this.#state.document?.incarnation ?? null,
         pendingDeliveries: depth,
         prunedJournal: pruned,
         sinks: this.#targets.map((t) => `${t.name}:${t.type}`),
@@ -208,7 +208,7 @@ export class Bridge {
       'bridge starting',
     );
     this.#parts.dispatcher.start();
-    if (this.#parts.poll.document !== null) this.metrics.observeDocument(this.#parts.poll.document);
+    if (this.#state.document !== null) this.metrics.observeDocument(this.#state.document);
     await this.#parts.endpoints.startObservability();
     await this.#parts.identity.refresh(this.#abort.signal);
     await this.#parts.endpoints.startApproval();

@@ -48,8 +48,11 @@ export const SINK_CONFIG_SCHEMAS = [
 
 export const SINK_TYPES: readonly string[] = [...MODULES.map((m) => m.type), 'module'];
 
+/** builtIn is the built-in module of a sink type, or undefined (type: module, or a type that does not exist). */
+const builtIn = (type: unknown): SinkModule | undefined => MODULES.find((m) => m.type === type);
+
 function sinkModule(type: string): SinkModule {
-  const found = MODULES.find((m) => m.type === type);
+  const found = builtIn(type);
   if (found === undefined) throw new Error(`unknown sink type ${type}`);
   return found;
 }
@@ -63,7 +66,7 @@ export async function sinkModuleOf(config: SinkConfigBase): Promise<SinkModule> 
 /** preparesTheVm: the sink is a preparation (`prepare: true`), or one that prepares and gives the VM back (probe, kubernetes). */
 export function preparesTheVm(config: SinkConfigBase): boolean {
   if ((config as { prepare?: unknown }).prepare === true) return true;
-  return MODULES.find((m) => m.type === config.type)?.undoes === true;
+  return builtIn(config.type)?.undoes === true;
 }
 
 /** sinkProblems: what the sinks' own checks find in the raw configuration beyond the schema, each by its path. */
@@ -71,7 +74,7 @@ export async function sinkProblems(sinks: readonly unknown[]): Promise<string[]>
   const problems: string[] = [];
   for (const [i, raw] of sinks.entries()) {
     if (raw === null || typeof raw !== 'object') continue;
-    const m = MODULES.find((x) => x.type === (raw as { type?: unknown }).type);
+    const m = builtIn((raw as { type?: unknown }).type);
     if (m?.problems === undefined) continue;
     problems.push(...(await m.problems(raw as Record<string, unknown>)).map((p) => `sinks[${i}].${p}`));
   }
@@ -83,6 +86,6 @@ export async function previewOf(
   config: SinkConfigBase,
   approvalUrl: (event: BridgeEvent) => string | null,
 ): Promise<((event: BridgeEvent) => Promise<Preview>) | null> {
-  const m = MODULES.find((x) => x.type === config.type);
+  const m = builtIn(config.type);
   return m?.preview === undefined ? null : m.preview(config, approvalUrl);
 }

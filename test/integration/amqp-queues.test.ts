@@ -53,7 +53,9 @@ describe('the AMQP peer as a Service Bus queue with sessions', () => {
     const idle = await client.acceptSession('q', 's1', { maxAutoLockRenewalDurationInMs: 0 });
     const [m] = await idle.receiveMessages(1, { maxWaitTimeInMs: 3000 });
     expect(m!.deliveryCount).toBe(0);
-    await waitFor(() => peer.queues.locksLost === 1, 'the lock to be lost');
+    // lost at the peer, and seen by the client (its link detached): a settlement sent before the
+    // detach arrives would wait out the SDK's 20 s disposition timeout, as it would against Service Bus
+    await waitFor(() => peer.queues.locksLost === 1 && idle.isClosed, 'the lock to be lost, and the receiver to know it');
     await expect(idle.completeMessage(m!)).rejects.toBeTruthy();
     const next = await client.acceptSession('q', 's1');
     const [again] = await next.receiveMessages(1, { maxWaitTimeInMs: 3000 });

@@ -41,7 +41,8 @@ import {
   VERSION,
   whsec,
 } from '../../src/api.ts';
-import { renderRequest, templateProblems, templatesOf, type Templates } from './request-template.ts';
+import { closeTemplates, renderRequest, templateProblems, templatesOf, type Templates } from './request-template.ts';
+import { TEMPLATE_TIMEOUT_MS } from './template.ts';
 import { authorized } from '../shared/entra.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024;
@@ -118,6 +119,15 @@ export const configSchema = z
       )
       .optional()
       .describe('Per header, a JSONata expression that makes its value from the CloudEvent (null: no header).'),
+    templateTimeoutMs: z
+      .number()
+      .int()
+      .min(10)
+      .max(10_000)
+      .default(TEMPLATE_TIMEOUT_MS)
+      .describe(
+        "How long rendering one event's templates may take (a worker thread, stopped at this deadline; the event is then dead-lettered).",
+      ),
     /** The body's media type with a template. */
     contentType: z
       .string()
@@ -168,6 +178,18 @@ async function releaseClient(key: string): Promise<void> {
   c.client.close();
 }
 
+/** staticHeadersOf: the headers every request of the sink carries (with `redact`, secrets as their first word and a mask). */
+function staticHeadersOf(config: WebhookConfig, redact = false): Record<string, string> {
+  const hide = (v: string) => (redact ? `${/^\S+ /.exec(v)?.[0] ?? ''}****** (${v.length} characters, not shown)` : v);
+  const headers: Record<string, string> = { 'user-agent': `se-bridge/${VERSION}` };
+  for (const [k, v] of Object.entries(config.headers)) headers[k.toLowerCase()] = hide(v);
+  if (config.auth && 'bearer' in config.auth) headers.authorization = hide(`Bearer ${config.auth.bearer}`);
+  if (config.auth && 'basic' in config.auth)
+    headers.authorization = hide(`Basic ${Buffer.from(`${config.auth.basic.username}:${config.auth.basic.password}`).toString('base64')}`);
+  if (config.auth && 'kind' in config.auth) headers.authorization = `Bearer <an Entra ID token for ${config.auth.scope}, at sending>`;
+  return headers;
+}
+
 // ----- the sink ------------------------------------------------------------------------------
 
 export const webhookSink: SinkModule<WebhookConfig> = {
@@ -192,14 +214,7 @@ export const webhookSink: SinkModule<WebhookConfig> = {
     if (config.tls.insecureSkipVerify) {
       logger.warn({ code: 'TLS_VERIFICATION_OFF' }, 'TLS certificate verification is turned off for this sink (tls.insecureSkipVerify)');
     }
-    const staticHeaders: Record<string, string> = {
-      'user-agent': `se-bridge/${VERSION}`,
-      ...config.headers,
-      ...(config.auth && 'bearer' in config.auth ? { authorization: `Bearer ${config.auth.bearer}` } : {}),
-      ...(config.auth && 'basic' in config.auth
-        ? { authorization: `Basic ${Buffer.from(`${config.auth.basic.username}:${config.auth.basic.password}`).toString('base64')}` }
-        : {}),
-    };
+    const staticHeaders = staticHeadersOf(config);
     let disabled: string | null = null;
     const bearer = config.auth && 'kind' in config.auth ? new BearerSource(credentialOf(config.auth), config.auth.scope) : null;
 
@@ -296,6 +311,7 @@ export const webhookSink: SinkModule<WebhookConfig> = {
         });
       },
       async close() {
+        closeTemplates(templates);
         await releaseClient(key);
       },
     };
@@ -304,14 +320,22 @@ export const webhookSink: SinkModule<WebhookConfig> = {
   async preview(config, approvalUrl) {
     const templates = await templatesOf(config);
     if (templates === null) return null;
+    // exactly what would be sent: the static headers (secrets masked) and the signature's, then the templates'
+    const fixed = {
+      ...staticHeadersOf(config, true),
+      ...(config.secret === undefined
+        ? {}
+        : { 'webhook-id': '<the CloudEvent id>', 'webhook-timestamp': '<at sending>', 'webhook-signature': 'v1,<at sending>' }),
+    };
     return async (event) => {
       const r = await renderRequest(templates, config, event, approvalUrl);
       if ('outcome' in r) return r;
-      if (r.body !== null) return { method: 'POST', url: r.url, headers: r.headers, body: r.body, contentType: config.contentType };
+      if (r.body !== null)
+        return { method: 'POST', url: r.url, headers: { ...fixed, ...r.headers }, body: r.body, contentType: config.contentType };
       return {
         method: 'POST',
         url: r.url,
-        headers: { ...r.headers, '(body and ce-* headers)': `the CloudEvent, ${config.mode} mode` },
+        headers: { ...fixed, ...r.headers, '(body and ce-* headers)': `the CloudEvent, ${config.mode} mode` },
         body: null,
         contentType: config.contentType,
       };

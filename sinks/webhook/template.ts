@@ -1,4 +1,5 @@
 import { BridgeError, type BridgeEvent, formatEventLine, toChatMessage, transitionOf } from '../../src/api.ts';
+import { type Failure, runner } from './template-runner.ts';
 /**
  * Payload templates: JSONata expressions (jsonata.org) that shape a webhook's body, URL and
  * headers from the CloudEvent, so any JSON API can be fed without code. JSONata is declarative
@@ -10,27 +11,26 @@ import { BridgeError, type BridgeEvent, formatEventLine, toChatMessage, transiti
  * `$countdown()` (time left until NotBefore when the change was seen, or null) and
  * `$approvalUrl()` (the signed approval link, or null), plus `$transition()`.
  *
- * An evaluation has 100 ms and a bounded stack; then it fails, like any evaluation error.
- * jsonata loads on the first compile, so a bridge without templates never holds it.
+ * An evaluation runs in a worker thread (template-runner.ts) with a hard deadline (`templateTimeoutMs`,
+ * 100 ms unless configured), a 64 MiB heap and a bounded stack: past any of them it is stopped
+ * and fails like any evaluation error, and the daemon's own thread never waits on it. jsonata
+ * loads in that worker on the first compile, so a bridge without templates never holds it.
  */
 
-/** How long one evaluation may run. */
+/** How long one evaluation may run unless the sink says otherwise. */
 export const TEMPLATE_TIMEOUT_MS = 100;
 /** How deep an evaluation may recurse. */
 const TEMPLATE_STACK = 500;
 
-type Jsonata = typeof import('jsonata');
-type Expression = ReturnType<Jsonata>;
-
-let loaded: Promise<Jsonata> | null = null;
-const jsonata = (): Promise<Jsonata> => (loaded ??= import('jsonata').then((m) => ((m as { default?: Jsonata }).default ?? m) as Jsonata));
-
 /** TemplateError: an expression that does not compile or fails on an event, in JSONata's words. */
 export class TemplateError extends BridgeError<'TEMPLATE_FAILED'> {
   readonly position: number | null;
-  constructor(message: string, position: number | null) {
+  /** It ran past a limit (time, memory, recursion, result size) and was stopped. */
+  readonly limit: boolean;
+  constructor(message: string, position: number | null, limit = false) {
     super('TEMPLATE_FAILED', message);
     this.position = position;
+    this.limit = limit;
   }
   /** "<JSONata's message> at position N". */
   get described(): string {
@@ -38,13 +38,14 @@ export class TemplateError extends BridgeError<'TEMPLATE_FAILED'> {
   }
 }
 
-function templateError(err: unknown): TemplateError {
-  if (err instanceof TemplateError) return err;
-  const e = err as { message?: unknown; position?: unknown; code?: unknown; value?: unknown };
-  let message = typeof e.message === 'string' ? e.message : String(err);
-  if (e.code === 'D1012') message = `the template ran longer than ${TEMPLATE_TIMEOUT_MS} ms and was stopped`;
-  if (e.code === 'D1011') message = `the template recursed deeper than ${TEMPLATE_STACK} levels and was stopped`;
-  return new TemplateError(message, typeof e.position === 'number' && e.code !== 'D1012' && e.code !== 'D1011' ? e.position : null);
+function templateError(f: Failure, timeoutMs: number): TemplateError {
+  if (f.code === 'D1012' || f.code === 'LIMIT') {
+    const message = f.code === 'D1012' ? `ran longer than ${timeoutMs} ms and was stopped` : f.message;
+    return new TemplateError(`the template ${message}`, null, true);
+  }
+  if (f.code === 'D1011')
+    return new TemplateError(`the template recursed deeper than ${TEMPLATE_STACK} levels and was stopped`, null, true);
+  return new TemplateError(f.message, f.position);
 }
 
 /** What a template may call, bound to one event. */
@@ -53,44 +54,66 @@ export interface TemplateContext {
   approvalUrl(event: BridgeEvent): string | null;
 }
 
+/** The helpers an expression names, so that only those are worked out for each event. */
+const HELPERS = ['summary', 'headline', 'countdown', 'approvalUrl', 'transition'] as const;
+
 export class Template {
-  readonly #expression: Expression;
+  readonly #id: number;
+  readonly #timeoutMs: number;
+  readonly #helpers: readonly (typeof HELPERS)[number][];
 
-  private constructor(expression: Expression) {
-    this.#expression = expression;
+  private constructor(id: number, timeoutMs: number, text: string) {
+    this.#id = id;
+    this.#timeoutMs = timeoutMs;
+    this.#helpers = HELPERS.filter((h) => text.includes(`$${h}`));
   }
 
-  /** compile parses an expression; a TemplateError says what is wrong and where. */
-  static async compile(text: string): Promise<Template> {
-    const j = await jsonata();
-    try {
-      return new Template(j(text, { timeout: TEMPLATE_TIMEOUT_MS, stack: TEMPLATE_STACK }));
-    } catch (err) {
-      throw templateError(err);
-    }
+  /** compile parses an expression; a TemplateError says what is wrong and where. Close it when done. */
+  static async compile(text: string, timeoutMs: number = TEMPLATE_TIMEOUT_MS): Promise<Template> {
+    const r = await runner.compile(text, timeoutMs, TEMPLATE_STACK);
+    if ('failure' in r) throw templateError(r.failure, timeoutMs);
+    return new Template(r.id, timeoutMs, text);
   }
 
-  /** render evaluates the expression for one event; `undefined` (no result) comes back as null. */
-  async render(event: BridgeEvent, context: TemplateContext): Promise<unknown> {
+  /**
+   * renderAll evaluates templates on one event within one deadline (the first one's): each
+   * result is a plain JSON value (null for no result) or the TemplateError it failed with.
+   */
+  static async renderAll(
+    templates: readonly Template[],
+    event: BridgeEvent,
+    context: TemplateContext,
+  ): Promise<(unknown | TemplateError)[]> {
+    if (templates.length === 0) return [];
     let chat: ReturnType<typeof toChatMessage> | null = null;
     const message = () => (chat ??= toChatMessage(event));
-    const bindings = {
+    const values: Record<(typeof HELPERS)[number], () => string | null> = {
       summary: () => formatEventLine(event),
       headline: () => message().title,
       countdown: () => message().notBefore?.timeLeft ?? null,
       approvalUrl: () => context.approvalUrl(event),
       transition: () => transitionOf(event),
     };
-    try {
-      const out: unknown = await this.#expression.evaluate(event, bindings);
-      return out === undefined ? null : plain(out);
-    } catch (err) {
-      throw templateError(err);
-    }
+    const bindings: Record<string, string | null> = {};
+    for (const t of templates) for (const h of t.#helpers) bindings[h] ??= values[h]();
+    const timeoutMs = templates[0]!.#timeoutMs;
+    const results = await runner.evaluate(
+      templates.map((t) => t.#id),
+      event,
+      bindings,
+      timeoutMs,
+    );
+    return results.map((r) => (r.ok ? (r.json === null ? null : (JSON.parse(r.json) as unknown)) : templateError(r.failure, timeoutMs)));
   }
-}
 
-/** plain turns JSONata's results (sequences are arrays with extra flags) into plain JSON values. */
-function plain(v: unknown): unknown {
-  return JSON.parse(JSON.stringify(v) ?? 'null') as unknown;
+  /** render evaluates the expression for one event; `undefined` (no result) comes back as null. */
+  async render(event: BridgeEvent, context: TemplateContext): Promise<unknown> {
+    const [r] = await Template.renderAll([this], event, context);
+    if (r instanceof TemplateError) throw r;
+    return r;
+  }
+  /** close lets the worker go once no template is left. */
+  close(): void {
+    runner.release(this.#id);
+  }
 }

@@ -7,12 +7,13 @@
  */
 import { Bridge } from '../daemon/bridge.ts';
 import { identityFrom } from '../imds/identity.ts';
-import { transitionOf } from '../pipeline/cloudevent.ts';
+import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
+import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';
 import { previewOf } from '../sinks/registry.ts';
 import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
 import { scenarioTimeline } from '../simulator/timeline.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
-import { identityOverride } from '../config/schema.ts';
+import { identityOverride, type BridgeConfig } from '../config/schema.ts';
 import { BridgeState } from '../imds/view.ts';
 
 /** A scenario with a scheduled, an updated, an approved, a started and a completed. */
@@ -48,8 +49,15 @@ export async function main(argv: string[]): Promise<number> {
     `se-bridge template test: sink ${sink.name}, scenario ${scenario} (${findScenario(scenario)!.title}), VM ${vm.name}; nothing is sent\n`,
   );
   let failed = 0;
+  let dropped = 0;
   for (const [n, e] of events.entries()) {
     out.write(`\n${n + 1}. ${transitionOf(e)}  ${e.data.eventType}  ${e.subject}  at ${e.time}\n`);
+    const why = filterDrops(sink.filter, e, vm.name);
+    if (why !== null) {
+      dropped += 1;
+      out.write(`   not sent: the sink's filter drops it (${why})\n`);
+      continue;
+    }
     const r = await preview(e);
     if ('outcome' in r) {
       if (r.outcome.status !== 'delivered') failed += 1;
@@ -61,10 +69,51 @@ export async function main(argv: string[]): Promise<number> {
     for (const [k, v] of Object.entries(headers)) out.write(`   ${k}: ${v}\n`);
     if (r.body !== null) out.write(`${indent(pretty(r.body, r.contentType))}\n`);
   }
+  const sent = events.length - dropped;
   out.write(
-    `\n${events.length} transition${events.length === 1 ? '' : 's'}; ${failed === 0 ? 'every one rendered' : `${failed} failed to render`}\n`,
+    `\n${events.length} transition${events.length === 1 ? '' : 's'}, ${dropped} dropped by the filter; ` +
+      `${failed === 0 ? `every one of the ${sent} sent rendered` : `${failed} of the ${sent} sent failed to render`}\n`,
   );
   return failed === 0 ? EXIT.ok : EXIT.failure;
+}
+
+/** filterDrops says why the sink's filter drops an event, or null when it takes it. */
+function filterDrops(filter: FilterConfig, e: BridgeEvent, vmName: string): string | null {
+  const d = e.data;
+  const subject = { transition: transitionOf(e), eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
+  if (matchesFilter(filter, subject, vmName)) return null;
+  if (filter.types !== undefined && !(filter.types as readonly string[]).includes(subject.transition))
+    return `types: ${filter.types.join(', ')}`;
+  if (filter.eventTypes !== undefined && !(filter.eventTypes as readonly string[]).includes(d.eventType))
+    return `eventTypes: ${filter.eventTypes.join(', ')}`;
+  if (filter.eventSources !== undefined && !(filter.eventSources as readonly string[]).includes(d.eventSource))
+    return `eventSources: ${filter.eventSources.join(', ')}`;
+  return `scope: ${filter.scope}`;
+}
+
+/**
+ * templateLimitProblems renders every webhook template on the sample events of every simulator
+ * scenario and reports each that runs past a limit (time, memory, size), by its key: such a
+ * template would have every one of those events dead-lettered.
+ */
+export async function templateLimitProblems(config: BridgeConfig): Promise<string[]> {
+  const problems: string[] = [];
+  const vm = identityFrom(null, { ...identityOverride(config.identity), name: identityOverride(config.identity).name ?? 'sim-vm-0' });
+  let samples: (readonly [string, BridgeEvent[]])[] | null = null;
+  for (const [i, sink] of config.sinks.entries()) {
+    const preview = await previewOf(sink, () => 'https://bridge.example.com/v1/approve?token=sample');
+    if (preview === null) continue;
+    samples ??= SCENARIOS.map((s) => [s.name, scenarioTimeline(s.name, vm)] as const);
+    search: for (const [scenario, events] of samples) {
+      for (const e of events) {
+        const r = await preview(e);
+        if (!('outcome' in r) || r.limit === undefined) continue;
+        problems.push(`sinks[${i}].${r.limit.key}: ${r.limit.message} (on the sample ${transitionOf(e)} event of scenario ${scenario})`);
+        break search;
+      }
+    }
+  }
+  return problems;
 }
 
 function pretty(body: string, contentType: string): string {

@@ -133,6 +133,14 @@ export class Worker {
         await this.#idle(Math.min(RESCAN_MS, next === null ? RESCAN_MS : Math.max(0, next - this.#o.now())));
         continue;
       }
+      try {
+        rows = this.#begin(rows);
+      } catch (err) {
+        logger.error({ sink: this.#t.name, ...errorFields(err) }, 'cannot record the start of an attempt');
+        await this.#idle(1000);
+        continue;
+      }
+      if (rows.length === 0) continue;
       const started = performance.now();
       const outcomes = await this.#attempt(rows);
       try {
@@ -142,6 +150,39 @@ export class Worker {
         await this.#idle(1000);
       }
     }
+  }
+
+  /**
+   * begin counts the attempt on every row before it is made. A row whose earlier attempts all
+   * died with the process (it has started maxAttempts already) is dead-lettered instead, with
+   * the reason, and not sent again.
+   */
+  #begin(rows: OutboxRow[]): OutboxRow[] {
+    const { store, logger } = this.#o;
+    const max = this.#t.delivery.maxAttempts;
+    const spent = rows.filter((r) => r.attempts >= max);
+    for (const r of spent) {
+      const why = `gave up after ${r.attempts} attempts: ${r.lastError ?? 'ATTEMPT_INTERRUPTED'}`;
+      store.deadLetter(r.rowId, r.attempts, why, this.#o.now());
+      logger.error(
+        { sink: this.#t.name, eventId: r.eventId, ceId: r.ceId, attempts: r.attempts, code: 'DELIVERY_EXHAUSTED' },
+        `${why}; dead-lettered`,
+      );
+      this.#o.onOutcome?.({
+        sink: this.#t.name,
+        ceId: r.ceId,
+        eventId: r.eventId,
+        transition: r.transition,
+        outcome: 'dead-letter',
+        attempts: r.attempts,
+        createdAt: r.createdAt,
+        durationMs: 0,
+        reason: r.lastError ?? 'ATTEMPT_INTERRUPTED',
+      });
+    }
+    const live = spent.length === 0 ? rows : rows.filter((r) => r.attempts < max);
+    if (live.length > 0) store.beginAttempts(live.map((r) => r.rowId));
+    return live;
   }
 
   /** idle waits for a notify, a stop, or `ms`. */

@@ -36,6 +36,7 @@ export const CODES = {
   DELIVERY_RETRY: 'a sink failed transiently; the delivery is tried again',
   DELIVERY_REJECTED: 'a sink refused an event for good; it was dead-lettered',
   DELIVERY_EXHAUSTED: 'an event ran out of attempts or age; it was dead-lettered',
+  ATTEMPT_INTERRUPTED: 'the process stopped during a delivery attempt; it counts, so an event that kills the process runs out of attempts',
   SINK_REMOVED: 'outbox rows of a sink no longer configured were dead-lettered',
   SINK_DISABLED: 'a sink was turned off by its configuration',
   SINK_INVALID_OUTCOME: 'a sink returned something that is not an outcome; it counts as a retry (and an attempt)',

@@ -187,7 +187,8 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
 
 /** What a sink would send for one event: a request, or the outcome it would have without sending (skipped, failed). */
 export type Preview =
-  | { readonly outcome: Outcome }
+  /** `limit`: it failed because it ran past a limit (time, memory, size), at this configuration key. */
+  | { readonly outcome: Outcome; readonly limit?: { readonly key: string; readonly message: string } }
   | {
       readonly method: string;
       readonly url: string;

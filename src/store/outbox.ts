@@ -12,9 +12,12 @@ export interface OutboxRow {
   readonly eventId: string;
   /** The CloudEvent's transition (scheduled, updated, ...), as the journal recorded it. */
   readonly transition: string;
+  /** Attempts started (an attempt counts from its start, so one the process died in counts too). */
   readonly attempts: number;
   readonly createdAt: number;
   readonly json: string;
+  /** The last failure, or null before the first. */
+  readonly lastError: string | null;
 }
 
 export interface DeadLetter {
@@ -38,7 +41,8 @@ export class Outbox {
     this.#db = db;
     this.#s = {
       due: db.prepare(
-        `SELECT o.id AS rowId, o.sink, o.ce_id AS ceId, o.event_id AS eventId, j.transition, o.attempts, o.created_at AS createdAt, j.body AS json
+        `SELECT o.id AS rowId, o.sink, o.ce_id AS ceId, o.event_id AS eventId, j.transition, o.attempts, o.created_at AS createdAt, j.body AS json,
+                o.last_error AS lastError
            FROM outbox o JOIN journal j ON j.ce_id = o.ce_id
           WHERE o.sink = ? AND o.next_attempt_at <= ?
             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.sink = o.sink AND p.event_id = o.event_id AND p.id < o.id)
@@ -51,6 +55,11 @@ export class Outbox {
       ),
       deleteOutbox: db.prepare('DELETE FROM outbox WHERE id = ?'),
       reschedule: db.prepare('UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?'),
+      begin: db.prepare(
+        `UPDATE outbox SET attempts = attempts + 1,
+           last_error = 'ATTEMPT_INTERRUPTED: the process stopped during attempt ' || (attempts + 1) || ' (a crash, a kill or a power cut)'
+         WHERE id = ?`,
+      ),
       insertDead: db.prepare(
         `INSERT INTO dead_letters (sink, ce_id, event_id, attempts, last_error, created_at, dead_at)
          SELECT sink, ce_id, event_id, ?, ?, created_at, ? FROM outbox WHERE id = ?`,
@@ -89,6 +98,19 @@ export class Outbox {
     this.#db.relaxed(() =>
       this.#db.transaction(() => {
         for (const id of rowIds) this.#s.deleteOutbox.run(id);
+      }),
+    );
+  }
+
+  /**
+   * beginAttempts counts an attempt on each row before it is made, with a reason that stays if
+   * it never ends: a row whose sending kills the process runs out of attempts like any other.
+   * Not waited to the disk (a power cut only forgets the count), but kept through a crash.
+   */
+  beginAttempts(rowIds: readonly number[]): void {
+    this.#db.relaxed(() =>
+      this.#db.transaction(() => {
+        for (const id of rowIds) this.#s.begin.run(id);
       }),
     );
   }

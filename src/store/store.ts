@@ -70,6 +70,9 @@ export class Store {
   markDelivered(rowIds: readonly number[]): void {
     this.#outbox.markDelivered(rowIds);
   }
+  beginAttempts(rowIds: readonly number[]): void {
+    this.#outbox.beginAttempts(rowIds);
+  }
   reschedule(rowId: number, attempts: number, nextAttemptAt: number, lastError: string): void {
     this.#outbox.reschedule(rowId, attempts, nextAttemptAt, lastError);
   }

@@ -138,6 +138,66 @@ describe('the command line', () => {
     }
   });
 
+  it('validate: a template that runs past its limit on the sample events is exit 2 with its key', async () => {
+    const dir = tempDir();
+    try {
+      const cfg = join(dir.path, 'slow.yaml');
+      writeFileSync(
+        cfg,
+        [
+          'sinks:',
+          '  - { name: fine, type: webhook, url: "https://chat.example.com/hook", template: \'{ "id": data.eventId }\' }',
+          '  - name: slow',
+          '    type: webhook',
+          '    url: https://chat.example.com/hook',
+          '    headerTemplates: { X-Pad: \'$pad("", 200000000)\' }',
+          '    template: \'$match(data.description & " " & data.description & "!", /^(\\w+\\s?)*$/) ? {} : { "a": 1 }\'',
+        ].join('\n'),
+      );
+      const r = await cli(['validate', '--config', cfg]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        /sinks\[1\]\.template: the template ran longer than 100 ms and was stopped \(on the sample \w+ event of scenario [\w-]+\)/,
+      );
+      expect(r.stderr).not.toContain('sinks[0]');
+      const pad = join(dir.path, 'pad.yaml');
+      writeFileSync(pad, readFileSync(cfg, 'utf8').replace(/\n {4}template: .*$/, ''));
+      const p = await cli(['validate', '--config', pad]);
+      expect(p.code).toBe(2);
+      expect(p.stderr).toContain('sinks[1].headerTemplates.X-Pad: the template $pad would make more than 1048576 characters');
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('template test shows exactly what is sent (static headers masked, the signature), and what the filter drops', async () => {
+    const dir = tempDir();
+    try {
+      const cfg = join(dir.path, 'bridge.yaml');
+      writeFileSync(cfg, `${readFileSync(join(ROOT, 'examples', 'templates', 'opsgenie.yaml'), 'utf8')}\n`);
+      writeFileSync(
+        cfg,
+        readFileSync(cfg, 'utf8').replace(
+          'filter: { scope: self }',
+          `filter: { scope: self, types: [scheduled, completed] }\n    secret: ${SECRET}`,
+        ),
+      );
+      const r = await cli(['template', 'test', '--config', cfg, '--sink', 'opsgenie'], {
+        OPSGENIE_API_KEY: 'abcdef01-2345-6789-abcd-ef0123456789',
+      });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('   authorization: GenieKey ****** (45 characters, not shown)');
+      expect(r.stdout).not.toContain('abcdef01-2345');
+      expect(r.stdout).toContain('   webhook-signature: v1,<at sending>');
+      expect(r.stdout).toMatch(
+        /\n2\. updated {2}Redeploy {2}\S+ {2}at \S+\n {3}not sent: the sink's filter drops it \(types: scheduled, completed\)\n/,
+      );
+      expect(r.stdout).toContain('5 transitions, 3 dropped by the filter; every one of the 2 sent rendered');
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   it('template test renders every transition of a scenario without sending anything', async () => {
     const dir = tempDir();
     try {
@@ -153,7 +213,7 @@ describe('the command line', () => {
         expect(r.stdout).toMatch(new RegExp(`\\n${n + 1}\\. ${t}  Redeploy `));
       expect(r.stdout).toContain('   POST https://events.pagerduty.com/v2/enqueue');
       expect(r.stdout).toContain('"event_action": "acknowledge"');
-      expect(r.stdout).toContain('5 transitions; every one rendered');
+      expect(r.stdout).toContain('5 transitions, 0 dropped by the filter; every one of the 5 sent rendered');
       const canceled = await cli(['template', 'test', '--config', cfg, '--sink', 'pagerduty', '--scenario', 'canceled-maintenance'], {
         PAGERDUTY_ROUTING_KEY: 'R0123456789abcdefABCDEF012345678',
       });

@@ -1,0 +1,304 @@
+/**
+ * TemplateRunner evaluates JSONata in a worker thread with a hard deadline and a memory limit.
+ *
+ * JSONata's own `timeout` is checked between evaluation steps only: one built-in ($match with a
+ * catastrophic regular expression, $pad to 200 million characters, $string of a ten-million item
+ * range) runs to its end and blocks the thread that runs it for seconds. Here that thread is a
+ * worker: the daemon's own thread (IMDS polls, every other sink, the approval server, /livez, the
+ * probe, SIGTERM) never runs an expression. An evaluation that has not answered by its deadline
+ * gets its worker terminated (V8 interrupts even a regular expression that backtracks), one that
+ * runs out of the worker's heap ends it the same way, and the next evaluation starts a new
+ * worker. Evaluations go one at a time; each one's deadline starts when the worker takes it.
+ *
+ * A heap limit stops a template that grows its memory step by step, but not one call of a
+ * built-in that makes a huge string at once (V8 gives a worker past its limit only 16 MiB more,
+ * then ends the whole process). So the built-ins that do that ($pad, $string, $join), and the
+ * result itself, are measured first, by a walk that stops at the limit, and refused past
+ * `MAX_RESULT_CHARS`.
+ *
+ * One runner serves the whole process (every webhook sink, `validate`, `template test`) and
+ * stops its worker when the last template is closed. jsonata loads in the worker only.
+ */
+import { Worker } from 'node:worker_threads';
+
+/** The worker's heap (MiB): a template's input is one CloudEvent, its output one request. */
+const HEAP_MB = 128;
+/** The largest result a template may make (a request body, a URL, a header), in characters of JSON. */
+export const MAX_RESULT_CHARS = 1024 * 1024;
+/** How long parsing one expression may take. */
+const COMPILE_DEADLINE_MS = 5000;
+/** How long a new worker may take to load jsonata before the evaluation fails. */
+const START_DEADLINE_MS = 15_000;
+
+/** What a template may read besides the event: the helpers' values for this event. */
+export type Bindings = Readonly<Record<string, string | null>>;
+
+export type Failure = {
+  readonly message: string;
+  readonly position: number | null;
+  /** JSONata's error code (D1012: its own step timeout), or LIMIT for a deadline or the memory limit. */
+  readonly code: string | null;
+};
+export type Evaluated = { readonly ok: true; readonly json: string | null } | { readonly ok: false; readonly failure: Failure };
+
+type Request =
+  | { op: 'compile'; seq: number; id: number; text: string; timeoutMs: number; stack: number }
+  | { op: 'evaluate'; seq: number; ids: readonly number[]; input: unknown; bindings: Bindings };
+type Reply = { seq: number; results: Evaluated[] } | { ready: true };
+
+interface Job {
+  readonly request: Request;
+  readonly deadlineMs: number;
+  readonly resolve: (r: Evaluated[]) => void;
+}
+
+/**
+ * workerMain is the worker's whole program. It is sent to the worker as source text
+ * (`eval: true`), so it uses nothing from outside itself: built-in modules come through
+ * `process.getBuiltinModule`, and jsonata from the package next to this file or, inside the
+ * single executable, from its `templates.cjs` asset (scripts/build-binary.ts).
+ */
+function workerMain(): void {
+  type Expr = {
+    evaluate(input: unknown, bindings: Record<string, () => unknown>): Promise<unknown>;
+    registerFunction(name: string, f: (...args: unknown[]) => unknown, signature: string): void;
+  };
+  type Compile = (text: string, options: { timeout: number; stack: number }) => Expr;
+  const builtin = process.getBuiltinModule;
+  const { parentPort, workerData } = builtin('node:worker_threads');
+  const sea = builtin('node:sea');
+  const data = workerData as { from: string; maxChars: number };
+  let jsonata: Compile;
+  if (sea.isSea()) {
+    const module = { exports: {} as { jsonata: Compile } };
+    builtin('node:vm').compileFunction(sea.getAsset('templates.cjs', 'utf8'), ['exports', 'require', 'module'], {
+      filename: 'templates.cjs',
+    })(module.exports, builtin, module);
+    jsonata = module.exports.jsonata;
+  } else {
+    const loaded = builtin('node:module').createRequire(data.from)('jsonata') as Compile | { default: Compile };
+    jsonata = typeof loaded === 'function' ? loaded : loaded.default;
+  }
+  type Fn = { implementation: (...args: unknown[]) => unknown };
+  const limit = (message: string) => Object.assign(new Error(message), { code: 'LIMIT' });
+  /** size: about how many characters of JSON `v` makes, counted until `max` is passed. */
+  const size = (v: unknown, max: number): number => {
+    let n = 0;
+    const todo: unknown[] = [v];
+    while (todo.length > 0 && n <= max) {
+      const x = todo.pop();
+      if (typeof x === 'string') n += x.length + 2;
+      else if (typeof x === 'number') n += 24;
+      else if (Array.isArray(x)) {
+        n += 1 + x.length;
+        for (let i = 0; i < x.length && n <= max; i++) todo.push(x[i]);
+      } else if (x !== null && typeof x === 'object') {
+        for (const [k, y] of Object.entries(x)) {
+          n += k.length + 4;
+          todo.push(y);
+          if (n > max) break;
+        }
+      } else n += 5;
+    }
+    return n;
+  };
+  const max = data.maxChars;
+  const tooBig = (what: string) => limit(`${what} would make more than ${max} characters`);
+  // the originals, as JSONata binds them (a registered function of the same name shadows them)
+  const original = new Map<string, Promise<Fn>>();
+  const builtinFn = (name: string) => {
+    if (!original.has(name)) original.set(name, jsonata(`$${name}`, { timeout: 1000, stack: 10 }).evaluate(null, {}) as Promise<Fn>);
+    return original.get(name)!;
+  };
+  const guarded: [string, string, (...a: unknown[]) => string | null][] = [
+    ['pad', '<s-ns?:s>', (_s, width) => (Math.abs(Number(width)) > max ? '$pad' : null)],
+    ['string', '<x-b?:s>', (v, pretty) => (size(v, max) * (pretty === true ? 4 : 1) > max ? '$string' : null)],
+    [
+      'join',
+      '<a<s>s?:s>',
+      (a, sep) => (Array.isArray(a) && size(a, max) + a.length * (typeof sep === 'string' ? sep.length : 0) > max ? '$join' : null),
+    ],
+  ];
+  const exprs = new Map<number, Expr>();
+  const failure = (err: unknown) => {
+    const e = err as { message?: unknown; position?: unknown; code?: unknown };
+    return {
+      ok: false,
+      failure: {
+        message: typeof e.message === 'string' ? e.message : String(err),
+        position: typeof e.position === 'number' ? e.position : null,
+        code: typeof e.code === 'string' ? e.code : null,
+      },
+    };
+  };
+  parentPort!.on('message', (m: Request) => {
+    if (m.op === 'compile') {
+      try {
+        const expr = jsonata(m.text, { timeout: m.timeoutMs, stack: m.stack });
+        for (const [name, signature, check] of guarded) {
+          expr.registerFunction(
+            name,
+            async (...args: unknown[]) => {
+              const refused = check(...args);
+              if (refused !== null) throw tooBig(refused);
+              return (await builtinFn(name)).implementation(...args);
+            },
+            signature,
+          );
+        }
+        exprs.set(m.id, expr);
+        parentPort!.postMessage({ seq: m.seq, results: [{ ok: true, json: null }] });
+      } catch (err) {
+        parentPort!.postMessage({ seq: m.seq, results: [failure(err)] });
+      }
+      return;
+    }
+    const bindings = Object.fromEntries(Object.entries(m.bindings).map(([k, v]) => [k, () => v]));
+    void (async () => {
+      const results = [];
+      for (const id of m.ids) {
+        try {
+          const out = await exprs.get(id)!.evaluate(m.input, bindings);
+          if (size(out, max) > max) throw tooBig('its result');
+          results.push({ ok: true, json: out === undefined ? null : (JSON.stringify(out) ?? null) });
+        } catch (err) {
+          results.push(failure(err));
+        }
+      }
+      parentPort!.postMessage({ seq: m.seq, results });
+    })();
+  });
+  parentPort!.postMessage({ ready: true });
+}
+
+class TemplateRunner {
+  #worker: Worker | null = null;
+  #ready = false;
+  readonly #queue: Job[] = [];
+  #current: { job: Job; timer: NodeJS.Timeout } | null = null;
+  #seq = 0;
+  #nextId = 1;
+  /** Every compiled expression, so that a new worker can compile them again. */
+  readonly #compiled = new Map<number, { text: string; timeoutMs: number; stack: number }>();
+  #users = 0;
+
+  /** compile registers an expression; its failure (a syntax error) comes back in JSONata's words. */
+  async compile(text: string, timeoutMs: number, stack: number): Promise<{ id: number } | { failure: Failure }> {
+    const id = this.#nextId++;
+    this.#users += 1;
+    const [r] = await this.#run({ op: 'compile', seq: 0, id, text, timeoutMs, stack }, COMPILE_DEADLINE_MS);
+    if (!r!.ok) {
+      this.release();
+      return { failure: r!.failure };
+    }
+    this.#compiled.set(id, { text, timeoutMs, stack });
+    return { id };
+  }
+
+  /** evaluate runs expressions on one input, in order, all within one deadline. */
+  evaluate(ids: readonly number[], input: unknown, bindings: Bindings, deadlineMs: number): Promise<Evaluated[]> {
+    return this.#run({ op: 'evaluate', seq: 0, ids, input, bindings }, deadlineMs);
+  }
+
+  /** release drops one user's hold; the worker stops with the last. */
+  release(id?: number): void {
+    if (id !== undefined) this.#compiled.delete(id);
+    this.#users = Math.max(0, this.#users - 1);
+    if (this.#users === 0 && this.#queue.length === 0 && this.#current === null) this.#stop();
+  }
+
+  #run(request: Request, deadlineMs: number): Promise<Evaluated[]> {
+    return new Promise((resolve) => {
+      this.#queue.push({ request, deadlineMs, resolve });
+      this.#next();
+    });
+  }
+
+  #next(): void {
+    if (this.#current !== null || this.#queue.length === 0) return;
+    const worker = this.#start();
+    if (!this.#ready) return;
+    const job = this.#queue.shift()!;
+    const seq = ++this.#seq;
+    const timer = setTimeout(() => this.#fail(`ran longer than ${job.deadlineMs} ms and was stopped`), job.deadlineMs);
+    this.#current = { job, timer };
+    worker.postMessage({ ...job.request, seq });
+  }
+
+  /** start gives the worker, starting one (and compiling every expression again) when there is none. */
+  #start(): Worker {
+    if (this.#worker !== null) return this.#worker;
+    const worker = new Worker(`(${workerMain.toString()})()`, {
+      eval: true,
+      workerData: { from: import.meta.url, maxChars: MAX_RESULT_CHARS },
+      resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: 8, stackSizeMb: 4 },
+    });
+    this.#worker = worker;
+    this.#ready = false;
+    const startTimer = setTimeout(() => this.#fail('could not start the template worker in time'), START_DEADLINE_MS);
+    worker.on('message', (m: Reply) => {
+      if (worker !== this.#worker) return;
+      if ('ready' in m) {
+        clearTimeout(startTimer);
+        this.#ready = true;
+        // a new worker compiles every live expression first, in the order they came
+        for (const [id, c] of this.#compiled) worker.postMessage({ op: 'compile', seq: -1, id, ...c });
+        this.#next();
+        return;
+      }
+      const cur = this.#current;
+      if (cur === null || m.seq !== this.#seq) return;
+      clearTimeout(cur.timer);
+      this.#current = null;
+      cur.job.resolve(m.results);
+      this.#next();
+    });
+    worker.on('error', (err: Error & { code?: string }) => {
+      if (worker !== this.#worker) return;
+      clearTimeout(startTimer);
+      this.#fail(
+        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? `ran out of memory (the limit is ${HEAP_MB} MiB) and was stopped`
+          : `failed: ${err.message}`,
+      );
+    });
+    worker.on('exit', () => {
+      if (worker !== this.#worker) return;
+      clearTimeout(startTimer);
+      this.#fail('stopped unexpectedly');
+    });
+    // after the listeners, which would hold the process open again: the worker never keeps it alive
+    worker.unref();
+    return worker;
+  }
+
+  /** fail answers the evaluation under way (or every waiting one when the worker never started) and drops the worker. */
+  #fail(why: string): void {
+    const worker = this.#worker;
+    this.#worker = null;
+    this.#ready = false;
+    if (worker !== null) void worker.terminate();
+    const cur = this.#current;
+    this.#current = null;
+    if (cur !== null) {
+      clearTimeout(cur.timer);
+      cur.job.resolve(resultsOf(cur.job.request, limitFailure(why)));
+    } else {
+      for (const job of this.#queue.splice(0)) job.resolve(resultsOf(job.request, limitFailure(why)));
+    }
+    if (this.#users > 0 || this.#queue.length > 0) setImmediate(() => this.#next());
+  }
+
+  #stop(): void {
+    const worker = this.#worker;
+    this.#worker = null;
+    this.#ready = false;
+    if (worker !== null) void worker.terminate();
+  }
+}
+
+const limitFailure = (message: string): Evaluated => ({ ok: false, failure: { message, position: null, code: 'LIMIT' } });
+const resultsOf = (r: Request, one: Evaluated): Evaluated[] => (r.op === 'compile' ? [one] : r.ids.map(() => one));
+
+/** The process's one runner. */
+export const runner = new TemplateRunner();

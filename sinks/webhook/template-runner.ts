@@ -36,7 +36,7 @@ export type Bindings = Readonly<Record<string, string | null>>;
 export type Failure = {
   readonly message: string;
   readonly position: number | null;
-  /** JSONata's error code (D1012: its own step timeout), or LIMIT for a deadline or the memory limit. */
+  /** JSONata's error code (D1012: its own step timeout), or TEMPLATE_LIMIT for a deadline or the memory limit. */
   readonly code: string | null;
 };
 export type Evaluated = { readonly ok: true; readonly json: string | null } | { readonly ok: false; readonly failure: Failure };
@@ -80,7 +80,7 @@ function workerMain(): void {
     jsonata = typeof loaded === 'function' ? loaded : loaded.default;
   }
   type Fn = { implementation: (...args: unknown[]) => unknown };
-  const limit = (message: string) => Object.assign(new Error(message), { code: 'LIMIT' });
+  const limit = (message: string) => Object.assign(new Error(message), { code: 'TEMPLATE_LIMIT' });
   /** size: about how many characters of JSON `v` makes, counted until `max` is passed. */
   const size = (v: unknown, max: number): number => {
     let n = 0;
@@ -297,7 +297,7 @@ class TemplateRunner {
   }
 }
 
-const limitFailure = (message: string): Evaluated => ({ ok: false, failure: { message, position: null, code: 'LIMIT' } });
+const limitFailure = (message: string): Evaluated => ({ ok: false, failure: { message, position: null, code: 'TEMPLATE_LIMIT' } });
 const resultsOf = (r: Request, one: Evaluated): Evaluated[] => (r.op === 'compile' ? [one] : r.ids.map(() => one));
 
 /** The process's one runner. */

@@ -39,7 +39,7 @@ export class TemplateError extends BridgeError<'TEMPLATE_FAILED'> {
 }
 
 function templateError(f: Failure, timeoutMs: number): TemplateError {
-  if (f.code === 'D1012' || f.code === 'LIMIT') {
+  if (f.code === 'D1012' || f.code === 'TEMPLATE_LIMIT') {
     const message = f.code === 'D1012' ? `ran longer than ${timeoutMs} ms and was stopped` : f.message;
     return new TemplateError(`the template ${message}`, null, true);
   }

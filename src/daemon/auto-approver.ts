@@ -61,13 +61,22 @@ export class AutoApprover {
     }
   }
 
-  /** delivered records a preparation hook's success (a Scheduled or updated event it took), and decides again. */
+  /**
+   * delivered records a preparation hook's success (a Scheduled or updated event it took) for the
+   * occurrence it prepared, and decides again. Only the current occurrence's successes count.
+   */
   delivered(report: OutcomeReport): void {
     const target = this.#o.targets.find((t) => t.name === report.sink);
     if (target?.prepare !== true || report.outcome !== 'delivered') return;
     if (report.transition !== 'scheduled' && report.transition !== 'updated') return;
-    this.#o.store.hookSucceeded(report.eventId, report.sink);
-    this.#o.logger.info({ eventId: report.eventId, sink: report.sink }, 'preparation hook succeeded');
+    if (!this.#o.store.hookSucceeded(report.eventId, report.sink, report.ceId)) {
+      this.#o.logger.info(
+        { eventId: report.eventId, sink: report.sink, ceId: report.ceId },
+        'preparation hook succeeded for an occurrence that has ended; it does not count',
+      );
+      return;
+    }
+    this.#o.logger.info({ eventId: report.eventId, sink: report.sink, ceId: report.ceId }, 'preparation hook succeeded');
     this.apply((this.#o.view.document?.events ?? []).filter((x) => x.eventId === report.eventId));
   }
 

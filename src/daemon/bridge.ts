@@ -248,6 +248,8 @@ export class Bridge {
   #preparation(report: OutcomeReport): void {
     const undo = report.transition === 'completed' || report.transition === 'canceled';
     if (report.transition === 'approved') return;
+    // a preparation that finished after its occurrence ended (canceled while it ran) changes nothing
+    if (!undo && !this.store.occurrenceCurrent(report.eventId, report.ceId)) return;
     const before = this.store.preparations(report.eventId).find((r) => r.sink === report.sink);
     try {
       if (report.outcome === 'delivered') {

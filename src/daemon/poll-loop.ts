@@ -180,7 +180,15 @@ export class PollLoop {
     }
     metrics.observeDocument(result.document);
     for (const p of pending) metrics.transitions.inc({ transition: p.transition });
-    store.commit({ document: result.document, etag: result.etag, observedAt: new Date().toISOString(), events: pending });
+    const { superseded } = store.commit({
+      document: result.document,
+      etag: result.etag,
+      observedAt: new Date().toISOString(),
+      events: pending,
+    });
+    if (superseded > 0) {
+      logger.info({ superseded }, 'preparations of an occurrence that ended stop: delivered as superseded, not tried again');
+    }
     this.#baseline = { document: result.document, etag: result.etag };
     this.#o.state.document = result.document;
     for (const p of pending) {

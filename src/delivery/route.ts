@@ -7,6 +7,9 @@
  * before (a host failure skips Scheduled). A drain script must not drain the VM again when the
  * event is approved, starts or completes. A preparation that also gives the VM back (probe,
  * kubernetes: `undoes`) takes `completed` and `canceled` as well.
+ *
+ * An end (canceled, completed) supersedes the preparations' rows of the occurrence it ends that
+ * are still pending: they are not tried again (store/journal.ts).
  */
 import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';
@@ -34,12 +37,15 @@ export function route(
     const takes = (t: DispatchTarget) =>
       matchesFilter(t.filter, subject, vmName) &&
       (!(t.prepare || t.undoes) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));
+    const ends = transition === 'canceled' || transition === 'completed';
     return {
       id: e.id,
       eventId: d.eventId,
       transition,
       json: JSON.stringify(e),
       sinks: targets.filter(takes).map((t) => t.name),
+      // an end stops what the preparations still have pending of the occurrence it ends
+      ...(ends ? { supersedes: targets.filter((t) => t.prepare || t.undoes).map((t) => t.name) } : {}),
     };
   });
 }

@@ -47,6 +47,8 @@ export const CODES = {
     "managed identity tokens are asked from the configured imds.endpoint (it is not Azure's), as AZURE_POD_IDENTITY_AUTHORITY_HOST would set it",
   WEBHOOK_REDIRECT: 'a webhook answered with a redirect, which is never followed',
   TEMPLATE_FAILED: 'a payload template does not compile (exit 2 at validate) or failed on one event (that event is dead-lettered)',
+  TEMPLATE_LIMIT:
+    'a payload template ran past its time, memory or size limit and was stopped (that event is dead-lettered as TEMPLATE_FAILED)',
   SLACK_RESPONSE_URL: 'a Slack response_url could not be updated',
   // preparing the VM: the kubernetes sink
   KUBE_NOT_CONFIGURED: 'a kubernetes sink has no kubeconfig and is not in a cluster (dead-lettered)',

@@ -25,6 +25,11 @@ export interface PreparationRecord {
   readonly at: number;
 }
 
+/** current: the CloudEvent (parameter `ce`) of the EventId (parameter `ev`) is journaled, and no end of the EventId after it. */
+const current = (ev: string, ce: string) => `EXISTS (SELECT 1 FROM journal WHERE ce_id = ${ce})
+  AND NOT EXISTS (SELECT 1 FROM journal e WHERE e.event_id = ${ev} AND e.transition IN ('canceled', 'completed')
+                    AND e.rowid > (SELECT rowid FROM journal WHERE ce_id = ${ce}))`;
+
 export class Approvals {
   readonly #journal: Journal;
   readonly #s;
@@ -34,8 +39,14 @@ export class Approvals {
     this.#s = {
       get: db.prepare('SELECT event_id AS eventId, by_whom AS by, via, reason, at, ce_id AS ceId FROM approvals WHERE event_id = ?'),
       insert: db.prepare('INSERT INTO approvals (event_id, by_whom, via, reason, at, ce_id) VALUES (?, ?, ?, ?, ?, ?)'),
-      hookDone: db.prepare('INSERT OR IGNORE INTO hook_results (event_id, sink, at) VALUES (?, ?, ?)'),
-      hooksOf: db.prepare('SELECT sink FROM hook_results WHERE event_id = ?'),
+      // only while the occurrence is current: no end (canceled, completed) journaled after the CloudEvent it answered
+      hookDone: db.prepare(
+        `INSERT INTO preparation_results (event_id, sink, ce_id, at)
+           SELECT ?1, ?2, ?3, ?4 WHERE ${current('?1', '?3')}
+           ON CONFLICT (event_id, sink) DO UPDATE SET ce_id = excluded.ce_id, at = excluded.at`,
+      ),
+      hooksOf: db.prepare('SELECT sink FROM preparation_results WHERE event_id = ?'),
+      current: db.prepare(`SELECT 1 AS yes WHERE ${current('?1', '?2')}`),
       prepSet: db.prepare(
         `INSERT INTO preparations (event_id, sink, state, detail, at) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (event_id, sink) DO UPDATE SET state = excluded.state, detail = excluded.detail, at = excluded.at`,
@@ -54,10 +65,21 @@ export class Approvals {
     return this.#s.get.get<ApprovalRecord>(eventId) ?? null;
   }
 
-  hookSucceeded(eventId: string, sink: string, now: number = Date.now()): void {
-    this.#s.hookDone.run(eventId, sink, now);
+  /**
+   * hookSucceeded records a preparation's success for the occurrence of the CloudEvent it
+   * answered (`ceId`), and says whether it counted: a success that comes after its occurrence
+   * ended (the event was canceled, or completed, while the preparation ran) does not.
+   */
+  hookSucceeded(eventId: string, sink: string, ceId: string, now: number = Date.now()): boolean {
+    return Number(this.#s.hookDone.run(eventId, sink, ceId, now).changes) > 0;
   }
 
+  /** occurrenceCurrent: no end of the EventId was journaled after this CloudEvent of it. */
+  occurrenceCurrent(eventId: string, ceId: string): boolean {
+    return this.#s.current.get(eventId, ceId) !== undefined;
+  }
+
+  /** hooksDone: the preparations that succeeded for the current occurrence of the event (an end drops them). */
   hooksDone(eventId: string): Set<string> {
     return new Set(this.#s.hooksOf.all<{ sink: string }>(eventId).map((r) => r.sink));
   }

@@ -122,6 +122,21 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
       PRIMARY KEY (event_id, sink)
     );`,
   },
+  {
+    // a preparation's success belongs to the occurrence it prepared: the CloudEvent it answered
+    version: 6,
+    sql: `
+    CREATE TABLE IF NOT EXISTS preparation_results (
+      event_id TEXT NOT NULL,
+      sink TEXT NOT NULL,
+      ce_id TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      PRIMARY KEY (event_id, sink)
+    );
+    INSERT OR IGNORE INTO preparation_results (event_id, sink, ce_id, at)
+      SELECT event_id, sink, event_id || '/scheduled', at FROM hook_results;
+    DROP TABLE hook_results;`,
+  },
 ];
 
 const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -26,6 +26,11 @@ export interface PendingEvent {
   readonly sinks: readonly string[];
   /** For transitions: the occurrence key and which occurrence this is (see cloudEventId). */
   readonly occurrence?: { readonly key: string; readonly n: number } | undefined;
+  /**
+   * For an end (canceled, completed): the preparations whose rows of the ended occurrence are
+   * still pending; they stop (delivered as superseded, not dead-lettered) in the same commit.
+   */
+  readonly supersedes?: readonly string[] | undefined;
 }
 
 export class Journal {
@@ -55,6 +60,11 @@ export class Journal {
       occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
       eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      dropResults: db.prepare('DELETE FROM preparation_results WHERE event_id = ?'),
+      supersede: db.prepare(
+        `DELETE FROM outbox WHERE sink = ? AND event_id = ?
+           AND ce_id IN (SELECT ce_id FROM journal WHERE event_id = ? AND transition IN ('scheduled', 'updated', 'started'))`,
+      ),
       prune: db.prepare(
         `DELETE FROM journal WHERE created_at < ?
            AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.ce_id = journal.ce_id)
@@ -83,17 +93,13 @@ export class Journal {
    * journaled keeps its first body: ids are unique per occurrence, so that only happens when
    * the very same change is committed twice.
    */
-  commit(input: {
-    document: EventsDocument;
-    etag: string | null;
-    observedAt: string;
-    events: readonly PendingEvent[];
-    now?: number;
-  }): void {
+  commit(input: { document: EventsDocument; etag: string | null; observedAt: string; events: readonly PendingEvent[]; now?: number }): {
+    superseded: number;
+  } {
     const now = input.now ?? Date.now();
-    this.#db.transaction(() => {
+    return this.#db.transaction(() => {
       this.#s.saveDocument.run(input.document.incarnation, JSON.stringify(input.document), input.etag, input.observedAt);
-      this.#append(input.events, now);
+      return this.#append(input.events, now);
     });
   }
 
@@ -105,12 +111,19 @@ export class Journal {
     });
   }
 
-  #append(events: readonly PendingEvent[], now: number): void {
+  #append(events: readonly PendingEvent[], now: number): { superseded: number } {
+    let superseded = 0;
     for (const e of events) {
+      if (e.transition === 'canceled' || e.transition === 'completed') {
+        // the occurrence is over: its preparations' successes no longer count, and what is still pending of them stops
+        this.#s.dropResults.run(e.eventId);
+        for (const sink of e.supersedes ?? []) superseded += Number(this.#s.supersede.run(sink, e.eventId, e.eventId).changes);
+      }
       this.#s.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);
       if (e.occurrence !== undefined) this.#s.occurrenceSet.run(e.occurrence.key, e.occurrence.n, now);
       for (const sink of e.sinks) this.#s.insertOutbox.run(sink, e.id, e.eventId, now, now);
     }
+    return { superseded };
   }
 
   /**

@@ -49,8 +49,8 @@ export class Store {
   loadDocument(): StoredDocument | null {
     return this.#journal.loadDocument();
   }
-  commit(input: Parameters<Journal['commit']>[0]): void {
-    this.#journal.commit(input);
+  commit(input: Parameters<Journal['commit']>[0]): { superseded: number } {
+    return this.#journal.commit(input);
   }
   priorOccurrences(key: string): number {
     return this.#journal.priorOccurrences(key);
@@ -100,8 +100,11 @@ export class Store {
   approval(eventId: string): ApprovalRecord | null {
     return this.#approvals.of(eventId);
   }
-  hookSucceeded(eventId: string, sink: string, now?: number): void {
-    this.#approvals.hookSucceeded(eventId, sink, now);
+  hookSucceeded(eventId: string, sink: string, ceId: string, now?: number): boolean {
+    return this.#approvals.hookSucceeded(eventId, sink, ceId, now);
+  }
+  occurrenceCurrent(eventId: string, ceId: string): boolean {
+    return this.#approvals.occurrenceCurrent(eventId, ceId);
   }
   hooksDone(eventId: string): Set<string> {
     return this.#approvals.hooksDone(eventId);

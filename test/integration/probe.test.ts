@@ -4,7 +4,8 @@
  * `approveAfterHooks` once the probe has drained.
  */
 import { request } from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli } from '../e2e/process.ts';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -173,6 +174,75 @@ describe('probe sink', () => {
     const holds = JSON.parse(h.bridge.store.sinkState('lb').get('holds')!) as Record<string, { since: number }>;
     expect(holds[b.eventId]!.since).toBe(holds[a.eventId]!.since);
     expect(h.sim.startRequests[1]!.eventIds).toEqual([b.eventId]);
+  });
+
+  it('a preparation counts only for the occurrence it prepared, and stops being tried once its occurrence ends', async () => {
+    const port = await freePort();
+    const flag = join(tmpdir(), `se-bridge-gate-${process.pid}-${port}`);
+    const runs = `${flag}.runs`;
+    const runsOf = (ceId: string) => {
+      try {
+        return readFileSync(runs, 'utf8')
+          .split('\n')
+          .filter((l) => l === ceId).length;
+      } catch {
+        return 0;
+      }
+    };
+    writeFileSync(flag, '');
+    const h = await bridgeWithProbe(port, 2, {
+      sinks: (dir) => [
+        { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+        { name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 2, prepare: true },
+        {
+          name: 'gate',
+          type: 'exec',
+          command: ['/bin/sh', '-c', `echo "$SE_CE_ID" >> ${runs}; test -f ${flag}`],
+          prepare: true,
+          delivery: { initialBackoffMs: 50, maxBackoffMs: 100, maxAttempts: 1000 },
+        },
+      ],
+    });
+    const prober = new Prober(`http://127.0.0.1:${port}`).start();
+    try {
+      await waitFor(() => prober.answers.some((a) => a.status === 200), 'the probe in service');
+      // 1. the gate open: the hook succeeds at once; canceled while the probe still drains
+      const e = h.sim.addEvent({ EventId: 'A1B2C3D4-0000-4000-8000-000000000031', EventType: 'Reboot', noticeMs: 600_000 });
+      const out1 = await waitFor(() => prober.first(503, 0), 'the probe out of service');
+      await waitFor(() => h.bridge.store.hooksDone(e.eventId).has('gate'), 'the gate hook succeeded');
+      rmSync(flag);
+      h.sim.removeEvent(e.eventId);
+      await waitFor(() => h.kinds().includes(`canceled:${e.eventId}`), 'the cancel');
+      expect(h.bridge.store.hooksDone(e.eventId).size).toBe(0);
+      const back = await waitFor(() => prober.first(200, out1.at + 1), 'the probe back in service');
+      // 2. the same EventId again, the gate closed: neither the first drain nor the first hook success counts
+      h.sim.addEvent({ EventId: e.eventId, EventType: 'Reboot', noticeMs: 600_000 });
+      const out2 = await waitFor(() => prober.first(503, back.at + 1), 'the probe out of service again');
+      await waitFor(() => runsOf(`${e.eventId}/scheduled/2`) >= 2, 'the gate hook failing for the second occurrence');
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(h.sim.startRequests).toEqual([]);
+      const openedAt = Date.now();
+      writeFileSync(flag, '');
+      await waitFor(() => h.sim.startRequests.length === 1, 'the approval of the second occurrence', 10_000);
+      expect(h.sim.startRequests[0]!.at).toBeGreaterThanOrEqual(openedAt);
+      expect(h.sim.startRequests[0]!.at - out2.at).toBeGreaterThanOrEqual(2000 - 100);
+      // 3. a hook failing when its event is canceled is not tried again
+      rmSync(flag);
+      const b = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000 });
+      await waitFor(() => runsOf(`${b.eventId}/scheduled`) >= 2, 'the gate hook failing for another event');
+      h.sim.removeEvent(b.eventId);
+      await waitFor(() => h.kinds().includes(`canceled:${b.eventId}`), 'its cancel');
+      const atCancel = runsOf(`${b.eventId}/scheduled`);
+      await new Promise((r) => setTimeout(r, 1000));
+      // the one running when the cancel was committed may finish; none starts after it
+      expect(runsOf(`${b.eventId}/scheduled`)).toBeLessThanOrEqual(atCancel + 1);
+      expect(h.bridge.store.outboxDepth().get('gate') ?? 0).toBe(0);
+      expect(h.bridge.store.deadLetters()).toEqual([]);
+    } finally {
+      prober.stop();
+      rmSync(flag, { force: true });
+      rmSync(runs, { force: true });
+    }
   });
 
   it('answers only its path, with GET and HEAD, and never reads a body', async () => {

@@ -94,6 +94,8 @@ class Probe implements Preparation {
   readonly #holds: Map<string, Hold>;
   /** No IMDS read has shown nothing pending for this VM since start-up. */
   #startupHold: boolean;
+  /** The last read came while this VM did not know its name. */
+  #nameUnknown = false;
   readonly #unsubscribe: () => void;
   readonly #inService;
   readonly #requests;
@@ -163,16 +165,22 @@ class Probe implements Preparation {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
-  /** read follows IMDS: the start-up hold ends when nothing is pending; holds of events IMDS no longer lists end too. */
+  /**
+   * read follows IMDS: the start-up hold ends when this VM knows its name and nothing is pending
+   * for it; holds of events IMDS no longer lists end too, and, once the name is known, holds of
+   * events the filter does not take for this VM (taken while every event counted as its own).
+   */
   #read(read: ImdsRead): void {
     const listed = new Set(read.events.map((e) => e.eventId));
+    this.#nameUnknown = read.vmName === null;
+    const mine = read.vmName === null ? listed : new Set(pendingFor(this.#c.filter, read.events, read.vmName).map((e) => e.eventId));
     let changed = false;
     for (const id of [...this.#holds.keys()]) {
       // its completed or canceled is committed by the same read; this only guards against one lost on the way
-      if (!listed.has(id)) changed = this.#holds.delete(id) || changed;
+      if (!listed.has(id) || !mine.has(id)) changed = this.#holds.delete(id) || changed;
     }
     if (changed) this.#save();
-    if (this.#startupHold && pendingFor(this.#c.filter, read.events, read.vmName).length === 0) {
+    if (this.#startupHold && read.vmName !== null && pendingFor(this.#c.filter, read.events, read.vmName).length === 0) {
       this.#startupHold = false;
       this.#ctx.logger.info({ inService: this.inService }, 'probe: IMDS shows nothing pending for this VM');
     }
@@ -218,7 +226,12 @@ class Probe implements Preparation {
 
   #outOfService(): Record<string, unknown> {
     const first = [...this.#holds.entries()].sort(([, a], [, b]) => (a.notBefore ?? '').localeCompare(b.notBefore ?? ''))[0];
-    if (first === undefined) return { status: 'out-of-service', reason: 'waiting for an IMDS read that shows nothing pending for this VM' };
+    if (first === undefined) {
+      const reason = this.#nameUnknown
+        ? 'this VM does not know its name yet (IMDS instance metadata could not be read): every listed event counts as its own'
+        : 'waiting for an IMDS read that shows nothing pending for this VM';
+      return { status: 'out-of-service', reason };
+    }
     const [eventId, h] = first;
     return { status: 'out-of-service', eventId, eventType: h.eventType, notBefore: h.notBefore };
   }

@@ -12,6 +12,7 @@ import type { ScheduledEvent } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
 import type { DispatchTarget, OutcomeReport } from '../delivery/dispatcher.ts';
 import { matchesFilter } from '../pipeline/filter.ts';
+import { routingName } from '../imds/identity.ts';
 import type { Store } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
 
@@ -41,6 +42,8 @@ export class AutoApprover {
   apply(events: readonly ScheduledEvent[]): void {
     const { store, logger, rules } = this.#o;
     const now = Date.now();
+    // nothing is approved for a VM that does not know which events are its own; decided again when it knows
+    if (!this.#o.view.vm.nameKnown) return;
     for (const e of events) {
       if (e.eventStatus !== 'Scheduled' || store.approval(e.eventId) !== null) continue;
       const d = decide(rules, e, this.#o.view.vm.name, now);
@@ -83,7 +86,9 @@ export class AutoApprover {
   /** hooksDone: every preparation hook that takes this event has succeeded. */
   #hooksDone(e: ScheduledEvent): boolean {
     const subject = { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources };
-    const required = this.#o.targets.filter((t) => t.prepare && matchesFilter(t.filter, subject, this.#o.view.vm.name)).map((t) => t.name);
+    const required = this.#o.targets
+      .filter((t) => t.prepare && matchesFilter(t.filter, subject, routingName(this.#o.view.vm)))
+      .map((t) => t.name);
     const done = this.#o.store.hooksDone(e.eventId);
     return required.every((name) => done.has(name));
   }

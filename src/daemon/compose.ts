@@ -10,6 +10,8 @@ import { identityOverride, secretsOf, type BridgeConfig } from '../config/schema
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { route } from '../delivery/route.ts';
 import { ImdsClient } from '../imds/client.ts';
+import { routingName, type VmIdentity } from '../imds/identity.ts';
+import { fromJson } from '../pipeline/cloudevent.ts';
 import { scrubber } from '../lib/log.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { preparationsOfPending } from './preparations.ts';
@@ -82,9 +84,12 @@ export function compose(
     override: identityOverride(o.config.identity),
     retryMs: o.identityRetryMs ?? IDENTITY_RETRY_MS,
     state,
+    onChange: (before, after) => identityChanged(before, after),
   });
   const dispatcher = new Dispatcher({ store, targets, logger: o.logger, scrub: scrubber(secretsOf(o.config)), onOutcome });
-  const routeAll = (events: readonly BridgeEvent[]) => route(events, targets, state.vm.name, (eventId) => store.knowsEvent(eventId));
+  // while this VM does not know its name, `self` and `leader` sinks take every event (fail closed)
+  const routeAll = (events: readonly BridgeEvent[]) =>
+    route(events, targets, routingName(state.vm), (eventId) => store.knowsEvent(eventId));
   const approvals = new ApprovalService({
     store,
     client,
@@ -117,9 +122,33 @@ export function compose(
       }
       auto.apply(document.events);
     },
-    read: (document) => reads.publish({ events: document.events, vmName: state.vm.name }),
+    read: (document) => reads.publish({ events: document.events, vmName: routingName(state.vm) }),
   });
-  const ready = () => state.goodReads > 0 && poll.failures < o.config.observability.readyFailureThreshold;
+  /**
+   * identityChanged routes the events still listed again with the name now known: a sink their
+   * first routing left out gets them now, and none gets a CloudEvent it was routed before. Then
+   * the approval policy decides again (nothing is approved while the name is unknown).
+   */
+  function identityChanged(before: VmIdentity, after: VmIdentity): void {
+    const document = state.document;
+    if (document === null) return;
+    const routes: { ceId: string; eventId: string; sinks: string[] }[] = [];
+    for (const e of document.events) {
+      for (const ce of store.ongoing(e.eventId)) {
+        if (ce.routed === null) continue;
+        const routed = ce.routed;
+        const sinks = routeAll([fromJson(ce.json)])[0]!.sinks.filter((s) => !routed.has(s));
+        if (sinks.length > 0) routes.push({ ceId: ce.id, eventId: ce.eventId, sinks });
+      }
+    }
+    if (routes.length > 0) {
+      store.addRoutes(routes);
+      o.logger.info({ from: before.name, to: after.name, routes }, 'VM name now known: the listed events went to the sinks they now match');
+      dispatcher.notify();
+    }
+    auto.apply(document.events);
+  }
+  const ready = () => state.goodReads > 0 && poll.failures < o.config.observability.readyFailureThreshold && state.vm.nameKnown;
   const inboxConfig = o.config.approval.inbox;
   const inbox =
     inboxConfig === undefined
@@ -143,7 +172,10 @@ export function compose(
       const details: Record<string, unknown> = {};
       if (inbox !== null) details.inbox = inbox.status();
       if (preparing) details.preparations = preparationsOfPending(store, o.config.sinks, state);
-      return { ready: now, reason: poll.reason(now), ...(Object.keys(details).length > 0 ? { details } : {}) };
+      const reason = state.vm.nameKnown
+        ? poll.reason(now)
+        : `this VM does not know its name yet (IMDS instance metadata could not be read; ${state.vm.name} is the host name): every event is treated as its own`;
+      return { ready: now, reason, ...(Object.keys(details).length > 0 ? { details } : {}) };
     },
     approvals,
     store,

@@ -22,7 +22,12 @@ export interface IdentityLoopOptions {
   readonly retryMs: number;
   /** The read model, whose `vm` this loop writes. */
   readonly state: BridgeState;
+  /** Called when the name changes or becomes known (the events still listed are routed again). */
+  readonly onChange?: (before: VmIdentity, after: VmIdentity) => void;
 }
+
+/** While the name is not known, the first retries come sooner: 1 s, 2 s, 4 s, ... up to retryMs. */
+const FIRST_RETRY_MS = 1000;
 
 export class IdentityLoop {
   readonly #o: IdentityLoopOptions;
@@ -57,8 +62,10 @@ export class IdentityLoop {
       if (next.name !== this.#o.state.vm.name || next.resourceId !== this.#o.state.vm.resourceId || this.#o.state.vm.origin !== 'imds') {
         logger.info({ vmName: next.name, resourceId: next.resourceId, origin: next.origin }, 'VM identity');
       }
+      const before = this.#o.state.vm;
       this.#o.state.vm = next;
       this.#warned = false;
+      if (before.name !== next.name || before.nameKnown !== next.nameKnown) this.#o.onChange?.(before, next);
       return true;
     } catch (err) {
       if (signal.aborted) return false;
@@ -70,7 +77,9 @@ export class IdentityLoop {
         this.#warned = true;
         logger.warn(
           fields,
-          'cannot read the VM identity from IMDS; using the configured name or the host name (said once until it succeeds)',
+          this.#o.state.vm.nameKnown
+            ? 'cannot read the VM identity from IMDS; keeping what is known (said once until it succeeds)'
+            : "cannot read the VM identity from IMDS: until it can, every event is treated as this VM's, nothing is approved on its own, and /readyz says not ready (said once until it succeeds)",
         );
       }
       return false;
@@ -81,13 +90,16 @@ export class IdentityLoop {
   async run(signal: AbortSignal): Promise<void> {
     if (this.complete) return;
     let ok = this.#o.state.vm.origin === 'imds';
+    let failures = 0;
     while (!signal.aborted) {
+      const retry = this.#o.state.vm.nameKnown ? this.#o.retryMs : Math.min(this.#o.retryMs, FIRST_RETRY_MS * 2 ** Math.min(failures, 16));
       try {
-        await sleep(ok ? IDENTITY_REFRESH_MS : this.#o.retryMs, signal);
+        await sleep(ok ? IDENTITY_REFRESH_MS : retry, signal);
       } catch {
         return;
       }
       ok = await this.refresh(signal);
+      failures = ok ? 0 : failures + 1;
     }
   }
 }

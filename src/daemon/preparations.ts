@@ -4,7 +4,7 @@
  * is `pending`.
  */
 import type { SinkConfig } from '../config/schema.ts';
-import { affects } from '../imds/identity.ts';
+import { affects, routingName } from '../imds/identity.ts';
 import type { BridgeView } from '../imds/view.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { matchesFilter } from '../pipeline/filter.ts';
@@ -29,7 +29,7 @@ export function preparationStates(
   store: Store,
   sinks: readonly SinkConfig[],
   event: Pick<ScheduledEvent, 'eventId' | 'eventType' | 'eventSource' | 'resources'>,
-  vmName: string,
+  vmName: string | null,
 ): PreparationState[] {
   const records = new Map(store.preparations(event.eventId).map((r) => [r.sink, r]));
   const subject = { transition: 'scheduled', eventType: event.eventType, eventSource: event.eventSource, resources: event.resources };
@@ -43,9 +43,9 @@ export function preparationStates(
 
 /** preparationsOfPending: each pending event of this VM with its preparations (for /readyz). */
 export function preparationsOfPending(store: Store, sinks: readonly SinkConfig[], view: BridgeView) {
-  const vmName = view.vm.name;
+  const vmName = routingName(view.vm);
   return (view.document?.events ?? [])
-    .filter((e) => affects(e.resources, vmName))
+    .filter((e) => vmName === null || affects(e.resources, vmName))
     .map((e) => ({
       eventId: e.eventId,
       eventType: e.eventType,

@@ -27,7 +27,7 @@ export function preparationTakes(filter: FilterConfig, transition: string, seenB
 export function route(
   events: readonly BridgeEvent[],
   targets: readonly DispatchTarget[],
-  vmName: string,
+  vmName: string | null,
   seenBefore: (eventId: string) => boolean = () => false,
 ): PendingEvent[] {
   return events.map((e) => {

@@ -16,9 +16,14 @@ export interface VmIdentity {
   readonly zone: string | null;
   /** Where the facts came from: `imds`, `config`, or `fallback` (host name only). */
   readonly origin: 'imds' | 'config' | 'fallback';
+  /**
+   * The name is this VM's own (from IMDS or the configuration), not the host name taken while
+   * IMDS cannot say: on a scale set (`vmss00000A` vs `vmss_10`) the two differ.
+   */
+  readonly nameKnown: boolean;
 }
 
-export type IdentityOverride = Partial<Omit<VmIdentity, 'origin'>>;
+export type IdentityOverride = Partial<Omit<VmIdentity, 'origin' | 'nameKnown'>>;
 
 const empty = (v: string | undefined | null): string | null => (v === undefined || v === null || v === '' ? null : v);
 
@@ -35,7 +40,16 @@ export function identityFrom(compute: WireInstanceCompute | null, override: Iden
     location: empty(override.location) ?? empty(compute?.location),
     zone: empty(override.zone) ?? empty(compute?.zone),
     origin: compute !== null ? 'imds' : hasOverride ? 'config' : 'fallback',
+    nameKnown: empty(override.name) !== null || empty(compute?.name) !== null,
   });
+}
+
+/**
+ * routingName is the name to decide by which events are this VM's, or null while the VM does
+ * not know its name: then every event is treated as possibly its own (fail closed).
+ */
+export function routingName(vm: VmIdentity): string | null {
+  return vm.nameKnown ? vm.name : null;
 }
 
 /** affects tells whether `resources` names this VM. Azure resource names are case-insensitive. */

@@ -32,10 +32,12 @@ export interface FilterSubject {
   readonly resources: readonly string[];
 }
 
-export function matchesFilter(filter: FilterConfig, subject: FilterSubject, vmName: string): boolean {
+/** matchesFilter: with `vmName` null (this VM does not know its name yet) `self` and `leader` take every event: fail closed. */
+export function matchesFilter(filter: FilterConfig, subject: FilterSubject, vmName: string | null): boolean {
   if (filter.types !== undefined && !(filter.types as readonly string[]).includes(subject.transition)) return false;
   if (filter.eventTypes !== undefined && !(filter.eventTypes as readonly string[]).includes(subject.eventType)) return false;
   if (filter.eventSources !== undefined && !(filter.eventSources as readonly string[]).includes(subject.eventSource)) return false;
+  if (vmName === null) return true;
   if (filter.scope === 'self') return affects(subject.resources, vmName);
   if (filter.scope === 'leader') return isLeader(subject.resources, vmName);
   return true;

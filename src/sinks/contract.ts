@@ -123,10 +123,14 @@ export interface SinkContext {
   readonly preparations?: (eventId: string) => readonly PreparationState[];
 }
 
-/** One successful IMDS read: the events it listed, and this VM's name at the time. */
+/**
+ * One successful IMDS read: the events it listed, and this VM's name at the time, or null while
+ * the VM does not know its name (instance metadata could not be read): then a preparation treats
+ * every listed event as possibly its own.
+ */
 export interface ImdsRead {
   readonly events: readonly ScheduledEvent[];
-  readonly vmName: string;
+  readonly vmName: string | null;
 }
 
 export interface ImdsReads {

@@ -135,7 +135,14 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
     );
     INSERT OR IGNORE INTO preparation_results (event_id, sink, ce_id, at)
       SELECT event_id, sink, event_id || '/scheduled', at FROM hook_results;
-    DROP TABLE hook_results;`,
+    DROP TABLE hook_results;
+    -- which sinks each CloudEvent was routed to (sink '' marks that its routing was recorded), so
+    -- that routing it again when the VM learns its name never gives a sink the same one twice
+    CREATE TABLE IF NOT EXISTS routed (
+      ce_id TEXT NOT NULL,
+      sink TEXT NOT NULL,
+      PRIMARY KEY (ce_id, sink)
+    ) WITHOUT ROWID;`,
   },
 ];
 

@@ -60,6 +60,15 @@ export class Journal {
       occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
       eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      insertRouted: db.prepare('INSERT OR IGNORE INTO routed (ce_id, sink) VALUES (?, ?)'),
+      routedOf: db.prepare('SELECT sink FROM routed WHERE ce_id = ?'),
+      ofEvent: db.prepare(
+        `SELECT ce_id AS id, event_id AS eventId, transition, body AS json FROM journal j
+          WHERE event_id = ?
+            AND NOT EXISTS (SELECT 1 FROM journal e WHERE e.event_id = j.event_id AND e.transition IN ('canceled', 'completed') AND e.rowid >= j.rowid)
+          ORDER BY rowid`,
+      ),
+      pruneRouted: db.prepare('DELETE FROM routed WHERE ce_id NOT IN (SELECT ce_id FROM journal)'),
       dropResults: db.prepare('DELETE FROM preparation_results WHERE event_id = ?'),
       supersede: db.prepare(
         `DELETE FROM outbox WHERE sink = ? AND event_id = ?
@@ -121,9 +130,35 @@ export class Journal {
       }
       this.#s.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);
       if (e.occurrence !== undefined) this.#s.occurrenceSet.run(e.occurrence.key, e.occurrence.n, now);
-      for (const sink of e.sinks) this.#s.insertOutbox.run(sink, e.id, e.eventId, now, now);
+      this.#route(e.id, e.eventId, e.sinks, now);
     }
     return { superseded };
+  }
+
+  #route(ceId: string, eventId: string, sinks: readonly string[], now: number): void {
+    this.#s.insertRouted.run(ceId, '');
+    for (const sink of sinks) {
+      this.#s.insertOutbox.run(sink, ceId, eventId, now, now);
+      this.#s.insertRouted.run(ceId, sink);
+    }
+  }
+
+  /**
+   * ongoing: the CloudEvents of an EventId's current occurrence (none of its ends journaled at or
+   * after them), with the sinks each was routed to; null for one committed before routes were kept.
+   */
+  ongoing(eventId: string): { id: string; eventId: string; transition: string; json: string; routed: Set<string> | null }[] {
+    return this.#s.ofEvent.all<{ id: string; eventId: string; transition: string; json: string }>(eventId).map((r) => {
+      const sinks = this.#s.routedOf.all<{ sink: string }>(r.id).map((x) => x.sink);
+      return { ...r, routed: sinks.includes('') ? new Set(sinks.filter((x) => x !== '')) : null };
+    });
+  }
+
+  /** addRoutes sends already journaled CloudEvents to more sinks: one outbox row each, in one transaction. */
+  addRoutes(routes: readonly { ceId: string; eventId: string; sinks: readonly string[] }[], now: number = Date.now()): void {
+    this.#db.transaction(() => {
+      for (const r of routes) this.#route(r.ceId, r.eventId, r.sinks, now);
+    });
   }
 
   /**
@@ -153,6 +188,8 @@ export class Journal {
   /** prune forgets delivered CloudEvents and occurrence counts older than `before`; returns how many events. */
   prune(before: number): number {
     this.#s.occurrencePrune.run(before);
-    return Number(this.#s.prune.run(before).changes);
+    const n = Number(this.#s.prune.run(before).changes);
+    if (n > 0) this.#s.pruneRouted.run();
+    return n;
   }
 }

@@ -70,6 +70,12 @@ export class Store {
   markDelivered(rowIds: readonly number[]): void {
     this.#outbox.markDelivered(rowIds);
   }
+  ongoing(eventId: string): ReturnType<Journal['ongoing']> {
+    return this.#journal.ongoing(eventId);
+  }
+  addRoutes(routes: Parameters<Journal['addRoutes']>[0]): void {
+    this.#journal.addRoutes(routes);
+  }
   beginAttempts(rowIds: readonly number[]): void {
     this.#outbox.beginAttempts(rowIds);
   }

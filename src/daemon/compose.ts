@@ -11,14 +11,13 @@ import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery
 import { route } from '../delivery/route.ts';
 import { ImdsClient } from '../imds/client.ts';
 import { routingName, type VmIdentity } from '../imds/identity.ts';
-import { fromJson } from '../pipeline/cloudevent.ts';
+import { fromJson, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { scrubber } from '../lib/log.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { preparationsOfPending } from './preparations.ts';
 import { preparesTheVm } from '../sinks/registry.ts';
 import type { ReadBroadcast } from './reads.ts';
 import type { BridgeState } from '../imds/view.ts';
-import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { Store } from '../store/store.ts';
 import { AutoApprover } from './auto-approver.ts';
 import { Endpoints } from './endpoints.ts';

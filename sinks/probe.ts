@@ -18,6 +18,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import {
   type BridgeEvent,
+  Cidrs,
+  cidrList,
   createGuardedServer,
   DEFAULT_SERVER_LIMITS,
   deliveredWith,
@@ -60,7 +62,14 @@ export const configSchema = z.strictObject({
     .min(1)
     .max(4096)
     .default(64)
-    .describe('Open connections at most (the probers of a load balancer, a few monitors).'),
+    .describe(
+      'Open connections at most (the probers of a load balancer, a few monitors); past it a prober is still answered, then closed.',
+    ),
+  allowFrom: cidrList
+    .optional()
+    .describe(
+      "Only these addresses or CIDR ranges may ask (Azure Load Balancer's probes come from 168.63.129.16); any other connection is closed at once. Default: anyone.",
+    ),
 });
 export type ProbeConfig = z.infer<typeof configSchema>;
 
@@ -114,10 +123,14 @@ class Probe implements Preparation {
       'status',
     ]);
     this.#gauge();
+    // every answer closes its connection (a prober needs no keep-alive), a client past a cap is
+    // still answered, IPv6 clients count per /64: keep-alive clients can never hold every slot
     this.#server = createGuardedServer((req, res) => this.#answer(req, res), {
       ...DEFAULT_SERVER_LIMITS,
       maxConnections: config.maxConnections,
       maxConnectionsPerClient: Math.min(MAX_CONNECTIONS_PER_CLIENT, config.maxConnections),
+      allowFrom: config.allowFrom === undefined ? null : new Cidrs(config.allowFrom),
+      overCap: 'serve',
     });
   }
 
@@ -218,8 +231,8 @@ class Probe implements Preparation {
     this.#requests?.inc({ sink: this.#c.name, status: String(status) });
     const text = JSON.stringify(body);
     headers['content-length'] = String(Buffer.byteLength(text));
-    // a probe request never has a body worth reading: answer and close it unread
-    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) headers.connection = 'close';
+    // a probe request never has a body worth reading, and a prober needs no keep-alive: answer and close
+    headers.connection = 'close';
     res.writeHead(status, headers);
     res.end(text);
   }

@@ -42,7 +42,8 @@ export {
   secret,
   sinkBase,
 } from './sinks/contract.ts';
-export { hostPort, parseHostPort } from './lib/validators.ts';
+export { cidrList, hostPort, parseHostPort } from './lib/validators.ts';
+export { Cidrs } from './lib/client-address.ts';
 
 // ----- events --------------------------------------------------------------------------------
 export type { EventData } from './pipeline/cloudevent.ts';

@@ -21,11 +21,6 @@ export function openFrom(url: string, localAddress: string): Promise<OpenSocket>
   });
 }
 
-/** closedWithin: whether the server closed the socket within `ms`. */
-export function closedWithin(s: OpenSocket, ms: number): Promise<boolean> {
-  return Promise.race([s.closed, new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
-}
-
 /** getFrom sends GET `path` over a new connection from `localAddress` and returns the raw answer. */
 export async function getFrom(url: string, localAddress: string, path: string): Promise<string> {
   const s = await openFrom(url, localAddress);

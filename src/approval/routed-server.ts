@@ -1,7 +1,7 @@
 /**
  * RoutedServer: what the approval server and the relay share. A guarded node:http server
  * (limits from lib/http-server.ts) with a route table, strict 404/405 answers, a per-client
- * rate limit, JSON 500s for a handler that throws, and a close that lets running tasks (Slack
+ * rate limit (behind trusted proxies, per forwarded client), JSON 500s for a handler that throws, and a close that lets running tasks (Slack
  * updates) finish before it cuts every socket.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { errorFields, type Code } from '../lib/errors.ts';
 import { createGuardedServer, DEFAULT_SERVER_LIMITS, listen, sendJson, trackSockets } from '../lib/http-server.ts';
 import { RateLimiter } from './rate-limit.ts';
+import { Cidrs, clientAddress, clientKey } from '../lib/client-address.ts';
 
 export interface RoutedServerOptions {
   /** Path to the methods it takes. */
@@ -18,8 +19,10 @@ export interface RoutedServerOptions {
   readonly unlimited?: readonly string[];
   readonly rate: { perSecond: number; burst: number };
   readonly maxConnections: number;
-  /** Open connections from one address at most. */
+  /** Open connections from one client at most. */
   readonly maxConnectionsPerClient: number;
+  /** Reverse proxies: behind them the client is the last untrusted forwarded hop. */
+  readonly trustedProxies: readonly string[];
   readonly logger: Logger;
   /** The code and message a handler's unexpected failure is logged with. */
   readonly failure: { code: Code; message: string };
@@ -44,9 +47,11 @@ export abstract class RoutedServer {
   readonly #limiter: RateLimiter;
   readonly #pending = new Set<Promise<unknown>>();
   readonly #r: RoutedServerOptions;
+  readonly #proxies: Cidrs;
 
   constructor(r: RoutedServerOptions) {
     this.#r = r;
+    this.#proxies = new Cidrs(r.trustedProxies);
     this.#server = createGuardedServer(
       (req, res) => {
         const url = new URL(req.url ?? '/', 'http://approval.invalid');
@@ -57,7 +62,12 @@ export abstract class RoutedServer {
           else res.destroy();
         });
       },
-      { ...DEFAULT_SERVER_LIMITS, maxConnections: r.maxConnections, maxConnectionsPerClient: r.maxConnectionsPerClient },
+      {
+        ...DEFAULT_SERVER_LIMITS,
+        maxConnections: r.maxConnections,
+        maxConnectionsPerClient: r.maxConnectionsPerClient,
+        trustedProxies: this.#proxies,
+      },
     );
     this.#sockets = trackSockets(this.#server);
     this.#limiter = new RateLimiter(r.rate);
@@ -97,7 +107,7 @@ export abstract class RoutedServer {
       return sendJson(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `use ${methods.join(' or ')}` } });
     }
     if (!(this.#r.unlimited ?? []).includes(url.pathname)) {
-      const wait = this.#limiter.take(req.socket.remoteAddress ?? 'unknown');
+      const wait = this.#limiter.take(clientKey(clientAddress(req, this.#proxies)));
       if (wait > 0) {
         req.resume();
         res.setHeader('retry-after', String(Math.ceil(wait / 1000)));

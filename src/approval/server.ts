@@ -43,6 +43,8 @@ export interface ApprovalServerOptions {
   maxConnections: number;
   /** Open connections from one address at most (server.maxConnectionsPerClient). */
   maxConnectionsPerClient: number;
+  /** Reverse proxies in front of it (server.trustedProxies). */
+  trustedProxies?: readonly string[];
 }
 
 const ROUTES: Record<string, string[]> = {
@@ -60,6 +62,7 @@ export class ApprovalServer extends RoutedServer {
       rate: options.rate,
       maxConnections: options.maxConnections,
       maxConnectionsPerClient: options.maxConnectionsPerClient,
+      trustedProxies: options.trustedProxies ?? [],
       logger: options.logger,
       failure: { code: 'APPROVAL_SERVER_ERROR', message: 'approval server failed a request' },
     });

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { SINK_CONFIG_SCHEMAS } from '../sinks/registry.ts';
 import { whsec } from '../lib/standard-webhooks.ts';
-import { hostPort, httpUrl, secret } from '../lib/validators.ts';
+import { httpUrl, secret } from '../lib/validators.ts';
+import { ObservabilityConfig, ServerConfig } from './endpoints.ts';
 import { Rule } from '../approval/policy.ts';
 import { InboxConfig } from '../fleet/inbox-config.ts';
 import { SlackSettings } from '../approval/slack.ts';
@@ -134,49 +135,6 @@ const ApprovalConfig = z
       });
   }, ALWAYS)
   .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'], relayUrl: ['inbox'] } });
-
-const ServerConfig = z.strictObject({
-  listen: hostPort
-    .default('127.0.0.1:8787')
-    .describe('Approval API, Slack interactions and the approval page (started when approval.secret is set).'),
-  rateLimit: z
-    .strictObject({
-      perSecond: z.number().min(0.1).max(10_000).default(10).describe('Requests per second a client may make, sustained.'),
-      burst: z.number().int().min(1).max(100_000).default(30).describe('Requests a client may make at once before the rate applies.'),
-    })
-    .prefault({})
-    .describe('Per-client rate limit: sustained requests per second, and the burst allowed (then 429).'),
-  maxConnections: z
-    .number()
-    .int()
-    .min(1)
-    .max(10_000)
-    .default(256)
-    .describe(
-      'Open connections at most; more are closed at once (slow clients are cut off after 10 s of headers, 20 s per request, 30 s idle).',
-    ),
-  maxConnectionsPerClient: z
-    .number()
-    .int()
-    .min(1)
-    .max(10_000)
-    .default(64)
-    .describe('Open connections from one address at most (behind a proxy every client shares its address: raise it).'),
-});
-
-const ObservabilityConfig = z.strictObject({
-  listen: z
-    .union([hostPort, z.literal('off')])
-    .default('127.0.0.1:9464')
-    .describe('/metrics, /livez, /readyz. "off" turns the endpoint off.'),
-  readyFailureThreshold: z
-    .number()
-    .int()
-    .min(1)
-    .max(1000)
-    .default(3)
-    .describe('/readyz answers 503 once this many IMDS reads failed in a row.'),
-});
 
 export const BridgeConfig = z.strictObject({
   imds: ImdsConfig.prefault({}),

@@ -70,6 +70,7 @@ export class Endpoints {
       rate: config.server.rateLimit,
       maxConnections: config.server.maxConnections,
       maxConnectionsPerClient: config.server.maxConnectionsPerClient,
+      trustedProxies: config.server.trustedProxies,
     });
     const at = parseHostPort(config.server.listen)!;
     this.approvalUrl = await this.#approval.listen(at.host, at.port);

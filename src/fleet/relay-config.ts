@@ -5,7 +5,7 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import { whsec } from '../lib/standard-webhooks.ts';
-import { hostPort, secret } from '../lib/validators.ts';
+import { cidrList, hostPort, secret } from '../lib/validators.ts';
 import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
 import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
 import { SlackSettings } from '../approval/slack.ts';
@@ -63,14 +63,27 @@ export const RelayConfig = z
         burst: z.number().int().min(1).max(100_000).default(100).describe('Requests a client may make at once before the rate applies.'),
       })
       .prefault({}),
-    maxConnections: z.number().int().min(1).max(100_000).default(1024).describe('Open connections at most; more are closed at once.'),
+    maxConnections: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(1024)
+      .describe('Open connections at most; past it a client is answered 503 with Retry-After and closed.'),
     maxConnectionsPerClient: z
       .number()
       .int()
       .min(1)
       .max(100_000)
       .default(128)
-      .describe('Open connections from one address at most (behind a proxy every client shares its address: raise it).'),
+      .describe(
+        'Open connections from one client (an address; IPv6 per /64) at most; past it a 429 with Retry-After. Trusted proxies are exempt.',
+      ),
+    trustedProxies: cidrList
+      .default([])
+      .describe(
+        'Reverse proxies in front of the relay (addresses or CIDR ranges): behind them a client is the last untrusted hop of Forwarded or X-Forwarded-For, with a rate limit of its own.',
+      ),
     observability: z
       .strictObject({
         listen: z

@@ -59,6 +59,7 @@ export class RelayServer extends RoutedServer {
       rate: options.config.rateLimit,
       maxConnections: options.config.maxConnections,
       maxConnectionsPerClient: options.config.maxConnectionsPerClient,
+      trustedProxies: options.config.trustedProxies,
       logger: options.logger,
       failure: { code: 'RELAY_ERROR', message: 'relay failed a request' },
       onFinish: (route, status) => options.metrics.requests.inc({ route, status: String(status) }),

@@ -102,6 +102,8 @@ export const CODES = {
   HEADERS_TOO_LARGE: 'the request headers are too large (431)',
   REQUEST_TIMEOUT: 'the client was too slow to send its request (408)',
   RATE_LIMITED: 'the client sent too many requests (429)',
+  TOO_MANY_CONNECTIONS: 'the client holds as many connections as one client may (429 with Retry-After, then closed)',
+  SERVER_BUSY: 'the server holds as many connections as it may (503 with Retry-After, then closed)',
   APPROVAL_SERVER_ERROR: 'the approval server failed unexpectedly (500)',
   // the IMDS simulator's control API
   SIM_BAD_REQUEST: 'the simulator was sent a malformed control request',

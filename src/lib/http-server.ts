@@ -2,9 +2,10 @@
  * The HTTP server plumbing of the bridge's own endpoints (approval API, metrics and health):
  * listening, and the limits that keep bad or slow clients from holding on to the process.
  */
-import type { RequestListener, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { http } from './node-http.ts';
 import type { AddressInfo, Socket } from 'node:net';
+import { clientKey, type Cidrs } from './client-address.ts';
 
 /** ServerLimits bound what one server lets its clients hold. */
 export interface ServerLimits {
@@ -18,8 +19,18 @@ export interface ServerLimits {
   readonly idleTimeoutMs: number;
   /** A kept-alive connection waits this long for its next request. */
   readonly keepAliveTimeoutMs: number;
-  /** Open connections from one remote address at most; more are closed as soon as they are accepted. */
+  /** Open connections from one client (an address; IPv6 per /64) at most; past it, a 429. */
   readonly maxConnectionsPerClient?: number;
+  /** Reverse proxies: their connections carry many clients, so the per-client cap does not apply to them. */
+  readonly trustedProxies?: Cidrs | null;
+  /** Only these addresses may connect; any other connection is closed at once. */
+  readonly allowFrom?: Cidrs | null;
+  /**
+   * What a connection past a cap gets: `refuse` (default) a JSON 429 (its client's cap) or 503
+   * (the server's), with Retry-After, then closed; `serve` its answer as usual, then closed
+   * (a health probe, whose answer costs nothing and must never look like a failure).
+   */
+  readonly overCap?: 'refuse' | 'serve';
 }
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {
@@ -41,6 +52,7 @@ const REFUSAL_FLUSH_MS = 1000;
  * which IMDS polls need too.
  */
 export function createGuardedServer(handler: RequestListener, limits: ServerLimits = DEFAULT_SERVER_LIMITS): Server {
+  const over = new WeakMap<Socket, 'client' | 'server'>();
   const server = http.createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -49,35 +61,68 @@ export function createGuardedServer(handler: RequestListener, limits: ServerLimi
       connectionsCheckingInterval: 1000,
       maxHeaderSize: 16 * 1024,
     },
-    handler,
+    (req, res) => {
+      const past = over.get(req.socket);
+      if (past === undefined) return handler(req, res);
+      res.setHeader('connection', 'close');
+      if (limits.overCap === 'serve') return handler(req, res);
+      answerOverCap(req, res, past);
+    },
   );
-  server.maxConnections = limits.maxConnections;
-  if (limits.maxConnectionsPerClient !== undefined) capPerClient(server, limits.maxConnectionsPerClient);
+  capConnections(server, limits, over);
   server.setTimeout(limits.idleTimeoutMs, (socket: Socket) => socket.destroy());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuse(err, socket));
   return server;
 }
 
+/** How many connections past maxConnections are still read and answered (429, 503) before new ones are closed unanswered. */
+const OVERFLOW_FACTOR = 2;
+
 /**
- * capPerClient closes a connection at once when its address already holds `max`: one client
- * cannot take every slot of maxConnections (and with them the answers everyone else waits for).
+ * capConnections counts open connections, in all and per client. One past a cap is still
+ * accepted and answered (with the over-cap answer, then closed), so a client always gets an
+ * HTTP answer it can act on rather than a reset: up to twice maxConnections in all, past which
+ * new connections are closed at once (a flood must not take every descriptor).
  */
-function capPerClient(server: Server, max: number): void {
+function capConnections(server: Server, limits: ServerLimits, over: WeakMap<Socket, 'client' | 'server'>): void {
   const open = new Map<string, number>();
+  let total = 0;
   server.on('connection', (socket: Socket) => {
-    const who = socket.remoteAddress ?? 'unknown';
-    const n = open.get(who) ?? 0;
-    if (n >= max) {
+    if (limits.allowFrom && !limits.allowFrom.has(socket.remoteAddress)) {
       socket.destroy();
       return;
     }
+    if (total >= limits.maxConnections * OVERFLOW_FACTOR) {
+      socket.destroy();
+      return;
+    }
+    total += 1;
+    const proxy = limits.trustedProxies?.has(socket.remoteAddress) === true;
+    const who = clientKey(socket.remoteAddress);
+    const n = open.get(who) ?? 0;
+    if (total > limits.maxConnections) over.set(socket, 'server');
+    else if (limits.maxConnectionsPerClient !== undefined && !proxy && n >= limits.maxConnectionsPerClient) over.set(socket, 'client');
     open.set(who, n + 1);
     socket.once('close', () => {
+      total -= 1;
       const left = (open.get(who) ?? 1) - 1;
       if (left <= 0) open.delete(who);
       else open.set(who, left);
     });
   });
+}
+
+/** answerOverCap: a JSON 429 (the client's cap) or 503 (the server's) with Retry-After, once the request has arrived. */
+function answerOverCap(req: IncomingMessage, res: ServerResponse, past: 'client' | 'server'): void {
+  const [status, code, message] =
+    past === 'client'
+      ? [429, 'TOO_MANY_CONNECTIONS', 'this client holds as many connections as it may; retry on one of them, or later']
+      : [503, 'SERVER_BUSY', 'the server holds as many connections as it may; retry later'];
+  res.setHeader('retry-after', '1');
+  req.resume();
+  const send = () => sendJson(res, status, { error: { code, message } });
+  if (req.complete) send();
+  else req.once('end', send);
 }
 
 function refuse(err: NodeJS.ErrnoException, socket: Socket): void {

@@ -1,5 +1,6 @@
 /** The validators every part of the configuration shares: URLs, HOST:PORT and the secret marker. */
 import { z } from 'zod';
+import { parseCidr } from './client-address.ts';
 
 /** httpUrl: an absolute http(s) URL, the one rule every URL in the configuration follows. */
 export const httpUrl = z.string().refine((v) => {
@@ -34,3 +35,8 @@ export function parseHostPort(text: string): HostPort | null {
 
 /** hostPort: a listen address as written, checked by parseHostPort. */
 export const hostPort = z.string().refine((v) => parseHostPort(v) !== null, 'must be HOST:PORT, e.g. 127.0.0.1:8787');
+
+/** cidrList: addresses or CIDR ranges (`168.63.129.16`, `10.0.0.0/8`, `fd00::/8`). */
+export const cidrList = z
+  .array(z.string().refine((v) => parseCidr(v) !== null, 'must be an IPv4 or IPv6 address or CIDR range, e.g. 10.0.0.0/8'))
+  .max(256);

@@ -11,7 +11,8 @@
  *      steps between the sources and the package, and three anchors (bare node, the Python
  *      sample, the reference poller), all at once;
  *   C. approval round trip: signed POST /v1/approvals to StartRequests at the simulator, directly
- *      and through the relay and the Service Bus stand-in (fleet approvals);
+ *      and through the relay and the Service Bus stand-in (fleet approvals); C3, a burst of 100
+ *      approvals at once through one relay to 100 bridges in other processes (bench/burst.ts);
  *   D. fan-out: one document with 50 events to six sinks, and again beside a sink that never answers;
  *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook;
  *   T. payload templates: the webhook sink with and without the PagerDuty recipe's template;
@@ -27,6 +28,7 @@ import { phaseApprovals, phaseFanout, phaseFleetApprovals, phaseIdentity, phaseO
 import { FOOTPRINTED, phaseFootprint, phaseLatency, phaseStartup } from './processes.ts';
 import { svg } from './report.ts';
 import { phasePreparation } from './prepare.ts';
+import { phaseBurst } from './burst.ts';
 import { phaseTemplates } from './templates.ts';
 
 try {
@@ -54,6 +56,8 @@ try {
   const approvals = await phaseApprovals();
   log('C2: fleet approval round trip (through the relay and Service Bus)');
   const fleet = await phaseFleetApprovals();
+  log('C3: a burst of 100 fleet approvals at once through one relay (11 more processes)');
+  const burst = await phaseBurst(100);
   log('D: fan-out');
   const fanout = await phaseFanout(false);
   const fanoutStuck = await phaseFanout(true);
@@ -83,6 +87,13 @@ try {
     binaryMiB,
     approvalRoundTripMs: strip(approvals),
     fleetApprovalRoundTripMs: { toStartRequests: strip(fleet.toStart), toRelayAnswer: strip(fleet.toAnswer) },
+    fleetBurstMs: {
+      n: burst.n,
+      statuses: burst.statuses,
+      answer: strip(burst.answer),
+      toStartRequests: strip(burst.toStartRequests),
+      answerAfterItsStartRequests: strip(burst.answerAfterStart),
+    },
     fanoutMs: { alone: fanout, besideStuckSink: fanoutStuck },
     throughput,
     tenMinuteOutage: outage,
@@ -124,6 +135,16 @@ try {
     `| direct, to the bridge's approval server | ${approvals.n} | ${Math.round(approvals.p50)} ms | ${Math.round(approvals.p99)} ms |`,
     `| fleet, to the relay, over Service Bus (the AMQP peer) to the bridge's inbox | ${fleet.toStart.n} | ${Math.round(fleet.toStart.p50)} ms | ${Math.round(fleet.toStart.p99)} ms |`,
     `| fleet, until the relay answers with the VM's outcome | ${fleet.toAnswer.n} | ${Math.round(fleet.toAnswer.p50)} ms | ${Math.round(fleet.toAnswer.p99)} ms |`,
+    '',
+    `| a burst: ${burst.n} approvals sent at once by one client to one relay, ${burst.n} bridges in ten processes (answers: ${Object.entries(
+      burst.statuses,
+    )
+      .map(([k, v]) => `${v} × ${k}`)
+      .join(', ')}) | p50 | p99 |`,
+    '|---|---|---|',
+    `| from the burst to each VM's StartRequests | ${Math.round(burst.toStartRequests.p50)} ms | ${Math.round(burst.toStartRequests.p99)} ms |`,
+    `| from the burst to each answer | ${Math.round(burst.answer.p50)} ms | ${Math.round(burst.answer.p99)} ms |`,
+    `| from its VM's StartRequests to each answer | ${Math.round(burst.answerAfterStart.p50)} ms | ${Math.round(burst.answerAfterStart.p99)} ms |`,
     '',
     '| 50 events in one document, until all 50 are delivered at each sink | webhook | file | Event Hubs | Service Bus | Slack | Teams | Event Grid |',
     '|---|---|---|---|---|---|---|---|',

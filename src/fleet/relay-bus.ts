@@ -85,11 +85,11 @@ export class RelayBus {
       queue: this.#config.serviceBus.replies,
       session: () => this.replySession,
       signal,
-      maxConcurrentCalls: 8,
-      process: async (receiver, m) => {
-        this.#onReply(m);
-        await receiver.completeMessage(m);
-      },
+      // outcomes are answered as they come: no settlement round trip (and no lock) holds up the next
+      // one, which in peekLock with a few concurrent calls made a burst's answers wait for each other
+      maxConcurrentCalls: 256,
+      receiveMode: 'receiveAndDelete',
+      process: async (_receiver, m) => this.#onReply(m),
       state: (event, _session, err) => {
         this.#setListening(event === 'accepted');
         if (event === 'accepted') return;

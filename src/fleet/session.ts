@@ -16,7 +16,12 @@ export interface SessionHold {
   readonly signal: AbortSignal;
   readonly maxConcurrentCalls: number;
   readonly retryBaseMs?: number;
-  /** Handles one message; settling it is the handler's job. */
+  /**
+   * peekLock (default): the handler settles each message, and a lost one comes again;
+   * receiveAndDelete: a message is gone once delivered, with no settlement round trip holding up the next.
+   */
+  readonly receiveMode?: 'peekLock' | 'receiveAndDelete';
+  /** Handles one message; settling it is the handler's job (in peekLock). */
   process(receiver: ServiceBusSessionReceiver, m: ServiceBusReceivedMessage): Promise<void>;
   /** accepted: the session is held; lost: it was held and is gone; refused: it could not be accepted. */
   state(event: 'accepted' | 'lost' | 'refused', session: string, err?: unknown): void;
@@ -33,8 +38,8 @@ export async function holdSession(h: SessionHold): Promise<void> {
     let receiver: ServiceBusSessionReceiver | null = null;
     try {
       const r = await h.client.acceptSession(h.queue, session, {
-        receiveMode: 'peekLock',
-        maxAutoLockRenewalDurationInMs: RENEW_FOR_MS,
+        receiveMode: h.receiveMode ?? 'peekLock',
+        maxAutoLockRenewalDurationInMs: h.receiveMode === 'receiveAndDelete' ? 0 : RENEW_FOR_MS,
         skipParsingBodyAsJson: true,
         abortSignal: signal,
       });

@@ -20,6 +20,8 @@
  * stops its worker when the last template is closed. jsonata loads in the worker only.
  */
 import { Worker } from 'node:worker_threads';
+// the worker requires jsonata itself (workerMain); this names what it gets
+import type jsonataFn from 'jsonata';
 
 /** The worker's heap (MiB): a template's input is one CloudEvent, its output one request. */
 const HEAP_MB = 128;
@@ -63,7 +65,7 @@ function workerMain(): void {
     evaluate(input: unknown, bindings: Record<string, () => unknown>): Promise<unknown>;
     registerFunction(name: string, f: (...args: unknown[]) => unknown, signature: string): void;
   };
-  type Compile = (text: string, options: { timeout: number; stack: number }) => Expr;
+  type Compile = (text: string, options: Parameters<typeof jsonataFn>[1]) => Expr;
   const builtin = process.getBuiltinModule;
   const { parentPort, workerData } = builtin('node:worker_threads');
   const sea = builtin('node:sea');

@@ -23,6 +23,19 @@ export const PUBLISHED_SECRETS: readonly string[] = [
   'https://prod-00.westeurope.logic.azure.com/workflows/x/triggers/manual/paths/invoke?sig=y',
 ];
 
+/**
+ * keyOf: the bytes a secret stands for when it is a key written in base64 (with or without
+ * `whsec_`, padding or the URL-safe alphabet), so `…LaSw=` is the published `…LaSw`; else null.
+ */
+function keyOf(v: string): string | null {
+  const b64 = v.startsWith('whsec_') ? v.slice(6) : v;
+  if (!/^[A-Za-z0-9+/_-]{16,}={0,2}$/.test(b64)) return null;
+  const bytes = Buffer.from(b64.replace(/=+$/, '').replaceAll('-', '+').replaceAll('_', '/'), 'base64');
+  return bytes.length >= 16 ? bytes.toString('hex') : null;
+}
+
+const PUBLISHED_KEYS = new Set(PUBLISHED_SECRETS.map(keyOf).filter((k): k is string => k !== null));
+
 const schemas = new WeakMap<z.ZodType, unknown>();
 
 /** publishedSecretProblems lists, by path, the secrets of `value` that are published. */
@@ -32,7 +45,8 @@ export function publishedSecretProblems(schema: z.ZodType, value: unknown): stri
   const problems = new Set<string>();
   for (const marked of markedSecrets(value, json)) {
     everyString(marked.value, (v) => {
-      if (PUBLISHED_SECRETS.some((p) => v === p || v.includes(`${p};`) || v.endsWith(p))) {
+      const key = keyOf(v);
+      if ((key !== null && PUBLISHED_KEYS.has(key)) || PUBLISHED_SECRETS.some((p) => v === p || v.includes(`${p};`) || v.endsWith(p))) {
         problems.add(
           `${marked.path}: is a published example value, known to anyone; make a secret of your own (for a whsec_ secret: echo "whsec_$(openssl rand -base64 32)")`,
         );

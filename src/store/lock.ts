@@ -10,46 +10,64 @@
  *
  * The lock file sits beside what the path resolves to (links followed), so two daemons that
  * name one database by different paths (a symbolic link to the file or to its directory) still
- * meet at one lock.
+ * meet at one lock. A hard link has no path to resolve, so the database file's device and inode
+ * are locked too: `.se-bridge-<dev>-<ino>.lock` beside it (a hard link in the same directory),
+ * and the same name in the temporary directory's `se-bridge-locks/` (one elsewhere on the
+ * machine, where services share it).
  */
-import { mkdirSync, realpathSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, realpathSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { StoreError } from './store.ts';
 
 export class StateLock {
   readonly path: string;
-  #db: DatabaseSync | null;
+  #dbs: DatabaseSync[];
 
-  private constructor(path: string, db: DatabaseSync) {
+  private constructor(path: string, dbs: DatabaseSync[]) {
     this.path = path;
-    this.#db = db;
+    this.#dbs = dbs;
   }
 
   /** acquire takes the lock of the state database at `statePath`, or throws StoreError STORE_LOCKED. */
   static acquire(statePath: string): StateLock {
-    let db: DatabaseSync | null = null;
+    const held: DatabaseSync[] = [];
     let real = statePath;
     let path = `${statePath}.lock`;
     try {
       mkdirSync(dirname(statePath), { recursive: true });
+      // the database file is made (empty: SQLite starts it) so that it has an inode to lock
+      closeSync(openSync(statePath, 'a'));
       real = resolvedPath(statePath);
       path = `${real}.lock`;
-      db = new DatabaseSync(path);
-      db.exec('PRAGMA busy_timeout = 0');
-      db.exec('PRAGMA locking_mode = EXCLUSIVE');
-      // the first write takes the exclusive lock; EXCLUSIVE mode keeps it until close
-      db.exec('BEGIN EXCLUSIVE');
-      db.exec('CREATE TABLE IF NOT EXISTS owner (pid INTEGER NOT NULL, since TEXT NOT NULL)');
-      db.exec('DELETE FROM owner');
-      db.prepare('INSERT INTO owner (pid, since) VALUES (?, ?)').run(process.pid, new Date().toISOString());
-      db.exec('COMMIT');
-      return new StateLock(path, db);
-    } catch (err) {
+      held.push(lockFile(path));
+      const { dev, ino } = statSync(real);
+      const inodeLock = `.se-bridge-${dev}-${ino}.lock`;
+      path = join(dirname(real), inodeLock);
+      held.push(lockFile(path));
+      const shared = join(tmpdir(), 'se-bridge-locks');
+      path = join(shared, inodeLock.slice(1));
       try {
-        db?.close();
+        mkdirSync(shared, { recursive: true, mode: 0o1777 });
       } catch {
-        /* closing a handle that failed */
+        /* no shared temporary directory: the two locks above still hold */
+      }
+      try {
+        held.push(lockFile(path));
+      } catch (err) {
+        const code = (err as { errcode?: number }).errcode;
+        if (code === 5 || code === 6) throw err;
+        /* not writable for this user: the two locks above still hold */
+      }
+      return new StateLock(`${real}.lock`, held);
+    } catch (err) {
+      for (const db of held) {
+        try {
+          db.close();
+        } catch {
+          /* closing a handle that failed */
+        }
       }
       const e = err as { errcode?: number; errstr?: string; code?: string; message?: string };
       if (e.errcode === 5 || e.errcode === 6) {
@@ -69,8 +87,27 @@ export class StateLock {
 
   /** release lets the next daemon start; the operating system does the same when the process ends. */
   release(): void {
-    if (this.#db?.isOpen) this.#db.close();
-    this.#db = null;
+    for (const db of this.#dbs) if (db.isOpen) db.close();
+    this.#dbs = [];
+  }
+}
+
+/** lockFile takes SQLite's exclusive lock of a small file, kept until it is closed; SQLITE_BUSY when another process has it. */
+function lockFile(path: string): DatabaseSync {
+  const db = new DatabaseSync(path);
+  try {
+    db.exec('PRAGMA busy_timeout = 0');
+    db.exec('PRAGMA locking_mode = EXCLUSIVE');
+    // the first write takes the exclusive lock; EXCLUSIVE mode keeps it until close
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec('CREATE TABLE IF NOT EXISTS owner (pid INTEGER NOT NULL, since TEXT NOT NULL)');
+    db.exec('DELETE FROM owner');
+    db.prepare('INSERT INTO owner (pid, since) VALUES (?, ?)').run(process.pid, new Date().toISOString());
+    db.exec('COMMIT');
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
   }
 }
 

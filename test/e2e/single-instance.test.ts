@@ -3,7 +3,7 @@
  * read-only commands keep working beside the daemon; a daemon killed with SIGKILL never
  * blocks its restart. Real processes, real files.
  */
-import { readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
@@ -56,6 +56,19 @@ it('refuses a second daemon on the same state, serves read-only commands, and re
       const third = await cli(['run', '--config', linkedCfg]);
       expect(third.code).toBe(1);
       expect(third.stderr).toContain(`another se-bridge daemon is using the state database ${realpathSync(state)} (${other} leads there)`);
+    }
+
+    // the same database through a hard link, in the same directory and in another: its device and inode are locked too
+    mkdirSync(join(dir.path, 'elsewhere'));
+    for (const hard of [join(dir.path, 'state', 'hard.db'), join(dir.path, 'elsewhere', 'hard.db')]) {
+      linkSync(state, hard);
+      const hardCfg = join(dir.path, `bridge-hard-${hard.length}.yaml`);
+      writeFileSync(hardCfg, readFileSync(cfg, 'utf8').replace(JSON.stringify(state), JSON.stringify(hard)));
+      const fourth = await cli(['run', '--config', hardCfg]);
+      expect(fourth.code).toBe(1);
+      expect(fourth.stderr).toMatch(
+        /another se-bridge daemon is using the state database .*hard\.db \(it holds .*se-bridge-\d+-\d+\.lock\)/,
+      );
     }
 
     const status = await cli(['status', '--json', '--config', cfg]);

@@ -226,3 +226,22 @@ sinks:
     expect(c.sinks.map((s) => s.filter.scope)).toEqual(['self', 'self', 'all']);
   });
 });
+
+describe('published secrets', () => {
+  it('are refused however the key is written: padded, unpadded, URL-safe, with or without whsec_', () => {
+    for (const secret of [
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=',
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw==',
+    ]) {
+      expect(problems(`approval: { secret: "${secret}" }`)).toEqual([
+        expect.stringMatching(/^approval\.secret: is a published example value/),
+      ]);
+    }
+    expect(
+      problems(`sinks: [{ name: w, type: webhook, url: "https://x.example.com/h", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=" }]`),
+    ).toEqual([expect.stringMatching(/^sinks\[0\]\.secret: is a published example value/)]);
+    // a key of one's own, of the same shape, is fine
+    expect(() => parseConfigText(`approval: { secret: "whsec_${Buffer.alloc(24, 9).toString('base64')}" }`, 't.yaml', {})).not.toThrow();
+  });
+});

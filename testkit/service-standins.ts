@@ -167,6 +167,9 @@ export class ServiceStandIns {
       return reply(0.1);
     }
     c.need(url.searchParams.get('identifierType') === 'alias', 'identifierType: these recipes name alerts by alias');
+    // an encoded slash in a path segment is refused, as Java servlet containers refuse it by
+    // default (and proxies decode it into another path): an alias used in the path has none
+    if (/%2f/i.test(m[1])) return [400, { message: 'the identifier in the path holds an encoded /' }];
     const alias = decodeURIComponent(m[1]);
     const alert = this.opsgenie.get(alias);
     if (m[2] === 'notes') {

@@ -86,8 +86,30 @@ export function readSlackAction(slack: SlackSettings | undefined, req: IncomingM
     throw new HttpError(400, 'MALFORMED', 'no se_bridge_approve action with a token');
   const who = payload.user?.username ?? payload.user?.name ?? payload.user?.id ?? 'a Slack user';
   const url = payload.response_url;
-  const responseUrl = typeof url === 'string' && slack.responseUrls.some((p) => url.startsWith(p)) ? url : null;
+  const responseUrl = typeof url === 'string' && responseUrlAllowed(url, slack.responseUrls) ? url : null;
   return { payload, token: action.value, who: `@${who}`, responseUrl };
+}
+
+/**
+ * responseUrlAllowed: `url`, parsed, is under one of the prefixes: the same scheme, host and port
+ * (any port for a prefix that ends with `:`) and a path under the prefix's; a URL with a user
+ * name or password is never allowed (`https://hooks.slack.com:@evil.example/` is evil.example).
+ */
+export function responseUrlAllowed(url: string, prefixes: readonly string[]): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  if (u.username !== '' || u.password !== '' || (u.protocol !== 'https:' && u.protocol !== 'http:')) return false;
+  return prefixes.some((prefix) => {
+    const anyPort = prefix.endsWith(':');
+    const p = new URL(anyPort ? `${prefix.slice(0, -1)}/` : prefix);
+    if (p.protocol !== u.protocol || p.hostname !== u.hostname) return false;
+    if (anyPort) return true;
+    return p.port === u.port && u.pathname.startsWith(p.pathname);
+  });
 }
 
 /** approvedUpdate: the message with its button replaced by who approved. */

@@ -18,5 +18,46 @@ export function configWarnings(config: BridgeConfig): string[] {
         'when the event is approved, starts or is over; without types it takes scheduled, updated, and started for an event never seen Scheduled',
     );
   });
+  config.sinks.forEach((s, i) => {
+    if (s.type !== 'webhook' || typeof s.urlTemplate !== 'string') return;
+    const raw = unencodedFields(s.urlTemplate);
+    if (raw.length === 0) return;
+    out.push(
+      `sinks[${i}].urlTemplate: ${raw.join(', ')} ${raw.length === 1 ? 'is' : 'are'} joined into the URL without $encodeUrlComponent: ` +
+        'a value from IMDS with a /, ?, # or .. in it would change the request path; wrap it: $encodeUrlComponent(data.eventId)',
+    );
+  });
   return out;
+}
+
+/**
+ * unencodedFields: the CloudEvent fields (`data.…`, `subject`, `id`) a JSONata expression uses
+ * outside any $encodeUrlComponent or $encodeUrl call. A reading of the text, not a parse: strings
+ * are skipped, calls are tracked by their parentheses.
+ */
+export function unencodedFields(expression: string): string[] {
+  const found = new Set<string>();
+  const calls: string[] = [];
+  const text = expression;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"' || c === "'") {
+      for (i++; i < text.length && text[i] !== c; i++) if (text[i] === '\\') i++;
+      continue;
+    }
+    if (c === '(') {
+      calls.push(/\$(\w+)\s*$/.exec(text.slice(Math.max(0, i - 40), i))?.[1] ?? '');
+      continue;
+    }
+    if (c === ')') {
+      calls.pop();
+      continue;
+    }
+    if (/[\w$.]/.test(text[i - 1] ?? ' ')) continue;
+    const field = /^(data(?:\.\w+)+|subject\b|id\b)/.exec(text.slice(i))?.[1];
+    if (field === undefined) continue;
+    if (!calls.some((name) => name === 'encodeUrlComponent' || name === 'encodeUrl')) found.add(field);
+    i += field.length - 1;
+  }
+  return [...found];
 }

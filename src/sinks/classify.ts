@@ -31,9 +31,14 @@ const TLS_CODES = new Set([
 ]);
 
 /** classifyNetworkError turns a failed request (no HTTP answer) into a retry with its code. */
+/** undici's codes for a request it refuses to send: retrying cannot help. */
+const INVALID_REQUEST = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'ERR_INVALID_CHAR', 'ERR_INVALID_HTTP_TOKEN']);
+
 export function classifyNetworkError(err: unknown): Outcome {
   const e = err as { code?: string; cause?: { code?: string }; name?: string; message?: string };
   const code = e?.code ?? e?.cause?.code ?? e?.name ?? 'ERROR';
+  // the request itself is malformed (a header value HTTP does not allow, a bad method): it never reaches the wire, and never will
+  if (INVALID_REQUEST.has(code)) return reject(`invalid request ${code}${e?.message ? `: ${e.message}` : ''}`);
   const kind = TLS_CODES.has(code) || TLS_CODES.has(e?.cause?.code ?? '') ? 'TLS' : 'network';
   return retry(`${kind} error ${code}${e?.message ? `: ${e.message}` : ''}`);
 }

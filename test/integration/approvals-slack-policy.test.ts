@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
+import { responseUrlAllowed } from '../../src/approval/slack.ts';
 import { waitFor } from '../helpers.ts';
 import {
   approvedEvents,
@@ -90,6 +91,33 @@ describe('POST /v1/slack/interactions', () => {
         expect(slack.requests).toEqual([]);
       },
     );
+  });
+
+  it('approves, but never posts to a response_url with a user name, even one whose text starts like an allowed prefix', async () => {
+    // http://127.0.0.1:@localhost:PORT/ starts with the text "http://127.0.0.1:" but is localhost, as user "127.0.0.1"
+    await clickOnScheduled(
+      (slack) => `http://127.0.0.1:@localhost:${new URL(slack.url).port}/response`,
+      async (slack) => {
+        await waitFor(() => approvedEvents().length === 1, 'approved');
+        await waitFor(() => lines.some((l) => l.code === 'SLACK_RESPONSE_URL'), 'the warning');
+        expect(slack.requests).toEqual([]);
+      },
+    );
+  });
+
+  it('compares a response_url by its parts: scheme, host, port and path prefix', () => {
+    const allowed = ['https://hooks.slack.com/', 'http://127.0.0.1:', 'https://hooks.example.com:8443/slack/'];
+    expect(responseUrlAllowed('https://hooks.slack.com/actions/T1/B2/x', allowed)).toBe(true);
+    expect(responseUrlAllowed('https://hooks.slack.com:@evil.example/', allowed)).toBe(false);
+    expect(responseUrlAllowed('https://user:pw@hooks.slack.com/actions', allowed)).toBe(false);
+    expect(responseUrlAllowed('https://hooks.slack.com.evil.example/actions', allowed)).toBe(false);
+    expect(responseUrlAllowed('http://hooks.slack.com/actions', allowed)).toBe(false);
+    expect(responseUrlAllowed('https://hooks.slack.com:8443/actions', allowed)).toBe(false);
+    expect(responseUrlAllowed('http://127.0.0.1:4711/anything', allowed)).toBe(true);
+    expect(responseUrlAllowed('https://hooks.example.com:8443/slack/x', allowed)).toBe(true);
+    expect(responseUrlAllowed('https://hooks.example.com:8443/slackx', allowed)).toBe(false);
+    expect(responseUrlAllowed('https://hooks.example.com/slack/x', allowed)).toBe(false);
+    expect(responseUrlAllowed('not a url', allowed)).toBe(false);
   });
 
   it('refuses a bad or stale Slack signature, and other interaction types', async () => {

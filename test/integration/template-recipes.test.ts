@@ -136,7 +136,16 @@ describe('payload template recipes against their services', () => {
     expect(new Set(colours.values()).size).toBeGreaterThanOrEqual(5);
     expect((got[0]!.body as { embeds: { url?: string }[] }).embeds[0]!.url).toBe(APPROVE);
     // the hostile description is cut to the limits, and nobody is mentioned
-    expect((got.at(-1)!.body as { allowed_mentions: unknown }).allowed_mentions).toEqual({ parse: [] });
+    const last = got.at(-1)!.body as {
+      allowed_mentions: unknown;
+      embeds: { description: string; fields: { name: string; value: string }[] }[];
+    };
+    expect(last.allowed_mentions).toEqual({ parse: [] });
+    // its Markdown is escaped: no live link, no bold, no code
+    const embed = last.embeds[0]!;
+    expect(embed.description).toContain('\\<a href="https\\://evil.example"\\>click\\</a\\> \\`code\\` \\*bold\\*');
+    expect(embed.fields.find((f) => f.name === 'VMs')!.value).toContain('\\[Approve\\]\\(https\\://evil.example\\)');
+    expect(embed.description).not.toMatch(/(^|[^\\])\[[^\]]*\]\(/);
   });
 
   it('Mattermost: text and an attachment per transition', async () => {
@@ -155,11 +164,11 @@ describe('payload template recipes against their services', () => {
     expect(got.filter((r) => r.refused !== null)).toEqual([]);
     expect(got.every((r) => r.headers.authorization === `GenieKey ${ServiceStandIns.GENIE_KEY}`)).toBe(true);
     const ids = [...new Set(EVENTS.map((e) => e.data.eventId))];
-    expect([...api.opsgenie.keys()].sort()).toEqual(ids.map((id) => `web-vm-0/${id}`).sort());
+    expect([...api.opsgenie.keys()].sort()).toEqual(ids.map((id) => `web-vm-0:${id}`).sort());
     // the hostile one is still open: it was only announced
-    const hostileAlias = `web-vm-0/${hostile()[0]!.data.eventId}`;
+    const hostileAlias = `web-vm-0:${hostile()[0]!.data.eventId}`;
     for (const [alias, a] of api.opsgenie) expect(a.status, alias).toBe(alias === hostileAlias ? 'open' : 'closed');
-    const whole = api.opsgenie.get(`web-vm-0/${EVENTS[0]!.data.eventId}`)!;
+    const whole = api.opsgenie.get(`web-vm-0:${EVENTS[0]!.data.eventId}`)!;
     expect(whole.notes).toHaveLength(2); // updated, approved
     expect(whole.count).toBe(2); // created when announced, de-duplicated when started
   });

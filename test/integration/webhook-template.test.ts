@@ -12,6 +12,7 @@ import { Webhook } from 'standardwebhooks';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { Template } from '../../sinks/webhook/template.ts';
+import { classifyNetworkError } from '../../src/sinks/classify.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { scenarioTimeline } from '../../src/simulator/timeline.ts';
 import { cli } from '../e2e/process.ts';
@@ -75,6 +76,46 @@ describe('webhook templates through the daemon', () => {
     const metrics = await h.bridge.metrics.registry.metrics();
     expect(metrics).toMatch(/^sebridge_template_skipped_total\{sink="chat"\} 1$/m);
     expect(metrics).toMatch(/^sebridge_deliveries_total\{sink="chat",outcome="delivered"\} 2$/m);
+  });
+
+  it('a header value HTTP does not allow and a URL that leaves the directory of url are rejected at once, never sent', async () => {
+    const h = await startBridge({
+      sinks: [
+        {
+          name: 'hdr',
+          type: 'webhook',
+          url: `${peer.url}/hooks/base`,
+          template: '{ "id": data.eventId }',
+          headerTemplates: { 'X-Description': 'data.description' },
+          delivery: { maxAttempts: 50, initialBackoffMs: 10, maxBackoffMs: 20 },
+        },
+        {
+          name: 'path',
+          type: 'webhook',
+          url: `${peer.url}/hooks/base`,
+          template: '{ "id": data.eventId }',
+          urlTemplate: '"/hooks/" & data.eventId',
+          delivery: { maxAttempts: 50, initialBackoffMs: 10, maxBackoffMs: 20 },
+        },
+      ],
+    });
+    h.sim.addEvent({ EventId: '../../admin/x?y=1#', EventType: 'Reboot', noticeMs: 600_000, Description: 'Wartung ✓ geplant' });
+    await waitFor(() => h.bridge.store.deadLetters().length === 2, 'both dead-lettered');
+    const dead = Object.fromEntries(h.bridge.store.deadLetters().map((d) => [d.sink, d]));
+    expect(dead.hdr!.attempts).toBe(1);
+    expect(dead.hdr!.lastError).toMatch(
+      /^rejected: TEMPLATE_FAILED: headerTemplates\.X-Description: a header value holds U\+2713, which HTTP does not allow/,
+    );
+    expect(dead.path!.attempts).toBe(1);
+    expect(dead.path!.lastError).toMatch(
+      /^rejected: TEMPLATE_FAILED: urlTemplate: gave a URL whose path \(\/admin\/x\) is not under \/hooks\/, the directory of url/,
+    );
+    expect(peer.requests).toEqual([]);
+    // what undici refuses to send is a rejection too, not a network error to retry
+    expect(classifyNetworkError(Object.assign(new Error('invalid header'), { code: 'UND_ERR_INVALID_ARG' }))).toMatchObject({
+      status: 'reject',
+    });
+    expect(classifyNetworkError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toMatchObject({ status: 'retry' });
   });
 
   it('batch mode sends one array of what the template made', async () => {
@@ -165,6 +206,31 @@ describe('the command line', () => {
       const p = await cli(['validate', '--config', pad]);
       expect(p.code).toBe(2);
       expect(p.stderr).toContain('sinks[1].headerTemplates.X-Pad: the template $pad would make more than 1048576 characters');
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('validate warns when an IMDS field is joined into a URL without $encodeUrlComponent', async () => {
+    const dir = tempDir();
+    try {
+      const cfg = join(dir.path, 'url.yaml');
+      const sink = (name: string, t: string) =>
+        `  - { name: ${name}, type: webhook, url: "https://x.example.com/hooks/", urlTemplate: '${t}' }`;
+      writeFileSync(
+        cfg,
+        [
+          'sinks:',
+          sink('raw', '"/hooks/" & data.eventId & "/" & subject'),
+          sink('encoded', '"/hooks/" & $encodeUrlComponent(data.eventId & "/" & data.vm.name)'),
+        ].join('\n'),
+      );
+      const r = await cli(['validate', '--config', cfg]);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain(
+        'warning: sinks[0].urlTemplate: data.eventId, subject are joined into the URL without $encodeUrlComponent',
+      );
+      expect(r.stderr).not.toContain('sinks[1]');
     } finally {
       dir.cleanup();
     }

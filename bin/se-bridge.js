@@ -12,5 +12,13 @@
 import module from 'node:module';
 import { join } from 'node:path';
 
+// the Node version first, from a module that imports nothing: on an older Node the CLI's own
+// imports would fail to link (a SyntaxError stack) before any of its code could say why
+const { nodeVersionProblem } = await import('../dist/src/lib/node-version.js');
+const tooOld = nodeVersionProblem();
+if (tooOld !== null) {
+  process.stderr.write(`${tooOld}\n`);
+  process.exit(2);
+}
 module.enableCompileCache?.(process.env.CACHE_DIRECTORY ? join(process.env.CACHE_DIRECTORY.split(':')[0], 'compile') : undefined);
 await import('../dist/src/cli.js');

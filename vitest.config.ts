@@ -11,6 +11,8 @@ export default defineConfig({
       'test/reliability/disk-full.test.ts',
       '**/node_modules/**',
     ],
+    // every test stops what it starts: a process a test started and left running fails the run
+    globalSetup: ['./test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     reporters: ['default', './test/summary-reporter.ts'],

@@ -12,13 +12,13 @@ const USAGE = `Usage: se-bridge <command> [options]
 
 Commands:
   run [--config FILE] [--dry-run]          run the daemon
-  demo [--duration S]                      simulator + bridge + every scenario, on this machine
+  demo [--duration S] [--state-dir DIR]    simulator + bridge + every scenario, on this machine
   demo --fleet                             fleet approvals: relay, 3 VMs, a local Service Bus stand-in
-  simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real] [--servicebus HOST:PORT]
+  simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real] [--vm-name NAME] [--servicebus HOST:PORT]
                                            run the IMDS simulator alone
-  validate [--config FILE]                 check a configuration file (exit 2 lists every problem)
+  validate [--config FILE] [--relay]       check a configuration file, a bridge's or a relay's (exit 2 lists every problem)
   status [--config FILE] [--json]          read IMDS once: current events and who this VM is
-  approve EVENTID [--config FILE] [--reason TEXT]
+  approve EVENTID [--config FILE] [--reason TEXT] [--json]
                                            approve an event through the running daemon
   dead-letters list|replay [--sink NAME] [--config FILE] [--json]
                                            inspect or re-queue events that could not be delivered

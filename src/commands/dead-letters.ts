@@ -1,4 +1,5 @@
 /** se-bridge dead-letters list|replay: inspect the events a sink could not take, or queue them again. */
+import { existsSync } from 'node:fs';
 import { Store } from '../store/store.ts';
 import { EXIT, loadOrReport, parse, table, UsageError } from './common.ts';
 
@@ -12,7 +13,14 @@ export async function main(argv: string[]): Promise<number> {
   if (positionals.length !== 1 || (action !== 'list' && action !== 'replay')) throw new UsageError('expected "list" or "replay"');
   const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
-  const store = Store.open(loaded.config.state.path);
+  const path = loaded.config.state.path;
+  // a command that reads never makes a state database: without one there is nothing to list or replay
+  if (!existsSync(path)) {
+    if (values.json && action === 'list') process.stdout.write('[]\n');
+    else process.stdout.write(`no dead letters (no state database at ${path})\n`);
+    return EXIT.ok;
+  }
+  const store = Store.open(path);
   try {
     if (action === 'replay') {
       const n = store.replayDeadLetters(values.sink);

@@ -34,11 +34,13 @@ Runs the IMDS simulator alone (Scheduled Events, instance metadata, the token en
   --servicebus HOST:PORT also a Service Bus stand-in (AMQP 1.0) with the inbox and replies queues;
                          the banner gives its connection string
 `,
-  validate: `Usage: se-bridge validate [--config FILE]
+  validate: `Usage: se-bridge validate [--config FILE] [--relay]
 
 Checks a configuration file: exit 0 when valid (warnings on stderr), exit 2 listing every problem by path.
+A relay's file (its signingKey and serviceBus keys) is checked as a relay's.
 
 ${CONFIG}
+  --relay             a relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
 `,
   status: `Usage: se-bridge status [--config FILE] [--json]
 

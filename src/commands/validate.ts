@@ -1,9 +1,21 @@
+/**
+ * se-bridge validate [--config FILE] [--relay]: checks a bridge's configuration (exit 0 with
+ * warnings on stderr, exit 2 listing every problem by path), or with --relay a relay's (its file:
+ * --config, else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml). A relay's file given to plain
+ * `validate` is recognised by its keys and checked as one.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, loadFileWith } from '../config/load.ts';
 import { configWarnings } from '../config/warnings.ts';
+import { RelayConfig } from '../fleet/relay-config.ts';
 import { EXIT, loadOrReport, parse } from './common.ts';
 import { templateLimitProblems } from './template.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { config: { type: 'string', short: 'c' } });
+  const { values } = parse(argv, { config: { type: 'string', short: 'c' }, relay: { type: 'boolean' } });
+  const relayPath = values.config ?? process.env.SE_BRIDGE_RELAY_CONFIG ?? 'config/relay.yaml';
+  if (values.relay === true || (values.config !== undefined && looksLikeRelay(values.config))) return validateRelay(relayPath);
   const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const limits = await templateLimitProblems(loaded.config);
@@ -17,4 +29,32 @@ export async function main(argv: string[]): Promise<number> {
   for (const w of configWarnings(loaded.config)) process.stderr.write(`warning: ${w}\n`);
   process.stdout.write(`${loaded.path}: valid; sinks: ${sinks}\n`);
   return EXIT.ok;
+}
+
+function validateRelay(path: string): number {
+  try {
+    const c = loadFileWith(RelayConfig, path);
+    process.stdout.write(
+      `${path}: valid relay configuration; listens on ${c.listen}; queues ${c.serviceBus.queue} and ${c.serviceBus.replies}\n`,
+    );
+    return EXIT.ok;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return EXIT.usage;
+  }
+}
+
+/** looksLikeRelay: the file's top level has a relay's own keys and none of a bridge's. */
+function looksLikeRelay(path: string): boolean {
+  try {
+    const doc = parseYaml(readFileSync(path, 'utf8')) as unknown;
+    if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return false;
+    const keys = Object.keys(doc);
+    return (
+      keys.includes('signingKey') && keys.includes('serviceBus') && !keys.some((k) => ['sinks', 'imds', 'state', 'approval'].includes(k))
+    );
+  } catch {
+    return false;
+  }
 }

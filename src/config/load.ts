@@ -110,7 +110,9 @@ function validateWith<S extends z.ZodType>(
   source: string,
 ): z.infer<S> {
   const result = schema.safeParse(expanded, { reportInput: true });
-  if (!result.success) problems.push(...formatIssues(result.error.issues));
+  // a key whose variable is not set is said once: not again as a value the schema refuses
+  const unset = new Set(problems.map((p) => p.slice(0, p.indexOf(': '))));
+  if (!result.success) problems.push(...formatIssues(result.error.issues).filter((p) => !unset.has(p.slice(0, p.indexOf(': ')))));
   else problems.push(...publishedSecretProblems(schema, result.data));
   if (problems.length > 0) throw new ConfigError(source, problems, expanded);
   return result.data as z.infer<S>;

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { Store } from '../../src/store/store.ts';
@@ -250,6 +250,17 @@ describe('se-bridge CLI', () => {
     expect(replay.stdout).toBe('1 dead letter queued again for sink audit\n');
     expect((await cli(['dead-letters', 'list', '--config', cfg])).stdout).toBe('no dead letters\n');
     expect((await cli(['dead-letters', 'purge', '--config', cfg])).code).toBe(2);
+    // read-only, and with no state database yet: nothing is made
+    const nowhere = join(dir.path, 'none', 'state.db');
+    const empty = writeConfig(
+      'none.yaml',
+      `state: { path: ${JSON.stringify(nowhere)} }\nsinks: [{ name: audit, type: file, path: /dev/null }]\n`,
+    );
+    const none = await cli(['dead-letters', 'list', '--config', empty]);
+    expect(none).toMatchObject({ code: 0, stdout: `no dead letters (no state database at ${nowhere})\n` });
+    expect((await cli(['dead-letters', 'list', '--json', '--config', empty])).stdout).toBe('[]\n');
+    expect(existsSync(nowhere)).toBe(false);
+    expect(existsSync(dirname(nowhere))).toBe(false);
   });
 
   it('run: exit 2 on a bad configuration, exit 1 when the state cannot be opened', async () => {

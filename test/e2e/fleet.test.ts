@@ -17,7 +17,7 @@ import { launchChromium } from '../../testkit/browser.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, SLACK_SECRET, sessionOf } from '../../testkit/fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';
-import { start } from './process.ts';
+import { start, stopProcesses } from './process.ts';
 
 type Child = ReturnType<typeof start>;
 let peer: AmqpPeer;
@@ -36,8 +36,12 @@ function writeRelayConfig(replyWaitMs: number): string {
   return file;
 }
 
+/** Every process this file started, for afterAll. */
+const started: Child[] = [];
+
 async function startRelayProcess(replyWaitMs: number): Promise<void> {
   relay = start(['relay', '--config', writeRelayConfig(replyWaitMs)]);
+  started.push(relay);
   const line = await waitFor(
     () => relay.out.stdout.split('\n').find((l) => l.includes('"relay listening"')),
     'the relay to listen',
@@ -76,6 +80,7 @@ function bridgeConfig(i: number): string {
 function startBridgeProcess(i: number): Child {
   const child = start(['run', '--config', bridgeConfig(i)]);
   bridges[i] = child;
+  started.push(child);
   return child;
 }
 
@@ -125,7 +130,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const c of [relay, ...bridges]) c?.kill('SIGTERM');
+  // every process this file started, restarted ones too, stopped and waited for before their peers close
+  await stopProcesses([relay, ...bridges, ...started]);
   await browser?.close();
   await Promise.all(sims.map((s) => s.close()));
   await chat?.close();

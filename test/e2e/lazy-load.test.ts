@@ -13,7 +13,7 @@ function loadedWith(sinks: unknown[]): string[] {
   return load(sinks).azure;
 }
 
-function load(sinks: unknown[]): { azure: string[]; packages: string[]; builtins: string[] } {
+function load(sinks: unknown[]): { azure: string[]; packages: string[]; builtins: string[]; threads: number } {
   const script = `
     import { registerHooks } from 'node:module';
     const seen = [];
@@ -24,15 +24,16 @@ function load(sinks: unknown[]): { azure: string[]; packages: string[]; builtins
     const config = validateConfig({ state: { path: ':memory:' }, sinks: ${JSON.stringify(sinks)} }, 't', {});
     const bridge = await Bridge.create({ config, logger: pino({ level: 'silent' }), dryRun: false });
     await bridge.start();
+    const threads = Number(/Threads:\\s+(\\d+)/.exec((await import('node:fs')).readFileSync('/proc/self/status', 'utf8'))[1]);
     await bridge.stop();
     const packageOf = (u) => { if (!u.includes('/node_modules/')) return null; const p = u.split('/node_modules/').pop().split('/'); return p[0].startsWith('@') ? p[0] + '/' + p[1] : p[0]; };
     const packages = [...new Set(seen.map(packageOf).filter((p) => p !== null))];
-    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages, builtins: process.moduleLoadList }));
+    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages, builtins: process.moduleLoadList, threads }));
     process.exit(0);
   `;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
   expect(r.stderr).toBe('');
-  return JSON.parse(r.stdout) as { azure: string[]; packages: string[]; builtins: string[] };
+  return JSON.parse(r.stdout) as { azure: string[]; packages: string[]; builtins: string[]; threads: number };
 }
 
 describe('lazy loading of the Azure SDKs', () => {
@@ -60,11 +61,15 @@ describe('lazy loading of the Azure SDKs', () => {
     expect(builtins.filter((m) => ['NativeModule https', 'NativeModule tls', 'NativeModule http2'].includes(m))).toEqual([]);
   });
 
-  it('jsonata loads only with a webhook template, and the Kubernetes client only with a kubernetes sink', () => {
-    expect(load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x', template: '{ "id": id }' }]).packages).toContain('jsonata');
-    const kube = load([{ name: 'k', type: 'kubernetes', nodeName: 'n0' }]).packages;
-    expect(kube).toContain('@kubernetes/client-node');
-    expect(kube).not.toContain('jsonata');
+  it('jsonata loads only with a webhook template, in a worker thread of its own; the Kubernetes client only with a kubernetes sink', () => {
+    const plain = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }]);
+    const templated = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x', template: '{ "id": id }' }]);
+    // the daemon's own thread never loads it (a template runs where it cannot stall the daemon): one thread more does
+    expect(templated.packages).not.toContain('jsonata');
+    expect(templated.threads).toBeGreaterThan(plain.threads);
+    const kube = load([{ name: 'k', type: 'kubernetes', nodeName: 'n0' }]);
+    expect(kube.packages).toContain('@kubernetes/client-node');
+    expect(kube.threads).toBe(plain.threads);
   });
 
   it('an eventgrid sink with an access key, and a webhook with an Entra ID token not yet asked for, load none of them', () => {

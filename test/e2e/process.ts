@@ -74,3 +74,13 @@ export async function awaitWhileRunning(run: Running, check: () => boolean, what
     throw new Error(`${(err as Error).message}; the process said: ${run.child.out.stdout} ${run.child.out.stderr}`);
   }
 }
+
+/** stopProcesses ends processes with SIGTERM, and with SIGKILL those still running after `graceMs`; it waits for every one to exit. */
+export async function stopProcesses(list: readonly (ChildProcess | null | undefined)[], graceMs = 10_000): Promise<void> {
+  const running = list.filter((c): c is ChildProcess => c != null && c.exitCode === null && c.signalCode === null);
+  const exited = running.map((c) => new Promise((r) => c.once('exit', r)));
+  for (const c of running) c.kill('SIGTERM');
+  const late = setTimeout(() => running.forEach((c) => c.kill('SIGKILL')), graceMs);
+  await Promise.all(exited);
+  clearTimeout(late);
+}

@@ -9,27 +9,17 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { tempDir, waitFor } from '../helpers.ts';
-import { cli, start } from './process.ts';
+import { cli, start, stopProcesses } from './process.ts';
 
 type Child = ReturnType<typeof start>;
 const children: Child[] = [];
 const dir = tempDir('se-bridge-sim-sb-');
 const API_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
-/** stop ends processes with SIGTERM, and with SIGKILL those still running after 10 s. */
-async function stop(list: readonly Child[]): Promise<void> {
-  const running = list.filter((c) => c.exitCode === null && c.signalCode === null);
-  const exited = running.map((c) => new Promise((r) => c.once('exit', r)));
-  for (const c of running) c.kill('SIGTERM');
-  const late = setTimeout(() => running.forEach((c) => c.kill('SIGKILL')), 10_000);
-  await Promise.all(exited);
-  clearTimeout(late);
-}
-
 afterAll(async () => {
   // the bridges and the relay first, then the simulators they were connected to
-  await stop(children.filter((c) => !c.spawnargs.includes('simulate')));
-  await stop(children.filter((c) => c.spawnargs.includes('simulate')));
+  await stopProcesses(children.filter((c) => !c.spawnargs.includes('simulate')));
+  await stopProcesses(children.filter((c) => c.spawnargs.includes('simulate')));
   dir.cleanup();
 }, 30_000);
 

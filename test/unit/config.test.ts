@@ -85,6 +85,18 @@ bogus: 1
     expect(parseConfigText(text, 't', { DIR: '/data' }).sinks[0]).toMatchObject({ path: '/data/events-x.jsonl' });
     expect(parseConfigText(text, 't', { DIR: '/data', SUFFIX: '' }).sinks[0]).toMatchObject({ path: '/data/events-x.jsonl' });
     expect(problems(text, {})).toEqual(['sinks[0].path: environment variable DIR is not set']);
+    // said once per key: not again as a URL or a secret the schema refuses
+    expect(
+      problems(
+        'approval: { secret: "${A}" }\nsinks: [{ name: w, type: webhook, url: "${U}", secret: "${S}" }, { name: s, type: slack, webhookUrl: "${W}" }]',
+        {},
+      ),
+    ).toEqual([
+      'approval.secret: environment variable A is not set',
+      'sinks[0].url: environment variable U is not set',
+      'sinks[0].secret: environment variable S is not set',
+      'sinks[1].webhookUrl: environment variable W is not set',
+    ]);
     expect(parseConfigText('sinks: [{ name: f, type: file, path: "/a/$${HOME}" }]', 't', { HOME: '/root' }).sinks[0]).toMatchObject({
       path: '/a/${HOME}',
     });

@@ -98,7 +98,7 @@ describe('the relay configuration', () => {
   it('names every problem of a relay file by its path, with exit code 2', async () => {
     const { writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const { tempDir } = await import('../helpers.ts');
+    const { EXAMPLE_ENV, ROOT, tempDir } = await import('../helpers.ts');
     const { cli } = await import('../e2e/process.ts');
     const dir = tempDir();
     try {
@@ -107,6 +107,19 @@ describe('the relay configuration', () => {
       const r = await cli(['relay', '--config', file]);
       expect(r.code).toBe(2);
       for (const path of ['serviceBus.connectionString', 'signingKey', 'fleetKey', 'replyWaitMs']) expect(r.stderr).toContain(`${path}:`);
+      // validate checks it without starting a relay: with --relay, or recognised by its keys
+      for (const args of [
+        ['validate', '--relay', '--config', file],
+        ['validate', '--config', file],
+      ]) {
+        const v = await cli(args);
+        expect(v.code, args.join(' ')).toBe(2);
+        for (const path of ['serviceBus.connectionString', 'signingKey', 'fleetKey', 'replyWaitMs']) expect(v.stderr).toContain(`${path}:`);
+        expect(v.stderr).not.toContain('unknown key');
+      }
+      const ok = await cli(['validate', '--relay', '--config', join(ROOT, 'config', 'relay.example.yaml')], EXAMPLE_ENV);
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toContain('valid relay configuration; listens on 127.0.0.1:8080');
     } finally {
       dir.cleanup();
     }

@@ -1,0 +1,85 @@
+/**
+ * The reverse proxy set-up of docs/approvals.md stays true: config/nginx/se-bridge.conf hands
+ * each site's requests to the listener its configuration names (the relay's `listen`, the
+ * bridge's `server.listen` behind `approval.publicUrl`), with the forwarding headers the
+ * bridge reads, a body limit no larger than the bridge's own, a read timeout longer than the
+ * relay's longest wait, and each configuration trusts the proxy's address.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfigFile, loadFileWith } from '../../src/config/load.ts';
+import { Cidrs } from '../../src/lib/client-address.ts';
+import { RelayConfig } from '../../src/fleet/relay-config.ts';
+import { EXAMPLE_ENV, ROOT } from '../helpers.ts';
+
+interface Site {
+  names: string[];
+  listen: string[];
+  directives: Map<string, string[]>;
+  locations: Map<string, string>;
+}
+
+/** sites reads the server blocks of an nginx file: their directives, and each location's body. */
+function sites(text: string): Site[] {
+  const clean = text.replace(/#[^\n]*/g, '');
+  const out: Site[] = [];
+  for (const m of clean.matchAll(/server\s*\{((?:[^{}]|\{[^{}]*\})*)\}/g)) {
+    const body = m[1]!;
+    const locations = new Map<string, string>();
+    for (const l of body.matchAll(/location\s+([^{]+?)\s*\{([^{}]*)\}/g)) locations.set(l[1]!.trim(), l[2]!);
+    const top = body.replace(/location\s+[^{]+\{[^{}]*\}/g, '');
+    const directives = new Map<string, string[]>();
+    for (const d of top.matchAll(/^\s*(\w+)\s+([^;]+);/gm)) directives.set(d[1]!, [...(directives.get(d[1]!) ?? []), d[2]!.trim()]);
+    out.push({
+      names: (directives.get('server_name')?.[0] ?? '').split(/\s+/),
+      listen: directives.get('listen') ?? [],
+      directives,
+      locations,
+    });
+  }
+  return out;
+}
+
+const PROXY = '127.0.0.1';
+const nginx = sites(readFileSync(join(ROOT, 'config', 'nginx', 'se-bridge.conf'), 'utf8'));
+const bridge = loadConfigFile(join(ROOT, 'config', 'bridge.example.yaml'), EXAMPLE_ENV);
+const relay = loadFileWith(RelayConfig, join(ROOT, 'config', 'relay.example.yaml'), EXAMPLE_ENV);
+
+function checkSite(host: string, upstream: string, trusted: readonly string[]) {
+  const site = nginx.find((s) => s.names.includes(host) && s.listen.some((l) => /^443 ssl\b/.test(l)));
+  expect(site, `a TLS site for ${host}`).toBeDefined();
+  expect(site!.directives.get('ssl_certificate')).toHaveLength(1);
+  expect(site!.directives.get('ssl_certificate_key')).toHaveLength(1);
+  const limit = /^(\d+)k$/.exec(site!.directives.get('client_max_body_size')?.[0] ?? '');
+  expect(Number(limit?.[1])).toBeLessThanOrEqual(64);
+  const root = site!.locations.get('/')!;
+  expect(root, `${host}: location /`).toBeDefined();
+  expect(root).toMatch(new RegExp(`proxy_pass http://${upstream.replaceAll('.', '\\.')};`));
+  expect(root).toMatch(/proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;/);
+  expect(root).toMatch(/proxy_set_header Host \$host;/);
+  expect(root).toMatch(/proxy_set_header X-Forwarded-Proto \$scheme;/);
+  const read = Number(/proxy_read_timeout (\d+)s;/.exec(root)?.[1]);
+  expect(read * 1000).toBeGreaterThan(relay.replyWaitMs);
+  expect(new Cidrs(trusted).has(PROXY), `${host}: trustedProxies names the proxy`).toBe(true);
+}
+
+describe('the reverse proxy set-up', () => {
+  it('hands the relay’s site to the relay’s listener, and the relay trusts the proxy', () => {
+    expect(relay.listen.startsWith(`${PROXY}:`)).toBe(true);
+    checkSite('approvals.example.com', relay.listen, relay.trustedProxies);
+    expect(nginx.find((s) => s.names.includes('approvals.example.com') && s.locations.has('= /metrics'))).toBeDefined();
+  });
+
+  it('hands the bridge’s site (its publicUrl) to its approval server, and the bridge trusts the proxy', () => {
+    const host = new URL(bridge.approval.publicUrl!).hostname;
+    expect(bridge.server.listen.startsWith(`${PROXY}:`)).toBe(true);
+    checkSite(host, bridge.server.listen, bridge.server.trustedProxies);
+  });
+
+  it('sends plain http to https', () => {
+    const plain = nginx.find((s) => s.listen.includes('80'))!;
+    expect(plain.names).toEqual(expect.arrayContaining(['approvals.example.com', new URL(bridge.approval.publicUrl!).hostname]));
+    expect(plain.directives.get('return')).toEqual(['301 https://$host$request_uri']);
+  });
+});

@@ -41,7 +41,7 @@ import {
   VERSION,
   whsec,
 } from '../../src/api.ts';
-import { closeTemplates, renderRequest, templateProblems, templatesOf, type Templates } from './request-template.ts';
+import { closeTemplates, renderRequest, renderRequests, templateProblems, templatesOf, type Templates } from './request-template.ts';
 import { TEMPLATE_TIMEOUT_MS } from './template.ts';
 import { authorized } from '../shared/entra.ts';
 
@@ -266,9 +266,10 @@ export const webhookSink: SinkModule<WebhookConfig> = {
     };
     /** sendRendered sends what the templates make of the events: one request each, or in batch mode one array. */
     async function sendRendered(t: Templates, events: readonly BridgeEvent[], signal: AbortSignal): Promise<Outcome[]> {
+      // every event's request is rendered in one trip to the template worker
+      const made = await renderRequests(t, config, events, approvalUrl);
       if (config.mode === 'batch') {
         // the array of what the template made of each event; one it skips or fails on is left out
-        const made = await Promise.all(events.map((e) => renderRequest(t, config, e, approvalUrl)));
         const bodies = made.flatMap((m) => ('body' in m && m.body !== null ? [m.body] : []));
         const sent =
           bodies.length === 0
@@ -281,9 +282,9 @@ export const webhookSink: SinkModule<WebhookConfig> = {
               );
         return made.map((m) => ('outcome' in m ? skip(m.outcome) : sent!));
       }
-      return oneByOne(events, async (event) => {
+      return oneByOne(events, async (event, i) => {
         if (disabled !== null) return reject(`sink disabled: ${disabled}`);
-        const m = await renderRequest(t, config, event, approvalUrl);
+        const m = made[i]!;
         if ('outcome' in m) return skip(m.outcome);
         // without a body template, the body and headers are the CloudEvents binding's
         const binding = m.body === null ? HTTP[config.mode === 'structured' ? 'structured' : 'binary'](event) : null;

@@ -83,20 +83,35 @@ function headerValueProblem(text: string): string | null {
   return null;
 }
 
-/** renderRequest renders one event's request in one evaluation; a failure rejects the event with JSONata's words, a null body skips it. */
+/** renderRequest renders one event's request: a failure rejects the event with JSONata's words, a null body skips it. */
 export async function renderRequest(
   t: Templates,
   c: TemplateKeys,
   event: BridgeEvent,
   approvalUrl: (e: BridgeEvent) => string | null,
 ): Promise<Rendered> {
+  return (await renderRequests(t, c, [event], approvalUrl))[0]!;
+}
+
+/** renderRequests renders the requests of several events in one trip to the template worker, one Rendered each. */
+export async function renderRequests(
+  t: Templates,
+  c: TemplateKeys,
+  events: readonly BridgeEvent[],
+  approvalUrl: (e: BridgeEvent) => string | null,
+): Promise<Rendered[]> {
   const all = [...(t.body === null ? [] : [t.body]), ...(t.url === null ? [] : [t.url]), ...t.headers.map(([, h]) => h)];
   const where = [
     ...(t.body === null ? [] : ['template']),
     ...(t.url === null ? [] : ['urlTemplate']),
     ...t.headers.map(([name]) => `headerTemplates.${name}`),
   ];
-  const results = await Template.renderAll(all, event, { approvalUrl });
+  const rendered = await Template.renderAll(all, events, { approvalUrl });
+  return rendered.map((results) => requestOf(t, c, results, where));
+}
+
+/** requestOf makes one event's request of what its templates gave. */
+function requestOf(t: Templates, c: TemplateKeys, results: readonly unknown[], where: readonly string[]): Rendered {
   let i = 0;
   try {
     let body: string | null = null;

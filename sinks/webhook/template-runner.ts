@@ -40,12 +40,14 @@ export type Failure = {
   readonly position: number | null;
   /** JSONata's error code (D1012: its own step timeout), or TEMPLATE_LIMIT for a deadline or the memory limit. */
   readonly code: string | null;
+  /** The worker was stopped (a deadline, its memory) while it evaluated this, with others. */
+  readonly stopped?: boolean;
 };
 export type Evaluated = { readonly ok: true; readonly json: string | null } | { readonly ok: false; readonly failure: Failure };
 
 type Request =
   | { op: 'compile'; seq: number; id: number; text: string; timeoutMs: number; stack: number }
-  | { op: 'evaluate'; seq: number; ids: readonly number[]; input: unknown; bindings: Bindings };
+  | { op: 'evaluate'; seq: number; ids: readonly number[]; items: readonly { input: unknown; bindings: Bindings }[] };
 type Reply = { seq: number; results: Evaluated[] } | { ready: true };
 
 interface Job {
@@ -155,16 +157,18 @@ function workerMain(): void {
       }
       return;
     }
-    const bindings = Object.fromEntries(Object.entries(m.bindings).map(([k, v]) => [k, () => v]));
     void (async () => {
       const results = [];
-      for (const id of m.ids) {
-        try {
-          const out = await exprs.get(id)!.evaluate(m.input, bindings);
-          if (size(out, max) > max) throw tooBig('its result');
-          results.push({ ok: true, json: out === undefined ? null : (JSON.stringify(out) ?? null) });
-        } catch (err) {
-          results.push(failure(err));
+      for (const item of m.items) {
+        const bindings = Object.fromEntries(Object.entries(item.bindings).map(([k, v]) => [k, () => v]));
+        for (const id of m.ids) {
+          try {
+            const out = await exprs.get(id)!.evaluate(item.input, bindings);
+            if (size(out, max) > max) throw tooBig('its result');
+            results.push({ ok: true, json: out === undefined ? null : (JSON.stringify(out) ?? null) });
+          } catch (err) {
+            results.push(failure(err));
+          }
         }
       }
       parentPort!.postMessage({ seq: m.seq, results });
@@ -197,9 +201,22 @@ class TemplateRunner {
     return { id };
   }
 
-  /** evaluate runs expressions on one input, in order, all within one deadline. */
-  evaluate(ids: readonly number[], input: unknown, bindings: Bindings, deadlineMs: number): Promise<Evaluated[]> {
-    return this.#run({ op: 'evaluate', seq: 0, ids, input, bindings }, deadlineMs);
+  /**
+   * evaluate runs expressions on several inputs (each its own bindings) in one trip to the
+   * worker, `deadlineMs` for each input: one result per input, one per expression within it.
+   * When the worker is stopped during a trip of several, each input is evaluated again alone,
+   * so that only the one that ran away fails.
+   */
+  async evaluate(
+    ids: readonly number[],
+    items: readonly { input: unknown; bindings: Bindings }[],
+    deadlineMs: number,
+  ): Promise<Evaluated[][]> {
+    const flat = await this.#run({ op: 'evaluate', seq: 0, ids, items }, deadlineMs * items.length);
+    if (items.length > 1 && flat.some((r) => !r.ok && r.failure.stopped === true)) {
+      return Promise.all(items.map(async (item) => (await this.evaluate(ids, [item], deadlineMs))[0]!));
+    }
+    return items.map((_, i) => flat.slice(i * ids.length, (i + 1) * ids.length));
   }
 
   /** release drops one user's hold; the worker stops with the last. */
@@ -299,8 +316,11 @@ class TemplateRunner {
   }
 }
 
-const limitFailure = (message: string): Evaluated => ({ ok: false, failure: { message, position: null, code: 'TEMPLATE_LIMIT' } });
-const resultsOf = (r: Request, one: Evaluated): Evaluated[] => (r.op === 'compile' ? [one] : r.ids.map(() => one));
+const limitFailure = (message: string): Evaluated => ({
+  ok: false,
+  failure: { message, position: null, code: 'TEMPLATE_LIMIT', stopped: true },
+});
+const resultsOf = (r: Request, one: Evaluated): Evaluated[] => (r.op === 'compile' ? [one] : r.items.flatMap(() => r.ids.map(() => one)));
 
 /** The process's one runner. */
 export const runner = new TemplateRunner();

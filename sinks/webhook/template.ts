@@ -76,39 +76,45 @@ export class Template {
   }
 
   /**
-   * renderAll evaluates templates on one event within one deadline (the first one's): each
-   * result is a plain JSON value (null for no result) or the TemplateError it failed with.
+   * renderAll evaluates templates on events, each event within its own deadline (the first
+   * template's), in one trip to the worker: per event, per template, a plain JSON value (null
+   * for no result) or the TemplateError it failed with.
    */
   static async renderAll(
     templates: readonly Template[],
-    event: BridgeEvent,
+    events: readonly BridgeEvent[],
     context: TemplateContext,
-  ): Promise<(unknown | TemplateError)[]> {
-    if (templates.length === 0) return [];
-    let chat: ReturnType<typeof toChatMessage> | null = null;
-    const message = () => (chat ??= toChatMessage(event));
-    const values: Record<(typeof HELPERS)[number], () => string | null> = {
-      summary: () => formatEventLine(event),
-      headline: () => message().title,
-      countdown: () => message().notBefore?.timeLeft ?? null,
-      approvalUrl: () => context.approvalUrl(event),
-      transition: () => transitionOf(event),
-    };
-    const bindings: Record<string, string | null> = {};
-    for (const t of templates) for (const h of t.#helpers) bindings[h] ??= values[h]();
+  ): Promise<(unknown | TemplateError)[][]> {
+    if (templates.length === 0 || events.length === 0) return events.map(() => []);
+    const wanted = new Set(templates.flatMap((t) => t.#helpers));
+    const items = events.map((event) => {
+      let chat: ReturnType<typeof toChatMessage> | null = null;
+      const message = () => (chat ??= toChatMessage(event));
+      const values: Record<(typeof HELPERS)[number], () => string | null> = {
+        summary: () => formatEventLine(event),
+        headline: () => message().title,
+        countdown: () => message().notBefore?.timeLeft ?? null,
+        approvalUrl: () => context.approvalUrl(event),
+        transition: () => transitionOf(event),
+      };
+      const bindings: Record<string, string | null> = {};
+      for (const h of wanted) bindings[h] = values[h]();
+      return { input: event, bindings };
+    });
     const timeoutMs = templates[0]!.#timeoutMs;
     const results = await runner.evaluate(
       templates.map((t) => t.#id),
-      event,
-      bindings,
+      items,
       timeoutMs,
     );
-    return results.map((r) => (r.ok ? (r.json === null ? null : (JSON.parse(r.json) as unknown)) : templateError(r.failure, timeoutMs)));
+    return results.map((one) =>
+      one.map((r) => (r.ok ? (r.json === null ? null : (JSON.parse(r.json) as unknown)) : templateError(r.failure, timeoutMs))),
+    );
   }
 
   /** render evaluates the expression for one event; `undefined` (no result) comes back as null. */
   async render(event: BridgeEvent, context: TemplateContext): Promise<unknown> {
-    const [r] = await Template.renderAll([this], event, context);
+    const [r] = (await Template.renderAll([this], [event], context))[0]!;
     if (r instanceof TemplateError) throw r;
     return r;
   }

@@ -79,9 +79,12 @@ export const retry = (reason: string, retryAfterMs?: number): Outcome =>
 export const reject = (reason: string): Outcome => ({ status: 'reject', reason });
 
 /** oneByOne sends `events` one at a time, in order, and collects one outcome per event: for sinks whose protocol takes one event per request. */
-export async function oneByOne(events: readonly BridgeEvent[], send: (event: BridgeEvent) => Promise<Outcome>): Promise<Outcome[]> {
+export async function oneByOne(
+  events: readonly BridgeEvent[],
+  send: (event: BridgeEvent, index: number) => Promise<Outcome>,
+): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
-  for (const event of events) outcomes.push(await send(event));
+  for (const [i, event] of events.entries()) outcomes.push(await send(event, i));
   return outcomes;
 }
 

@@ -118,6 +118,30 @@ describe('webhook templates through the daemon', () => {
     expect(classifyNetworkError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toMatchObject({ status: 'retry' });
   });
 
+  it('events rendered together: one that runs away fails alone, the others are sent', async () => {
+    const h = await startBridge({
+      sinks: [
+        {
+          name: 'w',
+          type: 'webhook',
+          url: `${peer.url}/hooks/base`,
+          template: `data.eventType = "Freeze" ? $match("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", /^(a+)+$/) : { "id": data.eventId }`,
+        },
+      ],
+      start: false,
+    });
+    // committed in one document, so the sink takes them in one send
+    const ids = ['Reboot', 'Freeze', 'Redeploy', 'Reboot'].map((EventType) => h.sim.addEvent({ EventType, noticeMs: 600_000 }));
+    await h.bridge.start();
+    await waitFor(() => peer.requests.length === 3 && h.bridge.store.deadLetters().length === 1, 'three sent, one dead-lettered');
+    const [dead] = h.bridge.store.deadLetters();
+    expect(dead!.eventId).toBe(ids[1]!.eventId);
+    expect(dead!.lastError).toBe('rejected: TEMPLATE_FAILED: template: the template ran longer than 100 ms and was stopped');
+    expect(peer.requests.map((r) => (JSON.parse(r.body) as { id: string }).id).sort()).toEqual(
+      [ids[0]!, ids[2]!, ids[3]!].map((e) => e.eventId).sort(),
+    );
+  });
+
   it('batch mode sends one array of what the template made', async () => {
     const h = await startBridge({
       sinks: [

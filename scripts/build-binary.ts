@@ -156,8 +156,7 @@ async function quietly<T>(fn: () => Promise<T>): Promise<T> {
   const write = process.stderr.write.bind(process.stderr);
   const keep = (line: unknown) => !KNOWN_HARMLESS.test(String(line));
   const { warn, error, log } = console;
-  process.stderr.write = ((chunk: unknown, ...rest: unknown[]) =>
-    keep(chunk) ? write(chunk as string, ...(rest as [])) : true);
+  process.stderr.write = (chunk: unknown, ...rest: unknown[]) => (keep(chunk) ? write(chunk as string, ...(rest as [])) : true);
   console.warn = (...a: unknown[]) => (keep(a[0]) ? warn(...a) : undefined);
   console.error = (...a: unknown[]) => (keep(a[0]) ? error(...a) : undefined);
   console.log = (...a: unknown[]) => (keep(a[0]) ? log(...a) : undefined);

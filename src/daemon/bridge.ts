@@ -211,6 +211,9 @@ export class Bridge {
     if (this.#state.document !== null) this.metrics.observeDocument(this.#state.document);
     await this.#parts.endpoints.startObservability();
     await this.#parts.identity.refresh(this.#abort.signal);
+    // the stored document's events were routed by the name known then: a VM whose name is known
+    // now (read, or configured anew) gives a sink they match its transitions, once
+    this.#parts.routeAgain('the name of the last run');
     await this.#parts.endpoints.startApproval();
     this.#tasks = [this.#parts.identity.run(this.#abort.signal), this.#parts.poll.run(this.#abort.signal)];
     if (this.#parts.inbox !== null) this.#tasks.push(this.#parts.inbox.run(this.#abort.signal));

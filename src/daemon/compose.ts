@@ -61,6 +61,8 @@ export interface Parts {
   readonly inbox: ApprovalInbox | null;
   /** Ready: IMDS answered well at least once, and fewer reads than the threshold failed in a row since. */
   ready(): boolean;
+  /** Routes the listed events again by the VM's name now (see compose); how many CloudEvents got more sinks. */
+  routeAgain(from: string): number;
 }
 
 export function compose(
@@ -124,13 +126,13 @@ export function compose(
     read: (document) => reads.publish({ events: document.events, vmName: routingName(state.vm) }),
   });
   /**
-   * identityChanged routes the events still listed again with the name now known: a sink their
-   * first routing left out gets them now, and none gets a CloudEvent it was routed before. Then
-   * the approval policy decides again (nothing is approved while the name is unknown).
+   * routeAgain routes the events still listed again with the name the VM has now: a sink their
+   * first routing left out (under a name not yet known, or another one before a restart) gets
+   * them now, and none gets a CloudEvent it was routed before. It says how many it added.
    */
-  function identityChanged(before: VmIdentity, after: VmIdentity): void {
+  function routeAgain(from: string): number {
     const document = state.document;
-    if (document === null) return;
+    if (document === null || !state.vm.nameKnown) return 0;
     const routes: { ceId: string; eventId: string; sinks: string[] }[] = [];
     for (const e of document.events) {
       for (const ce of store.ongoing(e.eventId)) {
@@ -140,12 +142,19 @@ export function compose(
         if (sinks.length > 0) routes.push({ ceId: ce.id, eventId: ce.eventId, sinks });
       }
     }
-    if (routes.length > 0) {
-      store.addRoutes(routes);
-      o.logger.info({ from: before.name, to: after.name, routes }, 'VM name now known: the listed events went to the sinks they now match');
-      dispatcher.notify();
-    }
-    auto.apply(document.events);
+    if (routes.length === 0) return 0;
+    store.addRoutes(routes);
+    o.logger.info(
+      { from, to: state.vm.name, routes },
+      'routed the listed events again by the VM name: they went to the sinks they now match',
+    );
+    dispatcher.notify();
+    return routes.length;
+  }
+  /** identityChanged routes the listed events again, then the approval policy decides (nothing is approved while the name is unknown). */
+  function identityChanged(before: VmIdentity, after: VmIdentity): void {
+    routeAgain(before.name);
+    if (state.document !== null && after.nameKnown) auto.apply(state.document.events);
   }
   const ready = () => state.goodReads > 0 && poll.failures < o.config.observability.readyFailureThreshold && state.vm.nameKnown;
   const inboxConfig = o.config.approval.inbox;
@@ -180,5 +189,5 @@ export function compose(
     store,
     state,
   });
-  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox, ready };
+  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox, ready, routeAgain };
 }

@@ -76,4 +76,34 @@ describe('a VM whose compute metadata fails at start', () => {
     }
     expect(h.kinds('mine.jsonl')).not.toContain(`canceled:${other.eventId}`);
   });
+
+  it('routes the listed events again when the name differs from the last run’s: a sink they now match gets each transition once', async () => {
+    const sinks = (dir: string) => [
+      { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+      { name: 'mine', type: 'file', path: join(dir, 'mine.jsonl'), filter: { scope: 'self' } },
+    ];
+    // the last run knew itself as vm-a (configured), and the event names vm-b
+    const first = await startBridge({
+      sim: { vmName: 'vm-b', peers: [] },
+      config: { imds: { pollIntervalMs: 200 }, identity: { vmName: 'vm-a' } },
+      sinks,
+    });
+    const e = first.sim.addEvent({ EventType: 'Reboot', Resources: ['vm-b'], noticeMs: 600_000 });
+    await waitFor(() => first.kinds().includes(`scheduled:${e.eventId}`), 'the event committed');
+    expect(first.kinds('mine.jsonl')).toEqual([]);
+    await first.bridge.stop();
+    // this run knows it is vm-b: the listed event's transition goes to the self sink, once
+    const again = await startBridge({ sim: first.sim, dir: first.dir, config: { imds: { pollIntervalMs: 200 } }, sinks });
+    await waitFor(() => again.kinds('mine.jsonl').includes(`scheduled:${e.eventId}`), 'the transition routed again');
+    expect(again.bridge.identity.name).toBe('vm-b');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(again.kinds('mine.jsonl')).toEqual([`scheduled:${e.eventId}`]);
+    expect(again.kinds().filter((k) => k === `scheduled:${e.eventId}`)).toHaveLength(1);
+    // and a restart with the same name routes nothing again
+    await again.bridge.stop();
+    const third = await startBridge({ sim: first.sim, dir: first.dir, config: { imds: { pollIntervalMs: 200 } }, sinks });
+    await waitFor(() => third.bridge.identity.nameKnown, 'the name');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(third.kinds('mine.jsonl')).toEqual([`scheduled:${e.eventId}`]);
+  });
 });

@@ -168,21 +168,27 @@ export class Worker {
         { sink: this.#t.name, eventId: r.eventId, ceId: r.ceId, attempts: r.attempts, code: 'DELIVERY_EXHAUSTED' },
         `${why}; dead-lettered`,
       );
-      this.#o.onOutcome?.({
-        sink: this.#t.name,
-        ceId: r.ceId,
-        eventId: r.eventId,
-        transition: r.transition,
-        outcome: 'dead-letter',
-        attempts: r.attempts,
-        createdAt: r.createdAt,
-        durationMs: 0,
-        reason: r.lastError ?? 'ATTEMPT_INTERRUPTED',
-      });
+      this.#report(r, 'dead-letter', r.attempts, 0, r.lastError ?? 'ATTEMPT_INTERRUPTED');
     }
     const live = spent.length === 0 ? rows : rows.filter((r) => r.attempts < max);
     if (live.length > 0) store.beginAttempts(live.map((r) => r.rowId));
     return live;
+  }
+
+  /** report tells onOutcome what became of one row. */
+  #report(row: OutboxRow, outcome: OutcomeReport['outcome'], attempts: number, durationMs: number, reason?: string, detail?: string): void {
+    this.#o.onOutcome?.({
+      sink: this.#t.name,
+      ceId: row.ceId,
+      eventId: row.eventId,
+      transition: row.transition,
+      outcome,
+      attempts,
+      createdAt: row.createdAt,
+      durationMs,
+      ...(reason ? { reason } : {}),
+      ...(detail ? { detail } : {}),
+    });
   }
 
   /** idle waits for a notify, a stop, or `ms`. */
@@ -228,7 +234,7 @@ export class Worker {
   }
 
   #record(rows: readonly OutboxRow[], outcomes: readonly Outcome[], durationMs: number): void {
-    const { store, logger, onOutcome } = this.#o;
+    const { store, logger } = this.#o;
     const now = this.#o.now();
     const d = this.#t.delivery;
     const deliveredIds: number[] = [];
@@ -241,18 +247,7 @@ export class Worker {
       const attempts = row.attempts + 1;
       const fields = { sink: this.#t.name, eventId: row.eventId, ceId: row.ceId, attempts };
       const report = (o: OutcomeReport['outcome'], reason?: string, detail?: string) =>
-        onOutcome?.({
-          sink: this.#t.name,
-          ceId: row.ceId,
-          eventId: row.eventId,
-          transition: row.transition,
-          outcome: o,
-          attempts,
-          createdAt: row.createdAt,
-          durationMs,
-          ...(reason ? { reason } : {}),
-          ...(detail ? { detail } : {}),
-        });
+        this.#report(row, o, attempts, durationMs, reason, detail);
       if (outcome.status === 'delivered') {
         deliveredIds.push(row.rowId);
         const detail = typeof outcome.detail === 'string' ? clean(outcome.detail) : undefined;

@@ -58,7 +58,8 @@ async function fleet(first: number, n: number, connectionString: string, keys: F
     await bridge.start();
     vms.push({ sim, bridge, eventId });
   }
-  for (let k = 0; k < 1200 && !vms.every((v) => v.bridge.store.knowsEvent(v.eventId) && v.bridge.inbox?.connected); k++) await sleep(25);
+  for (let k = 0; k < 1200 && !vms.every((v) => v.bridge.store.journal.knowsEvent(v.eventId) && v.bridge.inbox?.connected); k++)
+    await sleep(25);
   const ready: FleetReady = { vms: vms.map((v) => ({ session: sessionOf(v.sim), eventId: v.eventId })) };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
   for await (const line of createInterface({ input: process.stdin })) {

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 
 export const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
-export const CLI = join(ROOT, 'src', 'cli.ts');
+export const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
 export const quick = process.argv.includes('--quick');
 export const silent = pino({ level: 'silent' });
 export const dir = mkdtempSync(join(tmpdir(), 'se-bridge-bench-'));

@@ -48,7 +48,7 @@ export async function phaseApprovals() {
   const ids = Array.from({ length: n }, () => sim.addEvent({ noticeMs: 3_600_000 }).eventId);
   const bridge = await Bridge.create({ config, logger: silent });
   await bridge.start();
-  for (let k = 0; k < 400 && !bridge.store.knowsEvent(ids.at(-1)!); k++) await sleep(25);
+  for (let k = 0; k < 400 && !bridge.store.journal.knowsEvent(ids.at(-1)!); k++) await sleep(25);
   const samples: number[] = [];
   for (const id of ids) {
     const body = JSON.stringify({ eventId: id, approver: 'bench' });
@@ -99,7 +99,7 @@ export async function phaseFleetApprovals() {
   const ids = Array.from({ length: n }, () => sim.addEvent({ noticeMs: 3_600_000 }).eventId);
   const bridge = await Bridge.create({ config, logger: silent });
   await bridge.start();
-  for (let k = 0; k < 400 && !(bridge.store.knowsEvent(ids.at(-1)!) && bridge.inbox?.connected && relay.bus.listening); k++)
+  for (let k = 0; k < 400 && !(bridge.store.journal.knowsEvent(ids.at(-1)!) && bridge.inbox?.connected && relay.bus.listening); k++)
     await sleep(25);
   const key = secretKey(API_SECRET)!;
   const samples: number[] = [];
@@ -204,7 +204,7 @@ export async function phaseThroughput() {
   const config = SinkConfig.parse({ name: 'hook', type: 'webhook', url: hook.url }) as WebhookConfig;
   const sink = await webhookSink.create(config, { logger: silent, stdout: process.stdout });
   const dispatcher = new Dispatcher({
-    store,
+    outbox: store.outbox,
     logger: silent,
     targets: [
       {
@@ -240,7 +240,7 @@ export async function phaseThroughput() {
     const ces = diff(previous, doc)
       .filter((t) => t.kind === 'scheduled')
       .map((t) => toCloudEvent(t, { vm, observedAt }));
-    store.commit({
+    store.journal.commit({
       document: doc,
       etag: null,
       observedAt,

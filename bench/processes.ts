@@ -86,7 +86,7 @@ interface Footprinted {
   poller?: true;
 }
 
-const COMPILED = join(ROOT, 'dist', 'src', 'cli.js');
+const COMPILED = join(ROOT, 'dist', 'src', 'commands', 'cli.js');
 /**
  * The package, the executable, the steps from the sources to the package (each step adds one
  * setting to the one before; the package's `#!` line has the last), one setting measured and

@@ -21,4 +21,4 @@ if (tooOld !== null) {
   process.exit(2);
 }
 module.enableCompileCache?.(process.env.CACHE_DIRECTORY ? join(process.env.CACHE_DIRECTORY.split(':')[0], 'compile') : undefined);
-await import('../dist/src/cli.js');
+await import('../dist/src/commands/cli.js');

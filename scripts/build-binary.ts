@@ -114,7 +114,7 @@ const lazyHttp2: Plugin = {
 const bundle = join(WORK, 'se-bridge.cjs');
 await build({
   ...common,
-  entryPoints: [join(ROOT, 'src', 'cli.ts')],
+  entryPoints: [join(ROOT, 'src', 'commands', 'cli.ts')],
   outfile: bundle,
   plugins: [lazyPackages, lazyHttp2],
   banner: { js: `${seLazy}\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;` },

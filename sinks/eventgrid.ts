@@ -21,6 +21,7 @@
  * are retried; 404 and 410 (no such topic) rejected; 408, 429 and 5xx retried with Retry-After.
  */
 import { z } from 'zod';
+import { httpUrl, type Outcome, reject, retry, secret, sinkBase, type SinkModule, VERSION } from '../src/api.ts';
 import {
   allowInsecureHttp,
   BearerSource,
@@ -28,17 +29,9 @@ import {
   classifyNetworkError,
   CredentialConfig,
   HttpClient,
-  httpUrl,
-  type Outcome,
   ProxySetting,
   refusePlainHttpCredentials,
-  reject,
-  retry,
-  secret,
-  sinkBase,
-  type SinkModule,
-  VERSION,
-} from '../src/api.ts';
+} from '../src/kit.ts';
 import { authorized } from './shared/entra.ts';
 
 /** Event Grid's limits: 1 MB per publish request and per event. */
@@ -105,7 +98,7 @@ export function packBatches(sizes: readonly number[], limit = MAX_REQUEST_BYTES)
   return batches;
 }
 
-export const eventGridSink: SinkModule<EventGridConfig> = {
+export const eventGridSink: SinkModule<EventGridConfig, typeof configSchema> = {
   type: 'eventgrid',
   configSchema,
   maxBatchSize: 100,

@@ -7,16 +7,8 @@
  */
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
-import {
-  azureAuth,
-  createCredential,
-  entityPathOf,
-  requireOneAuth,
-  sdkOptions,
-  sinkBase,
-  type SinkModule,
-  toAmqpPayload,
-} from '../src/api.ts';
+import { sinkBase, type SinkModule } from '../src/api.ts';
+import { azureAuth, createCredential, entityPathOf, requireOneAuth, sdkOptions, toAmqpPayload } from '../src/kit.ts';
 import { GroupBy, groupOf, sendInBatches } from './shared/batches.ts';
 
 export const configSchema = z
@@ -41,7 +33,7 @@ export const configSchema = z
   });
 export type EventHubsConfig = z.infer<typeof configSchema>;
 
-export const eventHubsSink: SinkModule<EventHubsConfig> = {
+export const eventHubsSink: SinkModule<EventHubsConfig, typeof configSchema> = {
   type: 'eventhubs',
   configSchema,
   maxBatchSize: 100,

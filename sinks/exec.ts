@@ -171,7 +171,7 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
   });
 }
 
-export const execSink: SinkModule<ExecConfig> = {
+export const execSink: SinkModule<ExecConfig, typeof configSchema> = {
   type: 'exec',
   configSchema,
   maxBatchSize: 1,

@@ -22,7 +22,7 @@ export type FileConfig = z.infer<typeof configSchema>;
 /** Errors of the file system that a later attempt may not see again. */
 const TRANSIENT = new Set(['ENOSPC', 'EAGAIN', 'EBUSY', 'EMFILE', 'ENFILE', 'EIO', 'EDQUOT', 'ENOENT']);
 
-export const fileSink: SinkModule<FileConfig> = {
+export const fileSink: SinkModule<FileConfig, typeof configSchema> = {
   type: 'file',
   configSchema,
   maxBatchSize: 500,

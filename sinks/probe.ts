@@ -16,24 +16,8 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import {
-  type BridgeEvent,
-  Cidrs,
-  cidrList,
-  createGuardedServer,
-  DEFAULT_SERVER_LIMITS,
-  deliveredWith,
-  hostPort,
-  type ImdsRead,
-  listen,
-  type Outcome,
-  parseHostPort,
-  sinkBase,
-  type SinkContext,
-  type SinkModule,
-  sleep,
-  transitionOf,
-} from '../src/api.ts';
+import { type BridgeEvent, deliveredWith, type ImdsRead, type Outcome, sinkBase, type SinkContext, transitionOf } from '../src/api.ts';
+import { Cidrs, cidrList, createGuardedServer, DEFAULT_SERVER_LIMITS, hostPort, listen, parseHostPort, sleep } from '../src/kit.ts';
 import { ends, pendingFor, preparationKeys, preparationSink, type Preparation } from './shared/preparation.ts';
 
 export const configSchema = z.strictObject({
@@ -85,16 +69,16 @@ const STATE_KEY = 'holds';
 const MAX_CONNECTIONS_PER_CLIENT = 16;
 
 // the attempt waits out the drain: it has the drain on top of the usual timeout
-export const probeSink: SinkModule<ProbeConfig> = preparationSink(
-  'probe',
+export const probeSink = preparationSink<ProbeConfig, typeof configSchema>({
+  type: 'probe',
   configSchema,
-  (c) => c.drainSeconds * 1000,
-  async (config, context) => {
+  workMs: (c) => c.drainSeconds * 1000,
+  make: async (config, context) => {
     const probe = new Probe(config, context);
     await probe.listen();
     return probe;
   },
-);
+});
 
 class Probe implements Preparation {
   readonly #c: ProbeConfig;

@@ -8,16 +8,8 @@
  */
 import type { ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
-import {
-  azureAuth,
-  type BridgeEvent,
-  requireOneAuth,
-  sdkOptions,
-  serviceBusClient,
-  sinkBase,
-  type SinkModule,
-  toAmqpPayload,
-} from '../src/api.ts';
+import { type BridgeEvent, sinkBase, type SinkModule } from '../src/api.ts';
+import { azureAuth, requireOneAuth, sdkOptions, serviceBusClient, toAmqpPayload } from '../src/kit.ts';
 import { GroupBy, groupOf, sendInBatches } from './shared/batches.ts';
 
 export const configSchema = z
@@ -38,7 +30,7 @@ export const configSchema = z
   .superRefine(requireOneAuth);
 export type ServiceBusConfig = z.infer<typeof configSchema>;
 
-export const serviceBusSink: SinkModule<ServiceBusConfig> = {
+export const serviceBusSink: SinkModule<ServiceBusConfig, typeof configSchema> = {
   type: 'servicebus',
   configSchema,
   maxBatchSize: 100,

@@ -22,10 +22,8 @@ import {
   secret,
   sinkBase,
   type SinkModule,
-  slackMessage,
-  threadLine,
-  toChatMessage,
 } from '../src/api.ts';
+import { slackMessage, threadLine, toChatMessage } from '../src/kit.ts';
 import { jsonClient, postJson } from './shared/http.ts';
 
 export const configSchema = z
@@ -78,7 +76,7 @@ function classifySlackError(err: unknown): Outcome {
   }
 }
 
-export const slackSink: SinkModule<SlackConfig> = {
+export const slackSink: SinkModule<SlackConfig, typeof configSchema> = {
   type: 'slack',
   configSchema,
   maxBatchSize: 1,

@@ -3,7 +3,8 @@
  * the JSON event format per line (`format: json`), for piping into jq or a log shipper.
  */
 import { z } from 'zod';
-import { type BridgeEvent, delivered, formatEventLine, retry, sinkBase, type SinkModule } from '../src/api.ts';
+import { type BridgeEvent, delivered, retry, sinkBase, type SinkModule } from '../src/api.ts';
+import { formatEventLine } from '../src/kit.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('stdout'),
@@ -15,7 +16,7 @@ export const configSchema = z.strictObject({
 });
 export type StdoutConfig = z.infer<typeof configSchema>;
 
-export const stdoutSink: SinkModule<StdoutConfig> = {
+export const stdoutSink: SinkModule<StdoutConfig, typeof configSchema> = {
   type: 'stdout',
   configSchema,
   maxBatchSize: 100,

@@ -5,20 +5,16 @@
  * that only people or apps of the tenant may trigger takes an Entra ID token (`auth`).
  */
 import { z } from 'zod';
+import { httpUrl, oneByOne, secret, sinkBase, type SinkModule } from '../src/api.ts';
 import {
   allowInsecureHttp,
   BearerSource,
   credentialOf,
   EntraAuth,
-  httpUrl,
-  oneByOne,
   refusePlainHttpCredentials,
-  secret,
-  sinkBase,
-  type SinkModule,
   teamsMessage,
   toChatMessage,
-} from '../src/api.ts';
+} from '../src/kit.ts';
 import { jsonClient, postJson } from './shared/http.ts';
 
 export const configSchema = z
@@ -35,7 +31,7 @@ export const configSchema = z
   .superRefine((c, ctx) => refusePlainHttpCredentials(c, c.webhookUrl, 'webhookUrl', c.auth !== undefined, ctx));
 export type TeamsConfig = z.infer<typeof configSchema>;
 
-export const teamsSink: SinkModule<TeamsConfig> = {
+export const teamsSink: SinkModule<TeamsConfig, typeof configSchema> = {
   type: 'teams',
   configSchema,
   maxBatchSize: 1,

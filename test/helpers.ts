@@ -9,7 +9,7 @@ import { pino, type Logger } from 'pino';
 import { toDomainDocument, WireDocument, type EventsDocument } from '../src/imds/wire.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const CLI = join(ROOT, 'src', 'cli.ts');
+export const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
 
 /** fixtureText reads a captured IMDS document from test/fixtures/imds. */
 export function fixtureText(name: string): string {

@@ -7,9 +7,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 
 /**
- * The layers, bottom first: those of src/, with the built-in sinks (the top-level sinks/ folder)
- * between the public API they are written against and the registry that names them. A file may
- * import files of its own layer or of layers below.
+ * The layers, bottom first: the folders of src/ (and its two top files, the public entries
+ * `api` and `kit`), with the built-in sinks (the top-level sinks/ folder) between the public
+ * entries they are written against and the registry that names them. A file may import files of
+ * its own layer or of layers below.
  */
 export const LAYERS = [
   'lib',
@@ -21,6 +22,7 @@ export const LAYERS = [
   'azure',
   'sinks',
   'api',
+  'kit',
   'builtin-sinks',
   'registry',
   'delivery',
@@ -31,14 +33,10 @@ export const LAYERS = [
   'daemon',
   'simulator',
   'commands',
-  'cli',
 ] as const;
 
-/** The registry's files: in src/sinks/ beside the contract, but a layer above the built-in sinks they name. */
-export const REGISTRY = ['src/sinks/registry.ts', 'src/sinks/external.ts'];
-
-/** The one file of src/ the built-in sinks may import: the public API. */
-export const PUBLIC_API = 'src/api.ts';
+/** The files of src/ the built-in sinks may import: the two public entries. */
+export const PUBLIC_API = ['src/api.ts', 'src/kit.ts'];
 
 /** Graph maps each file (a path relative to the root, with /) to the project files it imports. */
 export type Graph = Map<string, string[]>;
@@ -79,22 +77,21 @@ export function readGraph(root: string, dirs: readonly string[]): Graph {
   return graph;
 }
 
-/** layerOf names the layer of a file under src/ (`src/cli.ts` is the `cli` layer) or sinks/ (`builtin-sinks`), or null. */
+/** layerOf names the layer of a file under src/ (its folder, or `api` for src/api.ts) or sinks/ (`builtin-sinks`), or null. */
 export function layerOf(file: string): string | null {
   if (file.startsWith('sinks/')) return 'builtin-sinks';
-  if (REGISTRY.includes(file)) return 'registry';
   const m = /^src\/(?:([^/]+)\/|([^/]+)\.ts$)/.exec(file);
   if (m === null) return null;
   return m[1] ?? m[2]!.replace(/\.ts$/, '');
 }
 
-/** privateImports lists every import from a built-in sink (sinks/) into src/ other than through the public API. */
+/** privateImports lists every import from a built-in sink (sinks/) into src/ other than through the public entries. */
 export function privateImports(graph: Graph): Violation[] {
   return [...graph].flatMap(([from, targets]) =>
     from.startsWith('sinks/')
       ? targets
-          .filter((to) => !to.startsWith('sinks/') && to !== PUBLIC_API)
-          .map((to) => ({ from, to, why: 'a sink imports src/ other than through src/api.ts' }))
+          .filter((to) => !to.startsWith('sinks/') && !PUBLIC_API.includes(to))
+          .map((to) => ({ from, to, why: 'a sink imports src/ other than through src/api.ts and src/kit.ts' }))
       : [],
   );
 }
@@ -156,4 +153,19 @@ export function cycles(graph: Graph): string[][] {
   };
   for (const v of graph.keys()) if (!idx.has(v)) visit(v);
   return out;
+}
+
+/** folderOf is the folder of a file (`src/daemon`, `sinks/webhook`), or `src` for a file at the top of src/. */
+export const folderOf = (file: string): string => file.slice(0, Math.max(0, file.lastIndexOf('/')));
+
+/** folderGraph is the graph of folders: one folder imports another when any of its files imports one of the other's. */
+export function folderGraph(graph: Graph): Graph {
+  const out = new Map<string, Set<string>>();
+  for (const [from, targets] of graph) {
+    const a = folderOf(from);
+    const set = out.get(a) ?? new Set<string>();
+    out.set(a, set);
+    for (const to of targets) if (folderOf(to) !== a) set.add(folderOf(to));
+  }
+  return new Map([...out].map(([k, v]) => [k, [...v].sort()]));
 }

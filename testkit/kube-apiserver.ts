@@ -18,50 +18,27 @@
  * and a Status body for every error. `forbid` makes RBAC refuse a resource with a 403 as the
  * real authorizer words it.
  */
-import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import {
+  json,
+  KUBE_CERT,
+  KUBE_KEY,
+  KUBE_TOKEN,
+  kubeconfigOf,
+  type Json,
+  type KubeStandInOptions,
+  merge,
+  type Request,
+  type StandInNode,
+  type StandInPod,
+  status,
+  withKind,
+} from './kube-objects.ts';
 
-const TLS_DIR = fileURLToPath(new URL('../test/fixtures/tls/', import.meta.url));
-export const KUBE_CERT = readFileSync(`${TLS_DIR}cert.pem`, 'utf8');
-const KUBE_KEY = readFileSync(`${TLS_DIR}key.pem`, 'utf8');
-const TOKEN = 'stand-in-service-account-token';
-
-type Json = Record<string, unknown>;
-
-export interface StandInNode {
-  metadata: { name: string; uid: string; resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec: { providerID?: string; unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
-}
-
-export interface StandInPod {
-  metadata: {
-    name: string;
-    namespace: string;
-    uid: string;
-    annotations?: Record<string, string>;
-    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
-    deletionTimestamp?: string;
-  };
-  spec: { nodeName: string; terminationGracePeriodSeconds?: number; volumes?: { name: string; emptyDir?: Json }[] };
-  status: { phase: string };
-}
-
-export interface KubeStandInOptions {
-  /** Seconds of grace are this many ms here (default 10: a 30 s grace period takes 300 ms). */
-  msPerGraceSecond?: number;
-  /** `pods/eviction`, `nodes`, `events`: answered 403 by "RBAC". */
-  forbid?: string[];
-}
-
-export interface Request {
-  readonly method: string;
-  readonly path: string;
-  readonly contentType: string | undefined;
-  readonly body: unknown;
-}
+export { KUBE_CERT } from './kube-objects.ts';
+export type { KubeStandInOptions, Request, StandInNode, StandInPod } from './kube-objects.ts';
 
 export class KubeStandIn {
   readonly nodes = new Map<string, StandInNode>();
@@ -96,22 +73,7 @@ export class KubeStandIn {
 
   /** kubeconfig: a kubeconfig file's text that trusts this server's CA and carries its token. */
   kubeconfig(): string {
-    const ca = Buffer.from(KUBE_CERT).toString('base64');
-    return [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters:',
-      `- name: stand-in`,
-      `  cluster: { server: "${this.url}", certificate-authority-data: "${ca}" }`,
-      'users:',
-      `- name: bridge`,
-      `  user: { token: "${TOKEN}" }`,
-      'contexts:',
-      `- name: stand-in`,
-      '  context: { cluster: stand-in, user: bridge }',
-      'current-context: stand-in',
-      '',
-    ].join('\n');
+    return kubeconfigOf(this.url);
   }
 
   addNode(name: string, spec: StandInNode['spec'] = {}, metadata: Partial<StandInNode['metadata']> = {}): StandInNode {
@@ -184,7 +146,7 @@ export class KubeStandIn {
       return status(res, 400, 'BadRequest', 'the body is not JSON');
     }
     this.requests.push({ method: req.method ?? '', path: `${url.pathname}${url.search}`, contentType: req.headers['content-type'], body });
-    if (req.headers.authorization !== `Bearer ${TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
+    if (req.headers.authorization !== `Bearer ${KUBE_TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
     const p = url.pathname.split('/').filter(Boolean);
     const forbid = (resource: string, verb: string, ns?: string) => {
       if (!this.#o.forbid.includes(resource)) return false;
@@ -325,36 +287,4 @@ export class KubeStandIn {
     }
     json(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
   }
-}
-
-/** merge applies a JSON merge patch (RFC 7396), which is what a strategic merge patch is for the Node fields the sink changes. */
-function merge(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out = (target !== null && typeof target === 'object' && !Array.isArray(target) ? target : {}) as Json;
-  for (const [k, v] of Object.entries(patch as Json)) {
-    if (v === null) delete out[k];
-    else out[k] = merge(out[k], v);
-  }
-  return out;
-}
-
-const withKind = (kind: string) => (o: object) => ({ kind, apiVersion: 'v1', ...o });
-
-function json(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
-  json(res, code, {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message,
-    reason,
-    ...(details ? { details } : {}),
-    code,
-  });
 }

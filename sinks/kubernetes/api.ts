@@ -1,4 +1,6 @@
-import { BridgeError, type Code, withDeadline } from '../../src/api.ts';
+import { BridgeError } from '../../src/api.ts';
+import { withDeadline } from '../../src/kit.ts';
+import type { KubeCode } from './codes.ts';
 /**
  * The few Kubernetes API calls the kubernetes sink makes, through @kubernetes/client-node:
  * nodes get/list/patch, pods list, pods/eviction create, events create. Nothing else,
@@ -51,10 +53,10 @@ export interface Kube {
 }
 
 /** KubeFailure: a failed API call, with whether a later attempt may succeed. */
-export class KubeFailure extends BridgeError {
+export class KubeFailure extends BridgeError<KubeCode> {
   readonly retry: boolean;
   readonly status: number | null;
-  constructor(code: Code, message: string, retry: boolean, status: number | null = null) {
+  constructor(code: KubeCode, message: string, retry: boolean, status: number | null = null) {
     super(code, message);
     this.retry = retry;
     this.status = status;

@@ -7,7 +7,7 @@
  * says what still holds the node when the deadline comes.
  */
 import type { Logger } from 'pino';
-import { sleep } from '../../src/api.ts';
+import { sleep } from '../../src/kit.ts';
 import type { Kube, KubePod } from './api.ts';
 
 export interface DrainOptions {

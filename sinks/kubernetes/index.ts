@@ -15,18 +15,9 @@
  * loads only when a kubernetes sink is configured.
  */
 import { z } from 'zod';
-import {
-  type BridgeEvent,
-  deliveredWith,
-  type Outcome,
-  reject,
-  retry,
-  sinkBase,
-  type SinkContext,
-  type SinkModule,
-  transitionOf,
-} from '../../src/api.ts';
+import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, sinkBase, type SinkContext, transitionOf } from '../../src/api.ts';
 import { ends, preparationKeys, preparationSink, type Preparation } from '../shared/preparation.ts';
+import { KUBE_CODES } from './codes.ts';
 import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
 import { drainNode } from './drain.ts';
 
@@ -82,14 +73,13 @@ export interface Prepared {
   readonly at: string;
 }
 
-export const kubernetesSink: SinkModule<KubernetesConfig> = preparationSink(
-  'kubernetes',
+export const kubernetesSink = preparationSink<KubernetesConfig, typeof configSchema>({
+  type: 'kubernetes',
   configSchema,
-  (c) => c.drain.timeoutSeconds * 1000,
-  async (config, context) => {
-    return new NodePreparation(config, context, await connect(config.kubeconfig));
-  },
-);
+  codes: KUBE_CODES,
+  workMs: (c) => c.drain.timeoutSeconds * 1000,
+  make: async (config, context) => new NodePreparation(config, context, await connect(config.kubeconfig)),
+});
 
 class NodePreparation implements Preparation {
   readonly #c: KubernetesConfig;

@@ -3,7 +3,8 @@
  * session, splits them when full, and turns each send into outcomes.
  */
 import { z } from 'zod';
-import { type BridgeEvent, classifyAzureError, delivered, type Outcome, reject } from '../../src/api.ts';
+import { type BridgeEvent, delivered, type Outcome, reject } from '../../src/api.ts';
+import { classifyAzureError } from '../../src/kit.ts';
 
 /** GroupBy: what keeps events together (an Event Hubs partition key, a Service Bus session): the EventId, the VM, or nothing. */
 export const GroupBy = z.enum(['eventId', 'vmName', 'none']);

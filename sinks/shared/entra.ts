@@ -2,7 +2,8 @@
  * Requests with an Entra ID bearer token, for the HTTP sinks: the token in `authorization`, one
  * renewal after a 401, and a token that cannot be had, or is refused twice, as a retry.
  */
-import { type BearerSource, type HttpResponse, type Outcome, printable, responseText as decode, retry } from '../../src/api.ts';
+import { type Outcome, retry } from '../../src/api.ts';
+import { type BearerSource, type HttpResponse, printable, responseText as decode } from '../../src/kit.ts';
 
 /** credentialFailure: a token that could not be had, as a retry (the credential's message carries no secret). */
 function credentialFailure(err: unknown): Outcome {

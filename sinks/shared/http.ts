@@ -1,4 +1,5 @@
-import { type BearerSource, classifyHttpStatus, classifyNetworkError, HttpClient, type Outcome } from '../../src/api.ts';
+import { type Outcome } from '../../src/api.ts';
+import { type BearerSource, classifyHttpStatus, classifyNetworkError, HttpClient } from '../../src/kit.ts';
 import { authorized } from './entra.ts';
 /**
  * postJson: one JSON POST, classified through the shared outcome table. Used by the chat sinks

@@ -53,15 +53,19 @@ export interface Preparation {
  * preparationSink makes the module of a sink that prepares the VM and gives it back: one event
  * per send, and an attempt that may take `workMs` (a drain) on top of the delivery timeout.
  */
-export function preparationSink<C extends SinkConfigBase>(
-  type: string,
-  configSchema: z.ZodType<C>,
-  workMs: (config: C) => number,
-  make: (config: C, context: SinkContext) => Promise<Preparation>,
-): SinkModule<C> {
+export function preparationSink<C extends SinkConfigBase, S extends z.ZodType<C>>(spec: {
+  readonly type: string;
+  readonly configSchema: S;
+  /** The codes the sink speaks in, with their meanings (SinkModule.codes). */
+  readonly codes?: Readonly<Record<string, string>>;
+  readonly workMs: (config: C) => number;
+  readonly make: (config: C, context: SinkContext) => Promise<Preparation>;
+}): SinkModule<C, S> {
+  const { type, configSchema, codes, workMs, make } = spec;
   return {
     type,
     configSchema,
+    ...(codes === undefined ? {} : { codes }),
     maxBatchSize: 1,
     undoes: true,
     async create(config, context) {

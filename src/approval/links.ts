@@ -4,6 +4,7 @@
  * from now, whichever is sooner), and the approval page link that carries it.
  */
 import type { VmIdentity } from '../imds/identity.ts';
+import type { BridgeView } from '../imds/view.ts';
 import { toScheduledEvent, transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { ApprovalLinks } from '../sinks/contract.ts';
 import { decide, type Rule } from './policy.ts';
@@ -46,4 +47,33 @@ export function approvalLinks(o: LinkOptions): ApprovalLinks {
     },
     slackInteractive: o.slackInteractive,
   };
+}
+
+/** What links are made from: the approval configuration, its keys decoded once by the schema. */
+export interface LinkSettings {
+  /** The approval secret's key, or null without one. */
+  readonly key: Buffer | null;
+  readonly rules: readonly Rule[];
+  readonly linkTtlSeconds: number;
+  readonly publicUrl?: string | undefined;
+  readonly slack?: unknown;
+  /** Fleet approvals: the relay's public URL, and this VM's inbox with its link key. */
+  readonly relayUrl?: string | undefined;
+  readonly inbox?: { readonly linkKeyBytes: Buffer } | undefined;
+}
+
+/**
+ * linksFor builds the links chat sinks show, for events the policy leaves to a human: with fleet
+ * approvals they go to the relay, with tokens of this VM's link key naming `inboxSession`; else
+ * to the approval server, with tokens of the approval secret. Undefined when there is neither.
+ */
+export function linksFor(a: LinkSettings, view: BridgeView, inboxSession?: () => string): ApprovalLinks | undefined {
+  const vm = () => view.vm;
+  const serverUrl = () => view.approvalServerUrl;
+  const common = { rules: a.rules, linkTtlSeconds: a.linkTtlSeconds, vm, serverUrl };
+  if (a.relayUrl !== undefined && a.inbox !== undefined && inboxSession !== undefined) {
+    return approvalLinks({ ...common, key: a.inbox.linkKeyBytes, publicUrl: a.relayUrl, slackInteractive: true, tokenVm: inboxSession });
+  }
+  if (a.key === null) return undefined;
+  return approvalLinks({ ...common, key: a.key, publicUrl: a.publicUrl ?? null, slackInteractive: a.slack !== undefined });
 }

@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { sendJson } from '../lib/http-server.ts';
 import { toCloudEvent } from '../pipeline/cloudevent.ts';
 import { toChatMessage } from '../present/chat-model.ts';
-import type { Store } from '../store/store.ts';
+import type { ReplayCache } from '../store/replay.ts';
 import { approvalPage, resultPage } from './page.ts';
 import { RoutedServer } from './routed-server.ts';
 import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from './requests.ts';
@@ -28,7 +28,8 @@ const REPLAY_TTL_MS = 2 * TOLERANCE_S * 1000;
 
 export interface ApprovalServerOptions {
   service: ApprovalService;
-  store: Store;
+  /** The requests already answered (webhook-ids) and the tokens already spent. */
+  replay: ReplayCache;
   /** Keys that verify POST /v1/approvals (the approval secret). */
   keys: readonly Buffer[];
   /** Key of approval link tokens. */
@@ -90,9 +91,8 @@ export class ApprovalServer extends RoutedServer {
   async #api(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
     const v = verifyStandardWebhook(this.#o.keys, req.headers, body);
     if (!v.ok) throw new HttpError(401, v.code, v.message);
-    const key = `webhook-id:${v.id}`;
-    const previous = this.#o.store.recalled(key);
-    if (previous !== undefined && previous !== null) {
+    const previous = this.#o.replay.answer(v.id);
+    if (previous !== undefined) {
       const { status, payload } = JSON.parse(previous) as { status: number; payload: unknown };
       res.setHeader('idempotent-replayed', 'true');
       return sendJson(res, status, payload);
@@ -113,7 +113,7 @@ export class ApprovalServer extends RoutedServer {
       status = err.status;
       payload = { error: { code: err.code, message: err.message } };
     }
-    this.#o.store.remember(key, JSON.stringify({ status, payload }), REPLAY_TTL_MS);
+    this.#o.replay.rememberAnswer(v.id, JSON.stringify({ status, payload }), REPLAY_TTL_MS);
     return sendJson(res, status, payload);
   }
 
@@ -128,8 +128,7 @@ export class ApprovalServer extends RoutedServer {
     if (t.claims.v.toLowerCase() !== this.#o.view.vm.name.toLowerCase()) {
       throw new HttpError(403, 'TOKEN_OTHER_VM', `this link was issued by ${t.claims.v}, not by this VM`);
     }
-    if (this.#o.store.recalled(`token:${t.nonce}`) !== undefined)
-      throw new HttpError(410, 'TOKEN_USED', 'this approval link has already been used');
+    if (this.#o.replay.tokenSpent(t.nonce)) throw new HttpError(410, 'TOKEN_USED', 'this approval link has already been used');
     return { ...t.claims, nonce: t.nonce };
   }
 
@@ -168,7 +167,7 @@ export class ApprovalServer extends RoutedServer {
 
   /** used marks a token spent until a minute past its expiry. */
   #used(claims: TokenClaims & { nonce: string }): void {
-    this.#o.store.remember(`token:${claims.nonce}`, null, Math.max(60_000, claims.x * 1000 - Date.now() + 60_000));
+    this.#o.replay.spendToken(claims.nonce, Math.max(60_000, claims.x * 1000 - Date.now() + 60_000));
   }
 
   #slack(req: IncomingMessage, res: ServerResponse, body: Buffer): void {

@@ -69,7 +69,7 @@ export class ApprovalService {
 
   /** check tells what approve would do, without doing it: throws the same errors. */
   check(eventId: string): { alreadyApproved: ApprovalResult | null } {
-    const done = this.#o.store.approval(eventId);
+    const done = this.#o.store.approvals.of(eventId);
     if (done !== null) return { alreadyApproved: { eventId, status: 'already-approved', by: done.by, via: done.via, at: done.at } };
     this.#scheduledEvent(eventId);
     return { alreadyApproved: null };
@@ -99,7 +99,8 @@ export class ApprovalService {
     const doc = this.#o.view.document;
     const event = doc?.events.find((e) => e.eventId === eventId);
     if (event === undefined) {
-      if (this.#o.store.knowsEvent(eventId)) throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
+      if (this.#o.store.journal.knowsEvent(eventId))
+        throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
       throw new ApprovalError('UNKNOWN_EVENT', `no event ${eventId} is known to this VM`);
     }
     if (event.eventStatus !== 'Scheduled')
@@ -109,7 +110,7 @@ export class ApprovalService {
 
   async #approve(eventId: string, request: ApprovalRequest, signal?: AbortSignal): Promise<ApprovalResult> {
     const { store, logger } = this.#o;
-    const done = store.approval(eventId);
+    const done = store.approvals.of(eventId);
     if (done !== null) return { eventId, status: 'already-approved', by: done.by, via: done.via, at: done.at };
     const { event, incarnation } = this.#scheduledEvent(eventId);
     const fields = { eventId, by: request.by, via: request.via };

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { HttpClient } from '../lib/http-client.ts';
-import { secretKey, signatureHeaders } from '../lib/standard-webhooks.ts';
+import { signatureHeaders } from '../lib/standard-webhooks.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
@@ -18,7 +18,7 @@ export async function main(argv: string[]): Promise<number> {
   const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
-  const key = config.approval.secret === undefined ? null : secretKey(config.approval.secret);
+  const key = config.approval.key;
   if (key === null) {
     process.stderr.write(`${loaded.path}: approval.secret is not set, so the daemon runs no approval server to ask\n`);
     return EXIT.usage;

@@ -23,11 +23,11 @@ export async function main(argv: string[]): Promise<number> {
   const store = Store.open(path);
   try {
     if (action === 'replay') {
-      const n = store.replayDeadLetters(values.sink);
+      const n = store.outbox.replayDeadLetters(values.sink);
       process.stdout.write(`${n} dead letter${n === 1 ? '' : 's'} queued again${values.sink ? ` for sink ${values.sink}` : ''}\n`);
       return EXIT.ok;
     }
-    const rows = store.deadLetters(values.sink);
+    const rows = store.outbox.deadLetters(values.sink);
     if (values.json) {
       process.stdout.write(
         `${JSON.stringify(

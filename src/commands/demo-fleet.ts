@@ -112,7 +112,7 @@ export async function fleetDemo(): Promise<number> {
 
     await until(() => vms.every((v) => v.sim.startRequests.length > 0), 'the approvals');
     const rows = vms.map((v) => {
-      const approved = v.bridge.store.approval(v.scheduled[0]!.subject);
+      const approved = v.bridge.store.approvals.of(v.scheduled[0]!.subject);
       return [
         v.name,
         v.scheduled[0]!.subject.slice(0, 8),

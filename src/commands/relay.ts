@@ -10,7 +10,6 @@ import { ObservabilityServer } from '../observability/server.ts';
 import { ConfigError, loadFileWith } from '../config/load.ts';
 import { errorFields } from '../lib/errors.ts';
 import { createLogger, scrub } from '../lib/log.ts';
-import { parseHostPort } from '../lib/validators.ts';
 import { EXIT, onShutdown, parse } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
@@ -32,10 +31,10 @@ export async function main(argv: string[]): Promise<number> {
   let relay;
   let probes: ObservabilityServer | null = null;
   try {
-    relay = await startRelay(config, logger, parseHostPort(config.listen)!);
+    relay = await startRelay(config, logger, config.at);
     // probes and metrics on a listener of their own, which approval clients cannot crowd out
-    if (config.observability.listen !== 'off') {
-      const at = parseHostPort(config.observability.listen)!;
+    const at = config.observability.at;
+    if (at !== null) {
       const running = relay;
       probes = new ObservabilityServer(relay.metrics, () => relayReadiness(running.bus));
       logger.info({ url: await probes.listen(at.host, at.port) }, 'relay probes and metrics listening');

@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
 import type { SinkConfig } from '../config/schema.ts';
-import { preparationStates } from '../daemon/preparations.ts';
+import { Preparations, preparersOf } from '../daemon/preparations.ts';
 import type { PreparationState } from '../sinks/contract.ts';
 import { EXIT, loadOrReport, parse, table } from './common.ts';
 
@@ -114,10 +114,11 @@ function readState(
   let store: Store | null = null;
   try {
     store = Store.open(path);
+    const preps = new Preparations(store.preparations, preparersOf(sinks));
     for (const e of events) {
-      const a = store.approval(e.eventId);
+      const a = store.approvals.of(e.eventId);
       if (a !== null) approvals.set(e.eventId, { by: a.by, via: a.via, at: a.at });
-      const p = preparationStates(store, sinks, e, vmName);
+      const p = preps.states(e, vmName);
       if (p.length > 0) preparations.set(e.eventId, p);
     }
   } catch {

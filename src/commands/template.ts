@@ -5,11 +5,12 @@
  * or that the template skips the event, or why it fails on it. Nothing is sent. Exit 0 when
  * every transition renders, 1 when one fails, 2 on a usage or configuration problem.
  */
-import { Bridge } from '../daemon/bridge.ts';
+import { linksFor } from '../approval/links.ts';
+import { inboxSession } from '../fleet/inbox-config.ts';
 import { identityFrom } from '../imds/identity.ts';
 import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';
-import { previewOf } from '../sinks/registry.ts';
+import { previewOf } from '../registry/sinks.ts';
 import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
 import { scenarioTimeline } from '../simulator/timeline.ts';
 import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
@@ -39,7 +40,8 @@ export async function main(argv: string[]): Promise<number> {
   if (sink.type !== 'webhook') throw new UsageError(`sink "${sink.name}" is a ${sink.type} sink; templates belong to webhook sinks`);
   const override = identityOverride(config.identity);
   const vm = identityFrom(null, { ...override, name: override.name ?? 'sim-vm-0' });
-  const links = Bridge.approvalLinks(config, new BridgeState(vm));
+  const inbox = config.approval.inbox;
+  const links = linksFor(config.approval, new BridgeState(vm), inbox === undefined ? undefined : () => inboxSession(inbox, vm));
   const preview = await previewOf(sink, links === undefined ? () => null : (e) => links.link(e));
   if (preview === null) throw new UsageError(`sink "${sink.name}" has no template, urlTemplate or headerTemplates`);
 

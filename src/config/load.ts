@@ -12,8 +12,8 @@ import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { BridgeError } from '../lib/errors.ts';
-import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../sinks/external.ts';
-import { sinkProblems } from '../sinks/registry.ts';
+import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../registry/external.ts';
+import { sinkProblems } from '../registry/sinks.ts';
 import { BridgeConfig } from './schema.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
 

@@ -6,8 +6,8 @@
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { SINK_CONFIG_SCHEMAS } from '../sinks/registry.ts';
-import { whsec } from '../lib/standard-webhooks.ts';
+import { SINK_CONFIG_SCHEMAS } from '../registry/sinks.ts';
+import { keyOf, whsec } from '../lib/standard-webhooks.ts';
 import { httpUrl, secret } from '../lib/validators.ts';
 import { ObservabilityConfig, ServerConfig } from './endpoints.ts';
 import { Rule } from '../approval/policy.ts';
@@ -134,7 +134,9 @@ const ApprovalConfig = z
         message: 'goes with the approval server; with approval.relayUrl, links point at the relay',
       });
   }, ALWAYS)
-  .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'], relayUrl: ['inbox'] } });
+  .meta({ dependentRequired: { publicUrl: ['secret'], slack: ['secret'], relayUrl: ['inbox'] } })
+  // the secret decoded once: the key that signs links and verifies approval requests, or null
+  .transform((a) => ({ ...a, key: a.secret === undefined ? null : keyOf(a.secret) }));
 
 export const BridgeConfig = z.strictObject({
   imds: ImdsConfig.prefault({}),

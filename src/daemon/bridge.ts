@@ -9,19 +9,17 @@
  * AutoApprover (policy and preparation hooks), route (which sinks take an event), the
  * Dispatcher (delivery), the ApprovalService (every approval).
  */
-import { decodeKey } from '../fleet/keys.ts';
 import { inboxSession } from '../fleet/inbox-config.ts';
 import type { InboxStatus } from '../fleet/inbox.ts';
-import { approvalLinks } from '../approval/links.ts';
+import { linksFor } from '../approval/links.ts';
 import type { ApprovalService } from '../approval/service.ts';
-import { identityOverride, type BridgeConfig } from '../config/schema.ts';
+import { identityOverride } from '../config/schema.ts';
 import { SHUTDOWN_DEADLINE_MS, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import type { ImdsClient } from '../imds/client.ts';
 import { identityFrom, type VmIdentity } from '../imds/identity.ts';
-import { BridgeState, type BridgeView } from '../imds/view.ts';
-import { secretKey } from '../lib/standard-webhooks.ts';
+import { BridgeState } from '../imds/view.ts';
 import { Metrics } from '../observability/metrics.ts';
-import { recorded } from './preparations.ts';
+import { Preparations, preparersOf } from './preparations.ts';
 import { ReadBroadcast } from './reads.ts';
 import type { ApprovalLinks } from '../sinks/contract.ts';
 import { StateLock } from '../store/lock.ts';
@@ -29,7 +27,6 @@ import { Store } from '../store/store.ts';
 import { compose, type BridgeOptions, type Parts, type Shared } from './compose.ts';
 import { buildTargets } from './targets.ts';
 import { tokenEndpointFollowsImds } from '../azure/credentials.ts';
-import { errorFields } from '../lib/errors.ts';
 
 export type { BridgeOptions } from './compose.ts';
 
@@ -56,6 +53,7 @@ export class Bridge {
   readonly #lock: StateLock | null;
   readonly #parts: Parts;
   readonly #state: BridgeState;
+  readonly #preparations: Preparations;
   readonly #abort = new AbortController();
   #tasks: Promise<void>[] = [];
   #stopped = false;
@@ -75,39 +73,8 @@ export class Bridge {
     this.approvalLinks = links;
     this.#state = shared.state;
     this.#parts = compose(o, store, targets, this.#abort.signal, (report) => this.#onOutcome(report), shared);
+    this.#preparations = shared.preparations;
     ({ metrics: this.metrics, client: this.client, approvals: this.approvals } = this.#parts);
-  }
-
-  /** approvalLinks builds the links chat sinks show, for events the policy leaves to a human. */
-  static approvalLinks(config: BridgeConfig, view: BridgeView): ApprovalLinks | undefined {
-    const vm = () => view.vm;
-    const serverUrl = () => view.approvalServerUrl;
-    const a = config.approval;
-    if (a.relayUrl !== undefined && a.inbox !== undefined) {
-      // fleet approvals: links and Slack buttons go to the relay, with tokens of this VM's link key
-      const inbox = a.inbox;
-      return approvalLinks({
-        key: decodeKey(inbox.linkKey),
-        rules: a.rules,
-        linkTtlSeconds: a.linkTtlSeconds,
-        publicUrl: a.relayUrl,
-        slackInteractive: true,
-        vm,
-        serverUrl,
-        tokenVm: () => inboxSession(inbox, vm()),
-      });
-    }
-    const key = a.secret === undefined ? null : secretKey(a.secret);
-    if (key === null) return undefined;
-    return approvalLinks({
-      key,
-      rules: a.rules,
-      linkTtlSeconds: a.linkTtlSeconds,
-      publicUrl: a.publicUrl ?? null,
-      slackInteractive: a.slack !== undefined,
-      vm,
-      serverUrl,
-    });
   }
 
   /** create opens the store and builds every sink; it connects to nothing yet. */
@@ -124,7 +91,8 @@ export class Bridge {
       throw err;
     }
     const state = new BridgeState(identityFrom(null, identityOverride(o.config.identity)));
-    const links = Bridge.approvalLinks(o.config, state);
+    const inbox = o.config.approval.inbox;
+    const links = linksFor(o.config.approval, state, inbox === undefined ? undefined : () => inboxSession(inbox, state.vm));
     // managed identity tokens come from the same IMDS as the Scheduled Events (before any sink makes a credential)
     const tokenEndpoint = tokenEndpointFollowsImds(o.config.imds.endpoint, o.config, process.env);
     if (tokenEndpoint !== null)
@@ -133,7 +101,9 @@ export class Bridge {
         'managed identity tokens are asked from the configured IMDS endpoint',
       );
     try {
-      const shared: Shared = { metrics: new Metrics(store), reads: new ReadBroadcast(o.logger), state };
+      const metrics = new Metrics(store.outbox);
+      const preparations = new Preparations(store.preparations, preparersOf(o.config.sinks), { metrics, logger: o.logger });
+      const shared: Shared = { metrics, reads: new ReadBroadcast(o.logger), state, preparations };
       const targets = await buildTargets(o.config.sinks, {
         logger: o.logger,
         stdout: o.stdout ?? process.stdout,
@@ -143,7 +113,7 @@ export class Bridge {
         vm: () => state.vm,
         reads: shared.reads,
         metrics: shared.metrics.sinkMetrics(),
-        preparations: (eventId) => recorded(store, eventId),
+        preparations: (eventId) => preparations.recorded(eventId),
         ...(o.sinkCreateDeadlineMs === undefined ? {} : { createDeadlineMs: o.sinkCreateDeadlineMs }),
       });
       return new Bridge(o, store, lock, targets, links ?? null, shared);
@@ -156,7 +126,7 @@ export class Bridge {
 
   /** The approval server's URL, when it runs. */
   get approvalServerUrl(): string | null {
-    return this.#parts.endpoints.approvalUrl;
+    return this.#state.approvalServerUrl;
   }
 
   /** The approval inbox's state, when one is configured. */
@@ -181,7 +151,7 @@ export class Bridge {
       lastError: p.lastError,
       firstPollAt: p.firstPollAt,
       identity: this.identity,
-      incarnation: p.document?.incarnation ?? null,
+      incarnation: this.#state.document?.incarnation ?? null,
     };
   }
 
@@ -189,13 +159,13 @@ export class Bridge {
   async start(): Promise<void> {
     const { logger, config } = this.#o;
     const configured = new Set(this.#targets.map((t) => t.name));
-    for (const sink of this.store.outboxSinks()) {
+    for (const sink of this.store.outbox.sinks()) {
       if (configured.has(sink)) continue;
-      const n = this.store.deadLetterSink(sink, `sink "${sink}" is no longer configured`);
+      const n = this.store.outbox.deadLetterSink(sink, `sink "${sink}" is no longer configured`);
       logger.warn({ sink, code: 'SINK_REMOVED', count: n }, 'outbox rows of a sink that is no longer configured were dead-lettered');
     }
     const pruned = this.store.prune(JOURNAL_RETENTION_MS);
-    const depth = [...this.store.outboxDepth().values()].reduce((a, b) => a + b, 0);
+    const depth = [...this.store.outbox.depth().values()].reduce((a, b) => a + b, 0);
     logger.info(
       {
         state: this.#o.dryRun ? ':memory: (dry run)' : config.state.path,
@@ -241,36 +211,8 @@ export class Bridge {
     if (report.outcome === 'delivered') {
       this.metrics.changeToDelivery.observe({ sink: report.sink }, Math.max(0, Date.now() - report.createdAt) / 1000);
     }
-    const target = this.#targets.find((t) => t.name === report.sink);
-    if (target !== undefined && (target.prepare || target.undoes)) this.#preparation(report);
-    if (report.outcome === 'delivered') this.#parts.auto.delivered(report);
+    // a preparation hook's success that now counts decides the event again
+    if (this.#preparations.record(report)) this.#parts.auto.decideAgain(report.eventId);
     this.#o.onOutcome?.(report);
-  }
-
-  /** preparation keeps where a preparation stands for the event (status, /readyz, chat) and counts it. */
-  #preparation(report: OutcomeReport): void {
-    const undo = report.transition === 'completed' || report.transition === 'canceled';
-    if (report.transition === 'approved') return;
-    // a preparation that finished after its occurrence ended (canceled while it ran) changes nothing
-    if (!undo && !this.store.occurrenceCurrent(report.eventId, report.ceId)) return;
-    const before = this.store.preparations(report.eventId).find((r) => r.sink === report.sink);
-    try {
-      if (report.outcome === 'delivered') {
-        const state = undo ? 'undone' : 'done';
-        // an undo of something never prepared (a maintenance seen only once it was over) is not worth a line
-        if (undo && before === undefined) return;
-        this.store.recordPreparation(report.eventId, report.sink, state, report.detail ?? null);
-        if (before?.state === state) return;
-        this.metrics.prepares.inc({ sink: report.sink, outcome: state });
-        if (state === 'done') this.metrics.prepareSeconds.observe({ sink: report.sink }, Math.max(0, Date.now() - report.createdAt) / 1000);
-      } else if (report.outcome === 'dead-letter') {
-        this.store.recordPreparation(report.eventId, report.sink, 'failed', report.reason ?? null);
-        this.metrics.prepares.inc({ sink: report.sink, outcome: 'failed' });
-      } else if (!undo && before?.state !== 'done') {
-        this.store.recordPreparation(report.eventId, report.sink, 'pending', report.reason ?? null);
-      }
-    } catch (err) {
-      this.#o.logger.warn({ sink: report.sink, eventId: report.eventId, ...errorFields(err) }, 'cannot record the preparation state');
-    }
   }
 }

@@ -14,8 +14,7 @@ import { routingName, type VmIdentity } from '../imds/identity.ts';
 import { fromJson, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { scrubber } from '../lib/log.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { preparationsOfPending } from './preparations.ts';
-import { preparesTheVm } from '../sinks/registry.ts';
+import type { Preparations } from './preparations.ts';
 import type { ReadBroadcast } from './reads.ts';
 import type { BridgeState } from '../imds/view.ts';
 import type { Store } from '../store/store.ts';
@@ -47,6 +46,7 @@ export interface Shared {
   readonly metrics: Metrics;
   readonly reads: ReadBroadcast;
   readonly state: BridgeState;
+  readonly preparations: Preparations;
 }
 
 export interface Parts {
@@ -74,7 +74,7 @@ export function compose(
   shared: Shared,
 ): Parts {
   const { imds } = o.config;
-  const { metrics, reads, state } = shared;
+  const { metrics, reads, state, preparations } = shared;
   const client = new ImdsClient({
     ...imds,
     onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds),
@@ -87,10 +87,10 @@ export function compose(
     state,
     onChange: (before, after) => identityChanged(before, after),
   });
-  const dispatcher = new Dispatcher({ store, targets, logger: o.logger, scrub: scrubber(secretsOf(o.config)), onOutcome });
+  const dispatcher = new Dispatcher({ outbox: store.outbox, targets, logger: o.logger, scrub: scrubber(secretsOf(o.config)), onOutcome });
   // while this VM does not know its name, `self` and `leader` sinks take every event (fail closed)
   const routeAll = (events: readonly BridgeEvent[]) =>
-    route(events, targets, routingName(state.vm), (eventId) => store.knowsEvent(eventId));
+    route(events, targets, routingName(state.vm), (eventId) => store.journal.knowsEvent(eventId));
   const approvals = new ApprovalService({
     store,
     client,
@@ -101,12 +101,20 @@ export function compose(
     route: (event) => routeAll([event])[0]!,
     emit: (event, routed, record) => {
       metrics.transitions.inc({ transition: 'approved' });
-      store.recordApproval(record, routed);
+      store.approvals.record(record, routed);
       dispatcher.notify();
       o.onCommitted?.([event]);
     },
   });
-  const auto = new AutoApprover({ store, approvals, logger: o.logger, rules: o.config.approval.rules, targets, view: state, signal });
+  const auto = new AutoApprover({
+    records: store.approvals,
+    approvals,
+    logger: o.logger,
+    rules: o.config.approval.rules,
+    preparations,
+    view: state,
+    signal,
+  });
   const poll = new PollLoop({
     client,
     store,
@@ -135,7 +143,7 @@ export function compose(
     if (document === null || !state.vm.nameKnown) return 0;
     const routes: { ceId: string; eventId: string; sinks: string[] }[] = [];
     for (const e of document.events) {
-      for (const ce of store.ongoing(e.eventId)) {
+      for (const ce of store.journal.ongoing(e.eventId)) {
         if (ce.routed === null) continue;
         const routed = ce.routed;
         const sinks = routeAll([fromJson(ce.json)])[0]!.sinks.filter((s) => !routed.has(s));
@@ -143,7 +151,7 @@ export function compose(
       }
     }
     if (routes.length === 0) return 0;
-    store.addRoutes(routes);
+    store.journal.addRoutes(routes);
     o.logger.info(
       { from, to: state.vm.name, routes },
       'routed the listed events again by the VM name: they went to the sinks they now match',
@@ -164,13 +172,12 @@ export function compose(
       : new ApprovalInbox({
           config: inboxConfig,
           service: approvals,
-          store,
+          replay: store.replay,
           logger: o.logger,
           view: state,
           onCommand: (result) => metrics.inboxCommands.inc({ result }),
           onConnected: (connected) => metrics.inboxConnected.set(connected ? 1 : 0),
         });
-  const preparing = o.config.sinks.some(preparesTheVm);
   const endpoints = new Endpoints({
     config: o.config,
     logger: o.logger,
@@ -179,14 +186,14 @@ export function compose(
       const now = ready();
       const details: Record<string, unknown> = {};
       if (inbox !== null) details.inbox = inbox.status();
-      if (preparing) details.preparations = preparationsOfPending(store, o.config.sinks, state);
+      if (preparations.any) details.preparations = preparations.ofPending(state);
       const reason = state.vm.nameKnown
         ? poll.reason(now)
         : `this VM does not know its name yet (IMDS instance metadata could not be read; ${state.vm.name} is the host name): every event is treated as its own`;
       return { ready: now, reason, ...(Object.keys(details).length > 0 ? { details } : {}) };
     },
     approvals,
-    store,
+    replay: store.replay,
     state,
   });
   return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox, ready, routeAgain };

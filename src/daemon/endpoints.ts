@@ -9,11 +9,9 @@ import { ApprovalServer } from '../approval/server.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { errorFields } from '../lib/errors.ts';
-import { secretKey } from '../lib/standard-webhooks.ts';
-import { parseHostPort } from '../lib/validators.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { ObservabilityServer, type Readiness } from '../observability/server.ts';
-import type { Store } from '../store/store.ts';
+import type { ReplayCache } from '../store/store.ts';
 import type { BridgeState } from '../imds/view.ts';
 
 export interface EndpointsOptions {
@@ -22,7 +20,7 @@ export interface EndpointsOptions {
   readonly metrics: Metrics;
   readonly readiness: () => Readiness;
   readonly approvals: ApprovalService;
-  readonly store: Store;
+  readonly replay: ReplayCache;
   /** The read model: read by the approval server, and `approvalServerUrl` written here once it listens. */
   readonly state: BridgeState;
 }
@@ -32,7 +30,6 @@ export class Endpoints {
   #observability: ObservabilityServer | null = null;
   #approval: ApprovalServer | null = null;
   observabilityUrl: string | null = null;
-  approvalUrl: string | null = null;
 
   constructor(options: EndpointsOptions) {
     this.#o = options;
@@ -40,7 +37,7 @@ export class Endpoints {
 
   async startObservability(): Promise<void> {
     const { config, logger } = this.#o;
-    const at = parseHostPort(config.observability.listen);
+    const at = config.observability.at;
     if (at === null) return;
     const server = new ObservabilityServer(this.#o.metrics, this.#o.readiness);
     try {
@@ -57,11 +54,11 @@ export class Endpoints {
 
   async startApproval(): Promise<void> {
     const { config, logger } = this.#o;
-    const key = config.approval.secret === undefined ? null : secretKey(config.approval.secret);
+    const key = config.approval.key;
     if (key === null) return;
     this.#approval = new ApprovalServer({
       service: this.#o.approvals,
-      store: this.#o.store,
+      replay: this.#o.replay,
       keys: [key],
       tokenKey: key,
       ...(config.approval.slack ? { slack: config.approval.slack } : {}),
@@ -72,10 +69,9 @@ export class Endpoints {
       maxConnectionsPerClient: config.server.maxConnectionsPerClient,
       trustedProxies: config.server.trustedProxies,
     });
-    const at = parseHostPort(config.server.listen)!;
-    this.approvalUrl = await this.#approval.listen(at.host, at.port);
-    this.#o.state.approvalServerUrl = this.approvalUrl;
-    logger.info({ url: this.approvalUrl }, 'approval server listening');
+    const url = await this.#approval.listen(config.server.at.host, config.server.at.port);
+    this.#o.state.approvalServerUrl = url;
+    logger.info({ url }, 'approval server listening');
   }
 
   async closeApproval(): Promise<void> {

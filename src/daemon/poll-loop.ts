@@ -36,7 +36,8 @@ export interface PollLoopOptions {
 
 export class PollLoop {
   readonly #o: PollLoopOptions;
-  #baseline: Baseline | null;
+  /** The ETag of the document in the read model. */
+  #etag: string | null;
   #failures = 0;
   #lastError: string | null = null;
   #lastErrorWasImds = true;
@@ -44,13 +45,15 @@ export class PollLoop {
 
   constructor(options: PollLoopOptions) {
     this.#o = options;
-    this.#baseline = options.store.loadDocument();
-    options.state.document = this.#baseline?.document ?? null;
+    const last = options.store.lastDocument;
+    this.#etag = last?.etag ?? null;
+    options.state.document = last?.document ?? null;
   }
 
-  /** The last document committed (or read back from the store at start). */
-  get document(): EventsDocument | null {
-    return this.#baseline?.document ?? null;
+  /** The document diffed against: the read model's (committed, or read back from the store at start), with its ETag. */
+  get #baseline(): Baseline | null {
+    const document = this.#o.state.document;
+    return document === null ? null : { document, etag: this.#etag };
   }
 
   get failures(): number {
@@ -87,10 +90,11 @@ export class PollLoop {
       try {
         const result = await pollOnce(this.#o.client, this.#baseline, this.#o.state.vm, {
           signal,
-          priorOccurrences: (key) => store.priorOccurrences(key),
+          priorOccurrences: (key) => store.journal.priorOccurrences(key),
         });
         this.#apply(result);
-        if (this.document !== null) this.#o.read?.(this.document);
+        const document = this.#o.state.document;
+        if (document !== null) this.#o.read?.(document);
         metrics.polls.inc({ result: result.kind, code: '' });
         metrics.consecutiveFailures.set(0);
         if (this.#failures > 0) logger.info({ failures: this.#failures }, 'polls recovered');
@@ -151,8 +155,8 @@ export class PollLoop {
     const { logger, store, metrics } = this.#o;
     if (result.kind === 'unchanged') {
       if (result.etagChanged && this.#baseline !== null) {
-        store.saveEtag(result.etag);
-        this.#baseline = { document: this.#baseline.document, etag: result.etag };
+        store.journal.saveEtag(result.etag);
+        this.#etag = result.etag;
       }
       return;
     }
@@ -180,7 +184,7 @@ export class PollLoop {
     }
     metrics.observeDocument(result.document);
     for (const p of pending) metrics.transitions.inc({ transition: p.transition });
-    const { superseded } = store.commit({
+    const { superseded } = store.journal.commit({
       document: result.document,
       etag: result.etag,
       observedAt: new Date().toISOString(),
@@ -189,7 +193,7 @@ export class PollLoop {
     if (superseded > 0) {
       logger.info({ superseded }, 'preparations of an occurrence that ended stop: delivered as superseded, not tried again');
     }
-    this.#baseline = { document: result.document, etag: result.etag };
+    this.#etag = result.etag;
     this.#o.state.document = result.document;
     for (const p of pending) {
       logger.info(

@@ -14,7 +14,7 @@ import type { DispatchTarget } from '../delivery/dispatcher.ts';
 import type { ApprovalLinks, ImdsReads, PreparationState, SinkMetrics } from '../sinks/contract.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import { noopSink } from './noop-sink.ts';
-import { sinkModuleOf } from '../sinks/registry.ts';
+import { roleOf, sinkModuleOf } from '../registry/sinks.ts';
 import type { Store } from '../store/store.ts';
 import { BridgeError } from '../lib/errors.ts';
 import { withDeadline } from '../lib/time.ts';
@@ -42,14 +42,14 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
     const deadlineMs = ctx.createDeadlineMs ?? SINK_CREATE_DEADLINE_MS;
     for (const [i, sc] of sinks.entries()) {
       const where = `sinks[${i}] (${sc.name})`;
-      const module = await sinkModuleOf(sc);
+      const module = sinkModuleOf(sc);
       const sink = ctx.dryRun
         ? noopSink(sc.name, ctx.logger)
         : await withDeadline(
             module.create(sc, {
               logger: ctx.logger.child({ sink: sc.name }),
               stdout: ctx.stdout,
-              state: ctx.store.sinkState(sc.name),
+              state: ctx.store.sinkStates.of(sc.name),
               ...(ctx.approval ? { approval: ctx.approval } : {}),
               vm: ctx.vm,
               reads: ctx.reads,
@@ -69,8 +69,7 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
         delivery: sink.attemptTimeoutMs === undefined ? sc.delivery : { ...sc.delivery, timeoutMs: sink.attemptTimeoutMs },
         maxBatchSize: sink.maxBatchSize ?? module.maxBatchSize,
         filter: sc.filter,
-        prepare: 'prepare' in sc && sc.prepare === true,
-        undoes: module.undoes === true,
+        ...roleOf(sc),
       });
     }
   } catch (err) {

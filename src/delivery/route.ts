@@ -14,6 +14,7 @@
 import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';
 import type { PendingEvent } from '../store/store.ts';
+import { prepares } from '../registry/sinks.ts';
 import type { DispatchTarget } from './dispatcher.ts';
 
 /** preparationTakes: whether a preparation with this filter takes the transition. */
@@ -36,7 +37,7 @@ export function route(
     const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
     const takes = (t: DispatchTarget) =>
       matchesFilter(t.filter, subject, vmName) &&
-      (!(t.prepare || t.undoes) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));
+      (!prepares(t) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));
     const ends = transition === 'canceled' || transition === 'completed';
     return {
       id: e.id,
@@ -45,7 +46,7 @@ export function route(
       json: JSON.stringify(e),
       sinks: targets.filter(takes).map((t) => t.name),
       // an end stops what the preparations still have pending of the occurrence it ends
-      ...(ends ? { supersedes: targets.filter((t) => t.prepare || t.undoes).map((t) => t.name) } : {}),
+      ...(ends ? { supersedes: targets.filter(prepares).map((t) => t.name) } : {}),
     };
   });
 }

@@ -8,8 +8,8 @@ import type { FilterConfig } from '../pipeline/filter.ts';
 import { fromJson } from '../pipeline/cloudevent.ts';
 import { deadline, fullJitter } from '../lib/time.ts';
 import { errorFields } from '../lib/errors.ts';
-import { printable } from '../sinks/classify.ts';
-import type { OutboxRow, Store } from '../store/store.ts';
+import { printable } from '../lib/printable.ts';
+import type { Outbox, OutboxRow } from '../store/store.ts';
 
 export interface DispatchTarget {
   readonly name: string;
@@ -42,7 +42,7 @@ export interface OutcomeReport {
 }
 
 export interface DispatcherOptions {
-  store: Store;
+  outbox: Outbox;
   targets: readonly DispatchTarget[];
   logger: Logger;
   now?: () => number;
@@ -116,12 +116,12 @@ export class Worker {
   }
 
   async #loop(): Promise<void> {
-    const { store, logger } = this.#o;
+    const { outbox, logger } = this.#o;
     while (!this.#stopping) {
       this.#pending = false;
       let rows: OutboxRow[];
       try {
-        rows = store.due(this.#t.name, this.#o.now(), this.#t.maxBatchSize);
+        rows = outbox.due(this.#t.name, this.#o.now(), this.#t.maxBatchSize);
       } catch (err) {
         logger.error({ sink: this.#t.name, ...errorFields(err) }, 'cannot read the outbox');
         await this.#idle(1000);
@@ -129,7 +129,7 @@ export class Worker {
       }
       if (rows.length === 0) {
         // Rows may also arrive from another process (dead-letters replay): look again now and then.
-        const next = store.nextDueAt(this.#t.name);
+        const next = outbox.nextDueAt(this.#t.name);
         await this.#idle(Math.min(RESCAN_MS, next === null ? RESCAN_MS : Math.max(0, next - this.#o.now())));
         continue;
       }
@@ -158,12 +158,12 @@ export class Worker {
    * the reason, and not sent again.
    */
   #begin(rows: OutboxRow[]): OutboxRow[] {
-    const { store, logger } = this.#o;
+    const { outbox, logger } = this.#o;
     const max = this.#t.delivery.maxAttempts;
     const spent = rows.filter((r) => r.attempts >= max);
     for (const r of spent) {
       const why = `gave up after ${r.attempts} attempts: ${r.lastError ?? 'ATTEMPT_INTERRUPTED'}`;
-      store.deadLetter(r.rowId, r.attempts, why, this.#o.now());
+      outbox.deadLetter(r.rowId, r.attempts, why, this.#o.now());
       logger.error(
         { sink: this.#t.name, eventId: r.eventId, ceId: r.ceId, attempts: r.attempts, code: 'DELIVERY_EXHAUSTED' },
         `${why}; dead-lettered`,
@@ -171,7 +171,7 @@ export class Worker {
       this.#report(r, 'dead-letter', r.attempts, 0, r.lastError ?? 'ATTEMPT_INTERRUPTED');
     }
     const live = spent.length === 0 ? rows : rows.filter((r) => r.attempts < max);
-    if (live.length > 0) store.beginAttempts(live.map((r) => r.rowId));
+    if (live.length > 0) outbox.beginAttempts(live.map((r) => r.rowId));
     return live;
   }
 
@@ -234,7 +234,7 @@ export class Worker {
   }
 
   #record(rows: readonly OutboxRow[], outcomes: readonly Outcome[], durationMs: number): void {
-    const { store, logger } = this.#o;
+    const { outbox, logger } = this.#o;
     const now = this.#o.now();
     const d = this.#t.delivery;
     const deliveredIds: number[] = [];
@@ -256,7 +256,7 @@ export class Worker {
         return;
       }
       if (outcome.status === 'reject') {
-        store.deadLetter(row.rowId, attempts, `rejected: ${outcome.reason}`, now);
+        outbox.deadLetter(row.rowId, attempts, `rejected: ${outcome.reason}`, now);
         logger.error({ ...fields, code: 'DELIVERY_REJECTED', err: outcome.reason }, 'rejected by the sink; dead-lettered');
         report('dead-letter', outcome.reason);
         return;
@@ -266,15 +266,15 @@ export class Worker {
       const expired = now + delay - row.createdAt > d.maxAgeMs;
       if (attempts >= d.maxAttempts || expired) {
         const why = attempts >= d.maxAttempts ? `gave up after ${attempts} attempts` : `gave up after ${d.maxAgeMs} ms`;
-        store.deadLetter(row.rowId, attempts, `${why}: ${outcome.reason}`, now);
+        outbox.deadLetter(row.rowId, attempts, `${why}: ${outcome.reason}`, now);
         logger.error({ ...fields, code: 'DELIVERY_EXHAUSTED', err: outcome.reason }, `${why}; dead-lettered`);
         report('dead-letter', outcome.reason);
         return;
       }
-      store.reschedule(row.rowId, attempts, now + delay, outcome.reason);
+      outbox.reschedule(row.rowId, attempts, now + delay, outcome.reason);
       logger.warn({ ...fields, code: 'DELIVERY_RETRY', err: outcome.reason, retryInMs: delay }, 'delivery failed; will retry');
       report('retry', outcome.reason);
     });
-    if (deliveredIds.length > 0) store.markDelivered(deliveredIds);
+    if (deliveredIds.length > 0) outbox.markDelivered(deliveredIds);
   }
 }

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
 import { secret } from '../lib/validators.ts';
-import { ed25519Public, keyBytes, sessionFor, sessionIdOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
+import { decodeKey, ed25519Public, keyBytes, sessionFor, sessionIdOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
 
 export const InboxConfig = z
   .strictObject({
@@ -27,7 +27,9 @@ export const InboxConfig = z
       .optional()
       .describe("This VM's session; default its resource id, or its name without one (lower-cased; hashed past 128 characters)."),
   })
-  .superRefine(requireOneAuth);
+  .superRefine(requireOneAuth)
+  // the link key decoded once: it signs this VM's link tokens and its outcomes
+  .transform((c) => ({ ...c, linkKeyBytes: decodeKey(c.linkKey) }));
 export type InboxConfig = z.infer<typeof InboxConfig>;
 
 /** inboxSession: the configured session id, or the VM's own. */

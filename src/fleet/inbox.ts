@@ -16,10 +16,9 @@ import type { Logger } from 'pino';
 import { errorFields } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
 import { serviceBusClient } from '../azure/messaging.ts';
-import type { Store } from '../store/store.ts';
+import type { ReplayCache } from '../store/replay.ts';
 import {
   checkCommand,
-  decodeKey,
   OUTCOME_SUBJECT,
   publicKeyOf,
   SIGNATURE_PROPERTY,
@@ -35,7 +34,8 @@ import type { BridgeView } from '../imds/view.ts';
 export interface InboxOptions {
   readonly config: InboxConfig;
   readonly service: ApprovalService;
-  readonly store: Store;
+  /** The commands already applied and the tokens already spent. */
+  readonly replay: ReplayCache;
   readonly logger: Logger;
   /** The read model: this VM's session id comes from `vm`, and commands are taken once `goodReads` > 0 (an approval needs the document). */
   readonly view: BridgeView;
@@ -74,7 +74,7 @@ export class ApprovalInbox {
   constructor(options: InboxOptions) {
     this.#o = options;
     this.#key = publicKeyOf(options.config.relayPublicKey)!;
-    this.#linkKey = decodeKey(options.config.linkKey);
+    this.#linkKey = options.config.linkKeyBytes;
   }
   /** This VM's session: the configured one, or its resource id's. */
   get #sessionId(): string {
@@ -150,7 +150,7 @@ export class ApprovalInbox {
   }
 
   async #handle(receiver: ServiceBusSessionReceiver, m: ServiceBusReceivedMessage): Promise<void> {
-    const { logger, store } = this.#o;
+    const { logger, replay } = this.#o;
     const session = this.#sessionId;
     const check = checkCommand(this.#key, m.body, m.applicationProperties?.[SIGNATURE_PROPERTY], session);
     const fields = { messageId: m.messageId, sequence: m.sequenceNumber?.toString(), deliveryCount: m.deliveryCount };
@@ -164,8 +164,8 @@ export class ApprovalInbox {
     const command = check.command;
     if (String(m.messageId) !== command.id) return deadLetter('MALFORMED', 'the messageId is not the command id', command);
     const sequence = m.sequenceNumber?.toString() ?? '';
-    const remembered = store.recalled(`command:${command.id}`);
-    if (remembered !== undefined && remembered !== null) {
+    const remembered = replay.command(command.id);
+    if (remembered !== undefined) {
       const before = JSON.parse(remembered) as { sequence: string; outcome: CommandOutcome };
       // the same message again (its settlement was lost): answer as before; a new copy is a replay
       if (before.sequence !== sequence) return deadLetter('REPLAYED', `command ${command.id} was already applied`, command);
@@ -173,7 +173,7 @@ export class ApprovalInbox {
       await receiver.completeMessage(m);
       return;
     }
-    if (command.nonce !== null && store.recalled(`token:${command.nonce}`) !== undefined) {
+    if (command.nonce !== null && replay.tokenSpent(command.nonce)) {
       return deadLetter('TOKEN_USED', 'this approval link has already been used', command);
     }
     let outcome: CommandOutcome;
@@ -201,8 +201,8 @@ export class ApprovalInbox {
       }
     }
     const ttl = Math.max(60_000, command.exp * 1000 - Date.now()) + REMEMBER_PAST_EXPIRY_MS;
-    store.remember(`command:${command.id}`, JSON.stringify({ sequence, outcome }), ttl);
-    if (command.nonce !== null) store.remember(`token:${command.nonce}`, null, ttl);
+    replay.rememberCommand(command.id, JSON.stringify({ sequence, outcome }), ttl);
+    if (command.nonce !== null) replay.spendToken(command.nonce, ttl);
     logger.info(
       { ...fields, eventId: command.eventId, outcome: outcome.outcome, by: command.by, via: command.via },
       'approval inbox: command applied',

@@ -4,8 +4,8 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
-import { whsec } from '../lib/standard-webhooks.ts';
-import { cidrList, hostPort, secret } from '../lib/validators.ts';
+import { keyOf, whsec } from '../lib/standard-webhooks.ts';
+import { addressOf, cidrList, hostPort, secret } from '../lib/validators.ts';
 import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
 import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
 import { SlackSettings } from '../approval/slack.ts';
@@ -116,7 +116,14 @@ export const RelayConfig = z
           'is not the public key of signingKey: the bridges would refuse every command (se-bridge fleet public-key prints the right one)',
       });
     }
-  });
+  })
+  // decoded once: where the relay and its probes listen, and the keys that verify POST /v1/approvals
+  .transform((c) => ({
+    ...c,
+    at: addressOf(c.listen),
+    observability: { ...c.observability, at: c.observability.listen === 'off' ? null : addressOf(c.observability.listen) },
+    apiKeys: c.apiSecrets.map(keyOf),
+  }));
 export type RelayConfig = z.infer<typeof RelayConfig>;
 /** relaySecrets: what the relay's logs must never show. */
 export function relaySecrets(c: RelayConfig): string[] {

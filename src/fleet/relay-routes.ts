@@ -7,7 +7,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { errorFields } from '../lib/errors.ts';
 import { sendJson } from '../lib/http-server.ts';
-import { secretKey } from '../lib/standard-webhooks.ts';
 import { commandId, sessionFor, type ApprovalCommand, type CommandOutcome } from './keys.ts';
 import { relayApprovalPage, resultPage } from '../approval/page.ts';
 import { RoutedServer } from '../approval/routed-server.ts';
@@ -65,7 +64,7 @@ export class RelayServer extends RoutedServer {
       onFinish: (route, status) => options.metrics.requests.inc({ route, status: String(status) }),
     });
     this.#o = options;
-    this.#apiKeys = options.config.apiSecrets.map((s) => secretKey(s)!);
+    this.#apiKeys = options.config.apiKeys;
   }
 
   protected async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {

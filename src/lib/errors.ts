@@ -1,7 +1,8 @@
 /**
  * One error base and one catalogue of the stable codes the bridge speaks in: in log lines
  * (`code`), in the approval API's JSON answers (`error.code`), in exit messages. A code never
- * changes meaning; a new failure gets a new code here first. `cause` keeps the error that led
+ * changes meaning; a new failure of the core gets a new code here first, one of a sink in its
+ * module's `codes` (the registry merges them into one catalogue). `cause` keeps the error that led
  * to it, so nothing a library said is lost.
  */
 export const CODES = {
@@ -42,26 +43,9 @@ export const CODES = {
   SINK_INVALID_OUTCOME: 'a sink returned something that is not an outcome; it counts as a retry (and an attempt)',
   SINK_CREATE_FAILED: 'a sink could not be created at start-up, or its create() did not finish within 30 s (exit 1)',
   SHUTDOWN_DEADLINE: 'deliveries still running at the shutdown deadline were left in the outbox',
-  TLS_VERIFICATION_OFF: 'a sink does not verify TLS certificates',
   TOKEN_ENDPOINT:
     "managed identity tokens are asked from the configured imds.endpoint (it is not Azure's), as AZURE_POD_IDENTITY_AUTHORITY_HOST would set it",
-  WEBHOOK_REDIRECT: 'a webhook answered with a redirect, which is never followed',
-  TEMPLATE_FAILED: 'a payload template does not compile (exit 2 at validate) or failed on one event (that event is dead-lettered)',
-  TEMPLATE_LIMIT:
-    'a payload template ran past its time, memory or size limit and was stopped (that event is dead-lettered as TEMPLATE_FAILED)',
   SLACK_RESPONSE_URL: 'a Slack response_url could not be updated',
-  // preparing the VM: the kubernetes sink
-  KUBE_NOT_CONFIGURED: 'a kubernetes sink has no kubeconfig and is not in a cluster (dead-lettered)',
-  KUBE_NODE_UNKNOWN: 'a kubernetes sink cannot tell which Node this VM is (no nodeName, NODE_NAME or resource id)',
-  KUBE_NODE_NOT_FOUND: 'no Node has the providerID of this VM (dead-lettered)',
-  KUBE_NOT_FOUND: 'the Kubernetes API answered 404 (the Node does not exist)',
-  KUBE_FORBIDDEN: 'RBAC refused a Kubernetes API call (403, dead-lettered)',
-  KUBE_UNAUTHORIZED: 'the Kubernetes API refused the credentials (401)',
-  KUBE_API_STATUS: 'the Kubernetes API answered another unexpected status',
-  KUBE_API_UNREACHABLE: 'the Kubernetes API server could not be reached',
-  KUBE_API_TIMEOUT: 'a Kubernetes API call did not finish in time',
-  KUBE_DRAIN_BLOCKED: 'the drain did not finish in its timeout (a budget or an emptyDir volume holds a pod); tried again',
-  KUBE_DRAIN_INCOMPLETE: 'NotBefore passed with the node not drained (dead-lettered)',
   // approvals
   UNKNOWN_EVENT: 'no such event is known to this VM (404)',
   NOT_APPROVABLE: 'the event is not Scheduled, or no longer listed (409)',
@@ -117,7 +101,7 @@ export type Code = keyof typeof CODES;
 export const isCode = (value: unknown): value is Code => typeof value === 'string' && Object.hasOwn(CODES, value);
 
 /** BridgeError is the base of every error the bridge raises on purpose: a stable code, a message, a cause. */
-export class BridgeError<C extends Code = Code> extends Error {
+export class BridgeError<C extends string = Code> extends Error {
   readonly code: C;
   constructor(code: C, message: string, options: { cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

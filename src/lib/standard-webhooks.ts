@@ -42,6 +42,13 @@ export function signatureHeaders(
 }
 
 /** whsec is the configuration rule for a Standard Webhooks secret. */
+/** keyOf decodes a secret the schema has already checked (whsec), once, where the configuration is parsed. */
+export function keyOf(secret: string): Buffer {
+  const key = secretKey(secret);
+  if (key === null) throw new Error('not a whsec_ secret (the schema lets no such value through)');
+  return key;
+}
+
 export const whsec = z
   .string()
   .refine((s) => secretKey(s) !== null, 'must be a Standard Webhooks secret: "whsec_" followed by base64 of at least 16 bytes');

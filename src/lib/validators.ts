@@ -33,6 +33,16 @@ export function parseHostPort(text: string): HostPort | null {
   return { host: m[1] ?? m[2]!, port: Number(m[3]) };
 }
 
+/**
+ * addressOf decodes a listen address the schema has already checked (hostPort), once, where the
+ * configuration is parsed: the code that listens takes the result and never parses it again.
+ */
+export function addressOf(text: string): HostPort {
+  const at = parseHostPort(text);
+  if (at === null) throw new Error(`${text} is not HOST:PORT (the schema lets no such value through)`);
+  return at;
+}
+
 /** hostPort: a listen address as written, checked by parseHostPort. */
 export const hostPort = z.string().refine((v) => parseHostPort(v) !== null, 'must be HOST:PORT, e.g. 127.0.0.1:8787');
 

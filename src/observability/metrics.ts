@@ -6,7 +6,7 @@
  */
 import { VERSION } from '../lib/version.ts';
 import { Counter, Gauge, Histogram, Registry, processMetrics } from '../lib/prometheus.ts';
-import type { Store } from '../store/store.ts';
+import type { Outbox } from '../store/store.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import type { SinkMetrics } from '../sinks/contract.ts';
 
@@ -33,7 +33,7 @@ export class Metrics {
   /** The families sinks asked for by name (SinkMetrics). */
   readonly #sinkFamilies = new Map<string, Counter | Gauge | Histogram>();
 
-  constructor(store?: Store) {
+  constructor(outbox?: Outbox) {
     const r = this.registry;
     // Node's process metrics keep their conventional names (process_*, nodejs_*), which every
     // Prometheus client library uses and standard dashboards expect; only ours carry sebridge_
@@ -112,12 +112,12 @@ export class Metrics {
     this.consecutiveFailures = r.register(
       new Gauge('sebridge_imds_consecutive_failures', 'IMDS reads failed in a row (0 when the last read succeeded).'),
     );
-    if (store !== undefined) {
+    if (outbox !== undefined) {
       const depth = new Gauge('sebridge_outbox_depth', 'Events waiting for delivery, by sink.', ['sink']);
       r.register(depth, () => {
         depth.reset();
         try {
-          for (const [sink, n] of store.outboxDepth()) depth.set({ sink }, n);
+          for (const [sink, n] of outbox.depth()) depth.set({ sink }, n);
         } catch {
           /* the store is closed: nothing to report */
         }
@@ -127,7 +127,7 @@ export class Metrics {
         dead.reset();
         try {
           const counts = new Map<string, number>();
-          for (const d of store.deadLetters()) counts.set(d.sink, (counts.get(d.sink) ?? 0) + 1);
+          for (const d of outbox.deadLetters()) counts.set(d.sink, (counts.get(d.sink) ?? 0) + 1);
           for (const [sink, n] of counts) dead.set({ sink }, n);
         } catch {
           /* the store is closed */

@@ -5,6 +5,7 @@
  * Network and TLS failures are retried: the peer may come back, and the dispatcher's
  * maxAttempts and maxAgeMs bound how long.
  */
+import { printable } from '../lib/printable.ts';
 import { parseRetryAfter } from '../lib/time.ts';
 import { delivered, reject, retry, type Outcome } from './contract.ts';
 
@@ -41,17 +42,6 @@ export function classifyNetworkError(err: unknown): Outcome {
   if (INVALID_REQUEST.has(code)) return reject(`invalid request ${code}${e?.message ? `: ${e.message}` : ''}`);
   const kind = TLS_CODES.has(code) || TLS_CODES.has(e?.cause?.code ?? '') ? 'TLS' : 'network';
   return retry(`${kind} error ${code}${e?.message ? `: ${e.message}` : ''}`);
-}
-
-/**
- * printable makes a peer's response text safe to log: no control characters, bounded length.
- * A sink keeps up to 4 KiB of it; the dispatcher cuts a reason to 300 characters only after
- * scrubbing it, so a secret straddling the cut never leaves a prefix behind.
- */
-export function printable(text: string, max = 4096): string {
-  // eslint-disable-next-line no-control-regex
-  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\ufffd]+/g, ' ').trim();
-  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
 
 /**

@@ -168,9 +168,15 @@ export interface ApprovalLinks {
   readonly slackInteractive: boolean;
 }
 
-export interface SinkModule<C extends SinkConfigBase = SinkConfigBase> {
+/** A sink type: `C` its configuration, `S` the schema that makes it (the registry unites every sink's schema by `type`). */
+export interface SinkModule<C extends SinkConfigBase = SinkConfigBase, S extends z.ZodType<C> = z.ZodType<C>> {
   readonly type: string;
-  readonly configSchema: z.ZodType<C>;
+  readonly configSchema: S;
+  /**
+   * The stable codes the sink speaks in (log lines, dead-letter reasons), each with its meaning;
+   * the registry merges them into the catalogue beside the core's (src/lib/errors.ts).
+   */
+  readonly codes?: Readonly<Record<string, string>>;
   /** The largest batch `send` accepts; 1 when the sink sends one event at a time. */
   readonly maxBatchSize: number;
   /**

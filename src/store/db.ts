@@ -24,8 +24,8 @@ export interface Stmt {
 }
 
 /**
- * MIGRATIONS, by the schema version that added each table. Every statement is idempotent and
- * a database of an older version runs them all, so it ends with every table whatever it had.
+ * MIGRATIONS, by the schema version that made each change. A database of an older version runs
+ * those newer than its own, in order, in one transaction.
  */
 const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] = [
   {
@@ -143,6 +143,16 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
       sink TEXT NOT NULL,
       PRIMARY KEY (ce_id, sink)
     ) WITHOUT ROWID;`,
+  },
+  {
+    // one table of preparations: a success's occurrence (ce_id) beside the state status shows
+    version: 7,
+    sql: `
+    ALTER TABLE preparations ADD COLUMN ce_id TEXT;
+    INSERT INTO preparations (event_id, sink, state, detail, at, ce_id)
+      SELECT event_id, sink, 'done', NULL, at, ce_id FROM preparation_results WHERE true
+      ON CONFLICT (event_id, sink) DO UPDATE SET ce_id = excluded.ce_id;
+    DROP TABLE preparation_results;`,
   },
 ];
 
@@ -272,7 +282,9 @@ function migrate(db: DatabaseSync): void {
   if (version === SCHEMA_VERSION) return;
   db.exec(`
     BEGIN IMMEDIATE;
-    ${MIGRATIONS.map((m) => m.sql).join('\n')}
+    ${MIGRATIONS.filter((m) => m.version > version)
+      .map((m) => m.sql)
+      .join('\n')}
     INSERT INTO meta (key, value) VALUES ('schema_version', '${SCHEMA_VERSION}')
       ON CONFLICT (key) DO UPDATE SET value = excluded.value;
     COMMIT;

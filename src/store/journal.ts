@@ -69,7 +69,6 @@ export class Journal {
           ORDER BY rowid`,
       ),
       pruneRouted: db.prepare('DELETE FROM routed WHERE ce_id NOT IN (SELECT ce_id FROM journal)'),
-      dropResults: db.prepare('DELETE FROM preparation_results WHERE event_id = ?'),
       supersede: db.prepare(
         `DELETE FROM outbox WHERE sink = ? AND event_id = ?
            AND ce_id IN (SELECT ce_id FROM journal WHERE event_id = ? AND transition IN ('scheduled', 'updated', 'started'))`,
@@ -124,8 +123,8 @@ export class Journal {
     let superseded = 0;
     for (const e of events) {
       if (e.transition === 'canceled' || e.transition === 'completed') {
-        // the occurrence is over: its preparations' successes no longer count, and what is still pending of them stops
-        this.#s.dropResults.run(e.eventId);
+        // the occurrence is over: what its preparations still have pending stops (their successes
+        // stop counting by themselves: store/preparations.ts)
         for (const sink of e.supersedes ?? []) superseded += Number(this.#s.supersede.run(sink, e.eventId, e.eventId).changes);
       }
       this.#s.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);

@@ -48,7 +48,7 @@ describe('approval page in Chromium', () => {
       Description: 'Virtual machine is going to be restarted as requested by platform maintenance.',
       noticeMs: 14 * 60_000,
     });
-    const scheduled = await waitFor(() => bridge.store.journal().find((j) => j.id === `${e.eventId}/scheduled`), 'the scheduled event');
+    const scheduled = await waitFor(() => bridge.store.journal.all().find((j) => j.id === `${e.eventId}/scheduled`), 'the scheduled event');
     const link = bridge.approvalLinks!.link(fromJson(scheduled.json))!;
     expect(link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/approve\?token=/);
 

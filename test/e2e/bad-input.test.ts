@@ -38,7 +38,7 @@ function stateWithPages(path: string): void {
     json: JSON.stringify({ pad: 'x'.repeat(200), i }),
     sinks: ['f'],
   }));
-  s.commit({ document: { incarnation: 2, events: [] }, etag: null, observedAt: 'now', events });
+  s.journal.commit({ document: { incarnation: 2, events: [] }, etag: null, observedAt: 'now', events });
   s.close();
   const db = new DatabaseSync(path);
   db.exec('PRAGMA wal_checkpoint(TRUNCATE)');

@@ -228,13 +228,13 @@ describe('se-bridge CLI', () => {
   it('dead-letters list and replay', async () => {
     const statePath = join(dir.path, 'dl', 'state.db');
     const store = Store.open(statePath);
-    store.commit({
+    store.journal.commit({
       document: fixtureDocument('live-migration-1.json'),
       etag: null,
       observedAt: 't',
       events: [{ id: 'E/scheduled', eventId: 'E', transition: 'scheduled', json: '{"id":"E/scheduled"}', sinks: ['audit'] }],
     });
-    store.deadLetter(store.due('audit', Date.now() + 1000, 1)[0]!.rowId, 12, 'gave up after 12 attempts: HTTP 503');
+    store.outbox.deadLetter(store.outbox.due('audit', Date.now() + 1000, 1)[0]!.rowId, 12, 'gave up after 12 attempts: HTTP 503');
     store.close();
     const cfg = writeConfig(
       'dl.yaml',

@@ -5,7 +5,7 @@
  * simulator with a file sink. The dependencies come from npm's cache when `npm ci` filled it.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
@@ -33,7 +33,7 @@ function seBridge(args: string[], timeoutMs = 60_000, extra: NodeJS.ProcessEnv =
 
 beforeAll(() => {
   dir = tempDir('se-bridge-package-');
-  if (!existsSync(join(ROOT, 'dist', 'src', 'cli.js'))) execFileSync(npm, ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
+  if (!existsSync(join(ROOT, 'dist', 'src', 'commands', 'cli.js'))) execFileSync(npm, ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
   // --ignore-scripts: `npm test` has just built dist/, and rebuilding it here would race the other suites
   execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', dir.path, '--silent'], {
     cwd: ROOT,
@@ -66,9 +66,11 @@ describe('the npm package', () => {
         'LICENSE',
         'README.md',
         'bin/se-bridge.js',
-        'dist/src/cli.js',
+        'dist/src/commands/cli.js',
         'dist/src/api.js',
         'dist/src/api.d.ts',
+        'dist/src/kit.js',
+        'dist/src/kit.d.ts',
         'dist/sinks/webhook/index.js',
         'config/bridge.example.yaml',
         'examples/pagerduty-sink.js',
@@ -79,6 +81,19 @@ describe('the npm package', () => {
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     expect(Object.keys(pkg.dependencies)).not.toContain('node');
     expect(existsSync(join(installed, 'node_modules', 'node'))).toBe(false);
+  });
+
+  it('resolves its two entries: the sink contract at the root, the parts at /kit', () => {
+    const app = join(dir.path, 'app');
+    mkdirSync(join(app, 'node_modules'), { recursive: true });
+    symlinkSync(installed, join(app, 'node_modules', 'scheduled-events-bridge'), 'dir');
+    const script = [
+      "const root = await import('scheduled-events-bridge');",
+      "const kit = await import('scheduled-events-bridge/kit');",
+      'console.log(JSON.stringify([typeof root.defineSink, typeof root.classifyHttpStatus, typeof kit.classifyHttpStatus, typeof kit.defineSink]));',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual(['function', 'undefined', 'function', 'undefined']);
   });
 
   it('prints its version from package.json', async () => {

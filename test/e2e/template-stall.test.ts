@@ -93,7 +93,7 @@ describe('a runaway template', () => {
     const deadLettered = () => {
       const store = Store.open(dbPath);
       try {
-        return store.deadLetters();
+        return store.outbox.deadLetters();
       } finally {
         store.close();
       }
@@ -169,13 +169,13 @@ describe('a runaway template', () => {
     expect(third.code, third.stdout).toBe(0);
     const store = Store.open(dbPath);
     try {
-      const [dead, ...more] = store.deadLetters();
+      const [dead, ...more] = store.outbox.deadLetters();
       expect(more).toEqual([]);
       expect(dead).toMatchObject({ sink: 'killer', eventId: ev.eventId, attempts: 2 });
       expect(dead!.lastError).toBe(
         'gave up after 2 attempts: ATTEMPT_INTERRUPTED: the process stopped during attempt 2 (a crash, a kill or a power cut)',
       );
-      expect(store.outboxDepth().get('killer') ?? 0).toBe(0);
+      expect(store.outbox.depth().get('killer') ?? 0).toBe(0);
     } finally {
       store.close();
     }

@@ -93,7 +93,10 @@ describe('the shipped alerts over a recording of a real bridge', () => {
       ['SeBridgeDeadLetters', []],
     ]);
     sim.addEvent({ noticeMs: 3_600_000 });
-    await waitFor(() => h.bridge.store.deadLetters('refuses').length === 1 && down.requests.length >= 2, 'a dead letter and retries');
+    await waitFor(
+      () => h.bridge.store.outbox.deadLetters('refuses').length === 1 && down.requests.length >= 2,
+      'a dead letter and retries',
+    );
     await scrape();
     expect(firing('SeBridgeDeadLetters')).toEqual(['refuses']);
     expect(firing('SeBridgeDeliveryStuck')).toEqual([]); // pending: not yet 10 minutes

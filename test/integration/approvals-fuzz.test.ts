@@ -53,9 +53,9 @@ beforeAll(async () => {
   ).bridge;
   scheduledId = sim.addEvent({ noticeMs: 600_000 }).eventId;
   goneId = sim.addEvent({ noticeMs: 600_000 }).eventId;
-  await waitFor(() => bridge.store.knowsEvent(goneId), 'the events');
+  await waitFor(() => bridge.store.journal.knowsEvent(goneId), 'the events');
   sim.removeEvent(goneId);
-  await waitFor(() => bridge.store.journal().some((j) => j.id === `${goneId}/canceled`), 'the cancellation');
+  await waitFor(() => bridge.store.journal.all().some((j) => j.id === `${goneId}/canceled`), 'the cancellation');
 });
 afterAll(async () => {
   await bridge.stop(1000);

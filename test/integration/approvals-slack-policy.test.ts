@@ -213,8 +213,8 @@ describe('policy and preparation hooks', () => {
     await waitFor(() => sim.startRequests.length === 1, 'the reboot approval after its hook');
     expect(sim.startRequests[0]!.eventIds).toEqual([reboot.eventId]);
     expect(readFileSync(marker, 'utf8')).toContain(`${reboot.eventId} scheduled`);
-    await waitFor(() => bridge!.store.deadLetters().length === 2, 'the failed and the hung hook to be dead-lettered', 20_000);
-    const dead = bridge!.store.deadLetters();
+    await waitFor(() => bridge!.store.outbox.deadLetters().length === 2, 'the failed and the hung hook to be dead-lettered', 20_000);
+    const dead = bridge!.store.outbox.deadLetters();
     expect(dead.find((d) => d.sink === 'checkpoint')!.lastError).toMatch(/exited with code 3: cannot drain/);
     expect(dead.find((d) => d.sink === 'slow')!.lastError).toMatch(/timed out after 300 ms; process group killed/);
     expect(sim.startRequests.flatMap((s) => s.eventIds)).not.toContain(redeploy.eventId);
@@ -239,7 +239,7 @@ describe('policy and preparation hooks', () => {
       'all three completed',
       15_000,
     );
-    await waitFor(() => bridge!.store.outboxDepth().size === 0, 'the outbox to drain');
+    await waitFor(() => bridge!.store.outbox.depth().size === 0, 'the outbox to drain');
     const runs = readFileSync(marker, 'utf8').trim().split('\n').sort();
     expect(runs).toEqual([`${failed.eventId} started`, `${long.eventId} scheduled`, `${slash.eventId} scheduled`].sort());
     expect(approvedEvents().map((e) => e.data.approval!.via)).toEqual(['hooks', 'hooks']);

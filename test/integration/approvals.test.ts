@@ -140,7 +140,7 @@ describe('POST /v1/approvals', () => {
     const r = await signedApproval(JSON.stringify({ eventId: e.eventId }));
     expect(r.status).toBe(502);
     expect(r.json().error!.code).toBe('IMDS_REFUSED');
-    expect(bridge!.store.approval(e.eventId)).toBeNull();
+    expect(bridge!.store.approvals.of(e.eventId)).toBeNull();
     // a transient IMDS failure is retried inside the same approval
     sim.injectFault({ kind: 'status', status: 500, target: 'start', count: 2 });
     expect((await signedApproval(JSON.stringify({ eventId: e.eventId }))).status).toBe(200);

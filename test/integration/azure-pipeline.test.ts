@@ -55,8 +55,8 @@ describe('Azure sinks in the bridge', () => {
     peer.maxMessageSize = 700;
     await run([{ name: 'hub', type: 'eventhubs', connectionString: peer.connectionString('maintenance'), partitionKey: 'none' }]);
     sim.addEvent({ EventId: 'BIG', Description: 'x'.repeat(2000), noticeMs: 600_000 });
-    await waitFor(() => bridge!.store.deadLetters().length === 1, 'a dead letter');
-    expect(bridge!.store.deadLetters()[0]).toMatchObject({
+    await waitFor(() => bridge!.store.outbox.deadLetters().length === 1, 'a dead letter');
+    expect(bridge!.store.outbox.deadLetters()[0]).toMatchObject({
       sink: 'hub',
       eventId: 'BIG',
       attempts: 1,
@@ -83,6 +83,6 @@ describe('Azure sinks in the bridge', () => {
     await waitFor(() => peer.messages.length === 3, 'the rest, after the faults', 15_000);
     expect(peer.faults).toEqual([]);
     expect(peer.messages.map((m) => m.message.message_id).sort()).toEqual(['A/scheduled', 'A/started', 'B/scheduled']);
-    expect(bridge!.store.deadLetters()).toEqual([]);
+    expect(bridge!.store.outbox.deadLetters()).toEqual([]);
   });
 });

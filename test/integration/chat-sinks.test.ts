@@ -243,13 +243,13 @@ describe('slack sink, bot token', () => {
 
   it('posts one message per event, then updates it in place and replies in its thread, across a restart', async () => {
     const store = Store.open(join(dir.path, 'state.db'));
-    let sink = await make<SlackConfig>(slackSink, config(), { state: store.sinkState('chat') });
+    let sink = await make<SlackConfig>(slackSink, config(), { state: store.sinkStates.of('chat') });
     expect(await send(sink, ce('scheduled'))).toEqual([{ status: 'delivered' }]);
     await sink.close();
     store.close();
     // a new process: the message reference comes back from the store
     const reopened = Store.open(join(dir.path, 'state.db'));
-    sink = await make<SlackConfig>(slackSink, config(), { state: reopened.sinkState('chat') });
+    sink = await make<SlackConfig>(slackSink, config(), { state: reopened.sinkStates.of('chat') });
     expect(await send(sink, ce('started'))).toEqual([{ status: 'delivered' }]);
     expect(await send(sink, ce('completed'))).toEqual([{ status: 'delivered' }]);
     reopened.close();
@@ -278,7 +278,7 @@ describe('slack sink, bot token', () => {
 
   it('posts a new message when the old one was deleted', async () => {
     const store = Store.open(join(dir.path, 'state.db'));
-    const sink = await make<SlackConfig>(slackSink, config(), { state: store.sinkState('chat') });
+    const sink = await make<SlackConfig>(slackSink, config(), { state: store.sinkStates.of('chat') });
     await send(sink, ce('scheduled'));
     const base = peer.answer;
     peer.answer = (r, i) =>
@@ -287,7 +287,7 @@ describe('slack sink, bot token', () => {
         : base(r, i);
     expect(await send(sink, ce('started'))).toEqual([{ status: 'delivered' }]);
     expect(calls().map((x) => x.method)).toEqual(['chat.postMessage', 'chat.update', 'chat.postMessage']);
-    expect(JSON.parse(store.sinkState('chat').get('message:E-1')!)).toEqual({ channel: 'C123', ts: '1700000000.000002' });
+    expect(JSON.parse(store.sinkStates.of('chat').get('message:E-1')!)).toEqual({ channel: 'C123', ts: '1700000000.000002' });
     store.close();
   });
 

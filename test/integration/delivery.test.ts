@@ -52,14 +52,14 @@ describe('delivery through the bridge', () => {
     await waitFor(() => p.requests.length >= 6, 'several failed attempts');
     down = false;
     // the outbox can be empty for a moment before the bridge has read that the event completed
-    await waitFor(() => bridge!.store.outboxDepth().size === 0 && types(p).includes(`completed:${e.eventId}`), 'the outbox to drain');
+    await waitFor(() => bridge!.store.outbox.depth().size === 0 && types(p).includes(`completed:${e.eventId}`), 'the outbox to drain');
     const ok = p.requests.slice(-3).map((r) => String(r.headers['ce-type']).slice(21));
     expect(ok).toEqual(['scheduled', 'started', 'completed']);
     // the first delivered request of each transition comes after every attempt of the one before it
     const firstOk = (t: string) => p.requests.findLastIndex((r) => r.headers['ce-type'] === `azure.scheduledevent.${t}`);
     expect(firstOk('scheduled')).toBeLessThan(p.requests.findIndex((r) => r.headers['ce-type'] === 'azure.scheduledevent.started'));
     expect(new Set(types(p))).toEqual(new Set([`scheduled:${e.eventId}`, `started:${e.eventId}`, `completed:${e.eventId}`]));
-    expect(bridge!.store.deadLetters()).toEqual([]);
+    expect(bridge!.store.outbox.deadLetters()).toEqual([]);
     expect(
       lines.some((l) => l.code === 'DELIVERY_RETRY' && l.sink === 'ops' && typeof l.err === 'string' && l.err.startsWith('HTTP 503')),
     ).toBe(true);
@@ -82,7 +82,7 @@ describe('delivery through the bridge', () => {
     expect(new Set(types(healthy).slice(1))).toEqual(new Set([`scheduled:${b.eventId}`, `started:${a.eventId}`]));
     // the stuck peer got the first event of each EventId and is still holding them
     expect(stuck.requests.length).toBeLessThanOrEqual(2);
-    expect(bridge!.store.outboxDepth().get('stuck')).toBe(3);
+    expect(bridge!.store.outbox.depth().get('stuck')).toBe(3);
   });
 
   it('dead-letters after one attempt at a peer that answers 400, and delivers after a replay', async () => {
@@ -91,16 +91,16 @@ describe('delivery through the bridge', () => {
     p.answer = () => (broken ? { status: 400, body: '{"error":"schema"}' } : { status: 200 });
     await run([{ name: 'ops', type: 'webhook', url: p.url, delivery: fast }]);
     const e = sim.addEvent({ noticeMs: 600_000 });
-    await waitFor(() => bridge!.store.deadLetters().length === 1, 'a dead letter');
+    await waitFor(() => bridge!.store.outbox.deadLetters().length === 1, 'a dead letter');
     expect(p.requests).toHaveLength(1);
-    expect(bridge!.store.deadLetters()[0]).toMatchObject({
+    expect(bridge!.store.outbox.deadLetters()[0]).toMatchObject({
       sink: 'ops',
       eventId: e.eventId,
       attempts: 1,
       lastError: 'rejected: HTTP 400: {"error":"schema"}',
     });
     broken = false;
-    expect(bridge!.store.replayDeadLetters('ops')).toBe(1);
+    expect(bridge!.store.outbox.replayDeadLetters('ops')).toBe(1);
     // a replay from the CLI happens in another process: the worker finds the rows on its next scan
     await waitFor(() => p.requests.length === 2, 'the replayed delivery', 10_000);
     expect(p.requests[1]!.headers['ce-id']).toBe(p.requests[0]!.headers['ce-id']);

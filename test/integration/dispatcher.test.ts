@@ -47,7 +47,7 @@ const pe = (eventId: string, transition: string, sinks: string[]): PendingEvent 
   }),
   sinks,
 });
-const commit = (...events: PendingEvent[]) => store.commit({ document: doc, etag: null, observedAt: 't', events });
+const commit = (...events: PendingEvent[]) => store.journal.commit({ document: doc, etag: null, observedAt: 't', events });
 
 /** A sink whose answers the test scripts; it records what it was sent. */
 function scripted(answer: (e: BridgeEvent, call: number) => Outcome | 'hang' | 'throw'): Sink & { sent: string[]; calls: number } {
@@ -87,7 +87,7 @@ function target(name: string, sink: Sink, delivery: Record<string, number> = {},
 }
 
 function start(targets: DispatchTarget[], reports: OutcomeReport[] = []) {
-  dispatcher = new Dispatcher({ store, targets, logger: silentLogger, onOutcome: (r) => reports.push(r) });
+  dispatcher = new Dispatcher({ outbox: store.outbox, targets, logger: silentLogger, onOutcome: (r) => reports.push(r) });
   dispatcher.start();
   return dispatcher;
 }
@@ -99,7 +99,7 @@ describe('Dispatcher', () => {
     start([target('s', sink)]);
     await waitFor(() => sink.sent.length === 2, 'delivery');
     expect(sink.sent).toEqual(['A/scheduled', 'B/scheduled']);
-    await waitFor(() => store.outboxDepth().size === 0, 'an empty outbox');
+    await waitFor(() => store.outbox.depth().size === 0, 'an empty outbox');
   });
 
   it('retries with backoff until delivered, keeping the order of one event', async () => {
@@ -111,26 +111,26 @@ describe('Dispatcher', () => {
     await waitFor(() => sink.sent.length === 2, 'delivery after retries');
     expect(sink.sent).toEqual(['A/scheduled', 'A/started']);
     expect(reports.filter((r) => r.outcome === 'retry').map((r) => r.attempts)).toEqual([1, 2, 3]);
-    expect(store.deadLetters()).toEqual([]);
+    expect(store.outbox.deadLetters()).toEqual([]);
   });
 
   it('dead-letters a rejected event at once, with the reason', async () => {
     const sink = scripted(() => reject('HTTP 400: bad payload'));
     commit(pe('A', 'scheduled', ['s']));
     start([target('s', sink)]);
-    await waitFor(() => store.deadLetters().length === 1, 'a dead letter');
+    await waitFor(() => store.outbox.deadLetters().length === 1, 'a dead letter');
     expect(sink.calls).toBe(1);
-    expect(store.deadLetters()[0]).toMatchObject({ sink: 's', attempts: 1, lastError: 'rejected: HTTP 400: bad payload' });
-    expect(store.outboxDepth().size).toBe(0);
+    expect(store.outbox.deadLetters()[0]).toMatchObject({ sink: 's', attempts: 1, lastError: 'rejected: HTTP 400: bad payload' });
+    expect(store.outbox.depth().size).toBe(0);
   });
 
   it('dead-letters after maxAttempts with the last error', async () => {
     const sink = scripted((_e, call) => retry(`HTTP 503 (call ${call})`));
     commit(pe('A', 'scheduled', ['s']));
     start([target('s', sink, { maxAttempts: 3 })]);
-    await waitFor(() => store.deadLetters().length === 1, 'a dead letter');
+    await waitFor(() => store.outbox.deadLetters().length === 1, 'a dead letter');
     expect(sink.calls).toBe(3);
-    expect(store.deadLetters()[0]!.lastError).toBe('gave up after 3 attempts: HTTP 503 (call 3)');
+    expect(store.outbox.deadLetters()[0]!.lastError).toBe('gave up after 3 attempts: HTTP 503 (call 3)');
   });
 
   it('counts a malformed outcome as a retry with its reason, so maxAttempts still ends it', async () => {
@@ -146,12 +146,12 @@ describe('Dispatcher', () => {
       commit(pe(`E${i}`, 'scheduled', [name]));
       const reports: OutcomeReport[] = [];
       start([target(name, sink, { maxAttempts: 2 })], reports);
-      await waitFor(() => store.deadLetters(name).length === 1, `the dead letter of ${JSON.stringify(answer)}`);
+      await waitFor(() => store.outbox.deadLetters(name).length === 1, `the dead letter of ${JSON.stringify(answer)}`);
       expect(reports.map((r) => [r.outcome, r.attempts])).toEqual([
         ['retry', 1],
         ['dead-letter', 2],
       ]);
-      expect(store.deadLetters(name)[0]!.lastError).toMatch(/^gave up after 2 attempts: SINK_INVALID_OUTCOME: the sink returned /);
+      expect(store.outbox.deadLetters(name)[0]!.lastError).toMatch(/^gave up after 2 attempts: SINK_INVALID_OUTCOME: the sink returned /);
       await dispatcher!.stop(1000);
     }
   });
@@ -161,14 +161,14 @@ describe('Dispatcher', () => {
     const sink = scripted(() => retry(`${'e'.repeat(290)}${secret} and more`));
     commit(pe('A', 'scheduled', ['s']));
     dispatcher = new Dispatcher({
-      store,
+      outbox: store.outbox,
       targets: [target('s', sink, { maxAttempts: 1 })],
       logger: silentLogger,
       scrub: (t) => t.split(secret).join('[redacted]'),
     });
     dispatcher.start();
-    await waitFor(() => store.deadLetters().length === 1, 'a dead letter');
-    const reason = store.deadLetters()[0]!.lastError;
+    await waitFor(() => store.outbox.deadLetters().length === 1, 'a dead letter');
+    const reason = store.outbox.deadLetters()[0]!.lastError;
     expect(reason).toContain(`${'e'.repeat(290)}[redacted]`);
     expect(reason).not.toContain(secret.slice(0, 4));
     expect(reason.length).toBeLessThanOrEqual(300 + 'gave up after 1 attempts: '.length + 1);
@@ -176,11 +176,11 @@ describe('Dispatcher', () => {
 
   it('dead-letters once an event is older than maxAgeMs', async () => {
     const sink = scripted(() => retry('HTTP 503', 5000));
-    store.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A', 'scheduled', ['s'])], now: Date.now() - 1500 });
+    store.journal.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A', 'scheduled', ['s'])], now: Date.now() - 1500 });
     start([target('s', sink, { maxAgeMs: 1000, maxAttempts: 100, maxBackoffMs: 10 })]);
-    await waitFor(() => store.deadLetters().length === 1, 'a dead letter');
+    await waitFor(() => store.outbox.deadLetters().length === 1, 'a dead letter');
     expect(sink.calls).toBe(1);
-    expect(store.deadLetters()[0]!.lastError).toMatch(/^gave up after 1000 ms: HTTP 503/);
+    expect(store.outbox.deadLetters()[0]!.lastError).toMatch(/^gave up after 1000 ms: HTTP 503/);
   });
 
   it('honours Retry-After, capped by maxBackoffMs', async () => {
@@ -208,7 +208,7 @@ describe('Dispatcher', () => {
     const reports: OutcomeReport[] = [];
     start([target('s', sink)], reports);
     await waitFor(() => reports.length >= 2, 'two failed attempts');
-    expect(store.outboxDepth().get('s')).toBe(1);
+    expect(store.outbox.depth().get('s')).toBe(1);
     broken = false;
     await waitFor(() => sink.sent.length === 1, 'delivery after recovery');
   });
@@ -223,7 +223,7 @@ describe('Dispatcher', () => {
     dispatcher!.notify();
     await waitFor(() => healthy.sent.length === 2, 'the healthy sink, again');
     expect(stuck.calls).toBe(1);
-    expect(store.outboxDepth().get('stuck')).toBe(2);
+    expect(store.outbox.depth().get('stuck')).toBe(2);
   });
 
   it('lets other events of a sink pass one that is waiting to be retried', async () => {
@@ -241,8 +241,8 @@ describe('Dispatcher', () => {
     await waitFor(() => stuck.calls === 1, 'the send to start');
     await d.stop(100);
     dispatcher = null;
-    expect(store.outboxDepth().get('stuck')).toBe(1);
-    expect(store.deadLetters()).toEqual([]);
+    expect(store.outbox.depth().get('stuck')).toBe(1);
+    expect(store.outbox.deadLetters()).toEqual([]);
   });
 
   it('sends batches up to the sink maximum', async () => {

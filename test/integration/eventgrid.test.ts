@@ -195,9 +195,9 @@ describe('eventgrid sink in the bridge: the delivery suite', () => {
     await waitFor(() => h.sim.events.length === 0, 'the event to run its course');
     await waitFor(() => peer.publishes.length >= 6, 'several failed attempts');
     peer.faults.length = 0;
-    await waitFor(() => h.bridge.store.outboxDepth().size === 0 && types().includes(`completed:${e.eventId}`), 'the outbox to drain');
+    await waitFor(() => h.bridge.store.outbox.depth().size === 0 && types().includes(`completed:${e.eventId}`), 'the outbox to drain');
     expect(types()).toEqual([`scheduled:${e.eventId}`, `started:${e.eventId}`, `completed:${e.eventId}`]);
-    expect(h.bridge.store.deadLetters()).toEqual([]);
+    expect(h.bridge.store.outbox.deadLetters()).toEqual([]);
     expect(h.lines.some((l) => l.code === 'DELIVERY_RETRY' && l.sink === 'grid' && String(l.err).startsWith('HTTP 503'))).toBe(true);
   });
 
@@ -216,7 +216,7 @@ describe('eventgrid sink in the bridge: the delivery suite', () => {
       const b = h.sim.addEvent({ noticeMs: 600_000 });
       await waitFor(() => healthy.requests.length === 2, 'the healthy peer');
       expect(new Set(healthy.requests.map((r) => r.headers['ce-subject']))).toEqual(new Set([a.eventId, b.eventId]));
-      expect(h.bridge.store.outboxDepth().get('grid')).toBe(2);
+      expect(h.bridge.store.outbox.depth().get('grid')).toBe(2);
       expect(peer.events()).toEqual([]);
     } finally {
       await stopAll();
@@ -230,15 +230,15 @@ describe('eventgrid sink in the bridge: the delivery suite', () => {
       sinks: [{ name: 'grid', type: 'eventgrid', endpoint: peer.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY, delivery: fast }],
     });
     const e = h.sim.addEvent({ noticeMs: 600_000 });
-    await waitFor(() => h.bridge.store.deadLetters().length === 1, 'a dead letter');
-    expect(h.bridge.store.deadLetters()[0]).toMatchObject({
+    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 1, 'a dead letter');
+    expect(h.bridge.store.outbox.deadLetters()[0]).toMatchObject({
       sink: 'grid',
       eventId: e.eventId,
       attempts: 1,
       lastError: expect.stringMatching(/^rejected: HTTP 404: the topic does not exist/),
     });
     peer.topics.add('maintenance');
-    expect(h.bridge.store.replayDeadLetters('grid')).toBe(1);
+    expect(h.bridge.store.outbox.replayDeadLetters('grid')).toBe(1);
     await waitFor(() => peer.events('maintenance').length === 1, 'the replayed delivery', 10_000);
     expect(peer.events('maintenance')[0]).toMatchObject({ subject: e.eventId, type: 'azure.scheduledevent.scheduled' });
   });

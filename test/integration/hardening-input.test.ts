@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.ts';
-import { Bridge } from '../../src/daemon/bridge.ts';
+import { linksFor } from '../../src/approval/links.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { toCloudEvent } from '../../src/pipeline/cloudevent.ts';
@@ -84,7 +84,7 @@ describe('exec hooks', () => {
     const e = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => sim.startRequests.length === 1, 'the approval after the hook', 10_000);
     expect(sim.startRequests[0]!.eventIds).toEqual([e.eventId]);
-    expect(bridge.store.deadLetters()).toEqual([]);
+    expect(bridge.store.outbox.deadLetters()).toEqual([]);
   });
 
   it('a huge event and a NUL in a field: delivered, with the variables cut or left out and the full event on stdin', async () => {
@@ -201,7 +201,7 @@ describe('approval links', () => {
       {},
     );
     const vm = identityFrom(null, { name: 'vm0' });
-    const links = Bridge.approvalLinks(config, new BridgeState(vm))!;
+    const links = linksFor(config.approval, new BridgeState(vm))!;
     const wire = (NotBefore: string) => ({
       EventId: 'E-LINK',
       EventType: 'Reboot',

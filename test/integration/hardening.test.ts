@@ -81,7 +81,7 @@ describe('a failure of our own mapping', () => {
     await expect(service.approve(e.eventId, { by: 'test', via: 'api' })).rejects.toThrow('cannot route');
     expect(sim.startRequests).toEqual([]);
     expect(emitted).toBe(0);
-    expect(store.approval(e.eventId)).toBeNull();
+    expect(store.approvals.of(e.eventId)).toBeNull();
   });
 });
 
@@ -178,15 +178,15 @@ describe('a transition that happens again', () => {
     let bridge = await Bridge.create({ config, logger: silentLogger });
     await bridge.start();
     sim.setRawDocument(doc(2, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')]));
-    await waitFor(() => bridge.store.journal().length === 1, 'scheduled');
+    await waitFor(() => bridge.store.journal.all().length === 1, 'scheduled');
     sim.setRawDocument(doc(3, []));
-    await waitFor(() => bridge.store.journal().length === 2, 'canceled');
+    await waitFor(() => bridge.store.journal.all().length === 2, 'canceled');
     await bridge.stop(1000);
     sim.setRawDocument(doc(4, [ev('Scheduled', 'Tue, 24 Nov 2026 18:00:00 GMT')]));
     bridge = await Bridge.create({ config, logger: silentLogger });
     cleanups.push(() => bridge.stop(1000));
     await bridge.start();
-    await waitFor(() => bridge.store.journal().length === 3, 'scheduled again');
+    await waitFor(() => bridge.store.journal.all().length === 3, 'scheduled again');
     await waitFor(() => ids().length === 3, 'three deliveries');
     expect(ids()).toEqual(['E-RECUR/scheduled', 'E-RECUR/canceled', 'E-RECUR/scheduled/2']);
   });

@@ -127,8 +127,8 @@ describe('kubernetes sink against the stand-in API server', () => {
       'POST /api/v1/namespaces/NS/events',
       'POST /api/v1/namespaces/NS/pods/NAME/eviction',
     ]);
-    await waitFor(() => h.bridge.store.preparations(e.eventId)[0]?.state === 'undone', 'the preparation recorded as undone');
-    expect(h.bridge.store.preparations(e.eventId)).toMatchObject([
+    await waitFor(() => h.bridge.store.preparations.of(e.eventId)[0]?.state === 'undone', 'the preparation recorded as undone');
+    expect(h.bridge.store.preparations.of(e.eventId)).toMatchObject([
       { sink: 'node', state: 'undone', detail: 'node aks-node-0 given back: uncordoned' },
     ]);
   });
@@ -156,8 +156,8 @@ describe('kubernetes sink against the stand-in API server', () => {
     api.addPod('web', 'cache-0', 'aks-node-0', { owner: 'ReplicaSet', emptyDir: true });
     const h = await bridgeWith(api, { nodeName: 'aks-node-0', delivery: { maxAttempts: 1 } });
     h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => h.bridge.store.deadLetters().some((d) => d.sink === 'node'), 'the blocked drain to be dead-lettered');
-    expect(h.bridge.store.deadLetters().find((d) => d.sink === 'node')!.lastError).toMatch(
+    await waitFor(() => h.bridge.store.outbox.deadLetters().some((d) => d.sink === 'node'), 'the blocked drain to be dead-lettered');
+    expect(h.bridge.store.outbox.deadLetters().find((d) => d.sink === 'node')!.lastError).toMatch(
       /KUBE_DRAIN_BLOCKED: cannot delete pods with local storage \(emptyDir\): web\/cache-0/,
     );
     expect(h.sim.startRequests).toEqual([]);
@@ -191,8 +191,8 @@ describe('kubernetes sink against the stand-in API server', () => {
       },
     });
     const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => h.bridge.store.deadLetters().length === 3, 'three dead letters', 20_000);
-    const dead = new Map(h.bridge.store.deadLetters().map((d) => [d.sink, d.lastError]));
+    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 3, 'three dead letters', 20_000);
+    const dead = new Map(h.bridge.store.outbox.deadLetters().map((d) => [d.sink, d.lastError]));
     expect(dead.get('rbac')).toMatch(
       /^rejected: KUBE_FORBIDDEN: evict pod web\/web-0: forbidden by RBAC \(403\): .*cannot create resource "pods\/eviction"/,
     );

@@ -237,8 +237,8 @@ describe('a refused token through the bridge', () => {
       ],
     });
     const e = sim.addEvent({ noticeMs: 600_000 });
-    await waitFor(() => harness!.bridge.store.deadLetters().length === 1, 'the dead letter', 20_000);
-    expect(harness.bridge.store.deadLetters()[0]).toMatchObject({
+    await waitFor(() => harness!.bridge.store.outbox.deadLetters().length === 1, 'the dead letter', 20_000);
+    expect(harness.bridge.store.outbox.deadLetters()[0]).toMatchObject({
       sink: 'hub',
       eventId: e.eventId,
       attempts: 3,
@@ -247,7 +247,7 @@ describe('a refused token through the bridge', () => {
     expect(peer.messages).toEqual([]);
     // the role assignment arrives: a replay delivers it
     peer.auth = { kind: 'jwt', audience: EVENT_HUBS, principals: [UA.objectId, sim.identities.system.objectId] };
-    expect(harness.bridge.store.replayDeadLetters('hub')).toBe(1);
+    expect(harness.bridge.store.outbox.replayDeadLetters('hub')).toBe(1);
     await waitFor(() => peer.messages.length === 1, 'the replayed event', 15_000);
   }, 40_000);
 });
@@ -339,14 +339,14 @@ describe('token expiry and renewal', () => {
     await new Promise((r) => setTimeout(r, 1500));
     const second = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(
-      () => harness!.bridge.store.outboxDepth().size === 0 && peer.messages.length === 2,
+      () => harness!.bridge.store.outbox.depth().size === 0 && peer.messages.length === 2,
       'the second event, after a refusal',
       20_000,
     );
     expect(peer.expiredRefusals).toBeGreaterThanOrEqual(1);
     const subjects = peer.messages.map((m) => (m.message.application_properties as Record<string, unknown>)['cloudEvents_subject']);
     expect(subjects).toEqual([first.eventId, second.eventId]);
-    expect(harness.bridge.store.deadLetters()).toEqual([]);
+    expect(harness.bridge.store.outbox.deadLetters()).toEqual([]);
     // the SDK is left waiting on the detached link until the attempt's timeout, then retries
     expect(harness.lines.some((l) => l.code === 'DELIVERY_RETRY' && l.eventId === second.eventId)).toBe(true);
   }, 30_000);

@@ -64,7 +64,7 @@ describe('metrics and health', () => {
     const url = await run();
     const e = sim.addEvent({ EventType: 'Freeze', noticeMs: 300, startedMs: 600_000, DurationInSeconds: 5 });
     await waitFor(() => peer.requests.filter((r) => r.url === '/').length === 2, 'scheduled and started delivered');
-    await waitFor(() => bridge!.store.deadLetters().length === 2, 'the broken sink to dead-letter both');
+    await waitFor(() => bridge!.store.outbox.deadLetters().length === 2, 'the broken sink to dead-letter both');
     const { status, text } = await get(`${url}/metrics`);
     expect(status).toBe(200);
     expect(metric(text, 'sebridge_polls_total', 'result="changed",code=""')).toBeGreaterThanOrEqual(2);
@@ -148,7 +148,7 @@ describe('metrics and health', () => {
       await bridge.start();
       expect(bridge.observabilityUrl).toBeNull();
       sim.addEvent({ noticeMs: 600_000 });
-      await waitFor(() => bridge!.store.journal().length === 1, 'the bridge still works');
+      await waitFor(() => bridge!.store.journal.all().length === 1, 'the bridge still works');
     } finally {
       await blocker.close();
     }

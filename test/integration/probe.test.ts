@@ -119,8 +119,8 @@ describe('probe sink', () => {
     expect(back.at).toBeGreaterThan(h.sim.startRequests[0]!.at);
     prober.stop();
     // recorded once the delivery's outcome is, which may come a moment after the probe answers 200
-    await waitFor(() => h.bridge.store.preparations(e.eventId)[0]?.state === 'undone', 'the preparation undone');
-    expect(h.bridge.store.preparations(e.eventId)).toMatchObject([{ sink: 'lb', state: 'undone', detail: 'back in the load balancer' }]);
+    await waitFor(() => h.bridge.store.preparations.of(e.eventId)[0]?.state === 'undone', 'the preparation undone');
+    expect(h.bridge.store.preparations.of(e.eventId)).toMatchObject([{ sink: 'lb', state: 'undone', detail: 'back in the load balancer' }]);
     const metrics = await h.bridge.metrics.registry.metrics();
     expect(metrics).toMatch(/^sebridge_probe_in_service\{sink="lb"\} 1$/m);
     expect(metrics).toMatch(/^sebridge_probe_requests_total\{sink="lb",status="503"\} [1-9]\d*$/m);
@@ -171,7 +171,7 @@ describe('probe sink', () => {
     await waitFor(() => h.sim.startRequests.length === 1, 'the first approval after the drain', 10_000);
     const b = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000 });
     await waitFor(() => h.sim.startRequests.length === 2, 'the second approval', 10_000);
-    const holds = JSON.parse(h.bridge.store.sinkState('lb').get('holds')!) as Record<string, { since: number }>;
+    const holds = JSON.parse(h.bridge.store.sinkStates.of('lb').get('holds')!) as Record<string, { since: number }>;
     expect(holds[b.eventId]!.since).toBe(holds[a.eventId]!.since);
     expect(h.sim.startRequests[1]!.eventIds).toEqual([b.eventId]);
   });
@@ -209,11 +209,11 @@ describe('probe sink', () => {
       // 1. the gate open: the hook succeeds at once; canceled while the probe still drains
       const e = h.sim.addEvent({ EventId: 'A1B2C3D4-0000-4000-8000-000000000031', EventType: 'Reboot', noticeMs: 600_000 });
       const out1 = await waitFor(() => prober.first(503, 0), 'the probe out of service');
-      await waitFor(() => h.bridge.store.hooksDone(e.eventId).has('gate'), 'the gate hook succeeded');
+      await waitFor(() => h.bridge.store.preparations.counted(e.eventId).has('gate'), 'the gate hook succeeded');
       rmSync(flag);
       h.sim.removeEvent(e.eventId);
       await waitFor(() => h.kinds().includes(`canceled:${e.eventId}`), 'the cancel');
-      expect(h.bridge.store.hooksDone(e.eventId).size).toBe(0);
+      expect(h.bridge.store.preparations.counted(e.eventId).size).toBe(0);
       const back = await waitFor(() => prober.first(200, out1.at + 1), 'the probe back in service');
       // 2. the same EventId again, the gate closed: neither the first drain nor the first hook success counts
       h.sim.addEvent({ EventId: e.eventId, EventType: 'Reboot', noticeMs: 600_000 });
@@ -236,8 +236,8 @@ describe('probe sink', () => {
       await new Promise((r) => setTimeout(r, 1000));
       // the one running when the cancel was committed may finish; none starts after it
       expect(runsOf(`${b.eventId}/scheduled`)).toBeLessThanOrEqual(atCancel + 1);
-      expect(h.bridge.store.outboxDepth().get('gate') ?? 0).toBe(0);
-      expect(h.bridge.store.deadLetters()).toEqual([]);
+      expect(h.bridge.store.outbox.depth().get('gate') ?? 0).toBe(0);
+      expect(h.bridge.store.outbox.deadLetters()).toEqual([]);
     } finally {
       prober.stop();
       rmSync(flag, { force: true });

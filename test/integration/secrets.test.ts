@@ -129,7 +129,7 @@ afterAll(async () => {
 describe('secrets', () => {
   it('never appear in logs, metrics or files, whatever fails', async () => {
     sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => bridge.store.deadLetters().length >= 10, 'every failing sink to dead-letter', 30_000);
+    await waitFor(() => bridge.store.outbox.deadLetters().length >= 10, 'every failing sink to dead-letter', 30_000);
     // the Entra ID tokens the webhook sent, which the failing peer echoed back
     const tokens = http.requests.filter((r) => r.url === '/entra').map((r) => String(r.headers.authorization).replace(/^Bearer /, ''));
     expect(tokens.length).toBeGreaterThanOrEqual(2);
@@ -146,7 +146,7 @@ describe('secrets', () => {
     }).then((r) => r.body.dump());
     const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
     const files = readdirSync(dir.path).map((f) => readFileSync(join(dir.path, f)).toString('latin1'));
-    const everything = [output, metrics, ...files, ...bridge.store.deadLetters().map((d) => d.lastError)].join('\n');
+    const everything = [output, metrics, ...files, ...bridge.store.outbox.deadLetters().map((d) => d.lastError)].join('\n');
     expect(output).toContain('DELIVERY_');
     for (const [name, value] of Object.entries(S)) {
       expect(everything.includes(value), `${name} leaked`).toBe(false);

@@ -28,13 +28,14 @@ describe('store failures', () => {
     const store = Store.open(path);
     store.close();
     const writes = [
-      () => store.saveEtag('"e"'),
-      () => store.reschedule(1, 1, 0, 'x'),
-      () => store.hookSucceeded('E', 'hook', 'E/scheduled'),
-      () => store.remember('k', null, 1000),
-      () => store.sinkState('slack').set('k', 'v'),
-      () => store.commit({ document: { incarnation: 1, events: [] }, etag: null, observedAt: new Date(0).toISOString(), events: [] }),
-      () => store.markDelivered([1]),
+      () => store.journal.saveEtag('"e"'),
+      () => store.outbox.reschedule(1, 1, 0, 'x'),
+      () => store.preparations.succeeded('E', 'hook', 'E/scheduled', null),
+      () => store.replay.spendToken('k', 1000),
+      () => store.sinkStates.of('slack').set('k', 'v'),
+      () =>
+        store.journal.commit({ document: { incarnation: 1, events: [] }, etag: null, observedAt: new Date(0).toISOString(), events: [] }),
+      () => store.outbox.markDelivered([1]),
       () => store.prune(1000),
     ];
     for (const w of writes) {
@@ -44,11 +45,11 @@ describe('store failures', () => {
       expect(e.cause).toBeDefined();
     }
     const reads = [
-      () => store.due('hook', Date.now(), 10),
-      () => store.approval('E'),
-      () => store.recalled('k'),
-      () => store.sinkState('slack').get('k'),
-      () => store.priorOccurrences('E/scheduled'),
+      () => store.outbox.due('hook', Date.now(), 10),
+      () => store.approvals.of('E'),
+      () => store.replay.tokenSpent('k'),
+      () => store.sinkStates.of('slack').get('k'),
+      () => store.journal.priorOccurrences('E/scheduled'),
     ];
     for (const r of reads) expect(failure(r).code).toBe('STORE_READ_FAILED');
   });

@@ -27,81 +27,87 @@ describe('Store (real SQLite on disk)', () => {
     const path = freshPath();
     const doc = fixtureDocument('live-migration-2.json');
     let s = Store.open(path);
-    expect(s.loadDocument()).toBeNull();
-    s.commit({ document: doc, etag: '"e1"', observedAt: '2026-01-01T00:00:00Z', events: [pe('A/scheduled', 'A', ['x', 'y'])], now: 1000 });
+    expect(s.journal.loadDocument()).toBeNull();
+    s.journal.commit({
+      document: doc,
+      etag: '"e1"',
+      observedAt: '2026-01-01T00:00:00Z',
+      events: [pe('A/scheduled', 'A', ['x', 'y'])],
+      now: 1000,
+    });
     s.close();
     s = Store.open(path);
-    const loaded = s.loadDocument()!;
+    const loaded = s.journal.loadDocument()!;
     expect(loaded.document).toEqual(doc);
     expect(loaded.etag).toBe('"e1"');
     expect(Object.isFrozen(loaded.document.events[0])).toBe(true);
-    expect(s.outboxDepth()).toEqual(
+    expect(s.outbox.depth()).toEqual(
       new Map([
         ['x', 1],
         ['y', 1],
       ]),
     );
-    expect(s.due('x', 1000, 10).map((r) => r.ceId)).toEqual(['A/scheduled']);
+    expect(s.outbox.due('x', 1000, 10).map((r) => r.ceId)).toEqual(['A/scheduled']);
     s.close();
   });
 
   it('commits a document with its events atomically: a failure leaves nothing behind', () => {
     const s = Store.open(freshPath());
     const d1 = fixtureDocument('live-migration-1.json');
-    s.commit({ document: d1, etag: null, observedAt: 't', events: [] });
+    s.journal.commit({ document: d1, etag: null, observedAt: 't', events: [] });
     const bad = { ...pe('B/scheduled', 'B', ['x']), json: null as unknown as string };
     expect(() =>
-      s.commit({
+      s.journal.commit({
         document: fixtureDocument('live-migration-2.json'),
         etag: null,
         observedAt: 't',
         events: [pe('A/scheduled', 'A', ['x']), bad],
       }),
     ).toThrow(StoreError);
-    expect(s.loadDocument()!.document.incarnation).toBe(1);
-    expect(s.outboxDepth().size).toBe(0);
-    expect(s.journal()).toHaveLength(0);
+    expect(s.journal.loadDocument()!.document.incarnation).toBe(1);
+    expect(s.outbox.depth().size).toBe(0);
+    expect(s.journal.all()).toHaveLength(0);
     s.close();
   });
 
   it('hands out one row per EventId at a time, oldest first, and only when due', () => {
     const s = Store.open(freshPath());
     const doc = fixtureDocument('live-migration-1.json');
-    s.commit({
+    s.journal.commit({
       document: doc,
       etag: null,
       observedAt: 't',
       events: [pe('A/scheduled', 'A', ['x']), pe('B/scheduled', 'B', ['x'])],
       now: 100,
     });
-    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A/started', 'A', ['x'], 'started')], now: 200 });
-    expect(s.due('x', 300, 10).map((r) => r.ceId)).toEqual(['A/scheduled', 'B/scheduled']);
-    expect(s.due('x', 300, 1).map((r) => r.ceId)).toEqual(['A/scheduled']);
-    const [a] = s.due('x', 300, 1);
-    s.reschedule(a!.rowId, 1, 5000, 'boom');
+    s.journal.commit({ document: doc, etag: null, observedAt: 't', events: [pe('A/started', 'A', ['x'], 'started')], now: 200 });
+    expect(s.outbox.due('x', 300, 10).map((r) => r.ceId)).toEqual(['A/scheduled', 'B/scheduled']);
+    expect(s.outbox.due('x', 300, 1).map((r) => r.ceId)).toEqual(['A/scheduled']);
+    const [a] = s.outbox.due('x', 300, 1);
+    s.outbox.reschedule(a!.rowId, 1, 5000, 'boom');
     // A/started waits behind its own scheduled; B is unaffected
-    expect(s.due('x', 300, 10).map((r) => r.ceId)).toEqual(['B/scheduled']);
-    expect(s.nextDueAt('x')).toBe(100);
-    s.markDelivered([s.due('x', 300, 10)[0]!.rowId]);
-    expect(s.nextDueAt('x')).toBe(5000);
-    expect(s.due('x', 5000, 10).map((r) => [r.ceId, r.attempts])).toEqual([['A/scheduled', 1]]);
-    s.markDelivered([s.due('x', 5000, 10)[0]!.rowId]);
-    expect(s.due('x', 5000, 10).map((r) => r.ceId)).toEqual(['A/started']);
+    expect(s.outbox.due('x', 300, 10).map((r) => r.ceId)).toEqual(['B/scheduled']);
+    expect(s.outbox.nextDueAt('x')).toBe(100);
+    s.outbox.markDelivered([s.outbox.due('x', 300, 10)[0]!.rowId]);
+    expect(s.outbox.nextDueAt('x')).toBe(5000);
+    expect(s.outbox.due('x', 5000, 10).map((r) => [r.ceId, r.attempts])).toEqual([['A/scheduled', 1]]);
+    s.outbox.markDelivered([s.outbox.due('x', 5000, 10)[0]!.rowId]);
+    expect(s.outbox.due('x', 5000, 10).map((r) => r.ceId)).toEqual(['A/started']);
     s.close();
   });
 
   it('moves rows to the dead letters with their last error, and replays them', () => {
     const s = Store.open(freshPath());
-    s.commit({
+    s.journal.commit({
       document: fixtureDocument('live-migration-1.json'),
       etag: null,
       observedAt: 't',
       events: [pe('A/scheduled', 'A', ['x', 'y'])],
       now: 1,
     });
-    const [row] = s.due('x', 10, 10);
-    s.deadLetter(row!.rowId, 3, 'HTTP 400', 50);
-    expect(s.deadLetters()).toEqual([
+    const [row] = s.outbox.due('x', 10, 10);
+    s.outbox.deadLetter(row!.rowId, 3, 'HTTP 400', 50);
+    expect(s.outbox.deadLetters()).toEqual([
       expect.objectContaining({
         sink: 'x',
         ceId: 'A/scheduled',
@@ -113,43 +119,43 @@ describe('Store (real SQLite on disk)', () => {
         deadAt: 50,
       }),
     ]);
-    expect(s.deadLetters('y')).toEqual([]);
-    expect(s.due('x', 10, 10)).toEqual([]);
-    expect(s.replayDeadLetters('x', 60)).toBe(1);
-    expect(s.deadLetters()).toEqual([]);
-    expect(s.due('x', 60, 10).map((r) => [r.ceId, r.attempts])).toEqual([['A/scheduled', 0]]);
+    expect(s.outbox.deadLetters('y')).toEqual([]);
+    expect(s.outbox.due('x', 10, 10)).toEqual([]);
+    expect(s.outbox.replayDeadLetters('x', 60)).toBe(1);
+    expect(s.outbox.deadLetters()).toEqual([]);
+    expect(s.outbox.due('x', 60, 10).map((r) => [r.ceId, r.attempts])).toEqual([['A/scheduled', 0]]);
     s.close();
   });
 
   it('dead-letters the rows of a sink that is no longer configured', () => {
     const s = Store.open(freshPath());
-    s.commit({
+    s.journal.commit({
       document: fixtureDocument('live-migration-1.json'),
       etag: null,
       observedAt: 't',
       events: [pe('A/scheduled', 'A', ['gone', 'kept'])],
     });
-    expect(s.outboxSinks().sort()).toEqual(['gone', 'kept']);
-    expect(s.deadLetterSink('gone', 'sink "gone" is no longer configured')).toBe(1);
-    expect(s.outboxSinks()).toEqual(['kept']);
-    expect(s.deadLetters()[0]!.lastError).toMatch(/no longer configured/);
+    expect(s.outbox.sinks().sort()).toEqual(['gone', 'kept']);
+    expect(s.outbox.deadLetterSink('gone', 'sink "gone" is no longer configured')).toBe(1);
+    expect(s.outbox.sinks()).toEqual(['kept']);
+    expect(s.outbox.deadLetters()[0]!.lastError).toMatch(/no longer configured/);
     s.close();
   });
 
   it('prunes only delivered journal entries older than the retention', () => {
     const s = Store.open(freshPath());
     const doc = fixtureDocument('live-migration-1.json');
-    s.commit({
+    s.journal.commit({
       document: doc,
       etag: null,
       observedAt: 't',
       events: [pe('old/delivered', 'O', ['x']), pe('old/pending', 'P', ['y'])],
       now: 1000,
     });
-    s.commit({ document: doc, etag: null, observedAt: 't', events: [pe('new/delivered', 'N', [])], now: 9000 });
-    s.markDelivered(s.due('x', 10_000, 10).map((r) => r.rowId));
+    s.journal.commit({ document: doc, etag: null, observedAt: 't', events: [pe('new/delivered', 'N', [])], now: 9000 });
+    s.outbox.markDelivered(s.outbox.due('x', 10_000, 10).map((r) => r.rowId));
     expect(s.prune(5000, 10_000)).toBe(1);
-    expect(s.journal().map((j) => j.id)).toEqual(['old/pending', 'new/delivered']);
+    expect(s.journal.all().map((j) => j.id)).toEqual(['old/pending', 'new/delivered']);
     s.close();
   });
 
@@ -179,5 +185,51 @@ describe('Store (real SQLite on disk)', () => {
     db.exec("UPDATE meta SET value = '99' WHERE key = 'schema_version'");
     db.close();
     expect(() => Store.open(path)).toThrow(/schema version 99 is newer/);
+  });
+
+  it('folds the preparation results of a schema 6 database into the one preparations table', () => {
+    const path = freshPath();
+    let s = Store.open(path);
+    s.journal.commit({
+      document: fixtureDocument('live-migration-1.json'),
+      etag: null,
+      observedAt: 't',
+      events: [pe('E/scheduled', 'E', ['hook'])],
+    });
+    s.preparations.set('E', 'probe', 'pending', 'draining');
+    s.close();
+    // the database as schema 6 left it: successes in preparation_results, no ce_id on preparations
+    const db = new DatabaseSync(path);
+    db.exec(`ALTER TABLE preparations DROP COLUMN ce_id;
+      CREATE TABLE preparation_results (event_id TEXT NOT NULL, sink TEXT NOT NULL, ce_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (event_id, sink));
+      INSERT INTO preparation_results VALUES ('E', 'hook', 'E/scheduled', 5), ('E', 'probe', 'E/scheduled', 6);
+      UPDATE meta SET value = '6' WHERE key = 'schema_version';`);
+    db.close();
+    s = Store.open(path);
+    expect(s.preparations.counted('E')).toEqual(new Set(['hook', 'probe']));
+    expect(s.preparations.of('E')).toEqual([
+      { sink: 'hook', state: 'done', detail: null, at: 5 },
+      { sink: 'probe', state: 'pending', detail: 'draining', at: expect.any(Number) },
+    ]);
+    s.close();
+    const after = new DatabaseSync(path);
+    const tables = after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'preparation%'").all();
+    const version = after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get();
+    after.close();
+    expect(tables).toEqual([{ name: 'preparations' }]);
+    expect(version).toEqual({ value: '7' });
+  });
+
+  it("counts a preparation's success only while its occurrence is current", () => {
+    const s = Store.open(freshPath());
+    const doc = fixtureDocument('live-migration-1.json');
+    s.journal.commit({ document: doc, etag: null, observedAt: 't', events: [pe('E/scheduled', 'E', ['hook'])] });
+    expect(s.preparations.succeeded('E', 'hook', 'E/scheduled', 'ok')).toBe(true);
+    expect(s.preparations.counted('E')).toEqual(new Set(['hook']));
+    s.journal.commit({ document: doc, etag: null, observedAt: 't', events: [pe('E/canceled', 'E', [], 'canceled')] });
+    expect(s.preparations.counted('E')).toEqual(new Set());
+    expect(s.preparations.succeeded('E', 'hook', 'E/scheduled', 'late')).toBe(false);
+    expect(s.preparations.of('E')).toMatchObject([{ sink: 'hook', state: 'done', detail: 'ok' }]);
+    s.close();
   });
 });

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { Template } from '../../sinks/webhook/template.ts';
+import { Template } from '../../sinks/webhook/templates.ts';
 import { classifyNetworkError } from '../../src/sinks/classify.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { scenarioTimeline } from '../../src/simulator/timeline.ts';
@@ -52,7 +52,7 @@ describe('webhook templates through the daemon', () => {
     const redeploy = h.sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000 });
     const reboot = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
     await waitFor(
-      () => peer.requests.length === 1 && h.bridge.store.deadLetters().length === 1 && h.bridge.store.outboxDepth().size === 0,
+      () => peer.requests.length === 1 && h.bridge.store.outbox.deadLetters().length === 1 && h.bridge.store.outbox.depth().size === 0,
       'one request, one dead letter, nothing left',
     );
     const [req] = peer.requests;
@@ -67,7 +67,7 @@ describe('webhook templates through the daemon', () => {
     expect(body.summary).toMatch(/SCHEDULED\s+Reboot/);
     // Standard Webhooks signing over the body the template made
     expect(() => new Webhook(SECRET).verify(req!.body, req!.headers as Record<string, string>)).not.toThrow();
-    const [dead] = h.bridge.store.deadLetters();
+    const [dead] = h.bridge.store.outbox.deadLetters();
     expect(dead!.eventId).toBe(freeze.eventId);
     expect(dead!.lastError).toMatch(
       new RegExp(`^rejected: TEMPLATE_FAILED: template: no freezes here: ${freeze.eventId} at position \\d+$`),
@@ -100,8 +100,8 @@ describe('webhook templates through the daemon', () => {
       ],
     });
     h.sim.addEvent({ EventId: '../../admin/x?y=1#', EventType: 'Reboot', noticeMs: 600_000, Description: 'Wartung ✓ geplant' });
-    await waitFor(() => h.bridge.store.deadLetters().length === 2, 'both dead-lettered');
-    const dead = Object.fromEntries(h.bridge.store.deadLetters().map((d) => [d.sink, d]));
+    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 2, 'both dead-lettered');
+    const dead = Object.fromEntries(h.bridge.store.outbox.deadLetters().map((d) => [d.sink, d]));
     expect(dead.hdr!.attempts).toBe(1);
     expect(dead.hdr!.lastError).toMatch(
       /^rejected: TEMPLATE_FAILED: headerTemplates\.X-Description: a header value holds U\+2713, which HTTP does not allow/,
@@ -133,8 +133,8 @@ describe('webhook templates through the daemon', () => {
     // committed in one document, so the sink takes them in one send
     const ids = ['Reboot', 'Freeze', 'Redeploy', 'Reboot'].map((EventType) => h.sim.addEvent({ EventType, noticeMs: 600_000 }));
     await h.bridge.start();
-    await waitFor(() => peer.requests.length === 3 && h.bridge.store.deadLetters().length === 1, 'three sent, one dead-lettered');
-    const [dead] = h.bridge.store.deadLetters();
+    await waitFor(() => peer.requests.length === 3 && h.bridge.store.outbox.deadLetters().length === 1, 'three sent, one dead-lettered');
+    const [dead] = h.bridge.store.outbox.deadLetters();
     expect(dead!.eventId).toBe(ids[1]!.eventId);
     expect(dead!.lastError).toBe('rejected: TEMPLATE_FAILED: template: the template ran longer than 100 ms and was stopped');
     expect(peer.requests.map((r) => (JSON.parse(r.body) as { id: string }).id).sort()).toEqual(
@@ -160,7 +160,7 @@ describe('webhook templates through the daemon', () => {
     const a = h.sim.addEvent({ noticeMs: 600_000 });
     const b = h.sim.addEvent({ noticeMs: 600_000 });
     await h.bridge.start();
-    await waitFor(() => peer.requests.length >= 1 && h.bridge.store.outboxDepth().size === 0, 'the batch');
+    await waitFor(() => peer.requests.length >= 1 && h.bridge.store.outbox.depth().size === 0, 'the batch');
     const all = peer.requests.flatMap((r) => JSON.parse(r.body) as { id: string }[]);
     expect(all.map((x) => x.id).sort()).toEqual([a.eventId, b.eventId].sort());
     expect(peer.requests[0]!.headers['content-type']).toBe('application/x-ndjson-like+json');

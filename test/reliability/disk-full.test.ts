@@ -42,7 +42,7 @@ describe('a full disk', () => {
     const { bridge, lines } = h;
     try {
       const a = sim.addEvent({ noticeMs: 600_000 });
-      await waitFor(() => bridge.store.knowsEvent(a.eventId), 'the first event');
+      await waitFor(() => bridge.store.journal.knowsEvent(a.eventId), 'the first event');
       // fill the disk
       const filler = join(mnt, 'filler');
       try {
@@ -58,7 +58,7 @@ describe('a full disk', () => {
       await waitFor(async () => (await fetch(`${bridge.observabilityUrl}/readyz`)).status === 503, 'not ready');
       // space comes back
       rmSync(filler, { force: true });
-      await waitFor(() => added.every((id) => bridge.store.knowsEvent(id)), 'every change committed', 20_000);
+      await waitFor(() => added.every((id) => bridge.store.journal.knowsEvent(id)), 'every change committed', 20_000);
       await waitFor(() => added.every((id) => readFileSync(events, 'utf8').includes(`${id}/scheduled`)), 'every change delivered', 20_000);
     } finally {
       await bridge.stop(500);

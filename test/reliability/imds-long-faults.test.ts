@@ -37,7 +37,7 @@ describe.concurrent('IMDS faults that last', () => {
     try {
       const e = sim.addEvent({ noticeMs: 3_600_000 });
       await bridge.start();
-      await waitFor(() => bridge.store.journal().length === 1, 'scheduled');
+      await waitFor(() => bridge.store.journal.all().length === 1, 'scheduled');
       sim.injectFault({ kind: 'status', status: 410, count: 1_000_000 });
       await waitFor(
         () => lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('IMDS has answered 410 for longer than the documented 70 s')),
@@ -52,8 +52,8 @@ describe.concurrent('IMDS faults that last', () => {
       sim.removeEvent(e.eventId); // happens during the outage...
       sim.clearFaults();
       await waitFor(async () => (await ready(bridge)) === 200, 'recovery', 40_000, 250);
-      await waitFor(() => bridge.store.journal().length === 2, 'the cancellation, once IMDS answers again', 10_000);
-      expect(bridge.store.journal().map((j) => j.transition)).toEqual(['scheduled', 'canceled']);
+      await waitFor(() => bridge.store.journal.all().length === 2, 'the cancellation, once IMDS answers again', 10_000);
+      expect(bridge.store.journal.all().map((j) => j.transition)).toEqual(['scheduled', 'canceled']);
     } finally {
       await cleanup();
     }
@@ -67,7 +67,7 @@ describe.concurrent('IMDS faults that last', () => {
       const t0 = Date.now();
       await bridge.start();
       expect(await ready(bridge)).toBe(503);
-      await waitFor(() => bridge.store.journal().length === 1, 'the first document, after 100 s', 130_000, 500);
+      await waitFor(() => bridge.store.journal.all().length === 1, 'the first document, after 100 s', 130_000, 500);
       expect(Date.now() - t0).toBeGreaterThanOrEqual(99_000);
       expect(sim.requests.filter((r) => r.path === '/metadata/scheduledevents')).toHaveLength(1);
       await waitFor(async () => (await ready(bridge)) === 200, 'ready');

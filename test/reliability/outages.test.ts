@@ -92,7 +92,7 @@ describe('sink outages, all at once', () => {
     await waitFor(() => firstSeen(file()).length === EVENTS * 3, 'every transition in the file');
     await waitFor(() => http.requests.filter((r) => r.url === '/hook').length >= 10, 'the webhook to have failed for a while');
     webhookDown = false;
-    await waitFor(() => bridge.store.outboxDepth().size === 0, 'every outbox to drain', 60_000, 50);
+    await waitFor(() => bridge.store.outbox.depth().size === 0, 'every outbox to drain', 60_000, 50);
     const hook = http.requests.filter((r) => r.url === '/hook').map((r) => String(r.headers['ce-id']));
     const hub = amqp.messages.map((m) => String(m.message.message_id));
     const slack = http.requests.filter((r) => r.url === '/slack').length;
@@ -108,6 +108,6 @@ describe('sink outages, all at once', () => {
       expect(inOrderPerEvent(ids), `${name} order`).toBe(true);
     }
     expect(slack).toBeGreaterThanOrEqual(EVENTS * 3 + 4);
-    expect(bridge.store.deadLetters()).toEqual([]);
+    expect(bridge.store.outbox.deadLetters()).toEqual([]);
   });
 });

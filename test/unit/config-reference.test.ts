@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { configurationReference, REFERENCE_PATH, rows } from '../../scripts/docs.ts';
 import { BridgeConfig } from '../../src/config/schema.ts';
 import { RelayConfig } from '../../src/fleet/relay-config.ts';
-import { SINK_TYPES } from '../../src/sinks/registry.ts';
+import { SINK_TYPES } from '../../src/registry/sinks.ts';
 import { ROOT } from '../helpers.ts';
 
 const committed = readFileSync(REFERENCE_PATH, 'utf8');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfigFile, parseConfigText, resolveConfigPath, validateConfig } from '../../src/config/load.ts';
 import { jsonSchema, SinkConfig } from '../../src/config/schema.ts';
-import { SINK_CONFIG_SCHEMAS, SINK_TYPES } from '../../src/sinks/registry.ts';
+import { SINK_CONFIG_SCHEMAS, SINK_TYPES } from '../../src/registry/sinks.ts';
 import { EXAMPLE_ENV, ROOT, undocumentedKeys } from '../helpers.ts';
 
 function problems(text: string, env: NodeJS.ProcessEnv = {}): readonly string[] {

@@ -6,6 +6,11 @@ import { ApprovalError } from '../../src/approval/service.ts';
 import { ConfigError } from '../../src/config/load.ts';
 import { ImdsError } from '../../src/imds/errors.ts';
 import { BridgeError, CODES, errorFields, isCode } from '../../src/lib/errors.ts';
+import { registerSinks } from '../../src/registry/register.ts';
+import { ERROR_CODES, SINK_MODULES, SINKS } from '../../src/registry/sinks.ts';
+import { stdoutSink } from '../../sinks/stdout.ts';
+import { reject, sinkBase, type SinkModule } from '../../src/api.ts';
+import { z } from 'zod';
 import { MappingError } from '../../src/pipeline/cloudevent.ts';
 import { StoreError } from '../../src/store/store.ts';
 
@@ -23,7 +28,42 @@ describe('the error catalogue', () => {
       for (const m of text.matchAll(/(?:\bcode: |Error\(\s*|HttpError\(\s*\d+,\s*)'([A-Z][A-Z0-9_]+)'/g)) used.add(m[1]!);
     }
     expect(used.size).toBeGreaterThan(40);
-    expect([...used].filter((c) => !isCode(c))).toEqual([]);
+    expect([...used].filter((c) => !Object.hasOwn(ERROR_CODES, c))).toEqual([]);
+  });
+
+  it('holds the core codes in src/lib/errors.ts and the codes of each sink type in its module', () => {
+    expect(isCode('KUBE_DRAIN_BLOCKED')).toBe(false);
+    expect(isCode('TEMPLATE_FAILED')).toBe(false);
+    expect(SINKS.find('kubernetes')?.codes).toHaveProperty('KUBE_DRAIN_BLOCKED');
+    expect(SINKS.find('webhook')?.codes).toHaveProperty('TEMPLATE_FAILED');
+    expect(ERROR_CODES).toMatchObject({ USAGE: CODES.USAGE, KUBE_DRAIN_BLOCKED: expect.any(String), TEMPLATE_LIMIT: expect.any(String) });
+    expect(Object.keys(ERROR_CODES).length).toBe(
+      Object.keys(CODES).length + SINKS.modules.reduce((n, m) => n + Object.keys(m.codes ?? {}).length, 0),
+    );
+  });
+
+  it('adds a sink type with one line in the list: its type, its schema and its codes', () => {
+    const configSchema = z.strictObject({ type: z.literal('pager'), ...sinkBase, service: z.string() });
+    const pager: SinkModule<z.infer<typeof configSchema>, typeof configSchema> = {
+      type: 'pager',
+      configSchema,
+      codes: { PAGER_REFUSED: 'the pager service refused the page (dead-lettered)' },
+      maxBatchSize: 1,
+      create: () => ({ send: async (events) => events.map(() => reject('PAGER_REFUSED: no')), close: async () => undefined }),
+    };
+    const registry = registerSinks([...SINK_MODULES, pager] as const);
+    expect(registry.types).toEqual([...SINKS.types, 'pager']);
+    expect(registry.find('pager')).toBe(pager);
+    expect(registry.codes.PAGER_REFUSED).toBe('the pager service refused the page (dead-lettered)');
+    expect(registry.codes.KUBE_DRAIN_BLOCKED).toBe(ERROR_CODES.KUBE_DRAIN_BLOCKED);
+    const union = z.discriminatedUnion('type', registry.schemas);
+    expect(union.parse({ type: 'pager', name: 'p', service: 'ops' })).toMatchObject({ type: 'pager', service: 'ops' });
+  });
+
+  it('refuses a code declared twice and a type registered twice', () => {
+    const clash: SinkModule = { ...stdoutSink, type: 'stdout2', codes: { USAGE: 'again' } };
+    expect(() => registerSinks([stdoutSink, clash])).toThrow('error code USAGE of sink type "stdout2" is already declared by the core');
+    expect(() => registerSinks([stdoutSink, stdoutSink])).toThrow('sink type "stdout" is registered twice');
   });
 
   it('every error class of the sources extends BridgeError', () => {

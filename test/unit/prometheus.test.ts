@@ -117,7 +117,7 @@ describe('Prometheus registry', () => {
     const { Store } = await import('../../src/store/store.ts');
     const store = Store.open(':memory:');
     try {
-      const text = await new Metrics(store).registry.metrics();
+      const text = await new Metrics(store.outbox).registry.metrics();
       const families = parsePrometheus(text);
       expect(families.length).toBeGreaterThan(30);
       const wrong = families.flatMap((f) => {

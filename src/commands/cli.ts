@@ -3,10 +3,10 @@
  * se-bridge: verbs map to command modules; nothing else lives here.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
  */
-import { EXIT, UsageError } from './commands/common.ts';
-import { usageOf, wantsHelp } from './commands/usage.ts';
-import { VERSION } from './lib/version.ts';
-import { nodeVersionProblem } from './lib/node-version.ts';
+import { EXIT, UsageError } from './common.ts';
+import { usageOf, wantsHelp } from './usage.ts';
+import { VERSION } from '../lib/version.ts';
+import { nodeVersionProblem } from '../lib/node-version.ts';
 
 const USAGE = `Usage: se-bridge <command> [options]
 
@@ -35,17 +35,17 @@ Every command answers --help.
 `;
 
 const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<number> }>> = {
-  run: () => import('./commands/run.ts'),
-  demo: () => import('./commands/demo.ts'),
-  simulate: () => import('./commands/simulate.ts'),
-  validate: () => import('./commands/validate.ts'),
-  status: () => import('./commands/status.ts'),
-  'dead-letters': () => import('./commands/dead-letters.ts'),
-  approve: () => import('./commands/approve.ts'),
-  schema: () => import('./commands/schema.ts'),
-  relay: () => import('./commands/relay.ts'),
-  fleet: () => import('./commands/fleet.ts'),
-  template: () => import('./commands/template.ts'),
+  run: () => import('./run.ts'),
+  demo: () => import('./demo.ts'),
+  simulate: () => import('./simulate.ts'),
+  validate: () => import('./validate.ts'),
+  status: () => import('./status.ts'),
+  'dead-letters': () => import('./dead-letters.ts'),
+  approve: () => import('./approve.ts'),
+  schema: () => import('./schema.ts'),
+  relay: () => import('./relay.ts'),
+  fleet: () => import('./fleet.ts'),
+  template: () => import('./template.ts'),
 };
 
 async function main(argv: string[]): Promise<number> {

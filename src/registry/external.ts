@@ -10,7 +10,7 @@ import { isAbsolute, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BridgeError } from '../lib/errors.ts';
 import { z } from 'zod';
-import { sinkBase, type ExternalSink, type SinkContext, type SinkModule, type StandardSchema } from './contract.ts';
+import { sinkBase, type ExternalSink, type Sink, type SinkContext, type SinkModule, type StandardSchema } from '../sinks/contract.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('module'),
@@ -98,14 +98,28 @@ export async function validateSinkConfig<C>(sink: ExternalSink<C>, config: unkno
   );
 }
 
-/** externalSinkModule adapts an external sink to the bridge's SinkModule shape. */
-export function externalSinkModule(sink: ExternalSink): SinkModule<ModuleSinkConfig> {
+/**
+ * moduleSink is the sink type `module`: its `create` loads the named module (once per process),
+ * checks the sink's `config` block with the module's own schema, and creates the sink. The
+ * module's maxBatchSize becomes the sink's.
+ */
+export const moduleSink: SinkModule<ModuleSinkConfig, typeof configSchema> = {
+  type: 'module',
+  configSchema,
+  maxBatchSize: 1,
+  async create(config: ModuleSinkConfig, context: SinkContext): Promise<Sink> {
+    const external = await loadExternalSink(config.module);
+    const sink = await external.create(await validateSinkConfig(external, config.config), context);
+    return sink.maxBatchSize !== undefined || external.maxBatchSize === undefined ? sink : withBatch(sink, external.maxBatchSize);
+  },
+};
+
+/** withBatch is the sink with the batch size its module declares. */
+function withBatch(sink: Sink, maxBatchSize: number): Sink {
   return {
-    type: 'module',
-    configSchema,
-    maxBatchSize: sink.maxBatchSize ?? 1,
-    async create(config: ModuleSinkConfig, context: SinkContext) {
-      return sink.create(await validateSinkConfig(sink, config.config), context);
-    },
+    maxBatchSize,
+    ...(sink.attemptTimeoutMs === undefined ? {} : { attemptTimeoutMs: sink.attemptTimeoutMs }),
+    send: (events, options) => sink.send(events, options),
+    close: () => sink.close(),
   };
 }

@@ -1,0 +1,16 @@
+/** The stable codes of the kubernetes sink (SinkModule.codes): in log lines and dead-letter reasons. */
+export const KUBE_CODES = {
+  KUBE_NOT_CONFIGURED: 'a kubernetes sink has no kubeconfig and is not in a cluster (dead-lettered)',
+  KUBE_NODE_UNKNOWN: 'a kubernetes sink cannot tell which Node this VM is (no nodeName, NODE_NAME or resource id)',
+  KUBE_NODE_NOT_FOUND: 'no Node has the providerID of this VM (dead-lettered)',
+  KUBE_NOT_FOUND: 'the Kubernetes API answered 404 (the Node does not exist)',
+  KUBE_FORBIDDEN: 'RBAC refused a Kubernetes API call (403, dead-lettered)',
+  KUBE_UNAUTHORIZED: 'the Kubernetes API refused the credentials (401)',
+  KUBE_API_STATUS: 'the Kubernetes API answered another unexpected status',
+  KUBE_API_UNREACHABLE: 'the Kubernetes API server could not be reached',
+  KUBE_API_TIMEOUT: 'a Kubernetes API call did not finish in time',
+  KUBE_DRAIN_BLOCKED: 'the drain did not finish in its timeout (a budget or an emptyDir volume holds a pod); tried again',
+  KUBE_DRAIN_INCOMPLETE: 'NotBefore passed with the node not drained (dead-lettered)',
+} as const;
+
+export type KubeCode = keyof typeof KUBE_CODES;

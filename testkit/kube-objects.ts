@@ -1,0 +1,98 @@
+/**
+ * The objects of the Kubernetes API stand-in (kube-apiserver.ts) and how it answers: a JSON body,
+ * a Status body for every error, and a JSON merge patch (RFC 7396).
+ */
+import { readFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
+
+const TLS_DIR = fileURLToPath(new URL('../test/fixtures/tls/', import.meta.url));
+export const KUBE_CERT = readFileSync(`${TLS_DIR}cert.pem`, 'utf8');
+export const KUBE_KEY = readFileSync(`${TLS_DIR}key.pem`, 'utf8');
+export const KUBE_TOKEN = 'stand-in-service-account-token';
+
+/** kubeconfigOf: a kubeconfig file's text that trusts the stand-in's CA (the test certificate) and carries its token. */
+export function kubeconfigOf(url: string | undefined): string {
+  const ca = Buffer.from(KUBE_CERT).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: stand-in`,
+    `  cluster: { server: "${url}", certificate-authority-data: "${ca}" }`,
+    'users:',
+    `- name: bridge`,
+    `  user: { token: "${KUBE_TOKEN}" }`,
+    'contexts:',
+    `- name: stand-in`,
+    '  context: { cluster: stand-in, user: bridge }',
+    'current-context: stand-in',
+    '',
+  ].join('\n');
+}
+
+export type Json = Record<string, unknown>;
+
+export interface StandInNode {
+  metadata: { name: string; uid: string; resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: { providerID?: string; unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
+}
+
+export interface StandInPod {
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    annotations?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
+    deletionTimestamp?: string;
+  };
+  spec: { nodeName: string; terminationGracePeriodSeconds?: number; volumes?: { name: string; emptyDir?: Json }[] };
+  status: { phase: string };
+}
+
+export interface KubeStandInOptions {
+  /** Seconds of grace are this many ms here (default 10: a 30 s grace period takes 300 ms). */
+  msPerGraceSecond?: number;
+  /** `pods/eviction`, `nodes`, `events`: answered 403 by "RBAC". */
+  forbid?: string[];
+}
+
+export interface Request {
+  readonly method: string;
+  readonly path: string;
+  readonly contentType: string | undefined;
+  readonly body: unknown;
+}
+
+/** merge applies a JSON merge patch (RFC 7396), which is what a strategic merge patch is for the Node fields the sink changes. */
+export function merge(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out = (target !== null && typeof target === 'object' && !Array.isArray(target) ? target : {}) as Json;
+  for (const [k, v] of Object.entries(patch as Json)) {
+    if (v === null) delete out[k];
+    else out[k] = merge(out[k], v);
+  }
+  return out;
+}
+
+export const withKind = (kind: string) => (o: object) => ({ kind, apiVersion: 'v1', ...o });
+
+export function json(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export function status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
+  json(res, code, {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  });
+}

@@ -12,7 +12,7 @@ import { toApprovedCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.t
 import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { retryImds } from '../imds/retry.ts';
-import type { ApprovalRecord, PendingEvent, Store } from '../store/store.ts';
+import type { ApprovalRecord, Approvals, Journal, PendingEvent } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
 
 export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED';
@@ -42,7 +42,10 @@ export interface ApprovalResult {
 }
 
 export interface ApprovalServiceOptions {
-  store: Store;
+  /** Who approved what. */
+  records: Approvals;
+  /** Which events this VM has seen (an unknown EventId is a 404, a known one no longer listed a 409). */
+  journal: Journal;
   client: ImdsClient;
   logger: Logger;
   /** The read model: who this VM is, the latest IMDS document. */
@@ -69,7 +72,7 @@ export class ApprovalService {
 
   /** check tells what approve would do, without doing it: throws the same errors. */
   check(eventId: string): { alreadyApproved: ApprovalResult | null } {
-    const done = this.#o.store.approvals.of(eventId);
+    const done = this.#o.records.of(eventId);
     if (done !== null) return { alreadyApproved: { eventId, status: 'already-approved', by: done.by, via: done.via, at: done.at } };
     this.#scheduledEvent(eventId);
     return { alreadyApproved: null };
@@ -99,7 +102,7 @@ export class ApprovalService {
     const doc = this.#o.view.document;
     const event = doc?.events.find((e) => e.eventId === eventId);
     if (event === undefined) {
-      if (this.#o.store.journal.knowsEvent(eventId))
+      if (this.#o.journal.knowsEvent(eventId))
         throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
       throw new ApprovalError('UNKNOWN_EVENT', `no event ${eventId} is known to this VM`);
     }
@@ -109,8 +112,8 @@ export class ApprovalService {
   }
 
   async #approve(eventId: string, request: ApprovalRequest, signal?: AbortSignal): Promise<ApprovalResult> {
-    const { store, logger } = this.#o;
-    const done = store.approvals.of(eventId);
+    const { records, logger } = this.#o;
+    const done = records.of(eventId);
     if (done !== null) return { eventId, status: 'already-approved', by: done.by, via: done.via, at: done.at };
     const { event, incarnation } = this.#scheduledEvent(eventId);
     const fields = { eventId, by: request.by, via: request.via };

@@ -2,6 +2,7 @@
  * configWarnings: what is valid but probably not meant. `validate` prints each as a warning
  * (exit 0 all the same) and `run` logs it at start.
  */
+import { roleOf } from '../registry/sinks.ts';
 import type { BridgeConfig } from './schema.ts';
 
 /** What a preparation takes when its filter names no types (see delivery/route.ts). */
@@ -10,7 +11,9 @@ const PREPARES = new Set(['scheduled', 'updated']);
 export function configWarnings(config: BridgeConfig): string[] {
   const out: string[] = [];
   config.sinks.forEach((s, i) => {
-    if (!(s.type === 'exec' && s.prepare) || s.filter.types === undefined) return;
+    // a preparation hook that does not give the VM back (an exec hook): its types are all it takes
+    const role = roleOf(s);
+    if (!role.prepare || role.undoes || s.filter.types === undefined) return;
     const others = s.filter.types.filter((t) => !PREPARES.has(t));
     if (others.length === 0) return;
     out.push(

@@ -107,7 +107,7 @@ export class Bridge {
       const targets = await buildTargets(o.config.sinks, {
         logger: o.logger,
         stdout: o.stdout ?? process.stdout,
-        store,
+        sinkStates: store.sinkStates,
         approval: links,
         dryRun: o.dryRun ?? false,
         vm: () => state.vm,

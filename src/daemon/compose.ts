@@ -92,7 +92,8 @@ export function compose(
   const routeAll = (events: readonly BridgeEvent[]) =>
     route(events, targets, routingName(state.vm), (eventId) => store.journal.knowsEvent(eventId));
   const approvals = new ApprovalService({
-    store,
+    records: store.approvals,
+    journal: store.journal,
     client,
     logger: o.logger,
     view: state,
@@ -117,7 +118,8 @@ export function compose(
   });
   const poll = new PollLoop({
     client,
-    store,
+    journal: store.journal,
+    last: store.lastDocument,
     metrics,
     logger: o.logger,
     intervalMs: imds.pollIntervalMs,

@@ -15,11 +15,14 @@ import type { Metrics } from '../observability/metrics.ts';
 import { MappingError, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from '../pipeline/poll.ts';
 import type { BridgeState } from '../imds/view.ts';
-import { StoreError, type PendingEvent, type Store } from '../store/store.ts';
+import { StoreError, type Journal, type PendingEvent, type StoredDocument } from '../store/store.ts';
 
 export interface PollLoopOptions {
   readonly client: ImdsClient;
-  readonly store: Store;
+  /** Where each change is committed. */
+  readonly journal: Journal;
+  /** The last document the store held when it opened. */
+  readonly last: StoredDocument | null;
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly intervalMs: number;
@@ -45,7 +48,7 @@ export class PollLoop {
 
   constructor(options: PollLoopOptions) {
     this.#o = options;
-    const last = options.store.lastDocument;
+    const last = options.last;
     this.#etag = last?.etag ?? null;
     options.state.document = last?.document ?? null;
   }
@@ -80,7 +83,7 @@ export class PollLoop {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    const { logger, metrics, store, intervalMs } = this.#o;
+    const { logger, metrics, journal, intervalMs } = this.#o;
     const gone = new GoneWatch();
     while (!signal.aborted) {
       // The interval runs from the end of one poll to the start of the next, so a slow answer or a
@@ -90,7 +93,7 @@ export class PollLoop {
       try {
         const result = await pollOnce(this.#o.client, this.#baseline, this.#o.state.vm, {
           signal,
-          priorOccurrences: (key) => store.journal.priorOccurrences(key),
+          priorOccurrences: (key) => journal.priorOccurrences(key),
         });
         this.#apply(result);
         const document = this.#o.state.document;
@@ -152,10 +155,10 @@ export class PollLoop {
   }
 
   #apply(result: PollResult): void {
-    const { logger, store, metrics } = this.#o;
+    const { logger, journal, metrics } = this.#o;
     if (result.kind === 'unchanged') {
       if (result.etagChanged && this.#baseline !== null) {
-        store.journal.saveEtag(result.etag);
+        journal.saveEtag(result.etag);
         this.#etag = result.etag;
       }
       return;
@@ -184,7 +187,7 @@ export class PollLoop {
     }
     metrics.observeDocument(result.document);
     for (const p of pending) metrics.transitions.inc({ transition: p.transition });
-    const { superseded } = store.journal.commit({
+    const { superseded } = journal.commit({
       document: result.document,
       etag: result.etag,
       observedAt: new Date().toISOString(),

@@ -15,7 +15,7 @@ import type { ApprovalLinks, ImdsReads, PreparationState, SinkMetrics } from '..
 import type { VmIdentity } from '../imds/identity.ts';
 import { noopSink } from './noop-sink.ts';
 import { roleOf, sinkModuleOf } from '../registry/sinks.ts';
-import type { Store } from '../store/store.ts';
+import type { SinkStates } from '../store/store.ts';
 import { BridgeError } from '../lib/errors.ts';
 import { withDeadline } from '../lib/time.ts';
 
@@ -25,7 +25,8 @@ export const SINK_CREATE_DEADLINE_MS = 30_000;
 export interface TargetContext {
   readonly logger: Logger;
   readonly stdout: NodeJS.WritableStream;
-  readonly store: Store;
+  /** Each sink's own memory in the store. */
+  readonly sinkStates: SinkStates;
   readonly approval: ApprovalLinks | undefined;
   readonly dryRun: boolean;
   readonly vm: () => VmIdentity;
@@ -49,7 +50,7 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
             module.create(sc, {
               logger: ctx.logger.child({ sink: sc.name }),
               stdout: ctx.stdout,
-              state: ctx.store.sinkStates.of(sc.name),
+              state: ctx.sinkStates.of(sc.name),
               ...(ctx.approval ? { approval: ctx.approval } : {}),
               vm: ctx.vm,
               reads: ctx.reads,

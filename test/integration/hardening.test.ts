@@ -69,7 +69,8 @@ describe('a failure of our own mapping', () => {
     if (read.kind !== 'document') throw new Error('expected a document');
     let emitted = 0;
     const service = new ApprovalService({
-      store,
+      records: store.approvals,
+      journal: store.journal,
       client,
       logger: silentLogger,
       view: Object.assign(new BridgeState(identityFrom(null, { name: 'vm0' })), { document: read.document, goodReads: 1 }),

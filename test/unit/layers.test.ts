@@ -68,6 +68,16 @@ describe('the layer rule', () => {
     expect(out).toEqual([]);
   });
 
+  it('has docs/architecture.md name every folder of src/ and sinks/, and each top file of src/, in its layer table', () => {
+    const doc = readFileSync(join(root, 'docs/architecture.md'), 'utf8');
+    const table = doc.slice(doc.indexOf('## Layers'), doc.indexOf('## Errors'));
+    const folders = [...new Set([...graph.keys()].filter((f) => /^(src|sinks)\/[^/]+\//.test(f)).map((f) => f.split('/')[1]!))];
+    const tops = [...graph.keys()].filter((f) => /^src\/[^/]+\.ts$/.test(f)).map((f) => f.slice('src/'.length));
+    expect(folders.length).toBeGreaterThan(15);
+    expect(folders.filter((d) => !table.includes(`\`${d}/\``) && !table.includes(`\`${d}/\`:`))).toEqual([]);
+    expect(tops.filter((f) => !table.includes(`| \`${f}\` |`))).toEqual([]);
+  });
+
   it('keeps test/ out of the testkit, the benchmarks and the scripts', () => {
     const out = [...graph].flatMap(([from, to]) => to.filter((t) => t.startsWith('test/')).map((t) => `${from} -> ${t}`));
     expect(out).toEqual([]);

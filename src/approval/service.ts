@@ -102,8 +102,7 @@ export class ApprovalService {
     const doc = this.#o.view.document;
     const event = doc?.events.find((e) => e.eventId === eventId);
     if (event === undefined) {
-      if (this.#o.journal.knowsEvent(eventId))
-        throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
+      if (this.#o.journal.knowsEvent(eventId)) throw new ApprovalError('NOT_APPROVABLE', `event ${eventId} is no longer listed by IMDS`);
       throw new ApprovalError('UNKNOWN_EVENT', `no event ${eventId} is known to this VM`);
     }
     if (event.eventStatus !== 'Scheduled')

@@ -3,9 +3,9 @@
  * tests' API and Slack secrets, and the session of the VM a simulator plays.
  */
 import { newFleetKeys, sessionIdOf, type FleetKeys } from '../src/fleet/keys.ts';
-import type { RelayConfig } from '../src/fleet/relay-config.ts';
+import { RelayConfig } from '../src/fleet/relay-config.ts';
 import type { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
-import { localInbox, localRelayConfig, localServiceBus } from '../src/commands/local-fleet.ts';
+import { localInbox, localRelayInput, localServiceBus } from '../src/commands/local-fleet.ts';
 import type { ImdsSimulator } from '../src/simulator/server.ts';
 
 export { INBOX, REPLIES } from '../src/commands/local-fleet.ts';
@@ -23,14 +23,20 @@ export function sessionOf(sim: ImdsSimulator): string {
   return sessionIdOf({ resourceId: sim.compute().resourceId ?? null, name: sim.vmName });
 }
 
-export function relayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
-  return localRelayConfig(peer, keys, {
+/** relayInput: the tests' relay configuration as written in its file. */
+export function relayInput(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return localRelayInput(peer, keys, {
     apiSecrets: [API_SECRET],
     slack: { signingSecret: SLACK_SECRET, responseUrls: ['http://127.0.0.1:'] },
     replyWaitMs: 10_000,
     log: { level: 'silent' },
     ...over,
   });
+}
+
+/** relayConfig: the same, validated. */
+export function relayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
+  return RelayConfig.parse(relayInput(peer, keys, over));
 }
 
 /** fleetApproval: a bridge's `approval` section for the fleet, with the link key of `session`. */

@@ -22,16 +22,21 @@ export async function localServiceBus(
   return peer;
 }
 
-/** localRelayConfig: a relay on 127.0.0.1 for the peer, with `over` on top. */
-export function localRelayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
-  return RelayConfig.parse({
+/** localRelayInput: a relay's configuration as written in its file, on 127.0.0.1 for the peer, with `over` on top. */
+export function localRelayInput(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
     listen: '127.0.0.1:0',
     observability: { listen: '127.0.0.1:0' },
     serviceBus: { connectionString: peer.connectionString(), queue: INBOX, replies: REPLIES },
     signingKey: keys.signingKey,
     fleetKey: keys.fleetKey,
     ...over,
-  });
+  };
+}
+
+/** localRelayConfig: the same, validated (its keys and addresses decoded). */
+export function localRelayConfig(peer: AmqpPeer, keys: FleetKeys, over: Record<string, unknown> = {}): RelayConfig {
+  return RelayConfig.parse(localRelayInput(peer, keys, over));
 }
 
 /** localInbox: a bridge's `approval` section for the peer, with the link key of `session`. */

@@ -14,7 +14,7 @@ import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts'
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { launchChromium } from '../../testkit/browser.ts';
-import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, SLACK_SECRET, sessionOf } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayInput, SLACK_SECRET, sessionOf } from '../../testkit/fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { start, stopProcesses } from './process.ts';
@@ -32,7 +32,7 @@ let relayUrl = '';
 
 function writeRelayConfig(replyWaitMs: number): string {
   const file = join(dir.path, 'relay.yaml');
-  writeFileSync(file, JSON.stringify(relayConfig(peer, keys, { replyWaitMs, log: { level: 'info' } })));
+  writeFileSync(file, JSON.stringify(relayInput(peer, keys, { replyWaitMs, log: { level: 'info' } })));
   return file;
 }
 

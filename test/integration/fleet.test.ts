@@ -9,7 +9,7 @@ import { type ApprovalCommand, commandId, linkKeyFor, privateKeyOf, signCommand,
 import { startRelay, type RunningRelay } from '../../src/fleet/relay.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
-import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, sessionOf } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, relayInput, sessionOf } from '../../testkit/fleet.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
@@ -338,9 +338,9 @@ describe('fleet approvals over Service Bus', () => {
     peer = await fleetPeer();
     const keys = fleetKeys();
     const { RelayConfig } = await import('../../src/fleet/relay-config.ts');
-    const good = RelayConfig.safeParse({ ...relayConfig(peer, keys), publicKey: keys.publicKey });
+    const good = RelayConfig.safeParse({ ...relayInput(peer, keys), publicKey: keys.publicKey });
     expect(good.success).toBe(true);
-    const bad = RelayConfig.safeParse({ ...relayConfig(peer, keys), publicKey: fleetKeys().publicKey });
+    const bad = RelayConfig.safeParse({ ...relayInput(peer, keys), publicKey: fleetKeys().publicKey });
     expect(bad.success).toBe(false);
     expect(bad.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
       expect.stringMatching(/^publicKey: is not the public key of signingKey/),

@@ -14,6 +14,7 @@
  *   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   201, 404, or 429 while a budget holds
  *                                     the pod; an evicted pod is deleted after its grace period
  *   POST  /api/v1/namespaces/{ns}/events                 201
+ *   /apis/coordination.k8s.io/v1/namespaces/{ns}/leases  Leases (kube-leases.ts)
  *
  * and a Status body for every error. `forbid` makes RBAC refuse a resource with a 403 as the
  * real authorizer words it.
@@ -36,6 +37,7 @@ import {
   status,
   withKind,
 } from './kube-objects.ts';
+import { LeaseRegistry } from './kube-leases.ts';
 
 export { KUBE_CERT } from './kube-objects.ts';
 export type { KubeStandInOptions, Request, StandInNode, StandInPod } from './kube-objects.ts';
@@ -49,6 +51,11 @@ export class KubeStandIn {
   readonly budgets = new Map<string, number>();
   /** Evictions answered, per pod: the HTTP statuses in order. */
   readonly evictions = new Map<string, number[]>();
+  /** coordination.k8s.io/v1 Leases (kube-leases.ts). */
+  readonly leases = new LeaseRegistry(
+    () => this.#nextRv(),
+    () => this.#nextUid(),
+  );
   readonly #server: https.Server;
   readonly #o: Required<KubeStandInOptions>;
   #rv = 100;
@@ -217,6 +224,7 @@ export class KubeStandIn {
         return this.#evict(res, ns, p[5]!, body);
       }
     }
+    if (this.leases.handle(req.method ?? '', p, url, body, res)) return;
     status(res, 404, 'NotFound', 'the server could not find the requested resource');
   }
 

@@ -26,6 +26,7 @@ function layout(title: string, nonce: string, body: string): string {
   button{font:inherit;font-weight:600;color:#fff;background:#0a7a4b;border:0;border-radius:.4rem;padding:.75rem 1.25rem;width:100%;cursor:pointer}
   button:focus-visible{outline:3px solid #1b6ec2;outline-offset:2px}
   .note{color:#57606a;font-size:.9rem;margin-top:1rem}
+  details{margin:0 0 1rem}input[type=text]{font:inherit;width:100%;box-sizing:border-box;padding:.4rem}
   .ok{border-left:6px solid #0a7a4b}.err{border-left:6px solid #c4314b}
 </style>
 </head>
@@ -33,7 +34,13 @@ function layout(title: string, nonce: string, body: string): string {
 </html>`;
 }
 
-export function approvalPage(msg: ChatMessage, token: string, nonce: string): string {
+/** The page's way past a fleet budget: a person's explicit choice with a reason, on the record. */
+const FORCE = `<details><summary>Approve past the group's maintenance budget</summary>
+<p><label><input type="checkbox" name="force" id="force"> Approve even if the group's slots are all held</label></p>
+<p><label for="reason">Reason (required, kept on the record)</label><br><input type="text" name="reason" id="reason" maxlength="2000"></p>
+</details>`;
+
+export function approvalPage(msg: ChatMessage, token: string, nonce: string, fleet = false): string {
   const nb = msg.notBefore;
   const facts: [string, string][] = [
     ['Event', `${msg.eventType} (${msg.eventStatus})`],
@@ -52,7 +59,7 @@ export function approvalPage(msg: ChatMessage, token: string, nonce: string): st
 <dl>${facts.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join('')}</dl>
 <form method="post" action="/v1/approve">
 <input type="hidden" name="token" value="${escapeHtml(token)}">
-<button type="submit" id="approve">Approve: start the maintenance now</button>
+${fleet ? FORCE : ''}<button type="submit" id="approve">Approve: start the maintenance now</button>
 </form>
 <p class="note">Approving tells Azure it may start now instead of waiting for the time above. It releases the event for every VM listed.</p>
 </div>`,

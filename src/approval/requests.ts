@@ -25,9 +25,12 @@ export class HttpError extends BridgeError {
  * parseApprovalBody reads the JSON body of POST /v1/approvals: {eventId, approver?, reason?},
  * and on the relay also `vm`, the VM's resource id (or its name when it has none).
  */
-export function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string };
+export function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string; force: boolean };
 export function parseApprovalBody(body: Buffer, withVm: true): { vm: string; eventId: string; approver: string; reason: string };
-export function parseApprovalBody(body: Buffer, withVm = false): { vm?: string; eventId: string; approver: string; reason: string } {
+export function parseApprovalBody(
+  body: Buffer,
+  withVm = false,
+): { vm?: string; eventId: string; approver: string; reason: string; force?: boolean } {
   let v: unknown;
   try {
     v = JSON.parse(utf8(body));
@@ -36,7 +39,7 @@ export function parseApprovalBody(body: Buffer, withVm = false): { vm?: string; 
   }
   const o = v as Record<string, unknown> | null;
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new HttpError(400, 'MALFORMED', 'the body must be a JSON object');
-  const fields = withVm ? ['vm', 'eventId', 'approver', 'reason'] : ['eventId', 'approver', 'reason'];
+  const fields = withVm ? ['vm', 'eventId', 'approver', 'reason'] : ['eventId', 'approver', 'reason', 'force'];
   const bad = Object.keys(o).filter((k) => !fields.includes(k));
   if (bad.length > 0) throw new HttpError(400, 'MALFORMED', `unknown field ${bad[0]}`);
   // eslint-disable-next-line no-control-regex -- control characters are what this refuses
@@ -50,7 +53,15 @@ export function parseApprovalBody(body: Buffer, withVm = false): { vm?: string; 
   }
   if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000))
     throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
-  return { ...(withVm ? { vm: o.vm as string } : {}), eventId: o.eventId, approver: o.approver ?? 'api', reason: o.reason ?? '' };
+  if (o.force !== undefined && typeof o.force !== 'boolean') throw new HttpError(400, 'MALFORMED', 'force must be true or false');
+  if (o.force === true && (typeof o.reason !== 'string' || o.reason.trim() === ''))
+    throw new HttpError(400, 'MALFORMED', 'a forced approval needs a reason: it goes past the fleet budget, on the record');
+  return {
+    ...(withVm ? { vm: o.vm as string } : { force: o.force === true }),
+    eventId: o.eventId,
+    approver: o.approver ?? 'api',
+    reason: o.reason ?? '',
+  };
 }
 
 /** utf8 decodes strictly: a body that is not UTF-8 is malformed. */
@@ -100,6 +111,10 @@ export function pageHeading(code: string): string {
       return 'Unknown event';
     case 'IMDS_REFUSED':
       return 'Azure did not accept the approval';
+    case 'HELD':
+      return "Held: the group's maintenance budget is used up";
+    case 'FLEET_STORE_UNAVAILABLE':
+      return "Held: the group's budget cannot be checked";
     default:
       return 'This link is not valid';
   }

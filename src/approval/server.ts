@@ -44,6 +44,8 @@ export interface ApprovalServerOptions {
   maxConnections: number;
   /** Open connections from one address at most (server.maxConnectionsPerClient). */
   maxConnectionsPerClient: number;
+  /** A fleet budget is configured: the page offers to approve past it. */
+  fleet?: boolean;
   /** Reverse proxies in front of it (server.trustedProxies). */
   trustedProxies?: readonly string[];
 }
@@ -79,10 +81,13 @@ export class ApprovalServer extends RoutedServer {
       if (req.method === 'GET') return this.#page(res, url.searchParams.get('token') ?? '', html);
       return await this.#pagePost(req, res, body, html);
     } catch (err) {
-      const e = err instanceof HttpError ? err : err instanceof ApprovalError ? new HttpError(err.status, err.code, err.message) : null;
-      if (e === null) throw err;
-      if (html) return page(res, e.status, resultPage(false, pageHeading(e.code), e.message, nonce()));
-      return sendJson(res, e.status, { error: { code: e.code, message: e.message } });
+      if (err instanceof ApprovalError) {
+        if (html) return page(res, err.status, resultPage(false, pageHeading(err.code), err.message, nonce()));
+        return sendJson(res, err.status, err.body(url.searchParams.get('eventId') ?? ''));
+      }
+      if (!(err instanceof HttpError)) throw err;
+      if (html) return page(res, err.status, resultPage(false, pageHeading(err.code), err.message, nonce()));
+      return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
     }
   }
 
@@ -104,14 +109,15 @@ export class ApprovalServer extends RoutedServer {
     let status: number;
     let payload: unknown;
     try {
-      const r = await this.#o.service.approve(input.eventId, { by: input.approver, via: 'api', reason: input.reason });
+      const r = await this.#o.service.approve(input.eventId, { by: input.approver, via: 'api', reason: input.reason, force: input.force });
       status = 200;
-      payload = { eventId: r.eventId, status: r.status, approvedBy: r.by, via: r.via, at: r.at };
+      payload = { eventId: r.eventId, status: r.status, approvedBy: r.by, via: r.via, at: r.at, ...(r.forced ? { forced: true } : {}) };
     } catch (err) {
       if (!(err instanceof ApprovalError)) throw err;
-      if (err.status === 502) throw err; // transient: the same webhook-id may be sent again
+      // transient (IMDS refused; held by the fleet budget): the same webhook-id may be sent again and decided anew
+      if (err.status === 502 || err.held) return sendJson(res, err.status, err.body(input.eventId));
       status = err.status;
-      payload = { error: { code: err.code, message: err.message } };
+      payload = err.body(input.eventId);
     }
     this.#o.replay.rememberAnswer(v.id, JSON.stringify({ status, payload }), REPLAY_TTL_MS);
     return sendJson(res, status, payload);
@@ -144,16 +150,20 @@ export class ApprovalServer extends RoutedServer {
       { kind: 'scheduled', event, incarnation: doc.incarnation },
       { vm: this.#o.view.vm, observedAt: new Date().toISOString() },
     );
-    return page(res, 200, approvalPage(toChatMessage(ce), token, n));
+    return page(res, 200, approvalPage(toChatMessage(ce), token, n, this.#o.fleet === true));
   }
 
   async #pagePost(req: IncomingMessage, res: ServerResponse, body: Buffer, html: boolean): Promise<void> {
     if (!/^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? ''))) {
       throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'content-type must be application/x-www-form-urlencoded');
     }
-    const token = new URLSearchParams(utf8(body)).get('token') ?? '';
+    const form = new URLSearchParams(utf8(body));
+    const token = form.get('token') ?? '';
     const claims = this.#claims(token);
-    const r = await this.#o.service.approve(claims.e, { by: 'approval link', via: 'link' });
+    const force = form.get('force') === 'on';
+    const reason = (form.get('reason') ?? '').slice(0, 2000).trim();
+    if (force && reason === '') throw new HttpError(400, 'MALFORMED', 'approving past the fleet budget needs a reason, on the record');
+    const r = await this.#o.service.approve(claims.e, { by: 'approval link', via: 'link', ...(force ? { force, reason } : {}) });
     this.#used(claims);
     if (html) {
       const text =

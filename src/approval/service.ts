@@ -10,20 +10,62 @@ import type { Logger } from 'pino';
 import { BridgeError, errorFields } from '../lib/errors.ts';
 import { toApprovedCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { ImdsClient } from '../imds/client.ts';
+import type { ScheduledEvent } from '../imds/wire.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { retryImds } from '../imds/retry.ts';
 import type { ApprovalRecord, Approvals, Journal, PendingEvent } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
 
-export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED';
+export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED' | 'HELD' | 'FLEET_STORE_UNAVAILABLE';
 
-/** ApprovalError carries the HTTP status the API answers with. */
+const STATUS = { UNKNOWN_EVENT: 404, NOT_APPROVABLE: 409, HELD: 409, IMDS_REFUSED: 502, FLEET_STORE_UNAVAILABLE: 503 } as const;
+
+/** Who holds a fleet budget's slots, as a held approval names them. */
+export interface SlotHolder {
+  readonly vm: string;
+  readonly eventId: string | null;
+  readonly since: string | null;
+}
+
+/** ApprovalError carries the HTTP status the API answers with, and for a held approval who holds the slots. */
 export class ApprovalError extends BridgeError<ApprovalErrorCode> {
-  readonly status: 404 | 409 | 502;
-  constructor(code: ApprovalErrorCode, message: string, cause?: unknown) {
+  readonly status: (typeof STATUS)[ApprovalErrorCode];
+  readonly holders: readonly SlotHolder[];
+  constructor(code: ApprovalErrorCode, message: string, cause?: unknown, holders: readonly SlotHolder[] = []) {
     super(code, message, { cause });
-    this.status = code === 'UNKNOWN_EVENT' ? 404 : code === 'NOT_APPROVABLE' ? 409 : 502;
+    this.status = STATUS[code];
+    this.holders = holders;
   }
+
+  /** held: the fleet budget holds the approval (no slot free, or its store cannot be reached). */
+  get held(): boolean {
+    return this.code === 'HELD' || this.code === 'FLEET_STORE_UNAVAILABLE';
+  }
+
+  /** body: the JSON answer of the approval API. */
+  body(eventId: string): Record<string, unknown> {
+    const error = { code: this.code, message: this.message };
+    return this.held
+      ? { eventId, status: 'held', holders: this.holders.map(({ vm, eventId: e, since }) => ({ vm, eventId: e, since })), error }
+      : { error };
+  }
+}
+
+/** What a fleet budget granted: a slot (or none when forced past an unreachable store), and whether past the budget. */
+export interface Grant {
+  readonly forced: boolean;
+  readonly slot: string | null;
+  readonly note?: string;
+}
+
+/**
+ * ApprovalGate: what an early approval must pass first (the fleet budget). `take` grants, or
+ * throws ApprovalError HELD / FLEET_STORE_UNAVAILABLE; `abandon` gives back a grant whose
+ * StartRequests IMDS then refused.
+ */
+export interface ApprovalGate {
+  take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant>;
+  abandon(eventId: string): Promise<void>;
 }
 
 export interface ApprovalRequest {
@@ -31,6 +73,8 @@ export interface ApprovalRequest {
   /** policy | hooks | api | link | slack | cli */
   readonly via: string;
   readonly reason?: string;
+  /** Past a fleet budget, on the record (a person's decision; never a policy's). */
+  readonly force?: boolean;
 }
 
 export interface ApprovalResult {
@@ -39,6 +83,8 @@ export interface ApprovalResult {
   readonly by: string;
   readonly via: string;
   readonly at: string;
+  /** Approved past the fleet budget. */
+  readonly forced?: boolean;
 }
 
 export interface ApprovalServiceOptions {
@@ -55,6 +101,8 @@ export interface ApprovalServiceOptions {
   /** Journals the routed `approved` CloudEvent with the approval record (one transaction). */
   emit: (event: BridgeEvent, routed: PendingEvent, record: ApprovalRecord) => void;
   dryRun?: boolean;
+  /** The fleet budget every early approval must pass first, when one is configured. */
+  gate?: ApprovalGate;
   /** Called with every approval attempt's result, for metrics. */
   onResult?: (via: string, result: string) => void;
 }
@@ -122,18 +170,29 @@ export class ApprovalService {
     }
     // The record and the `approved` CloudEvent are built and routed first: IMDS is never told
     // about an approval that could then not be recorded and reported.
+    // the fleet budget first: no slot, no early approval (a forced one goes past it, on the record)
+    const grant = this.#o.gate === undefined ? null : await this.#o.gate.take(event, request);
+    const forced = grant?.forced === true;
     const at = new Date().toISOString();
     const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);
-    const ce = toApprovedCloudEvent(event, incarnation, { by: request.by, via: request.via, at }, recordId, {
-      vm: this.#o.view.vm,
-      observedAt: at,
-    });
-    const record: ApprovalRecord = { eventId, by: request.by, via: request.via, reason: request.reason ?? '', at, ceId: ce.id };
-    const routed = this.#o.route(ce);
-    await this.#startRequest(eventId, signal);
+    const reason = [request.reason ?? '', grant?.note ?? ''].filter(Boolean).join('; ');
+    const approval = { by: request.by, via: request.via, at, ...(forced ? { forced: true as const, ...(reason ? { reason } : {}) } : {}) };
+    const ce = toApprovedCloudEvent(event, incarnation, approval, recordId, { vm: this.#o.view.vm, observedAt: at });
+    const record: ApprovalRecord = { eventId, by: request.by, via: request.via, reason, at, ceId: ce.id };
+    let routed: PendingEvent;
+    try {
+      routed = this.#o.route(ce);
+      await this.#startRequest(eventId, signal);
+    } catch (err) {
+      if (grant !== null) await this.#o.gate!.abandon(eventId);
+      throw err;
+    }
     this.#o.emit(ce, routed, record);
-    logger.info({ ...fields, transition: 'approved', ceId: ce.id }, 'event approved');
-    return { eventId, status: 'approved', by: request.by, via: request.via, at };
+    logger.info(
+      { ...fields, transition: 'approved', ceId: ce.id, ...(grant === null ? {} : { slot: grant.slot, forced }) },
+      'event approved',
+    );
+    return { eventId, status: 'approved', by: request.by, via: request.via, at, ...(forced ? { forced } : {}) };
   }
 
   async #startRequest(eventId: string, signal?: AbortSignal): Promise<void> {

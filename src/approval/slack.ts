@@ -141,7 +141,12 @@ export function slackInteraction(d: SlackDeps, req: IncomingMessage, res: Server
     })
     .catch(async (err: unknown) => {
       const message = err instanceof ApprovalError ? err.message : 'the approval failed';
-      await respondSlack(d.logger, a, warning(`:warning: Could not approve: ${escapeSlack(message)}`));
+      // held by the fleet budget: the button stays, to be pressed again once a slot frees
+      const line =
+        err instanceof ApprovalError && err.held
+          ? `:hourglass: Held, not approved: ${escapeSlack(message)}`
+          : `:warning: Could not approve: ${escapeSlack(message)}`;
+      await respondSlack(d.logger, a, warning(line));
     });
 }
 

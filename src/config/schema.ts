@@ -12,6 +12,7 @@ import { httpUrl, secret } from '../lib/validators.ts';
 import { ObservabilityConfig, ServerConfig } from './endpoints.ts';
 import { Rule } from '../approval/policy.ts';
 import { InboxConfig } from '../fleet/inbox-config.ts';
+import { FleetConfig } from '../fleet/budget-config.ts';
 import { SlackSettings } from '../approval/slack.ts';
 import { IMDS_ENDPOINT } from '../imds/client.ts';
 import type { IdentityOverride } from '../imds/identity.ts';
@@ -147,6 +148,9 @@ export const BridgeConfig = z.strictObject({
   approval: ApprovalConfig.prefault({}),
   server: ServerConfig.prefault({}),
   observability: ObservabilityConfig.prefault({}),
+  fleet: FleetConfig.optional().describe(
+    'Fleet budget: early approvals never take more members of the group down at once than maxUnavailable.',
+  ),
 });
 export type BridgeConfig = z.infer<typeof BridgeConfig>;
 

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { decide, type Decision, type Rule } from '../approval/policy.ts';
-import type { ApprovalService } from '../approval/service.ts';
+import { ApprovalError, type ApprovalService } from '../approval/service.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
 import { routingName } from '../imds/identity.ts';
@@ -28,12 +28,14 @@ export interface AutoApproverOptions {
   /** The read model: this VM's name, and the latest document's events to decide again on when a hook succeeds. */
   readonly view: BridgeView;
   readonly signal: AbortSignal;
+  /** How soon an approval the fleet budget held is asked again (fleet.retryMs); default 30 s like any failure. */
+  readonly heldRetryMs?: number;
 }
 
 export class AutoApprover {
   readonly #o: AutoApproverOptions;
   /** Per event: the last decision logged, and when an automatic approval was last tried. */
-  readonly #decided = new Map<string, { action: string; triedAt: number }>();
+  readonly #decided = new Map<string, { action: string; triedAt: number; held?: string }>();
 
   constructor(options: AutoApproverOptions) {
     this.#o = options;
@@ -59,6 +61,14 @@ export class AutoApprover {
         entry.triedAt = now;
         const via = d.action === 'approve' ? 'policy' : 'hooks';
         this.#o.approvals.approve(e.eventId, { by: describeRule(d), via }, this.#o.signal).catch((err: unknown) => {
+          if (err instanceof ApprovalError && err.held) {
+            // held by the fleet budget: asked again soon, so it is granted as a slot frees; said once
+            entry.triedAt = Date.now() - RETRY_MS + (this.#o.heldRetryMs ?? RETRY_MS);
+            if (entry.held !== err.message)
+              logger.info({ eventId: e.eventId, code: err.code, holders: err.holders }, `approval held: ${err.message}`);
+            entry.held = err.message;
+            return;
+          }
           logger.warn({ eventId: e.eventId, ...errorFields(err) }, 'automatic approval failed; it will be tried again');
         });
       }

@@ -11,6 +11,7 @@
  */
 import { inboxSession } from '../fleet/inbox-config.ts';
 import type { InboxStatus } from '../fleet/inbox.ts';
+import type { BudgetState } from '../fleet/budget.ts';
 import { linksFor } from '../approval/links.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import { identityOverride } from '../config/schema.ts';
@@ -23,6 +24,7 @@ import { Preparations, preparersOf } from './preparations.ts';
 import { ReadBroadcast } from './reads.ts';
 import type { ApprovalLinks } from '../sinks/contract.ts';
 import { StateLock } from '../store/lock.ts';
+import { openFleetStore } from '../fleet/budget-store.ts';
 import { Store } from '../store/store.ts';
 import { compose, type BridgeOptions, type Parts, type Shared } from './compose.ts';
 import { buildTargets } from './targets.ts';
@@ -103,7 +105,9 @@ export class Bridge {
     try {
       const metrics = new Metrics(store.outbox);
       const preparations = new Preparations(store.preparations, preparersOf(o.config.sinks), { metrics, logger: o.logger });
-      const shared: Shared = { metrics, reads: new ReadBroadcast(o.logger), state, preparations };
+      // the fleet budget's store (its client library is loaded only now, when configured)
+      const fleetStore = o.config.fleet === undefined ? null : await openFleetStore(o.config.fleet.store, o.config.fleet.group);
+      const shared: Shared = { metrics, reads: new ReadBroadcast(o.logger), state, preparations, fleetStore };
       const targets = await buildTargets(o.config.sinks, {
         logger: o.logger,
         stdout: o.stdout ?? process.stdout,
@@ -127,6 +131,11 @@ export class Bridge {
   /** The approval server's URL, when it runs. */
   get approvalServerUrl(): string | null {
     return this.#state.approvalServerUrl;
+  }
+
+  /** The fleet budget's state, when one is configured. */
+  get fleet(): BudgetState | null {
+    return this.#parts.budget?.state() ?? null;
   }
 
   /** The approval inbox's state, when one is configured. */
@@ -187,6 +196,7 @@ export class Bridge {
     await this.#parts.endpoints.startApproval();
     this.#tasks = [this.#parts.identity.run(this.#abort.signal), this.#parts.poll.run(this.#abort.signal)];
     if (this.#parts.inbox !== null) this.#tasks.push(this.#parts.inbox.run(this.#abort.signal));
+    if (this.#parts.budget !== null) this.#tasks.push(this.#parts.budget.run(this.#abort.signal));
   }
 
   /** stop ends polling, drains in-flight deliveries within `deadlineMs`, and closes everything. */

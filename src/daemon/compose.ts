@@ -6,6 +6,8 @@
 import type { Logger } from 'pino';
 import { ApprovalInbox } from '../fleet/inbox.ts';
 import { ApprovalService } from '../approval/service.ts';
+import { FleetBudget } from '../fleet/budget.ts';
+import type { FleetStore } from '../fleet/budget-store.ts';
 import { identityOverride, secretsOf, type BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { route } from '../delivery/route.ts';
@@ -47,6 +49,8 @@ export interface Shared {
   readonly reads: ReadBroadcast;
   readonly state: BridgeState;
   readonly preparations: Preparations;
+  /** The fleet budget's store, when `fleet` is configured. */
+  readonly fleetStore: FleetStore | null;
 }
 
 export interface Parts {
@@ -59,6 +63,7 @@ export interface Parts {
   readonly auto: AutoApprover;
   readonly endpoints: Endpoints;
   readonly inbox: ApprovalInbox | null;
+  readonly budget: FleetBudget | null;
   /** Ready: IMDS answered well at least once, and fewer reads than the threshold failed in a row since. */
   ready(): boolean;
   /** Routes the listed events again by the VM's name now (see compose); how many CloudEvents got more sinks. */
@@ -75,6 +80,7 @@ export function compose(
 ): Parts {
   const { imds } = o.config;
   const { metrics, reads, state, preparations } = shared;
+  const budget = budgetOf(o, shared);
   const client = new ImdsClient({
     ...imds,
     onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds),
@@ -98,6 +104,7 @@ export function compose(
     logger: o.logger,
     view: state,
     dryRun: o.dryRun ?? false,
+    ...(budget === null || o.dryRun ? {} : { gate: budget }),
     onResult: (via, result) => metrics.approvals.inc({ via, result }),
     route: (event) => routeAll([event])[0]!,
     emit: (event, routed, record) => {
@@ -115,6 +122,7 @@ export function compose(
     preparations,
     view: state,
     signal,
+    ...(o.config.fleet === undefined ? {} : { heldRetryMs: o.config.fleet.retryMs }),
   });
   const poll = new PollLoop({
     client,
@@ -133,7 +141,10 @@ export function compose(
       }
       auto.apply(document.events);
     },
-    read: (document) => reads.publish({ events: document.events, vmName: routingName(state.vm) }),
+    read: (document) => {
+      reads.publish({ events: document.events, vmName: routingName(state.vm) });
+      void budget?.onRead(document);
+    },
   });
   /**
    * routeAgain routes the events still listed again with the name the VM has now: a sink their
@@ -189,6 +200,7 @@ export function compose(
       const details: Record<string, unknown> = {};
       if (inbox !== null) details.inbox = inbox.status();
       if (preparations.any) details.preparations = preparations.ofPending(state);
+      if (budget !== null) details.fleet = budget.state();
       const reason = state.vm.nameKnown
         ? poll.reason(now)
         : `this VM does not know its name yet (IMDS instance metadata could not be read; ${state.vm.name} is the host name): every event is treated as its own`;
@@ -198,5 +210,27 @@ export function compose(
     replay: store.replay,
     state,
   });
-  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox, ready, routeAgain };
+  return { metrics, client, identity, dispatcher, poll, approvals, auto, endpoints, inbox, budget, ready, routeAgain };
+}
+
+/** budgetOf makes the fleet budget over its store, when `fleet` is configured. */
+function budgetOf(o: BridgeOptions, shared: Shared): FleetBudget | null {
+  const { config } = o;
+  if (config.fleet === undefined || shared.fleetStore === null) return null;
+  const { metrics } = shared;
+  return new FleetBudget({
+    config: config.fleet,
+    store: shared.fleetStore,
+    view: shared.state,
+    logger: o.logger,
+    givenBack: (eventId) => shared.preparations.givenBack(eventId),
+    hooks: {
+      onHeld: (via) => metrics.fleetHeld.inc({ via }),
+      onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
+      onSlots: (self, others) => {
+        metrics.fleetSlots.set({ holder: 'self' }, self);
+        metrics.fleetSlots.set({ holder: 'others' }, others);
+      },
+    },
+  });
 }

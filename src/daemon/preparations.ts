@@ -121,6 +121,16 @@ export class Preparations {
     return this.#preparers.filter((p) => p.prepare && this.#takes(p, e, vmName)).every((p) => done.has(p.name));
   }
 
+  /**
+   * givenBack: nothing a preparation that gives the VM back (`undoes`: probe, kubernetes) did for
+   * this event is still out: each has undone it, failed, or never reported. The fleet budget frees
+   * a slot only then.
+   */
+  givenBack(eventId: string): boolean {
+    const undoes = new Set(this.#preparers.filter((p) => p.undoes).map((p) => p.name));
+    return this.#table.of(eventId).every((r) => !undoes.has(r.sink) || r.state === 'undone' || r.state === 'failed');
+  }
+
   /** recorded: what the preparations reported for an event (pending ones that never reported are left out). */
   recorded(eventId: string): PreparationState[] {
     return this.#table.of(eventId).map(toState);

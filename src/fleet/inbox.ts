@@ -185,6 +185,13 @@ export class ApprovalInbox {
         via: r.via,
       };
     } catch (err) {
+      if (err instanceof ApprovalError && err.held) {
+        // held by the fleet budget: answered, but neither remembered nor spent, so asking again later can succeed
+        await this.#reply(m, this.#outcome(command, m, 'not-approvable', err.code, err.message));
+        await receiver.completeMessage(m);
+        this.#count('held');
+        return;
+      }
       if (err instanceof ApprovalError && err.code !== 'IMDS_REFUSED') {
         outcome = this.#outcome(command, m, 'not-approvable', err.code, err.message);
       } else {

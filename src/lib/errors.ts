@@ -59,6 +59,12 @@ export const CODES = {
   TOKEN_OTHER_VM: 'an approval token was issued for another VM (403)',
   TOKEN_USED: 'an approval token was already used (409)',
   UNSUPPORTED_INTERACTION: 'a Slack interaction that is not an approval button (400)',
+  // fleet budgets
+  HELD: "a fleet budget holds the approval: the group's slots are all held (409 with the holders; a policy or hook approval is granted by itself once a slot frees)",
+  FLEET_STORE_UNAVAILABLE:
+    "the fleet budget's store cannot be read or written: no early approval until it answers (503; maintenance starts at NotBefore)",
+  FLEET_SLOT_TAKEN_OVER: 'a fleet slot was taken over from a holder whose recorded end had passed',
+  FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
   // fleet approvals: the inbox and the relay
   INBOX_SESSION_LOST: 'the approval inbox lost its Service Bus session; it is accepted again with backoff',
   INBOX_ACCEPT_FAILED: 'the approval inbox could not accept its Service Bus session; tried again with backoff',

@@ -30,6 +30,9 @@ export class Metrics {
   readonly inboxCommands: Counter;
   readonly prepareSeconds: Histogram;
   readonly prepares: Counter;
+  readonly fleetSlots: Gauge;
+  readonly fleetHeld: Counter;
+  readonly fleetStoreErrors: Counter;
   /** The families sinks asked for by name (SinkMetrics). */
   readonly #sinkFamilies = new Map<string, Counter | Gauge | Histogram>();
 
@@ -108,6 +111,21 @@ export class Metrics {
     );
     this.prepares = r.register(
       new Counter('sebridge_prepare_total', 'Preparation results by sink and outcome (done, failed, undone).', ['sink', 'outcome']),
+    );
+    this.fleetSlots = r.register(
+      new Gauge('sebridge_fleet_slots_held', "The fleet group's slots held, as last read: by this member (self) and by the others.", [
+        'holder',
+      ]),
+    );
+    this.fleetHeld = r.register(
+      new Counter(
+        'sebridge_fleet_approvals_held_total',
+        'Early approvals the fleet budget held, by path (policy, hooks, api, link, slack).',
+        ['via'],
+      ),
+    );
+    this.fleetStoreErrors = r.register(
+      new Counter('sebridge_fleet_store_errors_total', "Failed reads and writes of the fleet budget's store, by operation.", ['operation']),
     );
     this.consecutiveFailures = r.register(
       new Gauge('sebridge_imds_consecutive_failures', 'IMDS reads failed in a row (0 when the last read succeeded).'),

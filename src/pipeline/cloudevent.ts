@@ -22,6 +22,9 @@ export interface ApprovalInfo {
   readonly by: string;
   readonly via: string;
   readonly at: string;
+  /** Approved past the fleet budget (present only then), with the reason given. */
+  readonly forced?: true;
+  readonly reason?: string;
 }
 
 export interface EventData {

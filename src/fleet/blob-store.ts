@@ -1,0 +1,119 @@
+/**
+ * BlobFleetStore keeps a group's records in Azure Blob Storage: one block blob per record
+ * (`<container>/<group>/<name>.json`), created with `If-None-Match: *` and replaced with
+ * `If-Match: <ETag>`, so a write based on a stale read fails with 409 or 412 and the writer reads
+ * again. https://learn.microsoft.com/rest/api/storageservices/specifying-conditional-headers-for-blob-service-operations
+ * @azure/storage-blob is imported only here, when a blob store is configured.
+ */
+import type { ContainerClient } from '@azure/storage-blob';
+import { createCredential } from '../azure/credentials.ts';
+import type { FleetStoreConfig } from './budget-config.ts';
+import { FleetStoreError, type FleetStore, type Versioned } from './budget-store.ts';
+
+type BlobConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
+
+/** One try, bounded: a store that does not answer fails the operation (the budget then fails closed) rather than stalling it. */
+const PIPELINE = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5000, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } };
+
+const statusOf = (err: unknown): number | undefined => (err as { statusCode?: number }).statusCode;
+
+export class BlobFleetStore implements FleetStore {
+  readonly where: string;
+  readonly #container: ContainerClient;
+  readonly #prefix: string;
+  #ensured: Promise<void> | null = null;
+
+  private constructor(container: ContainerClient, group: string) {
+    this.#container = container;
+    this.#prefix = `${group}/`;
+    this.where = `blob ${container.url.replace(/\?.*$/, '')}/${group}`;
+  }
+
+  static async open(config: BlobConfig, group: string): Promise<BlobFleetStore> {
+    const blob = await import('@azure/storage-blob');
+    const service =
+      config.connectionString !== undefined
+        ? blob.BlobServiceClient.fromConnectionString(config.connectionString, PIPELINE)
+        : new blob.BlobServiceClient(
+            config.accountUrl!,
+            await createCredential(config.credential ?? { kind: 'managedIdentity' }),
+            PIPELINE,
+          );
+    return new BlobFleetStore(service.getContainerClient(config.container), group);
+  }
+
+  async get(name: string, signal?: AbortSignal): Promise<Versioned | null> {
+    return this.#read(name, signal);
+  }
+
+  async put(name: string, value: unknown, version: string | null, signal?: AbortSignal): Promise<string | null> {
+    await this.#ensure(signal);
+    const body = JSON.stringify(value);
+    try {
+      const r = await this.#container.getBlockBlobClient(this.#prefix + name).upload(body, Buffer.byteLength(body), {
+        abortSignal: signal,
+        blobHTTPHeaders: { blobContentType: 'application/json' },
+        conditions: version === null ? { ifNoneMatch: '*' } : { ifMatch: version },
+      });
+      return r.etag ?? null;
+    } catch (err) {
+      const status = statusOf(err);
+      // 409 BlobAlreadyExists (If-None-Match: *), 412 ConditionNotMet (If-Match): another writer came first
+      if (status === 409 || status === 412) return null;
+      // a replace of a record deleted by hand: nothing to win against but a fresh create
+      if (status === 404 && version !== null) return null;
+      throw failure(`write ${name}`, err);
+    }
+  }
+
+  async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
+    const names: string[] = [];
+    try {
+      for await (const item of this.#container.listBlobsFlat({ prefix: this.#prefix + prefix, abortSignal: signal })) names.push(item.name);
+    } catch (err) {
+      if (statusOf(err) === 404) return []; // no container yet: no records
+      throw failure(`list ${prefix}*`, err);
+    }
+    const read = await Promise.all(names.map((n) => this.#read(n.slice(this.#prefix.length).replace(/\.json$/, ''), signal)));
+    return read.filter((r): r is Versioned => r !== null);
+  }
+
+  async close(): Promise<void> {
+    // the SDK's HTTP client holds nothing that outlives a request
+  }
+
+  async #read(name: string, signal?: AbortSignal): Promise<Versioned | null> {
+    try {
+      const r = await this.#container.getBlockBlobClient(this.#prefix + name).download(0, undefined, { abortSignal: signal });
+      const chunks: Buffer[] = [];
+      for await (const c of r.readableStreamBody!) chunks.push(c as Buffer);
+      return { name, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown, version: r.etag! };
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
+      if (err instanceof SyntaxError) throw new FleetStoreError(`read ${name}`, 'the record is not JSON', err);
+      throw failure(`read ${name}`, err);
+    }
+  }
+
+  /** ensure creates the container once, when missing; a role that may not create containers finds it made by hand. */
+  #ensure(signal?: AbortSignal): Promise<void> {
+    this.#ensured ??= this.#container.createIfNotExists({ abortSignal: signal }).then(
+      () => undefined,
+      (err: unknown) => {
+        this.#ensured = null;
+        if (statusOf(err) === 403) return; // not allowed to create: the container is expected to exist
+        throw failure('create the container', err);
+      },
+    );
+    return this.#ensured;
+  }
+}
+
+function failure(operation: string, err: unknown): FleetStoreError {
+  const e = err as { statusCode?: number; code?: string; message?: string };
+  const what =
+    e.statusCode !== undefined
+      ? `Blob Storage answered ${e.statusCode}${e.code ? ` ${e.code}` : ''}`
+      : (e.code ?? e.message ?? String(err));
+  return new FleetStoreError(operation, what, err);
+}

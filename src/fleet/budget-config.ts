@@ -1,0 +1,80 @@
+/**
+ * The fleet budget's configuration (`fleet`): the group a VM belongs to, how many of its members
+ * may be in maintenance at once because of an early approval, and where the group's slots and
+ * member records live (Azure Blob Storage, or Kubernetes Leases).
+ */
+import { z } from 'zod';
+import { CredentialConfig } from '../azure/credentials.ts';
+import { httpUrl, secret } from '../lib/validators.ts';
+
+const BlobStoreConfig = z
+  .strictObject({
+    type: z.literal('blob').describe('Azure Blob Storage: one blob per slot and per member, written with ETag conditions.'),
+    accountUrl: httpUrl.optional().describe('The storage account (https://ACCOUNT.blob.core.windows.net), reached with credential.'),
+    connectionString: secret(z.string().regex(/AccountName=|BlobEndpoint=|UseDevelopmentStorage=/i, 'must be a storage connection string'))
+      .optional()
+      .describe('A storage connection string (development, Azurite); or accountUrl with a credential.'),
+    credential: CredentialConfig.optional().describe("The Entra ID credential with accountUrl; default: the VM's managed identity."),
+    container: z
+      .string()
+      .regex(/^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/, 'must be a container name: 3 to 63 lower-case letters, digits and single dashes')
+      .default('se-bridge-fleet')
+      .describe('The container that holds every group of this account (created when missing and allowed).'),
+  })
+  .superRefine((c, ctx) => {
+    if ((c.accountUrl === undefined) === (c.connectionString === undefined))
+      ctx.addIssue({ code: 'custom', path: ['accountUrl'], message: 'set either accountUrl (with credential) or connectionString' });
+    if (c.connectionString !== undefined && c.credential !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with accountUrl, not with connectionString' });
+  });
+
+const KubernetesStoreConfig = z.strictObject({
+  type: z.literal('kubernetes').describe('coordination.k8s.io/v1 Leases, one per slot and per member, written with resourceVersion.'),
+  namespace: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
+    .default('se-bridge')
+    .describe('The namespace of the Leases.'),
+  kubeconfig: z.string().min(1).optional().describe('A kubeconfig file; default: the in-cluster service account.'),
+});
+
+export const FleetStoreConfig = z.discriminatedUnion('type', [BlobStoreConfig, KubernetesStoreConfig]);
+export type FleetStoreConfig = z.infer<typeof FleetStoreConfig>;
+
+export const FleetConfig = z.strictObject({
+  group: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
+    .describe('The group: every member that names it shares one budget.'),
+  maxUnavailable: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .describe('How many members of the group may be in maintenance at once because of an early approval (the slots).'),
+  store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
+  marginSeconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(7 * 86400)
+    .default(1800)
+    .describe(
+      "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it.",
+    ),
+  heartbeatSeconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(3600)
+    .default(30)
+    .describe('How often a member writes its record (events, slot, heartbeat) and renews the slot it holds.'),
+  retryMs: z
+    .number()
+    .int()
+    .min(200)
+    .max(300_000)
+    .default(2000)
+    .describe('How often an approval held by the budget (policy, hooks) asks for a slot again.'),
+});
+export type FleetConfig = z.infer<typeof FleetConfig>;

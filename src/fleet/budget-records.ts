@@ -1,0 +1,164 @@
+/**
+ * The records a fleet budget keeps in its store, and the pure rules over them. Each slot is a
+ * record (`slot-0` … `slot-<maxUnavailable-1>`), free when it has no holder or its holder's
+ * recorded end (`until`) has passed. A member that goes down without a free slot (its event
+ * Started at NotBefore, or a forced approval) writes an overflow record (`slot-x-<member>`) that
+ * counts against the group's free slots, so the others wait for it too. Each member also writes
+ * its own record (`member-<member>`): its events, its slot, its heartbeat.
+ */
+import { createHash } from 'node:crypto';
+import type { ScheduledEvent } from '../imds/wire.ts';
+
+/** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
+export type HoldMode = 'early' | 'forced' | 'started';
+
+export interface SlotRecord {
+  /** The member's key; null when the slot is free. */
+  readonly member: string | null;
+  readonly vm?: string;
+  readonly resourceId?: string | null;
+  readonly eventIds?: readonly string[];
+  readonly since?: string;
+  /** The holder's recorded end: past it, the slot may be taken over. */
+  readonly until?: string;
+  readonly mode?: HoldMode;
+  readonly by?: string;
+  readonly reason?: string;
+}
+
+export interface MemberEvent {
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly status: string;
+  readonly notBefore: string | null;
+  readonly durationInSeconds: number;
+  readonly approved: boolean;
+}
+
+export interface MemberRecord {
+  readonly member: string;
+  readonly vm: string;
+  readonly resourceId: string | null;
+  readonly heartbeatAt: string;
+  readonly heartbeatSeconds: number;
+  readonly events: readonly MemberEvent[];
+  /** The slot record this member holds, if any. */
+  readonly slot: string | null;
+}
+
+export interface Holder {
+  readonly vm: string;
+  readonly eventId: string | null;
+  readonly since: string | null;
+  readonly until: string | null;
+  readonly mode: HoldMode | null;
+}
+
+export const SLOT_PREFIX = 'slot-';
+export const OVERFLOW_PREFIX = 'slot-x-';
+export const MEMBER_PREFIX = 'member-';
+
+export const slotName = (i: number): string => `${SLOT_PREFIX}${i}`;
+export const overflowName = (member: string): string => `${OVERFLOW_PREFIX}${member}`;
+export const memberName = (member: string): string => `${MEMBER_PREFIX}${member}`;
+
+/** memberKey: a store-safe key for a VM, stable across restarts (its name, and a digest of its resource id). */
+export function memberKey(vm: { readonly name: string; readonly resourceId: string | null }): string {
+  const name =
+    vm.name
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'vm';
+  const digest = createHash('sha256')
+    .update((vm.resourceId ?? vm.name).toLowerCase())
+    .digest('hex')
+    .slice(0, 8);
+  return `${name}-${digest}`;
+}
+
+/** asSlot reads a slot record defensively: anything unreadable is a free slot's shape with no holder. */
+export function asSlot(value: unknown): SlotRecord {
+  const v = value as Partial<SlotRecord> | null;
+  if (v === null || typeof v !== 'object' || typeof v.member !== 'string') return { member: null };
+  return v as SlotRecord;
+}
+
+/** live: the slot has a holder whose recorded end has not passed. */
+export const live = (s: SlotRecord, now: number): boolean => s.member !== null && (s.until === undefined || Date.parse(s.until) > now);
+
+/**
+ * recordedEnd: when a member's maintenance for this event is over at the latest, as far as the
+ * group knows: NotBefore (or now, once approved or Started) plus the expected interruption plus
+ * the margin. Past it, a holder that stopped renewing loses its slot.
+ */
+export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSeconds'>, now: number, marginSeconds: number): number {
+  const start = Math.max(now, e.notBefore === null ? now : Date.parse(e.notBefore) || now);
+  return start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
+}
+
+export const holderOf = (s: SlotRecord): Holder => ({
+  vm: s.vm ?? s.member ?? '?',
+  eventId: s.eventIds?.[0] ?? null,
+  since: s.since ?? null,
+  until: s.until ?? null,
+  mode: s.mode ?? null,
+});
+
+/** A member's expected maintenance window, for the collision forecast. */
+export interface Window {
+  readonly vm: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** How long a maintenance is taken to last when its duration is unknown or short: the typical Started-to-gone time. */
+export const TYPICAL_MAINTENANCE_MS = 10 * 60_000;
+
+/** windowsOf: the maintenance windows of the members' pending events (one per event with a NotBefore). */
+export function windowsOf(members: readonly MemberRecord[]): Window[] {
+  return members.flatMap((m) =>
+    m.events
+      .filter((e) => e.notBefore !== null && e.status === 'Scheduled' && Number.isFinite(Date.parse(e.notBefore)))
+      .map((e) => {
+        const from = Date.parse(e.notBefore!);
+        return {
+          vm: m.vm,
+          eventId: e.eventId,
+          eventType: e.eventType,
+          from,
+          to: from + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000),
+        };
+      }),
+  );
+}
+
+export interface Collision {
+  readonly from: number;
+  readonly to: number;
+  readonly windows: readonly Window[];
+}
+
+/**
+ * collisionOf: the moment the most members' windows overlap, when more members than the group
+ * allows are due at once; null otherwise. The windows returned are those that overlap there,
+ * sorted by EventId, so every member that reads the same records finds the same collision.
+ */
+export function collisionOf(windows: readonly Window[], maxUnavailable: number): Collision | null {
+  let best: { at: number; members: Set<string> } | null = null;
+  for (const w of windows) {
+    const at = w.from;
+    const members = new Set(windows.filter((x) => x.from <= at && x.to > at).map((x) => x.vm));
+    if (members.size > maxUnavailable && (best === null || members.size > best.members.size)) best = { at, members };
+  }
+  if (best === null) return null;
+  const at = best.at;
+  const overlapping = windows.filter((x) => x.from <= at && x.to > at).sort((a, b) => a.eventId.localeCompare(b.eventId));
+  return {
+    from: Math.min(...overlapping.map((w) => w.from)),
+    to: Math.max(...overlapping.map((w) => w.to)),
+    windows: overlapping,
+  };
+}

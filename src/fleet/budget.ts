@@ -1,0 +1,271 @@
+/**
+ * FleetBudget keeps a group's early approvals within its budget: before any early approval the
+ * bridge must hold one of the group's `maxUnavailable` slots (`take`), and it gives the slot back
+ * once its events are over, IMDS was read again after them and its preparations were given back
+ * (`onRead`). Slots are taken and released only with the store's conditional writes, so two
+ * members racing for the last slot never both win. When the store cannot be read or written the
+ * budget fails closed: no early approval (maintenance still starts at NotBefore, as Azure
+ * decides), said in `/readyz`, `status`, a log line and a metric, until the store answers again.
+ * A forced approval goes past the budget, on the record.
+ */
+import type { Logger } from 'pino';
+import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../approval/service.ts';
+import { affects } from '../imds/identity.ts';
+import type { BridgeView } from '../imds/view.ts';
+import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
+import { errorFields } from '../lib/errors.ts';
+import { sleep } from '../lib/time.ts';
+import type { FleetConfig } from './budget-config.ts';
+import { FleetStoreError, type FleetStore } from './budget-store.ts';
+import { asSlot, memberKey, memberName, MEMBER_PREFIX, type Holder, type HoldMode, type MemberRecord } from './budget-records.ts';
+import { MemberSlots } from './slots.ts';
+
+export interface BudgetHooks {
+  /** An approval was held (via: policy, hooks, api, link, slack, cli). */
+  onHeld?(via: string): void;
+  /** A store operation failed. */
+  onStoreError?(operation: string): void;
+  /** The group's live slots as last read: held by this member, and by the others. */
+  onSlots?(self: number, others: number): void;
+  /** The members' records, as read at a heartbeat. */
+  onMembers?(members: readonly MemberRecord[]): void;
+}
+
+export interface BudgetOptions {
+  readonly config: FleetConfig;
+  readonly store: FleetStore;
+  readonly view: BridgeView;
+  readonly logger: Logger;
+  /** Whether an ended event's preparations were given back (nothing prepared is still out). */
+  readonly givenBack: (eventId: string) => boolean;
+  readonly hooks?: BudgetHooks;
+  readonly now?: () => number;
+}
+
+/** What /readyz and status say of the budget. */
+export interface BudgetState {
+  readonly group: string;
+  readonly maxUnavailable: number;
+  readonly store: string;
+  readonly storeReachable: boolean;
+  readonly lastError: string | null;
+  /** The slot this member holds, if any. */
+  readonly slot: {
+    readonly name: string;
+    readonly eventIds: readonly string[];
+    readonly since: string | null;
+    readonly until: string | null;
+    readonly mode: HoldMode | null;
+  } | null;
+  /** The group's holders as last read. */
+  readonly holders: readonly Holder[];
+}
+
+export class FleetBudget implements ApprovalGate {
+  readonly #o: BudgetOptions;
+  readonly #now: () => number;
+  readonly #slots: MemberSlots;
+  #queue: Promise<unknown> = Promise.resolve();
+  #storeOk = true;
+  #lastError: string | null = null;
+  #lastMemberJson = '';
+  #lastMemberAt = 0;
+  #reading: Promise<void> | null = null;
+  #readAgain: EventsDocument | null = null;
+
+  constructor(options: BudgetOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+    this.#slots = new MemberSlots({
+      config: options.config,
+      store: options.store,
+      logger: options.logger,
+      me: () => ({ key: this.#me, vm: this.#o.view.vm }),
+      now: this.#now,
+      onSlots: (self, others) => {
+        this.#ok();
+        options.hooks?.onSlots?.(self, others);
+      },
+    });
+  }
+
+  get #me(): string {
+    return memberKey(this.#o.view.vm);
+  }
+
+  state(): BudgetState {
+    const slot = this.#slots.held;
+    const held = slot ? asSlot(slot.value) : null;
+    return {
+      group: this.#o.config.group,
+      maxUnavailable: this.#o.config.maxUnavailable,
+      store: this.#o.store.where,
+      storeReachable: this.#storeOk,
+      lastError: this.#lastError,
+      slot:
+        held === null || slot == null
+          ? null
+          : {
+              name: slot.name,
+              eventIds: held.eventIds ?? [],
+              since: held.since ?? null,
+              until: held.until ?? null,
+              mode: held.mode ?? null,
+            },
+      holders: this.#slots.holders,
+    };
+  }
+
+  /**
+   * take holds a slot for an early approval of `event`, or throws ApprovalError HELD (no slot
+   * free: 409 with the holders) or FLEET_STORE_UNAVAILABLE (fail closed: 503). A forced request
+   * is granted past the budget, and on the record.
+   */
+  take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
+    return this.#serial(async () => {
+      try {
+        return await this.#slots.take(event, request.force === true ? 'forced' : 'early', request);
+      } catch (err) {
+        if (err instanceof ApprovalError && err.code === 'HELD') this.#o.hooks?.onHeld?.(request.via);
+        if (!(err instanceof FleetStoreError)) throw err;
+        this.#failed('take a slot', err);
+        if (request.force === true) return { forced: true, slot: null, note: `the fleet store could not be written: ${err.message}` };
+        throw unavailable(this.#o.config.group, err.message);
+      }
+    });
+  }
+
+  /** abandon gives back what `take` took for an approval that IMDS then refused. */
+  abandon(eventId: string): Promise<void> {
+    return this.#serial(() => this.#slots.release((ids) => ids.filter((id) => id !== eventId))).catch((err: unknown) => {
+      this.#o.logger.warn({ eventId, ...errorFields(err) }, 'fleet budget: could not give back the slot of a refused approval');
+    });
+  }
+
+  /**
+   * onRead keeps the slot true to the document: it gives the slot back once every event it was
+   * held for is over and its preparations were given back, and takes one for an event of this VM
+   * that Started without an early approval (the member is down all the same). Never throws; a
+   * read that comes while one is being handled is handled after it (the latest only).
+   */
+  onRead(document: EventsDocument): Promise<void> {
+    if (this.#reading !== null) {
+      this.#readAgain = document;
+      return this.#reading;
+    }
+    this.#reading = (async () => {
+      let next: EventsDocument | null = document;
+      while (next !== null) {
+        this.#readAgain = null;
+        await this.#serial(() => this.#onRead(next!)).catch((err: unknown) => this.#failed('follow the document', err));
+        next = this.#readAgain;
+      }
+    })().finally(() => {
+      this.#reading = null;
+    });
+    return this.#reading;
+  }
+
+  /** heartbeat renews the slot this member holds, writes its member record, and reads the group. */
+  heartbeat(): Promise<void> {
+    return this.#serial(async () => {
+      await this.#slots.read();
+      await this.#slots.renew(this.#o.view.document);
+      await this.#writeMember(true);
+      const members = await this.#o.store.list(MEMBER_PREFIX);
+      this.#ok();
+      this.#o.hooks?.onMembers?.(members.map((m) => m.value as MemberRecord));
+    }).catch((err: unknown) => this.#failed('heartbeat', err));
+  }
+
+  /** run beats every heartbeatSeconds until the signal aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.heartbeat();
+      await sleep(this.#o.config.heartbeatSeconds * 1000, signal).catch(() => undefined);
+    }
+  }
+
+  // ----- inside the queue ----------------------------------------------------------------------
+
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #onRead(document: EventsDocument): Promise<void> {
+    const slots = this.#slots;
+    const vm = this.#o.view.vm;
+    if (!vm.nameKnown) return;
+    const mine = document.events.filter((e) => affects(e.resources, vm.name));
+    if (slots.held === undefined) await slots.read();
+    const listed = new Set(mine.map((e) => e.eventId));
+    await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id)));
+    for (const e of mine) {
+      if (e.eventStatus === 'Started' && !slots.heldFor.includes(e.eventId))
+        await slots.take(e, 'started', { by: 'azure', via: 'imds', reason: 'Started without an early approval' });
+    }
+    await this.#writeMember(false, mine);
+  }
+
+  async #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<void> {
+    const vm = this.#o.view.vm;
+    const document = this.#o.view.document;
+    if (!vm.nameKnown) return;
+    const events = (mine ?? (document?.events ?? []).filter((e) => affects(e.resources, vm.name))).map((e) => ({
+      eventId: e.eventId,
+      eventType: e.eventType,
+      status: e.eventStatus,
+      notBefore: e.notBefore,
+      durationInSeconds: e.durationInSeconds,
+      approved: this.#slots.heldFor.includes(e.eventId),
+    }));
+    const shape = JSON.stringify({ events, slot: this.#slots.held?.name ?? null });
+    const now = this.#now();
+    // written at every heartbeat, and at once when what it says changes (at most once a second)
+    if (!force && (shape === this.#lastMemberJson || now - this.#lastMemberAt < 1000)) return;
+    const record: MemberRecord = {
+      member: this.#me,
+      vm: vm.name,
+      resourceId: vm.resourceId,
+      heartbeatAt: new Date(now).toISOString(),
+      heartbeatSeconds: this.#o.config.heartbeatSeconds,
+      events,
+      slot: this.#slots.held?.name ?? null,
+    };
+    const name = memberName(this.#me);
+    for (let round = 0; round < 3; round++) {
+      const current = await this.#o.store.get(name);
+      if ((await this.#o.store.put(name, record, current?.version ?? null)) !== null) break;
+    }
+    this.#lastMemberJson = shape;
+    this.#lastMemberAt = now;
+  }
+
+  #ok(): void {
+    if (!this.#storeOk) this.#o.logger.info({ store: this.#o.store.where }, 'fleet budget: the store answers again');
+    this.#storeOk = true;
+    this.#lastError = null;
+  }
+
+  #failed(what: string, err: unknown): void {
+    const e = err instanceof FleetStoreError ? err : new FleetStoreError(what, (err as Error)?.message ?? String(err), err);
+    this.#o.hooks?.onStoreError?.(e.operation);
+    if (this.#storeOk)
+      this.#o.logger.error(
+        { ...errorFields(e), store: this.#o.store.where },
+        'fleet budget: the store cannot be read or written; no early approval until it answers (maintenance starts at NotBefore)',
+      );
+    this.#storeOk = false;
+    this.#lastError = e.message;
+  }
+}
+
+/** unavailable: the answer when the store cannot be read or written (fail closed: 503). */
+function unavailable(group: string, why: string): ApprovalError {
+  return new ApprovalError(
+    'FLEET_STORE_UNAVAILABLE',
+    `the fleet store of group ${group} cannot be reached, so no early approval is given (maintenance starts at NotBefore): ${why}`,
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * LeaseFleetStore keeps a group's records as coordination.k8s.io/v1 Leases in one namespace: one
+ * Lease per record (`se-bridge-<group>-<name>`, labelled with the group), the record in an
+ * annotation, the holder in `spec.holderIdentity` so `kubectl get leases` reads well. A Lease is
+ * created with POST (409 AlreadyExists when another came first) and replaced with PUT carrying the
+ * resourceVersion read (409 Conflict when it changed since).
+ * https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/lease-v1/
+ * @kubernetes/client-node is imported only here, when a kubernetes store is configured.
+ */
+import { createHash } from 'node:crypto';
+import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import { withDeadline } from '../lib/time.ts';
+import type { FleetStoreConfig } from './budget-config.ts';
+import { FleetStoreError, type FleetStore, type Versioned } from './budget-store.ts';
+
+type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
+
+const CALL_DEADLINE_MS = 10_000;
+export const RECORD_ANNOTATION = 'se-bridge.io/record';
+export const NAME_ANNOTATION = 'se-bridge.io/name';
+export const GROUP_LABEL = 'se-bridge.io/group';
+
+/** leaseName: a DNS subdomain name for a record of a group (hashed when a name would be too long or not a name). */
+export function leaseName(group: string, name: string): string {
+  const plain = `se-bridge-${group}-${name}`;
+  if (plain.length <= 253 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(plain)) return plain;
+  const safe = name
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .slice(0, 40);
+  return `se-bridge-${group}-${safe}-${createHash('sha256').update(name).digest('hex').slice(0, 12)}`.replace(/-+/g, '-');
+}
+
+export class LeaseFleetStore implements FleetStore {
+  readonly where: string;
+  readonly #api: CoordinationV1Api;
+  readonly #namespace: string;
+  readonly #group: string;
+
+  private constructor(api: CoordinationV1Api, namespace: string, group: string) {
+    this.#api = api;
+    this.#namespace = namespace;
+    this.#group = group;
+    this.where = `kubernetes leases ${namespace}/${GROUP_LABEL}=${group}`;
+  }
+
+  static async open(config: KubeConfig, group: string): Promise<LeaseFleetStore> {
+    const k8s = await import('@kubernetes/client-node');
+    const kc = new k8s.KubeConfig();
+    if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
+    else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+    else
+      throw new FleetStoreError(
+        'connect',
+        'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)',
+      );
+    return new LeaseFleetStore(kc.makeApiClient(k8s.CoordinationV1Api), config.namespace, group);
+  }
+
+  async get(name: string): Promise<Versioned | null> {
+    try {
+      const lease = await this.#call(`read ${name}`, () =>
+        this.#api.readNamespacedLease({ name: leaseName(this.#group, name), namespace: this.#namespace }),
+      );
+      return recordOf(lease, name);
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
+      throw failure(`read ${name}`, err);
+    }
+  }
+
+  async put(name: string, value: unknown, version: string | null): Promise<string | null> {
+    const holder = (value as { vm?: unknown } | null)?.vm;
+    const body: V1Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: leaseName(this.#group, name),
+        namespace: this.#namespace,
+        labels: { [GROUP_LABEL]: this.#group },
+        annotations: { [NAME_ANNOTATION]: name, [RECORD_ANNOTATION]: JSON.stringify(value) },
+        ...(version === null ? {} : { resourceVersion: version }),
+      },
+      spec: {
+        ...(typeof holder === 'string' ? { holderIdentity: holder } : {}),
+        renewTime: new Date(),
+      },
+    };
+    try {
+      const written = await this.#call(`write ${name}`, () =>
+        version === null
+          ? this.#api.createNamespacedLease({ namespace: this.#namespace, body })
+          : this.#api.replaceNamespacedLease({ name: body.metadata!.name!, namespace: this.#namespace, body }),
+      );
+      return written.metadata?.resourceVersion ?? null;
+    } catch (err) {
+      const status = statusOf(err);
+      // 409: AlreadyExists on create, Conflict on replace; 404: replaced a Lease deleted meanwhile
+      if (status === 409 || (status === 404 && version !== null)) return null;
+      throw failure(`write ${name}`, err);
+    }
+  }
+
+  async list(prefix: string): Promise<Versioned[]> {
+    try {
+      const leases = await this.#call(`list ${prefix}*`, () =>
+        this.#api.listNamespacedLease({ namespace: this.#namespace, labelSelector: `${GROUP_LABEL}=${this.#group}` }),
+      );
+      return leases.items
+        .map((l) => recordOf(l, l.metadata?.annotations?.[NAME_ANNOTATION] ?? ''))
+        .filter((r): r is Versioned => r !== null && r.name.startsWith(prefix));
+    } catch (err) {
+      throw failure(`list ${prefix}*`, err);
+    }
+  }
+
+  async close(): Promise<void> {
+    // the client keeps no connection of its own to close
+  }
+
+  #call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    return withDeadline(run(), CALL_DEADLINE_MS, () => new FleetStoreError(what, `no answer within ${CALL_DEADLINE_MS / 1000} s`));
+  }
+}
+
+function recordOf(lease: V1Lease, name: string): Versioned | null {
+  const text = lease.metadata?.annotations?.[RECORD_ANNOTATION];
+  const version = lease.metadata?.resourceVersion;
+  if (text === undefined || version === undefined || name === '') return null;
+  try {
+    return { name, value: JSON.parse(text) as unknown, version };
+  } catch {
+    return null; // a Lease edited by hand into something else is no record of ours
+  }
+}
+
+const statusOf = (err: unknown): number | undefined => {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
+};
+
+function failure(operation: string, err: unknown): FleetStoreError {
+  if (err instanceof FleetStoreError) return err;
+  const e = err as { code?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
+  if (typeof e.code === 'number') {
+    let said = '';
+    try {
+      said = (JSON.parse(String(e.body)) as { message?: string }).message ?? '';
+    } catch {
+      said = typeof e.body === 'string' ? e.body.slice(0, 200) : '';
+    }
+    return new FleetStoreError(operation, `the Kubernetes API answered ${e.code}${said ? `: ${said}` : ''}`, err);
+  }
+  return new FleetStoreError(
+    operation,
+    `cannot reach the Kubernetes API server (${e.cause?.code ?? e.cause?.message ?? e.message ?? String(err)})`,
+    err,
+  );
+}

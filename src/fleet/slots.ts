@@ -1,0 +1,202 @@
+/**
+ * MemberSlots: one member's side of its group's slots, over the store's conditional writes. It
+ * knows which slot this member holds (as last read or written) and who holds the others, and it
+ * takes, narrows, renews and gives back its slot. Every write is conditional on the version read,
+ * so two members racing for the last slot never both win; a lost write is tried again from a
+ * fresh read. FleetBudget (budget.ts) runs these one at a time and turns store failures into a
+ * closed budget.
+ */
+import type { Logger } from 'pino';
+import { ApprovalError, type ApprovalRequest, type Grant } from '../approval/service.ts';
+import type { VmIdentity } from '../imds/identity.ts';
+import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
+import type { FleetConfig } from './budget-config.ts';
+import type { FleetStore, Versioned } from './budget-store.ts';
+import {
+  asSlot,
+  holderOf,
+  live,
+  overflowName,
+  OVERFLOW_PREFIX,
+  recordedEnd,
+  slotName,
+  SLOT_PREFIX,
+  type Holder,
+  type HoldMode,
+  type SlotRecord,
+} from './budget-records.ts';
+
+/** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
+const MAX_ROUNDS = 8;
+
+export interface MemberSlotsOptions {
+  readonly config: FleetConfig;
+  readonly store: FleetStore;
+  readonly logger: Logger;
+  /** This member's key and identity, as they are now. */
+  readonly me: () => { readonly key: string; readonly vm: VmIdentity };
+  readonly now: () => number;
+  /** The group's live slots at each read: held by this member, and by the others. */
+  readonly onSlots?: (self: number, others: number) => void;
+}
+
+export class MemberSlots {
+  readonly #o: MemberSlotsOptions;
+  readonly #now: () => number;
+  /** The slot record this member holds, as last read or written; undefined before the first read. */
+  #held: Versioned | null | undefined = undefined;
+  #holders: Holder[] = [];
+
+  constructor(options: MemberSlotsOptions) {
+    this.#o = options;
+    this.#now = options.now;
+  }
+
+  /** held: the slot this member holds (null: none; undefined: not read yet). */
+  get held(): Versioned | null | undefined {
+    return this.#held;
+  }
+
+  /** heldFor: the EventIds this member's slot is held for. */
+  get heldFor(): readonly string[] {
+    return this.#held ? (asSlot(this.#held.value).eventIds ?? []) : [];
+  }
+
+  /** holders: who held the group's slots at the last read. */
+  get holders(): readonly Holder[] {
+    return this.#holders;
+  }
+
+  /**
+   * take holds a slot for `event`: this member's own slot when it holds one already, else the first
+   * free one (a holder past its recorded end is taken over). With none free, an early approval is
+   * held (ApprovalError HELD, with the holders); a forced one, or an event Started at NotBefore,
+   * writes this member's overflow record. A write lost to another member is tried again from a
+   * fresh read. Store failures are thrown as they are.
+   */
+  async take(event: ScheduledEvent, mode: HoldMode, request: ApprovalRequest): Promise<Grant> {
+    const { key: me, vm } = this.#o.me();
+    const { maxUnavailable, marginSeconds, group } = this.#o.config;
+    let holders: Holder[] = [];
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const now = this.#now();
+      const until = new Date(recordedEnd(event, now, marginSeconds)).toISOString();
+      const slots = await this.read();
+      const mine = this.#held;
+      if (mine) {
+        const s = asSlot(mine.value);
+        if ((s.eventIds ?? []).includes(event.eventId)) return { forced: s.mode === 'forced', slot: mine.name };
+        // this member is down already: another of its events takes no other slot
+        const next: SlotRecord = { ...s, eventIds: [...(s.eventIds ?? []), event.eventId], until: later(s.until, until) };
+        if (await this.#put(mine.name, next, mine.version)) return { forced: s.mode === 'forced', slot: mine.name };
+        continue;
+      }
+      const byName = new Map(slots.map((r) => [r.name, r]));
+      const overflow = slots.filter((r) => r.name.startsWith(OVERFLOW_PREFIX) && live(asSlot(r.value), now)).length;
+      const free = Array.from({ length: maxUnavailable }, (_, i) => slotName(i)).filter((n) => {
+        const r = byName.get(n);
+        return r === undefined || !live(asSlot(r.value), now);
+      });
+      holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
+      const record: SlotRecord = {
+        member: me,
+        vm: vm.name,
+        resourceId: vm.resourceId,
+        eventIds: [event.eventId],
+        since: new Date(now).toISOString(),
+        until,
+        mode,
+        by: request.by,
+        ...(request.reason ? { reason: request.reason } : {}),
+      };
+      if (free.length - overflow > 0) {
+        const name = free[0]!;
+        const before = byName.get(name);
+        if (!(await this.#put(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null))) continue;
+        const previous = before === undefined ? null : asSlot(before.value);
+        if (previous !== null && previous.member !== null)
+          this.#o.logger.warn(
+            { code: 'FLEET_SLOT_TAKEN_OVER', slot: name, from: previous.vm, eventIds: previous.eventIds, until: previous.until },
+            `fleet budget: took over ${name} from ${previous.vm}, whose recorded end has passed`,
+          );
+        this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: slot taken');
+        return { forced: false, slot: name };
+      }
+      if (mode === 'early') break;
+      // forced, or Started at NotBefore: down past the budget, and counted so the others wait for it
+      const name = overflowName(me);
+      if (!(await this.#put(name, record, byName.get(name)?.version ?? null))) continue;
+      this.#o.logger.warn(
+        { code: 'FLEET_OVER_BUDGET', slot: name, eventId: event.eventId, group, mode, holders },
+        `fleet budget: ${vm.name} is down past the budget of ${group} (${mode})`,
+      );
+      return { forced: mode === 'forced', slot: name };
+    }
+    const who = holders.map((h) => `${h.vm}${h.eventId ? ` (${h.eventId})` : ''}${h.since ? ` since ${h.since}` : ''}`).join(', ');
+    throw new ApprovalError(
+      'HELD',
+      `group ${group} allows ${maxUnavailable} member${maxUnavailable === 1 ? '' : 's'} in maintenance at once; ${who === '' ? 'the slots are being taken by others' : `held by ${who}`}`,
+      undefined,
+      holders,
+    );
+  }
+
+  /** release keeps only the events `keep` returns in this member's slot, and frees the slot when none is left. */
+  async release(keep: (eventIds: readonly string[]) => readonly string[]): Promise<void> {
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const held = this.#held;
+      if (held == null) return;
+      const s = asSlot(held.value);
+      const ids = s.eventIds ?? [];
+      const left = keep(ids);
+      if (left.length === ids.length) return;
+      const next: SlotRecord =
+        left.length === 0 ? { member: null, vm: s.vm ?? '', since: new Date(this.#now()).toISOString() } : { ...s, eventIds: left };
+      if (await this.#put(held.name, next, held.version)) {
+        if (left.length === 0)
+          this.#o.logger.info({ slot: held.name, eventIds: ids, group: this.#o.config.group }, 'fleet budget: slot given back');
+        return;
+      }
+      await this.read();
+    }
+  }
+
+  /** renew moves the recorded end of the slot this member holds past its listed events' windows. */
+  async renew(document: EventsDocument | null): Promise<void> {
+    const held = this.#held;
+    if (held == null || document === null) return;
+    const s = asSlot(held.value);
+    const now = this.#now();
+    const ends = document.events
+      .filter((e) => (s.eventIds ?? []).includes(e.eventId))
+      .map((e) => recordedEnd(e, now, this.#o.config.marginSeconds));
+    if (ends.length === 0) return;
+    const until = new Date(Math.max(...ends)).toISOString();
+    if (s.until !== undefined && Date.parse(s.until) >= Date.parse(until)) return;
+    await this.#put(held.name, { ...s, until }, held.version);
+  }
+
+  /** readSlots reads every slot record, and from them which one this member holds and who holds the others. */
+  async read(): Promise<Versioned[]> {
+    const slots = await this.#o.store.list(SLOT_PREFIX);
+    const now = this.#now();
+    const me = this.#o.me().key;
+    this.#held = slots.find((r) => asSlot(r.value).member === me) ?? null;
+    this.#holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
+    const self = slots.filter((r) => asSlot(r.value).member === me && live(asSlot(r.value), now)).length;
+    this.#o.onSlots?.(self, this.#holders.length - self);
+    return slots;
+  }
+
+  /** put writes one slot record conditionally; on success this member's view of its slot follows. */
+  async #put(name: string, record: SlotRecord, version: string | null): Promise<boolean> {
+    const written = await this.#o.store.put(name, record, version);
+    if (written === null) return false;
+    const mine = record.member === this.#o.me().key;
+    if (mine) this.#held = { name, value: record, version: written };
+    else if (this.#held?.name === name) this.#held = null;
+    return true;
+  }
+}
+
+const later = (a: string | undefined, b: string): string => (a !== undefined && Date.parse(a) > Date.parse(b) ? a : b);

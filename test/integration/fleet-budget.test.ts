@@ -1,0 +1,274 @@
+/**
+ * The fleet budget over its two real stores: Azure Blob Storage served by Azurite (Microsoft's
+ * emulator, started on 127.0.0.1 at a free port) through the real @azure/storage-blob client,
+ * and coordination.k8s.io/v1 Leases served by the project's Kubernetes API stand-in (no API
+ * server can run here; written from the API reference) through the real @kubernetes/client-node.
+ * Each store sits behind a TCP gate so a test can make it unreachable and bring it back.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalError } from '../../src/approval/service.ts';
+import { FleetConfig } from '../../src/fleet/budget-config.ts';
+import { openFleetStore, type FleetStore } from '../../src/fleet/budget-store.ts';
+import { FleetBudget } from '../../src/fleet/budget.ts';
+import { asSlot, type MemberRecord } from '../../src/fleet/budget-records.ts';
+import type { VmIdentity } from '../../src/imds/identity.ts';
+import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
+import { Azurite } from '../../testkit/azurite.ts';
+import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
+import { kubeconfigOf } from '../../testkit/kube-objects.ts';
+import { TcpGate } from '../../testkit/tcp-gate.ts';
+
+let azurite: Azurite;
+let kube: KubeStandIn;
+let blobGate: TcpGate;
+let kubeGate: TcpGate;
+let dir: string;
+
+beforeAll(async () => {
+  [azurite, kube] = await Promise.all([Azurite.start(), new KubeStandIn().start()]);
+  [blobGate, kubeGate] = await Promise.all([new TcpGate(azurite.url).start(), new TcpGate(kube.url).start()]);
+  dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-fleet-'));
+  writeFileSync(join(dir, 'kubeconfig'), kubeconfigOf(kubeGate.url(kube.url)));
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([blobGate?.stop(), kubeGate?.stop()]);
+  await Promise.all([azurite?.stop(), kube?.close()]);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+type StoreKind = 'blob' | 'kubernetes';
+
+function storeConfig(kind: StoreKind) {
+  return kind === 'blob'
+    ? { type: 'blob', connectionString: azurite.connectionString(`${blobGate.url(azurite.url)}/devstoreaccount1`), container: 'fleet' }
+    : { type: 'kubernetes', namespace: 'se-bridge', kubeconfig: join(dir, 'kubeconfig') };
+}
+
+const vmOf = (name: string): VmIdentity => ({
+  name,
+  resourceId: `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`,
+  vmScaleSetName: null,
+  subscriptionId: 's',
+  resourceGroupName: 'rg',
+  location: 'westeurope',
+  zone: null,
+  origin: 'config',
+  nameKnown: true,
+});
+
+function eventFor(vm: string, more: Partial<ScheduledEvent> = {}): ScheduledEvent {
+  return {
+    eventId: randomUUID().toUpperCase(),
+    eventType: 'Reboot',
+    resourceType: 'VirtualMachine',
+    resources: [vm],
+    eventStatus: 'Scheduled',
+    notBefore: new Date(Date.now() + 15 * 60_000).toISOString(),
+    description: '',
+    eventSource: 'Platform',
+    durationInSeconds: -1,
+    raw: {},
+    ...more,
+  };
+}
+
+interface Member {
+  readonly budget: FleetBudget;
+  readonly view: { vm: VmIdentity; document: EventsDocument | null; goodReads: number; approvalServerUrl: null };
+  readonly lines: Record<string, unknown>[];
+  givenBack: boolean;
+  now: number | null;
+  /** read: the member reads this document (its events), as the poll loop hands it over. */
+  read(events: ScheduledEvent[]): Promise<void>;
+}
+
+async function member(kind: StoreKind, group: string, name: string, more: Partial<FleetConfig> = {}): Promise<Member> {
+  const config = FleetConfig.parse({ group, maxUnavailable: 1, store: storeConfig(kind), marginSeconds: 60, ...more });
+  const store: FleetStore = await openFleetStore(config.store, group);
+  const lines: Record<string, unknown>[] = [];
+  const view = { vm: vmOf(name), document: null as EventsDocument | null, goodReads: 1, approvalServerUrl: null };
+  const m: Member = {
+    view,
+    lines,
+    givenBack: true,
+    now: null,
+    budget: undefined as unknown as FleetBudget,
+    async read(events) {
+      view.document = { incarnation: 1, events };
+      await m.budget.onRead(view.document);
+    },
+  };
+  (m as { budget: FleetBudget }).budget = new FleetBudget({
+    config,
+    store,
+    view,
+    logger: pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
+    givenBack: () => m.givenBack,
+    now: () => m.now ?? Date.now(),
+  });
+  return m;
+}
+
+const api = { by: 'test', via: 'api' } as const;
+
+async function outcome(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'granted';
+  } catch (err) {
+    if (err instanceof ApprovalError) return err.code;
+    throw err;
+  }
+}
+
+describe.each<StoreKind>(['blob', 'kubernetes'])('fleet budget over the %s store', (kind) => {
+  it('two members racing for the last slot 200 times: exactly one wins each time, and both win some', async () => {
+    const group = `race-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const wins = { a: 0, b: 0 };
+    for (let round = 0; round < 200; round++) {
+      const ea = eventFor('vm-a');
+      const eb = eventFor('vm-b');
+      // who asks first changes from round to round: both reach the store's conditional write
+      const takeA = () => outcome(a.budget.take(ea, api));
+      const takeB = () => outcome(b.budget.take(eb, api));
+      const [ra, rb] = round % 2 === 0 ? await Promise.all([takeA(), takeB()]) : (await Promise.all([takeB(), takeA()])).reverse();
+      expect([ra, rb].sort(), `round ${round}`).toEqual(['HELD', 'granted']);
+      const winner = ra === 'granted' ? a : b;
+      if (winner === a) wins.a += 1;
+      else wins.b += 1;
+      // the winner's maintenance is over: it gives the slot back at its next read
+      await winner.read([]);
+      expect(winner.budget.state().slot).toBeNull();
+    }
+    expect(wins.a + wins.b).toBe(200);
+    expect(wins.a).toBeGreaterThan(0);
+    expect(wins.b).toBeGreaterThan(0);
+    // the stand-in counts its answers: losers of the conditional write were told 409
+    if (kind === 'kubernetes') expect(kube.leases.writes.get(409) ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('a held approval names who holds the slot; forced goes past the budget on the record, and counts against it', async () => {
+    const group = `held-${kind}`;
+    const [a, b, c] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b'), member(kind, group, 'vm-c')]);
+    const ea = eventFor('vm-a');
+    expect(await a.budget.take(ea, api)).toMatchObject({ forced: false, slot: 'slot-0' });
+    const eb = eventFor('vm-b');
+    const held = await b.budget.take(eb, api).catch((e: unknown) => e as ApprovalError);
+    expect(held).toBeInstanceOf(ApprovalError);
+    expect((held as ApprovalError).status).toBe(409);
+    expect((held as ApprovalError).body(eb.eventId)).toMatchObject({
+      eventId: eb.eventId,
+      status: 'held',
+      holders: [{ vm: 'vm-a', eventId: ea.eventId }],
+      error: { code: 'HELD' },
+    });
+    expect(await b.budget.take(eb, { ...api, force: true, reason: 'hotfix' })).toMatchObject({ forced: true });
+    // vm-a is back, but vm-b (forced) is still down: the group's one slot is spoken for
+    await a.read([]);
+    const ec = eventFor('vm-c');
+    const heldByForced = await c.budget.take(ec, api).catch((e: unknown) => e as ApprovalError);
+    expect((heldByForced as ApprovalError).holders.map((h) => h.vm)).toEqual(['vm-b']);
+    await b.read([]);
+    expect(await c.budget.take(ec, api)).toMatchObject({ forced: false, slot: 'slot-0' });
+  });
+
+  it('a slot is given back only once the event is over and its preparations were given back', async () => {
+    const group = `release-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const ea = eventFor('vm-a');
+    await a.budget.take(ea, api);
+    await a.read([{ ...ea, eventStatus: 'Started', notBefore: null }]);
+    expect(a.budget.state().slot?.eventIds).toEqual([ea.eventId]);
+    a.givenBack = false;
+    await a.read([]);
+    expect(a.budget.state().slot?.eventIds).toEqual([ea.eventId]);
+    expect(await outcome(b.budget.take(eventFor('vm-b'), api))).toBe('HELD');
+    a.givenBack = true;
+    await a.read([]);
+    expect(a.budget.state().slot).toBeNull();
+    expect(await outcome(b.budget.take(eventFor('vm-b'), api))).toBe('granted');
+  });
+
+  it('an event that Started at NotBefore without an early approval takes a slot: the others wait for it', async () => {
+    const group = `started-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const ea = eventFor('vm-a', { eventStatus: 'Started', notBefore: null });
+    await a.read([ea]);
+    expect(a.budget.state().slot).toMatchObject({ eventIds: [ea.eventId], mode: 'started' });
+    expect(await outcome(b.budget.take(eventFor('vm-b'), api))).toBe('HELD');
+  });
+
+  it('a holder that stops renewing keeps its slot until its recorded end, then it is taken over', async () => {
+    const group = `takeover-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const t0 = Date.now();
+    a.now = t0;
+    b.now = t0;
+    // NotBefore in 1 minute, 30 s of impact, 60 s of margin: recorded end at t0 + 150 s
+    const ea = eventFor('vm-a', { notBefore: new Date(t0 + 60_000).toISOString(), durationInSeconds: 30 });
+    await a.budget.take(ea, api);
+    b.now = t0 + 149_000;
+    expect(await outcome(b.budget.take(eventFor('vm-b'), api))).toBe('HELD');
+    b.now = t0 + 151_000;
+    expect(await b.budget.take(eventFor('vm-b'), api)).toMatchObject({ slot: 'slot-0' });
+    expect(b.lines.find((l) => l.code === 'FLEET_SLOT_TAKEN_OVER')).toMatchObject({ from: 'vm-a', eventIds: [ea.eventId] });
+    // the old holder learns it at its next heartbeat, and gives back nothing of the new holder's
+    await a.budget.heartbeat();
+    expect(a.budget.state().slot).toBeNull();
+    await a.read([]);
+    expect(b.budget.state().slot?.name).toBe('slot-0');
+  });
+
+  it('the store unreachable: early approvals fail closed (503), forced ones pass on the record, and it recovers by itself', async () => {
+    const group = `outage-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    await a.budget.heartbeat();
+    const gate = kind === 'blob' ? blobGate : kubeGate;
+    gate.close();
+    try {
+      const err = await a.budget.take(eventFor('vm-a'), api).catch((e: unknown) => e as ApprovalError);
+      expect(err).toBeInstanceOf(ApprovalError);
+      expect((err as ApprovalError).code).toBe('FLEET_STORE_UNAVAILABLE');
+      expect((err as ApprovalError).status).toBe(503);
+      expect((err as ApprovalError).body('x')).toMatchObject({ status: 'held', error: { code: 'FLEET_STORE_UNAVAILABLE' } });
+      expect(a.budget.state()).toMatchObject({ storeReachable: false });
+      expect(a.budget.state().lastError).toMatch(/./);
+      expect(a.lines.filter((l) => l.code === 'FLEET_STORE_UNAVAILABLE')).toHaveLength(1);
+      const forced = await b.budget.take(eventFor('vm-b'), { ...api, force: true, reason: 'the store is down and this cannot wait' });
+      expect(forced).toMatchObject({ forced: true, slot: null });
+      expect(forced.note).toMatch(/could not be/);
+    } finally {
+      gate.open();
+    }
+    expect(await a.budget.take(eventFor('vm-a'), api)).toMatchObject({ slot: 'slot-0' });
+    expect(a.budget.state()).toMatchObject({ storeReachable: true, lastError: null });
+  }, 60_000);
+
+  it('each member writes its record at a heartbeat: its events, its slot, when it beat', async () => {
+    const group = `members-${kind}`;
+    const [a, b] = await Promise.all([
+      member(kind, group, 'vm-a', { maxUnavailable: 2 }),
+      member(kind, group, 'vm-b', { maxUnavailable: 2 }),
+    ]);
+    const ea = eventFor('vm-a');
+    await a.read([ea]);
+    await a.budget.take(ea, api);
+    await a.budget.heartbeat();
+    await b.budget.heartbeat();
+    const store = await openFleetStore(FleetConfig.parse({ group, maxUnavailable: 2, store: storeConfig(kind) }).store, group);
+    const members = (await store.list('member-')).map((r) => r.value as MemberRecord).sort((x, y) => x.vm.localeCompare(y.vm));
+    expect(members.map((m) => m.vm)).toEqual(['vm-a', 'vm-b']);
+    expect(members[0]).toMatchObject({ slot: 'slot-0', events: [{ eventId: ea.eventId, status: 'Scheduled', approved: true }] });
+    expect(members[1]).toMatchObject({ slot: null, events: [] });
+    expect(Date.parse(members[1]!.heartbeatAt)).toBeGreaterThan(Date.now() - 60_000);
+    const slots = await store.list('slot-');
+    expect(slots.map((s) => asSlot(s.value).vm)).toEqual(['vm-a']);
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * Azurite, Microsoft's Azure Storage emulator (the `azurite` npm package), started as a child
+ * process serving Blob Storage on 127.0.0.1 at a free port, in memory. It speaks the real Blob
+ * REST API, conditional headers and all, to the real @azure/storage-blob client.
+ */
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Azurite's published development account and key (its documentation's, the same on every install). */
+export const DEV_ACCOUNT = 'devstoreaccount1';
+export const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+
+export class Azurite {
+  readonly #child: ChildProcessByStdio<null, Readable, Readable>;
+  readonly #dir: string;
+  url = '';
+
+  private constructor(child: ChildProcessByStdio<null, Readable, Readable>, dir: string) {
+    this.#child = child;
+    this.#dir = dir;
+  }
+
+  /** start launches Azurite's blob service and waits (at most 30 s) until it listens. */
+  static async start(): Promise<Azurite> {
+    const main = join(dirname(fileURLToPath(import.meta.resolve('azurite/package.json'))), 'dist/src/blob/main.js');
+    const dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-azurite-'));
+    const child = spawn(
+      process.execPath,
+      [
+        main,
+        '--blobHost',
+        '127.0.0.1',
+        '--blobPort',
+        '0',
+        '--inMemoryPersistence',
+        '--skipApiVersionCheck',
+        '--disableTelemetry',
+        '--silent',
+      ],
+      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const azurite = new Azurite(child, dir);
+    let out = '';
+    azurite.url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`Azurite did not start within 30 s: ${out}`)), 30_000);
+      const seen = (c: Buffer) => {
+        out += c.toString();
+        const m = /listens on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      };
+      child.stdout.on('data', seen);
+      child.stderr.on('data', seen);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`Azurite exited with ${code}: ${out}`));
+      });
+    });
+    return azurite;
+  }
+
+  /** The account's blob endpoint. */
+  get blobEndpoint(): string {
+    return `${this.url}/${DEV_ACCOUNT}`;
+  }
+
+  /** A connection string to the emulator's account, through `endpoint` (default: Azurite itself). */
+  connectionString(endpoint = this.blobEndpoint): string {
+    return `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};BlobEndpoint=${endpoint};`;
+  }
+
+  async stop(): Promise<void> {
+    if (this.#child.exitCode === null) {
+      const gone = new Promise((resolve) => this.#child.once('exit', resolve));
+      this.#child.kill('SIGTERM');
+      const timer = setTimeout(() => this.#child.kill('SIGKILL'), 5000);
+      await gone;
+      clearTimeout(timer);
+    }
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * coordination.k8s.io/v1 Leases for the Kubernetes API stand-in, written from the API reference
+ * (https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/lease-v1/): what the
+ * fleet budget's Lease store calls, with the real paths, bodies and status codes.
+ *
+ *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases?labelSelector=k=v   LeaseList
+ *   POST /apis/coordination.k8s.io/v1/namespaces/{ns}/leases          201; 409 AlreadyExists
+ *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 404 NotFound
+ *   PUT  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 409 Conflict when
+ *        metadata.resourceVersion is not the current one; 404 when there is no such Lease
+ *
+ * Each write gives the object a new resourceVersion, as etcd's revision does.
+ */
+import type { ServerResponse } from 'node:http';
+import { json, status, type Json } from './kube-objects.ts';
+
+interface Lease {
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    creationTimestamp: string;
+  };
+  spec: Json;
+}
+
+const GROUP = 'coordination.k8s.io';
+
+export class LeaseRegistry {
+  readonly leases = new Map<string, Lease>();
+  /** How many writes each answer got, by status: 201, 200, 409. */
+  readonly writes = new Map<number, number>();
+  readonly #nextRv: () => string;
+  readonly #nextUid: () => string;
+
+  constructor(nextRv: () => string, nextUid: () => string) {
+    this.#nextRv = nextRv;
+    this.#nextUid = nextUid;
+  }
+
+  /** handle answers a request under /apis/coordination.k8s.io/v1/namespaces/{ns}/leases; false when the path is not one. */
+  handle(method: string, p: readonly string[], url: URL, body: unknown, res: ServerResponse): boolean {
+    if (p[0] !== 'apis' || p[1] !== GROUP || p[2] !== 'v1' || p[3] !== 'namespaces' || p[5] !== 'leases') return false;
+    const ns = p[4]!;
+    const name = p[6];
+    if (name === undefined && method === 'GET') return (this.#list(res, ns, url.searchParams.get('labelSelector')), true);
+    if (name === undefined && method === 'POST') return (this.#create(res, ns, body), true);
+    if (name !== undefined && p.length === 7 && method === 'GET') {
+      const lease = this.leases.get(`${ns}/${name}`);
+      if (lease === undefined) status(res, 404, 'NotFound', `leases.${GROUP} "${name}" not found`, { name, group: GROUP, kind: 'leases' });
+      else json(res, 200, full(lease));
+      return true;
+    }
+    if (name !== undefined && p.length === 7 && method === 'PUT') return (this.#replace(res, ns, name, body), true);
+    status(res, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    return true;
+  }
+
+  #list(res: ServerResponse, ns: string, selector: string | null): void {
+    const wanted = (selector ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => kv.split('='));
+    const items = [...this.leases.values()].filter(
+      (l) => l.metadata.namespace === ns && wanted.every(([k, v]) => l.metadata.labels?.[k!] === v),
+    );
+    json(res, 200, { kind: 'LeaseList', apiVersion: `${GROUP}/v1`, metadata: { resourceVersion: this.#nextRv() }, items: items.map(full) });
+  }
+
+  #create(res: ServerResponse, ns: string, body: unknown): void {
+    const b = body as { metadata?: Partial<Lease['metadata']>; spec?: Json } | null;
+    const name = b?.metadata?.name;
+    if (typeof name !== 'string' || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name) || name.length > 253)
+      return status(res, 422, 'Invalid', `Lease.${GROUP} "${String(name)}" is invalid: metadata.name: Invalid value`);
+    if (b!.metadata!.resourceVersion !== undefined)
+      return status(res, 400, 'BadRequest', 'resourceVersion should not be set on objects to be created');
+    const key = `${ns}/${name}`;
+    if (this.leases.has(key)) {
+      this.#count(409);
+      return status(res, 409, 'AlreadyExists', `leases.${GROUP} "${name}" already exists`, { name, group: GROUP, kind: 'leases' });
+    }
+    const lease: Lease = {
+      metadata: {
+        name,
+        namespace: ns,
+        uid: this.#nextUid(),
+        resourceVersion: this.#nextRv(),
+        creationTimestamp: new Date().toISOString(),
+        ...(b!.metadata!.labels ? { labels: b!.metadata!.labels } : {}),
+        ...(b!.metadata!.annotations ? { annotations: b!.metadata!.annotations } : {}),
+      },
+      spec: b!.spec ?? {},
+    };
+    this.leases.set(key, lease);
+    this.#count(201);
+    json(res, 201, full(lease));
+  }
+
+  #replace(res: ServerResponse, ns: string, name: string, body: unknown): void {
+    const b = body as { metadata?: Partial<Lease['metadata']>; spec?: Json } | null;
+    if (b?.metadata?.name !== name) return status(res, 400, 'BadRequest', 'the name of the object does not match the name on the URL');
+    const key = `${ns}/${name}`;
+    const current = this.leases.get(key);
+    if (current === undefined)
+      return status(res, 404, 'NotFound', `leases.${GROUP} "${name}" not found`, { name, group: GROUP, kind: 'leases' });
+    if (b.metadata.resourceVersion !== undefined && b.metadata.resourceVersion !== current.metadata.resourceVersion) {
+      this.#count(409);
+      return status(
+        res,
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on leases.${GROUP} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        { name, group: GROUP, kind: 'leases' },
+      );
+    }
+    const next: Lease = {
+      metadata: {
+        ...current.metadata,
+        resourceVersion: this.#nextRv(),
+        ...(b.metadata.labels ? { labels: b.metadata.labels } : {}),
+        ...(b.metadata.annotations ? { annotations: b.metadata.annotations } : {}),
+      },
+      spec: b.spec ?? {},
+    };
+    this.leases.set(key, next);
+    this.#count(200);
+    json(res, 200, full(next));
+  }
+
+  #count(code: number): void {
+    this.writes.set(code, (this.writes.get(code) ?? 0) + 1);
+  }
+}
+
+const full = (l: Lease) => ({ kind: 'Lease', apiVersion: `${GROUP}/v1`, ...structuredClone(l) });

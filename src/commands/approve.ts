@@ -11,10 +11,11 @@ import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parse(
     argv,
-    { config: { type: 'string', short: 'c' }, reason: { type: 'string' }, json: { type: 'boolean' } },
+    { config: { type: 'string', short: 'c' }, reason: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' } },
     true,
   );
   if (positionals.length !== 1) throw new UsageError('expected one EventId');
+  if (values.force && !values.reason) throw new UsageError('--force needs --reason: approving past the fleet budget goes on the record');
   const loaded = await loadOrReport(values.config);
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
@@ -28,6 +29,7 @@ export async function main(argv: string[]): Promise<number> {
     eventId: positionals[0],
     approver: `cli:${userInfo().username}`,
     ...(values.reason ? { reason: values.reason } : {}),
+    ...(values.force ? { force: true } : {}),
   });
   let status: number;
   let text: string;
@@ -52,15 +54,25 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.failure;
   }
   if (values.json) process.stdout.write(`${text}\n`);
-  const parsed = JSON.parse(text) as { status?: string; approvedBy?: string; via?: string; error?: { code: string; message: string } };
+  const parsed = JSON.parse(text) as {
+    status?: string;
+    approvedBy?: string;
+    via?: string;
+    forced?: boolean;
+    error?: { code: string; message: string };
+  };
   if (status === 200) {
     if (!values.json)
       process.stdout.write(
         parsed.status === 'approved'
-          ? `${positionals[0]}: approved\n`
+          ? `${positionals[0]}: approved${parsed.forced ? ' past the fleet budget' : ''}\n`
           : `${positionals[0]}: already approved by ${parsed.approvedBy} (${parsed.via})\n`,
       );
     return EXIT.ok;
+  }
+  if (parsed.status === 'held' && !values.json) {
+    process.stderr.write(`se-bridge approve: held: ${parsed.error?.message ?? ''} (--force --reason TEXT approves past the budget)\n`);
+    return EXIT.failure;
   }
   if (!values.json) process.stderr.write(`se-bridge approve: ${status} ${parsed.error?.code ?? ''}: ${parsed.error?.message ?? text}\n`);
   return EXIT.failure;

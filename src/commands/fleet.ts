@@ -3,11 +3,14 @@
  *   fleet keys                 a new relay signing key pair and fleet key (JSON)
  *   fleet link-key --vm ID     a VM's link key, derived from the fleet key ($SE_BRIDGE_FLEET_KEY)
  *   fleet public-key           the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
+ *   fleet status [--json]      the fleet budget's group: members, windows, slots
  * Keys are read from the environment, never from arguments (which other users may see).
  */
 import { createPublicKey } from 'node:crypto';
 import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../fleet/keys.ts';
-import { EXIT, parse, UsageError } from './common.ts';
+import { groupText, readGroup } from '../fleet/group.ts';
+import { errorFields } from '../lib/errors.ts';
+import { EXIT, loadOrReport, parse, table, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
@@ -39,5 +42,24 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${createPublicKey(key).export({ type: 'spki', format: 'der' }).toString('base64')}\n`);
     return EXIT.ok;
   }
-  throw new UsageError('fleet needs keys, link-key --vm ID or public-key');
+  if (verb === 'status') {
+    const { values } = parse(rest, { config: { type: 'string', short: 'c' }, json: { type: 'boolean' } });
+    const loaded = await loadOrReport(values.config);
+    if (loaded === null) return EXIT.usage;
+    const fleet = loaded.config.fleet;
+    if (fleet === undefined) {
+      process.stderr.write(`${loaded.path}: fleet is not configured, so this VM belongs to no group\n`);
+      return EXIT.usage;
+    }
+    try {
+      const g = await readGroup(fleet);
+      process.stdout.write(values.json ? `${JSON.stringify(g, null, 2)}\n` : groupText(g, table));
+      return EXIT.ok;
+    } catch (err) {
+      const e = errorFields(err);
+      process.stderr.write(`se-bridge fleet status: ${e.code}: ${e.err}\n`);
+      return EXIT.failure;
+    }
+  }
+  throw new UsageError('fleet needs keys, link-key --vm ID, public-key or status');
 }

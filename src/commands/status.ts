@@ -14,6 +14,8 @@ import { Store, type ApprovalRecord } from '../store/store.ts';
 import type { SinkConfig } from '../config/schema.ts';
 import { Preparations, preparersOf } from '../daemon/preparations.ts';
 import type { PreparationState } from '../sinks/contract.ts';
+import { groupText, readGroup } from '../fleet/group.ts';
+import { errorFields } from '../lib/errors.ts';
 import { EXIT, loadOrReport, parse, table } from './common.ts';
 
 /** status retries transient failures for 15 s (410 for the documented 70 s), pausing at most 5 s. */
@@ -58,8 +60,12 @@ export async function main(argv: string[]): Promise<number> {
       approval: approvals.get(e.eventId) ?? null,
       preparations: preparations.get(e.eventId) ?? [],
     }));
+    const fleet =
+      config.fleet === undefined ? undefined : await readGroup(config.fleet).catch((err: unknown) => ({ error: errorFields(err) }));
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ vm, documentIncarnation: document.incarnation, events }, null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ vm, documentIncarnation: document.incarnation, events, ...(fleet === undefined ? {} : { fleet }) }, null, 2)}\n`,
+      );
       return EXIT.ok;
     }
     process.stdout.write(`VM ${vm.name}${vm.resourceId ? ` (${vm.resourceId})` : ''}; identity from ${vm.origin}\n`);
@@ -87,6 +93,10 @@ export async function main(argv: string[]): Promise<number> {
       if (prepared.length > 0)
         process.stdout.write(`\nPreparations\n${table(['EVENT ID', 'SINK', 'STATE', 'SINCE', 'DETAIL'], prepared)}\n`);
     }
+    if (fleet !== undefined)
+      process.stdout.write(
+        `\n${'error' in fleet ? `Fleet budget: the store cannot be read (${fleet.error.code}: ${fleet.error.err}): no early approval until it answers\n` : groupText(fleet, table)}`,
+      );
     return EXIT.ok;
   } finally {
     await client.close();

@@ -50,12 +50,13 @@ preparations (read from the daemon's state database), and who this VM is.
 ${CONFIG}
   --json              one JSON document
 `,
-  approve: `Usage: se-bridge approve EVENTID [--config FILE] [--reason TEXT] [--json]
+  approve: `Usage: se-bridge approve EVENTID [--config FILE] [--reason TEXT] [--force] [--json]
 
 Approves an event through the running daemon's approval server (the same path as every approval).
 
 ${CONFIG}
   --reason TEXT       kept with the approval record
+  --force             past the fleet budget, on the record (needs --reason)
   --json              the answer as JSON
 `,
   'dead-letters': `Usage: se-bridge dead-letters list|replay [--sink NAME] [--config FILE] [--json]
@@ -76,11 +77,20 @@ Runs the fleet's approval endpoint: signs approvals as commands to each VM's Ser
 
   -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
 `,
-  fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key
+  fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE] [--json]
 
   keys                a new relay signing key pair and fleet key (JSON)
   link-key --vm ID    a VM's link key, from $SE_BRIDGE_FLEET_KEY and the VM's resource id
   public-key          the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
+  status              the fleet budget's group: members, their windows, who holds the slots
+`,
+  'fleet status': `Usage: se-bridge fleet status [--config FILE] [--json]
+
+Reads the fleet budget's store once: the group's members with their pending events and last
+heartbeat (stopped ones marked), who holds the slots and since when, and a collision foretold.
+
+${CONFIG}
+  --json              one JSON document
 `,
   'fleet keys': `Usage: se-bridge fleet keys
 

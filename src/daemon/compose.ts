@@ -144,6 +144,8 @@ export function compose(
     read: (document) => {
       reads.publish({ events: document.events, vmName: routingName(state.vm) });
       void budget?.onRead(document);
+      // an approval that failed or was held is asked again at its time, changed document or not
+      auto.apply(document.events);
     },
   });
   /**

@@ -6,9 +6,6 @@
  * Each store sits behind a TCP gate so a test can make it unreachable and bring it back.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
@@ -18,37 +15,19 @@ import { FleetBudget } from '../../src/fleet/budget.ts';
 import { asSlot, type MemberRecord } from '../../src/fleet/budget-records.ts';
 import type { VmIdentity } from '../../src/imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
-import { Azurite } from '../../testkit/azurite.ts';
-import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
-import { kubeconfigOf } from '../../testkit/kube-objects.ts';
-import { TcpGate } from '../../testkit/tcp-gate.ts';
+import { FleetStores, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
-let azurite: Azurite;
-let kube: KubeStandIn;
-let blobGate: TcpGate;
-let kubeGate: TcpGate;
-let dir: string;
+let stores: FleetStores;
 
 beforeAll(async () => {
-  [azurite, kube] = await Promise.all([Azurite.start(), new KubeStandIn().start()]);
-  [blobGate, kubeGate] = await Promise.all([new TcpGate(azurite.url).start(), new TcpGate(kube.url).start()]);
-  dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-fleet-'));
-  writeFileSync(join(dir, 'kubeconfig'), kubeconfigOf(kubeGate.url(kube.url)));
+  stores = await FleetStores.start();
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all([blobGate?.stop(), kubeGate?.stop()]);
-  await Promise.all([azurite?.stop(), kube?.close()]);
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await stores?.stop();
 });
 
-type StoreKind = 'blob' | 'kubernetes';
-
-function storeConfig(kind: StoreKind) {
-  return kind === 'blob'
-    ? { type: 'blob', connectionString: azurite.connectionString(`${blobGate.url(azurite.url)}/devstoreaccount1`), container: 'fleet' }
-    : { type: 'kubernetes', namespace: 'se-bridge', kubeconfig: join(dir, 'kubeconfig') };
-}
+const storeConfig = (kind: StoreKind) => stores.config(kind);
 
 const vmOf = (name: string): VmIdentity => ({
   name,
@@ -127,7 +106,7 @@ async function outcome(p: Promise<unknown>): Promise<string> {
   }
 }
 
-describe.each<StoreKind>(['blob', 'kubernetes'])('fleet budget over the %s store', (kind) => {
+describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
   it('two members racing for the last slot 200 times: exactly one wins each time, and both win some', async () => {
     const group = `race-${kind}`;
     const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
@@ -151,7 +130,7 @@ describe.each<StoreKind>(['blob', 'kubernetes'])('fleet budget over the %s store
     expect(wins.a).toBeGreaterThan(0);
     expect(wins.b).toBeGreaterThan(0);
     // the stand-in counts its answers: losers of the conditional write were told 409
-    if (kind === 'kubernetes') expect(kube.leases.writes.get(409) ?? 0).toBeGreaterThan(0);
+    if (kind === 'kubernetes') expect(stores.kube.leases.writes.get(409) ?? 0).toBeGreaterThan(0);
   }, 120_000);
 
   it('a held approval names who holds the slot; forced goes past the budget on the record, and counts against it', async () => {
@@ -230,7 +209,7 @@ describe.each<StoreKind>(['blob', 'kubernetes'])('fleet budget over the %s store
     const group = `outage-${kind}`;
     const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
     await a.budget.heartbeat();
-    const gate = kind === 'blob' ? blobGate : kubeGate;
+    const gate = stores.gates[kind];
     gate.close();
     try {
       const err = await a.budget.take(eventFor('vm-a'), api).catch((e: unknown) => e as ApprovalError);

@@ -1,0 +1,119 @@
+/**
+ * The group at a glance: its members (their events, whether they hold a slot, when they last
+ * beat), who holds the slots and since when, and a collision foretold (more members due at once
+ * than the group allows). Read straight from the store, so `se-bridge fleet status` and
+ * `se-bridge status` show it from any member, whether its daemon runs or not.
+ */
+import type { FleetConfig } from './budget-config.ts';
+import { openFleetStore } from './budget-store.ts';
+import { asSlot, collisionOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type HoldMode, type MemberRecord } from './budget-records.ts';
+
+export interface GroupStatus {
+  readonly group: string;
+  readonly maxUnavailable: number;
+  readonly store: string;
+  readonly members: readonly {
+    readonly vm: string;
+    readonly resourceId: string | null;
+    readonly events: readonly { eventId: string; eventType: string; status: string; notBefore: string | null }[];
+    readonly holdsSlot: boolean;
+    readonly heartbeatAt: string;
+    /** Its heartbeat stopped: no record for three heartbeats. */
+    readonly stale: boolean;
+  }[];
+  readonly slots: readonly {
+    readonly slot: string;
+    readonly vm: string;
+    readonly eventId: string | null;
+    readonly since: string | null;
+    readonly until: string | null;
+    readonly mode: HoldMode | null;
+  }[];
+  /** More members due for maintenance at once than the group allows, when their records say so. */
+  readonly collision: {
+    readonly from: string;
+    readonly to: string;
+    readonly vms: readonly string[];
+    readonly eventIds: readonly string[];
+  } | null;
+}
+
+/** readGroup reads the group's records once (the store's client library is loaded now). */
+export async function readGroup(config: FleetConfig, now: number = Date.now()): Promise<GroupStatus> {
+  const store = await openFleetStore(config.store, config.group);
+  try {
+    const [slotRecords, memberRecords] = await Promise.all([store.list(SLOT_PREFIX), store.list(MEMBER_PREFIX)]);
+    const slots = slotRecords
+      .map((r) => ({ name: r.name, s: asSlot(r.value) }))
+      .filter((x) => live(x.s, now))
+      .map(({ name, s }) => ({
+        slot: name,
+        vm: s.vm ?? s.member ?? '?',
+        eventId: s.eventIds?.[0] ?? null,
+        since: s.since ?? null,
+        until: s.until ?? null,
+        mode: s.mode ?? null,
+      }));
+    const members = memberRecords.map((r) => r.value as MemberRecord).sort((a, b) => a.vm.localeCompare(b.vm));
+    const c = collisionOf(windowsOf(members), config.maxUnavailable);
+    return {
+      group: config.group,
+      maxUnavailable: config.maxUnavailable,
+      store: store.where,
+      members: members.map((m) => ({
+        vm: m.vm,
+        resourceId: m.resourceId,
+        events: m.events.map((e) => ({ eventId: e.eventId, eventType: e.eventType, status: e.status, notBefore: e.notBefore })),
+        holdsSlot: slots.some((s) => s.vm === m.vm),
+        heartbeatAt: m.heartbeatAt,
+        stale: now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000,
+      })),
+      slots,
+      collision:
+        c === null
+          ? null
+          : {
+              from: new Date(c.from).toISOString(),
+              to: new Date(c.to).toISOString(),
+              vms: [...new Set(c.windows.map((w) => w.vm))],
+              eventIds: c.windows.map((w) => w.eventId),
+            },
+    };
+  } finally {
+    await store.close();
+  }
+}
+
+/** groupText: the group as a person reads it. */
+export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
+  const out = [
+    `Group ${g.group}: ${g.slots.length} of ${g.maxUnavailable} slot${g.maxUnavailable === 1 ? '' : 's'} held; ${g.members.length} member${g.members.length === 1 ? '' : 's'} (${g.store})`,
+  ];
+  if (g.slots.length > 0)
+    out.push(
+      '',
+      table(
+        ['SLOT', 'VM', 'EVENT ID', 'SINCE', 'UNTIL', 'WHY'],
+        g.slots.map((s) => [s.slot, s.vm, s.eventId ?? '-', s.since ?? '-', s.until ?? '-', s.mode ?? '-']),
+      ),
+    );
+  if (g.members.length > 0)
+    out.push(
+      '',
+      table(
+        ['MEMBER', 'SLOT', 'EVENTS', 'HEARTBEAT'],
+        g.members.map((m) => [
+          m.vm,
+          m.holdsSlot ? 'yes' : '-',
+          m.events.map((e) => `${e.eventType} ${e.status}${e.notBefore ? ` not before ${e.notBefore}` : ''}`).join('; ') || '-',
+          `${m.heartbeatAt}${m.stale ? ' (stopped)' : ''}`,
+        ]),
+      ),
+    );
+  if (g.collision !== null)
+    out.push(
+      '',
+      `Collision foretold: ${g.collision.vms.length} of ${g.group}'s ${g.members.length} members are due for maintenance between ${g.collision.from} and ${g.collision.to}; the group allows ${g.maxUnavailable}.`,
+    );
+  return `${out.join('\n')}\n`;
+}

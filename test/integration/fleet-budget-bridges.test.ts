@@ -1,0 +1,111 @@
+/**
+ * Whole bridges in one fleet group, each with its own IMDS simulator (the VM it runs on), over
+ * the budget's real stores: Azurite for Blob Storage, the Kubernetes API stand-in for Leases
+ * (testkit/fleet-stores.ts). What is measured is what Azure sees: each VM's StartRequests at its
+ * simulator, and the moment the member gave its slot back.
+ */
+import { request } from 'undici';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
+import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
+import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { waitFor } from '../helpers.ts';
+
+const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+let stores: FleetStores;
+
+beforeAll(async () => {
+  stores = await FleetStores.start();
+}, 60_000);
+afterEach(() => stopAll());
+afterAll(() => stores?.stop());
+
+const releasedAt = (h: Harness): number | undefined =>
+  h.lines.find((l) => l.msg === 'fleet budget: slot given back')?.time as number | undefined;
+
+/** mostAtOnce: the largest number of the intervals that overlap at any moment. */
+function mostAtOnce(intervals: readonly { from: number; to: number }[]): number {
+  return Math.max(...intervals.map((i) => intervals.filter((j) => j.from <= i.from && j.to > i.from).length));
+}
+
+function member(
+  kind: (typeof STORE_KINDS)[number],
+  group: string,
+  i: number,
+  more: Record<string, unknown> = {},
+  fleet: Record<string, unknown> = {},
+) {
+  return startBridge({
+    sim: { vmName: `m${i}`, peers: [], tickMs: 10 },
+    sinks: (dir) => [
+      { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+      { name: 'hook', type: 'exec', command: ['/bin/true'], prepare: true },
+    ],
+    config: {
+      fleet: { group, maxUnavailable: 2, store: stores.config(kind), retryMs: 200, heartbeatSeconds: 5, ...fleet },
+      ...more,
+    },
+  });
+}
+
+describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
+  it('ten members, two slots, every one ready at once: never more than two down because of us, every one approved in the end', async () => {
+    const rules = { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] } };
+    const hs = await Promise.all(Array.from({ length: 10 }, (_, i) => member(kind, `ten-${kind}`, i, rules)));
+    for (const h of hs) h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1200, DurationInSeconds: 5 });
+    await waitFor(() => hs.every((h) => releasedAt(h) !== undefined), 'every member approved and back', 90_000, 100);
+    for (const h of hs) expect(h.sim.startRequests).toHaveLength(1);
+    const intervals = hs.map((h) => ({ from: h.sim.startRequests[0]!.at, to: releasedAt(h)! }));
+    for (const i of intervals) expect(i.to).toBeGreaterThan(i.from);
+    const most = mostAtOnce(intervals);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(most).toBe(2); // the budget was used, not a queue of one
+    // every member approved once, by its hooks, and told the pipeline so
+    for (const h of hs) expect(h.kinds().filter((k) => k.startsWith('approved:'))).toHaveLength(1);
+    // the held ones said why, once each
+    const held = hs.flatMap((h) => h.lines.filter((l) => String(l.msg).startsWith('approval held:')));
+    expect(held.length).toBeGreaterThan(0);
+    expect(held[0]).toMatchObject({ code: 'HELD', holders: expect.any(Array) });
+  }, 120_000);
+
+  it('a person is told who holds the slot (409), and may approve past the budget with a reason, on the record', async () => {
+    const approval = (i: number) => ({
+      approval: { secret: SECRET },
+      server: { listen: '127.0.0.1:0' },
+      identity: { vmName: `m${i}` },
+    });
+    const [a, b] = await Promise.all([0, 1].map((i) => member(kind, `api-${kind}`, i, approval(i), { maxUnavailable: 1 })));
+    const ea = a!.sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
+    const eb = b!.sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
+    await waitFor(() => a!.kinds().includes(`scheduled:${ea.eventId}`) && b!.kinds().includes(`scheduled:${eb.eventId}`), 'both scheduled');
+    const post = async (h: Harness, body: Record<string, unknown>) => {
+      const text = JSON.stringify(body);
+      const res = await request(`${h.bridge.approvalServerUrl}/v1/approvals`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(SECRET)!], `msg_${Math.random()}`, text) },
+        body: text,
+      });
+      return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
+    };
+    expect(await post(a!, { eventId: ea.eventId, approver: 'alice' })).toMatchObject({ status: 200, json: { status: 'approved' } });
+    const held = await post(b!, { eventId: eb.eventId, approver: 'bob' });
+    expect(held.status).toBe(409);
+    expect(held.json).toMatchObject({
+      eventId: eb.eventId,
+      status: 'held',
+      holders: [{ vm: 'm0', eventId: ea.eventId }],
+      error: { code: 'HELD' },
+    });
+    expect(b!.sim.startRequests).toHaveLength(0);
+    // force needs a reason, and nothing changes without one
+    expect((await post(b!, { eventId: eb.eventId, approver: 'bob', force: true })).status).toBe(400);
+    const forced = await post(b!, { eventId: eb.eventId, approver: 'bob', force: true, reason: 'the patch cannot wait' });
+    expect(forced).toMatchObject({ status: 200, json: { status: 'approved', forced: true } });
+    expect(b!.sim.startRequests).toHaveLength(1);
+    const approved = await waitFor(() => b!.events().find((e) => e.type.endsWith('.approved')), 'the approved CloudEvent');
+    expect(approved.data.approval).toMatchObject({ by: 'bob', via: 'api', forced: true, reason: 'the patch cannot wait' });
+    const readiness = b!.bridge.fleet;
+    expect(readiness).toMatchObject({ group: `api-${kind}`, maxUnavailable: 1, storeReachable: true });
+  }, 60_000);
+});

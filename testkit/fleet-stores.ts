@@ -1,0 +1,54 @@
+/**
+ * The fleet budget's two stores for tests and benchmarks, each behind a TCP gate that a test can
+ * close: Azure Blob Storage served by Azurite (Microsoft's emulator, see azurite.ts) and
+ * coordination.k8s.io/v1 Leases served by the Kubernetes API stand-in (kube-apiserver.ts).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Azurite, DEV_ACCOUNT } from './azurite.ts';
+import { KubeStandIn } from './kube-apiserver.ts';
+import { kubeconfigOf } from './kube-objects.ts';
+import { TcpGate } from './tcp-gate.ts';
+
+export type StoreKind = 'blob' | 'kubernetes';
+export const STORE_KINDS: readonly StoreKind[] = ['blob', 'kubernetes'];
+
+export class FleetStores {
+  readonly azurite: Azurite;
+  readonly kube: KubeStandIn;
+  readonly gates: Readonly<Record<StoreKind, TcpGate>>;
+  readonly #dir: string;
+
+  private constructor(azurite: Azurite, kube: KubeStandIn, gates: Record<StoreKind, TcpGate>, dir: string) {
+    this.azurite = azurite;
+    this.kube = kube;
+    this.gates = gates;
+    this.#dir = dir;
+  }
+
+  static async start(): Promise<FleetStores> {
+    const [azurite, kube] = await Promise.all([Azurite.start(), new KubeStandIn().start()]);
+    const [blob, kubernetes] = await Promise.all([new TcpGate(azurite.url).start(), new TcpGate(kube.url).start()]);
+    const dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-fleet-'));
+    writeFileSync(join(dir, 'kubeconfig'), kubeconfigOf(kubernetes.url(kube.url)));
+    return new FleetStores(azurite, kube, { blob, kubernetes }, dir);
+  }
+
+  /** config: the `fleet.store` section of a member, through the store's gate. */
+  config(kind: StoreKind): Record<string, unknown> {
+    return kind === 'blob'
+      ? {
+          type: 'blob',
+          connectionString: this.azurite.connectionString(`${this.gates.blob.url(this.azurite.url)}/${DEV_ACCOUNT}`),
+          container: 'fleet',
+        }
+      : { type: 'kubernetes', namespace: 'se-bridge', kubeconfig: join(this.#dir, 'kubeconfig') };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.gates.blob.stop(), this.gates.kubernetes.stop()]);
+    await Promise.all([this.azurite.stop(), this.kube.close()]);
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}

@@ -18,13 +18,14 @@ Commands:
                                            run the IMDS simulator alone
   validate [--config FILE] [--relay]       check a configuration file, a bridge's or a relay's (exit 2 lists every problem)
   status [--config FILE] [--json]          read IMDS once: current events and who this VM is
-  approve EVENTID [--config FILE] [--reason TEXT] [--json]
-                                           approve an event through the running daemon
+  approve EVENTID [--config FILE] [--reason TEXT] [--force] [--json]
+                                           approve an event through the running daemon (--force: past the fleet budget)
   dead-letters list|replay [--sink NAME] [--config FILE] [--json]
                                            inspect or re-queue events that could not be delivered
   relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
+  fleet status [--config FILE] [--json]    the fleet budget's group: members, windows, slots
   template test --sink NAME [--config FILE] [--scenario NAME]
                                            render a webhook sink's templates for a scenario
   schema                                   print the configuration's JSON Schema

@@ -24,7 +24,7 @@ import { Preparations, preparersOf } from './preparations.ts';
 import { ReadBroadcast } from './reads.ts';
 import type { ApprovalLinks } from '../sinks/contract.ts';
 import { StateLock } from '../store/lock.ts';
-import { openFleetStore } from '../fleet/budget-store.ts';
+import { openFleetStore } from '../fleet/open-store.ts';
 import { Store } from '../store/store.ts';
 import { compose, type BridgeOptions, type Parts, type Shared } from './compose.ts';
 import { buildTargets } from './targets.ts';

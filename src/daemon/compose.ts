@@ -8,6 +8,8 @@ import { ApprovalInbox } from '../fleet/inbox.ts';
 import { ApprovalService } from '../approval/service.ts';
 import { FleetBudget } from '../fleet/budget.ts';
 import type { FleetStore } from '../fleet/budget-store.ts';
+import type { MemberRecord } from '../fleet/budget-records.ts';
+import { foretellCollision } from './collisions.ts';
 import { identityOverride, secretsOf, type BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { route } from '../delivery/route.ts';
@@ -80,7 +82,22 @@ export function compose(
 ): Parts {
   const { imds } = o.config;
   const { metrics, reads, state, preparations } = shared;
-  const budget = budgetOf(o, shared);
+  const budget = budgetOf(o, shared, (members) => {
+    const fleet = o.config.fleet!;
+    foretellCollision(members, {
+      group: fleet.group,
+      maxUnavailable: fleet.maxUnavailable,
+      view: state,
+      journal: store.journal,
+      logger: o.logger,
+      route: (event) => routeAll([event])[0]!,
+      committed: (event) => {
+        metrics.transitions.inc({ transition: 'fleet.collision' });
+        dispatcher.notify();
+        o.onCommitted?.([event]);
+      },
+    });
+  });
   const client = new ImdsClient({
     ...imds,
     onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds),
@@ -216,7 +233,7 @@ export function compose(
 }
 
 /** budgetOf makes the fleet budget over its store, when `fleet` is configured. */
-function budgetOf(o: BridgeOptions, shared: Shared): FleetBudget | null {
+function budgetOf(o: BridgeOptions, shared: Shared, onMembers: (members: readonly MemberRecord[]) => void): FleetBudget | null {
   const { config } = o;
   if (config.fleet === undefined || shared.fleetStore === null) return null;
   const { metrics } = shared;
@@ -229,6 +246,7 @@ function budgetOf(o: BridgeOptions, shared: Shared): FleetBudget | null {
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
+      onMembers,
       onSlots: (self, others) => {
         metrics.fleetSlots.set({ holder: 'self' }, self);
         metrics.fleetSlots.set({ holder: 'others' }, others);

@@ -6,7 +6,6 @@
  * `fleet` is configured, so a bridge without a fleet pays nothing for its client library.
  */
 import { BridgeError } from '../lib/errors.ts';
-import type { FleetStoreConfig } from './budget-config.ts';
 
 export interface Versioned {
   readonly name: string;
@@ -36,14 +35,4 @@ export class FleetStoreError extends BridgeError<'FLEET_STORE_UNAVAILABLE'> {
     super('FLEET_STORE_UNAVAILABLE', `${operation}: ${message}`, { cause });
     this.operation = operation;
   }
-}
-
-/** openFleetStore loads the configured store's client library and connects to nothing yet. */
-export async function openFleetStore(config: FleetStoreConfig, group: string): Promise<FleetStore> {
-  if (config.type === 'blob') {
-    const { BlobFleetStore } = await import('./blob-store.ts');
-    return BlobFleetStore.open(config, group);
-  }
-  const { LeaseFleetStore } = await import('./lease-store.ts');
-  return LeaseFleetStore.open(config, group);
 }

@@ -5,7 +5,7 @@
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
 import type { FleetConfig } from './budget-config.ts';
-import { openFleetStore } from './budget-store.ts';
+import { openFleetStore } from './open-store.ts';
 import { asSlot, collisionOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type HoldMode, type MemberRecord } from './budget-records.ts';
 
 export interface GroupStatus {

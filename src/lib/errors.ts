@@ -64,6 +64,7 @@ export const CODES = {
   FLEET_STORE_UNAVAILABLE:
     "the fleet budget's store cannot be read or written: no early approval until it answers (503; maintenance starts at NotBefore)",
   FLEET_SLOT_TAKEN_OVER: 'a fleet slot was taken over from a holder whose recorded end had passed',
+  FLEET_COLLISION: 'more members of a fleet group are due for maintenance at once than it allows (a fleet.collision CloudEvent)',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
   // fleet approvals: the inbox and the relay
   INBOX_SESSION_LOST: 'the approval inbox lost its Service Bus session; it is accepted again with backoff',

@@ -50,7 +50,19 @@ export interface EventData {
   };
   previous?: Omit<EventData, 'previous' | 'raw' | 'vm' | 'affectsThisVm' | 'documentIncarnation' | 'approval'>;
   approval?: ApprovalInfo;
+  /** For `fleet.collision`: more members of a fleet group due for maintenance at once than it allows. */
+  collision?: CollisionInfo;
   raw: Record<string, unknown>;
+}
+
+/** CollisionInfo: the members of a fleet group whose maintenance windows overlap, past what the group allows. */
+export interface CollisionInfo {
+  readonly group: string;
+  readonly maxUnavailable: number;
+  readonly members: number;
+  readonly from: string;
+  readonly to: string;
+  readonly due: readonly { readonly vm: string; readonly eventId: string; readonly eventType: string; readonly notBefore: string }[];
 }
 
 /** BridgeEvent: one CloudEvent 1.0 of the bridge, with its `incarnation` extension. */
@@ -183,6 +195,33 @@ export function toApprovedCloudEvent(
     raw: structuredClone(event.raw),
   };
   return build(cloudEventId('approved', event.eventId, recordId), 'approved', data, incarnation, ctx);
+}
+
+/**
+ * toCollisionCloudEvent is `fleet.collision`: its id is derived from the group and the set of
+ * EventIds that collide, so every member's copy is the same event to a consumer that
+ * deduplicates; its data is this member's own colliding event, with the collision beside it.
+ */
+export function toCollisionCloudEvent(
+  own: ScheduledEvent,
+  incarnation: number,
+  collision: CollisionInfo,
+  ctx: MappingContext,
+): BridgeEvent {
+  const ids = collision.due.map((d) => d.eventId).sort();
+  const digest = createHash('sha256')
+    .update(`${collision.group}\n${ids.join('\n')}`)
+    .digest('hex')
+    .slice(0, 40);
+  const data: EventData = {
+    ...fieldsOf(own),
+    documentIncarnation: incarnation,
+    affectsThisVm: affects(own.resources, ctx.vm.name),
+    vm: vmData(ctx.vm),
+    collision,
+    raw: structuredClone(own.raw),
+  };
+  return build(`fleet.collision/${digest}`, 'fleet.collision', data, incarnation, ctx);
 }
 
 function vmData(vm: VmIdentity): EventData['vm'] {

@@ -20,11 +20,11 @@
  */
 import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
 
-export const TRANSITIONS = ['scheduled', 'updated', 'started', 'completed', 'canceled', 'approved'] as const;
+export const TRANSITIONS = ['scheduled', 'updated', 'started', 'completed', 'canceled', 'approved', 'fleet.collision'] as const;
 export type TransitionKind = (typeof TRANSITIONS)[number];
 
 export interface Transition {
-  readonly kind: Exclude<TransitionKind, 'approved'>;
+  readonly kind: Exclude<TransitionKind, 'approved' | 'fleet.collision'>;
   /** The event as it is now; for completed/canceled, as it was last seen. */
   readonly event: ScheduledEvent;
   /** For `updated`: the names of the fields that changed. */

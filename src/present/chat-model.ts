@@ -113,6 +113,12 @@ export function toChatMessage(
     title = `${who}: maintenance canceled (${d.eventType})`;
     severity = 'resolved';
     rank = 0;
+  } else if (transition === 'fleet.collision' && d.collision !== undefined) {
+    const c = d.collision;
+    plainWords = `${c.due.length} of ${c.group}'s ${c.members} members are due for maintenance between ${utcText(c.from).slice(11)} and ${utcText(c.to).slice(11)}; the group allows ${c.maxUnavailable}`;
+    title = plainWords;
+    severity = 'high';
+    rank = 9;
   } else if (transition === 'approved') {
     plainWords = started ? isHappening(d.eventType, d.durationInSeconds) : `${willHappen(d.eventType, d.durationInSeconds)} now: approved`;
     title = `${who} ${plainWords}`;

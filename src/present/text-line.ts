@@ -27,6 +27,10 @@ export function formatEventLine(event: BridgeEvent): string {
   if (d.notBefore !== null) parts.push(`notBefore=${d.notBefore} (${timeLeft(d.notBefore, observed)})`);
   if (d.durationInSeconds >= 0) parts.push(`duration=${d.durationInSeconds}s`);
   if (d.approval !== undefined) parts.push(`approvedBy=${visible(d.approval.by)} via=${visible(d.approval.via)}`);
+  if (d.collision !== undefined)
+    parts.push(
+      `collision=${visible(d.collision.group)}:${d.collision.due.length}/${d.collision.maxUnavailable} from=${d.collision.from} to=${d.collision.to} vms=${d.collision.due.map((x) => visible(x.vm)).join(',')}`,
+    );
   if (d.description !== '') parts.push(`"${visible(d.description).replace(/"/g, '\\"')}"`);
   return parts.join('  ');
 }

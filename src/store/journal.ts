@@ -60,6 +60,7 @@ export class Journal {
       occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
       eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      ceKnown: db.prepare('SELECT 1 AS known FROM journal WHERE ce_id = ?'),
       insertRouted: db.prepare('INSERT OR IGNORE INTO routed (ce_id, sink) VALUES (?, ?)'),
       routedOf: db.prepare('SELECT sink FROM routed WHERE ce_id = ?'),
       ofEvent: db.prepare(
@@ -177,6 +178,11 @@ export class Journal {
   /** all lists every CloudEvent ever committed and still kept, oldest first (for tests and tools). */
   all(): { id: string; transition: string; json: string }[] {
     return this.#s.journalAll.all<{ id: string; transition: string; json: string }>();
+  }
+
+  /** knowsCloudEvent tells whether this CloudEvent id was committed (and is still kept). */
+  knowsCloudEvent(ceId: string): boolean {
+    return this.#s.ceKnown.get(ceId) !== undefined;
   }
 
   /** knowsEvent tells whether any CloudEvent was ever committed for this EventId. */

@@ -169,7 +169,17 @@ describe('se-bridge CLI', () => {
     expect(r.code).toBe(0);
     const schema = JSON.parse(r.stdout) as { title: string; properties: Record<string, unknown> };
     expect(schema.title).toBe('scheduled-events-bridge configuration');
-    expect(Object.keys(schema.properties)).toEqual(['imds', 'state', 'sinks', 'log', 'identity', 'approval', 'server', 'observability']);
+    expect(Object.keys(schema.properties)).toEqual([
+      'imds',
+      'state',
+      'sinks',
+      'log',
+      'identity',
+      'approval',
+      'server',
+      'observability',
+      'fleet',
+    ]);
   });
 
   describe('status', () => {

@@ -11,6 +11,8 @@ import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts'
 import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { waitFor } from '../helpers.ts';
+import { fromJson } from '../../src/pipeline/cloudevent.ts';
+import { toChatMessage } from '../../src/present/chat-model.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 let stores: FleetStores;
@@ -107,5 +109,29 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     expect(approved.data.approval).toMatchObject({ by: 'bob', via: 'api', forced: true, reason: 'the patch cannot wait' });
     const readiness = b!.bridge.fleet;
     expect(readiness).toMatchObject({ group: `api-${kind}`, maxUnavailable: 1, storeReachable: true });
+  }, 60_000);
+
+  it('a collision foretold: one fleet.collision CloudEvent with the same id from every member due, once', async () => {
+    const group = `collide-${kind}`;
+    const hs = await Promise.all([0, 1, 2].map((i) => member(kind, group, i, {}, { maxUnavailable: 1 })));
+    const notBefore = 600_000;
+    for (const h of hs) h.sim.addEvent({ EventType: 'Reboot', noticeMs: notBefore, DurationInSeconds: 60 });
+    // the members' records arrive one by one, so a member may first see two of the three due (a
+    // collision of its own, with its own id); the three together are one collision, one id
+    const ofAll = (h: Harness) =>
+      h.events().filter((e) => e.type === 'azure.scheduledevent.fleet.collision' && e.data.collision.due.length === 3);
+    await waitFor(() => hs.every((h) => ofAll(h).length === 1), 'the collision of all three at every member', 20_000, 100);
+    const ids = new Set(hs.map((h) => ofAll(h)[0]!.id));
+    expect(ids.size).toBe(1);
+    const ce = ofAll(hs[0]!)[0]!;
+    expect(ce.data.collision).toMatchObject({ group, maxUnavailable: 1, members: 3 });
+    expect(ce.data.collision.due.map((d: { vm: string }) => d.vm).sort()).toEqual(['m0', 'm1', 'm2']);
+    expect(ce.data.eventId).toBe(hs[0]!.sim.events[0]!.eventId); // each member's copy carries its own event
+    expect(toChatMessage(fromJson(JSON.stringify(ce))).title).toMatch(
+      new RegExp(`^3 of ${group}'s 3 members are due for maintenance between \\d\\d:\\d\\d UTC and \\d\\d:\\d\\d UTC; the group allows 1$`),
+    );
+    // the next heartbeat finds the same collision: nothing new
+    await new Promise((r) => setTimeout(r, 5500));
+    for (const h of hs) expect(ofAll(h)).toHaveLength(1);
   }, 60_000);
 });

@@ -10,11 +10,16 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget-config.ts';
-import { openFleetStore, type FleetStore } from '../../src/fleet/budget-store.ts';
+import type { FleetStore } from '../../src/fleet/budget-store.ts';
+import { openFleetStore } from '../../src/fleet/open-store.ts';
 import { FleetBudget } from '../../src/fleet/budget.ts';
 import { asSlot, type MemberRecord } from '../../src/fleet/budget-records.ts';
 import type { VmIdentity } from '../../src/imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { ROOT } from '../helpers.ts';
 import { FleetStores, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
 let stores: FleetStores;
@@ -249,5 +254,17 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     expect(Date.parse(members[1]!.heartbeatAt)).toBeGreaterThan(Date.now() - 60_000);
     const slots = await store.list('slot-');
     expect(slots.map((s) => asSlot(s.value).vm)).toEqual(['vm-a']);
+  });
+});
+
+describe('the Lease store, after the tests above', () => {
+  it('uses exactly the verbs config/kubernetes/rbac.yaml grants it', () => {
+    const verbOf = (r: { method: string; path: string }) =>
+      r.method === 'POST' ? 'create' : r.method === 'PUT' ? 'update' : /\/leases(\?|$)/.test(r.path) ? 'list' : 'get';
+    const used = new Set(stores.kube.requests.filter((r) => r.path.startsWith('/apis/coordination.k8s.io/')).map(verbOf));
+    const role = parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'rbac.yaml'), 'utf8'))
+      .map((d) => d.toJS() as { kind: string; rules?: { resources: string[]; verbs: string[] }[] })
+      .find((d) => d.kind === 'Role')!;
+    expect([...used].sort()).toEqual([...role.rules![0]!.verbs].sort());
   });
 });

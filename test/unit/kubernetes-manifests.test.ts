@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { Namespace, ConfigMap, ServiceAccount } from 'kubernetes-models/v1';
 import { DaemonSet } from 'kubernetes-models/apps/v1';
-import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { ROOT } from '../helpers.ts';
 
 type Manifest = Record<string, any>;
@@ -19,6 +19,8 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   'apps/v1/DaemonSet': DaemonSet,
   'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
+  'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
 };
 
 const DIR = join(ROOT, 'config', 'kubernetes');
@@ -43,6 +45,8 @@ describe('config/kubernetes', () => {
         'daemonset.yaml: Namespace',
         'rbac.yaml: ClusterRole',
         'rbac.yaml: ClusterRoleBinding',
+        'rbac.yaml: Role',
+        'rbac.yaml: RoleBinding',
         'rbac.yaml: ServiceAccount',
       ].sort(),
     );
@@ -73,5 +77,16 @@ describe('config/kubernetes', () => {
     const pod = all.find((d) => d.kind === 'DaemonSet')!.spec.template.spec;
     expect(pod.serviceAccountName).toBe(sa.metadata.name);
     expect(pod.containers[0].env).toContainEqual({ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } });
+  });
+
+  it("the fleet budget's Role grants Leases in the bridge's namespace, to its service account, and nothing else", () => {
+    const all = manifests().map((m) => m.doc);
+    const role = all.find((d) => d.kind === 'Role')!;
+    const sa = all.find((d) => d.kind === 'ServiceAccount')!;
+    expect(role.metadata.namespace).toBe(sa.metadata.namespace);
+    expect(role.rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update'] }]);
+    const binding = all.find((d) => d.kind === 'RoleBinding')!;
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }]);
   });
 });

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Azurite, DEV_ACCOUNT } from './azurite.ts';
+import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { KubeStandIn } from './kube-apiserver.ts';
 import { kubeconfigOf } from './kube-objects.ts';
 import { TcpGate } from './tcp-gate.ts';

@@ -4,7 +4,8 @@
  * simulated VMs each run a bridge with an approval inbox and no approval server, and two relay
  * replicas take the requests. It approves one VM by the API, another by its link, shows that a
  * VM's key cannot approve another VM, sends one request to both replicas, and ends with a table
- * of what each VM's IMDS was told.
+ * of what each VM's IMDS was told. Then a fleet budget (demo-budget.ts): three VMs in a group
+ * that allows one down at once, approved in turn.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import type { AmqpPeer } from '../simulator/servicebus/amqp-peer.ts';
 import { INBOX, localInbox, localRelayConfig, localServiceBus, REPLIES } from './local-fleet.ts';
 import { ImdsSimulator } from '../simulator/server.ts';
 import { EXIT, table } from './common.ts';
+import { budgetDemo } from './demo-budget.ts';
 
 const VMS = ['web-0', 'web-1', 'web-2'];
 
@@ -125,7 +127,8 @@ export async function fleetDemo(): Promise<number> {
     say(
       `\n${ok ? 'Every VM was approved exactly once, through Service Bus only.' : 'Something went wrong: see above.'} Events and state: ${dir}`,
     );
-    return ok ? EXIT.ok : EXIT.failure;
+    const budgeted = await budgetDemo(dir, logger);
+    return ok && budgeted ? EXIT.ok : EXIT.failure;
   } finally {
     await Promise.all(relays.map((r) => r.close()));
     for (const v of vms) {

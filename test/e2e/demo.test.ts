@@ -42,7 +42,7 @@ describe('se-bridge demo', () => {
     }
   });
 
-  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, exit 0', async () => {
+  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, exit 0', async () => {
     const r = await cli(['demo', '--fleet'], {}, 90_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/1\. POST \/v1\/approvals for web-0: 200 \{[^\n]*"status":"approved"/);
@@ -53,6 +53,10 @@ describe('se-bridge demo', () => {
     );
     expect(r.stdout).toMatch(
       /\nweb-0\s+\w{8}\s+change-pipeline \(api\)\s+1\nweb-1\s+\w{8}\s+approval link \(link\)\s+1\nweb-2\s+\w{8}\s+on-call \(api\)\s+1\n/,
-    );
+    ); // the fleet budget: one of three at a time, the others held until the slot is given back
+    expect(r.stdout).toMatch(/Fleet budget: db-0, db-1 and db-2 in group "db", which allows one member down at once\./);
+    expect(r.stdout.match(/: held \(the slot is held by db-\d\)/g) ?? []).toHaveLength(2);
+    expect(r.stdout.match(/: maintenance over, slot given back/g) ?? []).toHaveLength(3);
+    expect(r.stdout).toMatch(/One member at a time: each approval waited for the previous member/);
   });
 });

@@ -1,7 +1,9 @@
 /**
- * Azurite, Microsoft's Azure Storage emulator (the `azurite` npm package), started as a child
- * process serving Blob Storage on 127.0.0.1 at a free port, in memory. It speaks the real Blob
- * REST API, conditional headers and all, to the real @azure/storage-blob client.
+ * Azurite, Microsoft's Azure Storage emulator (the `azurite` npm package, a development
+ * dependency), started as a child process serving Blob Storage on 127.0.0.1 at a free port, in
+ * memory. It speaks the real Blob REST API, conditional headers and all, to the real
+ * @azure/storage-blob client: the fleet budget's store in the tests, the benchmarks and
+ * `demo --fleet`. `Azurite.available()` says whether it is installed (a checkout after npm ci).
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
@@ -22,6 +24,16 @@ export class Azurite {
   private constructor(child: ChildProcessByStdio<null, Readable, Readable>, dir: string) {
     this.#child = child;
     this.#dir = dir;
+  }
+
+  /** available: the azurite package is installed here. */
+  static available(): boolean {
+    try {
+      import.meta.resolve('azurite/package.json');
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** start launches Azurite's blob service and waits (at most 30 s) until it listens. */

@@ -10,7 +10,8 @@ import { pino } from 'pino';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { FleetStores, STORE_KINDS, type StoreKind } from '../testkit/fleet-stores.ts';
 import { startBridge, type Harness } from '../testkit/harness.ts';
-import { bridgeConfig, CLI, daemon, dir, dist, log, quick, rssMiB, sleep, stop } from './common.ts';
+import { bridgeConfig, dir, dist, log, quick, rssMiB, sleep, spawnProcess, stop } from './common.ts';
+import { PACKAGE_BIN } from './processes.ts';
 
 const RELEASED = 'fleet budget: slot given back';
 
@@ -58,7 +59,7 @@ async function group(stores: FleetStores, kind: StoreKind, members: number, maxU
   }
 }
 
-/** memory: the resident set of a daemon after `seconds`, without a fleet and with one (blob store). */
+/** memory: the resident set of the package's daemon after `seconds`, without a fleet and with one of each store. */
 async function memory(stores: FleetStores, seconds: number) {
   const sim = new ImdsSimulator({ vmName: 'mem-vm', tickMs: 50 });
   await sim.listen(0);
@@ -74,7 +75,7 @@ async function memory(stores: FleetStores, seconds: number) {
         sinks: [{ name: 'audit', type: 'file', path: join(dir, `mem-${Object.keys(out).length}.jsonl`) }],
         ...(fleet === undefined ? {} : { fleet }),
       });
-      const child = daemon([CLI, 'run', '--config', config]);
+      const child = spawnProcess([PACKAGE_BIN, 'run', '--config', config]);
       await sleep(seconds * 1000);
       out[name] = Math.round(rssMiB(child.pid!) * 10) / 10;
       await stop(child);

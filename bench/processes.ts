@@ -74,7 +74,7 @@ export async function phaseLatency() {
 // ----- B. footprint ----------------------------------------------------------------------------
 
 /** The shipped forms of se-bridge, and the anchors they are measured beside. */
-const PACKAGE_BIN = join(ROOT, 'bin', 'se-bridge.js');
+export const PACKAGE_BIN = join(ROOT, 'bin', 'se-bridge.js');
 const BINARY = join(ROOT, 'build', 'se-bridge-linux-x64');
 const NODE = process.execPath;
 

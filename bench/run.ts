@@ -17,7 +17,9 @@
  *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook;
  *   T. payload templates: the webhook sink with and without the PagerDuty recipe's template;
  *   H. preparing the VM: scheduled to approved with a load balancer probe (drainSeconds 5) and
- *      with a Kubernetes drain of 50 pods on the stand-in API server.
+ *      with a Kubernetes drain of 50 pods on the stand-in API server;
+ *   F. fleet budgets: a slot given back to the next held member's StartRequests with 10 and 50
+ *      bridges in one group, over both stores; a daemon's memory with and without `fleet`.
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -30,6 +32,7 @@ import { svg } from './report.ts';
 import { phasePreparation } from './prepare.ts';
 import { phaseBurst } from './burst.ts';
 import { phaseTemplates } from './templates.ts';
+import { phaseBudget } from './budget.ts';
 
 try {
   const machine = {
@@ -70,6 +73,8 @@ try {
   const templates = await phaseTemplates();
   log('H: preparing the VM (probe drain, Kubernetes drain of 50 pods)');
   const preparation = await phasePreparation();
+  log('F: fleet budgets (10 and 50 bridges in one group, both stores; memory with and without a fleet)');
+  const budget = await phaseBudget();
 
   const strip = (d: ReturnType<typeof dist>) => ({
     n: d.n,
@@ -100,6 +105,10 @@ try {
     identity,
     preparation,
     templates,
+    fleetBudget: {
+      runs: budget.runs.map((r) => ({ ...r, releaseToNextStart: strip(r.releaseToNextStart) })),
+      rssMiB: budget.rssMiB,
+    },
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(ROOT, 'docs', 'latency.svg'), svg(latency));
@@ -177,6 +186,17 @@ try {
     `| load balancer probe: the change at IMDS to the first 503 a prober sees (every 50 ms) | ${preparation.probeChangeTo503Ms.length} | ${preparation.probeChangeTo503Ms.map((v) => `${v} ms`).join(', ')} |`,
     `| load balancer probe: the completion observed to the first 200 | ${preparation.probeCompletedTo200Ms.length} | ${preparation.probeCompletedTo200Ms.map((v) => `${v} ms`).join(', ')} |`,
     `| Kubernetes: cordon, taint, drain 50 pods (30 s grace = 300 ms at the stand-in API server) | ${preparation.kubernetesDrain50PodsMs.length} | ${preparation.kubernetesDrain50PodsMs.map((v) => `${(v / 1000).toFixed(1)} s`).join(', ')} |`,
+    '',
+    `| fleet budget: every member ready at once (approveAfterHooks, poll every 500 ms, retryMs 200) | approved | most down at once | a slot given back to the next StartRequests: p50 | p99 |`,
+    '|---|---|---|---|---|',
+    ...results.fleetBudget.runs.map(
+      (r) =>
+        `| ${r.members} bridges, ${r.maxUnavailable} slots, ${r.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${r.approved} | ${r.mostAtOnce} | ${r.releaseToNextStart.p50} ms | ${r.releaseToNextStart.p99} ms |`,
+    ),
+    '',
+    `| the package's daemon, one file sink, after ${quick ? 8 : 20} s | RSS |`,
+    '|---|---|',
+    ...Object.entries(results.fleetBudget.rssMiB).map(([k, v]) => `| ${k} | ${v} MiB |`),
     '',
     `| a 10-minute webhook outage, default policy (${outage.trials} simulated runs of the dispatcher's backoff) | attempts: median ${outage.attemptsMedian}, max ${outage.attemptsMax} | dead-lettered: ${outage.deadLettered} | delivered after recovery: p50 ${(outage.recoveryWaitMs.p50 / 1000).toFixed(1)} s, max ${(outage.recoveryWaitMs.max / 1000).toFixed(1)} s |`,
     '|---|---|---|---|',

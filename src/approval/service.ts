@@ -171,7 +171,8 @@ export class ApprovalService {
     // The record and the `approved` CloudEvent are built and routed first: IMDS is never told
     // about an approval that could then not be recorded and reported.
     // the fleet budget first: no slot, no early approval (a forced one goes past it, on the record)
-    const grant = this.#o.gate === undefined ? null : await this.#o.gate.take(event, request);
+    const gate = this.#o.gate;
+    const grant = gate === undefined ? null : await gate.take(event, request);
     const forced = grant?.forced === true;
     const at = new Date().toISOString();
     const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);
@@ -184,7 +185,7 @@ export class ApprovalService {
       routed = this.#o.route(ce);
       await this.#startRequest(eventId, signal);
     } catch (err) {
-      if (grant !== null) await this.#o.gate!.abandon(eventId);
+      if (gate !== undefined && grant !== null) await gate.abandon(eventId);
       throw err;
     }
     this.#o.emit(ce, routed, record);

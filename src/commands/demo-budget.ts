@@ -66,25 +66,27 @@ export async function budgetDemo(dir: string, logger: ReturnType<typeof createLo
     const seen = new Map<string, string>();
     const back = new Map<string, number>();
     const end = Date.now() + 60_000;
+    const members = VMS.map((name, i) => ({ name, sim: sims[i], bridge: bridges[i] }));
     for (let i = 0; Date.now() < end && i < 2000; i++) {
-      bridges.forEach((b, j) => {
-        const s = b.fleet!;
+      for (const { name, sim, bridge } of members) {
+        const s = bridge?.fleet;
+        if (s == null || sim === undefined) continue;
         const line =
           s.slot !== null
             ? `holds ${s.slot.name}: approved, in maintenance`
-            : sims[j]!.startRequests.length > 0
+            : sim.startRequests.length > 0
               ? 'maintenance over, slot given back'
               : s.holders.length > 0
                 ? 'held'
                 : 'preparing';
-        if (line.startsWith('maintenance over') && !back.has(VMS[j]!)) back.set(VMS[j]!, Date.now());
-        if (seen.get(VMS[j]!) !== line) {
+        if (line.startsWith('maintenance over') && !back.has(name)) back.set(name, Date.now());
+        if (seen.get(name) !== line) {
           const holders = s.holders.map((h) => h.vm).join(', ');
-          say(`  ${at(Date.now())}  ${VMS[j]}: ${line}${line === 'held' && holders !== '' ? ` (the slot is held by ${holders})` : ''}`);
-          seen.set(VMS[j]!, line);
+          say(`  ${at(Date.now())}  ${name}: ${line}${line === 'held' && holders !== '' ? ` (the slot is held by ${holders})` : ''}`);
+          seen.set(name, line);
         }
-      });
-      if (sims.every((s) => s.startRequests.length > 0) && bridges.every((b) => b.fleet!.slot === null)) break;
+      }
+      if (sims.every((s) => s.startRequests.length > 0) && bridges.every((b) => b.fleet?.slot == null)) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const starts = sims.map((s) => s.startRequests[0]?.at ?? null);
@@ -92,7 +94,11 @@ export async function budgetDemo(dir: string, logger: ReturnType<typeof createLo
     say(
       table(
         ['VM', 'StartRequests at', 'slot given back at'],
-        VMS.map((name, i) => [name, starts[i] === null ? '-' : at(starts[i]!), back.has(name) ? at(back.get(name)!) : '-']),
+        VMS.map((name, i) => {
+          const start = starts[i];
+          const given = back.get(name);
+          return [name, start == null ? '-' : at(start), given === undefined ? '-' : at(given)];
+        }),
       ),
     );
     // never two down at once: each member's maintenance, from its StartRequests until IMDS no

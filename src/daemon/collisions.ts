@@ -31,23 +31,19 @@ export function foretellCollision(members: readonly MemberRecord[], d: Collision
   const own = mine === undefined ? undefined : document.events.find((e) => e.eventId === mine.eventId);
   if (own === undefined) return null;
   const due = c.windows.map((w) => ({ vm: w.vm, eventId: w.eventId, eventType: w.eventType, notBefore: new Date(w.from).toISOString() }));
-  const ce = toCollisionCloudEvent(
-    own,
-    document.incarnation,
-    {
-      group: d.group,
-      maxUnavailable: d.maxUnavailable,
-      members: members.length,
-      from: new Date(c.from).toISOString(),
-      to: new Date(c.to).toISOString(),
-      due,
-    },
-    { vm: d.view.vm, observedAt: new Date().toISOString() },
-  );
+  const collision = {
+    group: d.group,
+    maxUnavailable: d.maxUnavailable,
+    members: members.length,
+    from: new Date(c.from).toISOString(),
+    to: new Date(c.to).toISOString(),
+    due,
+  };
+  const ce = toCollisionCloudEvent(own, document.incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() });
   if (d.journal.knowsCloudEvent(ce.id)) return null;
   d.journal.appendEvents([d.route(ce)]);
   d.logger.warn(
-    { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, due, from: ce.data.collision!.from, to: ce.data.collision!.to },
+    { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, due, from: collision.from, to: collision.to },
     `fleet budget: ${due.length} members of ${d.group} are due for maintenance at once; the group allows ${d.maxUnavailable}`,
   );
   d.committed(ce);

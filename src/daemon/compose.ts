@@ -9,6 +9,7 @@ import { ApprovalService } from '../approval/service.ts';
 import { FleetBudget } from '../fleet/budget.ts';
 import type { FleetStore } from '../fleet/budget-store.ts';
 import type { MemberRecord } from '../fleet/budget-records.ts';
+import type { FleetConfig } from '../fleet/budget-config.ts';
 import { foretellCollision } from './collisions.ts';
 import { identityOverride, secretsOf, type BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
@@ -82,8 +83,7 @@ export function compose(
 ): Parts {
   const { imds } = o.config;
   const { metrics, reads, state, preparations } = shared;
-  const budget = budgetOf(o, shared, (members) => {
-    const fleet = o.config.fleet!;
+  const budget = budgetOf(o, shared, (members, fleet) => {
     foretellCollision(members, {
       group: fleet.group,
       maxUnavailable: fleet.maxUnavailable,
@@ -233,12 +233,16 @@ export function compose(
 }
 
 /** budgetOf makes the fleet budget over its store, when `fleet` is configured. */
-function budgetOf(o: BridgeOptions, shared: Shared, onMembers: (members: readonly MemberRecord[]) => void): FleetBudget | null {
-  const { config } = o;
-  if (config.fleet === undefined || shared.fleetStore === null) return null;
+function budgetOf(
+  o: BridgeOptions,
+  shared: Shared,
+  onMembers: (members: readonly MemberRecord[], fleet: FleetConfig) => void,
+): FleetBudget | null {
+  const { fleet } = o.config;
+  if (fleet === undefined || shared.fleetStore === null) return null;
   const { metrics } = shared;
   return new FleetBudget({
-    config: config.fleet,
+    config: fleet,
     store: shared.fleetStore,
     view: shared.state,
     logger: o.logger,
@@ -246,7 +250,7 @@ function budgetOf(o: BridgeOptions, shared: Shared, onMembers: (members: readonl
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
-      onMembers,
+      onMembers: (members) => onMembers(members, fleet),
       onSlots: (self, others) => {
         metrics.fleetSlots.set({ holder: 'self' }, self);
         metrics.fleetSlots.set({ holder: 'others' }, others);

@@ -68,6 +68,7 @@ export class Endpoints {
       maxConnections: config.server.maxConnections,
       maxConnectionsPerClient: config.server.maxConnectionsPerClient,
       trustedProxies: config.server.trustedProxies,
+      fleet: config.fleet !== undefined,
     });
     const url = await this.#approval.listen(config.server.at.host, config.server.at.port);
     this.#o.state.approvalServerUrl = url;

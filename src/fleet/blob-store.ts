@@ -85,9 +85,11 @@ export class BlobFleetStore implements FleetStore {
   async #read(name: string, signal?: AbortSignal): Promise<Versioned | null> {
     try {
       const r = await this.#container.getBlockBlobClient(this.#prefix + name).download(0, undefined, { abortSignal: signal });
+      if (r.readableStreamBody === undefined || r.etag === undefined)
+        throw new FleetStoreError(`read ${name}`, 'the answer has no body or no ETag');
       const chunks: Buffer[] = [];
-      for await (const c of r.readableStreamBody!) chunks.push(c as Buffer);
-      return { name, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown, version: r.etag! };
+      for await (const c of r.readableStreamBody) chunks.push(c as Buffer);
+      return { name, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown, version: r.etag };
     } catch (err) {
       if (statusOf(err) === 404) return null;
       if (err instanceof SyntaxError) throw new FleetStoreError(`read ${name}`, 'the record is not JSON', err);

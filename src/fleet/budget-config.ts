@@ -26,7 +26,12 @@ const BlobStoreConfig = z
       ctx.addIssue({ code: 'custom', path: ['accountUrl'], message: 'set either accountUrl (with credential) or connectionString' });
     if (c.connectionString !== undefined && c.credential !== undefined)
       ctx.addIssue({ code: 'custom', path: ['credential'], message: 'goes with accountUrl, not with connectionString' });
-  });
+  })
+  // the default said where it applies: the VM's managed identity with accountUrl (so the token
+  // endpoint follows a simulated IMDS as it does for every other credential)
+  .transform((c) =>
+    c.accountUrl !== undefined && c.credential === undefined ? { ...c, credential: { kind: 'managedIdentity' as const } } : c,
+  );
 
 const KubernetesStoreConfig = z.strictObject({
   type: z.literal('kubernetes').describe('coordination.k8s.io/v1 Leases, one per slot and per member, written with resourceVersion.'),

@@ -121,9 +121,10 @@ export const TYPICAL_MAINTENANCE_MS = 10 * 60_000;
 export function windowsOf(members: readonly MemberRecord[]): Window[] {
   return members.flatMap((m) =>
     m.events
-      .filter((e) => e.notBefore !== null && e.status === 'Scheduled' && Number.isFinite(Date.parse(e.notBefore)))
+      .flatMap((e) => (e.notBefore !== null && e.status === 'Scheduled' ? [{ ...e, from: Date.parse(e.notBefore) }] : []))
+      .filter((e) => Number.isFinite(e.from))
       .map((e) => {
-        const from = Date.parse(e.notBefore!);
+        const from = e.from;
         return {
           vm: m.vm,
           eventId: e.eventId,

@@ -154,11 +154,10 @@ export class FleetBudget implements ApprovalGate {
       return this.#reading;
     }
     this.#reading = (async () => {
-      let next: EventsDocument | null = document;
-      while (next !== null) {
+      for (let next: EventsDocument | null = document; next !== null; next = this.#readAgain) {
+        const current = next;
         this.#readAgain = null;
-        await this.#serial(() => this.#onRead(next!)).catch((err: unknown) => this.#failed('follow the document', err));
-        next = this.#readAgain;
+        await this.#serial(() => this.#onRead(current)).catch((err: unknown) => this.#failed('follow the document', err));
       }
     })().finally(() => {
       this.#reading = null;

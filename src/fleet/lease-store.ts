@@ -71,11 +71,12 @@ export class LeaseFleetStore implements FleetStore {
 
   async put(name: string, value: unknown, version: string | null): Promise<string | null> {
     const holder = (value as { vm?: unknown } | null)?.vm;
+    const lease = leaseName(this.#group, name);
     const body: V1Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: {
-        name: leaseName(this.#group, name),
+        name: lease,
         namespace: this.#namespace,
         labels: { [GROUP_LABEL]: this.#group },
         annotations: { [NAME_ANNOTATION]: name, [RECORD_ANNOTATION]: JSON.stringify(value) },
@@ -90,7 +91,7 @@ export class LeaseFleetStore implements FleetStore {
       const written = await this.#call(`write ${name}`, () =>
         version === null
           ? this.#api.createNamespacedLease({ namespace: this.#namespace, body })
-          : this.#api.replaceNamespacedLease({ name: body.metadata!.name!, namespace: this.#namespace, body }),
+          : this.#api.replaceNamespacedLease({ name: lease, namespace: this.#namespace, body }),
       );
       return written.metadata?.resourceVersion ?? null;
     } catch (err) {

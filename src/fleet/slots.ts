@@ -109,8 +109,9 @@ export class MemberSlots {
         by: request.by,
         ...(request.reason ? { reason: request.reason } : {}),
       };
-      if (free.length - overflow > 0) {
-        const name = free[0]!;
+      const [first] = free;
+      if (first !== undefined && free.length - overflow > 0) {
+        const name = first;
         const before = byName.get(name);
         if (!(await this.#put(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null))) continue;
         const previous = before === undefined ? null : asSlot(before.value);

@@ -186,15 +186,25 @@ export function toApprovedCloudEvent(
   recordId: string,
   ctx: MappingContext,
 ): BridgeEvent {
-  const data: EventData = {
+  const data = dataWith(event, incarnation, ctx, { approval });
+  return build(cloudEventId('approved', event.eventId, recordId), 'approved', data, incarnation, ctx);
+}
+
+/** dataWith: the data of a CloudEvent about `event` as it is now, with what the transition adds. */
+function dataWith(
+  event: ScheduledEvent,
+  incarnation: number,
+  ctx: MappingContext,
+  more: Pick<EventData, 'approval' | 'collision'>,
+): EventData {
+  return {
     ...fieldsOf(event),
     documentIncarnation: incarnation,
     affectsThisVm: affects(event.resources, ctx.vm.name),
     vm: vmData(ctx.vm),
-    approval,
+    ...more,
     raw: structuredClone(event.raw),
   };
-  return build(cloudEventId('approved', event.eventId, recordId), 'approved', data, incarnation, ctx);
 }
 
 /**
@@ -213,15 +223,7 @@ export function toCollisionCloudEvent(
     .update(`${collision.group}\n${ids.join('\n')}`)
     .digest('hex')
     .slice(0, 40);
-  const data: EventData = {
-    ...fieldsOf(own),
-    documentIncarnation: incarnation,
-    affectsThisVm: affects(own.resources, ctx.vm.name),
-    vm: vmData(ctx.vm),
-    collision,
-    raw: structuredClone(own.raw),
-  };
-  return build(`fleet.collision/${digest}`, 'fleet.collision', data, incarnation, ctx);
+  return build(`fleet.collision/${digest}`, 'fleet.collision', dataWith(own, incarnation, ctx, { collision }), incarnation, ctx);
 }
 
 function vmData(vm: VmIdentity): EventData['vm'] {

@@ -36,8 +36,12 @@ export class Azurite {
     }
   }
 
-  /** start launches Azurite's blob service and waits (at most 30 s) until it listens. */
-  static async start(): Promise<Azurite> {
+  /**
+   * start launches Azurite's blob service and waits (at most 30 s) until it listens. With `tls`
+   * (PEM files) it serves HTTPS, and with `oauth` it also takes Entra ID bearer tokens (Azurite's
+   * "basic" check: issuer, audience and lifetime; it needs HTTPS).
+   */
+  static async start(o: { tls?: { cert: string; key: string }; oauth?: boolean } = {}): Promise<Azurite> {
     const main = join(dirname(fileURLToPath(import.meta.resolve('azurite/package.json'))), 'dist/src/blob/main.js');
     const dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-azurite-'));
     const child = spawn(
@@ -52,6 +56,8 @@ export class Azurite {
         '--skipApiVersionCheck',
         '--disableTelemetry',
         '--silent',
+        ...(o.tls ? ['--cert', o.tls.cert, '--key', o.tls.key] : []),
+        ...(o.oauth ? ['--oauth', 'basic'] : []),
       ],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -61,7 +67,7 @@ export class Azurite {
       const timer = setTimeout(() => reject(new Error(`Azurite did not start within 30 s: ${out}`)), 30_000);
       const seen = (c: Buffer) => {
         out += c.toString();
-        const m = /listens on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+        const m = /listens on (https?:\/\/127\.0\.0\.1:\d+)/.exec(out);
         if (m) {
           clearTimeout(timer);
           resolve(m[1]!);

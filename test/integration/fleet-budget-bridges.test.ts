@@ -13,6 +13,7 @@ import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { waitFor } from '../helpers.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
+import { launchChromium } from '../../testkit/browser.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 let stores: FleetStores;
@@ -133,5 +134,50 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     // the next heartbeat finds the same collision: nothing new
     await new Promise((r) => setTimeout(r, 5500));
     for (const h of hs) expect(ofAll(h)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('the approval page with a fleet budget, in Chromium', () => {
+  it('a held click says who holds the slot and keeps the link; ticking the box with a reason approves past the budget', async () => {
+    const browser = await launchChromium();
+    try {
+      const withServer = (i: number) => ({
+        approval: { secret: SECRET, publicUrl: 'http://127.0.0.1:1' },
+        server: { listen: '127.0.0.1:0' },
+      });
+      const [a, b] = await Promise.all([0, 1].map((i) => member('blob', 'page', i, withServer(i), { maxUnavailable: 1 })));
+      const ea = a!.sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
+      const eb = b!.sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000, startedMs: 600_000 });
+      const scheduled = await waitFor(
+        () => b!.bridge.store.journal.all().find((j) => j.id === `${eb.eventId}/scheduled`),
+        'the scheduled event',
+      );
+      await waitFor(() => a!.kinds().includes(`scheduled:${ea.eventId}`), "m0's event");
+      await a!.bridge.approvals.approve(ea.eventId, { by: 'alice', via: 'cli' });
+      const link = b!.bridge.approvalLinks!.link(fromJson(scheduled.json))!.replace('http://127.0.0.1:1', b!.bridge.approvalServerUrl!);
+
+      const page = await browser.newPage();
+      await page.goto(link);
+      await page.locator('#approve').click();
+      await page.waitForSelector('.card.err');
+      expect(await page.locator('h1').innerText()).toBe("Held: the group's maintenance budget is used up");
+      expect(await page.locator('.card p').innerText()).toMatch(new RegExp(`held by m0 \\(${ea.eventId}\\)`));
+      expect(b!.sim.startRequests).toHaveLength(0);
+
+      // the link was not spent: open it again, approve past the budget with a reason
+      expect((await page.goto(link))!.status()).toBe(200);
+      await page.locator('summary').click();
+      await page.locator('#force').check();
+      await page.locator('#reason').fill('the redeploy fixes the disk');
+      await page.locator('#approve').click();
+      await page.waitForSelector('.card.ok');
+      expect(await page.locator('h1').innerText()).toBe('Approved');
+      expect(b!.sim.startRequests).toHaveLength(1);
+      const approved = await waitFor(() => b!.events().find((e) => e.type.endsWith('.approved')), 'the approved CloudEvent');
+      expect(approved.data.approval).toMatchObject({ via: 'link', forced: true, reason: 'the redeploy fixes the disk' });
+      await page.close();
+    } finally {
+      await browser.close();
+    }
   }, 60_000);
 });

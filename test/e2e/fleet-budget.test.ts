@@ -1,0 +1,170 @@
+/**
+ * Fleet budgets with real daemons (se-bridge run, one process per VM, each with its own IMDS
+ * simulator) over Blob Storage served by Azurite (Microsoft's emulator): a slot holder killed
+ * with SIGKILL keeps its slot until its recorded end, then another member takes it over;
+ * `se-bridge approve` is held while the slot is taken and may force past it with a reason;
+ * `se-bridge fleet status` and `se-bridge status` show the group.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'undici';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Azurite, DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { freePort, ROOT, tempDir, waitFor } from '../helpers.ts';
+import { cli, start, stopProcesses } from './process.ts';
+
+const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
+let azurite: Azurite;
+let dir: ReturnType<typeof tempDir>;
+const sims: ImdsSimulator[] = [];
+
+beforeAll(async () => {
+  azurite = await Azurite.start();
+  dir = tempDir();
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(sims.map((s) => s.close()));
+  await azurite?.stop();
+  dir?.cleanup();
+});
+
+async function vm(name: string, rules: unknown[]): Promise<{ sim: ImdsSimulator; config: string }> {
+  const sim = new ImdsSimulator({ vmName: name, peers: [], tickMs: 20 });
+  await sim.listen(0);
+  sims.push(sim);
+  const config = join(dir.path, `${name}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({
+      imds: { endpoint: sim.url, pollIntervalMs: 200 },
+      state: { path: join(dir.path, `${name}.db`) },
+      sinks: [{ name: 'audit', type: 'file', path: join(dir.path, `${name}.jsonl`) }],
+      observability: { listen: 'off' },
+      approval: { secret: SECRET, rules },
+      server: { listen: `127.0.0.1:${await freePort()}` },
+      fleet: {
+        group: 'e2e',
+        maxUnavailable: 1,
+        store: { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'e2e' },
+        marginSeconds: 5,
+        heartbeatSeconds: 5,
+        retryMs: 200,
+      },
+    }),
+  );
+  return { sim, config };
+}
+
+describe('fleet budget, real daemons', () => {
+  it('a holder killed mid-maintenance keeps its slot until its recorded end; approve is held, then taken over, and --force passes', async () => {
+    const a = await vm('vm-a', [{ match: {}, action: 'approve' }]);
+    const b = await vm('vm-b', []);
+    const c = await vm('vm-c', []);
+    const daemons = [a, b, c].map((v) => start(['run', '--config', v.config]));
+    try {
+      await waitFor(() => daemons.every((d) => d.out.stdout.includes('approval server listening')), 'three daemons', 30_000);
+      // vm-a's Reboot: NotBefore in 3 s, approved at once by policy; it stays Started long after
+      const ea = a.sim.addEvent({ EventType: 'Reboot', noticeMs: 3000, startedMs: 600_000, DurationInSeconds: 0 });
+      await waitFor(() => a.sim.startRequests.length === 1, "vm-a's early approval", 15_000);
+      const group = await waitFor(async () => {
+        const r = await cli(['fleet', 'status', '--json', '--config', b.config]);
+        const g = JSON.parse(r.stdout) as { slots: { vm: string; eventId: string; until: string }[] };
+        return g.slots.length === 1 ? g : null;
+      }, 'the slot in the store');
+      expect(group.slots[0]).toMatchObject({ vm: 'vm-a', eventId: ea.eventId });
+      const until = Date.parse(group.slots[0]!.until);
+      // the recorded end: NotBefore (3 s after the event was added) + 0 s + 5 s of margin
+      expect(until - a.sim.startRequests[0]!.at).toBeGreaterThan(5_000);
+
+      daemons[0]!.kill('SIGKILL');
+      const eb = b.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+      await waitFor(() => daemons[1]!.out.stdout.includes(eb.eventId), "vm-b's event", 15_000);
+      const held = await cli(['approve', eb.eventId, '--config', b.config]);
+      expect(held.code).toBe(1);
+      expect(held.stderr).toMatch(new RegExp(`held: group e2e allows 1 member in maintenance at once; held by vm-a \\(${ea.eventId}\\)`));
+      expect(b.sim.startRequests).toHaveLength(0);
+      // the text status of vm-b shows the group and who holds its slot
+      const status = await cli(['status', '--config', b.config]);
+      expect(status.stdout).toMatch(/Group e2e: 1 of 1 slot held; \d members/);
+      expect(status.stdout).toMatch(/slot-0\s+vm-a\s+/);
+
+      // past the dead holder's recorded end, the slot is taken over
+      await waitFor(() => Date.now() > until + 200, "vm-a's recorded end", 20_000, 100);
+      const taken = await cli(['approve', eb.eventId, '--config', b.config, '--reason', 'after the window']);
+      expect(taken.stderr).toBe('');
+      expect(taken.stdout).toBe(`${eb.eventId}: approved\n`);
+      expect(b.sim.startRequests[0]!.at).toBeGreaterThan(until);
+      expect(daemons[1]!.out.stdout).toMatch(/"code":"FLEET_SLOT_TAKEN_OVER"[^\n]*"from":"vm-a"/);
+
+      // vm-c: held by vm-b now; with --force and a reason it is approved past the budget, on the record
+      const ec = c.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+      await waitFor(() => daemons[2]!.out.stdout.includes(ec.eventId), "vm-c's event", 15_000);
+      expect((await cli(['approve', ec.eventId, '--config', c.config])).stderr).toMatch(/held by vm-b/);
+      const noReason = await cli(['approve', ec.eventId, '--config', c.config, '--force']);
+      expect(noReason.code).toBe(2);
+      const forced = await cli(['approve', ec.eventId, '--config', c.config, '--force', '--reason', 'security patch']);
+      expect(forced.stdout).toBe(`${ec.eventId}: approved past the fleet budget\n`);
+      expect(c.sim.startRequests).toHaveLength(1);
+      const g = JSON.parse((await cli(['fleet', 'status', '--json', '--config', c.config])).stdout) as {
+        slots: { vm: string; mode: string }[];
+        members: { vm: string }[];
+      };
+      expect(g.slots.map((s) => `${s.vm}:${s.mode}`).sort()).toEqual(['vm-b:early', 'vm-c:forced']);
+      expect(g.members.map((m) => m.vm).sort()).toEqual(['vm-a', 'vm-b', 'vm-c']);
+    } finally {
+      await stopProcesses(daemons);
+    }
+  }, 120_000);
+
+  it("the blob store reached with the VM's managed identity: a token from IMDS's endpoint, over HTTPS", async () => {
+    const tls = { cert: join(ROOT, 'test/fixtures/tls/cert.pem'), key: join(ROOT, 'test/fixtures/tls/key.pem') };
+    const secure = await Azurite.start({ tls, oauth: true });
+    const sim = new ImdsSimulator({ vmName: 'vm-mi', peers: [], tickMs: 20 });
+    await sim.listen(0);
+    sims.push(sim);
+    const config = join(dir.path, 'vm-mi.json');
+    const store = {
+      type: 'blob',
+      accountUrl: `${secure.url}/${DEV_ACCOUNT}`,
+      credential: { kind: 'managedIdentity' },
+      container: 'fleet-mi',
+    };
+    writeFileSync(
+      config,
+      JSON.stringify({
+        imds: { endpoint: sim.url, pollIntervalMs: 200 },
+        state: { path: join(dir.path, 'vm-mi.db') },
+        sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'vm-mi.jsonl') }],
+        observability: { listen: 'off' },
+        approval: { rules: [{ match: {}, action: 'approve' }] },
+        fleet: { group: 'mi', maxUnavailable: 1, store, heartbeatSeconds: 5 },
+      }),
+    );
+    // the fixture's self-signed certificate, trusted as a private CA would be
+    const env = { NODE_EXTRA_CA_CERTS: tls.cert };
+    const daemon = start(['run', '--config', config], env);
+    try {
+      const e = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+      await waitFor(() => sim.startRequests.length === 1, 'the approval, with a slot', 30_000).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; the daemon said: ${daemon.out.stdout.slice(-3000)} ${daemon.out.stderr.slice(-2000)}`);
+      });
+      expect(sim.identities.requests.filter((r) => r.status === 200).map((r) => r.resource)).toContain('https://storage.azure.com');
+      const status = await cli(['fleet', 'status', '--json', '--config', config], { ...env, AZURE_POD_IDENTITY_AUTHORITY_HOST: sim.url });
+      expect(status.stderr).toBe('');
+      expect((JSON.parse(status.stdout) as { slots: { vm: string; eventId: string }[] }).slots).toEqual([
+        expect.objectContaining({ vm: 'vm-mi', eventId: e.eventId }),
+      ]);
+      // without a token, Azurite refuses: the credential is what let the bridge in
+      const trusting = new Agent({ connect: { ca: readFileSync(tls.cert) } });
+      const anonymous = await request(`${secure.url}/${DEV_ACCOUNT}/fleet-mi?restype=container&comp=list`, { dispatcher: trusting });
+      expect(anonymous.statusCode).toBe(403);
+      await anonymous.body.dump();
+      await trusting.close();
+    } finally {
+      await stopProcesses([daemon]);
+      await secure.stop();
+    }
+  }, 90_000);
+});

@@ -141,11 +141,11 @@ describe('the approval page with a fleet budget, in Chromium', () => {
   it('a held click says who holds the slot and keeps the link; ticking the box with a reason approves past the budget', async () => {
     const browser = await launchChromium();
     try {
-      const withServer = (i: number) => ({
+      const withServer = () => ({
         approval: { secret: SECRET, publicUrl: 'http://127.0.0.1:1' },
         server: { listen: '127.0.0.1:0' },
       });
-      const [a, b] = await Promise.all([0, 1].map((i) => member('blob', 'page', i, withServer(i), { maxUnavailable: 1 })));
+      const [a, b] = await Promise.all([0, 1].map((i) => member('blob', 'page', i, withServer(), { maxUnavailable: 1 })));
       const ea = a!.sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
       const eb = b!.sim.addEvent({ EventType: 'Redeploy', noticeMs: 600_000, startedMs: 600_000 });
       const scheduled = await waitFor(

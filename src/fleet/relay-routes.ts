@@ -37,6 +37,7 @@ function statusOf(o: CommandOutcome): number {
   if (o.outcome === 'approved' || o.outcome === 'already-approved') return 200;
   if (o.code === 'UNKNOWN_EVENT') return 404;
   if (o.code === 'TOKEN_USED') return 410;
+  if (o.code === 'FLEET_STORE_UNAVAILABLE') return 503;
   return 409;
 }
 
@@ -132,6 +133,8 @@ export class RelayServer extends RoutedServer {
     if (outcome === null) return sendJson(res, 202, { status: 'accepted', trackingId: id, vm, eventId });
     if (statusOf(outcome) !== 200)
       return sendJson(res, statusOf(outcome), {
+        // held by the VM's fleet budget: said as the VM's own approval server says it
+        ...(outcome.code === 'HELD' || outcome.code === 'FLEET_STORE_UNAVAILABLE' ? { eventId, status: 'held' } : {}),
         error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message },
         trackingId: id,
         vm,

@@ -11,6 +11,10 @@ import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts'
 import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { waitFor } from '../helpers.ts';
+import { pino } from 'pino';
+import { startRelay } from '../../src/fleet/relay.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { launchChromium } from '../../testkit/browser.ts';
@@ -178,6 +182,61 @@ describe('the approval page with a fleet budget, in Chromium', () => {
       await page.close();
     } finally {
       await browser.close();
+    }
+  }, 60_000);
+});
+
+describe('a fleet budget behind the relay (fleet approvals over the Service Bus stand-in)', () => {
+  it('the relay answers a held approval as the VM does (409, held, who holds the slot), and a new request passes once the slot is back', async () => {
+    const peer = await fleetPeer();
+    const keys = fleetKeys();
+    const sims: ImdsSimulator[] = [];
+    const relay = await startRelay(relayConfig(peer, keys, { replyWaitMs: 5000 }), pino({ level: 'silent' }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
+    try {
+      await waitFor(() => relay.bus.listening, 'the relay replies session');
+      const viaRelay = async (i: number) => {
+        const sim = new ImdsSimulator({ vmName: `r${i}`, peers: [], tickMs: 10 });
+        sims.push(sim);
+        await sim.listen(0);
+        return startBridge({
+          sim: sim,
+          config: {
+            approval: fleetApproval(peer, keys, sessionOf(sim)),
+            fleet: { group: 'relay', maxUnavailable: 1, store: stores.config('blob'), retryMs: 200 },
+          },
+        });
+      };
+      const [a, b] = [await viaRelay(0), await viaRelay(1)];
+      await waitFor(() => a.bridge.inbox?.connected && b.bridge.inbox?.connected, 'the inbox sessions');
+      const ea = a.sim.addEvent({ noticeMs: 600_000, startedMs: 1500 });
+      const eb = b.sim.addEvent({ noticeMs: 600_000 });
+      await waitFor(() => a.kinds().includes(`scheduled:${ea.eventId}`) && b.kinds().includes(`scheduled:${eb.eventId}`), 'both scheduled');
+      const api = async (h: Harness, eventId: string) => {
+        const text = JSON.stringify({ vm: h.bridge.identity.resourceId, eventId, approver: 'carol' });
+        const res = await request(`${relay.url}/v1/approvals`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random()}`, text) },
+          body: text,
+        });
+        return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
+      };
+      expect(await api(a, ea.eventId)).toMatchObject({ status: 200, json: { status: 'approved' } });
+      const held = await api(b, eb.eventId);
+      expect(held).toMatchObject({ status: 409, json: { eventId: eb.eventId, status: 'held', error: { code: 'HELD' } } });
+      expect(held.json.error.message).toMatch(new RegExp(`held by r0 \\(${ea.eventId}\\)`));
+      expect(b.sim.startRequests).toHaveLength(0);
+      // r0's maintenance ends (1.5 s Started), its slot is given back: asking again passes
+      await waitFor(() => releasedAt(a) !== undefined, "r0's slot given back", 15_000);
+      expect(await api(b, eb.eventId)).toMatchObject({ status: 200, json: { status: 'approved' } });
+      expect(b.sim.startRequests).toHaveLength(1);
+    } finally {
+      await stopAll();
+      await Promise.all(sims.map((s) => s.close()));
+      await relay.close();
+      await peer.close();
     }
   }, 60_000);
 });

@@ -74,6 +74,8 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
 async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<boolean | string> {
   if (pod.terminating) return false;
   for (let tries = 1; ; tries += 1) {
+    // a drain stopped (its event ended, the attempt timed out) evicts nothing more
+    o.signal.throwIfAborted();
     const grace = Math.min(pod.gracePeriodSeconds ?? o.gracePeriodSeconds, o.gracePeriodSeconds);
     const r = await kube.evict(pod, grace);
     if (r === 'gone') return false;

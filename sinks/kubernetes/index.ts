@@ -16,7 +16,7 @@
  */
 import { z } from 'zod';
 import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, sinkBase, type SinkContext, transitionOf } from '../../src/api.ts';
-import { ends, preparationKeys, preparationSink, type Preparation } from '../shared/preparation.ts';
+import { ends, preparationKeys, preparationSink, whileListed, type Preparation } from '../shared/preparation.ts';
 import { KUBE_CODES } from './codes.ts';
 import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
 import { drainNode } from './drain.ts';
@@ -105,24 +105,41 @@ class NodePreparation implements Preparation {
         // the platform may start at any moment now: still prepare, but a drain cannot outlast it
         this.#ctx.logger.warn({ eventId: d.eventId, notBefore: d.notBefore }, 'NotBefore has passed; preparing the node anyway');
       }
-      const prepared = await this.#prepare(node, d.eventId, d.eventType, d.notBefore);
-      const deadline = Math.min(
-        Date.now() + this.#c.drain.timeoutSeconds * 1000,
-        d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000),
+      // a drain follows its event: one that IMDS no longer lists (canceled, completed, gone while
+      // this waited, or before a restart) is not started, and one running stops at the first read
+      // without it; what was done is given back by the end that follows
+      const r = await whileListed(this.#ctx.reads, d.eventId, signal, (s) => this.#prepareAndDrain(node, event, s));
+      if (r.kind === 'done') return r.value;
+      if (r.kind === 'stopped')
+        this.#ctx.logger.info({ eventId: d.eventId, code: 'KUBE_DRAIN_STOPPED' }, 'the event is no longer listed: the drain stopped');
+      return deliveredWith(
+        r.kind === 'stopped'
+          ? `drain stopped: event ${d.eventId} is no longer listed`
+          : `event ${d.eventId} is no longer listed: nothing prepared`,
       );
-      const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, deadline, signal, logger: this.#ctx.logger });
-      if (drained.kind === 'blocked') {
-        const past = d.notBefore !== null && Date.parse(d.notBefore) <= Date.now();
-        // past NotBefore the maintenance happens whatever we do: trying again would only repeat the failure
-        return past
-          ? reject(`KUBE_DRAIN_INCOMPLETE: NotBefore passed with the node not drained: ${drained.reason}`)
-          : retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
-      }
-      await this.#kube.event(prepared, 'Drained', `Drained for maintenance ${d.eventId}: ${plural(drained.evicted, 'pod')} evicted`);
-      return deliveredWith(`node ${prepared.name} cordoned and drained: ${plural(drained.evicted, 'pod')} evicted`);
     } catch (err) {
       return outcomeOf(err, this.#ctx);
     }
+  }
+
+  /** prepareAndDrain cordons, taints and labels the Node, then drains it, bounded by NotBefore and the signal. */
+  async #prepareAndDrain(node: KubeNode, event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
+    const d = event.data;
+    const prepared = await this.#prepare(node, d.eventId, d.eventType, d.notBefore);
+    const deadline = Math.min(
+      Date.now() + this.#c.drain.timeoutSeconds * 1000,
+      d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000),
+    );
+    const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, deadline, signal, logger: this.#ctx.logger });
+    if (drained.kind === 'blocked') {
+      const past = d.notBefore !== null && Date.parse(d.notBefore) <= Date.now();
+      // past NotBefore the maintenance happens whatever we do: trying again would only repeat the failure
+      return past
+        ? reject(`KUBE_DRAIN_INCOMPLETE: NotBefore passed with the node not drained: ${drained.reason}`)
+        : retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
+    }
+    await this.#kube.event(prepared, 'Drained', `Drained for maintenance ${d.eventId}: ${plural(drained.evicted, 'pod')} evicted`);
+    return deliveredWith(`node ${prepared.name} cordoned and drained: ${plural(drained.evicted, 'pod')} evicted`);
   }
 
   /** node finds the Node this VM is, once. */

@@ -7,6 +7,8 @@ import { z } from 'zod';
 import {
   type BridgeEvent,
   FilterConfig,
+  type ImdsRead,
+  type ImdsReads,
   matchesFilter,
   oneByOne,
   type Outcome,
@@ -41,6 +43,52 @@ export function pendingFor(filter: FilterConfig, events: readonly ScheduledEvent
   return events.filter((e) =>
     matchesFilter(filter, { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources }, vmName),
   );
+}
+
+/** What `whileListed` came to: the work's result, or the event no longer listed (before it began, or while it ran). */
+export type Followed<T> = { readonly kind: 'done'; readonly value: T } | { readonly kind: 'not-listed' } | { readonly kind: 'stopped' };
+
+/**
+ * whileListed runs a preparation's work only while IMDS lists its event: not at all when the
+ * latest read (right after a start, the first one) no longer lists it, and with a signal that
+ * aborts at the first read without it, so a drain stops within one poll of a cancel or a
+ * completion. Without reads to follow, the work just runs.
+ */
+export async function whileListed<T>(
+  reads: ImdsReads | undefined,
+  eventId: string,
+  signal: AbortSignal,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<Followed<T>> {
+  if (reads === undefined) return { kind: 'done', value: await work(signal) };
+  const listed = (read: ImdsRead | null) => read === null || read.events.some((e) => e.eventId === eventId);
+  if (!listed(reads.last() ?? (await nextRead(reads, signal)))) return { kind: 'not-listed' };
+  const ended = new AbortController();
+  const unfollow = reads.subscribe((read) => {
+    if (!listed(read)) ended.abort(new Error(`event ${eventId} is no longer listed`));
+  });
+  try {
+    return { kind: 'done', value: await work(AbortSignal.any([signal, ended.signal])) };
+  } catch (err) {
+    if (ended.signal.aborted) return { kind: 'stopped' };
+    throw err;
+  } finally {
+    unfollow();
+  }
+}
+
+/** nextRead: the next IMDS read, or null when the signal aborts first. */
+function nextRead(reads: ImdsReads, signal: AbortSignal): Promise<ImdsRead | null> {
+  return new Promise((resolve) => {
+    const done = (read: ImdsRead | null) => {
+      unsubscribe();
+      signal.removeEventListener('abort', onAbort);
+      resolve(read);
+    };
+    const onAbort = () => done(null);
+    const unsubscribe = reads.subscribe((read) => done(read));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** A preparation as its sink module drives it: one event at a time. */

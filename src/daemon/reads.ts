@@ -14,12 +14,19 @@ export class ReadBroadcast implements ImdsReads {
     this.#logger = logger;
   }
 
+  #last: ImdsRead | null = null;
+
+  last(): ImdsRead | null {
+    return this.#last;
+  }
+
   subscribe(listener: (read: ImdsRead) => void): () => void {
     this.#listeners.add(listener);
     return () => void this.#listeners.delete(listener);
   }
 
   publish(read: ImdsRead): void {
+    this.#last = read;
     for (const listener of this.#listeners) {
       try {
         listener(read);

@@ -139,6 +139,8 @@ export interface ImdsRead {
 export interface ImdsReads {
   /** subscribe calls `listener` after every successful IMDS read (changed or not); it returns the unsubscribe. */
   subscribe(listener: (read: ImdsRead) => void): () => void;
+  /** last: the latest successful read since start, or null before the first. */
+  last(): ImdsRead | null;
 }
 
 /** SinkMetrics hands out metric families by name (the same family to every sink that asks for it). */

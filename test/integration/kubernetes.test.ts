@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 import { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from '../../sinks/kubernetes/index.ts';
-import { freePort, waitFor } from '../helpers.ts';
+import { freePort, tempDir, waitFor } from '../helpers.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
 
 let api: KubeStandIn | null = null;
 afterEach(async () => {
@@ -26,8 +27,10 @@ async function bridgeWith(
   kube: KubeStandIn,
   sink: Record<string, unknown> = {},
   rules: unknown[] = [{ match: {}, action: 'approveAfterHooks' }],
+  where: { sim?: ImdsSimulator; dir?: string } = {},
 ): Promise<Harness> {
   return startBridge({
+    ...where,
     config: { approval: { rules } },
     sinks: (dir) => {
       const kubeconfig = join(dir, 'kubeconfig');
@@ -131,6 +134,63 @@ describe('kubernetes sink against the stand-in API server', () => {
     expect(h.bridge.store.preparations.of(e.eventId)).toMatchObject([
       { sink: 'node', state: 'undone', detail: 'node aks-node-0 given back: uncordoned' },
     ]);
+  });
+
+  it('an event canceled mid-drain: the drain stops within one poll, no eviction after it, the node given back, nothing dead-lettered', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    for (let i = 0; i < 3; i += 1) api.addPod('web', `web-${i}`, 'aks-node-0', { owner: 'ReplicaSet' });
+    api.budgets.set('web/web-0', 1_000_000); // a disruption budget that never lets go
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => (api!.evictions.get('web/web-0')?.length ?? 0) >= 2, 'the budget holding the drain');
+    expect(api.nodes.get('aks-node-0')!.spec.unschedulable).toBe(true);
+    h.sim.removeEvent(e.eventId); // Azure canceled it
+    await waitFor(() => h.kinds().includes(`canceled:${e.eventId}`), 'the cancel');
+    // the poll that saw the cancel stops the drain, and the cancel gives the node back at once
+    await waitFor(() => api!.nodes.get('aks-node-0')!.spec.unschedulable !== true, 'the node given back', 3000);
+    const evictions = api.evictions.get('web/web-0')!.length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(api.evictions.get('web/web-0')!.length).toBe(evictions);
+    const node = api.nodes.get('aks-node-0')!;
+    expect(node.spec.taints ?? []).toEqual([]);
+    expect(node.metadata.labels![EXCLUDE_LABEL]).toBeUndefined();
+    expect(node.metadata.annotations?.[ANNOTATION]).toBeUndefined();
+    expect(h.bridge.store.outbox.deadLetters()).toEqual([]);
+    expect(h.lines.some((l) => l.code === 'KUBE_DRAIN_STOPPED')).toBe(true);
+  });
+
+  it('a drain interrupted by a restart resumes only if its event is still listed: one canceled meanwhile is given back, with no eviction', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    for (let i = 0; i < 2; i += 1) api.addPod('web', `web-${i}`, 'aks-node-0', { owner: 'ReplicaSet' });
+    api.budgets.set('web/web-0', 1_000_000);
+    const dir = tempDir();
+    const sim = new ImdsSimulator({ vmName: 'vm0', peers: [], tickMs: 10 });
+    await sim.listen(0);
+    try {
+      const first = await bridgeWith(api, { nodeName: 'aks-node-0' }, undefined, { sim, dir: dir.path });
+      const e = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+      await waitFor(() => (api!.evictions.get('web/web-0')?.length ?? 0) >= 1, 'the drain to begin');
+      await first.stop();
+      const evictions = api.evictions.get('web/web-0')!.length;
+      sim.removeEvent(e.eventId); // canceled while the bridge was down
+      // IMDS does not answer for the first seconds after the restart: the drain's row comes due
+      // meanwhile, and must wait for a read rather than drain for an event it cannot see
+      sim.injectFault({ kind: 'status', status: 500, count: 1_000_000 });
+      const second = await bridgeWith(api, { nodeName: 'aks-node-0' }, undefined, { sim, dir: dir.path });
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(api.evictions.get('web/web-0')!.length).toBe(evictions);
+      sim.clearFaults();
+      await waitFor(() => second.kinds().includes(`canceled:${e.eventId}`), 'the cancel, seen after the restart');
+      await waitFor(() => api!.nodes.get('aks-node-0')!.spec.unschedulable !== true, 'the node given back', 5000);
+      expect(api.evictions.get('web/web-0')!.length).toBe(evictions);
+      expect(second.bridge.store.outbox.deadLetters()).toEqual([]);
+      await second.stop();
+    } finally {
+      await sim.close();
+      dir.cleanup();
+    }
   });
 
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {

@@ -31,6 +31,8 @@ import {
   type Json,
   type KubeStandInOptions,
   merge,
+  newPod,
+  type PodShape,
   type Request,
   type StandInNode,
   type StandInPod,
@@ -99,31 +101,8 @@ export class KubeStandIn {
     return node;
   }
 
-  addPod(
-    namespace: string,
-    name: string,
-    nodeName: string,
-    more: { owner?: string; mirror?: boolean; emptyDir?: boolean; grace?: number; phase?: string } = {},
-  ): StandInPod {
-    const pod: StandInPod = {
-      metadata: {
-        name,
-        namespace,
-        uid: this.#nextUid(),
-        ...(more.mirror ? { annotations: { 'kubernetes.io/config.mirror': 'abc123' } } : {}),
-        ...(more.owner
-          ? {
-              ownerReferences: [{ apiVersion: 'apps/v1', kind: more.owner, name: `${name}-owner`, uid: this.#nextUid(), controller: true }],
-            }
-          : {}),
-      },
-      spec: {
-        nodeName,
-        terminationGracePeriodSeconds: more.grace ?? 30,
-        ...(more.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}),
-      },
-      status: { phase: more.phase ?? 'Running' },
-    };
+  addPod(namespace: string, name: string, nodeName: string, more: PodShape = {}): StandInPod {
+    const pod = newPod(namespace, name, nodeName, more, () => this.#nextUid());
     this.pods.set(`${namespace}/${name}`, pod);
     return pod;
   }
@@ -152,7 +131,13 @@ export class KubeStandIn {
     } catch {
       return status(res, 400, 'BadRequest', 'the body is not JSON');
     }
-    this.requests.push({ method: req.method ?? '', path: `${url.pathname}${url.search}`, contentType: req.headers['content-type'], body });
+    this.requests.push({
+      method: req.method ?? '',
+      path: `${url.pathname}${url.search}`,
+      contentType: req.headers['content-type'],
+      body,
+      at: Date.now(),
+    });
     if (req.headers.authorization !== `Bearer ${KUBE_TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
     const p = url.pathname.split('/').filter(Boolean);
     const forbid = (resource: string, verb: string, ns?: string) => {

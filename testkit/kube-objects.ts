@@ -63,6 +63,8 @@ export interface Request {
   readonly path: string;
   readonly contentType: string | undefined;
   readonly body: unknown;
+  /** When it arrived (epoch ms). */
+  readonly at: number;
 }
 
 /** merge applies a JSON merge patch (RFC 7396), which is what a strategic merge patch is for the Node fields the sink changes. */
@@ -95,4 +97,34 @@ export function status(res: ServerResponse, code: number, reason: string, messag
     ...(details ? { details } : {}),
     code,
   });
+}
+
+/** What a test says of a pod: its controller's kind (none: unmanaged), mirror, an emptyDir volume, its grace, its phase. */
+export interface PodShape {
+  readonly owner?: string;
+  readonly mirror?: boolean;
+  readonly emptyDir?: boolean;
+  readonly grace?: number;
+  readonly phase?: string;
+}
+
+/** newPod: a Pod as the API server holds it. */
+export function newPod(namespace: string, name: string, nodeName: string, more: PodShape, uid: () => string): StandInPod {
+  return {
+    metadata: {
+      name,
+      namespace,
+      uid: uid(),
+      ...(more.mirror ? { annotations: { 'kubernetes.io/config.mirror': 'abc123' } } : {}),
+      ...(more.owner
+        ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: more.owner, name: `${name}-owner`, uid: uid(), controller: true }] }
+        : {}),
+    },
+    spec: {
+      nodeName,
+      terminationGracePeriodSeconds: more.grace ?? 30,
+      ...(more.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}),
+    },
+    status: { phase: more.phase ?? 'Running' },
+  };
 }

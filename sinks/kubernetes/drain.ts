@@ -1,10 +1,13 @@
 /**
  * drainNode evicts every pod of a cordoned Node through the Eviction API, as `kubectl drain`
  * does: DaemonSet pods and mirror (static) pods stay, PodDisruptionBudgets are honoured (a 429
- * is tried again with backoff until the deadline), each pod gets at most `gracePeriodSeconds`
- * (its own, if shorter, wins), and a pod with an emptyDir volume blocks the drain unless
- * `deleteEmptyDirData`. It returns once every evicted pod is gone from the node's pod list, or
- * says what still holds the node when the deadline comes.
+ * is tried again with backoff until the deadline), a pod with an emptyDir volume blocks the
+ * drain unless `deleteEmptyDirData`, and a pod no controller manages blocks it unless `force`
+ * (nothing would bring it back). Each pod's grace is the smallest of its own,
+ * `gracePeriodSeconds`, and the time left until NotBefore less `deadlineMarginSeconds`, so every
+ * pod can stop before the VM is taken; with little time left (a Spot eviction) every pod is
+ * evicted at once. It returns once every evicted pod is gone from the node's pod list, or says
+ * what still holds the node when the deadline comes.
  */
 import type { Logger } from 'pino';
 import { sleep } from '../../src/kit.ts';
@@ -13,6 +16,11 @@ import type { Kube, KubePod } from './api.ts';
 export interface DrainOptions {
   readonly gracePeriodSeconds: number;
   readonly deleteEmptyDirData: boolean;
+  /** Evict pods that no controller manages (kubectl drain --force). */
+  readonly force: boolean;
+  /** Epoch ms of NotBefore, or null: the grace of each pod ends `deadlineMarginSeconds` before it. */
+  readonly notBefore: number | null;
+  readonly deadlineMarginSeconds: number;
   /** How often evicted pods are checked for being gone. */
   readonly pollMs: number;
   /** Epoch ms after which the drain gives up. */
@@ -23,8 +31,10 @@ export interface DrainOptions {
 
 export type DrainResult = { readonly kind: 'drained'; readonly evicted: number } | { readonly kind: 'blocked'; readonly reason: string };
 
-/** Pods evicted at once. */
+/** Pods evicted at once, while there is time. */
 const CONCURRENCY = 16;
+/** Less time than this left until NotBefore: every pod is evicted at once. */
+const HURRY_MS = 2 * 60_000;
 /** The backoff of a pod a budget holds: from 500 ms, doubling, at most 5 s. */
 const BUDGET_BACKOFF_MS = [500, 1000, 2000, 5000];
 /** Pods can still land on a node whose cordon they raced: list again at most this often. */
@@ -42,6 +52,15 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
   for (let round = 0; round < ROUNDS; round += 1) {
     const pods = evictable(await kube.podsOn(node));
     if (pods.length === 0) return { kind: 'drained', evicted };
+    if (!o.force) {
+      const unmanaged = pods.filter((p) => p.ownerKinds.length === 0 && !p.terminating && !p.finished);
+      if (unmanaged.length > 0) {
+        return {
+          kind: 'blocked',
+          reason: `cannot evict pods that no controller manages (nothing would start them again): ${unmanaged.slice(0, 3).map(named).join(', ')}${unmanaged.length > 3 ? ` and ${unmanaged.length - 3} more` : ''}; set drain.force: true to evict them`,
+        };
+      }
+    }
     if (!o.deleteEmptyDirData) {
       const local = pods.filter((p) => p.emptyDir && !p.terminating && !p.finished);
       if (local.length > 0) {
@@ -52,7 +71,8 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
       }
     }
     o.logger.info({ node, pods: pods.length, round: round + 1 }, 'draining the node');
-    const results = await pool(pods, CONCURRENCY, (pod) => evictOne(kube, pod, o));
+    const hurry = o.notBefore !== null && o.notBefore - Date.now() < HURRY_MS;
+    const results = await pool(pods, hurry ? pods.length : CONCURRENCY, (pod) => evictOne(kube, pod, o));
     const held = results.filter((r): r is string => typeof r === 'string');
     evicted += results.filter((r) => r === true).length;
     if (held.length > 0)
@@ -76,7 +96,7 @@ async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<bool
   for (let tries = 1; ; tries += 1) {
     // a drain stopped (its event ended, the attempt timed out) evicts nothing more
     o.signal.throwIfAborted();
-    const grace = Math.min(pod.gracePeriodSeconds ?? o.gracePeriodSeconds, o.gracePeriodSeconds);
+    const grace = graceOf(pod, o);
     const r = await kube.evict(pod, grace);
     if (r === 'gone') return false;
     if (r === 'evicted') return true;
@@ -85,6 +105,17 @@ async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<bool
       return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'})`;
     await sleep(pause, o.signal);
   }
+}
+
+/** graceOf: the pod's own grace, at most gracePeriodSeconds, and ending deadlineMarginSeconds before NotBefore. */
+export function graceOf(
+  pod: KubePod,
+  o: Pick<DrainOptions, 'gracePeriodSeconds' | 'notBefore' | 'deadlineMarginSeconds'>,
+  now = Date.now(),
+): number {
+  const wanted = Math.min(pod.gracePeriodSeconds ?? o.gracePeriodSeconds, o.gracePeriodSeconds);
+  if (o.notBefore === null) return wanted;
+  return Math.max(0, Math.min(wanted, Math.floor((o.notBefore - now) / 1000) - o.deadlineMarginSeconds));
 }
 
 /** waitGone lists the node's pods until none of `uids` is left (a pod replaced under the same name has a new uid), or the deadline; it returns those left. */

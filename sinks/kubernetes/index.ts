@@ -53,6 +53,17 @@ export const configSchema = z.strictObject({
         .default(false)
         .describe('false: a pod with an emptyDir volume blocks the drain (as kubectl drain refuses); true: evict it.'),
       pollMs: z.number().int().min(50).max(60_000).default(1000).describe('How often evicted pods are checked for being gone.'),
+      deadlineMarginSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .max(600)
+        .default(5)
+        .describe("Each pod's grace ends this long before NotBefore (a 30 s Spot eviction leaves 25 s), whatever its own."),
+      force: z
+        .boolean()
+        .default(false)
+        .describe('false: a pod no controller manages blocks the drain (nothing would start it again); true: evict it.'),
     })
     .prefault({}),
   taint: z.boolean().default(true).describe('Add the taint scheduledevents.azure.com/maintenance=<EventType>:NoSchedule.'),
@@ -130,7 +141,8 @@ class NodePreparation implements Preparation {
       Date.now() + this.#c.drain.timeoutSeconds * 1000,
       d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000),
     );
-    const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, deadline, signal, logger: this.#ctx.logger });
+    const notBefore = d.notBefore === null ? null : Date.parse(d.notBefore);
+    const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, notBefore, deadline, signal, logger: this.#ctx.logger });
     if (drained.kind === 'blocked') {
       const past = d.notBefore !== null && Date.parse(d.notBefore) <= Date.now();
       // past NotBefore the maintenance happens whatever we do: trying again would only repeat the failure

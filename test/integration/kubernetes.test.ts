@@ -193,6 +193,53 @@ describe('kubernetes sink against the stand-in API server', () => {
     }
   });
 
+  it('a 30-second Spot eviction with 50 pods whose own grace is 60 s: every eviction at once, each grace ending before NotBefore', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    for (let i = 0; i < 50; i += 1) api.addPod('batch', `job-${i}`, 'aks-node-0', { owner: 'ReplicaSet', grace: 60 });
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0', drain: { timeoutSeconds: 20, gracePeriodSeconds: 120, pollMs: 50 } });
+    const e = h.sim.addEvent({ EventType: 'Preempt', noticeMs: 30_000 });
+    const notBefore = h.sim.events.find((x) => x.eventId === e.eventId)!.notBefore!;
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the node is empty', 15_000);
+    const evictions = api.requests.filter((r) => r.path.endsWith('/eviction'));
+    expect(evictions).toHaveLength(50);
+    for (const r of evictions) {
+      const grace = (r.body as { deleteOptions: { gracePeriodSeconds: number } }).deleteOptions.gracePeriodSeconds;
+      // the grace ends at least the margin (5 s) before NotBefore
+      expect(r.at + grace * 1000).toBeLessThanOrEqual(notBefore - 5000);
+      expect(grace).toBeGreaterThan(15);
+    }
+    // all at once: the last eviction request came within a second of the first
+    expect(Math.max(...evictions.map((r) => r.at)) - Math.min(...evictions.map((r) => r.at))).toBeLessThan(1000);
+  });
+
+  it('a pod no controller manages blocks the drain, named, and is not evicted; drain.force evicts it', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    api.addPod('tools', 'debug-shell', 'aks-node-0');
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
+    h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => h.lines.some((l) => String(l.err ?? '').includes('no controller manages')), 'the drain blocked');
+    const line = h.lines.find((l) => String(l.err ?? '').includes('no controller manages'))!;
+    expect(String(line.err)).toMatch(
+      /KUBE_DRAIN_BLOCKED: cannot evict pods that no controller manages .*: tools\/debug-shell; set drain.force: true/,
+    );
+    expect(api.evictions.has('tools/debug-shell')).toBe(false);
+    expect(h.sim.startRequests).toHaveLength(0);
+    await h.stop();
+
+    api.nodes.clear();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    const forced = await bridgeWith(api, {
+      nodeName: 'aks-node-0',
+      drain: { timeoutSeconds: 20, gracePeriodSeconds: 30, pollMs: 50, force: true },
+    });
+    forced.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    await waitFor(() => forced.sim.startRequests.length === 1, 'the approval once the node is empty', 15_000);
+    expect(api.evictions.get('tools/debug-shell')).toEqual([201]);
+  });
+
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {
     api = await new KubeStandIn().start();
     api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), unschedulable: true });

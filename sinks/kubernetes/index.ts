@@ -20,10 +20,9 @@ import { ends, preparationKeys, preparationSink, whileListed, type Preparation }
 import { KUBE_CODES } from './codes.ts';
 import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
 import { drainNode } from './drain.ts';
+import { ANNOTATION, EXCLUDE_LABEL, Records, TAINT_KEY, type Prepared } from './record.ts';
 
-export const ANNOTATION = 'scheduledevents.azure.com/prepared';
-export const TAINT_KEY = 'scheduledevents.azure.com/maintenance';
-export const EXCLUDE_LABEL = 'node.kubernetes.io/exclude-from-external-load-balancers';
+export { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from './record.ts';
 
 const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -74,16 +73,6 @@ export const configSchema = z.strictObject({
 });
 export type KubernetesConfig = z.infer<typeof configSchema>;
 
-/** What this bridge changed on a Node, kept in its annotation. */
-export interface Prepared {
-  /** The maintenance events this preparation is for (the first one made the changes). */
-  readonly eventIds: string[];
-  readonly cordoned: boolean;
-  readonly tainted: boolean;
-  readonly labeled: boolean;
-  readonly at: string;
-}
-
 export const kubernetesSink = preparationSink<KubernetesConfig, typeof configSchema>({
   type: 'kubernetes',
   configSchema,
@@ -96,12 +85,14 @@ class NodePreparation implements Preparation {
   readonly #c: KubernetesConfig;
   readonly #ctx: SinkContext;
   readonly #kube: Kube;
+  readonly #records: Records;
   #nodeName: string | null;
 
   constructor(config: KubernetesConfig, context: SinkContext, kube: Kube) {
     this.#c = config;
     this.#ctx = context;
     this.#kube = kube;
+    this.#records = new Records(context.state);
     this.#nodeName = config.nodeName ?? (process.env.NODE_NAME || null);
   }
 
@@ -179,7 +170,7 @@ class NodePreparation implements Preparation {
   async #prepare(first: KubeNode, eventId: string, eventType: string, notBefore: string | null): Promise<KubeNode> {
     let node = first;
     for (let attempt = 0; ; attempt += 1) {
-      const before = readPrepared(node.annotations[ANNOTATION]);
+      const before = this.#records.of(node);
       if (before?.eventIds.includes(eventId)) return node;
       const record: Prepared = before
         ? { ...before, eventIds: [...before.eventIds, eventId] }
@@ -205,6 +196,7 @@ class NodePreparation implements Preparation {
       };
       try {
         const patched = await this.#kube.patchNode(node.name, patch);
+        this.#records.keep(node.name, record);
         this.#ctx.logger.info({ node: node.name, eventId, ...record }, 'node prepared for maintenance');
         await this.#kube.event(
           patched,
@@ -224,8 +216,10 @@ class NodePreparation implements Preparation {
   async #giveBack(first: KubeNode, eventId: string, transition: string): Promise<Outcome> {
     let node = first;
     for (let attempt = 0; ; attempt += 1) {
-      const before = readPrepared(node.annotations[ANNOTATION]);
-      if (before === null || !before.eventIds.includes(eventId)) return deliveredWith(`node ${node.name}: nothing to give back`);
+      const before = this.#records.of(node);
+      // a record that lost its events (a damaged annotation beside the bridge's own taint) is given back whole
+      if (before === null || (before.eventIds.length > 0 && !before.eventIds.includes(eventId)))
+        return deliveredWith(`node ${node.name}: nothing to give back`);
       const left = before.eventIds.filter((id) => id !== eventId);
       const last = left.length === 0;
       const patch = last
@@ -248,6 +242,7 @@ class NodePreparation implements Preparation {
           };
       try {
         const patched = await this.#kube.patchNode(node.name, patch);
+        this.#records.keep(node.name, last ? null : { ...before, eventIds: left });
         const reason = transition === 'canceled' ? 'MaintenanceCanceled' : 'MaintenanceCompleted';
         await this.#kube.event(patched, reason, `Maintenance ${eventId} ${transition}`);
         if (!last) return deliveredWith(`node ${node.name} stays prepared for ${left.join(', ')}`);
@@ -259,23 +254,6 @@ class NodePreparation implements Preparation {
         node = await this.#kube.readNode(node.name);
       }
     }
-  }
-}
-
-export function readPrepared(text: string | undefined): Prepared | null {
-  if (text === undefined) return null;
-  try {
-    const v = JSON.parse(text) as Partial<Prepared>;
-    if (!Array.isArray(v.eventIds)) return null;
-    return {
-      eventIds: v.eventIds.map(String),
-      cordoned: v.cordoned === true,
-      tainted: v.tainted === true,
-      labeled: v.labeled === true,
-      at: String(v.at ?? ''),
-    };
-  } catch {
-    return null;
   }
 }
 

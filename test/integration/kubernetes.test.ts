@@ -240,6 +240,30 @@ describe('kubernetes sink against the stand-in API server', () => {
     expect(api.evictions.get('tools/debug-shell')).toEqual([201]);
   });
 
+  it.each([
+    ['damaged', '{"eventIds": [tru'],
+    ['deleted by hand', null],
+  ])('an annotation %s during the maintenance: the completion still gives the node back whole', async (_how, value) => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), taints: [{ key: 'dedicated', value: 'web', effect: 'NoSchedule' }] });
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1500 });
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval once drained');
+    const node = api.nodes.get('aks-node-0')!;
+    expect(node.spec.unschedulable).toBe(true);
+    // someone (or something) damages the record on the Node while the maintenance runs
+    if (value === null) delete node.metadata.annotations![ANNOTATION];
+    else node.metadata.annotations![ANNOTATION] = value;
+    await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 15_000);
+    await waitFor(() => api!.nodes.get('aks-node-0')!.spec.unschedulable !== true, 'the node uncordoned', 5000);
+    const after = api.nodes.get('aks-node-0')!;
+    expect(after.spec.taints).toEqual([{ key: 'dedicated', value: 'web', effect: 'NoSchedule' }]);
+    expect(after.metadata.labels![EXCLUDE_LABEL]).toBeUndefined();
+    expect(after.metadata.annotations?.[ANNOTATION]).toBeUndefined();
+    expect(h.bridge.store.outbox.deadLetters()).toEqual([]);
+  });
+
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {
     api = await new KubeStandIn().start();
     api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), unschedulable: true });

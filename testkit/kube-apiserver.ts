@@ -13,6 +13,7 @@
  *   GET   /api/v1/namespaces/{ns}/pods/{name}
  *   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   201, 404, or 429 while a budget holds
  *                                     the pod; an evicted pod is deleted after its grace period
+ *   DELETE /api/v1/namespaces/{ns}/pods/{name}            200 (DeleteOptions: gracePeriodSeconds)
  *   POST  /api/v1/namespaces/{ns}/events                 201
  *   /apis/coordination.k8s.io/v1/namespaces/{ns}/leases  Leases (kube-leases.ts)
  *
@@ -30,8 +31,8 @@ import {
   kubeconfigOf,
   type Json,
   type KubeStandInOptions,
-  merge,
   newPod,
+  patchNode,
   type PodShape,
   type Request,
   type StandInNode,
@@ -51,6 +52,8 @@ export class KubeStandIn {
   readonly requests: Request[] = [];
   /** Per pod (ns/name): how many more evictions a budget refuses with 429. */
   readonly budgets = new Map<string, number>();
+  /** Pods deleted (DELETE, past any budget), with the grace asked. */
+  readonly deletions = new Map<string, number | null>();
   /** Evictions answered, per pod: the HTTP statuses in order. */
   readonly evictions = new Map<string, number[]>();
   /** coordination.k8s.io/v1 Leases (kube-leases.ts). */
@@ -165,7 +168,8 @@ export class KubeStandIn {
       if (p.length !== 4) return status(res, 404, 'NotFound', 'the server could not find the requested resource');
       if (node === undefined) return status(res, 404, 'NotFound', `nodes "${p[3]}" not found`, { name: p[3], kind: 'nodes' });
       if (req.method === 'GET') return json(res, 200, withKind('Node')(node));
-      if (req.method === 'PATCH') return this.#patchNode(res, node, req.headers['content-type'], body);
+      if (req.method === 'PATCH')
+        return patchNode(res, node, req.headers['content-type'], body, this.#nextRv(), (n) => this.nodes.set(n.metadata.name, n));
       return status(res, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
     }
     if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'pods' && p.length === 3 && req.method === 'GET') {
@@ -204,6 +208,12 @@ export class KubeStandIn {
           ? json(res, 200, withKind('Pod')(pod))
           : status(res, 404, 'NotFound', `pods "${p[5]}" not found`, { name: p[5], kind: 'pods' });
       }
+      if (p[4] === 'pods' && p.length === 6 && req.method === 'DELETE') {
+        if (forbid('pods', 'delete', ns)) return;
+        // DeleteOptions come in the body, or as query parameters (as the client sends them)
+        const q = url.searchParams.get('gracePeriodSeconds');
+        return this.#deletePod(res, ns, p[5]!, q === null ? body : { ...(body as object | null), gracePeriodSeconds: Number(q) });
+      }
       if (p[4] === 'pods' && p[6] === 'eviction' && p.length === 7 && req.method === 'POST') {
         if (forbid('pods/eviction', 'create', ns)) return;
         return this.#evict(res, ns, p[5]!, body);
@@ -211,34 +221,6 @@ export class KubeStandIn {
     }
     if (this.leases.handle(req.method ?? '', p, url, body, res)) return;
     status(res, 404, 'NotFound', 'the server could not find the requested resource');
-  }
-
-  #patchNode(res: ServerResponse, node: StandInNode, type: string | undefined, body: unknown): void {
-    if (type !== 'application/strategic-merge-patch+json' && type !== 'application/merge-patch+json') {
-      return status(
-        res,
-        415,
-        'UnsupportedMediaType',
-        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
-      );
-    }
-    if (body === null || typeof body !== 'object' || Array.isArray(body))
-      return status(res, 400, 'BadRequest', 'the patch is not a JSON object');
-    const rv = (body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
-    if (rv !== undefined && rv !== node.metadata.resourceVersion) {
-      return status(
-        res,
-        409,
-        'Conflict',
-        `Operation cannot be fulfilled on nodes "${node.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
-      );
-    }
-    const merged = merge(structuredClone(node), body) as StandInNode;
-    merged.metadata.resourceVersion = this.#nextRv();
-    merged.metadata.name = node.metadata.name;
-    merged.metadata.uid = node.metadata.uid;
-    this.nodes.set(node.metadata.name, merged);
-    json(res, 200, withKind('Node')(merged));
   }
 
   #evict(res: ServerResponse, ns: string, name: string, body: unknown): void {
@@ -267,17 +249,30 @@ export class KubeStandIn {
       });
     }
     answered(201);
-    if (pod.metadata.deletionTimestamp === undefined) {
-      const grace = Math.min(
-        b.deleteOptions?.gracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30,
-        pod.spec.terminationGracePeriodSeconds ?? 30,
-      );
-      pod.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString();
-      const uid = pod.metadata.uid;
-      setTimeout(() => {
-        if (this.pods.get(key)?.metadata.uid === uid) this.pods.delete(key);
-      }, grace * this.#o.msPerGraceSecond).unref();
-    }
+    this.#terminate(key, pod, b.deleteOptions?.gracePeriodSeconds);
     json(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
+  }
+
+  /** DELETE a pod (DeleteOptions in the body): no disruption budget is asked; 200 with the pod, now terminating. */
+  #deletePod(res: ServerResponse, ns: string, name: string, body: unknown): void {
+    const key = `${ns}/${name}`;
+    const pod = this.pods.get(key);
+    if (pod === undefined) return status(res, 404, 'NotFound', `pods "${name}" not found`, { name, kind: 'pods' });
+    const grace = (body as { gracePeriodSeconds?: number } | null)?.gracePeriodSeconds;
+    this.deletions.set(key, grace ?? null);
+    this.#terminate(key, pod, grace);
+    json(res, 200, withKind('Pod')(pod));
+  }
+
+  /** terminate starts a pod's grace period (the smaller of the asked one and its own), then removes it. */
+  #terminate(key: string, pod: StandInPod, asked: number | undefined): void {
+    if (pod.metadata.deletionTimestamp !== undefined) return;
+    const own = pod.spec.terminationGracePeriodSeconds ?? 30;
+    const grace = Math.min(asked ?? own, own);
+    pod.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString();
+    const uid = pod.metadata.uid;
+    setTimeout(() => {
+      if (this.pods.get(key)?.metadata.uid === uid) this.pods.delete(key);
+    }, grace * this.#o.msPerGraceSecond).unref();
   }
 }

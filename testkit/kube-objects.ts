@@ -128,3 +128,42 @@ export function newPod(namespace: string, name: string, nodeName: string, more: 
     status: { phase: more.phase ?? 'Running' },
   };
 }
+
+/**
+ * patchNode answers PATCH /api/v1/nodes/{name}: a strategic-merge or merge patch (both merge the
+ * Node fields the sink changes), with the resourceVersion in the patch as a precondition (409).
+ */
+export function patchNode(
+  res: ServerResponse,
+  node: StandInNode,
+  type: string | undefined,
+  body: unknown,
+  resourceVersion: string,
+  save: (node: StandInNode) => void,
+): void {
+  if (type !== 'application/strategic-merge-patch+json' && type !== 'application/merge-patch+json') {
+    return status(
+      res,
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
+    );
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    return status(res, 400, 'BadRequest', 'the patch is not a JSON object');
+  const rv = (body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
+  if (rv !== undefined && rv !== node.metadata.resourceVersion) {
+    return status(
+      res,
+      409,
+      'Conflict',
+      `Operation cannot be fulfilled on nodes "${node.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+    );
+  }
+  const merged = merge(structuredClone(node), body) as StandInNode;
+  merged.metadata.resourceVersion = resourceVersion;
+  merged.metadata.name = node.metadata.name;
+  merged.metadata.uid = node.metadata.uid;
+  save(merged);
+  json(res, 200, { kind: 'Node', apiVersion: 'v1', ...merged });
+}

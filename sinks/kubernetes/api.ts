@@ -48,8 +48,10 @@ export interface Kube {
   patchNode(name: string, patch: unknown): Promise<KubeNode>;
   podsOn(node: string): Promise<KubePod[]>;
   evict(pod: KubePod, gracePeriodSeconds: number): Promise<Eviction>;
-  /** event records a Kubernetes Event on the Node; a failure is logged by the caller's logger, never thrown. */
-  event(node: KubeNode, reason: string, message: string): Promise<void>;
+  /** deletePod deletes a pod with this grace, past any disruption budget (drain.onDeadline: delete); false when it was gone. */
+  deletePod(pod: KubePod, gracePeriodSeconds: number): Promise<boolean>;
+  /** event records a Kubernetes Event on the Node, or on a pod; a failure is logged by the caller's logger, never thrown. */
+  event(on: KubeNode | KubePod, reason: string, message: string): Promise<void>;
 }
 
 /** KubeFailure: a failed API call, with whether a later attempt may succeed. */
@@ -116,23 +118,38 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
         throw err;
       }
     },
-    async event(node, reason, message) {
+    async deletePod(pod, gracePeriodSeconds) {
+      try {
+        await call(`delete pod ${pod.namespace}/${pod.name}`, () =>
+          core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, gracePeriodSeconds }),
+        );
+        return true;
+      } catch (err) {
+        if (err instanceof KubeFailure && err.status === 404) return false;
+        throw err;
+      }
+    },
+    async event(on, reason, message) {
       const now = new Date();
+      const isPod = 'ownerKinds' in on;
+      const namespace = isPod ? on.namespace : 'default';
       const body = {
-        metadata: { generateName: `${node.name}.`, namespace: 'default' },
-        involvedObject: { apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid },
+        metadata: { generateName: `${on.name}.`, namespace },
+        involvedObject: isPod
+          ? { apiVersion: 'v1', kind: 'Pod', name: on.name, namespace, uid: on.uid }
+          : { apiVersion: 'v1', kind: 'Node', name: on.name, uid: on.uid },
         reason,
         message,
         type: 'Normal',
-        source: { component: COMPONENT, host: node.name },
+        source: { component: COMPONENT, ...(isPod ? {} : { host: on.name }) },
         reportingComponent: COMPONENT,
-        reportingInstance: node.name,
+        reportingInstance: isPod ? COMPONENT : on.name,
         firstTimestamp: now,
         lastTimestamp: now,
         count: 1,
       };
       // the story on the Node is worth telling, but never worth failing the preparation for
-      await call(`create event ${reason}`, () => core.createNamespacedEvent({ namespace: 'default', body })).catch(() => undefined);
+      await call(`create event ${reason}`, () => core.createNamespacedEvent({ namespace, body })).catch(() => undefined);
     },
   };
 }
@@ -146,7 +163,15 @@ function unconfigured(): Kube {
       false,
     );
   };
-  return { readNode: fail, nodeByProviderId: fail, patchNode: fail, podsOn: fail, evict: fail, event: async () => undefined };
+  return {
+    readNode: fail,
+    nodeByProviderId: fail,
+    patchNode: fail,
+    podsOn: fail,
+    evict: fail,
+    deletePod: fail,
+    event: async () => undefined,
+  };
 }
 
 interface NodeLike {

@@ -21,6 +21,8 @@ export interface DrainOptions {
   /** Epoch ms of NotBefore, or null: the grace of each pod ends `deadlineMarginSeconds` before it. */
   readonly notBefore: number | null;
   readonly deadlineMarginSeconds: number;
+  /** wait: a pod a budget holds is tried until the deadline; delete: deleted past the budget when its grace would no longer end in time. */
+  readonly onDeadline: 'wait' | 'delete';
   /** How often evicted pods are checked for being gone. */
   readonly pollMs: number;
   /** Epoch ms after which the drain gives up. */
@@ -29,7 +31,8 @@ export interface DrainOptions {
   readonly logger: Logger;
 }
 
-export type DrainResult = { readonly kind: 'drained'; readonly evicted: number } | { readonly kind: 'blocked'; readonly reason: string };
+export type DrainResult =
+  { readonly kind: 'drained'; readonly evicted: number; readonly deleted: number } | { readonly kind: 'blocked'; readonly reason: string };
 
 /** Pods evicted at once, while there is time. */
 const CONCURRENCY = 16;
@@ -49,9 +52,10 @@ export function evictable(pods: readonly KubePod[]): KubePod[] {
 
 export async function drainNode(kube: Kube, node: string, o: DrainOptions): Promise<DrainResult> {
   let evicted = 0;
+  let deleted = 0;
   for (let round = 0; round < ROUNDS; round += 1) {
     const pods = evictable(await kube.podsOn(node));
-    if (pods.length === 0) return { kind: 'drained', evicted };
+    if (pods.length === 0) return { kind: 'drained', evicted, deleted };
     if (!o.force) {
       const unmanaged = pods.filter((p) => p.ownerKinds.length === 0 && !p.terminating && !p.finished);
       if (unmanaged.length > 0) {
@@ -73,8 +77,9 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
     o.logger.info({ node, pods: pods.length, round: round + 1 }, 'draining the node');
     const hurry = o.notBefore !== null && o.notBefore - Date.now() < HURRY_MS;
     const results = await pool(pods, hurry ? pods.length : CONCURRENCY, (pod) => evictOne(kube, pod, o));
-    const held = results.filter((r): r is string => typeof r === 'string');
-    evicted += results.filter((r) => r === true).length;
+    const held = results.filter((r): r is string => typeof r === 'string' && r !== 'deleted');
+    evicted += results.filter((r) => r === true || r === 'deleted').length;
+    deleted += results.filter((r) => r === 'deleted').length;
     if (held.length > 0)
       return { kind: 'blocked', reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}` };
     const stopping = await waitGone(kube, node, new Set(pods.map((p) => p.uid)), o);
@@ -86,13 +91,20 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
   }
   const left = evictable(await kube.podsOn(node));
   return left.length === 0
-    ? { kind: 'drained', evicted }
+    ? { kind: 'drained', evicted, deleted }
     : { kind: 'blocked', reason: `pods keep landing on the node: ${left.slice(0, 3).map(named).join(', ')}` };
 }
 
-/** evictOne evicts one pod (a budget's 429 is tried again with backoff): true when evicted, false when it was gone or stopping already, else why not. */
+/**
+ * evictOne evicts one pod (a budget's 429 is tried again with backoff): true when evicted,
+ * 'deleted' when deleted past its budget (onDeadline: delete), false when it was gone or
+ * stopping already, else why not.
+ */
 async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<boolean | string> {
   if (pod.terminating) return false;
+  // with onDeadline: delete, the moment a budget stops holding the pod: its grace plus the margin before NotBefore
+  const own = Math.min(pod.gracePeriodSeconds ?? o.gracePeriodSeconds, o.gracePeriodSeconds);
+  const deleteAt = o.onDeadline === 'delete' && o.notBefore !== null ? o.notBefore - (o.deadlineMarginSeconds + own) * 1000 : Infinity;
   for (let tries = 1; ; tries += 1) {
     // a drain stopped (its event ended, the attempt timed out) evicts nothing more
     o.signal.throwIfAborted();
@@ -100,11 +112,24 @@ async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<bool
     const r = await kube.evict(pod, grace);
     if (r === 'gone') return false;
     if (r === 'evicted') return true;
-    const pause = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
+    if (Date.now() >= deleteAt) return deletePastBudget(kube, pod, o, tries);
+    const backoff = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
+    const pause = Math.max(0, Math.min(backoff, deleteAt - Date.now()));
     if (Date.now() + pause > o.deadline)
       return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'})`;
     await sleep(pause, o.signal);
   }
+}
+
+/** deletePastBudget deletes a pod its budget still holds, with the grace that ends before NotBefore, and says so on the pod. */
+async function deletePastBudget(kube: Kube, pod: KubePod, o: DrainOptions, tries: number): Promise<boolean | 'deleted'> {
+  o.signal.throwIfAborted();
+  const grace = graceOf(pod, o);
+  if (!(await kube.deletePod(pod, grace))) return false;
+  const why = `deleted with a ${grace} s grace past its PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'}): the maintenance starts at NotBefore`;
+  o.logger.warn({ pod: named(pod), grace, code: 'KUBE_DELETED_PAST_BUDGET' }, `pod ${why}`);
+  await kube.event(pod, 'DeletedPastBudget', `Pod ${why}`);
+  return 'deleted';
 }
 
 /** graceOf: the pod's own grace, at most gracePeriodSeconds, and ending deadlineMarginSeconds before NotBefore. */

@@ -63,6 +63,12 @@ export const configSchema = z.strictObject({
         .boolean()
         .default(false)
         .describe('false: a pod no controller manages blocks the drain (nothing would start it again); true: evict it.'),
+      onDeadline: z
+        .enum(['wait', 'delete'])
+        .default('wait')
+        .describe(
+          'A pod a disruption budget still holds near NotBefore. wait: keep asking until NotBefore; delete: delete it past the budget (as kubectl drain --disable-eviction), when its grace would otherwise not end deadlineMarginSeconds before NotBefore.',
+        ),
     })
     .prefault({}),
   taint: z.boolean().default(true).describe('Add the taint scheduledevents.azure.com/maintenance=<EventType>:NoSchedule.'),
@@ -141,8 +147,9 @@ class NodePreparation implements Preparation {
         ? reject(`KUBE_DRAIN_INCOMPLETE: NotBefore passed with the node not drained: ${drained.reason}`)
         : retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
     }
-    await this.#kube.event(prepared, 'Drained', `Drained for maintenance ${d.eventId}: ${plural(drained.evicted, 'pod')} evicted`);
-    return deliveredWith(`node ${prepared.name} cordoned and drained: ${plural(drained.evicted, 'pod')} evicted`);
+    const past = drained.deleted > 0 ? `, ${drained.deleted} of them deleted past their disruption budget` : '';
+    await this.#kube.event(prepared, 'Drained', `Drained for maintenance ${d.eventId}: ${plural(drained.evicted, 'pod')} evicted${past}`);
+    return deliveredWith(`node ${prepared.name} cordoned and drained: ${plural(drained.evicted, 'pod')} evicted${past}`);
   }
 
   /** node finds the Node this VM is, once. */

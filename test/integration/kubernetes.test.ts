@@ -264,6 +264,34 @@ describe('kubernetes sink against the stand-in API server', () => {
     expect(h.bridge.store.outbox.deadLetters()).toEqual([]);
   });
 
+  it('a budget that never lets go, with onDeadline: delete: the pod is deleted past it with a grace that ends before NotBefore, and it is said', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    api.addPod('db', 'primary-0', 'aks-node-0', { owner: 'StatefulSet', grace: 2 });
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
+    api.budgets.set('db/primary-0', 1_000_000);
+    const h = await bridgeWith(api, {
+      nodeName: 'aks-node-0',
+      drain: { timeoutSeconds: 30, gracePeriodSeconds: 30, pollMs: 50, onDeadline: 'delete' },
+    });
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 12_000 });
+    const notBefore = h.sim.events.find((x) => x.eventId === e.eventId)!.notBefore!;
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the node is empty', 20_000);
+    // deleted at NotBefore less the margin (5 s) and its grace (2 s), with that grace
+    const deletion = api.requests.find((r) => r.method === 'DELETE' && /\/pods\/primary-0(\?|$)/.test(r.path))!;
+    expect(api.deletions.get('db/primary-0')).toBeLessThanOrEqual(2);
+    expect(deletion.at + 2000).toBeLessThanOrEqual(notBefore - 5000 + 1000);
+    expect(deletion.at).toBeGreaterThan(notBefore - 5000 - 2000 - 1500);
+    expect(h.sim.startRequests[0]!.at).toBeLessThan(notBefore);
+    expect(api.evictions.get('web/web-0')).toEqual([201]);
+    const onPod = api.events.find((x) => x.reason === 'DeletedPastBudget') as { involvedObject: Record<string, unknown>; message: string };
+    expect(onPod.involvedObject).toMatchObject({ kind: 'Pod', name: 'primary-0', namespace: 'db' });
+    expect(onPod.message).toMatch(/PodDisruptionBudget/);
+    expect(api.events.find((x) => x.reason === 'Drained')!.message).toMatch(
+      /2 pods evicted, 1 of them deleted past their disruption budget/,
+    );
+  });
+
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {
     api = await new KubeStandIn().start();
     api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), unschedulable: true });

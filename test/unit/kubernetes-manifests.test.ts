@@ -69,7 +69,9 @@ describe('config/kubernetes', () => {
     const grants = role.rules
       .flatMap((r: Manifest) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${r.apiGroups.join(',')}|${res}|${v}`)))
       .sort();
-    expect(grants).toEqual(['|events|create', '|nodes|get', '|nodes|list', '|nodes|patch', '|pods/eviction|create', '|pods|list'].sort());
+    expect(grants).toEqual(
+      ['|events|create', '|nodes|get', '|nodes|list', '|nodes|patch', '|pods/eviction|create', '|pods|delete', '|pods|list'].sort(),
+    );
     const binding = all.find((d) => d.kind === 'ClusterRoleBinding')!;
     const sa = all.find((d) => d.kind === 'ServiceAccount')!;
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name });

@@ -17,7 +17,8 @@
  *   E. throughput: 10,000 transitions through diff, store and dispatcher to a local webhook;
  *   T. payload templates: the webhook sink with and without the PagerDuty recipe's template;
  *   H. preparing the VM: scheduled to approved with a load balancer probe (drainSeconds 5) and
- *      with a Kubernetes drain of 50 pods on the stand-in API server;
+ *      with a Kubernetes drain of 50 pods on the stand-in API server; a Spot eviction (30 s of
+ *      notice, 50 pods of 60 s grace): the node cordoned, every eviction accepted, the node empty;
  *   F. fleet budgets: a slot given back to the next held member's StartRequests with 10 and 50
  *      bridges in one group, over both stores; a daemon's memory with and without `fleet`.
  */
@@ -186,6 +187,13 @@ try {
     `| load balancer probe: the change at IMDS to the first 503 a prober sees (every 50 ms) | ${preparation.probeChangeTo503Ms.length} | ${preparation.probeChangeTo503Ms.map((v) => `${v} ms`).join(', ')} |`,
     `| load balancer probe: the completion observed to the first 200 | ${preparation.probeCompletedTo200Ms.length} | ${preparation.probeCompletedTo200Ms.map((v) => `${v} ms`).join(', ')} |`,
     `| Kubernetes: cordon, taint, drain 50 pods (30 s grace = 300 ms at the stand-in API server) | ${preparation.kubernetesDrain50PodsMs.length} | ${preparation.kubernetesDrain50PodsMs.map((v) => `${(v / 1000).toFixed(1)} s`).join(', ')} |`,
+    '',
+    '| a Spot eviction: Preempt with 30 s of notice, 50 pods whose own grace is 60 s (grace at the stand-in: 10 ms a second), poll every 1 s | node cordoned | every eviction accepted | node empty | longest grace given |',
+    '|---|---|---|---|---|',
+    ...preparation.spot.map(
+      (s, i) =>
+        `| round ${i + 1} | ${(s.cordonedMs / 1000).toFixed(2)} s | ${(s.evictionsAcceptedMs / 1000).toFixed(2)} s | ${(s.emptyMs / 1000).toFixed(2)} s | ${s.longestGraceS} s (NotBefore at ${s.notBeforeMs / 1000} s) |`,
+    ),
     '',
     `| fleet budget: every member ready at once (approveAfterHooks, poll every 500 ms, retryMs 200) | approved | most down at once | a slot given back to the next StartRequests: p50 | p99 |`,
     '|---|---|---|---|---|',

@@ -50,6 +50,8 @@ export interface Kube {
   evict(pod: KubePod, gracePeriodSeconds: number): Promise<Eviction>;
   /** deletePod deletes a pod with this grace, past any disruption budget (drain.onDeadline: delete); false when it was gone. */
   deletePod(pod: KubePod, gracePeriodSeconds: number): Promise<boolean>;
+  /** scoped: the same calls, each also aborted when `signal` aborts (one delivery attempt's). */
+  scoped(signal: AbortSignal): Kube;
   /** event records a Kubernetes Event on the Node, or on a pod; a failure is logged by the caller's logger, never thrown. */
   event(on: KubeNode | KubePod, reason: string, message: string): Promise<void>;
 }
@@ -79,25 +81,51 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
     return unconfigured();
   }
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const smp = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
-  const call = <T>(what: string, run: () => Promise<T>): Promise<T> =>
-    withDeadline(
-      run(),
-      CALL_DEADLINE_MS,
-      () => new KubeFailure('KUBE_API_TIMEOUT', `${what}: no answer within ${CALL_DEADLINE_MS / 1000} s`, true),
-    ).catch((err: unknown) => {
-      throw toFailure(what, err);
-    });
+  return bound(core, k8s, undefined);
+}
+
+type CoreApi = InstanceType<ClientModule['CoreV1Api']>;
+type CallOptions = ReturnType<ClientModule['setHeaderOptions']>;
+
+/**
+ * bound: the API calls, each aborted at its own deadline or when `signal` aborts (the attempt's),
+ * so a call that gets no answer closes its connection rather than leaving it open.
+ */
+function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined): Kube {
+  const options = (): { abort: AbortController; opts: CallOptions } => {
+    const abort = new AbortController();
+    const aborts = AbortSignal.any([abort.signal, ...(signal === undefined ? [] : [signal])]);
+    const middleware = {
+      pre: (ctx: { setSignal(s: AbortSignal): void }) => {
+        ctx.setSignal(aborts);
+        return new k8s.Observable(Promise.resolve(ctx));
+      },
+      post: <R>(response: R) => new k8s.Observable(Promise.resolve(response)),
+    };
+    return { abort, opts: { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as CallOptions };
+  };
+  const call = <T>(what: string, run: (opts: CallOptions) => Promise<T>): Promise<T> => {
+    const { abort, opts } = options();
+    return withDeadline(run(opts), CALL_DEADLINE_MS, () => {
+      abort.abort();
+      return new KubeFailure('KUBE_API_TIMEOUT', `${what}: no answer within ${CALL_DEADLINE_MS / 1000} s`, true);
+    })
+      .catch((err: unknown) => {
+        throw toFailure(what, err);
+      })
+      .finally(() => abort.abort());
+  };
+  const smp = (opts: CallOptions) => k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch, opts);
   return {
-    readNode: async (name) => nodeOf(await call(`get node ${name}`, () => core.readNode({ name }))),
+    readNode: async (name) => nodeOf(await call(`get node ${name}`, (o) => core.readNode({ name }, o))),
     async nodeByProviderId(providerId) {
-      const list = await call('list nodes', () => core.listNode());
+      const list = await call('list nodes', (o) => core.listNode({}, o));
       const found = list.items.find((n) => n.spec?.providerID?.toLowerCase() === providerId.toLowerCase());
       return found === undefined ? null : nodeOf(found);
     },
-    patchNode: async (name, body) => nodeOf(await call(`patch node ${name}`, () => core.patchNode({ name, body }, smp))),
+    patchNode: async (name, body) => nodeOf(await call(`patch node ${name}`, (o) => core.patchNode({ name, body }, smp(o)))),
     async podsOn(node) {
-      const list = await call(`list pods on ${node}`, () => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }));
+      const list = await call(`list pods on ${node}`, (o) => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }, o));
       return list.items.map(podOf);
     },
     async evict(pod, gracePeriodSeconds) {
@@ -108,8 +136,8 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
         deleteOptions: { gracePeriodSeconds },
       };
       try {
-        await call(`evict pod ${pod.namespace}/${pod.name}`, () =>
-          core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }),
+        await call(`evict pod ${pod.namespace}/${pod.name}`, (o) =>
+          core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }, o),
         );
         return 'evicted';
       } catch (err) {
@@ -120,8 +148,8 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
     },
     async deletePod(pod, gracePeriodSeconds) {
       try {
-        await call(`delete pod ${pod.namespace}/${pod.name}`, () =>
-          core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, gracePeriodSeconds }),
+        await call(`delete pod ${pod.namespace}/${pod.name}`, (o) =>
+          core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, gracePeriodSeconds }, o),
         );
         return true;
       } catch (err) {
@@ -149,8 +177,9 @@ export async function connect(kubeconfig: string | undefined): Promise<Kube> {
         count: 1,
       };
       // the story on the Node is worth telling, but never worth failing the preparation for
-      await call(`create event ${reason}`, () => core.createNamespacedEvent({ namespace, body })).catch(() => undefined);
+      await call(`create event ${reason}`, (o) => core.createNamespacedEvent({ namespace, body }, o)).catch(() => undefined);
     },
+    scoped: (s) => bound(core, k8s, s),
   };
 }
 
@@ -163,7 +192,7 @@ function unconfigured(): Kube {
       false,
     );
   };
-  return {
+  const kube: Kube = {
     readNode: fail,
     nodeByProviderId: fail,
     patchNode: fail,
@@ -171,7 +200,9 @@ function unconfigured(): Kube {
     evict: fail,
     deletePod: fail,
     event: async () => undefined,
+    scoped: () => kube,
   };
+  return kube;
 }
 
 interface NodeLike {

@@ -90,13 +90,16 @@ export const kubernetesSink = preparationSink<KubernetesConfig, typeof configSch
 class NodePreparation implements Preparation {
   readonly #c: KubernetesConfig;
   readonly #ctx: SinkContext;
-  readonly #kube: Kube;
+  readonly #client: Kube;
+  /** The client of the attempt under way: its calls end with it. */
+  #kube: Kube;
   readonly #records: Records;
   #nodeName: string | null;
 
   constructor(config: KubernetesConfig, context: SinkContext, kube: Kube) {
     this.#c = config;
     this.#ctx = context;
+    this.#client = kube;
     this.#kube = kube;
     this.#records = new Records(context.state);
     this.#nodeName = config.nodeName ?? (process.env.NODE_NAME || null);
@@ -106,6 +109,7 @@ class NodePreparation implements Preparation {
 
   async deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
     const d = event.data;
+    this.#kube = this.#client.scoped(signal);
     try {
       const node = await this.#node();
       if (ends(event)) return await this.#giveBack(node, d.eventId, transitionOf(event));
@@ -116,7 +120,10 @@ class NodePreparation implements Preparation {
       // a drain follows its event: one that IMDS no longer lists (canceled, completed, gone while
       // this waited, or before a restart) is not started, and one running stops at the first read
       // without it; what was done is given back by the end that follows
-      const r = await whileListed(this.#ctx.reads, d.eventId, signal, (s) => this.#prepareAndDrain(node, event, s));
+      const r = await whileListed(this.#ctx.reads, d.eventId, signal, (s) => {
+        this.#kube = this.#client.scoped(s);
+        return this.#prepareAndDrain(node, event, s);
+      });
       if (r.kind === 'done') return r.value;
       if (r.kind === 'stopped')
         this.#ctx.logger.info({ eventId: d.eventId, code: 'KUBE_DRAIN_STOPPED' }, 'the event is no longer listed: the drain stopped');

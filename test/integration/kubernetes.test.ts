@@ -5,6 +5,9 @@
  * bridge polls the project's IMDS simulator and approves with `approveAfterHooks`.
  */
 import { writeFileSync } from 'node:fs';
+import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import { KUBE_CERT, KUBE_KEY, kubeconfigOf } from '../../testkit/kube-objects.ts';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
@@ -290,6 +293,49 @@ describe('kubernetes sink against the stand-in API server', () => {
     expect(api.events.find((x) => x.reason === 'Drained')!.message).toMatch(
       /2 pods evicted, 1 of them deleted past their disruption budget/,
     );
+  });
+
+  it('an API server that never answers: each attempt ends its calls with it, leaving no connection open', async () => {
+    const open = new Set<Socket>();
+    let accepted = 0;
+    // TLS as the real one, then it reads every request and never answers
+    const hole = createTlsServer({ cert: KUBE_CERT, key: KUBE_KEY }, (socket) => {
+      accepted += 1;
+      open.add(socket);
+      socket.resume();
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => hole.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `https://127.0.0.1:${(hole.address() as AddressInfo).port}`;
+      const h = await startBridge({
+        config: { approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] } },
+        sinks: (dir) => {
+          const kubeconfig = join(dir, 'kubeconfig');
+          writeFileSync(kubeconfig, kubeconfigOf(url));
+          return [
+            {
+              name: 'node',
+              type: 'kubernetes',
+              kubeconfig,
+              nodeName: 'aks-node-0',
+              prepare: true,
+              drain: { timeoutSeconds: 1 },
+              delivery: { timeoutMs: 300, initialBackoffMs: 100, maxBackoffMs: 200, maxAttempts: 100 },
+            },
+          ];
+        },
+      });
+      h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+      // several attempts, each 1.3 s at most: a call left open would stay for its own 30 s deadline
+      await waitFor(() => accepted >= 4, 'four attempts', 20_000, 50);
+      expect(open.size).toBeLessThanOrEqual(1);
+      await h.stop();
+    } finally {
+      for (const s of open) s.destroy();
+      await new Promise<void>((resolve) => hole.close(() => resolve()));
+    }
   });
 
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {

@@ -36,6 +36,8 @@ export type Json = Record<string, unknown>;
 export interface StandInNode {
   metadata: { name: string; uid: string; resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   spec: { providerID?: string; unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
+  /** Conditions, as the kubelet or node-problem-detector report them. */
+  status?: { conditions?: { type: string; status: string; reason?: string }[] };
 }
 
 export interface StandInPod {

@@ -26,6 +26,8 @@ export interface KubeNode {
   readonly taints: readonly Taint[];
   readonly labels: Readonly<Record<string, string>>;
   readonly annotations: Readonly<Record<string, string>>;
+  /** The Node's conditions that hold (status True), by type. */
+  readonly conditions: readonly string[];
 }
 
 export interface KubePod {
@@ -214,6 +216,7 @@ interface NodeLike {
     annotations?: Record<string, string>;
   };
   spec?: { unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
+  status?: { conditions?: { type: string; status: string }[] };
 }
 
 function nodeOf(n: NodeLike): KubeNode {
@@ -225,6 +228,7 @@ function nodeOf(n: NodeLike): KubeNode {
     taints: (n.spec?.taints ?? []).map((t) => ({ key: t.key, effect: t.effect, ...(t.value === undefined ? {} : { value: t.value }) })),
     labels: n.metadata?.labels ?? {},
     annotations: n.metadata?.annotations ?? {},
+    conditions: (n.status?.conditions ?? []).filter((c) => c.status === 'True').map((c) => c.type),
   };
 }
 

@@ -20,6 +20,7 @@ import { ends, preparationKeys, preparationSink, whileListed, type Preparation }
 import { KUBE_CODES } from './codes.ts';
 import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
 import { drainNode } from './drain.ts';
+import { aksActs, aksHoldsCordon, waitEmpty } from './aks.ts';
 import { ANNOTATION, EXCLUDE_LABEL, Records, TAINT_KEY, type Prepared } from './record.ts';
 
 export { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from './record.ts';
@@ -145,6 +146,17 @@ class NodePreparation implements Preparation {
       Date.now() + this.#c.drain.timeoutSeconds * 1000,
       d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000),
     );
+    if (aksActs(prepared)) {
+      // AKS's node auto-drain has this node: nothing is evicted twice; the node empty is what counts
+      const empty = await waitEmpty(this.#kube, prepared.name, { deadline, pollMs: this.#c.drain.pollMs, signal });
+      if (!empty) return retry(`KUBE_DRAIN_BLOCKED: AKS's node auto-drain has not emptied node ${prepared.name} yet`);
+      await this.#kube.event(
+        prepared,
+        'Drained',
+        `Drained by AKS's node auto-drain for maintenance ${d.eventId}; se-bridge evicted nothing`,
+      );
+      return deliveredWith(`node ${prepared.name} drained by AKS's node auto-drain`);
+    }
     const notBefore = d.notBefore === null ? null : Date.parse(d.notBefore);
     const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, notBefore, deadline, signal, logger: this.#ctx.logger });
     if (drained.kind === 'blocked') {
@@ -236,6 +248,8 @@ class NodePreparation implements Preparation {
         return deliveredWith(`node ${node.name}: nothing to give back`);
       const left = before.eventIds.filter((id) => id !== eventId);
       const last = left.length === 0;
+      // a cordon AKS holds (its taint is on the node) is AKS's to lift
+      const uncordon = before.cordoned && !aksHoldsCordon(node);
       const patch = last
         ? {
             metadata: {
@@ -244,7 +258,7 @@ class NodePreparation implements Preparation {
               ...(before.labeled ? { labels: { [EXCLUDE_LABEL]: null } } : {}),
             },
             spec: {
-              ...(before.cordoned ? { unschedulable: null } : {}),
+              ...(uncordon ? { unschedulable: null } : {}),
               ...(before.tainted ? { taints: node.taints.filter((t) => t.key !== TAINT_KEY) } : {}),
             },
           }
@@ -260,9 +274,10 @@ class NodePreparation implements Preparation {
         const reason = transition === 'canceled' ? 'MaintenanceCanceled' : 'MaintenanceCompleted';
         await this.#kube.event(patched, reason, `Maintenance ${eventId} ${transition}`);
         if (!last) return deliveredWith(`node ${node.name} stays prepared for ${left.join(', ')}`);
-        if (before.cordoned) await this.#kube.event(patched, 'Uncordoned', `Uncordoned after maintenance ${eventId}`);
+        if (uncordon) await this.#kube.event(patched, 'Uncordoned', `Uncordoned after maintenance ${eventId}`);
         this.#ctx.logger.info({ node: node.name, eventId, transition }, 'node given back after maintenance');
-        return deliveredWith(`node ${node.name} given back${before.cordoned ? ': uncordoned' : ''}`);
+        const aks = before.cordoned && !uncordon ? ": left cordoned, AKS's remediator holds it" : '';
+        return deliveredWith(`node ${node.name} given back${uncordon ? ': uncordoned' : aks}`);
       } catch (err) {
         if (!(err instanceof KubeFailure && err.status === 409) || attempt >= 4) throw err;
         node = await this.#kube.readNode(node.name);

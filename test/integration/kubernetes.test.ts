@@ -338,6 +338,31 @@ describe('kubernetes sink against the stand-in API server', () => {
     }
   });
 
+  it("beside AKS's node auto-drain: nothing evicted twice, approved once AKS emptied the node, AKS's cordon and taint left in place", async () => {
+    api = await new KubeStandIn().start();
+    const aksTaint = { key: 'remediator.kubernetes.azure.com/unschedulable', effect: 'NoSchedule' };
+    const node = api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), unschedulable: true, taints: [aksTaint] });
+    node.status = { conditions: [{ type: 'VMEventScheduled', status: 'True', reason: 'VMEventScheduled' }] };
+    for (let i = 0; i < 2; i += 1) api.addPod('web', `web-${i}`, 'aks-node-0', { owner: 'ReplicaSet' });
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1000 });
+    await waitFor(() => api!.events.some((x) => x.reason === 'MaintenanceScheduled'), 'the preparation');
+    await new Promise((r) => setTimeout(r, 800));
+    expect(api.evictions.size).toBe(0);
+    expect(h.sim.startRequests).toHaveLength(0);
+    // AKS drains the node
+    for (const p of api.podsOn('aks-node-0')) api.pods.delete(`${p.metadata.namespace}/${p.metadata.name}`);
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the node is empty');
+    expect(api.events.find((x) => x.reason === 'Drained')!.message).toMatch(/^Drained by AKS's node auto-drain/);
+    await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 15_000);
+    await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the annotation gone');
+    const after = api.nodes.get('aks-node-0')!;
+    expect(after.spec.unschedulable).toBe(true);
+    expect(after.spec.taints).toEqual([aksTaint]);
+    expect(after.metadata.labels![EXCLUDE_LABEL]).toBeUndefined();
+    expect(api.evictions.size).toBe(0);
+  });
+
   it('a node cordoned by hand before the event stays cordoned afterwards', async () => {
     api = await new KubeStandIn().start();
     api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), unschedulable: true });

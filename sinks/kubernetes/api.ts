@@ -1,6 +1,7 @@
-import { BridgeError } from '../../src/api.ts';
 import { withDeadline } from '../../src/kit.ts';
-import type { KubeCode } from './codes.ts';
+import { KubeFailure, toFailure } from './failure.ts';
+
+export { describeFailure, KubeFailure } from './failure.ts';
 /**
  * The few Kubernetes API calls the kubernetes sink makes, through @kubernetes/client-node:
  * nodes get/list/patch, pods list, pods/eviction create, events create. Nothing else,
@@ -56,17 +57,6 @@ export interface Kube {
   scoped(signal: AbortSignal): Kube;
   /** event records a Kubernetes Event on the Node, or on a pod; a failure is logged by the caller's logger, never thrown. */
   event(on: KubeNode | KubePod, reason: string, message: string): Promise<void>;
-}
-
-/** KubeFailure: a failed API call, with whether a later attempt may succeed. */
-export class KubeFailure extends BridgeError<KubeCode> {
-  readonly retry: boolean;
-  readonly status: number | null;
-  constructor(code: KubeCode, message: string, retry: boolean, status: number | null = null) {
-    super(code, message);
-    this.retry = retry;
-    this.status = status;
-  }
 }
 
 type ClientModule = typeof import('@kubernetes/client-node');
@@ -257,41 +247,4 @@ function podOf(p: PodLike): KubePod {
     finished: p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed',
     gracePeriodSeconds: p.spec?.terminationGracePeriodSeconds ?? null,
   };
-}
-
-/** toFailure turns what the client threw into a KubeFailure that names the call and what the API said. */
-function toFailure(what: string, err: unknown): KubeFailure {
-  if (err instanceof KubeFailure) return err;
-  const e = err as { code?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
-  if (typeof e.code === 'number') {
-    const status = e.code;
-    const said = apiMessage(e.body) ?? `HTTP ${status}`;
-    if (status === 403) return new KubeFailure('KUBE_FORBIDDEN', `${what}: forbidden by RBAC (403): ${said}`, false, status);
-    if (status === 401) return new KubeFailure('KUBE_UNAUTHORIZED', `${what}: the API server refused the credentials (401)`, true, status);
-    if (status === 404) return new KubeFailure('KUBE_NOT_FOUND', `${what}: not found (404): ${said}`, false, status);
-    const transient = status === 409 || status === 429 || status >= 500;
-    return new KubeFailure('KUBE_API_STATUS', `${what}: HTTP ${status}: ${said}`, transient, status);
-  }
-  const cause = e.cause?.code ?? e.cause?.message ?? e.message ?? String(err);
-  return new KubeFailure('KUBE_API_UNREACHABLE', `${what}: cannot reach the Kubernetes API server (${cause})`, true);
-}
-
-function apiMessage(body: unknown): string | null {
-  if (typeof body === 'string') {
-    try {
-      return apiMessage(JSON.parse(body));
-    } catch {
-      return body.slice(0, 200) || null;
-    }
-  }
-  if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string')
-    return (body as { message: string }).message;
-  return null;
-}
-
-/** describeFailure: the code, the words and whether to try again, for any error of a preparation. */
-export function describeFailure(err: unknown): { code: string; reason: string; retry: boolean } {
-  if (err instanceof KubeFailure) return { code: err.code, reason: err.message, retry: err.retry };
-  const f = toFailure('kubernetes', err);
-  return { code: f.code, reason: f.message, retry: f.retry };
 }

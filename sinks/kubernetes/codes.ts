@@ -1,5 +1,7 @@
 /** The stable codes of the kubernetes sink (SinkModule.codes): in log lines and dead-letter reasons. */
 export const KUBE_CODES = {
+  KUBE_CONFIG_INVALID:
+    'the kubeconfig is one the client refuses (an http:// server without insecure-skip-tls-verify): dead-lettered, naming the fix',
   KUBE_NOT_CONFIGURED: 'a kubernetes sink has no kubeconfig and is not in a cluster (dead-lettered)',
   KUBE_NODE_UNKNOWN: 'a kubernetes sink cannot tell which Node this VM is (no nodeName, NODE_NAME or resource id)',
   KUBE_NODE_NOT_FOUND: 'no Node has the providerID of this VM (dead-lettered)',

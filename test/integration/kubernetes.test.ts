@@ -400,7 +400,7 @@ describe('kubernetes sink against the stand-in API server', () => {
     expect(api.pods.has('web/cache-0')).toBe(false);
   });
 
-  it('RBAC refusing eviction, a node that does not exist and an unreachable API: clear dead letters, other sinks unaffected', async () => {
+  it('RBAC refusing eviction, a node that does not exist, an unreachable API and a kubeconfig the client refuses: clear dead letters, other sinks unaffected', async () => {
     api = await new KubeStandIn({ forbid: ['pods/eviction'] }).start();
     api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
     api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
@@ -411,17 +411,20 @@ describe('kubernetes sink against the stand-in API server', () => {
         writeFileSync(kubeconfig, api!.kubeconfig());
         const unreachable = join(dir, 'kubeconfig-closed');
         writeFileSync(unreachable, api!.kubeconfig().replace(api!.url, `https://127.0.0.1:${closed}`));
+        const plain = join(dir, 'kubeconfig-http');
+        writeFileSync(plain, api!.kubeconfig().replace(api!.url, api!.url.replace('https://', 'http://')));
         const fast = { maxAttempts: 2, initialBackoffMs: 50, maxBackoffMs: 100 };
         return [
           { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
           { name: 'rbac', type: 'kubernetes', kubeconfig, nodeName: 'aks-node-0', delivery: fast },
           { name: 'missing', type: 'kubernetes', kubeconfig, nodeName: 'no-such-node', delivery: fast },
           { name: 'down', type: 'kubernetes', kubeconfig: unreachable, nodeName: 'aks-node-0', delivery: fast },
+          { name: 'http', type: 'kubernetes', kubeconfig: plain, nodeName: 'aks-node-0', delivery: { ...fast, maxAttempts: 50 } },
         ];
       },
     });
     const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 3, 'three dead letters', 20_000);
+    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 4, 'four dead letters', 20_000);
     const dead = new Map(h.bridge.store.outbox.deadLetters().map((d) => [d.sink, d.lastError]));
     expect(dead.get('rbac')).toMatch(
       /^rejected: KUBE_FORBIDDEN: evict pod web\/web-0: forbidden by RBAC \(403\): .*cannot create resource "pods\/eviction"/,
@@ -431,6 +434,10 @@ describe('kubernetes sink against the stand-in API server', () => {
     );
     expect(dead.get('down')).toMatch(
       /^gave up after 2 attempts: KUBE_API_UNREACHABLE: get node aks-node-0: cannot reach the Kubernetes API server \(ECONNREFUSED\)/,
+    );
+    // a kubeconfig the client refuses is no outage: one attempt, and the fix named
+    expect(dead.get('http')).toMatch(
+      /^rejected: KUBE_CONFIG_INVALID: get node aks-node-0: the kubeconfig's server is http:\/\/ without insecure-skip-tls-verify; use the API server's https:\/\/ address/,
     );
     expect(h.kinds()).toEqual([`scheduled:${e.eventId}`]);
     expect(h.lines.some((l) => l.code === 'KUBE_FORBIDDEN' && l.msg === 'kubernetes preparation failed')).toBe(true);

@@ -1,0 +1,62 @@
+/**
+ * KubeFailure and the reading of what the Kubernetes client threw: a status the API answered,
+ * a refusal of the client's own configuration, or a server that could not be reached; each says
+ * whether a later attempt may succeed.
+ */
+import { BridgeError } from '../../src/api.ts';
+import type { KubeCode } from './codes.ts';
+
+/** KubeFailure: a failed API call, with whether a later attempt may succeed. */
+export class KubeFailure extends BridgeError<KubeCode> {
+  readonly retry: boolean;
+  readonly status: number | null;
+  constructor(code: KubeCode, message: string, retry: boolean, status: number | null = null) {
+    super(code, message);
+    this.retry = retry;
+    this.status = status;
+  }
+}
+
+/** toFailure turns what the client threw into a KubeFailure that names the call and what the API said. */
+export function toFailure(what: string, err: unknown): KubeFailure {
+  if (err instanceof KubeFailure) return err;
+  const e = err as { code?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
+  if (typeof e.code === 'number') {
+    const status = e.code;
+    const said = apiMessage(e.body) ?? `HTTP ${status}`;
+    if (status === 403) return new KubeFailure('KUBE_FORBIDDEN', `${what}: forbidden by RBAC (403): ${said}`, false, status);
+    if (status === 401) return new KubeFailure('KUBE_UNAUTHORIZED', `${what}: the API server refused the credentials (401)`, true, status);
+    if (status === 404) return new KubeFailure('KUBE_NOT_FOUND', `${what}: not found (404): ${said}`, false, status);
+    const transient = status === 409 || status === 429 || status >= 500;
+    return new KubeFailure('KUBE_API_STATUS', `${what}: HTTP ${status}: ${said}`, transient, status);
+  }
+  // a kubeconfig the client refuses before any request: trying again cannot help
+  if (/HTTP protocol is not allowed when skipTLSVerify/.test(e.message ?? ''))
+    return new KubeFailure(
+      'KUBE_CONFIG_INVALID',
+      `${what}: the kubeconfig's server is http:// without insecure-skip-tls-verify; use the API server's https:// address (or set insecure-skip-tls-verify: true on a test cluster)`,
+      false,
+    );
+  const cause = e.cause?.code ?? e.cause?.message ?? e.message ?? String(err);
+  return new KubeFailure('KUBE_API_UNREACHABLE', `${what}: cannot reach the Kubernetes API server (${cause})`, true);
+}
+
+function apiMessage(body: unknown): string | null {
+  if (typeof body === 'string') {
+    try {
+      return apiMessage(JSON.parse(body));
+    } catch {
+      return body.slice(0, 200) || null;
+    }
+  }
+  if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string')
+    return (body as { message: string }).message;
+  return null;
+}
+
+/** describeFailure: the code, the words and whether to try again, for any error of a preparation. */
+export function describeFailure(err: unknown): { code: string; reason: string; retry: boolean } {
+  if (err instanceof KubeFailure) return { code: err.code, reason: err.message, retry: err.retry };
+  const f = toFailure('kubernetes', err);
+  return { code: f.code, reason: f.message, retry: f.retry };
+}

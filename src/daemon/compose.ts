@@ -151,12 +151,12 @@ export function compose(
     maxRetryPauseMs: imds.maxRetryPauseMs,
     state,
     route: routeAll,
-    committed: (events, document) => {
+    // the approval policy runs on every good read (below), changed document or not
+    committed: (events) => {
       if (events.length > 0) {
         dispatcher.notify();
         o.onCommitted?.(events);
       }
-      auto.apply(document.events);
     },
     read: (document) => {
       reads.publish({ events: document.events, vmName: routingName(state.vm) });

@@ -22,6 +22,8 @@ export type {
   Outcome,
   PreparationState,
   Preview,
+  Rehearsal,
+  RehearsalOptions,
   SendOptions,
   Sink,
   SinkConfigBase,

@@ -9,13 +9,14 @@
  */
 
 // ----- keys and validators of the HTTP sinks -------------------------------------------------
-export { allowInsecureHttp, isLoopback, ProxySetting, refusePlainHttpCredentials } from './sinks/contract.ts';
+export { allowInsecureHttp, isLoopback, ProxySetting, refusePlainHttpCredentials } from './lib/http-settings.ts';
 export { cidrList, hostPort, parseHostPort } from './lib/validators.ts';
 export { Cidrs } from './lib/client-address.ts';
 
 // ----- the outcome classifier: HTTP statuses, network and Azure SDK errors -------------------
 export { classifyAzureError, classifyHttpStatus, classifyNetworkError } from './sinks/classify.ts';
 export { printable } from './lib/printable.ts';
+export { table } from './lib/table.ts';
 
 // ----- CloudEvents protocol bindings: HTTP (binary, structured) and AMQP --------------------
 export { HTTP, percentEncode, type HttpMessage } from './cloudevents/http.ts';

@@ -12,7 +12,8 @@
  *   GET   /api/v1/pods?fieldSelector=spec.nodeName=NAME
  *   GET   /api/v1/namespaces/{ns}/pods/{name}
  *   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   201, 404, or 429 while a budget holds
- *                                     the pod; an evicted pod is deleted after its grace period
+ *                                     the pod; an evicted pod is deleted after its grace period;
+ *                                     dryRun=All (query or DeleteOptions) answers the same, changes nothing
  *   DELETE /api/v1/namespaces/{ns}/pods/{name}            200 (DeleteOptions: gracePeriodSeconds)
  *   POST  /api/v1/namespaces/{ns}/events                 201
  *   /apis/coordination.k8s.io/v1/namespaces/{ns}/leases  Leases (kube-leases.ts)
@@ -24,6 +25,7 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  dryRunOf,
   json,
   KUBE_CERT,
   KUBE_KEY,
@@ -56,6 +58,10 @@ export class KubeStandIn {
   readonly deletions = new Map<string, number | null>();
   /** Evictions answered, per pod: the HTTP statuses in order. */
   readonly evictions = new Map<string, number[]>();
+  /** Dry-run evictions answered, per pod: the HTTP statuses in order (nothing changed). */
+  readonly dryRuns = new Map<string, number[]>();
+  /** Per pod (ns/name): the name of the budget that holds it, in the 429's cause (default pdb). */
+  readonly budgetNames = new Map<string, string>();
   /** coordination.k8s.io/v1 Leases (kube-leases.ts). */
   readonly leases = new LeaseRegistry(
     () => this.#nextRv(),
@@ -216,25 +222,28 @@ export class KubeStandIn {
       }
       if (p[4] === 'pods' && p[6] === 'eviction' && p.length === 7 && req.method === 'POST') {
         if (forbid('pods/eviction', 'create', ns)) return;
-        return this.#evict(res, ns, p[5]!, body);
+        return this.#evict(res, ns, p[5]!, body, url.searchParams.getAll('dryRun'));
       }
     }
     if (this.leases.handle(req.method ?? '', p, url, body, res)) return;
     status(res, 404, 'NotFound', 'the server could not find the requested resource');
   }
 
-  #evict(res: ServerResponse, ns: string, name: string, body: unknown): void {
+  #evict(res: ServerResponse, ns: string, name: string, body: unknown, dryRunQuery: string[]): void {
     const key = `${ns}/${name}`;
     const b = body as {
       kind?: string;
       apiVersion?: string;
       metadata?: { name?: string };
-      deleteOptions?: { gracePeriodSeconds?: number };
+      deleteOptions?: { gracePeriodSeconds?: number; dryRun?: string[] };
     } | null;
     if (b?.kind !== 'Eviction' || b.apiVersion !== 'policy/v1' || b.metadata?.name !== name) {
       return status(res, 400, 'BadRequest', 'name in URL does not match name in Eviction object');
     }
-    const answered = (code: number) => this.evictions.set(key, [...(this.evictions.get(key) ?? []), code]);
+    const dry = dryRunOf(dryRunQuery, b.deleteOptions);
+    if (typeof dry === 'string') return status(res, 400, 'BadRequest', dry);
+    const log = dry ? this.dryRuns : this.evictions;
+    const answered = (code: number) => log.set(key, [...(log.get(key) ?? []), code]);
     const pod = this.pods.get(key);
     if (pod === undefined) {
       answered(404);
@@ -242,14 +251,15 @@ export class KubeStandIn {
     }
     const held = this.budgets.get(key) ?? 0;
     if (held > 0) {
-      this.budgets.set(key, held - 1);
+      if (!dry) this.budgets.set(key, held - 1);
       answered(429);
+      const budget = this.budgetNames.get(key) ?? 'pdb';
       return status(res, 429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", {
-        causes: [{ reason: 'DisruptionBudget', message: 'The disruption budget pdb needs 1 healthy pods and has 1 currently' }],
+        causes: [{ reason: 'DisruptionBudget', message: `The disruption budget ${budget} needs 1 healthy pods and has 1 currently` }],
       });
     }
     answered(201);
-    this.#terminate(key, pod, b.deleteOptions?.gracePeriodSeconds);
+    if (!dry) this.#terminate(key, pod, b.deleteOptions?.gracePeriodSeconds);
     json(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
   }
 

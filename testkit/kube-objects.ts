@@ -169,3 +169,18 @@ export function patchNode(
   save(merged);
   json(res, 200, { kind: 'Node', apiVersion: 'v1', ...merged });
 }
+
+/**
+ * dryRunOf: whether an eviction is a dry run, from the query's dryRun (CreateOptions) and its
+ * DeleteOptions' dryRun, as the API server reads them: each value must be "All", and when both
+ * are given they must match; else the refusal's words (a 400).
+ */
+export function dryRunOf(query: readonly string[], options: unknown): boolean | string {
+  const given = (options as { dryRun?: unknown } | null | undefined)?.dryRun;
+  const body = Array.isArray(given) ? given.map(String) : [];
+  const bad = [...query, ...body].find((v) => v !== 'All');
+  if (bad !== undefined) return `dryRun: Unsupported value: "${bad}": supported values: "All"`;
+  if (query.length > 0 && body.length > 0 && query.join() !== body.join())
+    return `DryRun in DeleteOptions (${body.join()}) and CreateOptions (${query.join()}) must match`;
+  return query.length > 0 || body.length > 0;
+}

@@ -43,14 +43,16 @@ export interface KubePod {
   readonly gracePeriodSeconds: number | null;
 }
 
-export type Eviction = 'evicted' | 'gone' | 'budget';
+/** What an eviction got: done (or, dry run, would be), the pod was gone, or a disruption budget holds it (the API's words). */
+export type Eviction = 'evicted' | 'gone' | { readonly budget: string };
 
 export interface Kube {
   readNode(name: string): Promise<KubeNode>;
   nodeByProviderId(providerId: string): Promise<KubeNode | null>;
   patchNode(name: string, patch: unknown): Promise<KubeNode>;
   podsOn(node: string): Promise<KubePod[]>;
-  evict(pod: KubePod, gracePeriodSeconds: number): Promise<Eviction>;
+  /** evict asks the Eviction API; with `dryRun` (the API's dryRun=All) the server checks everything and changes nothing. */
+  evict(pod: KubePod, gracePeriodSeconds: number, dryRun?: boolean): Promise<Eviction>;
   /** deletePod deletes a pod with this grace, past any disruption budget (drain.onDeadline: delete); false when it was gone. */
   deletePod(pod: KubePod, gracePeriodSeconds: number): Promise<boolean>;
   /** scoped: the same calls, each also aborted when `signal` aborts (one delivery attempt's). */
@@ -120,21 +122,23 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
       const list = await call(`list pods on ${node}`, (o) => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }, o));
       return list.items.map(podOf);
     },
-    async evict(pod, gracePeriodSeconds) {
+    async evict(pod, gracePeriodSeconds, dryRun = false) {
+      const dry = dryRun ? { dryRun: ['All'] } : {};
       const body = {
         apiVersion: 'policy/v1',
         kind: 'Eviction',
         metadata: { name: pod.name, namespace: pod.namespace },
-        deleteOptions: { gracePeriodSeconds },
+        deleteOptions: { gracePeriodSeconds, ...dry },
       };
+      const what = `${dryRun ? 'dry-run ' : ''}evict pod ${pod.namespace}/${pod.name}`;
       try {
-        await call(`evict pod ${pod.namespace}/${pod.name}`, (o) =>
-          core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }, o),
+        await call(what, (o) =>
+          core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body, ...(dryRun ? { dryRun: 'All' } : {}) }, o),
         );
         return 'evicted';
       } catch (err) {
         if (err instanceof KubeFailure && err.status === 404) return 'gone';
-        if (err instanceof KubeFailure && err.status === 429) return 'budget';
+        if (err instanceof KubeFailure && err.status === 429) return { budget: err.said ?? 'HTTP 429' };
         throw err;
       }
     },

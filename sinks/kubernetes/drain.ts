@@ -37,7 +37,7 @@ export type DrainResult =
 /** Pods evicted at once, while there is time. */
 const CONCURRENCY = 16;
 /** Less time than this left until NotBefore: every pod is evicted at once. */
-const HURRY_MS = 2 * 60_000;
+export const HURRY_MS = 2 * 60_000;
 /** The backoff of a pod a budget holds: from 500 ms, doubling, at most 5 s. */
 const BUDGET_BACKOFF_MS = [500, 1000, 2000, 5000];
 /** Pods can still land on a node whose cordon they raced: list again at most this often. */
@@ -50,30 +50,51 @@ export function evictable(pods: readonly KubePod[]): KubePod[] {
   return pods.filter((p) => !p.mirror && !p.ownerKinds.includes('DaemonSet'));
 }
 
+/** Why a drain refuses to evict a pod, as `kubectl drain` does, and the key that lets it; null when it may. */
+export function refusalOf(pod: KubePod, o: Pick<DrainOptions, 'force' | 'deleteEmptyDirData'>): Refusal | null {
+  if (pod.terminating || pod.finished) return null;
+  if (!o.force && pod.ownerKinds.length === 0) return UNMANAGED;
+  if (!o.deleteEmptyDirData && pod.emptyDir) return LOCAL;
+  return null;
+}
+
+interface Refusal {
+  /** Of one pod. */
+  readonly why: string;
+  /** Of the pods it holds, in the drain's reason. */
+  readonly pods: string;
+  readonly key: string;
+}
+const UNMANAGED: Refusal = {
+  why: 'no controller manages it: nothing would start it again',
+  pods: 'cannot evict pods that no controller manages (nothing would start them again)',
+  key: 'drain.force',
+};
+const LOCAL: Refusal = {
+  why: 'local storage (emptyDir): its data would be lost',
+  pods: 'cannot delete pods with local storage (emptyDir)',
+  key: 'drain.deleteEmptyDirData',
+};
+
+/** refusals: why the drain cannot start, naming the pods and the key that allows them, or null. */
+function refusals(pods: readonly KubePod[], o: DrainOptions): string | null {
+  const refused = pods.map((p) => ({ p, r: refusalOf(p, o) })).filter((x) => x.r !== null);
+  // pods no controller manages first, as kubectl drain names them
+  const first = refused.find((x) => x.r === UNMANAGED)?.r ?? refused[0]?.r;
+  if (first === undefined || first === null) return null;
+  const same = refused.filter((x) => x.r!.key === first.key).map((x) => x.p);
+  const more = same.length > 3 ? ` and ${same.length - 3} more` : '';
+  return `${first.pods}: ${same.slice(0, 3).map(named).join(', ')}${more}; set ${first.key}: true to evict them`;
+}
+
 export async function drainNode(kube: Kube, node: string, o: DrainOptions): Promise<DrainResult> {
   let evicted = 0;
   let deleted = 0;
   for (let round = 0; round < ROUNDS; round += 1) {
     const pods = evictable(await kube.podsOn(node));
     if (pods.length === 0) return { kind: 'drained', evicted, deleted };
-    if (!o.force) {
-      const unmanaged = pods.filter((p) => p.ownerKinds.length === 0 && !p.terminating && !p.finished);
-      if (unmanaged.length > 0) {
-        return {
-          kind: 'blocked',
-          reason: `cannot evict pods that no controller manages (nothing would start them again): ${unmanaged.slice(0, 3).map(named).join(', ')}${unmanaged.length > 3 ? ` and ${unmanaged.length - 3} more` : ''}; set drain.force: true to evict them`,
-        };
-      }
-    }
-    if (!o.deleteEmptyDirData) {
-      const local = pods.filter((p) => p.emptyDir && !p.terminating && !p.finished);
-      if (local.length > 0) {
-        return {
-          kind: 'blocked',
-          reason: `cannot delete pods with local storage (emptyDir): ${local.slice(0, 3).map(named).join(', ')}${local.length > 3 ? ` and ${local.length - 3} more` : ''}; set drain.deleteEmptyDirData: true to evict them`,
-        };
-      }
-    }
+    const refused = refusals(pods, o);
+    if (refused !== null) return { kind: 'blocked', reason: refused };
     o.logger.info({ node, pods: pods.length, round: round + 1 }, 'draining the node');
     const hurry = o.notBefore !== null && o.notBefore - Date.now() < HURRY_MS;
     const results = await pool(pods, hurry ? pods.length : CONCURRENCY, (pod) => evictOne(kube, pod, o));
@@ -112,11 +133,12 @@ async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<bool
     const r = await kube.evict(pod, grace);
     if (r === 'gone') return false;
     if (r === 'evicted') return true;
+    const said = r.budget;
     if (Date.now() >= deleteAt) return deletePastBudget(kube, pod, o, tries);
     const backoff = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
     const pause = Math.max(0, Math.min(backoff, deleteAt - Date.now()));
     if (Date.now() + pause > o.deadline)
-      return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'})`;
+      return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'}: ${said})`;
     await sleep(pause, o.signal);
   }
 }
@@ -153,7 +175,7 @@ async function waitGone(kube: Kube, node: string, uids: ReadonlySet<string>, o: 
 }
 
 /** pool runs `work` over `items`, at most `n` at a time, and keeps the results in order. */
-async function pool<T, R>(items: readonly T[], n: number, work: (item: T) => Promise<R>): Promise<R[]> {
+export async function pool<T, R>(items: readonly T[], n: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const runners = Array.from({ length: Math.min(n, items.length) }, async () => {

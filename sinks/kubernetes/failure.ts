@@ -10,10 +10,13 @@ import type { KubeCode } from './codes.ts';
 export class KubeFailure extends BridgeError<KubeCode> {
   readonly retry: boolean;
   readonly status: number | null;
-  constructor(code: KubeCode, message: string, retry: boolean, status: number | null = null) {
+  /** What the API server said (its Status message and causes), when it answered. */
+  readonly said: string | null;
+  constructor(code: KubeCode, message: string, retry: boolean, status: number | null = null, said: string | null = null) {
     super(code, message);
     this.retry = retry;
     this.status = status;
+    this.said = said;
   }
 }
 
@@ -23,12 +26,14 @@ export function toFailure(what: string, err: unknown): KubeFailure {
   const e = err as { code?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
   if (typeof e.code === 'number') {
     const status = e.code;
-    const said = apiMessage(e.body) ?? `HTTP ${status}`;
-    if (status === 403) return new KubeFailure('KUBE_FORBIDDEN', `${what}: forbidden by RBAC (403): ${said}`, false, status);
-    if (status === 401) return new KubeFailure('KUBE_UNAUTHORIZED', `${what}: the API server refused the credentials (401)`, true, status);
-    if (status === 404) return new KubeFailure('KUBE_NOT_FOUND', `${what}: not found (404): ${said}`, false, status);
+    const message = apiMessage(e.body);
+    const said = message ?? `HTTP ${status}`;
+    if (status === 403) return new KubeFailure('KUBE_FORBIDDEN', `${what}: forbidden by RBAC (403): ${said}`, false, status, message);
+    if (status === 401)
+      return new KubeFailure('KUBE_UNAUTHORIZED', `${what}: the API server refused the credentials (401)`, true, status, message);
+    if (status === 404) return new KubeFailure('KUBE_NOT_FOUND', `${what}: not found (404): ${said}`, false, status, message);
     const transient = status === 409 || status === 429 || status >= 500;
-    return new KubeFailure('KUBE_API_STATUS', `${what}: HTTP ${status}: ${said}`, transient, status);
+    return new KubeFailure('KUBE_API_STATUS', `${what}: HTTP ${status}: ${said}`, transient, status, message);
   }
   // a kubeconfig the client refuses before any request: trying again cannot help
   if (/HTTP protocol is not allowed when skipTLSVerify/.test(e.message ?? ''))
@@ -41,6 +46,7 @@ export function toFailure(what: string, err: unknown): KubeFailure {
   return new KubeFailure('KUBE_API_UNREACHABLE', `${what}: cannot reach the Kubernetes API server (${cause})`, true);
 }
 
+/** apiMessage: a Status body's message, with its causes' (a disruption budget's names the budget), or null. */
 function apiMessage(body: unknown): string | null {
   if (typeof body === 'string') {
     try {
@@ -49,9 +55,10 @@ function apiMessage(body: unknown): string | null {
       return body.slice(0, 200) || null;
     }
   }
-  if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string')
-    return (body as { message: string }).message;
-  return null;
+  const s = body as { message?: unknown; details?: { causes?: { message?: unknown }[] } } | null;
+  if (s === null || typeof s !== 'object' || typeof s.message !== 'string') return null;
+  const causes = (s.details?.causes ?? []).map((c) => c.message).filter((m): m is string => typeof m === 'string' && m !== '');
+  return causes.length === 0 ? s.message : `${s.message} (${causes.join('; ')})`;
 }
 
 /** describeFailure: the code, the words and whether to try again, for any error of a preparation. */

@@ -19,6 +19,8 @@ import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, sinkBase,
 import { ends, preparationKeys, preparationSink, whileListed, type Preparation } from '../shared/preparation.ts';
 import { KUBE_CODES } from './codes.ts';
 import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
+import { findNode, nodeNameOf } from './locate.ts';
+import { rehearseDrain } from './plan.ts';
 import { drainNode } from './drain.ts';
 import { aksActs, aksHoldsCordon, waitEmpty } from './aks.ts';
 import { ANNOTATION, EXCLUDE_LABEL, Records, TAINT_KEY, type Prepared } from './record.ts';
@@ -86,6 +88,7 @@ export const kubernetesSink = preparationSink<KubernetesConfig, typeof configSch
   codes: KUBE_CODES,
   workMs: (c) => c.drain.timeoutSeconds * 1000,
   make: async (config, context) => new NodePreparation(config, context, await connect(config.kubeconfig)),
+  rehearse: async (config, options) => rehearseDrain(config, await connect(config.kubeconfig), options),
 });
 
 class NodePreparation implements Preparation {
@@ -103,7 +106,7 @@ class NodePreparation implements Preparation {
     this.#client = kube;
     this.#kube = kube;
     this.#records = new Records(context.state);
-    this.#nodeName = config.nodeName ?? (process.env.NODE_NAME || null);
+    this.#nodeName = nodeNameOf(config.nodeName);
   }
 
   async close(): Promise<void> {}
@@ -171,23 +174,9 @@ class NodePreparation implements Preparation {
     return deliveredWith(`node ${prepared.name} cordoned and drained: ${plural(drained.evicted, 'pod')} evicted${past}`);
   }
 
-  /** node finds the Node this VM is, once. */
+  /** node finds the Node this VM is (by its resource id once; its name is kept). */
   async #node(): Promise<KubeNode> {
-    if (this.#nodeName !== null) return this.#kube.readNode(this.#nodeName);
-    const vm = this.#ctx.vm?.();
-    if (!vm?.resourceId)
-      throw new KubeFailure(
-        'KUBE_NODE_UNKNOWN',
-        "no nodeName configured, NODE_NAME is unset, and this VM's resource id is unknown, so its Node cannot be found",
-        false,
-      );
-    const node = await this.#kube.nodeByProviderId(`azure://${vm.resourceId}`);
-    if (node === null)
-      throw new KubeFailure(
-        'KUBE_NODE_NOT_FOUND',
-        `no Node has spec.providerID azure://${vm.resourceId}; set nodeName or NODE_NAME`,
-        false,
-      );
+    const node = await findNode(this.#kube, this.#nodeName, async () => this.#ctx.vm?.().resourceId ?? null);
     this.#nodeName = node.name;
     return node;
   }

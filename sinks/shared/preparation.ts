@@ -108,12 +108,15 @@ export function preparationSink<C extends SinkConfigBase, S extends z.ZodType<C>
   readonly codes?: Readonly<Record<string, string>>;
   readonly workMs: (config: C) => number;
   readonly make: (config: C, context: SinkContext) => Promise<Preparation>;
+  /** What a preparation would do now, changing nothing (SinkModule.rehearse). */
+  readonly rehearse?: SinkModule<C, S>['rehearse'];
 }): SinkModule<C, S> {
-  const { type, configSchema, codes, workMs, make } = spec;
+  const { type, configSchema, codes, workMs, make, rehearse } = spec;
   return {
     type,
     configSchema,
     ...(codes === undefined ? {} : { codes }),
+    ...(rehearse === undefined ? {} : { rehearse }),
     maxBatchSize: 1,
     undoes: true,
     async create(config, context) {

@@ -26,6 +26,8 @@ Commands:
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
   fleet status [--config FILE] [--json]    the fleet budget's group: members, windows, slots
+  prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--json]
+                                           what a preparation would do now (a drain: dry-run evictions); nothing changes
   template test --sink NAME [--config FILE] [--scenario NAME]
                                            render a webhook sink's templates for a scenario
   schema                                   print the configuration's JSON Schema
@@ -47,6 +49,7 @@ const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<num
   relay: () => import('./relay.ts'),
   fleet: () => import('./fleet.ts'),
   template: () => import('./template.ts'),
+  prepare: () => import('./prepare.ts'),
 };
 
 async function main(argv: string[]): Promise<number> {

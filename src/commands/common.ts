@@ -4,6 +4,8 @@ import { ConfigError, loadConfig, resolveConfigPath } from '../config/load.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { BridgeError } from '../lib/errors.ts';
 
+export { table } from '../lib/table.ts';
+
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
 export class UsageError extends BridgeError<'USAGE'> {
@@ -50,11 +52,4 @@ export function onShutdown(stop: (signal: string) => void): () => void {
   return () => {
     for (const s of signals) process.off(s, handler);
   };
-}
-
-/** table renders rows as aligned columns. */
-export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }

@@ -128,6 +128,20 @@ ${CONFIG}
   --sink NAME         the webhook sink whose templates to render
   --scenario NAME     a scenario of \`se-bridge simulate\`
 `,
+  prepare: `Usage: se-bridge prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--json]
+
+Rehearses the preparation of this VM now, changing nothing. A kubernetes sink asks the API server
+for each pod on its Node as a dry-run eviction (dryRun=All) and lists the pods a drain would evict
+with their grace, the pods it would skip and why (DaemonSet, mirror, terminating), and what would
+block it (no controller, an emptyDir volume, a disruption budget). Exit 0 when nothing would stop
+the preparation, 1 when something would (or the API could not be asked).
+
+  --dry-run           required: nothing is changed
+  --sink NAME         only this sink (default every sink that rehearses: kubernetes)
+  --notice DURATION   as if NotBefore were this far ahead (30s, 5m): the grace each pod would get
+${CONFIG}
+  --json              one JSON document
+`,
   'dead-letters list': `Usage: se-bridge dead-letters list [--sink NAME] [--config FILE] [--json]
 
 Lists the events a sink could not take, with the last error.

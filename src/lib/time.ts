@@ -78,3 +78,11 @@ export async function withDeadline<T>(work: Promise<T> | T, ms: number, late: ()
     clearTimeout(timer);
   }
 }
+
+/** parseDuration reads a duration on a command line ('90' or '90s', '250ms', '5m', '1h') as milliseconds, or null when it is none of these. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (m === null) return null;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(m[1]) * unit);
+}

@@ -4,7 +4,7 @@
  * come from it (register.ts). Modules here must stay cheap to import; a sink whose client
  * library is heavy loads it inside `create`.
  */
-import type { BridgeEvent, Preview, SinkConfigBase, SinkModule } from '../sinks/contract.ts';
+import type { BridgeEvent, Preview, Rehearsal, RehearsalOptions, SinkConfigBase, SinkModule } from '../sinks/contract.ts';
 import { moduleSink } from './external.ts';
 import { registerSinks } from './register.ts';
 import { stdoutSink } from '../../sinks/stdout.ts';
@@ -70,6 +70,17 @@ export async function previewOf(
   const m = SINKS.find(config.type);
   return m?.preview === undefined ? null : m.preview(config, approvalUrl);
 }
+
+/** rehearsalOf: how a configured sink rehearses its preparation (SinkModule.rehearse), or null when it does not. */
+export function rehearsalOf(config: SinkConfigBase): ((options: RehearsalOptions) => Promise<Rehearsal>) | null {
+  const m = SINKS.find(config.type);
+  return m?.rehearse === undefined ? null : (options) => m.rehearse!(config, options);
+}
+
+/** The sink types that rehearse their preparation. */
+export const REHEARSING_TYPES: readonly string[] = SINK_MODULES.filter((m) => 'rehearse' in m && m.rehearse !== undefined).map(
+  (m) => m.type,
+);
 
 /**
  * The part a sink plays in preparing the VM: `prepare` (a preparation hook) alone gates

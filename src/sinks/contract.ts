@@ -15,55 +15,6 @@ import { httpUrl, secret } from '../lib/validators.ts';
 export type { BridgeEvent };
 export { FilterConfig, httpUrl, secret };
 
-/** The proxy setting of the HTTP sinks: env (HTTPS_PROXY/HTTP_PROXY/NO_PROXY), none (direct), or a proxy URL. */
-export const ProxySetting = z
-  .union([z.enum(['env', 'none']), httpUrl])
-  .default('env')
-  .describe('env: HTTPS_PROXY, HTTP_PROXY and NO_PROXY; none: direct; or a proxy URL.');
-
-/**
- * allowInsecureHttp lets a sink send its credentials (a bearer or basic password, an access key,
- * an Entra ID token) over plain http to a host that is not loopback; off by default, because
- * anyone on the path can read them.
- */
-export const allowInsecureHttp = z
-  .boolean()
-  .default(false)
-  .describe('Lets the sink send its credentials over plain http to a host that is not loopback.');
-
-/** isLoopback: a host name that never leaves the machine. */
-export function isLoopback(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
-
-/**
- * refusePlainHttpCredentials adds a problem at `urlKey` when `hasCredential` and the URL is
- * plain http to a host that is not loopback, unless `allowInsecureHttp` is set.
- */
-export function refusePlainHttpCredentials(
-  c: { allowInsecureHttp: boolean },
-  url: string,
-  urlKey: string,
-  hasCredential: boolean,
-  ctx: z.RefinementCtx,
-): void {
-  if (!hasCredential || c.allowInsecureHttp) return;
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return; // the URL's own check reports it
-  }
-  if (u.protocol === 'http:' && !isLoopback(u.hostname)) {
-    ctx.addIssue({
-      code: 'custom',
-      path: [urlKey],
-      message: 'would send credentials over plain http to a host that is not loopback; use https, or set allowInsecureHttp: true',
-    });
-  }
-}
-
 /** Outcome is what happened to one event: the dispatcher decides what to do about it. */
 export type Outcome =
   /** `detail` says what a preparation did ("node drained: 14 pods evicted"), for status and chat messages. */
@@ -198,6 +149,31 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase, S extends
    * null when it has nothing to show for this configuration.
    */
   preview?(config: C, approvalUrl: (event: BridgeEvent) => string | null): Promise<((event: BridgeEvent) => Promise<Preview>) | null>;
+  /**
+   * What a preparation would do to this VM now, changing nothing (`se-bridge prepare --dry-run`):
+   * for a sink that prepares the VM and can ask its peer what would happen (a drain's dry-run
+   * evictions).
+   */
+  rehearse?(config: C, options: RehearsalOptions): Promise<Rehearsal>;
+}
+
+/** What a rehearsal is given. */
+export interface RehearsalOptions {
+  /** A maintenance this far ahead (ms) stands for NotBefore; null: none, as an event without one. */
+  readonly noticeMs: number | null;
+  /** Who this VM is, read from instance metadata when the sink asks, or null when it cannot be. */
+  readonly vm: () => Promise<VmIdentity | null>;
+  readonly signal: AbortSignal;
+}
+
+/** What a preparation would do now. */
+export interface Rehearsal {
+  /** Nothing would stop the preparation now. */
+  readonly ready: boolean;
+  /** For people: what it would do, and what would stop it (lines and tables). */
+  readonly text: string;
+  /** The same as data (`--json`). */
+  readonly data: Readonly<Record<string, unknown>>;
 }
 
 /** What a sink would send for one event: a request, or the outcome it would have without sending (skipped, failed). */

@@ -12,15 +12,18 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
 import { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from '../../sinks/kubernetes/index.ts';
 import { freePort, tempDir, waitFor } from '../helpers.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 
 let api: KubeStandIn | null = null;
+const closeAfter: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await stopAll();
   await api?.close();
   api = null;
+  for (const close of closeAfter.splice(0)) await close();
 });
 
 const PROVIDER = (vm: string) =>
@@ -30,10 +33,11 @@ async function bridgeWith(
   kube: KubeStandIn,
   sink: Record<string, unknown> = {},
   rules: unknown[] = [{ match: {}, action: 'approveAfterHooks' }],
-  where: { sim?: ImdsSimulator; dir?: string } = {},
+  where: { sim?: ImdsSimulator; dir?: string; more?: Record<string, unknown>[] } = {},
 ): Promise<Harness> {
+  const { more = [], ...at } = where;
   return startBridge({
-    ...where,
+    ...at,
     config: { approval: { rules } },
     sinks: (dir) => {
       const kubeconfig = join(dir, 'kubeconfig');
@@ -48,6 +52,7 @@ async function bridgeWith(
           drain: { timeoutSeconds: 20, gracePeriodSeconds: 30, pollMs: 50 },
           ...sink,
         },
+        ...more,
       ];
     },
   });
@@ -344,7 +349,15 @@ describe('kubernetes sink against the stand-in API server', () => {
     const node = api.addNode('aks-node-0', { providerID: PROVIDER('vm0'), unschedulable: true, taints: [aksTaint] });
     node.status = { conditions: [{ type: 'VMEventScheduled', status: 'True', reason: 'VMEventScheduled' }] };
     for (let i = 0; i < 2; i += 1) api.addPod('web', `web-${i}`, 'aks-node-0', { owner: 'ReplicaSet' });
-    const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
+    const chat = new HttpPeer();
+    await chat.listen();
+    closeAfter.push(() => chat.close());
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0' }, undefined, {
+      more: [
+        { name: 'slack', type: 'slack', webhookUrl: `${chat.url}/slack` },
+        { name: 'teams', type: 'teams', webhookUrl: `${chat.url}/teams` },
+      ],
+    });
     const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1000 });
     await waitFor(() => api!.events.some((x) => x.reason === 'MaintenanceScheduled'), 'the preparation');
     await new Promise((r) => setTimeout(r, 800));
@@ -354,6 +367,11 @@ describe('kubernetes sink against the stand-in API server', () => {
     for (const p of api.podsOn('aks-node-0')) api.pods.delete(`${p.metadata.namespace}/${p.metadata.name}`);
     await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the node is empty');
     expect(api.events.find((x) => x.reason === 'Drained')!.message).toMatch(/^Drained by AKS's node auto-drain/);
+    // the chat messages, updated in place, say who drained the node
+    const approved = (path: string) => chat.requests.find((r) => r.url === path && r.body.includes('approved at'))?.body;
+    await waitFor(() => approved('/slack') && approved('/teams'), 'the approved messages');
+    for (const path of ['/slack', '/teams'])
+      expect(approved(path)).toMatch(/node aks-node-0 drained by AKS's node auto-drain · approved at \d\d:\d\d UTC/);
     await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 15_000);
     await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the annotation gone');
     const after = api.nodes.get('aks-node-0')!;

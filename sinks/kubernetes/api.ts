@@ -58,7 +58,7 @@ export interface Kube {
   /** scoped: the same calls, each also aborted when `signal` aborts (one delivery attempt's). */
   scoped(signal: AbortSignal): Kube;
   /** event records a Kubernetes Event on the Node, or on a pod; a failure is logged by the caller's logger, never thrown. */
-  event(on: KubeNode | KubePod, reason: string, message: string): Promise<void>;
+  event(on: KubeNode | KubePod, reason: string, message: string, type?: 'Normal' | 'Warning'): Promise<void>;
 }
 
 type ClientModule = typeof import('@kubernetes/client-node');
@@ -153,7 +153,7 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
         throw err;
       }
     },
-    async event(on, reason, message) {
+    async event(on, reason, message, type = 'Normal') {
       const now = new Date();
       const isPod = 'ownerKinds' in on;
       const namespace = isPod ? on.namespace : 'default';
@@ -164,7 +164,7 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
           : { apiVersion: 'v1', kind: 'Node', name: on.name, uid: on.uid },
         reason,
         message,
-        type: 'Normal',
+        type,
         source: { component: COMPONENT, ...(isPod ? {} : { host: on.name }) },
         reportingComponent: COMPONENT,
         reportingInstance: isPod ? COMPONENT : on.name,

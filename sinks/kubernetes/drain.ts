@@ -32,7 +32,9 @@ export interface DrainOptions {
 }
 
 export type DrainResult =
-  { readonly kind: 'drained'; readonly evicted: number; readonly deleted: number } | { readonly kind: 'blocked'; readonly reason: string };
+  | { readonly kind: 'drained'; readonly evicted: number; readonly deleted: number }
+  /** `held`: the pods a disruption budget held to the end. */
+  | { readonly kind: 'blocked'; readonly reason: string; readonly held?: readonly KubePod[] };
 
 /** Pods evicted at once, while there is time. */
 const CONCURRENCY = 16;
@@ -102,7 +104,11 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
     evicted += results.filter((r) => r === true || r === 'deleted').length;
     deleted += results.filter((r) => r === 'deleted').length;
     if (held.length > 0)
-      return { kind: 'blocked', reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}` };
+      return {
+        kind: 'blocked',
+        reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}`,
+        held: pods.filter((_, i) => typeof results[i] === 'string' && results[i] !== 'deleted'),
+      };
     const stopping = await waitGone(kube, node, new Set(pods.map((p) => p.uid)), o);
     if (stopping.length > 0)
       return {
@@ -136,10 +142,10 @@ async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<bool
     const said = r.budget;
     if (Date.now() >= deleteAt) return deletePastBudget(kube, pod, o, tries);
     const backoff = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
-    const pause = Math.max(0, Math.min(backoff, deleteAt - Date.now()));
-    if (Date.now() + pause > o.deadline)
+    if (Date.now() >= o.deadline)
       return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'}: ${said})`;
-    await sleep(pause, o.signal);
+    // asked once more at the deadline itself: a budget may let go at the last moment
+    await sleep(Math.max(0, Math.min(backoff, deleteAt - Date.now(), o.deadline - Date.now())), o.signal);
   }
 }
 

@@ -164,10 +164,19 @@ class NodePreparation implements Preparation {
     const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, notBefore, deadline, signal, logger: this.#ctx.logger });
     if (drained.kind === 'blocked') {
       const past = d.notBefore !== null && Date.parse(d.notBefore) <= Date.now();
-      // past NotBefore the maintenance happens whatever we do: trying again would only repeat the failure
-      return past
-        ? reject(`KUBE_DRAIN_INCOMPLETE: NotBefore passed with the node not drained: ${drained.reason}`)
-        : retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
+      if (!past) return retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);
+      // past NotBefore the maintenance happens whatever we do: trying again would only repeat the
+      // failure; the Node and each pod its budget held say so (drain.onDeadline: wait)
+      const why = `NotBefore of maintenance ${d.eventId} passed with the node not drained: ${drained.reason}`;
+      await this.#kube.event(prepared, 'DrainIncomplete', why, 'Warning');
+      for (const pod of drained.held ?? [])
+        await this.#kube.event(
+          pod,
+          'EvictionBlocked',
+          `Not evicted before NotBefore of maintenance ${d.eventId}: its PodDisruptionBudget held it (drain.onDeadline: wait)`,
+          'Warning',
+        );
+      return reject(`KUBE_DRAIN_INCOMPLETE: ${why}`);
     }
     const past = drained.deleted > 0 ? `, ${drained.deleted} of them deleted past their disruption budget` : '';
     await this.#kube.event(prepared, 'Drained', `Drained for maintenance ${d.eventId}: ${plural(drained.evicted, 'pod')} evicted${past}`);

@@ -300,6 +300,39 @@ describe('kubernetes sink against the stand-in API server', () => {
     );
   });
 
+  it('a budget that never lets go, with onDeadline: wait: asked until NotBefore, never deleted, then dead-lettered and said on the Node and the pod', async () => {
+    api = await new KubeStandIn().start();
+    api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    api.addPod('db', 'primary-0', 'aks-node-0', { owner: 'StatefulSet' });
+    api.budgets.set('db/primary-0', 1_000_000);
+    api.budgetNames.set('db/primary-0', 'primary-pdb');
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0', drain: { timeoutSeconds: 30, pollMs: 50 } });
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 3000 });
+    const notBefore = h.sim.events.find((x) => x.eventId === e.eventId)!.notBefore!;
+    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 1, 'the dead letter at NotBefore', 15_000);
+    const [dead] = h.bridge.store.outbox.deadLetters();
+    expect(dead!.lastError).toMatch(
+      new RegExp(
+        `^rejected: KUBE_DRAIN_INCOMPLETE: NotBefore of maintenance ${e.eventId} passed with the node not drained: pod db/primary-0 is held by a PodDisruptionBudget \\(429 on \\d+ evictions?: Cannot evict pod`,
+      ),
+    );
+    // asked again and again until NotBefore, never deleted past the budget
+    const asks = api.requests.filter((r) => r.path.endsWith('/pods/primary-0/eviction'));
+    expect(asks.length).toBeGreaterThan(1);
+    expect(asks.at(-1)!.at).toBeLessThanOrEqual(notBefore + 1000);
+    // the last ask at NotBefore itself (read from IMDS to the second)
+    expect(asks.at(-1)!.at).toBeGreaterThanOrEqual(notBefore - 1500);
+    expect(api.deletions.size).toBe(0);
+    expect(api.pods.has('db/primary-0')).toBe(true);
+    type Ev = { reason: string; type: string; message: string; involvedObject: Record<string, unknown> };
+    const onNode = (api.events as Ev[]).find((x) => x.reason === 'DrainIncomplete')!;
+    expect(onNode).toMatchObject({ type: 'Warning', involvedObject: { kind: 'Node', name: 'aks-node-0' } });
+    expect(onNode.message).toMatch(/not drained: pod db\/primary-0 is held by a PodDisruptionBudget .*primary-pdb needs 1 healthy/);
+    const onPod = (api.events as Ev[]).find((x) => x.reason === 'EvictionBlocked')!;
+    expect(onPod).toMatchObject({ type: 'Warning', involvedObject: { kind: 'Pod', name: 'primary-0', namespace: 'db' } });
+    expect(onPod.message).toMatch(/PodDisruptionBudget held it \(drain\.onDeadline: wait\)/);
+  });
+
   it('an API server that never answers: each attempt ends its calls with it, leaving no connection open', async () => {
     const open = new Set<Socket>();
     let accepted = 0;

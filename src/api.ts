@@ -16,6 +16,7 @@ export { defineSink, delivered, deliveredWith, reject, retry, oneByOne } from '.
 export type {
   ApprovalLinks,
   BridgeEvent,
+  DrillMode,
   ExternalSink,
   ImdsRead,
   ImdsReads,

@@ -15,6 +15,7 @@ import { dirname, join, normalize, relative } from 'node:path';
 export const LAYERS = [
   'lib',
   'imds',
+  'drill',
   'pipeline',
   'cloudevents',
   'store',

@@ -5,6 +5,7 @@
  * retried); the approval is recorded with who, how and when; and exactly one `approved`
  * CloudEvent is emitted. A second approval of the same event is a no-op that says so.
  */
+import { isDrill } from '../drill/drills.ts';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BridgeError, errorFields } from '../lib/errors.ts';
@@ -171,7 +172,8 @@ export class ApprovalService {
     // The record and the `approved` CloudEvent are built and routed first: IMDS is never told
     // about an approval that could then not be recorded and reported.
     // the fleet budget first: no slot, no early approval (a forced one goes past it, on the record)
-    const gate = this.#o.gate;
+    // a drill never takes a slot: it would hold back a real maintenance of another member
+    const gate = isDrill(eventId) ? undefined : this.#o.gate;
     const grant = gate === undefined ? null : await gate.take(event, request);
     const forced = grant?.forced === true;
     const at = new Date().toISOString();

@@ -26,6 +26,9 @@ Commands:
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
   fleet status [--config FILE] [--json]    the fleet budget's group: members, windows, slots
+  drill [--type TYPE] [--notice D] [--duration D] [--source S] [--sink NAME ...] [--prepare rehearse|real]
+        [--cancel|--end] [--config FILE] [--json]
+                                           play one maintenance through the running daemon, end to end; nothing is asked of Azure
   prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--json]
                                            what a preparation would do now (a drain: dry-run evictions); nothing changes
   template test --sink NAME [--config FILE] [--scenario NAME]
@@ -50,6 +53,7 @@ const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<num
   fleet: () => import('./fleet.ts'),
   template: () => import('./template.ts'),
   prepare: () => import('./prepare.ts'),
+  drill: () => import('./drill.ts'),
 };
 
 async function main(argv: string[]): Promise<number> {

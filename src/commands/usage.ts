@@ -128,6 +128,26 @@ ${CONFIG}
   --sink NAME         the webhook sink whose templates to render
   --scenario NAME     a scenario of \`se-bridge simulate\`
 `,
+  drill: `Usage: se-bridge drill [--type TYPE] [--notice D] [--duration D] [--source Platform|User] [--sink NAME ...]
+                      [--prepare rehearse|real] [--cancel|--end] [--config FILE] [--json]
+
+Asks the running daemon (through its local control channel) to play one maintenance for this VM
+as if IMDS had listed it: Scheduled, Started when approved or at NotBefore, completed after its
+duration. It goes through the same routing, sinks, approvals and preparations as a real event,
+every CloudEvent marked drill: true; StartRequests are never posted. Prints the report when it
+ends: exit 0 only when every step passed.
+
+  --type TYPE         Reboot (default), Redeploy, Freeze, Preempt or Terminate
+  --notice D          NotBefore this far ahead (default 60s; 0 with --duration alone)
+  --duration D        how long it stays Started (default 30s)
+  --source S          EventSource: Platform (default) or User
+  --sink NAME         only this sink (again for more)
+  --prepare MODE      rehearse (default: preparations say what they would do) or real
+  --cancel            end it canceled at NotBefore instead of starting it
+  --end               end the drill being played now
+${CONFIG}
+  --json              the report as JSON
+`,
   prepare: `Usage: se-bridge prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--json]
 
 Rehearses the preparation of this VM now, changing nothing. A kubernetes sink asks the API server

@@ -24,6 +24,9 @@ import { Preparations, preparersOf } from './preparations.ts';
 import { ReadBroadcast } from './reads.ts';
 import type { ApprovalLinks } from '../sinks/contract.ts';
 import { StateLock } from '../store/lock.ts';
+import { ControlServer, controlPath } from '../drill/control.ts';
+import { Drills, isDrill } from '../drill/drills.ts';
+import { DrillLog } from '../drill/report.ts';
 import { openFleetStore } from '../fleet/open-store.ts';
 import { Store } from '../store/store.ts';
 import { compose, type BridgeOptions, type Parts, type Shared } from './compose.ts';
@@ -57,6 +60,8 @@ export class Bridge {
   readonly #state: BridgeState;
   readonly #preparations: Preparations;
   readonly #abort = new AbortController();
+  readonly #drillLog: DrillLog;
+  readonly #control: ControlServer | null;
   #tasks: Promise<void>[] = [];
   #stopped = false;
 
@@ -76,6 +81,20 @@ export class Bridge {
     this.#state = shared.state;
     this.#parts = compose(o, store, targets, this.#abort.signal, (report) => this.#onOutcome(report), shared);
     this.#preparations = shared.preparations;
+    this.#drillLog = shared.drillLog;
+    // the control channel (drills): beside the state database, never in a dry run
+    this.#control = o.dryRun
+      ? null
+      : new ControlServer({
+          path: controlPath(o.config.state.path),
+          drills: shared.drills,
+          log: shared.drillLog,
+          vmName: () => shared.state.vm.name,
+          listed: () => shared.state.document?.events ?? [],
+          sinks: targets.map((t) => t.name),
+          preparations: (eventId) => shared.preparations.recorded(eventId),
+          logger: o.logger,
+        });
     ({ metrics: this.metrics, client: this.client, approvals: this.approvals } = this.#parts);
   }
 
@@ -107,7 +126,16 @@ export class Bridge {
       const preparations = new Preparations(store.preparations, preparersOf(o.config.sinks), { metrics, logger: o.logger });
       // the fleet budget's store (its client library is loaded only now, when configured)
       const fleetStore = o.config.fleet === undefined ? null : await openFleetStore(o.config.fleet.store, o.config.fleet.group);
-      const shared: Shared = { metrics, reads: new ReadBroadcast(o.logger), state, preparations, fleetStore };
+      const drills = new Drills();
+      const shared: Shared = {
+        metrics,
+        reads: new ReadBroadcast(o.logger),
+        state,
+        preparations,
+        fleetStore,
+        drills,
+        drillLog: new DrillLog(),
+      };
       const targets = await buildTargets(o.config.sinks, {
         logger: o.logger,
         stdout: o.stdout ?? process.stdout,
@@ -118,6 +146,10 @@ export class Bridge {
         reads: shared.reads,
         metrics: shared.metrics.sinkMetrics(),
         preparations: (eventId) => preparations.recorded(eventId),
+        drill: (eventId) => {
+          const d = drills.current();
+          return isDrill(eventId) ? { prepare: d?.eventId === eventId ? d.request.prepare : 'rehearse' } : null;
+        },
         ...(o.sinkCreateDeadlineMs === undefined ? {} : { createDeadlineMs: o.sinkCreateDeadlineMs }),
       });
       return new Bridge(o, store, lock, targets, links ?? null, shared);
@@ -194,6 +226,7 @@ export class Bridge {
     // now (read, or configured anew) gives a sink they match its transitions, once
     this.#parts.routeAgain('the name of the last run');
     await this.#parts.endpoints.startApproval();
+    await this.#control?.start();
     this.#tasks = [this.#parts.identity.run(this.#abort.signal), this.#parts.poll.run(this.#abort.signal)];
     if (this.#parts.inbox !== null) this.#tasks.push(this.#parts.inbox.run(this.#abort.signal));
     if (this.#parts.budget !== null) this.#tasks.push(this.#parts.budget.run(this.#abort.signal));
@@ -205,6 +238,7 @@ export class Bridge {
     this.#stopped = true;
     this.#abort.abort(new Error('bridge stopping'));
     await this.#parts.endpoints.closeApproval();
+    await this.#control?.close();
     await this.#parts.inbox?.close();
     await Promise.all(this.#tasks);
     await this.#parts.endpoints.closeObservability();
@@ -223,6 +257,7 @@ export class Bridge {
     }
     // a preparation hook's success that now counts decides the event again
     if (this.#preparations.record(report)) this.#parts.auto.decideAgain(report.eventId);
+    this.#drillLog.outcome(report);
     this.#o.onOutcome?.(report);
   }
 }

@@ -14,7 +14,10 @@ import { foretellCollision } from './collisions.ts';
 import { identityOverride, secretsOf, type BridgeConfig } from '../config/schema.ts';
 import { Dispatcher, type DispatchTarget, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { route } from '../delivery/route.ts';
-import { ImdsClient } from '../imds/client.ts';
+import type { ImdsClient } from '../imds/client.ts';
+import { DrillClient } from '../drill/client.ts';
+import { isDrill, type Drills } from '../drill/drills.ts';
+import type { DrillLog } from '../drill/report.ts';
 import { routingName, type VmIdentity } from '../imds/identity.ts';
 import { fromJson, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { scrubber } from '../lib/log.ts';
@@ -54,6 +57,9 @@ export interface Shared {
   readonly preparations: Preparations;
   /** The fleet budget's store, when `fleet` is configured. */
   readonly fleetStore: FleetStore | null;
+  /** The drill being played, and its log. */
+  readonly drills: Drills;
+  readonly drillLog: DrillLog;
 }
 
 export interface Parts {
@@ -98,10 +104,12 @@ export function compose(
       },
     });
   });
-  const client = new ImdsClient({
-    ...imds,
-    onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds),
-  });
+  const { drills, drillLog } = shared;
+  const client = new DrillClient(
+    { ...imds, onRequest: (request, outcome, seconds) => metrics.imdsDuration.observe({ request, outcome }, seconds) },
+    drills,
+    () => state.vm.name,
+  );
   const identity = new IdentityLoop({
     client,
     logger: o.logger,
@@ -112,8 +120,15 @@ export function compose(
   });
   const dispatcher = new Dispatcher({ outbox: store.outbox, targets, logger: o.logger, scrub: scrubber(secretsOf(o.config)), onOutcome });
   // while this VM does not know its name, `self` and `leader` sinks take every event (fail closed)
+  // a drill's CloudEvents go only to the sinks it names, and are logged for its report
   const routeAll = (events: readonly BridgeEvent[]) =>
-    route(events, targets, routingName(state.vm), (eventId) => store.journal.knowsEvent(eventId));
+    route(events, targets, routingName(state.vm), (eventId) => store.journal.knowsEvent(eventId)).map((p) => {
+      if (!isDrill(p.eventId)) return p;
+      const only = drills.current()?.request.sinks ?? null;
+      const routed = only === null ? p : { ...p, sinks: p.sinks.filter((s) => only.includes(s)) };
+      drillLog.routed(routed.eventId, routed.id, routed.transition, routed.sinks);
+      return routed;
+    });
   const approvals = new ApprovalService({
     records: store.approvals,
     journal: store.journal,
@@ -126,6 +141,7 @@ export function compose(
     route: (event) => routeAll([event])[0]!,
     emit: (event, routed, record) => {
       metrics.transitions.inc({ transition: 'approved' });
+      drillLog.approved(record.eventId, { by: record.by, via: record.via, at: Date.parse(record.at) });
       store.approvals.record(record, routed);
       dispatcher.notify();
       o.onCommitted?.([event]);
@@ -160,7 +176,8 @@ export function compose(
     },
     read: (document) => {
       reads.publish({ events: document.events, vmName: routingName(state.vm) });
-      void budget?.onRead(document);
+      // a drill is nobody else's business: the fleet's members never see it
+      void budget?.onRead({ ...document, events: document.events.filter((e) => !isDrill(e.eventId)) });
       // an approval that failed or was held is asked again at its time, changed document or not
       auto.apply(document.events);
     },

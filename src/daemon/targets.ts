@@ -11,7 +11,7 @@
 import type { Logger } from 'pino';
 import type { SinkConfig } from '../config/schema.ts';
 import type { DispatchTarget } from '../delivery/dispatcher.ts';
-import type { ApprovalLinks, ImdsReads, PreparationState, SinkMetrics } from '../sinks/contract.ts';
+import type { ApprovalLinks, DrillMode, ImdsReads, PreparationState, SinkMetrics } from '../sinks/contract.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import { noopSink } from './noop-sink.ts';
 import { roleOf, sinkModuleOf } from '../registry/sinks.ts';
@@ -33,6 +33,7 @@ export interface TargetContext {
   readonly reads: ImdsReads;
   readonly metrics: SinkMetrics;
   readonly preparations: (eventId: string) => readonly PreparationState[];
+  readonly drill: (eventId: string) => DrillMode | null;
   /** Default SINK_CREATE_DEADLINE_MS. */
   readonly createDeadlineMs?: number;
 }
@@ -56,6 +57,7 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
               reads: ctx.reads,
               metrics: ctx.metrics,
               preparations: ctx.preparations,
+              drill: ctx.drill,
             }),
             deadlineMs,
             () => new BridgeError('SINK_CREATE_FAILED', `${where}: create() did not finish within ${deadlineMs / 1000} s`),

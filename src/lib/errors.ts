@@ -66,6 +66,10 @@ export const CODES = {
   FLEET_SLOT_TAKEN_OVER: 'a fleet slot was taken over from a holder whose recorded end had passed',
   FLEET_COLLISION: 'more members of a fleet group are due for maintenance at once than it allows (a fleet.collision CloudEvent)',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
+  // drills
+  DRILL_REFUSED: 'a drill was refused: one is being played, or a real event is pending for this VM (409)',
+  DRILL_STARTED: 'a drill started (se-bridge drill): its event is played through every sink; nothing is asked of Azure',
+  DRILL_ENDED: 'a drill ended: completed, canceled, by hand, or by a real event for this VM',
   // fleet approvals: the inbox and the relay
   INBOX_SESSION_LOST: 'the approval inbox lost its Service Bus session; it is accepted again with backoff',
   INBOX_ACCEPT_FAILED: 'the approval inbox could not accept its Service Bus session; tried again with backoff',

@@ -11,6 +11,7 @@
  */
 import { BridgeError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
+import { isDrill } from '../drill/drills.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { affects, type VmIdentity } from '../imds/identity.ts';
 import type { Transition, TransitionKind } from './diff.ts';
@@ -77,6 +78,8 @@ export interface BridgeEvent {
   readonly data: EventData;
   /** Extension: the IMDS DocumentIncarnation the change was seen in. */
   readonly incarnation: number;
+  /** Extension: present (true) on the CloudEvents of a drill (`se-bridge drill`), never on a real event's. */
+  readonly drill?: true;
 }
 
 /**
@@ -249,6 +252,7 @@ function build(id: string, kind: TransitionKind, data: EventData, incarnation: n
     subject: data.eventId,
     data,
     incarnation,
+    ...(isDrill(data.eventId) ? { drill: true as const } : {}),
   });
 }
 

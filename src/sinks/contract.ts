@@ -75,6 +75,16 @@ export interface SinkContext {
   readonly metrics?: SinkMetrics;
   /** What the preparations did for an event, for chat sinks that tell the story. */
   readonly preparations?: (eventId: string) => readonly PreparationState[];
+  /**
+   * Whether an event is a drill's (`se-bridge drill`), and how its preparations play: rehearse
+   * (say what would be done, change nothing) or real; null for a real event.
+   */
+  readonly drill?: (eventId: string) => DrillMode | null;
+}
+
+/** How a drill's preparations play. */
+export interface DrillMode {
+  readonly prepare: 'rehearse' | 'real';
 }
 
 /**

@@ -1,0 +1,160 @@
+/**
+ * The daemon's local control channel: HTTP on a Unix socket beside the state database (mode
+ * 0600: only the daemon's own user and root can connect), or on Windows a named pipe named after
+ * the state database. It is never on the network. It serves the drills:
+ *
+ *   POST /v1/drills            start one: {type, noticeSeconds, durationSeconds, source, sinks,
+ *                              prepare, end}; 201 with the drill, 409 while one plays or a real
+ *                              event is pending for this VM, 400 naming a bad field
+ *   GET  /v1/drills/current    the drill and its report; 404 before the first
+ *   POST /v1/drills/current/end  end the drill being played now
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { ScheduledEvent } from '../imds/wire.ts';
+import { sendJson } from '../lib/http-server.ts';
+import { readBounded } from '../lib/http-body.ts';
+import { DRILL_TYPES, DrillRefused, type Drills } from './drills.ts';
+import type { DrillLog, DrillPreparation, DrillReport } from './report.ts';
+
+/** controlPath: where the control channel of the daemon whose state is at `statePath` listens. */
+export function controlPath(statePath: string, platform: NodeJS.Platform = process.platform): string {
+  if (platform === 'win32') {
+    const id = createHash('sha256').update(resolve(statePath).toLowerCase()).digest('hex').slice(0, 16);
+    return `\\\\.\\pipe\\se-bridge-${id}`;
+  }
+  return join(dirname(resolve(statePath)), 'se-bridge.sock');
+}
+
+const MAX_BODY = 16 * 1024;
+
+export const DrillBody = z.strictObject({
+  type: z.enum(DRILL_TYPES).default('Reboot'),
+  noticeSeconds: z
+    .number()
+    .min(0)
+    .max(24 * 3600)
+    .default(60),
+  durationSeconds: z
+    .number()
+    .min(0)
+    .max(24 * 3600)
+    .default(30),
+  source: z.enum(['Platform', 'User']).default('Platform'),
+  sinks: z.array(z.string().min(1)).nullable().default(null),
+  prepare: z.enum(['rehearse', 'real']).default('rehearse'),
+  end: z.enum(['complete', 'cancel']).default('complete'),
+});
+
+export interface ControlOptions {
+  readonly path: string;
+  readonly drills: Drills;
+  readonly log: DrillLog;
+  /** This VM's name, and the events IMDS lists now. */
+  readonly vmName: () => string;
+  readonly listed: () => readonly ScheduledEvent[];
+  /** The configured sinks' names. */
+  readonly sinks: readonly string[];
+  readonly preparations: (eventId: string) => readonly DrillPreparation[];
+  readonly logger: Logger;
+}
+
+export class ControlServer {
+  readonly #o: ControlOptions;
+  readonly #server: Server;
+
+  constructor(options: ControlOptions) {
+    this.#o = options;
+    options.drills.onChange((d) => {
+      if (d.ended !== null) options.logger.info({ eventId: d.eventId, ended: d.ended, code: 'DRILL_ENDED' }, 'drill ended');
+    });
+    this.#server = createServer((req, res) => {
+      this.#handle(req, res).catch((err: unknown) => sendJson(res, 500, { error: 'INTERNAL', message: (err as Error).message }));
+    });
+  }
+
+  async start(): Promise<void> {
+    const path = this.#o.path;
+    // the single-instance lock is held: a socket left here is a dead daemon's
+    if (process.platform !== 'win32') rmSync(path, { force: true });
+    await new Promise<void>((ok, fail) => {
+      this.#server.once('error', fail);
+      this.#server.listen(path, () => ok());
+    });
+    if (process.platform !== 'win32') chmodSync(path, 0o600);
+    this.#o.logger.info({ control: path }, 'control channel listening (drills)');
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((ok) => this.#server.close(() => ok()));
+  }
+
+  report(): DrillReport | null {
+    const d = this.#o.drills.current();
+    return d === null ? null : this.#o.log.report(d, this.#o.preparations(d.eventId));
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    if (req.method === 'GET' && url === '/v1/drills/current') {
+      const report = this.report();
+      return report === null
+        ? sendJson(res, 404, { error: 'NO_DRILL', message: 'no drill was played since the daemon started' })
+        : sendJson(res, 200, report);
+    }
+    if (req.method === 'POST' && url === '/v1/drills/current/end') {
+      const d = this.#o.drills.endNow();
+      return d === null ? sendJson(res, 404, { error: 'NO_DRILL', message: 'no drill is being played' }) : sendJson(res, 200, { drill: d });
+    }
+    if (req.method === 'POST' && url === '/v1/drills') return this.#start(req, res);
+    sendJson(res, 404, { error: 'NOT_FOUND', message: `no ${req.method} ${url} here` });
+  }
+
+  async #start(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let raw: unknown;
+    try {
+      const body = await readBounded(req, MAX_BODY, 'resume');
+      if (body.overflow) return sendJson(res, 413, { error: 'BODY_TOO_LARGE', message: `bodies are limited to ${MAX_BODY} bytes` });
+      raw = JSON.parse(body.bytes.toString('utf8'));
+    } catch {
+      return sendJson(res, 400, { error: 'MALFORMED', message: 'the body is not JSON' });
+    }
+    const parsed = DrillBody.safeParse(raw);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0]!;
+      return sendJson(res, 400, { error: 'MALFORMED', message: `${i.path.join('.') || '(body)'}: ${i.message}` });
+    }
+    const b = parsed.data;
+    const unknown = (b.sinks ?? []).filter((s) => !this.#o.sinks.includes(s));
+    if (unknown.length > 0)
+      return sendJson(res, 400, {
+        error: 'UNKNOWN_SINK',
+        message: `no sink is named ${unknown.join(', ')}; the sinks are ${this.#o.sinks.join(', ')}`,
+      });
+    try {
+      const request = {
+        type: b.type,
+        noticeMs: Math.round(b.noticeSeconds * 1000),
+        durationMs: Math.round(b.durationSeconds * 1000),
+        source: b.source,
+        sinks: b.sinks,
+        prepare: b.prepare,
+        end: b.end,
+      };
+      const vmName = this.#o.vmName();
+      const listed = this.#o.listed();
+      // begin the log first: the drill's first change is logged from its first read
+      const drill = this.#o.drills.start(request, vmName, listed, (eventId) => this.#o.log.begin(eventId));
+      this.#o.logger.info({ eventId: drill.eventId, ...request, code: 'DRILL_STARTED' }, 'drill started');
+      sendJson(res, 201, { drill });
+    } catch (err) {
+      if (err instanceof DrillRefused) return sendJson(res, err.status, { error: 'DRILL_REFUSED', message: err.message });
+      throw err;
+    }
+  }
+}

@@ -11,7 +11,18 @@
  */
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
-import { type BridgeEvent, delivered, oneByOne, type Outcome, reject, retry, sinkBase, type SinkModule, transitionOf } from '../src/api.ts';
+import {
+  type BridgeEvent,
+  delivered,
+  deliveredWith,
+  oneByOne,
+  type Outcome,
+  reject,
+  retry,
+  sinkBase,
+  type SinkModule,
+  transitionOf,
+} from '../src/api.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('exec'),
@@ -26,6 +37,10 @@ export const configSchema = z.strictObject({
     .default(600_000)
     .describe('How long one run may take before its process group is killed.'),
   cwd: z.string().min(1).optional().describe('Working directory.'),
+  drill: z
+    .boolean()
+    .default(false)
+    .describe('Run it for drills too (se-bridge drill), with SE_DRILL=1; false: a drill skips it, delivered as skipped.'),
   env: z
     .record(
       z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
@@ -90,6 +105,7 @@ function rawEventEnv(e: BridgeEvent): Record<string, string> {
     SE_AFFECTS_THIS_VM: String(d.affectsThisVm),
     SE_VM_NAME: d.vm.name,
     SE_DESCRIPTION: d.description,
+    ...(e.drill === true ? { SE_DRILL: '1' } : {}),
   };
 }
 
@@ -179,7 +195,12 @@ export const execSink: SinkModule<ExecConfig, typeof configSchema> = {
     return {
       attemptTimeoutMs: config.timeoutMs + 5000,
       async send(events, { signal }) {
-        return await oneByOne(events, (e) => runOnce(config, e, signal));
+        // a hook not written for drills never runs for one: it might do what cannot be undone
+        return await oneByOne(events, async (e) =>
+          e.drill === true && !config.drill
+            ? deliveredWith('skipped: a drill (drill: true runs this hook for drills)')
+            : runOnce(config, e, signal),
+        );
       },
       async close() {},
     };

@@ -130,6 +130,13 @@ class Probe implements Preparation {
 
   async deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
     const d = event.data;
+    // a drill's rehearsal: what it would do, the answer unchanged
+    if (this.#ctx.drill?.(d.eventId)?.prepare === 'rehearse')
+      return deliveredWith(
+        ends(event)
+          ? 'rehearsed: nothing to give back'
+          : `rehearsed: would answer 503 on ${this.#c.path} for ${this.#c.drainSeconds} s before counting as out of the load balancer; still answers ${this.inService ? 200 : 503}`,
+      );
     if (ends(event)) {
       const was = this.#holds.delete(d.eventId);
       this.#save();

@@ -14,6 +14,7 @@ export const KUBE_CODES = {
   KUBE_DRAIN_BLOCKED: 'the drain did not finish in its timeout (a budget or an emptyDir volume holds a pod); tried again',
   KUBE_DRAIN_INCOMPLETE: 'NotBefore passed with the node not drained (dead-lettered)',
   KUBE_DELETED_PAST_BUDGET: 'a pod its disruption budget still held was deleted before NotBefore (drain.onDeadline: delete)',
+  KUBE_DRILL_BLOCKED: "a drill's rehearsed drain would be blocked (dry-run evictions): the drill's report says by which pods",
   KUBE_DRAIN_STOPPED: 'the drain stopped because IMDS no longer lists its event (canceled, completed); the end gives the node back',
 } as const;
 

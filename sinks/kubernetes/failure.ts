@@ -3,7 +3,7 @@
  * a refusal of the client's own configuration, or a server that could not be reached; each says
  * whether a later attempt may succeed.
  */
-import { BridgeError } from '../../src/api.ts';
+import { BridgeError, type Outcome, reject, retry, type SinkContext } from '../../src/api.ts';
 import type { KubeCode } from './codes.ts';
 
 /** KubeFailure: a failed API call, with whether a later attempt may succeed. */
@@ -66,4 +66,11 @@ export function describeFailure(err: unknown): { code: string; reason: string; r
   if (err instanceof KubeFailure) return { code: err.code, reason: err.message, retry: err.retry };
   const f = toFailure('kubernetes', err);
   return { code: f.code, reason: f.message, retry: f.retry };
+}
+
+/** outcomeOf: the outcome of a preparation that threw, logged: tried again when it may help, else rejected. */
+export function outcomeOf(err: unknown, ctx: SinkContext): Outcome {
+  const f = describeFailure(err);
+  ctx.logger.warn({ code: f.code, reason: f.reason }, 'kubernetes preparation failed');
+  return f.retry ? retry(`${f.code}: ${f.reason}`) : reject(`${f.code}: ${f.reason}`);
 }

@@ -18,9 +18,10 @@ import { z } from 'zod';
 import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, sinkBase, type SinkContext, transitionOf } from '../../src/api.ts';
 import { ends, preparationKeys, preparationSink, whileListed, type Preparation } from '../shared/preparation.ts';
 import { KUBE_CODES } from './codes.ts';
-import { connect, describeFailure, KubeFailure, type Kube, type KubeNode } from './api.ts';
+import { connect, KubeFailure, type Kube, type KubeNode } from './api.ts';
+import { outcomeOf } from './failure.ts';
 import { findNode, nodeNameOf } from './locate.ts';
-import { rehearseDrain } from './plan.ts';
+import { plural, rehearseDrain } from './plan.ts';
 import { drainNode } from './drain.ts';
 import { aksActs, aksHoldsCordon, waitEmpty } from './aks.ts';
 import { ANNOTATION, EXCLUDE_LABEL, Records, TAINT_KEY, type Prepared } from './record.ts';
@@ -115,6 +116,8 @@ class NodePreparation implements Preparation {
     const d = event.data;
     this.#kube = this.#client.scoped(signal);
     try {
+      // a drill's rehearsal: the drain asked as dry runs, nothing changed
+      if (this.#ctx.drill?.(d.eventId)?.prepare === 'rehearse') return await this.#rehearse(event, signal);
       const node = await this.#node();
       if (ends(event)) return await this.#giveBack(node, d.eventId, transitionOf(event));
       if (d.notBefore !== null && Date.parse(d.notBefore) <= Date.now() && transitionOf(event) !== 'started') {
@@ -139,6 +142,14 @@ class NodePreparation implements Preparation {
     } catch (err) {
       return outcomeOf(err, this.#ctx);
     }
+  }
+
+  async #rehearse(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
+    if (ends(event)) return deliveredWith('rehearsed: nothing to give back');
+    const nb = event.data.notBefore === null ? null : Date.parse(event.data.notBefore);
+    const vm = async () => this.#ctx.vm?.() ?? null;
+    const r = await rehearseDrain(this.#c, this.#client, { noticeMs: nb === null ? null : Math.max(0, nb - Date.now()), vm, signal });
+    return r.ready ? deliveredWith(`rehearsed: ${r.summary}`) : reject(`KUBE_DRILL_BLOCKED: rehearsed: ${r.summary}`);
   }
 
   /** prepareAndDrain cordons, taints and labels the Node, then drains it, bounded by NotBefore and the signal. */
@@ -283,11 +294,3 @@ class NodePreparation implements Preparation {
     }
   }
 }
-
-function outcomeOf(err: unknown, ctx: SinkContext): Outcome {
-  const f = describeFailure(err);
-  ctx.logger.warn({ code: f.code, reason: f.reason }, 'kubernetes preparation failed');
-  return f.retry ? retry(`${f.code}: ${f.reason}`) : reject(`${f.code}: ${f.reason}`);
-}
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -63,7 +63,13 @@ export async function rehearseDrain(config: PlanConfig, client: Kube, o: Rehears
     skipped: planned.filter((p) => p.action === 'skip').length,
     blocking: blocking.length,
   };
-  return { ready: blocking.length === 0, text: textOf(data, config, notBefore, blocking), data };
+  const text = textOf(data, config, notBefore, blocking);
+  // the verdict: the text's line after the table
+  const summary = `node ${node.name}: ${text
+    .split('\n')
+    .find((l) => l.startsWith('The drain would'))!
+    .replace(/^The drain/, 'the drain')}`;
+  return { ready: blocking.length === 0, summary, text, data };
 }
 
 async function planPod(kube: Kube, pod: KubePod, c: PlanConfig, notBefore: number | null): Promise<PlannedPod> {
@@ -141,4 +147,4 @@ function textOf(
   return lines.join('\n');
 }
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+export const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -5,8 +5,8 @@
  * Exit 0 only when every step passed; 1 when one did not, or the daemon could not be asked; 2 on a
  * usage or configuration problem. `--end` ends the drill being played now.
  */
-import { request } from 'node:http';
 import { controlPath } from '../drill/control.ts';
+import { controlCall as call } from '../drill/control-client.ts';
 import type { DrillReport } from '../drill/report.ts';
 import { parseDuration } from '../lib/time.ts';
 import { EXIT, loadOrReport, parse, table, UsageError } from './common.ts';
@@ -129,28 +129,4 @@ function reportText(r: DrillReport): string {
   }
   lines.push('', r.passed ? 'PASSED: every step of the drill passed' : `FAILED: ${r.problems.join('; ')}`);
   return lines.join('\n');
-}
-
-/** call sends one request to the control channel and reads its JSON answer. */
-function call(path: string, method: string, url: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const text = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(
-      { socketPath: path, method, path: url, headers: text === undefined ? {} : { 'content-type': 'application/json' }, timeout: 10_000 },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-          } catch (err) {
-            reject(err);
-          }
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('the daemon did not answer within 10 s')));
-    req.on('error', reject);
-    req.end(text);
-  });
 }

@@ -17,6 +17,9 @@ import type { PreparationState } from '../sinks/contract.ts';
 import { groupText, readGroup } from '../fleet/group.ts';
 import { errorFields } from '../lib/errors.ts';
 import { EXIT, loadOrReport, parse, table } from './common.ts';
+import { controlPath } from '../drill/control.ts';
+import { controlCall } from '../drill/control-client.ts';
+import type { DrillState } from '../drill/drills.ts';
 
 /** status retries transient failures for 15 s (410 for the documented 70 s), pausing at most 5 s. */
 const READ_RETRY = { intervalMs: 500, maxPauseMs: 5000, deadlineMs: 15_000 };
@@ -62,9 +65,10 @@ export async function main(argv: string[]): Promise<number> {
     }));
     const fleet =
       config.fleet === undefined ? undefined : await readGroup(config.fleet).catch((err: unknown) => ({ error: errorFields(err) }));
+    const drill = await drillNow(config.state.path);
     if (values.json) {
       process.stdout.write(
-        `${JSON.stringify({ vm, documentIncarnation: document.incarnation, events, ...(fleet === undefined ? {} : { fleet }) }, null, 2)}\n`,
+        `${JSON.stringify({ vm, documentIncarnation: document.incarnation, events, ...(fleet === undefined ? {} : { fleet }), ...(drill === null ? {} : { drill }) }, null, 2)}\n`,
       );
       return EXIT.ok;
     }
@@ -93,6 +97,10 @@ export async function main(argv: string[]): Promise<number> {
       if (prepared.length > 0)
         process.stdout.write(`\nPreparations\n${table(['EVENT ID', 'SINK', 'STATE', 'SINCE', 'DETAIL'], prepared)}\n`);
     }
+    if (drill !== null)
+      process.stdout.write(
+        `\nDRILL: ${drill.eventId}, a ${drill.request.type} played by the daemon (not listed by IMDS), ${drill.ended ?? (drill.startedAt === null ? 'Scheduled' : 'Started')}; preparations ${drill.request.prepare === 'real' ? 'for real' : 'rehearsed'}\n`,
+      );
     if (fleet !== undefined)
       process.stdout.write(
         `\n${'error' in fleet ? `Fleet budget: the store cannot be read (${fleet.error.code}: ${fleet.error.err}): no early approval until it answers\n` : groupText(fleet, table)}`,
@@ -101,6 +109,12 @@ export async function main(argv: string[]): Promise<number> {
   } finally {
     await client.close();
   }
+}
+
+/** drillNow: the drill the running daemon plays or played last, asked over its control channel, or null. */
+async function drillNow(statePath: string): Promise<DrillState | null> {
+  const r = await controlCall(controlPath(statePath), 'GET', '/v1/drills/current', undefined, 2000).catch(() => null);
+  return r?.status === 200 ? (r.body as { drill: DrillState }).drill : null;
 }
 
 async function readWithRetry(client: ImdsClient): Promise<EventsDocument> {

@@ -98,7 +98,7 @@ export function compose(
       logger: o.logger,
       route: (event) => routeAll([event])[0]!,
       committed: (event) => {
-        metrics.transitions.inc({ transition: 'fleet.collision' });
+        metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });
         dispatcher.notify();
         o.onCommitted?.([event]);
       },
@@ -140,7 +140,7 @@ export function compose(
     onResult: (via, result) => metrics.approvals.inc({ via, result }),
     route: (event) => routeAll([event])[0]!,
     emit: (event, routed, record) => {
-      metrics.transitions.inc({ transition: 'approved' });
+      metrics.transitions.inc({ transition: 'approved', drill: String(isDrill(record.eventId)) });
       drillLog.approved(record.eventId, { by: record.by, via: record.via, at: Date.parse(record.at) });
       store.approvals.record(record, routed);
       dispatcher.notify();
@@ -237,6 +237,8 @@ export function compose(
       if (inbox !== null) details.inbox = inbox.status();
       if (preparations.any) details.preparations = preparations.ofPending(state);
       if (budget !== null) details.fleet = budget.state();
+      const drill = drills.current();
+      if (drill !== null) details.drill = drill;
       const reason = state.vm.nameKnown
         ? poll.reason(now)
         : `this VM does not know its name yet (IMDS instance metadata could not be read; ${state.vm.name} is the host name): every event is treated as its own`;

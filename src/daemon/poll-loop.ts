@@ -11,6 +11,7 @@ import { GoneWatch, retryPause } from '../imds/retry.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
+import { isDrill } from '../drill/drills.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { MappingError, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from '../pipeline/poll.ts';
@@ -186,7 +187,7 @@ export class PollLoop {
       );
     }
     metrics.observeDocument(result.document);
-    for (const p of pending) metrics.transitions.inc({ transition: p.transition });
+    for (const p of pending) metrics.transitions.inc({ transition: p.transition, drill: String(isDrill(p.eventId)) });
     const { superseded } = journal.commit({
       document: result.document,
       etag: result.etag,

@@ -61,7 +61,8 @@ export class DrillLog {
 
   routed(eventId: string, ceId: string, transition: string, sinks: readonly string[]): void {
     if (eventId !== this.#eventId) return;
-    const deliveries = new Map(sinks.map((s) => [s, { outcome: 'pending', attempts: 0, at: null, lastError: null, detail: null }]));
+    const pending = (): Delivery => ({ outcome: 'pending', attempts: 0, at: null, lastError: null, detail: null });
+    const deliveries = new Map(sinks.map((s) => [s, pending()]));
     this.#events.push({ ceId, transition, at: Date.now(), sinks: deliveries });
   }
 

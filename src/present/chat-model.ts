@@ -129,6 +129,8 @@ export function toChatMessage(
     severity = severityOf(d.eventType);
   }
   if (!d.affectsThisVm && severity !== 'resolved') severity = 'info';
+  // a drill says so first, everywhere a person reads it
+  if (event.drill === true) title = `DRILL: ${title}`;
   const nb = d.notBefore === null ? null : Date.parse(d.notBefore);
   const timeLeftMs = nb === null ? 0 : nb - Date.parse(observedAt);
   const notBefore =

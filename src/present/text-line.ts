@@ -17,6 +17,7 @@ export function formatEventLine(event: BridgeEvent): string {
   const vms = d.resources.map((r) => visible(r.toLowerCase() === d.vm.name.toLowerCase() ? `${r}*` : r)).join(',') || '-';
   const parts = [
     observed.replace(/\.\d+Z$/, 'Z'),
+    ...(event.drill === true ? ['DRILL'] : []),
     kind.toUpperCase().padEnd(KIND_WIDTH),
     visible(d.eventType).padEnd(9),
     visible(d.eventId),

@@ -180,6 +180,8 @@ export interface RehearsalOptions {
 export interface Rehearsal {
   /** Nothing would stop the preparation now. */
   readonly ready: boolean;
+  /** One line: what it would do, or what would stop it. */
+  readonly summary: string;
   /** For people: what it would do, and what would stop it (lines and tables). */
   readonly text: string;
   /** The same as data (`--json`). */

@@ -3,13 +3,17 @@
  * sinks against real peers on 127.0.0.1 (an HTTP peer for the webhook, a file), and the drill
  * command asking it over the control channel (a Unix socket beside the state database).
  */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { tempDir, waitFor } from '../helpers.ts';
-import { cli, start, stopProcesses } from './process.ts';
+import { CLI, freePort, ROOT, tempDir, waitFor } from '../helpers.ts';
+import { awaitWhileRunning, cli, command, start, stopProcesses } from './process.ts';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
+import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -21,7 +25,7 @@ interface Report {
   problems: string[];
   drill: { eventId: string; ended: string | null; request: { type: string } };
   approval: { by: string; via: string; afterMs: number } | null;
-  events: { transition: string; ceId: string; sinks: { sink: string; outcome: string; attempts: number }[] }[];
+  events: { transition: string; ceId: string; sinks: { sink: string; outcome: string; attempts: number; detail: string | null }[] }[];
 }
 
 interface Setup {
@@ -30,9 +34,19 @@ interface Setup {
   cfg: string;
   dir: string;
   events: () => Record<string, unknown>[];
+  child: ReturnType<typeof start>;
 }
 
-async function daemon(rules: unknown[] = [{ match: {}, action: 'approve' }]): Promise<Setup> {
+interface DaemonOptions {
+  rules?: unknown[];
+  /** More sinks, given the HTTP peer's URL and the folder. */
+  sinks?: (peerUrl: string, dir: string) => Record<string, unknown>[];
+  /** More top-level configuration. */
+  more?: Record<string, unknown>;
+}
+
+async function daemon(o: DaemonOptions = {}): Promise<Setup> {
+  const rules = o.rules ?? [{ match: {}, action: 'approve' }];
   const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
   await sim.listen(0);
   const peer = new HttpPeer();
@@ -54,7 +68,9 @@ async function daemon(rules: unknown[] = [{ match: {}, action: 'approve' }]): Pr
     sinks: [
       { name: 'audit', type: 'file', path: file },
       { name: 'hook', type: 'webhook', url: `${peer.url}/events` },
+      ...(o.sinks?.(peer.url, dir.path) ?? []),
     ],
+    ...o.more,
   };
   writeFileSync(cfg, JSON.stringify(config));
   const child = start(['run', '--config', cfg]);
@@ -67,16 +83,25 @@ async function daemon(rules: unknown[] = [{ match: {}, action: 'approve' }]): Pr
     }
   }, 'the control channel');
   const events = () =>
-    readFileSync(file, 'utf8')
+    (existsSync(file) ? readFileSync(file, 'utf8') : '')
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { sim, peer, cfg, dir: dir.path, events };
+  return { sim, peer, cfg, dir: dir.path, events, child };
 }
 
 describe('se-bridge drill', () => {
-  it('plays a maintenance through every sink, marked drill: true, approved by the policy, with no StartRequests; the report passes', async () => {
-    const s = await daemon();
+  it('plays a maintenance through every sink (file, webhook, Slack, Teams, Event Hubs), each CloudEvent marked drill: true, approved by the policy, no StartRequests; the report passes', async () => {
+    const hub = new AmqpPeer();
+    await hub.listen();
+    cleanups.push(() => hub.close());
+    const s = await daemon({
+      sinks: (url) => [
+        { name: 'slack', type: 'slack', webhookUrl: `${url}/slack` },
+        { name: 'teams', type: 'teams', webhookUrl: `${url}/teams` },
+        { name: 'hub', type: 'eventhubs', connectionString: hub.connectionString('maintenance') },
+      ],
+    });
     const r = await cli(['drill', '--notice', '3s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
     expect(r.stderr).toBe('');
     expect(r.code, r.stdout).toBe(0);
@@ -86,13 +111,15 @@ describe('se-bridge drill', () => {
     expect(report.drill.eventId).toMatch(/^drill-[0-9a-f-]{36}$/);
     expect(report.approval).toMatchObject({ via: 'policy' });
     expect(report.events.map((e) => e.transition)).toEqual(['scheduled', 'approved', 'started', 'completed']);
+    const sinks = ['audit', 'hook', 'hub', 'slack', 'teams'];
     for (const e of report.events) {
-      expect(e.sinks.map((x) => x.sink).sort()).toEqual(['audit', 'hook']);
+      expect(e.sinks.map((x) => x.sink).sort()).toEqual(sinks);
       for (const x of e.sinks) expect(x).toMatchObject({ outcome: 'delivered', attempts: 1 });
     }
     // nothing reached IMDS
     expect(s.sim.startRequests).toEqual([]);
-    // every CloudEvent is marked: in the file (structured) and in the webhook's headers (binary)
+    // every CloudEvent is marked: in the file (structured), the webhook's headers (binary), the
+    // Event Hubs message's application properties; the chat messages lead with DRILL
     const inFile = s.events();
     expect(inFile.map((e) => e.type)).toEqual([
       'azure.scheduledevent.scheduled',
@@ -101,7 +128,191 @@ describe('se-bridge drill', () => {
       'azure.scheduledevent.completed',
     ]);
     for (const e of inFile) expect(e).toMatchObject({ drill: true, subject: report.drill.eventId });
-    await waitFor(() => s.peer.requests.length === 4, 'the webhook deliveries');
-    for (const q of s.peer.requests) expect(q.headers['ce-drill']).toBe('true');
+    const hooks = s.peer.requests.filter((q) => q.url === '/events');
+    expect(hooks).toHaveLength(4);
+    for (const q of hooks) expect(q.headers['ce-drill']).toBe('true');
+    expect(hub.messages).toHaveLength(4);
+    for (const m of hub.messages)
+      expect(m.message.application_properties).toMatchObject({ cloudEvents_drill: true, cloudEvents_subject: report.drill.eventId });
+    const slack = s.peer.requests.filter((q) => q.url === '/slack').map((q) => JSON.parse(q.body) as { text: string });
+    expect(slack.length).toBeGreaterThanOrEqual(1);
+    for (const m of slack) expect(m.text).toMatch(/^DRILL: vm0[ :]/);
+    const teams = s.peer.requests.filter((q) => q.url === '/teams');
+    expect(teams.length).toBeGreaterThanOrEqual(1);
+    for (const q of teams) expect(q.body).toMatch(/"DRILL: vm0[ :]/);
+  });
+
+  it('waits for a person: the approval through the signed link is recorded with who and how, and nothing is posted to IMDS', async () => {
+    const port = await freePort();
+    const s = await daemon({
+      rules: [{ match: {}, action: 'await' }],
+      more: { server: { listen: `127.0.0.1:${port}` } },
+      sinks: (url) => [{ name: 'slack', type: 'slack', webhookUrl: `${url}/slack` }],
+    });
+    const cfg = JSON.parse(readFileSync(s.cfg, 'utf8')) as Record<string, Record<string, unknown>>;
+    cfg.approval!.secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    writeFileSync(s.cfg, JSON.stringify(cfg));
+    await stopProcesses([s.child]);
+    const child = start(['run', '--config', s.cfg]);
+    cleanups.push(() => stopProcesses([child]));
+    await waitFor(() => existsSync(join(s.dir, 'se-bridge.sock')), 'the control channel again');
+
+    const run = command(
+      process.execPath,
+      [CLI, 'drill', '--notice', '30s', '--duration', '1s', '--config', s.cfg, '--json'],
+      { cwd: ROOT, env: process.env },
+      60_000,
+    );
+    const token = await waitFor(() => {
+      const m = s.peer.requests
+        .filter((q) => q.url === '/slack')
+        .map((q) => /v1\/approve\?token=([A-Za-z0-9._~%-]+)/.exec(q.body)?.[1])
+        .find(Boolean);
+      return m ?? null;
+    }, 'the approval link in the Slack message');
+    const post = await fetch(`http://127.0.0.1:${port}/v1/approve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${token}`,
+    });
+    expect(post.status).toBe(200);
+    const r = await run;
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as Report;
+    expect(report.approval).toMatchObject({ by: 'approval link', via: 'link' });
+    expect(report.approval!.afterMs).toBeLessThan(30_000);
+    expect(report.events.map((e) => e.transition)).toEqual(['scheduled', 'approved', 'started', 'completed']);
+    expect(s.sim.startRequests).toEqual([]);
+  });
+
+  it('rehearses preparations by default (the probe keeps answering 200, the drain is asked as dry runs), and prepares for real with --prepare real, given back at the end', async () => {
+    const api = await new KubeStandIn().start();
+    cleanups.push(() => api.close());
+    api.addNode('aks-node-0', {});
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet', grace: 1 });
+    api.addPod('web', 'web-1', 'aks-node-0', { owner: 'ReplicaSet', grace: 1 });
+    const probePort = await freePort();
+    const s = await daemon({
+      rules: [{ match: {}, action: 'approveAfterHooks' }],
+      sinks: (_url, dir) => {
+        const kubeconfig = join(dir, 'kubeconfig');
+        writeFileSync(kubeconfig, api.kubeconfig());
+        return [
+          { name: 'lb', type: 'probe', listen: `127.0.0.1:${probePort}`, drainSeconds: 1, prepare: true },
+          { name: 'node', type: 'kubernetes', kubeconfig, nodeName: 'aks-node-0', prepare: true, drain: { pollMs: 50 } },
+        ];
+      },
+    });
+    const node = structuredClone(api.nodes.get('aks-node-0')!);
+    // the probe's answers, watched every 50 ms while a drill plays (bounded: 2 minutes)
+    const watch = (): { answers: number[]; stop: () => Promise<void> } => {
+      const answers: number[] = [];
+      let on = true;
+      const done = (async () => {
+        for (let i = 0; on && i < 2400; i += 1) {
+          answers.push((await fetch(`http://127.0.0.1:${probePort}/probe`)).status);
+          await new Promise((ok) => setTimeout(ok, 50));
+        }
+      })();
+      return { answers, stop: async () => ((on = false), await done) };
+    };
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${probePort}/probe`)).status === 200, 'the probe in service');
+
+    const rehearsed = watch();
+    const r = await cli(['drill', '--notice', '20s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
+    await rehearsed.stop();
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as Report;
+    expect(report.approval).toMatchObject({ via: 'hooks' });
+    const scheduled = new Map(report.events[0]!.sinks.map((x) => [x.sink, x.detail]));
+    expect(scheduled.get('lb')).toMatch(/^rehearsed: would answer 503 on \/probe for 1 s/);
+    expect(scheduled.get('node')).toMatch(
+      /^rehearsed: node aks-node-0: the drain would empty the node: 2 pods would be evicted, 0 skipped/,
+    );
+    expect(rehearsed.answers.length).toBeGreaterThan(5);
+    expect(new Set(rehearsed.answers)).toEqual(new Set([200]));
+    expect(Object.fromEntries(api.dryRuns)).toEqual({ 'web/web-0': [201], 'web/web-1': [201] });
+    expect(api.evictions.size).toBe(0);
+    expect(api.requests.filter((q) => q.method === 'PATCH')).toEqual([]);
+    expect(api.nodes.get('aks-node-0')).toEqual(node);
+    expect(s.sim.startRequests).toEqual([]);
+
+    const real = watch();
+    const r2 = await cli(['drill', '--prepare', 'real', '--notice', '20s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
+    await real.stop();
+    expect(r2.code, r2.stdout + r2.stderr).toBe(0);
+    const report2 = JSON.parse(r2.stdout) as typeof report;
+    const prepared = new Map(report2.events[0]!.sinks.map((x) => [x.sink, x.detail]));
+    expect(prepared.get('lb')).toBe('out of the load balancer');
+    expect(prepared.get('node')).toBe('node aks-node-0 cordoned and drained: 2 pods evicted');
+    // out of service during the drill, back in service at its end
+    expect(real.answers).toContain(503);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${probePort}/probe`)).status === 200, 'the probe back in service');
+    expect(Object.fromEntries(api.evictions)).toEqual({ 'web/web-0': [201], 'web/web-1': [201] });
+    await waitFor(() => api.nodes.get('aks-node-0')!.spec.unschedulable !== true, 'the node given back');
+    expect(api.nodes.get('aks-node-0')!.metadata.annotations?.['scheduledevents.azure.com/prepared']).toBeUndefined();
+    expect(s.sim.startRequests).toEqual([]);
+  });
+
+  it('one drill at a time; a real event ends a drill at once and takes over; none while a real event is pending; the channel is the daemon user’s alone', async () => {
+    const s = await daemon({ rules: [{ match: {}, action: 'await' }] });
+    const first = command(
+      process.execPath,
+      [CLI, 'drill', '--notice', '60s', '--config', s.cfg, '--json'],
+      { cwd: ROOT, env: process.env },
+      60_000,
+    );
+    await awaitWhileRunning(first, () => s.events().length === 1, 'the drill scheduled');
+    // status shows the drill the daemon plays (IMDS does not list it)
+    const status = await cli(['status', '--config', s.cfg, '--json']);
+    expect(status.code, status.stderr).toBe(0);
+    const shown = JSON.parse(status.stdout) as { events: unknown[]; drill: { eventId: string; ended: null } };
+    expect(shown.events).toEqual([]);
+    expect(shown.drill).toMatchObject({ eventId: expect.stringMatching(/^drill-/), ended: null });
+    const second = await cli(['drill', '--config', s.cfg]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/refused: drill drill-[0-9a-f-]+ is being played; one drill at a time/);
+
+    // a real event for this VM ends the drill in the read that brings it
+    const real = s.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000 });
+    const r = await first;
+    expect(r.code, r.stderr).toBe(1);
+    const report = JSON.parse(r.stdout) as Report;
+    expect(report.drill.ended).toBe('ended by a real event');
+    expect(report.passed).toBe(false);
+    expect(report.problems).toContain('a real event ended the drill');
+    expect(report.events.map((e) => e.transition)).toEqual(['scheduled', 'canceled']);
+    for (const e of report.events) for (const x of e.sinks) expect(x.outcome).toBe('delivered');
+    await waitFor(() => s.events().some((e) => e.subject === real.eventId), 'the real event delivered');
+    const theReal = s.events().find((e) => e.subject === real.eventId)!;
+    expect(theReal.type).toBe('azure.scheduledevent.scheduled');
+    expect(theReal.drill).toBeUndefined();
+
+    // no drill while the real event is pending
+    const refused = await cli(['drill', '--config', s.cfg]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`refused: a real event is pending for this VM \\(Freeze ${real.eventId}\\); no drill now`));
+
+    // the control channel: a socket only the daemon's user can use
+    const socket = join(s.dir, 'se-bridge.sock');
+    expect(statSync(socket).mode & 0o777).toBe(0o600);
+    if (process.getuid?.() === 0) {
+      // another user, even one given a configuration to read, cannot reach it
+      const open = join(tmpdir(), `se-bridge-drill-${process.pid}.yaml`);
+      writeFileSync(open, readFileSync(s.cfg), { mode: 0o644 });
+      cleanups.push(() => rmSync(open, { force: true }));
+      const other = spawnSync(process.execPath, [CLI, 'drill', '--config', open], {
+        cwd: ROOT,
+        uid: 65534,
+        gid: 65534,
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { PATH: process.env.PATH ?? '', HOME: '/' },
+      });
+      expect(other.status, other.stderr).toBe(1);
+      expect(other.stderr).toMatch(/cannot connect to .*se-bridge\.sock: permission denied/);
+    }
+    const events = s.events().filter((e) => e.drill === true).length;
+    expect(events, 'refused drills played nothing').toBe(2);
   });
 });

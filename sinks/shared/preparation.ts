@@ -41,7 +41,11 @@ export function ends(event: BridgeEvent): boolean {
 /** pendingFor: the events IMDS lists that the preparation's filter takes for this VM (all of them while its name is unknown). */
 export function pendingFor(filter: FilterConfig, events: readonly ScheduledEvent[], vmName: string | null): ScheduledEvent[] {
   return events.filter((e) =>
-    matchesFilter(filter, { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources }, vmName),
+    matchesFilter(
+      filter,
+      { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources, eventId: e.eventId },
+      vmName,
+    ),
   );
 }
 

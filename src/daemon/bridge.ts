@@ -146,9 +146,10 @@ export class Bridge {
         reads: shared.reads,
         metrics: shared.metrics.sinkMetrics(),
         preparations: (eventId) => preparations.recorded(eventId),
+        // a drill this process did not start (before a restart) can only end: what it changed is given back
         drill: (eventId) => {
           const d = drills.current();
-          return isDrill(eventId) ? { prepare: d?.eventId === eventId ? d.request.prepare : 'rehearse' } : null;
+          return isDrill(eventId) ? { prepare: d?.eventId === eventId ? d.request.prepare : 'real' } : null;
         },
         ...(o.sinkCreateDeadlineMs === undefined ? {} : { createDeadlineMs: o.sinkCreateDeadlineMs }),
       });

@@ -34,7 +34,7 @@ export function route(
   return events.map((e) => {
     const d = e.data;
     const transition = transitionOf(e);
-    const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources };
+    const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources, eventId: d.eventId };
     const takes = (t: DispatchTarget) =>
       matchesFilter(t.filter, subject, vmName) &&
       (!prepares(t) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));

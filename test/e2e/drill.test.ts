@@ -315,4 +315,40 @@ describe('se-bridge drill', () => {
     const events = s.events().filter((e) => e.drill === true).length;
     expect(events, 'refused drills played nothing').toBe(2);
   });
+
+  it('--end ends the drill being played; the report is a timeline for people', async () => {
+    const s = await daemon({
+      rules: [{ match: {}, action: 'await' }],
+      // a sink that never takes drills
+      sinks: (_url, dir) => [{ name: 'central', type: 'file', path: join(dir, 'central.jsonl'), filter: { drills: false } }],
+    });
+    const run = command(
+      process.execPath,
+      [CLI, 'drill', '--type', 'Freeze', '--notice', '60s', '--config', s.cfg],
+      { cwd: ROOT, env: process.env },
+      60_000,
+    );
+    await awaitWhileRunning(run, () => s.events().length === 1, 'the drill scheduled');
+    const end = await cli(['drill', '--end', '--config', s.cfg]);
+    expect(end.code, end.stderr).toBe(0);
+    expect(end.stdout).toBe('drill ended\n');
+    const r = await run;
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^drill drill-[0-9a-f-]+: Freeze for vm0, NotBefore in 60 s, Started for 30 s; preparations rehearsed; nothing is asked of Azure\n/,
+    );
+    expect(r.stdout).toMatch(/^ended: ended by hand at \+\d+\.\d s$/m);
+    expect(r.stdout).toMatch(/^approval: none/m);
+    expect(r.stdout).toMatch(/^TIME\s+TRANSITION\s+SINK\s+RESULT\s+ATTEMPTS\s+DETAIL$/m);
+    expect(r.stdout).toMatch(/^\+\d+\.\d s\s+scheduled\s+audit\s+delivered\s+1$/m);
+    expect(r.stdout).toMatch(/^\+\d+\.\d s\s+canceled\s+hook\s+delivered\s+1$/m);
+    expect(r.stdout).toMatch(/\nPASSED: every step of the drill passed\n$/);
+    expect(s.events().map((e) => e.type)).toEqual(['azure.scheduledevent.scheduled', 'azure.scheduledevent.canceled']);
+    expect(r.stdout).not.toContain('central');
+    expect(existsSync(join(s.dir, 'central.jsonl')), 'filter.drills: false').toBe(false);
+    // nothing left to end
+    const again = await cli(['drill', '--end', '--config', s.cfg]);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toBe('no drill is being played\n');
+  });
 });

@@ -162,7 +162,13 @@ export class Preparations {
   }
 
   #takes(p: Preparer, e: Subject, vmName: string | null): boolean {
-    const subject = { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources, eventId: e.eventId };
+    const subject = {
+      transition: 'scheduled',
+      eventType: e.eventType,
+      eventSource: e.eventSource,
+      resources: e.resources,
+      eventId: e.eventId,
+    };
     return matchesFilter(p.filter, subject, vmName);
   }
 }

@@ -42,6 +42,8 @@ export interface DrillState {
   readonly vmName: string;
   readonly createdAt: number;
   readonly notBefore: number;
+  /** When a read first listed it (Scheduled): it starts no earlier than the read after. */
+  readonly listedAt: number | null;
   /** When it became Started (approved, or NotBefore reached). */
   readonly startedAt: number | null;
   readonly endedAt: number | null;
@@ -105,6 +107,7 @@ export class Drills {
       vmName,
       createdAt: now,
       notBefore: now + request.noticeMs,
+      listedAt: null,
       startedAt: null,
       endedAt: null,
       ended: null,
@@ -135,6 +138,8 @@ export class Drills {
    */
   overlay(read: EventsDocument, vmName: string): EventsDocument {
     this.#advance(read, vmName);
+    const first = this.#current;
+    if (first !== null && first.ended === null && first.listedAt === null) this.#set({ ...first, listedAt: this.#now() });
     this.#shown = true;
     const d = this.#current;
     if (d === null || d.ended !== null) return read;
@@ -146,6 +151,8 @@ export class Drills {
     if (d === null || d.ended !== null) return;
     const now = this.#now();
     if (read.events.some((e) => !isDrill(e.eventId) && affects(e.resources, vmName))) return this.#end(d, 'ended by a real event');
+    // listed Scheduled in one read at least, as every maintenance with notice is
+    if (d.listedAt === null) return;
     if (d.startedAt === null) {
       if (d.approvedAt === null && now < d.notBefore) return;
       if (d.request.end === 'cancel') return this.#end(d, 'canceled');

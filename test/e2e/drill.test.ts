@@ -351,4 +351,41 @@ describe('se-bridge drill', () => {
     expect(again.code).toBe(1);
     expect(again.stdout).toBe('no drill is being played\n');
   });
+
+  it('--sink plays only to the sinks named; an exec hook runs for a drill only with drill: true, with SE_DRILL=1', async () => {
+    const s = await daemon({
+      sinks: (_url, dir) => {
+        const write = (name: string) => [
+          process.execPath,
+          '-e',
+          "require('fs').appendFileSync(process.argv[1], `${process.env.SE_TRANSITION} ${process.env.SE_DRILL}\\n`)",
+          join(dir, `${name}.txt`),
+        ];
+        return [
+          { name: 'ready-hook', type: 'exec', command: write('ready-hook'), drill: true },
+          { name: 'plain-hook', type: 'exec', command: write('plain-hook') },
+        ];
+      },
+    });
+    const only = await cli(['drill', '--sink', 'audit', '--notice', '0s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
+    expect(only.code, only.stdout + only.stderr).toBe(0);
+    const report = JSON.parse(only.stdout) as Report;
+    for (const e of report.events) expect(e.sinks.map((x) => x.sink)).toEqual(['audit']);
+    expect(s.peer.requests).toEqual([]);
+    expect(existsSync(join(s.dir, 'ready-hook.txt'))).toBe(false);
+
+    const all = await cli(['drill', '--notice', '0s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
+    expect(all.code, all.stdout + all.stderr).toBe(0);
+    const report2 = JSON.parse(all.stdout) as Report;
+    const plain = report2.events.flatMap((e) => e.sinks.filter((x) => x.sink === 'plain-hook'));
+    expect(plain.length).toBe(4);
+    for (const x of plain)
+      expect(x).toMatchObject({ outcome: 'delivered', detail: 'skipped: a drill (drill: true runs this hook for drills)' });
+    expect(existsSync(join(s.dir, 'plain-hook.txt'))).toBe(false);
+    expect(readFileSync(join(s.dir, 'ready-hook.txt'), 'utf8')).toBe('scheduled 1\napproved 1\nstarted 1\ncompleted 1\n');
+    // a drill with an unknown sink is a usage error
+    const unknown = await cli(['drill', '--sink', 'nope', '--config', s.cfg]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no sink is named nope; the sinks are audit, hook, ready-hook, plain-hook/);
+  });
 });

@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import { DrillRefused, Drills, isDrill, type DrillRequest } from '../../src/drill/drills.ts';
+import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
+import { diff } from '../../src/pipeline/diff.ts';
+
+const REQUEST: DrillRequest = {
+  type: 'Reboot',
+  noticeMs: 60_000,
+  durationMs: 30_000,
+  source: 'Platform',
+  sinks: null,
+  prepare: 'rehearse',
+  end: 'complete',
+};
+const EMPTY: EventsDocument = { incarnation: 3, events: [] };
+const real = (resources: string[]): ScheduledEvent => ({
+  eventId: 'C7061BAC-AFDC-4513-B24B-AA5F13A16123',
+  eventType: 'Freeze',
+  eventStatus: 'Scheduled',
+  resourceType: 'VirtualMachine',
+  resources,
+  notBefore: null,
+  description: '',
+  eventSource: 'Platform',
+  durationInSeconds: 5,
+  raw: {},
+});
+
+/** play reads `reads` documents at the given times and returns the transitions each read makes. */
+function clocked() {
+  let now = 1_000_000;
+  const drills = new Drills(() => now);
+  let last: EventsDocument | null = null;
+  const read = (doc: EventsDocument = EMPTY) => {
+    const next = drills.overlay(doc, 'vm0');
+    const kinds = diff(last, next).map((t) => `${t.kind}${isDrill(t.event.eventId) ? '' : ':real'}`);
+    last = next;
+    return kinds;
+  };
+  return { drills, read, at: (ms: number) => (now = 1_000_000 + ms) };
+}
+
+describe('drills', () => {
+  it('is listed Scheduled with NotBefore its notice ahead, Started at NotBefore, gone (completed) after its duration', () => {
+    const c = clocked();
+    const d = c.drills.start(REQUEST, 'vm0', []);
+    expect(d.eventId).toMatch(/^drill-[0-9a-f-]{36}$/);
+    expect(c.read()).toEqual(['scheduled']);
+    const listed = c.drills.overlay(EMPTY, 'vm0').events[0]!;
+    expect(listed).toMatchObject({
+      eventType: 'Reboot',
+      eventStatus: 'Scheduled',
+      resources: ['vm0'],
+      eventSource: 'Platform',
+      durationInSeconds: 30,
+    });
+    expect(Date.parse(listed.notBefore!)).toBe(Math.floor((1_000_000 + 60_000) / 1000) * 1000);
+    c.at(59_000);
+    expect(c.read()).toEqual([]);
+    c.at(60_000);
+    expect(c.read()).toEqual(['started']);
+    c.at(89_000);
+    expect(c.read()).toEqual([]);
+    c.at(90_000);
+    expect(c.read()).toEqual(['completed']);
+    expect(c.drills.current()).toMatchObject({ ended: 'completed', startedAt: 1_060_000, endedAt: 1_090_000 });
+    expect(c.drills.active).toBe(false);
+  });
+
+  it('starts at the read after its approval; with end: cancel it is canceled instead, while Scheduled', () => {
+    const c = clocked();
+    const d = c.drills.start(REQUEST, 'vm0', []);
+    c.read();
+    expect(c.drills.approved(d.eventId)).toBe(true);
+    expect(c.drills.approved('C7061BAC-AFDC-4513-B24B-AA5F13A16123'), 'a real EventId is posted').toBe(false);
+    c.at(1000);
+    expect(c.read()).toEqual(['started']);
+
+    const k = clocked();
+    k.drills.start({ ...REQUEST, end: 'cancel' }, 'vm0', []);
+    expect(k.read()).toEqual(['scheduled']);
+    k.at(60_000);
+    expect(k.read()).toEqual(['canceled']);
+    expect(k.drills.current()!.ended).toBe('canceled');
+  });
+
+  it('with no notice it is still listed Scheduled once before it starts', () => {
+    const c = clocked();
+    c.drills.start({ ...REQUEST, noticeMs: 0 }, 'vm0', []);
+    expect(c.read()).toEqual(['scheduled']);
+    expect(c.read()).toEqual(['started']);
+  });
+
+  it('ends at once when a real event for this VM is listed, in that very read; never starts while one is pending, nor two at once', () => {
+    const c = clocked();
+    c.drills.start(REQUEST, 'vm0', []);
+    expect(() => c.drills.start(REQUEST, 'vm0', [])).toThrow(DrillRefused);
+    c.read();
+    // another VM's event does not end it
+    expect(c.read({ incarnation: 4, events: [real(['vm1'])] })).toEqual(['scheduled:real']);
+    expect(c.drills.active).toBe(true);
+    expect(c.read({ incarnation: 5, events: [real(['vm1', 'vm0'])] }).sort()).toEqual(['canceled', 'updated:real']);
+    expect(c.drills.current()!.ended).toBe('ended by a real event');
+    expect(() => c.drills.start(REQUEST, 'vm0', [real(['vm0'])])).toThrow(/a real event is pending for this VM \(Freeze C7061BAC/);
+  });
+
+  it('asks for a whole read while it plays and once after it changed', () => {
+    const c = clocked();
+    expect(c.drills.stale).toBe(false);
+    c.drills.start(REQUEST, 'vm0', []);
+    expect(c.drills.stale).toBe(true);
+    c.read();
+    expect(c.drills.stale).toBe(false);
+    expect(c.drills.active).toBe(true);
+    c.drills.endNow();
+    expect(c.drills.stale).toBe(true);
+    expect(c.read()).toEqual(['canceled']);
+    expect(c.drills.stale).toBe(false);
+  });
+});

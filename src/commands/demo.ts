@@ -18,6 +18,7 @@ import { ImdsSimulator } from '../simulator/server.ts';
 import { SCENARIOS } from '../simulator/scenarios.ts';
 import { createLogger } from '../lib/log.ts';
 import { EXIT, onShutdown, parse, table, UsageError } from './common.ts';
+import { demoDrill } from './demo-drill.ts';
 
 const DEFAULT_DURATION_S = 90;
 /** How long the demo's probe drains before a long Freeze is approved. */
@@ -144,9 +145,6 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
     });
   });
   for (const t of timers) clearTimeout(t);
-  clearInterval(linkTimer);
-  prober.stop();
-  await bridge.stop(5000);
 
   const kinds = TRANSITIONS.filter((k) => k !== 'fleet.collision'); // the demo's one VM is in no fleet group
   const rows = SCENARIOS.map((s) => [s.name, ...kinds.map((k) => String(counts.get(s.name)!.get(k) ?? 0))]);
@@ -154,8 +152,13 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   out.write(
     `\nTransitions seen per scenario${interrupted ? ' (interrupted)' : ''}:\n${table(['SCENARIO', ...kinds], [...rows, ['total', ...total]])}\n`,
   );
+  // the last act: a drill, and its report
+  const drilled = interrupted ? true : await demoDrill(join(dir, 'state.db'), sim, out);
+  clearInterval(linkTimer);
+  prober.stop();
+  await bridge.stop(5000);
   out.write(`\nEvery CloudEvent is also in ${eventsFile}\n`);
-  return EXIT.ok;
+  return drilled ? EXIT.ok : EXIT.failure;
 }
 
 /** watchProbe asks the probe every 250 ms, as a load balancer would, and reports each change of its answer. */

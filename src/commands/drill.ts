@@ -91,7 +91,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** waitForEnd reads the drill's report until it ended and every delivery settled (bounded), and returns the last. */
-async function waitForEnd(path: string, eventId: string, playMs: number): Promise<DrillReport> {
+export async function waitForEnd(path: string, eventId: string, playMs: number): Promise<DrillReport> {
   const deadline = Date.now() + playMs + SETTLE_MS + 30_000;
   let endedAt: number | null = null;
   for (;;) {
@@ -108,7 +108,7 @@ async function waitForEnd(path: string, eventId: string, playMs: number): Promis
   }
 }
 
-function reportText(r: DrillReport): string {
+export function reportText(r: DrillReport): string {
   const s = (ms: number | null) => (ms === null ? '-' : `+${(ms / 1000).toFixed(1)} s`);
   const d = r.drill;
   const lines = [`ended: ${d.ended ?? 'not yet'}${d.endedAt === null ? '' : ` at ${s(d.endedAt - d.createdAt)}`}`];

@@ -115,17 +115,20 @@ export function reportText(r: DrillReport): string {
   lines.push(
     r.approval === null
       ? 'approval: none (no rule or person approved it before it started)'
-      : `approval: by ${r.approval.by} via ${r.approval.via} at ${s(r.approval.afterMs)} (StartRequests not posted: a drill)`,
+      : `approval: by ${r.approval.by} via ${r.approval.via} at ${s(r.approval.atMs)} (StartRequests not posted: a drill)`,
   );
   const rows = r.events.flatMap((e) =>
     e.sinks.length === 0
-      ? [[s(e.afterMs), e.transition, '-', 'no sink', '', '']]
-      : e.sinks.map((x) => [s(x.afterMs ?? e.afterMs), e.transition, x.sink, x.outcome, String(x.attempts), x.detail ?? x.lastError ?? '']),
+      ? [[s(e.atMs), e.transition, '-', 'no sink', '', '']]
+      : e.sinks.map((x) => [s(x.atMs ?? e.atMs), e.transition, x.sink, x.outcome, String(x.attempts), x.detail ?? x.lastError ?? '']),
   );
   lines.push('', table(['TIME', 'TRANSITION', 'SINK', 'RESULT', 'ATTEMPTS', 'DETAIL'], rows));
   if (r.preparations.length > 0) {
     lines.push('', 'Preparations:');
-    for (const p of r.preparations) lines.push(`  ${p.sink}: ${p.state}${p.detail === null ? '' : ` (${p.detail})`}`);
+    for (const p of r.preparations)
+      lines.push(
+        `  ${p.sink} (${p.mode === 'real' ? 'for real' : 'rehearsed'}): ${p.givenBack ? 'done, given back' : p.done ? 'done' : 'not done'}${p.detail === null ? '' : ` (${p.detail})`}`,
+      );
   }
   lines.push('', r.passed ? 'PASSED: every step of the drill passed' : `FAILED: ${r.problems.join('; ')}`);
   return lines.join('\n');

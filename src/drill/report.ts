@@ -32,19 +32,38 @@ export interface DrillPreparation {
   readonly detail: string | null;
 }
 
+/** The report of a drill (`se-bridge drill --json`); times are ms after the drill started. */
 export interface DrillReport {
-  readonly drill: DrillState;
+  readonly drill: DrillState & { readonly eventType: string };
   readonly passed: boolean;
   /** Why it did not pass, in words. */
   readonly problems: readonly string[];
-  readonly approval: (DrillApproval & { readonly afterMs: number }) | null;
+  /** Per sink: whether it delivered every CloudEvent of the drill, when the last, its attempts, its last error. */
+  readonly sinks: readonly {
+    readonly name: string;
+    readonly delivered: boolean;
+    readonly atMs: number | null;
+    readonly attempts: number;
+    readonly error: string | null;
+  }[];
+  /** Per preparation: rehearsed or real, done, given back, and what it said. */
+  readonly preparations: readonly {
+    readonly sink: string;
+    readonly mode: 'rehearse' | 'real';
+    readonly done: boolean;
+    readonly givenBack: boolean;
+    readonly detail: string | null;
+  }[];
+  readonly approval: { readonly by: string; readonly via: string; readonly atMs: number } | null;
+  /** Every step in order: the CloudEvents, each delivery, the approval, the end. */
+  readonly timeline: readonly { readonly atMs: number; readonly step: string; readonly detail: string }[];
+  /** Each CloudEvent and what each sink did with it. */
   readonly events: readonly {
     readonly transition: string;
     readonly ceId: string;
-    readonly afterMs: number;
-    readonly sinks: readonly ({ readonly sink: string; readonly afterMs: number | null } & Omit<Delivery, 'at'>)[];
+    readonly atMs: number;
+    readonly sinks: readonly ({ readonly sink: string; readonly atMs: number | null } & Omit<Delivery, 'at'>)[];
   }[];
-  readonly preparations: readonly DrillPreparation[];
 }
 
 export class DrillLog {
@@ -86,19 +105,77 @@ export class DrillLog {
     const problems: string[] = [];
     if (drill.ended === null) problems.push('the drill has not ended');
     else if (drill.ended === 'ended by a real event') problems.push('a real event ended the drill');
-    const events = (drill.eventId === this.#eventId ? this.#events : []).map((e) => ({
+    const logged = drill.eventId === this.#eventId ? this.#events : [];
+    const events = logged.map((e) => ({
       transition: e.transition,
       ceId: e.ceId,
-      afterMs: e.at - from,
+      atMs: e.at - from,
       sinks: [...e.sinks].map(([sink, d]) => {
         if (d.outcome !== 'delivered')
           problems.push(`${sink}: ${e.transition} ${d.outcome}${d.lastError === null ? '' : ` (${d.lastError})`}`);
         const { at, ...rest } = d;
-        return { sink, afterMs: at === null ? null : at - from, ...rest };
+        return { sink, atMs: at === null ? null : at - from, ...rest };
       }),
     }));
     for (const p of preparations) if (p.state === 'failed') problems.push(`preparation ${p.sink} failed: ${p.detail ?? ''}`);
-    const approval = this.#approval === null ? null : { ...this.#approval, afterMs: this.#approval.at - from };
-    return { drill, passed: problems.length === 0, problems, approval, events, preparations };
+    const approval = this.#approval === null ? null : { by: this.#approval.by, via: this.#approval.via, atMs: this.#approval.at - from };
+    return {
+      drill: { ...drill, eventType: drill.request.type },
+      passed: problems.length === 0,
+      problems,
+      sinks: sinksOf(events),
+      preparations: preparations.map((p) => ({
+        sink: p.sink,
+        mode: drill.request.prepare,
+        done: p.state === 'done' || p.state === 'undone',
+        givenBack: p.state === 'undone',
+        detail: p.detail,
+      })),
+      approval,
+      timeline: timelineOf(drill, events, approval),
+      events,
+    };
   }
+}
+
+type Events = DrillReport['events'];
+
+function sinksOf(events: Events): DrillReport['sinks'] {
+  const names = [...new Set(events.flatMap((e) => e.sinks.map((x) => x.sink)))];
+  return names.map((name) => {
+    const mine = events.flatMap((e) => e.sinks.filter((x) => x.sink === name));
+    const times = mine.map((x) => x.atMs).filter((t): t is number => t !== null);
+    const errors = mine.map((x) => x.lastError).filter((x): x is string => x !== null);
+    return {
+      name,
+      delivered: mine.every((x) => x.outcome === 'delivered'),
+      atMs: times.length === 0 ? null : Math.max(...times),
+      attempts: mine.reduce((a, x) => a + x.attempts, 0),
+      error: errors.at(-1) ?? null,
+    };
+  });
+}
+
+function timelineOf(drill: DrillState, events: Events, approval: DrillReport['approval']): DrillReport['timeline'] {
+  const r = drill.request;
+  const steps = [
+    {
+      atMs: 0,
+      step: 'drill',
+      detail: `${r.type} for ${drill.vmName}, NotBefore in ${r.noticeMs / 1000} s, preparations ${r.prepare === 'real' ? 'for real' : 'rehearsed'}`,
+    },
+    ...events.flatMap((e) => [
+      { atMs: e.atMs, step: e.transition, detail: `${e.ceId} to ${e.sinks.map((x) => x.sink).join(', ') || 'no sink'}` },
+      ...e.sinks.map((x) => ({
+        atMs: x.atMs ?? e.atMs,
+        step: x.outcome,
+        detail: `${e.transition} to ${x.sink} (${x.attempts} attempt${x.attempts === 1 ? '' : 's'})${x.detail === null ? '' : `: ${x.detail}`}${x.lastError === null || x.outcome === 'delivered' ? '' : `: ${x.lastError}`}`,
+      })),
+    ]),
+    ...(approval === null
+      ? []
+      : [{ atMs: approval.atMs, step: 'approved', detail: `by ${approval.by} via ${approval.via}; StartRequests not posted` }]),
+    ...(drill.endedAt === null ? [] : [{ atMs: drill.endedAt - drill.createdAt, step: 'ended', detail: drill.ended ?? '' }]),
+  ];
+  return steps.sort((a, b) => a.atMs - b.atMs);
 }

@@ -23,8 +23,11 @@ afterEach(async () => {
 interface Report {
   passed: boolean;
   problems: string[];
-  drill: { eventId: string; ended: string | null; request: { type: string } };
-  approval: { by: string; via: string; afterMs: number } | null;
+  drill: { eventId: string; eventType: string; ended: string | null; request: { type: string } };
+  sinks: { name: string; delivered: boolean; atMs: number | null; attempts: number; error: string | null }[];
+  preparations: { sink: string; mode: string; done: boolean; givenBack: boolean; detail: string | null }[];
+  timeline: { atMs: number; step: string; detail: string }[];
+  approval: { by: string; via: string; atMs: number } | null;
   events: { transition: string; ceId: string; sinks: { sink: string; outcome: string; attempts: number; detail: string | null }[] }[];
 }
 
@@ -111,6 +114,17 @@ describe('se-bridge drill', () => {
     expect(report.drill.eventId).toMatch(/^drill-[0-9a-f-]{36}$/);
     expect(report.approval).toMatchObject({ via: 'policy' });
     expect(report.events.map((e) => e.transition)).toEqual(['scheduled', 'approved', 'started', 'completed']);
+    // the contract's shape (drill --json): per sink, per preparation, the approval, the timeline
+    expect(report.drill.eventType).toBe('Reboot');
+    expect(report.sinks.map((x) => x.name).sort()).toEqual(['audit', 'hook', 'hub', 'slack', 'teams']);
+    for (const x of report.sinks) expect(x).toMatchObject({ delivered: true, attempts: 4, error: null, atMs: expect.any(Number) });
+    expect(report.preparations).toEqual([]);
+    const steps = report.timeline.map((t) => t.step);
+    expect(steps[0]).toBe('drill');
+    expect(steps.at(-1) === 'ended' || steps.at(-1) === 'delivered').toBe(true);
+    expect(steps.filter((x) => x === 'delivered')).toHaveLength(20);
+    expect(steps).toContain('approved');
+    expect(report.timeline.map((t) => t.atMs)).toEqual([...report.timeline.map((t) => t.atMs)].sort((a, b) => a - b));
     const sinks = ['audit', 'hook', 'hub', 'slack', 'teams'];
     for (const e of report.events) {
       expect(e.sinks.map((x) => x.sink).sort()).toEqual(sinks);
@@ -180,7 +194,7 @@ describe('se-bridge drill', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as Report;
     expect(report.approval).toMatchObject({ by: 'approval link', via: 'link' });
-    expect(report.approval!.afterMs).toBeLessThan(30_000);
+    expect(report.approval!.atMs).toBeLessThan(30_000);
     expect(report.events.map((e) => e.transition)).toEqual(['scheduled', 'approved', 'started', 'completed']);
     expect(s.sim.startRequests).toEqual([]);
   });
@@ -229,6 +243,10 @@ describe('se-bridge drill', () => {
     expect(scheduled.get('node')).toMatch(
       /^rehearsed: node aks-node-0: the drain would empty the node: 2 pods would be evicted, 0 skipped/,
     );
+    expect(report.preparations.map((p) => [p.sink, p.mode, p.done, p.givenBack]).sort()).toEqual([
+      ['lb', 'rehearse', true, true],
+      ['node', 'rehearse', true, true],
+    ]);
     expect(rehearsed.answers.length).toBeGreaterThan(5);
     expect(new Set(rehearsed.answers)).toEqual(new Set([200]));
     expect(Object.fromEntries(api.dryRuns)).toEqual({ 'web/web-0': [201], 'web/web-1': [201] });
@@ -245,6 +263,10 @@ describe('se-bridge drill', () => {
     const prepared = new Map(report2.events[0]!.sinks.map((x) => [x.sink, x.detail]));
     expect(prepared.get('lb')).toBe('out of the load balancer');
     expect(prepared.get('node')).toBe('node aks-node-0 cordoned and drained: 2 pods evicted');
+    expect(report2.preparations.map((p) => [p.sink, p.mode, p.done]).sort()).toEqual([
+      ['lb', 'real', true],
+      ['node', 'real', true],
+    ]);
     // out of service during the drill, back in service at its end
     expect(real.answers).toContain(503);
     await waitFor(async () => (await fetch(`http://127.0.0.1:${probePort}/probe`)).status === 200, 'the probe back in service');

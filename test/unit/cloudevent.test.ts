@@ -24,6 +24,19 @@ describe('toCloudEvent', () => {
   const [scheduled] = diff(d1, d2);
   const ce = toCloudEvent(scheduled!, { vm: vm1, observedAt: '2022-04-11T22:10:00.000Z' });
 
+  it("marks a drill's CloudEvents with the extension drill: true, which the SDK accepts, and no real event's", () => {
+    expect(ce.drill).toBeUndefined();
+    const drillEvent = { ...scheduled!.event, eventId: 'drill-0b7f1c2e-5d7a-4f43-9a55-3c1e2f6b8a90' };
+    const dce = toCloudEvent({ ...scheduled!, event: drillEvent }, { vm: vm1, observedAt: '2022-04-11T22:10:00.000Z' });
+    expect(dce.drill).toBe(true);
+    expect(dce.id).toBe('drill-0b7f1c2e-5d7a-4f43-9a55-3c1e2f6b8a90/scheduled');
+    const sdk = new CloudEvent<unknown>({ ...dce }, true);
+    expect(sdk.validate()).toBe(true);
+    expect(sdk.toJSON()).toEqual({ ...dce });
+    // the HTTP binary binding carries it as a header
+    expect(HTTP.binary(sdk).headers['ce-drill']).toBe(true);
+  });
+
   it('follows the CloudEvents contract', () => {
     // the SDK, strict, is the judge: it validates the event and sees exactly our attributes
     const sdk = new CloudEvent<unknown>({ ...ce }, true);

@@ -82,19 +82,20 @@ export class Bridge {
     this.#parts = compose(o, store, targets, this.#abort.signal, (report) => this.#onOutcome(report), shared);
     this.#preparations = shared.preparations;
     this.#drillLog = shared.drillLog;
-    // the control channel (drills): beside the state database, never in a dry run
-    this.#control = o.dryRun
-      ? null
-      : new ControlServer({
-          path: controlPath(o.config.state.path),
-          drills: shared.drills,
-          log: shared.drillLog,
-          vmName: () => shared.state.vm.name,
-          listed: () => shared.state.document?.events ?? [],
-          sinks: targets.map((t) => t.name),
-          preparations: (eventId) => shared.preparations.recorded(eventId),
-          logger: o.logger,
-        });
+    // the control channel (drills): beside the state database, never in a dry run or with the state in memory
+    this.#control =
+      o.dryRun || o.config.state.path === ':memory:'
+        ? null
+        : new ControlServer({
+            path: controlPath(o.config.state.path),
+            drills: shared.drills,
+            log: shared.drillLog,
+            vmName: () => shared.state.vm.name,
+            listed: () => shared.state.document?.events ?? [],
+            sinks: targets.map((t) => t.name),
+            preparations: (eventId) => shared.preparations.recorded(eventId),
+            logger: o.logger,
+          });
     ({ metrics: this.metrics, client: this.client, approvals: this.approvals } = this.#parts);
   }
 

@@ -1,5 +1,5 @@
 /** The client side of the daemon's control channel (control.ts): one JSON request over its socket or pipe. */
-import { request } from 'node:http';
+import { http } from '../lib/node-http.ts';
 
 /** controlCall sends one request to a daemon's control channel and reads its JSON answer. */
 export function controlCall(
@@ -11,7 +11,7 @@ export function controlCall(
 ): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const text = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(
+    const req = http.request(
       {
         socketPath: path,
         method,

@@ -11,7 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http } from '../lib/node-http.ts';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -72,7 +73,7 @@ export class ControlServer {
     options.drills.onChange((d) => {
       if (d.ended !== null) options.logger.info({ eventId: d.eventId, ended: d.ended, code: 'DRILL_ENDED' }, 'drill ended');
     });
-    this.#server = createServer((req, res) => {
+    this.#server = http.createServer((req, res) => {
       this.#handle(req, res).catch((err: unknown) => sendJson(res, 500, { error: 'INTERNAL', message: (err as Error).message }));
     });
   }

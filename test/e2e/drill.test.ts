@@ -274,6 +274,23 @@ describe('se-bridge drill', () => {
     await waitFor(() => api.nodes.get('aks-node-0')!.spec.unschedulable !== true, 'the node given back');
     expect(api.nodes.get('aks-node-0')!.metadata.annotations?.['scheduledevents.azure.com/prepared']).toBeUndefined();
     expect(s.sim.startRequests).toEqual([]);
+
+    // a drain a budget would block: the rehearsal says so, by pod and budget, and the drill fails
+    api.addPod('web', 'db-0', 'aks-node-0', { owner: 'StatefulSet' });
+    api.budgets.set('web/db-0', 1_000_000);
+    api.budgetNames.set('web/db-0', 'db-pdb');
+    const evictions = api.evictions.size;
+    const r3 = await cli(['drill', '--notice', '2s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
+    expect(r3.code, r3.stderr).toBe(1);
+    const report3 = JSON.parse(r3.stdout) as Report;
+    expect(report3.passed).toBe(false);
+    const node3 = report3.events[0]!.sinks.find((x) => x.sink === 'node')!;
+    expect(node3.outcome).toBe('dead-letter');
+    expect(report3.problems.join('\n')).toMatch(
+      /node: scheduled dead-letter \((?:rejected: )?KUBE_DRILL_BLOCKED: rehearsed: node aks-node-0: the drain would be blocked by 1 pod: web\/db-0/,
+    );
+    expect(report3.approval, 'no approval after hooks when one failed').toBeNull();
+    expect(api.evictions.size, 'still only dry runs').toBe(evictions);
   });
 
   it('one drill at a time; a real event ends a drill at once and takes over; none while a real event is pending; the channel is the daemon user’s alone', async () => {
@@ -338,9 +355,11 @@ describe('se-bridge drill', () => {
     expect(events, 'refused drills played nothing').toBe(2);
   });
 
-  it('--end ends the drill being played; the report is a timeline for people', async () => {
+  it('--end ends the drill being played; the report is a timeline for people; /readyz and the metrics show the drill', async () => {
+    const metricsPort = await freePort();
     const s = await daemon({
       rules: [{ match: {}, action: 'await' }],
+      more: { observability: { listen: `127.0.0.1:${metricsPort}` } },
       // a sink that never takes drills
       sinks: (_url, dir) => [{ name: 'central', type: 'file', path: join(dir, 'central.jsonl'), filter: { drills: false } }],
     });
@@ -351,6 +370,8 @@ describe('se-bridge drill', () => {
       60_000,
     );
     await awaitWhileRunning(run, () => s.events().length === 1, 'the drill scheduled');
+    const readyz = (await (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).json()) as { drill?: Record<string, unknown> };
+    expect(readyz.drill).toMatchObject({ eventId: expect.stringMatching(/^drill-/), ended: null, request: { type: 'Freeze' } });
     const end = await cli(['drill', '--end', '--config', s.cfg]);
     expect(end.code, end.stderr).toBe(0);
     expect(end.stdout).toBe('drill ended\n');
@@ -368,6 +389,12 @@ describe('se-bridge drill', () => {
     expect(s.events().map((e) => e.type)).toEqual(['azure.scheduledevent.scheduled', 'azure.scheduledevent.canceled']);
     expect(r.stdout).not.toContain('central');
     expect(existsSync(join(s.dir, 'central.jsonl')), 'filter.drills: false').toBe(false);
+    // counted as a drill's, and not among the events IMDS lists
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^sebridge_transitions_total\{transition="scheduled",drill="true"\} 1$/m);
+    expect(metrics).toMatch(/^sebridge_transitions_total\{transition="canceled",drill="true"\} 1$/m);
+    expect(metrics).not.toMatch(/^sebridge_transitions_total\{[^}]*drill="false"\}/m);
+    expect(metrics).not.toMatch(/^sebridge_events\{/m);
     // nothing left to end
     const again = await cli(['drill', '--end', '--config', s.cfg]);
     expect(again.code).toBe(1);

@@ -73,8 +73,8 @@ describe('metrics and health', () => {
     expect(text).toMatch(/sebridge_imds_request_duration_seconds_count\{request="compute",outcome="200"\} 1/);
     expect(metric(text, 'sebridge_document_incarnation')).toBe(sim.incarnation);
     expect(metric(text, 'sebridge_events', 'type="Freeze",status="Started"')).toBe(1);
-    expect(metric(text, 'sebridge_transitions_total', 'transition="scheduled"')).toBe(1);
-    expect(metric(text, 'sebridge_transitions_total', 'transition="started"')).toBe(1);
+    expect(metric(text, 'sebridge_transitions_total', 'transition="scheduled",drill="false"')).toBe(1);
+    expect(metric(text, 'sebridge_transitions_total', 'transition="started",drill="false"')).toBe(1);
     expect(metric(text, 'sebridge_deliveries_total', 'sink="ops",outcome="delivered"')).toBe(2);
     expect(metric(text, 'sebridge_deliveries_total', 'sink="broken",outcome="dead-letter"')).toBe(2);
     expect(metric(text, 'sebridge_dead_letters', 'sink="broken"')).toBe(2);
@@ -96,7 +96,7 @@ describe('metrics and health', () => {
       async () => metric((await get(`${url}/metrics`)).text, 'sebridge_approvals_total', 'via="policy",result="approved"') === 1,
       'the approval counter',
     );
-    expect(metric((await get(`${url}/metrics`)).text, 'sebridge_transitions_total', 'transition="approved"')).toBe(1);
+    expect(metric((await get(`${url}/metrics`)).text, 'sebridge_transitions_total', 'transition="approved",drill="false"')).toBe(1);
   });
 
   it('flips /readyz with IMDS faults, and /livez stays up', async () => {

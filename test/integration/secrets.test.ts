@@ -145,7 +145,10 @@ describe('secrets', () => {
       body: '{}',
     }).then((r) => r.body.dump());
     const metrics = await (await fetch(`${bridge.observabilityUrl}/metrics`)).text();
-    const files = readdirSync(dir.path).map((f) => readFileSync(join(dir.path, f)).toString('latin1'));
+    // every file the bridge wrote (its control socket is no file to read)
+    const files = readdirSync(dir.path, { withFileTypes: true })
+      .filter((f) => f.isFile())
+      .map((f) => readFileSync(join(dir.path, f.name)).toString('latin1'));
     const everything = [output, metrics, ...files, ...bridge.store.outbox.deadLetters().map((d) => d.lastError)].join('\n');
     expect(output).toContain('DELIVERY_');
     for (const [name, value] of Object.entries(S)) {

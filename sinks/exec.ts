@@ -10,6 +10,7 @@
  * balancer, then approve). Recovery hooks are exec sinks filtered on `completed`.
  */
 import { spawn } from 'node:child_process';
+import { windowsLaunch } from './exec-windows.ts';
 import { z } from 'zod';
 import {
   type BridgeEvent,
@@ -47,7 +48,7 @@ export const configSchema = z.strictObject({
       z.string().refine((v) => !v.includes('\0'), 'must not contain a NUL character'),
     )
     .default({})
-    .describe('Extra environment variables (the run gets PATH, HOME, LANG, TZ from the bridge, these, and SE_*).'),
+    .describe('Extra environment variables (the run gets PATH, HOME, LANG, TZ and, on Windows, the system folders from the bridge, these, and SE_*).'),
 });
 export type ExecConfig = z.infer<typeof configSchema>;
 
@@ -56,7 +57,7 @@ const TAIL = 2048;
 export const MAX_ENV_VALUE_BYTES = 4096;
 /** How long the output of a command that has exited may still be read (a background child may hold the pipes). */
 const DRAIN_MS = 100;
-const PASS_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'SystemRoot', 'TEMP', 'TMP', 'USERPROFILE'];
+const PASS_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'SystemRoot', 'TEMP', 'TMP', 'USERPROFILE', 'ComSpec', 'PATHEXT', 'windir', 'SystemDrive', 'ProgramData'];
 
 /**
  * eventEnv exposes the event's main fields to the command. A value over MAX_ENV_VALUE_BYTES is
@@ -123,12 +124,15 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
     const base = Object.fromEntries(PASS_ENV.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]));
     let child;
     try {
-      child = spawn(config.command[0]!, config.command.slice(1), {
+      // on Windows a batch file starts through cmd.exe, its arguments quoted (exec-windows.ts)
+      const launch = process.platform === 'win32' ? windowsLaunch(config.command) : null;
+      child = spawn(launch?.file ?? config.command[0]!, launch?.args ?? config.command.slice(1), {
         cwd: config.cwd,
         env: { ...base, ...config.env, ...eventEnv(event) },
         stdio: ['pipe', 'pipe', 'pipe'],
         detached: process.platform !== 'win32',
         windowsHide: true,
+        windowsVerbatimArguments: launch?.verbatim ?? false,
       });
     } catch (err) {
       resolve(reject(`cannot start ${config.command[0]}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));

@@ -48,7 +48,9 @@ export const configSchema = z.strictObject({
       z.string().refine((v) => !v.includes('\0'), 'must not contain a NUL character'),
     )
     .default({})
-    .describe('Extra environment variables (the run gets PATH, HOME, LANG, TZ and, on Windows, the system folders from the bridge, these, and SE_*).'),
+    .describe(
+      'Extra environment variables (the run gets PATH, HOME, LANG, TZ and, on Windows, the system folders from the bridge, these, and SE_*).',
+    ),
 });
 export type ExecConfig = z.infer<typeof configSchema>;
 
@@ -57,7 +59,21 @@ const TAIL = 2048;
 export const MAX_ENV_VALUE_BYTES = 4096;
 /** How long the output of a command that has exited may still be read (a background child may hold the pipes). */
 const DRAIN_MS = 100;
-const PASS_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'SystemRoot', 'TEMP', 'TMP', 'USERPROFILE', 'ComSpec', 'PATHEXT', 'windir', 'SystemDrive', 'ProgramData'];
+const PASS_ENV = [
+  'PATH',
+  'HOME',
+  'LANG',
+  'TZ',
+  'SystemRoot',
+  'TEMP',
+  'TMP',
+  'USERPROFILE',
+  'ComSpec',
+  'PATHEXT',
+  'windir',
+  'SystemDrive',
+  'ProgramData',
+];
 
 /**
  * eventEnv exposes the event's main fields to the command. A value over MAX_ENV_VALUE_BYTES is

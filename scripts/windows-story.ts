@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { signatureHeaders } from '../src/lib/standard-webhooks.ts';
 import { VERSION } from '../src/lib/version.ts';
@@ -101,8 +101,19 @@ async function daemonStory(wine: Wine, step: Step, tail: (r: Run) => string): Pr
   const hookOut = `${WORK}/hook-out.txt`;
   wine.write(
     `${WORK}/hook.cmd`,
-    ['@echo off', `echo %SE_TRANSITION% %SE_DRILL%[%~1][%~2]>> ${wine.windowsPath(hookOut)}`, 'exit /b 0', ''].join('\r\n'),
+    // the way a careful batch file reads arguments: into variables in quotes, echoed delayed
+    [
+      '@echo off',
+      'setlocal EnableDelayedExpansion',
+      'set "ONE=%~1"',
+      'set "TWO=%~2"',
+      `>> ${wine.windowsPath(hookOut)} echo %SE_TRANSITION% [!ONE!][!TWO!]`,
+      'exit /b 0',
+      '',
+    ].join('\r\n'),
   );
+  // a hook that hangs, with a child of its own: killed with its whole tree at its timeout
+  wine.write(`${WORK}/hang.cmd`, ['@echo off', 'ping -n 120 127.0.0.1 > nul', 'exit /b 0', ''].join('\r\n'));
   const config = {
     imds: { endpoint: imds, pollIntervalMs: 200 },
     log: { level: 'info' },
@@ -110,6 +121,14 @@ async function daemonStory(wine: Wine, step: Step, tail: (r: Run) => string): Pr
       { name: 'audit', type: 'file', path: wine.windowsPath(`${WORK}/events.jsonl`) },
       { name: 'lb', type: 'probe', listen: `127.0.0.1:${probe}`, drainSeconds: 1, prepare: true },
       { name: 'hook', type: 'exec', command: [wine.windowsPath(`${WORK}/hook.cmd`), 'two words', 'a&b'], prepare: true },
+      {
+        name: 'stuck',
+        type: 'exec',
+        command: [wine.windowsPath(`${WORK}/hang.cmd`)],
+        timeoutMs: 3000,
+        delivery: { maxAttempts: 1 },
+        filter: { types: ['scheduled'] },
+      },
     ],
     approval: { secret, rules: [{ match: {}, action: 'await' }] },
     server: { listen: `127.0.0.1:${approvals}` },
@@ -160,6 +179,22 @@ async function daemonStory(wine: Wine, step: Step, tail: (r: Run) => string): Pr
         .map((x) => x.type.split('.').pop())
         .join(', ')}; hook: ${hook.trim().split(/\r?\n/).join(' / ')}`;
     });
+    await step('exec: a hung .cmd hook is killed with its process tree at its timeout', async () => {
+      const pings = () => spawnSync('pgrep', ['-f', 'ping.exe']).stdout.toString().trim();
+      let letters = '';
+      await until(
+        async () => {
+          const r = await wine.run(['dead-letters', 'list', '--config', cfg, '--json']);
+          letters = r.stdout;
+          return letters.includes('stuck');
+        },
+        "the hung hook's dead letter",
+        60_000,
+      );
+      expect(/timed out after 3000 ms; process group killed/.test(letters), `dead letter: ${letters.slice(0, 300)}`);
+      await until(() => pings() === '', 'no ping.exe left of the killed tree', 10_000);
+      return 'dead-lettered: timed out after 3000 ms; process group killed; no ping.exe left';
+    });
     await step('status --json', async () => {
       const r = await wine.run(['status', '--config', cfg, '--json']);
       expect(r.code === 0, tail(r));
@@ -184,6 +219,12 @@ async function daemonStory(wine: Wine, step: Step, tail: (r: Run) => string): Pr
         daemon.child.once('exit', (c) => (clearTimeout(t), ok(c)));
       });
       expect(code === 0, `exit ${code}: ${JSON.stringify(daemon.read().stderr.slice(-400))}`);
+      // it stopped as on SIGTERM: polling ended, deliveries drained, the store closed
+      const log = daemon.read().stdout;
+      expect(
+        /"signal":"SIGINT"[^\n]*"msg":"shutting down"/.test(log) && log.includes('"msg":"bridge stopped"'),
+        `no orderly stop in the log: ${log.slice(-300)}`,
+      );
       const r = await wine.run(['dead-letters', 'list', '--config', cfg, '--json']);
       expect(r.code === 0, `after the stop: ${tail(r)}`);
       return 'exit 0; the state opens again';

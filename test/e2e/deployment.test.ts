@@ -97,12 +97,31 @@ describe('deployment files', () => {
     expect(config.state.path).toBe('/var/lib/se-bridge/state.db');
   });
 
+  it("Windows: the example configuration is valid with a Windows VM's environment, its hook a batch file", () => {
+    const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    const config = loadConfigFile(join(ROOT, 'config', 'windows', 'bridge.yaml'), {
+      ProgramData: 'C:\\ProgramData',
+      SE_BRIDGE_APPROVAL_SECRET: secret,
+    });
+    expect(config.sinks.map((x) => `${x.name}:${x.type}`)).toEqual(['audit:file', 'lb:probe', 'drain:exec']);
+    expect((config.sinks[0] as { path: string }).path).toBe('C:\\ProgramData\\se-bridge\\events.jsonl');
+    expect((config.sinks[2] as { command: string[] }).command[0]).toMatch(/\.cmd$/);
+    expect(() => loadConfigFile(join(ROOT, 'config', 'windows', 'bridge.yaml'), {})).toThrow(/environment variable ProgramData is not set/);
+  });
+
   it('Windows: the WinSW definition runs the daemon with the configuration in ProgramData', () => {
     const xml = readFileSync(join(ROOT, 'config', 'windows', 'se-bridge.xml'), 'utf8');
     expect(xml).toContain('<executable>C:\\se-bridge\\se-bridge.exe</executable>');
     expect(xml).toMatch(/<arguments>run<\/arguments>/);
     expect(xml).toContain('<env name="SE_BRIDGE_CONFIG" value="%ProgramData%\\se-bridge\\bridge.yaml" />');
     expect(xml).toMatch(/<onfailure action="restart"/);
+    // every element docs/deployment.md relies on: the service's id, where it runs, how it stops, its logs
+    expect(xml).toMatch(/<id>se-bridge<\/id>/);
+    expect(xml).toContain('<workingdirectory>C:\\se-bridge</workingdirectory>');
+    expect(xml).toMatch(/<stoptimeout>\d+ sec<\/stoptimeout>/);
+    expect(xml).toMatch(/<startmode>Automatic<\/startmode>/);
+    expect(xml).toContain('<logpath>%ProgramData%\\se-bridge\\logs</logpath>');
+    expect(xml).toMatch(/<log mode="roll-by-size">[^]*<sizeThreshold>\d+<\/sizeThreshold>[^]*<keepFiles>\d+<\/keepFiles>[^]*<\/log>/);
     const open = (xml.match(/<(\w+)[ >]/g) ?? []).length;
     const closed = (xml.match(/<\/\w+>|\/>/g) ?? []).length;
     expect(closed).toBe(open);

@@ -13,7 +13,8 @@ import { createHash } from 'node:crypto';
 import { chmodSync, rmSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../lib/node-http.ts';
-import { dirname, join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ScheduledEvent } from '../imds/wire.ts';
@@ -22,13 +23,24 @@ import { readBounded } from '../lib/http-body.ts';
 import { DRILL_TYPES, DrillRefused, type Drills } from './drills.ts';
 import type { DrillLog, DrillPreparation, DrillReport } from './report.ts';
 
-/** controlPath: where the control channel of the daemon whose state is at `statePath` listens. */
+/** A Unix socket's path is at most 107 bytes. */
+const MAX_SOCKET_PATH = 100;
+
+/**
+ * controlPath: where the control channel of the daemon whose state is at `statePath` listens:
+ * `<state>.sock` beside it (two daemons with their own state in one folder never meet), or, for
+ * a path too long for a socket, one named after it in the temporary folder; on Windows a named
+ * pipe named after it.
+ */
 export function controlPath(statePath: string, platform: NodeJS.Platform = process.platform): string {
-  if (platform === 'win32') {
-    const id = createHash('sha256').update(resolve(statePath).toLowerCase()).digest('hex').slice(0, 16);
-    return `\\\\.\\pipe\\se-bridge-${id}`;
-  }
-  return join(dirname(resolve(statePath)), 'se-bridge.sock');
+  const full = resolve(statePath);
+  const id = createHash('sha256')
+    .update(platform === 'win32' ? full.toLowerCase() : full)
+    .digest('hex')
+    .slice(0, 16);
+  if (platform === 'win32') return `\\\\.\\pipe\\se-bridge-${id}`;
+  const beside = `${full}.sock`;
+  return Buffer.byteLength(beside) <= MAX_SOCKET_PATH ? beside : join(tmpdir(), `se-bridge-${id}.sock`);
 }
 
 const MAX_BODY = 16 * 1024;
@@ -78,19 +90,28 @@ export class ControlServer {
     });
   }
 
+  /** start listens; a channel that cannot listen is logged, and the daemon runs on without drills. */
   async start(): Promise<void> {
     const path = this.#o.path;
-    // the single-instance lock is held: a socket left here is a dead daemon's
-    if (process.platform !== 'win32') rmSync(path, { force: true });
-    await new Promise<void>((ok, fail) => {
-      this.#server.once('error', fail);
-      this.#server.listen(path, () => ok());
-    });
-    if (process.platform !== 'win32') chmodSync(path, 0o600);
-    this.#o.logger.info({ control: path }, 'control channel listening (drills)');
+    try {
+      // the single-instance lock is held: a socket left here is a dead daemon's
+      if (process.platform !== 'win32') rmSync(path, { force: true });
+      await new Promise<void>((ok, fail) => {
+        this.#server.once('error', fail);
+        this.#server.listen(path, () => ok());
+      });
+      if (process.platform !== 'win32') chmodSync(path, 0o600);
+      this.#o.logger.info({ control: path }, 'control channel listening (drills)');
+    } catch (err) {
+      this.#o.logger.warn(
+        { control: path, code: 'CONTROL_UNAVAILABLE', err: (err as Error).message },
+        'no control channel: drills cannot be started',
+      );
+    }
   }
 
   async close(): Promise<void> {
+    if (!this.#server.listening) return;
     this.#server.closeAllConnections();
     await new Promise<void>((ok) => this.#server.close(() => ok()));
   }

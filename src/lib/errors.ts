@@ -70,6 +70,7 @@ export const CODES = {
   DRILL_REFUSED: 'a drill was refused: one is being played, or a real event is pending for this VM (409)',
   DRILL_STARTED: 'a drill started (se-bridge drill): its event is played through every sink; nothing is asked of Azure',
   DRILL_ENDED: 'a drill ended: completed, canceled, by hand, or by a real event for this VM',
+  CONTROL_UNAVAILABLE: 'the control channel (drills) could not listen: the daemon runs on, and drills cannot be started',
   // fleet approvals: the inbox and the relay
   INBOX_SESSION_LOST: 'the approval inbox lost its Service Bus session; it is accepted again with backoff',
   INBOX_ACCEPT_FAILED: 'the approval inbox could not accept its Service Bus session; tried again with backoff',

@@ -80,7 +80,7 @@ async function daemon(o: DaemonOptions = {}): Promise<Setup> {
   cleanups.push(() => stopProcesses([child]));
   await waitFor(() => {
     try {
-      return statSync(join(dir.path, 'se-bridge.sock')).isSocket();
+      return statSync(join(dir.path, 'state.db.sock')).isSocket();
     } catch {
       return false;
     }
@@ -169,7 +169,7 @@ describe('se-bridge drill', () => {
     await stopProcesses([s.child]);
     const child = start(['run', '--config', s.cfg]);
     cleanups.push(() => stopProcesses([child]));
-    await waitFor(() => existsSync(join(s.dir, 'se-bridge.sock')), 'the control channel again');
+    await waitFor(() => existsSync(join(s.dir, 'state.db.sock')), 'the control channel again');
 
     const run = command(
       process.execPath,
@@ -333,7 +333,7 @@ describe('se-bridge drill', () => {
     expect(refused.stderr).toMatch(new RegExp(`refused: a real event is pending for this VM \\(Freeze ${real.eventId}\\); no drill now`));
 
     // the control channel: a socket only the daemon's user can use
-    const socket = join(s.dir, 'se-bridge.sock');
+    const socket = join(s.dir, 'state.db.sock');
     expect(statSync(socket).mode & 0o777).toBe(0o600);
     if (process.getuid?.() === 0) {
       // another user, even one given a configuration to read, cannot reach it
@@ -349,7 +349,7 @@ describe('se-bridge drill', () => {
         env: { PATH: process.env.PATH ?? '', HOME: '/' },
       });
       expect(other.status, other.stderr).toBe(1);
-      expect(other.stderr).toMatch(/cannot connect to .*se-bridge\.sock: permission denied/);
+      expect(other.stderr).toMatch(/cannot connect to .*state\.db\.sock: permission denied/);
     }
     const events = s.events().filter((e) => e.drill === true).length;
     expect(events, 'refused drills played nothing').toBe(2);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DrillRefused, Drills, isDrill, type DrillRequest } from '../../src/drill/drills.ts';
+import { controlPath } from '../../src/drill/control.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
 import { diff } from '../../src/pipeline/diff.ts';
 
@@ -116,5 +117,19 @@ describe('drills', () => {
     expect(c.drills.stale).toBe(true);
     expect(c.read()).toEqual(['canceled']);
     expect(c.drills.stale).toBe(false);
+  });
+});
+
+describe('the control channel’s address', () => {
+  it('is <state>.sock beside each state (two daemons in one folder never meet), a pipe named after it on Windows', () => {
+    expect(controlPath('/var/lib/se-bridge/state.db', 'linux')).toBe('/var/lib/se-bridge/state.db.sock');
+    expect(controlPath('/srv/a/state-0.db', 'linux')).not.toBe(controlPath('/srv/a/state-1.db', 'linux'));
+    const long = `/srv/${'x'.repeat(120)}/state.db`;
+    expect(controlPath(long, 'linux')).toMatch(/^.+\/se-bridge-[0-9a-f]{16}\.sock$/);
+    expect(Buffer.byteLength(controlPath(long, 'linux'))).toBeLessThanOrEqual(107);
+    expect(controlPath('C:\\ProgramData\\se-bridge\\state.db', 'win32')).toMatch(/^\\\\\.\\pipe\\se-bridge-[0-9a-f]{16}$/);
+    expect(controlPath('C:\\ProgramData\\se-bridge\\state.db', 'win32')).not.toBe(
+      controlPath('C:\\ProgramData\\se-bridge\\other.db', 'win32'),
+    );
   });
 });

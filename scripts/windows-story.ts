@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { signatureHeaders } from '../src/lib/standard-webhooks.ts';
+import { freePort } from '../src/lib/http-server.ts';
 import { VERSION } from '../src/lib/version.ts';
 
 export interface Run {
@@ -50,17 +51,6 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
   }
 }
 
-const port = async (): Promise<number> => {
-  const { createServer } = await import('node:net');
-  return new Promise((ok) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => ok(p));
-    });
-  });
-};
-
 export async function windowsStory(wine: Wine, o: { work: string; step: Step }): Promise<void> {
   const { step } = o;
   const tail = (r: Run) => `exit ${r.code}; ${(r.stdout + r.stderr).trim().split('\n').slice(-3).join(' | ')}`;
@@ -96,7 +86,7 @@ export async function windowsStory(wine: Wine, o: { work: string; step: Step }):
 async function daemonStory(wine: Wine, step: Step, tail: (r: Run) => string): Promise<void> {
   const sim = new ImdsSimulator({ vmName: 'winvm', tickMs: 50 });
   const imds = await sim.listen(0);
-  const [probe, approvals, metrics] = [await port(), await port(), await port()];
+  const [probe, approvals, metrics] = [await freePort(), await freePort(), await freePort()];
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
   const hookOut = `${WORK}/hook-out.txt`;
   wine.write(

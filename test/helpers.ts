@@ -1,7 +1,6 @@
 /** Shared test helpers: fixtures, polling for a condition (bounded), temp dirs. */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,16 +54,6 @@ export function readText(path: string): string {
   }
 }
 
-/** freePort finds a loopback port nothing listens on, for a child process that must be told its port. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
 /** undocumentedKeys lists the property names of a JSON Schema, at any depth, that `text` never writes as `key:`. */
 export function undocumentedKeys(schema: unknown, text: string): string[] {
   const keys = new Set<string>();
@@ -107,3 +96,5 @@ export const EXAMPLE_ENV: NodeJS.ProcessEnv = (() => {
     SE_BRIDGE_API_SECRET: `whsec_${key(32)}`,
   };
 })();
+
+export { freePort } from '../src/lib/http-server.ts';

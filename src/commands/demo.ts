@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../lib/http-server.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Bridge } from '../daemon/bridge.ts';
@@ -184,16 +184,4 @@ function watchProbe(url: string, report: (line: string) => void): { stop(): void
       clearTimeout(timer);
     },
   };
-}
-
-/** freePort finds a port on 127.0.0.1 nobody listens on. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }

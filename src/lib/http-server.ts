@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { http } from './node-http.ts';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { clientKey, type Cidrs } from './client-address.ts';
 
 /** ServerLimits bound what one server lets its clients hold. */
@@ -160,6 +160,18 @@ export async function listen(server: Server, host: string, port: number): Promis
     });
   });
   return baseUrl(server);
+}
+
+/** freePort finds a loopback port nothing listens on, for a server in another process that must be told its port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createTcpServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 export function baseUrl(server: Server): string {

@@ -81,8 +81,13 @@ export class DrillLog {
   routed(eventId: string, ceId: string, transition: string, sinks: readonly string[]): void {
     if (eventId !== this.#eventId) return;
     const pending = (): Delivery => ({ outcome: 'pending', attempts: 0, at: null, lastError: null, detail: null });
-    const deliveries = new Map(sinks.map((s) => [s, pending()]));
-    this.#events.push({ ceId, transition, at: Date.now(), sinks: deliveries });
+    // routed again (the VM's name learned late): the sinks it gains join the same CloudEvent
+    const known = this.#events.find((e) => e.ceId === ceId);
+    if (known !== undefined) {
+      for (const s of sinks) if (!known.sinks.has(s)) known.sinks.set(s, pending());
+      return;
+    }
+    this.#events.push({ ceId, transition, at: Date.now(), sinks: new Map(sinks.map((s) => [s, pending()])) });
   }
 
   outcome(r: { eventId: string; ceId: string; sink: string; outcome: string; attempts: number; reason?: string; detail?: string }): void {

@@ -47,6 +47,8 @@ export interface BridgeOptions {
   sinkCreateDeadlineMs?: number;
   /** How soon a failed identity read is tried again (default 60 s; tests shorten it). */
   identityRetryMs?: number;
+  /** When the system booted (ms since epoch; default from its uptime): tests set it to play a reboot. */
+  bootedAt?: number | null;
 }
 
 /** What the sinks were given before the parts existed: the metrics registry, the IMDS reads and the read model. */
@@ -167,6 +169,8 @@ export function compose(
     maxRetryPauseMs: imds.maxRetryPauseMs,
     state,
     route: routeAll,
+    approved: (eventId) => store.approvals.of(eventId) !== null,
+    ...(o.bootedAt === undefined ? {} : { bootedAt: o.bootedAt }),
     // the approval policy runs on every good read (below), changed document or not
     committed: (events) => {
       if (events.length > 0) {

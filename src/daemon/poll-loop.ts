@@ -4,6 +4,7 @@
  * like "no events": it produces no transitions, counts as a failure, and the next read comes
  * after the one IMDS retry policy's pause (imds/retry.ts).
  */
+import { uptime } from 'node:os';
 import type { Logger } from 'pino';
 import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
@@ -36,7 +37,14 @@ export interface PollLoopOptions {
   readonly committed: (events: readonly BridgeEvent[], document: EventsDocument) => void;
   /** Called after every successful read (changed or not), with the document it left current. */
   readonly read?: (document: EventsDocument) => void;
+  /** Whether IMDS accepted this bridge's StartRequests for an event (the approval records). */
+  readonly approved?: (eventId: string) => boolean;
+  /** When the system booted (ms since epoch; default from the system's uptime), or null when unknown. */
+  readonly bootedAt?: number | null;
 }
+
+/** How often, at most, the time of an unchanged good read is written down (see #remember). */
+const READ_TIME_SAVE_MS = 60_000;
 
 export class PollLoop {
   readonly #o: PollLoopOptions;
@@ -46,12 +54,19 @@ export class PollLoop {
   #lastError: string | null = null;
   #lastErrorWasImds = true;
   #firstPollAt: number | null = null;
+  /** When the last good read was made: at start, the last one the store knows of. */
+  #lastReadAt: number | null;
+  #readAtSaved = 0;
+  readonly #bootedAt: number | null;
 
   constructor(options: PollLoopOptions) {
     this.#o = options;
     const last = options.last;
     this.#etag = last?.etag ?? null;
     options.state.document = last?.document ?? null;
+    const at = last === null ? Number.NaN : Date.parse(last.observedAt);
+    this.#lastReadAt = Number.isFinite(at) ? at : null;
+    this.#bootedAt = options.bootedAt === undefined ? systemBootedAt() : options.bootedAt;
   }
 
   /** The document diffed against: the read model's (committed, or read back from the store at start), with its ETag. */
@@ -92,11 +107,20 @@ export class PollLoop {
       let wait: number;
       this.#firstPollAt ??= Date.now();
       try {
+        const readAt = new Date();
         const result = await pollOnce(this.#o.client, this.#baseline, this.#o.state.vm, {
           signal,
+          now: () => readAt,
           priorOccurrences: (key) => journal.priorOccurrences(key),
+          end: {
+            lastReadAt: this.#lastReadAt,
+            bootedAt: this.#bootedAt,
+            approved: this.#o.approved ?? (() => false),
+            statusOnly: isDrill,
+          },
         });
-        this.#apply(result);
+        this.#apply(result, readAt);
+        this.#remember(result, readAt);
         const document = this.#o.state.document;
         if (document !== null) this.#o.read?.(document);
         metrics.polls.inc({ result: result.kind, code: '' });
@@ -155,7 +179,24 @@ export class PollLoop {
     return wait;
   }
 
-  #apply(result: PollResult): void {
+  /**
+   * remember keeps the time of this good read: the next diff asks whether the system booted after
+   * it. The store keeps it too, so that a bridge started after a reboot knows the last read before
+   * it: a change writes it with the document; an unchanged read, at the first read of a process
+   * and then at most once a minute.
+   */
+  #remember(result: PollResult, readAt: Date): void {
+    const at = readAt.getTime();
+    this.#lastReadAt = at;
+    if (result.kind === 'changed') {
+      this.#readAtSaved = at;
+    } else if (this.#o.state.document !== null && at - this.#readAtSaved >= READ_TIME_SAVE_MS) {
+      this.#o.journal.saveReadAt(readAt.toISOString());
+      this.#readAtSaved = at;
+    }
+  }
+
+  #apply(result: PollResult, readAt: Date): void {
     const { logger, journal, metrics } = this.#o;
     if (result.kind === 'unchanged') {
       if (result.etagChanged && this.#baseline !== null) {
@@ -191,7 +232,7 @@ export class PollLoop {
     const { superseded } = journal.commit({
       document: result.document,
       etag: result.etag,
-      observedAt: new Date().toISOString(),
+      observedAt: readAt.toISOString(),
       events: pending,
     });
     if (superseded > 0) {
@@ -207,4 +248,10 @@ export class PollLoop {
     }
     this.#o.committed(pending.length > 0 ? result.events : [], result.document);
   }
+}
+
+/** systemBootedAt is when the system booted, from its uptime (ms since epoch), or null when the system does not say. */
+export function systemBootedAt(now: number = Date.now()): number | null {
+  const up = uptime();
+  return Number.isFinite(up) && up > 0 ? now - up * 1000 : null;
 }

@@ -6,7 +6,7 @@
  * transition types itself: `scheduled`, `updated`, and `started` for an event it never saw
  * before (a host failure skips Scheduled). A drain script must not drain the VM again when the
  * event is approved, starts or completes. A preparation that also gives the VM back (probe,
- * kubernetes: `undoes`) takes `completed` and `canceled` as well.
+ * kubernetes: `undoes`) takes `completed` and `canceled` as well. An Advisory prepares nothing.
  *
  * An end (canceled, completed) supersedes the preparations' rows of the occurrence it ends that
  * are still pending: they are not tried again (store/journal.ts).
@@ -17,10 +17,21 @@ import type { PendingEvent } from '../store/store.ts';
 import { prepares } from '../registry/sinks.ts';
 import type { DispatchTarget } from './dispatcher.ts';
 
-/** preparationTakes: whether a preparation with this filter takes the transition. */
-export function preparationTakes(filter: FilterConfig, transition: string, seenBefore: () => boolean, undoes = false): boolean {
-  if (filter.types !== undefined) return true;
+/**
+ * preparationTakes: whether a preparation with this filter takes the transition. An event whose
+ * status announces no maintenance (an Advisory such as SpotRebalanceRecommendation, or a status
+ * this version does not know) prepares nothing: it is delivered to the other sinks, never acted on.
+ */
+export function preparationTakes(
+  filter: FilterConfig,
+  transition: string,
+  seenBefore: () => boolean,
+  undoes = false,
+  status = 'Scheduled',
+): boolean {
   if (undoes && (transition === 'completed' || transition === 'canceled')) return true;
+  if (status !== 'Scheduled' && status !== 'Started') return false;
+  if (filter.types !== undefined) return true;
   return transition === 'scheduled' || transition === 'updated' || (transition === 'started' && !seenBefore());
 }
 
@@ -37,7 +48,7 @@ export function route(
     const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources, eventId: d.eventId };
     const takes = (t: DispatchTarget) =>
       matchesFilter(t.filter, subject, vmName) &&
-      (!prepares(t) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes));
+      (!prepares(t) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes, d.eventStatus));
     const ends = transition === 'canceled' || transition === 'completed';
     return {
       id: e.id,

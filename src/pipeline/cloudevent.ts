@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { isDrill } from '../drill/drills.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { affects, type VmIdentity } from '../imds/identity.ts';
-import type { Transition, TransitionKind } from './diff.ts';
+import type { CompletionEvidence, Transition, TransitionKind } from './diff.ts';
 
 const TYPE_PREFIX = 'azure.scheduledevent.';
 const MAX_ID_LENGTH = 128;
@@ -53,6 +53,12 @@ export interface EventData {
   approval?: ApprovalInfo;
   /** For `fleet.collision`: more members of a fleet group due for maintenance at once than it allows. */
   collision?: CollisionInfo;
+  /**
+   * For `completed`: whether a read showed the event Started. When none did (the VM was paused,
+   * or shut down, while it was), `completedBecause` says what shows it happened.
+   */
+  startedObserved?: boolean;
+  completedBecause?: CompletionEvidence;
   raw: Record<string, unknown>;
 }
 
@@ -176,6 +182,8 @@ export function toCloudEvent(t: Transition, ctx: MappingContext): BridgeEvent {
     affectsThisVm: affects(t.event.resources, ctx.vm.name),
     vm: vmData(ctx.vm),
     ...(t.previous !== undefined ? { previous: fieldsOf(t.previous) } : {}),
+    ...(t.kind === 'completed' ? { startedObserved: t.evidence === undefined } : {}),
+    ...(t.evidence !== undefined ? { completedBecause: t.evidence } : {}),
     raw: structuredClone(t.event.raw),
   };
   return build(cloudEventId(t.kind, t.event.eventId, discriminatorOf(t), ctx.occurrence), t.kind, data, t.incarnation, ctx);

@@ -7,7 +7,7 @@ import { TRANSITIONS } from './diff.ts';
 import { affects, isLeader } from '../imds/identity.ts';
 import { isDrill } from '../drill/drills.ts';
 
-export const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate'] as const;
+export const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate', 'SpotRebalanceRecommendation'] as const;
 export const EVENT_SOURCES = ['Platform', 'User'] as const;
 
 /** FilterConfig chooses which transitions reach a sink. */

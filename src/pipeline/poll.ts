@@ -9,7 +9,7 @@ import type { ImdsClient } from '../imds/client.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { MappingError, occurrenceKey, toCloudEvent, type BridgeEvent } from './cloudevent.ts';
-import { diff, type Transition } from './diff.ts';
+import { diff, type EndContext, type Transition } from './diff.ts';
 
 export interface Baseline {
   readonly document: EventsDocument;
@@ -38,15 +38,19 @@ export async function pollOnce(
     now?: () => Date;
     /** How often each transition (by occurrence key) happened before: the store's memory. */
     priorOccurrences?: (key: string) => number;
+    /** What tells a maintenance that happened unseen from a cancellation (diff.ts); the read's time is added. */
+    end?: Omit<EndContext, 'now'>;
   } = {},
 ): Promise<PollResult> {
   const read = await client.getScheduledEvents({ etag: baseline?.etag ?? null, signal: options.signal });
   if (read.kind === 'not-modified') return { kind: 'unchanged', etag: baseline?.etag ?? null, etagChanged: false };
-  const transitions = diff(baseline?.document ?? null, read.document);
+  const now = options.now?.() ?? new Date();
+  const end = options.end === undefined ? undefined : { ...options.end, now: now.getTime() };
+  const transitions = diff(baseline?.document ?? null, read.document, end);
   if (transitions.length === 0 && baseline !== null && baseline.document.incarnation === read.document.incarnation) {
     return { kind: 'unchanged', etag: read.etag, etagChanged: read.etag !== baseline.etag };
   }
-  const observedAt = (options.now?.() ?? new Date()).toISOString();
+  const observedAt = now.toISOString();
   let events: BridgeEvent[];
   let occurrences: { key: string; n: number }[];
   try {

@@ -47,6 +47,24 @@ export interface PreparedStep {
   readonly detail: string | null;
 }
 
+/** How a completion whose Started no read showed is known, in words. */
+const UNSEEN = {
+  approved: 'Azure accepted its approval',
+  notBefore: 'its NotBefore had passed',
+  boot: 'the VM restarted meanwhile',
+} as const;
+
+/** isAdvisory: a status that announces a risk, not a maintenance (SpotRebalanceRecommendation is Advisory). */
+export function isAdvisory(status: string): boolean {
+  return status === 'Advisory';
+}
+
+function advisoryWords(type: string): string {
+  return type === 'SpotRebalanceRecommendation'
+    ? 'is at elevated risk of Spot eviction (Azure recommends rebalancing; nothing is scheduled)'
+    : `has an advisory (${type}; nothing is scheduled)`;
+}
+
 const TYPE_RANK: Record<string, number> = { Preempt: 5, Terminate: 5, Redeploy: 4, Reboot: 3, Freeze: 1 };
 
 function willHappen(type: string, duration: number): string {
@@ -103,8 +121,16 @@ export function toChatMessage(
   let title: string;
   let severity: Severity;
   let rank = (TYPE_RANK[d.eventType] ?? 2) * 2 + (started ? 1 : 0);
-  if (transition === 'completed') {
-    plainWords = `maintenance finished (${d.eventType})`;
+  if (isAdvisory(d.eventStatus)) {
+    // an advisory announces no maintenance: nothing will happen at NotBefore, and its end cancels nothing
+    const over = transition === 'canceled' || transition === 'completed';
+    plainWords = over ? `advisory withdrawn (${d.eventType})` : advisoryWords(d.eventType);
+    title = over ? `${who}: ${plainWords}` : `${who} ${plainWords}`;
+    severity = over ? 'resolved' : 'warning';
+    rank = over ? 0 : 1;
+  } else if (transition === 'completed') {
+    const unseen = d.startedObserved === false ? `; its start was not seen: ${UNSEEN[d.completedBecause ?? 'notBefore']}` : '';
+    plainWords = `maintenance finished (${d.eventType}${unseen})`;
     title = `${who}: maintenance finished (${d.eventType})`;
     severity = 'resolved';
     rank = 0;

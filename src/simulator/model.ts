@@ -8,7 +8,8 @@ import { z } from 'zod';
 export interface SimEvent {
   eventId: string;
   eventType: string;
-  status: 'Scheduled' | 'Started';
+  /** Advisory: a risk, not a maintenance (SpotRebalanceRecommendation): it never starts, and goes after `startedMs`. */
+  status: 'Scheduled' | 'Started' | 'Advisory';
   resources: string[];
   source: string;
   description: string;
@@ -32,7 +33,7 @@ export interface SimEvent {
 export const AddEventSpec = z.strictObject({
   EventId: z.string().min(1).optional(),
   EventType: z.string().min(1).default('Reboot'),
-  EventStatus: z.enum(['Scheduled', 'Started']).default('Scheduled'),
+  EventStatus: z.enum(['Scheduled', 'Started', 'Advisory']).default('Scheduled'),
   Resources: z.array(z.string()).optional(),
   EventSource: z.string().default('Platform'),
   Description: z.string().default(''),
@@ -43,7 +44,7 @@ export const AddEventSpec = z.strictObject({
     .int()
     .min(0)
     .default(15 * 60_000),
-  /** Milliseconds the event stays Started. */
+  /** Milliseconds the event stays Started (an Advisory: listed). */
   startedMs: z
     .number()
     .int()
@@ -65,11 +66,11 @@ export function newSimEvent(s: z.infer<typeof AddEventSpec>, vmName: string, sce
     source: s.EventSource,
     description: s.Description,
     durationSeconds: s.DurationInSeconds,
-    notBefore: s.EventStatus === 'Started' ? null : now + s.noticeMs,
+    notBefore: s.EventStatus === 'Scheduled' ? now + s.noticeMs : null,
     notBeforeFormat: s.notBeforeFormat,
     startedMs: s.startedMs,
     startedAt: s.EventStatus === 'Started' ? now : null,
-    cancelAt: null,
+    cancelAt: s.EventStatus === 'Advisory' ? now + s.startedMs : null,
     rescheduleAt: null,
     rescheduleNoticeMs: 0,
     scenario,
@@ -86,7 +87,7 @@ export function advance(events: readonly SimEvent[], now: number, start: (e: Sim
   let changed = false;
   const keep: SimEvent[] = [];
   for (const e of events) {
-    if (e.status === 'Scheduled' && e.cancelAt !== null && now >= e.cancelAt) {
+    if (e.status !== 'Started' && e.cancelAt !== null && now >= e.cancelAt) {
       changed = true;
       continue;
     }

@@ -151,6 +151,7 @@ export class ImdsSimulator {
     if (e === undefined) return false;
     if (e.status === 'Scheduled') {
       this.#start(e, this.#now());
+      this.#dropEnded();
       this.#changed();
     }
     return true;
@@ -168,7 +169,10 @@ export class ImdsSimulator {
         changed = true;
       }
     }
-    if (changed) this.#changed();
+    if (changed) {
+      this.#dropEnded();
+      this.#changed();
+    }
     return true;
   }
 
@@ -244,6 +248,11 @@ export class ImdsSimulator {
 
   compute(): Record<string, string> {
     return renderCompute(this.vmName, this.resourceGroup);
+  }
+
+  /** dropEnded removes at once the events started with no Started window (startedMs 0): no read can see them Started. */
+  #dropEnded(): void {
+    this.events = this.events.filter((e) => !(e.status === 'Started' && e.startedMs === 0));
   }
 
   #start(e: SimEvent, now: number): void {

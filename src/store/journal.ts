@@ -42,6 +42,7 @@ export class Journal {
     this.#s = {
       loadDocument: db.prepare('SELECT incarnation, body, etag, observed_at FROM document WHERE id = 1'),
       saveEtag: db.prepare('UPDATE document SET etag = ? WHERE id = 1'),
+      saveReadAt: db.prepare('UPDATE document SET observed_at = ? WHERE id = 1'),
       saveDocument: db.prepare(
         `INSERT INTO document (id, incarnation, body, etag, observed_at) VALUES (1, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, body = excluded.body,
@@ -168,6 +169,11 @@ export class Journal {
    */
   priorOccurrences(key: string): number {
     return this.#s.occurrenceGet.get<{ n: number | null }>(key, key)?.n ?? 0;
+  }
+
+  /** saveReadAt remembers when the current document was last read (unchanged) from IMDS. */
+  saveReadAt(at: string): void {
+    this.#s.saveReadAt.run(at);
   }
 
   /** saveEtag remembers a new ETag for an unchanged document. */

@@ -141,7 +141,7 @@ describe('unknown fields nested 5,000 levels deep', () => {
 });
 
 describe("Microsoft's mock server pattern: a new EventId for every state", () => {
-  it('is reported by the rules: scheduled, then canceled plus an unannounced started, then completed', async () => {
+  it('is reported by the rules: scheduled, then completed (its NotBefore passed) plus an unannounced started, then completed', async () => {
     const sim = await simulator();
     const { delivered } = await bridgeOn(sim, { identity: { vmName: 'vm0' } });
     const e = sim.addEvent({ newIdPerState: true, noticeMs: 400, startedMs: 600 });
@@ -151,7 +151,12 @@ describe("Microsoft's mock server pattern: a new EventId for every state", () =>
     expect(second).not.toBe(first);
     const seen = delivered().map((x) => `${x.type.replace('azure.scheduledevent.', '')}:${x.subject}`);
     expect(seen.slice(0, 1)).toEqual([`scheduled:${first}`]);
-    expect(seen.slice(1, 3).sort()).toEqual([`canceled:${first}`, `started:${second}`].sort());
+    // the first id went at its NotBefore, when the maintenance started under the second: it happened, it was not canceled
+    expect(seen.slice(1, 3).sort()).toEqual([`completed:${first}`, `started:${second}`].sort());
+    expect(delivered().find((x) => x.subject === first && x.type.endsWith('.completed'))!.data).toMatchObject({
+      startedObserved: false,
+      completedBecause: 'notBefore',
+    });
     expect(seen[3]).toBe(`completed:${second}`);
     expect(sim.scenarioOfEvent.size).toBe(0);
     const ids = sim.playScenario('new-id-per-state');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { diff } from '../../src/pipeline/diff.ts';
+import { diff, type EndContext } from '../../src/pipeline/diff.ts';
 import { toDomainDocument, WireDocument, type EventsDocument } from '../../src/imds/wire.ts';
 import { fixtureDocument } from '../helpers.ts';
 
@@ -100,5 +100,46 @@ describe('diff: transition rules', () => {
     const before = JSON.stringify([a, b]);
     diff(a, b);
     expect(JSON.stringify([a, b])).toBe(before);
+  });
+});
+
+describe('diff: a maintenance that happened between two reads is completed, never canceled', () => {
+  // NotBefore of ev(): 2022-04-11T22:26:58Z
+  const notBefore = Date.parse('2022-04-11T22:26:58Z');
+  const end = (over: Partial<EndContext> = {}): EndContext => ({
+    now: notBefore - 60_000,
+    lastReadAt: notBefore - 61_000,
+    bootedAt: notBefore - 86_400_000,
+    approved: () => false,
+    ...over,
+  });
+  const ended = (prev: EventsDocument, context: EndContext) =>
+    diff(prev, doc(9), context).map((t) => `${t.kind}:${t.event.eventId}:${t.evidence ?? '-'}`);
+
+  it.each<[string, Partial<EndContext>, string]>([
+    ['gone before NotBefore, not approved, no boot since the last read: canceled', {}, 'canceled:A:-'],
+    ['gone after IMDS accepted this bridge\'s StartRequests: completed', { approved: (id) => id === 'A' }, 'completed:A:approved'],
+    ['gone once NotBefore has passed: completed', { now: notBefore }, 'completed:A:notBefore'],
+    ['gone after the system booted later than the last read that listed it: completed', { bootedAt: notBefore - 30_000 }, 'completed:A:boot'],
+    ['a boot before the last read proves nothing: canceled', { bootedAt: notBefore - 62_000 }, 'canceled:A:-'],
+    ['no last read known: the boot proves nothing', { lastReadAt: null, bootedAt: notBefore - 1 }, 'canceled:A:-'],
+    ['a drill follows its status alone', { now: notBefore, statusOnly: () => true }, 'canceled:A:-'],
+  ])('%s', (_name, over, expected) => {
+    expect(ended(doc(2, ev('A')), end(over))).toEqual([expected]);
+  });
+
+  it('an event gone while Started is completed with no evidence needed', () => {
+    expect(ended(doc(3, ev('A', { EventStatus: 'Started', NotBefore: '' })), end())).toEqual(['completed:A:-']);
+  });
+
+  it('an event of a status that announces no maintenance (Advisory, unknown) is never taken to have happened', () => {
+    const advisory = doc(2, ev('A', { EventType: 'SpotRebalanceRecommendation', EventStatus: 'Advisory' }), ev('B', { EventStatus: 'Odd' }));
+    expect(ended(advisory, end({ now: notBefore, approved: () => true }))).toEqual(['canceled:A:-', 'canceled:B:-']);
+  });
+
+  it('an event with no NotBefore is completed only by an approval or a boot', () => {
+    const none = doc(2, ev('A', { NotBefore: '' }));
+    expect(ended(none, end({ now: notBefore + 86_400_000 }))).toEqual(['canceled:A:-']);
+    expect(ended(none, end({ bootedAt: notBefore }))).toEqual(['completed:A:boot']);
   });
 });

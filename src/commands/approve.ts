@@ -6,17 +6,17 @@ import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { HttpClient } from '../lib/http-client.ts';
 import { signatureHeaders } from '../lib/standard-webhooks.ts';
-import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parse(
     argv,
-    { config: { type: 'string', short: 'c' }, reason: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' } },
+    { ...CONFIG_OPTIONS, reason: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' } },
     true,
   );
   if (positionals.length !== 1) throw new UsageError('expected one EventId');
   if (values.force && !values.reason) throw new UsageError('--force needs --reason: approving past the fleet budget goes on the record');
-  const loaded = await loadOrReport(values.config);
+  const loaded = await loadOrReport(values, needs.sections('approval', 'server'));
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const key = config.approval.key;

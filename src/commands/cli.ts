@@ -11,33 +11,39 @@ import { nodeVersionProblem } from '../lib/node-version.ts';
 const USAGE = `Usage: se-bridge <command> [options]
 
 Commands:
-  run [--config FILE] [--dry-run]          run the daemon
+  run [--config FILE] [--env-file FILE] [--dry-run]
+                                           run the daemon
   demo [--duration S] [--state-dir DIR]    simulator + bridge + every scenario, on this machine
   demo --fleet                             fleet approvals: relay, 3 VMs, a local Service Bus stand-in
   simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real] [--vm-name NAME] [--servicebus HOST:PORT]
                                            run the IMDS simulator alone
-  validate [--config FILE] [--relay]       check a configuration file, a bridge's or a relay's (exit 2 lists every problem)
-  status [--config FILE] [--json]          read IMDS once: current events and who this VM is
-  approve EVENTID [--config FILE] [--reason TEXT] [--force] [--json]
+  validate [--config FILE] [--env-file FILE] [--relay]
+                                           check a configuration file, a bridge's or a relay's (exit 2 lists every problem)
+  status [--config FILE] [--env-file FILE] [--json]
+                                           read IMDS once: current events and who this VM is
+  approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
                                            approve an event through the running daemon (--force: past the fleet budget)
-  dead-letters list|replay [--sink NAME] [--config FILE] [--json]
+  dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
                                            inspect or re-queue events that could not be delivered
   relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
-  fleet status [--config FILE] [--json]    the fleet budget's group: members, windows, slots
+  fleet status [--config FILE] [--env-file FILE] [--json]
+                                           the fleet budget's group: members, windows, slots
   drill [--type TYPE] [--notice D] [--duration D] [--source S] [--sink NAME ...] [--prepare rehearse|real]
-        [--cancel|--end] [--config FILE] [--json]
+        [--cancel|--end] [--config FILE] [--env-file FILE] [--json]
                                            play one maintenance through the running daemon, end to end; nothing is asked of Azure
-  prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--json]
+  prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--env-file FILE] [--json]
                                            what a preparation would do now (a drain: dry-run evictions); nothing changes
-  template test --sink NAME [--config FILE] [--scenario NAME]
+  template test --sink NAME [--config FILE] [--env-file FILE] [--scenario NAME]
                                            render a webhook sink's templates for a scenario
   schema                                   print the configuration's JSON Schema
   --version                                print the version
 
-Configuration: --config, else $SE_BRIDGE_CONFIG, else config/bridge.yaml.
-Every command answers --help.
+Configuration: --config, else $SE_BRIDGE_CONFIG, else config/bridge.yaml, else /etc/se-bridge/bridge.yaml.
+Secrets: \${NAME} expands from your environment, then from --env-file (default: the installed
+service's /etc/se-bridge/se-bridge.env, when it exists); a command resolves only what it uses.
+Every command answers --help (also: se-bridge help COMMAND).
 `;
 
 const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<number> }>> = {
@@ -64,11 +70,15 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${tooOld}\n`);
     return EXIT.usage;
   }
+  if (verb === 'help' && rest.length > 0 && COMMANDS[rest[0]!] !== undefined) {
+    process.stdout.write(usageOf(rest[0]!, rest.slice(1)) ?? USAGE);
+    return EXIT.ok;
+  }
   if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h') {
     process.stdout.write(USAGE);
     return verb === undefined ? EXIT.usage : EXIT.ok;
   }
-  if (verb === '--version' || verb === '-V' || verb === 'version') {
+  if (verb === '--version' || verb === '-V' || verb === '-v' || verb === 'version') {
     process.stdout.write(`${VERSION}\n`);
     return EXIT.ok;
   }
@@ -84,8 +94,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     return await (await load()).main(rest);
   } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`se-bridge ${verb}: ${err.message}\n\n${usageOf(verb, rest) ?? USAGE}`);
+    if (err instanceof UsageError || (err as { code?: unknown }).code === 'USAGE') {
+      process.stderr.write(`se-bridge ${verb}: ${(err as Error).message}\n\n${usageOf(verb, rest) ?? USAGE}`);
       return EXIT.usage;
     }
     throw err;
@@ -94,6 +104,14 @@ async function main(argv: string[]): Promise<number> {
 
 /** How long a finished command may take to let go of its last handles before it is ended. */
 const EXIT_GRACE_MS = 3000;
+
+// a reader that goes away (`se-bridge schema | head`) ends the command quietly, as for any Unix tool
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? EXIT.ok);
+    throw err;
+  });
+}
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -1,6 +1,7 @@
 /** Shared helpers of the CLI commands: exit codes, argument parsing, config loading. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfig, resolveConfigPath } from '../config/load.ts';
+import { cliEnvironment } from '../config/env-file.ts';
+import { ConfigError, loadConfig, resolveConfigPath, type Needs } from '../config/load.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { BridgeError } from '../lib/errors.ts';
 
@@ -22,14 +23,55 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: s
   }
 }
 
-/** loadOrReport loads the configuration; on problems it prints them all and returns null (exit 2). */
-export async function loadOrReport(flag: string | undefined): Promise<{ config: BridgeConfig; path: string } | null> {
-  const path = resolveConfigPath(flag);
+/** The options every verb that reads the configuration takes. */
+export const CONFIG_OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  'env-file': { type: 'string' },
+} as const;
+
+/** What a verb needs resolved of the configuration (see Needs): everything, nothing secret, or some sections or sinks. */
+export const needs = {
+  /** A verb that asks the running daemon, or reads the state database: no secret at all. */
+  nothing: (() => false) satisfies Needs,
+  /** The sections named (`approval`, `fleet`). */
+  sections:
+    (...names: string[]): Needs =>
+    (path) =>
+      names.includes(String(path[0])),
+  /** The sinks `which` takes, and the sections named. */
+  sinks:
+    (which: (sink: { name?: unknown; type?: unknown }) => boolean, ...sections: string[]): Needs =>
+    (path, raw) => {
+      if (sections.includes(String(path[0]))) return true;
+      if (path[0] !== 'sinks' || typeof path[1] !== 'number') return false;
+      const sink = (raw as { sinks?: unknown[] }).sinks?.[path[1]];
+      return sink !== null && typeof sink === 'object' && which(sink);
+    },
+};
+
+/**
+ * loadOrReport loads the configuration with the service's environment file under the caller's
+ * environment (`--env-file`, else the installed unit's, when it exists: said on stderr), resolving
+ * only what the verb `uses` (default: everything); on problems it prints them all and returns null (exit 2).
+ */
+export async function loadOrReport(
+  values: { config?: string | undefined; 'env-file'?: string | undefined },
+  uses?: Needs,
+): Promise<{ config: BridgeConfig; path: string } | null> {
+  const path = resolveConfigPath(values.config);
+  const environment = cliEnvironment(values['env-file']);
+  if (environment.read !== null) {
+    process.stderr.write(`se-bridge: read ${environment.read.path}\n`);
+  }
   try {
-    return { config: await loadConfig(path), path };
+    return { config: await loadConfig(path, environment.env, uses === undefined ? {} : { needs: uses }), path };
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
+      if (environment.unreadable !== null && err.problems.some((p) => p.includes(': environment variable ')))
+        process.stderr.write(
+          `(the service's environment file could not be read: ${environment.unreadable}; run as its owner, or name one with --env-file)\n`,
+        );
       return null;
     }
     throw err;

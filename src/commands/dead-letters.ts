@@ -1,17 +1,13 @@
 /** se-bridge dead-letters list|replay: inspect the events a sink could not take, or queue them again. */
 import { existsSync } from 'node:fs';
 import { Store } from '../store/store.ts';
-import { EXIT, loadOrReport, parse, table, UsageError } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    { config: { type: 'string', short: 'c' }, sink: { type: 'string' }, json: { type: 'boolean' } },
-    true,
-  );
+  const { values, positionals } = parse(argv, { ...CONFIG_OPTIONS, sink: { type: 'string' }, json: { type: 'boolean' } }, true);
   const action = positionals[0];
   if (positionals.length !== 1 || (action !== 'list' && action !== 'replay')) throw new UsageError('expected "list" or "replay"');
-  const loaded = await loadOrReport(values.config);
+  const loaded = await loadOrReport(values, needs.nothing);
   if (loaded === null) return EXIT.usage;
   const path = loaded.config.state.path;
   // a command that reads never makes a state database: without one there is nothing to list or replay

@@ -9,7 +9,7 @@ import { controlPath } from '../drill/control.ts';
 import { controlCall as call } from '../drill/control-client.ts';
 import type { DrillReport } from '../drill/report.ts';
 import { parseDuration } from '../lib/time.ts';
-import { EXIT, loadOrReport, parse, table, UsageError } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
 
 /** How long after its end a drill's last deliveries may take before the report is printed anyway. */
 const SETTLE_MS = 60_000;
@@ -17,7 +17,7 @@ const POLL_MS = 250;
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
-    config: { type: 'string', short: 'c' },
+    ...CONFIG_OPTIONS,
     type: { type: 'string' },
     notice: { type: 'string' },
     duration: { type: 'string' },
@@ -38,7 +38,7 @@ export async function main(argv: string[]): Promise<number> {
   const durationSeconds = seconds('duration', values.duration);
   if (values.end === true && values.cancel === true)
     throw new UsageError('--end ends the drill being played; --cancel plays one that ends canceled: one of them');
-  const loaded = await loadOrReport(values.config);
+  const loaded = await loadOrReport(values, needs.nothing);
   if (loaded === null) return EXIT.usage;
   const path = controlPath(loaded.config.state.path);
   const out = process.stdout;

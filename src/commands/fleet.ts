@@ -10,7 +10,7 @@ import { createPublicKey } from 'node:crypto';
 import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../fleet/keys.ts';
 import { groupText, readGroup } from '../fleet/group.ts';
 import { errorFields } from '../lib/errors.ts';
-import { EXIT, loadOrReport, parse, table, UsageError } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
@@ -43,8 +43,8 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
   if (verb === 'status') {
-    const { values } = parse(rest, { config: { type: 'string', short: 'c' }, json: { type: 'boolean' } });
-    const loaded = await loadOrReport(values.config);
+    const { values } = parse(rest, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
+    const loaded = await loadOrReport(values, needs.sections('fleet'));
     if (loaded === null) return EXIT.usage;
     const fleet = loaded.config.fleet;
     if (fleet === undefined) {

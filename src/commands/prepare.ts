@@ -12,7 +12,7 @@ import { parseDuration } from '../lib/time.ts';
 import { REHEARSING_TYPES, rehearsalOf } from '../registry/sinks.ts';
 import { identityOverride, type BridgeConfig, type SinkConfig } from '../config/schema.ts';
 import type { Rehearsal } from '../sinks/contract.ts';
-import { EXIT, loadOrReport, onShutdown, parse, UsageError } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, onShutdown, parse, UsageError } from './common.ts';
 
 type Result =
   | { readonly sink: string; readonly type: string; readonly rehearsal: Rehearsal }
@@ -20,7 +20,7 @@ type Result =
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
-    config: { type: 'string', short: 'c' },
+    ...CONFIG_OPTIONS,
     sink: { type: 'string' },
     notice: { type: 'string' },
     'dry-run': { type: 'boolean' },
@@ -30,7 +30,10 @@ export async function main(argv: string[]): Promise<number> {
     throw new UsageError('prepare only rehearses: add --dry-run (a real preparation follows a maintenance event)');
   const noticeMs = values.notice === undefined ? null : parseDuration(values.notice);
   if (values.notice !== undefined && noticeMs === null) throw new UsageError(`--notice ${values.notice}: a duration such as 30s, 5m or 1h`);
-  const loaded = await loadOrReport(values.config);
+  const loaded = await loadOrReport(
+    values,
+    needs.sinks((s) => s.type === 'kubernetes' || s.type === 'probe' || s.type === 'exec'),
+  );
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const sinks = chosen(config.sinks, values.sink);

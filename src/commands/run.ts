@@ -4,11 +4,11 @@ import { createLogger, scrub } from '../lib/log.ts';
 import { errorFields } from '../lib/errors.ts';
 import { secretsOf } from '../config/schema.ts';
 import { configWarnings } from '../config/warnings.ts';
-import { EXIT, loadOrReport, onShutdown, parse } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, onShutdown, parse } from './common.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { config: { type: 'string', short: 'c' }, 'dry-run': { type: 'boolean' } });
-  const loaded = await loadOrReport(values.config);
+  const { values } = parse(argv, { ...CONFIG_OPTIONS, 'dry-run': { type: 'boolean' } });
+  const loaded = await loadOrReport(values);
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   // The stdout sink owns stdout when configured; logs then go to stderr so both stay parseable.

@@ -16,7 +16,7 @@ import { Preparations, preparersOf } from '../daemon/preparations.ts';
 import type { PreparationState } from '../sinks/contract.ts';
 import { groupText, readGroup } from '../fleet/group.ts';
 import { errorFields } from '../lib/errors.ts';
-import { EXIT, loadOrReport, parse, table } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
 import { controlPath } from '../drill/control.ts';
 import { controlCall } from '../drill/control-client.ts';
 import type { DrillState } from '../drill/drills.ts';
@@ -25,8 +25,8 @@ import type { DrillState } from '../drill/drills.ts';
 const READ_RETRY = { intervalMs: 500, maxPauseMs: 5000, deadlineMs: 15_000 };
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { config: { type: 'string', short: 'c' }, json: { type: 'boolean' } });
-  const loaded = await loadOrReport(values.config);
+  const { values } = parse(argv, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
+  const loaded = await loadOrReport(values, needs.sections('fleet'));
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const client = new ImdsClient({

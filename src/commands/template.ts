@@ -13,7 +13,7 @@ import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';
 import { previewOf } from '../registry/sinks.ts';
 import { findScenario, SCENARIOS } from '../simulator/scenarios.ts';
 import { scenarioTimeline } from '../simulator/timeline.ts';
-import { EXIT, loadOrReport, parse, UsageError } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, UsageError } from './common.ts';
 import { identityOverride, type BridgeConfig } from '../config/schema.ts';
 import { BridgeState } from '../imds/view.ts';
 
@@ -21,17 +21,16 @@ import { BridgeState } from '../imds/view.ts';
 const DEFAULT_SCENARIO = 'degraded-hardware';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    { config: { type: 'string', short: 'c' }, sink: { type: 'string' }, scenario: { type: 'string' } },
-    true,
-  );
+  const { values, positionals } = parse(argv, { ...CONFIG_OPTIONS, sink: { type: 'string' }, scenario: { type: 'string' } }, true);
   if (positionals[0] !== 'test' || positionals.length !== 1) throw new UsageError('the only sub-command is "test"');
   if (values.sink === undefined) throw new UsageError('--sink NAME is required');
   const scenario = values.scenario ?? DEFAULT_SCENARIO;
   if (findScenario(scenario) === undefined)
     throw new UsageError(`unknown scenario "${scenario}"; one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
-  const loaded = await loadOrReport(values.config);
+  const loaded = await loadOrReport(
+    values,
+    needs.sinks((s) => s.name === values.sink, 'approval'),
+  );
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const sink = config.sinks.find((s) => s.name === values.sink);

@@ -3,10 +3,13 @@
  * a usage error names. Each text starts `Usage: se-bridge <verb>`.
  */
 
-const CONFIG = '  -c, --config FILE   the configuration (else $SE_BRIDGE_CONFIG, else config/bridge.yaml)';
+const CONFIG = `  -c, --config FILE   the configuration (else $SE_BRIDGE_CONFIG, else config/bridge.yaml, else the
+                      installed /etc/se-bridge/bridge.yaml)
+  --env-file FILE     variables for \${NAME} (else $SE_BRIDGE_ENV_FILE, else the installed service's
+                      /etc/se-bridge/se-bridge.env when it exists); your own environment wins`;
 
 export const USAGES: Record<string, string> = {
-  run: `Usage: se-bridge run [--config FILE] [--dry-run]
+  run: `Usage: se-bridge run [--config FILE] [--env-file FILE] [--dry-run]
 
 Runs the daemon: polls IMDS, delivers every change to the sinks, serves approvals and metrics.
 
@@ -35,7 +38,7 @@ Runs the IMDS simulator alone (Scheduled Events, instance metadata, the token en
   --servicebus HOST:PORT also a Service Bus stand-in (AMQP 1.0) with the inbox and replies queues;
                          the banner gives its connection string
 `,
-  validate: `Usage: se-bridge validate [--config FILE] [--relay]
+  validate: `Usage: se-bridge validate [--config FILE] [--env-file FILE] [--relay]
 
 Checks a configuration file: exit 0 when valid (warnings on stderr), exit 2 listing every problem by path.
 A relay's file (its signingKey and serviceBus keys) is checked as a relay's.
@@ -43,7 +46,7 @@ A relay's file (its signingKey and serviceBus keys) is checked as a relay's.
 ${CONFIG}
   --relay             a relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
 `,
-  status: `Usage: se-bridge status [--config FILE] [--json]
+  status: `Usage: se-bridge status [--config FILE] [--env-file FILE] [--json]
 
 Reads IMDS once: the events with the time left until NotBefore, their approval and
 preparations (read from the daemon's state database), and who this VM is.
@@ -51,7 +54,7 @@ preparations (read from the daemon's state database), and who this VM is.
 ${CONFIG}
   --json              one JSON document
 `,
-  approve: `Usage: se-bridge approve EVENTID [--config FILE] [--reason TEXT] [--force] [--json]
+  approve: `Usage: se-bridge approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
 
 Approves an event through the running daemon's approval server (the same path as every approval).
 
@@ -60,7 +63,7 @@ ${CONFIG}
   --force             past the fleet budget, on the record (needs --reason)
   --json              the answer as JSON
 `,
-  'dead-letters': `Usage: se-bridge dead-letters list|replay [--sink NAME] [--config FILE] [--json]
+  'dead-letters': `Usage: se-bridge dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
 
   list                the events a sink could not take, with the last error
   replay              queue them again (also while the daemon runs)
@@ -78,14 +81,14 @@ Runs the fleet's approval endpoint: signs approvals as commands to each VM's Ser
 
   -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
 `,
-  fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE] [--json]
+  fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE] [--env-file FILE] [--json]
 
   keys                a new relay signing key pair and fleet key (JSON)
   link-key --vm ID    a VM's link key, from $SE_BRIDGE_FLEET_KEY and the VM's resource id
   public-key          the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
   status              the fleet budget's group: members, their windows, who holds the slots
 `,
-  'fleet status': `Usage: se-bridge fleet status [--config FILE] [--json]
+  'fleet status': `Usage: se-bridge fleet status [--config FILE] [--env-file FILE] [--json]
 
 Reads the fleet budget's store once: the group's members with their pending events and last
 heartbeat (stopped ones marked), who holds the slots and since when, and a collision foretold.
@@ -107,7 +110,7 @@ and the VM's resource id (or its name when it has none).
 
 Prints the public key of $SE_BRIDGE_RELAY_SIGNING_KEY (base64 SPKI): the bridges' relayPublicKey.
 `,
-  template: `Usage: se-bridge template test --sink NAME [--config FILE] [--scenario NAME]
+  template: `Usage: se-bridge template test --sink NAME [--config FILE] [--env-file FILE] [--scenario NAME]
 
   test    renders a webhook sink's template, urlTemplate and headerTemplates for every
           transition of a simulator scenario (default degraded-hardware: scheduled, updated,
@@ -118,7 +121,7 @@ ${CONFIG}
   --sink NAME         the webhook sink whose templates to render
   --scenario NAME     a scenario of \`se-bridge simulate\`
 `,
-  'template test': `Usage: se-bridge template test --sink NAME [--config FILE] [--scenario NAME]
+  'template test': `Usage: se-bridge template test --sink NAME [--config FILE] [--env-file FILE] [--scenario NAME]
 
 Renders a webhook sink's template, urlTemplate and headerTemplates for every transition of a
 simulator scenario (default degraded-hardware; canceled-maintenance ends canceled) and prints
@@ -129,7 +132,7 @@ ${CONFIG}
   --scenario NAME     a scenario of \`se-bridge simulate\`
 `,
   drill: `Usage: se-bridge drill [--type TYPE] [--notice D] [--duration D] [--source Platform|User] [--sink NAME ...]
-                      [--prepare rehearse|real] [--cancel|--end] [--config FILE] [--json]
+                      [--prepare rehearse|real] [--cancel|--end] [--config FILE] [--env-file FILE] [--json]
 
 Asks the running daemon (through its local control channel) to play one maintenance for this VM
 as if IMDS had listed it: Scheduled, Started when approved or at NotBefore, completed after its
@@ -148,7 +151,7 @@ ends: exit 0 only when every step passed.
 ${CONFIG}
   --json              the report as JSON
 `,
-  prepare: `Usage: se-bridge prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--json]
+  prepare: `Usage: se-bridge prepare --dry-run [--sink NAME] [--notice DURATION] [--config FILE] [--env-file FILE] [--json]
 
 Rehearses the preparation of this VM now, changing nothing. A kubernetes sink asks the API server
 for each pod on its Node as a dry-run eviction (dryRun=All) and lists the pods a drain would evict
@@ -162,11 +165,11 @@ the preparation, 1 when something would (or the API could not be asked).
 ${CONFIG}
   --json              one JSON document
 `,
-  'dead-letters list': `Usage: se-bridge dead-letters list [--sink NAME] [--config FILE] [--json]
+  'dead-letters list': `Usage: se-bridge dead-letters list [--sink NAME] [--config FILE] [--env-file FILE] [--json]
 
 Lists the events a sink could not take, with the last error.
 `,
-  'dead-letters replay': `Usage: se-bridge dead-letters replay [--sink NAME] [--config FILE]
+  'dead-letters replay': `Usage: se-bridge dead-letters replay [--sink NAME] [--config FILE] [--env-file FILE]
 
 Queues the dead letters again (also while the daemon runs: it picks them up).
 `,

@@ -9,14 +9,14 @@ import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadFileWith } from '../config/load.ts';
 import { configWarnings } from '../config/warnings.ts';
 import { RelayConfig } from '../fleet/relay-config.ts';
-import { EXIT, loadOrReport, parse } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, parse } from './common.ts';
 import { templateLimitProblems } from './template.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { config: { type: 'string', short: 'c' }, relay: { type: 'boolean' } });
+  const { values } = parse(argv, { ...CONFIG_OPTIONS, relay: { type: 'boolean' } });
   const relayPath = values.config ?? process.env.SE_BRIDGE_RELAY_CONFIG ?? 'config/relay.yaml';
   if (values.relay === true || (values.config !== undefined && looksLikeRelay(values.config))) return validateRelay(relayPath);
-  const loaded = await loadOrReport(values.config);
+  const loaded = await loadOrReport(values);
   if (loaded === null) return EXIT.usage;
   const limits = await templateLimitProblems(loaded.config);
   if (limits.length > 0) {

@@ -8,7 +8,7 @@
  * literal `${`.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { BridgeError } from '../lib/errors.ts';
@@ -16,6 +16,9 @@ import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../regist
 import { sinkProblems } from '../registry/sinks.ts';
 import { BridgeConfig } from './schema.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
+import { expandVariables, formatPath, withPlaceholders, type Expanded, type Needs } from './expand.ts';
+
+export type { Needs } from './expand.ts';
 
 export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   readonly problems: readonly string[];
@@ -31,15 +34,33 @@ export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   }
 }
 
+/**
+ * resolveConfigPath: `--config`, else `$SE_BRIDGE_CONFIG`, else `config/bridge.yaml`; where that
+ * does not exist and the installed service's file does (/etc/se-bridge/bridge.yaml, on Windows
+ * %ProgramData%\se-bridge\bridge.yaml), that one: on a VM a command finds the daemon's configuration.
+ */
 export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return flag ?? env.SE_BRIDGE_CONFIG ?? 'config/bridge.yaml';
+  const chosen = flag ?? (env.SE_BRIDGE_CONFIG || undefined);
+  if (chosen !== undefined) return chosen;
+  const local = 'config/bridge.yaml';
+  const installed =
+    process.platform === 'win32'
+      ? env.ProgramData === undefined
+        ? null
+        : join(env.ProgramData, 'se-bridge', 'bridge.yaml')
+      : '/etc/se-bridge/bridge.yaml';
+  return !existsSync(local) && installed !== null && existsSync(installed) ? installed : local;
 }
 
 /** A configuration file is a few KiB; anything past this is a mistake or an attack, refused before it is parsed. */
 const MAX_CONFIG_BYTES = 1024 * 1024;
 
-export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
-  return parseConfigText(readConfigText(path), path, env);
+export interface LoadOptions {
+  readonly needs?: Needs;
+}
+
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): BridgeConfig {
+  return parseConfigText(readConfigText(path), path, env, options);
 }
 
 function readConfigText(path: string): string {
@@ -64,12 +85,17 @@ export function loadFileWith<S extends z.ZodType>(schema: S, path: string, env: 
   return validateWith(schema, readYaml(readConfigText(path), path, env), path);
 }
 
-export function parseConfigText(text: string, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
-  return validateExpanded(readYaml(text, source, env), source);
+export function parseConfigText(
+  text: string,
+  source: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): BridgeConfig {
+  return validateExpanded(readYaml(text, source, env, options.needs), source);
 }
 
 /** readYaml parses a configuration text and expands it, applying the environment overrides. */
-function readYaml(text: string, source: string, env: NodeJS.ProcessEnv): { expanded: unknown; problems: string[] } {
+function readYaml(text: string, source: string, env: NodeJS.ProcessEnv, needs?: Needs): Expanded {
   if (text.length > MAX_CONFIG_BYTES)
     throw new ConfigError(source, [`(file): is ${text.length} characters; a configuration file may have at most ${MAX_CONFIG_BYTES}`]);
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
@@ -89,26 +115,23 @@ function readYaml(text: string, source: string, env: NodeJS.ProcessEnv): { expan
   } catch (err) {
     throw new ConfigError(source, [`(yaml): ${(err as Error).message}`]);
   }
-  return expandAll(raw, env);
+  return expandAll(raw, env, needs);
 }
 
 /** expandAll expands `${NAME}` and applies the overrides; its problems are reported with the schema's. */
-function expandAll(raw: unknown, env: NodeJS.ProcessEnv): { expanded: unknown; problems: string[] } {
-  const problems: string[] = [];
-  const expanded = expand(raw, [], env, problems);
-  applyEnvOverrides(expanded, env);
-  return { expanded, problems };
+function expandAll(raw: unknown, env: NodeJS.ProcessEnv, needs?: Needs): Expanded {
+  const out = expandVariables(raw, env, needs);
+  applyEnvOverrides(out.expanded, env);
+  return out;
 }
 
 export function validateConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
   return validateExpanded(expandAll(raw, env), source);
 }
 
-function validateWith<S extends z.ZodType>(
-  schema: S,
-  { expanded, problems }: { expanded: unknown; problems: string[] },
-  source: string,
-): z.infer<S> {
+function validateWith<S extends z.ZodType>(schema: S, input: Expanded, source: string): z.infer<S> {
+  withPlaceholders(schema, input);
+  const { expanded, problems } = input;
   const result = schema.safeParse(expanded, { reportInput: true });
   // a key whose variable is not set is said once: not again as a value the schema refuses
   const unset = new Set(problems.map((p) => p.slice(0, p.indexOf(': '))));
@@ -118,7 +141,7 @@ function validateWith<S extends z.ZodType>(
   return result.data as z.infer<S>;
 }
 
-function validateExpanded(input: { expanded: unknown; problems: string[] }, source: string): BridgeConfig {
+function validateExpanded(input: Expanded, source: string): BridgeConfig {
   return withModulesFrom(validateWith(BridgeConfig, input, source), source);
 }
 
@@ -151,40 +174,6 @@ function withModulesFrom(config: BridgeConfig, source: string): BridgeConfig {
     if (sink.type === 'module' && sink.module.startsWith('.')) sink.module = resolve(dirname(source), sink.module);
   }
   return config;
-}
-
-const VAR = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
-
-function expand(value: unknown, path: (string | number)[], env: NodeJS.ProcessEnv, problems: string[]): unknown {
-  if (typeof value === 'string') {
-    return value.replace(VAR, (match, name: string | undefined, fallback: string | undefined) => {
-      if (name === undefined) return '${';
-      const v = env[name];
-      if (v !== undefined && (v !== '' || fallback === undefined)) return v;
-      if (fallback !== undefined) return fallback;
-      problems.push(`${formatPath(path)}: environment variable ${name} is not set`);
-      return match;
-    });
-  }
-  if (Array.isArray(value)) return value.map((v, i) => expand(v, [...path, i], env, problems));
-  if (value !== null && typeof value === 'object') {
-    // A key written with no value (`identity:` followed only by comments) counts as absent.
-    return Object.fromEntries(
-      Object.entries(value)
-        .filter(([, v]) => v !== null)
-        .map(([k, v]) => [k, expand(v, [...path, k], env, problems)]),
-    );
-  }
-  return value;
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const p of path) {
-    if (typeof p === 'number') out += `[${p}]`;
-    else out += out === '' ? String(p) : `.${String(p)}`;
-  }
-  return out === '' ? '(root)' : out;
 }
 
 function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
@@ -256,12 +245,12 @@ async function externalSinkProblems(sinks: readonly unknown[], source: string): 
  * templates included. Every problem is reported at once: the modules of external sinks are
  * checked, and the templates compiled, even when the rest of the file has problems of its own.
  */
-export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<BridgeConfig> {
+export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): Promise<BridgeConfig> {
   let config: BridgeConfig | null = null;
   let problems: string[] = [];
   let sinks: unknown = [];
   try {
-    config = loadConfigFile(path, env);
+    config = loadConfigFile(path, env, options);
     sinks = config.sinks;
   } catch (err) {
     if (!(err instanceof ConfigError) || err.input === undefined) throw err;

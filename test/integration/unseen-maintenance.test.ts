@@ -15,8 +15,7 @@ import { waitFor } from '../helpers.ts';
 
 afterEach(stopAll);
 
-const ends = (h: Harness, eventId: string) =>
-  h.events().filter((e) => e.subject === eventId && /\.(completed|canceled)$/.test(e.type));
+const ends = (h: Harness, eventId: string) => h.events().filter((e) => e.subject === eventId && /\.(completed|canceled)$/.test(e.type));
 
 describe('an event gone without a read showing it Started', () => {
   it('after IMDS accepted this bridge\'s approval: completed, with "Started not observed" and why', async () => {

@@ -118,9 +118,13 @@ describe('diff: a maintenance that happened between two reads is completed, neve
 
   it.each<[string, Partial<EndContext>, string]>([
     ['gone before NotBefore, not approved, no boot since the last read: canceled', {}, 'canceled:A:-'],
-    ['gone after IMDS accepted this bridge\'s StartRequests: completed', { approved: (id) => id === 'A' }, 'completed:A:approved'],
+    ["gone after IMDS accepted this bridge's StartRequests: completed", { approved: (id) => id === 'A' }, 'completed:A:approved'],
     ['gone once NotBefore has passed: completed', { now: notBefore }, 'completed:A:notBefore'],
-    ['gone after the system booted later than the last read that listed it: completed', { bootedAt: notBefore - 30_000 }, 'completed:A:boot'],
+    [
+      'gone after the system booted later than the last read that listed it: completed',
+      { bootedAt: notBefore - 30_000 },
+      'completed:A:boot',
+    ],
     ['a boot before the last read proves nothing: canceled', { bootedAt: notBefore - 62_000 }, 'canceled:A:-'],
     ['no last read known: the boot proves nothing', { lastReadAt: null, bootedAt: notBefore - 1 }, 'canceled:A:-'],
     ['a drill follows its status alone', { now: notBefore, statusOnly: () => true }, 'canceled:A:-'],
@@ -133,7 +137,11 @@ describe('diff: a maintenance that happened between two reads is completed, neve
   });
 
   it('an event of a status that announces no maintenance (Advisory, unknown) is never taken to have happened', () => {
-    const advisory = doc(2, ev('A', { EventType: 'SpotRebalanceRecommendation', EventStatus: 'Advisory' }), ev('B', { EventStatus: 'Odd' }));
+    const advisory = doc(
+      2,
+      ev('A', { EventType: 'SpotRebalanceRecommendation', EventStatus: 'Advisory' }),
+      ev('B', { EventStatus: 'Odd' }),
+    );
     expect(ended(advisory, end({ now: notBefore, approved: () => true }))).toEqual(['canceled:A:-', 'canceled:B:-']);
   });
 

@@ -14,9 +14,9 @@
  * from, so a concurrent change is a 409 and the change is computed again. The client library
  * loads only when a kubernetes sink is configured.
  */
-import { z } from 'zod';
-import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, sinkBase, type SinkContext, transitionOf } from '../../src/api.ts';
-import { ends, preparationKeys, preparationSink, whileListed, type Preparation } from '../shared/preparation.ts';
+import { type BridgeEvent, deliveredWith, type Outcome, reject, retry, type SinkContext, transitionOf } from '../../src/api.ts';
+import { ends, preparationSink, whileListed, type Preparation } from '../shared/preparation.ts';
+import { configSchema, type KubernetesConfig } from './config.ts';
 import { KUBE_CODES } from './codes.ts';
 import { connect, KubeFailure, type Kube, type KubeNode } from './api.ts';
 import { outcomeOf } from './failure.ts';
@@ -28,61 +28,6 @@ import { ANNOTATION, EXCLUDE_LABEL, Records, TAINT_KEY, type Prepared } from './
 
 export { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from './record.ts';
 
-const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-export const configSchema = z.strictObject({
-  type: z.literal('kubernetes'),
-  ...sinkBase,
-  ...preparationKeys,
-  nodeName: z
-    .string()
-    .max(253)
-    .regex(dns1123, 'must be a Kubernetes node name (lower-case DNS subdomain)')
-    .optional()
-    .describe('The Node to prepare; default the NODE_NAME environment variable, else the Node whose spec.providerID names this VM.'),
-  kubeconfig: z.string().min(1).optional().describe('A kubeconfig file; default the in-cluster service account.'),
-  drain: z
-    .strictObject({
-      timeoutSeconds: z
-        .number()
-        .int()
-        .min(1)
-        .max(24 * 3600)
-        .default(600)
-        .describe('Give up this attempt after this long (the delivery policy tries again, never past NotBefore).'),
-      gracePeriodSeconds: z.number().int().min(0).max(3600).default(30).describe("At most this per pod; the pod's own, if shorter, wins."),
-      deleteEmptyDirData: z
-        .boolean()
-        .default(false)
-        .describe('false: a pod with an emptyDir volume blocks the drain (as kubectl drain refuses); true: evict it.'),
-      pollMs: z.number().int().min(50).max(60_000).default(1000).describe('How often evicted pods are checked for being gone.'),
-      deadlineMarginSeconds: z
-        .number()
-        .int()
-        .min(0)
-        .max(600)
-        .default(5)
-        .describe("Each pod's grace ends this long before NotBefore (a 30 s Spot eviction leaves 25 s), whatever its own."),
-      force: z
-        .boolean()
-        .default(false)
-        .describe('false: a pod no controller manages blocks the drain (nothing would start it again); true: evict it.'),
-      onDeadline: z
-        .enum(['wait', 'delete'])
-        .default('wait')
-        .describe(
-          'A pod a disruption budget still holds near NotBefore. wait: keep asking until NotBefore; delete: delete it past the budget (as kubectl drain --disable-eviction), when its grace would otherwise not end deadlineMarginSeconds before NotBefore.',
-        ),
-    })
-    .prefault({}),
-  taint: z.boolean().default(true).describe('Add the taint scheduledevents.azure.com/maintenance=<EventType>:NoSchedule.'),
-  excludeFromLoadBalancers: z
-    .boolean()
-    .default(true)
-    .describe('Add the label node.kubernetes.io/exclude-from-external-load-balancers=true.'),
-});
-export type KubernetesConfig = z.infer<typeof configSchema>;
-
 export const kubernetesSink = preparationSink<KubernetesConfig, typeof configSchema>({
   type: 'kubernetes',
   configSchema,
@@ -90,6 +35,11 @@ export const kubernetesSink = preparationSink<KubernetesConfig, typeof configSch
   workMs: (c) => c.drain.timeoutSeconds * 1000,
   make: async (config, context) => new NodePreparation(config, context, await connect(config.kubeconfig)),
   rehearse: async (config, options) => rehearseDrain(config, await connect(config.kubeconfig), options),
+  // a drill's real drain gives each pod its own grace (at most gracePeriodSeconds): the notice must cover it
+  realDrillNotice: (config) => ({
+    seconds: config.drain.gracePeriodSeconds + config.drain.deadlineMarginSeconds,
+    why: `a real drain gives each pod up to drain.gracePeriodSeconds (${config.drain.gracePeriodSeconds} s) and ends drain.deadlineMarginSeconds (${config.drain.deadlineMarginSeconds} s) before NotBefore`,
+  }),
 });
 
 class NodePreparation implements Preparation {
@@ -171,8 +121,18 @@ class NodePreparation implements Preparation {
       );
       return deliveredWith(`node ${prepared.name} drained by AKS's node auto-drain`);
     }
-    const notBefore = d.notBefore === null ? null : Date.parse(d.notBefore);
-    const drained = await drainNode(this.#kube, prepared.name, { ...this.#c.drain, notBefore, deadline, signal, logger: this.#ctx.logger });
+    // a drill never hurts: its real drain gives each pod its own grace (not clamped by the drill's
+    // invented NotBefore) and never deletes a pod past its budget
+    const drill = this.#ctx.drill?.(d.eventId) !== null && this.#ctx.drill?.(d.eventId) !== undefined;
+    const notBefore = d.notBefore === null || drill ? null : Date.parse(d.notBefore);
+    const drain = drill ? { ...this.#c.drain, onDeadline: 'wait' as const } : this.#c.drain;
+    const drained = await drainNode(this.#kube, prepared.name, {
+      ...drain,
+      notBefore,
+      deadline: drill ? Date.now() + this.#c.drain.timeoutSeconds * 1000 : deadline,
+      signal,
+      logger: this.#ctx.logger,
+    });
     if (drained.kind === 'blocked') {
       const past = d.notBefore !== null && Date.parse(d.notBefore) <= Date.now();
       if (!past) return retry(`KUBE_DRAIN_BLOCKED: ${drained.reason}`);

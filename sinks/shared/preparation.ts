@@ -114,13 +114,16 @@ export function preparationSink<C extends SinkConfigBase, S extends z.ZodType<C>
   readonly make: (config: C, context: SinkContext) => Promise<Preparation>;
   /** What a preparation would do now, changing nothing (SinkModule.rehearse). */
   readonly rehearse?: SinkModule<C, S>['rehearse'];
+  /** The least notice a drill with real preparations needs (SinkModule.realDrillNotice). */
+  readonly realDrillNotice?: SinkModule<C, S>['realDrillNotice'];
 }): SinkModule<C, S> {
-  const { type, configSchema, codes, workMs, make, rehearse } = spec;
+  const { type, configSchema, codes, workMs, make, rehearse, realDrillNotice } = spec;
   return {
     type,
     configSchema,
     ...(codes === undefined ? {} : { codes }),
     ...(rehearse === undefined ? {} : { rehearse }),
+    ...(realDrillNotice === undefined ? {} : { realDrillNotice }),
     maxBatchSize: 1,
     undoes: true,
     async create(config, context) {

@@ -2,7 +2,6 @@
  * The demo's last act: one drill (se-bridge drill) through the running bridge's control channel,
  * once the scenarios' events have ended, and its report.
  */
-import { controlPath } from '../drill/control.ts';
 import { controlCall } from '../drill/control-client.ts';
 import type { DrillState } from '../drill/drills.ts';
 import { sleep } from '../lib/time.ts';
@@ -19,18 +18,17 @@ export async function demoDrill(statePath: string, sim: ImdsSimulator, out: Node
   );
   // the scenarios' events end first: no drill while a real event is pending
   sim.reset();
-  const path = controlPath(statePath);
-  let started = await controlCall(path, 'POST', '/v1/drills', DRILL);
+  let started = await controlCall(statePath, 'POST', '/v1/drills', DRILL);
   for (let i = 0; started.status === 409 && i < 40; i += 1) {
     await sleep(500);
-    started = await controlCall(path, 'POST', '/v1/drills', DRILL);
+    started = await controlCall(statePath, 'POST', '/v1/drills', DRILL);
   }
   if (started.status !== 201) {
     out.write(`   the drill was refused: ${String((started.body as { message?: string }).message)}\n`);
     return false;
   }
   const drill = (started.body as { drill: DrillState }).drill;
-  const report = await waitForEnd(path, drill.eventId, drill.request.noticeMs + drill.request.durationMs);
+  const report = await waitForEnd(statePath, drill.eventId, drill.request.noticeMs + drill.request.durationMs);
   out.write(`\nThe drill's report (se-bridge drill prints it):\n${reportText(report)}\n`);
   return report.passed;
 }

@@ -8,12 +8,15 @@
 import { controlPath } from '../drill/control.ts';
 import { controlCall as call } from '../drill/control-client.ts';
 import type { DrillReport } from '../drill/report.ts';
+import { z } from 'zod';
 import { parseDuration } from '../lib/time.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
 
 /** How long after its end a drill's last deliveries may take before the report is printed anyway. */
 const SETTLE_MS = 60_000;
 const POLL_MS = 250;
+/** How long a drill aimed at named sinks (--sink) stays Started unless --duration says. */
+const SINK_CHECK_SECONDS = 5;
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
@@ -35,16 +38,18 @@ export async function main(argv: string[]): Promise<number> {
     return ms / 1000;
   };
   const noticeSeconds = seconds('notice', values.notice) ?? (values.duration !== undefined ? 0 : undefined);
-  const durationSeconds = seconds('duration', values.duration);
+  // "does my Slack work?" (--sink) needs no half minute Started: 5 s unless told
+  const durationSeconds = seconds('duration', values.duration) ?? (values.sink === undefined ? undefined : SINK_CHECK_SECONDS);
   if (values.end === true && values.cancel === true)
     throw new UsageError('--end ends the drill being played; --cancel plays one that ends canceled: one of them');
   const loaded = await loadOrReport(values, needs.nothing);
   if (loaded === null) return EXIT.usage;
-  const path = controlPath(loaded.config.state.path);
+  const state = loaded.config.state.path;
+  const path = controlPath(state);
   const out = process.stdout;
   try {
     if (values.end === true) {
-      const r = await call(path, 'POST', '/v1/drills/current/end');
+      const r = await call(state, 'POST', '/v1/drills/current/end');
       out.write(
         values.json === true
           ? `${JSON.stringify(r.body, null, 2)}\n`
@@ -61,19 +66,23 @@ export async function main(argv: string[]): Promise<number> {
       ...(values.prepare === undefined ? {} : { prepare: values.prepare }),
       ...(values.cancel === true ? { end: 'cancel' } : {}),
     };
-    const started = await call(path, 'POST', '/v1/drills', body);
-    if (started.status === 400) throw new UsageError(String((started.body as { message?: string }).message));
+    const started = await call(state, 'POST', '/v1/drills', body);
     if (started.status !== 201) {
-      process.stderr.write(`se-bridge drill: refused: ${String((started.body as { message?: string }).message)}\n`);
-      return EXIT.failure;
+      const refusal = Refusal.safeParse(started.body);
+      const message = refusal.success ? refusal.data.message : `an answer of another shape (HTTP ${started.status})`;
+      if (started.status === 400) throw new UsageError(message);
+      return failed(`refused: ${message}`, refusal.success ? refusal.data.error : 'DRILL_REFUSED');
     }
-    const drill = (started.body as { drill: DrillReport['drill'] }).drill;
-    if (values.json !== true)
-      out.write(
-        `drill ${drill.eventId}: ${drill.request.type} for ${drill.vmName}, NotBefore in ${drill.request.noticeMs / 1000} s, ` +
-          `${drill.request.end === 'cancel' ? 'then canceled' : `Started for ${drill.request.durationMs / 1000} s`}; preparations ${drill.request.prepare === 'real' ? 'for real' : 'rehearsed'}; nothing is asked of Azure\n`,
-      );
-    const report = await waitForEnd(path, drill.eventId, drill.request.noticeMs + drill.request.durationMs);
+    const drill = answer(Started, started.body).drill;
+    // progress goes where the report does not: stdout for people, stderr beside --json
+    const progress = values.json === true ? process.stderr : out;
+    progress.write(
+      `drill ${drill.eventId}: ${drill.request.type} for ${drill.vmName}, NotBefore in ${drill.request.noticeMs / 1000} s, ` +
+        `${drill.request.end === 'cancel' ? 'then canceled' : `Started for ${drill.request.durationMs / 1000} s`}; preparations ${drill.request.prepare === 'real' ? 'for real' : 'rehearsed'}; nothing is asked of Azure\n`,
+    );
+    const report = await waitForEnd(state, drill.eventId, drill.request.noticeMs + drill.request.durationMs, (line) =>
+      progress.write(`  ${line}\n`),
+    );
     out.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : `${reportText(report)}\n`);
     return report.passed ? EXIT.ok : EXIT.failure;
   } catch (err) {
@@ -85,19 +94,89 @@ export async function main(argv: string[]): Promise<number> {
         : e.code === 'EACCES'
           ? `cannot connect to ${path}: permission denied (run as the daemon's user, or root)`
           : (e.message ?? String(err));
-    process.stderr.write(`se-bridge drill: ${why}\n`);
+    return failed(why, e.code === 'CONTROL_IMPOSTOR' ? 'CONTROL_IMPOSTOR' : 'CONTROL_UNAVAILABLE');
+  }
+
+  /** failed: exit 1, said on stderr, and as JSON on stdout with --json. */
+  function failed(message: string, code: string): number {
+    process.stderr.write(`se-bridge drill: ${message}\n`);
+    if (values.json === true) out.write(`${JSON.stringify({ passed: false, error: { code, message } }, null, 2)}\n`);
     return EXIT.failure;
   }
 }
 
+/** The answers of the control channel, checked before they are believed (a socket is only as good as who listens on it). */
+const Refusal = z.looseObject({ error: z.string(), message: z.string() });
+const Started = z.looseObject({
+  drill: z.looseObject({
+    eventId: z.string().startsWith('drill-'),
+    vmName: z.string(),
+    createdAt: z.number(),
+    ended: z.string().nullable(),
+    request: z.looseObject({
+      type: z.string(),
+      noticeMs: z.number().min(0),
+      durationMs: z.number().min(0),
+      prepare: z.enum(['rehearse', 'real']),
+      end: z.enum(['complete', 'cancel']),
+    }),
+  }),
+});
+const Report = z.looseObject({
+  drill: Started.shape.drill.extend({ endedAt: z.number().nullable() }),
+  passed: z.boolean(),
+  problems: z.array(z.string()),
+  events: z.array(
+    z.looseObject({
+      transition: z.string(),
+      atMs: z.number(),
+      sinks: z.array(
+        z.looseObject({
+          sink: z.string(),
+          outcome: z.string(),
+          attempts: z.number(),
+          atMs: z.number().nullable(),
+          detail: z.string().nullable(),
+          lastError: z.string().nullable(),
+        }),
+      ),
+    }),
+  ),
+  preparations: z.array(z.looseObject({ sink: z.string(), mode: z.string(), done: z.boolean(), givenBack: z.boolean() })),
+  approval: z.looseObject({ by: z.string(), via: z.string(), atMs: z.number() }).nullable(),
+  timeline: z.array(z.looseObject({ atMs: z.number(), step: z.string(), detail: z.string() })),
+});
+
+/** answer: the body in the shape expected, or an error saying the daemon's answer is not one. */
+function answer<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success)
+    throw new Error(`the control channel answered in another shape than the daemon's (${parsed.error.issues[0]?.message ?? ''})`);
+  return parsed.data;
+}
+
 /** waitForEnd reads the drill's report until it ended and every delivery settled (bounded), and returns the last. */
-export async function waitForEnd(path: string, eventId: string, playMs: number): Promise<DrillReport> {
+export async function waitForEnd(
+  statePath: string,
+  eventId: string,
+  playMs: number,
+  progress: (line: string) => void = () => {},
+): Promise<DrillReport> {
   const deadline = Date.now() + playMs + SETTLE_MS + 30_000;
   let endedAt: number | null = null;
+  const said = new Set<string>();
   for (;;) {
-    const r = await call(path, 'GET', '/v1/drills/current');
-    const report = r.body as DrillReport;
-    if (r.status !== 200 || report.drill.eventId !== eventId) throw new Error('the daemon no longer knows the drill (it was restarted?)');
+    const r = await call(statePath, 'GET', '/v1/drills/current');
+    if (r.status !== 200) throw new Error('the daemon no longer knows the drill (it was restarted?)');
+    const report = answer(Report, r.body) as unknown as DrillReport;
+    if (report.drill.eventId !== eventId) throw new Error('the daemon no longer knows the drill (it was restarted?)');
+    // each step once, as it happens (a pending delivery is said when it settles)
+    for (const t of report.timeline) {
+      const key = `${t.step}\n${t.detail}`;
+      if (t.step === 'pending' || said.has(key)) continue;
+      said.add(key);
+      progress(`${seconds(t.atMs)}  ${t.step}: ${t.detail}`);
+    }
     if (report.drill.ended !== null) {
       endedAt ??= Date.now();
       const unsettled = report.events.some((e) => e.sinks.some((s) => s.outcome === 'pending' || s.outcome === 'retrying'));
@@ -108,8 +187,13 @@ export async function waitForEnd(path: string, eventId: string, playMs: number):
   }
 }
 
+/** seconds: a time since the drill began, in the one format of every report line: `+12.3 s`. */
+function seconds(ms: number | null): string {
+  return ms === null ? '-' : `+${(ms / 1000).toFixed(1)} s`;
+}
+
 export function reportText(r: DrillReport): string {
-  const s = (ms: number | null) => (ms === null ? '-' : `+${(ms / 1000).toFixed(1)} s`);
+  const s = seconds;
   const d = r.drill;
   const lines = [`ended: ${d.ended ?? 'not yet'}${d.endedAt === null ? '' : ` at ${s(d.endedAt - d.createdAt)}`}`];
   lines.push(
@@ -117,11 +201,18 @@ export function reportText(r: DrillReport): string {
       ? 'approval: none (no rule or person approved it before it started)'
       : `approval: by ${r.approval.by} via ${r.approval.via} at ${s(r.approval.atMs)} (StartRequests not posted: a drill)`,
   );
-  const rows = r.events.flatMap((e) =>
-    e.sinks.length === 0
-      ? [[s(e.atMs), e.transition, '-', 'no sink', '', '']]
-      : e.sinks.map((x) => [s(x.atMs ?? e.atMs), e.transition, x.sink, x.outcome, String(x.attempts), x.detail ?? x.lastError ?? '']),
-  );
+  // in time order, whatever the order of the CloudEvents
+  const rows = r.events
+    .flatMap((e) =>
+      e.sinks.length === 0
+        ? [{ at: e.atMs, row: [s(e.atMs), e.transition, '-', 'no sink', '', ''] }]
+        : e.sinks.map((x) => ({
+            at: x.atMs ?? e.atMs,
+            row: [s(x.atMs ?? e.atMs), e.transition, x.sink, x.outcome, String(x.attempts), x.detail ?? x.lastError ?? ''],
+          })),
+    )
+    .sort((a, b) => a.at - b.at)
+    .map((x) => x.row);
   lines.push('', table(['TIME', 'TRANSITION', 'SINK', 'RESULT', 'ATTEMPTS', 'DETAIL'], rows));
   if (r.preparations.length > 0) {
     lines.push('', 'Preparations:');

@@ -17,7 +17,6 @@ import type { PreparationState } from '../sinks/contract.ts';
 import { groupText, readGroup } from '../fleet/group.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
-import { controlPath } from '../drill/control.ts';
 import { controlCall } from '../drill/control-client.ts';
 import type { DrillState } from '../drill/drills.ts';
 
@@ -113,7 +112,7 @@ export async function main(argv: string[]): Promise<number> {
 
 /** drillNow: the drill the running daemon plays or played last, asked over its control channel, or null. */
 async function drillNow(statePath: string): Promise<DrillState | null> {
-  const r = await controlCall(controlPath(statePath), 'GET', '/v1/drills/current', undefined, 2000).catch(() => null);
+  const r = await controlCall(statePath, 'GET', '/v1/drills/current', undefined, 2000).catch(() => null);
   return r?.status === 200 ? (r.body as { drill: DrillState }).drill : null;
 }
 

@@ -28,6 +28,7 @@ import { ControlServer, controlPath } from '../drill/control.ts';
 import { Drills, isDrill } from '../drill/drills.ts';
 import { DrillLog } from '../drill/report.ts';
 import { openFleetStore } from '../fleet/open-store.ts';
+import { realDrillNoticeOf } from '../registry/sinks.ts';
 import { Store } from '../store/store.ts';
 import { compose, type BridgeOptions, type Parts, type Shared } from './compose.ts';
 import { buildTargets } from './targets.ts';
@@ -88,11 +89,16 @@ export class Bridge {
         ? null
         : new ControlServer({
             path: controlPath(o.config.state.path),
+            statePath: o.config.state.path,
             drills: shared.drills,
             log: shared.drillLog,
             vmName: () => shared.state.vm.name,
             listed: () => shared.state.document?.events ?? [],
             sinks: targets.map((t) => t.name),
+            realNotice: o.config.sinks.flatMap((c) => {
+              const n = realDrillNoticeOf(c);
+              return n === null ? [] : [{ sink: c.name, ...n }];
+            }),
             preparations: (eventId) => shared.preparations.recorded(eventId),
             logger: o.logger,
           });

@@ -180,8 +180,8 @@ export function compose(
     },
     read: (document) => {
       reads.publish({ events: document.events, vmName: routingName(state.vm) });
-      // a drill is nobody else's business: the fleet's members never see it
-      void budget?.onRead({ ...document, events: document.events.filter((e) => !isDrill(e.eventId)) });
+      // the budget keeps a drill out of everything the fleet sees (FleetBudget.#realDocument)
+      void budget?.onRead(document);
       // an approval that failed or was held is asked again at its time, changed document or not
       auto.apply(document.events);
     },

@@ -10,11 +10,11 @@
  *   POST /v1/drills/current/end  end the drill being played now
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../lib/node-http.ts';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ScheduledEvent } from '../imds/wire.ts';
@@ -28,11 +28,11 @@ const MAX_SOCKET_PATH = 100;
 
 /**
  * controlPath: where the control channel of the daemon whose state is at `statePath` listens:
- * `<state>.sock` beside it (two daemons with their own state in one folder never meet), or, for
- * a path too long for a socket, one named after it in the temporary folder; on Windows a named
- * pipe named after it.
+ * `<state>.sock` beside it (two daemons with their own state in one folder never meet). A path
+ * too long for a socket gets one named after it in a private folder (controlFolder) that only the
+ * daemon's user (`uid`, the owner of the state) may enter. On Windows a named pipe named after it.
  */
-export function controlPath(statePath: string, platform: NodeJS.Platform = process.platform): string {
+export function controlPath(statePath: string, platform: NodeJS.Platform = process.platform, uid: number = ownerOf(statePath)): string {
   const full = resolve(statePath);
   const id = createHash('sha256')
     .update(platform === 'win32' ? full.toLowerCase() : full)
@@ -40,7 +40,39 @@ export function controlPath(statePath: string, platform: NodeJS.Platform = proce
     .slice(0, 16);
   if (platform === 'win32') return `\\\\.\\pipe\\se-bridge-${id}`;
   const beside = `${full}.sock`;
-  return Buffer.byteLength(beside) <= MAX_SOCKET_PATH ? beside : join(tmpdir(), `se-bridge-${id}.sock`);
+  return Buffer.byteLength(beside) <= MAX_SOCKET_PATH ? beside : join(controlFolder(uid), `${id}.sock`);
+}
+
+/**
+ * controlFolder: the private folder of a socket whose state path is too long: the service's
+ * runtime folder (/run/se-bridge, the unit's RuntimeDirectory, mode 0700) when it exists, else
+ * `se-bridge-<uid>` in the temporary folder. The daemon makes it 0700 and listens only when it is
+ * its own, a real folder that no one else may enter; the client talks only to a socket of the
+ * daemon's user. A name another local user took first is refused, never used.
+ */
+export function controlFolder(uid: number): string {
+  return existsSync(RUNTIME_FOLDER) ? RUNTIME_FOLDER : join(tmpdir(), `se-bridge-${uid}`);
+}
+
+const RUNTIME_FOLDER = '/run/se-bridge';
+
+/** ownerOf: the user who owns the state (the daemon's), or this process's user when there is none yet. */
+export function ownerOf(statePath: string): number {
+  try {
+    return statSync(statePath).uid;
+  } catch {
+    return process.getuid?.() ?? 0;
+  }
+}
+
+/** ensurePrivateFolder makes `dir` (0700) or checks that it is this user's own, real, private folder; it throws saying why not. */
+function ensurePrivateFolder(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  const me = process.getuid?.();
+  if (!st.isDirectory() || st.isSymbolicLink()) throw new Error(`${dir} is not a folder`);
+  if (me !== undefined && st.uid !== me) throw new Error(`${dir} belongs to uid ${st.uid}, not to this daemon's user (uid ${me})`);
+  if ((st.mode & 0o077) !== 0) throw new Error(`${dir} may be entered by others (mode ${(st.mode & 0o777).toString(8)}); it must be 0700`);
 }
 
 const MAX_BODY = 16 * 1024;
@@ -65,6 +97,8 @@ export const DrillBody = z.strictObject({
 
 export interface ControlOptions {
   readonly path: string;
+  /** The state database the channel is named after (its socket beside it, or in a private folder). */
+  readonly statePath: string;
   readonly drills: Drills;
   readonly log: DrillLog;
   /** This VM's name, and the events IMDS lists now. */
@@ -72,12 +106,22 @@ export interface ControlOptions {
   readonly listed: () => readonly ScheduledEvent[];
   /** The configured sinks' names. */
   readonly sinks: readonly string[];
+  /** The least notice a drill with real preparations needs for each sink that says (SinkModule.realDrillNotice). */
+  readonly realNotice?: readonly { readonly sink: string; readonly seconds: number; readonly why: string }[];
   readonly preparations: (eventId: string) => readonly DrillPreparation[];
   readonly logger: Logger;
 }
 
 export class ControlServer {
   readonly #o: ControlOptions;
+
+  /** tooShort: why a real drill with this notice would hurry a preparation, or null when the notice covers them all. */
+  #tooShort(noticeSeconds: number, sinks: readonly string[] | null): string | null {
+    const needed = (this.#o.realNotice ?? []).filter((n) => sinks === null || sinks.includes(n.sink));
+    const most = needed.reduce<(typeof needed)[number] | null>((a, n) => (a === null || n.seconds > a.seconds ? n : a), null);
+    if (most === null || noticeSeconds >= most.seconds) return null;
+    return `--prepare real needs --notice ${most.seconds}s at least for sink ${most.sink}: ${most.why}; with ${noticeSeconds} s it would be hurried (rehearse instead, or give more notice)`;
+  }
   readonly #server: Server;
 
   constructor(options: ControlOptions) {
@@ -94,8 +138,12 @@ export class ControlServer {
   async start(): Promise<void> {
     const path = this.#o.path;
     try {
-      // the single-instance lock is held: a socket left here is a dead daemon's
-      if (process.platform !== 'win32') rmSync(path, { force: true });
+      if (process.platform !== 'win32') {
+        // a socket that is not beside the state lives in a private folder, or nowhere
+        if (!path.endsWith(`${resolve(this.#o.statePath)}.sock`)) ensurePrivateFolder(dirname(path));
+        // the single-instance lock is held: a socket left here is a dead daemon's
+        rmSync(path, { force: true });
+      }
       await new Promise<void>((ok, fail) => {
         this.#server.once('error', fail);
         this.#server.listen(path, () => ok());
@@ -158,6 +206,9 @@ export class ControlServer {
         error: 'UNKNOWN_SINK',
         message: `no sink is named ${unknown.join(', ')}; the sinks are ${this.#o.sinks.join(', ')}`,
       });
+    // real preparations must be able to finish before the drill's NotBefore: refused up front, not hurried
+    const short = b.prepare === 'real' ? this.#tooShort(b.noticeSeconds, b.sinks) : null;
+    if (short !== null) return sendJson(res, 409, { error: 'DRILL_REFUSED', message: short });
     try {
       const request = {
         type: b.type,

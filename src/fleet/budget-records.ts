@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../imds/wire.ts';
+import { isDrill } from '../drill/drills.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
@@ -121,7 +122,10 @@ export const TYPICAL_MAINTENANCE_MS = 10 * 60_000;
 export function windowsOf(members: readonly MemberRecord[]): Window[] {
   return members.flatMap((m) =>
     m.events
-      .flatMap((e) => (e.notBefore !== null && e.status === 'Scheduled' ? [{ ...e, from: Date.parse(e.notBefore) }] : []))
+      // a drill is never due: a record that shows one (written by an older version) is read without it
+      .flatMap((e) =>
+        e.notBefore !== null && e.status === 'Scheduled' && !isDrill(e.eventId) ? [{ ...e, from: Date.parse(e.notBefore) }] : [],
+      )
       .filter((e) => Number.isFinite(e.from))
       .map((e) => {
         const from = e.from;

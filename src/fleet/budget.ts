@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../approval/service.ts';
 import { affects } from '../imds/identity.ts';
 import type { BridgeView } from '../imds/view.ts';
+import { isDrill } from '../drill/drills.ts';
 import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
@@ -169,7 +170,7 @@ export class FleetBudget implements ApprovalGate {
   heartbeat(): Promise<void> {
     return this.#serial(async () => {
       await this.#slots.read();
-      await this.#slots.renew(this.#o.view.document);
+      await this.#slots.renew(this.#realDocument());
       await this.#writeMember(true);
       const members = await this.#o.store.list(MEMBER_PREFIX);
       this.#ok();
@@ -193,10 +194,19 @@ export class FleetBudget implements ApprovalGate {
     return run;
   }
 
-  async #onRead(document: EventsDocument): Promise<void> {
+  /**
+   * realDocument: the read model's document without a drill's event. A drill is nobody else's
+   * business: no member record, slot, forecast or group figure ever shows one.
+   */
+  #realDocument(document: EventsDocument | null = this.#o.view.document): EventsDocument | null {
+    return document === null ? null : { ...document, events: document.events.filter((e) => !isDrill(e.eventId)) };
+  }
+
+  async #onRead(read: EventsDocument): Promise<void> {
     const slots = this.#slots;
     const vm = this.#o.view.vm;
     if (!vm.nameKnown) return;
+    const document = this.#realDocument(read)!;
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
     if (slots.held === undefined) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
@@ -210,7 +220,7 @@ export class FleetBudget implements ApprovalGate {
 
   async #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<void> {
     const vm = this.#o.view.vm;
-    const document = this.#o.view.document;
+    const document = this.#realDocument();
     if (!vm.nameKnown) return;
     const events = (mine ?? (document?.events ?? []).filter((e) => affects(e.resources, vm.name))).map((e) => ({
       eventId: e.eventId,

@@ -67,10 +67,12 @@ export const CODES = {
   FLEET_COLLISION: 'more members of a fleet group are due for maintenance at once than it allows (a fleet.collision CloudEvent)',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
   // drills
-  DRILL_REFUSED: 'a drill was refused: one is being played, or a real event is pending for this VM (409)',
+  DRILL_REFUSED:
+    'a drill was refused: one is being played, a real event is pending for this VM, or its notice is too short for a real preparation (409)',
   DRILL_STARTED: 'a drill started (se-bridge drill): its event is played through every sink; nothing is asked of Azure',
   DRILL_ENDED: 'a drill ended: completed, canceled, by hand, or by a real event for this VM',
   CONTROL_UNAVAILABLE: 'the control channel (drills) could not listen: the daemon runs on, and drills cannot be started',
+  CONTROL_IMPOSTOR: "the control channel is not the daemon's (a socket of another user): nothing is sent to it",
   // fleet approvals: the inbox and the relay
   INBOX_SESSION_LOST: 'the approval inbox lost its Service Bus session; it is accepted again with backoff',
   INBOX_ACCEPT_FAILED: 'the approval inbox could not accept its Service Bus session; tried again with backoff',

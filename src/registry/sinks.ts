@@ -77,6 +77,12 @@ export function rehearsalOf(config: SinkConfigBase): ((options: RehearsalOptions
   return m?.rehearse === undefined ? null : (options) => m.rehearse!(config, options);
 }
 
+/** realDrillNoticeOf: the least notice a drill with real preparations needs for this sink (SinkModule.realDrillNotice), or null. */
+export function realDrillNoticeOf(config: SinkConfigBase): { readonly seconds: number; readonly why: string } | null {
+  const m = SINKS.find(config.type);
+  return m?.realDrillNotice === undefined ? null : m.realDrillNotice(config);
+}
+
 /** The sink types that rehearse their preparation. */
 export const REHEARSING_TYPES: readonly string[] = SINK_MODULES.filter((m) => 'rehearse' in m && m.rehearse !== undefined).map(
   (m) => m.type,

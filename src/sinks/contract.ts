@@ -165,6 +165,12 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase, S extends
    * evictions).
    */
   rehearse?(config: C, options: RehearsalOptions): Promise<Rehearsal>;
+  /**
+   * The least notice a drill played with real preparations (`se-bridge drill --prepare real`)
+   * needs for this sink to finish before its NotBefore (a drain: the longest grace and the
+   * margin), and why; a drill with less is refused up front. Absent: any notice will do.
+   */
+  realDrillNotice?(config: C): { readonly seconds: number; readonly why: string };
 }
 
 /** What a rehearsal is given. */

@@ -22,7 +22,7 @@ import { readJwt } from '../../src/simulator/identity.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, sessionOf } from '../../testkit/fleet.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { freePort, readText, ROOT, tempDir } from '../helpers.ts';
-import { awaitWhileRunning, command, type Running } from './process.ts';
+import { awaitWhileRunning, command, stopProcesses, type Running } from './process.ts';
 
 const BUILT = join(ROOT, 'build', 'se-bridge-linux-x64');
 /** The executable is run from a copy outside the checkout, so nothing of node_modules is within its reach. */
@@ -290,12 +290,13 @@ describe('the single executable (linux-x64)', () => {
         relay,
         () => (url = /"url":"(http:[^"]+)","queue"/.exec(relay.child.out.stdout)?.[1] ?? '') !== '',
         'the relay to listen',
+        60_000,
       );
-      await awaitWhileRunning(bridge, () => peer.queues.queue(INBOX).liveSessions().length === 1, 'the inbox session');
+      await awaitWhileRunning(bridge, () => peer.queues.queue(INBOX).liveSessions().length === 1, 'the inbox session', 60_000);
       const e = sim.addEvent({ noticeMs: 600_000 });
       const body = JSON.stringify({ vm: sessionOf(sim), eventId: e.eventId, approver: 'binary' });
       let status = 0;
-      for (let i = 0; i < 50 && status !== 200; i++) {
+      for (let i = 0; i < 100 && status !== 200; i++) {
         const res = await fetch(`${url}/v1/approvals`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_binary_${i}`, body) },
@@ -306,14 +307,17 @@ describe('the single executable (linux-x64)', () => {
       }
       expect(status).toBe(200);
       expect(sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
-    } finally {
+      // a clean stop is part of the story; asserted here, so that a failure above is not hidden by it
       relay.child.kill('SIGTERM');
       bridge.child.kill('SIGTERM');
       expect((await relay).code).toBe(0);
       expect((await bridge).code).toBe(0);
+    } finally {
+      await stopProcesses([relay.child, bridge.child]);
       await Promise.all([peer.close(), sim.close()]);
     }
-  }, 60_000);
+    // two executables, a Service Bus peer and an approval: on a loaded machine each start takes seconds
+  }, 120_000);
 
   it('comes in a release archive with the installer and the files it installs, as the cloud-init and scale set examples expect', () => {
     const archive = join(ROOT, 'build', 'se-bridge-linux-x64.tar.gz');

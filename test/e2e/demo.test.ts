@@ -55,7 +55,8 @@ describe('se-bridge demo', () => {
     } finally {
       dir.cleanup();
     }
-  });
+    // a 12 s demo, its drill and the summary: bounded by the command's own limit (60 s), not by the default 30 s
+  }, 90_000);
 
   it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, exit 0', async () => {
     const r = await cli(['demo', '--fleet'], {}, 90_000);
@@ -73,5 +74,5 @@ describe('se-bridge demo', () => {
     expect(r.stdout.match(/: held \(the slot is held by db-\d\)/g) ?? []).toHaveLength(2);
     expect(r.stdout.match(/: maintenance over, slot given back/g) ?? []).toHaveLength(3);
     expect(r.stdout).toMatch(/One member at a time: each approval waited for the previous member/);
-  });
+  }, 120_000);
 });

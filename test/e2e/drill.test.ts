@@ -437,4 +437,105 @@ describe('se-bridge drill', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/no sink is named nope; the sinks are audit, hook, ready-hook, plain-hook/);
   });
+
+  it('a real drain never hurts: a notice shorter than the drain needs is refused up front (JSON with --json); each pod gets its own grace; a budget is never broken, whatever onDeadline says', async () => {
+    const api = await new KubeStandIn().start();
+    cleanups.push(() => api.close());
+    api.addNode('aks-node-0', {});
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet', grace: 2 });
+    api.addPod('web', 'db-0', 'aks-node-0', { owner: 'StatefulSet', grace: 2 });
+    api.budgets.set('web/db-0', 1_000_000);
+    api.budgetNames.set('web/db-0', 'db-pdb');
+    const s = await daemon({
+      rules: [{ match: {}, action: 'approveAfterHooks' }],
+      sinks: (_url, dir) => {
+        const kubeconfig = join(dir, 'kubeconfig');
+        writeFileSync(kubeconfig, api.kubeconfig());
+        const drain = { gracePeriodSeconds: 2, deadlineMarginSeconds: 1, onDeadline: 'delete', timeoutSeconds: 2, pollMs: 50 };
+        return [{ name: 'node', type: 'kubernetes', kubeconfig, nodeName: 'aks-node-0', prepare: true, drain }];
+      },
+    });
+    const before = structuredClone(api.nodes.get('aks-node-0')!);
+
+    // with no notice a real drain would evict with grace 0: refused before anything is touched
+    const short = await cli(['drill', '--prepare', 'real', '--notice', '0s', '--config', s.cfg, '--json']);
+    expect(short.code).toBe(1);
+    expect(JSON.parse(short.stdout)).toEqual({
+      passed: false,
+      error: {
+        code: 'DRILL_REFUSED',
+        message: expect.stringMatching(/^refused: --prepare real needs --notice 3s at least for sink node: /),
+      },
+    });
+    expect(short.stderr).toMatch(/drain\.gracePeriodSeconds \(2 s\)/);
+    expect(api.requests.filter((q) => q.method !== 'GET')).toEqual([]);
+    expect(api.nodes.get('aks-node-0')).toEqual(before);
+
+    // with enough notice: web-0 is evicted with its own grace; db-0, which its budget holds, is
+    // never deleted past it (a real event with onDeadline: delete would be), so the drill fails
+    const r = await cli(['drill', '--prepare', 'real', '--notice', '4s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 90_000);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    const report = JSON.parse(r.stdout) as Report;
+    expect(report.passed).toBe(false);
+    const evictions = api.requests.filter((q) => q.method === 'POST' && q.path.includes('/eviction') && !q.path.includes('dryRun'));
+    const graceOf = (pod: string) =>
+      evictions
+        .filter((q) => q.path.includes(`/pods/${pod}/`))
+        .map((q) => (q.body as { deleteOptions?: { gracePeriodSeconds?: number } }).deleteOptions?.gracePeriodSeconds);
+    expect(graceOf('web-0')).toEqual([2]);
+    expect(graceOf('db-0').length).toBeGreaterThan(0);
+    expect(api.deletions.size).toBe(0);
+    expect(api.pods.has('web/db-0')).toBe(true);
+    await waitFor(() => api.nodes.get('aks-node-0')!.spec.unschedulable !== true, 'the node given back');
+    expect(s.sim.startRequests).toEqual([]);
+  }, 120_000);
+
+  it('says what happens while it plays, in one time format and in time order; --sink alone plays 5 s Started', async () => {
+    const s = await daemon();
+    const r = await cli(['drill', '--sink', 'audit', '--notice', '0s', '--config', s.cfg], {}, 60_000);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/Started for 5 s/);
+    // progress lines, each step once, as it happens
+    const progress = r.stdout.split('\n').filter((l) => /^ {2}\+\d+\.\d s {2}/.test(l));
+    expect(progress.map((l) => /^ {2}\+\d+\.\d s {2}(\w+)/.exec(l)![1])).toEqual(
+      expect.arrayContaining(['drill', 'scheduled', 'approved', 'started', 'completed', 'delivered', 'ended']),
+    );
+    const times = (lines: string[]) => lines.map((l) => Number(/\+(\d+\.\d) s/.exec(l)![1]));
+    const sorted = (xs: number[]) => xs.every((x, i) => i === 0 || xs[i - 1]! <= x);
+    expect(sorted(times(progress))).toBe(true);
+    // the report's rows: the same format, in time order
+    const rows = r.stdout.split('\n').filter((l) => /^\+\d+\.\d s\s+(scheduled|approved|started|completed)\s/.test(l));
+    expect(rows.length).toBe(4);
+    expect(sorted(times(rows))).toBe(true);
+    expect(r.stdout).not.toMatch(/\d{2}:\d{2}:\d{2}/);
+  });
+
+  it('talks only to the daemon: a socket another user put where the channel would be is refused, and an answer of another shape is not believed', async () => {
+    const s = await daemon();
+    // an impostor answering on the path, as another user (root can give it away)
+    const socket = join(s.dir, 'state.db.sock');
+    await stopProcesses([s.child]);
+    rmSync(socket, { force: true });
+    const { createServer } = await import('node:http');
+    const impostor = createServer((_req, res) => {
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ drill: { eventId: 'drill-forged' } }));
+    });
+    await new Promise<void>((ok) => impostor.listen(socket, ok));
+    cleanups.push(() => new Promise<void>((ok) => impostor.close(() => ok())));
+    const { chownSync } = await import('node:fs');
+    if (process.getuid?.() === 0) {
+      chownSync(socket, 65534, 65534);
+      const r = await cli(['drill', '--config', s.cfg, '--json']);
+      expect(r.code).toBe(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({ passed: false, error: { code: 'CONTROL_IMPOSTOR' } });
+      expect(r.stderr).toMatch(/belongs to uid 65534, not to the daemon's user \(uid 0, who owns its state\): not talking to it/);
+      chownSync(socket, 0, 0);
+    }
+    // the daemon's own user's socket that answers in another shape is not believed either
+    const forged = await cli(['drill', '--config', s.cfg, '--json']);
+    expect(forged.code).toBe(1);
+    expect(JSON.parse(forged.stdout)).toMatchObject({ passed: false });
+    expect(forged.stdout + forged.stderr).toMatch(/answered in another shape than the daemon's/);
+    expect(forged.stdout).not.toMatch(/PASSED/);
+  });
 });

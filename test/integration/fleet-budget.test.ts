@@ -13,7 +13,7 @@ import { FleetConfig } from '../../src/fleet/budget-config.ts';
 import type { FleetStore } from '../../src/fleet/budget-store.ts';
 import { openFleetStore } from '../../src/fleet/open-store.ts';
 import { FleetBudget } from '../../src/fleet/budget.ts';
-import { asSlot, type MemberRecord } from '../../src/fleet/budget-records.ts';
+import { asSlot, windowsOf, type MemberRecord } from '../../src/fleet/budget-records.ts';
 import type { VmIdentity } from '../../src/imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
 import { readFileSync } from 'node:fs';
@@ -254,6 +254,29 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     expect(Date.parse(members[1]!.heartbeatAt)).toBeGreaterThan(Date.now() - 60_000);
     const slots = await store.list('slot-');
     expect(slots.map((s) => asSlot(s.value).vm)).toEqual(['vm-a']);
+  });
+
+  it("a drill is nobody else's business: never in a member record, at a read or a heartbeat, so no other member foretells a collision with it", async () => {
+    const group = `drill-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const drill = eventFor('vm-a', { eventId: 'drill-7f1c2a3b-0000-4000-8000-000000000001' });
+    const real = eventFor('vm-a');
+    // what the read model holds while a drill plays: the drill's event beside the real ones
+    await a.read([drill, real]);
+    await a.budget.heartbeat();
+    // vm-b is due at the same moment as the drill: only a real event could collide with it
+    const eb = eventFor('vm-b', { notBefore: drill.notBefore });
+    await b.read([eb]);
+    const seen: MemberRecord[][] = [];
+    const store = await openFleetStore(FleetConfig.parse({ group, maxUnavailable: 1, store: storeConfig(kind) }).store, group);
+    seen.push((await store.list('member-')).map((r) => r.value as MemberRecord));
+    const recordOf = (vm: string) => seen[0]!.find((m) => m.vm === vm)!;
+    expect(recordOf('vm-a').events.map((e) => e.eventId)).toEqual([real.eventId]);
+    expect(JSON.stringify(seen)).not.toContain('drill-');
+    expect(windowsOf(seen[0]!).map((w) => w.eventId)).not.toContain(drill.eventId);
+    // a record written by an older version that still shows a drill is read without it
+    const old = { ...recordOf('vm-a'), events: [...recordOf('vm-a').events, { ...recordOf('vm-a').events[0]!, eventId: drill.eventId }] };
+    expect(windowsOf([old]).map((w) => w.eventId)).toEqual([real.eventId]);
   });
 });
 

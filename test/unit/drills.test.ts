@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DrillRefused, Drills, isDrill, type DrillRequest } from '../../src/drill/drills.ts';
-import { controlPath } from '../../src/drill/control.ts';
+import { chmodSync, existsSync, lstatSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { ControlServer, controlPath } from '../../src/drill/control.ts';
+import { DrillLog } from '../../src/drill/report.ts';
+import { captureLogger, tempDir } from '../helpers.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
 import { diff } from '../../src/pipeline/diff.ts';
 
@@ -125,11 +129,70 @@ describe('the control channel’s address', () => {
     expect(controlPath('/var/lib/se-bridge/state.db', 'linux')).toBe('/var/lib/se-bridge/state.db.sock');
     expect(controlPath('/srv/a/state-0.db', 'linux')).not.toBe(controlPath('/srv/a/state-1.db', 'linux'));
     const long = `/srv/${'x'.repeat(120)}/state.db`;
-    expect(controlPath(long, 'linux')).toMatch(/^.+\/se-bridge-[0-9a-f]{16}\.sock$/);
+    expect(controlPath(long, 'linux', 1000)).toMatch(/^.+\/se-bridge-1000\/[0-9a-f]{16}\.sock$/);
     expect(Buffer.byteLength(controlPath(long, 'linux'))).toBeLessThanOrEqual(107);
     expect(controlPath('C:\\ProgramData\\se-bridge\\state.db', 'win32')).toMatch(/^\\\\\.\\pipe\\se-bridge-[0-9a-f]{16}$/);
     expect(controlPath('C:\\ProgramData\\se-bridge\\state.db', 'win32')).not.toBe(
       controlPath('C:\\ProgramData\\se-bridge\\other.db', 'win32'),
     );
   });
+});
+
+describe('the control channel of a state path too long for a socket', () => {
+  const uid = process.getuid?.() ?? 0;
+  /** listen: a control server for a long state path, with the temporary folder at `tmp`; what it logged. */
+  async function listen(tmp: string): Promise<{ lines: Record<string, unknown>[]; path: string }> {
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    try {
+      const { logger, lines } = captureLogger();
+      const statePath = join(tmp, 'x'.repeat(120), 'state.db');
+      const path = controlPath(statePath, 'linux', uid);
+      const server = new ControlServer({
+        path,
+        statePath,
+        drills: new Drills(),
+        log: new DrillLog(),
+        vmName: () => 'vm0',
+        listed: () => [],
+        sinks: [],
+        preparations: () => [],
+        logger,
+      });
+      await server.start();
+      await server.close();
+      return { lines, path };
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    }
+  }
+
+  it.skipIf(process.platform === 'win32')(
+    'listens in a private folder it makes (0700), and refuses one that others may enter, or that is not a folder',
+    async () => {
+      const dir = tempDir();
+      try {
+        const made = await listen(dir.path);
+        expect(made.path).toBe(join(dir.path, `se-bridge-${uid}`, basename(made.path)));
+        expect(lstatSync(dirname(made.path)).mode & 0o777).toBe(0o700);
+        expect(made.lines.filter((l) => l.code === 'CONTROL_UNAVAILABLE')).toEqual([]);
+
+        chmodSync(dirname(made.path), 0o777);
+        const open = await listen(dir.path);
+        expect(open.lines.find((l) => l.code === 'CONTROL_UNAVAILABLE')?.err).toMatch(
+          /may be entered by others \(mode 777\); it must be 0700/,
+        );
+
+        rmSync(dirname(made.path), { recursive: true });
+        mkdirSync(join(dir.path, 'elsewhere'), { mode: 0o700 });
+        symlinkSync(join(dir.path, 'elsewhere'), dirname(made.path));
+        const linked = await listen(dir.path);
+        expect(linked.lines.find((l) => l.code === 'CONTROL_UNAVAILABLE')?.err).toMatch(/is not a folder/);
+        expect(existsSync(join(dir.path, 'elsewhere', basename(made.path)))).toBe(false);
+      } finally {
+        dir.cleanup();
+      }
+    },
+  );
 });

@@ -10,13 +10,14 @@
  * balancer, then approve). Recovery hooks are exec sinks filtered on `completed`.
  */
 import { spawn } from 'node:child_process';
-import { windowsLaunch } from './exec-windows.ts';
+import { isBatchFile, windowsLaunch } from './exec-windows.ts';
 import { z } from 'zod';
 import {
   type BridgeEvent,
   delivered,
   deliveredWith,
   oneByOne,
+  BridgeError,
   type Outcome,
   reject,
   retry,
@@ -28,7 +29,19 @@ import {
 export const configSchema = z.strictObject({
   type: z.literal('exec'),
   ...sinkBase,
-  command: z.array(z.string().min(1)).min(1).describe('The program and its arguments (no shell).'),
+  command: z
+    .array(z.string().min(1))
+    .min(1)
+    .superRefine((command, ctx) => {
+      // a batch file runs through cmd.exe, which ends its line at a line break, quoted or not
+      if (!isBatchFile(command[0] ?? '')) return;
+      command.forEach((arg, i) => {
+        if (/[\r\n]/.test(arg))
+          ctx.addIssue({ code: 'custom', path: [i], message: 'a batch file (.cmd, .bat) cannot take a line break in an argument' });
+      });
+      if (command[0]!.includes('"')) ctx.addIssue({ code: 'custom', path: [0], message: "a batch file's path cannot hold a double quote" });
+    })
+    .describe('The program and its arguments (no shell; a .cmd or .bat file on Windows through cmd.exe, quoted by its rules).'),
   prepare: z.boolean().default(false).describe('A preparation hook: gates `approveAfterHooks`.'),
   timeoutMs: z
     .number()
@@ -151,7 +164,10 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
         windowsVerbatimArguments: launch?.verbatim ?? false,
       });
     } catch (err) {
-      resolve(reject(`cannot start ${config.command[0]}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));
+      const e = err as NodeJS.ErrnoException;
+      resolve(
+        reject(`cannot start ${config.command[0]}: ${e instanceof BridgeError ? `${e.code}: ${e.message}` : (e.code ?? String(err))}`),
+      );
       return;
     }
     let tail = '';
@@ -210,6 +226,7 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
 export const execSink: SinkModule<ExecConfig, typeof configSchema> = {
   type: 'exec',
   configSchema,
+  codes: { EXEC_UNQUOTABLE: 'a batch file cannot be given an argument holding a line break (cmd ends its line there)' },
   maxBatchSize: 1,
   create(config) {
     return {

@@ -27,8 +27,14 @@ export interface KubeNode {
   readonly taints: readonly Taint[];
   readonly labels: Readonly<Record<string, string>>;
   readonly annotations: Readonly<Record<string, string>>;
-  /** The Node's conditions that hold (status True), by type. */
-  readonly conditions: readonly string[];
+  /** The Node's conditions that hold (status True): type, and the reason and message of whoever set it. */
+  readonly conditions: readonly NodeCondition[];
+}
+
+export interface NodeCondition {
+  readonly type: string;
+  readonly reason: string;
+  readonly message: string;
 }
 
 export interface KubePod {
@@ -210,7 +216,7 @@ interface NodeLike {
     annotations?: Record<string, string>;
   };
   spec?: { unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
-  status?: { conditions?: { type: string; status: string }[] };
+  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
 }
 
 function nodeOf(n: NodeLike): KubeNode {
@@ -222,7 +228,9 @@ function nodeOf(n: NodeLike): KubeNode {
     taints: (n.spec?.taints ?? []).map((t) => ({ key: t.key, effect: t.effect, ...(t.value === undefined ? {} : { value: t.value }) })),
     labels: n.metadata?.labels ?? {},
     annotations: n.metadata?.annotations ?? {},
-    conditions: (n.status?.conditions ?? []).filter((c) => c.status === 'True').map((c) => c.type),
+    conditions: (n.status?.conditions ?? [])
+      .filter((c) => c.status === 'True')
+      .map((c) => ({ type: c.type, reason: c.reason ?? '', message: c.message ?? '' })),
   };
 }
 

@@ -110,16 +110,20 @@ class NodePreparation implements Preparation {
       Date.now() + this.#c.drain.timeoutSeconds * 1000,
       d.notBefore === null ? Infinity : Math.max(Date.parse(d.notBefore), Date.now() + 1000),
     );
-    if (aksActs(prepared)) {
+    if (aksActs(prepared, d.eventType)) {
       // AKS's node auto-drain has this node: nothing is evicted twice; the node empty is what counts
-      const empty = await waitEmpty(this.#kube, prepared.name, { deadline, pollMs: this.#c.drain.pollMs, signal });
-      if (!empty) return retry(`KUBE_DRAIN_BLOCKED: AKS's node auto-drain has not emptied node ${prepared.name} yet`);
-      await this.#kube.event(
-        prepared,
-        'Drained',
-        `Drained by AKS's node auto-drain for maintenance ${d.eventId}; se-bridge evicted nothing`,
-      );
-      return deliveredWith(`node ${prepared.name} drained by AKS's node auto-drain`);
+      const aks = await waitEmpty(this.#kube, prepared.name, { deadline, pollMs: this.#c.drain.pollMs, signal, eventType: d.eventType });
+      if (aks === 'deadline') return retry(`KUBE_DRAIN_BLOCKED: AKS's node auto-drain has not emptied node ${prepared.name} yet`);
+      if (aks === 'empty') {
+        await this.#kube.event(
+          prepared,
+          'Drained',
+          `Drained by AKS's node auto-drain for maintenance ${d.eventId}; se-bridge evicted nothing`,
+        );
+        return deliveredWith(`node ${prepared.name} drained by AKS's node auto-drain`);
+      }
+      // AKS's marks went with pods still on the node: no drain is coming from it, this bridge drains
+      this.#ctx.logger.info({ eventId: d.eventId, node: prepared.name }, "AKS's node auto-drain no longer acts on the node; draining it");
     }
     // a drill never hurts: its real drain gives each pod its own grace (not clamped by the drill's
     // invented NotBefore) and never deletes a pod past its budget

@@ -376,6 +376,57 @@ describe('kubernetes sink against the stand-in API server', () => {
     }
   });
 
+  // AKS's node auto-drain drains for Redeploy and Preempt by default, never for Reboot, and a
+  // PreemptionScheduled raised for the Spot rebalance advisory announces no drain
+  it.each([
+    [
+      'PreemptionScheduled, a Spot eviction',
+      'defers',
+      'Preempt',
+      { type: 'PreemptionScheduled', reason: 'PreemptScheduled', message: 'Preempt event scheduled' },
+    ],
+    ['PreemptScheduled (the Event reason), a Spot eviction', 'defers', 'Preempt', { type: 'PreemptScheduled', reason: 'PreemptScheduled' }],
+    [
+      'VMEventScheduled for a Redeploy',
+      'defers',
+      'Redeploy',
+      { type: 'VMEventScheduled', reason: 'VMEventScheduled', message: 'Redeploy scheduled' },
+    ],
+    [
+      'VMEventScheduled for a Reboot (AKS takes no action)',
+      'drains',
+      'Reboot',
+      { type: 'VMEventScheduled', reason: 'VMEventScheduled', message: 'Reboot scheduled' },
+    ],
+    [
+      'PreemptionScheduled for the rebalance advisory (no drain coming)',
+      'drains',
+      'Preempt',
+      { type: 'PreemptionScheduled', reason: 'SpotRebalanceRecommendation', message: 'Advisory: rebalance' },
+    ],
+  ] as const)("beside AKS's node-problem-detector, a condition %s: the bridge %s", async (_what, expected, eventType, condition) => {
+    api = await new KubeStandIn().start();
+    const node = api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+    node.status = { conditions: [{ ...condition, status: 'True' }] };
+    api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet', grace: 1 });
+    const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
+    h.sim.addEvent({ EventType: eventType, noticeMs: 600_000 });
+    await waitFor(() => api!.events.some((x) => x.reason === 'MaintenanceScheduled'), 'the preparation');
+    if (expected === 'drains') {
+      await waitFor(() => h.sim.startRequests.length === 1, 'the approval after its own drain');
+      expect(Object.keys(Object.fromEntries(api.evictions))).toEqual(['web/web-0']);
+      return;
+    }
+    // deferring: nothing evicted while AKS has the node; once AKS lifts its mark with the pod
+    // still there, the bridge drains itself instead of waiting for a drain that is not coming
+    await waitFor(() => api!.requests.filter((q) => q.method === 'GET' && q.path.includes('/pods')).length >= 3, 'a few looks at the node');
+    expect(api.evictions.size).toBe(0);
+    expect(h.sim.startRequests).toHaveLength(0);
+    api.nodes.get('aks-node-0')!.status = { conditions: [] };
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval after its own drain');
+    expect(Object.keys(Object.fromEntries(api.evictions))).toEqual(['web/web-0']);
+  });
+
   it("beside AKS's node auto-drain: nothing evicted twice, approved once AKS emptied the node, AKS's cordon and taint left in place", async () => {
     api = await new KubeStandIn().start();
     const aksTaint = { key: 'remediator.kubernetes.azure.com/unschedulable', effect: 'NoSchedule' };

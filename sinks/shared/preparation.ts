@@ -38,14 +38,20 @@ export function ends(event: BridgeEvent): boolean {
   return t === 'completed' || t === 'canceled';
 }
 
-/** pendingFor: the events IMDS lists that the preparation's filter takes for this VM (all of them while its name is unknown). */
+/**
+ * pendingFor: the maintenance IMDS lists that the preparation's filter takes for this VM (all of
+ * it while its name is unknown). An Advisory, or a status this version does not know, announces
+ * no maintenance: it is never pending for a preparation.
+ */
 export function pendingFor(filter: FilterConfig, events: readonly ScheduledEvent[], vmName: string | null): ScheduledEvent[] {
-  return events.filter((e) =>
-    matchesFilter(
-      filter,
-      { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources, eventId: e.eventId },
-      vmName,
-    ),
+  return events.filter(
+    (e) =>
+      (e.eventStatus === 'Scheduled' || e.eventStatus === 'Started') &&
+      matchesFilter(
+        filter,
+        { transition: 'scheduled', eventType: e.eventType, eventSource: e.eventSource, resources: e.resources, eventId: e.eventId },
+        vmName,
+      ),
   );
 }
 

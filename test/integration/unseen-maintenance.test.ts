@@ -6,12 +6,14 @@
  * takes it from the system's uptime: a test cannot reboot the machine.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
-import { waitFor } from '../helpers.ts';
+import { freePort, waitFor } from '../helpers.ts';
+import { toChatMessage } from '../../src/present/chat-model.ts';
+import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 
 afterEach(stopAll);
 
@@ -99,5 +101,51 @@ describe('a restart: the event went while the bridge was down', () => {
     const { id, kinds, end } = await restartAfterItEnded((stoppedAt) => stoppedAt - 86_400_000);
     expect(kinds).toEqual([`scheduled:${id}`, `canceled:${id}`]);
     expect(end).not.toHaveProperty('startedObserved');
+  });
+});
+
+describe('an Advisory (SpotRebalanceRecommendation), and a status this version does not know', () => {
+  it('is delivered, never approved, never prepared for; its end is no canceled maintenance in chat', async () => {
+    const port = await freePort();
+    const h = await startBridge({
+      // a policy that approves everything, and two preparations that would act on any maintenance
+      config: { approval: { rules: [{ match: {}, action: 'approve' }] } },
+      sinks: (dir) => [
+        { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+        { name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 0, prepare: true },
+        {
+          name: 'hook',
+          type: 'exec',
+          command: [process.execPath, '-e', `require('fs').appendFileSync(${JSON.stringify(join(dir, 'hook.txt'))}, 'ran\\n')`],
+          prepare: true,
+        },
+      ],
+    });
+    const advisory = h.sim.addEvent({ EventType: 'SpotRebalanceRecommendation', EventStatus: 'Advisory', startedMs: 600_000 });
+    const odd = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    h.sim.events.find((e) => e.eventId === odd.eventId)!.status = 'Pending' as 'Scheduled';
+    await waitFor(() => h.kinds().length >= 2, 'both delivered');
+    const byId = (id: string) => h.events().find((e) => e.subject === id)!;
+    expect(byId(advisory.eventId)).toMatchObject({
+      type: 'azure.scheduledevent.scheduled',
+      data: { eventStatus: 'Advisory', notBefore: null },
+    });
+    expect(byId(odd.eventId).data.eventStatus).toBe('Pending');
+    // a few more reads: still no approval, the probe in service, the hook never run
+    const reads = h.sim.requests.length;
+    await waitFor(() => h.sim.requests.length >= reads + 5, 'five more reads');
+    expect(h.sim.startRequests).toEqual([]);
+    expect((await fetch(`http://127.0.0.1:${port}/probe`)).status).toBe(200);
+    expect(existsSync(join(h.dir, 'hook.txt'))).toBe(false);
+    expect(h.bridge.store.outbox.deadLetters()).toEqual([]);
+
+    h.sim.removeEvent(advisory.eventId);
+    await waitFor(() => ends(h, advisory.eventId).length > 0, 'the advisory withdrawn');
+    const end = ends(h, advisory.eventId)[0]!;
+    expect(end.type).toBe('azure.scheduledevent.canceled');
+    const chat = toChatMessage(end as unknown as BridgeEvent);
+    expect(chat.title).toBe('vm0: advisory withdrawn (SpotRebalanceRecommendation)');
+    expect(chat.title).not.toMatch(/maintenance/);
+    expect(toChatMessage(byId(advisory.eventId) as unknown as BridgeEvent).title).toMatch(/^vm0 is at elevated risk of Spot eviction/);
   });
 });

@@ -10,12 +10,13 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { BridgeError } from '../lib/errors.ts';
 import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../registry/external.ts';
 import { sinkProblems } from '../registry/sinks.ts';
 import { BridgeConfig } from './schema.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
+import { acceptedValues, knownKeys, nearest } from './hints.ts';
 import { expandVariables, formatPath, withPlaceholders, type Expanded, type Needs } from './expand.ts';
 
 export type { Needs } from './expand.ts';
@@ -135,8 +136,10 @@ function validateWith<S extends z.ZodType>(schema: S, input: Expanded, source: s
   const result = schema.safeParse(expanded, { reportInput: true });
   // a key whose variable is not set is said once: not again as a value the schema refuses
   const unset = new Set(problems.map((p) => p.slice(0, p.indexOf(': '))));
-  if (!result.success) problems.push(...formatIssues(result.error.issues).filter((p) => !unset.has(p.slice(0, p.indexOf(': ')))));
-  else problems.push(...publishedSecretProblems(schema, result.data));
+  if (!result.success)
+    problems.push(...formatIssues(result.error.issues, schema, expanded).filter((p) => !unset.has(p.slice(0, p.indexOf(': ')))));
+  // a published secret is said with every other problem, not only once the rest is right
+  problems.push(...publishedSecretProblems(schema, result.success ? result.data : expanded));
   if (problems.length > 0) throw new ConfigError(source, problems, expanded);
   return result.data as z.infer<S>;
 }
@@ -176,11 +179,17 @@ function withModulesFrom(config: BridgeConfig, source: string): BridgeConfig {
   return config;
 }
 
-function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+function formatIssues(issues: readonly z.core.$ZodIssue[], schema: z.ZodType, input: unknown): string[] {
   const out: string[] = [];
+  let json: unknown = null;
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push(`${formatPath([...issue.path, key])}: unknown key`);
+      json ??= z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+      const known = knownKeys(json, input, issue.path);
+      for (const key of issue.keys) {
+        const near = nearest(key, known);
+        out.push(`${formatPath([...issue.path, key])}: unknown key${near === null ? '' : ` (did you mean ${near}?)`}`);
+      }
       continue;
     }
     out.push(`${formatPath(issue.path)}: ${describe(issue)}`);
@@ -190,11 +199,13 @@ function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
 
 function describe(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
-    case 'invalid_union':
+    case 'invalid_union': {
       if ('discriminator' in issue && 'options' in issue) {
         return `must be one of ${(issue.options as unknown[]).join(' | ')}`;
       }
-      return issue.message;
+      const values = acceptedValues(issue);
+      return values === null ? issue.message : `must be one of ${values.join(' | ')} (or a list of them)`;
+    }
     case 'invalid_type':
       return issue.input === undefined ? `is required (${issue.expected})` : `must be ${article(issue.expected)}`;
     case 'invalid_value':

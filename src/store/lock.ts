@@ -13,9 +13,9 @@
  * meet at one lock. A hard link has no path to resolve, so the database file's device and inode
  * are locked too: `.se-bridge-<dev>-<ino>.lock` beside it (a hard link in the same directory),
  * and the same name in the temporary directory's `se-bridge-locks/` (one elsewhere on the
- * machine, where services share it).
+ * machine, where services share it), removed again when the lock is released.
  */
-import { closeSync, mkdirSync, openSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -24,10 +24,13 @@ import { StoreError } from './store.ts';
 export class StateLock {
   readonly path: string;
   #dbs: DatabaseSync[];
+  /** The lock in the shared temporary folder, removed at release: one per database ever started would pile up there. */
+  readonly #shared: string | null;
 
-  private constructor(path: string, dbs: DatabaseSync[]) {
+  private constructor(path: string, dbs: DatabaseSync[], shared: string | null) {
     this.path = path;
     this.#dbs = dbs;
+    this.#shared = shared;
   }
 
   /** acquire takes the lock of the state database at `statePath`, or throws StoreError STORE_LOCKED. */
@@ -53,14 +56,16 @@ export class StateLock {
       } catch {
         /* no shared temporary directory: the two locks above still hold */
       }
+      let sharedLock: string | null = null;
       try {
         held.push(lockFile(path));
+        sharedLock = path;
       } catch (err) {
         const code = (err as { errcode?: number }).errcode;
         if (code === 5 || code === 6) throw err;
         /* not writable for this user: the two locks above still hold */
       }
-      return new StateLock(`${real}.lock`, held);
+      return new StateLock(`${real}.lock`, held, sharedLock);
     } catch (err) {
       for (const db of held) {
         try {
@@ -87,8 +92,11 @@ export class StateLock {
 
   /** release lets the next daemon start; the operating system does the same when the process ends. */
   release(): void {
+    const held = this.#dbs.length > 0;
     for (const db of this.#dbs) if (db.isOpen) db.close();
     this.#dbs = [];
+    // the locks beside the database stay (they are the ones that count); the shared one goes
+    if (held && this.#shared !== null) rmSync(this.#shared, { force: true });
   }
 }
 
@@ -97,6 +105,8 @@ function lockFile(path: string): DatabaseSync {
   const db = new DatabaseSync(path);
   try {
     db.exec('PRAGMA busy_timeout = 0');
+    // no journal file beside it: the lock is the file's lock, and nothing in it needs a rollback
+    db.exec('PRAGMA journal_mode = MEMORY');
     db.exec('PRAGMA locking_mode = EXCLUSIVE');
     // the first write takes the exclusive lock; EXCLUSIVE mode keeps it until close
     db.exec('BEGIN EXCLUSIVE');

@@ -1,8 +1,9 @@
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Store, StoreError, type PendingEvent } from '../../src/store/store.ts';
+import { StateLock } from '../../src/store/lock.ts';
 import { fixtureDocument, tempDir } from '../helpers.ts';
 
 const dirs: { cleanup(): void }[] = [];
@@ -231,5 +232,28 @@ describe('Store (real SQLite on disk)', () => {
     expect(s.preparations.succeeded('E', 'hook', 'E/scheduled', 'late')).toBe(false);
     expect(s.preparations.of('E')).toMatchObject([{ sink: 'hook', state: 'done', detail: 'ok' }]);
     s.close();
+  });
+});
+
+describe('StateLock', () => {
+  it('leaves nothing in the shared temporary folder once released, and the next daemon takes the lock again', () => {
+    const dir = tempDir();
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = join(dir.path, 'tmp');
+    try {
+      const state = join(dir.path, 'state.db');
+      const shared = join(dir.path, 'tmp', 'se-bridge-locks');
+      const lock = StateLock.acquire(state);
+      expect(readdirSync(shared)).toHaveLength(1);
+      expect(() => StateLock.acquire(state)).toThrow(/another se-bridge daemon is using the state database/);
+      lock.release();
+      expect(readdirSync(shared)).toEqual([]);
+      StateLock.acquire(state).release();
+      expect(readdirSync(shared)).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      dir.cleanup();
+    }
   });
 });

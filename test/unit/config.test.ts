@@ -257,3 +257,38 @@ describe('published secrets', () => {
     expect(() => parseConfigText(`approval: { secret: "whsec_${Buffer.alloc(24, 9).toString('base64')}" }`, 't.yaml', {})).not.toThrow();
   });
 });
+
+describe('every problem at once, each saying what would be right', () => {
+  it('a published secret is named beside the other problems, not only once they are fixed', () => {
+    expect(
+      problems(
+        'imds: { pollIntervalMs: 1 }\nsinks: [{ name: w, type: webhook, url: "https://x.example.com/h", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }]',
+      ),
+    ).toEqual([
+      expect.stringMatching(/^imds\.pollIntervalMs: must be at least 200/),
+      expect.stringMatching(/^sinks\[0\]\.secret: is a published example value/),
+    ]);
+  });
+
+  it('a value of a list of names says the names (one, or a list of them)', () => {
+    expect(problems('approval: { rules: [{ match: { eventType: Rebot }, action: approve }] }')).toEqual([
+      'approval.rules[0].match.eventType: must be one of Freeze | Reboot | Redeploy | Preempt | Terminate | SpotRebalanceRecommendation (or a list of them)',
+    ]);
+  });
+
+  it('an unknown key suggests the nearest known one of its place, a sink by its type', () => {
+    expect(
+      [
+        ...problems(
+          'imds: { pollIntervall: 1000 }\nsinks: [{ name: s, type: slack, botToken: "xoxb-1", chanel: C1 }, { name: f, type: file, path: /tmp/x, filtr: {} }]\nzzz: 1',
+        ),
+      ].sort(),
+    ).toEqual([
+      'imds.pollIntervall: unknown key (did you mean pollIntervalMs?)',
+      'sinks[0].chanel: unknown key (did you mean channel?)',
+      'sinks[0].channel: is required with botToken',
+      'sinks[1].filtr: unknown key (did you mean filter?)',
+      'zzz: unknown key',
+    ]);
+  });
+});

@@ -16,7 +16,17 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { type BridgeEvent, deliveredWith, type ImdsRead, type Outcome, sinkBase, type SinkContext, transitionOf } from '../src/api.ts';
+import {
+  type BridgeEvent,
+  deliveredWith,
+  type ImdsRead,
+  type Outcome,
+  type Rehearsal,
+  type RehearsalOptions,
+  sinkBase,
+  type SinkContext,
+  transitionOf,
+} from '../src/api.ts';
 import { Cidrs, cidrList, createGuardedServer, DEFAULT_SERVER_LIMITS, hostPort, listen, parseHostPort, sleep } from '../src/kit.ts';
 import { ends, pendingFor, preparationKeys, preparationSink, type Preparation } from './shared/preparation.ts';
 
@@ -73,12 +83,41 @@ export const probeSink = preparationSink<ProbeConfig, typeof configSchema>({
   type: 'probe',
   configSchema,
   workMs: (c) => c.drainSeconds * 1000,
+  rehearse: rehearseProbe,
   make: async (config, context) => {
     const probe = new Probe(config, context);
     await probe.listen();
     return probe;
   },
 });
+
+/** How long `prepare --dry-run` waits for the running daemon's probe to answer. */
+const ASK_DEADLINE_MS = 2000;
+
+/**
+ * rehearseProbe: what the probe would do for a maintenance now (answer 503 for drainSeconds
+ * before counting as out of the load balancer), and what the running daemon's probe answers now.
+ */
+async function rehearseProbe(config: ProbeConfig, o: RehearsalOptions): Promise<Rehearsal> {
+  // the schema checked the address; an unspecified one is asked on the loopback
+  const listen = parseHostPort(config.listen)!;
+  const host = listen.host === '0.0.0.0' ? '127.0.0.1' : listen.host === '::' ? '::1' : listen.host;
+  const at = `${host.includes(':') ? `[${host}]` : host}:${listen.port}`;
+  let now: number | null = null;
+  try {
+    now = (await fetch(`http://${at}${config.path}`, { signal: AbortSignal.any([o.signal, AbortSignal.timeout(ASK_DEADLINE_MS)]) })).status;
+  } catch {
+    /* no daemon answers there now */
+  }
+  const would = `would answer 503 on ${config.path} for ${config.drainSeconds} s before counting as out of the load balancer`;
+  const answer = now === null ? `no probe answers at ${at} now (the daemon is not running?)` : `answers ${now} at ${at} now`;
+  return {
+    ready: true,
+    summary: `${would}; ${answer}`,
+    text: `The probe ${would}, then keep answering 503 until the maintenance is over.\nIt ${answer}.`,
+    data: { listen: config.listen, path: config.path, drainSeconds: config.drainSeconds, answersNow: now },
+  };
+}
 
 class Probe implements Preparation {
   readonly #c: ProbeConfig;

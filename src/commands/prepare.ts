@@ -9,9 +9,9 @@ import { ImdsClient } from '../imds/client.ts';
 import { identityFrom, type VmIdentity } from '../imds/identity.ts';
 import { errorFields } from '../lib/errors.ts';
 import { parseDuration } from '../lib/time.ts';
-import { REHEARSING_TYPES, rehearsalOf } from '../registry/sinks.ts';
+import { prepares, rehearsalOf, roleOf } from '../registry/sinks.ts';
 import { identityOverride, type BridgeConfig, type SinkConfig } from '../config/schema.ts';
-import type { Rehearsal } from '../sinks/contract.ts';
+import type { Rehearsal, RehearsalOptions } from '../sinks/contract.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, onShutdown, parse, UsageError } from './common.ts';
 
 type Result =
@@ -36,7 +36,15 @@ export async function main(argv: string[]): Promise<number> {
   );
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
-  const sinks = chosen(config.sinks, values.sink);
+  let sinks: SinkConfig[];
+  try {
+    sinks = chosen(config.sinks, values.sink);
+  } catch (err) {
+    // with --json a refusal is JSON too
+    if (!(err instanceof UsageError) || values.json !== true) throw err;
+    process.stdout.write(`${JSON.stringify({ ready: false, error: { code: 'USAGE', message: err.message } }, null, 2)}\n`);
+    return EXIT.usage;
+  }
 
   const abort = new AbortController();
   const stop = onShutdown(() => abort.abort(new Error('stopped')));
@@ -45,7 +53,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     for (const sink of sinks) {
       try {
-        const rehearsal = await rehearsalOf(sink)!({ noticeMs, vm, signal: abort.signal });
+        const rehearse = rehearsalOf(sink) ?? notRehearsed(sink);
+        const rehearsal = await rehearse({ noticeMs, vm, signal: abort.signal });
         results.push({ sink: sink.name, type: sink.type, rehearsal });
       } catch (err) {
         const { code, err: message } = errorFields(err);
@@ -61,6 +70,10 @@ export async function main(argv: string[]): Promise<number> {
       'rehearsal' in r ? { sink: r.sink, type: r.type, ready: r.rehearsal.ready, ...r.rehearsal.data } : { ...r, ready: false },
     );
     process.stdout.write(`${JSON.stringify({ ready, noticeSeconds: noticeMs === null ? null : noticeMs / 1000, rehearsals }, null, 2)}\n`);
+  } else if (results.length === 0) {
+    process.stdout.write(
+      'se-bridge prepare --dry-run: this configuration has no preparation (probe, kubernetes, or a hook with prepare: true); nothing to rehearse\n',
+    );
   } else {
     process.stdout.write('se-bridge prepare --dry-run: what each preparation would do now; nothing is changed\n');
     for (const r of results) {
@@ -71,19 +84,31 @@ export async function main(argv: string[]): Promise<number> {
   return ready ? EXIT.ok : EXIT.failure;
 }
 
-/** chosen: the sink named, or every sink that rehearses; a usage error says why none. */
+/**
+ * chosen: the sink named, or every preparation of this VM (those that rehearse, and the hooks,
+ * which say what they would run); a usage error says why the one named cannot be.
+ */
 function chosen(sinks: readonly SinkConfig[], name: string | undefined): SinkConfig[] {
-  const kinds = REHEARSING_TYPES.join(', ');
-  if (name === undefined) {
-    const found = sinks.filter((s) => rehearsalOf(s) !== null);
-    if (found.length === 0) throw new UsageError(`no sink of this configuration rehearses a preparation (sinks of type ${kinds} do)`);
-    return found;
-  }
+  if (name === undefined) return sinks.filter((s) => prepares(roleOf(s)));
   const sink = sinks.find((s) => s.name === name);
   if (sink === undefined) throw new UsageError(`no sink is named "${name}"; the sinks are ${sinks.map((s) => s.name).join(', ')}`);
-  if (rehearsalOf(sink) === null)
-    throw new UsageError(`sink "${name}" is a ${sink.type} sink; only a preparation rehearses (sinks of type ${kinds})`);
+  if (!prepares(roleOf(sink)))
+    throw new UsageError(
+      `sink "${name}" is a ${sink.type} sink that prepares nothing; the preparations are ${
+        sinks
+          .filter((s) => prepares(roleOf(s)))
+          .map((s) => s.name)
+          .join(', ') || 'none'
+      }`,
+    );
   return [sink];
+}
+
+/** notRehearsed: a preparation that cannot ask anyone what it would do (a hook): it says what it would run, and runs nothing. */
+function notRehearsed(sink: SinkConfig): (o: RehearsalOptions) => Promise<Rehearsal> {
+  const command = 'command' in sink && Array.isArray(sink.command) ? (sink.command as string[]) : [];
+  const would = `would run ${command.join(' ') || `its ${sink.type} step`}; a rehearsal runs nothing`;
+  return async () => ({ ready: true, summary: would, text: `It ${would}.`, data: { command } });
 }
 
 /** whoAmI reads this VM's identity from instance metadata (with the configured overrides), or null when it cannot. */

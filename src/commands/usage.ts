@@ -156,11 +156,12 @@ ${CONFIG}
 Rehearses the preparation of this VM now, changing nothing. A kubernetes sink asks the API server
 for each pod on its Node as a dry-run eviction (dryRun=All) and lists the pods a drain would evict
 with their grace, the pods it would skip and why (DaemonSet, mirror, terminating), and what would
-block it (no controller, an emptyDir volume, a disruption budget). Exit 0 when nothing would stop
+block it (no controller, an emptyDir volume, a disruption budget); a probe, what it would answer
+and for how long, and what it answers now; a hook, what it would run (it runs nothing). Exit 0 when nothing would stop
 the preparation, 1 when something would (or the API could not be asked).
 
   --dry-run           required: nothing is changed
-  --sink NAME         only this sink (default every sink that rehearses: kubernetes)
+  --sink NAME         only this sink (default every preparation: kubernetes, probe, hooks with prepare: true)
   --notice DURATION   as if NotBefore were this far ahead (30s, 5m): the grace each pod would get
 ${CONFIG}
   --json              one JSON document

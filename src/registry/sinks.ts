@@ -83,10 +83,6 @@ export function realDrillNoticeOf(config: SinkConfigBase): { readonly seconds: n
   return m?.realDrillNotice === undefined ? null : m.realDrillNotice(config);
 }
 
-/** The sink types that rehearse their preparation. */
-export const REHEARSING_TYPES: readonly string[] = SINK_MODULES.filter((m) => 'rehearse' in m && m.rehearse !== undefined).map(
-  (m) => m.type,
-);
 
 /**
  * The part a sink plays in preparing the VM: `prepare` (a preparation hook) alone gates

@@ -5,12 +5,12 @@
  * on). The stand-in answers dry-run evictions (dryRun=All) as the real one does: the same checks,
  * the same statuses, nothing changed.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { tempDir } from '../helpers.ts';
+import { freePort, tempDir } from '../helpers.ts';
 import { cli } from './process.ts';
 
 let api: KubeStandIn | null = null;
@@ -226,7 +226,7 @@ describe('se-bridge prepare --dry-run', () => {
       [['prepare', '--config', config], /add --dry-run/],
       [
         ['prepare', '--dry-run', '--sink', 'audit', '--config', config],
-        /sink "audit" is a file sink; only a preparation rehearses \(sinks of type kubernetes\)/,
+        /sink "audit" is a file sink that prepares nothing; the preparations are node/,
       ],
       [['prepare', '--dry-run', '--sink', 'nope', '--config', config], /no sink is named "nope"; the sinks are audit, node/],
       [['prepare', '--dry-run', '--notice', 'soon', '--config', config], /--notice soon: a duration such as 30s/],
@@ -237,5 +237,59 @@ describe('se-bridge prepare --dry-run', () => {
       expect(r.stderr).toMatch(said);
     }
     expect(api.requests.length, 'a usage problem asks the API nothing').toBe(asked);
+  });
+
+  it('rehearses every preparation the VM has: a probe (what it would answer, for how long, and what it answers now), a hook (what it would run); JSON with --json, also for a refusal', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const port = await freePort();
+    const mark = join(dir.path, 'ran.txt');
+    const config = join(dir.path, 'bridge.yaml');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        imds: { endpoint: 'http://127.0.0.1:9' },
+        state: { path: join(dir.path, 'state.db') },
+        observability: { listen: 'off' },
+        sinks: [
+          { name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') },
+          { name: 'lb', type: 'probe', listen: `127.0.0.1:${port}`, drainSeconds: 15 },
+          { name: 'drain', type: 'exec', command: ['/usr/bin/touch', mark], prepare: true },
+        ],
+      }),
+    );
+    // no daemon runs: the probe says so
+    const text = await cli(['prepare', '--dry-run', '--config', config]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(
+      /sink lb \(probe\)\nThe probe would answer 503 on \/probe for 15 s before counting as out of the load balancer/,
+    );
+    expect(text.stdout).toMatch(new RegExp(`no probe answers at 127\\.0\\.0\\.1:${port} now`));
+    expect(text.stdout).toMatch(/sink drain \(exec\)\nIt would run \/usr\/bin\/touch .*ran\.txt; a rehearsal runs nothing/);
+    expect(existsSync(mark)).toBe(false);
+
+    // a probe that answers (the daemon's, here one standing in for it)
+    const { createServer } = await import('node:http');
+    const standIn = createServer((_q, r) => r.writeHead(200).end('in-service'));
+    await new Promise<void>((ok) => standIn.listen(port, '127.0.0.1', ok));
+    try {
+      const json = await cli(['prepare', '--dry-run', '--config', config, '--json']);
+      expect(json.code, json.stderr).toBe(0);
+      const report = JSON.parse(json.stdout) as { ready: boolean; rehearsals: Record<string, unknown>[] };
+      expect(report.ready).toBe(true);
+      expect(report.rehearsals).toEqual([
+        expect.objectContaining({ sink: 'lb', type: 'probe', ready: true, drainSeconds: 15, answersNow: 200 }),
+        expect.objectContaining({ sink: 'drain', type: 'exec', ready: true, command: ['/usr/bin/touch', mark] }),
+      ]);
+    } finally {
+      await new Promise<void>((ok) => standIn.close(() => ok()));
+    }
+    const refused = await cli(['prepare', '--dry-run', '--sink', 'audit', '--config', config, '--json']);
+    expect(refused.code).toBe(2);
+    expect(JSON.parse(refused.stdout)).toEqual({
+      ready: false,
+      error: { code: 'USAGE', message: expect.stringMatching(/prepares nothing/) },
+    });
+    expect(existsSync(mark)).toBe(false);
   });
 });

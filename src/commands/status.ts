@@ -14,7 +14,7 @@ import { Store, type ApprovalRecord } from '../store/store.ts';
 import type { SinkConfig } from '../config/schema.ts';
 import { Preparations, preparersOf } from '../daemon/preparations.ts';
 import type { PreparationState } from '../sinks/contract.ts';
-import { groupText, readGroup } from '../fleet/group.ts';
+import { groupText, heldText, readGroup } from '../fleet/group.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
 import { controlCall } from '../drill/control-client.ts';
@@ -47,6 +47,14 @@ export async function main(argv: string[]): Promise<number> {
     }
     const now = Date.now();
     const { approvals, preparations } = readState(config.state.path, document.events, config.sinks, vm.name);
+    const fleet =
+      config.fleet === undefined ? undefined : await readGroup(config.fleet).catch((err: unknown) => ({ error: errorFields(err) }));
+    // an approval the fleet budget holds is said where "not approved" would be
+    const heldOf = (eventId: string): string | null => {
+      if (fleet === undefined || 'error' in fleet) return null;
+      const held = fleet.members.find((m) => m.vm.toLowerCase() === vm.name.toLowerCase())?.events.find((x) => x.eventId === eventId)?.held;
+      return held === undefined ? null : heldText(held);
+    };
     const events = document.events.map((e) => ({
       eventId: e.eventId,
       eventType: e.eventType,
@@ -60,10 +68,9 @@ export async function main(argv: string[]): Promise<number> {
       durationInSeconds: e.durationInSeconds,
       description: e.description,
       approval: approvals.get(e.eventId) ?? null,
+      held: heldOf(e.eventId),
       preparations: preparations.get(e.eventId) ?? [],
     }));
-    const fleet =
-      config.fleet === undefined ? undefined : await readGroup(config.fleet).catch((err: unknown) => ({ error: errorFields(err) }));
     const drill = await drillNow(config.state.path);
     if (values.json) {
       process.stdout.write(
@@ -86,7 +93,7 @@ export async function main(argv: string[]): Promise<number> {
             : `${humanDuration(-e.secondsToNotBefore * 1000)} ago`,
         e.durationInSeconds < 0 ? 'unknown' : `${e.durationInSeconds}s`,
         e.eventSource,
-        e.approval ? `approved by ${e.approval.by} (${e.approval.via})` : e.eventStatus === 'Scheduled' ? 'not approved' : '-',
+        e.approval ? `approved by ${e.approval.by} (${e.approval.via})` : e.eventStatus === 'Scheduled' ? (e.held ?? 'not approved') : '-',
         e.eventId,
       ]);
       process.stdout.write(

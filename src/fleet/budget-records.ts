@@ -34,6 +34,8 @@ export interface MemberEvent {
   readonly notBefore: string | null;
   readonly durationInSeconds: number;
   readonly approved: boolean;
+  /** The budget holds its early approval: since when, and the members that held the slots. */
+  readonly held?: { readonly since: string; readonly by: readonly string[] };
 }
 
 export interface MemberRecord {

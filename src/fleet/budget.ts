@@ -125,9 +125,16 @@ export class FleetBudget implements ApprovalGate {
   take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     return this.#serial(async () => {
       try {
-        return await this.#slots.take(event, request.force === true ? 'forced' : 'early', request);
+        const grant = await this.#slots.take(event, request.force === true ? 'forced' : 'early', request);
+        this.#held.delete(event.eventId);
+        return grant;
       } catch (err) {
-        if (err instanceof ApprovalError && err.code === 'HELD') this.#o.hooks?.onHeld?.(request.via);
+        if (err instanceof ApprovalError && err.code === 'HELD') {
+          this.#o.hooks?.onHeld?.(request.via);
+          // said in the member record, so `fleet status` and `status` show who holds it back, since when
+          const since = this.#held.get(event.eventId)?.since ?? new Date(this.#now()).toISOString();
+          this.#held.set(event.eventId, { since, by: [...new Set(err.holders.map((h) => h.vm))] });
+        }
         if (!(err instanceof FleetStoreError)) throw err;
         this.#failed('take a slot', err);
         if (request.force === true) return { forced: true, slot: null, note: `the fleet store could not be written: ${err.message}` };
@@ -194,6 +201,9 @@ export class FleetBudget implements ApprovalGate {
     return run;
   }
 
+  /** Events whose early approval the budget holds: since when, and the members holding the slots then. */
+  readonly #held = new Map<string, { readonly since: string; readonly by: readonly string[] }>();
+
   /**
    * realDocument: the read model's document without a drill's event. A drill is nobody else's
    * business: no member record, slot, forecast or group figure ever shows one.
@@ -210,6 +220,7 @@ export class FleetBudget implements ApprovalGate {
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
     if (slots.held === undefined) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
+    for (const id of this.#held.keys()) if (!listed.has(id)) this.#held.delete(id);
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id)));
     for (const e of mine) {
       if (e.eventStatus === 'Started' && !slots.heldFor.includes(e.eventId))
@@ -229,6 +240,7 @@ export class FleetBudget implements ApprovalGate {
       notBefore: e.notBefore,
       durationInSeconds: e.durationInSeconds,
       approved: this.#slots.heldFor.includes(e.eventId),
+      ...(this.#held.has(e.eventId) ? { held: this.#held.get(e.eventId) } : {}),
     }));
     const shape = JSON.stringify({ events, slot: this.#slots.held?.name ?? null });
     const now = this.#now();

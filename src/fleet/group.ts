@@ -15,7 +15,14 @@ export interface GroupStatus {
   readonly members: readonly {
     readonly vm: string;
     readonly resourceId: string | null;
-    readonly events: readonly { eventId: string; eventType: string; status: string; notBefore: string | null }[];
+    readonly events: readonly {
+      eventId: string;
+      eventType: string;
+      status: string;
+      notBefore: string | null;
+      /** The budget holds its early approval: since when, by the members holding the slots. */
+      held?: { since: string; by: readonly string[] };
+    }[];
     readonly holdsSlot: boolean;
     readonly heartbeatAt: string;
     /** Its heartbeat stopped: no record for three heartbeats. */
@@ -63,7 +70,13 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
       members: members.map((m) => ({
         vm: m.vm,
         resourceId: m.resourceId,
-        events: m.events.map((e) => ({ eventId: e.eventId, eventType: e.eventType, status: e.status, notBefore: e.notBefore })),
+        events: m.events.map((e) => ({
+          eventId: e.eventId,
+          eventType: e.eventType,
+          status: e.status,
+          notBefore: e.notBefore,
+          ...(e.held === undefined ? {} : { held: e.held }),
+        })),
         holdsSlot: slots.some((s) => s.vm === m.vm),
         heartbeatAt: m.heartbeatAt,
         stale: now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000,
@@ -85,6 +98,11 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
 }
 
 /** groupText: the group as a person reads it. */
+/** heldText: an approval the budget holds, in words: by whom, since when. */
+export function heldText(held: { readonly since: string; readonly by: readonly string[] }): string {
+  return `held by the budget (slots held by ${held.by.join(', ') || 'others'}) since ${held.since}`;
+}
+
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
   const out = [
     `Group ${g.group}: ${g.slots.length} of ${g.maxUnavailable} slot${g.maxUnavailable === 1 ? '' : 's'} held; ${g.members.length} member${g.members.length === 1 ? '' : 's'} (${g.store})`,
@@ -105,7 +123,11 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
         g.members.map((m) => [
           m.vm,
           m.holdsSlot ? 'yes' : '-',
-          m.events.map((e) => `${e.eventType} ${e.status}${e.notBefore ? ` not before ${e.notBefore}` : ''}`).join('; ') || '-',
+          m.events
+            .map(
+              (e) => `${e.eventType} ${e.status}${e.notBefore ? ` not before ${e.notBefore}` : ''}${e.held ? `, ${heldText(e.held)}` : ''}`,
+            )
+            .join('; ') || '-',
           `${m.heartbeatAt}${m.stale ? ' (stopped)' : ''}`,
         ]),
       ),

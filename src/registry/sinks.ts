@@ -83,7 +83,6 @@ export function realDrillNoticeOf(config: SinkConfigBase): { readonly seconds: n
   return m?.realDrillNotice === undefined ? null : m.realDrillNotice(config);
 }
 
-
 /**
  * The part a sink plays in preparing the VM: `prepare` (a preparation hook) alone gates
  * `approveAfterHooks`; `undoes` (probe, kubernetes: it gives the VM back) is a routing fact.

@@ -13,6 +13,7 @@ import { FleetConfig } from '../../src/fleet/budget-config.ts';
 import type { FleetStore } from '../../src/fleet/budget-store.ts';
 import { openFleetStore } from '../../src/fleet/open-store.ts';
 import { FleetBudget } from '../../src/fleet/budget.ts';
+import { groupText, readGroup } from '../../src/fleet/group.ts';
 import { asSlot, windowsOf, type MemberRecord } from '../../src/fleet/budget-records.ts';
 import type { VmIdentity } from '../../src/imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
@@ -254,6 +255,32 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     expect(Date.parse(members[1]!.heartbeatAt)).toBeGreaterThan(Date.now() - 60_000);
     const slots = await store.list('slot-');
     expect(slots.map((s) => asSlot(s.value).vm)).toEqual(['vm-a']);
+  });
+
+  it('a held approval is seen outside the log: the member record says held by the budget, by whom, since when; fleet status and status print it', async () => {
+    const group = `held-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const ea = eventFor('vm-a');
+    const eb = eventFor('vm-b');
+    await a.read([ea]);
+    await b.read([eb]);
+    await a.budget.take(ea, api);
+    expect(await outcome(b.budget.take(eb, api))).toBe('HELD');
+    await b.budget.heartbeat();
+    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: storeConfig(kind) });
+    const g = await readGroup(config);
+    const held = g.members.find((m) => m.vm === 'vm-b')!.events[0]!.held!;
+    expect(held.by).toEqual(['vm-a']);
+    expect(Date.parse(held.since)).toBeGreaterThan(Date.now() - 60_000);
+    expect(groupText(g, (h, rows) => [h, ...rows].map((r) => r.join(' | ')).join('\n'))).toContain(
+      `Reboot Scheduled not before ${eb.notBefore}, held by the budget (slots held by vm-a) since ${held.since}`,
+    );
+    // once the slot is free and the approval goes through, the record says so no more
+    a.givenBack = true;
+    await a.read([]);
+    await b.budget.take(eb, api);
+    await b.budget.heartbeat();
+    expect((await readGroup(config)).members.find((m) => m.vm === 'vm-b')!.events[0]!.held).toBeUndefined();
   });
 
   it("a drill is nobody else's business: never in a member record, at a read or a heartbeat, so no other member foretells a collision with it", async () => {

@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { validateConfig } from '../config/load.ts';
 import { Bridge } from '../daemon/bridge.ts';
+import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { createLogger } from '../lib/log.ts';
 import { Azurite, DEV_ACCOUNT } from '../simulator/azurite.ts';
 import { ImdsSimulator } from '../simulator/server.ts';
@@ -30,6 +31,7 @@ export async function budgetDemo(dir: string, logger: ReturnType<typeof createLo
   const bridges: Bridge[] = [];
   const t0 = Date.now();
   const at = (t: number) => `+${((t - t0) / 1000).toFixed(1)} s`;
+  const collisions = new Set<string>();
   try {
     say(`slots and member records: Azurite (Blob Storage) on ${azurite.url}`);
     for (const name of VMS) {
@@ -57,7 +59,19 @@ export async function budgetDemo(dir: string, logger: ReturnType<typeof createLo
         'demo --fleet',
         {},
       );
-      const bridge = await Bridge.create({ config, logger });
+      // the collision three reboots at one time make is foretold to every sink: said here once
+      const onCommitted = (events: readonly BridgeEvent[]) => {
+        for (const e of events) {
+          const c = e.data.collision;
+          // each member that foretells it emits one (the first said stands for the rest)
+          if (c === undefined || collisions.size > 0) continue;
+          collisions.add(e.id);
+          say(
+            `  ${at(Date.now())}  ${name}: fleet.collision: ${c.due.length} of ${c.group}'s ${c.members} members are due for maintenance at once; the group allows ${c.maxUnavailable} (each member due emits azure.scheduledevent.fleet.collision to its sinks)`,
+          );
+        }
+      };
+      const bridge = await Bridge.create({ config, logger, onCommitted });
       await bridge.start();
       bridges.push(bridge);
     }

@@ -15,6 +15,7 @@ import { startRelay, type RunningRelay } from '../fleet/relay.ts';
 import { issueToken } from '../approval/signatures.ts';
 import { validateConfig } from '../config/load.ts';
 import { Bridge } from '../daemon/bridge.ts';
+import { pino } from 'pino';
 import { createLogger } from '../lib/log.ts';
 import { signatureHeaders, secretKey } from '../lib/standard-webhooks.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
@@ -48,7 +49,9 @@ async function until<T>(check: () => T | undefined | null | false, what: string,
 
 export async function fleetDemo(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'se-bridge-fleet-demo-'));
-  const logger = createLogger({ level: process.env.LOG_LEVEL || 'warn', destination: 'stderr' });
+  // the story is what the demo prints; the daemons' own log lines go to a file beside their state
+  const logFile = join(dir, 'demo.log');
+  const logger = createLogger({ level: process.env.LOG_LEVEL || 'info', destination: pino.destination({ dest: logFile, sync: true }) });
   const peer = await localServiceBus();
   const keys = newFleetKeys();
   const apiSecret = `whsec_${Buffer.from(keys.fleetKey, 'base64').subarray(0, 24).toString('base64')}`;
@@ -125,7 +128,7 @@ export async function fleetDemo(): Promise<number> {
     say(table(['VM', 'EventId', 'approved by', 'StartRequests'], rows));
     const ok = vms.every((v) => v.sim.startRequests.length === 1) && peer.queues.queue(INBOX).deadLetters.length === 0;
     say(
-      `\n${ok ? 'Every VM was approved exactly once, through Service Bus only.' : 'Something went wrong: see above.'} Events and state: ${dir}`,
+      `\n${ok ? 'Every VM was approved exactly once, through Service Bus only.' : 'Something went wrong: see above.'} Events, state and the daemons' log: ${dir}`,
     );
     const budgeted = await budgetDemo(dir, logger);
     return ok && budgeted ? EXIT.ok : EXIT.failure;

@@ -28,7 +28,7 @@ export interface BudgetHooks {
   onStoreError?(operation: string): void;
   /** The group's live slots as last read: held by this member, and by the others. */
   onSlots?(self: number, others: number): void;
-  /** The members' records, as read at a heartbeat. */
+  /** The members' records, as read at a heartbeat and when this member learns of a new maintenance. */
   onMembers?(members: readonly MemberRecord[]): void;
 }
 
@@ -179,9 +179,7 @@ export class FleetBudget implements ApprovalGate {
       await this.#slots.read();
       await this.#slots.renew(this.#realDocument());
       await this.#writeMember(true);
-      const members = await this.#o.store.list(MEMBER_PREFIX);
-      this.#ok();
-      this.#o.hooks?.onMembers?.(members.map((m) => m.value as MemberRecord));
+      await this.#readMembers();
     }).catch((err: unknown) => this.#failed('heartbeat', err));
   }
 
@@ -201,13 +199,11 @@ export class FleetBudget implements ApprovalGate {
     return run;
   }
 
-  /** Events whose early approval the budget holds: since when, and the members holding the slots then. */
+  /** The Scheduled events of this member the group was read for (one read each), and those whose approval is held. */
+  readonly #foretold = new Set<string>();
   readonly #held = new Map<string, { readonly since: string; readonly by: readonly string[] }>();
 
-  /**
-   * realDocument: the read model's document without a drill's event. A drill is nobody else's
-   * business: no member record, slot, forecast or group figure ever shows one.
-   */
+  /** realDocument: the document without a drill's event: no member record, slot or forecast ever shows one. */
   #realDocument(document: EventsDocument | null = this.#o.view.document): EventsDocument | null {
     return document === null ? null : { ...document, events: document.events.filter((e) => !isDrill(e.eventId)) };
   }
@@ -221,18 +217,31 @@ export class FleetBudget implements ApprovalGate {
     if (slots.held === undefined) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
     for (const id of this.#held.keys()) if (!listed.has(id)) this.#held.delete(id);
+    for (const id of this.#foretold) if (!listed.has(id)) this.#foretold.delete(id);
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id)));
     for (const e of mine) {
       if (e.eventStatus === 'Started' && !slots.heldFor.includes(e.eventId))
         await slots.take(e, 'started', { by: 'azure', via: 'imds', reason: 'Started without an early approval' });
     }
-    await this.#writeMember(false, mine);
+    // a new maintenance of this member, once written: the group is read now, so a collision is foretold at once
+    if (!(await this.#writeMember(false, mine))) return;
+    const fresh = mine.filter((e) => e.eventStatus === 'Scheduled' && !this.#foretold.has(e.eventId));
+    for (const e of fresh) this.#foretold.add(e.eventId);
+    if (fresh.length > 0) await this.#readMembers();
   }
 
-  async #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<void> {
+  /** readMembers reads the group's member records and hands them to the forecast. */
+  async #readMembers(): Promise<void> {
+    const members = await this.#o.store.list(MEMBER_PREFIX);
+    this.#ok();
+    this.#o.hooks?.onMembers?.(members.map((m) => m.value as MemberRecord));
+  }
+
+  /** writeMember writes this member's record (at every heartbeat, and when what it says changes); true when it wrote. */
+  async #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<boolean> {
     const vm = this.#o.view.vm;
     const document = this.#realDocument();
-    if (!vm.nameKnown) return;
+    if (!vm.nameKnown) return false;
     const events = (mine ?? (document?.events ?? []).filter((e) => affects(e.resources, vm.name))).map((e) => ({
       eventId: e.eventId,
       eventType: e.eventType,
@@ -245,7 +254,7 @@ export class FleetBudget implements ApprovalGate {
     const shape = JSON.stringify({ events, slot: this.#slots.held?.name ?? null });
     const now = this.#now();
     // written at every heartbeat, and at once when what it says changes (at most once a second)
-    if (!force && (shape === this.#lastMemberJson || now - this.#lastMemberAt < 1000)) return;
+    if (!force && (shape === this.#lastMemberJson || now - this.#lastMemberAt < 1000)) return false;
     const record: MemberRecord = {
       member: this.#me,
       vm: vm.name,
@@ -262,6 +271,7 @@ export class FleetBudget implements ApprovalGate {
     }
     this.#lastMemberJson = shape;
     this.#lastMemberAt = now;
+    return true;
   }
 
   #ok(): void {

@@ -74,5 +74,10 @@ describe('se-bridge demo', () => {
     expect(r.stdout.match(/: held \(the slot is held by db-\d\)/g) ?? []).toHaveLength(2);
     expect(r.stdout.match(/: maintenance over, slot given back/g) ?? []).toHaveLength(3);
     expect(r.stdout).toMatch(/One member at a time: each approval waited for the previous member/);
+    // the collision three reboots at one time make is said once; the daemons' log lines stay out of the story
+    expect(
+      r.stdout.match(/db-\d: fleet\.collision: [23] of db's 3 members are due for maintenance at once; the group allows 1/g) ?? [],
+    ).toHaveLength(1);
+    expect(r.stdout + r.stderr).not.toMatch(/^\{"level"/m);
   }, 120_000);
 });

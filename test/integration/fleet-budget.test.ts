@@ -258,7 +258,7 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
   });
 
   it('a held approval is seen outside the log: the member record says held by the budget, by whom, since when; fleet status and status print it', async () => {
-    const group = `held-${kind}`;
+    const group = `held-seen-${kind}`;
     const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
     const ea = eventFor('vm-a');
     const eb = eventFor('vm-b');

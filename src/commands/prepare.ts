@@ -106,7 +106,7 @@ function chosen(sinks: readonly SinkConfig[], name: string | undefined): SinkCon
 
 /** notRehearsed: a preparation that cannot ask anyone what it would do (a hook): it says what it would run, and runs nothing. */
 function notRehearsed(sink: SinkConfig): (o: RehearsalOptions) => Promise<Rehearsal> {
-  const command = 'command' in sink && Array.isArray(sink.command) ? (sink.command as string[]) : [];
+  const command: readonly string[] = 'command' in sink && Array.isArray(sink.command) ? sink.command : [];
   const would = `would run ${command.join(' ') || `its ${sink.type} step`}; a rehearsal runs nothing`;
   return async () => ({ ready: true, summary: would, text: `It ${would}.`, data: { command } });
 }

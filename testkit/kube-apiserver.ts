@@ -6,6 +6,8 @@
  * status codes of what the kubernetes sink calls:
  *
  *   GET   /api/v1/nodes, /api/v1/nodes/{name}
+ *   PATCH /api/v1/nodes/{name}/status strategic-merge-patch+json of status.conditions (merged by
+ *                                     type; `$patch: delete` removes one); nothing else of the Node
  *   PATCH /api/v1/nodes/{name}        strategic-merge-patch+json (maps merge, null deletes,
  *                                     lists replace as Node's taints do), merge-patch+json,
  *                                     resourceVersion in the patch is a precondition (409)
@@ -35,6 +37,7 @@ import {
   type KubeStandInOptions,
   newPod,
   patchNode,
+  patchNodeStatus,
   type PodShape,
   type Request,
   type StandInNode,
@@ -160,6 +163,15 @@ export class KubeStandIn {
       );
       return true;
     };
+    // /api/v1/nodes/{name}/status: the status subresource, conditions merged by type
+    if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'nodes' && p.length === 5 && p[4] === 'status') {
+      if (forbid('nodes/status', req.method === 'PATCH' ? 'patch' : 'get')) return;
+      const node = this.nodes.get(p[3]!);
+      if (node === undefined) return status(res, 404, 'NotFound', `nodes "${p[3]}" not found`, { name: p[3], kind: 'nodes' });
+      if (req.method !== 'PATCH')
+        return status(res, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      return patchNodeStatus(res, node, req.headers['content-type'], body, this.#nextRv(), (n) => this.nodes.set(n.metadata.name, n));
+    }
     // /api/v1/nodes[/{name}]
     if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'nodes') {
       if (forbid('nodes', req.method === 'PATCH' ? 'patch' : p[3] ? 'get' : 'list')) return;

@@ -37,7 +37,7 @@ export interface StandInNode {
   metadata: { name: string; uid: string; resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   spec: { providerID?: string; unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] };
   /** Conditions, as the kubelet or node-problem-detector report them. */
-  status?: { conditions?: { type: string; status: string; reason?: string }[] };
+  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
 }
 
 export interface StandInPod {
@@ -168,6 +168,38 @@ export function patchNode(
   merged.metadata.uid = node.metadata.uid;
   save(merged);
   json(res, 200, { kind: 'Node', apiVersion: 'v1', ...merged });
+}
+
+/**
+ * patchNodeStatus: the status subresource's strategic merge, as the API server applies it to a
+ * Node's conditions: each one in the patch replaces the one of its type (merge key `type`), one
+ * with `$patch: delete` removes it; the rest of the Node is not touched.
+ */
+export function patchNodeStatus(
+  res: ServerResponse,
+  node: StandInNode,
+  type: string | undefined,
+  body: unknown,
+  resourceVersion: string,
+  save: (node: StandInNode) => void,
+): void {
+  if (type !== 'application/strategic-merge-patch+json')
+    return status(res, 415, 'UnsupportedMediaType', 'the status of a Node is patched here with application/strategic-merge-patch+json');
+  const patch = (body as { status?: { conditions?: unknown } } | null)?.status?.conditions;
+  if (!Array.isArray(patch)) return status(res, 400, 'BadRequest', 'the patch has no status.conditions list');
+  const next = structuredClone(node);
+  let conditions = [...(next.status?.conditions ?? [])];
+  for (const c of patch as { type?: unknown; $patch?: unknown; status?: string }[]) {
+    if (typeof c.type !== 'string') return status(res, 422, 'Invalid', 'status.conditions[].type: Required value');
+    conditions = conditions.filter((x) => x.type !== c.type);
+    if (c.$patch !== 'delete') conditions.push(c as { type: string; status: string });
+  }
+  // a stand-in Node starts with no status: removing its last condition leaves none
+  if (conditions.length > 0) next.status = { ...next.status, conditions };
+  else delete next.status;
+  next.metadata.resourceVersion = resourceVersion;
+  save(next);
+  json(res, 200, { kind: 'Node', apiVersion: 'v1', ...next });
 }
 
 /**

@@ -4,7 +4,7 @@ import { KubeFailure, toFailure } from './failure.ts';
 export { describeFailure, KubeFailure } from './failure.ts';
 /**
  * The few Kubernetes API calls the kubernetes sink makes, through @kubernetes/client-node:
- * nodes get/list/patch, pods list, pods/eviction create, events create. Nothing else,
+ * nodes get/list/patch, nodes/status patch, pods list, pods/eviction create, events create. Nothing else,
  * which is what the RBAC in config/kubernetes/ grants. Each call has a deadline, and each
  * failure becomes a KubeFailure that says whether trying again can help.
  */
@@ -56,6 +56,8 @@ export interface Kube {
   readNode(name: string): Promise<KubeNode>;
   nodeByProviderId(providerId: string): Promise<KubeNode | null>;
   patchNode(name: string, patch: unknown): Promise<KubeNode>;
+  /** patchNodeStatus patches the Node's status subresource (its conditions). */
+  patchNodeStatus(name: string, patch: unknown): Promise<KubeNode>;
   podsOn(node: string): Promise<KubePod[]>;
   /** evict asks the Eviction API; with `dryRun` (the API's dryRun=All) the server checks everything and changes nothing. */
   evict(pod: KubePod, gracePeriodSeconds: number, dryRun?: boolean): Promise<Eviction>;
@@ -124,6 +126,8 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
       return found === undefined ? null : nodeOf(found);
     },
     patchNode: async (name, body) => nodeOf(await call(`patch node ${name}`, (o) => core.patchNode({ name, body }, smp(o)))),
+    patchNodeStatus: async (name, body) =>
+      nodeOf(await call(`patch node ${name} status`, (o) => core.patchNodeStatus({ name, body }, smp(o)))),
     async podsOn(node) {
       const list = await call(`list pods on ${node}`, (o) => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }, o));
       return list.items.map(podOf);
@@ -198,6 +202,7 @@ function unconfigured(): Kube {
     readNode: fail,
     nodeByProviderId: fail,
     patchNode: fail,
+    patchNodeStatus: fail,
     podsOn: fail,
     evict: fail,
     deletePod: fail,

@@ -55,5 +55,11 @@ export const configSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe('Add the label node.kubernetes.io/exclude-from-external-load-balancers=true.'),
+  condition: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Set the Node condition ScheduledMaintenance (reason: the EventType) while a maintenance is pending, where AKS's node-problem-detector sets none; removed after.",
+    ),
 });
 export type KubernetesConfig = z.infer<typeof configSchema>;

@@ -23,7 +23,8 @@ import { outcomeOf } from './failure.ts';
 import { findNode, nodeNameOf } from './locate.ts';
 import { plural, rehearseDrain } from './plan.ts';
 import { drainNode } from './drain.ts';
-import { aksActs, aksHoldsCordon, waitEmpty } from './aks.ts';
+import { aksActs, aksCondition, aksHoldsCordon, waitEmpty } from './aks.ts';
+import { clearCondition, setCondition } from './condition.ts';
 import { ANNOTATION, EXCLUDE_LABEL, Records, TAINT_KEY, type Prepared } from './record.ts';
 
 export { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from './record.ts';
@@ -178,6 +179,7 @@ class NodePreparation implements Preparation {
             cordoned: !node.unschedulable,
             tainted: this.#c.taint && !node.taints.some((t) => t.key === TAINT_KEY),
             labeled: this.#c.excludeFromLoadBalancers && node.labels[EXCLUDE_LABEL] === undefined,
+            conditioned: this.#c.condition && aksCondition(node) === null,
             at: new Date().toISOString(),
           };
       const patch = {
@@ -203,6 +205,8 @@ class NodePreparation implements Preparation {
           `Maintenance ${eventId} (${eventType}) not before ${notBefore ?? 'unknown'}; preparing the node`,
         );
         if (record.cordoned && before === null) await this.#kube.event(patched, 'Cordoned', `Cordoned for maintenance ${eventId}`);
+        if (record.conditioned && before === null)
+          await setCondition(this.#kube, patched, { eventId, eventType, notBefore }, this.#ctx.logger);
         return patched;
       } catch (err) {
         if (!(err instanceof KubeFailure && err.status === 409) || attempt >= 4) throw err;
@@ -248,6 +252,7 @@ class NodePreparation implements Preparation {
         await this.#kube.event(patched, reason, `Maintenance ${eventId} ${transition}`);
         if (!last) return deliveredWith(`node ${node.name} stays prepared for ${left.join(', ')}`);
         if (uncordon) await this.#kube.event(patched, 'Uncordoned', `Uncordoned after maintenance ${eventId}`);
+        if (before.conditioned) await clearCondition(this.#kube, patched, this.#ctx.logger);
         this.#ctx.logger.info({ node: node.name, eventId, transition }, 'node given back after maintenance');
         const aks = before.cordoned && !uncordon ? ": left cordoned, AKS's remediator holds it" : '';
         return deliveredWith(`node ${node.name} given back${uncordon ? ': uncordoned' : aks}`);

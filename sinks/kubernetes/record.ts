@@ -7,6 +7,7 @@
  */
 import type { SinkState } from '../../src/api.ts';
 import type { KubeNode } from './api.ts';
+import { CONDITION_TYPE } from './condition.ts';
 
 export const ANNOTATION = 'scheduledevents.azure.com/prepared';
 export const TAINT_KEY = 'scheduledevents.azure.com/maintenance';
@@ -18,6 +19,8 @@ export interface Prepared {
   readonly cordoned: boolean;
   readonly tainted: boolean;
   readonly labeled: boolean;
+  /** The ScheduledMaintenance Node condition was set (condition.ts). */
+  readonly conditioned: boolean;
   readonly at: string;
 }
 
@@ -32,6 +35,7 @@ export function readPrepared(text: string | undefined): Prepared | null | 'unrea
       cordoned: v.cordoned === true,
       tainted: v.tainted === true,
       labeled: v.labeled === true,
+      conditioned: v.conditioned === true,
       at: String(v.at ?? ''),
     };
   } catch {
@@ -62,7 +66,14 @@ export class Records {
     if (records.length === 0) {
       // a damaged annotation beside the bridge's own taint: the preparation was ours, and whole
       if (annotated === 'unreadable' && ourTaint)
-        return { eventIds: [], cordoned: node.unschedulable, tainted: true, labeled: node.labels[EXCLUDE_LABEL] !== undefined, at: '' };
+        return {
+          eventIds: [],
+          cordoned: node.unschedulable,
+          tainted: true,
+          labeled: node.labels[EXCLUDE_LABEL] !== undefined,
+          conditioned: node.conditions.some((c) => c.type === CONDITION_TYPE),
+          at: '',
+        };
       return null;
     }
     return {
@@ -70,6 +81,7 @@ export class Records {
       cordoned: records.some((r) => r.cordoned),
       tainted: records.some((r) => r.tainted) || ourTaint,
       labeled: records.some((r) => r.labeled),
+      conditioned: records.some((r) => r.conditioned),
       at: records[0]!.at,
     };
   }

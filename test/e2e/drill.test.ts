@@ -106,7 +106,8 @@ describe('se-bridge drill', () => {
       ],
     });
     const r = await cli(['drill', '--notice', '3s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
-    expect(r.stderr).toBe('');
+    // with --json the report alone is on stdout; stderr has only the progress lines
+    expect(r.stderr.split('\n').filter((l) => l !== '' && !/^(drill drill-|  \+\d+\.\d s {2})/.test(l))).toEqual([]);
     expect(r.code, r.stdout).toBe(0);
     const report = JSON.parse(r.stdout) as Report;
     expect(report.passed).toBe(true);
@@ -213,7 +214,15 @@ describe('se-bridge drill', () => {
         writeFileSync(kubeconfig, api.kubeconfig());
         return [
           { name: 'lb', type: 'probe', listen: `127.0.0.1:${probePort}`, drainSeconds: 1, prepare: true },
-          { name: 'node', type: 'kubernetes', kubeconfig, nodeName: 'aks-node-0', prepare: true, drain: { pollMs: 50 } },
+          // a real drill's drain needs gracePeriodSeconds + deadlineMarginSeconds of notice (10 s here)
+          {
+            name: 'node',
+            type: 'kubernetes',
+            kubeconfig,
+            nodeName: 'aks-node-0',
+            prepare: true,
+            drain: { pollMs: 50, gracePeriodSeconds: 5 },
+          },
         ];
       },
     });

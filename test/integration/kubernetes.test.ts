@@ -89,7 +89,17 @@ describe('kubernetes sink against the stand-in API server', () => {
       cordoned: true,
       tainted: true,
       labeled: true,
+      conditioned: true,
     });
+    // the Node condition other controllers can act on, set through the status subresource
+    expect(node.status?.conditions).toEqual([
+      expect.objectContaining({
+        type: 'ScheduledMaintenance',
+        status: 'True',
+        reason: 'Reboot',
+        message: expect.stringContaining(e.eventId),
+      }),
+    ]);
     expect(
       api
         .podsOn('aks-node-0')
@@ -107,6 +117,7 @@ describe('kubernetes sink against the stand-in API server', () => {
 
     await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 15_000);
     await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the node to be given back');
+    await waitFor(() => api!.nodes.get('aks-node-0')!.status === undefined, 'the condition to be removed');
     const after = api.nodes.get('aks-node-0')!;
     expect({ labels: after.metadata.labels, annotations: after.metadata.annotations, spec: after.spec }).toEqual(snapshot);
     await waitFor(() => api!.events.length >= 5, 'the events of the give-back');
@@ -120,7 +131,7 @@ describe('kubernetes sink against the stand-in API server', () => {
       ),
     ).toBe(true);
     expect(String(api.events[2]!.message)).toContain('4 pods evicted');
-    // only what the RBAC in config/kubernetes/ grants: nodes get/list/patch, pods list, pods/eviction and events create
+    // only what the RBAC in config/kubernetes/ grants: nodes get/list/patch, nodes/status patch, pods list, pods/eviction and events create
     const calls = new Set(
       api.requests.map(
         (r) =>
@@ -135,6 +146,7 @@ describe('kubernetes sink against the stand-in API server', () => {
       'GET /api/v1/nodes/NAME',
       'GET /api/v1/pods',
       'PATCH /api/v1/nodes/NAME',
+      'PATCH /api/v1/nodes/NAME/status',
       'POST /api/v1/namespaces/NS/events',
       'POST /api/v1/namespaces/NS/pods/NAME/eviction',
     ]);
@@ -412,6 +424,8 @@ describe('kubernetes sink against the stand-in API server', () => {
     const h = await bridgeWith(api, { nodeName: 'aks-node-0' });
     h.sim.addEvent({ EventType: eventType, noticeMs: 600_000 });
     await waitFor(() => api!.events.some((x) => x.reason === 'MaintenanceScheduled'), 'the preparation');
+    // AKS's node-problem-detector has its condition on the node: the bridge sets none of its own
+    expect(api.nodes.get('aks-node-0')!.status?.conditions?.map((c) => c.type)).toEqual([condition.type]);
     if (expected === 'drains') {
       await waitFor(() => h.sim.startRequests.length === 1, 'the approval after its own drain');
       expect(Object.keys(Object.fromEntries(api.evictions))).toEqual(['web/web-0']);

@@ -70,7 +70,16 @@ describe('config/kubernetes', () => {
       .flatMap((r: Manifest) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${r.apiGroups.join(',')}|${res}|${v}`)))
       .sort();
     expect(grants).toEqual(
-      ['|events|create', '|nodes|get', '|nodes|list', '|nodes|patch', '|pods/eviction|create', '|pods|delete', '|pods|list'].sort(),
+      [
+        '|events|create',
+        '|nodes|get',
+        '|nodes|list',
+        '|nodes|patch',
+        '|nodes/status|patch',
+        '|pods/eviction|create',
+        '|pods|delete',
+        '|pods|list',
+      ].sort(),
     );
     const binding = all.find((d) => d.kind === 'ClusterRoleBinding')!;
     const sa = all.find((d) => d.kind === 'ServiceAccount')!;

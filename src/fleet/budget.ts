@@ -223,14 +223,12 @@ export class FleetBudget implements ApprovalGate {
       if (e.eventStatus === 'Started' && !slots.heldFor.includes(e.eventId))
         await slots.take(e, 'started', { by: 'azure', via: 'imds', reason: 'Started without an early approval' });
     }
-    // a new maintenance of this member, once written: the group is read now, so a collision is foretold at once
     if (!(await this.#writeMember(false, mine))) return;
-    const fresh = mine.filter((e) => e.eventStatus === 'Scheduled' && !this.#foretold.has(e.eventId));
-    for (const e of fresh) this.#foretold.add(e.eventId);
+    const fresh = mine.filter((e) => e.eventStatus === 'Scheduled' && !this.#foretold.has(e.eventId) && this.#foretold.add(e.eventId));
     if (fresh.length > 0) await this.#readMembers();
   }
 
-  /** readMembers reads the group's member records and hands them to the forecast. */
+  /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
   async #readMembers(): Promise<void> {
     const members = await this.#o.store.list(MEMBER_PREFIX);
     this.#ok();

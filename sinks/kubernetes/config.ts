@@ -55,6 +55,12 @@ export const configSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe('Add the label node.kubernetes.io/exclude-from-external-load-balancers=true.'),
+  advisory: z
+    .enum(['ignore', 'cordon'])
+    .default('ignore')
+    .describe(
+      'A Spot rebalance recommendation (EventStatus Advisory): ignore it, or cordon the node (nothing drained) until Azure withdraws it.',
+    ),
   condition: z
     .boolean()
     .default(true)

@@ -36,6 +36,7 @@ export const kubernetesSink = preparationSink<KubernetesConfig, typeof configSch
   workMs: (c) => c.drain.timeoutSeconds * 1000,
   make: async (config, context) => new NodePreparation(config, context, await connect(config.kubeconfig)),
   rehearse: async (config, options) => rehearseDrain(config, await connect(config.kubeconfig), options),
+  advisories: (config) => config.advisory === 'cordon',
   // a drill's real drain gives each pod its own grace (at most gracePeriodSeconds): the notice must cover it
   realDrillNotice: (config) => ({
     seconds: config.drain.gracePeriodSeconds + config.drain.deadlineMarginSeconds,
@@ -71,6 +72,11 @@ class NodePreparation implements Preparation {
       if (this.#ctx.drill?.(d.eventId)?.prepare === 'rehearse') return await this.#rehearse(event, signal);
       const node = await this.#node();
       if (ends(event)) return await this.#giveBack(node, d.eventId, transitionOf(event));
+      if (d.eventStatus === 'Advisory') {
+        // a Spot eviction risk, with advisory: cordon: no new pod lands here; nothing is drained
+        const cordoned = await this.#prepare(node, d.eventId, d.eventType, null, true);
+        return deliveredWith(`node ${cordoned.name} cordoned for the advisory (${d.eventType}); nothing drained`);
+      }
       if (d.notBefore !== null && Date.parse(d.notBefore) <= Date.now() && transitionOf(event) !== 'started') {
         // the platform may start at any moment now: still prepare, but a drain cannot outlast it
         this.#ctx.logger.warn({ eventId: d.eventId, notBefore: d.notBefore }, 'NotBefore has passed; preparing the node anyway');
@@ -167,7 +173,7 @@ class NodePreparation implements Preparation {
   }
 
   /** prepare cordons, taints and labels the Node (what is not so already), and records what it changed. */
-  async #prepare(first: KubeNode, eventId: string, eventType: string, notBefore: string | null): Promise<KubeNode> {
+  async #prepare(first: KubeNode, eventId: string, eventType: string, notBefore: string | null, cordonOnly = false): Promise<KubeNode> {
     let node = first;
     for (let attempt = 0; ; attempt += 1) {
       const before = this.#records.of(node);
@@ -177,9 +183,9 @@ class NodePreparation implements Preparation {
         : {
             eventIds: [eventId],
             cordoned: !node.unschedulable,
-            tainted: this.#c.taint && !node.taints.some((t) => t.key === TAINT_KEY),
-            labeled: this.#c.excludeFromLoadBalancers && node.labels[EXCLUDE_LABEL] === undefined,
-            conditioned: this.#c.condition && aksCondition(node) === null,
+            tainted: !cordonOnly && this.#c.taint && !node.taints.some((t) => t.key === TAINT_KEY),
+            labeled: !cordonOnly && this.#c.excludeFromLoadBalancers && node.labels[EXCLUDE_LABEL] === undefined,
+            conditioned: !cordonOnly && this.#c.condition && aksCondition(node) === null,
             at: new Date().toISOString(),
           };
       const patch = {
@@ -190,7 +196,7 @@ class NodePreparation implements Preparation {
         },
         spec: {
           ...(record.cordoned ? { unschedulable: true } : {}),
-          ...(this.#c.taint
+          ...(this.#c.taint && !cordonOnly
             ? { taints: [...node.taints.filter((t) => t.key !== TAINT_KEY), { key: TAINT_KEY, value: eventType, effect: 'NoSchedule' }] }
             : {}),
         },

@@ -122,14 +122,17 @@ export function preparationSink<C extends SinkConfigBase, S extends z.ZodType<C>
   readonly rehearse?: SinkModule<C, S>['rehearse'];
   /** The least notice a drill with real preparations needs (SinkModule.realDrillNotice). */
   readonly realDrillNotice?: SinkModule<C, S>['realDrillNotice'];
+  /** Whether it acts on an Advisory (SinkModule.advisories). */
+  readonly advisories?: SinkModule<C, S>['advisories'];
 }): SinkModule<C, S> {
-  const { type, configSchema, codes, workMs, make, rehearse, realDrillNotice } = spec;
+  const { type, configSchema, codes, workMs, make, rehearse, realDrillNotice, advisories } = spec;
   return {
     type,
     configSchema,
     ...(codes === undefined ? {} : { codes }),
     ...(rehearse === undefined ? {} : { rehearse }),
     ...(realDrillNotice === undefined ? {} : { realDrillNotice }),
+    ...(advisories === undefined ? {} : { advisories }),
     maxBatchSize: 1,
     undoes: true,
     async create(config, context) {

@@ -6,7 +6,8 @@
  * transition types itself: `scheduled`, `updated`, and `started` for an event it never saw
  * before (a host failure skips Scheduled). A drain script must not drain the VM again when the
  * event is approved, starts or completes. A preparation that also gives the VM back (probe,
- * kubernetes: `undoes`) takes `completed` and `canceled` as well. An Advisory prepares nothing.
+ * kubernetes: `undoes`) takes `completed` and `canceled` as well. An Advisory prepares nothing,
+ * unless the preparation acts on advisories (a kubernetes sink with `advisory: cordon`).
  *
  * An end (canceled, completed) supersedes the preparations' rows of the occurrence it ends that
  * are still pending: they are not tried again (store/journal.ts).
@@ -28,9 +29,10 @@ export function preparationTakes(
   seenBefore: () => boolean,
   undoes = false,
   status = 'Scheduled',
+  advisories = false,
 ): boolean {
   if (undoes && (transition === 'completed' || transition === 'canceled')) return true;
-  if (status !== 'Scheduled' && status !== 'Started') return false;
+  if (status !== 'Scheduled' && status !== 'Started') return advisories && status === 'Advisory' && transition === 'scheduled';
   if (filter.types !== undefined) return true;
   return transition === 'scheduled' || transition === 'updated' || (transition === 'started' && !seenBefore());
 }
@@ -48,7 +50,7 @@ export function route(
     const subject = { transition, eventType: d.eventType, eventSource: d.eventSource, resources: d.resources, eventId: d.eventId };
     const takes = (t: DispatchTarget) =>
       matchesFilter(t.filter, subject, vmName) &&
-      (!prepares(t) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes, d.eventStatus));
+      (!prepares(t) || preparationTakes(t.filter, transition, () => seenBefore(d.eventId), t.undoes, d.eventStatus, t.advisories));
     const ends = transition === 'canceled' || transition === 'completed';
     return {
       id: e.id,

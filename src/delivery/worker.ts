@@ -23,6 +23,8 @@ export interface DispatchTarget {
   readonly prepare: boolean;
   /** A sink that prepares the VM and gives it back (it takes completed and canceled too). */
   readonly undoes: boolean;
+  /** A preparation that acts on an Advisory too (a kubernetes sink with advisory: cordon). */
+  readonly advisories?: boolean;
 }
 
 export interface OutcomeReport {

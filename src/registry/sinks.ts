@@ -90,11 +90,18 @@ export function realDrillNoticeOf(config: SinkConfigBase): { readonly seconds: n
 export interface PreparationRole {
   readonly prepare: boolean;
   readonly undoes: boolean;
+  /** It acts on an Advisory too (SinkModule.advisories). */
+  readonly advisories?: boolean;
 }
 
 /** roleOf is the part a configured sink plays in preparing the VM. */
 export function roleOf(config: SinkConfigBase): PreparationRole {
-  return { prepare: 'prepare' in config && config.prepare === true, undoes: sinkModuleOf(config).undoes === true };
+  const m = sinkModuleOf(config);
+  return {
+    prepare: 'prepare' in config && config.prepare === true,
+    undoes: m.undoes === true,
+    advisories: m.advisories?.(config) === true,
+  };
 }
 
 /** prepares is the one rule of what prepares the VM: a preparation hook, or a sink that prepares and gives the VM back. */

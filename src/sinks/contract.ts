@@ -171,6 +171,12 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase, S extends
    * margin), and why; a drill with less is refused up front. Absent: any notice will do.
    */
   realDrillNotice?(config: C): { readonly seconds: number; readonly why: string };
+  /**
+   * Whether a preparation of this configuration acts on an Advisory (a Spot rebalance
+   * recommendation, which announces a risk, not a maintenance): it then takes the advisory's
+   * CloudEvents. By default no preparation does.
+   */
+  advisories?(config: C): boolean;
 }
 
 /** What a rehearsal is given. */

@@ -388,6 +388,36 @@ describe('kubernetes sink against the stand-in API server', () => {
     }
   });
 
+  it.each(['ignore', 'cordon'] as const)(
+    'a Spot rebalance advisory, with advisory: %s: never drained; cordoned only when asked, and given back when Azure withdraws it',
+    async (advisory) => {
+      api = await new KubeStandIn().start();
+      api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
+      api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet', grace: 1 });
+      const before = structuredClone(api.nodes.get('aks-node-0')!);
+      const h = await bridgeWith(api, { nodeName: 'aks-node-0', advisory }, [{ match: {}, action: 'approve' }]);
+      const e = h.sim.addEvent({ EventType: 'SpotRebalanceRecommendation', EventStatus: 'Advisory', startedMs: 600_000 });
+      await waitFor(() => h.kinds().includes(`scheduled:${e.eventId}`), 'the advisory delivered');
+      if (advisory === 'cordon') {
+        await waitFor(() => api!.nodes.get('aks-node-0')!.spec.unschedulable === true, 'the cordon');
+        const node = api.nodes.get('aks-node-0')!;
+        expect(node.spec.taints ?? []).toEqual([]);
+        expect(node.metadata.labels?.[EXCLUDE_LABEL]).toBeUndefined();
+        expect(node.status).toBeUndefined();
+      } else {
+        await waitFor(() => h.sim.requests.length > 10, 'a few more reads');
+        expect(api.nodes.get('aks-node-0')).toEqual(before);
+      }
+      expect(api.evictions.size).toBe(0);
+      expect(h.sim.startRequests).toEqual([]);
+      h.sim.removeEvent(e.eventId);
+      await waitFor(() => h.kinds().includes(`canceled:${e.eventId}`), 'the advisory withdrawn');
+      await waitFor(() => api!.nodes.get('aks-node-0')!.spec.unschedulable !== true, 'the node given back');
+      await waitFor(() => api!.nodes.get('aks-node-0')!.metadata.annotations?.[ANNOTATION] === undefined, 'the record gone');
+      expect(api.evictions.size).toBe(0);
+    },
+  );
+
   // AKS's node auto-drain drains for Redeploy and Preempt by default, never for Reboot, and a
   // PreemptionScheduled raised for the Spot rebalance advisory announces no drain
   it.each([

@@ -107,7 +107,7 @@ describe('se-bridge drill', () => {
     });
     const r = await cli(['drill', '--notice', '3s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
     // with --json the report alone is on stdout; stderr has only the progress lines
-    expect(r.stderr.split('\n').filter((l) => l !== '' && !/^(drill drill-|  \+\d+\.\d s {2})/.test(l))).toEqual([]);
+    expect(r.stderr.split('\n').filter((l) => l !== '' && !/^(drill drill-| {2}\+\d+\.\d s {2})/.test(l))).toEqual([]);
     expect(r.code, r.stdout).toBe(0);
     const report = JSON.parse(r.stdout) as Report;
     expect(report.passed).toBe(true);

@@ -98,3 +98,11 @@ export const EXAMPLE_ENV: NodeJS.ProcessEnv = (() => {
 })();
 
 export { freePort } from '../src/lib/http-server.ts';
+
+/** readJsonLines: the JSON values of a JSON Lines file (a file sink's), oldest first; none while it does not exist. */
+export function readJsonLines<T>(path: string): T[] {
+  return readText(path)
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as T);
+}

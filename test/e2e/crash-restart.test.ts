@@ -4,11 +4,11 @@
  * document changes, then restarted. Every transition reaches the file sink at least once,
  * nothing is invented, and duplicates carry identical CloudEvents.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { freePort, tempDir, waitFor } from '../helpers.ts';
+import { freePort, readJsonLines, tempDir, waitFor } from '../helpers.ts';
 import { start } from './process.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -30,16 +30,7 @@ interface Line {
   data: unknown;
 }
 const file = () => join(dir.path, 'events.jsonl');
-function lines(): Line[] {
-  try {
-    return readFileSync(file(), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .map((l) => JSON.parse(l) as Line);
-  } catch {
-    return [];
-  }
-}
+const lines = (): Line[] => readJsonLines<Line>(file());
 const has = (kind: string, subject: string) => lines().some((l) => l.type === `azure.scheduledevent.${kind}` && l.subject === subject);
 
 describe('SIGKILL and restart', () => {

@@ -5,11 +5,11 @@
  * started and removed the event: the file sink gets `completed`, Started not observed, never
  * `canceled`. (POSIX signals: Linux only.)
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { tempDir, waitFor } from '../helpers.ts';
+import { readJsonLines, tempDir, waitFor } from '../helpers.ts';
 import { start, stopProcesses } from './process.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -30,16 +30,7 @@ interface Line {
   data: Record<string, unknown>;
 }
 const file = () => join(dir.path, 'events.jsonl');
-function lines(): Line[] {
-  try {
-    return readFileSync(file(), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .map((l) => JSON.parse(l) as Line);
-  } catch {
-    return [];
-  }
-}
+const lines = (): Line[] => readJsonLines<Line>(file());
 const of = (eventId: string) => lines().filter((l) => l.subject === eventId);
 
 describe.skipIf(process.platform === 'win32')('a Freeze that pauses the bridge', () => {

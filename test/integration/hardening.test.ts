@@ -87,6 +87,12 @@ describe('a failure of our own mapping', () => {
 });
 
 describe('a transition that happens again', () => {
+  // NotBefore days ahead: an event gone before its NotBefore was canceled (one gone after it has happened)
+  const ahead = (days: number) => {
+    const t = new Date(Math.floor(Date.now() / 60_000) * 60_000 + days * 86_400_000);
+    return { rfc: t.toUTCString(), iso: t.toISOString().replace('.000Z', 'Z') };
+  };
+  const [d1, d2, d3] = [ahead(3), ahead(4), ahead(5)];
   const doc = (incarnation: number, events: Record<string, unknown>[]) =>
     JSON.stringify({ DocumentIncarnation: incarnation, Events: events });
   const ev = (status: string, notBefore: string) => ({
@@ -107,11 +113,11 @@ describe('a transition that happens again', () => {
     const a = await bridgeOn(sim, { identity: { vmName: 'vm0' } }, 'a');
     const b = await bridgeOn(sim, { identity: { vmName: 'vm1' } }, 'b');
     const steps: [number, Record<string, unknown>[], number][] = [
-      [2, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')], 1],
+      [2, [ev('Scheduled', d1.rfc)], 1],
       [3, [], 2],
-      [4, [ev('Scheduled', 'Tue, 24 Nov 2026 18:00:00 GMT')], 3],
+      [4, [ev('Scheduled', d2.rfc)], 3],
       [5, [], 4],
-      [6, [ev('Scheduled', 'Wed, 25 Nov 2026 09:30:00 GMT')], 5],
+      [6, [ev('Scheduled', d3.rfc)], 5],
     ];
     for (const [incarnation, events, count] of steps) {
       sim.setRawDocument(doc(incarnation, events));
@@ -126,11 +132,11 @@ describe('a transition that happens again', () => {
       'E-RECUR/scheduled/3',
     ]);
     expect(got.map((e) => [e.data.notBefore, e.data.documentIncarnation])).toEqual([
-      ['2026-11-23T10:00:00Z', 2],
-      ['2026-11-23T10:00:00Z', 3],
-      ['2026-11-24T18:00:00Z', 4],
-      ['2026-11-24T18:00:00Z', 5],
-      ['2026-11-25T09:30:00Z', 6],
+      [d1.iso, 2],
+      [d1.iso, 3],
+      [d2.iso, 4],
+      [d2.iso, 5],
+      [d3.iso, 6],
     ]);
     expect(b.delivered().map((e) => e.id)).toEqual(got.map((e) => e.id));
     expect(new Set(got.map((e) => e.id)).size).toBe(got.length);
@@ -141,7 +147,7 @@ describe('a transition that happens again', () => {
     const a = await bridgeOn(sim, { identity: { vmName: 'vm0' } });
     const steps: [number, Record<string, unknown>[], number][] = [
       [2, [ev('Started', '')], 1],
-      [3, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')], 2],
+      [3, [ev('Scheduled', d1.rfc)], 2],
       [4, [ev('Started', '')], 3],
     ];
     for (const [incarnation, events, count] of steps) {
@@ -178,12 +184,12 @@ describe('a transition that happens again', () => {
         .map((l) => (JSON.parse(l) as { id: string }).id);
     let bridge = await Bridge.create({ config, logger: silentLogger });
     await bridge.start();
-    sim.setRawDocument(doc(2, [ev('Scheduled', 'Mon, 23 Nov 2026 10:00:00 GMT')]));
+    sim.setRawDocument(doc(2, [ev('Scheduled', d1.rfc)]));
     await waitFor(() => bridge.store.journal.all().length === 1, 'scheduled');
     sim.setRawDocument(doc(3, []));
     await waitFor(() => bridge.store.journal.all().length === 2, 'canceled');
     await bridge.stop(1000);
-    sim.setRawDocument(doc(4, [ev('Scheduled', 'Tue, 24 Nov 2026 18:00:00 GMT')]));
+    sim.setRawDocument(doc(4, [ev('Scheduled', d2.rfc)]));
     bridge = await Bridge.create({ config, logger: silentLogger });
     cleanups.push(() => bridge.stop(1000));
     await bridge.start();

@@ -266,6 +266,8 @@ describe('the single executable (linux-x64)', () => {
       relayFile,
       JSON.stringify({
         listen: '127.0.0.1:0',
+        // its probes on a port of its own: the default 9464 is taken by a second suite running beside this one
+        observability: { listen: '127.0.0.1:0' },
         serviceBus: { connectionString: peer.connectionString() },
         signingKey: keys.signingKey,
         fleetKey: keys.fleetKey,
@@ -301,6 +303,8 @@ describe('the single executable (linux-x64)', () => {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_binary_${i}`, body) },
           body,
+        }).catch((err: unknown) => {
+          throw new Error(`the relay did not answer (${String(err)}); it said: ${relay.child.out.stdout} ${relay.child.out.stderr}`);
         });
         status = res.status;
         if (status !== 200) await new Promise((r) => setTimeout(r, 200));

@@ -40,5 +40,8 @@ export { text as responseText } from './lib/http-body.ts';
 export { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from './lib/http-server.ts';
 export { secretKey, signatureHeaders, whsec } from './lib/standard-webhooks.ts';
 
+// ----- Kubernetes: where the API is (a kubeconfig, or the in-cluster service account) -------
+export { loadKubeConfig, NOT_CONFIGURED, type KubeConnection } from './kube/config.ts';
+
 // ----- time ----------------------------------------------------------------------------------
 export { sleep, withDeadline } from './lib/time.ts';

@@ -15,24 +15,31 @@ import { dirname, join, normalize, relative } from 'node:path';
 export const LAYERS = [
   'lib',
   'imds',
-  'drill',
   'pipeline',
   'cloudevents',
   'store',
   'present',
   'azure',
+  'kube',
   'sinks',
   'api',
   'kit',
   'builtin-sinks',
   'registry',
   'delivery',
-  'approval',
-  'fleet',
   'observability',
+  'approval',
+  'control',
+  'drill',
+  'fleet',
+  'fleet/relay',
+  'fleet/inbox',
+  'fleet/budget/stores',
+  'fleet/budget',
   'config',
   'daemon',
   'simulator',
+  'simulator/servicebus',
   'commands',
 ] as const;
 
@@ -78,10 +85,10 @@ export function readGraph(root: string, dirs: readonly string[]): Graph {
   return graph;
 }
 
-/** layerOf names the layer of a file under src/ (its folder, or `api` for src/api.ts) or sinks/ (`builtin-sinks`), or null. */
+/** layerOf names the layer of a file under src/ (its folder, `fleet/budget` for src/fleet/budget/x.ts, or `api` for src/api.ts) or sinks/ (`builtin-sinks`), or null. */
 export function layerOf(file: string): string | null {
   if (file.startsWith('sinks/')) return 'builtin-sinks';
-  const m = /^src\/(?:([^/]+)\/|([^/]+)\.ts$)/.exec(file);
+  const m = /^src\/(?:(.+)\/[^/]+$|([^/]+)\.ts$)/.exec(file);
   if (m === null) return null;
   return m[1] ?? m[2]!.replace(/\.ts$/, '');
 }

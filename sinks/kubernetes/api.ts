@@ -1,4 +1,4 @@
-import { withDeadline } from '../../src/kit.ts';
+import { loadKubeConfig, NOT_CONFIGURED, withDeadline } from '../../src/kit.ts';
 import { KubeFailure, toFailure } from './failure.ts';
 
 export { describeFailure, KubeFailure } from './failure.ts';
@@ -73,17 +73,9 @@ type ClientModule = typeof import('@kubernetes/client-node');
 
 /** connect loads the client and its configuration: the kubeconfig file, or the in-cluster service account. */
 export async function connect(kubeconfig: string | undefined): Promise<Kube> {
-  const k8s: ClientModule = await import('@kubernetes/client-node');
-  const kc = new k8s.KubeConfig();
-  if (kubeconfig !== undefined) {
-    kc.loadFromFile(kubeconfig);
-  } else if (process.env.KUBERNETES_SERVICE_HOST) {
-    kc.loadFromCluster();
-  } else {
-    return unconfigured();
-  }
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  return bound(core, k8s, undefined);
+  const kube = await loadKubeConfig(kubeconfig);
+  if (kube === null) return unconfigured();
+  return bound(kube.config.makeApiClient(kube.k8s.CoreV1Api), kube.k8s, undefined);
 }
 
 type CoreApi = InstanceType<ClientModule['CoreV1Api']>;
@@ -192,11 +184,7 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
 /** unconfigured: neither a kubeconfig nor a cluster around; every call says so. */
 function unconfigured(): Kube {
   const fail = (): never => {
-    throw new KubeFailure(
-      'KUBE_NOT_CONFIGURED',
-      'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)',
-      false,
-    );
+    throw new KubeFailure('KUBE_NOT_CONFIGURED', NOT_CONFIGURED, false);
   };
   const kube: Kube = {
     readNode: fail,

@@ -5,7 +5,7 @@
  * retried); the approval is recorded with who, how and when; and exactly one `approved`
  * CloudEvent is emitted. A second approval of the same event is a no-op that says so.
  */
-import { isDrill } from '../drill/drills.ts';
+import { isDrill } from '../imds/drill-id.ts';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BridgeError, errorFields } from '../lib/errors.ts';

@@ -2,7 +2,7 @@
  * The demo's last act: one drill (se-bridge drill) through the running bridge's control channel,
  * once the scenarios' events have ended, and its report.
  */
-import { controlCall } from '../drill/control-client.ts';
+import { controlCall } from '../control/client.ts';
 import type { DrillState } from '../drill/drills.ts';
 import { sleep } from '../lib/time.ts';
 import type { ImdsSimulator } from '../simulator/server.ts';

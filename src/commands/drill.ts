@@ -5,8 +5,8 @@
  * Exit 0 only when every step passed; 1 when one did not, or the daemon could not be asked; 2 on a
  * usage or configuration problem. `--end` ends the drill being played now.
  */
-import { controlPath } from '../drill/control.ts';
-import { controlCall as call } from '../drill/control-client.ts';
+import { controlPath } from '../control/server.ts';
+import { controlCall as call } from '../control/client.ts';
 import type { DrillReport } from '../drill/report.ts';
 import { z } from 'zod';
 import { parseDuration } from '../lib/time.ts';

@@ -14,10 +14,10 @@ import { Store, type ApprovalRecord } from '../store/store.ts';
 import type { SinkConfig } from '../config/schema.ts';
 import { Preparations, preparersOf } from '../daemon/preparations.ts';
 import type { PreparationState } from '../sinks/contract.ts';
-import { groupText, heldText, readGroup } from '../fleet/group.ts';
+import { groupText, heldText, readGroup } from '../fleet/budget/group.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
-import { controlCall } from '../drill/control-client.ts';
+import { controlCall } from '../control/client.ts';
 import type { DrillState } from '../drill/drills.ts';
 
 /** status retries transient failures for 15 s (410 for the documented 70 s), pausing at most 5 s. */

@@ -6,7 +6,7 @@
  * every transition renders, 1 when one fails, 2 on a usage or configuration problem.
  */
 import { linksFor } from '../approval/links.ts';
-import { inboxSession } from '../fleet/inbox-config.ts';
+import { inboxSession } from '../fleet/inbox/config.ts';
 import { identityFrom } from '../imds/identity.ts';
 import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { matchesFilter, type FilterConfig } from '../pipeline/filter.ts';

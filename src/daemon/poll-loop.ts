@@ -12,7 +12,7 @@ import { GoneWatch, retryPause } from '../imds/retry.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
-import { isDrill } from '../drill/drills.ts';
+import { isDrill } from '../imds/drill-id.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { MappingError, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import { pollOnce, type Baseline, type PollResult } from '../pipeline/poll.ts';

@@ -76,8 +76,13 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
       });
     }
   } catch (err) {
-    await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
+    await closeTargets(targets);
     throw err;
   }
   return targets;
+}
+
+/** closeTargets closes every sink made, saying nothing of a close that fails (what built them failed already). */
+export async function closeTargets(targets: readonly DispatchTarget[]): Promise<void> {
+  await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
 }

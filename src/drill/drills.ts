@@ -11,11 +11,8 @@ import { randomUUID } from 'node:crypto';
 import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
 import { affects } from '../imds/identity.ts';
 import { BridgeError } from '../lib/errors.ts';
+import { DRILL_PREFIX, isDrill } from '../imds/drill-id.ts';
 
-export const DRILL_PREFIX = 'drill-';
-
-/** isDrill: an EventId of a drill. */
-export const isDrill = (eventId: string): boolean => eventId.startsWith(DRILL_PREFIX);
 
 export const DRILL_TYPES = ['Reboot', 'Redeploy', 'Freeze', 'Preempt', 'Terminate'] as const;
 

@@ -4,7 +4,7 @@
  * One registry per bridge (so tests and embedders never share counters). Gauges that mirror the
  * store (outbox depth, dead letters) are read when scraped, so they are never stale.
  */
-import { isDrill } from '../drill/drills.ts';
+import { isDrill } from '../imds/drill-id.ts';
 import { VERSION } from '../lib/version.ts';
 import { Counter, Gauge, Histogram, Registry, processMetrics } from '../lib/prometheus.ts';
 import type { Outbox } from '../store/store.ts';
@@ -173,6 +173,15 @@ export class Metrics {
       gauge: (name, help, labels) => family(name, 'gauge', () => new Gauge(name, help, labels)),
       histogram: (name, help, labels, buckets) => family(name, 'histogram', () => new Histogram(name, help, labels, buckets)),
     };
+  }
+
+  /** outcome counts one delivery's outcome and its duration, and for a delivery, how long after the change it arrived. */
+  outcome(report: { readonly sink: string; readonly outcome: string; readonly durationMs: number; readonly createdAt: number }): void {
+    this.deliveries.inc({ sink: report.sink, outcome: report.outcome });
+    this.deliveryDuration.observe({ sink: report.sink }, report.durationMs / 1000);
+    if (report.outcome === 'delivered') {
+      this.changeToDelivery.observe({ sink: report.sink }, Math.max(0, Date.now() - report.createdAt) / 1000);
+    }
   }
 
   /** observeDocument mirrors the current document into the gauges. */

@@ -11,7 +11,7 @@
  */
 import { BridgeError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
-import { isDrill } from '../drill/drills.ts';
+import { isDrill } from '../imds/drill-id.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { affects, type VmIdentity } from '../imds/identity.ts';
 import type { CompletionEvidence, Transition, TransitionKind } from './diff.ts';

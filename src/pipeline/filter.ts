@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { TRANSITIONS } from './diff.ts';
 import { affects, isLeader } from '../imds/identity.ts';
-import { isDrill } from '../drill/drills.ts';
+import { isDrill } from '../imds/drill-id.ts';
 
 export const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate', 'SpotRebalanceRecommendation'] as const;
 export const EVENT_SOURCES = ['Platform', 'User'] as const;

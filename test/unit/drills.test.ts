@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DrillRefused, Drills, isDrill, type DrillRequest } from '../../src/drill/drills.ts';
+import { DrillRefused, Drills, type DrillRequest } from '../../src/drill/drills.ts';
+import { isDrill } from '../../src/imds/drill-id.ts';
 import { chmodSync, existsSync, lstatSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { ControlServer, controlPath } from '../../src/drill/control.ts';
+import { controlPath } from '../../src/control/server.ts';
+import { ControlServer } from '../../src/drill/control.ts';
 import { DrillLog } from '../../src/drill/report.ts';
 import { captureLogger, tempDir } from '../helpers.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfigFile, loadFileWith } from '../../src/config/load.ts';
 import { Cidrs } from '../../src/lib/client-address.ts';
-import { RelayConfig } from '../../src/fleet/relay-config.ts';
+import { RelayConfig } from '../../src/fleet/relay/config.ts';
 import { EXAMPLE_ENV, ROOT } from '../helpers.ts';
 
 interface Site {

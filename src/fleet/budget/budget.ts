@@ -9,16 +9,16 @@
  * A forced approval goes past the budget, on the record.
  */
 import type { Logger } from 'pino';
-import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../approval/service.ts';
-import { affects } from '../imds/identity.ts';
-import type { BridgeView } from '../imds/view.ts';
-import { isDrill } from '../drill/drills.ts';
-import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
-import { errorFields } from '../lib/errors.ts';
-import { sleep } from '../lib/time.ts';
-import type { FleetConfig } from './budget-config.ts';
-import { FleetStoreError, type FleetStore } from './budget-store.ts';
-import { asSlot, memberKey, memberName, MEMBER_PREFIX, type Holder, type HoldMode, type MemberRecord } from './budget-records.ts';
+import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../../approval/service.ts';
+import { affects } from '../../imds/identity.ts';
+import type { BridgeView } from '../../imds/view.ts';
+import { isDrill } from '../../imds/drill-id.ts';
+import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
+import { errorFields } from '../../lib/errors.ts';
+import { sleep } from '../../lib/time.ts';
+import type { FleetConfig } from './config.ts';
+import { FleetStoreError, type FleetStore } from './stores/port.ts';
+import { asSlot, memberKey, memberName, MEMBER_PREFIX, type Holder, type HoldMode, type MemberRecord } from './records.ts';
 import { MemberSlots } from './slots.ts';
 
 export interface BudgetHooks {

@@ -4,11 +4,11 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
-import { keyOf, whsec } from '../lib/standard-webhooks.ts';
-import { addressOf, cidrList, hostPort, secret } from '../lib/validators.ts';
-import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
-import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
-import { SlackSettings } from '../approval/slack.ts';
+import { keyOf, whsec } from '../../lib/standard-webhooks.ts';
+import { addressOf, cidrList, hostPort, secret } from '../../lib/validators.ts';
+import { azureAuth, requireOneAuth } from '../../azure/messaging.ts';
+import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, INBOX_QUEUE, REPLIES_QUEUE } from '../keys.ts';
+import { SlackSettings } from '../../approval/slack.ts';
 
 export const RelayConfig = z
   .strictObject({

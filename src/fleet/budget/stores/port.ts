@@ -5,7 +5,7 @@
  * the last slot from both winning, across processes and machines. The store is loaded only when
  * `fleet` is configured, so a bridge without a fleet pays nothing for its client library.
  */
-import { BridgeError } from '../lib/errors.ts';
+import { BridgeError } from '../../../lib/errors.ts';
 
 export interface Versioned {
   readonly name: string;

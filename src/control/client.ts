@@ -2,7 +2,7 @@
 import { lstatSync } from 'node:fs';
 import { BridgeError } from '../lib/errors.ts';
 import { http } from '../lib/node-http.ts';
-import { controlPath, ownerOf } from './control.ts';
+import { controlPath, ownerOf } from './server.ts';
 
 /** ControlImpostor: the socket is not the daemon's (another user's): nothing is sent to it. */
 export class ControlImpostor extends BridgeError<'CONTROL_IMPOSTOR'> {

@@ -5,10 +5,10 @@
  * member, so a consumer that deduplicates sees one), routed like any other change.
  */
 import type { Logger } from 'pino';
-import type { BridgeView } from '../imds/view.ts';
-import { collisionOf, windowsOf, type MemberRecord } from '../fleet/budget-records.ts';
-import { toCollisionCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.ts';
-import type { Journal, PendingEvent } from '../store/store.ts';
+import type { BridgeView } from '../../imds/view.ts';
+import { collisionOf, windowsOf, type MemberRecord } from './records.ts';
+import { toCollisionCloudEvent, type BridgeEvent } from '../../pipeline/cloudevent.ts';
+import type { Journal, PendingEvent } from '../../store/store.ts';
 
 export interface CollisionDeps {
   readonly group: string;

@@ -15,9 +15,9 @@
  * GET and POST /v1/approve (links), POST /v1/slack/interactions, /livez, /readyz, /metrics.
  */
 import type { Logger } from 'pino';
-import { RelayBus, RelayMetrics } from './relay-bus.ts';
-import type { RelayConfig } from './relay-config.ts';
-import { RelayServer } from './relay-routes.ts';
+import { RelayBus, RelayMetrics } from './bus.ts';
+import type { RelayConfig } from './config.ts';
+import { RelayServer } from './routes.ts';
 
 export interface RunningRelay {
   readonly url: string;

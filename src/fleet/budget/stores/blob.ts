@@ -6,9 +6,9 @@
  * @azure/storage-blob is imported only here, when a blob store is configured.
  */
 import type { ContainerClient } from '@azure/storage-blob';
-import { createCredential } from '../azure/credentials.ts';
-import type { FleetStoreConfig } from './budget-config.ts';
-import { FleetStoreError, type FleetStore, type Versioned } from './budget-store.ts';
+import { createCredential } from '../../../azure/credentials.ts';
+import type { FleetStoreConfig } from './config.ts';
+import { FleetStoreError, type FleetStore, type Versioned } from './port.ts';
 
 type BlobConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
 

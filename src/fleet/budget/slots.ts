@@ -7,11 +7,11 @@
  * closed budget.
  */
 import type { Logger } from 'pino';
-import { ApprovalError, type ApprovalRequest, type Grant } from '../approval/service.ts';
-import type { VmIdentity } from '../imds/identity.ts';
-import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
-import type { FleetConfig } from './budget-config.ts';
-import type { FleetStore, Versioned } from './budget-store.ts';
+import { ApprovalError, type ApprovalRequest, type Grant } from '../../approval/service.ts';
+import type { VmIdentity } from '../../imds/identity.ts';
+import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
+import type { FleetConfig } from './config.ts';
+import type { FleetStore, Versioned } from './stores/port.ts';
 import {
   asSlot,
   holderOf,
@@ -24,7 +24,7 @@ import {
   type Holder,
   type HoldMode,
   type SlotRecord,
-} from './budget-records.ts';
+} from './records.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
 const MAX_ROUNDS = 8;

@@ -9,9 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
-import { withDeadline } from '../lib/time.ts';
-import type { FleetStoreConfig } from './budget-config.ts';
-import { FleetStoreError, type FleetStore, type Versioned } from './budget-store.ts';
+import { withDeadline } from '../../../lib/time.ts';
+import type { FleetStoreConfig } from './config.ts';
+import { loadKubeConfig, NOT_CONFIGURED } from '../../../kube/config.ts';
+import { FleetStoreError, type FleetStore, type Versioned } from './port.ts';
 
 type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
 
@@ -45,16 +46,9 @@ export class LeaseFleetStore implements FleetStore {
   }
 
   static async open(config: KubeConfig, group: string): Promise<LeaseFleetStore> {
-    const k8s = await import('@kubernetes/client-node');
-    const kc = new k8s.KubeConfig();
-    if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
-    else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-    else
-      throw new FleetStoreError(
-        'connect',
-        'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)',
-      );
-    return new LeaseFleetStore(kc.makeApiClient(k8s.CoordinationV1Api), config.namespace, group);
+    const kube = await loadKubeConfig(config.kubeconfig);
+    if (kube === null) throw new FleetStoreError('connect', NOT_CONFIGURED);
+    return new LeaseFleetStore(kube.config.makeApiClient(kube.k8s.CoordinationV1Api), config.namespace, group);
   }
 
   async get(name: string): Promise<Versioned | null> {

@@ -7,8 +7,8 @@
  * its own record (`member-<member>`): its events, its slot, its heartbeat.
  */
 import { createHash } from 'node:crypto';
-import type { ScheduledEvent } from '../imds/wire.ts';
-import { isDrill } from '../drill/drills.ts';
+import type { ScheduledEvent } from '../../imds/wire.ts';
+import { isDrill } from '../../imds/drill-id.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';

@@ -1,11 +1,10 @@
 /**
- * The fleet budget's configuration (`fleet`): the group a VM belongs to, how many of its members
- * may be in maintenance at once because of an early approval, and where the group's slots and
- * member records live (Azure Blob Storage, or Kubernetes Leases).
+ * Where a fleet budget's slots and member records live: Azure Blob Storage or Kubernetes Leases
+ * (the `store` key of `fleet`).
  */
 import { z } from 'zod';
-import { CredentialConfig } from '../azure/credentials.ts';
-import { httpUrl, secret } from '../lib/validators.ts';
+import { CredentialConfig } from '../../../azure/credentials.ts';
+import { httpUrl, secret } from '../../../lib/validators.ts';
 
 const BlobStoreConfig = z
   .strictObject({
@@ -45,41 +44,3 @@ const KubernetesStoreConfig = z.strictObject({
 
 export const FleetStoreConfig = z.discriminatedUnion('type', [BlobStoreConfig, KubernetesStoreConfig]);
 export type FleetStoreConfig = z.infer<typeof FleetStoreConfig>;
-
-export const FleetConfig = z.strictObject({
-  group: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
-    .describe('The group: every member that names it shares one budget.'),
-  maxUnavailable: z
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .describe('How many members of the group may be in maintenance at once because of an early approval (the slots).'),
-  store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
-  marginSeconds: z
-    .number()
-    .int()
-    .min(5)
-    .max(7 * 86400)
-    .default(1800)
-    .describe(
-      "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it.",
-    ),
-  heartbeatSeconds: z
-    .number()
-    .int()
-    .min(5)
-    .max(3600)
-    .default(30)
-    .describe('How often a member writes its record (events, slot, heartbeat) and renews the slot it holds.'),
-  retryMs: z
-    .number()
-    .int()
-    .min(200)
-    .max(300_000)
-    .default(2000)
-    .describe('How often an approval held by the budget (policy, hooks) asks for a slot again.'),
-});
-export type FleetConfig = z.infer<typeof FleetConfig>;

@@ -4,9 +4,9 @@
  * than the group allows). Read straight from the store, so `se-bridge fleet status` and
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
-import type { FleetConfig } from './budget-config.ts';
-import { openFleetStore } from './open-store.ts';
-import { asSlot, collisionOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type HoldMode, type MemberRecord } from './budget-records.ts';
+import type { FleetConfig } from './config.ts';
+import { openFleetStore } from './stores/open.ts';
+import { asSlot, collisionOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type HoldMode, type MemberRecord } from './records.ts';
 
 export interface GroupStatus {
   readonly group: string;

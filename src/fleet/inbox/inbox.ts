@@ -13,10 +13,10 @@
  */
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
 import type { Logger } from 'pino';
-import { errorFields } from '../lib/errors.ts';
-import { sleep } from '../lib/time.ts';
-import { serviceBusClient } from '../azure/messaging.ts';
-import type { ReplayCache } from '../store/replay.ts';
+import { errorFields } from '../../lib/errors.ts';
+import { sleep } from '../../lib/time.ts';
+import { serviceBusClient } from '../../azure/messaging.ts';
+import type { ReplayCache } from '../../store/replay.ts';
 import {
   checkCommand,
   OUTCOME_SUBJECT,
@@ -25,15 +25,14 @@ import {
   signOutcome,
   type ApprovalCommand,
   type CommandOutcome,
-} from './keys.ts';
-import { ApprovalError, type ApprovalService } from '../approval/service.ts';
-import { holdSession } from './session.ts';
-import { inboxSession, type InboxConfig } from './inbox-config.ts';
-import type { BridgeView } from '../imds/view.ts';
+} from '../keys.ts';
+import { ApprovalError, type ApprovalService } from '../../approval/service.ts';
+import { holdSession } from '../session.ts';
+import { inboxSession, type InboxConfig } from './config.ts';
+import type { BridgeView } from '../../imds/view.ts';
 
 export interface InboxOptions {
   readonly config: InboxConfig;
-  readonly service: ApprovalService;
   /** The commands already applied and the tokens already spent. */
   readonly replay: ReplayCache;
   readonly logger: Logger;
@@ -70,12 +69,23 @@ export class ApprovalInbox {
   #commands = 0;
   #lastError: string | null = null;
   #signal: AbortSignal | null = null;
+  #service: ApprovalService | null = null;
 
   constructor(options: InboxOptions) {
     this.#o = options;
     this.#key = publicKeyOf(options.config.relayPublicKey)!;
     this.#linkKey = options.config.linkKeyBytes;
   }
+  /** use: the approval service that applies the commands (the daemon's, once it exists); commands wait for it. */
+  use(service: ApprovalService): void {
+    this.#service = service;
+  }
+
+  get #approvals(): ApprovalService {
+    if (this.#service === null) throw new Error('the approval inbox was given no approval service');
+    return this.#service;
+  }
+
   /** This VM's session: the configured one, or its resource id's. */
   get #sessionId(): string {
     return inboxSession(this.#o.config, this.#o.view.vm);
@@ -105,7 +115,7 @@ export class ApprovalInbox {
       userAgentOptions: { userAgentPrefix: 'se-bridge' },
     });
     this.#replies = this.#client.createSender(config.replies);
-    while (!signal.aborted && this.#o.view.goodReads === 0) await sleep(100, signal).catch(() => undefined);
+    while (!signal.aborted && (this.#o.view.goodReads === 0 || this.#service === null)) await sleep(100, signal).catch(() => undefined);
     await holdSession({
       client: this.#client,
       queue: config.queue,
@@ -178,7 +188,7 @@ export class ApprovalInbox {
     }
     let outcome: CommandOutcome;
     try {
-      const r = await this.#o.service.approve(command.eventId, { by: command.by, via: command.via, reason: command.reason });
+      const r = await this.#approvals.approve(command.eventId, { by: command.by, via: command.via, reason: command.reason });
       outcome = {
         ...this.#outcome(command, m, r.status, null, r.status === 'approved' ? 'approved' : `already approved by ${r.by} (${r.via})`),
         by: r.by,

@@ -3,9 +3,9 @@
  * them, the relay's public key, this VM's link key and session.
  */
 import { z } from 'zod';
-import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
-import { secret } from '../lib/validators.ts';
-import { decodeKey, ed25519Public, keyBytes, sessionFor, sessionIdOf, INBOX_QUEUE, REPLIES_QUEUE } from './keys.ts';
+import { azureAuth, requireOneAuth } from '../../azure/messaging.ts';
+import { secret } from '../../lib/validators.ts';
+import { decodeKey, ed25519Public, keyBytes, sessionFor, sessionIdOf, INBOX_QUEUE, REPLIES_QUEUE } from '../keys.ts';
 
 export const InboxConfig = z
   .strictObject({

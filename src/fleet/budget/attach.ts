@@ -1,0 +1,84 @@
+/**
+ * attachBudget: the fleet budget as a feature of the daemon (daemon/feature.ts), when `fleet` is
+ * configured. It opens the group's store (its client library loaded only now), gates every early
+ * approval, writes this member's record at each heartbeat (its loop), keeps a drill out of
+ * everything the fleet sees, and turns the members' records into a collision forecast.
+ */
+import type { Logger } from 'pino';
+import type { BridgeView } from '../../imds/view.ts';
+import type { EventsDocument } from '../../imds/wire.ts';
+import type { Metrics } from '../../observability/metrics.ts';
+import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
+import type { Journal, PendingEvent } from '../../store/store.ts';
+import { FleetBudget } from './budget.ts';
+import { foretellCollision } from './collisions.ts';
+import type { FleetConfig } from './config.ts';
+import { openFleetStore } from './stores/open.ts';
+
+export interface BudgetContext {
+  readonly config: { readonly fleet?: FleetConfig | undefined };
+  readonly dryRun: boolean;
+  readonly logger: Logger;
+  readonly state: BridgeView;
+  readonly journal: Journal;
+  readonly metrics: Metrics;
+  /** Whether an ended event's preparations were given back. */
+  readonly givenBack: (eventId: string) => boolean;
+  /** Routes a CloudEvent as every other change is routed. */
+  readonly route: (event: BridgeEvent) => PendingEvent;
+  /** Says that CloudEvents were committed (the dispatcher takes them). */
+  readonly committed: (events: readonly BridgeEvent[]) => void;
+}
+
+export async function attachBudget(ctx: BudgetContext) {
+  const fleet = ctx.config.fleet;
+  if (fleet === undefined) return null;
+  const { metrics } = ctx;
+  const budget = new FleetBudget({
+    config: fleet,
+    store: await openFleetStore(fleet.store, fleet.group),
+    view: ctx.state,
+    logger: ctx.logger,
+    givenBack: ctx.givenBack,
+    hooks: {
+      onHeld: (via) => metrics.fleetHeld.inc({ via }),
+      onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
+      onMembers: (members) =>
+        foretellCollision(members, {
+          group: fleet.group,
+          maxUnavailable: fleet.maxUnavailable,
+          view: ctx.state,
+          journal: ctx.journal,
+          logger: ctx.logger,
+          route: ctx.route,
+          committed: (event) => {
+            metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });
+            ctx.committed([event]);
+          },
+        }),
+      onSlots: (self, others) => {
+        metrics.fleetSlots.set({ holder: 'self' }, self);
+        metrics.fleetSlots.set({ holder: 'others' }, others);
+      },
+    },
+  });
+  // a dry run asks nobody: nothing is approved for real, so nothing is held
+  const gate = ctx.dryRun
+    ? {}
+    : {
+        gate: {
+          take: budget.take.bind(budget),
+          abandon: budget.abandon.bind(budget),
+          retryMs: fleet.retryMs,
+        },
+      };
+  return {
+    name: 'fleet',
+    ...gate,
+    // the budget keeps a drill out of everything the fleet sees (FleetBudget.#realDocument)
+    onRead: (document: EventsDocument) => void budget.onRead(document),
+    details: () => budget.state(),
+    run: (signal: AbortSignal) => budget.run(signal),
+    state: () => budget.state(),
+  };
+}

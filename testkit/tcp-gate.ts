@@ -11,6 +11,8 @@ export class TcpGate {
   readonly #sockets = new Set<Socket>();
   #open = true;
   port = 0;
+  /** Bytes the target sent through the gate, in all. */
+  received = 0;
 
   constructor(targetUrl: string) {
     const u = new URL(targetUrl);
@@ -23,6 +25,7 @@ export class TcpGate {
         s.on('close', () => this.#sockets.delete(s));
         s.on('error', () => undefined);
       }
+      upstream.on('data', (chunk: Buffer) => (this.received += chunk.length));
       client.pipe(upstream).pipe(client);
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());

@@ -124,5 +124,21 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
     o.onOutcome?.(report);
   });
   const ready = () => isReady(sources);
-  return { state, metrics, links, targets, client, dispatcher, approvals, poll, identity, endpoints, features, ready, routeAgain, budget, inbox };
+  return {
+    state,
+    metrics,
+    links,
+    targets,
+    client,
+    dispatcher,
+    approvals,
+    poll,
+    identity,
+    endpoints,
+    features,
+    ready,
+    routeAgain,
+    budget,
+    inbox,
+  };
 }

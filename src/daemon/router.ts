@@ -63,7 +63,10 @@ export class Router {
     }
     if (routes.length === 0) return 0;
     journal.addRoutes(routes);
-    logger.info({ from, to: state.vm.name, routes }, 'routed the listed events again by the VM name: they went to the sinks they now match');
+    logger.info(
+      { from, to: state.vm.name, routes },
+      'routed the listed events again by the VM name: they went to the sinks they now match',
+    );
     return routes.length;
   }
 }

@@ -13,7 +13,6 @@ import { affects } from '../imds/identity.ts';
 import { BridgeError } from '../lib/errors.ts';
 import { DRILL_PREFIX, isDrill } from '../imds/drill-id.ts';
 
-
 export const DRILL_TYPES = ['Reboot', 'Redeploy', 'Freeze', 'Preempt', 'Terminate'] as const;
 
 export interface DrillRequest {

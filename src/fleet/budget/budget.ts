@@ -18,7 +18,18 @@ import { errorFields } from '../../lib/errors.ts';
 import { sleep } from '../../lib/time.ts';
 import type { FleetConfig } from './config.ts';
 import { FleetStoreError, type FleetStore } from './stores/port.ts';
-import { asSlot, memberKey, memberName, MEMBER_PREFIX, type Holder, type HoldMode, type MemberRecord } from './records.ts';
+import {
+  memberKey,
+  memberName,
+  memberEventsOf,
+  MEMBER_PREFIX,
+  slotState,
+  type Holder,
+  type MemberRecord,
+  type SlotState,
+  asSlot,
+} from './records.ts';
+import { membersOf, RecordWarnings } from './parse.ts';
 import { MemberSlots } from './slots.ts';
 
 export interface BudgetHooks {
@@ -51,13 +62,7 @@ export interface BudgetState {
   readonly storeReachable: boolean;
   readonly lastError: string | null;
   /** The slot this member holds, if any. */
-  readonly slot: {
-    readonly name: string;
-    readonly eventIds: readonly string[];
-    readonly since: string | null;
-    readonly until: string | null;
-    readonly mode: HoldMode | null;
-  } | null;
+  readonly slot: SlotState | null;
   /** The group's holders as last read. */
   readonly holders: readonly Holder[];
 }
@@ -66,6 +71,7 @@ export class FleetBudget implements ApprovalGate {
   readonly #o: BudgetOptions;
   readonly #now: () => number;
   readonly #slots: MemberSlots;
+  readonly #warnings: RecordWarnings;
   #queue: Promise<unknown> = Promise.resolve();
   #storeOk = true;
   #lastError: string | null = null;
@@ -77,7 +83,9 @@ export class FleetBudget implements ApprovalGate {
   constructor(options: BudgetOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#warnings = new RecordWarnings(options.logger, options.store.where);
     this.#slots = new MemberSlots({
+      warnings: this.#warnings,
       config: options.config,
       store: options.store,
       logger: options.logger,
@@ -103,16 +111,7 @@ export class FleetBudget implements ApprovalGate {
       store: this.#o.store.where,
       storeReachable: this.#storeOk,
       lastError: this.#lastError,
-      slot:
-        held === null || slot == null
-          ? null
-          : {
-              name: slot.name,
-              eventIds: held.eventIds ?? [],
-              since: held.since ?? null,
-              until: held.until ?? null,
-              mode: held.mode ?? null,
-            },
+      slot: held === null || slot == null ? null : slotState(slot.name, held),
       holders: this.#slots.holders,
     };
   }
@@ -232,7 +231,8 @@ export class FleetBudget implements ApprovalGate {
   async #readMembers(): Promise<void> {
     const members = await this.#o.store.list(MEMBER_PREFIX);
     this.#ok();
-    this.#o.hooks?.onMembers?.(members.map((m) => m.value as MemberRecord));
+    this.#warnings.check(members);
+    this.#o.hooks?.onMembers?.(membersOf(members));
   }
 
   /** writeMember writes this member's record (at every heartbeat, and when what it says changes); true when it wrote. */
@@ -240,15 +240,11 @@ export class FleetBudget implements ApprovalGate {
     const vm = this.#o.view.vm;
     const document = this.#realDocument();
     if (!vm.nameKnown) return false;
-    const events = (mine ?? (document?.events ?? []).filter((e) => affects(e.resources, vm.name))).map((e) => ({
-      eventId: e.eventId,
-      eventType: e.eventType,
-      status: e.eventStatus,
-      notBefore: e.notBefore,
-      durationInSeconds: e.durationInSeconds,
-      approved: this.#slots.heldFor.includes(e.eventId),
-      ...(this.#held.has(e.eventId) ? { held: this.#held.get(e.eventId) } : {}),
-    }));
+    const events = memberEventsOf(
+      mine ?? (document?.events ?? []).filter((e) => affects(e.resources, vm.name)),
+      this.#slots.heldFor,
+      this.#held,
+    );
     const shape = JSON.stringify({ events, slot: this.#slots.held?.name ?? null });
     const now = this.#now();
     // written at every heartbeat, and at once when what it says changes (at most once a second)

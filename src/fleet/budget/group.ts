@@ -6,7 +6,8 @@
  */
 import type { FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
-import { asSlot, collisionOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type HoldMode, type MemberRecord } from './records.ts';
+import { asSlot, collisionOf, holderOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type Holder } from './records.ts';
+import { membersOf, skippedOf, type Skipped } from './parse.ts';
 
 export interface GroupStatus {
   readonly group: string;
@@ -28,14 +29,9 @@ export interface GroupStatus {
     /** Its heartbeat stopped: no record for three heartbeats. */
     readonly stale: boolean;
   }[];
-  readonly slots: readonly {
-    readonly slot: string;
-    readonly vm: string;
-    readonly eventId: string | null;
-    readonly since: string | null;
-    readonly until: string | null;
-    readonly mode: HoldMode | null;
-  }[];
+  readonly slots: readonly ({ readonly slot: string } & Holder)[];
+  /** The records of another shape (another version's, edited by hand, not JSON, too large): left out, each named once. */
+  readonly skipped: readonly Skipped[];
   /** More members due for maintenance at once than the group allows, when their records say so. */
   readonly collision: {
     readonly from: string;
@@ -53,15 +49,8 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
     const slots = slotRecords
       .map((r) => ({ name: r.name, s: asSlot(r.value) }))
       .filter((x) => live(x.s, now))
-      .map(({ name, s }) => ({
-        slot: name,
-        vm: s.vm ?? s.member ?? '?',
-        eventId: s.eventIds?.[0] ?? null,
-        since: s.since ?? null,
-        until: s.until ?? null,
-        mode: s.mode ?? null,
-      }));
-    const members = memberRecords.map((r) => r.value as MemberRecord).sort((a, b) => a.vm.localeCompare(b.vm));
+      .map(({ name, s }) => ({ slot: name, ...holderOf(s) }));
+    const members = membersOf(memberRecords).sort((a, b) => a.vm.localeCompare(b.vm));
     const c = collisionOf(windowsOf(members), config.maxUnavailable);
     return {
       group: config.group,
@@ -82,6 +71,7 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
         stale: now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000,
       })),
       slots,
+      skipped: skippedOf([...slotRecords, ...memberRecords]),
       collision:
         c === null
           ? null
@@ -97,12 +87,12 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
   }
 }
 
-/** groupText: the group as a person reads it. */
 /** heldText: an approval the budget holds, in words: by whom, since when. */
 export function heldText(held: { readonly since: string; readonly by: readonly string[] }): string {
   return `held by the budget (slots held by ${held.by.join(', ') || 'others'}) since ${held.since}`;
 }
 
+/** groupText: the group as a person reads it. */
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
   const out = [
     `Group ${g.group}: ${g.slots.length} of ${g.maxUnavailable} slot${g.maxUnavailable === 1 ? '' : 's'} held; ${g.members.length} member${g.members.length === 1 ? '' : 's'} (${g.store})`,
@@ -132,6 +122,7 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
         ]),
       ),
     );
+  for (const s of g.skipped) out.push('', `Record ${s.key} left out: ${s.why}.`);
   if (g.collision !== null)
     out.push(
       '',

@@ -7,6 +7,7 @@
  * its own record (`member-<member>`): its events, its slot, its heartbeat.
  */
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { isDrill } from '../../imds/drill-id.ts';
 
@@ -49,6 +50,26 @@ export interface MemberRecord {
   readonly slot: string | null;
 }
 
+/** memberEventsOf: this member's events as its record says them: whether its slot is held for each, and the approvals the budget holds. */
+export function memberEventsOf(
+  events: readonly ScheduledEvent[],
+  heldFor: readonly string[],
+  held: ReadonlyMap<string, NonNullable<MemberEvent['held']>>,
+): MemberEvent[] {
+  return events.map((e) => {
+    const h = held.get(e.eventId);
+    return {
+      eventId: e.eventId,
+      eventType: e.eventType,
+      status: e.eventStatus,
+      notBefore: e.notBefore,
+      durationInSeconds: e.durationInSeconds,
+      approved: heldFor.includes(e.eventId),
+      ...(h === undefined ? {} : { held: h }),
+    };
+  });
+}
+
 export interface Holder {
   readonly vm: string;
   readonly eventId: string | null;
@@ -80,11 +101,43 @@ export function memberKey(vm: { readonly name: string; readonly resourceId: stri
   return `${name}-${digest}`;
 }
 
-/** asSlot reads a slot record defensively: anything unreadable is a free slot's shape with no holder. */
+// The records' schemas: what is read from a store is parsed, never cast (parse.ts).
+export const SlotSchema: z.ZodType<SlotRecord> = z.object({
+  member: z.string().nullable(),
+  vm: z.string().optional(),
+  resourceId: z.string().nullable().optional(),
+  eventIds: z.array(z.string()).optional(),
+  since: z.string().optional(),
+  until: z.string().optional(),
+  mode: z.enum(['early', 'forced', 'started']).optional(),
+  by: z.string().optional(),
+  reason: z.string().optional(),
+});
+
+export const MemberSchema: z.ZodType<MemberRecord> = z.object({
+  member: z.string(),
+  vm: z.string(),
+  resourceId: z.string().nullable(),
+  heartbeatAt: z.string(),
+  heartbeatSeconds: z.number(),
+  events: z.array(
+    z.object({
+      eventId: z.string(),
+      eventType: z.string(),
+      status: z.string(),
+      notBefore: z.string().nullable(),
+      durationInSeconds: z.number(),
+      approved: z.boolean(),
+      held: z.object({ since: z.string(), by: z.array(z.string()) }).optional(),
+    }),
+  ),
+  slot: z.string().nullable(),
+});
+
+/** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */
 export function asSlot(value: unknown): SlotRecord {
-  const v = value as Partial<SlotRecord> | null;
-  if (v === null || typeof v !== 'object' || typeof v.member !== 'string') return { member: null };
-  return v as SlotRecord;
+  const r = SlotSchema.safeParse(value);
+  return r.success ? r.data : { member: null };
 }
 
 /** live: the slot has a holder whose recorded end has not passed. */
@@ -99,6 +152,23 @@ export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSec
   const start = Math.max(now, e.notBefore === null ? now : Date.parse(e.notBefore) || now);
   return start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
 }
+
+/** A held slot as /readyz and status say it. */
+export interface SlotState {
+  readonly name: string;
+  readonly eventIds: readonly string[];
+  readonly since: string | null;
+  readonly until: string | null;
+  readonly mode: HoldMode | null;
+}
+
+export const slotState = (name: string, s: SlotRecord): SlotState => ({
+  name,
+  eventIds: s.eventIds ?? [],
+  since: s.since ?? null,
+  until: s.until ?? null,
+  mode: s.mode ?? null,
+});
 
 export const holderOf = (s: SlotRecord): Holder => ({
   vm: s.vm ?? s.member ?? '?',

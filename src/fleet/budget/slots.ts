@@ -13,7 +13,6 @@ import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
 import {
-  asSlot,
   holderOf,
   live,
   overflowName,
@@ -24,7 +23,9 @@ import {
   type Holder,
   type HoldMode,
   type SlotRecord,
+  asSlot,
 } from './records.ts';
+import type { RecordWarnings } from './parse.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
 const MAX_ROUNDS = 8;
@@ -38,6 +39,8 @@ export interface MemberSlotsOptions {
   readonly now: () => number;
   /** The group's live slots at each read: held by this member, and by the others. */
   readonly onSlots?: (self: number, others: number) => void;
+  /** Names each slot record of another shape once. */
+  readonly warnings?: RecordWarnings;
 }
 
 export class MemberSlots {
@@ -180,6 +183,7 @@ export class MemberSlots {
   /** readSlots reads every slot record, and from them which one this member holds and who holds the others. */
   async read(): Promise<Versioned[]> {
     const slots = await this.#o.store.list(SLOT_PREFIX);
+    this.#o.warnings?.check(slots);
     const now = this.#now();
     const me = this.#o.me().key;
     this.#held = slots.find((r) => asSlot(r.value).member === me) ?? null;

@@ -8,7 +8,7 @@
 import type { ContainerClient } from '@azure/storage-blob';
 import { createCredential } from '../../../azure/credentials.ts';
 import type { FleetStoreConfig } from './config.ts';
-import { FleetStoreError, type FleetStore, type Versioned } from './port.ts';
+import { FleetStoreError, MAX_RECORD_BYTES, recordOf, tooLarge, type FleetStore, type Versioned } from './port.ts';
 
 type BlobConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
 
@@ -67,14 +67,22 @@ export class BlobFleetStore implements FleetStore {
   }
 
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
-    const names: string[] = [];
+    const items: { name: string; bytes: number; version: string }[] = [];
     try {
-      for await (const item of this.#container.listBlobsFlat({ prefix: this.#prefix + prefix, abortSignal: signal })) names.push(item.name);
+      for await (const item of this.#container.listBlobsFlat({ prefix: this.#prefix + prefix, abortSignal: signal }))
+        items.push({
+          name: item.name.slice(this.#prefix.length),
+          bytes: item.properties.contentLength ?? 0,
+          version: item.properties.etag,
+        });
     } catch (err) {
       if (statusOf(err) === 404) return []; // no container yet: no records
       throw failure(`list ${prefix}*`, err);
     }
-    const read = await Promise.all(names.map((n) => this.#read(n.slice(this.#prefix.length).replace(/\.json$/, ''), signal)));
+    // a record's size is known from the listing: one over the limit is never downloaded
+    const read = await Promise.all(
+      items.map(async (i) => (i.bytes > MAX_RECORD_BYTES ? tooLarge(i.name, i.bytes, i.version) : this.#read(i.name, signal))),
+    );
     return read.filter((r): r is Versioned => r !== null);
   }
 
@@ -84,15 +92,32 @@ export class BlobFleetStore implements FleetStore {
 
   async #read(name: string, signal?: AbortSignal): Promise<Versioned | null> {
     try {
-      const r = await this.#container.getBlockBlobClient(this.#prefix + name).download(0, undefined, { abortSignal: signal });
+      // one byte past the limit is asked for, never more: a larger record is named by its size, not downloaded
+      const r = await this.#container.getBlockBlobClient(this.#prefix + name).download(0, MAX_RECORD_BYTES + 1, { abortSignal: signal });
       if (r.readableStreamBody === undefined || r.etag === undefined)
         throw new FleetStoreError(`read ${name}`, 'the answer has no body or no ETag');
+      const total = Number(/\/(\d+)$/.exec(r.contentRange ?? '')?.[1] ?? r.contentLength ?? 0);
+      if (total > MAX_RECORD_BYTES) {
+        r.readableStreamBody.resume();
+        return tooLarge(name, total, r.etag);
+      }
       const chunks: Buffer[] = [];
       for await (const c of r.readableStreamBody) chunks.push(c as Buffer);
-      return { name, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown, version: r.etag };
+      return recordOf(name, Buffer.concat(chunks).toString('utf8'), r.etag);
     } catch (err) {
       if (statusOf(err) === 404) return null;
-      if (err instanceof SyntaxError) throw new FleetStoreError(`read ${name}`, 'the record is not JSON', err);
+      // an empty blob has no first byte to ask for: no record of ours, read with its ETag so that it can be replaced
+      if (statusOf(err) === 416) return this.#empty(name, signal);
+      throw failure(`read ${name}`, err);
+    }
+  }
+
+  async #empty(name: string, signal?: AbortSignal): Promise<Versioned | null> {
+    try {
+      const p = await this.#container.getBlockBlobClient(this.#prefix + name).getProperties({ abortSignal: signal });
+      return { name, value: undefined, version: p.etag ?? '', unreadable: 'empty' };
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
       throw failure(`read ${name}`, err);
     }
   }

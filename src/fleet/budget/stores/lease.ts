@@ -12,7 +12,7 @@ import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import { withDeadline } from '../../../lib/time.ts';
 import type { FleetStoreConfig } from './config.ts';
 import { loadKubeConfig, NOT_CONFIGURED } from '../../../kube/config.ts';
-import { FleetStoreError, type FleetStore, type Versioned } from './port.ts';
+import { FleetStoreError, recordOf, type FleetStore, type Versioned } from './port.ts';
 
 type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
 
@@ -56,7 +56,7 @@ export class LeaseFleetStore implements FleetStore {
       const lease = await this.#call(`read ${name}`, () =>
         this.#api.readNamespacedLease({ name: leaseName(this.#group, name), namespace: this.#namespace }),
       );
-      return recordOf(lease, name);
+      return fromLease(lease, name);
     } catch (err) {
       if (statusOf(err) === 404) return null;
       throw failure(`read ${name}`, err);
@@ -102,7 +102,7 @@ export class LeaseFleetStore implements FleetStore {
         this.#api.listNamespacedLease({ namespace: this.#namespace, labelSelector: `${GROUP_LABEL}=${this.#group}` }),
       );
       return leases.items
-        .map((l) => recordOf(l, l.metadata?.annotations?.[NAME_ANNOTATION] ?? ''))
+        .map((l) => fromLease(l, l.metadata?.annotations?.[NAME_ANNOTATION] ?? ''))
         .filter((r): r is Versioned => r !== null && r.name.startsWith(prefix));
     } catch (err) {
       throw failure(`list ${prefix}*`, err);
@@ -118,15 +118,11 @@ export class LeaseFleetStore implements FleetStore {
   }
 }
 
-function recordOf(lease: V1Lease, name: string): Versioned | null {
+function fromLease(lease: V1Lease, name: string): Versioned | null {
   const text = lease.metadata?.annotations?.[RECORD_ANNOTATION];
   const version = lease.metadata?.resourceVersion;
   if (text === undefined || version === undefined || name === '') return null;
-  try {
-    return { name, value: JSON.parse(text) as unknown, version };
-  } catch {
-    return null; // a Lease edited by hand into something else is no record of ours
-  }
+  return recordOf(name, text, version);
 }
 
 const statusOf = (err: unknown): number | undefined => {

@@ -9,9 +9,38 @@ import { BridgeError } from '../../../lib/errors.ts';
 
 export interface Versioned {
   readonly name: string;
+  /** The record as JSON read it; undefined when it could not be read (`unreadable` says why). */
   readonly value: unknown;
   readonly version: string;
+  /** Why the record is no JSON value: larger than MAX_RECORD_BYTES, or not JSON. */
+  readonly unreadable?: string;
 }
+
+/**
+ * The largest record either store reads: 256 KiB, what Kubernetes allows a Lease's annotations
+ * in all. A member record with a few hundred events is a few tens of KiB; anything larger is no
+ * record of ours, and is not downloaded.
+ */
+export const MAX_RECORD_BYTES = 256 * 1024;
+
+/** recordOf parses a record's text, or says why it is unreadable (it is never thrown: one bad record stops nothing). */
+export function recordOf(name: string, text: string, version: string): Versioned {
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_RECORD_BYTES) return tooLarge(name, bytes, version);
+  try {
+    return { name, value: JSON.parse(text) as unknown, version };
+  } catch {
+    return { name, value: undefined, version, unreadable: 'not JSON' };
+  }
+}
+
+/** tooLarge: a record over MAX_RECORD_BYTES, left unread. */
+export const tooLarge = (name: string, bytes: number, version: string): Versioned => ({
+  name,
+  value: undefined,
+  version,
+  unreadable: `${bytes} bytes, over the ${MAX_RECORD_BYTES}-byte limit of a record`,
+});
 
 export interface FleetStore {
   /** What the store is, for logs and status (`blob se-bridge-fleet/kafka-prod`, `kubernetes lease se-bridge/…`). */

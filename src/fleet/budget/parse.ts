@@ -1,0 +1,62 @@
+/**
+ * Reading the records of a fleet store: each is parsed by its schema, never cast. A record of
+ * another shape (another version's, edited by hand, not JSON, too large) is left out and named
+ * once; it never makes the store look unreachable. Keys a newer version adds are dropped, not
+ * refused, so members of two versions share a group.
+ */
+import type { Logger } from 'pino';
+import { MEMBER_PREFIX, MemberSchema, SLOT_PREFIX, SlotSchema, type MemberRecord } from './records.ts';
+import type { Versioned } from './stores/port.ts';
+
+/** membersOf: the member records that read by their schema; the others are left out (RecordWarnings names them). */
+export function membersOf(records: readonly Versioned[]): MemberRecord[] {
+  return records.flatMap((r) => {
+    const m = MemberSchema.safeParse(r.value);
+    return m.success ? [m.data] : [];
+  });
+}
+
+/** A record left out, and why. */
+export interface Skipped {
+  readonly key: string;
+  readonly why: string;
+}
+
+/** skippedOf: the records of this list that do not read by their schema (a slot's or a member's, by name), and why. */
+export function skippedOf(records: readonly Versioned[]): Skipped[] {
+  return records.flatMap((r) => {
+    const schema = r.name.startsWith(MEMBER_PREFIX) ? MemberSchema : r.name.startsWith(SLOT_PREFIX) ? SlotSchema : null;
+    if (schema === null) return [];
+    if (r.unreadable !== undefined) return [{ key: r.name, why: r.unreadable }];
+    const parsed = schema.safeParse(r.value);
+    if (parsed.success) return [];
+    const i = parsed.error.issues[0];
+    return [{ key: r.name, why: i === undefined ? 'not a record' : `${i.path.join('.') || '(record)'}: ${i.message}` }];
+  });
+}
+
+/** RecordWarnings says each record of another shape once (per key and version), however often it is read. */
+export class RecordWarnings {
+  readonly #logger: Logger;
+  readonly #where: string;
+  readonly #said = new Set<string>();
+
+  constructor(logger: Logger, where: string) {
+    this.#logger = logger;
+    this.#where = where;
+  }
+
+  check(records: readonly Versioned[]): void {
+    const byName = new Map(records.map((r) => [r.name, r.version]));
+    for (const s of skippedOf(records)) {
+      const id = `${s.key}@${byName.get(s.key) ?? ''}`;
+      if (this.#said.has(id)) continue;
+      if (this.#said.size >= 10_000) this.#said.clear();
+      this.#said.add(id);
+      this.#logger.warn(
+        { code: 'FLEET_RECORD_SKIPPED', key: s.key, why: s.why, store: this.#where },
+        `fleet budget: the record ${s.key} is not one this version reads (${s.why}); it is left out`,
+      );
+    }
+  }
+}

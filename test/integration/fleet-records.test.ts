@@ -1,0 +1,127 @@
+/**
+ * Records of another shape in a fleet store, over its two real stores (Azure Blob Storage served
+ * by Azurite through @azure/storage-blob; Leases served by the Kubernetes API stand-in, written
+ * from the API reference, through @kubernetes/client-node): a member record without `events`, a
+ * slot that is not JSON, a 10 MiB member record. Each is named once and left out; the store is
+ * not called unreachable; `fleet status` prints the rest; the 10 MiB record is never downloaded.
+ */
+import { BlobServiceClient } from '@azure/storage-blob';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FleetBudget } from '../../src/fleet/budget/budget.ts';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import { leaseName, RECORD_ANNOTATION } from '../../src/fleet/budget/stores/lease.ts';
+import type { VmIdentity } from '../../src/imds/identity.ts';
+import { FleetStores, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+
+let stores: FleetStores;
+
+beforeAll(async () => {
+  stores = await FleetStores.start();
+}, 60_000);
+
+afterAll(async () => {
+  await stores?.stop();
+});
+
+const vm = (name: string): VmIdentity => ({
+  name,
+  resourceId: `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`,
+  vmScaleSetName: null,
+  subscriptionId: 's',
+  resourceGroupName: 'rg',
+  location: 'westeurope',
+  zone: null,
+  origin: 'config',
+  nameKnown: true,
+});
+
+const TEN_MIB = 10 * 1024 * 1024;
+
+/** writeRaw replaces a record's text in the store as it is, past the bridge's own writer (after one write made it exist). */
+async function writeRaw(kind: StoreKind, group: string, name: string, text: string): Promise<void> {
+  const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores.config(kind) });
+  const store = await openFleetStore(config.store, group);
+  await store.put(name, { placeholder: true }, null);
+  if (kind === 'blob') {
+    const c = stores.config('blob') as { connectionString: string; container: string };
+    const blob = BlobServiceClient.fromConnectionString(c.connectionString).getContainerClient(c.container);
+    await blob.getBlockBlobClient(`${group}/${name}`).upload(text, Buffer.byteLength(text));
+    return;
+  }
+  const lease = stores.kube.leases.leases.get(`se-bridge/${leaseName(group, name)}`);
+  if (lease?.metadata.annotations === undefined) throw new Error(`no Lease for ${name}`);
+  lease.metadata.annotations[RECORD_ANNOTATION] = text;
+}
+
+describe.each(STORE_KINDS)('records of another shape in the %s store', (kind) => {
+  it('are each named once and left out: the store stays reachable, a bad slot is free, fleet status prints the rest, 10 MiB is never downloaded', async () => {
+    const group = `odd-${kind}`;
+    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores.config(kind) });
+    const lines: Record<string, unknown>[] = [];
+    const view = { vm: vm('vm-a'), document: null, goodReads: 1, approvalServerUrl: null };
+    const budget = new FleetBudget({
+      config,
+      store: await openFleetStore(config.store, group),
+      view,
+      logger: pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
+      givenBack: () => true,
+    });
+    await budget.heartbeat();
+    await writeRaw(
+      kind,
+      group,
+      'member-odd',
+      JSON.stringify({
+        member: 'odd',
+        vm: 'vm-odd',
+        resourceId: null,
+        heartbeatAt: new Date().toISOString(),
+        heartbeatSeconds: 30,
+        slot: null,
+      }),
+    );
+    await writeRaw(kind, group, 'slot-0', 'this is not JSON');
+    await writeRaw(kind, group, 'member-huge', JSON.stringify({ member: 'huge', pad: 'x'.repeat(TEN_MIB) }));
+
+    const gate = stores.gates[kind];
+    const before = gate.received;
+    await budget.heartbeat();
+    await budget.heartbeat();
+    const received = gate.received - before;
+    const skipped = lines.filter((l) => l.code === 'FLEET_RECORD_SKIPPED');
+    expect(skipped.map((l) => l.key).sort()).toEqual(['member-huge', 'member-odd', 'slot-0']);
+    expect(skipped.find((l) => l.key === 'member-odd')?.why).toMatch(/^events: /);
+    expect(skipped.find((l) => l.key === 'slot-0')?.why).toBe('not JSON');
+    expect(skipped.find((l) => l.key === 'member-huge')?.why).toMatch(/^1048\d{4} bytes, over the 262144-byte limit/);
+    expect(budget.state()).toMatchObject({ storeReachable: true, lastError: null });
+    // the blob is not downloaded (two heartbeats read far less than it); the Lease stand-in sends
+    // whole lists, as an API server does, so only the Blob store can leave it on the server
+    if (kind === 'blob') expect(received).toBeLessThan(1024 * 1024);
+
+    // the unreadable slot reads as free: an early approval takes it, and writes it whole again
+    const event = {
+      eventId: 'A1B2C3D4-0000-4000-8000-000000000001',
+      eventType: 'Reboot',
+      resourceType: 'VirtualMachine',
+      resources: ['vm-a'],
+      eventStatus: 'Scheduled',
+      notBefore: new Date(Date.now() + 15 * 60_000).toISOString(),
+      description: '',
+      eventSource: 'Platform',
+      durationInSeconds: -1,
+      raw: {},
+    } as const;
+    await expect(budget.take({ ...event, resources: [...event.resources] }, { by: 'test', via: 'api' })).resolves.toBeDefined();
+
+    const g = await readGroup(config);
+    expect(g.members.map((m) => m.vm)).toEqual(['vm-a']);
+    expect(g.skipped.map((s) => s.key).sort()).toEqual(['member-huge', 'member-odd']);
+    expect(g.slots.map((s) => s.vm)).toEqual(['vm-a']);
+    const text = groupText(g, (h, rows) => [h, ...rows].map((r) => r.join(' | ')).join('\n'));
+    expect(text).toContain('Record member-odd left out: events: ');
+    expect(text).toMatch(/Record member-huge left out: \d+ bytes, over the 262144-byte limit/);
+  }, 60_000);
+});

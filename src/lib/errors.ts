@@ -63,7 +63,8 @@ export const CODES = {
   HELD: "a fleet budget holds the approval: the group's slots are all held (409 with the holders; a policy or hook approval is granted by itself once a slot frees)",
   FLEET_STORE_UNAVAILABLE:
     "the fleet budget's store cannot be read or written: no early approval until it answers (503; maintenance starts at NotBefore)",
-  FLEET_RECORD_SKIPPED: 'a record of a fleet store is not one this version reads (another shape, not JSON, too large): named once and left out',
+  FLEET_RECORD_SKIPPED:
+    'a record of a fleet store is not one this version reads (another shape, not JSON, too large): named once and left out',
   FLEET_SLOT_TAKEN_OVER: 'a fleet slot was taken over from a holder whose recorded end had passed',
   FLEET_COLLISION: 'more members of a fleet group are due for maintenance at once than it allows (a fleet.collision CloudEvent)',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",

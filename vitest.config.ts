@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'sinks/**/*.test.ts'],
     // only in npm run test:reliability: real-time faults of minutes, a daemon run as another
     // user (which needs the checkout readable by that user), a tmpfs mount (which needs root)
     exclude: [

@@ -61,12 +61,13 @@ function walk(dir: string, out: string[] = []): string[] {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) walk(path, out);
-    else if (/\.(ts|js)$/.test(entry.name)) out.push(path);
+    // a sink's tests sit beside it (sinks/<type>/*.test.ts) but are not part of what ships
+    else if (/\.(ts|js)$/.test(entry.name) && !/\.test(-kit)?\.ts$/.test(entry.name)) out.push(path);
   }
   return out;
 }
 
-/** readGraph reads every .ts/.js file under `dirs` (relative to `root`). */
+/** readGraph reads every .ts/.js file under `dirs` (relative to `root`), tests and their kits left out. */
 export function readGraph(root: string, dirs: readonly string[]): Graph {
   const graph: Graph = new Map();
   for (const dir of dirs) {

@@ -7,16 +7,16 @@
 import type { BridgeEvent, Preview, Rehearsal, RehearsalOptions, SinkConfigBase, SinkModule } from '../sinks/contract.ts';
 import { moduleSink } from './external.ts';
 import { registerSinks } from './register.ts';
-import { stdoutSink } from '../../sinks/stdout.ts';
-import { fileSink } from '../../sinks/file.ts';
+import { stdoutSink } from '../../sinks/stdout/index.ts';
+import { fileSink } from '../../sinks/file/index.ts';
 import { webhookSink } from '../../sinks/webhook/index.ts';
-import { eventHubsSink } from '../../sinks/eventhubs.ts';
-import { serviceBusSink } from '../../sinks/servicebus.ts';
-import { slackSink } from '../../sinks/slack.ts';
-import { teamsSink } from '../../sinks/teams.ts';
-import { execSink } from '../../sinks/exec.ts';
-import { eventGridSink } from '../../sinks/eventgrid.ts';
-import { probeSink } from '../../sinks/probe.ts';
+import { eventHubsSink } from '../../sinks/eventhubs/index.ts';
+import { serviceBusSink } from '../../sinks/servicebus/index.ts';
+import { slackSink } from '../../sinks/slack/index.ts';
+import { teamsSink } from '../../sinks/teams/index.ts';
+import { execSink } from '../../sinks/exec/index.ts';
+import { eventGridSink } from '../../sinks/eventgrid/index.ts';
+import { probeSink } from '../../sinks/probe/index.ts';
 import { kubernetesSink } from '../../sinks/kubernetes/index.ts';
 
 /** The list: adding a sink type is its folder under sinks/ and one line here. */

@@ -8,7 +8,7 @@ import { ImdsError } from '../../src/imds/errors.ts';
 import { BridgeError, CODES, errorFields, isCode } from '../../src/lib/errors.ts';
 import { registerSinks } from '../../src/registry/register.ts';
 import { ERROR_CODES, SINK_MODULES, SINKS } from '../../src/registry/sinks.ts';
-import { stdoutSink } from '../../sinks/stdout.ts';
+import { stdoutSink } from '../../sinks/stdout/index.ts';
 import { reject, sinkBase, type SinkModule } from '../../src/api.ts';
 import { z } from 'zod';
 import { MappingError } from '../../src/pipeline/cloudevent.ts';

@@ -6,7 +6,7 @@
 import { mkdir, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { delivered, type Outcome, reject, retry, sinkBase, type SinkModule } from '../src/api.ts';
+import { delivered, type Outcome, reject, retry, sinkBase, type SinkModule } from '../../src/api.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('file'),

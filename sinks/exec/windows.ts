@@ -19,7 +19,7 @@
  *
  * The batch file reads its arguments with `%~1` (quotes removed). Anything else starts as is.
  */
-import { BridgeError } from '../src/api.ts';
+import { BridgeError } from '../../src/api.ts';
 
 export interface Launch {
   readonly file: string;

@@ -14,10 +14,10 @@ import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { toCloudEvent, transitionOf, type BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { diff } from '../../src/pipeline/diff.ts';
 import type { Sink } from '../../src/sinks/contract.ts';
-import { webhookSink, type WebhookConfig } from '../../sinks/webhook/index.ts';
+import { webhookSink, type WebhookConfig } from './index.ts';
 import { scenarioTimeline } from '../../src/simulator/timeline.ts';
 import { ServiceStandIns } from '../../testkit/service-standins.ts';
-import { ROOT, silentLogger } from '../helpers.ts';
+import { ROOT, silentLogger } from '../../test/helpers.ts';
 
 const VM = identityFrom(null, {
   name: 'web-vm-0',

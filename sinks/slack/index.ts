@@ -22,9 +22,9 @@ import {
   secret,
   sinkBase,
   type SinkModule,
-} from '../src/api.ts';
-import { slackMessage, threadLine, toChatMessage } from '../src/kit.ts';
-import { jsonClient, postJson } from './shared/http.ts';
+} from '../../src/api.ts';
+import { slackMessage, threadLine, toChatMessage } from '../../src/kit.ts';
+import { jsonClient, postJson } from '../shared/http.ts';
 
 export const configSchema = z
   .strictObject({

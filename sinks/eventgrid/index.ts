@@ -21,7 +21,7 @@
  * are retried; 404 and 410 (no such topic) rejected; 408, 429 and 5xx retried with Retry-After.
  */
 import { z } from 'zod';
-import { httpUrl, type Outcome, reject, retry, secret, sinkBase, type SinkModule, VERSION } from '../src/api.ts';
+import { httpUrl, type Outcome, reject, retry, secret, sinkBase, type SinkModule, VERSION } from '../../src/api.ts';
 import {
   allowInsecureHttp,
   BearerSource,
@@ -31,8 +31,8 @@ import {
   HttpClient,
   ProxySetting,
   refusePlainHttpCredentials,
-} from '../src/kit.ts';
-import { authorized } from './shared/entra.ts';
+} from '../../src/kit.ts';
+import { authorized } from '../shared/entra.ts';
 
 /** Event Grid's limits: 1 MB per publish request and per event. */
 export const MAX_REQUEST_BYTES = 1024 * 1024;

@@ -7,9 +7,9 @@
  */
 import type { EventData, EventHubProducerClient } from '@azure/event-hubs';
 import { z } from 'zod';
-import { sinkBase, type SinkModule } from '../src/api.ts';
-import { azureAuth, createCredential, entityPathOf, requireOneAuth, sdkOptions, toAmqpPayload } from '../src/kit.ts';
-import { GroupBy, groupOf, sendInBatches } from './shared/batches.ts';
+import { sinkBase, type SinkModule } from '../../src/api.ts';
+import { azureAuth, createCredential, entityPathOf, requireOneAuth, sdkOptions, toAmqpPayload } from '../../src/kit.ts';
+import { GroupBy, groupOf, sendInBatches } from '../shared/batches.ts';
 
 export const configSchema = z
   .strictObject({

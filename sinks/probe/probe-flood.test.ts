@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { clientKey, Cidrs, normalizeAddress } from '../../src/lib/client-address.ts';
-import { freePort, waitFor } from '../helpers.ts';
+import { freePort, waitFor } from '../../test/helpers.ts';
 
 afterEach(stopAll);
 

@@ -11,12 +11,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { Template } from '../../sinks/webhook/templates.ts';
+import { Template } from './templates.ts';
 import { classifyNetworkError } from '../../src/sinks/classify.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { scenarioTimeline } from '../../src/simulator/timeline.ts';
-import { cli } from '../e2e/process.ts';
-import { ROOT, tempDir, waitFor } from '../helpers.ts';
+import { cli } from '../../test/e2e/process.ts';
+import { ROOT, tempDir, waitFor } from '../../test/helpers.ts';
 
 let peer: HttpPeer;
 beforeEach(async () => {

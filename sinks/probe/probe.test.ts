@@ -7,11 +7,11 @@ import { request } from 'node:http';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli } from '../e2e/process.ts';
+import { cli } from '../../test/e2e/process.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { freePort, waitFor } from '../helpers.ts';
+import { freePort, waitFor } from '../../test/helpers.ts';
 
 afterEach(stopAll);
 

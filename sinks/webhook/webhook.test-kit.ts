@@ -8,9 +8,9 @@ import { diff } from '../../src/pipeline/diff.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
-import { webhookSink, type WebhookConfig } from '../../sinks/webhook/index.ts';
+import { webhookSink, type WebhookConfig } from './index.ts';
 import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
-import { captureLogger, fixtureDocument, ROOT } from '../helpers.ts';
+import { captureLogger, fixtureDocument, ROOT } from '../../test/helpers.ts';
 
 export const vectors = JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'vectors', 'signing.json'), 'utf8')) as {
   standard_webhooks_v1: { secret: string; webhook_id: string; webhook_timestamp: string; body: string; expected_signature: string };

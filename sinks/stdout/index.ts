@@ -3,8 +3,8 @@
  * the JSON event format per line (`format: json`), for piping into jq or a log shipper.
  */
 import { z } from 'zod';
-import { type BridgeEvent, delivered, retry, sinkBase, type SinkModule } from '../src/api.ts';
-import { formatEventLine } from '../src/kit.ts';
+import { type BridgeEvent, delivered, retry, sinkBase, type SinkModule } from '../../src/api.ts';
+import { formatEventLine } from '../../src/kit.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('stdout'),

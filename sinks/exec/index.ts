@@ -10,7 +10,7 @@
  * balancer, then approve). Recovery hooks are exec sinks filtered on `completed`.
  */
 import { spawn } from 'node:child_process';
-import { isBatchFile, windowsLaunch } from './exec-windows.ts';
+import { isBatchFile, windowsLaunch } from './windows.ts';
 import { z } from 'zod';
 import {
   type BridgeEvent,
@@ -24,7 +24,7 @@ import {
   sinkBase,
   type SinkModule,
   transitionOf,
-} from '../src/api.ts';
+} from '../../src/api.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('exec'),

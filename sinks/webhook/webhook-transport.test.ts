@@ -10,8 +10,8 @@ import { classifyHttpStatus } from '../../src/sinks/classify.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { Outcome } from '../../src/sinks/contract.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { ROOT, tempDir } from '../helpers.ts';
-import { ev, makeSink, peer, send, sinks, started, usePeer } from './webhook-kit.ts';
+import { ROOT, tempDir } from '../../test/helpers.ts';
+import { ev, makeSink, peer, send, sinks, started, usePeer } from './webhook.test-kit.ts';
 
 usePeer();
 

@@ -5,7 +5,7 @@
  * that only people or apps of the tenant may trigger takes an Entra ID token (`auth`).
  */
 import { z } from 'zod';
-import { httpUrl, oneByOne, secret, sinkBase, type SinkModule } from '../src/api.ts';
+import { httpUrl, oneByOne, secret, sinkBase, type SinkModule } from '../../src/api.ts';
 import {
   allowInsecureHttp,
   BearerSource,
@@ -14,8 +14,8 @@ import {
   refusePlainHttpCredentials,
   teamsMessage,
   toChatMessage,
-} from '../src/kit.ts';
-import { jsonClient, postJson } from './shared/http.ts';
+} from '../../src/kit.ts';
+import { jsonClient, postJson } from '../shared/http.ts';
 
 export const configSchema = z
   .strictObject({

@@ -13,7 +13,7 @@
  *    and equals signs outside quotes, quotes kept; `%~1` removes one pair of surrounding quotes.
  */
 import { describe, expect, it } from 'vitest';
-import { batchQuoted, UnquotableArgument, windowsLaunch } from '../../sinks/exec-windows.ts';
+import { batchQuoted, UnquotableArgument, windowsLaunch } from './windows.ts';
 import { validateConfig } from '../../src/config/load.ts';
 
 const ENV: Record<string, string> = { PATH: 'C:\\Windows\\system32', cd: 'C:\\hooks', calc: 'EXPANDED' };

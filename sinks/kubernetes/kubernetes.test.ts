@@ -13,8 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from '../../sinks/kubernetes/index.ts';
-import { freePort, tempDir, waitFor } from '../helpers.ts';
+import { ANNOTATION, EXCLUDE_LABEL, TAINT_KEY } from './index.ts';
+import { freePort, tempDir, waitFor } from '../../test/helpers.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 
 let api: KubeStandIn | null = null;

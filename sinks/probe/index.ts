@@ -26,9 +26,9 @@ import {
   sinkBase,
   type SinkContext,
   transitionOf,
-} from '../src/api.ts';
-import { Cidrs, cidrList, createGuardedServer, DEFAULT_SERVER_LIMITS, hostPort, listen, parseHostPort, sleep } from '../src/kit.ts';
-import { ends, pendingFor, preparationKeys, preparationSink, type Preparation } from './shared/preparation.ts';
+} from '../../src/api.ts';
+import { Cidrs, cidrList, createGuardedServer, DEFAULT_SERVER_LIMITS, hostPort, listen, parseHostPort, sleep } from '../../src/kit.ts';
+import { ends, pendingFor, preparationKeys, preparationSink, type Preparation } from '../shared/preparation.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('probe'),

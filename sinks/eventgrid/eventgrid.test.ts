@@ -7,13 +7,13 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SinkConfig } from '../../src/config/schema.ts';
-import { eventGridSink, packBatches, publishUrl, type EventGridConfig } from '../../sinks/eventgrid.ts';
+import { eventGridSink, packBatches, publishUrl, type EventGridConfig } from './index.ts';
 import type { Outcome, Sink } from '../../src/sinks/contract.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
 import { cloudEventProblem, EventGridPeer, PEER_KEY } from '../../testkit/eventgrid-peer.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
-import { bridgeEvents, silentLogger, waitFor } from '../helpers.ts';
+import { bridgeEvents, silentLogger, waitFor } from '../../test/helpers.ts';
 
 let peer: EventGridPeer;
 const sinks: Sink[] = [];

@@ -8,9 +8,9 @@
  */
 import type { ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
-import { type BridgeEvent, sinkBase, type SinkModule } from '../src/api.ts';
-import { azureAuth, requireOneAuth, sdkOptions, serviceBusClient, toAmqpPayload } from '../src/kit.ts';
-import { GroupBy, groupOf, sendInBatches } from './shared/batches.ts';
+import { type BridgeEvent, sinkBase, type SinkModule } from '../../src/api.ts';
+import { azureAuth, requireOneAuth, sdkOptions, serviceBusClient, toAmqpPayload } from '../../src/kit.ts';
+import { GroupBy, groupOf, sendInBatches } from '../shared/batches.ts';
 
 export const configSchema = z
   .strictObject({

@@ -1,5 +1,5 @@
 /**
- * npm run docs: writes docs/reference/configuration.md, the reference of every configuration key
+ * npm run docs: writes docs/sinks.md (sinks-page.ts) and docs/reference/configuration.md, the reference of every configuration key
  * (the bridge's and the relay's), generated from the zod schemas: each key's type, default,
  * limits and description. A test renders it again and fails when the committed page differs, so
  * a schema change without `npm run docs` does not land.
@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { BridgeConfig } from '../src/config/schema.ts';
 import { RelayConfig } from '../src/fleet/relay/config.ts';
+import { SINKS_PAGE_PATH, sinksPage } from './sinks-page.ts';
 
 export const REFERENCE_PATH = fileURLToPath(new URL('../docs/reference/configuration.md', import.meta.url));
 
@@ -162,5 +163,6 @@ export function configurationReference(
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(REFERENCE_PATH, configurationReference());
-  process.stdout.write(`wrote ${REFERENCE_PATH}\n`);
+  writeFileSync(SINKS_PAGE_PATH, sinksPage());
+  process.stdout.write(`wrote ${REFERENCE_PATH} and ${SINKS_PAGE_PATH}\n`);
 }

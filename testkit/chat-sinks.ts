@@ -16,7 +16,7 @@ import { diff } from '../src/pipeline/diff.ts';
 import type { Sink, SinkContext } from '../src/sinks/contract.ts';
 import { HttpPeer } from './http-peer.ts';
 
-export const vm = identityFrom({
+const vm = identityFrom({
   name: 'vm0',
   resourceId: '/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm0',
 });

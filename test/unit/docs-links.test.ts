@@ -45,6 +45,10 @@ const pages = [
   ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.md'))
     .map((f) => join('docs', f)),
+  // each sink's own page, read where it lives (docs/sinks.md is assembled from them)
+  ...readdirSync(join(ROOT, 'sinks'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('README.md'))
+    .map((f) => join('sinks', f)),
 ];
 
 /** brokenLinks lists every relative link of `files` (paths under `root`) that does not resolve. */
@@ -84,7 +88,7 @@ describe('the documentation', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     expect(readme.split('\n').length).toBeLessThanOrEqual(300);
     const linked = new Set(linksOf(readme).map((l) => l.split('#')[0]));
-    const unlinked = pages.filter((p) => p !== 'README.md' && !linked.has(relative(ROOT, join(ROOT, p)).split('\\').join('/')));
+    const unlinked = pages.filter((p) => p.startsWith('docs') && !linked.has(relative(ROOT, join(ROOT, p)).split('\\').join('/')));
     expect(unlinked).toEqual([]);
   });
 

@@ -46,11 +46,29 @@ const BUDGET_BACKOFF_MS = [500, 1000, 2000, 5000];
 const ROUNDS = 3;
 
 const named = (p: KubePod) => `${p.namespace}/${p.name}`;
+const EVICTED = { kind: 'evicted' } as const;
+const DELETED = { kind: 'deleted' } as const;
+const GONE = { kind: 'gone' } as const;
 
-/** evictable: what a drain evicts (not DaemonSet pods, not mirror pods). */
-export function evictable(pods: readonly KubePod[]): KubePod[] {
-  return pods.filter((p) => !p.mirror && !p.ownerKinds.includes('DaemonSet'));
+/** staysWhy: why a drain leaves a pod on the node (a mirror pod, a DaemonSet's), or null when it is the drain's to evict. */
+export function staysWhy(pod: KubePod): string | null {
+  if (pod.mirror) return 'mirror pod: the kubelet runs it from a file on the node';
+  if (pod.ownerKinds.includes('DaemonSet')) return 'DaemonSet pod: it stays on the node';
+  return null;
 }
+
+/** evictable: what a drain evicts (every pod that does not stay: staysWhy). */
+export function evictable(pods: readonly KubePod[]): KubePod[] {
+  return pods.filter((p) => staysWhy(p) === null);
+}
+
+/** What became of one pod the drain asked to evict. */
+type Evicted =
+  | { readonly kind: 'evicted' }
+  | { readonly kind: 'deleted' }
+  /** Gone or stopping already: nothing was done. */
+  | { readonly kind: 'gone' }
+  | { readonly kind: 'held'; readonly why: string };
 
 /** Why a drain refuses to evict a pod, as `kubectl drain` does, and the key that lets it; null when it may. */
 export function refusalOf(pod: KubePod, o: Pick<DrainOptions, 'force' | 'deleteEmptyDirData'>): Refusal | null {
@@ -100,14 +118,14 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
     o.logger.info({ node, pods: pods.length, round: round + 1 }, 'draining the node');
     const hurry = o.notBefore !== null && o.notBefore - Date.now() < HURRY_MS;
     const results = await pool(pods, hurry ? pods.length : CONCURRENCY, (pod) => evictOne(kube, pod, o));
-    const held = results.filter((r): r is string => typeof r === 'string' && r !== 'deleted');
-    evicted += results.filter((r) => r === true || r === 'deleted').length;
-    deleted += results.filter((r) => r === 'deleted').length;
+    const held = results.flatMap((r) => (r.kind === 'held' ? [r.why] : []));
+    evicted += results.filter((r) => r.kind === 'evicted' || r.kind === 'deleted').length;
+    deleted += results.filter((r) => r.kind === 'deleted').length;
     if (held.length > 0)
       return {
         kind: 'blocked',
         reason: `${held.slice(0, 3).join('; ')}${held.length > 3 ? `; and ${held.length - 3} more` : ''}`,
-        held: pods.filter((_, i) => typeof results[i] === 'string' && results[i] !== 'deleted'),
+        held: pods.filter((_, i) => results[i]?.kind === 'held'),
       };
     const stopping = await waitGone(kube, node, new Set(pods.map((p) => p.uid)), o);
     if (stopping.length > 0)
@@ -122,13 +140,9 @@ export async function drainNode(kube: Kube, node: string, o: DrainOptions): Prom
     : { kind: 'blocked', reason: `pods keep landing on the node: ${left.slice(0, 3).map(named).join(', ')}` };
 }
 
-/**
- * evictOne evicts one pod (a budget's 429 is tried again with backoff): true when evicted,
- * 'deleted' when deleted past its budget (onDeadline: delete), false when it was gone or
- * stopping already, else why not.
- */
-async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<boolean | string> {
-  if (pod.terminating) return false;
+/** evictOne evicts one pod (a budget's 429 is tried again with backoff), or deletes it past its budget (onDeadline: delete). */
+async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<Evicted> {
+  if (pod.terminating) return GONE;
   // with onDeadline: delete, the moment a budget stops holding the pod: its grace plus the margin before NotBefore
   const own = Math.min(pod.gracePeriodSeconds ?? o.gracePeriodSeconds, o.gracePeriodSeconds);
   const deleteAt = o.onDeadline === 'delete' && o.notBefore !== null ? o.notBefore - (o.deadlineMarginSeconds + own) * 1000 : Infinity;
@@ -137,27 +151,30 @@ async function evictOne(kube: Kube, pod: KubePod, o: DrainOptions): Promise<bool
     o.signal.throwIfAborted();
     const grace = graceOf(pod, o);
     const r = await kube.evict(pod, grace);
-    if (r === 'gone') return false;
-    if (r === 'evicted') return true;
+    if (r === 'gone') return GONE;
+    if (r === 'evicted') return EVICTED;
     const said = r.budget;
     if (Date.now() >= deleteAt) return deletePastBudget(kube, pod, o, tries);
     const backoff = BUDGET_BACKOFF_MS[Math.min(tries - 1, BUDGET_BACKOFF_MS.length - 1)]! * (0.5 + Math.random() / 2);
     if (Date.now() >= o.deadline)
-      return `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'}: ${said})`;
+      return {
+        kind: 'held',
+        why: `pod ${named(pod)} is held by a PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'}: ${said})`,
+      };
     // asked once more at the deadline itself: a budget may let go at the last moment
     await sleep(Math.max(0, Math.min(backoff, deleteAt - Date.now(), o.deadline - Date.now())), o.signal);
   }
 }
 
 /** deletePastBudget deletes a pod its budget still holds, with the grace that ends before NotBefore, and says so on the pod. */
-async function deletePastBudget(kube: Kube, pod: KubePod, o: DrainOptions, tries: number): Promise<boolean | 'deleted'> {
+async function deletePastBudget(kube: Kube, pod: KubePod, o: DrainOptions, tries: number): Promise<Evicted> {
   o.signal.throwIfAborted();
   const grace = graceOf(pod, o);
-  if (!(await kube.deletePod(pod, grace))) return false;
+  if (!(await kube.deletePod(pod, grace))) return GONE;
   const why = `deleted with a ${grace} s grace past its PodDisruptionBudget (429 on ${tries} eviction${tries === 1 ? '' : 's'}): the maintenance starts at NotBefore`;
   o.logger.warn({ pod: named(pod), grace, code: 'KUBE_DELETED_PAST_BUDGET' }, `pod ${why}`);
   await kube.event(pod, 'DeletedPastBudget', `Pod ${why}`);
-  return 'deleted';
+  return DELETED;
 }
 
 /** graceOf: the pod's own grace, at most gracePeriodSeconds, and ending deadlineMarginSeconds before NotBefore. */

@@ -9,7 +9,7 @@
 import type { Rehearsal, RehearsalOptions } from '../../src/api.ts';
 import { table } from '../../src/kit.ts';
 import type { Kube, KubePod } from './api.ts';
-import { graceOf, HURRY_MS, pool, refusalOf, type DrainOptions } from './drain.ts';
+import { graceOf, HURRY_MS, pool, refusalOf, staysWhy, type DrainOptions } from './drain.ts';
 import { aksActs } from './aks.ts';
 import { ANNOTATION, EXCLUDE_LABEL, readPrepared, TAINT_KEY } from './record.ts';
 import { findNode, nodeNameOf } from './locate.ts';
@@ -75,8 +75,8 @@ export async function rehearseDrain(config: PlanConfig, client: Kube, o: Rehears
 async function planPod(kube: Kube, pod: KubePod, c: PlanConfig, notBefore: number | null): Promise<PlannedPod> {
   const base = { pod: `${pod.namespace}/${pod.name}`, ownGrace: pod.gracePeriodSeconds };
   const skip = (why: string): PlannedPod => ({ ...base, action: 'skip', grace: null, why });
-  if (pod.mirror) return skip('mirror pod: the kubelet runs it from a file on the node');
-  if (pod.ownerKinds.includes('DaemonSet')) return skip('DaemonSet pod: it stays on the node');
+  const stays = staysWhy(pod);
+  if (stays !== null) return skip(stays);
   if (pod.terminating) return skip('terminating already');
   const refusal = refusalOf(pod, c.drain);
   if (refusal !== null) return { ...base, action: 'block', grace: null, why: `${refusal.why}; ${refusal.key}: true evicts it` };

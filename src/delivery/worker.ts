@@ -2,7 +2,8 @@
  * Worker delivers the outbox rows of one sink: it reads only that sink's rows, sends them in
  * batches within the per-attempt timeout, and records each outcome (delivered, retry with
  * backoff, dead letter), so a sink that hangs or is down never delays another.
- */ import type { Logger } from 'pino';
+ */
+import type { Logger } from 'pino';
 import type { DeliveryConfig, Outcome, Sink } from '../sinks/contract.ts';
 import type { FilterConfig } from '../pipeline/filter.ts';
 import { fromJson } from '../pipeline/cloudevent.ts';

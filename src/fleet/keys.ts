@@ -31,6 +31,24 @@ import { z } from 'zod';
 export const INBOX_QUEUE = 'se-bridge-approvals';
 export const REPLIES_QUEUE = 'se-bridge-approval-replies';
 
+/** The two queues the relay and its bridges share, the same keys and defaults on both sides: `queue` carries commands, `replies` their outcomes. */
+export const sharedQueues = (side: 'relay' | 'inbox') => ({
+  queue: z
+    .string()
+    .min(1)
+    .default(INBOX_QUEUE)
+    .describe(
+      `The queue (sessions, duplicate detection) the relay sends approval commands to${side === 'relay' ? ': the relay Sends' : ': this VM Listens on its own session'}.`,
+    ),
+  replies: z
+    .string()
+    .min(1)
+    .default(REPLIES_QUEUE)
+    .describe(
+      `The queue (sessions) outcomes are published to${side === 'relay' ? ': the relay Listens on its own session' : ': this VM Sends'}.`,
+    ),
+});
+
 const LINK_KEY_INFO = 'se-bridge link key v1\n';
 
 /** Service Bus session ids are at most 128 characters; a VM's resource id can be longer. */

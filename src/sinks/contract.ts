@@ -1,7 +1,11 @@
 /**
  * The sink contract (docs/architecture.md, "The sink contract"). A sink module exports its `type`, its
- * zod config schema and `create`. A sink classifies what happened to each event; it never
- * sleeps, retries, persists or counts: the dispatcher does that for every sink alike.
+ * zod config schema and `create`. A sink classifies what happened to each event (delivered,
+ * retry with a reason, reject); trying again later, backoff, dead letters, the outbox and the
+ * delivery metrics are the dispatcher's, alike for every sink, so a sink returns `retry` rather
+ * than sleeping and sending again. Within one attempt a sink may wait for what it started (a
+ * drain's evicted pods to go, a load balancer's probe to notice), bounded by the attempt's
+ * deadline and aborted by its signal; what must outlive a restart goes in `context.state`.
  */
 import { z } from 'zod';
 import type { Logger } from 'pino';

@@ -5,17 +5,12 @@
 import { z } from 'zod';
 import { azureAuth, requireOneAuth } from '../../azure/messaging.ts';
 import { secret } from '../../lib/validators.ts';
-import { decodeKey, ed25519Public, keyBytes, sessionFor, sessionIdOf, INBOX_QUEUE, REPLIES_QUEUE } from '../keys.ts';
+import { decodeKey, ed25519Public, keyBytes, sessionFor, sessionIdOf, sharedQueues } from '../keys.ts';
 
 export const InboxConfig = z
   .strictObject({
     ...azureAuth('a Service Bus'),
-    queue: z
-      .string()
-      .min(1)
-      .default(INBOX_QUEUE)
-      .describe('The queue (with sessions and duplicate detection) the relay sends approval commands to.'),
-    replies: z.string().min(1).default(REPLIES_QUEUE).describe('The queue (with sessions) outcomes are published to.'),
+    ...sharedQueues('inbox'),
     relayPublicKey: ed25519Public.describe(
       "The relay's public key (se-bridge fleet keys, publicKey): commands signed with anything else are dead-lettered.",
     ),

@@ -5,9 +5,10 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import { keyOf, whsec } from '../../lib/standard-webhooks.ts';
-import { addressOf, cidrList, hostPort, secret } from '../../lib/validators.ts';
+import { serverSettings } from '../../lib/server-settings.ts';
+import { addressOf, hostPort, secret } from '../../lib/validators.ts';
 import { azureAuth, requireOneAuth } from '../../azure/messaging.ts';
-import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, INBOX_QUEUE, REPLIES_QUEUE } from '../keys.ts';
+import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, sharedQueues } from '../keys.ts';
 import { SlackSettings } from '../../approval/slack.ts';
 
 export const RelayConfig = z
@@ -16,12 +17,7 @@ export const RelayConfig = z
     serviceBus: z
       .strictObject({
         ...azureAuth('a Service Bus'),
-        queue: z
-          .string()
-          .min(1)
-          .default(INBOX_QUEUE)
-          .describe("The bridges' inbox queue (sessions, duplicate detection): the relay Sends."),
-        replies: z.string().min(1).default(REPLIES_QUEUE).describe('The outcomes queue (sessions): the relay Listens on its own session.'),
+        ...sharedQueues('relay'),
       })
       .superRefine(requireOneAuth),
     signingKey: secret(ed25519Private).describe('Ed25519 private key that signs commands (`se-bridge fleet keys`).'),
@@ -57,33 +53,7 @@ export const RelayConfig = z
       .max(15_000)
       .default(8000)
       .describe("How long sending one command to Service Bus may take before the answer is 503 (well below a client's patience)."),
-    rateLimit: z
-      .strictObject({
-        perSecond: z.number().min(0.1).max(10_000).default(50).describe('Requests per second a client may make, sustained.'),
-        burst: z.number().int().min(1).max(100_000).default(100).describe('Requests a client may make at once before the rate applies.'),
-      })
-      .prefault({}),
-    maxConnections: z
-      .number()
-      .int()
-      .min(1)
-      .max(100_000)
-      .default(1024)
-      .describe('Open connections at most; past it a client is answered 503 with Retry-After and closed.'),
-    maxConnectionsPerClient: z
-      .number()
-      .int()
-      .min(1)
-      .max(100_000)
-      .default(128)
-      .describe(
-        'Open connections from one client (an address; IPv6 per /64) at most; past it a 429 with Retry-After. Trusted proxies are exempt.',
-      ),
-    trustedProxies: cidrList
-      .default([])
-      .describe(
-        'Reverse proxies in front of the relay (addresses or CIDR ranges): behind them a client is the last untrusted hop of Forwarded or X-Forwarded-For, with a rate limit of its own.',
-      ),
+    ...serverSettings({ what: 'the relay', perSecond: 50, burst: 100, maxConnections: 1024, maxConnectionsPerClient: 128, most: 100_000 }),
     observability: z
       .strictObject({
         listen: z

@@ -153,7 +153,7 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
     const base = Object.fromEntries(PASS_ENV.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]));
     let child;
     try {
-      // on Windows a batch file starts through cmd.exe, its arguments quoted (exec-windows.ts)
+      // on Windows a batch file starts through cmd.exe, its arguments quoted (windows.ts)
       const launch = process.platform === 'win32' ? windowsLaunch(config.command) : null;
       child = spawn(launch?.file ?? config.command[0]!, launch?.args ?? config.command.slice(1), {
         cwd: config.cwd,

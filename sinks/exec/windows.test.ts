@@ -1,5 +1,5 @@
 /**
- * How the exec sink starts a command on Windows (sinks/exec-windows.ts), checked here by reading
+ * How the exec sink starts a command on Windows (sinks/exec/windows.ts), checked here by reading
  * the command line back the way cmd.exe and a batch file do (no cmd.exe runs on this machine; the
  * model below follows cmd's documented phases, and `npm run test:windows` runs a real .cmd hook
  * under Wine):

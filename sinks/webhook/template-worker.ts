@@ -37,6 +37,8 @@ export function workerMain(): void {
   type Compile = (text: string, options: Parameters<typeof jsonataFn>[1]) => Expr;
   const builtin = process.getBuiltinModule;
   const { parentPort, workerData } = builtin('node:worker_threads');
+  if (parentPort === null) throw new Error('the template worker runs in a worker thread');
+  const port = parentPort;
   const sea = builtin('node:sea');
   const data = workerData as { from: string; maxChars: number };
   let jsonata: Compile;
@@ -78,8 +80,12 @@ export function workerMain(): void {
   // the originals, as JSONata binds them (a registered function of the same name shadows them)
   const original = new Map<string, Promise<Fn>>();
   const builtinFn = (name: string) => {
-    if (!original.has(name)) original.set(name, jsonata(`$${name}`, { timeout: 1000, stack: 10 }).evaluate(null, {}) as Promise<Fn>);
-    return original.get(name)!;
+    let fn = original.get(name);
+    if (fn === undefined) {
+      fn = jsonata(`$${name}`, { timeout: 1000, stack: 10 }).evaluate(null, {}) as Promise<Fn>;
+      original.set(name, fn);
+    }
+    return fn;
   };
   const guarded: [string, string, (...a: unknown[]) => string | null][] = [
     ['pad', '<s-ns?:s>', (_s, width) => (Math.abs(Number(width)) > max ? '$pad' : null)],
@@ -102,7 +108,7 @@ export function workerMain(): void {
       },
     };
   };
-  parentPort!.on('message', (m: Request) => {
+  port.on('message', (m: Request) => {
     if (m.op === 'compile') {
       try {
         const expr = jsonata(m.text, { timeout: m.timeoutMs, stack: m.stack });
@@ -118,9 +124,9 @@ export function workerMain(): void {
           );
         }
         exprs.set(m.id, expr);
-        parentPort!.postMessage({ seq: m.seq, results: [{ ok: true, json: null }] });
+        port.postMessage({ seq: m.seq, results: [{ ok: true, json: null }] });
       } catch (err) {
-        parentPort!.postMessage({ seq: m.seq, results: [failure(err)] });
+        port.postMessage({ seq: m.seq, results: [failure(err)] });
       }
       return;
     }
@@ -130,7 +136,9 @@ export function workerMain(): void {
         const bindings = Object.fromEntries(Object.entries(item.bindings).map(([k, v]) => [k, () => v]));
         for (const id of m.ids) {
           try {
-            const out = await exprs.get(id)!.evaluate(item.input, bindings);
+            const expr = exprs.get(id);
+            if (expr === undefined) throw new Error(`no template ${id} was compiled`);
+            const out = await expr.evaluate(item.input, bindings);
             if (size(out, max) > max) throw tooBig('its result');
             results.push({ ok: true, json: out === undefined ? null : (JSON.stringify(out) ?? null) });
           } catch (err) {
@@ -138,8 +146,8 @@ export function workerMain(): void {
           }
         }
       }
-      parentPort!.postMessage({ seq: m.seq, results });
+      port.postMessage({ seq: m.seq, results });
     })();
   });
-  parentPort!.postMessage({ ready: true });
+  port.postMessage({ ready: true });
 }

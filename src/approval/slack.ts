@@ -14,6 +14,7 @@ import { escape as escapeSlack } from '../present/slack-blocks.ts';
 import { HttpError, utf8 } from './requests.ts';
 import { ApprovalError, type ApprovalService } from './service.ts';
 import { verifySlack, type TokenClaims } from './signatures.ts';
+import { messageOf } from '../lib/errors.ts';
 
 /**
  * SlackSettings: the `slack` block of the bridge's approval section and of the relay. A message
@@ -175,6 +176,6 @@ export async function respondSlack(logger: Logger, a: SlackAction, body: unknown
       onOverflow: 'drain',
     });
   } catch (err) {
-    logger.warn({ code: 'SLACK_RESPONSE_URL', err: String((err as Error).message) }, 'could not update the Slack message');
+    logger.warn({ code: 'SLACK_RESPONSE_URL', err: messageOf(err) }, 'could not update the Slack message');
   }
 }

@@ -7,6 +7,7 @@ import { EXIT, UsageError } from './common.ts';
 import { usageOf, wantsHelp } from './usage.ts';
 import { VERSION } from '../lib/version.ts';
 import { nodeVersionProblem } from '../lib/node-version.ts';
+import { messageOf } from '../lib/errors.ts';
 
 const USAGE = `Usage: se-bridge <command> [options]
 
@@ -95,7 +96,7 @@ async function main(argv: string[]): Promise<number> {
     return await (await load()).main(rest);
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: unknown }).code === 'USAGE') {
-      process.stderr.write(`se-bridge ${verb}: ${(err as Error).message}\n\n${usageOf(verb, rest) ?? USAGE}`);
+      process.stderr.write(`se-bridge ${verb}: ${messageOf(err)}\n\n${usageOf(verb, rest) ?? USAGE}`);
       return EXIT.usage;
     }
     throw err;

@@ -3,7 +3,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { cliEnvironment } from '../config/env-file.ts';
 import { ConfigError, loadConfig, resolveConfigPath, type Needs } from '../config/load.ts';
 import type { BridgeConfig } from '../config/schema.ts';
-import { BridgeError } from '../lib/errors.ts';
+import { BridgeError, messageOf } from '../lib/errors.ts';
 
 export { table } from '../lib/table.ts';
 
@@ -19,7 +19,7 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: s
   try {
     return parseArgs({ args: argv, options, strict: true, allowPositionals });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(messageOf(err));
   }
 }
 

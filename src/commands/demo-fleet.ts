@@ -22,10 +22,14 @@ import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { AmqpPeer } from '../simulator/servicebus/amqp-peer.ts';
 import { INBOX, localInbox, localRelayConfig, localServiceBus, REPLIES } from './local-fleet.ts';
 import { ImdsSimulator } from '../simulator/server.ts';
+import { must } from '../lib/must.ts';
 import { EXIT, table } from './common.ts';
 import { budgetDemo } from './demo-budget.ts';
 
 const VMS = ['web-0', 'web-1', 'web-2'];
+
+/** eventOf: the Scheduled event the VM saw first. */
+const eventOf = (v: Vm): BridgeEvent => must(v.scheduled[0], `${v.name}'s scheduled event`);
 
 interface Vm {
   readonly name: string;
@@ -67,28 +71,30 @@ export async function fleetDemo(): Promise<number> {
       );
     say(`Service Bus stand-in (AMQP) on 127.0.0.1:${peer.port}: queues ${INBOX} and ${REPLIES}, with sessions`);
     say(`relay replicas: ${relays.map((r) => r.url).join(', ')}`);
-    for (const name of VMS) vms.push(await startVm(name, peer, keys, relays[0]!.url, dir, logger));
+    const [relayA, relayB] = [must(relays[0], 'the first relay'), must(relays[1], 'the second relay')];
+    for (const name of VMS) vms.push(await startVm(name, peer, keys, relayA.url, dir, logger));
     await until(() => vms.every((v) => v.bridge.inbox?.connected) && relays.every((r) => r.bus.listening), 'the inbox sessions');
     say(`${vms.length} VMs, each holding its own inbox session; no VM listens on any port\n`);
 
     for (const v of vms) v.sim.addEvent({ EventType: 'Reboot', noticeMs: 15 * 60_000 });
     await until(() => vms.every((v) => v.scheduled.length > 0), 'the scheduled events');
-    const [a, b, c] = vms as [Vm, Vm, Vm];
+    const [a, b, c] = [must(vms[0], 'VM 0'), must(vms[1], 'VM 1'), must(vms[2], 'VM 2')];
     say('Each VM has a Reboot scheduled in 15 minutes.\n');
 
     // 1. the API, signed with the Standard Webhooks secret, naming the VM by its resource id
-    const body = JSON.stringify({ vm: a.bridge.identity.resourceId, eventId: a.scheduled[0]!.subject, approver: 'change-pipeline' });
-    let res = await fetch(`${relays[0]!.url}/v1/approvals`, {
+    const apiKey = must(secretKey(apiSecret), 'the API secret');
+    const body = JSON.stringify({ vm: a.bridge.identity.resourceId, eventId: eventOf(a).subject, approver: 'change-pipeline' });
+    let res = await fetch(`${relayA.url}/v1/approvals`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(apiSecret)!], 'demo-1', body) },
+      headers: { 'content-type': 'application/json', ...signatureHeaders([apiKey], 'demo-1', body) },
       body,
     });
     say(`1. POST /v1/approvals for ${a.name}: ${res.status} ${await res.text()}`);
 
     // 2. the link in the VM's chat message, answered by the relay
-    const link = b.bridge.approvalLinks!.link(b.scheduled[0]!)!;
+    const link = must(must(b.bridge.approvalLinks, 'the approval links').link(eventOf(b)), 'the approval link');
     const form = `token=${new URL(link).searchParams.get('token')}`;
-    res = await fetch(`${relays[1]!.url}/v1/approve`, {
+    res = await fetch(`${relayB.url}/v1/approve`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: form,
@@ -97,8 +103,8 @@ export async function fleetDemo(): Promise<number> {
 
     // 3. a compromised VM: its own link key cannot sign for another VM
     const own = linkKeyFor(Buffer.from(keys.fleetKey, 'base64'), a.session);
-    const forged = issueToken(own, { e: c.scheduled[0]!.subject, v: c.session, x: Math.floor(Date.now() / 1000) + 600 });
-    res = await fetch(`${relays[0]!.url}/v1/approve`, {
+    const forged = issueToken(own, { e: eventOf(c).subject, v: c.session, x: Math.floor(Date.now() / 1000) + 600 });
+    res = await fetch(`${relayA.url}/v1/approve`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: `token=${forged}`,
@@ -106,8 +112,8 @@ export async function fleetDemo(): Promise<number> {
     say(`3. a token for ${c.name} signed with ${a.name}'s key: ${res.status} ${await res.text()}`);
 
     // 4. one request, both replicas: one command (duplicate detection), one approval
-    const twice = JSON.stringify({ vm: c.bridge.identity.resourceId, eventId: c.scheduled[0]!.subject, approver: 'on-call' });
-    const headers = { 'content-type': 'application/json', ...signatureHeaders([secretKey(apiSecret)!], 'demo-4', twice) };
+    const twice = JSON.stringify({ vm: c.bridge.identity.resourceId, eventId: eventOf(c).subject, approver: 'on-call' });
+    const headers = { 'content-type': 'application/json', ...signatureHeaders([apiKey], 'demo-4', twice) };
     const answers = await Promise.all(
       relays.map((r) => fetch(`${r.url}/v1/approvals`, { method: 'POST', headers, body: twice }).then((x) => x.status)),
     );
@@ -117,10 +123,10 @@ export async function fleetDemo(): Promise<number> {
 
     await until(() => vms.every((v) => v.sim.startRequests.length > 0), 'the approvals');
     const rows = vms.map((v) => {
-      const approved = v.bridge.store.approvals.of(v.scheduled[0]!.subject);
+      const approved = v.bridge.store.approvals.of(eventOf(v).subject);
       return [
         v.name,
-        v.scheduled[0]!.subject.slice(0, 8),
+        eventOf(v).subject.slice(0, 8),
         approved ? `${approved.by} (${approved.via})` : '-',
         String(v.sim.startRequests.length),
       ];

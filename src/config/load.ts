@@ -11,7 +11,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { BridgeError } from '../lib/errors.ts';
+import { BridgeError, messageOf } from '../lib/errors.ts';
 import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../registry/external.ts';
 import { sinkProblems } from '../registry/sinks.ts';
 import { BridgeConfig } from './schema.ts';
@@ -114,7 +114,7 @@ function readYaml(text: string, source: string, env: NodeJS.ProcessEnv, needs?: 
     // yaml refuses documents whose aliases would expand past a sane size (an "alias bomb")
     raw = doc.toJS({ maxAliasCount: 100 }) ?? {};
   } catch (err) {
-    throw new ConfigError(source, [`(yaml): ${(err as Error).message}`]);
+    throw new ConfigError(source, [`(yaml): ${messageOf(err)}`]);
   }
   return expandAll(raw, env, needs);
 }

@@ -13,6 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { sendJson } from '../lib/http-server.ts';
 import { readBounded } from '../lib/http-body.ts';
+import { messageOf } from '../lib/errors.ts';
 
 /** A Unix socket's path is at most 107 bytes. */
 const MAX_SOCKET_PATH = 100;
@@ -85,7 +86,7 @@ export class ControlChannel {
   constructor(options: ControlChannelOptions) {
     this.#o = options;
     this.#server = http.createServer((req, res) => {
-      this.#handle(req, res).catch((err: unknown) => sendJson(res, 500, { error: 'INTERNAL', message: (err as Error).message }));
+      this.#handle(req, res).catch((err: unknown) => sendJson(res, 500, { error: 'INTERNAL', message: messageOf(err) }));
     });
   }
 
@@ -112,7 +113,7 @@ export class ControlChannel {
       this.#o.logger.info({ control: path }, 'control channel listening (drills)');
     } catch (err) {
       this.#o.logger.warn(
-        { control: path, code: 'CONTROL_UNAVAILABLE', err: (err as Error).message },
+        { control: path, code: 'CONTROL_UNAVAILABLE', err: messageOf(err) },
         'no control channel: drills cannot be started',
       );
     }

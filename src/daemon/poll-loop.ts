@@ -10,7 +10,7 @@ import type { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { GoneWatch, retryPause } from '../imds/retry.ts';
 import type { EventsDocument } from '../imds/wire.ts';
-import { errorFields } from '../lib/errors.ts';
+import { errorFields, messageOf } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
 import { isDrill } from '../imds/drill-id.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -222,10 +222,7 @@ export class PollLoop {
     try {
       pending = this.#o.route(result.events).map((p, i) => ({ ...p, occurrence: result.occurrences[i] }));
     } catch (err) {
-      throw new MappingError(
-        `cannot route the CloudEvents of IMDS document ${result.document.incarnation}: ${(err as Error).message}`,
-        err,
-      );
+      throw new MappingError(`cannot route the CloudEvents of IMDS document ${result.document.incarnation}: ${messageOf(err)}`, err);
     }
     metrics.observeDocument(result.document);
     for (const p of pending) metrics.transitions.inc({ transition: p.transition, drill: String(isDrill(p.eventId)) });

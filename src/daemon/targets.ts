@@ -16,7 +16,7 @@ import type { VmIdentity } from '../imds/identity.ts';
 import { noopSink } from './noop-sink.ts';
 import { roleOf, sinkModuleOf } from '../registry/sinks.ts';
 import type { SinkStates } from '../store/store.ts';
-import { BridgeError } from '../lib/errors.ts';
+import { BridgeError, messageOf } from '../lib/errors.ts';
 import { withDeadline } from '../lib/time.ts';
 
 /** How long a sink's `create` may take before start-up fails. */
@@ -63,7 +63,7 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
             () => new BridgeError('SINK_CREATE_FAILED', `${where}: create() did not finish within ${deadlineMs / 1000} s`),
           ).catch((err: unknown) => {
             if (err instanceof BridgeError && err.code === 'SINK_CREATE_FAILED') throw err;
-            throw new BridgeError('SINK_CREATE_FAILED', `${where}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+            throw new BridgeError('SINK_CREATE_FAILED', `${where}: ${messageOf(err)}`, { cause: err });
           });
       targets.push({
         name: sc.name,

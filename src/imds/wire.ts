@@ -77,24 +77,34 @@ export function parseNotBefore(value: string | undefined): string | null {
   let ms: number | null = null;
   const r = RFC1123.exec(text);
   if (r !== null) {
-    ms = utcMs(+r[3]!, MONTHS.indexOf(r[2]!) + 1, +r[1]!, +r[4]!, +r[5]!, +r[6]!, 0, zoneMinutes(r[7]!));
+    const g = groupsOf(r);
+    ms = utcMs(g(3), MONTHS.indexOf(r[2] ?? '') + 1, g(1), g(4), g(5), g(6), 0, zoneMinutes(r[7] ?? ''));
   } else {
     const i = ISO8601.exec(text);
     if (i !== null) {
       const millis = i[7] === undefined ? 0 : Math.floor(Number(`0${i[7]}`) * 1000);
-      ms = utcMs(+i[1]!, +i[2]!, +i[3]!, +i[4]!, +i[5]!, +(i[6] ?? 0), millis, zoneMinutes(i[8] ?? 'Z'));
+      const g = groupsOf(i);
+      ms = utcMs(g(1), g(2), g(3), g(4), g(5), +(i[6] ?? 0), millis, zoneMinutes(i[8] ?? 'Z'));
     }
   }
   return ms === null ? null : new Date(ms).toISOString().replace('.000Z', 'Z');
 }
+
+/** groupsOf: a match's numbered groups as numbers (NaN for one that did not take part, which no date accepts). */
+const groupsOf =
+  (m: RegExpExecArray) =>
+  (i: number): number =>
+    Number(m[i] ?? NaN);
 
 /** zoneMinutes reads GMT, UTC, Z, +hhmm or +hh:mm as minutes east of UTC; null when out of range. */
 function zoneMinutes(zone: string): number | null {
   const z = zone.toUpperCase();
   if (z === 'GMT' || z === 'UTC' || z === 'Z') return 0;
   const m = /^([+-])(\d{2}):?(\d{2})$/.exec(z);
-  if (m === null || +m[2]! > 23 || +m[3]! > 59) return null;
-  return (m[1] === '-' ? -1 : 1) * (+m[2]! * 60 + +m[3]!);
+  if (m === null) return null;
+  const g = groupsOf(m);
+  if (g(2) > 23 || g(3) > 59) return null;
+  return (m[1] === '-' ? -1 : 1) * (g(2) * 60 + g(3));
 }
 
 /** utcMs is the instant of a calendar date and time, or null when any part is impossible. */
@@ -108,6 +118,7 @@ function utcMs(
   millis: number,
   offset: number | null,
 ): number | null {
+  if (![year, month, day, hour, minute, second, millis].every(Number.isFinite)) return null;
   if (offset === null || year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
   const d = new Date(0);
   d.setUTCFullYear(year, month - 1, day);

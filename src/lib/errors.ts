@@ -126,6 +126,9 @@ export class BridgeError<C extends string = Code> extends Error {
   }
 }
 
+/** messageOf: an error's message, or what a thrown non-error says of itself. */
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 /** errorFields turns an error into log fields: its stable code and its message (scrubbed on output). */
 export function errorFields(err: unknown): { code: string; err: string } {
   const e = err as { code?: unknown; message?: unknown; name?: unknown };

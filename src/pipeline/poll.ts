@@ -10,6 +10,7 @@ import type { VmIdentity } from '../imds/identity.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import { MappingError, occurrenceKey, toCloudEvent, type BridgeEvent } from './cloudevent.ts';
 import { diff, type EndContext, type Transition } from './diff.ts';
+import { messageOf } from '../lib/errors.ts';
 
 export interface Baseline {
   readonly document: EventsDocument;
@@ -60,7 +61,7 @@ export async function pollOnce(
     });
     events = transitions.map((t, i) => toCloudEvent(t, { vm, observedAt, occurrence: occurrences[i]!.n }));
   } catch (err) {
-    throw new MappingError(`cannot map IMDS document ${read.document.incarnation} to CloudEvents: ${(err as Error).message}`, err);
+    throw new MappingError(`cannot map IMDS document ${read.document.incarnation} to CloudEvents: ${messageOf(err)}`, err);
   }
   return { kind: 'changed', document: read.document, etag: read.etag, transitions, events, occurrences, duplicates: read.duplicates };
 }

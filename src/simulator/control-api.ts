@@ -11,6 +11,7 @@ import { IdentitySettings, type ManagedIdentities } from './identity.ts';
 import type { RequestLogEntry } from './imds-http.ts';
 import { AddEventSpec, type SimEvent } from './model.ts';
 import { findScenario, SCENARIOS, type Timing } from './scenarios.ts';
+import { messageOf } from '../lib/errors.ts';
 
 /** Control is what the control API needs of the simulator. */
 export interface Control {
@@ -177,7 +178,7 @@ export function serveControl(sim: Control, req: IncomingMessage, res: ServerResp
     try {
       return void sendJson(res, ...route.handle(sim, body, m.slice(1)));
     } catch (err) {
-      return void sendJson(res, ...bad(String((err as Error).message)));
+      return void sendJson(res, ...bad(messageOf(err)));
     }
   }
   sendJson(res, 404, { error: { code: 'SIM_NO_ROUTE', message: `no control route ${method} ${path}` } });

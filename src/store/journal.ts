@@ -7,6 +7,7 @@
 import type { EventsDocument } from '../imds/wire.ts';
 import { deepFreeze } from '../lib/freeze.ts';
 import { damaged, StoreError, type Db } from './db.ts';
+import { messageOf } from '../lib/errors.ts';
 
 export interface StoredDocument {
   readonly document: EventsDocument;
@@ -92,7 +93,7 @@ export class Journal {
       document = deepFreeze(JSON.parse(row.body) as EventsDocument);
       if (!Number.isInteger(document.incarnation) || !Array.isArray(document.events)) throw new Error('not a Scheduled Events document');
     } catch (err) {
-      throw new StoreError('STORE_DAMAGED', damaged(this.#db.path, `the last document is unreadable: ${(err as Error).message}`), err);
+      throw new StoreError('STORE_DAMAGED', damaged(this.#db.path, `the last document is unreadable: ${messageOf(err)}`), err);
     }
     return { document, etag: row.etag, observedAt: row.observed_at };
   }

@@ -14,7 +14,7 @@ import { affects } from '../../imds/identity.ts';
 import type { BridgeView } from '../../imds/view.ts';
 import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
-import { errorFields } from '../../lib/errors.ts';
+import { errorFields, messageOf } from '../../lib/errors.ts';
 import { sleep } from '../../lib/time.ts';
 import type { FleetConfig } from './config.ts';
 import { FleetStoreError, type FleetStore } from './stores/port.ts';
@@ -275,7 +275,7 @@ export class FleetBudget implements ApprovalGate {
   }
 
   #failed(what: string, err: unknown): void {
-    const e = err instanceof FleetStoreError ? err : new FleetStoreError(what, (err as Error)?.message ?? String(err), err);
+    const e = err instanceof FleetStoreError ? err : new FleetStoreError(what, messageOf(err), err);
     this.#o.hooks?.onStoreError?.(e.operation);
     if (this.#storeOk)
       this.#o.logger.error(

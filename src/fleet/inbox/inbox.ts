@@ -13,7 +13,7 @@
  */
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
 import type { Logger } from 'pino';
-import { errorFields } from '../../lib/errors.ts';
+import { errorFields, messageOf } from '../../lib/errors.ts';
 import { sleep } from '../../lib/time.ts';
 import { serviceBusClient } from '../../azure/messaging.ts';
 import type { ReplayCache } from '../../store/replay.ts';
@@ -140,7 +140,7 @@ export class ApprovalInbox {
           logger.info({ queue: config.queue, session }, 'approval inbox: session accepted');
           return;
         }
-        this.#lastError = String((err as Error).message ?? err);
+        this.#lastError = messageOf(err);
         if (event === 'lost')
           logger.warn({ ...errorFields(err), code: 'INBOX_SESSION_LOST' }, 'approval inbox: the session was lost; accepting it again');
         else
@@ -206,7 +206,7 @@ export class ApprovalInbox {
         outcome = this.#outcome(command, m, 'not-approvable', err.code, err.message);
       } else {
         // transient: Service Bus delivers it again (and dead-letters it past its delivery limit)
-        const message = String((err as Error).message ?? err);
+        const message = messageOf(err);
         logger.warn(
           { ...fields, eventId: command.eventId, ...errorFields(err) },
           'approval inbox: the approval failed; the command is abandoned and will come again',

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import type { Logger } from 'pino';
-import { errorFields } from '../../lib/errors.ts';
+import { errorFields, messageOf } from '../../lib/errors.ts';
 import { withDeadline } from '../../lib/time.ts';
 import { Counter, Gauge, Histogram, processMetrics, Registry } from '../../lib/prometheus.ts';
 import { serviceBusClient } from '../../azure/messaging.ts';
@@ -93,7 +93,7 @@ export class RelayBus {
       state: (event, _session, err) => {
         this.#setListening(event === 'accepted');
         if (event === 'accepted') return;
-        this.#lastError = String((err as Error).message ?? err);
+        this.#lastError = messageOf(err);
         if (event === 'lost')
           this.#logger.warn({ ...errorFields(err), code: 'RELAY_REPLIES_LOST' }, 'relay: the replies session was lost; accepting it again');
         else
@@ -195,7 +195,7 @@ export class RelayBus {
       return r;
     } catch (err) {
       this.#metrics.commands.inc({ result: 'send-failed' });
-      this.#lastError = String((err as Error).message ?? err);
+      this.#lastError = messageOf(err);
       throw err;
     } finally {
       set.delete(waiter);

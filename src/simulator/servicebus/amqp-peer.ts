@@ -16,13 +16,8 @@ import { QueueBroker } from './amqp-queues.ts';
 import type { QueueOptions } from './queue-store.ts';
 import { SAS_KEY, SAS_KEY_NAME, TokenLedger, type PeerAuth, type PutToken } from './amqp-auth.ts';
 import { BATCH_FORMAT, batchMembers, eventHubsManagement, type Fault, type Message, type ReceivedMessage } from './amqp-messages.ts';
-
-/** rhea keeps the attach frames on the link; its typings do not show them. */
-interface LinkFrames {
-  remote: { attach?: { source?: { address?: string; filter?: Record<string, unknown> }; target?: { address?: string } } };
-  local: { attach: Record<string, unknown> };
-}
-const frames = (link: unknown) => link as LinkFrames;
+import { must } from '../../lib/must.ts';
+import { frames, socketOf } from './rhea-parts.ts';
 
 export class AmqpPeer {
   readonly messages: ReceivedMessage[] = [];
@@ -66,9 +61,7 @@ export class AmqpPeer {
       this.connections += 1;
       this.#open.add(ctx.connection);
       // a connection whose socket closed (a killed client, a dropped network) lets go of its sessions at once
-      const socket = (
-        ctx.connection as unknown as { socket?: { once(event: 'close', f: () => void): void; setNoDelay?(v: boolean): void } }
-      ).socket;
+      const socket = socketOf(ctx.connection);
       socket?.once('close', () => this.queues.connectionGone((link) => link.connection === ctx.connection));
       // no Nagle delay on small frames: a settlement or a session's message goes out at once
       socket?.setNoDelay?.(true);
@@ -80,12 +73,12 @@ export class AmqpPeer {
     };
     c.on('connection_close', gone);
     c.on('disconnected', gone);
-    c.on('sender_close', (ctx: EventContext) => this.queues.detached(ctx.sender!));
-    c.on('sendable', (ctx: EventContext) => this.queues.sendable(ctx.sender!));
+    c.on('sender_close', (ctx: EventContext) => this.queues.detached(must(ctx.sender, 'the sender')));
+    c.on('sendable', (ctx: EventContext) => this.queues.sendable(must(ctx.sender, 'the sender')));
     for (const kind of ['accepted', 'rejected', 'released', 'modified'] as const)
       c.on(kind, (ctx: EventContext) => this.queues.disposition(ctx, kind));
     c.on('sender_open', (ctx: EventContext) => {
-      const sender = ctx.sender!;
+      const sender = must(ctx.sender, 'the sender');
       const source = frames(sender).remote.attach?.source?.address ?? '';
       // a receiver on a declared queue: a Service Bus consumer
       if (this.queues.has(source)) {
@@ -100,7 +93,7 @@ export class AmqpPeer {
       if (target) this.#replyLinks.set(target, sender);
     });
     c.on('receiver_open', (ctx: EventContext) => {
-      const receiver = ctx.receiver!;
+      const receiver = must(ctx.receiver, 'the receiver');
       const target = frames(receiver).remote.attach?.target?.address ?? '';
       receiver.set_target({ address: target });
       receiver.set_source({ address: frames(receiver).remote.attach?.source?.address ?? '' });
@@ -129,9 +122,10 @@ export class AmqpPeer {
       host: this.#host,
       ...(options.tls ? { transport: 'tls', key: options.tls.key, cert: options.tls.cert } : {}),
     });
+    const server = this.#server;
     await new Promise<void>((resolve, reject) => {
-      this.#server!.once('listening', () => resolve());
-      this.#server!.once('error', reject);
+      server.once('listening', () => resolve());
+      server.once('error', reject);
     });
     return this.port;
   }
@@ -142,7 +136,7 @@ export class AmqpPeer {
   }
 
   get port(): number {
-    return (this.#server!.address() as AddressInfo).port;
+    return (must(this.#server, 'the listening server').address() as AddressInfo).port;
   }
 
   /** connectionString for the SDKs: plain TCP to this peer. */
@@ -169,7 +163,7 @@ export class AmqpPeer {
 
   /** dropAll closes every client connection abruptly. */
   dropAll(): void {
-    for (const conn of this.#open) (conn as unknown as { socket?: { destroy(): void } }).socket?.destroy();
+    for (const conn of this.#open) socketOf(conn)?.destroy();
   }
 
   /** close stops listening first, so a client that reconnects at once cannot hold the server open, then drops every connection. */
@@ -201,13 +195,14 @@ export class AmqpPeer {
   }
 
   #handleMessage(ctx: EventContext): void {
-    const receiver = ctx.receiver!;
+    const receiver = must(ctx.receiver, 'the receiver');
+    const delivery = must(ctx.delivery, 'the delivery');
     const address = (receiver.target as { address?: string } | undefined)?.address ?? '';
     // rhea decodes format-0 transfers; any other format arrives as raw bytes
     const format = (ctx as { format?: number }).format ?? 0;
-    const msg = (format === 0 ? ctx.message! : rhea.message.decode(ctx.message as unknown as Buffer)) as Message;
+    const msg = (format === 0 ? must(ctx.message, 'the message') : rhea.message.decode(ctx.message as unknown as Buffer)) as Message;
     if (address === '$cbs' || address === '$management' || address.endsWith('/$management')) {
-      ctx.delivery!.accept();
+      delivery.accept();
       return this.#reply(msg, address === '$cbs' ? this.#cbs(msg, ctx.connection) : this.#management(msg, address));
     }
     const expiry = this.#ledger.expiresAt(ctx.connection, address);
@@ -221,7 +216,7 @@ export class AmqpPeer {
     }
     if (this.queues.has(address)) {
       if (this.#takeFault(address, true)?.kind === 'stall') {
-        this.#stalled.push(ctx.delivery!);
+        this.#stalled.push(delivery);
         return;
       }
       const members = format === BATCH_FORMAT ? batchMembers(msg) : [msg];
@@ -230,18 +225,18 @@ export class AmqpPeer {
         this.messages.push({ address, message: m, format });
         refused ??= this.queues.enqueue(address, m);
       }
-      if (refused === null) ctx.delivery!.accept();
-      else ctx.delivery!.reject({ condition: 'amqp:not-allowed', description: refused });
+      if (refused === null) delivery.accept();
+      else delivery.reject({ condition: 'amqp:not-allowed', description: refused });
       return;
     }
 
     const fault = this.#takeFault(address, false);
     if (fault?.kind === 'drop') {
-      (ctx.connection as unknown as { socket?: { destroy(): void } }).socket?.destroy();
+      socketOf(ctx.connection)?.destroy();
       return;
     }
     if (fault?.kind === 'stall') {
-      this.#stalled.push(ctx.delivery!);
+      this.#stalled.push(delivery);
       return;
     }
     if (fault?.kind === 'detach') {
@@ -249,7 +244,7 @@ export class AmqpPeer {
       return;
     }
     if (fault?.kind === 'reject') {
-      ctx.delivery!.reject({ condition: fault.condition, description: fault.description ?? fault.condition });
+      delivery.reject({ condition: fault.condition, description: fault.description ?? fault.condition });
       return;
     }
     if (format === BATCH_FORMAT) {
@@ -259,7 +254,7 @@ export class AmqpPeer {
     } else {
       this.messages.push({ address, message: msg, format });
     }
-    ctx.delivery!.accept();
+    delivery.accept();
   }
 
   #cbs(msg: Message, connection: Connection): Message {

@@ -95,7 +95,8 @@ export class Queue {
 
 /** guidOrder: 16 bytes in .NET's GUID byte order (the first three fields little-endian). */
 export function guidOrder(b: Buffer): Buffer {
-  return Buffer.from([b[3]!, b[2]!, b[1]!, b[0]!, b[5]!, b[4]!, b[7]!, b[6]!, ...b.subarray(8)]);
+  const reversed = (from: number, to: number) => Buffer.from(b.subarray(from, to)).reverse();
+  return Buffer.concat([reversed(0, 4), reversed(4, 6), reversed(6, 8), b.subarray(8)]);
 }
 
 /** .NET ticks (100 ns since 0001-01-01) as the 8 big-endian bytes Service Bus sends. */

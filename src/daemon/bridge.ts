@@ -128,7 +128,7 @@ export class Bridge {
   /** start resumes the outbox, learns who this VM is, and starts polling. */
   async start(): Promise<void> {
     const { logger, config } = this.#o;
-    const configured = new Set(this.#parts.targets.map((t) => t.name));
+    const configured = new Set(config.sinks.map((s) => s.name));
     for (const sink of this.store.outbox.sinks()) {
       if (configured.has(sink)) continue;
       const n = this.store.outbox.deadLetterSink(sink, `sink "${sink}" is no longer configured`);
@@ -142,7 +142,7 @@ export class Bridge {
         incarnation: this.#parts.state.document?.incarnation ?? null,
         pendingDeliveries: depth,
         prunedJournal: pruned,
-        sinks: this.#parts.targets.map((t) => `${t.name}:${t.type}`),
+        sinks: config.sinks.map((s) => `${s.name}:${s.type}`),
         dryRun: Boolean(this.#o.dryRun),
       },
       'bridge starting',
@@ -154,7 +154,7 @@ export class Bridge {
     await this.#parts.identity.refresh(this.#abort.signal);
     // the stored document's events were routed by the name known then: a VM whose name is known
     // now (read, or configured anew) gives a sink they match its transitions, once
-    this.#parts.routeAgain('the name of the last run');
+    this.#parts.router.again('the name of the last run');
     await this.#parts.endpoints.startApproval();
     const signal = this.#abort.signal;
     for (const f of this.#parts.features) await f.start?.(this.#parts);

@@ -19,9 +19,9 @@ export interface Feature {
   /** Its key in /readyz's details. */
   readonly name: string;
   /** Makes the IMDS client every part uses (drills: one whose reads carry the drill). At most one feature has it. */
-  client?(options: ImdsClientOptions): ImdsClient;
+  readonly client?: (options: ImdsClientOptions) => ImdsClient;
   /** Changes where a routed CloudEvent goes (drills: a drill's go only to the sinks it names). */
-  route?(routed: PendingEvent): PendingEvent;
+  readonly route?: (routed: PendingEvent) => PendingEvent;
   /** What an early approval must pass first (the fleet budget), and how soon one it held is asked again. */
   readonly gate?: ApprovalGate & { readonly retryMs: number };
   /** Every good IMDS read, changed or not. */

@@ -18,6 +18,8 @@ export interface RouterOptions {
   readonly logger: Logger;
   /** The features' routing rules, applied in order. */
   readonly hooks: readonly ((routed: PendingEvent) => PendingEvent)[];
+  /** Says that routes were added (the dispatcher takes them). */
+  readonly notify: () => void;
 }
 
 export class Router {
@@ -63,6 +65,7 @@ export class Router {
     }
     if (routes.length === 0) return 0;
     journal.addRoutes(routes);
+    this.#o.notify();
     logger.info(
       { from, to: state.vm.name, routes },
       'routed the listed events again by the VM name: they went to the sinks they now match',

@@ -27,7 +27,7 @@ export interface TargetContext {
   readonly stdout: NodeJS.WritableStream;
   /** Each sink's own memory in the store. */
   readonly sinkStates: SinkStates;
-  readonly approval: ApprovalLinks | undefined;
+  readonly approval: ApprovalLinks | null;
   readonly dryRun: boolean;
   readonly vm: () => VmIdentity;
   readonly reads: ImdsReads;
@@ -86,3 +86,11 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
 export async function closeTargets(targets: readonly DispatchTarget[]): Promise<void> {
   await Promise.all(targets.map((t) => t.sink.close().catch(() => undefined)));
 }
+
+/** closingOnFailure: a rejection handler that closes the sinks made, then fails as before. */
+export const closingOnFailure =
+  (targets: readonly DispatchTarget[]) =>
+  async (err: unknown): Promise<never> => {
+    await closeTargets(targets);
+    throw err;
+  };

@@ -29,7 +29,7 @@ export default tseslint.config(
   },
   {
     // tests, their kit, the benchmarks and the scripts read untyped JSON and drive a browser's DOM
-    files: ['test/**', 'testkit/**', 'bench/**', 'scripts/**', 'sinks/**/*.test.ts', 'sinks/**/*.test-kit.ts'],
+    files: ['test/**', 'testkit/**', 'bench/**', 'scripts/**', 'sinks/**/*.test.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {

@@ -2,22 +2,12 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { toDomainDocument, WireDocument, type EventsDocument } from '../src/imds/wire.ts';
+import { ROOT } from '../testkit/fixtures.ts';
 
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export { captureLogger, fixtureDocument, fixtureText, ROOT } from '../testkit/fixtures.ts';
 export const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
-
-/** fixtureText reads a captured IMDS document from test/fixtures/imds. */
-export function fixtureText(name: string): string {
-  return readFileSync(join(ROOT, 'test', 'fixtures', 'imds', name), 'utf8');
-}
-
-export function fixtureDocument(name: string): EventsDocument {
-  return toDomainDocument(WireDocument.parse(JSON.parse(fixtureText(name)))).document;
-}
 
 /** waitFor polls `check` until it returns a truthy value; bounded in time and count. */
 export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 15_000, everyMs = 25): Promise<NonNullable<T>> {
@@ -37,13 +27,6 @@ export function tempDir(prefix = 'se-bridge-test-'): { path: string; cleanup(): 
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });
-
-/** captureLogger records log lines as objects. */
-export function captureLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const logger: Logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
-  return { logger, lines };
-}
 
 /** readText reads a file the bridge writes, or '' while it does not exist yet. */
 export function readText(path: string): string {

@@ -6,12 +6,26 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { VmIdentity } from '../src/imds/identity.ts';
 import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { KubeStandIn } from './kube-apiserver.ts';
 import { kubeconfigOf } from './kube-objects.ts';
 import { TcpGate } from './tcp-gate.ts';
 
 export type StoreKind = 'blob' | 'kubernetes';
+
+/** memberVm: the identity of a member VM named `name` (configured, so its name is known). */
+export const memberVm = (name: string): VmIdentity => ({
+  name,
+  resourceId: `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`,
+  vmScaleSetName: null,
+  subscriptionId: 's',
+  resourceGroupName: 'rg',
+  location: 'westeurope',
+  zone: null,
+  origin: 'config',
+  nameKnown: true,
+});
 export const STORE_KINDS: readonly StoreKind[] = ['blob', 'kubernetes'];
 
 export class FleetStores {

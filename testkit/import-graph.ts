@@ -62,7 +62,7 @@ function walk(dir: string, out: string[] = []): string[] {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) walk(path, out);
     // a sink's tests sit beside it (sinks/<type>/*.test.ts) but are not part of what ships
-    else if (/\.(ts|js)$/.test(entry.name) && !/\.test(-kit)?\.ts$/.test(entry.name)) out.push(path);
+    else if (/\.(ts|js)$/.test(entry.name) && !/\.test\.ts$/.test(entry.name)) out.push(path);
   }
   return out;
 }

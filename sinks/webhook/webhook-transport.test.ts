@@ -11,7 +11,7 @@ import { SinkConfig } from '../../src/config/schema.ts';
 import type { Outcome } from '../../src/sinks/contract.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { ROOT, tempDir } from '../../test/helpers.ts';
-import { ev, makeSink, peer, send, sinks, started, usePeer } from './webhook.test-kit.ts';
+import { ev, makeSink, peer, send, sinks, started, usePeer } from '../../testkit/webhook-sink.ts';
 
 usePeer();
 

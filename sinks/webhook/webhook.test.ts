@@ -10,7 +10,7 @@ import { toDomainDocument, WireDocument } from '../../src/imds/wire.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import { percentEncode } from '../../src/cloudevents/http.ts';
 import { sign, secretKey } from '../../src/lib/standard-webhooks.ts';
-import { ev, makeSink, peer, receive, SECRET_A, SECRET_B, send, started, vectors, usePeer } from './webhook.test-kit.ts';
+import { ev, makeSink, peer, receive, SECRET_A, SECRET_B, send, started, vectors, usePeer } from '../../testkit/webhook-sink.ts';
 
 usePeer();
 

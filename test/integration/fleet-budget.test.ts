@@ -9,19 +9,19 @@ import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
+import type { VmIdentity } from '../../src/imds/identity.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { asSlot, windowsOf, type MemberRecord } from '../../src/fleet/budget/records.ts';
-import type { VmIdentity } from '../../src/imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../helpers.ts';
-import { FleetStores, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { FleetStores, memberVm, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
 let stores: FleetStores;
 
@@ -35,17 +35,7 @@ afterAll(async () => {
 
 const storeConfig = (kind: StoreKind) => stores.config(kind);
 
-const vmOf = (name: string): VmIdentity => ({
-  name,
-  resourceId: `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`,
-  vmScaleSetName: null,
-  subscriptionId: 's',
-  resourceGroupName: 'rg',
-  location: 'westeurope',
-  zone: null,
-  origin: 'config',
-  nameKnown: true,
-});
+const vmOf = memberVm;
 
 function eventFor(vm: string, more: Partial<ScheduledEvent> = {}): ScheduledEvent {
   return {

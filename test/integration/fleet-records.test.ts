@@ -13,8 +13,7 @@ import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { leaseName, RECORD_ANNOTATION } from '../../src/fleet/budget/stores/lease.ts';
-import type { VmIdentity } from '../../src/imds/identity.ts';
-import { FleetStores, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { FleetStores, memberVm, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
 let stores: FleetStores;
 
@@ -26,17 +25,7 @@ afterAll(async () => {
   await stores?.stop();
 });
 
-const vm = (name: string): VmIdentity => ({
-  name,
-  resourceId: `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`,
-  vmScaleSetName: null,
-  subscriptionId: 's',
-  resourceGroupName: 'rg',
-  location: 'westeurope',
-  zone: null,
-  origin: 'config',
-  nameKnown: true,
-});
+const vm = memberVm;
 
 const TEN_MIB = 10 * 1024 * 1024;
 

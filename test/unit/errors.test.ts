@@ -19,7 +19,7 @@ const sinks = fileURLToPath(new URL('../../sinks', import.meta.url));
 const files = [src, sinks].flatMap((dir) =>
   (readdirSync(dir, { recursive: true }) as string[])
     // the sources, not the sinks' tests beside them
-    .filter((f) => f.endsWith('.ts') && !/\.test(-kit)?\.ts$/.test(f))
+    .filter((f) => f.endsWith('.ts') && !/\.test\.ts$/.test(f))
     .map((f) => join(dir, f)),
 );
 

@@ -3,14 +3,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CloudEvent, HTTP } from 'cloudevents';
 import { afterEach, beforeEach } from 'vitest';
-import { toCloudEvent, type BridgeEvent } from '../../src/pipeline/cloudevent.ts';
-import { diff } from '../../src/pipeline/diff.ts';
-import { identityFrom } from '../../src/imds/identity.ts';
-import { SinkConfig } from '../../src/config/schema.ts';
-import type { Outcome, Sink } from '../../src/sinks/contract.ts';
-import { webhookSink, type WebhookConfig } from './index.ts';
-import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
-import { captureLogger, fixtureDocument, ROOT } from '../../test/helpers.ts';
+import { toCloudEvent, type BridgeEvent } from '../src/pipeline/cloudevent.ts';
+import { diff } from '../src/pipeline/diff.ts';
+import { identityFrom } from '../src/imds/identity.ts';
+import { SinkConfig } from '../src/config/schema.ts';
+import type { Outcome, Sink } from '../src/sinks/contract.ts';
+import { webhookSink, type WebhookConfig } from '../sinks/webhook/index.ts';
+import { HttpPeer, type Recorded } from './http-peer.ts';
+import { captureLogger, fixtureDocument, ROOT } from './fixtures.ts';
 
 export const vectors = JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'vectors', 'signing.json'), 'utf8')) as {
   standard_webhooks_v1: { secret: string; webhook_id: string; webhook_timestamp: string; body: string; expected_signature: string };

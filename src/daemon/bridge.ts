@@ -1,13 +1,14 @@
 /**
- * Bridge composes the daemon from its parts and owns its lifecycle.
+ * Bridge owns the daemon's lifecycle; compose.ts composes it.
  *
- * - create: open the store (one daemon per state database), build every sink.
- * - start: resume the outbox, learn who this VM is, start the HTTP servers, poll.
- * - stop: stop polling, drain in-flight sends within a deadline, close sinks, IMDS client and store.
+ * - create: open the store (one daemon per state database), then compose: every sink is built.
+ * - start: resume the outbox, learn who this VM is, start the HTTP servers and the features, poll.
+ * - stop: stop polling and the features, drain in-flight sends within a deadline, close sinks,
+ *   IMDS client and store.
  *
  * The work itself lives beside it: PollLoop (poll and commit), IdentityLoop (who this VM is),
- * AutoApprover (policy and preparation hooks), route (which sinks take an event), the
- * Dispatcher (delivery), the ApprovalService (every approval).
+ * AutoApprover (policy and preparation hooks), Router (which sinks take an event), the
+ * Dispatcher (delivery), the ApprovalService (every approval), and the features (feature.ts).
  */
 import type { InboxStatus } from '../fleet/inbox/inbox.ts';
 import type { BudgetState } from '../fleet/budget/budget.ts';

@@ -16,8 +16,8 @@ export const NOT_CONFIGURED = 'no kubeconfig is configured and this process is n
 
 /** loadKubeConfig: the kubeconfig file, or the in-cluster service account; null when neither is there. */
 export async function loadKubeConfig(kubeconfig: string | undefined): Promise<KubeConnection | null> {
-  if (kubeconfig === undefined && !process.env.KUBERNETES_SERVICE_HOST) return null;
   const k8s: ClientModule = await import('@kubernetes/client-node');
+  if (kubeconfig === undefined && !process.env.KUBERNETES_SERVICE_HOST) return null;
   const config = new k8s.KubeConfig();
   if (kubeconfig !== undefined) config.loadFromFile(kubeconfig);
   else config.loadFromCluster();

@@ -1,4 +1,4 @@
-import { loadKubeConfig, NOT_CONFIGURED, withDeadline } from '../../src/kit.ts';
+import { abortWith, loadKubeConfig, NOT_CONFIGURED, withDeadline } from '../../src/kit.ts';
 import { KubeFailure, toFailure } from './failure.ts';
 
 export { describeFailure, KubeFailure } from './failure.ts';
@@ -88,15 +88,7 @@ type CallOptions = ReturnType<ClientModule['setHeaderOptions']>;
 function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined): Kube {
   const options = (): { abort: AbortController; opts: CallOptions } => {
     const abort = new AbortController();
-    const aborts = AbortSignal.any([abort.signal, ...(signal === undefined ? [] : [signal])]);
-    const middleware = {
-      pre: (ctx: { setSignal(s: AbortSignal): void }) => {
-        ctx.setSignal(aborts);
-        return new k8s.Observable(Promise.resolve(ctx));
-      },
-      post: <R>(response: R) => new k8s.Observable(Promise.resolve(response)),
-    };
-    return { abort, opts: { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as CallOptions };
+    return { abort, opts: abortWith(k8s, AbortSignal.any([abort.signal, ...(signal === undefined ? [] : [signal])])) };
   };
   const call = <T>(what: string, run: (opts: CallOptions) => Promise<T>): Promise<T> => {
     const { abort, opts } = options();

@@ -54,7 +54,8 @@ export async function main(argv: string[]): Promise<number> {
     try {
       const g = await readGroup(fleet);
       process.stdout.write(values.json ? `${JSON.stringify(g, null, 2)}\n` : groupText(g, table));
-      return EXIT.ok;
+      // what could be read is shown; a part that could not be is a failure all the same
+      return g.unread.length === 0 ? EXIT.ok : EXIT.failure;
     } catch (err) {
       const e = errorFields(err);
       process.stderr.write(`se-bridge fleet status: ${e.code}: ${e.err}\n`);

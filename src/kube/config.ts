@@ -23,3 +23,15 @@ export async function loadKubeConfig(kubeconfig: string | undefined): Promise<Ku
   else config.loadFromCluster();
   return { k8s, config };
 }
+
+/** abortWith: the options of one API call that abort its request when `signal` aborts. */
+export function abortWith(k8s: ClientModule, signal: AbortSignal): ReturnType<ClientModule['setHeaderOptions']> {
+  const middleware = {
+    pre: (ctx: { setSignal(s: AbortSignal): void }) => {
+      ctx.setSignal(signal);
+      return new k8s.Observable(Promise.resolve(ctx));
+    },
+    post: <R>(response: R) => new k8s.Observable(Promise.resolve(response)),
+  };
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as ReturnType<ClientModule['setHeaderOptions']>;
+}

@@ -36,7 +36,7 @@ export async function attachBudget(ctx: BudgetContext) {
   const { metrics } = ctx;
   const budget = new FleetBudget({
     config: fleet,
-    store: await openFleetStore(fleet.store, fleet.group),
+    store: await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs),
     view: ctx.state,
     logger: ctx.logger,
     givenBack: ctx.givenBack,

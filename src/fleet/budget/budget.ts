@@ -14,8 +14,8 @@ import { affects } from '../../imds/identity.ts';
 import type { BridgeView } from '../../imds/view.ts';
 import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
-import { errorFields, messageOf } from '../../lib/errors.ts';
-import { sleep } from '../../lib/time.ts';
+import { errorFields } from '../../lib/errors.ts';
+import { sleep, withDeadline } from '../../lib/time.ts';
 import type { FleetConfig } from './config.ts';
 import { FleetStoreError, type FleetStore } from './stores/port.ts';
 import {
@@ -30,6 +30,7 @@ import {
   asSlot,
 } from './records.ts';
 import { membersOf, RecordWarnings } from './parse.ts';
+import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 
 export interface BudgetHooks {
@@ -73,8 +74,7 @@ export class FleetBudget implements ApprovalGate {
   readonly #slots: MemberSlots;
   readonly #warnings: RecordWarnings;
   #queue: Promise<unknown> = Promise.resolve();
-  #storeOk = true;
-  #lastError: string | null = null;
+  readonly #health: StoreHealth;
   #lastMemberJson = '';
   #lastMemberAt = 0;
   #reading: Promise<void> | null = null;
@@ -84,6 +84,7 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#warnings = new RecordWarnings(options.logger, options.store.where);
+    this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
     this.#slots = new MemberSlots({
       warnings: this.#warnings,
       config: options.config,
@@ -92,7 +93,7 @@ export class FleetBudget implements ApprovalGate {
       me: () => ({ key: this.#me, vm: this.#o.view.vm }),
       now: this.#now,
       onSlots: (self, others) => {
-        this.#ok();
+        this.#health.answered();
         options.hooks?.onSlots?.(self, others);
       },
     });
@@ -109,8 +110,8 @@ export class FleetBudget implements ApprovalGate {
       group: this.#o.config.group,
       maxUnavailable: this.#o.config.maxUnavailable,
       store: this.#o.store.where,
-      storeReachable: this.#storeOk,
-      lastError: this.#lastError,
+      storeReachable: this.#health.reachable,
+      lastError: this.#health.lastError,
       slot: held === null || slot == null ? null : slotState(slot.name, held),
       holders: this.#slots.holders,
     };
@@ -122,6 +123,19 @@ export class FleetBudget implements ApprovalGate {
    * is granted past the budget, and on the record.
    */
   take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
+    const attempt = this.#take(event, request);
+    if (request.force !== true) return attempt;
+    // a person's forced approval waits for the store no longer than one call's deadline, even
+    // behind a heartbeat the store holds up: past it, it goes on, on the record (the attempt still
+    // writes the overflow record when the store answers)
+    const ms = this.#o.config.storeTimeoutMs;
+    return withDeadline(attempt, ms, () => new FleetStoreError('take a slot', `no answer within ${ms / 1000} s`)).catch((err: unknown) => {
+      if (!(err instanceof FleetStoreError)) throw err;
+      return { forced: true, slot: null, note: `the fleet budget did not answer within ${ms / 1000} s` };
+    });
+  }
+
+  #take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     return this.#serial(async () => {
       try {
         const grant = await this.#slots.take(event, request.force === true ? 'forced' : 'early', request);
@@ -135,7 +149,7 @@ export class FleetBudget implements ApprovalGate {
           this.#held.set(event.eventId, { since, by: [...new Set(err.holders.map((h) => h.vm))] });
         }
         if (!(err instanceof FleetStoreError)) throw err;
-        this.#failed('take a slot', err);
+        this.#health.failed('take a slot', err);
         if (request.force === true) return { forced: true, slot: null, note: `the fleet store could not be written: ${err.message}` };
         throw unavailable(this.#o.config.group, err.message);
       }
@@ -164,7 +178,7 @@ export class FleetBudget implements ApprovalGate {
       for (let next: EventsDocument | null = document; next !== null; next = this.#readAgain) {
         const current = next;
         this.#readAgain = null;
-        await this.#serial(() => this.#onRead(current)).catch((err: unknown) => this.#failed('follow the document', err));
+        await this.#serial(() => this.#onRead(current)).catch((err: unknown) => this.#health.failed('follow the document', err));
       }
     })().finally(() => {
       this.#reading = null;
@@ -179,7 +193,7 @@ export class FleetBudget implements ApprovalGate {
       await this.#slots.renew(this.#realDocument());
       await this.#writeMember(true);
       await this.#readMembers();
-    }).catch((err: unknown) => this.#failed('heartbeat', err));
+    }).catch((err: unknown) => this.#health.failed('heartbeat', err));
   }
 
   /** run beats every heartbeatSeconds until the signal aborts. */
@@ -230,7 +244,7 @@ export class FleetBudget implements ApprovalGate {
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
   async #readMembers(): Promise<void> {
     const members = await this.#o.store.list(MEMBER_PREFIX);
-    this.#ok();
+    this.#health.answered();
     this.#warnings.check(members);
     this.#o.hooks?.onMembers?.(membersOf(members));
   }
@@ -267,30 +281,4 @@ export class FleetBudget implements ApprovalGate {
     this.#lastMemberAt = now;
     return true;
   }
-
-  #ok(): void {
-    if (!this.#storeOk) this.#o.logger.info({ store: this.#o.store.where }, 'fleet budget: the store answers again');
-    this.#storeOk = true;
-    this.#lastError = null;
-  }
-
-  #failed(what: string, err: unknown): void {
-    const e = err instanceof FleetStoreError ? err : new FleetStoreError(what, messageOf(err), err);
-    this.#o.hooks?.onStoreError?.(e.operation);
-    if (this.#storeOk)
-      this.#o.logger.error(
-        { ...errorFields(e), store: this.#o.store.where },
-        'fleet budget: the store cannot be read or written; no early approval until it answers (maintenance starts at NotBefore)',
-      );
-    this.#storeOk = false;
-    this.#lastError = e.message;
-  }
-}
-
-/** unavailable: the answer when the store cannot be read or written (fail closed: 503). */
-function unavailable(group: string, why: string): ApprovalError {
-  return new ApprovalError(
-    'FLEET_STORE_UNAVAILABLE',
-    `the fleet store of group ${group} cannot be reached, so no early approval is given (maintenance starts at NotBefore): ${why}`,
-  );
 }

@@ -34,6 +34,15 @@ export const FleetConfig = z.strictObject({
     .max(3600)
     .default(30)
     .describe('How often a member writes its record (events, slot, heartbeat) and renews the slot it holds.'),
+  storeTimeoutMs: z
+    .number()
+    .int()
+    .min(500)
+    .max(60_000)
+    .default(10_000)
+    .describe(
+      'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
+    ),
   retryMs: z
     .number()
     .int()

@@ -4,6 +4,7 @@
  * than the group allows). Read straight from the store, so `se-bridge fleet status` and
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
+import { messageOf } from '../../lib/errors.ts';
 import type { FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
 import { asSlot, collisionOf, holderOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type Holder } from './records.ts';
@@ -32,6 +33,8 @@ export interface GroupStatus {
   readonly slots: readonly ({ readonly slot: string } & Holder)[];
   /** The records of another shape (another version's, edited by hand, not JSON, too large): left out, each named once. */
   readonly skipped: readonly Skipped[];
+  /** What could not be read (the slots, the members' records) and why: the rest is shown all the same. */
+  readonly unread: readonly { readonly what: string; readonly why: string }[];
   /** More members due for maintenance at once than the group allows, when their records say so. */
   readonly collision: {
     readonly from: string;
@@ -43,9 +46,16 @@ export interface GroupStatus {
 
 /** readGroup reads the group's records once (the store's client library is loaded now). */
 export async function readGroup(config: FleetConfig, now: number = Date.now()): Promise<GroupStatus> {
-  const store = await openFleetStore(config.store, config.group);
+  const store = await openFleetStore(config.store, config.group, config.storeTimeoutMs);
   try {
-    const [slotRecords, memberRecords] = await Promise.all([store.list(SLOT_PREFIX), store.list(MEMBER_PREFIX)]);
+    // each list has its deadline; one that fails leaves the other to show
+    const [slotsRead, membersRead] = await Promise.allSettled([store.list(SLOT_PREFIX), store.list(MEMBER_PREFIX)]);
+    const unread = [
+      ...(slotsRead.status === 'rejected' ? [{ what: 'the slots', why: messageOf(slotsRead.reason) }] : []),
+      ...(membersRead.status === 'rejected' ? [{ what: "the members' records", why: messageOf(membersRead.reason) }] : []),
+    ];
+    const slotRecords = slotsRead.status === 'fulfilled' ? slotsRead.value : [];
+    const memberRecords = membersRead.status === 'fulfilled' ? membersRead.value : [];
     const slots = slotRecords
       .map((r) => ({ name: r.name, s: asSlot(r.value) }))
       .filter((x) => live(x.s, now))
@@ -72,6 +82,7 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
       })),
       slots,
       skipped: skippedOf([...slotRecords, ...memberRecords]),
+      unread,
       collision:
         c === null
           ? null
@@ -123,6 +134,7 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
       ),
     );
   for (const s of g.skipped) out.push('', `Record ${s.key} left out: ${s.why}.`);
+  for (const u of g.unread) out.push('', `Could not read ${u.what}: ${u.why}.`);
   if (g.collision !== null)
     out.push(
       '',

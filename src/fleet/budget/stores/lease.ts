@@ -9,14 +9,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
-import { withDeadline } from '../../../lib/time.ts';
 import type { FleetStoreConfig } from './config.ts';
-import { loadKubeConfig, NOT_CONFIGURED } from '../../../kube/config.ts';
+import { abortWith, loadKubeConfig, NOT_CONFIGURED, type KubeConnection } from '../../../kube/config.ts';
 import { FleetStoreError, recordOf, type FleetStore, type Versioned } from './port.ts';
 
 type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
 
-const CALL_DEADLINE_MS = 10_000;
 export const RECORD_ANNOTATION = 'se-bridge.io/record';
 export const NAME_ANNOTATION = 'se-bridge.io/name';
 export const GROUP_LABEL = 'se-bridge.io/group';
@@ -35,11 +33,13 @@ export function leaseName(group: string, name: string): string {
 export class LeaseFleetStore implements FleetStore {
   readonly where: string;
   readonly #api: CoordinationV1Api;
+  readonly #k8s: KubeConnection['k8s'];
   readonly #namespace: string;
   readonly #group: string;
 
-  private constructor(api: CoordinationV1Api, namespace: string, group: string) {
-    this.#api = api;
+  private constructor(kube: KubeConnection, namespace: string, group: string) {
+    this.#api = kube.config.makeApiClient(kube.k8s.CoordinationV1Api);
+    this.#k8s = kube.k8s;
     this.#namespace = namespace;
     this.#group = group;
     this.where = `kubernetes leases ${namespace}/${GROUP_LABEL}=${group}`;
@@ -48,13 +48,14 @@ export class LeaseFleetStore implements FleetStore {
   static async open(config: KubeConfig, group: string): Promise<LeaseFleetStore> {
     const kube = await loadKubeConfig(config.kubeconfig);
     if (kube === null) throw new FleetStoreError('connect', NOT_CONFIGURED);
-    return new LeaseFleetStore(kube.config.makeApiClient(kube.k8s.CoordinationV1Api), config.namespace, group);
+    return new LeaseFleetStore(kube, config.namespace, group);
   }
 
-  async get(name: string): Promise<Versioned | null> {
+  async get(name: string, signal?: AbortSignal): Promise<Versioned | null> {
     try {
-      const lease = await this.#call(`read ${name}`, () =>
-        this.#api.readNamespacedLease({ name: leaseName(this.#group, name), namespace: this.#namespace }),
+      const lease = await this.#api.readNamespacedLease(
+        { name: leaseName(this.#group, name), namespace: this.#namespace },
+        this.#with(signal),
       );
       return fromLease(lease, name);
     } catch (err) {
@@ -63,7 +64,7 @@ export class LeaseFleetStore implements FleetStore {
     }
   }
 
-  async put(name: string, value: unknown, version: string | null): Promise<string | null> {
+  async put(name: string, value: unknown, version: string | null, signal?: AbortSignal): Promise<string | null> {
     const holder = (value as { vm?: unknown } | null)?.vm;
     const lease = leaseName(this.#group, name);
     const body: V1Lease = {
@@ -82,11 +83,10 @@ export class LeaseFleetStore implements FleetStore {
       },
     };
     try {
-      const written = await this.#call(`write ${name}`, () =>
+      const written =
         version === null
-          ? this.#api.createNamespacedLease({ namespace: this.#namespace, body })
-          : this.#api.replaceNamespacedLease({ name: lease, namespace: this.#namespace, body }),
-      );
+          ? await this.#api.createNamespacedLease({ namespace: this.#namespace, body }, this.#with(signal))
+          : await this.#api.replaceNamespacedLease({ name: lease, namespace: this.#namespace, body }, this.#with(signal));
       return written.metadata?.resourceVersion ?? null;
     } catch (err) {
       const status = statusOf(err);
@@ -96,10 +96,11 @@ export class LeaseFleetStore implements FleetStore {
     }
   }
 
-  async list(prefix: string): Promise<Versioned[]> {
+  async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
     try {
-      const leases = await this.#call(`list ${prefix}*`, () =>
-        this.#api.listNamespacedLease({ namespace: this.#namespace, labelSelector: `${GROUP_LABEL}=${this.#group}` }),
+      const leases = await this.#api.listNamespacedLease(
+        { namespace: this.#namespace, labelSelector: `${GROUP_LABEL}=${this.#group}` },
+        this.#with(signal),
       );
       return leases.items
         .map((l) => fromLease(l, l.metadata?.annotations?.[NAME_ANNOTATION] ?? ''))
@@ -113,8 +114,9 @@ export class LeaseFleetStore implements FleetStore {
     // the client keeps no connection of its own to close
   }
 
-  #call<T>(what: string, run: () => Promise<T>): Promise<T> {
-    return withDeadline(run(), CALL_DEADLINE_MS, () => new FleetStoreError(what, `no answer within ${CALL_DEADLINE_MS / 1000} s`));
+  /** with: the options of one call, aborted with `signal` (the deadline openFleetStore puts on every call). */
+  #with(signal: AbortSignal | undefined) {
+    return signal === undefined ? undefined : abortWith(this.#k8s, signal);
   }
 }
 

@@ -6,13 +6,44 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ApprovalError } from '../src/approval/service.ts';
 import type { VmIdentity } from '../src/imds/identity.ts';
+import type { ScheduledEvent } from '../src/imds/wire.ts';
 import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { KubeStandIn } from './kube-apiserver.ts';
 import { kubeconfigOf } from './kube-objects.ts';
 import { TcpGate } from './tcp-gate.ts';
 
 export type StoreKind = 'blob' | 'kubernetes';
+
+/** scheduledFor: a Reboot Scheduled for `vm` 15 minutes from now, with a new EventId (or what `more` says). */
+export function scheduledFor(vm: string, more: Partial<ScheduledEvent> = {}): ScheduledEvent {
+  return {
+    eventId: randomUUID().toUpperCase(),
+    eventType: 'Reboot',
+    resourceType: 'VirtualMachine',
+    resources: [vm],
+    eventStatus: 'Scheduled',
+    notBefore: new Date(Date.now() + 15 * 60_000).toISOString(),
+    description: '',
+    eventSource: 'Platform',
+    durationInSeconds: -1,
+    raw: {},
+    ...more,
+  };
+}
+
+/** outcome: what an approval through the budget came to: `granted`, or the ApprovalError's code. */
+export async function outcome(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'granted';
+  } catch (err) {
+    if (err instanceof ApprovalError) return err.code;
+    throw err;
+  }
+}
 
 /** memberVm: the identity of a member VM named `name` (configured, so its name is known). */
 export const memberVm = (name: string): VmIdentity => ({

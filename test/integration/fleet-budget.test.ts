@@ -5,7 +5,6 @@
  * server can run here; written from the API reference) through the real @kubernetes/client-node.
  * Each store sits behind a TCP gate so a test can make it unreachable and bring it back.
  */
-import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
@@ -21,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../helpers.ts';
-import { FleetStores, memberVm, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { FleetStores, memberVm, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
 let stores: FleetStores;
 
@@ -37,21 +36,7 @@ const storeConfig = (kind: StoreKind) => stores.config(kind);
 
 const vmOf = memberVm;
 
-function eventFor(vm: string, more: Partial<ScheduledEvent> = {}): ScheduledEvent {
-  return {
-    eventId: randomUUID().toUpperCase(),
-    eventType: 'Reboot',
-    resourceType: 'VirtualMachine',
-    resources: [vm],
-    eventStatus: 'Scheduled',
-    notBefore: new Date(Date.now() + 15 * 60_000).toISOString(),
-    description: '',
-    eventSource: 'Platform',
-    durationInSeconds: -1,
-    raw: {},
-    ...more,
-  };
-}
+const eventFor = scheduledFor;
 
 interface Member {
   readonly budget: FleetBudget;
@@ -91,16 +76,6 @@ async function member(kind: StoreKind, group: string, name: string, more: Partia
 }
 
 const api = { by: 'test', via: 'api' } as const;
-
-async function outcome(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'granted';
-  } catch (err) {
-    if (err instanceof ApprovalError) return err.code;
-    throw err;
-  }
-}
 
 describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
   it('two members racing for the last slot 200 times: exactly one wins each time, and both win some', async () => {

@@ -13,7 +13,7 @@ import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { leaseName, RECORD_ANNOTATION } from '../../src/fleet/budget/stores/lease.ts';
-import { FleetStores, memberVm, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { FleetStores, memberVm, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
 let stores: FleetStores;
 
@@ -91,19 +91,8 @@ describe.each(STORE_KINDS)('records of another shape in the %s store', (kind) =>
     if (kind === 'blob') expect(received).toBeLessThan(1024 * 1024);
 
     // the unreadable slot reads as free: an early approval takes it, and writes it whole again
-    const event = {
-      eventId: 'A1B2C3D4-0000-4000-8000-000000000001',
-      eventType: 'Reboot',
-      resourceType: 'VirtualMachine',
-      resources: ['vm-a'],
-      eventStatus: 'Scheduled',
-      notBefore: new Date(Date.now() + 15 * 60_000).toISOString(),
-      description: '',
-      eventSource: 'Platform',
-      durationInSeconds: -1,
-      raw: {},
-    } as const;
-    await expect(budget.take({ ...event, resources: [...event.resources] }, { by: 'test', via: 'api' })).resolves.toBeDefined();
+    const event = scheduledFor('vm-a');
+    await expect(budget.take(event, { by: 'test', via: 'api' })).resolves.toBeDefined();
 
     const g = await readGroup(config);
     expect(g.members.map((m) => m.vm)).toEqual(['vm-a']);

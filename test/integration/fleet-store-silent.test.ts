@@ -10,13 +10,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { DEV_ACCOUNT, DEV_KEY } from '../../src/simulator/azurite.ts';
-import { memberVm, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { memberVm, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { kubeconfigOf } from '../../testkit/kube-objects.ts';
 import { captureLogger, waitFor } from '../helpers.ts';
@@ -59,29 +58,6 @@ function storeConfig(kind: StoreKind): Record<string, unknown> {
   return { type: 'kubernetes', namespace: 'se-bridge', kubeconfig };
 }
 
-const event = (vm: string) => ({
-  eventId: 'C0FFEE00-0000-4000-8000-000000000001',
-  eventType: 'Reboot',
-  resourceType: 'VirtualMachine',
-  resources: [vm],
-  eventStatus: 'Scheduled',
-  notBefore: new Date(Date.now() + 15 * 60_000).toISOString(),
-  description: '',
-  eventSource: 'Platform',
-  durationInSeconds: -1,
-  raw: {},
-});
-
-async function outcome(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'granted';
-  } catch (err) {
-    if (err instanceof ApprovalError) return err.code;
-    throw err;
-  }
-}
-
 describe.each(STORE_KINDS)('a %s store that never answers', (kind) => {
   it('fails closed within the deadline and says so; a forced approval goes on; fleet status answers; no request is left open', async () => {
     const group = `silent-${kind}`;
@@ -98,7 +74,7 @@ describe.each(STORE_KINDS)('a %s store that never answers', (kind) => {
     await budget.heartbeat();
     expect(budget.state()).toMatchObject({ storeReachable: false, lastError: expect.stringMatching(/no answer within 1 s$/) });
     expect(lines.filter((l) => l.code === 'FLEET_STORE_UNAVAILABLE')).toHaveLength(1);
-    const e = event('vm-a');
+    const e = scheduledFor('vm-a');
     expect(await outcome(budget.take(e, { by: 'policy', via: 'policy' }))).toBe('FLEET_STORE_UNAVAILABLE');
 
     // a person's forced approval, while a heartbeat waits on the store ahead of it

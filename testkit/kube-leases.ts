@@ -8,6 +8,8 @@
  *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 404 NotFound
  *   PUT  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 409 Conflict when
  *        metadata.resourceVersion is not the current one; 404 when there is no such Lease
+ *   DELETE /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}  200 with a Status; 409 Conflict
+ *        when DeleteOptions' preconditions.resourceVersion is not the current one; 404
  *
  * Each write gives the object a new resourceVersion, as etcd's revision does.
  */
@@ -55,6 +57,7 @@ export class LeaseRegistry {
       return true;
     }
     if (name !== undefined && p.length === 7 && method === 'PUT') return (this.#replace(res, ns, name, body), true);
+    if (name !== undefined && p.length === 7 && method === 'DELETE') return (this.#delete(res, ns, name, body), true);
     status(res, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
     return true;
   }
@@ -128,6 +131,33 @@ export class LeaseRegistry {
     this.leases.set(key, next);
     this.#count(200);
     json(res, 200, full(next));
+  }
+
+  #delete(res: ServerResponse, ns: string, name: string, body: unknown): void {
+    const key = `${ns}/${name}`;
+    const current = this.leases.get(key);
+    if (current === undefined)
+      return status(res, 404, 'NotFound', `leases.${GROUP} "${name}" not found`, { name, group: GROUP, kind: 'leases' });
+    const wanted = (body as { preconditions?: { resourceVersion?: string } } | null)?.preconditions?.resourceVersion;
+    if (wanted !== undefined && wanted !== current.metadata.resourceVersion) {
+      this.#count(409);
+      return status(
+        res,
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on leases.${GROUP} "${name}": Precondition failed: ResourceVersion in precondition: ${wanted}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+        { name, group: GROUP, kind: 'leases' },
+      );
+    }
+    this.leases.delete(key);
+    this.#count(200);
+    json(res, 200, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Success',
+      details: { name, group: GROUP, kind: 'leases', uid: current.metadata.uid },
+    });
   }
 
   #count(code: number): void {

@@ -126,6 +126,9 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     const heldByForced = await c.budget.take(ec, api).catch((e: unknown) => e as ApprovalError);
     expect((heldByForced as ApprovalError).holders.map((h) => h.vm)).toEqual(['vm-b']);
     await b.read([]);
+    // its overflow record given back is deleted, not left for every later read of the slots
+    const store = await openFleetStore(FleetConfig.parse({ group, maxUnavailable: 1, store: storeConfig(kind) }).store, group);
+    expect((await store.list('slot-x-')).map((r) => r.name)).toEqual([]);
     expect(await c.budget.take(ec, api)).toMatchObject({ forced: false, slot: 'slot-0' });
   });
 
@@ -275,7 +278,15 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
 describe('the Lease store, after the tests above', () => {
   it('uses exactly the verbs config/kubernetes/rbac.yaml grants it', () => {
     const verbOf = (r: { method: string; path: string }) =>
-      r.method === 'POST' ? 'create' : r.method === 'PUT' ? 'update' : /\/leases(\?|$)/.test(r.path) ? 'list' : 'get';
+      r.method === 'POST'
+        ? 'create'
+        : r.method === 'PUT'
+          ? 'update'
+          : r.method === 'DELETE'
+            ? 'delete'
+            : /\/leases(\?|$)/.test(r.path)
+              ? 'list'
+              : 'get';
     const used = new Set(stores.kube.requests.filter((r) => r.path.startsWith('/apis/coordination.k8s.io/')).map(verbOf));
     const role = parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'rbac.yaml'), 'utf8'))
       .map((d) => d.toJS() as { kind: string; rules?: { resources: string[]; verbs: string[] }[] })

@@ -95,7 +95,9 @@ describe('config/kubernetes', () => {
     const role = all.find((d) => d.kind === 'Role')!;
     const sa = all.find((d) => d.kind === 'ServiceAccount')!;
     expect(role.metadata.namespace).toBe(sa.metadata.namespace);
-    expect(role.rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update'] }]);
+    expect(role.rules).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+    ]);
     const binding = all.find((d) => d.kind === 'RoleBinding')!;
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }]);

@@ -156,7 +156,12 @@ export class MemberSlots {
       if (left.length === ids.length) return;
       const next: SlotRecord =
         left.length === 0 ? { member: null, vm: s.vm ?? '', since: new Date(this.#now()).toISOString() } : { ...s, eventIds: left };
-      if (await this.#put(held.name, next, held.version)) {
+      // an overflow record given back is deleted: it would be read at every later read of the slots
+      const done =
+        left.length === 0 && held.name.startsWith(OVERFLOW_PREFIX)
+          ? await this.#remove(held.name, held.version)
+          : await this.#put(held.name, next, held.version);
+      if (done) {
         if (left.length === 0)
           this.#o.logger.info({ slot: held.name, eventIds: ids, group: this.#o.config.group }, 'fleet budget: slot given back');
         return;
@@ -191,6 +196,13 @@ export class MemberSlots {
     const self = slots.filter((r) => asSlot(r.value).member === me && live(asSlot(r.value), now)).length;
     this.#o.onSlots?.(self, this.#holders.length - self);
     return slots;
+  }
+
+  /** remove deletes this member's overflow record conditionally; on success it holds nothing. */
+  async #remove(name: string, version: string): Promise<boolean> {
+    if (!(await this.#o.store.remove(name, version))) return false;
+    if (this.#held?.name === name) this.#held = null;
+    return true;
   }
 
   /** put writes one slot record conditionally; on success this member's view of its slot follows. */

@@ -66,6 +66,18 @@ export class BlobFleetStore implements FleetStore {
     }
   }
 
+  async remove(name: string, version: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.#container.getBlockBlobClient(this.#prefix + name).delete({ abortSignal: signal, conditions: { ifMatch: version } });
+      return true;
+    } catch (err) {
+      // 412 ConditionNotMet: another writer came first; 404: gone already
+      const status = statusOf(err);
+      if (status === 412 || status === 404) return false;
+      throw failure(`delete ${name}`, err);
+    }
+  }
+
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
     const items: { name: string; bytes: number; version: string }[] = [];
     try {

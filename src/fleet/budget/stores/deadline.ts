@@ -28,6 +28,7 @@ export function withDeadlines(store: FleetStore, ms: number): FleetStore {
     where: store.where,
     get: (name, signal) => call(`read ${name}`, signal, (s) => store.get(name, s)),
     put: (name, value, version, signal) => call(`write ${name}`, signal, (s) => store.put(name, value, version, s)),
+    remove: (name, version, signal) => call(`delete ${name}`, signal, (s) => store.remove(name, version, s)),
     list: (prefix, signal) => call(`list ${prefix}*`, signal, (s) => store.list(prefix, s)),
     close: () => store.close(),
   };

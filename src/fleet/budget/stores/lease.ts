@@ -96,6 +96,21 @@ export class LeaseFleetStore implements FleetStore {
     }
   }
 
+  async remove(name: string, version: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.#api.deleteNamespacedLease(
+        { name: leaseName(this.#group, name), namespace: this.#namespace, body: { preconditions: { resourceVersion: version } } },
+        this.#with(signal),
+      );
+      return true;
+    } catch (err) {
+      // 409: the precondition failed (another writer came first); 404: gone already
+      const status = statusOf(err);
+      if (status === 409 || status === 404) return false;
+      throw failure(`delete ${name}`, err);
+    }
+  }
+
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
     try {
       const leases = await this.#api.listNamespacedLease(

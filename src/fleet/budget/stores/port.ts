@@ -52,6 +52,8 @@ export interface FleetStore {
    * none yet). It returns the new version, or null when another writer came first.
    */
   put(name: string, value: unknown, version: string | null, signal?: AbortSignal): Promise<string | null>;
+  /** remove deletes the record when its current version is still `version`; false when another writer came first or it is gone. */
+  remove(name: string, version: string, signal?: AbortSignal): Promise<boolean>;
   /** list: every record whose name starts with `prefix`. */
   list(prefix: string, signal?: AbortSignal): Promise<Versioned[]>;
   close(): Promise<void>;

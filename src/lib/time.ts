@@ -10,6 +10,14 @@ export function fullJitter(attempt: number, baseMs: number, capMs: number, rando
   return Math.floor(random() * ceiling);
 }
 
+/**
+ * spread: a period of `ms` varied by up to `fraction` either way ([ms·(1−f), ms·(1+f)]), so that
+ * processes started together (a scale set's members) do not keep acting in the same instant.
+ */
+export function spread(ms: number, fraction: number, random: () => number = Math.random): number {
+  return Math.round(ms * (1 - fraction + 2 * fraction * random()));
+}
+
 /** parseRetryAfter reads an HTTP Retry-After value (seconds or an HTTP date) as milliseconds. */
 export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fullJitter, parseRetryAfter } from '../../src/lib/time.ts';
+import { fullJitter, parseRetryAfter, spread } from '../../src/lib/time.ts';
 import { retryPause } from '../../src/imds/retry.ts';
 import { RateBudget } from '../../src/imds/rate-budget.ts';
 
@@ -78,5 +78,18 @@ describe('retryPause (the poll loop after failed IMDS reads)', () => {
   it('is never below the poll interval, even when the cap is', () => {
     expect(retryPause(30, { intervalMs: 10_000, maxPauseMs: 5000 }, () => 0.999)).toBe(10_000);
     expect(retryPause(1, { intervalMs: 10_000, maxPauseMs: 5000 }, () => 0)).toBe(10_000);
+  });
+});
+
+describe('spread', () => {
+  it('varies a period by up to the fraction either way, and covers the whole range', () => {
+    expect(spread(30_000, 0.2, () => 0)).toBe(24_000);
+    expect(spread(30_000, 0.2, () => 0.5)).toBe(30_000);
+    expect(spread(30_000, 0.2, () => 0.999999)).toBe(36_000);
+    const seen = Array.from({ length: 2000 }, () => spread(30_000, 0.2));
+    expect(Math.min(...seen)).toBeGreaterThanOrEqual(24_000);
+    expect(Math.max(...seen)).toBeLessThanOrEqual(36_000);
+    // members started together drift apart: their periods are not all one value
+    expect(new Set(seen).size).toBeGreaterThan(100);
   });
 });

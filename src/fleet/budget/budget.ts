@@ -15,7 +15,7 @@ import type { BridgeView } from '../../imds/view.ts';
 import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
-import { sleep, withDeadline } from '../../lib/time.ts';
+import { sleep, spread, withDeadline } from '../../lib/time.ts';
 import type { FleetConfig } from './config.ts';
 import { FleetStoreError, type FleetStore } from './stores/port.ts';
 import {
@@ -196,11 +196,11 @@ export class FleetBudget implements ApprovalGate {
     }).catch((err: unknown) => this.#health.failed('heartbeat', err));
   }
 
-  /** run beats every heartbeatSeconds until the signal aborts. */
+  /** run beats about every heartbeatSeconds (varied by a fifth either way: members started together drift apart) until the signal aborts. */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.heartbeat();
-      await sleep(this.#o.config.heartbeatSeconds * 1000, signal).catch(() => undefined);
+      await sleep(spread(this.#o.config.heartbeatSeconds * 1000, 0.2), signal).catch(() => undefined);
     }
   }
 

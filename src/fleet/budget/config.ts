@@ -33,7 +33,9 @@ export const FleetConfig = z.strictObject({
     .min(5)
     .max(3600)
     .default(30)
-    .describe('How often a member writes its record (events, slot, heartbeat) and renews the slot it holds.'),
+    .describe(
+      'How often a member writes its record (events, slot, heartbeat) and renews the slot it holds; each period varied by up to a fifth either way, so members started together drift apart.',
+    ),
   storeTimeoutMs: z
     .number()
     .int()

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import { ApprovalError } from '../src/approval/service.ts';
 import type { VmIdentity } from '../src/imds/identity.ts';
 import type { ScheduledEvent } from '../src/imds/wire.ts';
@@ -96,4 +97,19 @@ export class FleetStores {
     await Promise.all([this.azurite.stop(), this.kube.close()]);
     rmSync(this.#dir, { recursive: true, force: true });
   }
+}
+
+/** fleetStoresPerFile: the two stores, started before the file's tests and stopped after them; call the function it returns inside a test. */
+export function fleetStoresPerFile(): () => FleetStores {
+  let stores: FleetStores | undefined;
+  beforeAll(async () => {
+    stores = await FleetStores.start();
+  }, 60_000);
+  afterAll(async () => {
+    await stores?.stop();
+  });
+  return () => {
+    if (stores === undefined) throw new Error('the fleet stores are not started: called outside a test');
+    return stores;
+  };
 }

@@ -7,23 +7,15 @@
  */
 import { BlobServiceClient } from '@azure/storage-blob';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { leaseName, RECORD_ANNOTATION } from '../../src/fleet/budget/stores/lease.ts';
-import { FleetStores, memberVm, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { fleetStoresPerFile, memberVm, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
-let stores: FleetStores;
-
-beforeAll(async () => {
-  stores = await FleetStores.start();
-}, 60_000);
-
-afterAll(async () => {
-  await stores?.stop();
-});
+const fleetStores = fleetStoresPerFile();
 
 const vm = memberVm;
 
@@ -31,16 +23,16 @@ const TEN_MIB = 10 * 1024 * 1024;
 
 /** writeRaw replaces a record's text in the store as it is, past the bridge's own writer (after one write made it exist). */
 async function writeRaw(kind: StoreKind, group: string, name: string, text: string): Promise<void> {
-  const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores.config(kind) });
+  const config = FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind) });
   const store = await openFleetStore(config.store, group);
   await store.put(name, { placeholder: true }, null);
   if (kind === 'blob') {
-    const c = stores.config('blob') as { connectionString: string; container: string };
+    const c = fleetStores().config('blob') as { connectionString: string; container: string };
     const blob = BlobServiceClient.fromConnectionString(c.connectionString).getContainerClient(c.container);
     await blob.getBlockBlobClient(`${group}/${name}`).upload(text, Buffer.byteLength(text));
     return;
   }
-  const lease = stores.kube.leases.leases.get(`se-bridge/${leaseName(group, name)}`);
+  const lease = fleetStores().kube.leases.leases.get(`se-bridge/${leaseName(group, name)}`);
   if (lease?.metadata.annotations === undefined) throw new Error(`no Lease for ${name}`);
   lease.metadata.annotations[RECORD_ANNOTATION] = text;
 }
@@ -48,7 +40,7 @@ async function writeRaw(kind: StoreKind, group: string, name: string, text: stri
 describe.each(STORE_KINDS)('records of another shape in the %s store', (kind) => {
   it('are each named once and left out: the store stays reachable, a bad slot is free, fleet status prints the rest, 10 MiB is never downloaded', async () => {
     const group = `odd-${kind}`;
-    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores.config(kind) });
+    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind) });
     const lines: Record<string, unknown>[] = [];
     const view = { vm: vm('vm-a'), document: null, goodReads: 1, approvalServerUrl: null };
     const budget = new FleetBudget({
@@ -75,7 +67,7 @@ describe.each(STORE_KINDS)('records of another shape in the %s store', (kind) =>
     await writeRaw(kind, group, 'slot-0', 'this is not JSON');
     await writeRaw(kind, group, 'member-huge', JSON.stringify({ member: 'huge', pad: 'x'.repeat(TEN_MIB) }));
 
-    const gate = stores.gates[kind];
+    const gate = fleetStores().gates[kind];
     const before = gate.received;
     await budget.heartbeat();
     await budget.heartbeat();

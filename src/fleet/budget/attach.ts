@@ -4,28 +4,23 @@
  * approval, writes this member's record at each heartbeat (its loop), keeps a drill out of
  * everything the fleet sees, and turns the members' records into a collision forecast.
  */
-import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { EventsDocument } from '../../imds/wire.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
-import type { Journal, PendingEvent } from '../../store/store.ts';
 import { FleetBudget } from './budget.ts';
-import { foretellCollision } from './collisions.ts';
+import { foretellCollision, type CollisionDeps } from './collisions.ts';
 import type { FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
 
-export interface BudgetContext {
+/** What the budget needs of the daemon: besides what the collision forecast needs (its logger, the journal, the routing), these. */
+export interface BudgetContext extends Pick<CollisionDeps, 'logger' | 'journal' | 'route'> {
   readonly config: { readonly fleet?: FleetConfig | undefined };
   readonly dryRun: boolean;
-  readonly logger: Logger;
   readonly state: BridgeView;
-  readonly journal: Journal;
   readonly metrics: Metrics;
   /** Whether an ended event's preparations were given back. */
   readonly givenBack: (eventId: string) => boolean;
-  /** Routes a CloudEvent as every other change is routed. */
-  readonly route: (event: BridgeEvent) => PendingEvent;
   /** Says that CloudEvents were committed (the dispatcher takes them). */
   readonly committed: (events: readonly BridgeEvent[]) => void;
 }

@@ -129,12 +129,14 @@ export class ApprovalService {
 
   async approve(eventId: string, request: ApprovalRequest, signal?: AbortSignal): Promise<ApprovalResult> {
     const running = this.#inFlight.get(eventId);
-    if (running !== undefined) {
+    // a person's forced approval never waits behind another attempt (a policy's, held up by the
+    // fleet store): it goes its own way, and whichever is recorded first is the approval
+    if (running !== undefined && request.force !== true) {
       const first = await running;
       return { ...first, status: 'already-approved' };
     }
     const p = this.#approve(eventId, request, signal);
-    this.#inFlight.set(eventId, p);
+    if (running === undefined) this.#inFlight.set(eventId, p);
     try {
       const r = await p;
       this.#o.onResult?.(request.via, r.status);
@@ -143,7 +145,7 @@ export class ApprovalService {
       this.#o.onResult?.(request.via, (err as ApprovalError).code ?? 'error');
       throw err;
     } finally {
-      this.#inFlight.delete(eventId);
+      if (this.#inFlight.get(eventId) === p) this.#inFlight.delete(eventId);
     }
   }
 
@@ -175,6 +177,9 @@ export class ApprovalService {
     // a drill never takes a slot: it would hold back a real maintenance of another member
     const gate = isDrill(eventId) ? undefined : this.#o.gate;
     const grant = gate === undefined ? null : await gate.take(event, request);
+    // another attempt (a forced one beside a held-up policy's) may have been recorded while this one waited
+    const meanwhile = records.of(eventId);
+    if (meanwhile !== null) return { eventId, status: 'already-approved', by: meanwhile.by, via: meanwhile.via, at: meanwhile.at };
     const forced = grant?.forced === true;
     const at = new Date().toISOString();
     const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);

@@ -109,8 +109,11 @@ describe.each(STORE_KINDS)('a %s store that never answers', (kind) => {
     const e = h.sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => h.bridge.store.journal.knowsEvent(e.eventId), 'the event');
     expect(await outcome(h.bridge.approvals.approve(e.eventId, { by: 'ops', via: 'api' }))).toBe('FLEET_STORE_UNAVAILABLE');
+    // a policy's attempt waits on the store; a person's forced approval does not wait behind it (it would share its failure)
+    const policy = outcome(h.bridge.approvals.approve(e.eventId, { by: 'policy', via: 'policy' }));
     const r = await h.bridge.approvals.approve(e.eventId, { by: 'alice', via: 'api', force: true, reason: 'patch window' });
     expect(r).toMatchObject({ status: 'approved', forced: true });
+    expect(await policy).toBe('FLEET_STORE_UNAVAILABLE');
     expect(h.sim.startRequests.map((s) => s.eventIds)).toEqual([[e.eventId]]);
   }, 60_000);
 });

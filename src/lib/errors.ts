@@ -67,6 +67,8 @@ export const CODES = {
     'a record of a fleet store is not one this version reads (another shape, not JSON, too large): named once and left out',
   FLEET_SLOT_TAKEN_OVER: 'a fleet slot was taken over from a holder whose recorded end had passed',
   FLEET_COLLISION: 'more members of a fleet group are due for maintenance at once than it allows (a fleet.collision CloudEvent)',
+  FLEET_SLOT_LOST:
+    'the slot a member held was found taken by another member (its recorded end had passed) or gone; it no longer counts as down',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
   // drills
   DRILL_REFUSED:

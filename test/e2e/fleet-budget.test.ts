@@ -48,7 +48,7 @@ async function vm(name: string, rules: unknown[]): Promise<{ sim: ImdsSimulator;
         group: 'e2e',
         maxUnavailable: 1,
         store: { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'e2e' },
-        marginSeconds: 5,
+        marginSeconds: 15,
         heartbeatSeconds: 5,
         retryMs: 200,
       },
@@ -75,8 +75,8 @@ describe('fleet budget, real daemons', () => {
       }, 'the slot in the store');
       expect(group.slots[0]).toMatchObject({ vm: 'vm-a', eventId: ea.eventId });
       const until = Date.parse(group.slots[0]!.until);
-      // the recorded end: NotBefore (3 s after the event was added) + 0 s + 5 s of margin
-      expect(until - a.sim.startRequests[0]!.at).toBeGreaterThan(5_000);
+      // the recorded end: NotBefore (3 s after the event was added) + 0 s + 15 s of margin
+      expect(until - a.sim.startRequests[0]!.at).toBeGreaterThan(15_000);
 
       daemons[0]!.kill('SIGKILL');
       const eb = b.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
@@ -91,7 +91,7 @@ describe('fleet budget, real daemons', () => {
       expect(status.stdout).toMatch(/slot-0\s+vm-a\s+/);
 
       // past the dead holder's recorded end, the slot is taken over
-      await waitFor(() => Date.now() > until + 200, "vm-a's recorded end", 20_000, 100);
+      await waitFor(() => Date.now() > until + 200, "vm-a's recorded end", 30_000, 100);
       const taken = await cli(['approve', eb.eventId, '--config', b.config, '--reason', 'after the window']);
       expect(taken.stderr).toBe('');
       expect(taken.stdout).toBe(`${eb.eventId}: approved\n`);

@@ -5,22 +5,18 @@
  * server can run here; written from the API reference) through the real @kubernetes/client-node.
  * Each store sits behind a TCP gate so a test can make it unreachable and bring it back.
  */
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
-import type { VmIdentity } from '../../src/imds/identity.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
-import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
-import { FleetBudget } from '../../src/fleet/budget/budget.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { asSlot, windowsOf, type MemberRecord } from '../../src/fleet/budget/records.ts';
-import type { EventsDocument, ScheduledEvent } from '../../src/imds/wire.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../helpers.ts';
-import { FleetStores, memberVm, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { FleetStores, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
 
 let stores: FleetStores;
 
@@ -34,46 +30,10 @@ afterAll(async () => {
 
 const storeConfig = (kind: StoreKind) => stores.config(kind);
 
-const vmOf = memberVm;
-
 const eventFor = scheduledFor;
 
-interface Member {
-  readonly budget: FleetBudget;
-  readonly view: { vm: VmIdentity; document: EventsDocument | null; goodReads: number; approvalServerUrl: null };
-  readonly lines: Record<string, unknown>[];
-  givenBack: boolean;
-  now: number | null;
-  /** read: the member reads this document (its events), as the poll loop hands it over. */
-  read(events: ScheduledEvent[]): Promise<void>;
-}
-
-async function member(kind: StoreKind, group: string, name: string, more: Partial<FleetConfig> = {}): Promise<Member> {
-  const config = FleetConfig.parse({ group, maxUnavailable: 1, store: storeConfig(kind), marginSeconds: 60, ...more });
-  const store: FleetStore = await openFleetStore(config.store, group);
-  const lines: Record<string, unknown>[] = [];
-  const view = { vm: vmOf(name), document: null as EventsDocument | null, goodReads: 1, approvalServerUrl: null };
-  const m: Member = {
-    view,
-    lines,
-    givenBack: true,
-    now: null,
-    budget: undefined as unknown as FleetBudget,
-    async read(events) {
-      view.document = { incarnation: 1, events };
-      await m.budget.onRead(view.document);
-    },
-  };
-  (m as { budget: FleetBudget }).budget = new FleetBudget({
-    config,
-    store,
-    view,
-    logger: pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
-    givenBack: () => m.givenBack,
-    now: () => m.now ?? Date.now(),
-  });
-  return m;
-}
+const member = (kind: StoreKind, group: string, name: string, more: Partial<FleetConfig> = {}): Promise<Member> =>
+  budgetMember(stores, kind, group, name, more);
 
 const api = { by: 'test', via: 'api' } as const;
 

@@ -15,23 +15,16 @@ import type { BridgeView } from '../../imds/view.ts';
 import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
+import { Latest } from '../../lib/latest.ts';
 import { sleep, spread, withDeadline } from '../../lib/time.ts';
 import type { FleetConfig } from './config.ts';
 import { FleetStoreError, type FleetStore } from './stores/port.ts';
-import {
-  memberKey,
-  memberName,
-  memberEventsOf,
-  MEMBER_PREFIX,
-  slotState,
-  type Holder,
-  type MemberRecord,
-  type SlotState,
-  asSlot,
-} from './records.ts';
+import { memberKey, memberEventsOf, MEMBER_PREFIX, slotState, type Holder, type MemberRecord, type SlotState, asSlot } from './records.ts';
 import { membersOf, RecordWarnings } from './parse.ts';
 import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
+import { MemberRecordWriter } from './member.ts';
+import { QUEUED_VIA, QueuePlace, waiterOf } from './queue.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -75,14 +68,17 @@ export class FleetBudget implements ApprovalGate {
   readonly #warnings: RecordWarnings;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #health: StoreHealth;
-  #lastMemberJson = '';
-  #lastMemberAt = 0;
-  #reading: Promise<void> | null = null;
-  #readAgain: EventsDocument | null = null;
+  readonly #record: MemberRecordWriter;
+  readonly #place: QueuePlace;
+  readonly #following = new Latest<EventsDocument>((d) =>
+    this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
+  );
 
   constructor(options: BudgetOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#record = new MemberRecordWriter(options.store);
+    this.#place = new QueuePlace(options.config);
     this.#warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
     this.#slots = new MemberSlots({
@@ -136,17 +132,39 @@ export class FleetBudget implements ApprovalGate {
   }
 
   #take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
+    const forced = request.force === true;
+    const queued = !forced && QUEUED_VIA.has(request.via);
+    // far back in the queue and looked recently: held again without asking the store
+    const resting = queued ? this.#place.resting(this.#now()) : null;
+    if (resting !== null) {
+      this.#o.hooks?.onHeld?.(request.via);
+      return Promise.reject(resting);
+    }
     return this.#serial(async () => {
       try {
-        const grant = await this.#slots.take(event, request.force === true ? 'forced' : 'early', request);
+        if (queued) this.#place.looked(this.#now());
+        const grant = await this.#slots.take(
+          event,
+          forced ? 'forced' : 'early',
+          request,
+          queued ? (free) => this.#turn(event, free) : undefined,
+        );
         this.#held.delete(event.eventId);
+        if (queued) this.#place.done();
         return grant;
       } catch (err) {
         if (err instanceof ApprovalError && err.code === 'HELD') {
           this.#o.hooks?.onHeld?.(request.via);
-          // said in the member record, so `fleet status` and `status` show who holds it back, since when
+          // said in the member record, so `fleet status` and `status` show who holds it back, since when, and the queue
           const since = this.#held.get(event.eventId)?.since ?? new Date(this.#now()).toISOString();
-          this.#held.set(event.eventId, { since, by: [...new Set(err.holders.map((h) => h.vm))] });
+          this.#held.set(event.eventId, { since, by: [...new Set(err.holders.map((h) => h.vm))], via: request.via });
+          const ahead = this.#place.position;
+          const said =
+            queued && ahead !== null && ahead > 0
+              ? new ApprovalError('HELD', `${err.message}; ${ahead} ahead in the queue`, undefined, err.holders)
+              : err;
+          if (queued) this.#place.heldAgain(said);
+          throw said;
         }
         if (!(err instanceof FleetStoreError)) throw err;
         this.#health.failed('take a slot', err);
@@ -154,6 +172,14 @@ export class FleetBudget implements ApprovalGate {
         throw unavailable(this.#o.config.group, err.message);
       }
     });
+  }
+
+  /** turn: whether this member's turn has come for `free` slots, from the queue in the members' records (one read of them). */
+  async #turn(event: ScheduledEvent, free: number): Promise<number | null> {
+    const now = this.#now();
+    const members = membersOf(await this.#o.store.list(MEMBER_PREFIX));
+    const since = this.#held.get(event.eventId)?.since;
+    return this.#place.place(members, waiterOf(this.#me, this.#o.view.vm.name, event, since, now), now, free, since === undefined);
   }
 
   /** abandon gives back what `take` took for an approval that IMDS then refused. */
@@ -170,20 +196,7 @@ export class FleetBudget implements ApprovalGate {
    * read that comes while one is being handled is handled after it (the latest only).
    */
   onRead(document: EventsDocument): Promise<void> {
-    if (this.#reading !== null) {
-      this.#readAgain = document;
-      return this.#reading;
-    }
-    this.#reading = (async () => {
-      for (let next: EventsDocument | null = document; next !== null; next = this.#readAgain) {
-        const current = next;
-        this.#readAgain = null;
-        await this.#serial(() => this.#onRead(current)).catch((err: unknown) => this.#health.failed('follow the document', err));
-      }
-    })().finally(() => {
-      this.#reading = null;
-    });
-    return this.#reading;
+    return this.#following.run(document);
   }
 
   /** heartbeat renews the slot this member holds, writes its member record, and reads the group. */
@@ -192,7 +205,8 @@ export class FleetBudget implements ApprovalGate {
       await this.#slots.read();
       await this.#slots.renew(this.#realDocument());
       await this.#writeMember(true);
-      await this.#readMembers();
+      // the group's records are read only by a member with a maintenance ahead: a collision it foretells always includes itself
+      if (this.#mine().some((e) => e.eventStatus === 'Scheduled')) await this.#readMembers();
     }).catch((err: unknown) => this.#health.failed('heartbeat', err));
   }
 
@@ -204,8 +218,6 @@ export class FleetBudget implements ApprovalGate {
     }
   }
 
-  // ----- inside the queue ----------------------------------------------------------------------
-
   #serial<T>(work: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(work, work);
     this.#queue = run.catch(() => undefined);
@@ -214,11 +226,17 @@ export class FleetBudget implements ApprovalGate {
 
   /** The Scheduled events of this member the group was read for (one read each), and those whose approval is held. */
   readonly #foretold = new Set<string>();
-  readonly #held = new Map<string, { readonly since: string; readonly by: readonly string[] }>();
+  readonly #held = new Map<string, { readonly since: string; readonly by: readonly string[]; readonly via: string }>();
 
   /** realDocument: the document without a drill's event: no member record, slot or forecast ever shows one. */
   #realDocument(document: EventsDocument | null = this.#o.view.document): EventsDocument | null {
     return document === null ? null : { ...document, events: document.events.filter((e) => !isDrill(e.eventId)) };
+  }
+
+  /** mine: the real events of the document that take this VM down. */
+  #mine(document: EventsDocument | null = this.#realDocument()): ScheduledEvent[] {
+    const vm = this.#o.view.vm;
+    return vm.nameKnown ? (document?.events ?? []).filter((e) => affects(e.resources, vm.name)) : [];
   }
 
   async #onRead(read: EventsDocument): Promise<void> {
@@ -229,13 +247,18 @@ export class FleetBudget implements ApprovalGate {
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
     if (slots.held === undefined) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
-    for (const id of this.#held.keys()) if (!listed.has(id)) this.#held.delete(id);
+    // an approval is held while its event is Scheduled: one Started or gone waits no more
+    const waiting = new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId));
+    for (const id of this.#held.keys()) if (!waiting.has(id)) this.#held.delete(id);
+    if (this.#held.size === 0) this.#place.done();
     for (const id of this.#foretold) if (!listed.has(id)) this.#foretold.delete(id);
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id)));
     for (const e of mine) {
       if (e.eventStatus === 'Started' && !slots.heldFor.includes(e.eventId))
         await slots.take(e, 'started', { by: 'azure', via: 'imds', reason: 'Started without an early approval' });
     }
+    // renewed while the events are listed, at every good read (written once its end has moved by a heartbeat)
+    await slots.renew(document);
     if (!(await this.#writeMember(false, mine))) return;
     const fresh = mine.filter((e) => e.eventStatus === 'Scheduled' && !this.#foretold.has(e.eventId) && this.#foretold.add(e.eventId));
     if (fresh.length > 0) await this.#readMembers();
@@ -246,39 +269,27 @@ export class FleetBudget implements ApprovalGate {
     const members = await this.#o.store.list(MEMBER_PREFIX);
     this.#health.answered();
     this.#warnings.check(members);
-    this.#o.hooks?.onMembers?.(membersOf(members));
+    const records = membersOf(members);
+    // a member that waits learns its place again (it moves up as the others are served)
+    const now = this.#now();
+    const waiting = this.#mine().find((e) => QUEUED_VIA.has(this.#held.get(e.eventId)?.via ?? ''));
+    if (waiting !== undefined)
+      this.#place.place(records, waiterOf(this.#me, this.#o.view.vm.name, waiting, this.#held.get(waiting.eventId)?.since, now), now, 0);
+    this.#o.hooks?.onMembers?.(records);
   }
 
   /** writeMember writes this member's record (at every heartbeat, and when what it says changes); true when it wrote. */
-  async #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<boolean> {
+  #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<boolean> {
     const vm = this.#o.view.vm;
-    const document = this.#realDocument();
-    if (!vm.nameKnown) return false;
-    const events = memberEventsOf(
-      mine ?? (document?.events ?? []).filter((e) => affects(e.resources, vm.name)),
-      this.#slots.heldFor,
-      this.#held,
-    );
-    const shape = JSON.stringify({ events, slot: this.#slots.held?.name ?? null });
-    const now = this.#now();
-    // written at every heartbeat, and at once when what it says changes (at most once a second)
-    if (!force && (shape === this.#lastMemberJson || now - this.#lastMemberAt < 1000)) return false;
-    const record: MemberRecord = {
+    if (!vm.nameKnown) return Promise.resolve(false);
+    const record = {
       member: this.#me,
       vm: vm.name,
       resourceId: vm.resourceId,
-      heartbeatAt: new Date(now).toISOString(),
       heartbeatSeconds: this.#o.config.heartbeatSeconds,
-      events,
+      events: memberEventsOf(mine ?? this.#mine(), this.#slots.heldFor, this.#held),
       slot: this.#slots.held?.name ?? null,
     };
-    const name = memberName(this.#me);
-    for (let round = 0; round < 3; round++) {
-      const current = await this.#o.store.get(name);
-      if ((await this.#o.store.put(name, record, current?.version ?? null)) !== null) break;
-    }
-    this.#lastMemberJson = shape;
-    this.#lastMemberAt = now;
-    return true;
+    return this.#record.write(record, this.#now(), force);
   }
 }

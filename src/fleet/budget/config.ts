@@ -6,51 +6,61 @@
 import { z } from 'zod';
 import { FleetStoreConfig } from './stores/config.ts';
 
-export const FleetConfig = z.strictObject({
-  group: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
-    .describe('The group: every member that names it shares one budget.'),
-  maxUnavailable: z
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .describe('How many members of the group may be in maintenance at once because of an early approval (the slots).'),
-  store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
-  marginSeconds: z
-    .number()
-    .int()
-    .min(5)
-    .max(7 * 86400)
-    .default(1800)
-    .describe(
-      "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it.",
-    ),
-  heartbeatSeconds: z
-    .number()
-    .int()
-    .min(5)
-    .max(3600)
-    .default(30)
-    .describe(
-      'How often a member writes its record (events, slot, heartbeat) and renews the slot it holds; each period varied by up to a fifth either way, so members started together drift apart.',
-    ),
-  storeTimeoutMs: z
-    .number()
-    .int()
-    .min(500)
-    .max(60_000)
-    .default(10_000)
-    .describe(
-      'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
-    ),
-  retryMs: z
-    .number()
-    .int()
-    .min(200)
-    .max(300_000)
-    .default(2000)
-    .describe('How often an approval held by the budget (policy, hooks) asks for a slot again.'),
-});
+export const FleetConfig = z
+  .strictObject({
+    group: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
+      .describe('The group: every member that names it shares one budget.'),
+    maxUnavailable: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .describe('How many members of the group may be in maintenance at once because of an early approval (the slots).'),
+    store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
+    marginSeconds: z
+      .number()
+      .int()
+      .min(5)
+      .max(7 * 86400)
+      .default(1800)
+      .describe(
+        "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it.",
+      ),
+    heartbeatSeconds: z
+      .number()
+      .int()
+      .min(5)
+      .max(3600)
+      .default(30)
+      .describe(
+        'How often a member writes its record (events, slot, heartbeat) and renews the slot it holds; each period varied by up to a fifth either way, so members started together drift apart.',
+      ),
+    storeTimeoutMs: z
+      .number()
+      .int()
+      .min(500)
+      .max(60_000)
+      .default(10_000)
+      .describe(
+        'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
+      ),
+    retryMs: z
+      .number()
+      .int()
+      .min(200)
+      .max(300_000)
+      .default(2000)
+      .describe('How often an approval held by the budget (policy, hooks) asks for a slot again.'),
+  })
+  .superRefine((f, ctx) => {
+    // a living holder renews its slot at its IMDS reads; one that cannot (rebooting, or its store slow) must not lose it within a few heartbeats
+    if (f.marginSeconds < 3 * f.heartbeatSeconds)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['marginSeconds'],
+        message: `must be at least three heartbeats (3 × heartbeatSeconds = ${3 * f.heartbeatSeconds}): a shorter margin lets a living holder's slot be taken over`,
+      });
+  });
 export type FleetConfig = z.infer<typeof FleetConfig>;

@@ -35,8 +35,8 @@ export interface MemberEvent {
   readonly notBefore: string | null;
   readonly durationInSeconds: number;
   readonly approved: boolean;
-  /** The budget holds its early approval: since when, and the members that held the slots. */
-  readonly held?: { readonly since: string; readonly by: readonly string[] };
+  /** The budget holds its early approval: since when, the members that held the slots, and the path that asked (policy, hooks: it stands in the queue). */
+  readonly held?: { readonly since: string; readonly by: readonly string[]; readonly via?: string };
 }
 
 export interface MemberRecord {
@@ -128,7 +128,7 @@ export const MemberSchema: z.ZodType<MemberRecord> = z.object({
       notBefore: z.string().nullable(),
       durationInSeconds: z.number(),
       approved: z.boolean(),
-      held: z.object({ since: z.string(), by: z.array(z.string()) }).optional(),
+      held: z.object({ since: z.string(), by: z.array(z.string()), via: z.string().optional() }).optional(),
     }),
   ),
   slot: z.string().nullable(),
@@ -151,6 +151,28 @@ export const live = (s: SlotRecord, now: number): boolean => s.member !== null &
 export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSeconds'>, now: number, marginSeconds: number): number {
   const start = Math.max(now, e.notBefore === null ? now : Date.parse(e.notBefore) || now);
   return start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
+}
+
+/** slotRecordOf: a member's slot record for `event`, from `now`. */
+export function slotRecordOf(
+  me: { readonly key: string; readonly vm: { readonly name: string; readonly resourceId: string | null } },
+  event: Pick<ScheduledEvent, 'eventId' | 'notBefore' | 'durationInSeconds'>,
+  mode: HoldMode,
+  request: { readonly by: string; readonly reason?: string | undefined },
+  now: number,
+  marginSeconds: number,
+): SlotRecord {
+  return {
+    member: me.key,
+    vm: me.vm.name,
+    resourceId: me.vm.resourceId,
+    eventIds: [event.eventId],
+    since: new Date(now).toISOString(),
+    until: new Date(recordedEnd(event, now, marginSeconds)).toISOString(),
+    mode,
+    by: request.by,
+    ...(request.reason ? { reason: request.reason } : {}),
+  };
 }
 
 /** A held slot as /readyz and status say it. */

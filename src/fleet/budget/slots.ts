@@ -24,6 +24,7 @@ import {
   type HoldMode,
   type SlotRecord,
   asSlot,
+  slotRecordOf,
 } from './records.ts';
 import type { RecordWarnings } from './parse.ts';
 
@@ -39,6 +40,8 @@ export interface MemberSlotsOptions {
   readonly now: () => number;
   /** The group's live slots at each read: held by this member, and by the others. */
   readonly onSlots?: (self: number, others: number) => void;
+  /** The slot this member held was found taken by another, or gone. */
+  readonly onLost?: () => void;
   /** Names each slot record of another shape once. */
   readonly warnings?: RecordWarnings;
 }
@@ -75,12 +78,25 @@ export class MemberSlots {
    * free one (a holder past its recorded end is taken over). With none free, an early approval is
    * held (ApprovalError HELD, with the holders); a forced one, or an event Started at NotBefore,
    * writes this member's overflow record. A write lost to another member is tried again from a
-   * fresh read. Store failures are thrown as they are.
+   * fresh read. `admit` says whether this member's turn in the queue has come for what is free
+   * (which of the free slots is its own to try), or not (null).
+   * Store failures are thrown as they are.
    */
-  async take(event: ScheduledEvent, mode: HoldMode, request: ApprovalRequest): Promise<Grant> {
-    const { key: me, vm } = this.#o.me();
+  async take(
+    event: ScheduledEvent,
+    mode: HoldMode,
+    request: ApprovalRequest,
+    admit?: (free: number) => Promise<number | null>,
+  ): Promise<Grant> {
+    const { key: me } = this.#o.me();
     const { maxUnavailable, marginSeconds, group } = this.#o.config;
     let holders: Holder[] = [];
+    // down already (Azure started it) and holding nothing: said in the store before anything is read,
+    // so an early approval of another member that confirms after this write counts it
+    if (mode === 'started' && this.#held === null) {
+      const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
+      if (await this.#put(overflowName(me), record, null)) return this.#overflowed(event, mode, await this.read());
+    }
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const now = this.#now();
       const until = new Date(recordedEnd(event, now, marginSeconds)).toISOString();
@@ -101,22 +117,18 @@ export class MemberSlots {
         return r === undefined || !live(asSlot(r.value), now);
       });
       holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
-      const record: SlotRecord = {
-        member: me,
-        vm: vm.name,
-        resourceId: vm.resourceId,
-        eventIds: [event.eventId],
-        since: new Date(now).toISOString(),
-        until,
-        mode,
-        by: request.by,
-        ...(request.reason ? { reason: request.reason } : {}),
-      };
-      const [first] = free;
-      if (first !== undefined && free.length - overflow > 0) {
-        const name = first;
+      const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
+      if (free.length - overflow > 0) {
+        // an early approval waits its turn: only the head of the queue tries for what is free, each
+        // member admitted for its own free slot (the second in line for the second one)
+        const turn = mode === 'early' && admit !== undefined ? await admit(free.length - overflow) : 0;
+        if (turn === null) break;
+        const name = free[turn % free.length]!;
         const before = byName.get(name);
         if (!(await this.#put(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null))) continue;
+        // read back: a member that went down past the budget meanwhile (its overflow record written
+        // between this member's read and its write) is counted, and this early slot given back
+        if (mode === 'early' && !(await this.#confirmed(name))) break;
         const previous = before === undefined ? null : asSlot(before.value);
         if (previous !== null && previous.member !== null)
           this.#o.logger.warn(
@@ -130,11 +142,7 @@ export class MemberSlots {
       // forced, or Started at NotBefore: down past the budget, and counted so the others wait for it
       const name = overflowName(me);
       if (!(await this.#put(name, record, byName.get(name)?.version ?? null))) continue;
-      this.#o.logger.warn(
-        { code: 'FLEET_OVER_BUDGET', slot: name, eventId: event.eventId, group, mode, holders },
-        `fleet budget: ${vm.name} is down past the budget of ${group} (${mode})`,
-      );
-      return { forced: mode === 'forced', slot: name };
+      return this.#overflowed(event, mode, slots);
     }
     const who = holders.map((h) => `${h.vm}${h.eventId ? ` (${h.eventId})` : ''}${h.since ? ` since ${h.since}` : ''}`).join(', ');
     throw new ApprovalError(
@@ -143,6 +151,46 @@ export class MemberSlots {
       undefined,
       holders,
     );
+  }
+
+  /** overflowed: this member is down with its overflow record; said loudly when the group is past its budget with it. */
+  #overflowed(event: ScheduledEvent, mode: HoldMode, slots: readonly Versioned[]): Grant {
+    const { key: me, vm } = this.#o.me();
+    const { group, maxUnavailable } = this.#o.config;
+    const now = this.#now();
+    const down = slots.filter((r) => live(asSlot(r.value), now));
+    const name = overflowName(me);
+    if (down.length > maxUnavailable || mode === 'forced')
+      this.#o.logger.warn(
+        {
+          code: 'FLEET_OVER_BUDGET',
+          slot: name,
+          eventId: event.eventId,
+          group,
+          mode,
+          holders: this.#holders.filter((h) => h.vm !== vm.name),
+        },
+        `fleet budget: ${vm.name} is down past the budget of ${group} (${mode})`,
+      );
+    else this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: down, counted');
+    return { forced: mode === 'forced', slot: name };
+  }
+
+  /**
+   * confirmed reads the slots again after this member took `name` for an early approval: when the
+   * members down (holders and overflow records, this one included) are more than the group allows,
+   * the slot is given back at once, before IMDS is told anything, and false is returned.
+   */
+  async #confirmed(name: string): Promise<boolean> {
+    const now = this.#now();
+    const down = (await this.read()).filter((r) => live(asSlot(r.value), now)).length;
+    if (down <= this.#o.config.maxUnavailable) return true;
+    this.#o.logger.info(
+      { slot: name, down, group: this.#o.config.group },
+      'fleet budget: another member went down meanwhile; slot given back',
+    );
+    await this.release(() => []);
+    return false;
   }
 
   /** release keeps only the events `keep` returns in this member's slot, and frees the slot when none is left. */
@@ -170,7 +218,12 @@ export class MemberSlots {
     }
   }
 
-  /** renew moves the recorded end of the slot this member holds past its listed events' windows. */
+  /**
+   * renew moves the recorded end of the slot this member holds past its listed events' windows.
+   * It is asked at every IMDS read and writes when the end has moved by a heartbeat or more (at
+   * most one write a heartbeat, and a holder's slot always has its margin less one heartbeat
+   * ahead of it). A write lost means another member wrote the slot: it is read back at once.
+   */
   async renew(document: EventsDocument | null): Promise<void> {
     const held = this.#held;
     if (held == null || document === null) return;
@@ -181,8 +234,8 @@ export class MemberSlots {
       .map((e) => recordedEnd(e, now, this.#o.config.marginSeconds));
     if (ends.length === 0) return;
     const until = new Date(Math.max(...ends)).toISOString();
-    if (s.until !== undefined && Date.parse(s.until) >= Date.parse(until)) return;
-    await this.#put(held.name, { ...s, until }, held.version);
+    if (s.until !== undefined && Date.parse(until) - Date.parse(s.until) < this.#o.config.heartbeatSeconds * 1000) return;
+    if (!(await this.#put(held.name, { ...s, until }, held.version))) await this.read();
   }
 
   /** readSlots reads every slot record, and from them which one this member holds and who holds the others. */
@@ -191,11 +244,35 @@ export class MemberSlots {
     this.#o.warnings?.check(slots);
     const now = this.#now();
     const me = this.#o.me().key;
+    const before = this.#held;
     this.#held = slots.find((r) => asSlot(r.value).member === me) ?? null;
+    if (before != null && this.#held === null)
+      this.#lost(
+        before,
+        slots.find((r) => r.name === before.name),
+      );
     this.#holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
     const self = slots.filter((r) => asSlot(r.value).member === me && live(asSlot(r.value), now)).length;
     this.#o.onSlots?.(self, this.#holders.length - self);
     return slots;
+  }
+
+  /** lost: the slot this member held is another's now (taken over past its recorded end) or gone: said at once. */
+  #lost(held: Versioned, now: Versioned | undefined): void {
+    const s = asSlot(held.value);
+    const to = now === undefined ? null : asSlot(now.value);
+    this.#o.logger.error(
+      {
+        code: 'FLEET_SLOT_LOST',
+        slot: held.name,
+        eventIds: s.eventIds ?? [],
+        until: s.until,
+        to: to?.vm ?? null,
+        group: this.#o.config.group,
+      },
+      `fleet budget: ${held.name}, held for ${(s.eventIds ?? []).join(', ')}, is ${to?.member ? `held by ${to.vm ?? to.member} now` : 'gone from the store'}; this member no longer counts as down`,
+    );
+    this.#o.onLost?.();
   }
 
   /** remove deletes this member's overflow record conditionally; on success it holds nothing. */

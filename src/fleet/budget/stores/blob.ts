@@ -3,6 +3,12 @@
  * (`<container>/<group>/<name>.json`), created with `If-None-Match: *` and replaced with
  * `If-Match: <ETag>`, so a write based on a stale read fails with 409 or 412 and the writer reads
  * again. https://learn.microsoft.com/rest/api/storageservices/specifying-conditional-headers-for-blob-service-operations
+ *
+ * A record small enough is also carried in the blob's metadata (`record`, base64 of its JSON, set
+ * in the same Put Blob, so it always matches the blob's ETag), and `list` reads the group with one
+ * List Blobs request (`include=metadata`) whatever the number of members: only a record written
+ * without it (larger than METADATA_RECORD_BYTES, or by a version before it) is downloaded.
+ * https://learn.microsoft.com/rest/api/storageservices/list-blobs
  * @azure/storage-blob is imported only here, when a blob store is configured.
  */
 import type { ContainerClient } from '@azure/storage-blob';
@@ -14,6 +20,13 @@ type BlobConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
 
 /** One try, bounded: a store that does not answer fails the operation (the budget then fails closed) rather than stalling it. */
 const PIPELINE = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5000, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } };
+
+/**
+ * The largest record carried in metadata: its base64 (4/3 of it) stays under the 8 KiB Azure
+ * allows a blob's metadata in all. A member record with a dozen events is about 3 KiB.
+ */
+export const METADATA_RECORD_BYTES = 6000;
+const METADATA_KEY = 'record';
 
 const statusOf = (err: unknown): number | undefined => (err as { statusCode?: number }).statusCode;
 
@@ -53,6 +66,7 @@ export class BlobFleetStore implements FleetStore {
       const r = await this.#container.getBlockBlobClient(this.#prefix + name).upload(body, Buffer.byteLength(body), {
         abortSignal: signal,
         blobHTTPHeaders: { blobContentType: 'application/json' },
+        ...(Buffer.byteLength(body) <= METADATA_RECORD_BYTES ? { metadata: { [METADATA_KEY]: Buffer.from(body).toString('base64') } } : {}),
         conditions: version === null ? { ifNoneMatch: '*' } : { ifMatch: version },
       });
       return r.etag ?? null;
@@ -79,21 +93,26 @@ export class BlobFleetStore implements FleetStore {
   }
 
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
-    const items: { name: string; bytes: number; version: string }[] = [];
+    const items: { name: string; bytes: number; version: string; carried: string | undefined }[] = [];
     try {
-      for await (const item of this.#container.listBlobsFlat({ prefix: this.#prefix + prefix, abortSignal: signal }))
+      for await (const item of this.#container.listBlobsFlat({ prefix: this.#prefix + prefix, includeMetadata: true, abortSignal: signal }))
         items.push({
           name: item.name.slice(this.#prefix.length),
           bytes: item.properties.contentLength ?? 0,
           version: item.properties.etag,
+          carried: item.metadata?.[METADATA_KEY],
         });
     } catch (err) {
       if (statusOf(err) === 404) return []; // no container yet: no records
       throw failure(`list ${prefix}*`, err);
     }
-    // a record's size is known from the listing: one over the limit is never downloaded
+    // a record carried in the listing is not downloaded; one over the limit never is
     const read = await Promise.all(
-      items.map(async (i) => (i.bytes > MAX_RECORD_BYTES ? tooLarge(i.name, i.bytes, i.version) : this.#read(i.name, signal))),
+      items.map(async (i) => {
+        if (i.bytes > MAX_RECORD_BYTES) return tooLarge(i.name, i.bytes, i.version);
+        if (i.carried !== undefined) return recordOf(i.name, Buffer.from(i.carried, 'base64').toString('utf8'), i.version);
+        return this.#read(i.name, signal);
+      }),
     );
     return read.filter((r): r is Versioned => r !== null);
   }

@@ -1,0 +1,146 @@
+/**
+ * The fleet budget's queue, renewal and overflow over its two real stores: Azure Blob Storage
+ * served by Azurite (Microsoft's emulator) through the real @azure/storage-blob client, behind a
+ * proxy that counts each request and each refused conditional write, and Leases served by the
+ * project's Kubernetes API stand-in (no API server can run here; written from the API reference)
+ * through the real @kubernetes/client-node. Members run in this process on a simulated clock.
+ */
+import { describe, expect, it } from 'vitest';
+import { FleetBudget } from '../../src/fleet/budget/budget.ts';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
+import { asSlot } from '../../src/fleet/budget/records.ts';
+import { DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
+import { CountingProxy } from '../../testkit/counting-proxy.ts';
+import { budgetMember } from '../../testkit/fleet-members.ts';
+import { fleetStoresPerFile, memberVm, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
+import { outOfOrder, runWave, type WaveMember } from '../../testkit/fleet-wave.ts';
+import { silentLogger, waitFor } from '../helpers.ts';
+
+const fleetStores = fleetStoresPerFile();
+const api = { by: 'test', via: 'api' } as const;
+
+describe.each(STORE_KINDS)('the fleet budget over the %s store', (kind) => {
+  it('serves a wave in the queue order (earliest NotBefore first), and a hand-off costs no lost write', async () => {
+    const proxy = await new CountingProxy(fleetStores().azurite.url).start();
+    try {
+      const store =
+        kind === 'blob'
+          ? { type: 'blob', connectionString: fleetStores().azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: 'queue' }
+          : fleetStores().config(kind);
+      const config = FleetConfig.parse({ group: `queue-${kind}`, maxUnavailable: 2, store, heartbeatSeconds: 30, retryMs: 2000 });
+      let now = Date.now();
+      const members: WaveMember[] = [];
+      for (let i = 0; i < 8; i++) {
+        const view = { vm: memberVm(`q${i}`), document: null, goodReads: 1, approvalServerUrl: null };
+        const budget = new FleetBudget({
+          config,
+          store: await openFleetStore(config.store, config.group),
+          view,
+          logger: silentLogger,
+          givenBack: () => true,
+          now: () => now,
+        });
+        members.push({ vm: `q${i}`, budget, view });
+      }
+      await Promise.all(members.map((m) => m.budget.heartbeat()));
+      proxy.take();
+      const grants = await runWave(members, {
+        retryMs: 2000,
+        heartbeatSeconds: 30,
+        holdMs: 4000,
+        forMs: 60_000,
+        start: now,
+        setNow: (t) => (now = t),
+      });
+      expect(grants).toHaveLength(8);
+      // q7's NotBefore comes first, q0's last; two at a time
+      expect(outOfOrder(grants)).toBe(0);
+      expect(grants.map((g) => g.vm)).toEqual(['q7', 'q6', 'q5', 'q4', 'q3', 'q2', 'q1', 'q0']);
+      if (kind === 'blob') expect(proxy.take().lost).toBe(0);
+    } finally {
+      await proxy.stop();
+    }
+  }, 60_000);
+
+  it('renews a slot at the reads while its event is listed, and says at once when the slot was taken over', async () => {
+    const group = `renew-${kind}`;
+    const [a, b] = await Promise.all([budgetMember(fleetStores(), kind, group, 'vm-a'), budgetMember(fleetStores(), kind, group, 'vm-b')]);
+    const t0 = Date.now();
+    a.now = t0;
+    // NotBefore in 1 minute, 30 s of impact, 60 s of margin: recorded end t0 + 150 s
+    const ea = scheduledFor('vm-a', { notBefore: new Date(t0 + 60_000).toISOString(), durationInSeconds: 30 });
+    await a.read([ea]);
+    await a.budget.take(ea, api);
+    const until = () => a.budget.state().slot?.until;
+    expect(until()).toBe(new Date(t0 + 150_000).toISOString());
+    // past NotBefore, its end moves with the clock: written once it has moved by a heartbeat (20 s) or more
+    a.now = t0 + 70_000;
+    await a.read([{ ...ea, eventStatus: 'Started' }]);
+    expect(until()).toBe(new Date(t0 + 150_000).toISOString());
+    a.now = t0 + 90_000;
+    await a.read([{ ...ea, eventStatus: 'Started' }]);
+    expect(until()).toBe(new Date(t0 + 180_000).toISOString());
+    const g = await b.budget.take(scheduledFor('vm-b'), api).catch((err: unknown) => err);
+    expect(g).toMatchObject({ code: 'HELD' });
+
+    // a's reads stop (the VM reboots); past its recorded end b takes the slot over, and a says so at its next look
+    b.now = t0 + 181_000;
+    expect(await b.budget.take(scheduledFor('vm-b'), api)).toMatchObject({ slot: 'slot-0' });
+    a.now = t0 + 200_000;
+    await a.read([{ ...ea, eventStatus: 'Started' }]);
+    expect(a.lines.find((l) => l.code === 'FLEET_SLOT_LOST')).toMatchObject({ slot: 'slot-0', to: 'vm-b', eventIds: [ea.eventId] });
+    expect(a.budget.state().slot).toBeNull();
+  });
+
+  it('never lets an early approval through once a member that went down at NotBefore has said so (the race forced 200 times)', async () => {
+    const group = `overflow-${kind}`;
+    // b's read back after its slot write waits at a gate the test opens, so a's word comes in between
+    let armed = false;
+    let gate: { at: boolean; open: () => void; opened: Promise<void> } | null = null;
+    const gated = (s: FleetStore): FleetStore => ({
+      where: s.where,
+      get: (...args) => s.get(...args),
+      remove: (...args) => s.remove(...args),
+      close: () => s.close(),
+      put: async (name, value, version, signal) => {
+        const written = await s.put(name, value, version, signal);
+        if (written !== null && name === 'slot-0' && asSlot(value).member !== null) armed = true;
+        return written;
+      },
+      list: async (prefix, signal) => {
+        if (armed && gate !== null) {
+          armed = false;
+          gate.at = true;
+          await gate.opened;
+        }
+        return s.list(prefix, signal);
+      },
+    });
+    const a = await budgetMember(fleetStores(), kind, group, 'vm-a');
+    const b = await budgetMember(fleetStores(), kind, group, 'vm-b', {}, gated);
+    const outcomes: string[] = [];
+    for (let round = 0; round < 200; round++) {
+      const ea = { ...scheduledFor('vm-a'), eventStatus: 'Started' as const, notBefore: null };
+      const eb = scheduledFor('vm-b');
+      await Promise.all([a.read([]), b.read([eb])]);
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      gate = { at: false, open, opened };
+      const asked = outcome(b.budget.take(eb, api));
+      await waitFor(() => gate!.at, "b's read back after its slot write", 5000, 1);
+      // a's event Started at NotBefore: it says so before anything else
+      await a.read([ea]);
+      gate.open();
+      outcomes.push(await asked);
+      expect(a.budget.state().slot).toMatchObject({ eventIds: [ea.eventId], mode: 'started' });
+      expect(b.budget.state().slot).toBeNull();
+      gate = null;
+      await Promise.all([a.read([]), b.read([])]);
+    }
+    // b saw a down at its read back, and gave its slot back before IMDS heard of it, every time
+    expect(outcomes.filter((o) => o !== 'HELD')).toEqual([]);
+    expect(b.lines.filter((l) => l.msg === 'fleet budget: another member went down meanwhile; slot given back')).toHaveLength(200);
+  }, 120_000);
+});

@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { inOrder, pauseFor, positionOf, QueuePlace, rivalsOf, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
+import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
+
+const NOW = Date.parse('2026-11-26T10:00:00.000Z');
+const at = (s: number) => new Date(NOW + s * 1000).toISOString();
+
+function member(vm: string, events: Partial<MemberEvent>[], heartbeatAgoS = 0): MemberRecord {
+  return {
+    member: `${vm}-key`,
+    vm,
+    resourceId: null,
+    heartbeatAt: at(-heartbeatAgoS),
+    heartbeatSeconds: 30,
+    slot: null,
+    events: events.map((e, i) => ({
+      eventId: `${vm}-E${i}`,
+      eventType: 'Reboot',
+      status: 'Scheduled',
+      notBefore: at(3600),
+      durationInSeconds: -1,
+      approved: false,
+      ...e,
+    })),
+  };
+}
+const held = (since: number, via = 'policy') => ({ held: { since: at(since), by: ['x'], via } });
+
+describe('the queue of held approvals', () => {
+  it('orders by the earliest NotBefore, then who was held first, then the VM name', () => {
+    const members = [
+      member('c', [{ notBefore: at(600), ...held(-5) }]),
+      member('a', [{ notBefore: at(600), ...held(-10) }]),
+      member('b', [{ notBefore: at(300), ...held(-1) }]),
+      member('d', [{ notBefore: at(600), ...held(-10) }]),
+    ];
+    expect(waitersOf(members, 'nobody', NOW).map((w) => w.vm)).toEqual(['b', 'a', 'd', 'c']);
+  });
+
+  it('counts a member once, at its earliest held maintenance', () => {
+    const w = waitersOf(
+      [
+        member('a', [
+          { notBefore: at(900), ...held(-1) },
+          { notBefore: at(100), ...held(-1) },
+        ]),
+      ],
+      'x',
+      NOW,
+    );
+    expect(w).toHaveLength(1);
+    expect(w[0]!.notBefore).toBe(NOW + 100_000);
+  });
+
+  it('leaves out this member, stale members, a person who was told "held", and events no longer Scheduled', () => {
+    const members = [
+      member('me', [held(-1)]),
+      member('stale', [held(-1)], 91),
+      member('person', [held(-1, 'api')]),
+      member('started', [{ status: 'Started', ...held(-1) }]),
+      member('plain', [{}]),
+      member('ok', [held(-1)], 89),
+    ];
+    expect(waitersOf(members, 'me-key', NOW).map((w) => w.vm)).toEqual(['ok']);
+  });
+
+  it('places a member behind everyone whose turn comes first', () => {
+    const waiters = waitersOf(
+      [member('a', [held(-10)]), member('b', [held(-5)]), member('c', [{ notBefore: at(9999), ...held(-99) }])],
+      'x',
+      NOW,
+    );
+    const me = waiterOf('me-key', 'me', { notBefore: at(3600) }, at(-7), NOW);
+    expect(positionOf(waiters, me)).toBe(1);
+    expect(positionOf(waiters, waiterOf('me-key', 'me', { notBefore: at(1) }, undefined, NOW))).toBe(0);
+    expect(inOrder(me, me)).toBe(0);
+  });
+
+  it('counts as rivals the other fresh members with a maintenance Scheduled and no slot for it', () => {
+    const members = [member('a', [{}]), member('b', [{ approved: true }]), member('c', [{}], 200), member('me', [{}])];
+    expect(rivalsOf(members, 'me-key', NOW)).toBe(1);
+  });
+
+  it('lets the first 2 × maxUnavailable look at every retry, the others less often the further back, at least once a heartbeat', () => {
+    expect([0, 5, 6, 9, 12, 300].map((p) => pauseFor(p, 3, 2000, 30_000))).toEqual([0, 0, 4000, 6000, 8000, 30_000]);
+  });
+
+  it('holds a member far back again without a look at the slots until its pause has passed', () => {
+    const place = new QueuePlace({ maxUnavailable: 1, retryMs: 1000, heartbeatSeconds: 30 });
+    const waiters = [member('a', [held(-10)]), member('b', [held(-9)]), member('c', [held(-8)]), member('d', [held(-7)])];
+    const me = waiterOf('me-key', 'me', { notBefore: at(3600) }, at(-1), NOW);
+    // a first ask while others want a slot too: it takes its place first
+    expect(place.place(waiters, me, NOW, 1, true)).toBeNull();
+    expect(place.position).toBe(4);
+    const said = new Error('held');
+    place.heldAgain(said);
+    place.looked(NOW);
+    expect(place.resting(NOW + 3999)).toBe(said);
+    expect(place.resting(NOW + 4000)).toBeNull();
+    // at the head with one slot free: its turn, on the first free slot
+    expect(place.place([], me, NOW, 1)).toBe(0);
+    place.done();
+    expect(place.resting(NOW)).toBeNull();
+    expect(place.position).toBeNull();
+  });
+
+  it('gives the second in line the second free slot, and no slot to the third of two', () => {
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 1000, heartbeatSeconds: 30 });
+    const me = waiterOf('me-key', 'me', { notBefore: at(3600) }, at(-1), NOW);
+    expect(place.place([member('a', [held(-10)])], me, NOW, 2)).toBe(1);
+    expect(place.place([member('a', [held(-10)]), member('b', [held(-9)])], me, NOW, 2)).toBeNull();
+  });
+});
+
+describe('the fleet budget configuration', () => {
+  it('refuses a margin shorter than three heartbeats, naming the key', () => {
+    const store = { type: 'kubernetes', namespace: 'se-bridge' };
+    const r = FleetConfig.safeParse({ group: 'g', maxUnavailable: 1, store, heartbeatSeconds: 30, marginSeconds: 89 });
+    expect(r.success).toBe(false);
+    expect(r.error?.issues[0]).toMatchObject({
+      path: ['marginSeconds'],
+      message: expect.stringMatching(/at least three heartbeats .*= 90/),
+    });
+    expect(FleetConfig.safeParse({ group: 'g', maxUnavailable: 1, store, heartbeatSeconds: 30, marginSeconds: 90 }).success).toBe(true);
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * CountingProxy: an HTTP relay on 127.0.0.1 in front of Azure Blob Storage (Azurite) that counts
+ * every request by the Blob operation it is (List Blobs, Get Blob, Put Blob, Delete Blob, ...) and
+ * every conditional write the service refused (409, 412): what a fleet budget costs its store.
+ */
+import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** blobOperation: the Blob Storage operation of a request, from its method and query. */
+export function blobOperation(method: string, url: URL): string {
+  const comp = url.searchParams.get('comp');
+  const container = url.searchParams.get('restype') === 'container';
+  if (container && comp === 'list') return 'list';
+  if (container) return `${method.toLowerCase()} container`;
+  if (comp !== null) return `${method.toLowerCase()} ${comp}`;
+  return { GET: 'read', PUT: 'write', DELETE: 'delete', HEAD: 'properties' }[method] ?? method.toLowerCase();
+}
+
+export class CountingProxy {
+  readonly #target: URL;
+  readonly #server: Server;
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  /** Requests by operation since the last reset. */
+  counts = new Map<string, number>();
+  /** Conditional writes refused (409, 412) since the last reset. */
+  lost = 0;
+
+  constructor(targetUrl: string) {
+    this.#target = new URL(targetUrl);
+    this.#server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', this.#target);
+      const op = blobOperation(req.method ?? 'GET', url);
+      this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
+      const upstream = request(
+        url,
+        { method: req.method, headers: { ...req.headers, host: this.#target.host }, agent: this.#agent },
+        (answer: IncomingMessage) => {
+          if ((answer.statusCode === 409 || answer.statusCode === 412) && (op === 'write' || op === 'delete')) this.lost++;
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
+    return this;
+  }
+
+  /** url: the proxy's address in place of the target's. */
+  get url(): string {
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  /** take: the counts since the last take, and a fresh start. */
+  take(): { counts: Record<string, number>; lost: number } {
+    const out = { counts: Object.fromEntries(this.counts), lost: this.lost };
+    this.counts = new Map();
+    this.lost = 0;
+    return out;
+  }
+
+  async stop(): Promise<void> {
+    this.#agent.destroy();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Fleet budget members in the test's own process, each a real FleetBudget over a real store
+ * client (fleet-stores.ts), with a clock a test may set and a document a test hands over as the
+ * poll loop would.
+ */
+import { pino } from 'pino';
+import { FleetBudget } from '../src/fleet/budget/budget.ts';
+import { FleetConfig } from '../src/fleet/budget/config.ts';
+import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
+import type { FleetStore } from '../src/fleet/budget/stores/port.ts';
+import type { VmIdentity } from '../src/imds/identity.ts';
+import type { EventsDocument, ScheduledEvent } from '../src/imds/wire.ts';
+import { memberVm, type FleetStores, type StoreKind } from './fleet-stores.ts';
+
+export interface Member {
+  readonly budget: FleetBudget;
+  readonly view: { vm: VmIdentity; document: EventsDocument | null; goodReads: number; approvalServerUrl: null };
+  /** The member's log lines, parsed. */
+  readonly lines: Record<string, unknown>[];
+  givenBack: boolean;
+  /** The member's clock (null: the real one). */
+  now: number | null;
+  /** read: the member reads this document (its events), as the poll loop hands it over. */
+  read(events: ScheduledEvent[]): Promise<void>;
+}
+
+/**
+ * budgetMember: a member named `name` of `group` (one slot, 60 s of margin, 20 s heartbeats
+ * unless `more` says otherwise); `wrap` may put a store of the test's own around the real one.
+ */
+export async function budgetMember(
+  stores: FleetStores,
+  kind: StoreKind,
+  group: string,
+  name: string,
+  more: Partial<FleetConfig> = {},
+  wrap: (store: FleetStore) => FleetStore = (s) => s,
+): Promise<Member> {
+  const config = FleetConfig.parse({
+    group,
+    maxUnavailable: 1,
+    store: stores.config(kind),
+    marginSeconds: 60,
+    heartbeatSeconds: 20,
+    ...more,
+  });
+  const store = wrap(await openFleetStore(config.store, group));
+  const lines: Record<string, unknown>[] = [];
+  const view = { vm: memberVm(name), document: null as EventsDocument | null, goodReads: 1, approvalServerUrl: null };
+  const m: Member = {
+    view,
+    lines,
+    givenBack: true,
+    now: null,
+    budget: undefined as unknown as FleetBudget,
+    async read(events) {
+      view.document = { incarnation: 1, events };
+      await m.budget.onRead(view.document);
+    },
+  };
+  (m as { budget: FleetBudget }).budget = new FleetBudget({
+    config,
+    store,
+    view,
+    logger: pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
+    givenBack: () => m.givenBack,
+    now: () => m.now ?? Date.now(),
+  });
+  return m;
+}

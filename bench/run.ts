@@ -20,7 +20,9 @@
  *      with a Kubernetes drain of 50 pods on the stand-in API server; a Spot eviction (30 s of
  *      notice, 50 pods of 60 s grace): the node cordoned, every eviction accepted, the node empty;
  *   F. fleet budgets: a slot given back to the next held member's StartRequests with 10 and 50
- *      bridges in one group, over both stores; a daemon's memory with and without `fleet`.
+ *      bridges in one group, over both stores; a daemon's memory with and without `fleet`;
+ *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
+ *      members (bench/fleet-cost.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -34,6 +36,7 @@ import { phasePreparation } from './prepare.ts';
 import { phaseBurst } from './burst.ts';
 import { phaseTemplates } from './templates.ts';
 import { phaseBudget } from './budget.ts';
+import { phaseFleetCost } from './fleet-cost.ts';
 
 try {
   const machine = {
@@ -76,6 +79,8 @@ try {
   const preparation = await phasePreparation();
   log('F: fleet budgets (10 and 50 bridges in one group, both stores; memory with and without a fleet)');
   const budget = await phaseBudget();
+  log('F2: what a fleet budget costs its store (10, 100 and 300 members, both stores, a simulated clock)');
+  const cost = await phaseFleetCost(quick ? [10, 100] : [10, 100, 300]);
 
   const strip = (d: ReturnType<typeof dist>) => ({
     n: d.n,
@@ -109,6 +114,7 @@ try {
     fleetBudget: {
       runs: budget.runs.map((r) => ({ ...r, releaseToNextStart: strip(r.releaseToNextStart) })),
       rssMiB: budget.rssMiB,
+      storeCost: cost,
     },
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -200,6 +206,19 @@ try {
     ...results.fleetBudget.runs.map(
       (r) =>
         `| ${r.members} bridges, ${r.maxUnavailable} slots, ${r.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${r.approved} | ${r.mostAtOnce} | ${r.releaseToNextStart.p50} ms | ${r.releaseToNextStart.p99} ms |`,
+    ),
+    '',
+    '| fleet budget: requests to the store per member per minute (3 slots, heartbeat 30 s, retryMs 2 s) | idle | a wave (every member at once, 6 s each) | lost writes per hand-off | served out of queue order |',
+    '|---|---|---|---|---|',
+    ...cost.map(
+      (c) =>
+        `| ${c.members} members, ${c.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${c.idleTotalPerMemberPerMinute} (${Object.entries(
+          c.idlePerMemberPerMinute,
+        )
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}) | ${c.waveTotalPerMemberPerMinute} (${Object.entries(c.wavePerMemberPerMinute)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}) | ${c.lostWritesPerHandOff ?? '-'} | ${c.servedOutOfOrder} of ${c.granted} |`,
     ),
     '',
     `| the package's daemon, one file sink, after ${quick ? 8 : 20} s | RSS |`,

@@ -1,0 +1,146 @@
+/**
+ * Benchmark phase F2: what a fleet budget costs its store as the group grows. Members in this
+ * process, over the real store clients (@azure/storage-blob against Azurite behind a counting
+ * proxy; @kubernetes/client-node against the Lease stand-in, which records every request), at
+ * 10, 100 and 300 members with maxUnavailable 3, on a simulated clock (so a minute of the group
+ * takes seconds):
+ *   - idle: two heartbeats of every member, nothing scheduled;
+ *   - a wave: every member's Reboot appears at once (NotBefore an hour away, staggered by a
+ *     second so the queue's order is known), each policy asks for a slot every retryMs as the
+ *     daemon does, a holder's maintenance takes 6 s, and one simulated minute is counted.
+ * Printed: requests per member per minute by operation, lost conditional writes per hand-off,
+ * and whether the members were served in the queue's order. `node bench/fleet-cost.ts` runs it alone.
+ */
+import { pathToFileURL } from 'node:url';
+import { FleetBudget } from '../src/fleet/budget/budget.ts';
+import { FleetConfig } from '../src/fleet/budget/config.ts';
+import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
+import type { EventsDocument } from '../src/imds/wire.ts';
+import { DEV_ACCOUNT } from '../src/simulator/azurite.ts';
+import { CountingProxy } from '../testkit/counting-proxy.ts';
+import { FleetStores, memberVm, type StoreKind } from '../testkit/fleet-stores.ts';
+import { inChunks, outOfOrder, runWave, type WaveMember } from '../testkit/fleet-wave.ts';
+import { log, silent } from './common.ts';
+
+const K = 3;
+const HEARTBEAT_S = 30;
+const RETRY_MS = 2000;
+const HOLD_MS = 6000;
+
+/** Counts of one store's requests by operation, taken since the last call. */
+type Counter = () => { counts: Record<string, number>; lost: number | null };
+
+function leaseCounter(stores: FleetStores): Counter {
+  let seen = stores.kube.requests.length;
+  return () => {
+    const counts: Record<string, number> = {};
+    for (const r of stores.kube.requests.slice(seen)) {
+      if (!r.path.includes('/leases')) continue;
+      const named = /\/leases\/[^/?]+/.test(r.path);
+      const op =
+        r.method === 'GET' ? (named ? 'read' : 'list') : ({ POST: 'create', PUT: 'write', DELETE: 'delete' }[r.method] ?? r.method);
+      counts[op] = (counts[op] ?? 0) + 1;
+    }
+    seen = stores.kube.requests.length;
+    // the stand-in keeps no answers: lost writes are counted at the Blob proxy only
+    return { counts, lost: null };
+  };
+}
+
+const perMemberMinute = (counts: Record<string, number>, n: number, minutes: number) =>
+  Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Math.round((v / n / minutes) * 100) / 100]));
+const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+async function group(kind: StoreKind, n: number, store: Record<string, unknown>, counter: Counter) {
+  let now = Date.now();
+  const config = FleetConfig.parse({
+    group: `cost-${kind}-${n}`,
+    maxUnavailable: K,
+    store,
+    heartbeatSeconds: HEARTBEAT_S,
+    retryMs: RETRY_MS,
+  });
+  const members: WaveMember[] = [];
+  for (let i = 0; i < n; i++) {
+    const vm = `m${String(i).padStart(4, '0')}`;
+    const view = {
+      vm: memberVm(vm),
+      document: { incarnation: 1, events: [] } as EventsDocument | null,
+      goodReads: 1,
+      approvalServerUrl: null,
+    };
+    const budget = new FleetBudget({
+      config,
+      store: await openFleetStore(config.store, config.group, config.storeTimeoutMs),
+      view,
+      logger: silent,
+      givenBack: () => true,
+      now: () => now,
+    });
+    members.push({ vm, view, budget });
+  }
+  await inChunks(members, (m) => m.budget.heartbeat());
+  counter();
+  // idle: two heartbeats each
+  for (let round = 0; round < 2; round++) {
+    now += HEARTBEAT_S * 1000;
+    await inChunks(members, (m) => m.budget.heartbeat());
+  }
+  const idle = counter();
+  const grants = await runWave(members, {
+    retryMs: RETRY_MS,
+    heartbeatSeconds: HEARTBEAT_S,
+    holdMs: HOLD_MS,
+    forMs: 60_000,
+    start: now,
+    setNow: (t) => (now = t),
+  });
+  const wave = counter();
+  const handOffs = Math.max(0, grants.length - K);
+  return {
+    kind,
+    members: n,
+    idlePerMemberPerMinute: perMemberMinute(idle.counts, n, 2 * (HEARTBEAT_S / 60)),
+    idleTotalPerMemberPerMinute: Math.round((sum(idle.counts) / n / ((2 * HEARTBEAT_S) / 60)) * 100) / 100,
+    wavePerMemberPerMinute: perMemberMinute(wave.counts, n, 1),
+    waveTotalPerMemberPerMinute: Math.round((sum(wave.counts) / n) * 100) / 100,
+    granted: grants.length,
+    handOffs,
+    lostWritesPerHandOff: wave.lost === null || handOffs === 0 ? null : Math.round((wave.lost / handOffs) * 100) / 100,
+    servedOutOfOrder: outOfOrder(grants),
+  };
+}
+
+export async function phaseFleetCost(sizes: readonly number[] = [10, 100, 300]) {
+  const stores = await FleetStores.start();
+  const proxy = await new CountingProxy(stores.azurite.url).start();
+  const out = [];
+  try {
+    for (const n of sizes) {
+      log(`F2: ${n} members, blob`);
+      out.push(
+        await group(
+          'blob',
+          n,
+          { type: 'blob', connectionString: stores.azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: 'cost' },
+          () => proxy.take(),
+        ),
+      );
+      log(`F2: ${n} members, kubernetes`);
+      out.push(await group('kubernetes', n, stores.config('kubernetes'), leaseCounter(stores)));
+    }
+  } finally {
+    await proxy.stop();
+    await stores.stop();
+  }
+  return out;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const sizes = process.argv
+    .slice(2)
+    .map(Number)
+    .filter((x) => x > 0);
+  const runs = await phaseFleetCost(sizes.length > 0 ? sizes : undefined);
+  for (const r of runs) console.log(JSON.stringify(r));
+}

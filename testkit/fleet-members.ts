@@ -14,6 +14,8 @@ import { memberVm, type FleetStores, type StoreKind } from './fleet-stores.ts';
 
 export interface Member {
   readonly budget: FleetBudget;
+  /** The member's store, for a test to read. */
+  readonly store: FleetStore;
   readonly view: { vm: VmIdentity; document: EventsDocument | null; goodReads: number; approvalServerUrl: null };
   /** The member's log lines, parsed. */
   readonly lines: Record<string, unknown>[];
@@ -48,6 +50,7 @@ export async function budgetMember(
   const lines: Record<string, unknown>[] = [];
   const view = { vm: memberVm(name), document: null as EventsDocument | null, goodReads: 1, approvalServerUrl: null };
   const m: Member = {
+    store,
     view,
     lines,
     givenBack: true,

@@ -111,7 +111,15 @@ export class ApprovalServer extends RoutedServer {
     try {
       const r = await this.#o.service.approve(input.eventId, { by: input.approver, via: 'api', reason: input.reason, force: input.force });
       status = 200;
-      payload = { eventId: r.eventId, status: r.status, approvedBy: r.by, via: r.via, at: r.at, ...(r.forced ? { forced: true } : {}) };
+      payload = {
+        eventId: r.eventId,
+        status: r.status,
+        approvedBy: r.by,
+        via: r.via,
+        at: r.at,
+        ...(r.forced ? { forced: true } : {}),
+        ...(r.warning ? { warning: r.warning } : {}),
+      };
     } catch (err) {
       if (!(err instanceof ApprovalError)) throw err;
       // transient (IMDS refused; held by the fleet budget): the same webhook-id may be sent again and decided anew

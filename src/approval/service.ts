@@ -86,6 +86,8 @@ export interface ApprovalResult {
   readonly at: string;
   /** Approved past the fleet budget. */
   readonly forced?: boolean;
+  /** What the fleet budget says of a forced approval (how many members go down, a store that did not answer). */
+  readonly warning?: string;
 }
 
 export interface ApprovalServiceOptions {
@@ -200,7 +202,15 @@ export class ApprovalService {
       { ...fields, transition: 'approved', ceId: ce.id, ...(grant === null ? {} : { slot: grant.slot, forced }) },
       'event approved',
     );
-    return { eventId, status: 'approved', by: request.by, via: request.via, at, ...(forced ? { forced } : {}) };
+    return {
+      eventId,
+      status: 'approved',
+      by: request.by,
+      via: request.via,
+      at,
+      ...(forced ? { forced } : {}),
+      ...(grant?.note ? { warning: grant.note } : {}),
+    };
   }
 
   async #startRequest(eventId: string, signal?: AbortSignal): Promise<void> {

@@ -59,13 +59,14 @@ export async function main(argv: string[]): Promise<number> {
     approvedBy?: string;
     via?: string;
     forced?: boolean;
+    warning?: string;
     error?: { code: string; message: string };
   };
   if (status === 200) {
     if (!values.json)
       process.stdout.write(
         parsed.status === 'approved'
-          ? `${positionals[0]}: approved${parsed.forced ? ' past the fleet budget' : ''}\n`
+          ? `${positionals[0]}: approved${parsed.forced ? ' past the fleet budget' : ''}${parsed.warning ? ` (${parsed.warning})` : ''}\n`
           : `${positionals[0]}: already approved by ${parsed.approvedBy} (${parsed.via})\n`,
       );
     return EXIT.ok;

@@ -13,7 +13,7 @@ import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import { asSlot } from '../../src/fleet/budget/records.ts';
 import { DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
 import { CountingProxy } from '../../testkit/counting-proxy.ts';
-import { budgetMember } from '../../testkit/fleet-members.ts';
+import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
 import { fleetStoresPerFile, memberVm, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { outOfOrder, runWave, type WaveMember } from '../../testkit/fleet-wave.ts';
 import { silentLogger, waitFor } from '../helpers.ts';
@@ -149,4 +149,63 @@ describe.each(STORE_KINDS)('the fleet budget over the %s store', (kind) => {
     expect(outcomes.filter((o) => o !== 'HELD')).toEqual([]);
     expect(b.lines.filter((l) => l.msg === 'fleet budget: another member went down meanwhile; slot given back')).toHaveLength(200);
   }, 120_000);
+
+  it('approves a maintenance that names three members only with three slots, each member finding its own; forced, it says three go down', async () => {
+    const group = `three-${kind}`;
+    const more = { maxUnavailable: 3 };
+    const [a, b, c, d] = await Promise.all(
+      ['vm-a', 'vm-b', 'vm-c', 'vm-d'].map((vm) => budgetMember(fleetStores(), kind, group, vm, more)),
+    );
+    await Promise.all([a, b, c, d].map((m) => m!.budget.heartbeat()));
+    const ed = scheduledFor('vm-d');
+    await d!.read([ed]);
+    await d!.budget.take(ed, api);
+    // one update domain: vm-a, vm-b and vm-c at once; two slots free of three
+    const e = scheduledFor('vm-a', { resources: ['vm-a', 'VM-B', 'vm-c'] });
+    await Promise.all([a, b, c].map((m) => m!.read([e])));
+    const held = await a!.budget.take(e, api).catch((err: unknown) => err);
+    expect(held).toMatchObject({
+      code: 'HELD',
+      message: expect.stringMatching(/takes 3 members of three-\w+ down at once \(vm-a, vm-b, vm-c\)/),
+    });
+    // held without keeping part of the slots: a member behind it is not blocked
+    expect((await readSlots(a!)).filter((s) => s.member !== null).map((s) => s.vm)).toEqual(['vm-d']);
+    await d!.read([]);
+    expect(await a!.budget.take(e, api)).toMatchObject({ forced: false });
+    expect(
+      (await readSlots(a!))
+        .filter((s) => s.member !== null)
+        .map((s) => s.vm)
+        .sort(),
+    ).toEqual(['vm-a', 'vm-b', 'vm-c']);
+    // each named member finds its own slot (the maintenance Started for all three), and gives it back when it is over
+    await b!.read([{ ...e, eventStatus: 'Started' }]);
+    expect(b!.budget.state().slot).toMatchObject({ eventIds: [e.eventId] });
+    await b!.read([]);
+    expect(b!.budget.state().slot).toBeNull();
+    expect(
+      (await readSlots(a!))
+        .filter((s) => s.member !== null)
+        .map((s) => s.vm)
+        .sort(),
+    ).toEqual(['vm-a', 'vm-c']);
+
+    // one slot in all: forced, three records (one slot, two overflow), and the person is told
+    const g1 = `three-forced-${kind}`;
+    const [x, y, z] = await Promise.all(['vm-x', 'vm-y', 'vm-z'].map((vm) => budgetMember(fleetStores(), kind, g1, vm)));
+    await Promise.all([x, y, z].map((m) => m!.budget.heartbeat()));
+    const ex = scheduledFor('vm-x', { resources: ['vm-x', 'vm-y', 'vm-z'] });
+    await x!.read([ex]);
+    expect(await outcome(x!.budget.take(ex, api))).toBe('HELD');
+    const forced = await x!.budget.take(ex, { ...api, force: true, reason: 'security patch' });
+    expect(forced).toMatchObject({ forced: true, note: 'this maintenance takes 3 members of ' + g1 + ' down at once (vm-x, vm-y, vm-z)' });
+    const records = (await readSlots(x!)).filter((s) => s.member !== null);
+    expect(records.map((s) => s.vm).sort()).toEqual(['vm-x', 'vm-y', 'vm-z']);
+    expect(records.filter((s) => s.name.startsWith('slot-x-'))).toHaveLength(2);
+  });
 });
+
+/** readSlots: the group's slot records as the member's store has them. */
+async function readSlots(m: Member) {
+  return (await m.store.list('slot-')).map((r) => ({ name: r.name, ...asSlot(r.value) }));
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
-import { inOrder, pauseFor, positionOf, QueuePlace, rivalsOf, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
+import { inOrder, pauseFor, QueuePlace, rivalsOf, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
 import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
 
 const NOW = Date.parse('2026-11-26T10:00:00.000Z');
@@ -66,15 +66,27 @@ describe('the queue of held approvals', () => {
   });
 
   it('places a member behind everyone whose turn comes first', () => {
-    const waiters = waitersOf(
-      [member('a', [held(-10)]), member('b', [held(-5)]), member('c', [{ notBefore: at(9999), ...held(-99) }])],
-      'x',
-      NOW,
-    );
-    const me = waiterOf('me-key', 'me', { notBefore: at(3600) }, at(-7), NOW);
-    expect(positionOf(waiters, me)).toBe(1);
-    expect(positionOf(waiters, waiterOf('me-key', 'me', { notBefore: at(1) }, undefined, NOW))).toBe(0);
+    const place = new QueuePlace({ maxUnavailable: 3, retryMs: 1000, heartbeatSeconds: 30 });
+    const members = [member('a', [held(-10)]), member('b', [held(-5)]), member('c', [{ notBefore: at(9999), ...held(-99) }])];
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-7), NOW);
+    // a (held first) is ahead; b and c behind: with two slots free, the second is mine
+    expect(place.place(members, me, NOW, 2)).toBe(1);
+    expect(place.position).toBe(1);
+    expect(place.place(members, waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(1) }, undefined, NOW), NOW, 1)).toBe(0);
+    expect(place.position).toBe(0);
     expect(inOrder(me, me)).toBe(0);
+  });
+
+  it('passes over a maintenance that needs more slots than are free, and serves one member of a shared maintenance with it', () => {
+    const place = new QueuePlace({ maxUnavailable: 3, retryMs: 1000, heartbeatSeconds: 30 });
+    // a's maintenance takes three members down: with two free it keeps none, and the next in line is served
+    const a = member('a', [{ held: { since: at(-10), by: [], via: 'policy', need: 3 } }]);
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-5), NOW);
+    expect(place.place([a], me, NOW, 2)).toBe(0);
+    expect(place.place([a], me, NOW, 3)).toBeNull();
+    // the same maintenance held on another member it names: not ahead of this one
+    const shared = member('b', [{ eventId: 'M', held: { since: at(-20), by: [], via: 'policy', need: 2 } }]);
+    expect(place.place([shared], waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-5), NOW, 2), NOW, 2)).toBe(0);
   });
 
   it('counts as rivals the other fresh members with a maintenance Scheduled and no slot for it', () => {
@@ -89,7 +101,7 @@ describe('the queue of held approvals', () => {
   it('holds a member far back again without a look at the slots until its pause has passed', () => {
     const place = new QueuePlace({ maxUnavailable: 1, retryMs: 1000, heartbeatSeconds: 30 });
     const waiters = [member('a', [held(-10)]), member('b', [held(-9)]), member('c', [held(-8)]), member('d', [held(-7)])];
-    const me = waiterOf('me-key', 'me', { notBefore: at(3600) }, at(-1), NOW);
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
     // a first ask while others want a slot too: it takes its place first
     expect(place.place(waiters, me, NOW, 1, true)).toBeNull();
     expect(place.position).toBe(4);
@@ -107,7 +119,7 @@ describe('the queue of held approvals', () => {
 
   it('gives the second in line the second free slot, and no slot to the third of two', () => {
     const place = new QueuePlace({ maxUnavailable: 2, retryMs: 1000, heartbeatSeconds: 30 });
-    const me = waiterOf('me-key', 'me', { notBefore: at(3600) }, at(-1), NOW);
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
     expect(place.place([member('a', [held(-10)])], me, NOW, 2)).toBe(1);
     expect(place.place([member('a', [held(-10)]), member('b', [held(-9)])], me, NOW, 2)).toBeNull();
   });

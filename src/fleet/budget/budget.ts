@@ -24,7 +24,8 @@ import { membersOf, RecordWarnings } from './parse.ts';
 import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import { MemberRecordWriter } from './member.ts';
-import { QUEUED_VIA, QueuePlace, waiterOf } from './queue.ts';
+import { QUEUED_VIA, QueuePlace } from './queue.ts';
+import { namedIn, takeForAll, type ManyContext, type Named } from './many.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -99,6 +100,10 @@ export class FleetBudget implements ApprovalGate {
     return memberKey(this.#o.view.vm);
   }
 
+  get #many(): ManyContext {
+    return { config: this.#o.config, store: this.#o.store, logger: this.#o.logger, slots: this.#slots, now: this.#now, me: this.#me };
+  }
+
   state(): BudgetState {
     const slot = this.#slots.held;
     const held = slot ? asSlot(slot.value) : null;
@@ -141,45 +146,46 @@ export class FleetBudget implements ApprovalGate {
       return Promise.reject(resting);
     }
     return this.#serial(async () => {
+      let need = 1;
       try {
         if (queued) this.#place.looked(this.#now());
-        const grant = await this.#slots.take(
-          event,
-          forced ? 'forced' : 'early',
-          request,
-          queued ? (free) => this.#turn(event, free) : undefined,
-        );
-        this.#held.delete(event.eventId);
-        if (queued) this.#place.done();
+        const mode = forced ? 'forced' : 'early';
+        // a maintenance that names several members of the group needs a slot for each
+        const named = await this.#named(event);
+        need = Math.max(1, named.length);
+        const turn = (free: number) => this.#turn(event, free, need);
+        const grant =
+          named.length > 1
+            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined)
+            : await this.#slots.take(event, mode, request, queued ? turn : undefined);
+        this.#place.granted(event.eventId);
         return grant;
       } catch (err) {
         if (err instanceof ApprovalError && err.code === 'HELD') {
           this.#o.hooks?.onHeld?.(request.via);
           // said in the member record, so `fleet status` and `status` show who holds it back, since when, and the queue
-          const since = this.#held.get(event.eventId)?.since ?? new Date(this.#now()).toISOString();
-          this.#held.set(event.eventId, { since, by: [...new Set(err.holders.map((h) => h.vm))], via: request.via });
-          const ahead = this.#place.position;
-          const said =
-            queued && ahead !== null && ahead > 0
-              ? new ApprovalError('HELD', `${err.message}; ${ahead} ahead in the queue`, undefined, err.holders)
-              : err;
-          if (queued) this.#place.heldAgain(said);
-          throw said;
+          throw this.#place.heldNow(event.eventId, err, request.via, need, this.#now());
         }
         if (!(err instanceof FleetStoreError)) throw err;
         this.#health.failed('take a slot', err);
-        if (request.force === true) return { forced: true, slot: null, note: `the fleet store could not be written: ${err.message}` };
+        if (forced) return { forced: true, slot: null, note: `the fleet store could not be written: ${err.message}` };
         throw unavailable(this.#o.config.group, err.message);
       }
     });
   }
 
-  /** turn: whether this member's turn has come for `free` slots, from the queue in the members' records (one read of them). */
-  async #turn(event: ScheduledEvent, free: number): Promise<number | null> {
+  /** named: the members of the group `event` takes down, this one among them, when it names more VMs than this one (else none). */
+  async #named(event: ScheduledEvent): Promise<Named[]> {
+    if (event.resources.length < 2) return [];
+    return namedIn(event, { key: this.#me, vm: this.#o.view.vm }, membersOf(await this.#o.store.list(MEMBER_PREFIX)));
+  }
+
+  /** turn: which of `free` slots are this member's turn to try, from the queue in the members' records (one read of them); null: not yet. */
+  async #turn(event: ScheduledEvent, free: number, need: number): Promise<number | null> {
     const now = this.#now();
     const members = membersOf(await this.#o.store.list(MEMBER_PREFIX));
-    const since = this.#held.get(event.eventId)?.since;
-    return this.#place.place(members, waiterOf(this.#me, this.#o.view.vm.name, event, since, now), now, free, since === undefined);
+    const me = this.#place.me(this.#me, this.#o.view.vm.name, event, now, need);
+    return this.#place.place(members, me, now, free, this.#place.asksFirst(event.eventId));
   }
 
   /** abandon gives back what `take` took for an approval that IMDS then refused. */
@@ -226,7 +232,6 @@ export class FleetBudget implements ApprovalGate {
 
   /** The Scheduled events of this member the group was read for (one read each), and those whose approval is held. */
   readonly #foretold = new Set<string>();
-  readonly #held = new Map<string, { readonly since: string; readonly by: readonly string[]; readonly via: string }>();
 
   /** realDocument: the document without a drill's event: no member record, slot or forecast ever shows one. */
   #realDocument(document: EventsDocument | null = this.#o.view.document): EventsDocument | null {
@@ -248,13 +253,13 @@ export class FleetBudget implements ApprovalGate {
     if (slots.held === undefined) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
     // an approval is held while its event is Scheduled: one Started or gone waits no more
-    const waiting = new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId));
-    for (const id of this.#held.keys()) if (!waiting.has(id)) this.#held.delete(id);
-    if (this.#held.size === 0) this.#place.done();
+    this.#place.keep(new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId)));
     for (const id of this.#foretold) if (!listed.has(id)) this.#foretold.delete(id);
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id)));
-    for (const e of mine) {
-      if (e.eventStatus === 'Started' && !slots.heldFor.includes(e.eventId))
+    for (const e of mine.filter((x) => x.eventStatus === 'Started' && !slots.heldFor.includes(x.eventId))) {
+      // a maintenance of several members may have been approved by another, with a slot in this member's name: read first
+      if (e.resources.length > 1) await slots.read();
+      if (!slots.heldFor.includes(e.eventId))
         await slots.take(e, 'started', { by: 'azure', via: 'imds', reason: 'Started without an early approval' });
     }
     // renewed while the events are listed, at every good read (written once its end has moved by a heartbeat)
@@ -272,9 +277,8 @@ export class FleetBudget implements ApprovalGate {
     const records = membersOf(members);
     // a member that waits learns its place again (it moves up as the others are served)
     const now = this.#now();
-    const waiting = this.#mine().find((e) => QUEUED_VIA.has(this.#held.get(e.eventId)?.via ?? ''));
-    if (waiting !== undefined)
-      this.#place.place(records, waiterOf(this.#me, this.#o.view.vm.name, waiting, this.#held.get(waiting.eventId)?.since, now), now, 0);
+    const waiting = this.#place.waiting(this.#mine());
+    if (waiting !== undefined) this.#place.place(records, this.#place.me(this.#me, this.#o.view.vm.name, waiting, now), now, 0);
     this.#o.hooks?.onMembers?.(records);
   }
 
@@ -287,7 +291,7 @@ export class FleetBudget implements ApprovalGate {
       vm: vm.name,
       resourceId: vm.resourceId,
       heartbeatSeconds: this.#o.config.heartbeatSeconds,
-      events: memberEventsOf(mine ?? this.#mine(), this.#slots.heldFor, this.#held),
+      events: memberEventsOf(mine ?? this.#mine(), this.#slots.heldFor, this.#place.approvals),
       slot: this.#slots.held?.name ?? null,
     };
     return this.#record.write(record, this.#now(), force);

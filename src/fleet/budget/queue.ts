@@ -6,14 +6,21 @@
  * at its head try for a slot that frees; the others ask again less often the further back they
  * stand, so a slot given back costs one write, not a race of every waiter.
  */
-import type { MemberRecord } from './records.ts';
+import { ApprovalError } from '../../approval/service.ts';
+import type { MemberEvent, MemberRecord } from './records.ts';
+
+/** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
+export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
 
 /** One member waiting for a slot: its earliest held maintenance. */
 export interface Waiter {
   readonly member: string;
   readonly vm: string;
+  readonly eventId: string;
   readonly notBefore: number;
   readonly since: number;
+  /** The slots its maintenance needs: the members of the group it takes down. */
+  readonly need: number;
 }
 
 /** Only approvals asked again by themselves stand in the queue: a person who was told "held" asks again or not. */
@@ -26,7 +33,16 @@ export function waitersOf(members: readonly MemberRecord[], me: string, now: num
     if (m.member === me || !fresh(m, now)) continue;
     const held = m.events.flatMap((e) =>
       e.held !== undefined && e.status === 'Scheduled' && QUEUED_VIA.has(e.held.via ?? '')
-        ? [{ member: m.member, vm: m.vm, notBefore: timeOf(e.notBefore, now), since: timeOf(e.held.since, now) }]
+        ? [
+            {
+              member: m.member,
+              vm: m.vm,
+              eventId: e.eventId,
+              notBefore: timeOf(e.notBefore, now),
+              since: timeOf(e.held.since, now),
+              need: e.held.need ?? 1,
+            },
+          ]
         : [],
     );
     const first = held.sort(inOrder)[0];
@@ -46,21 +62,17 @@ const fresh = (m: MemberRecord, now: number): boolean => now - Date.parse(m.hear
 export function waiterOf(
   member: string,
   vm: string,
-  event: { readonly notBefore: string | null },
+  event: { readonly eventId: string; readonly notBefore: string | null },
   since: string | undefined,
   now: number,
+  need = 1,
 ): Waiter {
-  return { member, vm, notBefore: timeOf(event.notBefore, now), since: timeOf(since ?? null, now) };
+  return { member, vm, eventId: event.eventId, notBefore: timeOf(event.notBefore, now), since: timeOf(since ?? null, now), need };
 }
 
 /** inOrder: the queue's order: earliest NotBefore, then held first, then VM name. */
 export function inOrder(a: Waiter, b: Waiter): number {
   return a.notBefore - b.notBefore || a.since - b.since || a.vm.localeCompare(b.vm);
-}
-
-/** positionOf: how many waiters stand ahead of `me` (0: at the head). */
-export function positionOf(waiters: readonly Waiter[], me: Waiter): number {
-  return waiters.filter((w) => inOrder(w, me) < 0).length;
 }
 
 /**
@@ -91,6 +103,55 @@ export class QueuePlace {
   #position: number | null = null;
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
+  readonly #approvals = new Map<string, HeldApproval>();
+
+  /** approvals: this member's approvals the budget holds, by EventId (its record says them). */
+  get approvals(): ReadonlyMap<string, HeldApproval> {
+    return this.#approvals;
+  }
+
+  /**
+   * heldNow records that the budget held the approval of `eventId` and returns the answer to
+   * give: the holders, and for an automatic approval its place in the queue (given again while
+   * it rests).
+   */
+  heldNow(eventId: string, err: ApprovalError, via: string, need: number, now: number): ApprovalError {
+    const since = this.#approvals.get(eventId)?.since ?? new Date(now).toISOString();
+    this.#approvals.set(eventId, { since, by: [...new Set(err.holders.map((h) => h.vm))], via, ...(need > 1 ? { need } : {}) });
+    if (!QUEUED_VIA.has(via)) return err;
+    const ahead = this.#position;
+    const said =
+      ahead !== null && ahead > 0 ? new ApprovalError('HELD', `${err.message}; ${ahead} ahead in the queue`, undefined, err.holders) : err;
+    this.#held = said;
+    return said;
+  }
+
+  /** granted: the approval of `eventId` waits no more. */
+  granted(eventId: string): void {
+    this.#approvals.delete(eventId);
+    if (this.#approvals.size === 0) this.done();
+  }
+
+  /** keep forgets the held approvals of events no longer Scheduled. */
+  keep(scheduled: ReadonlySet<string>): void {
+    for (const id of this.#approvals.keys()) if (!scheduled.has(id)) this.#approvals.delete(id);
+    if (this.#approvals.size === 0) this.done();
+  }
+
+  /** waiting: the first of `events` whose automatic approval is held (the one this member stands in the queue for). */
+  waiting<E extends { readonly eventId: string }>(events: readonly E[]): E | undefined {
+    return events.find((e) => QUEUED_VIA.has(this.#approvals.get(e.eventId)?.via ?? ''));
+  }
+
+  /** me: this member in the queue for `event`. */
+  me(member: string, vm: string, event: { readonly eventId: string; readonly notBefore: string | null }, now: number, need = 1): Waiter {
+    return waiterOf(member, vm, event, this.#approvals.get(event.eventId)?.since, now, need);
+  }
+
+  /** asksFirst: the approval of `eventId` was never held yet. */
+  asksFirst(eventId: string): boolean {
+    return !this.#approvals.has(eventId);
+  }
 
   constructor(o: { readonly maxUnavailable: number; readonly retryMs: number; readonly heartbeatSeconds: number }) {
     this.#maxUnavailable = o.maxUnavailable;
@@ -122,9 +183,14 @@ export class QueuePlace {
    * ready at once is served in the queue's order rather than by who writes first.
    */
   place(members: readonly MemberRecord[], me: Waiter, now: number, free: number, first = false): number | null {
-    this.#position = positionOf(waitersOf(members, me.member, now), me);
+    // the other members waiting for the same maintenance (it names them too) are served with it
+    const ahead = waitersOf(members, me.member, now).filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0);
+    this.#position = ahead.length;
     if (first && rivalsOf(members, me.member, now) > 0) return null;
-    return this.#position < free ? this.#position : null;
+    // the free slots go down the queue in order; a maintenance that needs more than are left is passed over, keeping none
+    let left = free;
+    for (const w of ahead) if (w.need <= left) left -= w.need;
+    return me.need <= left ? free - left : null;
   }
 
   /** heldAgain: the answer to give while resting. */

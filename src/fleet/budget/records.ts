@@ -36,7 +36,7 @@ export interface MemberEvent {
   readonly durationInSeconds: number;
   readonly approved: boolean;
   /** The budget holds its early approval: since when, the members that held the slots, and the path that asked (policy, hooks: it stands in the queue). */
-  readonly held?: { readonly since: string; readonly by: readonly string[]; readonly via?: string };
+  readonly held?: { readonly since: string; readonly by: readonly string[]; readonly via?: string; readonly need?: number };
 }
 
 export interface MemberRecord {
@@ -128,7 +128,9 @@ export const MemberSchema: z.ZodType<MemberRecord> = z.object({
       notBefore: z.string().nullable(),
       durationInSeconds: z.number(),
       approved: z.boolean(),
-      held: z.object({ since: z.string(), by: z.array(z.string()), via: z.string().optional() }).optional(),
+      held: z
+        .object({ since: z.string(), by: z.array(z.string()), via: z.string().optional(), need: z.number().int().min(1).optional() })
+        .optional(),
     }),
   ),
   slot: z.string().nullable(),

@@ -1,0 +1,155 @@
+/**
+ * takeForAll: the slots of a maintenance that takes several members of the group down at once
+ * (an availability set's update domain, a scale set's batch: one event whose Resources name
+ * them all, approved by any one of them for all). It is approved early only when every member
+ * it names holds a slot for it: the approver writes them in the members' names (a member that
+ * holds a slot already has the event added to it), and each named member finds its own at its
+ * next read and gives it back when its maintenance is over. With too few slots free it is held
+ * without keeping any (it never blocks a smaller maintenance behind it); a forced approval writes
+ * an overflow record for each member no slot is left for, and says how many go down.
+ */
+import type { Logger } from 'pino';
+import { ApprovalError, type ApprovalRequest, type Grant } from '../../approval/service.ts';
+import { affects } from '../../imds/identity.ts';
+import type { ScheduledEvent } from '../../imds/wire.ts';
+import type { FleetConfig } from './config.ts';
+import type { FleetStore, Versioned } from './stores/port.ts';
+import {
+  asSlot,
+  holderOf,
+  live,
+  overflowName,
+  OVERFLOW_PREFIX,
+  slotName,
+  slotRecordOf,
+  type MemberRecord,
+  type SlotRecord,
+} from './records.ts';
+import type { MemberSlots } from './slots.ts';
+
+/** A member an event names: its key and identity. */
+export interface Named {
+  readonly key: string;
+  readonly vm: { readonly name: string; readonly resourceId: string | null };
+}
+
+export interface ManyContext {
+  readonly config: FleetConfig;
+  readonly store: FleetStore;
+  readonly logger: Logger;
+  readonly slots: MemberSlots;
+  readonly now: () => number;
+  /** This member's key. */
+  readonly me: string;
+}
+
+const MAX_ROUNDS = 8;
+
+/** namedIn: the members of the group `event` names, `me` first; none when it names no other member. */
+export function namedIn(event: Pick<ScheduledEvent, 'resources'>, me: Named, members: readonly MemberRecord[]): Named[] {
+  const others = members
+    .filter((m) => m.member !== me.key && affects(event.resources, m.vm))
+    .map((m) => ({ key: m.member, vm: { name: m.vm, resourceId: m.resourceId } }));
+  return others.length === 0 ? [] : [me, ...others];
+}
+
+/** downText: the members a maintenance takes down, in words. */
+export const downText = (group: string, named: readonly Named[]): string =>
+  `this maintenance takes ${named.length} members of ${group} down at once (${named.map((n) => n.vm.name).join(', ')})`;
+
+/**
+ * takeForAll holds a slot for `event` in the name of every member in `named` (this one among
+ * them), or throws HELD. `admit` says whether this member's turn in the queue has come for what
+ * is free, given how many slots the event needs (which of the free ones are its own to try).
+ */
+export async function takeForAll(
+  ctx: ManyContext,
+  event: ScheduledEvent,
+  named: readonly Named[],
+  mode: 'early' | 'forced',
+  request: ApprovalRequest,
+  admit?: (free: number, need: number) => Promise<number | null>,
+): Promise<Grant> {
+  const { config, store } = ctx;
+  const note = mode === 'forced' ? downText(config.group, named) : undefined;
+  let holders: ReturnType<typeof holderOf>[] = [];
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const now = ctx.now();
+    const records = await ctx.slots.read();
+    const alive = records.filter((r) => live(asSlot(r.value), now));
+    holders = alive.map((r) => holderOf(asSlot(r.value)));
+    const slotOf = (key: string) => alive.find((r) => asSlot(r.value).member === key);
+    const needing = named.filter((n) => !(asSlot(slotOf(n.key)?.value).eventIds ?? []).includes(event.eventId));
+    if (needing.length === 0) return { forced: mode === 'forced', slot: slotOf(ctx.me)?.name ?? null, ...(note ? { note } : {}) };
+    const extend = needing.filter((n) => slotOf(n.key) !== undefined);
+    const fresh = needing.filter((n) => slotOf(n.key) === undefined);
+    const byName = new Map(records.map((r) => [r.name, r]));
+    const free = Array.from({ length: config.maxUnavailable }, (_, i) => slotName(i)).filter((n) => !alive.some((r) => r.name === n));
+    const available = free.length - alive.filter((r) => r.name.startsWith(OVERFLOW_PREFIX)).length;
+    if (mode === 'early' && fresh.length > available) break;
+    const turn = mode === 'early' && admit !== undefined ? await admit(available, fresh.length) : 0;
+    if (turn === null) break;
+    const writes: { name: string; record: SlotRecord; version: string | null; before: Versioned | undefined }[] = [
+      ...extend.map((n) => {
+        const r = slotOf(n.key)!;
+        const s = asSlot(r.value);
+        return { name: r.name, record: { ...s, eventIds: [...(s.eventIds ?? []), event.eventId] }, version: r.version, before: r };
+      }),
+      ...fresh.map((n, i) => {
+        const name = i < available ? free[(turn + i) % free.length]! : overflowName(n.key);
+        const record = slotRecordOf(n, event, i < available ? 'early' : 'forced', request, now, config.marginSeconds);
+        return { name, record, version: byName.get(name)?.version ?? null, before: byName.get(name) };
+      }),
+    ];
+    const done: typeof writes = [];
+    for (const w of writes) {
+      const version = await store.put(w.name, w.record, w.version);
+      if (version === null) break;
+      done.push({ ...w, version });
+    }
+    const confirmed = done.length === writes.length && (mode === 'forced' || (await underBudget(ctx)));
+    if (confirmed) {
+      await ctx.slots.read();
+      ctx.logger.info(
+        { eventId: event.eventId, group: config.group, mode, members: named.map((n) => n.vm.name), slots: done.map((w) => w.name) },
+        `fleet budget: ${named.length} slots taken for one maintenance`,
+      );
+      return {
+        forced: mode === 'forced',
+        slot: slotOf(ctx.me)?.name ?? done.find((w) => w.record.member === ctx.me)?.name ?? null,
+        ...(note ? { note } : {}),
+      };
+    }
+    // a write lost to another member, or the group past its budget at the read back: what this round wrote is given back
+    await giveBack(store, done, event.eventId, now);
+    if (done.length === writes.length) break;
+  }
+  throw new ApprovalError(
+    'HELD',
+    `${downText(config.group, named)}; the group allows ${config.maxUnavailable} and has not that many slots free`,
+    undefined,
+    holders,
+  );
+}
+
+/** underBudget: the slots read back hold no more members than the group allows. */
+async function underBudget(ctx: ManyContext): Promise<boolean> {
+  const now = ctx.now();
+  const down = (await ctx.slots.read()).filter((r) => live(asSlot(r.value), now)).length;
+  return down <= ctx.config.maxUnavailable;
+}
+
+/** giveBack undoes the writes of one round: a slot taken is freed, an overflow record deleted, an event added is taken out again. */
+async function giveBack(
+  store: FleetStore,
+  done: readonly { name: string; record: SlotRecord; version: string | null; before: Versioned | undefined }[],
+  eventId: string,
+  now: number,
+): Promise<void> {
+  for (const w of done) {
+    const left = (w.record.eventIds ?? []).filter((id) => id !== eventId);
+    if (left.length > 0) await store.put(w.name, { ...w.record, eventIds: left }, w.version);
+    else if (w.name.startsWith(OVERFLOW_PREFIX)) await store.remove(w.name, w.version!);
+    else await store.put(w.name, { member: null, vm: w.record.vm ?? '', since: new Date(now).toISOString() }, w.version);
+  }
+}

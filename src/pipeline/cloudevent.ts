@@ -64,12 +64,16 @@ export interface EventData {
 
 /** CollisionInfo: the members of a fleet group whose maintenance windows overlap, past what the group allows. */
 export interface CollisionInfo {
+  /** The wave's id: the same on every member and in every update of one wave of overlapping windows. */
+  readonly id: string;
   readonly group: string;
   readonly maxUnavailable: number;
   readonly members: number;
   readonly from: string;
   readonly to: string;
   readonly due: readonly { readonly vm: string; readonly eventId: string; readonly eventType: string; readonly notBefore: string }[];
+  /** How many members Azure takes down at once at the busiest moment if nothing changes. */
+  readonly atOnce: number;
 }
 
 /** BridgeEvent: one CloudEvent 1.0 of the bridge, with its `incarnation` extension. */
@@ -219,22 +223,21 @@ function dataWith(
 }
 
 /**
- * toCollisionCloudEvent is `fleet.collision`: its id is derived from the group and the set of
- * EventIds that collide, so every member's copy is the same event to a consumer that
- * deduplicates; its data is this member's own colliding event, with the collision beside it.
+ * toCollisionCloudEvent is `fleet.collision`: its id is the wave's (`fleet.collision/<wave id>`),
+ * so every member's first word of one wave is the same event to a consumer that deduplicates; a
+ * later word of the same wave, as members are seen or complete, is
+ * `fleet.collision/<wave id>/<members due>`. Its data is this member's own colliding event, with
+ * the collision beside it.
  */
 export function toCollisionCloudEvent(
   own: ScheduledEvent,
   incarnation: number,
   collision: CollisionInfo,
   ctx: MappingContext,
+  update = false,
 ): BridgeEvent {
-  const ids = collision.due.map((d) => d.eventId).sort();
-  const digest = createHash('sha256')
-    .update(`${collision.group}\n${ids.join('\n')}`)
-    .digest('hex')
-    .slice(0, 40);
-  return build(`fleet.collision/${digest}`, 'fleet.collision', dataWith(own, incarnation, ctx, { collision }), incarnation, ctx);
+  const id = `fleet.collision/${collision.id}${update ? `/${collision.due.length}` : ''}`;
+  return build(id, 'fleet.collision', dataWith(own, incarnation, ctx, { collision }), incarnation, ctx);
 }
 
 function vmData(vm: VmIdentity): EventData['vm'] {

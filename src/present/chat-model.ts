@@ -141,10 +141,14 @@ export function toChatMessage(
     rank = 0;
   } else if (transition === 'fleet.collision' && d.collision !== undefined) {
     const c = d.collision;
-    plainWords = `${c.due.length} of ${c.group}'s ${c.members} members are due for maintenance between ${utcText(c.from).slice(11)} and ${utcText(c.to).slice(11)}; the group allows ${c.maxUnavailable}`;
+    const between = `between ${utcText(c.from).slice(11)} and ${utcText(c.to).slice(11)}`;
+    const within = c.due.length <= c.maxUnavailable;
+    plainWords = within
+      ? `${c.due.length} of ${c.group}'s ${c.members} members still due for maintenance ${between}: within the group's budget of ${c.maxUnavailable} now`
+      : `${c.due.length} of ${c.group}'s ${c.members} members are due for maintenance ${between}; the group allows ${c.maxUnavailable}${c.atOnce > c.maxUnavailable ? `, and Azure takes ${c.atOnce} down at once if nothing changes` : ''}`;
     title = plainWords;
-    severity = 'high';
-    rank = 9;
+    severity = within ? 'resolved' : 'high';
+    rank = within ? 0 : 9;
   } else if (transition === 'approved') {
     plainWords = started ? isHappening(d.eventType, d.durationInSeconds) : `${willHappen(d.eventType, d.durationInSeconds)} now: approved`;
     title = `${who} ${plainWords}`;

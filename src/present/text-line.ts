@@ -30,7 +30,7 @@ export function formatEventLine(event: BridgeEvent): string {
   if (d.approval !== undefined) parts.push(`approvedBy=${visible(d.approval.by)} via=${visible(d.approval.via)}`);
   if (d.collision !== undefined)
     parts.push(
-      `collision=${visible(d.collision.group)}:${d.collision.due.length}/${d.collision.maxUnavailable} from=${d.collision.from} to=${d.collision.to} vms=${d.collision.due.map((x) => visible(x.vm)).join(',')}`,
+      `collision=${visible(d.collision.group)}:${d.collision.due.length}/${d.collision.maxUnavailable} from=${d.collision.from} to=${d.collision.to} vms=${d.collision.due.map((x) => visible(x.vm)).join(',')} atOnce=${d.collision.atOnce} wave=${visible(d.collision.id)}`,
     );
   if (d.description !== '') parts.push(`"${visible(d.description).replace(/"/g, '\\"')}"`);
   return parts.join('  ');

@@ -9,7 +9,9 @@ import type { EventsDocument } from '../../imds/wire.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import { FleetBudget } from './budget.ts';
-import { foretellCollision, type CollisionDeps } from './collisions.ts';
+import { Forecast, type CollisionDeps } from './collisions.ts';
+import { Waves } from './waves.ts';
+import { errorFields } from '../../lib/errors.ts';
 import type { FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
 
@@ -29,9 +31,23 @@ export async function attachBudget(ctx: BudgetContext) {
   const fleet = ctx.config.fleet;
   if (fleet === undefined) return null;
   const { metrics } = ctx;
+  const store = await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs);
+  const forecast = new Forecast({
+    group: fleet.group,
+    maxUnavailable: fleet.maxUnavailable,
+    view: ctx.state,
+    journal: ctx.journal,
+    logger: ctx.logger,
+    route: ctx.route,
+    waves: new Waves(store, fleet.group),
+    committed: (event) => {
+      metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });
+      ctx.committed([event]);
+    },
+  });
   const budget = new FleetBudget({
     config: fleet,
-    store: await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs),
+    store,
     view: ctx.state,
     logger: ctx.logger,
     givenBack: ctx.givenBack,
@@ -39,18 +55,9 @@ export async function attachBudget(ctx: BudgetContext) {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
       onMembers: (members) =>
-        foretellCollision(members, {
-          group: fleet.group,
-          maxUnavailable: fleet.maxUnavailable,
-          view: ctx.state,
-          journal: ctx.journal,
-          logger: ctx.logger,
-          route: ctx.route,
-          committed: (event) => {
-            metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });
-            ctx.committed([event]);
-          },
-        }),
+        void forecast
+          .foretell(members)
+          .catch((err: unknown) => ctx.logger.warn({ ...errorFields(err) }, 'fleet budget: the collision forecast failed')),
       onSlots: (self, others) => {
         metrics.fleetSlots.set({ holder: 'self' }, self);
         metrics.fleetSlots.set({ holder: 'others' }, others);

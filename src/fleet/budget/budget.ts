@@ -25,6 +25,7 @@ import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import { MemberRecordWriter } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
+import { ForecastReads } from './collisions.ts';
 import { namedIn, takeForAll, type ManyContext, type Named } from './many.ts';
 
 export interface BudgetHooks {
@@ -230,8 +231,8 @@ export class FleetBudget implements ApprovalGate {
     return run;
   }
 
-  /** The Scheduled events of this member the group was read for (one read each), and those whose approval is held. */
-  readonly #foretold = new Set<string>();
+  /** When the group is read for the forecast, besides the heartbeats. */
+  readonly #forecastReads = new ForecastReads();
 
   /** realDocument: the document without a drill's event: no member record, slot or forecast ever shows one. */
   #realDocument(document: EventsDocument | null = this.#o.view.document): EventsDocument | null {
@@ -254,7 +255,6 @@ export class FleetBudget implements ApprovalGate {
     const listed = new Set(mine.map((e) => e.eventId));
     // an approval is held while its event is Scheduled: one Started or gone waits no more
     this.#place.keep(new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId)));
-    for (const id of this.#foretold) if (!listed.has(id)) this.#foretold.delete(id);
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id)));
     for (const e of mine.filter((x) => x.eventStatus === 'Started' && !slots.heldFor.includes(x.eventId))) {
       // a maintenance of several members may have been approved by another, with a slot in this member's name: read first
@@ -264,9 +264,8 @@ export class FleetBudget implements ApprovalGate {
     }
     // renewed while the events are listed, at every good read (written once its end has moved by a heartbeat)
     await slots.renew(document);
-    if (!(await this.#writeMember(false, mine))) return;
-    const fresh = mine.filter((e) => e.eventStatus === 'Scheduled' && !this.#foretold.has(e.eventId) && this.#foretold.add(e.eventId));
-    if (fresh.length > 0) await this.#readMembers();
+    const wrote = await this.#writeMember(false, mine);
+    if (this.#forecastReads.due(mine, wrote, this.#now())) await this.#readMembers();
   }
 
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */

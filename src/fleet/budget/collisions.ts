@@ -1,14 +1,20 @@
 /**
- * foretellCollision turns the fleet group's member records (read at each heartbeat) into one
- * `fleet.collision` CloudEvent when more members are due for maintenance at once than the group
- * allows, and this VM is one of them: committed once per set of EventIds (the same id on every
- * member, so a consumer that deduplicates sees one), routed like any other change.
+ * The collision forecast: when the members' records show more members due for maintenance at
+ * once than the group allows, and this VM is one of them, it commits a `fleet.collision`
+ * CloudEvent, routed like any other change. One wave of overlapping windows has one id on every
+ * member (waves.ts); a member says it first as `fleet.collision/<wave>` (the same CloudEvent id
+ * on every member, so a consumer that deduplicates sees one), and again, as
+ * `fleet.collision/<wave>/<due>`, each time the number of members due in the wave changes (more
+ * are seen, or they complete), down to the word that the wave is within the budget now. Chat
+ * updates its message of the member's maintenance in place.
  */
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
-import { collisionOf, windowsOf, type MemberRecord } from './records.ts';
-import { toCollisionCloudEvent, type BridgeEvent } from '../../pipeline/cloudevent.ts';
+import type { ScheduledEvent } from '../../imds/wire.ts';
+import { collisionOf, windowsOf, type MemberRecord, type Window } from './records.ts';
+import { toCollisionCloudEvent, type BridgeEvent, type CollisionInfo } from '../../pipeline/cloudevent.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
+import type { Wave, Waves } from './waves.ts';
 
 export interface CollisionDeps {
   readonly group: string;
@@ -19,33 +25,106 @@ export interface CollisionDeps {
   readonly route: (event: BridgeEvent) => PendingEvent;
   /** Called after the collision was committed. */
   readonly committed: (event: BridgeEvent) => void;
+  readonly waves: Waves;
 }
 
-/** foretellCollision returns the CloudEvent it committed, or null. */
-export function foretellCollision(members: readonly MemberRecord[], d: CollisionDeps): BridgeEvent | null {
-  const c = collisionOf(windowsOf(members), d.maxUnavailable);
-  const document = d.view.document;
-  if (c === null || document === null || !d.view.vm.nameKnown) return null;
-  const me = d.view.vm.name.toLowerCase();
-  const mine = c.windows.find((w) => w.vm.toLowerCase() === me);
-  const own = mine === undefined ? undefined : document.events.find((e) => e.eventId === mine.eventId);
-  if (own === undefined) return null;
-  const due = c.windows.map((w) => ({ vm: w.vm, eventId: w.eventId, eventType: w.eventType, notBefore: new Date(w.from).toISOString() }));
-  const collision = {
-    group: d.group,
-    maxUnavailable: d.maxUnavailable,
-    members: members.length,
-    from: new Date(c.from).toISOString(),
-    to: new Date(c.to).toISOString(),
-    due,
-  };
-  const ce = toCollisionCloudEvent(own, document.incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() });
-  if (d.journal.knowsCloudEvent(ce.id)) return null;
-  d.journal.appendEvents([d.route(ce)]);
-  d.logger.warn(
-    { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, due, from: collision.from, to: collision.to },
-    `fleet budget: ${due.length} members of ${d.group} are due for maintenance at once; the group allows ${d.maxUnavailable}`,
-  );
-  d.committed(ce);
-  return ce;
+export class Forecast {
+  readonly #d: CollisionDeps;
+  /** Per wave: how many members were due when this member last said it. */
+  readonly #said = new Map<string, number>();
+
+  constructor(deps: CollisionDeps) {
+    this.#d = deps;
+  }
+
+  /** foretell reads the members' records; it returns the CloudEvent it committed, or null. */
+  async foretell(members: readonly MemberRecord[]): Promise<BridgeEvent | null> {
+    const d = this.#d;
+    const document = d.view.document;
+    if (document === null || !d.view.vm.nameKnown) return null;
+    const me = d.view.vm.name.toLowerCase();
+    const windows = windowsOf(members);
+    const c = collisionOf(windows, d.maxUnavailable);
+    let wave: Wave | undefined;
+    let due: readonly Window[];
+    if (c !== null && c.windows.some((w) => w.vm.toLowerCase() === me)) {
+      wave = await d.waves.waveOf(
+        c.windows.map((w) => w.eventId),
+        c.to,
+      );
+      due = c.windows;
+    } else {
+      // a wave this member spoke of: as members complete, how many of it are still due
+      const mine = windows.find((w) => w.vm.toLowerCase() === me && d.waves.known(w.eventId) !== undefined);
+      wave = mine === undefined ? undefined : d.waves.known(mine.eventId);
+      due = wave === undefined ? [] : windows.filter((w) => wave!.eventIds.includes(w.eventId));
+    }
+    const ownWindow = due.find((w) => w.vm.toLowerCase() === me);
+    const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
+    if (wave === undefined || own === undefined) return null;
+    const last = this.#said.get(wave.id);
+    if (last === due.length) return null;
+    const ce = this.#commit(own, document.incarnation, this.#infoOf(wave, due, members.length), last !== undefined);
+    if (this.#said.size > 10_000) this.#said.clear();
+    this.#said.set(wave.id, due.length);
+    if (due.length <= d.maxUnavailable) d.waves.forget(wave);
+    return ce;
+  }
+
+  #infoOf(wave: Wave, due: readonly Window[], members: number): CollisionInfo {
+    const peak = collisionOf(due, 0);
+    return {
+      id: wave.id,
+      group: this.#d.group,
+      maxUnavailable: this.#d.maxUnavailable,
+      members,
+      from: new Date(Math.min(...due.map((w) => w.from))).toISOString(),
+      to: new Date(Math.max(...due.map((w) => w.to))).toISOString(),
+      due: due.map((w) => ({ vm: w.vm, eventId: w.eventId, eventType: w.eventType, notBefore: new Date(w.from).toISOString() })),
+      atOnce: new Set(peak?.windows.map((w) => w.vm) ?? []).size,
+    };
+  }
+
+  #commit(own: ScheduledEvent, incarnation: number, collision: CollisionInfo, update: boolean): BridgeEvent | null {
+    const d = this.#d;
+    const ce = toCollisionCloudEvent(own, incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() }, update);
+    if (d.journal.knowsCloudEvent(ce.id)) return null;
+    d.journal.appendEvents([d.route(ce)]);
+    const { due, from, to, atOnce } = collision;
+    if (update)
+      d.logger.info(
+        { group: d.group, ceId: ce.id, wave: collision.id, due: due.length, atOnce },
+        `fleet budget: ${due.length} members of ${d.group} are still due in the collision; the group allows ${d.maxUnavailable}`,
+      );
+    else
+      d.logger.warn(
+        { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, wave: collision.id, due, from, to, atOnce },
+        `fleet budget: ${due.length} members of ${d.group} are due for maintenance at once; the group allows ${d.maxUnavailable}`,
+      );
+    d.committed(ce);
+    return ce;
+  }
+}
+
+/**
+ * ForecastReads says when this member reads the group's records for the forecast: at the read
+ * that writes a new or changed maintenance of its own, and again one and five seconds later (the
+ * members of one wave see their events within a read or two of each other, so the last of them
+ * is seen at once, not a heartbeat later).
+ */
+export class ForecastReads {
+  readonly #seen = new Map<string, string>();
+  #again: number[] = [];
+
+  /** due: whether to read the group now, given this member's events and whether its record was just written. */
+  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number): boolean {
+    const listed = new Set(mine.map((e) => e.eventId));
+    for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
+    const fresh = wrote ? mine.filter((e) => e.eventStatus === 'Scheduled' && this.#seen.get(e.eventId) !== (e.notBefore ?? '')) : [];
+    for (const e of fresh) this.#seen.set(e.eventId, e.notBefore ?? '');
+    if (fresh.length > 0) this.#again = [now + 1000, now + 5000];
+    const again = this.#again.length > 0 && this.#again[0]! <= now;
+    this.#again = this.#again.filter((t) => t > now);
+    return fresh.length > 0 || again;
+  }
 }

@@ -1,0 +1,122 @@
+/**
+ * The collision forecast over the fleet budget's two real stores (Azurite through
+ * @azure/storage-blob; the Kubernetes API stand-in, written from the API reference since no API
+ * server can run here, through @kubernetes/client-node), each member with its own real SQLite
+ * journal: one wave of overlapping windows has one id on every member, however many find it at
+ * once, and each member says it again, under the same wave id, as members complete.
+ */
+import { describe, expect, it } from 'vitest';
+import { Forecast, ForecastReads } from '../../src/fleet/budget/collisions.ts';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import type { MemberRecord } from '../../src/fleet/budget/records.ts';
+import { Waves } from '../../src/fleet/budget/waves.ts';
+import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
+import { toChatMessage } from '../../src/present/chat-model.ts';
+import { Store } from '../../src/store/store.ts';
+import { fleetStoresPerFile, memberVm, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
+import { silentLogger } from '../helpers.ts';
+
+const fleetStores = fleetStoresPerFile();
+const K = 2;
+const NOT_BEFORE = new Date(Date.now() + 3_600_000).toISOString();
+
+function recordOf(vm: string, eventId: string, status = 'Scheduled'): MemberRecord {
+  return {
+    member: `${vm}-key`,
+    vm,
+    resourceId: null,
+    heartbeatAt: new Date().toISOString(),
+    heartbeatSeconds: 30,
+    slot: null,
+    events: [{ eventId, eventType: 'Reboot', status, notBefore: NOT_BEFORE, durationInSeconds: -1, approved: false }],
+  };
+}
+
+describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
+  it('ten members due at once, K = 2: one wave id on every member (found at once by all), updated as members complete, down to within the budget', async () => {
+    const group = `waves-${kind}`;
+    const vms = Array.from({ length: 10 }, (_, i) => `w${i}`);
+    const events = vms.map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+    const members = await Promise.all(
+      vms.map(async (vm, i) => {
+        const store = Store.open(':memory:');
+        const said: BridgeEvent[] = [];
+        const fleetStore = await openFleetStore(fleetStores().config(kind) as never, group);
+        const forecast = new Forecast({
+          group,
+          maxUnavailable: K,
+          view: { vm: memberVm(vm), document: { incarnation: 1, events: [events[i]!] }, goodReads: 1, approvalServerUrl: null },
+          journal: store.journal,
+          logger: silentLogger,
+          route: (e) => ({ id: e.id, eventId: events[i]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+          committed: (e) => said.push(e),
+          waves: new Waves(fleetStore, group),
+        });
+        return { vm, forecast, said, store };
+      }),
+    );
+    try {
+      // each member reads a different part of the wave first (the records arrive one by one), all at once
+      const all = vms.map((vm, i) => recordOf(vm, events[i]!.eventId));
+      await Promise.all(members.map((m, i) => m.forecast.foretell(all.slice(0, Math.max(K + 1, i + 1)))));
+      await Promise.all(members.map((m) => m.forecast.foretell(all)));
+      const first = members.map((m) => m.said[0]!);
+      expect(new Set(first.map((e) => e.data.collision!.id)).size).toBe(1);
+      const wave = first[0]!.data.collision!.id;
+      // every member's first word of the wave is one CloudEvent id; every later word carries the same wave
+      expect(new Set(first.map((e) => e.id))).toEqual(new Set([`fleet.collision/${wave}`]));
+      const last = members.map((m) => m.said.at(-1)!);
+      for (const e of last) expect(e.data.collision).toMatchObject({ id: wave, atOnce: 10 });
+      expect(last.every((e) => e.data.collision!.due.length === 10)).toBe(true);
+      expect(toChatMessage(last[0]!).title).toMatch(
+        /^10 of waves-\w+'s 10 members are due for maintenance between .*; the group allows 2, and Azure takes 10 down at once if nothing changes$/,
+      );
+      // the same records again: nothing new
+      const before = members.map((m) => m.said.length);
+      await Promise.all(members.map((m) => m.forecast.foretell(all)));
+      expect(members.map((m) => m.said.length)).toEqual(before);
+
+      // members complete (their events Started, then gone): w9 hears it of the wave, under the same id
+      const w9 = members[9]!;
+      for (const done of [3, 6, 8]) {
+        const records = all.map((r, i) => (i < done ? recordOf(r.vm, events[i]!.eventId, 'Started') : r));
+        await w9.forecast.foretell(records);
+        expect(w9.said.at(-1)).toMatchObject({ id: `fleet.collision/${wave}/${10 - done}`, data: { collision: { id: wave } } });
+      }
+      // two left: within the budget now, said once, and the wave is done
+      expect(toChatMessage(w9.said.at(-1)!).title).toMatch(
+        /^2 of waves-\w+'s 10 members still due for maintenance .*: within the group's budget of 2 now$/,
+      );
+      expect(toChatMessage(w9.said.at(-1)!).severity).toBe('resolved');
+      const n = w9.said.length;
+      await w9.forecast.foretell(all.map((r, i) => (i < 8 ? recordOf(r.vm, events[i]!.eventId, 'Started') : r)));
+      expect(w9.said).toHaveLength(n);
+    } finally {
+      for (const m of members) m.store.close();
+    }
+  });
+});
+
+describe('when a member reads the group for the forecast', () => {
+  it('at the read that writes a new or changed maintenance, and again one and five seconds later; not otherwise', () => {
+    const reads = new ForecastReads();
+    const e = scheduledFor('vm-a');
+    const t = 1_000_000;
+    expect(reads.due([e], true, t)).toBe(true);
+    expect(reads.due([e], true, t + 500)).toBe(false);
+    expect(reads.due([e], false, t + 1000)).toBe(true);
+    expect(reads.due([e], false, t + 3000)).toBe(false);
+    expect(reads.due([e], false, t + 5200)).toBe(true);
+    expect(reads.due([e], true, t + 60_000)).toBe(false);
+    // NotBefore moved: a changed maintenance
+    const moved = { ...e, notBefore: new Date(t).toISOString() };
+    expect(reads.due([moved], true, t + 61_000)).toBe(true);
+    // a read long after: the reads due since are one read
+    expect(reads.due([moved], false, t + 100_000)).toBe(true);
+    expect(reads.due([moved], false, t + 101_000)).toBe(false);
+    // not written (a write at most once a second): read when it is
+    const f = scheduledFor('vm-a');
+    expect(reads.due([f], false, t + 170_000)).toBe(false);
+    expect(reads.due([f], true, t + 170_500)).toBe(true);
+  });
+});

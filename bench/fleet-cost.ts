@@ -32,6 +32,7 @@ type Counter = () => { counts: Record<string, number>; lost: number | null };
 
 function leaseCounter(stores: FleetStores): Counter {
   let seen = stores.kube.requests.length;
+  let lostBefore = stores.kube.leases.writes.get(409) ?? 0;
   return () => {
     const counts: Record<string, number> = {};
     for (const r of stores.kube.requests.slice(seen)) {
@@ -42,8 +43,10 @@ function leaseCounter(stores: FleetStores): Counter {
       counts[op] = (counts[op] ?? 0) + 1;
     }
     seen = stores.kube.requests.length;
-    // the stand-in keeps no answers: lost writes are counted at the Blob proxy only
-    return { counts, lost: null };
+    // the stand-in counts its answers to writes: 409, another writer came first
+    const lost = (stores.kube.leases.writes.get(409) ?? 0) - lostBefore;
+    lostBefore += lost;
+    return { counts, lost };
   };
 }
 

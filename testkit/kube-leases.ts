@@ -3,7 +3,7 @@
  * (https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/lease-v1/): what the
  * fleet budget's Lease store calls, with the real paths, bodies and status codes.
  *
- *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases?labelSelector=k=v   LeaseList
+ *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases?labelSelector=k=v,j!=w   LeaseList
  *   POST /apis/coordination.k8s.io/v1/namespaces/{ns}/leases          201; 409 AlreadyExists
  *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 404 NotFound
  *   PUT  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 409 Conflict when
@@ -63,12 +63,14 @@ export class LeaseRegistry {
   }
 
   #list(res: ServerResponse, ns: string, selector: string | null): void {
+    // equality-based requirements, as the API server reads them: k=v, k==v, k!=v (true also without the label)
     const wanted = (selector ?? '')
       .split(',')
       .filter(Boolean)
-      .map((kv) => kv.split('='));
+      .map((r) => /^([^!=]+)(!=|==|=)(.*)$/.exec(r.trim()))
+      .map((m) => ({ key: m?.[1] ?? '', not: m?.[2] === '!=', value: m?.[3] ?? '' }));
     const items = [...this.leases.values()].filter(
-      (l) => l.metadata.namespace === ns && wanted.every(([k, v]) => l.metadata.labels?.[k!] === v),
+      (l) => l.metadata.namespace === ns && wanted.every((w) => (l.metadata.labels?.[w.key] === w.value) !== w.not),
     );
     json(res, 200, { kind: 'LeaseList', apiVersion: `${GROUP}/v1`, metadata: { resourceVersion: this.#nextRv() }, items: items.map(full) });
   }

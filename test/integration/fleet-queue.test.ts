@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import { KIND_LABEL, leaseName } from '../../src/fleet/budget/stores/lease.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import { asSlot } from '../../src/fleet/budget/records.ts';
 import { DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
@@ -202,6 +203,32 @@ describe.each(STORE_KINDS)('the fleet budget over the %s store', (kind) => {
     const records = (await readSlots(x!)).filter((s) => s.member !== null);
     expect(records.map((s) => s.vm).sort()).toEqual(['vm-x', 'vm-y', 'vm-z']);
     expect(records.filter((s) => s.name.startsWith('slot-x-'))).toHaveLength(2);
+  });
+});
+
+describe('the Lease store lists one kind of record', () => {
+  it('asks the API server for slots or members by label, and still lists a Lease written before the kind label', async () => {
+    const group = 'kinds';
+    const store = await openFleetStore(
+      FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config('kubernetes') }).store,
+      group,
+    );
+    await store.put('slot-0', { member: null }, null);
+    await store.put('member-a', { member: 'a' }, null);
+    await store.put('slot-1', { member: null }, null);
+    // slot-1 as an older version wrote it: the group's label only
+    const old = fleetStores().kube.leases.leases.get(`se-bridge/${leaseName(group, 'slot-1')}`)!;
+    delete old.metadata.labels![KIND_LABEL];
+    const before = fleetStores().kube.requests.length;
+    expect((await store.list('slot-')).map((r) => r.name).sort()).toEqual(['slot-0', 'slot-1']);
+    expect((await store.list('member-')).map((r) => r.name)).toEqual(['member-a']);
+    const lists = fleetStores()
+      .kube.requests.slice(before)
+      .map((r) => decodeURIComponent(r.path));
+    expect(lists).toEqual([
+      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=member,se-bridge.io/kind!=record'),
+      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=slot,se-bridge.io/kind!=record'),
+    ]);
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * LeaseFleetStore keeps a group's records as coordination.k8s.io/v1 Leases in one namespace: one
- * Lease per record (`se-bridge-<group>-<name>`, labelled with the group), the record in an
+ * Lease per record (`se-bridge-<group>-<name>`, labelled with the group and the kind of record), the record in an
  * annotation, the holder in `spec.holderIdentity` so `kubectl get leases` reads well. A Lease is
  * created with POST (409 AlreadyExists when another came first) and replaced with PUT carrying the
  * resourceVersion read (409 Conflict when it changed since).
@@ -18,6 +18,16 @@ type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
 export const RECORD_ANNOTATION = 'se-bridge.io/record';
 export const NAME_ANNOTATION = 'se-bridge.io/name';
 export const GROUP_LABEL = 'se-bridge.io/group';
+/** What a Lease holds (slot, member, record), so a list asks the API server for one kind only. */
+export const KIND_LABEL = 'se-bridge.io/kind';
+
+const kindOf = (name: string): string => (name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : 'record');
+
+/** selectorFor: the labels of a list of records named `prefix`…; a Lease written before the kind label is listed as any kind. */
+function selectorFor(group: string, prefix: string): string {
+  const others = ['slot', 'member', 'record'].filter((k) => k !== kindOf(prefix));
+  return [`${GROUP_LABEL}=${group}`, ...(prefix === '' ? [] : others.map((k) => `${KIND_LABEL}!=${k}`))].join(',');
+}
 
 /** leaseName: a DNS subdomain name for a record of a group (hashed when a name would be too long or not a name). */
 export function leaseName(group: string, name: string): string {
@@ -73,7 +83,7 @@ export class LeaseFleetStore implements FleetStore {
       metadata: {
         name: lease,
         namespace: this.#namespace,
-        labels: { [GROUP_LABEL]: this.#group },
+        labels: { [GROUP_LABEL]: this.#group, [KIND_LABEL]: kindOf(name) },
         annotations: { [NAME_ANNOTATION]: name, [RECORD_ANNOTATION]: JSON.stringify(value) },
         ...(version === null ? {} : { resourceVersion: version }),
       },
@@ -114,7 +124,7 @@ export class LeaseFleetStore implements FleetStore {
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
     try {
       const leases = await this.#api.listNamespacedLease(
-        { namespace: this.#namespace, labelSelector: `${GROUP_LABEL}=${this.#group}` },
+        { namespace: this.#namespace, labelSelector: selectorFor(this.#group, prefix) },
         this.#with(signal),
       );
       return leases.items

@@ -28,7 +28,7 @@ const RETRY_MS = 2000;
 const HOLD_MS = 6000;
 
 /** Counts of one store's requests by operation, taken since the last call. */
-type Counter = () => { counts: Record<string, number>; lost: number | null };
+type Counter = () => { counts: Record<string, number>; lost: number | null; bytes?: number };
 
 function leaseCounter(stores: FleetStores): Counter {
   let seen = stores.kube.requests.length;
@@ -106,6 +106,8 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
     idlePerMemberPerMinute: perMemberMinute(idle.counts, n, 2 * (HEARTBEAT_S / 60)),
     idleTotalPerMemberPerMinute: Math.round((sum(idle.counts) / n / ((2 * HEARTBEAT_S) / 60)) * 100) / 100,
     wavePerMemberPerMinute: perMemberMinute(wave.counts, n, 1),
+    idleKiBPerMemberPerMinute: idle.bytes === undefined ? null : Math.round(idle.bytes / 1024 / n / ((2 * HEARTBEAT_S) / 60)),
+    waveKiBPerMemberPerMinute: wave.bytes === undefined ? null : Math.round(wave.bytes / 1024 / n),
     waveTotalPerMemberPerMinute: Math.round((sum(wave.counts) / n) * 100) / 100,
     granted: grants.length,
     handOffs,

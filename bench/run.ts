@@ -22,7 +22,7 @@
  *   F. fleet budgets: a slot given back to the next held member's StartRequests with 10 and 50
  *      bridges in one group, over both stores; a daemon's memory with and without `fleet`;
  *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
- *      members (bench/fleet-cost.ts).
+ *      members (bench/fleet-cost.ts); F3. one group across 30 bridges as processes (bench/fleet-processes.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -37,6 +37,7 @@ import { phaseBurst } from './burst.ts';
 import { phaseTemplates } from './templates.ts';
 import { phaseBudget } from './budget.ts';
 import { phaseFleetCost } from './fleet-cost.ts';
+import { phaseFleetProcesses } from './fleet-processes.ts';
 
 try {
   const machine = {
@@ -81,6 +82,8 @@ try {
   const budget = await phaseBudget();
   log('F2: what a fleet budget costs its store (10, 100 and 300 members, both stores, a simulated clock)');
   const cost = await phaseFleetCost(quick ? [10, 100] : [10, 100, 300]);
+  log('F3: a fleet budget across 30 bridges as processes (one group of 3 slots, every maintenance at once)');
+  const processes = await phaseFleetProcesses(quick ? 12 : 30);
 
   const strip = (d: ReturnType<typeof dist>) => ({
     n: d.n,
@@ -115,6 +118,7 @@ try {
       runs: budget.runs.map((r) => ({ ...r, releaseToNextStart: strip(r.releaseToNextStart) })),
       rssMiB: budget.rssMiB,
       storeCost: cost,
+      processes: { ...processes, releaseToNextStart: strip(processes.releaseToNextStart) },
     },
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -208,8 +212,8 @@ try {
         `| ${r.members} bridges, ${r.maxUnavailable} slots, ${r.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${r.approved} | ${r.mostAtOnce} | ${r.releaseToNextStart.p50} ms | ${r.releaseToNextStart.p99} ms |`,
     ),
     '',
-    '| fleet budget: requests to the store per member per minute (3 slots, heartbeat 30 s, retryMs 2 s) | idle | a wave (every member at once, 6 s each) | lost writes per hand-off | served out of queue order |',
-    '|---|---|---|---|---|',
+    '| fleet budget: requests to the store per member per minute (3 slots, heartbeat 30 s, retryMs 2 s) | idle | a wave (every member at once, 6 s each) | KiB answered per member per minute: idle, wave | lost writes per hand-off | served out of queue order |',
+    '|---|---|---|---|---|---|',
     ...cost.map(
       (c) =>
         `| ${c.members} members, ${c.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${c.idleTotalPerMemberPerMinute} (${Object.entries(
@@ -218,8 +222,14 @@ try {
           .map(([k, v]) => `${k} ${v}`)
           .join(', ')}) | ${c.waveTotalPerMemberPerMinute} (${Object.entries(c.wavePerMemberPerMinute)
           .map(([k, v]) => `${k} ${v}`)
-          .join(', ')}) | ${c.lostWritesPerHandOff ?? '-'} | ${c.servedOutOfOrder} of ${c.granted} |`,
+          .join(
+            ', ',
+          )}) | ${c.idleKiBPerMemberPerMinute ?? '-'}, ${c.waveKiBPerMemberPerMinute ?? '-'} | ${c.lostWritesPerHandOff ?? '-'} | ${c.servedOutOfOrder} of ${c.granted} |`,
     ),
+    '',
+    `| fleet budget across ${processes.members} bridges as processes, ${processes.maxUnavailable} slots, every maintenance at once (policy, IMDS read every 1 s, retryMs 2 s) | approved | most down at once | served out of the queue's order | a slot given back to the next StartRequests: p50 | p90 | max | lost writes per hand-off |`,
+    '|---|---|---|---|---|---|---|---|',
+    `| Blob Storage (Azurite), ${processes.waveSeconds} s for the wave, ${processes.requestsPerMemberPerMinute} requests per member per minute | ${processes.approved} | ${processes.mostDownAtOnce} | ${processes.servedOutOfOrder} (grant ${processes.outOfOrderRanks.join(', ') || '-'}) | ${Math.round(processes.releaseToNextStart.p50)} ms | ${Math.round(processes.releaseToNextStart.p90)} ms | ${Math.round(processes.releaseToNextStart.max)} ms | ${processes.lostWritesPerHandOff} |`,
     '',
     `| the package's daemon, one file sink, after ${quick ? 8 : 20} s | RSS |`,
     '|---|---|',

@@ -1,7 +1,8 @@
 /**
  * CountingProxy: an HTTP relay on 127.0.0.1 in front of Azure Blob Storage (Azurite) that counts
  * every request by the Blob operation it is (List Blobs, Get Blob, Put Blob, Delete Blob, ...) and
- * every conditional write the service refused (409, 412): what a fleet budget costs its store.
+ * every conditional write the service refused (409, 412), and the bytes it answered: what a
+ * fleet budget costs its store.
  */
 import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,6 +25,8 @@ export class CountingProxy {
   counts = new Map<string, number>();
   /** Conditional writes refused (409, 412) since the last reset. */
   lost = 0;
+  /** Bytes of the answers' bodies since the last reset. */
+  bytes = 0;
 
   constructor(targetUrl: string) {
     this.#target = new URL(targetUrl);
@@ -37,6 +40,7 @@ export class CountingProxy {
         (answer: IncomingMessage) => {
           if ((answer.statusCode === 409 || answer.statusCode === 412) && (op === 'write' || op === 'delete')) this.lost++;
           res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.on('data', (chunk: Buffer) => (this.bytes += chunk.length));
           answer.pipe(res);
         },
       );
@@ -56,10 +60,11 @@ export class CountingProxy {
   }
 
   /** take: the counts since the last take, and a fresh start. */
-  take(): { counts: Record<string, number>; lost: number } {
-    const out = { counts: Object.fromEntries(this.counts), lost: this.lost };
+  take(): { counts: Record<string, number>; lost: number; bytes: number } {
+    const out = { counts: Object.fromEntries(this.counts), lost: this.lost, bytes: this.bytes };
     this.counts = new Map();
     this.lost = 0;
+    this.bytes = 0;
     return out;
   }
 

@@ -95,7 +95,7 @@ describe('the queue of held approvals', () => {
   });
 
   it('lets the first 2 × maxUnavailable look at every retry, the others less often the further back, at least once a heartbeat', () => {
-    expect([0, 5, 6, 9, 12, 300].map((p) => pauseFor(p, 3, 2000, 30_000))).toEqual([0, 0, 4000, 6000, 8000, 30_000]);
+    expect([0, 5, 6, 9, 12, 300].map((p) => pauseFor(p, 3, 2000, 30_000))).toEqual([0, 0, 2000, 4000, 6000, 30_000]);
   });
 
   it('holds a member far back again without a look at the slots until its pause has passed', () => {
@@ -108,8 +108,13 @@ describe('the queue of held approvals', () => {
     const said = new Error('held');
     place.heldAgain(said);
     place.looked(NOW);
-    expect(place.resting(NOW + 3999)).toBe(said);
-    expect(place.resting(NOW + 4000)).toBeNull();
+    expect(place.resting(NOW + 2999)).toBe(said);
+    expect(place.resting(NOW + 3000)).toBeNull();
+    // two members served since it read its place (slots taken after): it stands at 2, and looks sooner
+    place.served([{ since: at(1) }, { since: at(2) }, { since: at(-5) }, { since: null }]);
+    expect(place.position).toBe(2);
+    expect(place.resting(NOW + 999)).toBe(said);
+    expect(place.resting(NOW + 1000)).toBeNull();
     // at the head with one slot free: its turn, on the first free slot
     expect(place.place([], me, NOW, 1)).toBe(0);
     place.done();

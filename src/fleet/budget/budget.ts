@@ -164,6 +164,7 @@ export class FleetBudget implements ApprovalGate {
       } catch (err) {
         if (err instanceof ApprovalError && err.code === 'HELD') {
           this.#o.hooks?.onHeld?.(request.via);
+          this.#place.served(this.#slots.holders);
           // said in the member record, so `fleet status` and `status` show who holds it back, since when, and the queue
           throw this.#place.heldNow(event.eventId, err, request.via, need, this.#now());
         }

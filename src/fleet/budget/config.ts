@@ -26,7 +26,7 @@ export const FleetConfig = z
       .max(7 * 86400)
       .default(1800)
       .describe(
-        "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it.",
+        "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it. At least three heartbeats.",
       ),
     heartbeatSeconds: z
       .number()
@@ -35,7 +35,7 @@ export const FleetConfig = z
       .max(3600)
       .default(30)
       .describe(
-        'How often a member writes its record (events, slot, heartbeat) and renews the slot it holds; each period varied by up to a fifth either way, so members started together drift apart.',
+        'How often a member writes its record (events, slot, heartbeat) and reads its slot back; each period varied by up to a fifth either way, so members started together drift apart. A held slot is renewed at the IMDS reads, at most once a heartbeat.',
       ),
     storeTimeoutMs: z
       .number()
@@ -52,7 +52,9 @@ export const FleetConfig = z
       .min(200)
       .max(300_000)
       .default(2000)
-      .describe('How often an approval held by the budget (policy, hooks) asks for a slot again.'),
+      .describe(
+        "How often an approval held by the budget (policy, hooks) asks for a slot again, at the head of the group's queue; further back, less often.",
+      ),
   })
   .superRefine((f, ctx) => {
     // a living holder renews its slot at its IMDS reads; one that cannot (rebooting, or its store slow) must not lose it within a few heartbeats

@@ -76,14 +76,14 @@ export function inOrder(a: Waiter, b: Waiter): number {
 }
 
 /**
- * pauseFor: how long a member at `position` lets pass between two looks at the slots. The first
- * 2 × maxUnavailable look at every retry (a slot given back goes to the head within about one
- * IMDS read, and the next in line is ready behind it); the others look less often the further back
- * they stand, at least once a heartbeat (when they read the queue again anyway).
+ * pauseFor: how long a member at `position` lets pass between two looks at the slots: nothing
+ * for the first 2 × maxUnavailable (a slot given back goes to the head within about one IMDS
+ * read, and the next in line is ready behind it), then retryMs × ⌊position / maxUnavailable − 1⌋,
+ * at most a heartbeat (when it reads its place again anyway).
  */
 export function pauseFor(position: number, maxUnavailable: number, retryMs: number, heartbeatMs: number): number {
   if (position < 2 * maxUnavailable) return 0;
-  return Math.min(heartbeatMs, retryMs * Math.floor(position / maxUnavailable));
+  return Math.min(heartbeatMs, retryMs * Math.floor(position / maxUnavailable - 1));
 }
 
 const timeOf = (iso: string | null, fallback: number): number => {
@@ -101,6 +101,9 @@ export class QueuePlace {
   readonly #retryMs: number;
   readonly #heartbeatMs: number;
   #position: number | null = null;
+  /** When this member last read its place, and what it was then. */
+  #placedAt = Number.NEGATIVE_INFINITY;
+  #placed = 0;
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
   readonly #approvals = new Map<string, HeldApproval>();
@@ -186,11 +189,24 @@ export class QueuePlace {
     // the other members waiting for the same maintenance (it names them too) are served with it
     const ahead = waitersOf(members, me.member, now).filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0);
     this.#position = ahead.length;
+    this.#placed = ahead.length;
+    this.#placedAt = now;
     if (first && rivalsOf(members, me.member, now) > 0) return null;
     // the free slots go down the queue in order; a maintenance that needs more than are left is passed over, keeping none
     let left = free;
     for (const w of ahead) if (w.need <= left) left -= w.need;
     return me.need <= left ? free - left : null;
+  }
+
+  /**
+   * served moves this member up by the members served since it last read its place (the slots
+   * taken since, as a look at the slots shows them), so one that stands back looks again sooner
+   * as the queue ahead of it is served, with no read of the members' records.
+   */
+  served(holders: readonly { readonly since: string | null }[]): void {
+    if (this.#position === null) return;
+    const since = holders.filter((h) => h.since !== null && Date.parse(h.since) > this.#placedAt).length;
+    this.#position = Math.max(0, this.#placed - since);
   }
 
   /** heldAgain: the answer to give while resting. */

@@ -26,7 +26,7 @@ import { MemberSlots } from './slots.ts';
 import { MemberRecordWriter } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
-import { namedIn, takeForAll, type ManyContext, type Named } from './many.ts';
+import { giveBackForOthers, namedIn, takeForAll, type ManyContext, type Named } from './many.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -120,16 +120,14 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /**
-   * take holds a slot for an early approval of `event`, or throws ApprovalError HELD (no slot
-   * free: 409 with the holders) or FLEET_STORE_UNAVAILABLE (fail closed: 503). A forced request
-   * is granted past the budget, and on the record.
+   * take holds a slot for an early approval of `event`, or throws ApprovalError HELD (409 with the holders) or
+   * FLEET_STORE_UNAVAILABLE (fail closed: 503). A forced request is granted past the budget, on the record.
    */
   take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     const attempt = this.#take(event, request);
     if (request.force !== true) return attempt;
-    // a person's forced approval waits for the store no longer than one call's deadline, even
-    // behind a heartbeat the store holds up: past it, it goes on, on the record (the attempt still
-    // writes the overflow record when the store answers)
+    // a person's forced approval waits for the store one call's deadline at most, even behind a held-up
+    // heartbeat: past it, it goes on, on the record (the attempt still writes its record when the store answers)
     const ms = this.#o.config.storeTimeoutMs;
     return withDeadline(attempt, ms, () => new FleetStoreError('take a slot', `no answer within ${ms / 1000} s`)).catch((err: unknown) => {
       if (!(err instanceof FleetStoreError)) throw err;
@@ -192,7 +190,10 @@ export class FleetBudget implements ApprovalGate {
 
   /** abandon gives back what `take` took for an approval that IMDS then refused. */
   abandon(eventId: string): Promise<void> {
-    return this.#serial(() => this.#slots.release((ids) => ids.filter((id) => id !== eventId))).catch((err: unknown) => {
+    return this.#serial(async () => {
+      await this.#slots.release((ids) => ids.filter((id) => id !== eventId));
+      await giveBackForOthers(this.#many, eventId);
+    }).catch((err: unknown) => {
       this.#o.logger.warn({ eventId, ...errorFields(err) }, 'fleet budget: could not give back the slot of a refused approval');
     });
   }

@@ -132,6 +132,21 @@ export async function takeForAll(
   );
 }
 
+/** giveBackForOthers gives back the slots an approval of `eventId` wrote in other members' names (IMDS refused it). */
+export async function giveBackForOthers(ctx: ManyContext, eventId: string): Promise<void> {
+  const now = ctx.now();
+  const theirs = (await ctx.slots.read()).filter((r) => {
+    const s = asSlot(r.value);
+    return live(s, now) && s.member !== ctx.me && (s.eventIds ?? []).includes(eventId);
+  });
+  await giveBack(
+    ctx.store,
+    theirs.map((r) => ({ name: r.name, record: asSlot(r.value), version: r.version, before: r })),
+    eventId,
+    now,
+  );
+}
+
 /** underBudget: the slots read back hold no more members than the group allows. */
 async function underBudget(ctx: ManyContext): Promise<boolean> {
   const now = ctx.now();

@@ -85,18 +85,20 @@ export async function budgetDemo(dir: string, logger: ReturnType<typeof createLo
       for (const { name, sim, bridge } of members) {
         const s = bridge?.fleet;
         if (s == null || sim === undefined) continue;
+        // a member held stays held until it holds a slot (a moment with no holder is the queue's turn being decided)
         const line =
           s.slot !== null
             ? `holds ${s.slot.name}: approved, in maintenance`
             : sim.startRequests.length > 0
               ? 'maintenance over, slot given back'
-              : s.holders.length > 0
+              : s.holders.length > 0 || s.held.length > 0 || seen.get(name) === 'held'
                 ? 'held'
                 : 'preparing';
         if (line.startsWith('maintenance over') && !back.has(name)) back.set(name, Date.now());
         if (seen.get(name) !== line) {
           const holders = s.holders.map((h) => h.vm).join(', ');
-          say(`  ${at(Date.now())}  ${name}: ${line}${line === 'held' && holders !== '' ? ` (the slot is held by ${holders})` : ''}`);
+          const why = holders !== '' ? ` (the slot is held by ${holders})` : " (waiting for its turn in the group's queue)";
+          say(`  ${at(Date.now())}  ${name}: ${line}${line === 'held' ? why : ''}`);
           seen.set(name, line);
         }
       }

@@ -71,7 +71,12 @@ describe('se-bridge demo', () => {
       /\nweb-0\s+\w{8}\s+change-pipeline \(api\)\s+1\nweb-1\s+\w{8}\s+approval link \(link\)\s+1\nweb-2\s+\w{8}\s+on-call \(api\)\s+1\n/,
     ); // the fleet budget: one of three at a time, the others held until the slot is given back
     expect(r.stdout).toMatch(/Fleet budget: db-0, db-1 and db-2 in group "db", which allows one member down at once\./);
-    expect(r.stdout.match(/: held \(the slot is held by db-\d\)/g) ?? []).toHaveLength(2);
+    // at least two of the three are held (all three when each asked after the others' events were in the queue), each said once
+    const held = [...r.stdout.matchAll(/(db-\d): held \((?:the slot is held by db-\d|waiting for its turn in the group's queue)\)/g)].map(
+      (m) => m[1],
+    );
+    expect(held.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(held).size).toBe(held.length);
     expect(r.stdout.match(/: maintenance over, slot given back/g) ?? []).toHaveLength(3);
     expect(r.stdout).toMatch(/One member at a time: each approval waited for the previous member/);
     // the collision three reboots at one time make is said once; the daemons' log lines stay out of the story

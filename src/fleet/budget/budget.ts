@@ -8,60 +8,25 @@
  * decides), said in `/readyz`, `status`, a log line and a metric, until the store answers again.
  * A forced approval goes past the budget, on the record.
  */
-import type { Logger } from 'pino';
 import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../../approval/service.ts';
 import { affects } from '../../imds/identity.ts';
-import type { BridgeView } from '../../imds/view.ts';
 import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
 import { sleep, spread, withDeadline } from '../../lib/time.ts';
-import type { FleetConfig } from './config.ts';
-import { FleetStoreError, type FleetStore } from './stores/port.ts';
-import { memberKey, memberEventsOf, MEMBER_PREFIX, slotState, type Holder, type MemberRecord, type SlotState, asSlot } from './records.ts';
+import { FleetStoreError } from './stores/port.ts';
+import { memberKey, memberEventsOf, MEMBER_PREFIX, slotState, asSlot } from './records.ts';
 import { membersOf, RecordWarnings } from './parse.ts';
 import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
+import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
 import { giveBackForOthers, namedIn, takeForAll, type ManyContext, type Named } from './many.ts';
 
-export interface BudgetHooks {
-  /** An approval was held (via: policy, hooks, api, link, slack, cli). */
-  onHeld?(via: string): void;
-  /** A store operation failed. */
-  onStoreError?(operation: string): void;
-  /** The group's live slots as last read: held by this member, and by the others. */
-  onSlots?(self: number, others: number): void;
-  /** The members' records, as read at a heartbeat and when this member learns of a new maintenance. */
-  onMembers?(members: readonly MemberRecord[]): void;
-}
-
-export interface BudgetOptions {
-  readonly config: FleetConfig;
-  readonly store: FleetStore;
-  readonly view: BridgeView;
-  readonly logger: Logger;
-  /** Whether an ended event's preparations were given back (nothing prepared is still out). */
-  readonly givenBack: (eventId: string) => boolean;
-  readonly hooks?: BudgetHooks;
-  readonly now?: () => number;
-}
-
-/** What /readyz and status say of the budget. */
-export interface BudgetState {
-  readonly group: string;
-  readonly maxUnavailable: number;
-  readonly store: string;
-  readonly storeReachable: boolean;
-  readonly lastError: string | null;
-  /** The slot this member holds, if any. */
-  readonly slot: SlotState | null;
-  /** The group's holders as last read. */
-  readonly holders: readonly Holder[];
-}
+export type { BudgetState } from './types.ts';
 
 export class FleetBudget implements ApprovalGate {
   readonly #o: BudgetOptions;
@@ -116,6 +81,8 @@ export class FleetBudget implements ApprovalGate {
       lastError: this.#health.lastError,
       slot: held === null || slot == null ? null : slotState(slot.name, held),
       holders: this.#slots.holders,
+      held: [...this.#place.approvals.keys()],
+      place: this.#place.position,
     };
   }
 

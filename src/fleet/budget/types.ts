@@ -1,0 +1,47 @@
+/**
+ * What the fleet budget is given (its options, the hooks it calls) and what it says of itself
+ * (its state, in /readyz and status).
+ */
+import type { Logger } from 'pino';
+import type { BridgeView } from '../../imds/view.ts';
+import type { FleetConfig } from './config.ts';
+import type { FleetStore } from './stores/port.ts';
+import type { Holder, MemberRecord, SlotState } from './records.ts';
+
+export interface BudgetHooks {
+  /** An approval was held (via: policy, hooks, api, link, slack, cli). */
+  onHeld?(via: string): void;
+  /** A store operation failed. */
+  onStoreError?(operation: string): void;
+  /** The group's live slots as last read: held by this member, and by the others. */
+  onSlots?(self: number, others: number): void;
+  /** The members' records, as read at a heartbeat and when this member learns of a new maintenance. */
+  onMembers?(members: readonly MemberRecord[]): void;
+}
+
+export interface BudgetOptions {
+  readonly config: FleetConfig;
+  readonly store: FleetStore;
+  readonly view: BridgeView;
+  readonly logger: Logger;
+  /** Whether an ended event's preparations were given back (nothing prepared is still out). */
+  readonly givenBack: (eventId: string) => boolean;
+  readonly hooks?: BudgetHooks;
+  readonly now?: () => number;
+}
+
+/** What /readyz and status say of the budget. */
+export interface BudgetState {
+  readonly group: string;
+  readonly maxUnavailable: number;
+  readonly store: string;
+  readonly storeReachable: boolean;
+  readonly lastError: string | null;
+  /** The slot this member holds, if any. */
+  readonly slot: SlotState | null;
+  /** The group's holders as last read. */
+  readonly holders: readonly Holder[];
+  /** This member's early approvals the budget holds (EventIds), and its place in the group's queue when it last read it. */
+  readonly held: readonly string[];
+  readonly place: number | null;
+}

@@ -4,13 +4,17 @@
  * poll loop would.
  */
 import { pino } from 'pino';
+import type { z } from 'zod';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
 import { FleetConfig } from '../src/fleet/budget/config.ts';
+import { HealthMonitor } from '../src/fleet/budget/health-checks.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../src/fleet/budget/stores/port.ts';
 import type { VmIdentity } from '../src/imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../src/imds/wire.ts';
 import { memberVm, type FleetStores, type StoreKind } from './fleet-stores.ts';
+
+const silentLogger = pino({ level: 'silent' });
 
 export interface Member {
   readonly budget: FleetBudget;
@@ -24,6 +28,8 @@ export interface Member {
   now: number | null;
   /** read: the member reads this document (its events), as the poll loop hands it over. */
   read(events: ScheduledEvent[]): Promise<void>;
+  /** Its health checks, when `more.health` configures them (on the member's clock). */
+  readonly health?: HealthMonitor;
 }
 
 /**
@@ -35,7 +41,7 @@ export async function budgetMember(
   kind: StoreKind,
   group: string,
   name: string,
-  more: Partial<FleetConfig> = {},
+  more: Partial<z.input<typeof FleetConfig>> = {},
   wrap: (store: FleetStore) => FleetStore = (s) => s,
 ): Promise<Member> {
   const config = FleetConfig.parse({
@@ -61,13 +67,16 @@ export async function budgetMember(
       await m.budget.onRead(view.document);
     },
   };
+  const clock = () => m.now ?? Date.now();
+  if (config.health !== undefined) (m as { health?: HealthMonitor }).health = new HealthMonitor(config.health, silentLogger, clock);
   (m as { budget: FleetBudget }).budget = new FleetBudget({
     config,
     store,
+    ...(m.health === undefined ? {} : { health: m.health }),
     view,
     logger: pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
     givenBack: () => m.givenBack,
-    now: () => m.now ?? Date.now(),
+    now: clock,
   });
   return m;
 }

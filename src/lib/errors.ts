@@ -69,6 +69,8 @@ export const CODES = {
   FLEET_COLLISION: 'more members of a fleet group are due for maintenance at once than it allows (a fleet.collision CloudEvent)',
   FLEET_SLOT_LOST:
     'the slot a member held was found taken by another member (its recorded end had passed) or gone; it no longer counts as down',
+  FLEET_HEALTH_TIMEOUT:
+    'a member was still not healthy timeoutSeconds after its maintenance (fleet.health): its slot was given back all the same',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
   // drills
   DRILL_REFUSED:

@@ -11,6 +11,7 @@ import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import { FleetBudget } from './budget.ts';
 import { Forecast, type CollisionDeps } from './collisions.ts';
 import { Waves } from './waves.ts';
+import { HealthMonitor } from './health-checks.ts';
 import { errorFields } from '../../lib/errors.ts';
 import type { FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
@@ -45,9 +46,11 @@ export async function attachBudget(ctx: BudgetContext) {
       ctx.committed([event]);
     },
   });
+  const health = fleet.health === undefined ? undefined : new HealthMonitor(fleet.health, ctx.logger);
   const budget = new FleetBudget({
     config: fleet,
     store,
+    ...(health === undefined ? {} : { health }),
     view: ctx.state,
     logger: ctx.logger,
     givenBack: ctx.givenBack,
@@ -80,7 +83,11 @@ export async function attachBudget(ctx: BudgetContext) {
     // the budget keeps a drill out of everything the fleet sees (FleetBudget.#realDocument)
     onRead: (document: EventsDocument) => void budget.onRead(document),
     details: () => budget.state(),
-    run: (signal: AbortSignal) => budget.run(signal),
+    // the health checks run beside the heartbeats; a change is written in the member record at once
+    run: async (signal: AbortSignal) => {
+      await Promise.all([budget.run(signal), health?.run(signal, () => void budget.healthChanged())]);
+    },
+    close: async () => health?.close(),
     state: () => budget.state(),
   };
 }

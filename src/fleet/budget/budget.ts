@@ -24,6 +24,7 @@ import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
+import { Settling, unhealthyOf } from './health-gate.ts';
 import { giveBackForOthers, namedIn, takeForAll, type ManyContext, type Named } from './many.ts';
 
 export type { BudgetState } from './types.ts';
@@ -36,6 +37,7 @@ export class FleetBudget implements ApprovalGate {
   #queue: Promise<unknown> = Promise.resolve();
   readonly #health: StoreHealth;
   readonly #record: MemberRecordWriter;
+  readonly #settling: Settling;
   readonly #place: QueuePlace;
   readonly #following = new Latest<EventsDocument>((d) =>
     this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
@@ -45,6 +47,7 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
+    this.#settling = new Settling(options.health, options.config.health, options.logger);
     this.#place = new QueuePlace(options.config);
     this.#warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
@@ -120,10 +123,12 @@ export class FleetBudget implements ApprovalGate {
         const named = await this.#named(event);
         need = Math.max(1, named.length);
         const turn = (free: number) => this.#turn(event, free, need);
+        // with health checks, an unhealthy member counts against the budget as one in maintenance
+        const sick = this.#o.health ? unhealthyOf(membersOf(await this.#o.store.list(MEMBER_PREFIX)), this.#me, this.#now()) : [];
         const grant =
           named.length > 1
-            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined)
-            : await this.#slots.take(event, mode, request, queued ? turn : undefined);
+            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, sick)
+            : await this.#slots.take(event, mode, request, queued ? turn : undefined, sick);
         this.#place.granted(event.eventId);
         return grant;
       } catch (err) {
@@ -175,6 +180,14 @@ export class FleetBudget implements ApprovalGate {
     return this.#following.run(document);
   }
 
+  /** healthChanged writes this member's record at once when its health changed. */
+  healthChanged(): Promise<void> {
+    return this.#serial(() => this.#writeMember(false)).then(
+      () => undefined,
+      (err: unknown) => this.#health.failed('write the member record', err),
+    );
+  }
+
   /** heartbeat renews the slot this member holds, writes its member record, and reads the group. */
   heartbeat(): Promise<void> {
     return this.#serial(async () => {
@@ -224,7 +237,10 @@ export class FleetBudget implements ApprovalGate {
     const listed = new Set(mine.map((e) => e.eventId));
     // an approval is held while its event is Scheduled: one Started or gone waits no more
     this.#place.keep(new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId)));
-    await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id)));
+    // given back once over, its preparations given back, and the member whole again (healthy for settleSeconds)
+    const now = this.#now();
+    await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id) || !this.#settling.settled(id, now)));
+    this.#settling.keep(new Set(slots.heldFor));
     for (const e of mine.filter((x) => x.eventStatus === 'Started' && !slots.heldFor.includes(x.eventId))) {
       // a maintenance of several members may have been approved by another, with a slot in this member's name: read first
       if (e.resources.length > 1) await slots.read();
@@ -261,6 +277,7 @@ export class FleetBudget implements ApprovalGate {
       heartbeatSeconds: this.#o.config.heartbeatSeconds,
       events: memberEventsOf(mine ?? this.#mine(), this.#slots.heldFor, this.#place.approvals),
       slot: this.#slots.held?.name ?? null,
+      ...(this.#o.health?.state ? { health: this.#o.health.state } : {}),
     };
     return this.#record.write(record, this.#now(), force);
   }

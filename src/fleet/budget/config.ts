@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { FleetStoreConfig } from './stores/config.ts';
+import { HealthConfig } from './health-checks.ts';
 
 export const FleetConfig = z
   .strictObject({
@@ -46,6 +47,9 @@ export const FleetConfig = z
       .describe(
         'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
       ),
+    health: HealthConfig.optional().describe(
+      "When this member is whole again, and whether it is now: its slot is kept until it has been healthy for settleSeconds after its maintenance, and an unhealthy member counts against the group's budget.",
+    ),
     retryMs: z
       .number()
       .int()

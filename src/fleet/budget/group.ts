@@ -29,6 +29,8 @@ export interface GroupStatus {
     readonly heartbeatAt: string;
     /** Its heartbeat stopped: no record for three heartbeats. */
     readonly stale: boolean;
+    /** Its health, when it checks it: healthy or not, since when, why not. */
+    readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
   }[];
   readonly slots: readonly ({ readonly slot: string } & Holder)[];
   /** The records of another shape (another version's, edited by hand, not JSON, too large): left out, each named once. */
@@ -79,6 +81,7 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
         holdsSlot: slots.some((s) => s.vm === m.vm),
         heartbeatAt: m.heartbeatAt,
         stale: now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000,
+        ...(m.health === undefined ? {} : { health: m.health }),
       })),
       slots,
       skipped: skippedOf([...slotRecords, ...memberRecords]),
@@ -116,11 +119,12 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
         g.slots.map((s) => [s.slot, s.vm, s.eventId ?? '-', s.since ?? '-', s.until ?? '-', s.mode ?? '-']),
       ),
     );
+  const withHealth = g.members.some((m) => m.health !== undefined);
   if (g.members.length > 0)
     out.push(
       '',
       table(
-        ['MEMBER', 'SLOT', 'EVENTS', 'HEARTBEAT'],
+        ['MEMBER', 'SLOT', 'EVENTS', 'HEARTBEAT', ...(withHealth ? ['HEALTH'] : [])],
         g.members.map((m) => [
           m.vm,
           m.holdsSlot ? 'yes' : '-',
@@ -130,6 +134,7 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
             )
             .join('; ') || '-',
           `${m.heartbeatAt}${m.stale ? ' (stopped)' : ''}`,
+          ...(withHealth ? [healthText(m.health)] : []),
         ]),
       ),
     );
@@ -142,3 +147,7 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
     );
   return `${out.join('\n')}\n`;
 }
+
+/** healthText: a member's health as a person reads it. */
+const healthText = (h: GroupStatus['members'][number]['health']): string =>
+  h === undefined ? '-' : `${h.healthy ? 'healthy' : `not healthy (${h.detail ?? 'no detail'})`} since ${h.since}`;

@@ -26,6 +26,7 @@ import {
   type SlotRecord,
 } from './records.ts';
 import type { MemberSlots } from './slots.ts';
+import { unhealthyText, type Unhealthy } from './health-gate.ts';
 
 /** A member an event names: its key and identity. */
 export interface Named {
@@ -69,10 +70,12 @@ export async function takeForAll(
   mode: 'early' | 'forced',
   request: ApprovalRequest,
   admit?: (free: number, need: number) => Promise<number | null>,
+  unhealthy: readonly Unhealthy[] = [],
 ): Promise<Grant> {
   const { config, store } = ctx;
   const note = mode === 'forced' ? downText(config.group, named) : undefined;
   let holders: ReturnType<typeof holderOf>[] = [];
+  let sick: Unhealthy[] = [];
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = ctx.now();
     const records = await ctx.slots.read();
@@ -85,7 +88,9 @@ export async function takeForAll(
     const fresh = needing.filter((n) => slotOf(n.key) === undefined);
     const byName = new Map(records.map((r) => [r.name, r]));
     const free = Array.from({ length: config.maxUnavailable }, (_, i) => slotName(i)).filter((n) => !alive.some((r) => r.name === n));
-    const available = free.length - alive.filter((r) => r.name.startsWith(OVERFLOW_PREFIX)).length;
+    // an unhealthy member that holds no slot (and is not one this maintenance takes down) counts as one in maintenance
+    sick = unhealthy.filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
+    const available = free.length - alive.filter((r) => r.name.startsWith(OVERFLOW_PREFIX)).length - sick.length;
     if (mode === 'early' && fresh.length > available) break;
     const turn = mode === 'early' && admit !== undefined ? await admit(available, fresh.length) : 0;
     if (turn === null) break;
@@ -107,7 +112,7 @@ export async function takeForAll(
       if (version === null) break;
       done.push({ ...w, version });
     }
-    const confirmed = done.length === writes.length && (mode === 'forced' || (await underBudget(ctx)));
+    const confirmed = done.length === writes.length && (mode === 'forced' || (await underBudget(ctx, sick.length)));
     if (confirmed) {
       await ctx.slots.read();
       ctx.logger.info(
@@ -126,7 +131,7 @@ export async function takeForAll(
   }
   throw new ApprovalError(
     'HELD',
-    `${downText(config.group, named)}; the group allows ${config.maxUnavailable} and has not that many slots free`,
+    `${downText(config.group, named)}; the group allows ${config.maxUnavailable} and has not that many slots free${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}`,
     undefined,
     holders,
   );
@@ -148,9 +153,9 @@ export async function giveBackForOthers(ctx: ManyContext, eventId: string): Prom
 }
 
 /** underBudget: the slots read back hold no more members than the group allows. */
-async function underBudget(ctx: ManyContext): Promise<boolean> {
+async function underBudget(ctx: ManyContext, unhealthy: number): Promise<boolean> {
   const now = ctx.now();
-  const down = (await ctx.slots.read()).filter((r) => live(asSlot(r.value), now)).length;
+  const down = (await ctx.slots.read()).filter((r) => live(asSlot(r.value), now)).length + unhealthy;
   return down <= ctx.config.maxUnavailable;
 }
 

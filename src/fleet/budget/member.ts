@@ -21,7 +21,7 @@ export class MemberRecordWriter {
   /** write writes the record when `force` (a heartbeat) or when what it says changed; true when it wrote. */
   async write(record: Omit<MemberRecord, 'heartbeatAt'>, now: number, force: boolean): Promise<boolean> {
     // who holds the slots ahead of a held approval changes at every hand-off: said at the heartbeat, not written for
-    const shape = JSON.stringify({ events: record.events.map(withoutHolders), slot: record.slot });
+    const shape = JSON.stringify({ events: record.events.map(withoutHolders), slot: record.slot, health: record.health?.since });
     if (!force && (shape === this.#lastShape || now - this.#lastAt < 1000)) return false;
     const full: MemberRecord = { ...record, heartbeatAt: new Date(now).toISOString() };
     const name = memberName(record.member);

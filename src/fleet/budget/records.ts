@@ -48,6 +48,8 @@ export interface MemberRecord {
   readonly events: readonly MemberEvent[];
   /** The slot record this member holds, if any. */
   readonly slot: string | null;
+  /** Its health, when it checks it (`fleet.health`). */
+  readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
 }
 
 /** memberEventsOf: this member's events as its record says them: whether its slot is held for each, and the approvals the budget holds. */
@@ -134,6 +136,7 @@ export const MemberSchema: z.ZodType<MemberRecord> = z.object({
     }),
   ),
   slot: z.string().nullable(),
+  health: z.object({ healthy: z.boolean(), since: z.string(), detail: z.string().optional() }).optional(),
 });
 
 /** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */

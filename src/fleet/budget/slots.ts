@@ -1,10 +1,8 @@
 /**
- * MemberSlots: one member's side of its group's slots, over the store's conditional writes. It
- * knows which slot this member holds (as last read or written) and who holds the others, and it
- * takes, narrows, renews and gives back its slot. Every write is conditional on the version read,
- * so two members racing for the last slot never both win; a lost write is tried again from a
- * fresh read. FleetBudget (budget.ts) runs these one at a time and turns store failures into a
- * closed budget.
+ * MemberSlots: one member's side of its group's slots, over the store's conditional writes: which
+ * slot it holds and who holds the others; it takes, narrows, renews and gives back its slot. Every
+ * write is conditional on the version read, so two members racing for the last slot never both
+ * win. FleetBudget (budget.ts) runs these one at a time and turns store failures into a closed budget.
  */
 import type { Logger } from 'pino';
 import { ApprovalError, type ApprovalRequest, type Grant } from '../../approval/service.ts';
@@ -27,6 +25,7 @@ import {
   slotRecordOf,
 } from './records.ts';
 import type { RecordWarnings } from './parse.ts';
+import { unhealthyText, type Unhealthy } from './health-gate.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
 const MAX_ROUNDS = 8;
@@ -87,8 +86,10 @@ export class MemberSlots {
     mode: HoldMode,
     request: ApprovalRequest,
     admit?: (free: number) => Promise<number | null>,
+    unhealthy: readonly Unhealthy[] = [],
   ): Promise<Grant> {
     const { key: me } = this.#o.me();
+    let sick: Unhealthy[] = [];
     const { maxUnavailable, marginSeconds, group } = this.#o.config;
     let holders: Holder[] = [];
     // down already (Azure started it) and holding nothing: said in the store before anything is read,
@@ -117,18 +118,20 @@ export class MemberSlots {
         return r === undefined || !live(asSlot(r.value), now);
       });
       holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
+      // an unhealthy member that holds no slot counts as one in maintenance
+      sick = unhealthy.filter((u) => !slots.some((r) => asSlot(r.value).member === u.key && live(asSlot(r.value), now)));
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
-      if (free.length - overflow > 0) {
+      if (free.length - overflow - sick.length > 0) {
         // an early approval waits its turn: only the head of the queue tries for what is free, each
         // member admitted for its own free slot (the second in line for the second one)
-        const turn = mode === 'early' && admit !== undefined ? await admit(free.length - overflow) : 0;
+        const turn = mode === 'early' && admit !== undefined ? await admit(free.length - overflow - sick.length) : 0;
         if (turn === null) break;
         const name = free[turn % free.length]!;
         const before = byName.get(name);
         if (!(await this.#put(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null))) continue;
         // read back: a member that went down past the budget meanwhile (its overflow record written
         // between this member's read and its write) is counted, and this early slot given back
-        if (mode === 'early' && !(await this.#confirmed(name))) break;
+        if (mode === 'early' && !(await this.#confirmed(name, sick.length))) break;
         const previous = before === undefined ? null : asSlot(before.value);
         if (previous !== null && previous.member !== null)
           this.#o.logger.warn(
@@ -147,7 +150,7 @@ export class MemberSlots {
     const who = holders.map((h) => `${h.vm}${h.eventId ? ` (${h.eventId})` : ''}${h.since ? ` since ${h.since}` : ''}`).join(', ');
     throw new ApprovalError(
       'HELD',
-      `group ${group} allows ${maxUnavailable} member${maxUnavailable === 1 ? '' : 's'} in maintenance at once; ${who === '' ? 'the slots are being taken by others' : `held by ${who}`}`,
+      `group ${group} allows ${maxUnavailable} member${maxUnavailable === 1 ? '' : 's'} in maintenance at once; ${who === '' ? (sick.length > 0 ? 'none in maintenance' : 'the slots are being taken by others') : `held by ${who}`}${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}`,
       undefined,
       holders,
     );
@@ -181,9 +184,9 @@ export class MemberSlots {
    * members down (holders and overflow records, this one included) are more than the group allows,
    * the slot is given back at once, before IMDS is told anything, and false is returned.
    */
-  async #confirmed(name: string): Promise<boolean> {
+  async #confirmed(name: string, unhealthy: number): Promise<boolean> {
     const now = this.#now();
-    const down = (await this.read()).filter((r) => live(asSlot(r.value), now)).length;
+    const down = (await this.read()).filter((r) => live(asSlot(r.value), now)).length + unhealthy;
     if (down <= this.#o.config.maxUnavailable) return true;
     this.#o.logger.info(
       { slot: name, down, group: this.#o.config.group },

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore } from './stores/port.ts';
+import type { HealthMonitor } from './health-checks.ts';
 import type { Holder, MemberRecord, SlotState } from './records.ts';
 
 export interface BudgetHooks {
@@ -28,6 +29,8 @@ export interface BudgetOptions {
   readonly givenBack: (eventId: string) => boolean;
   readonly hooks?: BudgetHooks;
   readonly now?: () => number;
+  /** This member's health checks, when `fleet.health` is configured (their loop runs beside the budget's). */
+  readonly health?: HealthMonitor;
 }
 
 /** What /readyz and status say of the budget. */

@@ -1,0 +1,149 @@
+/**
+ * A member's health checks (`fleet.health`): is the service on this VM whole? An HTTP endpoint
+ * that must answer an expected status, or a command that must exit 0; all configured must pass.
+ * HealthMonitor runs them every `intervalSeconds` (each with a deadline) and says since when the
+ * member has been healthy or not. The budget keeps a member's slot until it has been healthy
+ * without a break for `settleSeconds` after its maintenance, and counts an unhealthy member as
+ * unavailable, as a disruption budget counts a pod that is not Ready.
+ */
+import { spawn } from 'node:child_process';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { messageOf } from '../../lib/errors.ts';
+import { HttpClient } from '../../lib/http-client.ts';
+import { sleep, withDeadline } from '../../lib/time.ts';
+
+const HttpCheck = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }).describe('The endpoint to GET.'),
+  expect: z.number().int().min(100).max(599).default(200).describe('The status that means healthy.'),
+});
+const ExecCheck = z.strictObject({
+  command: z.array(z.string().min(1)).min(1).describe('The program and its arguments; exit 0 means healthy.'),
+});
+const oneOrMore = <T extends z.ZodType>(t: T) =>
+  z.union([t, z.array(t).min(1)]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
+
+export const HealthConfig = z
+  .strictObject({
+    http: oneOrMore(HttpCheck).optional().describe('One endpoint, or several: each must answer its expected status.'),
+    exec: oneOrMore(ExecCheck).optional().describe('One command, or several: each must exit 0.'),
+    intervalSeconds: z.number().int().min(1).max(3600).default(10).describe('How often the checks run.'),
+    settleSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .default(120)
+      .describe('How long the member must be healthy, without a break, after its maintenance before its slot is given back.'),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 86_400)
+      .default(1800)
+      .describe('Still not healthy this long after its maintenance: the slot is given back all the same, said with FLEET_HEALTH_TIMEOUT.'),
+  })
+  .refine((h) => (h.http?.length ?? 0) + (h.exec?.length ?? 0) > 0, { message: 'needs at least one check: http or exec' });
+export type HealthConfig = z.infer<typeof HealthConfig>;
+
+/** A member's health as its record says it. */
+export interface HealthState {
+  readonly healthy: boolean;
+  /** Since when it has been as it is (ISO). */
+  readonly since: string;
+  /** Why not, when not. */
+  readonly detail?: string;
+}
+
+/** How long one check may take at most: its deadline on the client. */
+const CHECK_DEADLINE_MS = 10_000;
+
+export class HealthMonitor {
+  readonly #config: HealthConfig;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #http = new HttpClient({ proxy: 'none', maxSockets: 2, keepAliveMs: 5000 });
+  #state: HealthState | null = null;
+
+  constructor(config: HealthConfig, logger: Logger, now: () => number = Date.now) {
+    this.#config = config;
+    this.#logger = logger;
+    this.#now = now;
+  }
+
+  /** state: the health as last checked; null before the first check. */
+  get state(): HealthState | null {
+    return this.#state;
+  }
+
+  /** healthyFor: how long the member has been healthy without a break (0 when it is not, or not checked yet). */
+  healthyFor(now: number = this.#now()): number {
+    const s = this.#state;
+    return s === null || !s.healthy ? 0 : Math.max(0, now - Date.parse(s.since));
+  }
+
+  /** check runs every check once, and returns the health it found. */
+  async check(signal?: AbortSignal): Promise<HealthState> {
+    const ms = Math.min(CHECK_DEADLINE_MS, this.#config.intervalSeconds * 1000);
+    const problems: string[] = [];
+    await Promise.all([
+      ...(this.#config.http ?? []).map(async (c) => {
+        const why = await this.#bounded(ms, signal, (s) => this.#httpCheck(c.url, c.expect, s));
+        if (why !== null) problems.push(why);
+      }),
+      ...(this.#config.exec ?? []).map(async (c) => {
+        const why = await this.#bounded(ms, signal, (s) => execCheck(c.command, s));
+        if (why !== null) problems.push(why);
+      }),
+    ]);
+    const healthy = problems.length === 0;
+    const before = this.#state;
+    if (before === null || before.healthy !== healthy) {
+      this.#state = { healthy, since: new Date(this.#now()).toISOString(), ...(healthy ? {} : { detail: problems.join('; ') }) };
+      this.#logger.info(
+        { healthy, detail: problems },
+        healthy ? 'fleet budget: this member is healthy' : 'fleet budget: this member is not healthy',
+      );
+    } else if (!healthy) this.#state = { ...before, detail: problems.join('; ') };
+    return this.#state!;
+  }
+
+  /** run checks every intervalSeconds until the signal aborts. */
+  async run(signal: AbortSignal, onCheck?: (state: HealthState) => void): Promise<void> {
+    while (!signal.aborted) {
+      onCheck?.(await this.check(signal));
+      await sleep(this.#config.intervalSeconds * 1000, signal).catch(() => undefined);
+    }
+  }
+
+  close(): void {
+    this.#http.close();
+  }
+
+  async #bounded(ms: number, outer: AbortSignal | undefined, run: (signal: AbortSignal) => Promise<string | null>): Promise<string | null> {
+    const deadline = new AbortController();
+    const signal = outer === undefined ? deadline.signal : AbortSignal.any([outer, deadline.signal]);
+    try {
+      return await withDeadline(run(signal), ms, () => {
+        deadline.abort();
+        return new Error(`no answer within ${ms / 1000} s`);
+      });
+    } catch (err) {
+      return messageOf(err);
+    }
+  }
+
+  async #httpCheck(url: string, expect: number, signal: AbortSignal): Promise<string | null> {
+    const res = await this.#http.request(url, { method: 'GET', signal, maxBodyBytes: 4096, onOverflow: 'destroy' });
+    return res.status === expect ? null : `${url} answered ${res.status}, not ${expect}`;
+  }
+}
+
+/** execCheck runs a command; null when it exits 0, else why not. */
+function execCheck(command: readonly string[], signal: AbortSignal): Promise<string | null> {
+  return new Promise((resolve) => {
+    const child = spawn(command[0]!, command.slice(1), { stdio: 'ignore', signal, windowsHide: true });
+    child.on('error', (err) => resolve(`${command[0]}: ${messageOf(err)}`));
+    child.on('exit', (code, sig) => resolve(code === 0 ? null : `${command[0]} exited ${code ?? sig}`));
+  });
+}

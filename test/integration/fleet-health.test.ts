@@ -1,0 +1,163 @@
+/**
+ * The fleet budget's health gate over its two real stores (Azurite through @azure/storage-blob;
+ * the Kubernetes API stand-in, written from the API reference since no API server can run here,
+ * through @kubernetes/client-node), with real health checks: an HTTP endpoint on 127.0.0.1 whose
+ * answer the test sets, and real commands. Members run in this process on a clock the test sets.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { HealthConfig, HealthMonitor } from '../../src/fleet/budget/health-checks.ts';
+import { budgetMember } from '../../testkit/fleet-members.ts';
+import { fleetStoresPerFile, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
+import { silentLogger, waitFor } from '../helpers.ts';
+import { startBridge, stopAll } from '../../testkit/harness.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
+
+const fleetStores = fleetStoresPerFile();
+const api = { by: 'test', via: 'api' } as const;
+
+/** Each VM's health endpoint: /<vm> answers the status the test set for it (200 unless set). */
+const statuses = new Map<string, number>();
+let server: Server;
+let silentServer: Server;
+beforeAll(async () => {
+  server = createServer((req, res) => res.writeHead(statuses.get(req.url?.slice(1) ?? '') ?? 200).end());
+  silentServer = createServer(() => undefined); // takes the request, never answers
+  await Promise.all([server, silentServer].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
+});
+afterAll(async () => {
+  silentServer.closeAllConnections();
+  await Promise.all([server, silentServer].map((s) => new Promise((resolve) => s.close(resolve))));
+});
+const url = (s: Server, path: string) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/${path}`;
+
+describe('health checks', () => {
+  it('an HTTP endpoint must answer its status, a command must exit 0, an endpoint that never answers fails within the deadline', async () => {
+    statuses.set('h-bad', 503);
+    const node = process.execPath;
+    const check = (h: unknown) => new HealthMonitor(HealthConfig.parse({ intervalSeconds: 1, ...(h as object) }), silentLogger).check();
+    expect(await check({ http: { url: url(server, 'h-ok') }, exec: { command: [node, '-e', 'process.exit(0)'] } })).toMatchObject({
+      healthy: true,
+    });
+    const bad = await check({ http: [{ url: url(server, 'h-ok') }, { url: url(server, 'h-bad') }] });
+    expect(bad).toMatchObject({ healthy: false, detail: `${url(server, 'h-bad')} answered 503, not 200` });
+    expect(await check({ http: { url: url(server, 'h-bad'), expect: 503 } })).toMatchObject({ healthy: true });
+    expect(await check({ exec: { command: [node, '-e', 'process.exit(3)'] } })).toMatchObject({
+      healthy: false,
+      detail: expect.stringMatching(/exited 3$/),
+    });
+    expect(await check({ exec: { command: ['/nonexistent/kafka-in-sync'] } })).toMatchObject({
+      healthy: false,
+      detail: expect.stringMatching(/ENOENT/),
+    });
+    expect(await check({ http: { url: url(silentServer, 'x') } })).toMatchObject({ healthy: false, detail: 'no answer within 1 s' });
+  });
+
+  it('a configuration with no check is refused, naming the key', () => {
+    const r = FleetConfig.safeParse({
+      group: 'g',
+      maxUnavailable: 1,
+      store: { type: 'kubernetes', namespace: 'n' },
+      health: { settleSeconds: 5 },
+    });
+    expect(r.error?.issues[0]).toMatchObject({ path: ['health'], message: 'needs at least one check: http or exec' });
+  });
+});
+
+describe.each(STORE_KINDS)('the health gate over the %s store', (kind) => {
+  it('an unhealthy member counts against the budget; a slot is kept until the member is healthy for settleSeconds after its maintenance, or timeoutSeconds', async () => {
+    const group = `health-${kind}`;
+    const health = (vm: string) => ({
+      health: { http: { url: url(server, `${group}-${vm}`) }, intervalSeconds: 1, settleSeconds: 60, timeoutSeconds: 600 },
+    });
+    const [a, b] = await Promise.all(['vm-a', 'vm-b'].map((vm) => budgetMember(fleetStores(), kind, group, vm, health(vm))));
+    const t0 = Date.now();
+    a!.now = t0;
+    b!.now = t0;
+    // vm-b is not healthy (it holds no slot): vm-a's early approval is held, and says why
+    statuses.set(`${group}-vm-b`, 503);
+    await Promise.all([a!.health!.check(), b!.health!.check()]);
+    await Promise.all([a!.budget.heartbeat(), b!.budget.heartbeat()]);
+    const ea = scheduledFor('vm-a');
+    await a!.read([ea]);
+    const held = await a!.budget.take(ea, api).catch((err: unknown) => err);
+    expect(held).toMatchObject({ code: 'HELD', message: expect.stringMatching(/vm-b is not healthy since .* answered 503, not 200\)$/) });
+    // healthy again: written at once, and the slot is granted
+    statuses.delete(`${group}-vm-b`);
+    b!.now = t0 + 2000; // a record is written at most once a second
+    await b!.health!.check();
+    await b!.budget.healthChanged();
+    expect(await a!.budget.take(ea, api)).toMatchObject({ slot: 'slot-0' });
+
+    // the maintenance is over, but vm-a is not whole yet: its slot is kept
+    statuses.set(`${group}-vm-a`, 503);
+    a!.now = t0 + 10_000;
+    await a!.health!.check();
+    await a!.read([]);
+    expect(a!.budget.state().slot).not.toBeNull();
+    // healthy from t0 + 20 s: kept until it has been for 60 s
+    statuses.delete(`${group}-vm-a`);
+    a!.now = t0 + 20_000;
+    await a!.health!.check();
+    a!.now = t0 + 79_000;
+    await a!.read([]);
+    expect(a!.budget.state().slot).not.toBeNull();
+    const eb = scheduledFor('vm-b');
+    await b!.read([eb]);
+    expect(await outcome(b!.budget.take(eb, api))).toBe('HELD');
+    a!.now = t0 + 80_000;
+    await a!.read([]);
+    expect(a!.budget.state().slot).toBeNull();
+    b!.now = t0 + 80_000;
+    expect(await b!.budget.take(eb, api)).toMatchObject({ slot: 'slot-0' });
+
+    // never healthy after its maintenance: given back at timeoutSeconds, said loudly
+    statuses.set(`${group}-vm-b`, 500);
+    b!.now = t0 + 90_000;
+    await b!.health!.check();
+    await b!.read([]);
+    b!.now = t0 + 90_000 + 599_000;
+    await b!.read([]);
+    expect(b!.budget.state().slot).not.toBeNull();
+    b!.now = t0 + 90_000 + 600_000;
+    await b!.read([]);
+    expect(b!.budget.state().slot).toBeNull();
+    expect(b!.lines.filter((l) => l.code === 'FLEET_HEALTH_TIMEOUT')).toHaveLength(1);
+  });
+});
+
+describe('the health gate in a running bridge', () => {
+  afterEach(() => stopAll());
+
+  it('checks its health on its own, writes it in its record at once when it changes, and fleet status shows it', async () => {
+    const group = 'health-bridge';
+    const fleet = {
+      group,
+      maxUnavailable: 1,
+      store: fleetStores().config('blob'),
+      heartbeatSeconds: 30,
+      health: { http: { url: url(server, `${group}-vm-h`) }, intervalSeconds: 1, settleSeconds: 5 },
+    };
+    const h = await startBridge({
+      sim: { vmName: 'vm-h', peers: [] },
+      sinks: (d) => [{ name: 'audit', type: 'file', path: join(d, 'e.jsonl') }],
+      config: { fleet },
+    });
+    const config = FleetConfig.parse(fleet);
+    const healthOf = async () => (await readGroup(config)).members.find((m) => m.vm === 'vm-h')?.health;
+    await waitFor(async () => (await healthOf())?.healthy === true, 'vm-h healthy in its record', 15_000, 200);
+    statuses.set(`${group}-vm-h`, 503);
+    // well before the next heartbeat (30 s): the change is written when it is seen
+    const sick = await waitFor(
+      async () => ((await healthOf())?.healthy === false ? healthOf() : null),
+      'vm-h not healthy in its record',
+      10_000,
+      200,
+    );
+    expect(sick).toMatchObject({ healthy: false, detail: expect.stringMatching(/answered 503, not 200$/) });
+    expect(h.bridge.fleet).not.toBeNull();
+  }, 40_000);
+});

@@ -129,6 +129,31 @@ describe.each(STORE_KINDS)('the health gate over the %s store', (kind) => {
   });
 });
 
+describe.each(STORE_KINDS)('zones one at a time over the %s store', (kind) => {
+  it('holds an early approval while a member of another zone is in maintenance; members of one zone, or without a zone, go together', async () => {
+    const group = `zones-${kind}`;
+    const more = { maxUnavailable: 3, zones: 'one-at-a-time' as const };
+    const [a, b, c, d] = await Promise.all(
+      ['vm-a', 'vm-b', 'vm-c', 'vm-d'].map((vm) => budgetMember(fleetStores(), kind, group, vm, more)),
+    );
+    a!.view.vm = { ...a!.view.vm, zone: '1' };
+    b!.view.vm = { ...b!.view.vm, zone: '2' };
+    c!.view.vm = { ...c!.view.vm, zone: '1' };
+    const [ea, eb, ec, ed] = ['vm-a', 'vm-b', 'vm-c', 'vm-d'].map((vm) => scheduledFor(vm));
+    expect(await a!.budget.take(ea!, api)).toMatchObject({ slot: 'slot-0' });
+    const held = await b!.budget.take(eb!, api).catch((err: unknown) => err);
+    expect(held).toMatchObject({
+      code: 'HELD',
+      message: expect.stringMatching(/zone 1 is in maintenance \(vm-a\); the group takes one zone at a time$/),
+    });
+    expect(await c!.budget.take(ec!, api)).toMatchObject({ slot: 'slot-1' });
+    // a member with no zone (a regional VM) conflicts with none
+    expect(await d!.budget.take(ed!, api)).toMatchObject({ slot: 'slot-2' });
+    await Promise.all([a!.read([]), c!.read([]), d!.read([])]);
+    expect(await b!.budget.take(eb!, api)).toMatchObject({ slot: 'slot-0' });
+  });
+});
+
 describe('the health gate in a running bridge', () => {
   afterEach(() => stopAll());
 

@@ -47,6 +47,12 @@ export const FleetConfig = z
       .describe(
         'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
       ),
+    zones: z
+      .enum(['one-at-a-time'])
+      .optional()
+      .describe(
+        'one-at-a-time: an early approval never takes a member down while a member of another availability zone is in maintenance (the zone from instance metadata).',
+      ),
     health: HealthConfig.optional().describe(
       "When this member is whole again, and whether it is now: its slot is kept until it has been healthy for settleSeconds after its maintenance, and an unhealthy member counts against the group's budget.",
     ),

@@ -26,12 +26,13 @@ import {
   type SlotRecord,
 } from './records.ts';
 import type { MemberSlots } from './slots.ts';
+import { zoneConflict } from './zones.ts';
 import { unhealthyText, type Unhealthy } from './health-gate.ts';
 
 /** A member an event names: its key and identity. */
 export interface Named {
   readonly key: string;
-  readonly vm: { readonly name: string; readonly resourceId: string | null };
+  readonly vm: { readonly name: string; readonly resourceId: string | null; readonly zone?: string | null };
 }
 
 export interface ManyContext {
@@ -50,7 +51,7 @@ const MAX_ROUNDS = 8;
 export function namedIn(event: Pick<ScheduledEvent, 'resources'>, me: Named, members: readonly MemberRecord[]): Named[] {
   const others = members
     .filter((m) => m.member !== me.key && affects(event.resources, m.vm))
-    .map((m) => ({ key: m.member, vm: { name: m.vm, resourceId: m.resourceId } }));
+    .map((m) => ({ key: m.member, vm: { name: m.vm, resourceId: m.resourceId, zone: m.zone ?? null } }));
   return others.length === 0 ? [] : [me, ...others];
 }
 
@@ -76,6 +77,7 @@ export async function takeForAll(
   const note = mode === 'forced' ? downText(config.group, named) : undefined;
   let holders: ReturnType<typeof holderOf>[] = [];
   let sick: Unhealthy[] = [];
+  let zoneWhy: string | null = null;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = ctx.now();
     const records = await ctx.slots.read();
@@ -91,7 +93,15 @@ export async function takeForAll(
     // an unhealthy member that holds no slot (and is not one this maintenance takes down) counts as one in maintenance
     sick = unhealthy.filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
     const available = free.length - alive.filter((r) => r.name.startsWith(OVERFLOW_PREFIX)).length - sick.length;
-    if (mode === 'early' && fresh.length > available) break;
+    zoneWhy =
+      mode === 'early' && config.zones !== undefined
+        ? zoneConflict(
+            records,
+            named.map((n) => n.vm.zone),
+            now,
+          )
+        : null;
+    if (zoneWhy !== null || (mode === 'early' && fresh.length > available)) break;
     const turn = mode === 'early' && admit !== undefined ? await admit(available, fresh.length) : 0;
     if (turn === null) break;
     const writes: { name: string; record: SlotRecord; version: string | null; before: Versioned | undefined }[] = [
@@ -131,7 +141,7 @@ export async function takeForAll(
   }
   throw new ApprovalError(
     'HELD',
-    `${downText(config.group, named)}; the group allows ${config.maxUnavailable} and has not that many slots free${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}`,
+    `${downText(config.group, named)}; the group allows ${config.maxUnavailable} and has not that many slots free${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
     undefined,
     holders,
   );

@@ -26,6 +26,8 @@ export interface SlotRecord {
   readonly mode?: HoldMode;
   readonly by?: string;
   readonly reason?: string;
+  /** The holder's availability zone, when it has one (for `zones: one-at-a-time`). */
+  readonly zone?: string | null;
 }
 
 export interface MemberEvent {
@@ -48,6 +50,8 @@ export interface MemberRecord {
   readonly events: readonly MemberEvent[];
   /** The slot record this member holds, if any. */
   readonly slot: string | null;
+  /** Its availability zone, when it has one. */
+  readonly zone?: string | null;
   /** Its health, when it checks it (`fleet.health`). */
   readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
 }
@@ -114,6 +118,7 @@ export const SlotSchema: z.ZodType<SlotRecord> = z.object({
   mode: z.enum(['early', 'forced', 'started']).optional(),
   by: z.string().optional(),
   reason: z.string().optional(),
+  zone: z.string().nullable().optional(),
 });
 
 export const MemberSchema: z.ZodType<MemberRecord> = z.object({
@@ -137,6 +142,7 @@ export const MemberSchema: z.ZodType<MemberRecord> = z.object({
   ),
   slot: z.string().nullable(),
   health: z.object({ healthy: z.boolean(), since: z.string(), detail: z.string().optional() }).optional(),
+  zone: z.string().nullable().optional(),
 });
 
 /** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */
@@ -160,7 +166,7 @@ export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSec
 
 /** slotRecordOf: a member's slot record for `event`, from `now`. */
 export function slotRecordOf(
-  me: { readonly key: string; readonly vm: { readonly name: string; readonly resourceId: string | null } },
+  me: { readonly key: string; readonly vm: { readonly name: string; readonly resourceId: string | null; readonly zone?: string | null } },
   event: Pick<ScheduledEvent, 'eventId' | 'notBefore' | 'durationInSeconds'>,
   mode: HoldMode,
   request: { readonly by: string; readonly reason?: string | undefined },
@@ -177,6 +183,7 @@ export function slotRecordOf(
     mode,
     by: request.by,
     ...(request.reason ? { reason: request.reason } : {}),
+    ...(me.vm.zone ? { zone: me.vm.zone } : {}),
   };
 }
 

@@ -25,6 +25,8 @@ import {
   slotRecordOf,
 } from './records.ts';
 import type { RecordWarnings } from './parse.ts';
+import { overflowed, slotLost } from './said.ts';
+import { zoneConflict } from './zones.ts';
 import { unhealthyText, type Unhealthy } from './health-gate.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
@@ -39,8 +41,6 @@ export interface MemberSlotsOptions {
   readonly now: () => number;
   /** The group's live slots at each read: held by this member, and by the others. */
   readonly onSlots?: (self: number, others: number) => void;
-  /** The slot this member held was found taken by another, or gone. */
-  readonly onLost?: () => void;
   /** Names each slot record of another shape once. */
   readonly warnings?: RecordWarnings;
 }
@@ -88,8 +88,11 @@ export class MemberSlots {
     admit?: (free: number) => Promise<number | null>,
     unhealthy: readonly Unhealthy[] = [],
   ): Promise<Grant> {
-    const { key: me } = this.#o.me();
+    const { key: me, vm } = this.#o.me();
     let sick: Unhealthy[] = [];
+    let zoneWhy: string | null = null;
+    const zones = (slots: readonly Versioned[]) =>
+      this.#o.config.zones === undefined ? null : zoneConflict(slots, [vm.zone], this.#now(), me);
     const { maxUnavailable, marginSeconds, group } = this.#o.config;
     let holders: Holder[] = [];
     // down already (Azure started it) and holding nothing: said in the store before anything is read,
@@ -121,6 +124,8 @@ export class MemberSlots {
       // an unhealthy member that holds no slot counts as one in maintenance
       sick = unhealthy.filter((u) => !slots.some((r) => asSlot(r.value).member === u.key && live(asSlot(r.value), now)));
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
+      zoneWhy = mode === 'early' ? zones(slots) : null;
+      if (zoneWhy !== null) break;
       if (free.length - overflow - sick.length > 0) {
         // an early approval waits its turn: only the head of the queue tries for what is free, each
         // member admitted for its own free slot (the second in line for the second one)
@@ -131,7 +136,7 @@ export class MemberSlots {
         if (!(await this.#put(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null))) continue;
         // read back: a member that went down past the budget meanwhile (its overflow record written
         // between this member's read and its write) is counted, and this early slot given back
-        if (mode === 'early' && !(await this.#confirmed(name, sick.length))) break;
+        if (mode === 'early' && !(await this.#confirmed(name, sick.length, zones))) break;
         const previous = before === undefined ? null : asSlot(before.value);
         if (previous !== null && previous.member !== null)
           this.#o.logger.warn(
@@ -150,7 +155,7 @@ export class MemberSlots {
     const who = holders.map((h) => `${h.vm}${h.eventId ? ` (${h.eventId})` : ''}${h.since ? ` since ${h.since}` : ''}`).join(', ');
     throw new ApprovalError(
       'HELD',
-      `group ${group} allows ${maxUnavailable} member${maxUnavailable === 1 ? '' : 's'} in maintenance at once; ${who === '' ? (sick.length > 0 ? 'none in maintenance' : 'the slots are being taken by others') : `held by ${who}`}${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}`,
+      `group ${group} allows ${maxUnavailable} member${maxUnavailable === 1 ? '' : 's'} in maintenance at once; ${who === '' ? (sick.length > 0 ? 'none in maintenance' : 'the slots are being taken by others') : `held by ${who}`}${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
       undefined,
       holders,
     );
@@ -159,24 +164,8 @@ export class MemberSlots {
   /** overflowed: this member is down with its overflow record; said loudly when the group is past its budget with it. */
   #overflowed(event: ScheduledEvent, mode: HoldMode, slots: readonly Versioned[]): Grant {
     const { key: me, vm } = this.#o.me();
-    const { group, maxUnavailable } = this.#o.config;
-    const now = this.#now();
-    const down = slots.filter((r) => live(asSlot(r.value), now));
-    const name = overflowName(me);
-    if (down.length > maxUnavailable || mode === 'forced')
-      this.#o.logger.warn(
-        {
-          code: 'FLEET_OVER_BUDGET',
-          slot: name,
-          eventId: event.eventId,
-          group,
-          mode,
-          holders: this.#holders.filter((h) => h.vm !== vm.name),
-        },
-        `fleet budget: ${vm.name} is down past the budget of ${group} (${mode})`,
-      );
-    else this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: down, counted');
-    return { forced: mode === 'forced', slot: name };
+    const others = this.#holders.filter((h) => h.vm !== vm.name);
+    return overflowed(this.#o.logger, this.#o.config, { name: overflowName(me), vm: vm.name, event, mode, slots, others }, this.#now());
   }
 
   /**
@@ -184,10 +173,11 @@ export class MemberSlots {
    * members down (holders and overflow records, this one included) are more than the group allows,
    * the slot is given back at once, before IMDS is told anything, and false is returned.
    */
-  async #confirmed(name: string, unhealthy: number): Promise<boolean> {
+  async #confirmed(name: string, unhealthy: number, zones: (slots: readonly Versioned[]) => string | null): Promise<boolean> {
     const now = this.#now();
-    const down = (await this.read()).filter((r) => live(asSlot(r.value), now)).length + unhealthy;
-    if (down <= this.#o.config.maxUnavailable) return true;
+    const slots = await this.read();
+    const down = slots.filter((r) => live(asSlot(r.value), now)).length + unhealthy;
+    if (down <= this.#o.config.maxUnavailable && zones(slots) === null) return true;
     this.#o.logger.info(
       { slot: name, down, group: this.#o.config.group },
       'fleet budget: another member went down meanwhile; slot given back',
@@ -250,7 +240,9 @@ export class MemberSlots {
     const before = this.#held;
     this.#held = slots.find((r) => asSlot(r.value).member === me) ?? null;
     if (before != null && this.#held === null)
-      this.#lost(
+      slotLost(
+        this.#o.logger,
+        this.#o.config.group,
         before,
         slots.find((r) => r.name === before.name),
       );
@@ -258,24 +250,6 @@ export class MemberSlots {
     const self = slots.filter((r) => asSlot(r.value).member === me && live(asSlot(r.value), now)).length;
     this.#o.onSlots?.(self, this.#holders.length - self);
     return slots;
-  }
-
-  /** lost: the slot this member held is another's now (taken over past its recorded end) or gone: said at once. */
-  #lost(held: Versioned, now: Versioned | undefined): void {
-    const s = asSlot(held.value);
-    const to = now === undefined ? null : asSlot(now.value);
-    this.#o.logger.error(
-      {
-        code: 'FLEET_SLOT_LOST',
-        slot: held.name,
-        eventIds: s.eventIds ?? [],
-        until: s.until,
-        to: to?.vm ?? null,
-        group: this.#o.config.group,
-      },
-      `fleet budget: ${held.name}, held for ${(s.eventIds ?? []).join(', ')}, is ${to?.member ? `held by ${to.vm ?? to.member} now` : 'gone from the store'}; this member no longer counts as down`,
-    );
-    this.#o.onLost?.();
   }
 
   /** remove deletes this member's overflow record conditionally; on success it holds nothing. */

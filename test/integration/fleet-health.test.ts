@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { HealthConfig, HealthMonitor } from '../../src/fleet/budget/health-checks.ts';
 import { budgetMember } from '../../testkit/fleet-members.ts';
+import { PrometheusStandIn } from '../../testkit/prometheus-standin.ts';
 import { fleetStoresPerFile, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { silentLogger, waitFor } from '../helpers.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
@@ -56,6 +57,26 @@ describe('health checks', () => {
     expect(await check({ http: { url: url(silentServer, 'x') } })).toMatchObject({ healthy: false, detail: 'no answer within 1 s' });
   });
 
+  it('a Prometheus query must answer no sample (its HTTP API, a stand-in); a query it refuses is not healthy either', async () => {
+    const prometheus = await new PrometheusStandIn().start();
+    try {
+      const q = 'kafka_server_replicamanager_underreplicatedpartitions > 0';
+      const check = () =>
+        new HealthMonitor(HealthConfig.parse({ intervalSeconds: 1, prometheus: { url: prometheus.url, query: q } }), silentLogger).check();
+      expect(await check()).toMatchObject({ healthy: true });
+      prometheus.series.set(q, [{ metric: { instance: 'kafka-0:9308' }, value: '3' }]);
+      expect(await check()).toMatchObject({ healthy: false, detail: `${q}: 1 sample` });
+      prometheus.bad.add(q);
+      expect(await check()).toMatchObject({
+        healthy: false,
+        detail: expect.stringMatching(/^Prometheus answered 400: invalid parameter "query"/),
+      });
+      expect(prometheus.asked).toEqual([q, q, q]);
+    } finally {
+      await prometheus.close();
+    }
+  });
+
   it('a configuration with no check is refused, naming the key', () => {
     const r = FleetConfig.safeParse({
       group: 'g',
@@ -63,7 +84,7 @@ describe('health checks', () => {
       store: { type: 'kubernetes', namespace: 'n' },
       health: { settleSeconds: 5 },
     });
-    expect(r.error?.issues[0]).toMatchObject({ path: ['health'], message: 'needs at least one check: http or exec' });
+    expect(r.error?.issues[0]).toMatchObject({ path: ['health'], message: 'needs at least one check: http, exec or prometheus' });
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * A member's health checks (`fleet.health`): is the service on this VM whole? An HTTP endpoint
- * that must answer an expected status, or a command that must exit 0; all configured must pass.
+ * that must answer an expected status, a command that must exit 0, a Prometheus query that must
+ * answer no sample (https://prometheus.io/docs/prometheus/latest/querying/api/); all must pass.
  * HealthMonitor runs them every `intervalSeconds` (each with a deadline) and says since when the
  * member has been healthy or not. The budget keeps a member's slot until it has been healthy
  * without a break for `settleSeconds` after its maintenance, and counts an unhealthy member as
@@ -20,6 +21,10 @@ const HttpCheck = z.strictObject({
 const ExecCheck = z.strictObject({
   command: z.array(z.string().min(1)).min(1).describe('The program and its arguments; exit 0 means healthy.'),
 });
+const PrometheusCheck = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }).describe('The Prometheus server (its HTTP API: /api/v1/query).'),
+  query: z.string().min(1).describe('A PromQL query: any sample in its answer means not healthy.'),
+});
 const oneOrMore = <T extends z.ZodType>(t: T) =>
   z.union([t, z.array(t).min(1)]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
 
@@ -27,6 +32,9 @@ export const HealthConfig = z
   .strictObject({
     http: oneOrMore(HttpCheck).optional().describe('One endpoint, or several: each must answer its expected status.'),
     exec: oneOrMore(ExecCheck).optional().describe('One command, or several: each must exit 0.'),
+    prometheus: oneOrMore(PrometheusCheck)
+      .optional()
+      .describe('One query, or several: each must answer no sample (an alert-style query: what is wrong).'),
     intervalSeconds: z.number().int().min(1).max(3600).default(10).describe('How often the checks run.'),
     settleSeconds: z
       .number()
@@ -43,7 +51,9 @@ export const HealthConfig = z
       .default(1800)
       .describe('Still not healthy this long after its maintenance: the slot is given back all the same, said with FLEET_HEALTH_TIMEOUT.'),
   })
-  .refine((h) => (h.http?.length ?? 0) + (h.exec?.length ?? 0) > 0, { message: 'needs at least one check: http or exec' });
+  .refine((h) => (h.http?.length ?? 0) + (h.exec?.length ?? 0) + (h.prometheus?.length ?? 0) > 0, {
+    message: 'needs at least one check: http, exec or prometheus',
+  });
 export type HealthConfig = z.infer<typeof HealthConfig>;
 
 /** A member's health as its record says it. */
@@ -91,6 +101,10 @@ export class HealthMonitor {
         const why = await this.#bounded(ms, signal, (s) => this.#httpCheck(c.url, c.expect, s));
         if (why !== null) problems.push(why);
       }),
+      ...(this.#config.prometheus ?? []).map(async (c) => {
+        const why = await this.#bounded(ms, signal, (s) => this.#prometheusCheck(c.url, c.query, s));
+        if (why !== null) problems.push(why);
+      }),
       ...(this.#config.exec ?? []).map(async (c) => {
         const why = await this.#bounded(ms, signal, (s) => execCheck(c.command, s));
         if (why !== null) problems.push(why);
@@ -131,6 +145,26 @@ export class HealthMonitor {
     } catch (err) {
       return messageOf(err);
     }
+  }
+
+  /** prometheusCheck asks Prometheus's HTTP API (GET /api/v1/query): an error, or any sample, is not healthy. */
+  async #prometheusCheck(base: string, query: string, signal: AbortSignal): Promise<string | null> {
+    const url = new URL('api/v1/query', base.endsWith('/') ? base : `${base}/`);
+    url.searchParams.set('query', query);
+    const res = await this.#http.request(url, { method: 'GET', signal, maxBodyBytes: 1024 * 1024, onOverflow: 'destroy' });
+    let answer: { status?: string; error?: string; data?: { resultType?: string; result?: unknown } };
+    try {
+      answer = JSON.parse(res.bytes.toString('utf8')) as typeof answer;
+    } catch {
+      return `Prometheus answered ${res.status} with no JSON`;
+    }
+    if (res.status !== 200 || answer.status !== 'success')
+      return `Prometheus answered ${res.status}: ${answer.error ?? answer.status ?? 'no status'}`;
+    // an instant vector (or a range's matrix): each series is a sample of what is wrong
+    const result = answer.data?.result;
+    const samples =
+      (answer.data?.resultType === 'vector' || answer.data?.resultType === 'matrix') && Array.isArray(result) ? result.length : 0;
+    return samples === 0 ? null : `${query}: ${samples} sample${samples === 1 ? '' : 's'}`;
   }
 
   async #httpCheck(url: string, expect: number, signal: AbortSignal): Promise<string | null> {

@@ -175,6 +175,38 @@ describe.each(STORE_KINDS)('zones one at a time over the %s store', (kind) => {
   });
 });
 
+describe.each(STORE_KINDS)('a percentage over the %s store', (kind) => {
+  it('"30%" of ten live members is three slots; of four, at least one; a stale member is not counted', async () => {
+    const group = `percent-${kind}`;
+    const vms = Array.from({ length: 10 }, (_, i) => `p${i}`);
+    const members = await Promise.all(vms.map((vm) => budgetMember(fleetStores(), kind, group, vm, { maxUnavailable: '30%' })));
+    await Promise.all(members.map((m) => m.budget.heartbeat()));
+    const outcomes = [];
+    for (const [i, m] of members.slice(0, 4).entries()) outcomes.push(await outcome(m.budget.take(scheduledFor(vms[i]!), api)));
+    expect(outcomes).toEqual(['granted', 'granted', 'granted', 'HELD']);
+    expect(members[3]!.budget.state().maxUnavailable).toBe(3);
+    expect((await members[3]!.budget.take(scheduledFor('p3'), api).catch((e: unknown) => e)) as Error).toMatchObject({
+      message: expect.stringMatching(/^group percent-\w+ allows 3 members in maintenance at once/),
+    });
+    // six of them stop (their records go stale): 30 % of four is one, and the three down already fill it
+    const later = Date.now() + 10 * 60_000;
+    for (const m of [...members.slice(0, 3), members[9]!]) {
+      m.now = later;
+      await m.budget.heartbeat();
+    }
+    members[9]!.now = later;
+    expect(await outcome(members[9]!.budget.take(scheduledFor('p9'), api))).toBe('HELD');
+    expect(members[9]!.budget.state().maxUnavailable).toBe(1);
+  });
+
+  it('refuses a percentage out of range, naming the key', () => {
+    const store = { type: 'kubernetes', namespace: 'n' };
+    for (const bad of ['0%', '101%', '20 %', 'half'])
+      expect(FleetConfig.safeParse({ group: 'g', maxUnavailable: bad, store }).error?.issues[0]?.path).toEqual(['maxUnavailable']);
+    expect(FleetConfig.parse({ group: 'g', maxUnavailable: '100%', store }).maxUnavailable).toBe('100%');
+  });
+});
+
 describe('the health gate in a running bridge', () => {
   afterEach(() => stopAll());
 

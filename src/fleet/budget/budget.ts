@@ -1,11 +1,9 @@
 /**
  * FleetBudget keeps a group's early approvals within its budget: before any early approval the
- * bridge must hold one of the group's `maxUnavailable` slots (`take`), and it gives the slot back
- * once its events are over, IMDS was read again after them and its preparations were given back
- * (`onRead`). Slots are taken and released only with the store's conditional writes, so two
- * members racing for the last slot never both win. When the store cannot be read or written the
- * budget fails closed: no early approval (maintenance still starts at NotBefore, as Azure
- * decides), said in `/readyz`, `status`, a log line and a metric, until the store answers again.
+ * bridge must hold one of the group's slots (`take`), given back once its events are over, its
+ * preparations given back and it is whole again (`onRead`). Slots are taken and released only with
+ * the store's conditional writes. When the store cannot be read or written the budget fails closed
+ * (no early approval, said in `/readyz`, `status`, a log line and a metric) until it answers again.
  * A forced approval goes past the budget, on the record.
  */
 import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../../approval/service.ts';
@@ -16,11 +14,12 @@ import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
 import { sleep, spread, withDeadline } from '../../lib/time.ts';
 import { FleetStoreError } from './stores/port.ts';
-import { memberKey, memberEventsOf, MEMBER_PREFIX, slotState, asSlot } from './records.ts';
+import { memberKey, memberEventsOf, MEMBER_PREFIX, slotState, asSlot, staleAt, type MemberRecord } from './records.ts';
 import { membersOf, RecordWarnings } from './parse.ts';
 import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
+import { slotsFor } from './config.ts';
 import { MemberRecordWriter } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
@@ -38,6 +37,8 @@ export class FleetBudget implements ApprovalGate {
   readonly #health: StoreHealth;
   readonly #record: MemberRecordWriter;
   readonly #settling: Settling;
+  /** How many members may be unavailable at once: maxUnavailable, or its percentage of the live members as last read. */
+  #k: number;
   readonly #place: QueuePlace;
   readonly #following = new Latest<EventsDocument>((d) =>
     this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
@@ -48,7 +49,8 @@ export class FleetBudget implements ApprovalGate {
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
     this.#settling = new Settling(options.health, options.config.health, options.logger);
-    this.#place = new QueuePlace(options.config);
+    this.#k = slotsFor(options.config.maxUnavailable, 1);
+    this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
     this.#warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
     this.#slots = new MemberSlots({
@@ -57,6 +59,7 @@ export class FleetBudget implements ApprovalGate {
       store: options.store,
       logger: options.logger,
       me: () => ({ key: this.#me, vm: this.#o.view.vm }),
+      k: () => this.#k,
       now: this.#now,
       onSlots: (self, others) => {
         this.#health.answered();
@@ -70,7 +73,8 @@ export class FleetBudget implements ApprovalGate {
   }
 
   get #many(): ManyContext {
-    return { config: this.#o.config, store: this.#o.store, logger: this.#o.logger, slots: this.#slots, now: this.#now, me: this.#me };
+    const { config, store, logger } = this.#o;
+    return { config, store, logger, slots: this.#slots, now: this.#now, me: this.#me, k: () => this.#k };
   }
 
   state(): BudgetState {
@@ -78,7 +82,7 @@ export class FleetBudget implements ApprovalGate {
     const held = slot ? asSlot(slot.value) : null;
     return {
       group: this.#o.config.group,
-      maxUnavailable: this.#o.config.maxUnavailable,
+      maxUnavailable: this.#k,
       store: this.#o.store.where,
       storeReachable: this.#health.reachable,
       lastError: this.#health.lastError,
@@ -123,8 +127,10 @@ export class FleetBudget implements ApprovalGate {
         const named = await this.#named(event);
         need = Math.max(1, named.length);
         const turn = (free: number) => this.#turn(event, free, need);
-        // with health checks, an unhealthy member counts against the budget as one in maintenance
-        const sick = this.#o.health ? unhealthyOf(membersOf(await this.#o.store.list(MEMBER_PREFIX)), this.#me, this.#now()) : [];
+        // with health checks, an unhealthy member counts against the budget as one in maintenance; a
+        // percentage is of the members with a fresh record now
+        const members = this.#o.health || typeof this.#o.config.maxUnavailable === 'string' ? await this.#members() : [];
+        const sick = this.#o.health ? unhealthyOf(members, this.#me, this.#now()) : [];
         const grant =
           named.length > 1
             ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, sick)
@@ -254,11 +260,19 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
-  async #readMembers(): Promise<void> {
+  /** members reads the members' records (and, with a percentage, how many slots the group has now). */
+  async #members(): Promise<MemberRecord[]> {
     const members = await this.#o.store.list(MEMBER_PREFIX);
     this.#health.answered();
     this.#warnings.check(members);
     const records = membersOf(members);
+    const now = this.#now();
+    this.#k = slotsFor(this.#o.config.maxUnavailable, Math.max(1, records.filter((m) => !staleAt(m, now)).length));
+    return records;
+  }
+
+  async #readMembers(): Promise<void> {
+    const records = await this.#members();
     // a member that waits learns its place again (it moves up as the others are served)
     const now = this.#now();
     const waiting = this.#place.waiting(this.#mine());

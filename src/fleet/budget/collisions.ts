@@ -11,14 +11,16 @@
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { collisionOf, windowsOf, type MemberRecord, type Window } from './records.ts';
+import { collisionOf, staleAt, windowsOf, type MemberRecord, type Window } from './records.ts';
+import { slotsFor } from './config.ts';
 import { toCollisionCloudEvent, type BridgeEvent, type CollisionInfo } from '../../pipeline/cloudevent.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
 import type { Wave, Waves } from './waves.ts';
 
 export interface CollisionDeps {
   readonly group: string;
-  readonly maxUnavailable: number;
+  /** maxUnavailable as configured: a number, or a percentage of the members with a fresh record. */
+  readonly maxUnavailable: number | string;
   readonly view: BridgeView;
   readonly journal: Journal;
   readonly logger: Logger;
@@ -32,6 +34,8 @@ export class Forecast {
   readonly #d: CollisionDeps;
   /** Per wave: how many members were due when this member last said it. */
   readonly #said = new Map<string, number>();
+  /** The group's slots at the last read of its members. */
+  #k = 1;
 
   constructor(deps: CollisionDeps) {
     this.#d = deps;
@@ -44,7 +48,9 @@ export class Forecast {
     if (document === null || !d.view.vm.nameKnown) return null;
     const me = d.view.vm.name.toLowerCase();
     const windows = windowsOf(members);
-    const c = collisionOf(windows, d.maxUnavailable);
+    const now = Date.now();
+    this.#k = slotsFor(d.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
+    const c = collisionOf(windows, this.#k);
     let wave: Wave | undefined;
     let due: readonly Window[];
     if (c !== null && c.windows.some((w) => w.vm.toLowerCase() === me)) {
@@ -67,7 +73,7 @@ export class Forecast {
     const ce = this.#commit(own, document.incarnation, this.#infoOf(wave, due, members.length), last !== undefined);
     if (this.#said.size > 10_000) this.#said.clear();
     this.#said.set(wave.id, due.length);
-    if (due.length <= d.maxUnavailable) d.waves.forget(wave);
+    if (due.length <= this.#k) d.waves.forget(wave);
     return ce;
   }
 
@@ -76,7 +82,7 @@ export class Forecast {
     return {
       id: wave.id,
       group: this.#d.group,
-      maxUnavailable: this.#d.maxUnavailable,
+      maxUnavailable: this.#k,
       members,
       from: new Date(Math.min(...due.map((w) => w.from))).toISOString(),
       to: new Date(Math.max(...due.map((w) => w.to))).toISOString(),
@@ -94,12 +100,12 @@ export class Forecast {
     if (update)
       d.logger.info(
         { group: d.group, ceId: ce.id, wave: collision.id, due: due.length, atOnce },
-        `fleet budget: ${due.length} members of ${d.group} are still due in the collision; the group allows ${d.maxUnavailable}`,
+        `fleet budget: ${due.length} members of ${d.group} are still due in the collision; the group allows ${this.#k}`,
       );
     else
       d.logger.warn(
         { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, wave: collision.id, due, from, to, atOnce },
-        `fleet budget: ${due.length} members of ${d.group} are due for maintenance at once; the group allows ${d.maxUnavailable}`,
+        `fleet budget: ${due.length} members of ${d.group} are due for maintenance at once; the group allows ${this.#k}`,
       );
     d.committed(ce);
     return ce;

@@ -14,11 +14,13 @@ export const FleetConfig = z
       .regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
       .describe('The group: every member that names it shares one budget.'),
     maxUnavailable: z
-      .number()
-      .int()
-      .min(1)
-      .max(100)
-      .describe('How many members of the group may be in maintenance at once because of an early approval (the slots).'),
+      .union([
+        z.number().int().min(1).max(100),
+        z.string().regex(/^([1-9][0-9]?|100)%$/, 'a number from 1 to 100, or a percentage from "1%" to "100%"'),
+      ])
+      .describe(
+        'How many members of the group may be unavailable at once because of an early approval (the slots): a number, or a percentage of the members with a fresh record ("20%": rounded down, at least 1).',
+      ),
     store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
     marginSeconds: z
       .number()
@@ -76,3 +78,13 @@ export const FleetConfig = z
       });
   });
 export type FleetConfig = z.infer<typeof FleetConfig>;
+
+/**
+ * slotsFor: how many members may be unavailable at once: `maxUnavailable` itself, or its
+ * percentage of the members with a fresh record (rounded down, at least 1, at most 100).
+ */
+export function slotsFor(maxUnavailable: number | string, liveMembers: number): number {
+  if (typeof maxUnavailable === 'number') return maxUnavailable;
+  const pct = Number.parseInt(maxUnavailable, 10);
+  return Math.min(100, Math.max(1, Math.floor((pct * liveMembers) / 100)));
+}

@@ -5,9 +5,9 @@
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
 import { messageOf } from '../../lib/errors.ts';
-import type { FleetConfig } from './config.ts';
+import { slotsFor, type FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
-import { asSlot, collisionOf, holderOf, live, MEMBER_PREFIX, SLOT_PREFIX, windowsOf, type Holder } from './records.ts';
+import { asSlot, collisionOf, holderOf, live, MEMBER_PREFIX, SLOT_PREFIX, staleAt, windowsOf, type Holder } from './records.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
 
 export interface GroupStatus {
@@ -63,10 +63,11 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
       .filter((x) => live(x.s, now))
       .map(({ name, s }) => ({ slot: name, ...holderOf(s) }));
     const members = membersOf(memberRecords).sort((a, b) => a.vm.localeCompare(b.vm));
-    const c = collisionOf(windowsOf(members), config.maxUnavailable);
+    const k = slotsFor(config.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
+    const c = collisionOf(windowsOf(members), k);
     return {
       group: config.group,
-      maxUnavailable: config.maxUnavailable,
+      maxUnavailable: k,
       store: store.where,
       members: members.map((m) => ({
         vm: m.vm,
@@ -80,7 +81,7 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
         })),
         holdsSlot: slots.some((s) => s.vm === m.vm),
         heartbeatAt: m.heartbeatAt,
-        stale: now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000,
+        stale: staleAt(m, now),
         ...(m.health === undefined ? {} : { health: m.health }),
       })),
       slots,

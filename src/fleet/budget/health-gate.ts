@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { HealthConfig, HealthMonitor } from './health-checks.ts';
-import type { MemberRecord } from './records.ts';
+import { staleAt, type MemberRecord } from './records.ts';
 
 /** A member that counts as unavailable although it holds no slot. */
 export interface Unhealthy {
@@ -21,8 +21,7 @@ export interface Unhealthy {
 export function unhealthyOf(members: readonly MemberRecord[], me: string, now: number): Unhealthy[] {
   return members.flatMap((m) => {
     if (m.member === me || m.health === undefined) return [];
-    if (now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000)
-      return [{ key: m.member, vm: m.vm, since: m.heartbeatAt, why: 'its record went stale' }];
+    if (staleAt(m, now)) return [{ key: m.member, vm: m.vm, since: m.heartbeatAt, why: 'its record went stale' }];
     return m.health.healthy ? [] : [{ key: m.member, vm: m.vm, since: m.health.since, why: m.health.detail ?? 'not healthy' }];
   });
 }

@@ -43,6 +43,8 @@ export interface ManyContext {
   readonly now: () => number;
   /** This member's key. */
   readonly me: string;
+  /** How many members may be unavailable at once now. */
+  readonly k: () => number;
 }
 
 const MAX_ROUNDS = 8;
@@ -89,10 +91,11 @@ export async function takeForAll(
     const extend = needing.filter((n) => slotOf(n.key) !== undefined);
     const fresh = needing.filter((n) => slotOf(n.key) === undefined);
     const byName = new Map(records.map((r) => [r.name, r]));
-    const free = Array.from({ length: config.maxUnavailable }, (_, i) => slotName(i)).filter((n) => !alive.some((r) => r.name === n));
+    const k = ctx.k();
+    const free = Array.from({ length: k }, (_, i) => slotName(i)).filter((n) => !alive.some((r) => r.name === n));
     // an unhealthy member that holds no slot (and is not one this maintenance takes down) counts as one in maintenance
     sick = unhealthy.filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
-    const available = free.length - alive.filter((r) => r.name.startsWith(OVERFLOW_PREFIX)).length - sick.length;
+    const available = Math.min(free.length, k - alive.length - sick.length);
     zoneWhy =
       mode === 'early' && config.zones !== undefined
         ? zoneConflict(
@@ -141,7 +144,7 @@ export async function takeForAll(
   }
   throw new ApprovalError(
     'HELD',
-    `${downText(config.group, named)}; the group allows ${config.maxUnavailable} and has not that many slots free${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
+    `${downText(config.group, named)}; the group allows ${ctx.k()} and has not that many slots free${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
     undefined,
     holders,
   );
@@ -166,7 +169,7 @@ export async function giveBackForOthers(ctx: ManyContext, eventId: string): Prom
 async function underBudget(ctx: ManyContext, unhealthy: number): Promise<boolean> {
   const now = ctx.now();
   const down = (await ctx.slots.read()).filter((r) => live(asSlot(r.value), now)).length + unhealthy;
-  return down <= ctx.config.maxUnavailable;
+  return down <= ctx.k();
 }
 
 /** giveBack undoes the writes of one round: a slot taken is freed, an overflow record deleted, an event added is taken out again. */

@@ -7,7 +7,7 @@
  * stand, so a slot given back costs one write, not a race of every waiter.
  */
 import { ApprovalError } from '../../approval/service.ts';
-import type { MemberEvent, MemberRecord } from './records.ts';
+import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
@@ -56,7 +56,7 @@ export function rivalsOf(members: readonly MemberRecord[], me: string, now: numb
   return members.filter((m) => m.member !== me && fresh(m, now) && m.events.some((e) => e.status === 'Scheduled' && !e.approved)).length;
 }
 
-const fresh = (m: MemberRecord, now: number): boolean => now - Date.parse(m.heartbeatAt) <= 3 * m.heartbeatSeconds * 1000;
+const fresh = (m: MemberRecord, now: number): boolean => !staleAt(m, now);
 
 /** waiterOf: a member in the queue for `event`, held since `since` (now when it was never held). */
 export function waiterOf(
@@ -97,7 +97,7 @@ const timeOf = (iso: string | null, fallback: number): number => {
  * again at once, without a request to the store.
  */
 export class QueuePlace {
-  readonly #maxUnavailable: number;
+  readonly #maxUnavailable: () => number;
   readonly #retryMs: number;
   readonly #heartbeatMs: number;
   #position: number | null = null;
@@ -156,8 +156,9 @@ export class QueuePlace {
     return !this.#approvals.has(eventId);
   }
 
-  constructor(o: { readonly maxUnavailable: number; readonly retryMs: number; readonly heartbeatSeconds: number }) {
-    this.#maxUnavailable = o.maxUnavailable;
+  constructor(o: { readonly maxUnavailable: number | (() => number); readonly retryMs: number; readonly heartbeatSeconds: number }) {
+    const k = o.maxUnavailable;
+    this.#maxUnavailable = typeof k === 'number' ? () => k : k;
     this.#retryMs = o.retryMs;
     this.#heartbeatMs = o.heartbeatSeconds * 1000;
   }
@@ -170,7 +171,7 @@ export class QueuePlace {
   /** resting: the last held answer, while it is not this member's time to look at the slots again; null when it is. */
   resting(now: number): Error | null {
     if (this.#held === null || this.#position === null) return null;
-    const pause = pauseFor(this.#position, this.#maxUnavailable, this.#retryMs, this.#heartbeatMs);
+    const pause = pauseFor(this.#position, this.#maxUnavailable(), this.#retryMs, this.#heartbeatMs);
     return now - this.#lookedAt < pause ? this.#held : null;
   }
 

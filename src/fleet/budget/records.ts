@@ -56,6 +56,10 @@ export interface MemberRecord {
   readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
 }
 
+/** staleAt: the member has not written its record for three heartbeats. */
+export const staleAt = (m: Pick<MemberRecord, 'heartbeatAt' | 'heartbeatSeconds'>, now: number): boolean =>
+  now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000;
+
 /** memberEventsOf: this member's events as its record says them: whether its slot is held for each, and the approvals the budget holds. */
 export function memberEventsOf(
   events: readonly ScheduledEvent[],

@@ -38,6 +38,8 @@ export interface MemberSlotsOptions {
   readonly logger: Logger;
   /** This member's key and identity, as they are now. */
   readonly me: () => { readonly key: string; readonly vm: VmIdentity };
+  /** How many members may be unavailable at once now (`maxUnavailable`, or its percentage of the live members). */
+  readonly k: () => number;
   readonly now: () => number;
   /** The group's live slots at each read: held by this member, and by the others. */
   readonly onSlots?: (self: number, others: number) => void;
@@ -93,7 +95,8 @@ export class MemberSlots {
     let zoneWhy: string | null = null;
     const zones = (slots: readonly Versioned[]) =>
       this.#o.config.zones === undefined ? null : zoneConflict(slots, [vm.zone], this.#now(), me);
-    const { maxUnavailable, marginSeconds, group } = this.#o.config;
+    const { marginSeconds, group } = this.#o.config;
+    const maxUnavailable = this.#o.k();
     let holders: Holder[] = [];
     // down already (Azure started it) and holding nothing: said in the store before anything is read,
     // so an early approval of another member that confirms after this write counts it
@@ -115,7 +118,8 @@ export class MemberSlots {
         continue;
       }
       const byName = new Map(slots.map((r) => [r.name, r]));
-      const overflow = slots.filter((r) => r.name.startsWith(OVERFLOW_PREFIX) && live(asSlot(r.value), now)).length;
+      // every member down counts, in a slot of any number (the group may have had more slots) or an overflow record
+      const down = slots.filter((r) => live(asSlot(r.value), now)).length;
       const free = Array.from({ length: maxUnavailable }, (_, i) => slotName(i)).filter((n) => {
         const r = byName.get(n);
         return r === undefined || !live(asSlot(r.value), now);
@@ -126,10 +130,10 @@ export class MemberSlots {
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
       zoneWhy = mode === 'early' ? zones(slots) : null;
       if (zoneWhy !== null) break;
-      if (free.length - overflow - sick.length > 0) {
+      if (maxUnavailable - down - sick.length > 0 && free.length > 0) {
         // an early approval waits its turn: only the head of the queue tries for what is free, each
         // member admitted for its own free slot (the second in line for the second one)
-        const turn = mode === 'early' && admit !== undefined ? await admit(free.length - overflow - sick.length) : 0;
+        const turn = mode === 'early' && admit !== undefined ? await admit(Math.min(free.length, maxUnavailable - down - sick.length)) : 0;
         if (turn === null) break;
         const name = free[turn % free.length]!;
         const before = byName.get(name);
@@ -165,7 +169,12 @@ export class MemberSlots {
   #overflowed(event: ScheduledEvent, mode: HoldMode, slots: readonly Versioned[]): Grant {
     const { key: me, vm } = this.#o.me();
     const others = this.#holders.filter((h) => h.vm !== vm.name);
-    return overflowed(this.#o.logger, this.#o.config, { name: overflowName(me), vm: vm.name, event, mode, slots, others }, this.#now());
+    return overflowed(
+      this.#o.logger,
+      { group: this.#o.config.group, maxUnavailable: this.#o.k() },
+      { name: overflowName(me), vm: vm.name, event, mode, slots, others },
+      this.#now(),
+    );
   }
 
   /**
@@ -177,7 +186,7 @@ export class MemberSlots {
     const now = this.#now();
     const slots = await this.read();
     const down = slots.filter((r) => live(asSlot(r.value), now)).length + unhealthy;
-    if (down <= this.#o.config.maxUnavailable && zones(slots) === null) return true;
+    if (down <= this.#o.k() && zones(slots) === null) return true;
     this.#o.logger.info(
       { slot: name, down, group: this.#o.config.group },
       'fleet budget: another member went down meanwhile; slot given back',

@@ -74,6 +74,8 @@ export interface CollisionInfo {
   readonly due: readonly { readonly vm: string; readonly eventId: string; readonly eventType: string; readonly notBefore: string }[];
   /** How many members Azure takes down at once at the busiest moment if nothing changes. */
   readonly atOnce: number;
+  /** Members not healthy now, outside the wave (fleet.health): the group has that many slots less for it. */
+  readonly unhealthy?: readonly string[];
 }
 
 /** BridgeEvent: one CloudEvent 1.0 of the bridge, with its `incarnation` extension. */

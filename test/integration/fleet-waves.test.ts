@@ -97,6 +97,40 @@ describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
   });
 });
 
+describe('the forecast with health checks', () => {
+  it('counts a member that is not healthy now, and the settle time, against the group: two due with two slots collide when a third is not healthy', async () => {
+    const group = 'waves-health';
+    const events = ['h0', 'h1'].map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+    const store = Store.open(':memory:');
+    const said: BridgeEvent[] = [];
+    try {
+      const forecast = new Forecast({
+        group,
+        maxUnavailable: 2,
+        view: { vm: memberVm('h0'), document: { incarnation: 1, events: [events[0]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: store.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: events[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: (e) => said.push(e),
+        waves: new Waves(await openFleetStore(fleetStores().config('blob') as never, group), group),
+        settleSeconds: 600,
+      });
+      const healthy = { healthy: true, since: new Date().toISOString() };
+      const due = [0, 1].map((i) => ({ ...recordOf(`h${i}`, events[i]!.eventId), health: healthy }));
+      const sick = { ...recordOf('h2', 'none'), events: [], health: { healthy: false, since: new Date().toISOString(), detail: '503' } };
+      // all healthy: two due, two slots, no collision
+      expect(await forecast.foretell([...due, { ...sick, health: healthy }])).toBeNull();
+      const ce = await forecast.foretell([...due, sick]);
+      expect(ce?.data.collision).toMatchObject({ atOnce: 2, unhealthy: ['h2'], maxUnavailable: 2 });
+      // the window runs on for the settle time: NotBefore + 10 minutes + 600 s
+      expect(Date.parse(ce!.data.collision!.to) - Date.parse(NOT_BEFORE)).toBe(20 * 60_000);
+      expect(toChatMessage(ce!).title).toMatch(/; the group allows 2 and h2 is not healthy$/);
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe('when a member reads the group for the forecast', () => {
   it('at the read that writes a new or changed maintenance, and again one and five seconds later; not otherwise', () => {
     const reads = new ForecastReads();

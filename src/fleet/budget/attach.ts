@@ -41,6 +41,7 @@ export async function attachBudget(ctx: BudgetContext) {
     logger: ctx.logger,
     route: ctx.route,
     waves: new Waves(store, fleet.group),
+    ...(fleet.health === undefined ? {} : { settleSeconds: fleet.health.settleSeconds }),
     committed: (event) => {
       metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });
       ctx.committed([event]);

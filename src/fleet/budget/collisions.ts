@@ -13,6 +13,7 @@ import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { collisionOf, staleAt, windowsOf, type MemberRecord, type Window } from './records.ts';
 import { slotsFor } from './config.ts';
+import { unhealthyOf, type Unhealthy } from './health-gate.ts';
 import { toCollisionCloudEvent, type BridgeEvent, type CollisionInfo } from '../../pipeline/cloudevent.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
 import type { Wave, Waves } from './waves.ts';
@@ -28,6 +29,8 @@ export interface CollisionDeps {
   /** Called after the collision was committed. */
   readonly committed: (event: BridgeEvent) => void;
   readonly waves: Waves;
+  /** The group's settle time (fleet.health.settleSeconds): a member is unavailable that long past its window. */
+  readonly settleSeconds?: number;
 }
 
 export class Forecast {
@@ -36,6 +39,8 @@ export class Forecast {
   readonly #said = new Map<string, number>();
   /** The group's slots at the last read of its members. */
   #k = 1;
+  /** The members not healthy now, outside the wave: the group has that many slots less for it. */
+  #unhealthy: Unhealthy[] = [];
 
   constructor(deps: CollisionDeps) {
     this.#d = deps;
@@ -47,10 +52,12 @@ export class Forecast {
     const document = d.view.document;
     if (document === null || !d.view.vm.nameKnown) return null;
     const me = d.view.vm.name.toLowerCase();
-    const windows = windowsOf(members);
+    // a member is unavailable past its maintenance until it has settled; one not healthy now is unavailable already
+    const windows = windowsOf(members, (d.settleSeconds ?? 0) * 1000);
     const now = Date.now();
     this.#k = slotsFor(d.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
-    const c = collisionOf(windows, this.#k);
+    this.#unhealthy = unhealthyOf(members, '', now).filter((u) => !windows.some((w) => w.vm === u.vm));
+    const c = collisionOf(windows, Math.max(0, this.#k - this.#unhealthy.length));
     let wave: Wave | undefined;
     let due: readonly Window[];
     if (c !== null && c.windows.some((w) => w.vm.toLowerCase() === me)) {
@@ -73,7 +80,7 @@ export class Forecast {
     const ce = this.#commit(own, document.incarnation, this.#infoOf(wave, due, members.length), last !== undefined);
     if (this.#said.size > 10_000) this.#said.clear();
     this.#said.set(wave.id, due.length);
-    if (due.length <= this.#k) d.waves.forget(wave);
+    if (due.length + this.#unhealthy.length <= this.#k) d.waves.forget(wave);
     return ce;
   }
 
@@ -88,6 +95,7 @@ export class Forecast {
       to: new Date(Math.max(...due.map((w) => w.to))).toISOString(),
       due: due.map((w) => ({ vm: w.vm, eventId: w.eventId, eventType: w.eventType, notBefore: new Date(w.from).toISOString() })),
       atOnce: new Set(peak?.windows.map((w) => w.vm) ?? []).size,
+      ...(this.#unhealthy.length > 0 ? { unhealthy: this.#unhealthy.map((u) => u.vm) } : {}),
     };
   }
 

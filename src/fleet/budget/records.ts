@@ -229,7 +229,7 @@ export interface Window {
 export const TYPICAL_MAINTENANCE_MS = 10 * 60_000;
 
 /** windowsOf: the maintenance windows of the members' pending events (one per event with a NotBefore). */
-export function windowsOf(members: readonly MemberRecord[]): Window[] {
+export function windowsOf(members: readonly MemberRecord[], settleMs = 0): Window[] {
   return members.flatMap((m) =>
     m.events
       // a drill is never due: a record that shows one (written by an older version) is read without it
@@ -244,7 +244,7 @@ export function windowsOf(members: readonly MemberRecord[]): Window[] {
           eventId: e.eventId,
           eventType: e.eventType,
           from,
-          to: from + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000),
+          to: from + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000) + settleMs,
         };
       }),
   );

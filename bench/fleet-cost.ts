@@ -11,7 +11,10 @@
  * Printed: requests per member per minute by operation, lost conditional writes per hand-off,
  * and whether the members were served in the queue's order. `node bench/fleet-cost.ts` runs it alone.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
+import { HealthMonitor } from '../src/fleet/budget/health-checks.ts';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
 import { FleetConfig } from '../src/fleet/budget/config.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
@@ -54,14 +57,15 @@ const perMemberMinute = (counts: Record<string, number>, n: number, minutes: num
   Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Math.round((v / n / minutes) * 100) / 100]));
 const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 
-async function group(kind: StoreKind, n: number, store: Record<string, unknown>, counter: Counter) {
+async function group(kind: StoreKind, n: number, store: Record<string, unknown>, counter: Counter, healthUrl?: string) {
   let now = Date.now();
   const config = FleetConfig.parse({
-    group: `cost-${kind}-${n}`,
+    group: `cost-${kind}-${n}${healthUrl === undefined ? '' : '-health'}`,
     maxUnavailable: K,
     store,
     heartbeatSeconds: HEARTBEAT_S,
     retryMs: RETRY_MS,
+    ...(healthUrl === undefined ? {} : { health: { http: { url: healthUrl } } }),
   });
   const members: WaveMember[] = [];
   for (let i = 0; i < n; i++) {
@@ -72,6 +76,9 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
       goodReads: 1,
       approvalServerUrl: null,
     };
+    // with health checks, each member's record carries its health (checked once here: a local GET, no store request)
+    const health = config.health === undefined ? undefined : new HealthMonitor(config.health, silent, () => now);
+    await health?.check();
     const budget = new FleetBudget({
       config,
       store: await openFleetStore(config.store, config.group, config.storeTimeoutMs),
@@ -79,6 +86,7 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
       logger: silent,
       givenBack: () => true,
       now: () => now,
+      ...(health === undefined ? {} : { health }),
     });
     members.push({ vm, view, budget });
   }
@@ -103,6 +111,7 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
   return {
     kind,
     members: n,
+    withHealth: healthUrl !== undefined,
     idlePerMemberPerMinute: perMemberMinute(idle.counts, n, 2 * (HEARTBEAT_S / 60)),
     idleTotalPerMemberPerMinute: Math.round((sum(idle.counts) / n / ((2 * HEARTBEAT_S) / 60)) * 100) / 100,
     wavePerMemberPerMinute: perMemberMinute(wave.counts, n, 1),
@@ -119,6 +128,8 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
 export async function phaseFleetCost(sizes: readonly number[] = [10, 100, 300]) {
   const stores = await FleetStores.start();
   const proxy = await new CountingProxy(stores.azurite.url).start();
+  const health = createServer((_req, res) => res.writeHead(200).end());
+  await new Promise<void>((resolve) => health.listen(0, '127.0.0.1', resolve));
   const out = [];
   try {
     for (const n of sizes) {
@@ -134,7 +145,20 @@ export async function phaseFleetCost(sizes: readonly number[] = [10, 100, 300]) 
       log(`F2: ${n} members, kubernetes`);
       out.push(await group('kubernetes', n, stores.config('kubernetes'), leaseCounter(stores)));
     }
+    // the same with health checks, whose state every record carries: idle, no request more
+    const n = sizes.includes(100) ? 100 : sizes[0]!;
+    log(`F2: ${n} members, blob, with health checks`);
+    out.push(
+      await group(
+        'blob',
+        n,
+        { type: 'blob', connectionString: stores.azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: 'cost' },
+        () => proxy.take(),
+        `http://127.0.0.1:${(health.address() as AddressInfo).port}/healthz`,
+      ),
+    );
   } finally {
+    await new Promise((resolve) => health.close(resolve));
     await proxy.stop();
     await stores.stop();
   }

@@ -117,6 +117,11 @@ try {
     fleetBudget: {
       runs: budget.runs.map((r) => ({ ...r, releaseToNextStart: strip(r.releaseToNextStart) })),
       rssMiB: budget.rssMiB,
+      settle: {
+        ...budget.settle,
+        completedToRelease: strip(budget.settle.completedToRelease),
+        releaseToNextStart: strip(budget.settle.releaseToNextStart),
+      },
       storeCost: cost,
       processes: { ...processes, releaseToNextStart: strip(processes.releaseToNextStart) },
     },
@@ -212,11 +217,15 @@ try {
         `| ${r.members} bridges, ${r.maxUnavailable} slots, ${r.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${r.approved} | ${r.mostAtOnce} | ${r.releaseToNextStart.p50} ms | ${r.releaseToNextStart.p99} ms |`,
     ),
     '',
+    `| fleet budget with a health check every ${budget.settle.intervalSeconds} s and ${budget.settle.settleSeconds} s of settle time (4 bridges, one slot) | approved | maintenance completed to slot given back: p50 | max | slot given back to the next StartRequests: p50 | max |`,
+    '|---|---|---|---|---|---|',
+    `| Blob Storage (Azurite) | ${budget.settle.approved} | ${Math.round(budget.settle.completedToRelease.p50)} ms | ${Math.round(budget.settle.completedToRelease.max)} ms | ${Math.round(budget.settle.releaseToNextStart.p50)} ms | ${Math.round(budget.settle.releaseToNextStart.max)} ms |`,
+    '',
     '| fleet budget: requests to the store per member per minute (3 slots, heartbeat 30 s, retryMs 2 s) | idle | a wave (every member at once, 6 s each) | KiB answered per member per minute: idle, wave | lost writes per hand-off | served out of queue order |',
     '|---|---|---|---|---|---|',
     ...cost.map(
       (c) =>
-        `| ${c.members} members, ${c.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${c.idleTotalPerMemberPerMinute} (${Object.entries(
+        `| ${c.members} members, ${c.kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'}${c.withHealth ? ', health checks' : ''} | ${c.idleTotalPerMemberPerMinute} (${Object.entries(
           c.idlePerMemberPerMinute,
         )
           .map(([k, v]) => `${k} ${v}`)

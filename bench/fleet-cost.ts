@@ -65,7 +65,7 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
     store,
     heartbeatSeconds: HEARTBEAT_S,
     retryMs: RETRY_MS,
-    ...(healthUrl === undefined ? {} : { health: { http: { url: healthUrl } } }),
+    ...(healthUrl === undefined ? {} : { health: { http: { url: healthUrl }, settleSeconds: 0 } }),
   });
   const members: WaveMember[] = [];
   for (let i = 0; i < n; i++) {

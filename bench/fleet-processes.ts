@@ -86,9 +86,12 @@ export async function phaseFleetProcesses(n = 30) {
       // the grants out of order, by their rank among the grants (the first ones: members that asked before the others had seen their events)
       outOfOrderRanks: outOfOrder.sort((a, b) => a - b),
       releaseToNextStart: dist(gaps),
-      lostWritesPerHandOff: Math.round((cost.lost / handOffs) * 100) / 100,
+      // lost writes of the slots (the hand-offs) apart from the group's other records (the collision waves)
+      lostWritesPerHandOff: Math.round(((cost.lostBy.slot ?? 0) / handOffs) * 100) / 100,
+      lostWritesElsewhere: Object.fromEntries(Object.entries(cost.lostBy).filter(([k]) => k !== 'slot')),
       requestsPerMemberPerMinute: Math.round((Object.values(cost.counts).reduce((a, b) => a + b, 0) / n / (took / 60_000)) * 10) / 10,
       waveSeconds: Math.round(took / 100) / 10,
+      requests: cost.counts,
     };
   } finally {
     await Promise.all(children.map((c) => stop(c)));

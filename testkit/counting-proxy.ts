@@ -25,6 +25,8 @@ export class CountingProxy {
   counts = new Map<string, number>();
   /** Conditional writes refused (409, 412) since the last reset. */
   lost = 0;
+  /** The same, by the kind of record the blob's name says (slot, member, or its name). */
+  lostBy = new Map<string, number>();
   /** Bytes of the answers' bodies since the last reset. */
   bytes = 0;
 
@@ -38,7 +40,11 @@ export class CountingProxy {
         url,
         { method: req.method, headers: { ...req.headers, host: this.#target.host }, agent: this.#agent },
         (answer: IncomingMessage) => {
-          if ((answer.statusCode === 409 || answer.statusCode === 412) && (op === 'write' || op === 'delete')) this.lost++;
+          if ((answer.statusCode === 409 || answer.statusCode === 412) && (op === 'write' || op === 'delete')) {
+            this.lost++;
+            const kind = recordKind(url.pathname);
+            this.lostBy.set(kind, (this.lostBy.get(kind) ?? 0) + 1);
+          }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.on('data', (chunk: Buffer) => (this.bytes += chunk.length));
           answer.pipe(res);
@@ -60,10 +66,11 @@ export class CountingProxy {
   }
 
   /** take: the counts since the last take, and a fresh start. */
-  take(): { counts: Record<string, number>; lost: number; bytes: number } {
-    const out = { counts: Object.fromEntries(this.counts), lost: this.lost, bytes: this.bytes };
+  take(): { counts: Record<string, number>; lost: number; lostBy: Record<string, number>; bytes: number } {
+    const out = { counts: Object.fromEntries(this.counts), lost: this.lost, lostBy: Object.fromEntries(this.lostBy), bytes: this.bytes };
     this.counts = new Map();
     this.lost = 0;
+    this.lostBy = new Map();
     this.bytes = 0;
     return out;
   }
@@ -73,4 +80,10 @@ export class CountingProxy {
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
+}
+
+/** recordKind: what a fleet store's blob holds, from its name (`…/slot-0.json`: slot; `…/member-…`: member; else its name). */
+export function recordKind(path: string): string {
+  const name = path.slice(path.lastIndexOf('/') + 1).replace(/\.json$/, '');
+  return name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : name;
 }

@@ -14,7 +14,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
-import { HealthMonitor } from '../src/fleet/budget/health-checks.ts';
+import { HealthMonitor } from '../src/health/monitor.ts';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
 import { FleetConfig } from '../src/fleet/budget/config.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';

@@ -18,6 +18,8 @@ export type {
   BridgeEvent,
   DrillMode,
   ExternalSink,
+  HealthState,
+  HealthView,
   ImdsRead,
   ImdsReads,
   Outcome,

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import type { z } from 'zod';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
 import { FleetConfig } from '../src/fleet/budget/config.ts';
-import { HealthMonitor } from '../src/fleet/budget/health-checks.ts';
+import { HealthMonitor } from '../src/health/monitor.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../src/fleet/budget/stores/port.ts';
 import type { VmIdentity } from '../src/imds/identity.ts';

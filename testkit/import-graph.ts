@@ -22,6 +22,7 @@ export const LAYERS = [
   'azure',
   'kube',
   'sinks',
+  'health',
   'api',
   'kit',
   'builtin-sinks',

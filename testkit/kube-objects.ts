@@ -50,7 +50,7 @@ export interface StandInPod {
     deletionTimestamp?: string;
   };
   spec: { nodeName: string; terminationGracePeriodSeconds?: number; volumes?: { name: string; emptyDir?: Json }[] };
-  status: { phase: string };
+  status: { phase: string; conditions?: { type: string; status: string }[] };
 }
 
 export interface KubeStandInOptions {
@@ -108,6 +108,8 @@ export interface PodShape {
   readonly emptyDir?: boolean;
   readonly grace?: number;
   readonly phase?: string;
+  /** Its Ready condition (none when unsaid). */
+  readonly ready?: boolean;
 }
 
 /** newPod: a Pod as the API server holds it. */
@@ -127,7 +129,10 @@ export function newPod(namespace: string, name: string, nodeName: string, more: 
       terminationGracePeriodSeconds: more.grace ?? 30,
       ...(more.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}),
     },
-    status: { phase: more.phase ?? 'Running' },
+    status: {
+      phase: more.phase ?? 'Running',
+      ...(more.ready === undefined ? {} : { conditions: [{ type: 'Ready', status: more.ready ? 'True' : 'False' }] }),
+    },
   };
 }
 

@@ -19,16 +19,16 @@ import { z } from 'zod';
 import {
   type BridgeEvent,
   deliveredWith,
+  type HealthView,
   type ImdsRead,
   type Outcome,
-  type Rehearsal,
-  type RehearsalOptions,
   sinkBase,
   type SinkContext,
   transitionOf,
 } from '../../src/api.ts';
 import { Cidrs, cidrList, createGuardedServer, DEFAULT_SERVER_LIMITS, hostPort, listen, parseHostPort, sleep } from '../../src/kit.ts';
 import { ends, pendingFor, preparationKeys, preparationSink, type Preparation } from '../shared/preparation.ts';
+import { rehearseProbe } from './rehearse.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('probe'),
@@ -58,6 +58,12 @@ export const configSchema = z.strictObject({
     .default(64)
     .describe(
       'Open connections at most (the probers of a load balancer, a few monitors); past it a prober is still answered, then closed.',
+    ),
+  health: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Answer 200 only while this VM's health checks (health, or fleet.health) pass as well: after a maintenance the balancer sends traffic once the service is up, not once the VM has booted.",
     ),
   allowFrom: cidrList
     .optional()
@@ -91,34 +97,6 @@ export const probeSink = preparationSink<ProbeConfig, typeof configSchema>({
   },
 });
 
-/** How long `prepare --dry-run` waits for the running daemon's probe to answer. */
-const ASK_DEADLINE_MS = 2000;
-
-/**
- * rehearseProbe: what the probe would do for a maintenance now (answer 503 for drainSeconds
- * before counting as out of the load balancer), and what the running daemon's probe answers now.
- */
-async function rehearseProbe(config: ProbeConfig, o: RehearsalOptions): Promise<Rehearsal> {
-  // the schema checked the address; an unspecified one is asked on the loopback
-  const listen = parseHostPort(config.listen)!;
-  const host = listen.host === '0.0.0.0' ? '127.0.0.1' : listen.host === '::' ? '::1' : listen.host;
-  const at = `${host.includes(':') ? `[${host}]` : host}:${listen.port}`;
-  let now: number | null = null;
-  try {
-    now = (await fetch(`http://${at}${config.path}`, { signal: AbortSignal.any([o.signal, AbortSignal.timeout(ASK_DEADLINE_MS)]) })).status;
-  } catch {
-    /* no daemon answers there now */
-  }
-  const would = `would answer 503 on ${config.path} for ${config.drainSeconds} s before counting as out of the load balancer`;
-  const answer = now === null ? `no probe answers at ${at} now (the daemon is not running?)` : `answers ${now} at ${at} now`;
-  return {
-    ready: true,
-    summary: `${would}; ${answer}`,
-    text: `The probe ${would}, then keep answering 503 until the maintenance is over.\nIt ${answer}.`,
-    data: { listen: config.listen, path: config.path, drainSeconds: config.drainSeconds, answersNow: now },
-  };
-}
-
 class Probe implements Preparation {
   readonly #c: ProbeConfig;
   readonly #ctx: SinkContext;
@@ -129,6 +107,9 @@ class Probe implements Preparation {
   /** The last read came while this VM did not know its name. */
   #nameUnknown = false;
   readonly #unsubscribe: () => void;
+  readonly #unsubscribeHealth: () => void;
+  /** The health checks it waits for (`health: true`), or null. */
+  readonly #health: HealthView | null;
   readonly #inService;
   readonly #requests;
 
@@ -138,6 +119,20 @@ class Probe implements Preparation {
     this.#holds = readHolds(context.state?.get(STATE_KEY));
     this.#startupHold = context.reads !== undefined;
     this.#unsubscribe = context.reads?.subscribe((read) => this.#read(read)) ?? (() => undefined);
+    if (config.health && context.health === undefined)
+      throw new Error('health: true needs health checks to wait for: a health block at the top of the configuration, or fleet.health');
+    this.#health = config.health ? context.health! : null;
+    let was = this.inService;
+    this.#unsubscribeHealth =
+      this.#health?.subscribe((h) => {
+        this.#gauge();
+        if (this.inService !== was)
+          this.#ctx.logger.info(
+            { inService: this.inService, healthy: h.healthy, ...(h.detail === undefined ? {} : { detail: h.detail }) },
+            this.inService ? 'probe back in service: the health checks pass' : 'probe out of service: the health checks do not pass',
+          );
+        was = this.inService;
+      }) ?? (() => undefined);
     this.#inService = context.metrics?.gauge('sebridge_probe_in_service', 'Whether the probe sink answers 200 (1) or 503 (0), by sink.', [
       'sink',
     ]);
@@ -164,7 +159,7 @@ class Probe implements Preparation {
   }
 
   get inService(): boolean {
-    return !this.#startupHold && this.#holds.size === 0;
+    return !this.#startupHold && this.#holds.size === 0 && (this.#health === null || this.#health.state?.healthy === true);
   }
 
   async deliver(event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
@@ -204,6 +199,7 @@ class Probe implements Preparation {
 
   async close(): Promise<void> {
     this.#unsubscribe();
+    this.#unsubscribeHealth();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
@@ -269,6 +265,13 @@ class Probe implements Preparation {
 
   #outOfService(): Record<string, unknown> {
     const first = [...this.#holds.entries()].sort(([, a], [, b]) => (a.notBefore ?? '').localeCompare(b.notBefore ?? ''))[0];
+    if (first === undefined && !this.#startupHold) {
+      // nothing pending: the health checks keep it out
+      const h = this.#health?.state ?? null;
+      const reason =
+        h === null ? 'the health checks have not run yet' : `the health checks do not pass since ${h.since}: ${h.detail ?? ''}`;
+      return { status: 'out-of-service', reason };
+    }
     if (first === undefined) {
       const reason = this.#nameUnknown
         ? 'this VM does not know its name yet (IMDS instance metadata could not be read): every listed event counts as its own'

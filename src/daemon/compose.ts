@@ -6,11 +6,12 @@
  */
 import { linksFor } from '../approval/links.ts';
 import { ApprovalService } from '../approval/service.ts';
-import { identityOverride, secretsOf } from '../config/schema.ts';
+import { healthOf, identityOverride, secretsOf } from '../config/schema.ts';
 import { Dispatcher, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { attachDrill } from '../drill/attach.ts';
 import { attachBudget } from '../fleet/budget/attach.ts';
 import { attachInbox } from '../fleet/inbox/attach.ts';
+import { attachHealth } from '../health/attach.ts';
 import { inboxSession } from '../fleet/inbox/config.ts';
 import { isDrill } from '../imds/drill-id.ts';
 import { ImdsClient } from '../imds/client.ts';
@@ -47,7 +48,9 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const links = linksFor(config.approval, state, inboxConfig && (() => inboxSession(inboxConfig, state.vm))) ?? null;
   // the features that shape reading and routing come first: the sinks and the router take their say
   const drill = attachDrill({ config, dryRun, logger, state, recorded, approvalOf: (id) => records.of(id) });
-  const early: Feature[] = [drill];
+  // one health monitor serves the probe sink and the fleet budget
+  const health = attachHealth(healthOf(config), logger, () => state.vm.resourceId);
+  const early: Feature[] = [drill, ...(health === null ? [] : [health.feature])];
   const { sinkStates } = store;
   const vm = () => state.vm;
   const sinkContext = { logger, dryRun, reads, preparations: recorded, drill: drill.sinkMode, approval: links, sinkStates, vm };
@@ -57,6 +60,7 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
     stdout,
     metrics: metrics.sinkMetrics(),
     createDeadlineMs: o.sinkCreateDeadlineMs,
+    health: health?.monitor,
   });
   const outcomes: ((report: OutcomeReport) => void)[] = [];
   const scrub = scrubber(secretsOf(config));
@@ -69,7 +73,7 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const hooks = early.flatMap((f) => (f.route === undefined ? [] : [f.route]));
   const router = new Router({ targets, state, journal, logger, hooks, notify: () => dispatcher.notify() });
   const givenBack = (eventId: string) => preparations.givenBack(eventId);
-  const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack };
+  const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack, health: health?.monitor };
   const budget = await attachBudget(budgetContext).catch(closingOnFailure(targets));
   const inbox = attachInbox({ config, logger, state, replay, metrics });
   const features: Feature[] = [...early, ...[budget, inbox].filter((f) => f !== null)];

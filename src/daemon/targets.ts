@@ -11,7 +11,7 @@
 import type { Logger } from 'pino';
 import type { SinkConfig } from '../config/schema.ts';
 import type { DispatchTarget } from '../delivery/dispatcher.ts';
-import type { ApprovalLinks, DrillMode, ImdsReads, PreparationState, SinkMetrics } from '../sinks/contract.ts';
+import type { ApprovalLinks, DrillMode, HealthView, ImdsReads, PreparationState, SinkMetrics } from '../sinks/contract.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import { noopSink } from './noop-sink.ts';
 import { roleOf, sinkModuleOf } from '../registry/sinks.ts';
@@ -34,6 +34,8 @@ export interface TargetContext {
   readonly metrics: SinkMetrics;
   readonly preparations: (eventId: string) => readonly PreparationState[];
   readonly drill: (eventId: string) => DrillMode | null;
+  /** This VM's health checks, when configured. */
+  readonly health?: HealthView | undefined;
   /** Default SINK_CREATE_DEADLINE_MS. */
   readonly createDeadlineMs?: number;
 }
@@ -58,6 +60,7 @@ export async function buildTargets(sinks: readonly SinkConfig[], ctx: TargetCont
               metrics: ctx.metrics,
               preparations: ctx.preparations,
               drill: ctx.drill,
+              ...(ctx.health === undefined ? {} : { health: ctx.health }),
             }),
             deadlineMs,
             () => new BridgeError('SINK_CREATE_FAILED', `${where}: create() did not finish within ${deadlineMs / 1000} s`),

@@ -84,7 +84,15 @@ export interface SinkContext {
    * (say what would be done, change nothing) or real; null for a real event.
    */
   readonly drill?: (eventId: string) => DrillMode | null;
+  /** This VM's health checks (`health`, or `fleet.health`), when configured: the probe waits for them (`health: true`). */
+  readonly health?: HealthView;
 }
+
+/** This VM's health as its checks last found it: since when (ISO), and why not when not. */
+export type HealthState = { readonly healthy: boolean; readonly since: string; readonly detail?: string };
+
+/** The health checks' view: the state as last checked (null before the first), and every check as it is made. */
+export type HealthView = { readonly state: HealthState | null; subscribe(listener: (state: HealthState) => void): () => void };
 
 /** How a drill's preparations play. */
 export interface DrillMode {

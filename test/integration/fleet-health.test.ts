@@ -6,12 +6,16 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
-import { HealthConfig, HealthMonitor } from '../../src/fleet/budget/health-checks.ts';
+import { HealthConfig } from '../../src/health/config.ts';
+import { HealthMonitor } from '../../src/health/monitor.ts';
 import { budgetMember } from '../../testkit/fleet-members.ts';
 import { PrometheusStandIn } from '../../testkit/prometheus-standin.ts';
+import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 import { fleetStoresPerFile, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { silentLogger, waitFor } from '../helpers.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
@@ -77,6 +81,51 @@ describe('health checks', () => {
     }
   });
 
+  it('a Kubernetes check wants the Node Ready and its pods Ready (the API stand-in, through the real client)', async () => {
+    // no API server runs here: the stand-in is written from the API reference and speaks its paths and codes
+    const kube = await new KubeStandIn().start();
+    const dir = mkdtempSync(join(tmpdir(), 'health-kube-'));
+    try {
+      const kubeconfig = join(dir, 'kubeconfig');
+      writeFileSync(kubeconfig, kube.kubeconfig());
+      const vmId = '/subscriptions/s/resourceGroups/mc_rg/providers/Microsoft.Compute/virtualMachineScaleSets/aks-pool/virtualMachines/3';
+      const node = kube.addNode('aks-pool-3', { providerID: `azure://${vmId}` });
+      node.status = { conditions: [{ type: 'Ready', status: 'True' }] };
+      kube.addPod('kafka', 'broker-0', 'aks-pool-3', { ready: true });
+      kube.addPod('kube-system', 'cni-x', 'aks-pool-3', { ready: false });
+      kube.addPod('batch', 'job-1', 'aks-pool-3', { phase: 'Succeeded', ready: false }); // finished: does not count
+      kube.addPod('kafka', 'broker-1', 'aks-other', { ready: false }); // another Node's
+      const check = (k: object, resourceId: string | null = null) =>
+        new HealthMonitor(
+          HealthConfig.parse({ intervalSeconds: 5, kubernetes: { kubeconfig, ...k } }),
+          silentLogger,
+          Date.now,
+          () => resourceId,
+        ).check();
+      expect(await check({ nodeName: 'aks-pool-3', pods: { namespaces: ['kafka', 'batch'] } })).toMatchObject({ healthy: true });
+      expect(await check({ nodeName: 'aks-pool-3' })).toMatchObject({
+        healthy: false,
+        detail: '1 pod on aks-pool-3 not Ready: kube-system/cni-x',
+      });
+      // found by its providerID, as the Azure cloud provider sets it
+      expect(await check({ pods: 'none' }, vmId)).toMatchObject({ healthy: true });
+      node.status = { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }] };
+      expect(await check({ pods: 'none' }, vmId)).toMatchObject({
+        healthy: false,
+        detail: 'Node aks-pool-3 is not Ready (KubeletNotReady)',
+      });
+      expect(await check({ pods: 'none' }, null)).toMatchObject({
+        healthy: false,
+        detail: expect.stringMatching(/resource id is unknown/),
+      });
+      expect(await check({ nodeName: 'gone' })).toMatchObject({ healthy: false, detail: expect.stringMatching(/404|not found/i) });
+      expect(kube.requests.some((r) => r.method === 'GET' && r.path.startsWith('/api/v1/pods'))).toBe(true);
+    } finally {
+      await kube.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a configuration with no check is refused, naming the key', () => {
     const r = FleetConfig.safeParse({
       group: 'g',
@@ -84,7 +133,10 @@ describe('health checks', () => {
       store: { type: 'kubernetes', namespace: 'n' },
       health: { settleSeconds: 5 },
     });
-    expect(r.error?.issues[0]).toMatchObject({ path: ['health'], message: 'needs at least one check: http, exec or prometheus' });
+    expect(r.error?.issues[0]).toMatchObject({
+      path: ['health'],
+      message: 'needs at least one check: http, exec, prometheus or kubernetes',
+    });
   });
 });
 

@@ -11,7 +11,7 @@ import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import { FleetBudget } from './budget.ts';
 import { Forecast, type CollisionDeps } from './collisions.ts';
 import { Waves } from './waves.ts';
-import { HealthMonitor } from './health-checks.ts';
+import type { HealthMonitor } from '../../health/monitor.ts';
 import { errorFields } from '../../lib/errors.ts';
 import type { FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
@@ -26,6 +26,8 @@ export interface BudgetContext extends Pick<CollisionDeps, 'logger' | 'journal' 
   readonly givenBack: (eventId: string) => boolean;
   /** Says that CloudEvents were committed (the dispatcher takes them). */
   readonly committed: (events: readonly BridgeEvent[]) => void;
+  /** This VM's health checks (`fleet.health`, or `health`), run by their own feature. */
+  readonly health?: HealthMonitor | undefined;
 }
 
 export async function attachBudget(ctx: BudgetContext) {
@@ -41,13 +43,13 @@ export async function attachBudget(ctx: BudgetContext) {
     logger: ctx.logger,
     route: ctx.route,
     waves: new Waves(store, fleet.group),
-    ...(fleet.health === undefined ? {} : { settleSeconds: fleet.health.settleSeconds }),
+    ...(ctx.health === undefined ? {} : { settleSeconds: ctx.health.config.settleSeconds }),
     committed: (event) => {
       metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });
       ctx.committed([event]);
     },
   });
-  const health = fleet.health === undefined ? undefined : new HealthMonitor(fleet.health, ctx.logger);
+  const health = ctx.health;
   const budget = new FleetBudget({
     config: fleet,
     store,
@@ -84,11 +86,11 @@ export async function attachBudget(ctx: BudgetContext) {
     // the budget keeps a drill out of everything the fleet sees (FleetBudget.#realDocument)
     onRead: (document: EventsDocument) => void budget.onRead(document),
     details: () => budget.state(),
-    // the health checks run beside the heartbeats; a change is written in the member record at once
     run: async (signal: AbortSignal) => {
-      await Promise.all([budget.run(signal), health?.run(signal, () => void budget.healthChanged())]);
+      // the health checks run in their own feature; a change is written in the member record at once
+      const unsubscribe = health?.subscribe(() => void budget.healthChanged());
+      await budget.run(signal).finally(unsubscribe);
     },
-    close: async () => health?.close(),
     state: () => budget.state(),
   };
 }

@@ -48,7 +48,7 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
-    this.#settling = new Settling(options.health, options.config.health, options.logger);
+    this.#settling = new Settling(options.health, options.logger);
     this.#k = slotsFor(options.config.maxUnavailable, 1);
     this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
     this.#warnings = new RecordWarnings(options.logger, options.store.where);

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { FleetStoreConfig } from './stores/config.ts';
-import { HealthConfig } from './health-checks.ts';
+import { HealthConfig } from '../../health/config.ts';
 
 export const FleetConfig = z
   .strictObject({

@@ -6,7 +6,7 @@
  * from their records (not healthy, or their record stale while they check their health).
  */
 import type { Logger } from 'pino';
-import type { HealthConfig, HealthMonitor } from './health-checks.ts';
+import type { HealthMonitor } from '../../health/monitor.ts';
 import { staleAt, type MemberRecord } from './records.ts';
 
 /** A member that counts as unavailable although it holds no slot. */
@@ -32,15 +32,13 @@ export const unhealthyText = (u: readonly Unhealthy[]): string =>
 
 export class Settling {
   readonly #monitor: HealthMonitor | undefined;
-  readonly #config: HealthConfig | undefined;
   readonly #logger: Logger;
   /** When each maintenance was first seen over. */
   readonly #ended = new Map<string, number>();
   readonly #timedOut = new Set<string>();
 
-  constructor(monitor: HealthMonitor | undefined, config: HealthConfig | undefined, logger: Logger) {
+  constructor(monitor: HealthMonitor | undefined, logger: Logger) {
     this.#monitor = monitor;
-    this.#config = config;
     this.#logger = logger;
   }
 
@@ -51,8 +49,8 @@ export class Settling {
    */
   settled(eventId: string, now: number): boolean {
     const monitor = this.#monitor;
-    const config = this.#config;
-    if (monitor === undefined || config === undefined) return true;
+    if (monitor === undefined) return true;
+    const config = monitor.config;
     const ended = this.#ended.get(eventId) ?? now;
     this.#ended.set(eventId, ended);
     if (Math.min(monitor.healthyFor(now), now - ended) >= config.settleSeconds * 1000) return true;

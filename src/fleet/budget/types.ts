@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore } from './stores/port.ts';
-import type { HealthMonitor } from './health-checks.ts';
+import type { HealthMonitor } from '../../health/monitor.ts';
 import type { Holder, MemberRecord, SlotState } from './records.ts';
 
 export interface BudgetHooks {

@@ -1,84 +1,50 @@
 /**
- * A member's health checks (`fleet.health`): is the service on this VM whole? An HTTP endpoint
- * that must answer an expected status, a command that must exit 0, a Prometheus query that must
- * answer no sample (https://prometheus.io/docs/prometheus/latest/querying/api/); all must pass.
- * HealthMonitor runs them every `intervalSeconds` (each with a deadline) and says since when the
- * member has been healthy or not. The budget keeps a member's slot until it has been healthy
- * without a break for `settleSeconds` after its maintenance, and counts an unhealthy member as
- * unavailable, as a disruption budget counts a pod that is not Ready.
+ * HealthMonitor runs the health block's checks (config.ts) every `intervalSeconds`, each with a
+ * deadline, and says since when this VM has been healthy or not: an HTTP endpoint that must
+ * answer an expected status, a command that must exit 0, a Prometheus query that must answer no
+ * sample (https://prometheus.io/docs/prometheus/latest/querying/api/), the Kubernetes Node and
+ * its pods Ready. A fleet budget keeps a member's slot until it has been healthy without a break
+ * for `settleSeconds` after its maintenance and counts an unhealthy member as unavailable, as a
+ * disruption budget counts a pod that is not Ready; the probe sink (`health: true`) answers 200
+ * only while it is healthy.
  */
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { messageOf } from '../../lib/errors.ts';
-import { HttpClient } from '../../lib/http-client.ts';
-import { sleep, withDeadline } from '../../lib/time.ts';
-
-const HttpCheck = z.strictObject({
-  url: z.url({ protocol: /^https?$/ }).describe('The endpoint to GET.'),
-  expect: z.number().int().min(100).max(599).default(200).describe('The status that means healthy.'),
-});
-const ExecCheck = z.strictObject({
-  command: z.array(z.string().min(1)).min(1).describe('The program and its arguments; exit 0 means healthy.'),
-});
-const PrometheusCheck = z.strictObject({
-  url: z.url({ protocol: /^https?$/ }).describe('The Prometheus server (its HTTP API: /api/v1/query).'),
-  query: z.string().min(1).describe('A PromQL query: any sample in its answer means not healthy.'),
-});
-const oneOrMore = <T extends z.ZodType>(t: T) =>
-  z.union([t, z.array(t).min(1)]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
-
-export const HealthConfig = z
-  .strictObject({
-    http: oneOrMore(HttpCheck).optional().describe('One endpoint, or several: each must answer its expected status.'),
-    exec: oneOrMore(ExecCheck).optional().describe('One command, or several: each must exit 0.'),
-    prometheus: oneOrMore(PrometheusCheck)
-      .optional()
-      .describe('One query, or several: each must answer no sample (an alert-style query: what is wrong).'),
-    intervalSeconds: z.number().int().min(1).max(3600).default(10).describe('How often the checks run.'),
-    settleSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(86_400)
-      .default(120)
-      .describe('How long the member must be healthy, without a break, after its maintenance before its slot is given back.'),
-    timeoutSeconds: z
-      .number()
-      .int()
-      .min(1)
-      .max(7 * 86_400)
-      .default(1800)
-      .describe('Still not healthy this long after its maintenance: the slot is given back all the same, said with FLEET_HEALTH_TIMEOUT.'),
-  })
-  .refine((h) => (h.http?.length ?? 0) + (h.exec?.length ?? 0) + (h.prometheus?.length ?? 0) > 0, {
-    message: 'needs at least one check: http, exec or prometheus',
-  });
-export type HealthConfig = z.infer<typeof HealthConfig>;
-
-/** A member's health as its record says it. */
-export interface HealthState {
-  readonly healthy: boolean;
-  /** Since when it has been as it is (ISO). */
-  readonly since: string;
-  /** Why not, when not. */
-  readonly detail?: string;
-}
+import type { HealthState, HealthView } from '../sinks/contract.ts';
+import type { HealthConfig } from './config.ts';
+import { KubernetesHealth } from './kubernetes.ts';
+import { messageOf } from '../lib/errors.ts';
+import { HttpClient } from '../lib/http-client.ts';
+import { sleep, withDeadline } from '../lib/time.ts';
 
 /** How long one check may take at most: its deadline on the client. */
 const CHECK_DEADLINE_MS = 10_000;
 
-export class HealthMonitor {
+export class HealthMonitor implements HealthView {
   readonly #config: HealthConfig;
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #http = new HttpClient({ proxy: 'none', maxSockets: 2, keepAliveMs: 5000 });
+  readonly #kubernetes: KubernetesHealth | null;
+  readonly #listeners = new Set<(state: HealthState) => void>();
   #state: HealthState | null = null;
 
-  constructor(config: HealthConfig, logger: Logger, now: () => number = Date.now) {
+  /** resourceId: this VM's resource id, which finds its Kubernetes Node when no name is given. */
+  constructor(config: HealthConfig, logger: Logger, now: () => number = Date.now, resourceId: () => string | null = () => null) {
     this.#config = config;
     this.#logger = logger;
     this.#now = now;
+    this.#kubernetes = config.kubernetes === undefined ? null : new KubernetesHealth(config.kubernetes, resourceId);
+  }
+
+  get config(): HealthConfig {
+    return this.#config;
+  }
+
+  /** subscribe calls `listener` after every check; it returns the unsubscribe. */
+  subscribe(listener: (state: HealthState) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** state: the health as last checked; null before the first check. */
@@ -109,6 +75,16 @@ export class HealthMonitor {
         const why = await this.#bounded(ms, signal, (s) => execCheck(c.command, s));
         if (why !== null) problems.push(why);
       }),
+      ...[this.#kubernetes].flatMap((k) =>
+        k === null
+          ? []
+          : [
+              (async () => {
+                const why = await this.#bounded(ms, signal, (s) => k.run(s));
+                if (why !== null) problems.push(why);
+              })(),
+            ],
+      ),
     ]);
     const healthy = problems.length === 0;
     const before = this.#state;
@@ -119,13 +95,14 @@ export class HealthMonitor {
         healthy ? 'fleet budget: this member is healthy' : 'fleet budget: this member is not healthy',
       );
     } else if (!healthy) this.#state = { ...before, detail: problems.join('; ') };
+    for (const listener of this.#listeners) listener(this.#state!);
     return this.#state!;
   }
 
   /** run checks every intervalSeconds until the signal aborts. */
-  async run(signal: AbortSignal, onCheck?: (state: HealthState) => void): Promise<void> {
+  async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      onCheck?.(await this.check(signal));
+      await this.check(signal);
       await sleep(this.#config.intervalSeconds * 1000, signal).catch(() => undefined);
     }
   }

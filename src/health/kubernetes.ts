@@ -1,0 +1,101 @@
+/**
+ * The Kubernetes health check: this VM's Node is Ready, and the pods on it are Ready (all of
+ * them, or those of some namespaces). A pod that has finished (Succeeded, Failed) or is being
+ * deleted does not count: a drained node's pods are gone, and a finished Job's pod is never
+ * Ready. Which Node: `nodeName`, else NODE_NAME, else the Node whose spec.providerID is
+ * `azure://` and this VM's resource id, as the kubernetes sink finds it. Through the client the
+ * project already uses (kube/config.ts), loaded at the first check.
+ */
+import type { CoreV1Api, V1Node, V1Pod } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { abortWith, loadKubeConfig, NOT_CONFIGURED } from '../kube/config.ts';
+
+export const KubernetesCheck = z.strictObject({
+  node: z.boolean().default(true).describe("The Node's Ready condition must be True."),
+  pods: z
+    .union([
+      z.enum(['all', 'none']),
+      z.strictObject({ namespaces: z.array(z.string().min(1).max(63)).min(1).describe('Only the pods of these namespaces count.') }),
+    ])
+    .default('all')
+    .describe(
+      "The pods on the Node that must be Ready: all, none, or { namespaces: [...] }; finished pods and pods being deleted don't count.",
+    ),
+  nodeName: z
+    .string()
+    .min(1)
+    .max(253)
+    .optional()
+    .describe('The Node; default the NODE_NAME environment variable, else the Node whose spec.providerID names this VM.'),
+  kubeconfig: z.string().min(1).optional().describe('A kubeconfig file; default the in-cluster service account.'),
+});
+export type KubernetesCheck = z.infer<typeof KubernetesCheck>;
+
+/** A Kubernetes check, its client made at the first run and kept. */
+export class KubernetesHealth {
+  readonly #check: KubernetesCheck;
+  readonly #resourceId: () => string | null;
+  #api: { core: CoreV1Api; abortWith: (s: AbortSignal) => ReturnType<typeof abortWith> } | null = null;
+  /** The Node's name, once found by its providerID. */
+  #found: string | null = null;
+
+  constructor(check: KubernetesCheck, resourceId: () => string | null) {
+    this.#check = check;
+    this.#resourceId = resourceId;
+  }
+
+  /** run: null when healthy, else why not. */
+  async run(signal: AbortSignal): Promise<string | null> {
+    const api = await this.#client();
+    const opts = api.abortWith(signal);
+    const node = await this.#node(api.core, opts);
+    const name = node.metadata?.name ?? '?';
+    const problems: string[] = [];
+    if (this.#check.node) {
+      const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+      if (ready?.status !== 'True') problems.push(`Node ${name} is not Ready${ready?.reason ? ` (${ready.reason})` : ''}`);
+    }
+    const pods = this.#check.pods;
+    if (pods !== 'none') {
+      const list = await api.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` }, opts);
+      const only = pods === 'all' ? null : new Set(pods.namespaces);
+      const notReady = list.items.filter((p) => counts(p, only) && !podReady(p)).map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
+      if (notReady.length > 0)
+        problems.push(
+          `${notReady.length} pod${notReady.length === 1 ? '' : 's'} on ${name} not Ready: ${notReady.slice(0, 5).join(', ')}${notReady.length > 5 ? ', …' : ''}`,
+        );
+    }
+    return problems.length === 0 ? null : problems.join('; ');
+  }
+
+  async #client() {
+    if (this.#api !== null) return this.#api;
+    const conn = await loadKubeConfig(this.#check.kubeconfig);
+    if (conn === null) throw new Error(NOT_CONFIGURED);
+    const core = conn.config.makeApiClient(conn.k8s.CoreV1Api);
+    this.#api = { core, abortWith: (s) => abortWith(conn.k8s, s) };
+    return this.#api;
+  }
+
+  async #node(core: CoreV1Api, opts: ReturnType<typeof abortWith>): Promise<V1Node> {
+    const name = this.#check.nodeName ?? (process.env.NODE_NAME || null) ?? this.#found;
+    if (name !== null) return core.readNode({ name }, opts);
+    const id = this.#resourceId();
+    if (!id)
+      throw new Error("no nodeName configured, NODE_NAME is unset, and this VM's resource id is unknown, so its Node cannot be found");
+    const providerId = `azure://${id}`.toLowerCase();
+    const node = (await core.listNode({}, opts)).items.find((n) => n.spec?.providerID?.toLowerCase() === providerId);
+    if (node === undefined) throw new Error(`no Node has spec.providerID azure://${id}; set nodeName or NODE_NAME`);
+    this.#found = node.metadata?.name ?? null;
+    return node;
+  }
+}
+
+/** counts: whether a pod's readiness counts (running or starting, not being deleted, in a namespace asked for). */
+function counts(p: V1Pod, only: ReadonlySet<string> | null): boolean {
+  const phase = p.status?.phase;
+  if (phase === 'Succeeded' || phase === 'Failed' || p.metadata?.deletionTimestamp !== undefined) return false;
+  return only === null || only.has(p.metadata?.namespace ?? '');
+}
+
+const podReady = (p: V1Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;

@@ -28,14 +28,29 @@ export interface SlotHolder {
   readonly since: string | null;
 }
 
-/** ApprovalError carries the HTTP status the API answers with, and for a held approval who holds the slots. */
+/** A member of the group that counts as unavailable without a slot (not healthy), as a held approval names it. */
+export interface UnhealthyMember {
+  readonly vm: string;
+  readonly since: string;
+  readonly why: string;
+}
+
+/** ApprovalError carries the HTTP status the API answers with, and for a held approval who holds the slots and who is not healthy. */
 export class ApprovalError extends BridgeError<ApprovalErrorCode> {
   readonly status: (typeof STATUS)[ApprovalErrorCode];
   readonly holders: readonly SlotHolder[];
-  constructor(code: ApprovalErrorCode, message: string, cause?: unknown, holders: readonly SlotHolder[] = []) {
+  readonly unhealthy: readonly UnhealthyMember[];
+  constructor(
+    code: ApprovalErrorCode,
+    message: string,
+    cause?: unknown,
+    holders: readonly SlotHolder[] = [],
+    unhealthy: readonly UnhealthyMember[] = [],
+  ) {
     super(code, message, { cause });
     this.status = STATUS[code];
     this.holders = holders;
+    this.unhealthy = unhealthy;
   }
 
   /** held: the fleet budget holds the approval (no slot free, or its store cannot be reached). */
@@ -47,7 +62,13 @@ export class ApprovalError extends BridgeError<ApprovalErrorCode> {
   body(eventId: string): Record<string, unknown> {
     const error = { code: this.code, message: this.message };
     return this.held
-      ? { eventId, status: 'held', holders: this.holders.map(({ vm, eventId: e, since }) => ({ vm, eventId: e, since })), error }
+      ? {
+          eventId,
+          status: 'held',
+          holders: this.holders.map(({ vm, eventId: e, since }) => ({ vm, eventId: e, since })),
+          ...(this.unhealthy.length === 0 ? {} : { unhealthy: this.unhealthy.map(({ vm, since, why }) => ({ vm, since, why })) }),
+          error,
+        }
       : { error };
   }
 }

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { HealthConfig } from '../../src/health/config.ts';
 import { HealthMonitor } from '../../src/health/monitor.ts';
@@ -19,10 +20,13 @@ import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 import { fleetStoresPerFile, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { silentLogger, waitFor } from '../helpers.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
+import { launchChromium } from '../../testkit/browser.ts';
+import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { readGroup } from '../../src/fleet/budget/group.ts';
 
 const fleetStores = fleetStoresPerFile();
 const api = { by: 'test', via: 'api' } as const;
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 /** Each VM's health endpoint: /<vm> answers the status the test set for it (200 unless set). */
 const statuses = new Map<string, number>();
@@ -158,6 +162,12 @@ describe.each(STORE_KINDS)('the health gate over the %s store', (kind) => {
     await a!.read([ea]);
     const held = await a!.budget.take(ea, api).catch((err: unknown) => err);
     expect(held).toMatchObject({ code: 'HELD', message: expect.stringMatching(/vm-b is not healthy since .* answered 503, not 200\)$/) });
+    // the API's 409 names it too, apart from the holders
+    expect((held as ApprovalError).body(ea.eventId)).toMatchObject({
+      status: 'held',
+      holders: [],
+      unhealthy: [{ vm: 'vm-b', since: expect.any(String), why: expect.stringMatching(/answered 503, not 200$/) }],
+    });
     // healthy again: written at once, and the slot is granted
     statuses.delete(`${group}-vm-b`);
     b!.now = t0 + 2000; // a record is written at most once a second
@@ -262,7 +272,7 @@ describe.each(STORE_KINDS)('a percentage over the %s store', (kind) => {
 describe('the health gate in a running bridge', () => {
   afterEach(() => stopAll());
 
-  it('checks its health on its own, writes it in its record at once when it changes, and fleet status shows it', async () => {
+  it("checks its health on its own, writes it in its record at once when it changes, and another member's approval page names it as the reason", async () => {
     const group = 'health-bridge';
     const fleet = {
       group,
@@ -289,5 +299,36 @@ describe('the health gate in a running bridge', () => {
     );
     expect(sick).toMatchObject({ healthy: false, detail: expect.stringMatching(/answered 503, not 200$/) });
     expect(h.bridge.fleet).not.toBeNull();
-  }, 40_000);
+
+    // another member's approval page, in Chromium: the click is held, and the page names vm-h as the reason
+    const p = await startBridge({
+      sim: { vmName: 'vm-p', peers: [] },
+      sinks: (d) => [{ name: 'audit', type: 'file', path: join(d, 'e.jsonl') }],
+      config: {
+        fleet: { ...fleet, health: { http: { url: url(server, `${group}-vm-p`) }, intervalSeconds: 1, settleSeconds: 5 } },
+        approval: { secret: SECRET, publicUrl: 'http://127.0.0.1:1' },
+        server: { listen: '127.0.0.1:0' },
+      },
+    });
+    const e = p.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000 });
+    const scheduled = await waitFor(
+      () => p.bridge.store.journal.all().find((j) => j.id === `${e.eventId}/scheduled`),
+      'the scheduled event',
+    );
+    const link = p.bridge.approvalLinks!.link(fromJson(scheduled.json))!.replace('http://127.0.0.1:1', p.bridge.approvalServerUrl!);
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(link);
+      await page.locator('#approve').click();
+      await page.waitForSelector('.card.err');
+      expect(await page.locator('h1').innerText()).toBe("Held: the group's maintenance budget is used up");
+      expect(await page.locator('.card p').innerText()).toMatch(
+        /none in maintenance; vm-h is not healthy since .* answered 503, not 200\)/,
+      );
+      expect(p.sim.startRequests).toHaveLength(0);
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
 });

@@ -147,6 +147,7 @@ export async function takeForAll(
     `${downText(config.group, named)}; the group allows ${ctx.k()} and has not that many slots free${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
     undefined,
     holders,
+    sick,
   );
 }
 

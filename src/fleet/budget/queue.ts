@@ -124,7 +124,9 @@ export class QueuePlace {
     if (!QUEUED_VIA.has(via)) return err;
     const ahead = this.#position;
     const said =
-      ahead !== null && ahead > 0 ? new ApprovalError('HELD', `${err.message}; ${ahead} ahead in the queue`, undefined, err.holders) : err;
+      ahead !== null && ahead > 0
+        ? new ApprovalError('HELD', `${err.message}; ${ahead} ahead in the queue`, undefined, err.holders, err.unhealthy)
+        : err;
     this.#held = said;
     return said;
   }

@@ -162,6 +162,7 @@ export class MemberSlots {
       `group ${group} allows ${maxUnavailable} member${maxUnavailable === 1 ? '' : 's'} in maintenance at once; ${who === '' ? (sick.length > 0 ? 'none in maintenance' : 'the slots are being taken by others') : `held by ${who}`}${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
       undefined,
       holders,
+      sick,
     );
   }
 

@@ -106,6 +106,14 @@ describe('the documentation', () => {
     for (const text of configs) expect(() => parseConfigText(text, 'README.md', env)).not.toThrow();
   });
 
+  it('holds health recipes in docs/fleet-budgets.md that validate as they are written', () => {
+    const doc = readFileSync(join(ROOT, 'docs/fleet-budgets.md'), 'utf8');
+    const recipes = doc.slice(doc.indexOf('### Recipes'), doc.indexOf('## Percentages'));
+    const configs = [...recipes.matchAll(/^```yaml\n([\s\S]*?)^```/gm)].map((m) => m[1]!);
+    expect(configs.length).toBe(5);
+    for (const text of configs) expect(parseConfigText(text, 'docs/fleet-budgets.md', {}).health).toBeDefined();
+  });
+
   it('finds a missing file, a missing heading and a link in code that is not one', () => {
     expect(
       anchorsOf(

@@ -213,7 +213,7 @@ describe.each(STORE_KINDS)('the health gate over the %s store', (kind) => {
 });
 
 describe.each(STORE_KINDS)('zones one at a time over the %s store', (kind) => {
-  it('holds an early approval while a member of another zone is in maintenance; members of one zone, or without a zone, go together', async () => {
+  it('holds an early approval while a member of another zone is in maintenance (three zones, one after another); members of one zone, or without a zone, go together', async () => {
     const group = `zones-${kind}`;
     const more = { maxUnavailable: 3, zones: 'one-at-a-time' as const };
     const [a, b, c, d] = await Promise.all(
@@ -234,6 +234,16 @@ describe.each(STORE_KINDS)('zones one at a time over the %s store', (kind) => {
     expect(await d!.budget.take(ed!, api)).toMatchObject({ slot: 'slot-2' });
     await Promise.all([a!.read([]), c!.read([]), d!.read([])]);
     expect(await b!.budget.take(eb!, api)).toMatchObject({ slot: 'slot-0' });
+    // a third zone waits for the second, then goes
+    const e = await budgetMember(fleetStores(), kind, group, 'vm-e', more);
+    e.view.vm = { ...e.view.vm, zone: '3' };
+    const ee = scheduledFor('vm-e');
+    expect(await e.budget.take(ee, api).catch((err: unknown) => err)).toMatchObject({
+      code: 'HELD',
+      message: expect.stringMatching(/zone 2 is in maintenance \(vm-b\); the group takes one zone at a time$/),
+    });
+    await b!.read([]);
+    expect(await e.budget.take(ee, api)).toMatchObject({ slot: 'slot-0' });
   });
 });
 

@@ -125,6 +125,30 @@ describe('the forecast with health checks', () => {
       // the window runs on for the settle time: NotBefore + 10 minutes + 600 s
       expect(Date.parse(ce!.data.collision!.to) - Date.parse(NOT_BEFORE)).toBe(20 * 60_000);
       expect(toChatMessage(ce!).title).toMatch(/; the group allows 2 and h2 is not healthy$/);
+
+      // five due at once, one slot, one of the five not healthy now: all five go down together at NotBefore
+      const five = ['f0', 'f1', 'f2', 'f3', 'f4'].map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+      const one = new Forecast({
+        group: `${group}-five`,
+        maxUnavailable: 1,
+        view: { vm: memberVm('f0'), document: { incarnation: 1, events: [five[0]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: store.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: five[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: (e) => said.push(e),
+        waves: new Waves(await openFleetStore(fleetStores().config('blob') as never, `${group}-five`), `${group}-five`),
+        settleSeconds: 600,
+      });
+      const records = five.map((e, i) => ({
+        ...recordOf(`f${i}`, e.eventId),
+        health: i === 3 ? { healthy: false, since: new Date().toISOString(), detail: '503' } : healthy,
+      }));
+      const c5 = await one.foretell(records);
+      expect(c5?.data.collision).toMatchObject({ atOnce: 5, maxUnavailable: 1, members: 5 });
+      expect(c5!.data.collision!.due).toHaveLength(5);
+      expect(toChatMessage(c5!).title).toMatch(
+        /^5 of .*'s 5 members are due .*; the group allows 1, and Azure takes 5 down at once if nothing changes/,
+      );
     } finally {
       store.close();
     }

@@ -1,7 +1,7 @@
 /**
  * se-bridge status: one IMDS read (transient failures retried briefly; 410 for up to the
  * documented 70 s), then the current events with the time left until NotBefore, and who this
- * VM is. `--json` prints the same for scripts.
+ * VM is; with health checks, what they find now (run once). `--json` prints the same for scripts.
  */
 import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
@@ -11,9 +11,12 @@ import type { EventsDocument } from '../imds/wire.ts';
 import { existsSync } from 'node:fs';
 import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
-import type { SinkConfig } from '../config/schema.ts';
+import { healthOf, type SinkConfig } from '../config/schema.ts';
+import type { HealthConfig } from '../health/config.ts';
+import { HealthMonitor } from '../health/monitor.ts';
+import { pino } from 'pino';
 import { Preparations, preparersOf } from '../daemon/preparations.ts';
-import type { PreparationState } from '../sinks/contract.ts';
+import type { HealthState, PreparationState } from '../sinks/contract.ts';
 import { groupText, heldText, readGroup } from '../fleet/budget/group.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
@@ -72,10 +75,14 @@ export async function main(argv: string[]): Promise<number> {
       preparations: preparations.get(e.eventId) ?? [],
     }));
     const drill = await drillNow(config.state.path);
+    const health = await checkOnce(healthOf(config), vm.resourceId);
     if (values.json) {
-      process.stdout.write(
-        `${JSON.stringify({ vm, documentIncarnation: document.incarnation, events, ...(fleet === undefined ? {} : { fleet }), ...(drill === null ? {} : { drill }) }, null, 2)}\n`,
-      );
+      const more = {
+        ...(fleet === undefined ? {} : { fleet }),
+        ...(drill === null ? {} : { drill }),
+        ...(health === null ? {} : { health }),
+      };
+      process.stdout.write(`${JSON.stringify({ vm, documentIncarnation: document.incarnation, events, ...more }, null, 2)}\n`);
       return EXIT.ok;
     }
     process.stdout.write(`VM ${vm.name}${vm.resourceId ? ` (${vm.resourceId})` : ''}; identity from ${vm.origin}\n`);
@@ -107,6 +114,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(
         `\nDRILL: ${drill.eventId}, a ${drill.request.type} played by the daemon (not listed by IMDS), ${drill.ended ?? (drill.startedAt === null ? 'Scheduled' : 'Started')}; preparations ${drill.request.prepare === 'real' ? 'for real' : 'rehearsed'}\n`,
       );
+    if (health !== null) process.stdout.write(`\nHealth checks: ${health.healthy ? 'pass' : `do not pass: ${health.detail ?? ''}`}\n`);
     if (fleet !== undefined)
       process.stdout.write(
         `\n${'error' in fleet ? `Fleet budget: the store cannot be read (${fleet.error.code}: ${fleet.error.err}): no early approval until it answers\n` : groupText(fleet, table)}`,
@@ -114,6 +122,17 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   } finally {
     await client.close();
+  }
+}
+
+/** checkOnce runs this VM's health checks once (each with its deadline), or says null without a health block. */
+async function checkOnce(config: HealthConfig | undefined, resourceId: string | null): Promise<HealthState | null> {
+  if (config === undefined) return null;
+  const monitor = new HealthMonitor(config, pino({ level: 'silent' }), Date.now, () => resourceId);
+  try {
+    return await monitor.check();
+  } finally {
+    monitor.close();
   }
 }
 

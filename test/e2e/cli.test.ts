@@ -227,6 +227,22 @@ describe('se-bridge CLI', () => {
       sim.removeEvent(e.eventId);
     });
 
+    it('runs the health checks once and says what they find', async () => {
+      const config = join(dir.path, 'health.yaml');
+      const check = (code: number) =>
+        writeFileSync(
+          config,
+          `state: { path: ${JSON.stringify(join(dir.path, 'health.db'))} }\nhealth:\n  exec: { command: [${JSON.stringify(process.execPath)}, "-e", "process.exit(${code})"] }\n`,
+        );
+      check(3);
+      const table = await cli(['status', '--config', config], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/^Health checks: do not pass: .* exited 3$/m);
+      check(0);
+      const json = await cli(['status', '--json', '--config', config], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+      expect(JSON.parse(json.stdout)).toMatchObject({ health: { healthy: true, since: expect.any(String) } });
+    });
+
     it('exits 1 with the error code when IMDS cannot be read', async () => {
       sim.injectFault({ kind: 'status', status: 400 });
       const r = await cli(['status', '--config', 'config/demo.yaml'], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });

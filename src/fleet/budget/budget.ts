@@ -24,7 +24,7 @@ import { MemberRecordWriter } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
 import { Settling, unhealthyOf } from './health-gate.ts';
-import { giveBackForOthers, namedIn, takeForAll, type ManyContext, type Named } from './many.ts';
+import { giveBackForOthers, namedIn, takeForAll, type ManyContext } from './many.ts';
 
 export type { BudgetState } from './types.ts';
 
@@ -123,17 +123,27 @@ export class FleetBudget implements ApprovalGate {
       try {
         if (queued) this.#place.looked(this.#now());
         const mode = forced ? 'forced' : 'early';
+        // the members' records, read once for this attempt: whom the maintenance names, health, percentage, the queue
+        let read: Promise<MemberRecord[]> | undefined;
+        const all = () => (read ??= this.#members());
         // a maintenance that names several members of the group needs a slot for each
-        const named = await this.#named(event);
+        const named = event.resources.length < 2 ? [] : namedIn(event, { key: this.#me, vm: this.#o.view.vm }, await all());
         need = Math.max(1, named.length);
-        const turn = (free: number) => this.#turn(event, free, need);
+        const turn = async (free: number) =>
+          this.#place.place(
+            await all(),
+            this.#place.me(this.#me, this.#o.view.vm.name, event, this.#now(), need),
+            this.#now(),
+            free,
+            this.#place.asksFirst(event.eventId),
+          );
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
-        const members = this.#o.health || typeof this.#o.config.maxUnavailable === 'string' ? await this.#members() : [];
-        const sick = this.#o.health ? unhealthyOf(members, this.#me, this.#now()) : [];
+        if (typeof this.#o.config.maxUnavailable === 'string') await all();
+        const sick = async () => (this.#o.health ? unhealthyOf(await all(), this.#me, this.#now()) : []);
         const grant =
           named.length > 1
-            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, sick)
+            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, await sick())
             : await this.#slots.take(event, mode, request, queued ? turn : undefined, sick);
         this.#place.granted(event.eventId);
         return grant;
@@ -150,20 +160,6 @@ export class FleetBudget implements ApprovalGate {
         throw unavailable(this.#o.config.group, err.message);
       }
     });
-  }
-
-  /** named: the members of the group `event` takes down, this one among them, when it names more VMs than this one (else none). */
-  async #named(event: ScheduledEvent): Promise<Named[]> {
-    if (event.resources.length < 2) return [];
-    return namedIn(event, { key: this.#me, vm: this.#o.view.vm }, membersOf(await this.#o.store.list(MEMBER_PREFIX)));
-  }
-
-  /** turn: which of `free` slots are this member's turn to try, from the queue in the members' records (one read of them); null: not yet. */
-  async #turn(event: ScheduledEvent, free: number, need: number): Promise<number | null> {
-    const now = this.#now();
-    const members = membersOf(await this.#o.store.list(MEMBER_PREFIX));
-    const me = this.#place.me(this.#me, this.#o.view.vm.name, event, now, need);
-    return this.#place.place(members, me, now, free, this.#place.asksFirst(event.eventId));
   }
 
   /** abandon gives back what `take` took for an approval that IMDS then refused. */

@@ -88,7 +88,7 @@ export class MemberSlots {
     mode: HoldMode,
     request: ApprovalRequest,
     admit?: (free: number) => Promise<number | null>,
-    unhealthy: readonly Unhealthy[] = [],
+    unhealthy: () => Promise<readonly Unhealthy[]> = async () => [],
   ): Promise<Grant> {
     const { key: me, vm } = this.#o.me();
     let sick: Unhealthy[] = [];
@@ -125,8 +125,11 @@ export class MemberSlots {
         return r === undefined || !live(asSlot(r.value), now);
       });
       holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
-      // an unhealthy member that holds no slot counts as one in maintenance
-      sick = unhealthy.filter((u) => !slots.some((r) => asSlot(r.value).member === u.key && live(asSlot(r.value), now)));
+      // an unhealthy member that holds no slot counts as one in maintenance (read only when a slot is free)
+      const open = maxUnavailable - down > 0 && free.length > 0;
+      sick = open
+        ? (await unhealthy()).filter((u) => !slots.some((r) => asSlot(r.value).member === u.key && live(asSlot(r.value), now)))
+        : [];
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
       zoneWhy = mode === 'early' ? zones(slots) : null;
       if (zoneWhy !== null) break;

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, validateConfig } from '../../src/config/load.ts';
+import { Metrics } from '../../src/observability/metrics.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { freePort, waitFor } from '../../test/helpers.ts';
 
@@ -79,7 +80,12 @@ describe('probe sink with health: true', () => {
     expect(after.body.reason).toMatch(/health checks do not pass/);
     status = 200;
     await waitFor(async () => (await ask(port)).status === 200, 'back in service once healthy');
-    expect(await h.bridge.metrics.registry.metrics()).toMatch(/^sebridge_probe_in_service\{sink="lb"\} 1$/m);
+    const metrics = await h.bridge.metrics.registry.metrics();
+    expect(metrics).toMatch(/^sebridge_probe_in_service\{sink="lb"\} 1$/m);
+    expect(metrics).toMatch(/^sebridge_health_healthy 1$/m);
+    expect(metrics).toMatch(/^sebridge_health_checks_total\{result="unhealthy"\} [1-9]\d*$/m);
+    // without health checks the series are not there (a 0 would read as unhealthy)
+    expect(await new Metrics().registry.metrics()).not.toMatch(/sebridge_health_/);
   });
 
   it('needs a health block to wait for, and one only', () => {

@@ -50,6 +50,10 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const drill = attachDrill({ config, dryRun, logger, state, recorded, approvalOf: (id) => records.of(id) });
   // one health monitor serves the probe sink and the fleet budget
   const health = attachHealth(healthOf(config), logger, () => state.vm.resourceId);
+  if (health !== null) {
+    const checked = metrics.healthChecks();
+    health.monitor.subscribe((s) => checked(s.healthy));
+  }
   const early: Feature[] = [drill, ...(health === null ? [] : [health.feature])];
   const { sinkStates } = store;
   const vm = () => state.vm;
@@ -73,7 +77,18 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const hooks = early.flatMap((f) => (f.route === undefined ? [] : [f.route]));
   const router = new Router({ targets, state, journal, logger, hooks, notify: () => dispatcher.notify() });
   const givenBack = (eventId: string) => preparations.givenBack(eventId);
-  const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack, health: health?.monitor };
+  const budgetContext = {
+    config,
+    dryRun,
+    logger,
+    state,
+    journal,
+    metrics,
+    committed,
+    route: router.one,
+    givenBack,
+    health: health?.monitor,
+  };
   const budget = await attachBudget(budgetContext).catch(closingOnFailure(targets));
   const inbox = attachInbox({ config, logger, state, replay, metrics });
   const features: Feature[] = [...early, ...[budget, inbox].filter((f) => f !== null)];

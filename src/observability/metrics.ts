@@ -175,6 +175,21 @@ export class Metrics {
     };
   }
 
+  /**
+   * healthChecks registers the health checks' series, only when they are configured (a gauge of 0
+   * on a VM that checks nothing would read as unhealthy), and returns what one check sets.
+   */
+  healthChecks(): (healthy: boolean) => void {
+    const gauge = this.registry.register(
+      new Gauge('sebridge_health_healthy', "1 while this VM's health checks pass (the last check), 0 while they do not."),
+    );
+    const checks = this.registry.register(new Counter('sebridge_health_checks_total', 'Health checks run, by result.', ['result']));
+    return (healthy) => {
+      gauge.set(healthy ? 1 : 0);
+      checks.inc({ result: healthy ? 'healthy' : 'unhealthy' });
+    };
+  }
+
   /** outcome counts one delivery's outcome and its duration, and for a delivery, how long after the change it arrived. */
   outcome(report: { readonly sink: string; readonly outcome: string; readonly durationMs: number; readonly createdAt: number }): void {
     this.deliveries.inc({ sink: report.sink, outcome: report.outcome });

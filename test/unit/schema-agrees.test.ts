@@ -41,6 +41,14 @@ describe('the JSON Schema and validate agree', () => {
       ).data['bridge.yaml']!,
     ],
     [
+      'config/kubernetes/daemonset.yaml (ConfigMap, its fleet block uncommented)',
+      (
+        parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'daemonset.yaml'), 'utf8'))[1]!.toJS() as {
+          data: Record<string, string>;
+        }
+      ).data['bridge.yaml']!.replace(/^# (?=fleet:|  \S)/gm, ''),
+    ],
+    [
       'config/cloud-init.yaml (bridge.yaml)',
       (
         parse(readFileSync(join(ROOT, 'config', 'cloud-init.yaml'), 'utf8')) as { write_files: { path: string; content: string }[] }

@@ -46,7 +46,7 @@ describe('the JSON Schema and validate agree', () => {
         parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'daemonset.yaml'), 'utf8'))[1]!.toJS() as {
           data: Record<string, string>;
         }
-      ).data['bridge.yaml']!.replace(/^# (?=fleet:|  \S)/gm, ''),
+      ).data['bridge.yaml']!.replace(/^# (?=fleet:| {2}\S)/gm, ''),
     ],
     [
       'config/cloud-init.yaml (bridge.yaml)',

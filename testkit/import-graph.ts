@@ -14,6 +14,7 @@ import { dirname, join, normalize, relative } from 'node:path';
  */
 export const LAYERS = [
   'lib',
+  'calendar',
   'imds',
   'pipeline',
   'cloudevents',
@@ -32,6 +33,7 @@ export const LAYERS = [
   'approval',
   'control',
   'drill',
+  'calendar/watch',
   'fleet',
   'fleet/relay',
   'fleet/inbox',

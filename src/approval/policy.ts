@@ -47,6 +47,12 @@ export const Rule = z.strictObject({
   action: z
     .enum(ACTIONS)
     .describe('approve: at once; approveAfterHooks: once every preparation succeeded; await: a person decides; never: nobody approves.'),
+  within: z
+    .enum(['windows', 'any', 'always'])
+    .default('any')
+    .describe(
+      'How the calendar binds it: windows (only inside a window, outside blackouts), any (any time but a blackout) or always (blackouts too: for a Freeze of a few seconds).',
+    ),
   approveFrom: z
     .enum(['leader', 'any'])
     .default('leader')

@@ -55,7 +55,7 @@ export function parseApprovalBody(
     throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
   if (o.force !== undefined && typeof o.force !== 'boolean') throw new HttpError(400, 'MALFORMED', 'force must be true or false');
   if (o.force === true && (typeof o.reason !== 'string' || o.reason.trim() === ''))
-    throw new HttpError(400, 'MALFORMED', 'a forced approval needs a reason: it goes past the fleet budget, on the record');
+    throw new HttpError(400, 'MALFORMED', 'a forced approval needs a reason: it goes past the fleet budget or a blackout, on the record');
   return {
     ...(withVm ? { vm: o.vm as string } : { force: o.force === true }),
     eventId: o.eventId,
@@ -113,6 +113,8 @@ export function pageHeading(code: string): string {
       return 'Azure did not accept the approval';
     case 'HELD':
       return "Held: the group's maintenance budget is used up";
+    case 'BLACKOUT':
+      return 'Held: a blackout of the maintenance calendar';
     case 'FLEET_STORE_UNAVAILABLE':
       return "Held: the group's budget cannot be checked";
     default:

@@ -117,7 +117,7 @@ export class ApprovalServer extends RoutedServer {
         approvedBy: r.by,
         via: r.via,
         at: r.at,
-        ...(r.forced ? { forced: true } : {}),
+        ...(r.forced ? { forced: true, past: r.past ?? [] } : {}),
         ...(r.warning ? { warning: r.warning } : {}),
       };
     } catch (err) {

@@ -5,6 +5,7 @@
  * retried); the approval is recorded with who, how and when; and exactly one `approved`
  * CloudEvent is emitted. A second approval of the same event is a no-op that says so.
  */
+import type { Calendar, Within } from '../calendar/calendar.ts';
 import { isDrill } from '../imds/drill-id.ts';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -17,9 +18,16 @@ import { retryImds } from '../imds/retry.ts';
 import type { ApprovalRecord, Approvals, Journal, PendingEvent } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
 
-export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED' | 'HELD' | 'FLEET_STORE_UNAVAILABLE';
+export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED' | 'HELD' | 'FLEET_STORE_UNAVAILABLE' | 'BLACKOUT';
 
-const STATUS = { UNKNOWN_EVENT: 404, NOT_APPROVABLE: 409, HELD: 409, IMDS_REFUSED: 502, FLEET_STORE_UNAVAILABLE: 503 } as const;
+const STATUS = {
+  UNKNOWN_EVENT: 404,
+  NOT_APPROVABLE: 409,
+  HELD: 409,
+  IMDS_REFUSED: 502,
+  FLEET_STORE_UNAVAILABLE: 503,
+  BLACKOUT: 409,
+} as const;
 
 /** Who holds a fleet budget's slots, as a held approval names them. */
 export interface SlotHolder {
@@ -53,9 +61,9 @@ export class ApprovalError extends BridgeError<ApprovalErrorCode> {
     this.unhealthy = unhealthy;
   }
 
-  /** held: the fleet budget holds the approval (no slot free, or its store cannot be reached). */
+  /** held: the fleet budget (no slot free, or its store cannot be reached) or a blackout of the calendar holds the approval. */
   get held(): boolean {
-    return this.code === 'HELD' || this.code === 'FLEET_STORE_UNAVAILABLE';
+    return this.code === 'HELD' || this.code === 'FLEET_STORE_UNAVAILABLE' || this.code === 'BLACKOUT';
   }
 
   /** body: the JSON answer of the approval API. */
@@ -95,8 +103,10 @@ export interface ApprovalRequest {
   /** policy | hooks | api | link | slack | cli */
   readonly via: string;
   readonly reason?: string;
-  /** Past a fleet budget, on the record (a person's decision; never a policy's). */
+  /** Past a fleet budget or a blackout, on the record (a person's decision; never a policy's). */
   readonly force?: boolean;
+  /** How the policy's rule is bound by the calendar (always: not by its blackouts); a person's approval is bound by blackouts. */
+  readonly within?: Within;
 }
 
 export interface ApprovalResult {
@@ -109,6 +119,8 @@ export interface ApprovalResult {
   readonly forced?: boolean;
   /** What the fleet budget says of a forced approval (how many members go down, a store that did not answer). */
   readonly warning?: string;
+  /** What a forced approval went past: "the fleet budget", "the blackout year-end". */
+  readonly past?: readonly string[];
 }
 
 export interface ApprovalServiceOptions {
@@ -127,6 +139,10 @@ export interface ApprovalServiceOptions {
   dryRun?: boolean;
   /** The fleet budget every early approval must pass first, when one is configured. */
   gate?: ApprovalGate;
+  /** The calendar, whose blackouts hold every early approval but a forced one. */
+  calendar?: Calendar;
+  /** The clock the calendar is read on (tests set it). */
+  now?: () => number;
   /** Called with every approval attempt's result, for metrics. */
   onResult?: (via: string, result: string) => void;
 }
@@ -196,17 +212,19 @@ export class ApprovalService {
     }
     // The record and the `approved` CloudEvent are built and routed first: IMDS is never told
     // about an approval that could then not be recorded and reported.
-    // the fleet budget first: no slot, no early approval (a forced one goes past it, on the record)
+    // a blackout holds every early approval (a forced one goes past it, on the record); a drill is never held
+    const blackout = this.#blackout(eventId, request);
+    // the fleet budget next: no slot, no early approval (a forced one goes past it, on the record)
     // a drill never takes a slot: it would hold back a real maintenance of another member
     const gate = isDrill(eventId) ? undefined : this.#o.gate;
     const grant = gate === undefined ? null : await gate.take(event, request);
     // another attempt (a forced one beside a held-up policy's) may have been recorded while this one waited
     const meanwhile = records.of(eventId);
     if (meanwhile !== null) return { eventId, status: 'already-approved', by: meanwhile.by, via: meanwhile.via, at: meanwhile.at };
-    const forced = grant?.forced === true;
+    const forced = grant?.forced === true || blackout !== null;
     const at = new Date().toISOString();
     const recordId = createHash('sha256').update(`${request.by}\n${request.via}\n${at}`).digest('hex').slice(0, 12);
-    const reason = [request.reason ?? '', grant?.note ?? ''].filter(Boolean).join('; ');
+    const reason = [request.reason ?? '', blackout ?? '', grant?.note ?? ''].filter(Boolean).join('; ');
     const approval = { by: request.by, via: request.via, at, ...(forced ? { forced: true as const, ...(reason ? { reason } : {}) } : {}) };
     const ce = toApprovedCloudEvent(event, incarnation, approval, recordId, { vm: this.#o.view.vm, observedAt: at });
     const record: ApprovalRecord = { eventId, by: request.by, via: request.via, reason, at, ceId: ce.id };
@@ -229,9 +247,34 @@ export class ApprovalService {
       by: request.by,
       via: request.via,
       at,
-      ...(forced ? { forced } : {}),
+      ...(forced
+        ? {
+            forced,
+            past: [...(grant?.forced ? ['the fleet budget'] : []), ...(blackout === null ? [] : [blackout.slice('inside '.length)])],
+          }
+        : {}),
       ...(grant?.note ? { warning: grant.note } : {}),
     };
+  }
+
+  /**
+   * blackout: null outside a blackout (or for a drill, or a rule bound `always`); inside one, an
+   * approval is held (BLACKOUT), and a forced one goes on with what it went past, for the record.
+   */
+  #blackout(eventId: string, request: ApprovalRequest): string | null {
+    const calendar = this.#o.calendar;
+    if (calendar === undefined || isDrill(eventId) || request.within === 'always') return null;
+    const now = (this.#o.now ?? Date.now)();
+    const name = calendar.stateAt(now).blackout;
+    if (name === null) return null;
+    const until = calendar.blackoutEnd(now);
+    const ends = until === null ? '' : ` until ${new Date(until).toISOString()}`;
+    if (request.force !== true)
+      throw new ApprovalError(
+        'BLACKOUT',
+        `no early approval inside the blackout ${name}${ends} (${calendar.config.timeZone}); the maintenance starts at NotBefore, or a person forces it with a reason`,
+      );
+    return `inside the blackout ${name}`;
   }
 
   async #startRequest(eventId: string, signal?: AbortSignal): Promise<void> {

@@ -15,7 +15,8 @@ export async function main(argv: string[]): Promise<number> {
     true,
   );
   if (positionals.length !== 1) throw new UsageError('expected one EventId');
-  if (values.force && !values.reason) throw new UsageError('--force needs --reason: approving past the fleet budget goes on the record');
+  if (values.force && !values.reason)
+    throw new UsageError('--force needs --reason: approving past the fleet budget or a blackout goes on the record');
   const loaded = await loadOrReport(values, needs.sections('approval', 'server'));
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
@@ -59,6 +60,7 @@ export async function main(argv: string[]): Promise<number> {
     approvedBy?: string;
     via?: string;
     forced?: boolean;
+    past?: string[];
     warning?: string;
     error?: { code: string; message: string };
   };
@@ -66,13 +68,13 @@ export async function main(argv: string[]): Promise<number> {
     if (!values.json)
       process.stdout.write(
         parsed.status === 'approved'
-          ? `${positionals[0]}: approved${parsed.forced ? ' past the fleet budget' : ''}${parsed.warning ? ` (${parsed.warning})` : ''}\n`
+          ? `${positionals[0]}: approved${parsed.forced ? ` past ${parsed.past?.join(' and ') || 'the fleet budget'}` : ''}${parsed.warning ? ` (${parsed.warning})` : ''}\n`
           : `${positionals[0]}: already approved by ${parsed.approvedBy} (${parsed.via})\n`,
       );
     return EXIT.ok;
   }
   if (parsed.status === 'held' && !values.json) {
-    process.stderr.write(`se-bridge approve: held: ${parsed.error?.message ?? ''} (--force --reason TEXT approves past the budget)\n`);
+    process.stderr.write(`se-bridge approve: held: ${parsed.error?.message ?? ''} (--force --reason TEXT approves past it)\n`);
     return EXIT.failure;
   }
   if (!values.json) process.stderr.write(`se-bridge approve: ${status} ${parsed.error?.code ?? ''}: ${parsed.error?.message ?? text}\n`);

@@ -22,8 +22,10 @@ Commands:
                                            check a configuration file, a bridge's or a relay's (exit 2 lists every problem)
   status [--config FILE] [--env-file FILE] [--json]
                                            read IMDS once: current events and who this VM is
+  calendar [--days N] [--config FILE] [--env-file FILE] [--json]
+                                           the calendar now, and its windows and blackouts of the coming days
   approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
-                                           approve an event through the running daemon (--force: past the fleet budget)
+                                           approve an event through the running daemon (--force: past the fleet budget or a blackout)
   dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
                                            inspect or re-queue events that could not be delivered
   relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
@@ -53,6 +55,7 @@ const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<num
   simulate: () => import('./simulate.ts'),
   validate: () => import('./validate.ts'),
   status: () => import('./status.ts'),
+  calendar: () => import('./calendar.ts'),
   'dead-letters': () => import('./dead-letters.ts'),
   approve: () => import('./approve.ts'),
   schema: () => import('./schema.ts'),

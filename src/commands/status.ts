@@ -1,7 +1,7 @@
 /**
  * se-bridge status: one IMDS read (transient failures retried briefly; 410 for up to the
  * documented 70 s), then the current events with the time left until NotBefore, and who this
- * VM is; with health checks, what they find now (run once). `--json` prints the same for scripts.
+ * VM is; with a calendar, whether early approval is open now and until when; with health checks, what they find now (run once). `--json` prints the same for scripts.
  */
 import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
@@ -11,7 +11,9 @@ import type { EventsDocument } from '../imds/wire.ts';
 import { existsSync } from 'node:fs';
 import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
-import { healthOf, type SinkConfig } from '../config/schema.ts';
+import type { SinkConfig } from '../config/schema.ts';
+import { healthOf } from '../config/cross.ts';
+import { Calendar, calendarNow, calendarNowText } from '../calendar/calendar.ts';
 import type { HealthConfig } from '../health/config.ts';
 import { HealthMonitor } from '../health/monitor.ts';
 import { pino } from 'pino';
@@ -76,6 +78,7 @@ export async function main(argv: string[]): Promise<number> {
     }));
     const drill = await drillNow(config.state.path);
     const health = await checkOnce(healthOf(config), vm.resourceId);
+    const calendar = config.calendar === undefined ? null : calendarNow(new Calendar(config.calendar), now);
     if (values.json) {
       const more = {
         ...(fleet === undefined ? {} : { fleet }),
@@ -114,6 +117,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(
         `\nDRILL: ${drill.eventId}, a ${drill.request.type} played by the daemon (not listed by IMDS), ${drill.ended ?? (drill.startedAt === null ? 'Scheduled' : 'Started')}; preparations ${drill.request.prepare === 'real' ? 'for real' : 'rehearsed'}\n`,
       );
+    if (calendar !== null) process.stdout.write(`\nCalendar (${calendar.timeZone}): early approval ${calendarNowText(calendar)}\n`);
     if (health !== null) process.stdout.write(`\nHealth checks: ${health.healthy ? 'pass' : `do not pass: ${health.detail ?? ''}`}\n`);
     if (fleet !== undefined)
       process.stdout.write(

@@ -54,13 +54,23 @@ preparations (read from the daemon's state database), and who this VM is.
 ${CONFIG}
   --json              one JSON document
 `,
+  calendar: `Usage: se-bridge calendar [--days N] [--config FILE] [--env-file FILE] [--json]
+
+What the configured calendar says now (early approval open, inside a window, in a blackout, and
+until when), then its stretches of the next N days (default 14): windows, blackouts and the time
+outside the windows, in the calendar's time zone and in UTC.
+
+${CONFIG}
+  --days N            how many days ahead (1 to 400)
+  --json              one JSON document
+`,
   approve: `Usage: se-bridge approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
 
 Approves an event through the running daemon's approval server (the same path as every approval).
 
 ${CONFIG}
   --reason TEXT       kept with the approval record
-  --force             past the fleet budget, on the record (needs --reason)
+  --force             past the fleet budget or a blackout of the calendar, on the record (needs --reason)
   --json              the answer as JSON
 `,
   'dead-letters': `Usage: se-bridge dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]

@@ -14,7 +14,8 @@ import { z } from 'zod';
 import { BridgeError, messageOf } from '../lib/errors.ts';
 import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../registry/external.ts';
 import { sinkProblems } from '../registry/sinks.ts';
-import { BridgeConfig, healthProblems } from './schema.ts';
+import { BridgeConfig } from './schema.ts';
+import { calendarProblems, healthProblems } from './cross.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
 import { acceptedValues, knownKeys, nearest } from './hints.ts';
 import { expandVariables, formatPath, withPlaceholders, type Expanded, type Needs } from './expand.ts';
@@ -146,7 +147,7 @@ function validateWith<S extends z.ZodType>(schema: S, input: Expanded, source: s
 
 function validateExpanded(input: Expanded, source: string): BridgeConfig {
   const config = validateWith(BridgeConfig, input, source);
-  const problems = healthProblems(config);
+  const problems = [...healthProblems(config), ...calendarProblems(config)];
   if (problems.length > 0) throw new ConfigError(source, problems, input.expanded);
   return withModulesFrom(config, source);
 }

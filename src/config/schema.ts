@@ -14,6 +14,7 @@ import { Rule } from '../approval/policy.ts';
 import { InboxConfig } from '../fleet/inbox/config.ts';
 import { FleetConfig } from '../fleet/budget/config.ts';
 import { HealthConfig } from '../health/config.ts';
+import { CalendarConfig } from '../calendar/config.ts';
 import { SlackSettings } from '../approval/slack.ts';
 import { IMDS_ENDPOINT } from '../imds/client.ts';
 import type { IdentityOverride } from '../imds/identity.ts';
@@ -152,26 +153,14 @@ export const BridgeConfig = z.strictObject({
   fleet: FleetConfig.optional().describe(
     'Fleet budget: early approvals never take more members of the group down at once than maxUnavailable.',
   ),
+  calendar: CalendarConfig.optional().describe(
+    'When early approval is allowed: windows (for rules with within: windows) and blackouts (no early approval but a forced one), in one time zone.',
+  ),
   health: HealthConfig.optional().describe(
     "This VM's health checks without a fleet budget (with one, write them under fleet.health): the probe sink's `health: true` waits for them.",
   ),
 });
 export type BridgeConfig = z.infer<typeof BridgeConfig>;
-
-/** healthOf: this VM's health block, at the top or under `fleet`, or undefined. */
-export const healthOf = (c: Pick<BridgeConfig, 'health' | 'fleet'>): HealthConfig | undefined => c.health ?? c.fleet?.health;
-
-/** healthProblems: what the health block and the sinks that wait for it say of each other, each with its path. */
-export function healthProblems(c: BridgeConfig): string[] {
-  const problems: string[] = [];
-  if (c.health !== undefined && c.fleet?.health !== undefined)
-    problems.push('health: is given twice, here and as fleet.health; keep one (the fleet budget and the probe share it)');
-  c.sinks.forEach((s, i) => {
-    if (s.type === 'probe' && (s as { health?: unknown }).health === true && healthOf(c) === undefined)
-      problems.push(`sinks[${i}].health: true needs health checks to wait for: a health block at the top, or fleet.health`);
-  });
-  return problems;
-}
 
 /** identityOverride: what the configuration says of this VM (identity.*), as the override of instance metadata. */
 export function identityOverride(i: BridgeConfig['identity']): IdentityOverride {

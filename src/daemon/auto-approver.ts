@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { decide, type Decision, type Rule } from '../approval/policy.ts';
+import type { Calendar, Within } from '../calendar/calendar.ts';
 import { ApprovalError, type ApprovalService } from '../approval/service.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { errorFields } from '../lib/errors.ts';
@@ -30,12 +31,16 @@ export interface AutoApproverOptions {
   readonly signal: AbortSignal;
   /** How soon an approval the fleet budget held is asked again (fleet.retryMs); default 30 s like any failure. */
   readonly heldRetryMs?: number;
+  /** The calendar: a rule bound to its windows waits for one (asked again at every read, so it is approved once one opens). */
+  readonly calendar?: Calendar;
+  /** The clock (tests set it). */
+  readonly now?: () => number;
 }
 
 export class AutoApprover {
   readonly #o: AutoApproverOptions;
   /** Per event: the last decision logged, and when an automatic approval was last tried. */
-  readonly #decided = new Map<string, { action: string; triedAt: number; held?: string }>();
+  readonly #decided = new Map<string, { action: string; triedAt: number; held?: string; waiting?: string }>();
 
   constructor(options: AutoApproverOptions) {
     this.#o = options;
@@ -44,7 +49,7 @@ export class AutoApprover {
   /** apply decides, for every Scheduled event not yet approved, whether to approve it now. */
   apply(events: readonly ScheduledEvent[]): void {
     const { records, logger, rules } = this.#o;
-    const now = Date.now();
+    const now = (this.#o.now ?? Date.now)();
     // nothing is approved for a VM that does not know which events are its own; decided again when it knows
     if (!this.#o.view.vm.nameKnown) return;
     for (const e of events) {
@@ -57,10 +62,12 @@ export class AutoApprover {
       const entry = seen && seen.action === d.action ? seen : { action: d.action, triedAt: 0 };
       this.#decided.set(e.eventId, entry);
       if (d.action === 'approve' || (d.action === 'approveAfterHooks' && this.#o.preparations.ready(e, routingName(this.#o.view.vm)))) {
+        const within = d.rule === null ? 'any' : rules[d.rule]!.within;
+        if (this.#waits(e, entry, within, now)) continue;
         if (now - entry.triedAt < RETRY_MS) continue;
         entry.triedAt = now;
         const via = d.action === 'approve' ? 'policy' : 'hooks';
-        this.#o.approvals.approve(e.eventId, { by: describeRule(d), via }, this.#o.signal).catch((err: unknown) => {
+        this.#o.approvals.approve(e.eventId, { by: describeRule(d), via, within }, this.#o.signal).catch((err: unknown) => {
           if (err instanceof ApprovalError && err.held) {
             // held by the fleet budget: asked again soon, so it is granted as a slot frees; said once
             entry.triedAt = Date.now() - RETRY_MS + (this.#o.heldRetryMs ?? RETRY_MS);
@@ -73,6 +80,27 @@ export class AutoApprover {
         });
       }
     }
+  }
+
+  /** waits: whether the calendar holds this rule's approval now (said once per reason); it is asked again at the next read. */
+  #waits(e: ScheduledEvent, entry: { waiting?: string }, within: Within, now: number): boolean {
+    const calendar = this.#o.calendar;
+    if (calendar === undefined || calendar.allows(now, within)) {
+      entry.waiting = undefined;
+      return false;
+    }
+    const notBefore = e.notBefore === null ? undefined : Date.parse(e.notBefore);
+    const opens = calendar.nextAllowed(now, within, notBefore);
+    const state = calendar.stateAt(now);
+    const why = state.blackout !== null ? `inside the blackout ${state.blackout}` : 'outside the maintenance windows';
+    const when = opens === null ? 'none opens before NotBefore' : `allowed from ${new Date(opens).toISOString()}`;
+    if (entry.waiting !== why)
+      this.#o.logger.info(
+        { eventId: e.eventId, within, opens: opens && new Date(opens).toISOString() },
+        `approval policy: waiting for the calendar: ${why}; ${when}`,
+      );
+    entry.waiting = why;
+    return true;
   }
 
   /** decideAgain decides again on one event of the latest document (a preparation hook of it succeeded). */

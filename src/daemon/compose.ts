@@ -6,12 +6,15 @@
  */
 import { linksFor } from '../approval/links.ts';
 import { ApprovalService } from '../approval/service.ts';
-import { healthOf, identityOverride, secretsOf } from '../config/schema.ts';
+import { identityOverride, secretsOf } from '../config/schema.ts';
+import { calendarOf, healthOf } from '../config/cross.ts';
 import { Dispatcher, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { attachDrill } from '../drill/attach.ts';
 import { attachBudget } from '../fleet/budget/attach.ts';
 import { attachInbox } from '../fleet/inbox/attach.ts';
 import { attachHealth } from '../health/attach.ts';
+import { Calendar, memberCalendar } from '../calendar/calendar.ts';
+import { attachCalendar } from '../calendar/watch/attach.ts';
 import { inboxSession } from '../fleet/inbox/config.ts';
 import { isDrill } from '../imds/drill-id.ts';
 import { ImdsClient } from '../imds/client.ts';
@@ -77,26 +80,24 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const hooks = early.flatMap((f) => (f.route === undefined ? [] : [f.route]));
   const router = new Router({ targets, state, journal, logger, hooks, notify: () => dispatcher.notify() });
   const givenBack = (eventId: string) => preparations.givenBack(eventId);
-  const budgetContext = {
-    config,
-    dryRun,
-    logger,
-    state,
-    journal,
-    metrics,
-    committed,
-    route: router.one,
-    givenBack,
-    health: health?.monitor,
-  };
-  const budget = await attachBudget(budgetContext).catch(closingOnFailure(targets));
+  // the calendar: its blackouts hold every early approval, its windows the rules bound to them; conflicts foretold at every read
+  const calendarConfig = calendarOf(config);
+  const calendar = calendarConfig === undefined ? undefined : new Calendar(calendarConfig);
+  const now = o.calendarClock;
+  const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack };
+  const more = { health: health?.monitor, calendar: calendar && memberCalendar(calendar, now ?? Date.now) };
+  const budget = await attachBudget({ ...budgetContext, ...more }).catch(closingOnFailure(targets));
   const inbox = attachInbox({ config, logger, state, replay, metrics });
-  const features: Feature[] = [...early, ...[budget, inbox].filter((f) => f !== null)];
+  const rules = config.approval.rules;
+  const watch = attachCalendar({ calendar, rules, view: state, journal, logger, route: router.one, committed, ...(now ? { now } : {}) });
+  const features: Feature[] = [...early, ...[budget, inbox, watch].filter((f) => f !== null)];
   const gate = features.find((f) => f.gate !== undefined)?.gate;
   const makeClient = features.find((f) => f.client !== undefined)?.client ?? ((options) => new ImdsClient(options));
   const client = makeClient({ ...config.imds, onRequest: (request, outcome, s) => metrics.imdsDuration.observe({ request, outcome }, s) });
   const approvals = new ApprovalService({
     ...{ records, journal, client, logger, view: state, dryRun, route: router.one, ...(gate === undefined ? {} : { gate }) },
+    ...(calendar === undefined ? {} : { calendar }),
+    ...(now === undefined ? {} : { now }),
     onResult: (via, result) => metrics.approvals.inc({ via, result }),
     emit: (event, routed, record) => {
       metrics.transitions.inc({ transition: 'approved', drill: String(isDrill(record.eventId)) });
@@ -104,8 +105,11 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
       committed([event]);
     },
   });
-  const rules = config.approval.rules;
-  const auto = new AutoApprover({ records, approvals, logger, rules, preparations, view: state, signal, heldRetryMs: gate?.retryMs });
+  const auto = new AutoApprover({
+    ...{ records, approvals, logger, rules, preparations, view: state, signal, heldRetryMs: gate?.retryMs },
+    ...(calendar === undefined ? {} : { calendar }),
+    ...(now === undefined ? {} : { now }),
+  });
   const poll = new PollLoop({
     ...{ client, journal, last: store.lastDocument, metrics, logger, state, route: router.route, committed, bootedAt: o.bootedAt },
     ...{ intervalMs: config.imds.pollIntervalMs, maxRetryPauseMs: config.imds.maxRetryPauseMs },

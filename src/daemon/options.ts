@@ -20,4 +20,6 @@ export interface BridgeOptions {
   identityRetryMs?: number;
   /** When the system booted (ms since epoch; default from its uptime): tests set it to play a reboot. */
   bootedAt?: number | null;
+  /** The clock the calendar is read on (default Date.now): tests set it to a day of their own. */
+  calendarClock?: () => number;
 }

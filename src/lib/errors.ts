@@ -72,6 +72,11 @@ export const CODES = {
   FLEET_HEALTH_TIMEOUT:
     'a member was still not healthy timeoutSeconds after its maintenance (fleet.health): its slot was given back all the same',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
+  // calendars
+  BLACKOUT:
+    'a blackout of the calendar holds the approval (409; only a person forcing it, with a reason, goes past it; maintenance starts at NotBefore)',
+  CALENDAR_CONFLICT:
+    'a maintenance falls inside a blackout, or outside every window with none before its NotBefore (a calendar.conflict CloudEvent)',
   // drills
   DRILL_REFUSED:
     'a drill was refused: one is being played, a real event is pending for this VM, or its notice is too short for a real preparation (409)',

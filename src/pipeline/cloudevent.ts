@@ -9,6 +9,8 @@
  *
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md
  */
+import type { CalendarConflict } from '../calendar/conflict.ts';
+import type { CollisionInfo } from './info.ts';
 import { BridgeError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
 import { isDrill } from '../imds/drill-id.ts';
@@ -53,6 +55,8 @@ export interface EventData {
   approval?: ApprovalInfo;
   /** For `fleet.collision`: more members of a fleet group due for maintenance at once than it allows. */
   collision?: CollisionInfo;
+  /** For `calendar.conflict`: the maintenance falls in a blackout, or outside every window with none before it. */
+  calendar?: CalendarConflict;
   /**
    * For `completed`: whether a read showed the event Started. When none did (the VM was paused,
    * or shut down, while it was), `completedBecause` says what shows it happened.
@@ -60,22 +64,6 @@ export interface EventData {
   startedObserved?: boolean;
   completedBecause?: CompletionEvidence;
   raw: Record<string, unknown>;
-}
-
-/** CollisionInfo: the members of a fleet group whose maintenance windows overlap, past what the group allows. */
-export interface CollisionInfo {
-  /** The wave's id: the same on every member and in every update of one wave of overlapping windows. */
-  readonly id: string;
-  readonly group: string;
-  readonly maxUnavailable: number;
-  readonly members: number;
-  readonly from: string;
-  readonly to: string;
-  readonly due: readonly { readonly vm: string; readonly eventId: string; readonly eventType: string; readonly notBefore: string }[];
-  /** How many members Azure takes down at once at the busiest moment if nothing changes. */
-  readonly atOnce: number;
-  /** Members not healthy now, outside the wave (fleet.health): the group has that many slots less for it. */
-  readonly unhealthy?: readonly string[];
 }
 
 /** BridgeEvent: one CloudEvent 1.0 of the bridge, with its `incarnation` extension. */
@@ -208,11 +196,11 @@ export function toApprovedCloudEvent(
 }
 
 /** dataWith: the data of a CloudEvent about `event` as it is now, with what the transition adds. */
-function dataWith(
+export function dataWith(
   event: ScheduledEvent,
   incarnation: number,
   ctx: MappingContext,
-  more: Pick<EventData, 'approval' | 'collision'>,
+  more: Pick<EventData, 'approval' | 'collision' | 'calendar'>,
 ): EventData {
   return {
     ...fieldsOf(event),
@@ -222,24 +210,6 @@ function dataWith(
     ...more,
     raw: structuredClone(event.raw),
   };
-}
-
-/**
- * toCollisionCloudEvent is `fleet.collision`: its id is the wave's (`fleet.collision/<wave id>`),
- * so every member's first word of one wave is the same event to a consumer that deduplicates; a
- * later word of the same wave, as members are seen or complete, is
- * `fleet.collision/<wave id>/<members due>`. Its data is this member's own colliding event, with
- * the collision beside it.
- */
-export function toCollisionCloudEvent(
-  own: ScheduledEvent,
-  incarnation: number,
-  collision: CollisionInfo,
-  ctx: MappingContext,
-  update = false,
-): BridgeEvent {
-  const id = `fleet.collision/${collision.id}${update ? `/${collision.due.length}` : ''}`;
-  return build(id, 'fleet.collision', dataWith(own, incarnation, ctx, { collision }), incarnation, ctx);
 }
 
 function vmData(vm: VmIdentity): EventData['vm'] {
@@ -254,7 +224,7 @@ function vmData(vm: VmIdentity): EventData['vm'] {
   };
 }
 
-function build(id: string, kind: TransitionKind, data: EventData, incarnation: number, ctx: MappingContext): BridgeEvent {
+export function build(id: string, kind: TransitionKind, data: EventData, incarnation: number, ctx: MappingContext): BridgeEvent {
   return Object.freeze({
     id,
     time: ctx.observedAt,

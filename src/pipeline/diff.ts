@@ -28,11 +28,20 @@
  */
 import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
 
-export const TRANSITIONS = ['scheduled', 'updated', 'started', 'completed', 'canceled', 'approved', 'fleet.collision'] as const;
+export const TRANSITIONS = [
+  'scheduled',
+  'updated',
+  'started',
+  'completed',
+  'canceled',
+  'approved',
+  'fleet.collision',
+  'calendar.conflict',
+] as const;
 export type TransitionKind = (typeof TRANSITIONS)[number];
 
 export interface Transition {
-  readonly kind: Exclude<TransitionKind, 'approved' | 'fleet.collision'>;
+  readonly kind: Exclude<TransitionKind, 'approved' | 'fleet.collision' | 'calendar.conflict'>;
   /** The event as it is now; for completed/canceled, as it was last seen. */
   readonly event: ScheduledEvent;
   /** For `updated`: the names of the fields that changed. */

@@ -149,6 +149,13 @@ export function toChatMessage(
     title = plainWords;
     severity = within ? 'resolved' : 'high';
     rank = within ? 0 : 9;
+  } else if (transition === 'calendar.conflict' && d.calendar !== undefined) {
+    const c = d.calendar;
+    const where = c.kind === 'blackout' ? `inside the blackout ${c.blackout}` : 'outside every maintenance window';
+    plainWords = `maintenance (${d.eventType}) falls ${where}: Azure acts from ${utcText(c.from)} to ${utcText(c.to).slice(11)} if nothing changes (calendar in ${c.timeZone}); you can still ${c.advice.join(', or ')}`;
+    title = `${who}: maintenance falls ${where}`;
+    severity = 'high';
+    rank = 8;
   } else if (transition === 'approved') {
     plainWords = started ? isHappening(d.eventType, d.durationInSeconds) : `${willHappen(d.eventType, d.durationInSeconds)} now: approved`;
     title = `${who} ${plainWords}`;

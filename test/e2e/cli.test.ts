@@ -179,6 +179,8 @@ describe('se-bridge CLI', () => {
       'server',
       'observability',
       'fleet',
+      'calendar',
+      'health',
     ]);
   });
 
@@ -241,6 +243,35 @@ describe('se-bridge CLI', () => {
       check(0);
       const json = await cli(['status', '--json', '--config', config], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
       expect(JSON.parse(json.stdout)).toMatchObject({ health: { healthy: true, since: expect.any(String) } });
+    });
+
+    it('calendar: what it says now and the stretches ahead; status says it too', async () => {
+      const config = join(dir.path, 'calendar.yaml');
+      writeFileSync(
+        config,
+        [
+          `state: { path: ${JSON.stringify(join(dir.path, 'calendar.db'))} }`,
+          'calendar:',
+          '  timeZone: America/New_York',
+          '  windows: [{ days: [mon, tue, wed, thu, fri], from: "22:00", to: "05:00" }]',
+          '  blackouts: [{ name: weekend, days: [sat, sun] }]',
+          '',
+        ].join('\n'),
+      );
+      const r = await cli(['calendar', '--days', '8', '--json', '--config', config]);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as { now: { timeZone: string }; stretches: { from: string; to: string | null; state: string }[] };
+      expect(out.now.timeZone).toBe('America/New_York');
+      // eight days hold every kind of stretch, each ending where the next begins
+      expect(new Set(out.stretches.map((x) => x.state))).toEqual(new Set(['window', 'outside the windows', 'blackout weekend']));
+      out.stretches.slice(0, -1).forEach((x, i) => expect(x.to).toBe(out.stretches[i + 1]!.from));
+      expect(out.stretches.at(-1)!.to).toBeNull();
+      const text = await cli(['calendar', '--config', config]);
+      expect(text.stdout).toMatch(/^Calendar \(America\/New_York\): early approval (open|closed)/);
+      expect((await cli(['calendar', '--days', '0', '--config', config])).code).toBe(2);
+      expect((await cli(['calendar', '--config', 'config/demo.yaml'])).stderr).toMatch(/no calendar is configured/);
+      const status = await cli(['status', '--config', config], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+      expect(status.stdout).toMatch(/^Calendar \(America\/New_York\): early approval (open|closed)/m);
     });
 
     it('exits 1 with the error code when IMDS cannot be read', async () => {

@@ -14,6 +14,7 @@ import { Waves } from './waves.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import { errorFields } from '../../lib/errors.ts';
 import type { FleetConfig } from './config.ts';
+import type { MemberCalendar } from './records.ts';
 import { openFleetStore } from './stores/open.ts';
 
 /** What the budget needs of the daemon: besides what the collision forecast needs (its logger, the journal, the routing), these. */
@@ -28,6 +29,8 @@ export interface BudgetContext extends Pick<CollisionDeps, 'logger' | 'journal' 
   readonly committed: (events: readonly BridgeEvent[]) => void;
   /** This VM's health checks (`fleet.health`, or `health`), run by their own feature. */
   readonly health?: HealthMonitor | undefined;
+  /** What this VM's calendar says now, for its member record. */
+  readonly calendar?: (() => MemberCalendar) | undefined;
 }
 
 export async function attachBudget(ctx: BudgetContext) {
@@ -54,6 +57,7 @@ export async function attachBudget(ctx: BudgetContext) {
     config: fleet,
     store,
     ...(health === undefined ? {} : { health }),
+    ...(ctx.calendar === undefined ? {} : { calendar: ctx.calendar }),
     view: ctx.state,
     logger: ctx.logger,
     givenBack: ctx.givenBack,

@@ -288,6 +288,7 @@ export class FleetBudget implements ApprovalGate {
       events: memberEventsOf(mine ?? this.#mine(), this.#slots.heldFor, this.#place.approvals),
       slot: this.#slots.held?.name ?? null,
       ...(this.#o.health?.state ? { health: this.#o.health.state } : {}),
+      ...(this.#o.calendar ? { calendar: this.#o.calendar() } : {}),
       ...(vm.zone ? { zone: vm.zone } : {}),
     };
     return this.#record.write(record, this.#now(), force);

@@ -14,7 +14,9 @@ import type { ScheduledEvent } from '../../imds/wire.ts';
 import { collisionOf, staleAt, windowsOf, type MemberRecord, type Window } from './records.ts';
 import { slotsFor } from './config.ts';
 import { unhealthyOf, type Unhealthy } from './health-gate.ts';
-import { toCollisionCloudEvent, type BridgeEvent, type CollisionInfo } from '../../pipeline/cloudevent.ts';
+import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
+import type { CollisionInfo } from '../../pipeline/info.ts';
+import { toCollisionCloudEvent } from '../../pipeline/notices.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
 import type { Wave, Waves } from './waves.ts';
 

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { FleetStoreConfig } from './stores/config.ts';
 import { HealthConfig } from '../../health/config.ts';
+import { CalendarConfig } from '../../calendar/config.ts';
 
 export const FleetConfig = z
   .strictObject({
@@ -55,6 +56,9 @@ export const FleetConfig = z
       .describe(
         'one-at-a-time: an early approval never takes a member down while a member of another availability zone is in maintenance (the zone from instance metadata).',
       ),
+    calendar: CalendarConfig.optional().describe(
+      "The group's calendar (as `calendar`, shared by every member that names the group): each member's record says what it says now, and fleet status shows it.",
+    ),
     health: HealthConfig.optional().describe(
       "When this member is whole again, and whether it is now: its slot is kept until it has been healthy for settleSeconds after its maintenance, and an unhealthy member counts against the group's budget.",
     ),

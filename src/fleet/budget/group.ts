@@ -7,7 +7,19 @@
 import { messageOf } from '../../lib/errors.ts';
 import { slotsFor, type FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
-import { asSlot, collisionOf, holderOf, live, MEMBER_PREFIX, SLOT_PREFIX, staleAt, windowsOf, type Holder } from './records.ts';
+import { calendarNowText } from '../../calendar/calendar.ts';
+import {
+  asSlot,
+  collisionOf,
+  holderOf,
+  live,
+  MEMBER_PREFIX,
+  SLOT_PREFIX,
+  staleAt,
+  windowsOf,
+  type Holder,
+  type MemberCalendar,
+} from './records.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
 
 export interface GroupStatus {
@@ -31,6 +43,8 @@ export interface GroupStatus {
     readonly stale: boolean;
     /** Its health, when it checks it: healthy or not, since when, why not. */
     readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
+    /** What its calendar says, when it has one (`fleet.calendar`). */
+    readonly calendar?: MemberCalendar;
   }[];
   readonly slots: readonly ({ readonly slot: string } & Holder)[];
   /** The records of another shape (another version's, edited by hand, not JSON, too large): left out, each named once. */
@@ -83,6 +97,7 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
         heartbeatAt: m.heartbeatAt,
         stale: staleAt(m, now),
         ...(m.health === undefined ? {} : { health: m.health }),
+        ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
       })),
       slots,
       skipped: skippedOf([...slotRecords, ...memberRecords]),
@@ -121,11 +136,12 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
       ),
     );
   const withHealth = g.members.some((m) => m.health !== undefined);
+  const withCalendar = g.members.some((m) => m.calendar !== undefined);
   if (g.members.length > 0)
     out.push(
       '',
       table(
-        ['MEMBER', 'SLOT', 'EVENTS', 'HEARTBEAT', ...(withHealth ? ['HEALTH'] : [])],
+        ['MEMBER', 'SLOT', 'EVENTS', 'HEARTBEAT', ...(withHealth ? ['HEALTH'] : []), ...(withCalendar ? ['EARLY APPROVAL'] : [])],
         g.members.map((m) => [
           m.vm,
           m.holdsSlot ? 'yes' : '-',
@@ -136,8 +152,15 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
             .join('; ') || '-',
           `${m.heartbeatAt}${m.stale ? ' (stopped)' : ''}`,
           ...(withHealth ? [healthText(m.health)] : []),
+          ...(withCalendar ? [m.calendar === undefined ? 'no calendar' : calendarNowText(m.calendar)] : []),
         ]),
       ),
+    );
+  const digests = new Set(g.members.map((m) => m.calendar?.digest ?? 'none'));
+  if (withCalendar && digests.size > 1)
+    out.push(
+      '',
+      `The members' calendars differ (${digests.size} kinds, by digest): every member of a group should name the same fleet.calendar.`,
     );
   for (const s of g.skipped) out.push('', `Record ${s.key} left out: ${s.why}.`);
   for (const u of g.unread) out.push('', `Could not read ${u.what}: ${u.why}.`);

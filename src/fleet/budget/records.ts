@@ -6,6 +6,7 @@
  * counts against the group's free slots, so the others wait for it too. Each member also writes
  * its own record (`member-<member>`): its events, its slot, its heartbeat.
  */
+import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { ScheduledEvent } from '../../imds/wire.ts';
@@ -54,6 +55,13 @@ export interface MemberRecord {
   readonly zone?: string | null;
   /** Its health, when it checks it (`fleet.health`). */
   readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
+  /** What its calendar says (`fleet.calendar`), with a digest of the calendar: members of one group should share one. */
+  readonly calendar?: MemberCalendar;
+}
+
+/** A member's calendar in its record: a digest of the calendar, and whether early approval is open now and until when. */
+export interface MemberCalendar extends CalendarNow {
+  readonly digest: string;
 }
 
 /** staleAt: the member has not written its record for three heartbeats. */
@@ -147,6 +155,12 @@ export const MemberSchema: z.ZodType<MemberRecord> = z.object({
   slot: z.string().nullable(),
   health: z.object({ healthy: z.boolean(), since: z.string(), detail: z.string().optional() }).optional(),
   zone: z.string().nullable().optional(),
+  calendar: z
+    .object({
+      ...{ digest: z.string(), timeZone: z.string(), open: z.boolean(), inWindow: z.boolean() },
+      ...{ blackout: z.string().nullable(), until: z.string().nullable() },
+    })
+    .optional(),
 });
 
 /** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */

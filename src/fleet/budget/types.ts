@@ -7,7 +7,7 @@ import type { BridgeView } from '../../imds/view.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore } from './stores/port.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
-import type { Holder, MemberRecord, SlotState } from './records.ts';
+import type { Holder, MemberCalendar, MemberRecord, SlotState } from './records.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -31,6 +31,8 @@ export interface BudgetOptions {
   readonly now?: () => number;
   /** This member's health checks, when `fleet.health` is configured (their loop runs beside the budget's). */
   readonly health?: HealthMonitor;
+  /** What this member's calendar says now, for its record (`fleet.calendar`). */
+  readonly calendar?: () => MemberCalendar;
 }
 
 /** What /readyz and status say of the budget. */

@@ -133,8 +133,10 @@ export class RelayServer extends RoutedServer {
     if (outcome === null) return sendJson(res, 202, { status: 'accepted', trackingId: id, vm, eventId });
     if (statusOf(outcome) !== 200)
       return sendJson(res, statusOf(outcome), {
-        // held by the VM's fleet budget: said as the VM's own approval server says it
-        ...(outcome.code === 'HELD' || outcome.code === 'FLEET_STORE_UNAVAILABLE' ? { eventId, status: 'held' } : {}),
+        // held by the VM's fleet budget or calendar: said as the VM's own approval server says it
+        ...(outcome.code === 'HELD' || outcome.code === 'FLEET_STORE_UNAVAILABLE' || outcome.code === 'BLACKOUT'
+          ? { eventId, status: 'held' }
+          : {}),
         error: { code: outcome.code ?? outcome.outcome.toUpperCase(), message: outcome.message },
         trackingId: id,
         vm,

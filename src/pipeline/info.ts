@@ -1,0 +1,16 @@
+/** What a derived CloudEvent carries beside the event (fleet.collision), apart from the mapping so either can grow. */
+/** CollisionInfo: the members of a fleet group whose maintenance windows overlap, past what the group allows. */
+export interface CollisionInfo {
+  /** The wave's id: the same on every member and in every update of one wave of overlapping windows. */
+  readonly id: string;
+  readonly group: string;
+  readonly maxUnavailable: number;
+  readonly members: number;
+  readonly from: string;
+  readonly to: string;
+  readonly due: readonly { readonly vm: string; readonly eventId: string; readonly eventType: string; readonly notBefore: string }[];
+  /** How many members Azure takes down at once at the busiest moment if nothing changes. */
+  readonly atOnce: number;
+  /** Members not healthy now, outside the wave (fleet.health): the group has that many slots less for it. */
+  readonly unhealthy?: readonly string[];
+}

@@ -1,0 +1,164 @@
+/**
+ * The calendar's time rules on instants the test names (never today's date): windows that cross
+ * midnight, the daylight-saving Sundays of Europe/Oslo and America/New_York (the platform's IANA
+ * data), blackouts of whole dates and of days of the month, the conflicts foretold, and every
+ * configuration problem named by its path.
+ */
+import { describe, expect, it } from 'vitest';
+import { Calendar, calendarNow } from '../../src/calendar/calendar.ts';
+import { CalendarConfig } from '../../src/calendar/config.ts';
+import { conflictOf } from '../../src/calendar/conflict.ts';
+import { ConfigError, validateConfig } from '../../src/config/load.ts';
+
+const at = (iso: string) => Date.parse(iso);
+const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+const cal = (c: unknown) => new Calendar(CalendarConfig.parse(c));
+
+describe('windows', () => {
+  const oslo = cal({
+    timeZone: 'Europe/Oslo',
+    windows: [{ days: ['mon'], from: '22:00', to: '05:00' }],
+  });
+
+  it('a window that crosses midnight belongs to the day it opens', () => {
+    // Monday 23 November 2026, Oslo is UTC+1
+    expect(oslo.stateAt(at('2026-11-23T20:59:00Z')).inWindow).toBe(false); // Mon 21:59
+    expect(oslo.stateAt(at('2026-11-23T21:00:00Z')).inWindow).toBe(true); // Mon 22:00
+    expect(oslo.stateAt(at('2026-11-24T03:59:00Z')).inWindow).toBe(true); // Tue 04:59
+    expect(oslo.stateAt(at('2026-11-24T04:00:00Z')).inWindow).toBe(false); // Tue 05:00
+    expect(oslo.stateAt(at('2026-11-23T00:30:00Z')).inWindow).toBe(false); // Mon 01:30: Sunday opens no window
+    expect(oslo.stateAt(at('2026-11-24T21:30:00Z')).inWindow).toBe(false); // Tue 22:30
+    expect(iso(oslo.nextChange(at('2026-11-23T12:00:00Z')))).toBe('2026-11-23T21:00:00.000Z');
+    expect(iso(oslo.nextChange(at('2026-11-23T21:00:00Z')))).toBe('2026-11-24T04:00:00.000Z');
+    expect(iso(oslo.nextAllowed(at('2026-11-24T04:00:00Z'), 'windows'))).toBe('2026-11-30T21:00:00.000Z');
+    expect(oslo.allows(at('2026-11-24T04:00:00Z'), 'any')).toBe(true);
+  });
+
+  it.each([
+    // [zone, the night of the change, the window's first instant, its last, hours of real time]
+    ['Europe/Oslo', 'spring', '2026-03-29T00:00:00Z', '2026-03-29T02:00:00Z', 2],
+    ['Europe/Oslo', 'autumn', '2026-10-24T23:00:00Z', '2026-10-25T03:00:00Z', 4],
+    ['America/New_York', 'spring', '2026-03-08T06:00:00Z', '2026-03-08T08:00:00Z', 2],
+    ['America/New_York', 'autumn', '2026-11-01T05:00:00Z', '2026-11-01T09:00:00Z', 4],
+  ])('%s, the %s Sunday: 01:00 to 04:00 local lasts as long as the clocks say', (timeZone, _night, opens, closes, hours) => {
+    const c = cal({ timeZone, windows: [{ days: ['sun'], from: '01:00', to: '04:00' }] });
+    expect(c.stateAt(at(opens) - 60_000).inWindow).toBe(false);
+    expect(c.stateAt(at(opens)).inWindow).toBe(true);
+    expect(c.nextChange(at(opens))).toBe(at(closes));
+    expect((at(closes) - at(opens)) / 3_600_000).toBe(hours);
+  });
+});
+
+describe('blackouts', () => {
+  const c = cal({
+    timeZone: 'Europe/Oslo',
+    windows: [{ days: ['sat', 'sun'], from: '00:00', to: '24:00' }],
+    blackouts: [
+      { name: 'year-end', from: '2026-12-24', to: '2027-01-02' },
+      { name: 'month-end', monthDays: [28, 29, 30, 31, 1] },
+    ],
+  });
+
+  it('a run of dates is whole days in the time zone, both ends included', () => {
+    expect(c.stateAt(at('2026-12-23T22:59:00Z')).blackout).toBeNull();
+    expect(c.stateAt(at('2026-12-23T23:00:00Z')).blackout).toBe('year-end');
+    expect(c.stateAt(at('2027-01-02T22:59:00Z')).blackout).toBe('year-end');
+    expect(c.stateAt(at('2027-01-02T23:00:00Z')).blackout).toBeNull();
+    expect(iso(c.blackoutEnd(at('2026-12-25T12:00:00Z')))).toBe('2027-01-02T23:00:00.000Z');
+    // Sunday 3 January, 00:00 local: the first weekend moment after it
+    expect(iso(c.nextAllowed(at('2026-12-25T12:00:00Z'), 'windows'))).toBe('2027-01-02T23:00:00.000Z');
+    expect(c.allows(at('2026-12-25T12:00:00Z'), 'always')).toBe(true);
+    expect(calendarNow(c, at('2026-12-25T12:00:00Z'))).toEqual({
+      timeZone: 'Europe/Oslo',
+      open: false,
+      inWindow: false,
+      blackout: 'year-end',
+      until: '2027-01-02T23:00:00.000Z',
+    });
+  });
+
+  it('days of the month recur, from midnight to midnight by default', () => {
+    expect(c.stateAt(at('2026-11-27T22:59:00Z')).blackout).toBeNull(); // the 27th, 23:59
+    expect(c.stateAt(at('2026-11-27T23:00:00Z')).blackout).toBe('month-end'); // the 28th
+    expect(c.stateAt(at('2026-12-01T22:59:00Z')).blackout).toBe('month-end'); // the 1st
+    expect(iso(c.blackoutEnd(at('2026-11-28T12:00:00Z')))).toBe('2026-12-01T23:00:00.000Z');
+  });
+});
+
+describe('conflicts foretold', () => {
+  const c = cal({
+    timeZone: 'Europe/Oslo',
+    windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '22:00', to: '05:00' }],
+    blackouts: [{ name: 'year-end', from: '2026-12-24', to: '2027-01-02' }],
+  });
+  const event = (notBefore: string, durationSeconds: number, within: 'windows' | 'any' | null) => ({
+    eventId: 'E',
+    notBefore: at(notBefore),
+    durationSeconds,
+    within,
+  });
+
+  it('a maintenance whose time meets a blackout, whatever the rules; its end from the duration, or 15 minutes', () => {
+    const now = at('2026-12-23T12:00:00Z');
+    // NotBefore 23:50 local on the 23rd, 20 minutes: into the blackout
+    expect(conflictOf(c, event('2026-12-23T22:50:00Z', 1200, null), now)).toMatchObject({
+      kind: 'blackout',
+      blackout: 'year-end',
+      to: '2026-12-23T23:10:00.000Z',
+      allowedFrom: '2026-12-23T12:00:00.000Z',
+      advice: [expect.stringMatching(/^approve it now/), expect.stringMatching(/^redeploy the VM by hand/)],
+    });
+    expect(conflictOf(c, event('2026-12-23T22:50:00Z', -1, null), now)?.to).toBe('2026-12-23T23:05:00.000Z');
+    expect(conflictOf(c, event('2026-12-23T22:40:00Z', -1, null), now)).toBeNull(); // ends at 23:55 local
+  });
+
+  it('a rule bound to the windows: no window before NotBefore and a time outside them is a conflict; a window before it is not', () => {
+    // Thursday 26 November, 10:00 local; NotBefore 11:00 the same day (outside the windows)
+    const now = at('2026-11-26T09:00:00Z');
+    expect(conflictOf(c, event('2026-11-26T10:00:00Z', 300, 'windows'), now)).toMatchObject({ kind: 'closed', allowedFrom: null });
+    // the same without a rule bound to the windows: Azure acts when it acts, no blackout met
+    expect(conflictOf(c, event('2026-11-26T10:00:00Z', 300, 'any'), now)).toBeNull();
+    // NotBefore at 23:00 local: a window opens at 22:00 before it
+    expect(conflictOf(c, event('2026-11-26T22:00:00Z', 300, 'windows'), now)).toBeNull();
+  });
+});
+
+describe('the calendar configuration', () => {
+  const problems = (raw: unknown): readonly string[] => {
+    try {
+      validateConfig(raw, 't', {});
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return (err as ConfigError).problems;
+    }
+    return [];
+  };
+
+  it('names every problem by its path', () => {
+    expect(
+      problems({
+        calendar: {
+          timeZone: 'Europe/Atlantis',
+          windows: [{ days: ['mon', 'someday'], from: '22:00', to: '25:00' }],
+          blackouts: [
+            { name: 'x', from: '2027-01-02', to: '2026-12-24' },
+            { name: 'x', monthDays: [1], from: '10:00', to: '09:00' },
+            { name: 'y', from: '2026-02-30', to: '2026-03-01' },
+          ],
+        },
+      }),
+    ).toEqual([
+      expect.stringMatching(/^calendar\.timeZone: is not a time zone this platform knows/),
+      'calendar.windows[0].days[1]: must be one of sun | mon | tue | wed | thu | fri | sat',
+      expect.stringMatching(/^calendar\.windows\[0\]\.to: must be "HH:MM"/),
+      'calendar.blackouts[0].from: is after to (2026-12-24)',
+      'calendar.blackouts[1].to: must be later than from (10:00)',
+      expect.stringMatching(/^calendar\.blackouts\[2\]\.from: must be a date/),
+      'calendar.blackouts[1].name: "x" is the name of blackouts[0] too',
+    ]);
+    expect(problems({ approval: { rules: [{ match: {}, action: 'approve', within: 'windows' }] } })).toEqual([
+      'approval.rules[0].within: windows needs calendar.windows to approve in (none are configured)',
+    ]);
+    expect(problems({ calendar: { windows: [{ days: ['sat'], from: '00:00', to: '24:00' }] } })).toEqual([]);
+  });
+});

@@ -4,6 +4,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
+import { request } from 'undici';
+import { ConfigError, validateConfig } from '../src/config/load.ts';
+import { secretKey, signatureHeaders } from '../src/lib/standard-webhooks.ts';
 import { ROOT } from '../testkit/fixtures.ts';
 
 export { captureLogger, fixtureDocument, fixtureText, ROOT } from '../testkit/fixtures.ts';
@@ -88,4 +91,26 @@ export function readJsonLines<T>(path: string): T[] {
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as T);
+}
+
+/** configProblems: every problem validate names in a configuration, each with its path ([] when it is valid). */
+export function configProblems(raw: unknown): readonly string[] {
+  try {
+    validateConfig(raw, 't', {});
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+/** postApproval: POST /v1/approvals to an approval server, signed with `secret` (Standard Webhooks); its status and JSON answer. */
+export async function postApproval(serverUrl: string, secret: string, body: Record<string, unknown>) {
+  const text = JSON.stringify(body);
+  const res = await request(`${serverUrl}/v1/approvals`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(secret)!], `msg_${Math.random()}`, text) },
+    body: text,
+  });
+  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
 }

@@ -8,10 +8,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, validateConfig } from '../../src/config/load.ts';
 import { Metrics } from '../../src/observability/metrics.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
-import { freePort, waitFor } from '../../test/helpers.ts';
+import { configProblems, freePort, waitFor } from '../../test/helpers.ts';
 
 afterEach(stopAll);
 
@@ -91,15 +90,7 @@ describe('probe sink with health: true', () => {
   it('needs a health block to wait for, and one only', () => {
     const probe = { name: 'lb', type: 'probe', listen: '127.0.0.1:9000', health: true };
     const check = { http: { url: 'http://127.0.0.1:1/h' } };
-    const problems = (raw: unknown) => {
-      try {
-        validateConfig(raw, 't', {});
-      } catch (err) {
-        expect(err).toBeInstanceOf(ConfigError);
-        return (err as ConfigError).problems;
-      }
-      return [];
-    };
+    const problems = configProblems;
     expect(problems({ sinks: [probe] })).toEqual([
       'sinks[0].health: true needs health checks to wait for: a health block at the top, or fleet.health',
     ]);

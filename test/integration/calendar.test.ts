@@ -3,17 +3,15 @@
  * share a clock the test sets (a day of its own, never today's), so windows open and blackouts
  * begin when the test says. Europe/Oslo, weekdays 22:00-05:00, and the year-end blackout.
  */
-import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { table } from '../../src/lib/table.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
-import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
-import { waitFor } from '../helpers.ts';
+import { postApproval, waitFor } from '../helpers.ts';
 
 afterEach(() => stopAll());
 
@@ -34,6 +32,7 @@ async function bridgeAt(start: string) {
       calendar,
       approval: { secret: SECRET, rules: [{ match: { eventType: 'Reboot' }, action: 'approve', within: 'windows' }] },
       server: { listen: '127.0.0.1:0' },
+      observability: { listen: '127.0.0.1:0' },
     },
   });
   return { h, clock };
@@ -42,15 +41,7 @@ async function bridgeAt(start: string) {
 /** reads: how many IMDS reads the simulator answered. */
 const reads = (h: Harness) => h.sim.requests.filter((r) => r.path.startsWith('/metadata/scheduledevents') && r.method === 'GET').length;
 
-async function post(h: Harness, body: Record<string, unknown>) {
-  const text = JSON.stringify(body);
-  const res = await request(`${h.bridge.approvalServerUrl}/v1/approvals`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(SECRET)!], `msg_${Math.random()}`, text) },
-    body: text,
-  });
-  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-}
+const post = (h: Harness, body: Record<string, unknown>) => postApproval(h.bridge.approvalServerUrl!, SECRET, body);
 
 describe('the calendar in a running bridge', () => {
   it('a rule bound to the windows waits outside them and approves once one opens, before NotBefore', async () => {
@@ -92,6 +83,14 @@ describe('the calendar in a running bridge', () => {
     expect(conflict.id).toMatch(new RegExp(`^${e.eventId}/calendar\\.conflict/[0-9a-f]{12}$`));
     expect(toChatMessage(fromJson(JSON.stringify(conflict))).title).toBe('vm-cal: maintenance falls inside the blackout year-end');
     expect(h.lines.find((l) => l.code === 'CALENDAR_CONFLICT')).toBeDefined();
+    const readyz = (await (await fetch(`${h.bridge.observabilityUrl}/readyz`)).json()) as { calendar?: unknown };
+    expect(readyz.calendar).toEqual({
+      timeZone: 'Europe/Oslo',
+      open: false,
+      inWindow: true,
+      blackout: 'year-end',
+      until: '2027-01-02T23:00:00.000Z',
+    });
 
     // the policy waits; a person is told it is held, and the link stays usable
     const seen = reads(h);

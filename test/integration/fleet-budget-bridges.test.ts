@@ -4,13 +4,11 @@
  * (testkit/fleet-stores.ts). What is measured is what Azure sees: each VM's StartRequests at its
  * simulator, and the moment the member gave its slot back.
  */
-import { request } from 'undici';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
-import { waitFor } from '../helpers.ts';
+import { postApproval, waitFor } from '../helpers.ts';
 import { pino } from 'pino';
 import { startRelay } from '../../src/fleet/relay/relay.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
@@ -86,15 +84,7 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     const ea = a!.sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
     const eb = b!.sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
     await waitFor(() => a!.kinds().includes(`scheduled:${ea.eventId}`) && b!.kinds().includes(`scheduled:${eb.eventId}`), 'both scheduled');
-    const post = async (h: Harness, body: Record<string, unknown>) => {
-      const text = JSON.stringify(body);
-      const res = await request(`${h.bridge.approvalServerUrl}/v1/approvals`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(SECRET)!], `msg_${Math.random()}`, text) },
-        body: text,
-      });
-      return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-    };
+    const post = (h: Harness, body: Record<string, unknown>) => postApproval(h.bridge.approvalServerUrl!, SECRET, body);
     expect(await post(a!, { eventId: ea.eventId, approver: 'alice' })).toMatchObject({ status: 200, json: { status: 'approved' } });
     const held = await post(b!, { eventId: eb.eventId, approver: 'bob' });
     expect(held.status).toBe(409);
@@ -220,15 +210,8 @@ describe('a fleet budget behind the relay (fleet approvals over the Service Bus 
       const ea = a.sim.addEvent({ noticeMs: 600_000, startedMs: 1500 });
       const eb = b.sim.addEvent({ noticeMs: 600_000 });
       await waitFor(() => a.kinds().includes(`scheduled:${ea.eventId}`) && b.kinds().includes(`scheduled:${eb.eventId}`), 'both scheduled');
-      const api = async (h: Harness, eventId: string) => {
-        const text = JSON.stringify({ vm: h.bridge.identity.resourceId, eventId, approver: 'carol' });
-        const res = await request(`${relay.url}/v1/approvals`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random()}`, text) },
-          body: text,
-        });
-        return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-      };
+      const api = (h: Harness, eventId: string) =>
+        postApproval(relay.url, API_SECRET, { vm: h.bridge.identity.resourceId, eventId, approver: 'carol' });
       expect(await api(a, ea.eventId)).toMatchObject({ status: 200, json: { status: 'approved' } });
       const held = await api(b, eb.eventId);
       expect(held).toMatchObject({ status: 409, json: { eventId: eb.eventId, status: 'held', error: { code: 'HELD' } } });

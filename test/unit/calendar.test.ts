@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { Calendar, calendarNow } from '../../src/calendar/calendar.ts';
 import { CalendarConfig } from '../../src/calendar/config.ts';
 import { conflictOf } from '../../src/calendar/conflict.ts';
-import { ConfigError, validateConfig } from '../../src/config/load.ts';
+import { configProblems } from '../helpers.ts';
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
@@ -124,15 +124,7 @@ describe('conflicts foretold', () => {
 });
 
 describe('the calendar configuration', () => {
-  const problems = (raw: unknown): readonly string[] => {
-    try {
-      validateConfig(raw, 't', {});
-    } catch (err) {
-      expect(err).toBeInstanceOf(ConfigError);
-      return (err as ConfigError).problems;
-    }
-    return [];
-  };
+  const problems = configProblems;
 
   it('names every problem by its path', () => {
     expect(

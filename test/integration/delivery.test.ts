@@ -47,8 +47,14 @@ describe('delivery through the bridge', () => {
     let down = true;
     p.answer = () => (down ? { status: 503, headers: { 'retry-after': '0' } } : { status: 204 });
     const lines = await run([{ name: 'ops', type: 'webhook', url: p.url, delivery: fast }]);
-    const e = sim.addEvent({ noticeMs: 300, startedMs: 300 });
-    await waitFor(() => sim.events.length === 0, 'the event to run its course');
+    // the event runs its course one step at a time, each seen by the bridge before the next (however loaded the machine)
+    const journaled = (id: string) => bridge!.store.journal.all().some((j) => j.id === id);
+    const e = sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
+    await waitFor(() => journaled(`${e.eventId}/scheduled`), 'the scheduled event seen');
+    sim.startEvent(e.eventId);
+    await waitFor(() => journaled(`${e.eventId}/started`), 'the start seen');
+    sim.removeEvent(e.eventId);
+    await waitFor(() => journaled(`${e.eventId}/completed`), 'the completion seen');
     await waitFor(() => p.requests.length >= 6, 'several failed attempts');
     down = false;
     // the outbox can be empty for a moment before the bridge has read that the event completed

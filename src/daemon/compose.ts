@@ -15,6 +15,8 @@ import { attachInbox } from '../fleet/inbox/attach.ts';
 import { attachHealth } from '../health/attach.ts';
 import { Calendar, memberCalendar } from '../calendar/calendar.ts';
 import { attachCalendar } from '../calendar/watch/attach.ts';
+import { Deferrals } from '../calendar/watch/defer.ts';
+import { prepares } from '../registry/sinks.ts';
 import { inboxSession } from '../fleet/inbox/config.ts';
 import { isDrill } from '../imds/drill-id.ts';
 import { ImdsClient } from '../imds/client.ts';
@@ -77,19 +79,28 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
     dispatcher.notify();
     o.onCommitted?.(events);
   };
-  const hooks = early.flatMap((f) => (f.route === undefined ? [] : [f.route]));
-  const router = new Router({ targets, state, journal, logger, hooks, notify: () => dispatcher.notify() });
-  const givenBack = (eventId: string) => preparations.givenBack(eventId);
-  // the calendar: its blackouts hold every early approval, its windows the rules bound to them; conflicts foretold at every read
+  // the calendar: its blackouts hold every early approval, its windows the rules bound to them (and
+  // their events' preparations); conflicts foretold at every read
   const calendarConfig = calendarOf(config);
   const calendar = calendarConfig === undefined ? undefined : new Calendar(calendarConfig);
   const now = o.calendarClock;
+  const rules = config.approval.rules;
+  const preparing = new Set(targets.filter((t) => prepares(t)).map((t) => t.name));
+  const release = (eventId: string) => {
+    const n = store.outbox.release(eventId);
+    if (n > 0) dispatcher.notify();
+    return n;
+  };
+  const deferrals = calendar && new Deferrals({ calendar, rules, view: state, preparing, release, logger, now: now ?? Date.now });
+  const hooks = [...early.flatMap((f) => (f.route === undefined ? [] : [f.route])), ...(deferrals ? [deferrals.route] : [])];
+  const router = new Router({ targets, state, journal, logger, hooks, notify: () => dispatcher.notify() });
+  const givenBack = (eventId: string) => preparations.givenBack(eventId);
   const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack };
   const more = { health: health?.monitor, calendar: calendar && memberCalendar(calendar, now ?? Date.now) };
   const budget = await attachBudget({ ...budgetContext, ...more }).catch(closingOnFailure(targets));
   const inbox = attachInbox({ config, logger, state, replay, metrics });
-  const rules = config.approval.rules;
-  const watch = attachCalendar({ calendar, rules, view: state, journal, logger, route: router.one, committed, ...(now ? { now } : {}) });
+  const watchContext = { calendar, rules, view: state, journal, logger, route: router.one, committed };
+  const watch = attachCalendar({ ...watchContext, ...(now ? { now } : {}), ...(deferrals ? { deferrals } : {}) });
   const features: Feature[] = [...early, ...[budget, inbox, watch].filter((f) => f !== null)];
   const gate = features.find((f) => f.gate !== undefined)?.gate;
   const makeClient = features.find((f) => f.client !== undefined)?.client ?? ((options) => new ImdsClient(options));

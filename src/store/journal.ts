@@ -32,7 +32,12 @@ export interface PendingEvent {
    * still pending; they stop (delivered as superseded, not dead-lettered) in the same commit.
    */
   readonly supersedes?: readonly string[] | undefined;
+  /** Sinks whose row waits until `until` (epoch ms): preparations deferred to a maintenance window (Outbox.release sends them sooner). */
+  readonly deferred?: { readonly sinks: readonly string[]; readonly until: number } | undefined;
 }
+
+/** RELEASE: an event's rows never tried and waiting for later (deferred to a window) are due now (now, eventId, now). */
+export const RELEASE = 'UPDATE outbox SET next_attempt_at = ? WHERE event_id = ? AND attempts = 0 AND next_attempt_at > ?';
 
 export class Journal {
   readonly #db: Db;
@@ -50,6 +55,7 @@ export class Journal {
            etag = excluded.etag, observed_at = excluded.observed_at`,
       ),
       insertJournal: db.prepare('INSERT OR IGNORE INTO journal (ce_id, event_id, transition, body, created_at) VALUES (?, ?, ?, ?, ?)'),
+      release: db.prepare(RELEASE),
       insertOutbox: db.prepare(
         'INSERT INTO outbox (sink, ce_id, event_id, attempts, created_at, next_attempt_at) VALUES (?, ?, ?, 0, ?, ?)',
       ),
@@ -132,15 +138,17 @@ export class Journal {
       }
       this.#s.insertJournal.run(e.id, e.eventId, e.transition, e.json, now);
       if (e.occurrence !== undefined) this.#s.occurrenceSet.run(e.occurrence.key, e.occurrence.n, now);
-      this.#route(e.id, e.eventId, e.sinks, now);
+      // started, or approved: what was deferred to a window goes now (the maintenance no longer waits for one)
+      if (e.transition === 'started' || e.transition === 'approved') this.#s.release.run(now, e.eventId, now);
+      this.#route(e.id, e.eventId, e.sinks, now, e.deferred);
     }
     return { superseded };
   }
 
-  #route(ceId: string, eventId: string, sinks: readonly string[], now: number): void {
+  #route(ceId: string, eventId: string, sinks: readonly string[], now: number, deferred?: PendingEvent['deferred']): void {
     this.#s.insertRouted.run(ceId, '');
     for (const sink of sinks) {
-      this.#s.insertOutbox.run(sink, ceId, eventId, now, now);
+      this.#s.insertOutbox.run(sink, ceId, eventId, now, deferred?.sinks.includes(sink) ? Math.max(now, deferred.until) : now);
       this.#s.insertRouted.run(ceId, sink);
     }
   }

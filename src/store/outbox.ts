@@ -4,6 +4,7 @@
  * they were committed.
  */
 import type { Db } from './db.ts';
+import { RELEASE } from './journal.ts';
 
 export interface OutboxRow {
   readonly rowId: number;
@@ -54,6 +55,7 @@ export class Outbox {
             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.sink = o.sink AND p.event_id = o.event_id AND p.id < o.id)`,
       ),
       deleteOutbox: db.prepare('DELETE FROM outbox WHERE id = ?'),
+      release: db.prepare(RELEASE),
       reschedule: db.prepare('UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?'),
       begin: db.prepare(
         `UPDATE outbox SET attempts = attempts + 1,
@@ -113,6 +115,11 @@ export class Outbox {
         for (const id of rowIds) this.#s.begin.run(id);
       }),
     );
+  }
+
+  /** release makes an event's deferred rows (never tried, waiting for a window) due now; how many. */
+  release(eventId: string, now: number = Date.now()): number {
+    return Number(this.#s.release.run(now, eventId, now).changes);
   }
 
   reschedule(rowId: number, attempts: number, nextAttemptAt: number, lastError: string): void {

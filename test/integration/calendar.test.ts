@@ -3,6 +3,8 @@
  * share a clock the test sets (a day of its own, never today's), so windows open and blackouts
  * begin when the test says. Europe/Oslo, weekdays 22:00-05:00, and the year-end blackout.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
@@ -22,15 +24,16 @@ const calendar = {
   blackouts: [{ name: 'year-end', from: '2026-12-24', to: '2027-01-02' }],
 };
 
-async function bridgeAt(start: string) {
+async function bridgeAt(start: string, action = 'approve', sinks?: (dir: string) => Record<string, unknown>[]) {
   const clock = { now: Date.parse(start) };
   const now = () => clock.now;
   const h = await startBridge({
     sim: { vmName: 'vm-cal', peers: [], now },
     bridge: { calendarClock: now },
+    ...(sinks === undefined ? {} : { sinks }),
     config: {
       calendar,
-      approval: { secret: SECRET, rules: [{ match: { eventType: 'Reboot' }, action: 'approve', within: 'windows' }] },
+      approval: { secret: SECRET, rules: [{ match: { eventType: 'Reboot' }, action, within: 'windows' }] },
       server: { listen: '127.0.0.1:0' },
       observability: { listen: '127.0.0.1:0' },
     },
@@ -64,6 +67,37 @@ describe('the calendar in a running bridge', () => {
     clock.now = Date.parse('2026-11-25T21:00:00Z');
     await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the window opened');
     expect(h.sim.startRequests[0]!.eventIds).toEqual([e.eventId]);
+  });
+
+  it('the preparations of an event bound to the windows wait for the window: the hook runs when it opens, then the approval', async () => {
+    const hookFile = (dir: string) => join(dir, 'hook.txt');
+    const { h, clock } = await bridgeAt('2026-11-25T20:50:00Z', 'approveAfterHooks', (dir) => [
+      { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+      {
+        ...{ name: 'drain', type: 'exec', prepare: true },
+        command: [
+          process.execPath,
+          '-e',
+          `require('node:fs').appendFileSync(${JSON.stringify(hookFile(dir))}, process.env.SE_TRANSITION + '\\n')`,
+        ],
+      },
+    ]);
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 4 * 3_600_000, DurationInSeconds: 300 });
+    await waitFor(() => h.kinds().includes(`scheduled:${e.eventId}`), 'the scheduled event');
+    const seen = reads(h);
+    await waitFor(() => reads(h) >= seen + 3, 'three more reads');
+    expect(existsSync(hookFile(h.dir))).toBe(false);
+    expect(h.sim.startRequests).toHaveLength(0);
+    expect(
+      h.lines.some(
+        (l) => l.msg === `calendar: the preparations of ${e.eventId} wait for the maintenance window, at 2026-11-25T21:00:00.000Z`,
+      ),
+    ).toBe(true);
+    clock.now = Date.parse('2026-11-25T21:00:00Z');
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the hook ran in the window');
+    expect(readFileSync(hookFile(h.dir), 'utf8')).toBe('scheduled\n');
+    const approved = await waitFor(() => h.events().find((x) => x.type.endsWith('.approved')), 'the approved CloudEvent');
+    expect(approved.data.approval).toMatchObject({ via: 'hooks' });
   });
 
   it('a maintenance that falls in a blackout is foretold at once; the blackout holds every path but a forced approval, which is recorded', async () => {

@@ -71,6 +71,36 @@ describe('Store (real SQLite on disk)', () => {
     s.close();
   });
 
+  it('keeps a deferred row of a sink until its time, and lets it go sooner when the window opens, the event is approved or Started', () => {
+    const s = Store.open(freshPath());
+    const doc = fixtureDocument('live-migration-1.json');
+    const deferred = (id: string, eventId: string) => ({
+      ...pe(id, eventId, ['drain', 'audit']),
+      deferred: { sinks: ['drain'], until: 9000 },
+    });
+    s.journal.commit({
+      document: doc,
+      etag: null,
+      observedAt: 't',
+      events: [deferred('A/scheduled', 'A'), deferred('B/scheduled', 'B')],
+      now: 100,
+    });
+    s.journal.appendEvents([deferred('C/scheduled', 'C')], undefined, 100);
+    // the other sink has it at once; the preparation waits
+    expect(s.outbox.due('audit', 200, 10).map((r) => r.ceId)).toEqual(['A/scheduled', 'B/scheduled', 'C/scheduled']);
+    expect(s.outbox.due('drain', 200, 10)).toEqual([]);
+    expect(s.outbox.nextDueAt('drain')).toBe(9000);
+    // approved: A's goes now; Started: B's; the window opens for C (Outbox.release)
+    s.journal.appendEvents([pe('A/approved/x', 'A', ['audit'], 'approved')], undefined, 300);
+    expect(s.outbox.due('drain', 300, 10).map((r) => r.ceId)).toEqual(['A/scheduled']);
+    s.journal.commit({ document: doc, etag: null, observedAt: 't', events: [pe('B/started', 'B', ['drain'], 'started')], now: 400 });
+    expect(s.outbox.due('drain', 400, 10).map((r) => r.ceId)).toEqual(['A/scheduled', 'B/scheduled']);
+    expect(s.outbox.release('C', 500)).toBe(1);
+    expect(s.outbox.release('C', 500)).toBe(0);
+    expect(s.outbox.due('drain', 500, 10).map((r) => r.ceId)).toEqual(['A/scheduled', 'B/scheduled', 'C/scheduled']);
+    s.close();
+  });
+
   it('hands out one row per EventId at a time, oldest first, and only when due', () => {
     const s = Store.open(freshPath());
     const doc = fixtureDocument('live-migration-1.json');

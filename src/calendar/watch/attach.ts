@@ -16,6 +16,7 @@ import { toConflictCloudEvent } from '../../pipeline/notices.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
 import { calendarNow, type Calendar } from '../calendar.ts';
 import { conflictOf, conflictText } from '../conflict.ts';
+import type { Deferrals } from './defer.ts';
 
 export interface CalendarContext {
   readonly calendar: Calendar | undefined;
@@ -26,6 +27,8 @@ export interface CalendarContext {
   readonly route: (event: BridgeEvent) => PendingEvent;
   readonly committed: (events: readonly BridgeEvent[]) => void;
   readonly now?: () => number;
+  /** The preparations deferred to a window, released here when it opens. */
+  readonly deferrals?: Deferrals;
 }
 
 export function attachCalendar(ctx: CalendarContext) {
@@ -42,6 +45,7 @@ export function attachCalendar(ctx: CalendarContext) {
       const t = now();
       const listed = new Set(document.events.map((e) => e.eventId));
       for (const id of looked.keys()) if (!listed.has(id)) looked.delete(id);
+      ctx.deferrals?.check(listed);
       for (const e of document.events) {
         if (e.eventStatus !== 'Scheduled' || e.notBefore === null || isDrill(e.eventId) || !affects(e.resources, view.vm.name)) continue;
         const d = decide(rules, e, view.vm.name, t);

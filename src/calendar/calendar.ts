@@ -203,5 +203,14 @@ export function calendarNowText(c: CalendarNow): string {
 /** memberCalendar: what a fleet member's record says of its calendar: a digest of it (members of one group should share one), and what it says now. */
 export function memberCalendar(cal: Calendar, now: () => number): () => CalendarNow & { digest: string } {
   const digest = createHash('sha256').update(JSON.stringify(cal.config)).digest('hex').slice(0, 12);
-  return () => ({ digest, ...calendarNow(cal, now()) });
+  // the state holds until `until` by its definition: walked out again only then (a member writes its record at every read)
+  let said: { readonly at: CalendarNow & { digest: string }; readonly from: number; readonly until: number } | null = null;
+  return () => {
+    const t = now();
+    if (said === null || t >= said.until || t < said.from) {
+      const at = { digest, ...calendarNow(cal, t) };
+      said = { at, from: t, until: at.until === null ? t + 3_600_000 : Date.parse(at.until) };
+    }
+    return said.at;
+  };
 }

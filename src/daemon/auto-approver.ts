@@ -89,16 +89,17 @@ export class AutoApprover {
       entry.waiting = undefined;
       return false;
     }
-    const notBefore = e.notBefore === null ? undefined : Date.parse(e.notBefore);
-    const opens = calendar.nextAllowed(now, within, notBefore);
     const state = calendar.stateAt(now);
     const why = state.blackout !== null ? `inside the blackout ${state.blackout}` : 'outside the maintenance windows';
-    const when = opens === null ? 'none opens before NotBefore' : `allowed from ${new Date(opens).toISOString()}`;
-    if (entry.waiting !== why)
+    // said once per reason: when it is allowed again is walked out only then, not at every read
+    if (entry.waiting !== why) {
+      const opens = calendar.nextAllowed(now, within, e.notBefore === null ? undefined : Date.parse(e.notBefore));
+      const when = opens === null ? 'none opens before NotBefore' : `allowed from ${new Date(opens).toISOString()}`;
       this.#o.logger.info(
         { eventId: e.eventId, within, opens: opens && new Date(opens).toISOString() },
         `approval policy: waiting for the calendar: ${why}; ${when}`,
       );
+    }
     entry.waiting = why;
     return true;
   }

@@ -61,31 +61,15 @@ export class HealthMonitor implements HealthView {
   /** check runs every check once, and returns the health it found. */
   async check(signal?: AbortSignal): Promise<HealthState> {
     const ms = Math.min(CHECK_DEADLINE_MS, this.#config.intervalSeconds * 1000);
-    const problems: string[] = [];
-    await Promise.all([
-      ...(this.#config.http ?? []).map(async (c) => {
-        const why = await this.#bounded(ms, signal, (s) => this.#httpCheck(c.url, c.expect, s));
-        if (why !== null) problems.push(why);
-      }),
-      ...(this.#config.prometheus ?? []).map(async (c) => {
-        const why = await this.#bounded(ms, signal, (s) => this.#prometheusCheck(c.url, c.query, s));
-        if (why !== null) problems.push(why);
-      }),
-      ...(this.#config.exec ?? []).map(async (c) => {
-        const why = await this.#bounded(ms, signal, (s) => execCheck(c.command, s));
-        if (why !== null) problems.push(why);
-      }),
-      ...[this.#kubernetes].flatMap((k) =>
-        k === null
-          ? []
-          : [
-              (async () => {
-                const why = await this.#bounded(ms, signal, (s) => k.run(s));
-                if (why !== null) problems.push(why);
-              })(),
-            ],
-      ),
-    ]);
+    const k = this.#kubernetes;
+    const checks: ((signal: AbortSignal) => Promise<string | null>)[] = [
+      ...(this.#config.http ?? []).map((c) => (s: AbortSignal) => this.#httpCheck(c.url, c.expect, s)),
+      ...(this.#config.prometheus ?? []).map((c) => (s: AbortSignal) => this.#prometheusCheck(c.url, c.query, s)),
+      ...(this.#config.exec ?? []).map((c) => (s: AbortSignal) => execCheck(c.command, s)),
+      ...(k === null ? [] : [(s: AbortSignal) => k.run(s)]),
+    ];
+    // every check at once, each with its deadline; what each finds wrong, in words
+    const problems = (await Promise.all(checks.map((run) => this.#bounded(ms, signal, run)))).filter((why) => why !== null);
     const healthy = problems.length === 0;
     const before = this.#state;
     if (before === null || before.healthy !== healthy) {

@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { HealthMonitor } from '../src/health/monitor.ts';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
-import { FleetConfig } from '../src/fleet/budget/config.ts';
+import { asBudget, FleetConfig } from '../src/fleet/budget/config.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import type { EventsDocument } from '../src/imds/wire.ts';
 import { DEV_ACCOUNT } from '../src/simulator/azurite.ts';
@@ -59,14 +59,16 @@ const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a,
 
 async function group(kind: StoreKind, n: number, store: Record<string, unknown>, counter: Counter, healthUrl?: string) {
   let now = Date.now();
-  const config = FleetConfig.parse({
-    group: `cost-${kind}-${n}${healthUrl === undefined ? '' : '-health'}`,
+  const config = asBudget(
+    FleetConfig.parse({
+      group: `cost-${kind}-${n}${healthUrl === undefined ? '' : '-health'}`,
     maxUnavailable: K,
     store,
     heartbeatSeconds: HEARTBEAT_S,
     retryMs: RETRY_MS,
     ...(healthUrl === undefined ? {} : { health: { http: { url: healthUrl }, settleSeconds: 0 } }),
-  });
+    }),
+  );
   const members: WaveMember[] = [];
   for (let i = 0; i < n; i++) {
     const vm = `m${String(i).padStart(4, '0')}`;

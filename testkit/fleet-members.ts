@@ -6,7 +6,7 @@
 import { pino } from 'pino';
 import type { z } from 'zod';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
-import { FleetConfig } from '../src/fleet/budget/config.ts';
+import { asBudget, FleetConfig } from '../src/fleet/budget/config.ts';
 import { HealthMonitor } from '../src/health/monitor.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../src/fleet/budget/stores/port.ts';
@@ -44,14 +44,16 @@ export async function budgetMember(
   more: Partial<z.input<typeof FleetConfig>> = {},
   wrap: (store: FleetStore) => FleetStore = (s) => s,
 ): Promise<Member> {
-  const config = FleetConfig.parse({
-    group,
-    maxUnavailable: 1,
+  const config = asBudget(
+    FleetConfig.parse({
+      group,
+      maxUnavailable: 1,
     store: stores.config(kind),
     marginSeconds: 60,
     heartbeatSeconds: 20,
     ...more,
-  });
+    }),
+  );
   const store = wrap(await openFleetStore(config.store, group));
   const lines: Record<string, unknown>[] = [];
   const view = { vm: memberVm(name), document: null as EventsDocument | null, goodReads: 1, approvalServerUrl: null };

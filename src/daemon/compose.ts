@@ -96,7 +96,16 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const router = new Router({ targets, state, journal, logger, hooks, notify: () => dispatcher.notify() });
   const givenBack = (eventId: string) => preparations.givenBack(eventId);
   const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack };
-  const more = { health: health?.monitor, calendar: calendar && memberCalendar(calendar, now ?? Date.now) };
+  // what a member record says of each event besides IMDS's fields: who approved it, where its preparations stand
+  const notes = (eventId: string) => {
+    const a = records.of(eventId);
+    const p = preparations.recorded(eventId);
+    return {
+      ...(a === null ? {} : { approval: { by: a.by, via: a.via, at: a.at } }),
+      ...(p.length === 0 ? {} : { preparations: p.map(({ sink, state }) => ({ sink, state })) }),
+    };
+  };
+  const more = { health: health?.monitor, calendar: calendar && memberCalendar(calendar, now ?? Date.now), notes };
   const budget = await attachBudget({ ...budgetContext, ...more }).catch(closingOnFailure(targets));
   const inbox = attachInbox({ config, logger, state, replay, metrics });
   const watchContext = { calendar, rules, view: state, journal, logger, route: router.one, committed };

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';
-import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { asBudget, FleetConfig } from '../../src/fleet/budget/config.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { KIND_LABEL, leaseName } from '../../src/fleet/budget/stores/lease.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
@@ -30,7 +30,7 @@ describe.each(STORE_KINDS)('the fleet budget over the %s store', (kind) => {
         kind === 'blob'
           ? { type: 'blob', connectionString: fleetStores().azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: 'queue' }
           : fleetStores().config(kind);
-      const config = FleetConfig.parse({ group: `queue-${kind}`, maxUnavailable: 2, store, heartbeatSeconds: 30, retryMs: 2000 });
+      const config = asBudget(FleetConfig.parse({ group: `queue-${kind}`, maxUnavailable: 2, store, heartbeatSeconds: 30, retryMs: 2000 }));
       let now = Date.now();
       const members: WaveMember[] = [];
       for (let i = 0; i < 8; i++) {

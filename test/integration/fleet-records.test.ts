@@ -9,7 +9,7 @@ import { BlobServiceClient } from '@azure/storage-blob';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';
-import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { asBudget, FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { leaseName, RECORD_ANNOTATION } from '../../src/fleet/budget/stores/lease.ts';
@@ -23,7 +23,7 @@ const TEN_MIB = 10 * 1024 * 1024;
 
 /** writeRaw replaces a record's text in the store as it is, past the bridge's own writer (after one write made it exist). */
 async function writeRaw(kind: StoreKind, group: string, name: string, text: string): Promise<void> {
-  const config = FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind) });
+  const config = asBudget(FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind) }));
   const store = await openFleetStore(config.store, group);
   await store.put(name, { placeholder: true }, null);
   if (kind === 'blob') {
@@ -40,7 +40,7 @@ async function writeRaw(kind: StoreKind, group: string, name: string, text: stri
 describe.each(STORE_KINDS)('records of another shape in the %s store', (kind) => {
   it('are each named once and left out: the store stays reachable, a bad slot is free, fleet status prints the rest, 10 MiB is never downloaded', async () => {
     const group = `odd-${kind}`;
-    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind) });
+    const config = asBudget(FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind) }));
     const lines: Record<string, unknown>[] = [];
     // a maintenance ahead of vm-a: its heartbeats read the group (a member with none has no collision to foretell)
     const event = scheduledFor('vm-a');

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';
-import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { asBudget, FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { DEV_ACCOUNT, DEV_KEY } from '../../src/simulator/azurite.ts';
@@ -61,7 +61,7 @@ function storeConfig(kind: StoreKind): Record<string, unknown> {
 describe.each(STORE_KINDS)('a %s store that never answers', (kind) => {
   it('fails closed within the deadline and says so; a forced approval goes on; fleet status answers; no request is left open', async () => {
     const group = `silent-${kind}`;
-    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: storeConfig(kind), storeTimeoutMs: 1000 });
+    const config = asBudget(FleetConfig.parse({ group, maxUnavailable: 1, store: storeConfig(kind), storeTimeoutMs: 1000 }));
     const { logger, lines } = captureLogger();
     const view = { vm: memberVm('vm-a'), document: null, goodReads: 1, approvalServerUrl: null };
     const budget = new FleetBudget({

@@ -13,8 +13,9 @@ import { Forecast, type CollisionDeps } from './collisions.ts';
 import { Waves } from './waves.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import { errorFields } from '../../lib/errors.ts';
-import type { FleetConfig } from './config.ts';
-import type { MemberCalendar } from './records.ts';
+import { budgeted, type FleetConfig } from './config.ts';
+import type { EventNotes, MemberCalendar } from './records.ts';
+import { FleetMember } from './fleet-member.ts';
 import { openFleetStore } from './stores/open.ts';
 
 /** What the budget needs of the daemon: besides what the collision forecast needs (its logger, the journal, the routing), these. */
@@ -31,6 +32,8 @@ export interface BudgetContext extends Pick<CollisionDeps, 'logger' | 'journal' 
   readonly health?: HealthMonitor | undefined;
   /** What this VM's calendar says now, for its member record. */
   readonly calendar?: (() => MemberCalendar) | undefined;
+  /** Who approved each event and where its preparations stand, for the member record. */
+  readonly notes?: EventNotes | undefined;
 }
 
 export async function attachBudget(ctx: BudgetContext) {
@@ -38,6 +41,7 @@ export async function attachBudget(ctx: BudgetContext) {
   if (fleet === undefined) return null;
   const { metrics } = ctx;
   const store = await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs);
+  if (!budgeted(fleet)) return attachMember(ctx, fleet, store);
   const forecast = new Forecast({
     group: fleet.group,
     maxUnavailable: fleet.maxUnavailable,
@@ -58,6 +62,7 @@ export async function attachBudget(ctx: BudgetContext) {
     store,
     ...(health === undefined ? {} : { health }),
     ...(ctx.calendar === undefined ? {} : { calendar: ctx.calendar }),
+    ...(ctx.notes === undefined ? {} : { notes: ctx.notes }),
     view: ctx.state,
     logger: ctx.logger,
     givenBack: ctx.givenBack,
@@ -96,5 +101,23 @@ export async function attachBudget(ctx: BudgetContext) {
       await budget.run(signal).finally(unsubscribe);
     },
     state: () => budget.state(),
+  };
+}
+
+/** attachMember: a member of the fleet view without a budget: its record written, nothing held. */
+function attachMember(ctx: BudgetContext, fleet: FleetConfig, store: Awaited<ReturnType<typeof openFleetStore>>) {
+  const member = new FleetMember({
+    ...{ config: fleet, store, view: ctx.state, logger: ctx.logger, health: ctx.health, calendar: ctx.calendar, notes: ctx.notes },
+    onStoreError: (operation) => ctx.metrics.fleetStoreErrors.inc({ operation }),
+  });
+  return {
+    name: 'fleet',
+    onRead: (document: EventsDocument) => void member.onRead(document),
+    details: () => member.state(),
+    run: async (signal: AbortSignal) => {
+      const unsubscribe = ctx.health?.subscribe(() => void member.changed());
+      await member.run(signal).finally(unsubscribe);
+    },
+    state: () => member.state(),
   };
 }

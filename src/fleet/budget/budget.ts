@@ -14,13 +14,13 @@ import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
 import { sleep, spread, withDeadline } from '../../lib/time.ts';
 import { FleetStoreError } from './stores/port.ts';
-import { memberKey, memberEventsOf, MEMBER_PREFIX, slotState, asSlot, staleAt, type MemberRecord } from './records.ts';
+import { memberKey, MEMBER_PREFIX, slotState, asSlot, staleAt, type MemberRecord } from './records.ts';
 import { membersOf, RecordWarnings } from './parse.ts';
 import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { slotsFor } from './config.ts';
-import { MemberRecordWriter } from './member.ts';
+import { MemberRecordWriter, memberRecordOf } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
 import { Settling, unhealthyOf } from './health-gate.ts';
@@ -280,17 +280,10 @@ export class FleetBudget implements ApprovalGate {
   #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<boolean> {
     const vm = this.#o.view.vm;
     if (!vm.nameKnown) return Promise.resolve(false);
-    const record = {
-      member: this.#me,
-      vm: vm.name,
-      resourceId: vm.resourceId,
-      heartbeatSeconds: this.#o.config.heartbeatSeconds,
-      events: memberEventsOf(mine ?? this.#mine(), this.#slots.heldFor, this.#place.approvals),
-      slot: this.#slots.held?.name ?? null,
-      ...(this.#o.health?.state ? { health: this.#o.health.state } : {}),
-      ...(this.#o.calendar ? { calendar: this.#o.calendar() } : {}),
-      ...(vm.zone ? { zone: vm.zone } : {}),
-    };
+    const record = memberRecordOf({
+      ...{ config: this.#o.config, vm, mine: mine ?? this.#mine(), heldFor: this.#slots.heldFor, held: this.#place.approvals },
+      ...{ slot: this.#slots.held?.name ?? null, health: this.#o.health?.state, calendar: this.#o.calendar, notes: this.#o.notes },
+    });
     return this.#record.write(record, this.#now(), force);
   }
 }

@@ -8,19 +8,24 @@ import { FleetStoreConfig } from './stores/config.ts';
 import { HealthConfig } from '../../health/config.ts';
 import { CalendarConfig } from '../../calendar/config.ts';
 
+/** The store's pseudo-group where the relay keeps Azure's own records of the fleet's events (no member may name it). */
+export const AZURE_GROUP = 'se-bridge-azure';
+
 export const FleetConfig = z
   .strictObject({
     group: z
       .string()
       .regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
-      .describe('The group: every member that names it shares one budget.'),
+      .refine((g) => g !== AZURE_GROUP, `is reserved: the relay keeps Azure's own records of the fleet's events under ${AZURE_GROUP}`)
+      .describe('The group: every member that names it shares one budget, and the fleet view lists it by this name.'),
     maxUnavailable: z
       .union([
         z.number().int().min(1).max(100),
         z.string().regex(/^([1-9][0-9]?|100)%$/, 'a number from 1 to 100, or a percentage from "1%" to "100%"'),
       ])
+      .optional()
       .describe(
-        'How many members of the group may be unavailable at once because of an early approval (the slots): a number, or a percentage of the members with a fresh record ("20%": rounded down, at least 1).',
+        'How many members of the group may be unavailable at once because of an early approval (the slots): a number, or a percentage of the members with a fresh record ("20%": rounded down, at least 1). Without it the VM is a member of the fleet view only: it writes its record, and nothing holds its approvals.',
       ),
     store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
     marginSeconds: z
@@ -82,6 +87,15 @@ export const FleetConfig = z
       });
   });
 export type FleetConfig = z.infer<typeof FleetConfig>;
+/** A fleet block with a budget (`maxUnavailable`). */
+export type BudgetConfig = FleetConfig & { readonly maxUnavailable: number | string };
+export const budgeted = (f: FleetConfig): f is BudgetConfig => f.maxUnavailable !== undefined;
+/** asBudget: the fleet block as a budget's, or an error when it has none. */
+export function asBudget(f: FleetConfig): BudgetConfig {
+  if (!budgeted(f)) throw new Error(`fleet group ${f.group} has no budget (maxUnavailable)`);
+  return f;
+}
+
 
 /**
  * slotsFor: how many members may be unavailable at once: `maxUnavailable` itself, or its

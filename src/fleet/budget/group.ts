@@ -18,13 +18,16 @@ import {
   staleAt,
   windowsOf,
   type Holder,
+  type EventApproval,
   type MemberCalendar,
 } from './records.ts';
+import type { Versioned } from './stores/port.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
 
 export interface GroupStatus {
   readonly group: string;
-  readonly maxUnavailable: number;
+  /** How many of its members may be down at once by an early approval; null: the group has no budget (a fleet view only). */
+  readonly maxUnavailable: number | null;
   readonly store: string;
   readonly members: readonly {
     readonly vm: string;
@@ -34,11 +37,18 @@ export interface GroupStatus {
       eventType: string;
       status: string;
       notBefore: string | null;
+      durationInSeconds: number;
       /** The budget holds its early approval: since when, by the members holding the slots. */
       held?: { since: string; by: readonly string[] };
+      approval?: EventApproval;
+      preparations?: readonly { readonly sink: string; readonly state: string }[];
     }[];
     readonly holdsSlot: boolean;
     readonly heartbeatAt: string;
+    readonly heartbeatSeconds: number;
+    /** The bridge's version that wrote the record. */
+    readonly version?: string;
+    readonly zone?: string;
     /** Its heartbeat stopped: no record for three heartbeats. */
     readonly stale: boolean;
     /** Its health, when it checks it: healthy or not, since when, why not. */
@@ -70,51 +80,74 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
       ...(slotsRead.status === 'rejected' ? [{ what: 'the slots', why: messageOf(slotsRead.reason) }] : []),
       ...(membersRead.status === 'rejected' ? [{ what: "the members' records", why: messageOf(membersRead.reason) }] : []),
     ];
-    const slotRecords = slotsRead.status === 'fulfilled' ? slotsRead.value : [];
-    const memberRecords = membersRead.status === 'fulfilled' ? membersRead.value : [];
-    const slots = slotRecords
-      .map((r) => ({ name: r.name, s: asSlot(r.value) }))
-      .filter((x) => live(x.s, now))
-      .map(({ name, s }) => ({ slot: name, ...holderOf(s) }));
-    const members = membersOf(memberRecords).sort((a, b) => a.vm.localeCompare(b.vm));
-    const k = slotsFor(config.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
-    const c = collisionOf(windowsOf(members), k);
-    return {
-      group: config.group,
-      maxUnavailable: k,
-      store: store.where,
-      members: members.map((m) => ({
-        vm: m.vm,
-        resourceId: m.resourceId,
-        events: m.events.map((e) => ({
-          eventId: e.eventId,
-          eventType: e.eventType,
-          status: e.status,
-          notBefore: e.notBefore,
-          ...(e.held === undefined ? {} : { held: e.held }),
-        })),
-        holdsSlot: slots.some((s) => s.vm === m.vm),
-        heartbeatAt: m.heartbeatAt,
-        stale: staleAt(m, now),
-        ...(m.health === undefined ? {} : { health: m.health }),
-        ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
-      })),
-      slots,
-      skipped: skippedOf([...slotRecords, ...memberRecords]),
-      unread,
-      collision:
-        c === null
-          ? null
-          : {
-              from: new Date(c.from).toISOString(),
-              to: new Date(c.to).toISOString(),
-              vms: [...new Set(c.windows.map((w) => w.vm))],
-              eventIds: c.windows.map((w) => w.eventId),
-            },
-    };
+    const records = [slotsRead, membersRead].flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+    return groupOf({ group: config.group, maxUnavailable: config.maxUnavailable, store: store.where }, records, unread, now);
   } finally {
     await store.close();
   }
+}
+
+/**
+ * groupOf: a group as its records say it (its slots' and its members'). `maxUnavailable` is the
+ * budget as configured, or, when the reader has no member's configuration (the relay), as the
+ * members' records say it; null when the group has no budget.
+ */
+export function groupOf(
+  g: { readonly group: string; readonly maxUnavailable: number | string | undefined; readonly store: string },
+  records: readonly Versioned[],
+  unread: GroupStatus['unread'],
+  now: number,
+): GroupStatus {
+  const slotRecords = records.filter((r) => r.name.startsWith(SLOT_PREFIX));
+  const memberRecords = records.filter((r) => r.name.startsWith(MEMBER_PREFIX));
+  const slots = slotRecords
+    .map((r) => ({ name: r.name, s: asSlot(r.value) }))
+    .filter((x) => live(x.s, now))
+    .map(({ name, s }) => ({ slot: name, ...holderOf(s) }));
+  const members = membersOf(memberRecords).sort((a, b) => a.vm.localeCompare(b.vm));
+  const fresh = members.filter((m) => !staleAt(m, now));
+  const configured = g.maxUnavailable ?? fresh.find((m) => m.maxUnavailable !== undefined)?.maxUnavailable;
+  const k = configured === undefined ? null : slotsFor(configured, Math.max(1, fresh.length));
+  const c = k === null ? null : collisionOf(windowsOf(members), k);
+  return {
+    group: g.group,
+    maxUnavailable: k,
+    store: g.store,
+    members: members.map((m) => ({
+      vm: m.vm,
+      resourceId: m.resourceId,
+      events: m.events.map((e) => ({
+        eventId: e.eventId,
+        eventType: e.eventType,
+        status: e.status,
+        notBefore: e.notBefore,
+        durationInSeconds: e.durationInSeconds,
+        ...(e.held === undefined ? {} : { held: e.held }),
+        ...(e.approval === undefined ? {} : { approval: e.approval }),
+        ...(e.preparations === undefined ? {} : { preparations: e.preparations }),
+      })),
+      holdsSlot: slots.some((s) => s.vm === m.vm),
+      heartbeatAt: m.heartbeatAt,
+      heartbeatSeconds: m.heartbeatSeconds,
+      stale: staleAt(m, now),
+      ...(m.health === undefined ? {} : { health: m.health }),
+      ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
+      ...(m.version === undefined ? {} : { version: m.version }),
+      ...(m.zone ? { zone: m.zone } : {}),
+    })),
+    slots,
+    skipped: skippedOf(records),
+    unread,
+    collision:
+      c === null
+        ? null
+        : {
+            from: new Date(c.from).toISOString(),
+            to: new Date(c.to).toISOString(),
+            vms: [...new Set(c.windows.map((w) => w.vm))],
+            eventIds: c.windows.map((w) => w.eventId),
+          },
+  };
 }
 
 /** heldText: an approval the budget holds, in words: by whom, since when. */
@@ -125,7 +158,7 @@ export function heldText(held: { readonly since: string; readonly by: readonly s
 /** groupText: the group as a person reads it. */
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
   const out = [
-    `Group ${g.group}: ${g.slots.length} of ${g.maxUnavailable} slot${g.maxUnavailable === 1 ? '' : 's'} held; ${g.members.length} member${g.members.length === 1 ? '' : 's'} (${g.store})`,
+    `Group ${g.group}: ${g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${g.maxUnavailable} slot${g.maxUnavailable === 1 ? '' : 's'} held`}; ${g.members.length} member${g.members.length === 1 ? '' : 's'} (${g.store})`,
   ];
   if (g.slots.length > 0)
     out.push(

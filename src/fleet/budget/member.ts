@@ -5,7 +5,44 @@
  * request); it reads the record first only when that version is not known or was overtaken.
  */
 import type { FleetStore } from './stores/port.ts';
-import { memberName, type MemberEvent, type MemberRecord } from './records.ts';
+import { memberKey, memberEventsOf, memberName, type EventNotes, type MemberCalendar, type MemberEvent, type MemberRecord } from './records.ts';
+import type { ScheduledEvent } from '../../imds/wire.ts';
+import type { VmIdentity } from '../../imds/identity.ts';
+import type { HealthState } from '../../sinks/contract.ts';
+import type { FleetConfig } from './config.ts';
+import { VERSION } from '../../lib/version.ts';
+
+/** What a member's record is made of: its VM, its events and what the budget holds of them, its health and calendar. */
+export interface RecordParts {
+  readonly config: FleetConfig;
+  readonly vm: VmIdentity;
+  /** Its real events (never a drill's). */
+  readonly mine: readonly ScheduledEvent[];
+  readonly heldFor?: readonly string[];
+  readonly held?: ReadonlyMap<string, NonNullable<MemberEvent['held']>>;
+  readonly slot?: string | null;
+  readonly health?: HealthState | null | undefined;
+  readonly calendar?: (() => MemberCalendar) | undefined;
+  readonly notes?: EventNotes | undefined;
+}
+
+/** memberRecordOf: a member's record, but for its heartbeat (which the writer stamps). */
+export function memberRecordOf(p: RecordParts): Omit<MemberRecord, 'heartbeatAt'> {
+  const { vm, config } = p;
+  return {
+    member: memberKey(vm),
+    vm: vm.name,
+    resourceId: vm.resourceId,
+    heartbeatSeconds: config.heartbeatSeconds,
+    events: memberEventsOf(p.mine, p.heldFor ?? [], p.held ?? new Map(), p.notes),
+    slot: p.slot ?? null,
+    ...(p.health ? { health: p.health } : {}),
+    ...(p.calendar ? { calendar: p.calendar() } : {}),
+    ...(vm.zone ? { zone: vm.zone } : {}),
+    version: VERSION,
+    ...(config.maxUnavailable === undefined ? {} : { maxUnavailable: config.maxUnavailable }),
+  };
+}
 
 export class MemberRecordWriter {
   readonly #store: FleetStore;

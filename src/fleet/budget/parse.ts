@@ -5,7 +5,8 @@
  * refused, so members of two versions share a group.
  */
 import type { Logger } from 'pino';
-import { MEMBER_PREFIX, MemberSchema, SLOT_PREFIX, SlotSchema, type MemberRecord } from './records.ts';
+import { MEMBER_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
+import { MemberSchema, SlotSchema } from './schemas.ts';
 import type { Versioned } from './stores/port.ts';
 
 /** membersOf: the member records that read by their schema; the others are left out (RecordWarnings names them). */

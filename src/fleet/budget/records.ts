@@ -8,9 +8,9 @@
  */
 import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { isDrill } from '../../imds/drill-id.ts';
+import { SlotSchema } from './schemas.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
@@ -40,7 +40,21 @@ export interface MemberEvent {
   readonly approved: boolean;
   /** The budget holds its early approval: since when, the members that held the slots, and the path that asked (policy, hooks: it stands in the queue). */
   readonly held?: { readonly since: string; readonly by: readonly string[]; readonly via?: string; readonly need?: number };
+  /** Who approved it, how and when (`approvals`), once it is approved by any path. */
+  readonly approval?: EventApproval;
+  /** Where each of its preparations stands. */
+  readonly preparations?: readonly { readonly sink: string; readonly state: string }[];
 }
+
+/** An approval as a member record says it: never its reason (free text a person typed stays on the VM). */
+export interface EventApproval {
+  readonly by: string;
+  readonly via: string;
+  readonly at: string;
+}
+
+/** What a member says of one of its events besides IMDS's own fields: its approval and its preparations. */
+export type EventNotes = (eventId: string) => Pick<MemberEvent, 'approval' | 'preparations'>;
 
 export interface MemberRecord {
   readonly member: string;
@@ -57,6 +71,10 @@ export interface MemberRecord {
   readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
   /** What its calendar says (`fleet.calendar`), with a digest of the calendar: members of one group should share one. */
   readonly calendar?: MemberCalendar;
+  /** The version of the bridge that wrote it. */
+  readonly version?: string;
+  /** The group's budget as this member has it configured; absent for a member without a budget (`fleet: {group, store}`). */
+  readonly maxUnavailable?: number | string;
 }
 
 /** A member's calendar in its record: a digest of the calendar, and whether early approval is open now and until when. */
@@ -73,10 +91,13 @@ export function memberEventsOf(
   events: readonly ScheduledEvent[],
   heldFor: readonly string[],
   held: ReadonlyMap<string, NonNullable<MemberEvent['held']>>,
+  notes?: EventNotes,
 ): MemberEvent[] {
-  return events.map((e) => {
+  // a record stays far below a store's limit however many events IMDS lists
+  return events.slice(0, MAX_MEMBER_EVENTS).map((e) => {
     const h = held.get(e.eventId);
     return {
+      ...notes?.(e.eventId),
       eventId: e.eventId,
       eventType: e.eventType,
       status: e.eventStatus,
@@ -95,6 +116,9 @@ export interface Holder {
   readonly until: string | null;
   readonly mode: HoldMode | null;
 }
+
+/** The most events a member record lists: a record stays a few KiB. */
+export const MAX_MEMBER_EVENTS = 50;
 
 export const SLOT_PREFIX = 'slot-';
 export const OVERFLOW_PREFIX = 'slot-x-';
@@ -118,50 +142,6 @@ export function memberKey(vm: { readonly name: string; readonly resourceId: stri
     .slice(0, 8);
   return `${name}-${digest}`;
 }
-
-// The records' schemas: what is read from a store is parsed, never cast (parse.ts).
-export const SlotSchema: z.ZodType<SlotRecord> = z.object({
-  member: z.string().nullable(),
-  vm: z.string().optional(),
-  resourceId: z.string().nullable().optional(),
-  eventIds: z.array(z.string()).optional(),
-  since: z.string().optional(),
-  until: z.string().optional(),
-  mode: z.enum(['early', 'forced', 'started']).optional(),
-  by: z.string().optional(),
-  reason: z.string().optional(),
-  zone: z.string().nullable().optional(),
-});
-
-export const MemberSchema: z.ZodType<MemberRecord> = z.object({
-  member: z.string(),
-  vm: z.string(),
-  resourceId: z.string().nullable(),
-  heartbeatAt: z.string(),
-  heartbeatSeconds: z.number(),
-  events: z.array(
-    z.object({
-      eventId: z.string(),
-      eventType: z.string(),
-      status: z.string(),
-      notBefore: z.string().nullable(),
-      durationInSeconds: z.number(),
-      approved: z.boolean(),
-      held: z
-        .object({ since: z.string(), by: z.array(z.string()), via: z.string().optional(), need: z.number().int().min(1).optional() })
-        .optional(),
-    }),
-  ),
-  slot: z.string().nullable(),
-  health: z.object({ healthy: z.boolean(), since: z.string(), detail: z.string().optional() }).optional(),
-  zone: z.string().nullable().optional(),
-  calendar: z
-    .object({
-      ...{ digest: z.string(), timeZone: z.string(), open: z.boolean(), inWindow: z.boolean() },
-      ...{ blackout: z.string().nullable(), until: z.string().nullable() },
-    })
-    .optional(),
-});
 
 /** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */
 export function asSlot(value: unknown): SlotRecord {

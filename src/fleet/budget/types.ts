@@ -4,10 +4,10 @@
  */
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
-import type { FleetConfig } from './config.ts';
+import type { BudgetConfig } from './config.ts';
 import type { FleetStore } from './stores/port.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
-import type { Holder, MemberCalendar, MemberRecord, SlotState } from './records.ts';
+import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotState } from './records.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -21,7 +21,7 @@ export interface BudgetHooks {
 }
 
 export interface BudgetOptions {
-  readonly config: FleetConfig;
+  readonly config: BudgetConfig;
   readonly store: FleetStore;
   readonly view: BridgeView;
   readonly logger: Logger;
@@ -33,12 +33,15 @@ export interface BudgetOptions {
   readonly health?: HealthMonitor;
   /** What this member's calendar says now, for its record (`fleet.calendar`). */
   readonly calendar?: () => MemberCalendar;
+  /** Who approved each event and where its preparations stand, for the member record. */
+  readonly notes?: EventNotes;
 }
 
 /** What /readyz and status say of the budget. */
 export interface BudgetState {
   readonly group: string;
-  readonly maxUnavailable: number;
+  /** null: a member without a budget (`fleet: {group, store}`), written in the fleet view only. */
+  readonly maxUnavailable: number | null;
   readonly store: string;
   readonly storeReachable: boolean;
   readonly lastError: string | null;

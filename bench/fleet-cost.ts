@@ -62,11 +62,11 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
   const config = asBudget(
     FleetConfig.parse({
       group: `cost-${kind}-${n}${healthUrl === undefined ? '' : '-health'}`,
-    maxUnavailable: K,
-    store,
-    heartbeatSeconds: HEARTBEAT_S,
-    retryMs: RETRY_MS,
-    ...(healthUrl === undefined ? {} : { health: { http: { url: healthUrl }, settleSeconds: 0 } }),
+      maxUnavailable: K,
+      store,
+      heartbeatSeconds: HEARTBEAT_S,
+      retryMs: RETRY_MS,
+      ...(healthUrl === undefined ? {} : { health: { http: { url: healthUrl }, settleSeconds: 0 } }),
     }),
   );
   const members: WaveMember[] = [];

@@ -48,10 +48,10 @@ export async function budgetMember(
     FleetConfig.parse({
       group,
       maxUnavailable: 1,
-    store: stores.config(kind),
-    marginSeconds: 60,
-    heartbeatSeconds: 20,
-    ...more,
+      store: stores.config(kind),
+      marginSeconds: 60,
+      heartbeatSeconds: 20,
+      ...more,
     }),
   );
   const store = wrap(await openFleetStore(config.store, group));

@@ -96,7 +96,6 @@ export function asBudget(f: FleetConfig): BudgetConfig {
   return f;
 }
 
-
 /**
  * slotsFor: how many members may be unavailable at once: `maxUnavailable` itself, or its
  * percentage of the members with a fresh record (rounded down, at least 1, at most 100).

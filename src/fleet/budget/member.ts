@@ -5,7 +5,15 @@
  * request); it reads the record first only when that version is not known or was overtaken.
  */
 import type { FleetStore } from './stores/port.ts';
-import { memberKey, memberEventsOf, memberName, type EventNotes, type MemberCalendar, type MemberEvent, type MemberRecord } from './records.ts';
+import {
+  memberKey,
+  memberEventsOf,
+  memberName,
+  type EventNotes,
+  type MemberCalendar,
+  type MemberEvent,
+  type MemberRecord,
+} from './records.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { VmIdentity } from '../../imds/identity.ts';
 import type { HealthState } from '../../sinks/contract.ts';

@@ -29,7 +29,10 @@ export const MemberEventSchema = z.object({
   approved: z.boolean(),
   held: z.object({ since: text, by: z.array(text), via: text.optional(), need: z.number().int().min(1).optional() }).optional(),
   approval: z.object({ by: text, via: text, at: text }).optional(),
-  preparations: z.array(z.object({ sink: text, state: text })).max(64).optional(),
+  preparations: z
+    .array(z.object({ sink: text, state: text }))
+    .max(64)
+    .optional(),
 });
 
 export const MemberSchema: z.ZodType<MemberRecord> = z.object({

@@ -73,13 +73,13 @@ export function utf8(body: Buffer): string {
   }
 }
 
-export async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const tooLarge = () => new HttpError(413, 'BODY_TOO_LARGE', `bodies are limited to ${MAX_BODY} bytes`);
-  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY) {
+export async function readBody(req: IncomingMessage, max: number = MAX_BODY): Promise<Buffer> {
+  const tooLarge = () => new HttpError(413, 'BODY_TOO_LARGE', `bodies are limited to ${max} bytes`);
+  if (Number(req.headers['content-length'] ?? 0) > max) {
     req.resume();
     throw tooLarge();
   }
-  const read = await readBounded(req, MAX_BODY, 'resume');
+  const read = await readBounded(req, max, 'resume');
   if (read.overflow) throw tooLarge();
   return read.bytes;
 }

@@ -84,7 +84,7 @@ export type SinkConfig = z.infer<typeof SinkConfig>;
 const ALWAYS = { when: () => true };
 
 /** Sinks: each name once (it keys the outbox, the metrics and the logs). */
-const SinksConfig = z
+export const SinksConfig = z
   .array(SinkConfig)
   .superRefine((sinks, ctx) => {
     const seen = new Map<string, number>();

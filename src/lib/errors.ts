@@ -100,6 +100,16 @@ export const CODES = {
   RELAY_OUTCOME_UNVERIFIED: 'an outcome whose signature does not match the VM it names was dropped',
   RELAY_ERROR: 'the relay failed a request unexpectedly (500)',
   UNKNOWN_TRACKING_ID: 'this relay replica has no record of the tracking id (404)',
+  // the fleet view and Azure's feed (the relay)
+  UNAUTHORIZED: 'a read key, an Event Grid key or an Entra ID token is missing or refused (401)',
+  BAD_LIMIT: 'limit is not a whole number from 1 to 1000 (400)',
+  BAD_CURSOR: 'cursor is not one the fleet read API gave (400)',
+  UNKNOWN_PARAMETER: 'a query parameter the route does not take (400)',
+  NOT_A_HANDSHAKE: 'an OPTIONS request to the Event Grid endpoint without WebHook-Request-Origin (400)',
+  TOPIC_NOT_ALLOWED: 'an Event Grid delivery or handshake from a topic outside azure.subscriptions (403; nothing kept)',
+  RELAY_UNWATCHED: "Azure lists a VM's scheduled event that no bridge watches (an unwatched CloudEvent from the relay)",
+  RELAY_SINK_FAILED: "one of the relay's CloudEvents could not be delivered to a sink of its own",
+  RESOURCE_GRAPH_FAILED: "a Resource Graph query for the fleet's scheduled events failed; it is asked again at the next interval",
   // every HTTP server of the bridge
   BAD_REQUEST: 'the request is malformed (400)',
   MALFORMED: 'the body is not JSON, or not the shape the route takes (400)',

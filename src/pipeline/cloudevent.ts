@@ -10,7 +10,7 @@
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md
  */
 import type { CalendarConflict } from '../calendar/conflict.ts';
-import type { CollisionInfo } from './info.ts';
+import type { CollisionInfo, UnwatchedInfo } from './info.ts';
 import { BridgeError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
 import { isDrill } from '../imds/drill-id.ts';
@@ -57,6 +57,8 @@ export interface EventData {
   collision?: CollisionInfo;
   /** For `calendar.conflict`: the maintenance falls in a blackout, or outside every window with none before it. */
   calendar?: CalendarConflict;
+  /** For `unwatched` (the relay's): why no bridge watches this event of a VM Azure's feed lists. */
+  unwatched?: UnwatchedInfo;
   /**
    * For `completed`: whether a read showed the event Started. When none did (the VM was paused,
    * or shut down, while it was), `completedBecause` says what shows it happened.

@@ -14,3 +14,17 @@ export interface CollisionInfo {
   /** Members not healthy now, outside the wave (fleet.health): the group has that many slots less for it. */
   readonly unhealthy?: readonly string[];
 }
+
+/** UnwatchedInfo: an event Azure's feed lists for a VM no bridge watches (the relay's `unwatched`). */
+export interface UnwatchedInfo {
+  /** no-member: no bridge ever wrote a record for the VM; stale-member: its bridge stopped; not-listed: its bridge does not list the event. */
+  readonly why: 'no-member' | 'stale-member' | 'not-listed';
+  /** The VM's group, when it has a member record. */
+  readonly group: string | null;
+  /** Its member's last heartbeat, when it has a record. */
+  readonly heartbeatAt: string | null;
+  /** Where Azure's record came from: an Event Grid delivery, or Resource Graph. */
+  readonly source: 'eventgrid' | 'resourcegraph';
+  /** When the relay first had Azure's record of it. */
+  readonly firstSeenAt: string;
+}

@@ -156,6 +156,17 @@ export function toChatMessage(
     title = `${who}: maintenance falls ${where}`;
     severity = 'high';
     rank = 8;
+  } else if (transition === 'unwatched' && d.unwatched !== undefined) {
+    const u = d.unwatched;
+    const why = {
+      'no-member': 'no bridge runs on it',
+      'stale-member': `its bridge stopped${u.heartbeatAt === null ? '' : ` (last heard ${utcText(u.heartbeatAt)})`}`,
+      'not-listed': 'its bridge does not list it',
+    }[u.why];
+    plainWords = `Azure lists maintenance (${d.eventType}, ${d.eventStatus}) that no bridge watches: ${why}`;
+    title = `${d.vm.name}: maintenance no bridge watches`;
+    severity = 'high';
+    rank = 9;
   } else if (transition === 'approved') {
     plainWords = started ? isHappening(d.eventType, d.durationInSeconds) : `${willHappen(d.eventType, d.durationInSeconds)} now: approved`;
     title = `${who} ${plainWords}`;

@@ -228,6 +228,10 @@ export class RelayMetrics {
   readonly outcomes: Counter;
   readonly replySeconds: Histogram;
   readonly repliesConnected: Gauge;
+  readonly fleetReads: Counter;
+  readonly unwatched: Counter;
+  readonly azureEvents: Counter;
+  readonly sinkOutcomes: Counter;
 
   constructor() {
     const r = this.registry;
@@ -249,6 +253,24 @@ export class RelayMetrics {
     );
     this.repliesConnected = r.register(
       new Gauge('sebridge_relay_replies_connected', 'Whether this replica holds its replies session (1) or not (0).'),
+    );
+    this.fleetReads = r.register(
+      new Counter('sebridge_relay_fleet_reads_total', 'Reads of the fleet store, by result (ok, failed).', ['result']),
+    );
+    this.unwatched = r.register(
+      new Counter('sebridge_relay_unwatched_total', 'Events no bridge watches, said by this replica, by why.', ['why']),
+    );
+    this.azureEvents = r.register(
+      new Counter('sebridge_relay_azure_events_total', "Azure's reports of scheduled events, by source and result (kept, unchanged).", [
+        'source',
+        'result',
+      ]),
+    );
+    this.sinkOutcomes = r.register(
+      new Counter('sebridge_relay_sink_outcomes_total', "The relay's CloudEvents by sink and result (delivered, failed).", [
+        'sink',
+        'result',
+      ]),
     );
   }
 }

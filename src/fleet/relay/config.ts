@@ -10,6 +10,8 @@ import { addressOf, hostPort, secret } from '../../lib/validators.ts';
 import { azureAuth, requireOneAuth } from '../../azure/messaging.ts';
 import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, sharedQueues } from '../keys.ts';
 import { SlackSettings } from '../../approval/slack.ts';
+import { SinksConfig } from '../../config/schema.ts';
+import { AzureFeedConfig, ReadKeys, RelayFleetConfig } from './fleet-config.ts';
 
 export const RelayConfig = z
   .strictObject({
@@ -54,6 +56,12 @@ export const RelayConfig = z
       .default(8000)
       .describe("How long sending one command to Service Bus may take before the answer is 503 (well below a client's patience)."),
     ...serverSettings({ what: 'the relay', perSecond: 50, burst: 100, maxConnections: 1024, maxConnectionsPerClient: 128, most: 100_000 }),
+    fleet: RelayFleetConfig.optional(),
+    readKeys: ReadKeys,
+    azure: AzureFeedConfig.optional(),
+    sinks: SinksConfig.default([]).describe(
+      "Where the relay's own CloudEvents go (azure.scheduledevent.unwatched): the bridge's sink types.",
+    ),
     observability: z
       .strictObject({
         listen: z
@@ -73,6 +81,14 @@ export const RelayConfig = z
       .prefault({}),
   })
   .superRefine((c, ctx) => {
+    if (c.azure !== undefined && c.fleet === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['azure'],
+        message: "needs fleet: Azure's events are matched to the members' records in its store",
+      });
+    if (c.readKeys.length > 0 && c.fleet === undefined)
+      ctx.addIssue({ code: 'custom', path: ['readKeys'], message: 'need fleet: the read API reads its store' });
     if (c.publicKey === undefined) return;
     const mine = privateKeyOf(c.signingKey);
     const theirs = publicKeyOf(c.publicKey);
@@ -97,7 +113,9 @@ export const RelayConfig = z
 export type RelayConfig = z.infer<typeof RelayConfig>;
 /** relaySecrets: what the relay's logs must never show. */
 export function relaySecrets(c: RelayConfig): string[] {
-  return [c.serviceBus.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret].filter(
-    (s): s is string => typeof s === 'string' && s.length >= 6,
-  );
+  const store = c.fleet?.store;
+  return [
+    ...[c.serviceBus.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret],
+    ...[...c.readKeys, c.azure?.eventGrid?.key, store?.type === 'blob' ? store.connectionString : undefined],
+  ].filter((s): s is string => typeof s === 'string' && s.length >= 6);
 }

@@ -18,31 +18,69 @@ import type { Logger } from 'pino';
 import { RelayBus, RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
 import { RelayServer } from './routes.ts';
+import { FleetRoutes } from './fleet-routes.ts';
+import { FleetReader } from '../view/snapshot.ts';
+import { RelaySinks } from './sinks.ts';
+import { AzureFeed } from './azure-feed.ts';
+import { ResourceGraphPoll } from './resource-graph.ts';
 
 export interface RunningRelay {
   readonly url: string;
   readonly bus: RelayBus;
   readonly metrics: RelayMetrics;
+  /** Azure's feed, when configured (tests look for unwatched events at once through it). */
+  readonly feed: AzureFeed | null;
   close(): Promise<void>;
 }
 
+/** The relay's fleet parts: the store reader, its own sinks, Azure's feed and its loops. */
+async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMetrics, replica: string, stdout: NodeJS.WritableStream) {
+  const f = config.fleet;
+  if (f === undefined) return { reader: null, sinks: null, feed: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
+  const reader = new FleetReader({
+    ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs },
+    onRead: (ok) => metrics.fleetReads.inc({ result: ok ? 'ok' : 'failed' }),
+  });
+  await reader.open();
+  const sinks = await RelaySinks.create(config.sinks, logger, stdout, (sink, result) => metrics.sinkOutcomes.inc({ sink, result }));
+  const azure = config.azure;
+  if (azure === undefined) return { reader, sinks, feed: null, loops: [] };
+  const feed = new AzureFeed({ config: azure, reader, sinks, logger, metrics, replica });
+  const graph = azure.resourceGraph === undefined ? null : new ResourceGraphPoll({ config: azure, feed, logger, metrics });
+  return { reader, sinks, feed, loops: [(s: AbortSignal) => feed.run(s), ...(graph === null ? [] : [(s: AbortSignal) => graph.run(s)])] };
+}
+
 /** startRelay connects to Service Bus, starts holding its replies session and listens. */
-export async function startRelay(config: RelayConfig, logger: Logger, listenAt: { host: string; port: number }): Promise<RunningRelay> {
+export async function startRelay(
+  config: RelayConfig,
+  logger: Logger,
+  listenAt: { host: string; port: number },
+  stdout: NodeJS.WritableStream = process.stdout,
+): Promise<RunningRelay> {
   const metrics = new RelayMetrics();
   const bus = new RelayBus(config, logger, metrics);
   await bus.open();
   const abort = new AbortController();
   const listening = bus.listen(abort.signal);
-  const server = new RelayServer({ config, bus, metrics, logger });
+  let parts: Awaited<ReturnType<typeof fleetParts>> | null = null;
+  let server: RelayServer | null = null;
   let url: string;
   try {
+    parts = await fleetParts(config, logger, metrics, bus.replySession, stdout);
+    const fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, metrics });
+    server = new RelayServer({ config, bus, metrics, logger, fleet });
     url = await server.listen(listenAt.host, listenAt.port);
   } catch (err) {
     abort.abort();
     await bus.close();
     await listening;
+    await parts?.sinks?.close();
+    await parts?.reader?.close();
     throw err;
   }
+  const loops = parts.loops.map((run) => run(abort.signal));
+  const running = server;
+  const { reader, sinks } = parts;
   logger.info(
     { url, queue: config.serviceBus.queue, replies: config.serviceBus.replies, replySession: bus.replySession },
     'relay listening',
@@ -51,11 +89,15 @@ export async function startRelay(config: RelayConfig, logger: Logger, listenAt: 
     url,
     bus,
     metrics,
+    feed: parts.feed,
     async close() {
-      await server.close();
+      await running.close();
       abort.abort();
+      await Promise.all(loops);
       await bus.close();
       await listening;
+      await sinks?.close();
+      await reader?.close();
     },
   };
 }

@@ -16,6 +16,7 @@ import { escape as escapeSlack } from '../../present/slack-blocks.ts';
 import { approvedUpdate, readSlackAction, respondSlack, warning } from '../../approval/slack.ts';
 import { relayReadiness, type RelayBus, type RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
+import type { FleetRoutes } from './fleet-routes.ts';
 
 // ----- HTTP ------------------------------------------------------------------------------------
 
@@ -24,6 +25,9 @@ const ROUTES: Record<string, string[]> = {
   '/v1/approvals/*': ['GET'],
   '/v1/approve': ['GET', 'POST'],
   '/v1/slack/interactions': ['POST'],
+  '/v1/fleet': ['GET'],
+  '/v1/fleet/events': ['GET'],
+  '/v1/azure/eventgrid': ['POST', 'OPTIONS'],
   '/livez': ['GET', 'HEAD'],
   '/readyz': ['GET', 'HEAD'],
   '/metrics': ['GET', 'HEAD'],
@@ -46,6 +50,8 @@ export interface RelayServerOptions {
   readonly bus: RelayBus;
   readonly metrics: RelayMetrics;
   readonly logger: Logger;
+  /** The fleet read API and Azure's feed (404 each when not configured). */
+  readonly fleet: FleetRoutes;
 }
 
 export class RelayServer extends RoutedServer {
@@ -81,6 +87,11 @@ export class RelayServer extends RoutedServer {
     }
     const html = url.pathname === '/v1/approve' && /text\/html/.test(String(req.headers.accept ?? ''));
     try {
+      const fleet = this.#o.fleet;
+      if (url.pathname === '/v1/fleet') return await fleet.fleet(req, res);
+      if (url.pathname === '/v1/fleet/events') return await fleet.events(req, res, url);
+      if (url.pathname === '/v1/azure/eventgrid')
+        return await (req.method === 'OPTIONS' ? fleet.handshake(req, res, url) : fleet.eventGrid(req, res, url));
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
       if (url.pathname === '/v1/approvals') return await this.#api(req, res, body);
       if (url.pathname.startsWith('/v1/approvals/'))

@@ -36,10 +36,11 @@ export class BlobFleetStore implements FleetStore {
   readonly #prefix: string;
   #ensured: Promise<void> | null = null;
 
+  /** group '' is the whole container, read only (the fleet view): its records are named `<group>/<name>`. */
   private constructor(container: ContainerClient, group: string) {
     this.#container = container;
-    this.#prefix = `${group}/`;
-    this.where = `blob ${container.url.replace(/\?.*$/, '')}/${group}`;
+    this.#prefix = group === '' ? '' : `${group}/`;
+    this.where = `blob ${container.url.replace(/\?.*$/, '')}${group === '' ? '' : `/${group}`}`;
   }
 
   static async open(config: BlobConfig, group: string): Promise<BlobFleetStore> {

@@ -25,6 +25,8 @@ const kindOf = (name: string): string => (name.startsWith('slot-') ? 'slot' : na
 
 /** selectorFor: the labels of a list of records named `prefix`…; a Lease written before the kind label is listed as any kind. */
 function selectorFor(group: string, prefix: string): string {
+  // every group's records (the fleet view): those of the group `…`, named `<group>/<name>`
+  if (group === '') return GROUP_LABEL;
   const others = ['slot', 'member', 'record'].filter((k) => k !== kindOf(prefix));
   return [`${GROUP_LABEL}=${group}`, ...(prefix === '' ? [] : others.map((k) => `${KIND_LABEL}!=${k}`))].join(',');
 }
@@ -52,7 +54,7 @@ export class LeaseFleetStore implements FleetStore {
     this.#k8s = kube.k8s;
     this.#namespace = namespace;
     this.#group = group;
-    this.where = `kubernetes leases ${namespace}/${GROUP_LABEL}=${group}`;
+    this.where = `kubernetes leases ${namespace}/${group === '' ? GROUP_LABEL : `${GROUP_LABEL}=${group}`}`;
   }
 
   static async open(config: KubeConfig, group: string): Promise<LeaseFleetStore> {
@@ -127,9 +129,7 @@ export class LeaseFleetStore implements FleetStore {
         { namespace: this.#namespace, labelSelector: selectorFor(this.#group, prefix) },
         this.#with(signal),
       );
-      return leases.items
-        .map((l) => fromLease(l, l.metadata?.annotations?.[NAME_ANNOTATION] ?? ''))
-        .filter((r): r is Versioned => r !== null && r.name.startsWith(prefix));
+      return leases.items.map((l) => fromLease(l, this.#nameOf(l))).filter((r): r is Versioned => r !== null && r.name.startsWith(prefix));
     } catch (err) {
       throw failure(`list ${prefix}*`, err);
     }
@@ -137,6 +137,13 @@ export class LeaseFleetStore implements FleetStore {
 
   async close(): Promise<void> {
     // the client keeps no connection of its own to close
+  }
+
+  /** nameOf: a Lease's record name; in the whole namespace's view (group ''), `<group>/<name>`. */
+  #nameOf(l: V1Lease): string {
+    const name = l.metadata?.annotations?.[NAME_ANNOTATION] ?? '';
+    const group = l.metadata?.labels?.[GROUP_LABEL] ?? '';
+    return this.#group !== '' || name === '' || group === '' ? name : `${group}/${name}`;
   }
 
   /** with: the options of one call, aborted with `signal` (the deadline openFleetStore puts on every call). */

@@ -1,0 +1,136 @@
+/**
+ * AzureFeed keeps Azure's own records of the fleet's scheduled events in the fleet store (from
+ * Event Grid deliveries and Resource Graph), and says once, between every replica, each event a
+ * VM has that no bridge watches: `azure.scheduledevent.unwatched` to the relay's sinks, a log line
+ * (RELAY_UNWATCHED) and a metric. Which replica says it is the store's to decide: the one whose
+ * conditional write of the record's `unwatched` entry wins.
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { errorFields } from '../../lib/errors.ts';
+import { sleep, spread } from '../../lib/time.ts';
+import { build, type BridgeEvent } from '../../pipeline/cloudevent.ts';
+import type { VmIdentity } from '../../imds/identity.ts';
+import { azureRecordName, AzureRecordSchema, merged, type AzureEvent, type AzureRecord } from '../view/azure.ts';
+import { unwatchedIn, type UnwatchedFinding } from '../view/events.ts';
+import type { FleetReader } from '../view/snapshot.ts';
+import type { AzureFeedConfig } from './fleet-config.ts';
+import type { RelayMetrics } from './bus.ts';
+import type { RelaySinks } from './sinks.ts';
+
+export interface AzureFeedOptions {
+  readonly config: AzureFeedConfig;
+  readonly reader: FleetReader;
+  readonly sinks: RelaySinks;
+  readonly logger: Logger;
+  readonly metrics: RelayMetrics;
+  /** This replica's name, written beside what it said. */
+  readonly replica: string;
+  readonly now?: () => number;
+}
+
+export class AzureFeed {
+  readonly #o: AzureFeedOptions;
+  readonly #now: () => number;
+  #checking: Promise<number> | null = null;
+
+  constructor(o: AzureFeedOptions) {
+    this.#o = o;
+    this.#now = o.now ?? Date.now;
+  }
+
+  /** keep writes each report into its event's record (a newer one only); how many records changed. Throws when the store fails. */
+  async keep(events: readonly AzureEvent[]): Promise<number> {
+    let changed = 0;
+    for (const e of events) if (await this.#keepOne(e)) changed++;
+    if (changed > 0) void this.check(0);
+    return changed;
+  }
+
+  /** check finds the unwatched events and says each once; how many this replica said. Never throws. */
+  check(maxAgeMs?: number): Promise<number> {
+    this.#checking ??= this.#check(maxAgeMs)
+      .catch((err: unknown) => {
+        this.#o.logger.warn({ ...errorFields(err) }, 'relay: could not look for unwatched events');
+        return 0;
+      })
+      .finally(() => (this.#checking = null));
+    return this.#checking;
+  }
+
+  /** run looks for unwatched events every checkSeconds (varied by a fifth) until the signal aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.check();
+      await sleep(spread(this.#o.config.checkSeconds * 1000, 0.2), signal).catch(() => undefined);
+    }
+  }
+
+  async #keepOne(e: AzureEvent): Promise<boolean> {
+    const store = this.#o.reader.azureStore;
+    const name = azureRecordName(e.eventId, e.resourceId);
+    for (let round = 0; round < 5; round++) {
+      const current = await store.get(name);
+      const previous = current === null ? null : (AzureRecordSchema.safeParse(current.value).data ?? null);
+      const next = merged(previous, e, new Date(this.#now()).toISOString());
+      if (next === null) return false;
+      if ((await store.put(name, next, current?.version ?? null)) !== null) return true;
+    }
+    return false;
+  }
+
+  async #check(maxAgeMs?: number): Promise<number> {
+    const snapshot = await this.#o.reader.read(maxAgeMs);
+    if (snapshot.unread.length > 0) return 0;
+    const now = this.#now();
+    const findings = unwatchedIn(snapshot, { afterSeconds: this.#o.config.unwatchedAfterSeconds }, now).filter(
+      (f) => !f.record.unwatched.some((u) => u.vm.toLowerCase() === f.vm.toLowerCase()),
+    );
+    let said = 0;
+    for (const f of findings) if (await this.#claim(f, now)) said++;
+    return said;
+  }
+
+  /** claim writes the finding into the record; the replica whose write wins says it. */
+  async #claim(f: UnwatchedFinding, now: number): Promise<boolean> {
+    const store = this.#o.reader.azureStore;
+    const name = azureRecordName(f.record.eventId, f.record.resourceId);
+    const current = await store.get(name);
+    const record = current === null ? null : (AzureRecordSchema.safeParse(current.value).data ?? null);
+    if (current === null || record === null || record.unwatched.some((u) => u.vm.toLowerCase() === f.vm.toLowerCase())) return false;
+    const at = new Date(now).toISOString();
+    const next: AzureRecord = { ...record, unwatched: [...record.unwatched, { vm: f.vm, why: f.why, at, by: this.#o.replica }] };
+    if ((await store.put(name, next, current.version)) === null) return false;
+    const event = toUnwatchedCloudEvent(f, record, at);
+    this.#o.metrics.unwatched.inc({ why: f.why });
+    this.#o.logger.warn(
+      { code: 'RELAY_UNWATCHED', vm: f.vm, eventId: record.eventId, why: f.why, group: f.group, ceId: event.id },
+      `relay: ${f.vm} has maintenance ${record.eventId} (${record.eventType}, ${record.status}) that no bridge watches (${f.why})`,
+    );
+    await this.#o.sinks.emit(event);
+    return true;
+  }
+}
+
+/** toUnwatchedCloudEvent: `azure.scheduledevent.unwatched`, its id stable from the EventId and the VM (the same from every replica). */
+export function toUnwatchedCloudEvent(f: UnwatchedFinding, r: AzureRecord, at: string): BridgeEvent {
+  const digest = createHash('sha256').update(`${r.eventId}\n${f.vm.toLowerCase()}`).digest('hex').slice(0, 32);
+  const parts = /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\//.exec(r.resourceId);
+  const set = /\/virtualmachinescalesets\/([^/]+)$/.exec(r.resourceId)?.[1] ?? null;
+  const vm: VmIdentity = {
+    ...{ name: f.vm, resourceId: r.resourceId, vmScaleSetName: set, subscriptionId: parts?.[1] ?? null },
+    ...{ resourceGroupName: parts?.[2] ?? null, location: null, zone: null, origin: 'config', nameKnown: true },
+  };
+  const data = {
+    ...{ eventId: r.eventId, eventType: r.eventType, eventStatus: r.status, eventSource: 'Platform', resourceType: 'VirtualMachine' },
+    ...{ resources: [...r.resources], notBefore: r.notBefore, durationInSeconds: r.durationInSeconds, description: r.description },
+    ...{ documentIncarnation: 0, affectsThisVm: true },
+    vm: {
+      ...{ name: vm.name, resourceId: vm.resourceId, vmScaleSetName: set, subscriptionId: vm.subscriptionId },
+      ...{ resourceGroupName: vm.resourceGroupName, location: null, zone: null },
+    },
+    unwatched: { why: f.why, group: f.group, heartbeatAt: f.heartbeatAt, source: r.source, firstSeenAt: r.firstSeenAt },
+    raw: {},
+  };
+  return build(`unwatched/${digest}`, 'unwatched', data, 0, { vm, observedAt: at });
+}

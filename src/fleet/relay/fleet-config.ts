@@ -1,0 +1,105 @@
+/**
+ * The relay's view of the fleet (`fleet`, `readKeys`) and Azure's feed beside it (`azure`): where
+ * the members' records live, who may read them, and where Azure's own records of the fleet's
+ * events come from (Event Grid deliveries, Resource Graph).
+ */
+import { z } from 'zod';
+import { FleetStoreConfig } from '../budget/stores/config.ts';
+import { CredentialConfig } from '../../azure/credentials.ts';
+import { httpUrl, secret } from '../../lib/validators.ts';
+
+export const RelayFleetConfig = z
+  .strictObject({
+    store: FleetStoreConfig.describe("The fleet's store, as the members name it (`fleet.store`): the relay reads every group in it."),
+    storeTimeoutMs: z
+      .number()
+      .int()
+      .min(500)
+      .max(60_000)
+      .default(10_000)
+      .describe('How long one call to the store may take before the read fails (and says so).'),
+    cacheMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .default(2000)
+      .describe('How old a read of the store may be when a request is answered: every request within it shares one read.'),
+  })
+  .describe("The fleet view: GET /v1/fleet and /v1/fleet/events read the members' records from this store.");
+export type RelayFleetConfig = z.infer<typeof RelayFleetConfig>;
+
+const readKey = secret(z.string().min(16, 'must be at least 16 characters'));
+
+export const ReadKeys = z
+  .array(readKey)
+  .default([])
+  .describe('Secrets for the read API (GET /v1/fleet…), sent as `Authorization: Bearer <key>`; several while rotating.');
+
+const EventGridConfig = z
+  .strictObject({
+    key: secret(z.string().min(16, 'must be at least 16 characters'))
+      .optional()
+      .describe("A key Event Grid's subscription sends in the endpoint's `code` query parameter."),
+    entra: z
+      .strictObject({
+        tenantId: z.guid('must be a GUID (8-4-4-4-12 hex digits)').describe('The tenant whose tokens are accepted (`tid`).'),
+        audience: z.string().min(1).describe("The token's audience (`aud`): the application id or URI of the subscription's Entra app."),
+        jwksUrl: httpUrl.optional().describe("Where the tenant's signing keys are (default: the tenant's own discovery keys on Entra ID)."),
+      })
+      .optional()
+      .describe('Entra ID-protected delivery: a bearer token signed by the tenant, for the audience.'),
+  })
+  .superRefine((c, ctx) => {
+    if ((c.key === undefined) === (c.entra === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['key'],
+        message: 'set either key or entra: one way deliveries prove they come from Event Grid',
+      });
+  });
+
+export const AzureFeedConfig = z
+  .strictObject({
+    subscriptions: z
+      .array(z.guid('must be a subscription id (a GUID)'))
+      .min(1)
+      .describe('The subscriptions whose events the relay accepts: a delivery or handshake from a topic outside them is refused.'),
+    unwatchedAfterSeconds: z
+      .number()
+      .int()
+      .min(5)
+      .max(86_400)
+      .optional()
+      .describe(
+        "How long an event Azure lists may go unlisted by its VM's member (or its member stay stale) before it is unwatched; default: two of the member's heartbeats. A VM with no member record is unwatched at once.",
+      ),
+    checkSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .default(15)
+      .describe('How often the relay looks for unwatched events (one read of the store each time, shared with the read API).'),
+    eventGrid: EventGridConfig.optional().describe(
+      "POST /v1/azure/eventgrid: the system topic's deliveries (its handshake, then its events).",
+    ),
+    resourceGraph: z
+      .strictObject({
+        intervalSeconds: z.number().int().min(10).max(3600).default(60).describe('How often maintenanceresources is queried.'),
+        endpoint: httpUrl.default('https://management.azure.com').describe('Resource Manager (another cloud, or a stand-in).'),
+        credential: CredentialConfig.optional().describe("The relay's Entra ID credential; default: its managed identity."),
+        timeoutMs: z.number().int().min(500).max(60_000).default(15_000).describe('The deadline of one query request.'),
+        caFile: z
+          .string()
+          .min(1)
+          .optional()
+          .describe("A PEM file of the CA(s) to trust for endpoint, beside the system's (a private cloud, or a stand-in)."),
+      })
+      .optional()
+      .describe(
+        "Query Resource Graph's maintenanceresources table for the subscriptions' scheduled events (a second source beside Event Grid).",
+      ),
+  })
+  .describe("Azure's own feed of the fleet's scheduled events, beside what the members say: the proof that none was missed.");
+export type AzureFeedConfig = z.infer<typeof AzureFeedConfig>;

@@ -1,0 +1,168 @@
+/**
+ * The relay's fleet routes: the read API (GET /v1/fleet, GET /v1/fleet/events), behind
+ * `Authorization: Bearer <read key>`, and Azure's feed (POST /v1/azure/eventgrid, with Event
+ * Grid's subscription validation handshake, and OPTIONS for the CloudEvents abuse-protection
+ * handshake), behind a key in the `code` query parameter or an Entra ID bearer token.
+ */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendJson } from '../../lib/http-server.ts';
+import { messageOf } from '../../lib/errors.ts';
+import { EntraTokens } from '../../azure/bearer.ts';
+import { HttpError, readBody, utf8 } from '../../approval/requests.ts';
+import { cursorOk, fleetEvents, page } from '../view/events.ts';
+import type { FleetReader, FleetSnapshot } from '../view/snapshot.ts';
+import { staleAt } from '../budget/records.ts';
+import { readEventGrid } from './eventgrid.ts';
+import type { AzureFeed } from './azure-feed.ts';
+import type { RelayConfig } from './config.ts';
+import type { RelayMetrics } from './bus.ts';
+
+/** The largest Event Grid delivery read: Event Grid batches up to 1 MB. */
+const MAX_DELIVERY = 1024 * 1024;
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** keyMatches: one of the keys, compared in constant time (by their digests, so lengths tell nothing). */
+export function keyMatches(given: string, keys: readonly string[]): boolean {
+  const g = digest(given);
+  return keys.reduce((ok, k) => timingSafeEqual(g, digest(k)) || ok, false);
+}
+
+export class FleetRoutes {
+  readonly #config: RelayConfig;
+  readonly #reader: FleetReader | null;
+  readonly #feed: AzureFeed | null;
+  readonly #metrics: RelayMetrics;
+  readonly #entra: EntraTokens | null;
+
+  constructor(o: { config: RelayConfig; reader: FleetReader | null; feed: AzureFeed | null; metrics: RelayMetrics }) {
+    this.#config = o.config;
+    this.#reader = o.reader;
+    this.#feed = o.feed;
+    this.#metrics = o.metrics;
+    const entra = o.config.azure?.eventGrid?.entra;
+    this.#entra = entra === undefined ? null : new EntraTokens(entra);
+  }
+
+  // ----- the read API --------------------------------------------------------------------------
+
+  #readable(req: IncomingMessage): FleetReader {
+    if (this.#reader === null || this.#config.readKeys.length === 0)
+      throw new HttpError(404, 'NOT_FOUND', 'the fleet read API is not configured (fleet and readKeys)');
+    const token = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
+    if (token === undefined || !keyMatches(token, this.#config.readKeys))
+      throw new HttpError(401, 'UNAUTHORIZED', 'send one of the read keys as Authorization: Bearer <key>');
+    return this.#reader;
+  }
+
+  async #snapshot(reader: FleetReader): Promise<FleetSnapshot> {
+    const s = await reader.read();
+    if (s.unread.length > 0)
+      throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store could not be read: ${s.unread.map((u) => u.why).join('; ')}`);
+    return s;
+  }
+
+  /** GET /v1/fleet: the groups, their members, their slots and collisions, the stale members, the count of unwatched events. */
+  async fleet(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const s = await this.#snapshot(this.#readable(req));
+    const now = Date.now();
+    const events = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, now);
+    return sendJson(res, 200, {
+      readAt: new Date(s.readAt).toISOString(),
+      store: s.store,
+      groups: s.groups.map((g) => ({
+        group: g.group,
+        maxUnavailable: g.maxUnavailable,
+        members: g.members.length,
+        stale: g.members.filter((m) => m.stale).length,
+        pending: g.members.reduce((n, m) => n + m.events.length, 0),
+        slots: g.slots,
+        collision: g.collision,
+        skipped: g.skipped,
+      })),
+      members: s.groups.flatMap((g) =>
+        g.members.map((m) => ({
+          ...{ group: g.group, vm: m.vm, resourceId: m.resourceId, heartbeatAt: m.heartbeatAt, stale: staleAt(m, now) },
+          ...{ version: m.version ?? null, holdsSlot: m.holdsSlot, events: m.events.length },
+          ...(m.health ? { health: m.health } : {}),
+          ...(m.calendar ? { calendar: m.calendar } : {}),
+        })),
+      ),
+      stale: s.groups.flatMap((g) =>
+        g.members.filter((m) => staleAt(m, now)).map((m) => ({ group: g.group, vm: m.vm, heartbeatAt: m.heartbeatAt })),
+      ),
+      pending: events.length,
+      unwatched: events.filter((e) => e.unwatched !== undefined).length,
+    });
+  }
+
+  /** GET /v1/fleet/events?group=&type=&status=&limit=&cursor=: the pending events, by NotBefore, a page at a time. */
+  async events(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const reader = this.#readable(req);
+    const q = url.searchParams;
+    const limitText = q.get('limit') ?? '100';
+    const limit = Number(limitText);
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000)
+      throw new HttpError(400, 'BAD_LIMIT', 'limit must be a whole number from 1 to 1000');
+    const cursor = q.get('cursor');
+    if (cursor !== null && !cursorOk(cursor)) throw new HttpError(400, 'BAD_CURSOR', 'cursor is not one this API gave');
+    for (const k of q.keys())
+      if (!['group', 'type', 'status', 'limit', 'cursor'].includes(k))
+        throw new HttpError(400, 'UNKNOWN_PARAMETER', `unknown parameter ${k}: use group, type, status, limit, cursor`);
+    const s = await this.#snapshot(reader);
+    const filter = { group: q.get('group') ?? undefined, type: q.get('type') ?? undefined, status: q.get('status') ?? undefined };
+    const all = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now(), filter);
+    const p = page(all, limit, cursor);
+    return sendJson(res, 200, { readAt: new Date(s.readAt).toISOString(), total: all.length, events: p.events, next: p.next });
+  }
+
+  // ----- Azure's feed ---------------------------------------------------------------------------
+
+  async #delivered(req: IncomingMessage, url: URL): Promise<AzureFeed> {
+    const eg = this.#config.azure?.eventGrid;
+    if (this.#feed === null || eg === undefined) throw new HttpError(404, 'NOT_FOUND', "Azure's feed is not configured (azure.eventGrid)");
+    if (eg.key !== undefined) {
+      if (!keyMatches(url.searchParams.get('code') ?? '', [eg.key]))
+        throw new HttpError(401, 'UNAUTHORIZED', 'the key in code is not the one configured');
+    } else {
+      const why = await this.#entra!.check(req.headers.authorization);
+      if (why !== null) throw new HttpError(401, 'UNAUTHORIZED', `the Entra ID token is refused: ${why}`);
+    }
+    return this.#feed;
+  }
+
+  /** OPTIONS /v1/azure/eventgrid: the CloudEvents abuse-protection handshake (Event Grid's CloudEvents schema). */
+  async handshake(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    await this.#delivered(req, url);
+    const origin = String(req.headers['webhook-request-origin'] ?? '');
+    if (origin === '')
+      throw new HttpError(400, 'NOT_A_HANDSHAKE', 'an OPTIONS request here is the webhook handshake: WebHook-Request-Origin is missing');
+    res.writeHead(200, { 'webhook-allowed-origin': origin, 'webhook-allowed-rate': '*', allow: 'POST, OPTIONS' });
+    res.end();
+  }
+
+  /** POST /v1/azure/eventgrid: Event Grid's deliveries (either schema), or its subscription validation. */
+  async eventGrid(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const feed = await this.#delivered(req, url);
+    const body = await readBody(req, MAX_DELIVERY);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(utf8(body));
+    } catch {
+      throw new HttpError(400, 'MALFORMED', 'the body is not JSON');
+    }
+    const read = readEventGrid(parsed, this.#config.azure!.subscriptions, new Date().toISOString());
+    if ('validationCode' in read) return sendJson(res, 200, { validationResponse: read.validationCode });
+    let kept: number;
+    try {
+      kept = await feed.keep(read.events);
+    } catch (err) {
+      // Event Grid retries a delivery answered 503: nothing is lost
+      throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store could not be written: ${messageOf(err)}`);
+    }
+    this.#metrics.azureEvents.inc({ source: 'eventgrid', result: 'kept' }, kept);
+    this.#metrics.azureEvents.inc({ source: 'eventgrid', result: 'unchanged' }, read.events.length - kept);
+    return sendJson(res, 200, { received: read.events.length, kept, ignored: read.ignored });
+  }
+}

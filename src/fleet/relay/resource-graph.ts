@@ -1,0 +1,131 @@
+/**
+ * ResourceGraphPoll asks Resource Graph for the subscriptions' scheduled events every
+ * `intervalSeconds` (the `maintenanceresources` table, in preview on Azure's side), with the
+ * relay's Entra ID credential, and keeps each row as Azure's record of the event, as an Event
+ * Grid delivery would. The query's pages (`$skipToken`) are followed, at most 50 of 1,000 rows.
+ * The REST API goes through the project's HTTP client (one small POST) rather than
+ * @azure/arm-resourcegraph, whose generated client and models would be loaded for one call.
+ * https://learn.microsoft.com/rest/api/azureresourcegraph/resourcegraph/resources/resources
+ */
+import { readFileSync } from 'node:fs';
+import type { TokenCredential } from '@azure/core-auth';
+import type { Logger } from 'pino';
+import { createCredential } from '../../azure/credentials.ts';
+import { errorFields, messageOf } from '../../lib/errors.ts';
+import { HttpClient } from '../../lib/http-client.ts';
+import { sleep, spread } from '../../lib/time.ts';
+import { azureEventOf, type AzureEvent } from '../view/azure.ts';
+import type { AzureFeed } from './azure-feed.ts';
+import type { AzureFeedConfig } from './fleet-config.ts';
+import type { RelayMetrics } from './bus.ts';
+
+export const RESOURCE_GRAPH_API = '2022-10-01';
+export const MAINTENANCE_QUERY = "maintenanceresources | where type =~ 'microsoft.maintenance/scheduledevents' | project id, properties";
+const MOST_PAGES = 50;
+const PAGE_ROWS = 1000;
+
+export class ResourceGraphPoll {
+  readonly #config: AzureFeedConfig;
+  readonly #graph: NonNullable<AzureFeedConfig['resourceGraph']>;
+  readonly #feed: AzureFeed;
+  readonly #logger: Logger;
+  readonly #metrics: RelayMetrics;
+  readonly #http: HttpClient;
+  #credential: Promise<TokenCredential> | null = null;
+  #failing = false;
+
+  constructor(o: { config: AzureFeedConfig; feed: AzureFeed; logger: Logger; metrics: RelayMetrics }) {
+    this.#config = o.config;
+    this.#graph = o.config.resourceGraph!;
+    this.#feed = o.feed;
+    this.#logger = o.logger;
+    this.#metrics = o.metrics;
+    const ca = this.#graph.caFile === undefined ? undefined : readFileSync(this.#graph.caFile, 'utf8');
+    this.#http = new HttpClient({ proxy: 'env', maxSockets: 2, ...(ca === undefined ? {} : { ca }) });
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.poll(signal);
+      await sleep(spread(this.#graph.intervalSeconds * 1000, 0.1), signal).catch(() => undefined);
+    }
+    this.#http.close();
+  }
+
+  /** poll runs the query once and keeps what it lists; how many rows it read (never throws). */
+  async poll(signal?: AbortSignal): Promise<number> {
+    try {
+      const events = await this.#query(signal);
+      const kept = await this.#feed.keep(events);
+      this.#metrics.azureEvents.inc({ source: 'resourcegraph', result: 'kept' }, kept);
+      this.#metrics.azureEvents.inc({ source: 'resourcegraph', result: 'unchanged' }, events.length - kept);
+      if (this.#failing) this.#logger.info('relay: Resource Graph answers again');
+      this.#failing = false;
+      return events.length;
+    } catch (err) {
+      if (!this.#failing || this.#logger.isLevelEnabled('debug'))
+        this.#logger.warn(
+          { ...errorFields(err), code: 'RESOURCE_GRAPH_FAILED' },
+          `relay: the Resource Graph query failed; asked again in ${this.#graph.intervalSeconds} s`,
+        );
+      this.#failing = true;
+      return 0;
+    }
+  }
+
+  async #token(): Promise<string> {
+    this.#credential ??= createCredential(this.#graph.credential ?? { kind: 'managedIdentity' });
+    const scope = `${new URL(this.#graph.endpoint).origin}/.default`;
+    const t = await (await this.#credential).getToken(scope);
+    if (t === null) throw new Error('no token for Resource Manager');
+    return t.token;
+  }
+
+  async #query(signal?: AbortSignal): Promise<AzureEvent[]> {
+    const url = new URL(`/providers/Microsoft.ResourceGraph/resources?api-version=${RESOURCE_GRAPH_API}`, this.#graph.endpoint);
+    const events: AzureEvent[] = [];
+    let skipToken: string | undefined;
+    const now = new Date().toISOString();
+    for (let page = 0; page < MOST_PAGES; page++) {
+      const body = JSON.stringify({
+        subscriptions: this.#config.subscriptions,
+        query: MAINTENANCE_QUERY,
+        options: { $top: PAGE_ROWS, resultFormat: 'objectArray', ...(skipToken === undefined ? {} : { $skipToken: skipToken }) },
+      });
+      const deadline = AbortSignal.timeout(this.#graph.timeoutMs);
+      const res = await this.#http.request(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await this.#token()}`, 'content-type': 'application/json' },
+        body,
+        signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
+        maxBodyBytes: 16 * 1024 * 1024,
+        onOverflow: 'destroy',
+      });
+      const text = res.bytes.toString('utf8');
+      if (res.status !== 200) throw new Error(`Resource Graph answered ${res.status}: ${errorOf(text)}`);
+      const answer = JSON.parse(text) as { data?: unknown; $skipToken?: unknown };
+      const rows = Array.isArray(answer.data) ? (answer.data as unknown[]) : [];
+      for (const row of rows) {
+        if (typeof row !== 'object' || row === null) continue;
+        const r = row as { id?: unknown; properties?: unknown };
+        if (typeof r.id !== 'string' || typeof r.properties !== 'object' || r.properties === null) continue;
+        const e = azureEventOf(r.id, r.properties as Record<string, unknown>, 'resourcegraph', now);
+        if (typeof e !== 'string') events.push(e);
+      }
+      skipToken = typeof answer.$skipToken === 'string' && answer.$skipToken !== '' ? answer.$skipToken : undefined;
+      if (skipToken === undefined) break;
+    }
+    return events;
+  }
+}
+
+/** errorOf: what an ARM error body says (`{error: {code, message}}`), or its start. */
+function errorOf(text: string): string {
+  try {
+    const e = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+    if (e !== undefined) return `${e.code ?? ''} ${e.message ?? ''}`.trim();
+  } catch {
+    // not JSON
+  }
+  return messageOf(text.slice(0, 200));
+}

@@ -1,0 +1,180 @@
+/**
+ * The fleet view: whole bridges in three groups (two with budgets, one a view only) write their
+ * records to one store (Blob Storage served by Azurite), and two relay replicas (the real relay,
+ * Service Bus played by the AMQP peer) read the whole fleet from it: GET /v1/fleet and
+ * GET /v1/fleet/events, behind a read key. One member is a real daemon process, killed with
+ * SIGKILL: it shows as stale. Nothing is mocked.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRelay, type RunningRelay } from '../../src/fleet/relay/relay.ts';
+import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { FleetStores } from '../../testkit/fleet-stores.ts';
+import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { tempDir, waitFor } from '../helpers.ts';
+import { start } from '../e2e/process.ts';
+
+export const READ_KEY = 'fleet-read-key-0123456789';
+let stores: FleetStores;
+let peer: AmqpPeer;
+const relays: RunningRelay[] = [];
+const sims: ImdsSimulator[] = [];
+
+beforeAll(async () => {
+  stores = await FleetStores.start();
+  peer = await fleetPeer();
+}, 60_000);
+afterEach(async () => {
+  await Promise.all(relays.splice(0).map((r) => r.close()));
+  await stopAll();
+  await Promise.all(sims.splice(0).map((s) => s.close()));
+});
+afterAll(async () => {
+  await peer?.close();
+  await stores?.stop();
+});
+
+const store = (container: string) => ({ ...stores.config('blob'), container });
+
+async function relay(container: string, over: Record<string, unknown> = {}): Promise<RunningRelay> {
+  const config = relayConfig(peer, fleetKeys(), { fleet: { store: store(container), cacheMs: 0 }, readKeys: [READ_KEY], ...over });
+  const r = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
+  relays.push(r);
+  return r;
+}
+
+async function read(r: RunningRelay, path: string, key: string | null = READ_KEY) {
+  const res = await fetch(`${r.url}${path}`, {
+    headers: key === null ? {} : { authorization: `Bearer ${key}` },
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, any> };
+}
+
+/** every page of /v1/fleet/events, `limit` at a time (bounded). */
+async function allEvents(r: RunningRelay, query = '', limit = 7): Promise<Record<string, any>[]> {
+  const out: Record<string, any>[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < 100; i++) {
+    const q = new URLSearchParams(query);
+    q.set('limit', String(limit));
+    if (cursor !== null) q.set('cursor', cursor);
+    const p = await read(r, `/v1/fleet/events?${q}`);
+    expect(p.status).toBe(200);
+    out.push(...(p.json.events as Record<string, any>[]));
+    cursor = p.json.next as string | null;
+    if (cursor === null) return out;
+  }
+  throw new Error('more than 100 pages');
+}
+
+function member(container: string, group: string, vm: string, budget: number | string | null, rules: unknown[] = []): Promise<Harness> {
+  return startBridge({
+    sim: { vmName: vm, peers: [], tickMs: 10 },
+    config: {
+      approval: { rules },
+      fleet: { group, store: store(container), heartbeatSeconds: 5, ...(budget === null ? {} : { maxUnavailable: budget }) },
+    },
+  });
+}
+
+describe('the fleet view: every member in one store, read by the relay', () => {
+  it('twenty bridges in three groups, two relay replicas: every pending event with its state, both replicas agree, a member killed with SIGKILL goes stale', async () => {
+    const container = 'view-twenty';
+    // groups a and b have budgets (2, and 50%); c is a view only; the first member of a approves its event by policy
+    const plan = [
+      ...Array.from({ length: 7 }, (_, i) => ['fv-a', `a${i}`, 2, i === 0 ? [{ match: {}, action: 'approve' }] : []] as const),
+      ...Array.from({ length: 7 }, (_, i) => ['fv-b', `b${i}`, '50%', []] as const),
+      ...Array.from({ length: 5 }, (_, i) => ['fv-c', `c${i}`, null, []] as const),
+    ];
+    const hs = await Promise.all(plan.map(([g, vm, budget, rules]) => member(container, g, vm, budget, [...rules])));
+    // the twentieth, in group c: a daemon process of its own
+    const dir = tempDir();
+    const sim = new ImdsSimulator({ vmName: 'c-proc', peers: [], tickMs: 10 });
+    await sim.listen(0);
+    sims.push(sim);
+    const file = join(dir.path, 'bridge.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        imds: { endpoint: sim.url, pollIntervalMs: 200 },
+        state: { path: join(dir.path, 'state.db') },
+        sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'events.jsonl') }],
+        observability: { listen: 'off' },
+        fleet: { group: 'fv-c', store: store(container), heartbeatSeconds: 5 },
+      }),
+    );
+    const daemon = start(['run', '--config', file]);
+    try {
+      const events = [...hs.map((h) => h.sim.addEvent({ noticeMs: 600_000 })), sim.addEvent({ noticeMs: 600_000 })];
+      const [r1, r2] = [await relay(container), await relay(container)];
+      await waitFor(
+        async () => (await allEvents(r1)).length === 20 && hs[0]!.sim.startRequests.length === 1,
+        'every member lists its event, and a0 approved',
+        30_000,
+      );
+      // a0's approval shows in its record: who, how, and the slot it holds
+      await waitFor(async () => (await allEvents(r1, 'group=fv-a')).some((e) => e.approval !== undefined), "a0's approval in its record");
+      const list = await allEvents(r1);
+      expect(list.map((e) => e.eventId).sort()).toEqual(events.map((e) => e.eventId).sort());
+      // a0's approval started its maintenance; the others wait
+      expect(list.filter((e) => e.status !== 'Scheduled').map((e) => `${e.vm}:${e.status}`)).toEqual(['a0:Started']);
+      expect(list.every((e) => e.member === 'fresh' && e.unwatched === undefined)).toBe(true);
+      // ordered by NotBefore, then VM
+      const keys = list.map((e) => `${e.notBefore}|${e.vm}`);
+      expect(keys).toEqual([...keys].sort());
+      expect(list.find((e) => e.vm === 'a0')).toMatchObject({ group: 'fv-a', approval: { by: 'policy rules[0]', via: 'policy' } });
+      expect(list.filter((e) => e.group === 'fv-c')).toHaveLength(6);
+      // both replicas say the same, page by page
+      const strip = (es: Record<string, any>[]) => es.map((e) => ({ ...e, heartbeatAt: undefined }));
+      expect(strip(await allEvents(r2, '', 5))).toEqual(strip(await allEvents(r1, '', 7)));
+      // the groups: their budgets as the members have them (50% of 7 is 3), c without one
+      const fleet = await read(r2, '/v1/fleet');
+      expect(fleet.status).toBe(200);
+      const groups = Object.fromEntries((fleet.json.groups as Record<string, any>[]).map((g) => [g.group, g]));
+      expect(groups['fv-a']).toMatchObject({ maxUnavailable: 2, members: 7, stale: 0 });
+      expect(groups['fv-a'].slots).toHaveLength(1);
+      expect(groups['fv-b']).toMatchObject({ maxUnavailable: 3, members: 7 });
+      expect(groups['fv-c']).toMatchObject({ maxUnavailable: null, members: 6, slots: [] });
+      expect(fleet.json).toMatchObject({ pending: 20, unwatched: 0, stale: [] });
+      expect((fleet.json.members as Record<string, any>[]).every((m) => typeof m.version === 'string')).toBe(true);
+
+      // the daemon is killed: no goodbye; three heartbeats later its record is stale
+      daemon.kill('SIGKILL');
+      await waitFor(
+        async () => ((await read(r1, '/v1/fleet')).json.stale as { vm: string }[]).some((s) => s.vm === 'c-proc'),
+        'c-proc stale',
+        30_000,
+      );
+      const stale = await allEvents(r2, 'group=fv-c');
+      expect(stale.find((e) => e.vm === 'c-proc')).toMatchObject({ member: 'stale' });
+      expect(stale.filter((e) => e.member === 'fresh')).toHaveLength(5);
+      // filters: a type, a status, the held ones (none)
+      expect(await allEvents(r1, 'type=Freeze')).toHaveLength(list.filter((e) => e.eventType === 'Freeze').length);
+      expect((await allEvents(r1, 'status=Started')).map((e) => e.vm)).toEqual(['a0']);
+      expect(await allEvents(r1, 'status=held')).toEqual([]);
+    } finally {
+      daemon.kill('SIGKILL');
+      dir.cleanup();
+    }
+  }, 90_000);
+
+  it('refuses a read without a key, with a wrong one, and a bad query, each with a JSON 4xx', async () => {
+    const r = await relay('view-refusals');
+    expect(await read(r, '/v1/fleet', null)).toMatchObject({ status: 401, json: { error: { code: 'UNAUTHORIZED' } } });
+    expect(await read(r, '/v1/fleet/events', 'not-the-read-key-at-all')).toMatchObject({ status: 401 });
+    expect(await read(r, '/v1/fleet/events?limit=0')).toMatchObject({ status: 400, json: { error: { code: 'BAD_LIMIT' } } });
+    expect(await read(r, '/v1/fleet/events?limit=abc')).toMatchObject({ status: 400, json: { error: { code: 'BAD_LIMIT' } } });
+    expect(await read(r, '/v1/fleet/events?cursor=zzz')).toMatchObject({ status: 400, json: { error: { code: 'BAD_CURSOR' } } });
+    expect(await read(r, '/v1/fleet/events?vm=x')).toMatchObject({ status: 400, json: { error: { code: 'UNKNOWN_PARAMETER' } } });
+    expect(await read(r, '/v1/fleet/events')).toMatchObject({ status: 200, json: { events: [], total: 0, next: null } });
+    // a relay without readKeys has no read API
+    const closed = await startRelay(relayConfig(peer, fleetKeys()), pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
+    relays.push(closed);
+    expect(await read(closed, '/v1/fleet')).toMatchObject({ status: 404, json: { error: { code: 'NOT_FOUND' } } });
+  });
+});

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { parseNotBefore } from '../../imds/wire.ts';
 
 /** The event types of a scheduled event in Azure's feed, as Microsoft's pages spell them (compared without case). */
 export const AZURE_EVENT_TYPES = [
@@ -119,7 +120,8 @@ export function azureEventOf(
     resources: Array.isArray(resources) ? resources.filter((r): r is string => typeof r === 'string').slice(0, 1000) : [],
     eventType: asText(pick(properties, 'eventType')) ?? 'Unknown',
     status: asText(pick(properties, 'eventStatus', 'status')) ?? 'Scheduled',
-    notBefore: asText(pick(properties, 'notBefore')),
+    // in ISO 8601 as the members' records have it, whichever way Azure spelled it
+    notBefore: parseNotBefore(asText(pick(properties, 'notBefore')) ?? undefined),
     durationInSeconds: Number.isFinite(duration) ? duration : -1,
     description: (asText(pick(properties, 'description')) ?? '').slice(0, 4096),
     source,

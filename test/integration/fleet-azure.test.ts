@@ -1,0 +1,272 @@
+/**
+ * Azure's own feed beside the fleet's records: the real relay takes Event Grid deliveries (the
+ * subscription handshake, then events, from a stand-in written from Event Grid's webhook
+ * reference), polls Resource Graph (an HTTPS stand-in of the query API, reached with a token from
+ * the IMDS simulator's managed identity endpoint), and verifies Entra ID-protected deliveries (a
+ * stand-in of the tenant's signing keys). The fleet store is Blob Storage served by Azurite; the
+ * members are whole bridges. No Azure service runs here: Event Grid, Resource Graph and Entra ID
+ * are stand-ins, and say so.
+ */
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
+import { startRelay, type RunningRelay } from '../../src/fleet/relay/relay.ts';
+import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { FleetStores } from '../../testkit/fleet-stores.ts';
+import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
+import { EventGridDelivery, eventGridEvent, ResourceGraphStandIn, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
+import { ROOT, waitFor } from '../helpers.ts';
+
+const READ_KEY = 'fleet-read-key-0123456789';
+const EG_KEY = 'event-grid-delivery-key-42';
+const TLS = {
+  key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'),
+  cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8'),
+};
+let stores: FleetStores;
+let peer: AmqpPeer;
+let hook: HttpPeer;
+let identity: ImdsSimulator;
+const relays: RunningRelay[] = [];
+
+beforeAll(async () => {
+  stores = await FleetStores.start();
+  peer = await fleetPeer();
+  hook = new HttpPeer();
+  await hook.listen();
+  // the relay's managed identity: the simulator's token endpoint
+  identity = new ImdsSimulator({ vmName: 'relay-vm', tickMs: 10 });
+  process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await identity.listen();
+}, 60_000);
+afterEach(async () => {
+  await Promise.all(relays.splice(0).map((r) => r.close()));
+  await stopAll();
+  hook.requests.length = 0;
+});
+afterAll(async () => {
+  delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
+  await identity?.close();
+  await hook?.close();
+  await peer?.close();
+  await stores?.stop();
+});
+
+const store = (container: string) => ({ ...stores.config('blob'), container });
+
+async function relay(container: string, azure: Record<string, unknown>): Promise<RunningRelay> {
+  const config = relayConfig(peer, fleetKeys(), {
+    fleet: { store: store(container), cacheMs: 0 },
+    readKeys: [READ_KEY],
+    azure: { subscriptions: [SUBSCRIPTION], checkSeconds: 3600, ...azure },
+    sinks: [{ name: 'ops', type: 'webhook', mode: 'structured', url: `${hook.url}/unwatched`, delivery: { initialBackoffMs: 50, maxBackoffMs: 100 } }],
+  });
+  const r = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
+  relays.push(r);
+  return r;
+}
+
+async function events(r: RunningRelay, query = ''): Promise<Record<string, any>[]> {
+  const res = await fetch(`${r.url}/v1/fleet/events?limit=1000${query}`, { headers: { authorization: `Bearer ${READ_KEY}` } });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { events: Record<string, any>[] }).events;
+}
+
+/** the CloudEvents the relays' sink received */
+const said = () => hook.requests.map((q) => JSON.parse(q.body) as Record<string, any>);
+
+function member(container: string, vm: string): Promise<Harness> {
+  return startBridge({
+    sim: { vmName: vm, peers: [], tickMs: 10 },
+    config: { fleet: { group: 'az', store: store(container), heartbeatSeconds: 5 } },
+  });
+}
+
+/** a member whose bridge stopped long ago: its record, written as the bridge wrote it, three heartbeats old and more */
+async function stoppedMember(container: string, name: string, eventId: string): Promise<void> {
+  const s = await openFleetStore(store(container) as never, 'az');
+  const resourceId = vmId(name);
+  const key = memberKey({ name, resourceId });
+  const at = new Date(Date.now() - 3_600_000).toISOString();
+  const event = { eventId, eventType: 'Reboot', status: 'Scheduled', notBefore: at, durationInSeconds: -1, approved: false };
+  await s.put(
+    memberName(key),
+    { member: key, vm: name, resourceId, heartbeatAt: at, heartbeatSeconds: 5, events: [event], slot: null },
+    null,
+  );
+}
+
+describe("Azure's feed: nothing unwatched", () => {
+  it("Event Grid: the handshakes, then one unwatched per VM with no bridge or a stopped one, across two replicas; none for watched events; Completed ends a silent member's event", async () => {
+    const container = 'azure-eventgrid';
+    const live = await Promise.all([member(container, 'live1'), member(container, 'live2')]);
+    const liveEvents = live.map((h) => h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 }));
+    await stoppedMember(container, 'halted', 'E-HALTED');
+    const [r1, r2] = [
+      await relay(container, { eventGrid: { key: EG_KEY }, unwatchedAfterSeconds: 5 }),
+      await relay(container, { eventGrid: { key: EG_KEY }, unwatchedAfterSeconds: 5 }),
+    ];
+    await waitFor(async () => (await events(r1)).length === 3, 'the members list their events');
+
+    const grid = new EventGridDelivery(`${r1.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+    expect(await grid.validate()).toEqual({ status: 200, echoed: true });
+    expect(await grid.abuseProtection()).toEqual({ status: 200, allowed: 'eventgrid.azure.net' });
+
+    const ghosts = ['ghost1', 'ghost2', 'ghost3'].map((n, i) => ({ resourceId: vmId(n), eventId: `E-GHOST-${i}` }));
+    const batch = [
+      ...ghosts.map((g) => eventGridEvent(g)),
+      eventGridEvent({ resourceId: vmId('halted'), eventId: 'E-HALTED' }),
+      // the events the live members list, as Azure lists them: watched, so nothing is said
+      ...live.map((h, i) => eventGridEvent({ resourceId: h.bridge.identity.resourceId!, eventId: liveEvents[i]!.eventId })),
+      // a type of another topic: counted and ignored
+      eventGridEvent(
+        { resourceId: vmId('other'), eventId: 'E-OTHER' },
+        'Microsoft.ResourceNotifications.HealthResources.AvailabilityStatusChanged',
+      ),
+    ];
+    const first = await grid.deliver(batch);
+    expect(first).toMatchObject({ status: 200, body: { received: 6, kept: 6, ignored: 1 }, attempts: 1 });
+    // the same delivery again, to the other replica (Event Grid delivers at least once): nothing new
+    const again = await new EventGridDelivery(`${r2.url}/v1/azure/eventgrid?code=${EG_KEY}`).deliver(batch);
+    expect(again).toMatchObject({ status: 200, body: { kept: 0 } });
+
+    // both replicas look, again and again: each unwatched VM is said once between them (the store decides who)
+    const both = async () => {
+      await Promise.all([r1.feed!.check(0), r2.feed!.check(0)]);
+      return said();
+    };
+    await waitFor(async () => (await both()).length >= 4, 'four unwatched CloudEvents', 20_000, 200);
+    for (let i = 0; i < 5; i++) await both();
+    const out = said();
+    expect(out.map((e) => e.data.vm.name).sort()).toEqual(['ghost1', 'ghost2', 'ghost3', 'halted']);
+    expect(new Set(out.map((e) => e.id)).size).toBe(4);
+    expect(out.every((e) => e.type === 'azure.scheduledevent.unwatched' && e.specversion === '1.0')).toBe(true);
+    expect(out.find((e) => e.data.vm.name === 'halted')!.data.unwatched).toMatchObject({
+      why: 'stale-member',
+      group: 'az',
+      source: 'eventgrid',
+    });
+    expect(out.find((e) => e.data.vm.name === 'ghost1')!.data.unwatched).toMatchObject({ why: 'no-member', group: null });
+    expect(out.find((e) => e.data.vm.name === 'ghost1')!.source).toBe(vmId('ghost1').toLowerCase());
+
+    // the read API lists them, why, and Azure's record beside the watched ones
+    const listed = await events(r2);
+    expect(
+      listed
+        .filter((e) => e.unwatched !== undefined)
+        .map((e) => `${e.vm}:${e.unwatched.why}`)
+        .sort(),
+    ).toEqual(['ghost1:no-member', 'ghost2:no-member', 'ghost3:no-member', 'halted:stale-member']);
+    for (const h of live)
+      expect(listed.find((e) => e.vm === h.sim.vmName)).toMatchObject({
+        member: 'fresh',
+        azure: { status: 'Scheduled', source: 'eventgrid' },
+      });
+    expect(await events(r1, '&status=unwatched')).toHaveLength(4);
+
+    // Azure says the silent member's event is over: it is no longer pending, though its stale record still lists it
+    expect((await grid.deliver([eventGridEvent({ resourceId: vmId('halted'), eventId: 'E-HALTED', status: 'Completed' })])).status).toBe(
+      200,
+    );
+    await waitFor(async () => !(await events(r1)).some((e) => e.eventId === 'E-HALTED'), "halted's event ended by Azure's Completed");
+    expect(said()).toHaveLength(4);
+  }, 60_000);
+
+  it('refuses a delivery without the key (401), a malformed batch whole (400), and a topic outside the subscriptions (403): nothing of them is kept', async () => {
+    const container = 'azure-refusals';
+    const r = await relay(container, { eventGrid: { key: EG_KEY } });
+    const keyless = new EventGridDelivery(`${r.url}/v1/azure/eventgrid`);
+    const wrong = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=not-the-delivery-key`);
+    const good = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+    const one = eventGridEvent({ resourceId: vmId('ghost9'), eventId: 'E-9' });
+    expect(await keyless.deliver([one])).toMatchObject({ status: 401, attempts: 1, body: { error: { code: 'UNAUTHORIZED' } } });
+    expect(await wrong.deliver([one])).toMatchObject({ status: 401 });
+    expect(await keyless.validate()).toMatchObject({ status: 401, echoed: false });
+    // one event without data: the whole batch is refused, the good one beside it too
+    const broken = { ...eventGridEvent({ resourceId: vmId('ghost8'), eventId: 'E-8' }), data: undefined };
+    expect(await good.deliver([one, broken])).toMatchObject({ status: 400, attempts: 1, body: { error: { code: 'MALFORMED' } } });
+    expect(await good.deliver({ not: 'an array' } as never)).toMatchObject({ status: 400 });
+    const outsider = eventGridEvent({ resourceId: vmId('ghost7'), eventId: 'E-7' }, undefined, '11111111-1111-1111-1111-111111111111');
+    expect(await good.deliver([one, outsider])).toMatchObject({ status: 403, body: { error: { code: 'TOPIC_NOT_ALLOWED' } } });
+    expect(await good.validate('/subscriptions/11111111-1111-1111-1111-111111111111')).toMatchObject({ status: 403, echoed: false });
+    expect(await events(r)).toEqual([]);
+    await r.feed!.check(0);
+    expect(said()).toEqual([]);
+    // the same event alone is taken
+    expect(await good.deliver([one])).toMatchObject({ status: 200, body: { kept: 1 } });
+    expect((await events(r)).map((e) => e.vm)).toEqual(['ghost9']);
+  });
+
+  it('Resource Graph: maintenanceresources queried with the managed identity, every page read, an unwatched VM said', async () => {
+    const graph = new ResourceGraphStandIn(TLS, 2);
+    await graph.peer.listen();
+    try {
+      graph.rows = ['rg1', 'rg2', 'rg3'].map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: `E-RG-${i}` }));
+      const caFile = join(ROOT, 'test/fixtures/tls/cert.pem');
+      const r = await relay('azure-graph', { resourceGraph: { endpoint: graph.peer.url, intervalSeconds: 3600, caFile } });
+      await waitFor(async () => (await events(r)).length === 3, 'the three rows kept', 20_000, 100);
+      // two pages, each with a token for Resource Manager's own origin, naming the subscriptions
+      expect(graph.asked.map((a) => a.skipToken)).toEqual([undefined, '2']);
+      expect(graph.asked.every((a) => a.aud === graph.peer.url && JSON.stringify(a.subscriptions) === JSON.stringify([SUBSCRIPTION]))).toBe(
+        true,
+      );
+      await waitFor(async () => (await r.feed!.check(0), said().length === 3), 'three unwatched', 10_000, 100);
+      expect(said().map((e) => e.data.unwatched.source)).toEqual(['resourcegraph', 'resourcegraph', 'resourcegraph']);
+    } finally {
+      await graph.peer.close();
+    }
+  });
+
+  it('Entra ID-protected delivery: a token signed by the tenant, for the audience, is taken; any other is refused', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const jwks = new HttpPeer();
+    jwks.answer = () => ({
+      status: 200,
+      body: JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', use: 'sig' }] }),
+    });
+    await jwks.listen();
+    try {
+      const tenantId = '72f988bf-86f1-41af-91ab-2d7cd011db47';
+      const audience = 'api://se-bridge-relay';
+      const r = await relay('azure-entra', { eventGrid: { entra: { tenantId, audience, jwksUrl: `${jwks.url}/keys` } } });
+      const now = Math.floor(Date.now() / 1000);
+      const token = (claims: Record<string, unknown>, kid = 'k1', alg = 'RS256') => {
+        const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+        const input = `${part({ alg, kid, typ: 'JWT' })}.${part({ aud: audience, tid: tenantId, iat: now, nbf: now, exp: now + 3600, ...claims })}`;
+        return `${input}.${sign('RSA-SHA256', Buffer.from(input), privateKey).toString('base64url')}`;
+      };
+      const deliver = (t: string) =>
+        new EventGridDelivery(`${r.url}/v1/azure/eventgrid`, { authorization: `Bearer ${t}` }).deliver([
+          eventGridEvent({ resourceId: vmId('ghost5'), eventId: 'E-5' }),
+        ]);
+      expect(await deliver(token({ aud: 'api://another' }))).toMatchObject({
+        status: 401,
+        body: { error: { message: expect.stringMatching(/another audience/) } },
+      });
+      expect(await deliver(token({ tid: '11111111-1111-1111-1111-111111111111' }))).toMatchObject({
+        status: 401,
+        body: { error: { message: expect.stringMatching(/another tenant/) } },
+      });
+      expect(await deliver(token({ exp: now - 3600 }))).toMatchObject({
+        status: 401,
+        body: { error: { message: expect.stringMatching(/expired/) } },
+      });
+      expect(await deliver(token({}, 'k-unknown'))).toMatchObject({ status: 401 });
+      expect(await deliver(`${token({}).slice(0, -4)}AAAA`)).toMatchObject({
+        status: 401,
+        body: { error: { message: expect.stringMatching(/signature/) } },
+      });
+      expect(await events(r)).toEqual([]);
+      expect(await deliver(token({}))).toMatchObject({ status: 200, body: { kept: 1 } });
+      expect((await events(r)).map((e) => e.vm)).toEqual(['ghost5']);
+    } finally {
+      await jwks.close();
+    }
+  });
+});

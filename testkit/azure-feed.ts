@@ -1,0 +1,184 @@
+/**
+ * Stand-ins for Azure's side of the fleet feed, written from their REST references (no Azure
+ * service runs here):
+ * - EventGridDelivery plays an Event Grid event subscription pushing to a webhook: the
+ *   subscription validation handshake (a `Microsoft.EventGrid.SubscriptionValidationEvent`
+ *   whose `validationCode` must come back as `validationResponse`), the CloudEvents
+ *   abuse-protection handshake (OPTIONS with WebHook-Request-Origin), and deliveries
+ *   (`aeg-event-type: Notification`) retried on 408, 429 and 5xx on Event Grid's schedule
+ *   (10 s, 30 s, 1 min, …; scaled for tests), never on 400, 401, 403 or 413.
+ *   https://learn.microsoft.com/azure/event-grid/webhook-event-delivery
+ *   https://learn.microsoft.com/azure/event-grid/delivery-and-retry
+ * - ResourceGraphStandIn answers `POST /providers/Microsoft.ResourceGraph/resources` (api-version
+ *   2022-10-01) for `maintenanceresources`, paged with `$skipToken`, behind a bearer token for
+ *   its own origin (401 otherwise, an ARM error body), over HTTPS.
+ *   https://learn.microsoft.com/rest/api/azureresourcegraph/resourcegraph/resources/resources
+ * - scheduledEventOf: one scheduled event in the shape both carry (`resourceInfo` of the
+ *   `Microsoft.ResourceNotifications.MaintenanceResources` schema).
+ */
+import { randomUUID } from 'node:crypto';
+import { readJwt } from '../src/simulator/identity.ts';
+import { HttpPeer } from './http-peer.ts';
+
+export const SUBSCRIPTION = '00000000-0000-0000-0000-000000000000';
+export const EVENT_TYPE = 'Microsoft.ResourceNotifications.MaintenanceResources.ScheduledEventEmitted';
+
+/** vmId: a VM's resource id in the test subscription. */
+export const vmId = (name: string, group = 'rg-fleet') =>
+  `/subscriptions/${SUBSCRIPTION}/resourceGroups/${group}/providers/Microsoft.Compute/virtualMachines/${name}`;
+
+export interface FeedEvent {
+  readonly resourceId: string;
+  readonly eventId: string;
+  readonly status?: string;
+  readonly eventType?: string;
+  readonly resources?: readonly string[];
+  readonly notBefore?: string;
+}
+
+/** scheduledEventOf: Azure's record of one scheduled event (the `resourceInfo` of its notification). */
+export function scheduledEventOf(e: FeedEvent): { id: string; name: string; type: string; properties: Record<string, unknown> } {
+  const id = `${e.resourceId}/providers/Microsoft.Maintenance/scheduledevents/${e.eventId}`;
+  return {
+    id,
+    name: e.eventId,
+    type: 'Microsoft.Maintenance/scheduledevents',
+    properties: {
+      eventId: e.eventId,
+      eventType: e.eventType ?? 'Reboot',
+      eventStatus: e.status ?? 'Scheduled',
+      resourceType: 'VirtualMachine',
+      resources: e.resources ?? [e.resourceId.slice(e.resourceId.lastIndexOf('/') + 1)],
+      notBefore: e.notBefore ?? new Date(Date.now() + 600_000).toUTCString(),
+      durationInSeconds: -1,
+      description: 'Virtual machine is going to be restarted as requested by platform.',
+      eventSource: 'Platform',
+    },
+  };
+}
+
+/** eventGridEvent: the notification in the Event Grid schema. */
+export function eventGridEvent(e: FeedEvent, type = EVENT_TYPE, subscription = SUBSCRIPTION): Record<string, unknown> {
+  const info = scheduledEventOf(e);
+  const now = new Date().toISOString();
+  return {
+    id: randomUUID(),
+    topic: `/subscriptions/${subscription}`,
+    subject: info.id,
+    eventType: type,
+    eventTime: now,
+    dataVersion: '1',
+    metadataVersion: '1',
+    data: { resourceInfo: info, operationalInfo: { resourceEventTime: now }, apiVersion: '2023-10-01-preview' },
+  };
+}
+
+/** The retry schedule of Event Grid, in ms, before it is scaled. */
+const SCHEDULE_MS = [10_000, 30_000, 60_000, 300_000, 600_000];
+
+export class EventGridDelivery {
+  readonly #endpoint: string;
+  readonly #headers: Record<string, string>;
+  readonly #scale: number;
+
+  /** endpoint: the webhook as the subscription names it (with its `code`, when keyed); scale: of the retry schedule. */
+  constructor(endpoint: string, headers: Record<string, string> = {}, scale = 0.001) {
+    this.#endpoint = endpoint;
+    this.#headers = headers;
+    this.#scale = scale;
+  }
+
+  /** validate: the subscription validation handshake; the code echoed, or the status when refused. */
+  async validate(topic = `/subscriptions/${SUBSCRIPTION}`): Promise<{ status: number; echoed: boolean }> {
+    const code = randomUUID();
+    const res = await this.#post(
+      [
+        {
+          id: randomUUID(),
+          topic,
+          subject: '',
+          eventType: 'Microsoft.EventGrid.SubscriptionValidationEvent',
+          eventTime: new Date().toISOString(),
+          data: { validationCode: code, validationUrl: 'https://rp-eastus.eventgrid.azure.net:553/validate?id=x' },
+          dataVersion: '2',
+          metadataVersion: '1',
+        },
+      ],
+      'SubscriptionValidation',
+    );
+    const body = res.status === 200 ? ((await res.json()) as { validationResponse?: string }) : {};
+    return { status: res.status, echoed: body.validationResponse === code };
+  }
+
+  /** abuseProtection: the CloudEvents handshake; the origin allowed, or null. */
+  async abuseProtection(): Promise<{ status: number; allowed: string | null }> {
+    const res = await fetch(this.#endpoint, {
+      method: 'OPTIONS',
+      headers: { 'webhook-request-origin': 'eventgrid.azure.net', ...this.#headers },
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: res.status, allowed: res.headers.get('webhook-allowed-origin') };
+  }
+
+  /** deliver: one delivery, retried on Event Grid's schedule while the answer is retryable (at most its five steps). */
+  async deliver(events: readonly unknown[]): Promise<{ status: number; body: Record<string, any>; attempts: number }> {
+    let attempts = 0;
+    for (const pause of [...SCHEDULE_MS, -1]) {
+      attempts++;
+      const res = await this.#post(events, 'Notification');
+      const body = (await res.json().catch(() => ({}))) as Record<string, any>;
+      const retryable = res.status === 408 || res.status === 429 || res.status >= 500;
+      if (!retryable || pause < 0) return { status: res.status, body, attempts };
+      await new Promise((r) => setTimeout(r, pause * this.#scale));
+    }
+    throw new Error('unreachable');
+  }
+
+  #post(events: readonly unknown[], kind: string): Promise<Response> {
+    return fetch(this.#endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'aeg-event-type': kind, ...this.#headers },
+      body: JSON.stringify(events),
+      signal: AbortSignal.timeout(10_000),
+    });
+  }
+}
+
+/** ResourceGraphStandIn: the query API over HTTPS, `pageSize` rows a page. */
+export class ResourceGraphStandIn {
+  readonly peer: HttpPeer;
+  rows: { id: string; properties: Record<string, unknown> }[] = [];
+  /** The audiences of the tokens it was sent, and the subscriptions each query named. */
+  readonly asked: { aud: unknown; subscriptions: unknown; skipToken: unknown }[] = [];
+
+  constructor(tls: { key: string; cert: string }, pageSize = 2) {
+    this.peer = new HttpPeer(tls);
+    this.peer.answer = (req) => {
+      const json = (status: number, body: unknown) => ({
+        status,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (req.method !== 'POST' || !req.url.startsWith('/providers/Microsoft.ResourceGraph/resources?api-version=2022-10-01'))
+        return json(404, { error: { code: 'NotFound', message: `no route ${req.method} ${req.url}` } });
+      const claims = readJwt(/^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '');
+      if (claims === null || claims.aud !== this.peer.url)
+        return json(401, { error: { code: 'AuthenticationFailed', message: 'the access token is missing or for another audience' } });
+      const q = JSON.parse(req.body) as { subscriptions?: unknown; query?: unknown; options?: { $skipToken?: unknown } };
+      if (typeof q.query !== 'string' || !q.query.startsWith('maintenanceresources'))
+        return json(400, { error: { code: 'BadRequest', message: 'the query is not of maintenanceresources' } });
+      this.asked.push({ aud: claims.aud, subscriptions: q.subscriptions, skipToken: q.options?.$skipToken });
+      const from = Number(q.options?.$skipToken ?? 0);
+      const data = this.rows.slice(from, from + pageSize);
+      const more = from + pageSize < this.rows.length;
+      return json(200, {
+        totalRecords: this.rows.length,
+        count: data.length,
+        data,
+        facets: [],
+        resultTruncated: 'false',
+        ...(more ? { $skipToken: String(from + pageSize) } : {}),
+      });
+    };
+  }
+}

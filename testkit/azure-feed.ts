@@ -9,9 +9,11 @@
  *   (10 s, 30 s, 1 min, …; scaled for tests), never on 400, 401, 403 or 413.
  *   https://learn.microsoft.com/azure/event-grid/webhook-event-delivery
  *   https://learn.microsoft.com/azure/event-grid/delivery-and-retry
- * - ResourceGraphStandIn answers `POST /providers/Microsoft.ResourceGraph/resources` (api-version
- *   2022-10-01) for `maintenanceresources`, paged with `$skipToken`, behind a bearer token for
- *   its own origin (401 otherwise, an ARM error body), over HTTPS.
+ * - ArmStandIn plays Resource Manager over HTTPS, behind a bearer token for its own origin (401
+ *   otherwise, an ARM error body): Resource Graph's `POST /providers/Microsoft.ResourceGraph/resources`
+ *   (api-version 2022-10-01) for `maintenanceresources`, paged with `$skipToken`; and
+ *   Microsoft.Maintenance's `POST {resource}/providers/Microsoft.Maintenance/scheduledevents/{id}/acknowledge`
+ *   (api-version 2023-10-01-preview): 200 for an event it lists, 404 ResourceNotFound otherwise.
  *   https://learn.microsoft.com/rest/api/azureresourcegraph/resourcegraph/resources/resources
  * - scheduledEventOf: one scheduled event in the shape both carry (`resourceInfo` of the
  *   `Microsoft.ResourceNotifications.MaintenanceResources` schema).
@@ -144,12 +146,15 @@ export class EventGridDelivery {
   }
 }
 
-/** ResourceGraphStandIn: the query API over HTTPS, `pageSize` rows a page. */
-export class ResourceGraphStandIn {
+/** ArmStandIn: Resource Graph's query API and the scheduled events acknowledgement, over HTTPS; `pageSize` rows a page. */
+export class ArmStandIn {
   readonly peer: HttpPeer;
+  /** Resource Graph's rows (Azure's records of the scheduled events). */
   rows: { id: string; properties: Record<string, unknown> }[] = [];
-  /** The audiences of the tokens it was sent, and the subscriptions each query named. */
+  /** The audiences of the tokens of each query, and the subscriptions and page it named. */
   readonly asked: { aud: unknown; subscriptions: unknown; skipToken: unknown }[] = [];
+  /** Every acknowledgement taken: the resource (lower case) and EventId. */
+  readonly acknowledged: { resourceId: string; eventId: string; at: number }[] = [];
 
   constructor(tls: { key: string; cert: string }, pageSize = 2) {
     this.peer = new HttpPeer(tls);
@@ -159,11 +164,25 @@ export class ResourceGraphStandIn {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-      if (req.method !== 'POST' || !req.url.startsWith('/providers/Microsoft.ResourceGraph/resources?api-version=2022-10-01'))
-        return json(404, { error: { code: 'NotFound', message: `no route ${req.method} ${req.url}` } });
       const claims = readJwt(/^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '');
       if (claims === null || claims.aud !== this.peer.url)
         return json(401, { error: { code: 'AuthenticationFailed', message: 'the access token is missing or for another audience' } });
+      const ack =
+        /^(\/subscriptions\/[^?]+)\/providers\/Microsoft\.Maintenance\/scheduledevents\/([^/?]+)\/acknowledge\?api-version=2023-10-01-preview$/i.exec(
+          req.url,
+        );
+      if (req.method === 'POST' && ack !== null) {
+        const resourceId = ack[1]!.toLowerCase();
+        const eventId = decodeURIComponent(ack[2]!);
+        const listed = this.rows.some(
+          (r) => r.id.toLowerCase() === `${resourceId}/providers/microsoft.maintenance/scheduledevents/${eventId.toLowerCase()}`,
+        );
+        if (!listed) return json(404, { error: { code: 'ResourceNotFound', message: `scheduled event ${eventId} was not found` } });
+        this.acknowledged.push({ resourceId, eventId, at: Date.now() });
+        return json(200, { value: 'Acknowledged' });
+      }
+      if (req.method !== 'POST' || !req.url.startsWith('/providers/Microsoft.ResourceGraph/resources?api-version=2022-10-01'))
+        return json(404, { error: { code: 'NotFound', message: `no route ${req.method} ${req.url}` } });
       const q = JSON.parse(req.body) as { subscriptions?: unknown; query?: unknown; options?: { $skipToken?: unknown } };
       if (typeof q.query !== 'string' || !q.query.startsWith('maintenanceresources'))
         return json(400, { error: { code: 'BadRequest', message: 'the query is not of maintenanceresources' } });

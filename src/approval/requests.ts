@@ -26,11 +26,14 @@ export class HttpError extends BridgeError {
  * and on the relay also `vm`, the VM's resource id (or its name when it has none).
  */
 export function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string; force: boolean };
-export function parseApprovalBody(body: Buffer, withVm: true): { vm: string; eventId: string; approver: string; reason: string };
+export function parseApprovalBody(
+  body: Buffer,
+  withVm: true,
+): { vm: string; eventId: string; approver: string; reason: string; via?: 'arm' };
 export function parseApprovalBody(
   body: Buffer,
   withVm = false,
-): { vm?: string; eventId: string; approver: string; reason: string; force?: boolean } {
+): { vm?: string; eventId: string; approver: string; reason: string; force?: boolean; via?: 'arm' } {
   let v: unknown;
   try {
     v = JSON.parse(utf8(body));
@@ -39,7 +42,7 @@ export function parseApprovalBody(
   }
   const o = v as Record<string, unknown> | null;
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new HttpError(400, 'MALFORMED', 'the body must be a JSON object');
-  const fields = withVm ? ['vm', 'eventId', 'approver', 'reason'] : ['eventId', 'approver', 'reason', 'force'];
+  const fields = withVm ? ['vm', 'eventId', 'approver', 'reason', 'via'] : ['eventId', 'approver', 'reason', 'force'];
   const bad = Object.keys(o).filter((k) => !fields.includes(k));
   if (bad.length > 0) throw new HttpError(400, 'MALFORMED', `unknown field ${bad[0]}`);
   // eslint-disable-next-line no-control-regex -- control characters are what this refuses
@@ -53,11 +56,13 @@ export function parseApprovalBody(
   }
   if (o.reason !== undefined && (typeof o.reason !== 'string' || o.reason.length > 2000))
     throw new HttpError(400, 'MALFORMED', 'reason must be a string of at most 2000 characters');
+  if (o.via !== undefined && o.via !== 'arm')
+    throw new HttpError(400, 'MALFORMED', 'via must be "arm" (through Resource Manager), or left out (through the VM\'s bridge)');
   if (o.force !== undefined && typeof o.force !== 'boolean') throw new HttpError(400, 'MALFORMED', 'force must be true or false');
   if (o.force === true && (typeof o.reason !== 'string' || o.reason.trim() === ''))
     throw new HttpError(400, 'MALFORMED', 'a forced approval needs a reason: it goes past the fleet budget or a blackout, on the record');
   return {
-    ...(withVm ? { vm: o.vm as string } : { force: o.force === true }),
+    ...(withVm ? { vm: o.vm as string, ...(o.via === 'arm' ? { via: 'arm' as const } : {}) } : { force: o.force === true }),
     eventId: o.eventId,
     approver: o.approver ?? 'api',
     reason: o.reason ?? '',

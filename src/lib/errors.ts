@@ -109,6 +109,9 @@ export const CODES = {
   TOPIC_NOT_ALLOWED: 'an Event Grid delivery or handshake from a topic outside azure.subscriptions (403; nothing kept)',
   RELAY_UNWATCHED: "Azure lists a VM's scheduled event that no bridge watches (an unwatched CloudEvent from the relay)",
   RELAY_SINK_FAILED: "one of the relay's CloudEvents could not be delivered to a sink of its own",
+  ARM_UNAVAILABLE: 'Resource Manager could not be reached for an approval via: arm (503; nothing was approved)',
+  ARM_REFUSED: 'Resource Manager refused an approval via: arm (502 with what it said: a role missing, a preview not enabled)',
+  ARM_CONFLICT: 'Resource Manager answered 409 to an approval via: arm (the event is in another state)',
   RESOURCE_GRAPH_FAILED: "a Resource Graph query for the fleet's scheduled events failed; it is asked again at the next interval",
   // every HTTP server of the bridge
   BAD_REQUEST: 'the request is malformed (400)',

@@ -24,7 +24,7 @@ export interface UnwatchedInfo {
   /** Its member's last heartbeat, when it has a record. */
   readonly heartbeatAt: string | null;
   /** Where Azure's record came from: an Event Grid delivery, or Resource Graph. */
-  readonly source: 'eventgrid' | 'resourcegraph';
+  readonly source: 'eventgrid' | 'resourcegraph' | 'relay';
   /** When the relay first had Azure's record of it. */
   readonly firstSeenAt: string;
 }

@@ -17,11 +17,12 @@ import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
 import { startRelay, type RunningRelay } from '../../src/fleet/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { EventGridDelivery, eventGridEvent, ResourceGraphStandIn, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
+import { EventGridDelivery, eventGridEvent, ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
 import { ROOT, waitFor } from '../helpers.ts';
 
 const READ_KEY = 'fleet-read-key-0123456789';
@@ -65,7 +66,15 @@ async function relay(container: string, azure: Record<string, unknown>): Promise
     fleet: { store: store(container), cacheMs: 0 },
     readKeys: [READ_KEY],
     azure: { subscriptions: [SUBSCRIPTION], checkSeconds: 3600, ...azure },
-    sinks: [{ name: 'ops', type: 'webhook', mode: 'structured', url: `${hook.url}/unwatched`, delivery: { initialBackoffMs: 50, maxBackoffMs: 100 } }],
+    sinks: [
+      {
+        name: 'ops',
+        type: 'webhook',
+        mode: 'structured',
+        url: `${hook.url}/unwatched`,
+        delivery: { initialBackoffMs: 50, maxBackoffMs: 100 },
+      },
+    ],
   });
   const r = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
   relays.push(r);
@@ -81,16 +90,31 @@ async function events(r: RunningRelay, query = ''): Promise<Record<string, any>[
 /** the CloudEvents the relays' sink received */
 const said = () => hook.requests.map((q) => JSON.parse(q.body) as Record<string, any>);
 
-function member(container: string, vm: string): Promise<Harness> {
+function member(container: string, vm: string, fleet: Record<string, unknown> = {}, rules: unknown[] = []): Promise<Harness> {
   return startBridge({
     sim: { vmName: vm, peers: [], tickMs: 10 },
-    config: { fleet: { group: 'az', store: store(container), heartbeatSeconds: 5 } },
+    config: { approval: { rules }, fleet: { group: 'az', store: store(container), heartbeatSeconds: 5, ...fleet } },
   });
 }
 
+/** POST /v1/approvals to the relay, signed with the API secret. */
+async function approve(r: RunningRelay, body: Record<string, unknown>) {
+  const text = JSON.stringify(body);
+  const res = await fetch(`${r.url}/v1/approvals`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random().toString(36).slice(2)}`, text),
+    },
+    body: text,
+    signal: AbortSignal.timeout(15_000),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, any> };
+}
+
 /** a member whose bridge stopped long ago: its record, written as the bridge wrote it, three heartbeats old and more */
-async function stoppedMember(container: string, name: string, eventId: string): Promise<void> {
-  const s = await openFleetStore(store(container) as never, 'az');
+async function stoppedMember(container: string, name: string, eventId: string, group = 'az'): Promise<void> {
+  const s = await openFleetStore(store(container) as never, group);
   const resourceId = vmId(name);
   const key = memberKey({ name, resourceId });
   const at = new Date(Date.now() - 3_600_000).toISOString();
@@ -204,12 +228,12 @@ describe("Azure's feed: nothing unwatched", () => {
   });
 
   it('Resource Graph: maintenanceresources queried with the managed identity, every page read, an unwatched VM said', async () => {
-    const graph = new ResourceGraphStandIn(TLS, 2);
+    const graph = new ArmStandIn(TLS, 2);
     await graph.peer.listen();
     try {
       graph.rows = ['rg1', 'rg2', 'rg3'].map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: `E-RG-${i}` }));
       const caFile = join(ROOT, 'test/fixtures/tls/cert.pem');
-      const r = await relay('azure-graph', { resourceGraph: { endpoint: graph.peer.url, intervalSeconds: 3600, caFile } });
+      const r = await relay('azure-graph', { resourceGraph: { intervalSeconds: 3600 }, arm: { endpoint: graph.peer.url, caFile } });
       await waitFor(async () => (await events(r)).length === 3, 'the three rows kept', 20_000, 100);
       // two pages, each with a token for Resource Manager's own origin, naming the subscriptions
       expect(graph.asked.map((a) => a.skipToken)).toEqual([undefined, '2']);
@@ -269,4 +293,70 @@ describe("Azure's feed: nothing unwatched", () => {
       await jwks.close();
     }
   });
+
+  it("approval via arm: VMs with no bridge approved through Resource Manager; a stopped member waits for its group's slot, then is approved in its name; who asked is kept", async () => {
+    const arm = new ArmStandIn(TLS, 50);
+    await arm.peer.listen();
+    try {
+      const container = 'azure-arm';
+      // keeper holds its group's one slot: approved by policy, its maintenance Started until the test ends it
+      const keeper = await member(container, 'keeper', { group: 'arm', maxUnavailable: 1, retryMs: 200 }, [
+        { match: {}, action: 'approve' },
+      ]);
+      const ek = keeper.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000 });
+      await waitFor(() => keeper.sim.startRequests.length === 1, "keeper's approval");
+      await stoppedMember(container, 'halted2', 'E-H2', 'arm');
+      const ghosts = ['ghostA', 'ghostB', 'ghostC'];
+      arm.rows = [
+        ...ghosts.map((n) => scheduledEventOf({ resourceId: vmId(n), eventId: `E-${n}` })),
+        scheduledEventOf({ resourceId: vmId('halted2'), eventId: 'E-H2' }),
+        scheduledEventOf({ resourceId: keeper.bridge.identity.resourceId!, eventId: ek.eventId, status: 'Started' }),
+      ];
+      const caFile = join(ROOT, 'test/fixtures/tls/cert.pem');
+      const r = await relay(container, {
+        resourceGraph: { intervalSeconds: 3600 },
+        arm: { endpoint: arm.peer.url, caFile },
+        unwatchedAfterSeconds: 5,
+      });
+      await waitFor(async () => (await r.feed!.check(0), said().length === 4), 'four unwatched', 20_000, 200);
+
+      for (const n of ghosts) {
+        const a = await approve(r, { vm: vmId(n), eventId: `E-${n}`, approver: 'oncall', via: 'arm' });
+        expect(a).toMatchObject({ status: 200, json: { status: 'approved', via: 'arm', approvedBy: 'oncall', vm: n } });
+      }
+      expect(arm.acknowledged.map((x) => x.eventId)).toEqual(['E-ghostA', 'E-ghostB', 'E-ghostC']);
+      // the stopped member of group arm waits: keeper holds the group's one slot
+      const held = await approve(r, { vm: vmId('halted2'), eventId: 'E-H2', approver: 'oncall', via: 'arm', reason: 'its bridge is gone' });
+      expect(held).toMatchObject({ status: 409, json: { status: 'held', error: { code: 'HELD' } } });
+      expect(held.json.error.message).toMatch(/held by keeper/);
+      expect(arm.acknowledged).toHaveLength(3);
+      // keeper's maintenance ends; it gives its slot back; now the relay takes it in halted2's name
+      keeper.sim.removeEvent(ek.eventId);
+      const fleet = async () =>
+        (await (await fetch(`${r.url}/v1/fleet`, { headers: { authorization: `Bearer ${READ_KEY}` } })).json()) as Record<string, any>;
+      await waitFor(async () => (await fleet()).groups.find((g: any) => g.group === 'arm').slots.length === 0, "keeper's slot given back");
+      const ok = await approve(r, { vm: 'halted2', eventId: 'E-H2', approver: 'oncall', via: 'arm', reason: 'its bridge is gone' });
+      expect(ok).toMatchObject({ status: 200, json: { status: 'approved', via: 'arm', vm: 'halted2' } });
+      expect((await fleet()).groups.find((g: any) => g.group === 'arm').slots).toMatchObject([{ vm: 'halted2', eventId: 'E-H2' }]);
+      // once only; who asked is in the record every replica reads
+      expect(await approve(r, { vm: vmId('ghostA'), eventId: 'E-ghostA', via: 'arm' })).toMatchObject({
+        status: 200,
+        json: { status: 'already-approved', approvedBy: 'oncall' },
+      });
+      expect(arm.acknowledged).toHaveLength(4);
+      const listed = await events(r);
+      expect(listed.find((e) => e.vm === 'halted2')).toMatchObject({
+        azure: { acknowledged: { by: 'oncall', reason: 'its bridge is gone' } },
+      });
+      // an event no record lists, and a via that is not arm
+      expect(await approve(r, { vm: vmId('ghostA'), eventId: 'E-NONE', via: 'arm' })).toMatchObject({
+        status: 404,
+        json: { error: { code: 'UNKNOWN_EVENT' } },
+      });
+      expect(await approve(r, { vm: vmId('ghostA'), eventId: 'E-ghostB', via: 'carrier-pigeon' })).toMatchObject({ status: 400 });
+      expect(arm.acknowledged).toHaveLength(4);
+    } finally {
+      await arm.peer.close();
+    }
+  }, 60_000);
 });

@@ -87,19 +87,24 @@ export const AzureFeedConfig = z
     resourceGraph: z
       .strictObject({
         intervalSeconds: z.number().int().min(10).max(3600).default(60).describe('How often maintenanceresources is queried.'),
+      })
+      .optional()
+      .describe(
+        "Query Resource Graph's maintenanceresources table for the subscriptions' scheduled events (a second source beside Event Grid), through arm.",
+      ),
+    arm: z
+      .strictObject({
         endpoint: httpUrl.default('https://management.azure.com').describe('Resource Manager (another cloud, or a stand-in).'),
         credential: CredentialConfig.optional().describe("The relay's Entra ID credential; default: its managed identity."),
-        timeoutMs: z.number().int().min(500).max(60_000).default(15_000).describe('The deadline of one query request.'),
+        timeoutMs: z.number().int().min(500).max(60_000).default(15_000).describe('The deadline of one request to Resource Manager.'),
         caFile: z
           .string()
           .min(1)
           .optional()
           .describe("A PEM file of the CA(s) to trust for endpoint, beside the system's (a private cloud, or a stand-in)."),
       })
-      .optional()
-      .describe(
-        "Query Resource Graph's maintenanceresources table for the subscriptions' scheduled events (a second source beside Event Grid).",
-      ),
+      .prefault({})
+      .describe("Resource Manager, for Resource Graph and for approvals `via: arm` (Scheduled Events Contributor on the VMs' scope)."),
   })
   .describe("Azure's own feed of the fleet's scheduled events, beside what the members say: the proof that none was missed.");
 export type AzureFeedConfig = z.infer<typeof AzureFeedConfig>;

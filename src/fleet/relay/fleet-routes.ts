@@ -15,6 +15,7 @@ import type { FleetReader, FleetSnapshot } from '../view/snapshot.ts';
 import { staleAt } from '../budget/records.ts';
 import { readEventGrid } from './eventgrid.ts';
 import type { AzureFeed } from './azure-feed.ts';
+import type { ArmApprovals } from './arm-approval.ts';
 import type { RelayConfig } from './config.ts';
 import type { RelayMetrics } from './bus.ts';
 
@@ -35,9 +36,17 @@ export class FleetRoutes {
   readonly #feed: AzureFeed | null;
   readonly #metrics: RelayMetrics;
   readonly #entra: EntraTokens | null;
+  readonly #arm: ArmApprovals | null;
 
-  constructor(o: { config: RelayConfig; reader: FleetReader | null; feed: AzureFeed | null; metrics: RelayMetrics }) {
+  constructor(o: {
+    config: RelayConfig;
+    reader: FleetReader | null;
+    feed: AzureFeed | null;
+    arm: ArmApprovals | null;
+    metrics: RelayMetrics;
+  }) {
     this.#config = o.config;
+    this.#arm = o.arm;
     this.#reader = o.reader;
     this.#feed = o.feed;
     this.#metrics = o.metrics;
@@ -115,6 +124,14 @@ export class FleetRoutes {
     const all = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now(), filter);
     const p = page(all, limit, cursor);
     return sendJson(res, 200, { readAt: new Date(s.readAt).toISOString(), total: all.length, events: p.events, next: p.next });
+  }
+
+  // ----- approvals through Resource Manager ----------------------------------------------------
+
+  /** POST /v1/approvals with `via: "arm"` (its signature verified already): approved through Resource Manager, past the group's budget first. */
+  async approveArm(res: ServerResponse, input: { vm: string; eventId: string; approver: string; reason: string }): Promise<void> {
+    if (this.#arm === null) throw new HttpError(404, 'NOT_FOUND', "approvals via arm need fleet and azure in the relay's configuration");
+    return sendJson(res, 200, await this.#arm.approve(input.vm, input.eventId, input.approver, input.reason));
   }
 
   // ----- Azure's feed ---------------------------------------------------------------------------

@@ -23,6 +23,8 @@ import { FleetReader } from '../view/snapshot.ts';
 import { RelaySinks } from './sinks.ts';
 import { AzureFeed } from './azure-feed.ts';
 import { ResourceGraphPoll } from './resource-graph.ts';
+import { ArmClient } from './arm.ts';
+import { ArmApprovals } from './arm-approval.ts';
 
 export interface RunningRelay {
   readonly url: string;
@@ -36,7 +38,8 @@ export interface RunningRelay {
 /** The relay's fleet parts: the store reader, its own sinks, Azure's feed and its loops. */
 async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMetrics, replica: string, stdout: NodeJS.WritableStream) {
   const f = config.fleet;
-  if (f === undefined) return { reader: null, sinks: null, feed: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
+  const none = { arm: null, approvals: null, feed: null };
+  if (f === undefined) return { ...none, reader: null, sinks: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
   const reader = new FleetReader({
     ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs },
     onRead: (ok) => metrics.fleetReads.inc({ result: ok ? 'ok' : 'failed' }),
@@ -44,10 +47,13 @@ async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMet
   await reader.open();
   const sinks = await RelaySinks.create(config.sinks, logger, stdout, (sink, result) => metrics.sinkOutcomes.inc({ sink, result }));
   const azure = config.azure;
-  if (azure === undefined) return { reader, sinks, feed: null, loops: [] };
+  if (azure === undefined) return { ...none, reader, sinks, loops: [] };
+  const arm = new ArmClient(azure.arm);
+  const approvals = new ArmApprovals({ config, reader, arm, logger });
   const feed = new AzureFeed({ config: azure, reader, sinks, logger, metrics, replica });
-  const graph = azure.resourceGraph === undefined ? null : new ResourceGraphPoll({ config: azure, feed, logger, metrics });
-  return { reader, sinks, feed, loops: [(s: AbortSignal) => feed.run(s), ...(graph === null ? [] : [(s: AbortSignal) => graph.run(s)])] };
+  const graph = azure.resourceGraph === undefined ? null : new ResourceGraphPoll({ config: azure, arm, feed, logger, metrics });
+  const loops = [(s: AbortSignal) => feed.run(s), ...(graph === null ? [] : [(s: AbortSignal) => graph.run(s)])];
+  return { arm, approvals, reader, sinks, feed, loops };
 }
 
 /** startRelay connects to Service Bus, starts holding its replies session and listens. */
@@ -67,7 +73,7 @@ export async function startRelay(
   let url: string;
   try {
     parts = await fleetParts(config, logger, metrics, bus.replySession, stdout);
-    const fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, metrics });
+    const fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, arm: parts.approvals, metrics });
     server = new RelayServer({ config, bus, metrics, logger, fleet });
     url = await server.listen(listenAt.host, listenAt.port);
   } catch (err) {
@@ -76,11 +82,12 @@ export async function startRelay(
     await listening;
     await parts?.sinks?.close();
     await parts?.reader?.close();
+    parts?.arm?.close();
     throw err;
   }
   const loops = parts.loops.map((run) => run(abort.signal));
   const running = server;
-  const { reader, sinks } = parts;
+  const { reader, sinks, arm } = parts;
   logger.info(
     { url, queue: config.serviceBus.queue, replies: config.serviceBus.replies, replySession: bus.replySession },
     'relay listening',
@@ -98,6 +105,7 @@ export async function startRelay(
       await listening;
       await sinks?.close();
       await reader?.close();
+      arm?.close();
     },
   };
 }

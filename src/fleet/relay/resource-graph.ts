@@ -7,12 +7,9 @@
  * @azure/arm-resourcegraph, whose generated client and models would be loaded for one call.
  * https://learn.microsoft.com/rest/api/azureresourcegraph/resourcegraph/resources/resources
  */
-import { readFileSync } from 'node:fs';
-import type { TokenCredential } from '@azure/core-auth';
 import type { Logger } from 'pino';
-import { createCredential } from '../../azure/credentials.ts';
-import { errorFields, messageOf } from '../../lib/errors.ts';
-import { HttpClient } from '../../lib/http-client.ts';
+import { errorFields } from '../../lib/errors.ts';
+import type { ArmClient } from './arm.ts';
 import { sleep, spread } from '../../lib/time.ts';
 import { azureEventOf, type AzureEvent } from '../view/azure.ts';
 import type { AzureFeed } from './azure-feed.ts';
@@ -27,21 +24,19 @@ const PAGE_ROWS = 1000;
 export class ResourceGraphPoll {
   readonly #config: AzureFeedConfig;
   readonly #graph: NonNullable<AzureFeedConfig['resourceGraph']>;
+  readonly #arm: ArmClient;
   readonly #feed: AzureFeed;
   readonly #logger: Logger;
   readonly #metrics: RelayMetrics;
-  readonly #http: HttpClient;
-  #credential: Promise<TokenCredential> | null = null;
   #failing = false;
 
-  constructor(o: { config: AzureFeedConfig; feed: AzureFeed; logger: Logger; metrics: RelayMetrics }) {
+  constructor(o: { config: AzureFeedConfig; arm: ArmClient; feed: AzureFeed; logger: Logger; metrics: RelayMetrics }) {
     this.#config = o.config;
     this.#graph = o.config.resourceGraph!;
+    this.#arm = o.arm;
     this.#feed = o.feed;
     this.#logger = o.logger;
     this.#metrics = o.metrics;
-    const ca = this.#graph.caFile === undefined ? undefined : readFileSync(this.#graph.caFile, 'utf8');
-    this.#http = new HttpClient({ proxy: 'env', maxSockets: 2, ...(ca === undefined ? {} : { ca }) });
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -49,7 +44,6 @@ export class ResourceGraphPoll {
       await this.poll(signal);
       await sleep(spread(this.#graph.intervalSeconds * 1000, 0.1), signal).catch(() => undefined);
     }
-    this.#http.close();
   }
 
   /** poll runs the query once and keeps what it lists; how many rows it read (never throws). */
@@ -73,16 +67,8 @@ export class ResourceGraphPoll {
     }
   }
 
-  async #token(): Promise<string> {
-    this.#credential ??= createCredential(this.#graph.credential ?? { kind: 'managedIdentity' });
-    const scope = `${new URL(this.#graph.endpoint).origin}/.default`;
-    const t = await (await this.#credential).getToken(scope);
-    if (t === null) throw new Error('no token for Resource Manager');
-    return t.token;
-  }
-
   async #query(signal?: AbortSignal): Promise<AzureEvent[]> {
-    const url = new URL(`/providers/Microsoft.ResourceGraph/resources?api-version=${RESOURCE_GRAPH_API}`, this.#graph.endpoint);
+    const path = `/providers/Microsoft.ResourceGraph/resources?api-version=${RESOURCE_GRAPH_API}`;
     const events: AzureEvent[] = [];
     let skipToken: string | undefined;
     const now = new Date().toISOString();
@@ -92,18 +78,9 @@ export class ResourceGraphPoll {
         query: MAINTENANCE_QUERY,
         options: { $top: PAGE_ROWS, resultFormat: 'objectArray', ...(skipToken === undefined ? {} : { $skipToken: skipToken }) },
       });
-      const deadline = AbortSignal.timeout(this.#graph.timeoutMs);
-      const res = await this.#http.request(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${await this.#token()}`, 'content-type': 'application/json' },
-        body,
-        signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
-        maxBodyBytes: 16 * 1024 * 1024,
-        onOverflow: 'destroy',
-      });
-      const text = res.bytes.toString('utf8');
-      if (res.status !== 200) throw new Error(`Resource Graph answered ${res.status}: ${errorOf(text)}`);
-      const answer = JSON.parse(text) as { data?: unknown; $skipToken?: unknown };
+      const res = await this.#arm.post(path, body, signal);
+      if (res.status !== 200) throw new Error(`Resource Graph answered ${res.status}: ${res.error}`);
+      const answer = res.json as { data?: unknown; $skipToken?: unknown };
       const rows = Array.isArray(answer.data) ? (answer.data as unknown[]) : [];
       for (const row of rows) {
         if (typeof row !== 'object' || row === null) continue;
@@ -117,15 +94,4 @@ export class ResourceGraphPoll {
     }
     return events;
   }
-}
-
-/** errorOf: what an ARM error body says (`{error: {code, message}}`), or its start. */
-function errorOf(text: string): string {
-  try {
-    const e = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
-    if (e !== undefined) return `${e.code ?? ''} ${e.message ?? ''}`.trim();
-  } catch {
-    // not JSON
-  }
-  return messageOf(text.slice(0, 200));
 }

@@ -39,13 +39,14 @@ export interface AzureRecord {
   readonly notBefore: string | null;
   readonly durationInSeconds: number;
   readonly description: string;
-  readonly source: 'eventgrid' | 'resourcegraph';
+  /** Where the relay learnt of it: an Event Grid delivery, Resource Graph, or its own approval through Resource Manager (`relay`). */
+  readonly source: 'eventgrid' | 'resourcegraph' | 'relay';
   readonly firstSeenAt: string;
   readonly updatedAt: string;
   /** The VMs said to be unwatched, each once. */
   readonly unwatched: readonly Unwatched[];
   /** Approved through Resource Manager by the relay (`via: arm`), by whom and when. */
-  readonly acknowledged?: { readonly by: string; readonly at: string };
+  readonly acknowledged?: { readonly by: string; readonly at: string; readonly reason?: string };
 }
 
 const text = z.string().max(2048);
@@ -59,11 +60,11 @@ export const AzureRecordSchema: z.ZodType<AzureRecord> = z.object({
   notBefore: text.nullable(),
   durationInSeconds: z.number(),
   description: z.string().max(4096),
-  source: z.enum(['eventgrid', 'resourcegraph']),
+  source: z.enum(['eventgrid', 'resourcegraph', 'relay']),
   firstSeenAt: text,
   updatedAt: text,
   unwatched: z.array(z.object({ vm: text, why: z.enum(['no-member', 'stale-member', 'not-listed']), at: text, by: text.max(200) })),
-  acknowledged: z.object({ by: text, at: text }).optional(),
+  acknowledged: z.object({ by: text, at: text, reason: z.string().max(2000).optional() }).optional(),
 });
 
 export const AZURE_PREFIX = 'azure-';

@@ -55,7 +55,9 @@ const lower = (s: string | null | undefined) => (s ?? '').toLowerCase();
 export function targetsOf(r: AzureRecord, groups: readonly GroupStatus[]): Target[] {
   const all = groups.flatMap((g) => g.members.map((member) => ({ group: g.group, member })));
   if (!/\/virtualmachinescalesets\/[^/]+$/.test(r.resourceId) || r.resources.length === 0) {
-    const vm = r.resourceId.slice(r.resourceId.lastIndexOf('/') + 1);
+    // the VM's name as Azure spells it in Resources (the resource id is kept in lower case)
+    const last = r.resourceId.slice(r.resourceId.lastIndexOf('/') + 1);
+    const vm = r.resources.find((n) => lower(n) === last) ?? last;
     return [{ vm, members: all.filter((m) => lower(m.member.resourceId) === r.resourceId) }];
   }
   return r.resources.map((name) => ({

@@ -11,6 +11,10 @@ import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdO
 import { groupText, readGroup } from '../fleet/budget/group.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
+import { ConfigError, loadFileWith } from '../config/load.ts';
+import { RelayConfig } from '../fleet/relay/config.ts';
+import { FleetReader } from '../fleet/view/snapshot.ts';
+import { fleetEvents } from '../fleet/view/events.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
@@ -43,7 +47,8 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
   if (verb === 'status') {
-    const { values } = parse(rest, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
+    const { values } = parse(rest, { ...CONFIG_OPTIONS, json: { type: 'boolean' }, 'relay-config': { type: 'string' } });
+    if (values['relay-config'] !== undefined) return fleetOfRelay(values['relay-config'], values.json === true);
     const loaded = await loadOrReport(values, needs.sections('fleet'));
     if (loaded === null) return EXIT.usage;
     const fleet = loaded.config.fleet;
@@ -63,4 +68,51 @@ export async function main(argv: string[]): Promise<number> {
     }
   }
   throw new UsageError('fleet needs keys, link-key --vm ID, public-key or status');
+}
+
+/** fleetOfRelay: every group of the relay's fleet store, and what no bridge watches, read once. */
+async function fleetOfRelay(path: string, json: boolean): Promise<number> {
+  let config: RelayConfig;
+  try {
+    config = loadFileWith(RelayConfig, path);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return EXIT.usage;
+  }
+  if (config.fleet === undefined) {
+    process.stderr.write(`${path}: fleet is not configured, so the relay has no fleet store to read\n`);
+    return EXIT.usage;
+  }
+  const reader = new FleetReader({ store: config.fleet.store, timeoutMs: config.fleet.storeTimeoutMs, cacheMs: 0 });
+  try {
+    await reader.open();
+    const s = await reader.read();
+    const events = fleetEvents(s, { afterSeconds: config.azure?.unwatchedAfterSeconds }, Date.now());
+    const unwatched = events.filter((e) => e.unwatched !== undefined);
+    if (json) process.stdout.write(`${JSON.stringify({ store: s.store, groups: s.groups, unwatched, unread: s.unread }, null, 2)}\n`);
+    else {
+      const parts = s.groups.map((g) => groupText(g, table));
+      parts.push(
+        unwatched.length === 0
+          ? `Unwatched: none${config.azure === undefined ? " (Azure's feed is not configured)" : ''}\n`
+          : `Unwatched (Azure lists them, no bridge watches them):\n${table(
+              ['VM', 'EVENT ID', 'TYPE', 'STATUS', 'NOT BEFORE', 'WHY', 'APPROVED'],
+              unwatched.map((e) => [
+                ...[e.vm, e.eventId, e.eventType, e.status, e.notBefore ?? '-', e.unwatched!.why],
+                e.azure?.acknowledged === undefined ? '-' : `by ${e.azure.acknowledged.by} through Resource Manager`,
+              ]),
+            )}\n`,
+      );
+      for (const u of s.unread) parts.push(`Could not read ${u.what}: ${u.why}.\n`);
+      process.stdout.write(parts.join('\n'));
+    }
+    return s.unread.length === 0 ? EXIT.ok : EXIT.failure;
+  } catch (err) {
+    const e = errorFields(err);
+    process.stderr.write(`se-bridge fleet status: ${e.code}: ${e.err}\n`);
+    return EXIT.failure;
+  } finally {
+    await reader.close();
+  }
 }

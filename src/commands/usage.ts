@@ -65,12 +65,18 @@ ${CONFIG}
   --json              one JSON document
 `,
   approve: `Usage: se-bridge approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
+       se-bridge approve EVENTID --relay URL --vm ID [--via arm] [--reason TEXT] [--json]
 
-Approves an event through the running daemon's approval server (the same path as every approval).
+Approves an event through the running daemon's approval server (the same path as every approval),
+or through the fleet's relay (its POST /v1/approvals, signed with $SE_BRIDGE_RELAY_API_SECRET).
 
 ${CONFIG}
   --reason TEXT       kept with the approval record
   --force             past the fleet budget or a blackout of the calendar, on the record (needs --reason)
+  --relay URL         the relay's URL: the approval goes to the VM named by --vm, through its bridge
+  --vm ID             with --relay: the VM's resource id (or its name)
+  --via arm           with --relay: through Azure Resource Manager with the relay's identity (a VM with
+                      no bridge, or one that cannot be reached), past its group's budget first
   --json              the answer as JSON
 `,
   'dead-letters': `Usage: se-bridge dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
@@ -91,19 +97,23 @@ Runs the fleet's approval endpoint: signs approvals as commands to each VM's Ser
 
   -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
 `,
-  fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE] [--env-file FILE] [--json]
+  fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
 
   keys                a new relay signing key pair and fleet key (JSON)
   link-key --vm ID    a VM's link key, from $SE_BRIDGE_FLEET_KEY and the VM's resource id
   public-key          the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
-  status              the fleet budget's group: members, their windows, who holds the slots
+  status              the fleet budget's group (or, with --relay-config, every group and what is unwatched)
 `,
   'fleet status': `Usage: se-bridge fleet status [--config FILE] [--env-file FILE] [--json]
+       se-bridge fleet status --relay-config FILE [--json]
 
 Reads the fleet budget's store once: the group's members with their pending events and last
 heartbeat (stopped ones marked), who holds the slots and since when, and a collision foretold.
+With --relay-config, reads the relay's fleet store: every group at once, the events Azure's feed
+lists that no bridge watches, and the stale members.
 
 ${CONFIG}
+  --relay-config FILE the relay's configuration (its fleet.store), instead of a member's
   --json              one JSON document
 `,
   'fleet keys': `Usage: se-bridge fleet keys

@@ -23,6 +23,8 @@
  *      bridges in one group, over both stores; a daemon's memory with and without `fleet`;
  *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
  *      members (bench/fleet-cost.ts); F3. one group across 30 bridges as processes (bench/fleet-processes.ts).
+ *   V. the fleet view: an event at a VM to its place in the relay's GET /v1/fleet/events, the
+ *      store's requests per relay request, the relay's memory, at 20 and 100 members (bench/fleet-view.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -38,6 +40,7 @@ import { phaseTemplates } from './templates.ts';
 import { phaseBudget } from './budget.ts';
 import { phaseFleetCost } from './fleet-cost.ts';
 import { phaseFleetProcesses } from './fleet-processes.ts';
+import { phaseFleetView } from './fleet-view.ts';
 
 try {
   const machine = {
@@ -84,6 +87,8 @@ try {
   const cost = await phaseFleetCost(quick ? [10, 100] : [10, 100, 300]);
   log('F3: a fleet budget across 30 bridges as processes (one group of 3 slots, every maintenance at once)');
   const processes = await phaseFleetProcesses(quick ? 12 : 30);
+  log('V: the fleet view (20 and 100 bridges, the relay as a process, a reader 10 times a second)');
+  const view = await phaseFleetView(quick ? [20] : [20, 100]);
 
   const strip = (d: ReturnType<typeof dist>) => ({
     n: d.n,
@@ -125,6 +130,7 @@ try {
       storeCost: cost,
       processes: { ...processes, releaseToNextStart: strip(processes.releaseToNextStart) },
     },
+    fleetView: view.map((v) => ({ ...v, toListedMs: strip(v.toListedMs) })),
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(ROOT, 'docs', 'latency.svg'), svg(latency));
@@ -239,6 +245,13 @@ try {
     `| fleet budget across ${processes.members} bridges as processes, ${processes.maxUnavailable} slots, every maintenance at once (policy, IMDS read every 1 s, retryMs 2 s) | approved | most down at once | served out of the queue's order | a slot given back to the next StartRequests: p50 | p90 | max | lost writes per hand-off |`,
     '|---|---|---|---|---|---|---|---|',
     `| Blob Storage (Azurite), ${processes.waveSeconds} s for the wave, ${processes.requestsPerMemberPerMinute} requests per member per minute | ${processes.approved} | ${processes.mostDownAtOnce} | ${processes.servedOutOfOrder} (grant ${processes.outOfOrderRanks.join(', ') || '-'}) | ${Math.round(processes.releaseToNextStart.p50)} ms | ${Math.round(processes.releaseToNextStart.p90)} ms | ${Math.round(processes.releaseToNextStart.max)} ms | ${processes.lostWritesPerHandOff} |`,
+    '',
+    '| the fleet view: a reader asks the relay GET /v1/fleet/events 10 times a second; each member\'s event appears in turn, 50 ms apart | event at its VM to listed: p50 | p99 | max | store requests per relay request | per minute | relay VmRSS |',
+    '|---|---|---|---|---|---|---|',
+    ...view.map(
+      (v) =>
+        `| ${v.members} bridges, Blob Storage (Azurite), cacheMs ${v.cacheMs} | ${Math.round(v.toListedMs.p50)} ms | ${Math.round(v.toListedMs.p99)} ms | ${Math.round(v.toListedMs.max)} ms | ${v.storeRequestsPerRelayRequest} | ${v.storeRequestsPerMinute} | ${v.relayRssMiB} MiB |`,
+    ),
     '',
     `| the package's daemon, one file sink, after ${quick ? 8 : 20} s | RSS |`,
     '|---|---|',

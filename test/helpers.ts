@@ -80,6 +80,8 @@ export const EXAMPLE_ENV: NodeJS.ProcessEnv = (() => {
     SE_BRIDGE_RELAY_PUBLIC_KEY: pair.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
     SE_BRIDGE_FLEET_KEY: key(32),
     SE_BRIDGE_API_SECRET: `whsec_${key(32)}`,
+    SE_BRIDGE_FLEET_READ_KEY: key(24),
+    SE_BRIDGE_EVENTGRID_KEY: key(24),
   };
 })();
 

@@ -26,13 +26,15 @@ Commands:
                                            the calendar now, and its windows and blackouts of the coming days
   approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
                                            approve an event through the running daemon (--force: past the fleet budget or a blackout)
+  approve EVENTID --relay URL --vm ID [--via arm] [--reason TEXT] [--json]
+                                           approve through the fleet's relay (--via arm: through Resource Manager)
   dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
                                            inspect or re-queue events that could not be delivered
   relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
-  fleet status [--config FILE] [--env-file FILE] [--json]
-                                           the fleet budget's group: members, windows, slots
+  fleet status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
+                                           the fleet budget's group (with the relay's file: every group, and what is unwatched)
   drill [--type TYPE] [--notice D] [--duration D] [--source S] [--sink NAME ...] [--prepare rehearse|real]
         [--cancel|--end] [--config FILE] [--env-file FILE] [--json]
                                            play one maintenance through the running daemon, end to end; nothing is asked of Azure

@@ -151,7 +151,7 @@ export const BridgeConfig = z.strictObject({
   server: ServerConfig.prefault({}),
   observability: ObservabilityConfig.prefault({}),
   fleet: FleetConfig.optional().describe(
-    'Fleet budget: early approvals never take more members of the group down at once than maxUnavailable.',
+    "The fleet: this VM's record in its group's store (the fleet view the relay reads) and, with maxUnavailable, the group's budget: early approvals never take more members down at once than it allows.",
   ),
   calendar: CalendarConfig.optional().describe(
     'When early approval is allowed: windows (for rules with within: windows) and blackouts (no early approval but a forced one), in one time zone.',

@@ -146,7 +146,8 @@ export function memberKey(vm: { readonly name: string; readonly resourceId: stri
 /** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */
 export function asSlot(value: unknown): SlotRecord {
   const r = SlotSchema.safeParse(value);
-  return r.success ? r.data : { member: null };
+  const slot: SlotRecord | null = r.success ? r.data : null;
+  return slot ?? { member: null };
 }
 
 /** live: the slot has a holder whose recorded end has not passed. */

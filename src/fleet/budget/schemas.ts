@@ -1,11 +1,11 @@
 /**
  * The schemas of the records a fleet store holds: what is read from a store is parsed, never cast
  * (parse.ts). Each text a member writes is bounded, so a record stays far below a store's limit.
+ * What they parse is the records' shapes of records.ts (parse.ts and records.ts check it).
  */
 import { z } from 'zod';
-import type { MemberRecord, SlotRecord } from './records.ts';
 
-export const SlotSchema: z.ZodType<SlotRecord> = z.object({
+export const SlotSchema = z.object({
   member: z.string().nullable(),
   vm: z.string().optional(),
   resourceId: z.string().nullable().optional(),
@@ -35,7 +35,7 @@ export const MemberEventSchema = z.object({
     .optional(),
 });
 
-export const MemberSchema: z.ZodType<MemberRecord> = z.object({
+export const MemberSchema = z.object({
   member: text,
   vm: text,
   resourceId: text.nullable(),

@@ -181,12 +181,11 @@ function matches(e: FleetEvent, f: EventFilter): boolean {
   return lower(e.status) === lower(f.status);
 }
 
-/** The order key: NotBefore (none last), VM, EventId. */
-export const keyOf = (e: Pick<FleetEvent, 'notBefore' | 'vm' | 'eventId'>): [string, string, string] => [
-  e.notBefore ?? '~',
-  e.vm,
-  e.eventId,
-];
+/** The order key: NotBefore (none last; in one ISO 8601 form, whoever wrote it), VM, EventId. */
+export const keyOf = (e: Pick<FleetEvent, 'notBefore' | 'vm' | 'eventId'>): [string, string, string] => {
+  const at = e.notBefore === null ? NaN : Date.parse(e.notBefore);
+  return [Number.isFinite(at) ? new Date(at).toISOString() : (e.notBefore ?? '~'), e.vm, e.eventId];
+};
 
 type Keyed = Pick<FleetEvent, 'notBefore' | 'vm' | 'eventId'>;
 

@@ -3,7 +3,7 @@
  * (https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/lease-v1/): what the
  * fleet budget's Lease store calls, with the real paths, bodies and status codes.
  *
- *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases?labelSelector=k=v,j!=w   LeaseList
+ *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases?labelSelector=k=v,j!=w,e,!n   LeaseList
  *   POST /apis/coordination.k8s.io/v1/namespaces/{ns}/leases          201; 409 AlreadyExists
  *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 404 NotFound
  *   PUT  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 409 Conflict when
@@ -63,15 +63,21 @@ export class LeaseRegistry {
   }
 
   #list(res: ServerResponse, ns: string, selector: string | null): void {
-    // equality-based requirements, as the API server reads them: k=v, k==v, k!=v (true also without the label)
+    // equality-based requirements, as the API server reads them: k=v, k==v, k!=v (true also without
+    // the label); and the set-based existence ones: k (the label is there), !k (it is not)
     const wanted = (selector ?? '')
       .split(',')
       .filter(Boolean)
-      .map((r) => /^([^!=]+)(!=|==|=)(.*)$/.exec(r.trim()))
-      .map((m) => ({ key: m?.[1] ?? '', not: m?.[2] === '!=', value: m?.[3] ?? '' }));
-    const items = [...this.leases.values()].filter(
-      (l) => l.metadata.namespace === ns && wanted.every((w) => (l.metadata.labels?.[w.key] === w.value) !== w.not),
-    );
+      .map((r) => r.trim())
+      .map((r) => {
+        const exists = /^(!?)([A-Za-z0-9._/-]+)$/.exec(r);
+        if (exists !== null) return { key: exists[2]!, not: exists[1] === '!', value: null };
+        const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(r);
+        return { key: m?.[1] ?? '', not: m?.[2] === '!=', value: m?.[3] ?? '' };
+      });
+    const holds = (l: Lease, w: (typeof wanted)[number]) =>
+      (w.value === null ? l.metadata.labels?.[w.key] !== undefined : l.metadata.labels?.[w.key] === w.value) !== w.not;
+    const items = [...this.leases.values()].filter((l) => l.metadata.namespace === ns && wanted.every((w) => holds(l, w)));
     json(res, 200, { kind: 'LeaseList', apiVersion: `${GROUP}/v1`, metadata: { resourceVersion: this.#nextRv() }, items: items.map(full) });
   }
 

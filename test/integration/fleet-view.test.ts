@@ -17,6 +17,7 @@ import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { start } from '../e2e/process.ts';
+import { EventGridDelivery, eventGridEvent, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
 
 export const READ_KEY = 'fleet-read-key-0123456789';
 let stores: FleetStores;
@@ -176,5 +177,32 @@ describe('the fleet view: every member in one store, read by the relay', () => {
     const closed = await startRelay(relayConfig(peer, fleetKeys()), pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
     relays.push(closed);
     expect(await read(closed, '/v1/fleet')).toMatchObject({ status: 404, json: { error: { code: 'NOT_FOUND' } } });
+  });
+
+  it("over Kubernetes Leases too: every group of the namespace read at once, and Azure's records kept beside them", async () => {
+    const lease = stores.config('kubernetes');
+    const hs = await Promise.all(
+      ['k0', 'k1', 'k2'].map((vm, i) =>
+        startBridge({
+          sim: { vmName: vm, peers: [], tickMs: 10 },
+          config: { fleet: { group: i === 2 ? 'fv-k2' : 'fv-k', store: lease, heartbeatSeconds: 5 } },
+        }),
+      ),
+    );
+    for (const h of hs) h.sim.addEvent({ noticeMs: 600_000 });
+    const config = relayConfig(peer, fleetKeys(), {
+      fleet: { store: lease, cacheMs: 0 },
+      readKeys: [READ_KEY],
+      azure: { subscriptions: [SUBSCRIPTION], checkSeconds: 3600, eventGrid: { key: 'an-event-grid-key-1234' } },
+    });
+    const r = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
+    relays.push(r);
+    await waitFor(async () => (await allEvents(r)).length === 3, "the three members' events", 20_000);
+    const grid = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=an-event-grid-key-1234`);
+    expect((await grid.deliver([eventGridEvent({ resourceId: vmId('ghost-k'), eventId: 'E-K' })])).status).toBe(200);
+    const list = await allEvents(r);
+    expect(list.map((e) => `${e.group}:${e.vm}`).sort()).toEqual(['fv-k2:k2', 'fv-k:k0', 'fv-k:k1', 'null:ghost-k']);
+    const fleet = await read(r, '/v1/fleet');
+    expect((fleet.json.groups as { group: string }[]).map((g) => g.group)).toEqual(['fv-k', 'fv-k2']);
   });
 });

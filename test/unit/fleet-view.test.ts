@@ -13,6 +13,17 @@ import type { FleetSnapshot } from '../../src/fleet/view/snapshot.ts';
 import type { GroupStatus } from '../../src/fleet/budget/group.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { eventGridEvent, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
+import { RelayConfig } from '../../src/fleet/relay/config.ts';
+import { newFleetKeys } from '../../src/fleet/keys.ts';
+import { configProblems } from '../helpers.ts';
+
+const keys = newFleetKeys();
+/** A relay's configuration without the fleet view, valid as it is. */
+const relayBase = {
+  serviceBus: { connectionString: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0LWtleQ==' },
+  signingKey: keys.signingKey,
+  fleetKey: keys.fleetKey,
+};
 
 const NOW = Date.parse('2026-11-27T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -228,5 +239,36 @@ describe("the relay's unwatched CloudEvent", () => {
     expect(chat.plainWords).toMatch(
       /^Azure lists maintenance \(Reboot, Scheduled\) that no bridge watches: its bridge stopped \(last heard/,
     );
+  });
+});
+
+describe('the configuration of the fleet view', () => {
+  it('a member without a budget is valid; the reserved group is refused by its path', () => {
+    const store = { type: 'blob', connectionString: 'UseDevelopmentStorage=true' };
+    expect(configProblems({ fleet: { group: 'web', store } })).toEqual([]);
+    expect(configProblems({ fleet: { group: 'se-bridge-azure', store } })).toEqual([
+      "fleet.group: is reserved: the relay keeps Azure's own records of the fleet's events under se-bridge-azure",
+    ]);
+  });
+
+  it("the relay's fleet, read keys and Azure's feed are checked together, each problem by its path", () => {
+    const problems = (over: Record<string, unknown>) => {
+      const r = RelayConfig.safeParse({ ...relayBase, ...over });
+      return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    };
+    const store = { type: 'blob', connectionString: 'UseDevelopmentStorage=true' };
+    expect(problems({ fleet: { store }, readKeys: ['a-read-key-of-16-chars'] })).toEqual([]);
+    expect(problems({ readKeys: ['a-read-key-of-16-chars'] })).toEqual(['readKeys: need fleet: the read API reads its store']);
+    expect(problems({ readKeys: ['short'], fleet: { store } })).toEqual(['readKeys.0: must be at least 16 characters']);
+    expect(problems({ azure: { subscriptions: [SUBSCRIPTION] } })).toEqual([
+      "azure: needs fleet: Azure's events are matched to the members' records in its store",
+    ]);
+    const both = { key: 'an-event-grid-key-1234', entra: { tenantId: SUBSCRIPTION, audience: 'api://x' } };
+    expect(problems({ fleet: { store }, azure: { subscriptions: [SUBSCRIPTION], eventGrid: both } })).toEqual([
+      'azure.eventGrid.key: set either key or entra: one way deliveries prove they come from Event Grid',
+    ]);
+    expect(problems({ fleet: { store }, azure: { subscriptions: ['not-a-guid'] } })).toEqual([
+      'azure.subscriptions.0: must be a subscription id (a GUID)',
+    ]);
   });
 });

@@ -78,7 +78,13 @@ async function run(stores: FleetStores, n: number, cacheMs: number): Promise<Vie
   };
   try {
     for (let i = 0; i < 300; i++) {
-      if (await get().then(() => true, () => false)) break;
+      if (
+        await get().then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
       await sleep(100);
     }
     // every member's record is written once before the clock starts
@@ -142,7 +148,16 @@ export async function phaseFleetView(sizes: readonly number[]): Promise<ViewRun[
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const sizes = process.argv.slice(2).map(Number).filter((x) => x > 0);
+  const sizes = process.argv
+    .slice(2)
+    .map(Number)
+    .filter((x) => x > 0);
   const runs = await phaseFleetView(sizes.length > 0 ? sizes : [20, 100]);
-  process.stdout.write(`${JSON.stringify(runs.map((r) => ({ ...r, toListedMs: { ...r.toListedMs, samples: undefined } })), null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify(
+      runs.map((r) => ({ ...r, toListedMs: { ...r.toListedMs, samples: undefined } })),
+      null,
+      2,
+    )}\n`,
+  );
 }

@@ -246,7 +246,7 @@ try {
     '|---|---|---|---|---|---|---|---|',
     `| Blob Storage (Azurite), ${processes.waveSeconds} s for the wave, ${processes.requestsPerMemberPerMinute} requests per member per minute | ${processes.approved} | ${processes.mostDownAtOnce} | ${processes.servedOutOfOrder} (grant ${processes.outOfOrderRanks.join(', ') || '-'}) | ${Math.round(processes.releaseToNextStart.p50)} ms | ${Math.round(processes.releaseToNextStart.p90)} ms | ${Math.round(processes.releaseToNextStart.max)} ms | ${processes.lostWritesPerHandOff} |`,
     '',
-    '| the fleet view: a reader asks the relay GET /v1/fleet/events 10 times a second; each member\'s event appears in turn, 50 ms apart | event at its VM to listed: p50 | p99 | max | store requests per relay request | per minute | relay VmRSS |',
+    "| the fleet view: a reader asks the relay GET /v1/fleet/events 10 times a second; each member's event appears in turn, 50 ms apart | event at its VM to listed: p50 | p99 | max | store requests per relay request | per minute | relay VmRSS |",
     '|---|---|---|---|---|---|---|',
     ...view.map(
       (v) =>

@@ -11,8 +11,7 @@ import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdO
 import { groupText, readGroup } from '../fleet/budget/group.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
-import { ConfigError, loadFileWith } from '../config/load.ts';
-import { RelayConfig } from '../fleet/relay/config.ts';
+import { loadRelayFile } from './relay.ts';
 import { FleetReader } from '../fleet/view/snapshot.ts';
 import { fleetEvents } from '../fleet/view/events.ts';
 
@@ -72,14 +71,8 @@ export async function main(argv: string[]): Promise<number> {
 
 /** fleetOfRelay: every group of the relay's fleet store, and what no bridge watches, read once. */
 async function fleetOfRelay(path: string, json: boolean): Promise<number> {
-  let config: RelayConfig;
-  try {
-    config = loadFileWith(RelayConfig, path);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`${err.message}\n`);
-    return EXIT.usage;
-  }
+  const config = loadRelayFile(path);
+  if (config === null) return EXIT.usage;
   if (config.fleet === undefined) {
     process.stderr.write(`${path}: fleet is not configured, so the relay has no fleet store to read\n`);
     return EXIT.usage;

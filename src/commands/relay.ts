@@ -15,14 +15,8 @@ import { EXIT, onShutdown, parse } from './common.ts';
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { config: { type: 'string', short: 'c' } });
   const path = values.config ?? process.env.SE_BRIDGE_RELAY_CONFIG ?? 'config/relay.yaml';
-  let config: RelayConfig;
-  try {
-    config = loadFileWith(RelayConfig, path);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`${err.message}\n`);
-    return EXIT.usage;
-  }
+  const config = loadRelayFile(path);
+  if (config === null) return EXIT.usage;
   const secrets = relaySecrets(config);
   const logger = createLogger({ level: config.log.level, destination: 'stdout', secrets });
   let resolveStop!: (signal: string) => void;
@@ -52,4 +46,15 @@ export async function main(argv: string[]): Promise<number> {
   await relay.close();
   detach();
   return EXIT.ok;
+}
+
+/** loadRelayFile: a relay's configuration file, or null when it has problems (each said on stderr, by its path). */
+export function loadRelayFile(path: string): RelayConfig | null {
+  try {
+    return loadFileWith(RelayConfig, path);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return null;
+  }
 }

@@ -13,7 +13,7 @@ import type { FleetSnapshot } from '../../src/fleet/view/snapshot.ts';
 import type { GroupStatus } from '../../src/fleet/budget/group.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { eventGridEvent, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
-import { RelayConfig } from '../../src/fleet/relay/config.ts';
+import { RelayConfig, relaySecrets } from '../../src/fleet/relay/config.ts';
 import { newFleetKeys } from '../../src/fleet/keys.ts';
 import { configProblems } from '../helpers.ts';
 
@@ -270,5 +270,19 @@ describe('the configuration of the fleet view', () => {
     expect(problems({ fleet: { store }, azure: { subscriptions: ['not-a-guid'] } })).toEqual([
       'azure.subscriptions.0: must be a subscription id (a GUID)',
     ]);
+  });
+
+  it("keeps the read keys, the Event Grid key, the store's connection string and the relay's sinks' secrets out of its logs", () => {
+    const hook = 'https://hooks.slack.com/services/T0/B0/abcdefabcdefabcdef';
+    const c = RelayConfig.parse({
+      ...relayBase,
+      fleet: { store: { type: 'blob', connectionString: 'AccountName=x;AccountKey=c2VjcmV0LXN0b3JlLWtleQ==' } },
+      readKeys: ['a-read-key-of-16-chars'],
+      azure: { subscriptions: [SUBSCRIPTION], eventGrid: { key: 'an-event-grid-key-1234' } },
+      sinks: [{ name: 'oncall', type: 'slack', webhookUrl: hook }],
+    });
+    const secrets = relaySecrets(c);
+    for (const s of ['a-read-key-of-16-chars', 'an-event-grid-key-1234', 'AccountName=x;AccountKey=c2VjcmV0LXN0b3JlLWtleQ==', hook])
+      expect(secrets).toContain(s);
   });
 });

@@ -4,7 +4,7 @@
  * member records live (stores/config.ts).
  */
 import { z } from 'zod';
-import { FleetStoreConfig } from './stores/config.ts';
+import { FleetStoreConfig, storeTimeoutMs } from './stores/config.ts';
 import { HealthConfig } from '../../health/config.ts';
 import { CalendarConfig } from '../../calendar/config.ts';
 
@@ -46,15 +46,9 @@ export const FleetConfig = z
       .describe(
         'How often a member writes its record (events, slot, heartbeat) and reads its slot back; each period varied by up to a fifth either way, so members started together drift apart. A held slot is renewed at the IMDS reads, at most once a heartbeat.',
       ),
-    storeTimeoutMs: z
-      .number()
-      .int()
-      .min(500)
-      .max(60_000)
-      .default(10_000)
-      .describe(
-        'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
-      ),
+    storeTimeoutMs: storeTimeoutMs(
+      'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
+    ),
     zones: z
       .enum(['one-at-a-time'])
       .optional()

@@ -71,7 +71,8 @@ export class ArmClient {
 
   async #token(): Promise<string> {
     this.#credential ??= createCredential(this.#arm.credential ?? { kind: 'managedIdentity' });
-    const t = await (await this.#credential).getToken(`${new URL(this.#arm.endpoint).origin}/.default`);
+    const scope = `${new URL(this.#arm.endpoint).origin}/.default`;
+    const t = await (await this.#credential).getToken(scope, { abortSignal: AbortSignal.timeout(this.#arm.timeoutMs) });
     if (t === null) throw new Error('no token for Resource Manager');
     return t.token;
   }

@@ -10,7 +10,7 @@ import { addressOf, hostPort, secret } from '../../lib/validators.ts';
 import { azureAuth, requireOneAuth } from '../../azure/messaging.ts';
 import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, sharedQueues } from '../keys.ts';
 import { SlackSettings } from '../../approval/slack.ts';
-import { SinksConfig } from '../../config/schema.ts';
+import { secretsOf, SinksConfig } from '../../config/schema.ts';
 import { AzureFeedConfig, ReadKeys, RelayFleetConfig } from './fleet-config.ts';
 
 export const RelayConfig = z
@@ -117,5 +117,7 @@ export function relaySecrets(c: RelayConfig): string[] {
   return [
     ...[c.serviceBus.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret],
     ...[...c.readKeys, c.azure?.eventGrid?.key, store?.type === 'blob' ? store.connectionString : undefined],
+    // the relay's own sinks' secrets, found as a bridge's are
+    ...secretsOf({ sinks: c.sinks }),
   ].filter((s): s is string => typeof s === 'string' && s.length >= 6);
 }

@@ -4,20 +4,14 @@
  * events come from (Event Grid deliveries, Resource Graph).
  */
 import { z } from 'zod';
-import { FleetStoreConfig } from '../budget/stores/config.ts';
+import { FleetStoreConfig, storeTimeoutMs } from '../budget/stores/config.ts';
 import { CredentialConfig } from '../../azure/credentials.ts';
 import { httpUrl, secret } from '../../lib/validators.ts';
 
 export const RelayFleetConfig = z
   .strictObject({
     store: FleetStoreConfig.describe("The fleet's store, as the members name it (`fleet.store`): the relay reads every group in it."),
-    storeTimeoutMs: z
-      .number()
-      .int()
-      .min(500)
-      .max(60_000)
-      .default(10_000)
-      .describe('How long one call to the store may take before the read fails (and says so).'),
+    storeTimeoutMs: storeTimeoutMs('How long one call to the store may take before the read fails (and says so).'),
     cacheMs: z
       .number()
       .int()

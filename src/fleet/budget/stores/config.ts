@@ -44,3 +44,6 @@ const KubernetesStoreConfig = z.strictObject({
 
 export const FleetStoreConfig = z.discriminatedUnion('type', [BlobStoreConfig, KubernetesStoreConfig]);
 export type FleetStoreConfig = z.infer<typeof FleetStoreConfig>;
+
+/** storeTimeoutMs: how long one call to the store may take (the deadline on the client), said as `what` happens past it. */
+export const storeTimeoutMs = (what: string) => z.number().int().min(500).max(60_000).default(10_000).describe(what);

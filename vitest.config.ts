@@ -13,6 +13,9 @@ export default defineConfig({
     ],
     // every test stops what it starts: a process a test started and left running fails the run
     globalSetup: ['./test/global-setup.ts'],
+    // two files at a time, also on a machine of two cores (vitest's default there is one): most
+    // of the suite waits on timers, peers and child processes, not on the CPU
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     reporters: ['default', './test/summary-reporter.ts'],

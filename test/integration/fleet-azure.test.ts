@@ -38,6 +38,13 @@ let hook: HttpPeer;
 let identity: ImdsSimulator;
 let dir: ReturnType<typeof tempDir>;
 const relays: RunningRelay[] = [];
+const relayLines: string[] = [];
+
+/** waitFor, saying what the relays logged when it times out. */
+const waitSaying: typeof waitFor = (check, what, ms, every) =>
+  waitFor(check, what, ms, every).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; the relays said:\n${relayLines.join('')}`);
+  });
 
 beforeAll(async () => {
   stores = await FleetStores.start();
@@ -53,6 +60,7 @@ afterEach(async () => {
   await Promise.all(relays.splice(0).map((r) => r.close()));
   await stopAll();
   hook.requests.length = 0;
+  relayLines.length = 0;
 });
 afterAll(async () => {
   delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
@@ -85,7 +93,9 @@ const relayOver = (container: string, azure: Record<string, unknown>) => ({
 
 async function relay(container: string, azure: Record<string, unknown>): Promise<RunningRelay> {
   const config = relayConfig(peer, fleetKeys(), relayOver(container, azure));
-  const r = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
+  // what the relays say of trouble (warn and above), shown when a wait times out
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void relayLines.push(line) });
+  const r = await startRelay(config, logger, { host: '127.0.0.1', port: 0 });
   relays.push(r);
   return r;
 }
@@ -174,7 +184,7 @@ describe("Azure's feed: nothing unwatched", () => {
       await Promise.all([r1.feed!.check(0), r2.feed!.check(0)]);
       return said();
     };
-    await waitFor(async () => (await both()).length >= 4, 'four unwatched CloudEvents', 20_000, 200);
+    await waitSaying(async () => (await both()).length >= 4, 'four unwatched CloudEvents', 20_000, 200);
     for (let i = 0; i < 5; i++) await both();
     const out = said();
     expect(out.map((e) => e.data.vm.name).sort()).toEqual(['ghost1', 'ghost2', 'ghost3', 'halted']);
@@ -243,13 +253,13 @@ describe("Azure's feed: nothing unwatched", () => {
       graph.rows = ['rg1', 'rg2', 'rg3'].map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: `E-RG-${i}` }));
       const caFile = join(ROOT, 'test/fixtures/tls/cert.pem');
       const r = await relay('azure-graph', { resourceGraph: { intervalSeconds: 3600 }, arm: { endpoint: graph.peer.url, caFile } });
-      await waitFor(async () => (await events(r)).length === 3, 'the three rows kept', 20_000, 100);
+      await waitSaying(async () => (await events(r)).length === 3, 'the three rows kept', 20_000, 100);
       // two pages, each with a token for Resource Manager's own origin, naming the subscriptions
       expect(graph.asked.map((a) => a.skipToken)).toEqual([undefined, '2']);
       expect(graph.asked.every((a) => a.aud === graph.peer.url && JSON.stringify(a.subscriptions) === JSON.stringify([SUBSCRIPTION]))).toBe(
         true,
       );
-      await waitFor(async () => (await r.feed!.check(0), said().length === 3), 'three unwatched', 10_000, 100);
+      await waitSaying(async () => (await r.feed!.check(0), said().length === 3), 'three unwatched', 20_000, 100);
       expect(said().map((e) => e.data.unwatched.source)).toEqual(['resourcegraph', 'resourcegraph', 'resourcegraph']);
     } finally {
       await graph.peer.close();
@@ -327,7 +337,7 @@ describe("Azure's feed: nothing unwatched", () => {
         arm: { endpoint: arm.peer.url, caFile },
         unwatchedAfterSeconds: 5,
       });
-      await waitFor(async () => (await r.feed!.check(0), said().length === 4), 'four unwatched', 20_000, 200);
+      await waitSaying(async () => (await r.feed!.check(0), said().length === 4), 'four unwatched', 20_000, 200);
 
       for (const n of ghosts.slice(0, 2)) {
         const a = await approve(r, { vm: vmId(n), eventId: `E-${n}`, approver: 'oncall', via: 'arm' });

@@ -81,7 +81,14 @@ export class AzureFeed {
 
   async #check(maxAgeMs?: number): Promise<number> {
     const snapshot = await this.#o.reader.read(maxAgeMs);
-    if (snapshot.unread.length > 0) return 0;
+    if (snapshot.unread.length > 0) {
+      // nothing is said from a failed read: looked for again at the next check
+      this.#o.logger.warn(
+        { code: 'FLEET_STORE_UNAVAILABLE', why: snapshot.unread[0]!.why },
+        'relay: the fleet store could not be read; unwatched events are looked for again at the next check',
+      );
+      return 0;
+    }
     const now = this.#now();
     const findings = unwatchedIn(snapshot, { afterSeconds: this.#o.config.unwatchedAfterSeconds }, now).filter(
       (f) => !f.record.unwatched.some((u) => u.vm.toLowerCase() === f.vm.toLowerCase()),

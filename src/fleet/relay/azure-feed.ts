@@ -58,6 +58,11 @@ export class AzureFeed {
     return this.#checking;
   }
 
+  /** settled: resolves once the check under way, if any, is over (the relay waits for it before closing its sinks). */
+  async settled(): Promise<void> {
+    await this.#checking;
+  }
+
   /** run looks for unwatched events every checkSeconds (varied by a fifth) until the signal aborts. */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {

@@ -101,6 +101,8 @@ export async function startRelay(
       await running.close();
       abort.abort();
       await Promise.all(loops);
+      // a check started by a delivery says what it found before the sinks close
+      await parts.feed?.settled();
       await bus.close();
       await listening;
       await sinks?.close();

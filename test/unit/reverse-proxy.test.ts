@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfigFile, loadFileWith } from '../../src/config/load.ts';
 import { Cidrs } from '../../src/lib/client-address.ts';
 import { RelayConfig } from '../../src/fleet/relay/config.ts';
+import { MAX_DELIVERY } from '../../src/fleet/relay/fleet-routes.ts';
 import { EXAMPLE_ENV, ROOT } from '../helpers.ts';
 
 interface Site {
@@ -69,6 +70,16 @@ describe('the reverse proxy set-up', () => {
     expect(relay.listen.startsWith(`${PROXY}:`)).toBe(true);
     checkSite('approvals.example.com', relay.listen, relay.trustedProxies);
     expect(nginx.find((s) => s.names.includes('approvals.example.com') && s.locations.has('= /metrics'))).toBeDefined();
+  });
+
+  it("takes Event Grid's deliveries to the relay whole: up to the relay's own limit, and Event Grid's 1 MB", () => {
+    const site = nginx.find((s) => s.names.includes('approvals.example.com') && s.listen.some((l) => /^443 ssl\b/.test(l)))!;
+    const grid = site.locations.get('= /v1/azure/eventgrid');
+    expect(grid, 'location = /v1/azure/eventgrid').toBeDefined();
+    expect(grid).toMatch(new RegExp(`proxy_pass http://${relay.listen.replaceAll('.', '\\.')};`));
+    expect(grid).toMatch(/proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;/);
+    const limit = /client_max_body_size (\d+)m;/.exec(grid ?? '');
+    expect(Number(limit?.[1]) * 1024 * 1024).toBe(MAX_DELIVERY);
   });
 
   it('hands the bridge’s site (its publicUrl) to its approval server, and the bridge trusts the proxy', () => {

@@ -20,7 +20,7 @@ import type { RelayConfig } from './config.ts';
 import type { RelayMetrics } from './bus.ts';
 
 /** The largest Event Grid delivery read: Event Grid batches up to 1 MB. */
-const MAX_DELIVERY = 1024 * 1024;
+export const MAX_DELIVERY = 1024 * 1024;
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

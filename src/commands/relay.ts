@@ -30,7 +30,7 @@ export async function main(argv: string[]): Promise<number> {
     const at = config.observability.at;
     if (at !== null) {
       const running = relay;
-      probes = new ObservabilityServer(relay.metrics, () => relayReadiness(running.bus));
+      probes = new ObservabilityServer(relay.metrics, () => relayReadiness(running.bus, running.reader));
       logger.info({ url: await probes.listen(at.host, at.port) }, 'relay probes and metrics listening');
     }
   } catch (err) {

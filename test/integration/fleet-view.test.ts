@@ -173,10 +173,15 @@ describe('the fleet view: every member in one store, read by the relay', () => {
     expect(await read(r, '/v1/fleet/events?cursor=zzz')).toMatchObject({ status: 400, json: { error: { code: 'BAD_CURSOR' } } });
     expect(await read(r, '/v1/fleet/events?vm=x')).toMatchObject({ status: 400, json: { error: { code: 'UNKNOWN_PARAMETER' } } });
     expect(await read(r, '/v1/fleet/events')).toMatchObject({ status: 200, json: { events: [], total: 0, next: null } });
+    // /readyz says when the store was last read, and whether it answered
+    const ready = (await (await fetch(`${r.url}/readyz`)).json()) as Record<string, any>;
+    expect(ready).toMatchObject({ fleet: { lastError: null, store: expect.stringMatching(/view-refusals/) } });
+    expect(Date.parse(ready.fleet.readAt)).toBeGreaterThan(0);
     // a relay without readKeys has no read API
     const closed = await startRelay(relayConfig(peer, fleetKeys()), pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
     relays.push(closed);
     expect(await read(closed, '/v1/fleet')).toMatchObject({ status: 404, json: { error: { code: 'NOT_FOUND' } } });
+    expect((await (await fetch(`${closed.url}/readyz`)).json()) as Record<string, unknown>).not.toHaveProperty('fleet');
   });
 
   it("over Kubernetes Leases too: every group of the namespace read at once, and Azure's records kept beside them", async () => {

@@ -275,8 +275,15 @@ export class RelayMetrics {
   }
 }
 
-/** relayReadiness: ready while this replica holds its replies session. */
-export function relayReadiness(bus: RelayBus): { ready: boolean; reason: string } {
+/**
+ * relayReadiness: ready while this replica holds its replies session. The fleet store's state
+ * (`fleet`) is said beside it and never makes the replica unready: approvals do not need it.
+ */
+export function relayReadiness(
+  bus: RelayBus,
+  fleet?: { state(): Record<string, unknown> } | null,
+): { ready: boolean; reason: string; details?: Record<string, unknown> } {
   const ready = bus.listening;
-  return { ready, reason: ready ? 'the replies session is held' : `no replies session: ${bus.lastError ?? 'connecting'}` };
+  const reason = ready ? 'the replies session is held' : `no replies session: ${bus.lastError ?? 'connecting'}`;
+  return { ready, reason, ...(fleet ? { details: { fleet: fleet.state() } } : {}) };
 }

@@ -33,6 +33,12 @@ export function keyMatches(given: string, keys: readonly string[]): boolean {
 export class FleetRoutes {
   readonly #config: RelayConfig;
   readonly #reader: FleetReader | null;
+
+  /** The fleet store's reader, when the relay has one (its state is said in /readyz). */
+  get reader(): FleetReader | null {
+    return this.#reader;
+  }
+
   readonly #feed: AzureFeed | null;
   readonly #metrics: RelayMetrics;
   readonly #entra: EntraTokens | null;

@@ -32,6 +32,8 @@ export interface RunningRelay {
   readonly metrics: RelayMetrics;
   /** Azure's feed, when configured (tests look for unwatched events at once through it). */
   readonly feed: AzureFeed | null;
+  /** The fleet store's reader, when `fleet` is configured. */
+  readonly reader: FleetReader | null;
   close(): Promise<void>;
 }
 
@@ -97,6 +99,7 @@ export async function startRelay(
     bus,
     metrics,
     feed: parts.feed,
+    reader: parts.reader,
     async close() {
       await running.close();
       abort.abort();

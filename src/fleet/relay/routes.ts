@@ -77,8 +77,8 @@ export class RelayServer extends RoutedServer {
   protected async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     if (url.pathname === '/livez') return sendJson(res, 200, { status: 'ok' });
     if (url.pathname === '/readyz') {
-      const r = relayReadiness(this.#o.bus);
-      return sendJson(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not-ready', reason: r.reason });
+      const r = relayReadiness(this.#o.bus, this.#o.fleet.reader);
+      return sendJson(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not-ready', reason: r.reason, ...r.details });
     }
     if (url.pathname === '/metrics') {
       const text = await this.#o.metrics.registry.metrics();

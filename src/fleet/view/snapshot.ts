@@ -46,6 +46,7 @@ export class FleetReader {
   #azure: FleetStore | null = null;
   #last: FleetSnapshot | null = null;
   #reading: Promise<FleetSnapshot> | null = null;
+  #lastError: string | null = null;
 
   constructor(o: FleetReaderOptions) {
     this.#o = o;
@@ -72,6 +73,12 @@ export class FleetReader {
     return this.#reading;
   }
 
+  /** state: the store, when it was last read and, when the last read failed, why (for /readyz). */
+  state(): { store: string | null; readAt: string | null; lastError: string | null } {
+    const at = this.#last?.readAt;
+    return { store: this.#all?.where ?? null, readAt: at === undefined ? null : new Date(at).toISOString(), lastError: this.#lastError };
+  }
+
   async close(): Promise<void> {
     await this.#all?.close();
     await this.#azure?.close();
@@ -84,8 +91,10 @@ export class FleetReader {
       const records = await this.#all.list('');
       this.#o.onRead?.(true);
       this.#last = snapshotOf(records, this.#all.where, readAt);
+      this.#lastError = null;
     } catch (err) {
       this.#o.onRead?.(false);
+      this.#lastError = messageOf(err);
       // a failed read never looks like an empty fleet: it says what could not be read
       return { readAt, store: this.#all.where, groups: [], azure: [], unread: [{ what: 'the fleet store', why: messageOf(err) }] };
     }

@@ -39,10 +39,25 @@ export class AzureFeed {
     this.#now = o.now ?? Date.now;
   }
 
-  /** keep writes each report into its event's record (a newer one only); how many records changed. Throws when the store fails. */
+  /**
+   * keep writes each report into its event's record (a newer one only); how many records changed.
+   * A report the last read of the store shows already kept costs no request (Resource Graph lists
+   * every pending event at each poll); the others are written eight at a time. Throws when the
+   * store fails.
+   */
   async keep(events: readonly AzureEvent[]): Promise<number> {
+    const snapshot = await this.#o.reader.read();
+    const known = new Map(snapshot.azure.map((a) => [a.name, a.record]));
+    const now = new Date(this.#now()).toISOString();
+    const fresh = events.filter((e) => {
+      const r = known.get(azureRecordName(e.eventId, e.resourceId));
+      return r === undefined || merged(r, e, now) !== null;
+    });
     let changed = 0;
-    for (const e of events) if (await this.#keepOne(e)) changed++;
+    for (let i = 0; i < fresh.length; i += 8) {
+      const written = await Promise.all(fresh.slice(i, i + 8).map((e) => this.#keepOne(e)));
+      changed += written.filter(Boolean).length;
+    }
     if (changed > 0) void this.check(0);
     return changed;
   }

@@ -202,7 +202,7 @@ export function dataWith(
   event: ScheduledEvent,
   incarnation: number,
   ctx: MappingContext,
-  more: Pick<EventData, 'approval' | 'collision' | 'calendar'>,
+  more: Pick<EventData, 'approval' | 'collision' | 'calendar' | 'unwatched'>,
 ): EventData {
   return {
     ...fieldsOf(event),

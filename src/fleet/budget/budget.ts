@@ -20,7 +20,7 @@ import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { slotsFor } from './config.ts';
-import { MemberRecordWriter, memberRecordOf } from './member.ts';
+import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
 import { Settling, unhealthyOf } from './health-gate.ts';
@@ -224,9 +224,8 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /** mine: the real events of the document that take this VM down. */
-  #mine(document: EventsDocument | null = this.#realDocument()): ScheduledEvent[] {
-    const vm = this.#o.view.vm;
-    return vm.nameKnown ? (document?.events ?? []).filter((e) => affects(e.resources, vm.name)) : [];
+  #mine(document: EventsDocument | null = this.#o.view.document): ScheduledEvent[] {
+    return mineOf(document, this.#o.view.vm);
   }
 
   async #onRead(read: EventsDocument): Promise<void> {

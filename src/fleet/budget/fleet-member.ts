@@ -5,8 +5,6 @@
  * back: one write per heartbeat, and one per change.
  */
 import type { Logger } from 'pino';
-import { affects } from '../../imds/identity.ts';
-import { isDrill } from '../../imds/drill-id.ts';
 import type { BridgeView } from '../../imds/view.ts';
 import type { EventsDocument } from '../../imds/wire.ts';
 import { Latest } from '../../lib/latest.ts';
@@ -14,7 +12,7 @@ import { sleep, spread } from '../../lib/time.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { FleetConfig } from './config.ts';
 import { StoreHealth } from './health.ts';
-import { MemberRecordWriter, memberRecordOf } from './member.ts';
+import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
 import type { EventNotes, MemberCalendar } from './records.ts';
 import type { FleetStore } from './stores/port.ts';
 import type { BudgetState } from './types.ts';
@@ -82,7 +80,7 @@ export class FleetMember {
       const vm = this.#o.view.vm;
       if (!vm.nameKnown) return;
       // a drill is never in the fleet's view
-      const mine = (document?.events ?? []).filter((e) => !isDrill(e.eventId) && affects(e.resources, vm.name));
+      const mine = mineOf(document, vm);
       const { config, calendar, notes } = this.#o;
       const record = memberRecordOf({ config, vm, mine, health: this.#o.health?.state, calendar, notes });
       await this.#writer.write(record, this.#now(), force);

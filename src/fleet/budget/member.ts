@@ -14,8 +14,9 @@ import {
   type MemberEvent,
   type MemberRecord,
 } from './records.ts';
-import type { ScheduledEvent } from '../../imds/wire.ts';
-import type { VmIdentity } from '../../imds/identity.ts';
+import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
+import { affects, type VmIdentity } from '../../imds/identity.ts';
+import { isDrill } from '../../imds/drill-id.ts';
 import type { HealthState } from '../../sinks/contract.ts';
 import type { FleetConfig } from './config.ts';
 import { VERSION } from '../../lib/version.ts';
@@ -32,6 +33,11 @@ export interface RecordParts {
   readonly health?: HealthState | null | undefined;
   readonly calendar?: (() => MemberCalendar) | undefined;
   readonly notes?: EventNotes | undefined;
+}
+
+/** mineOf: the real events of the document that take this VM down (none while the VM does not know its name; never a drill's). */
+export function mineOf(document: EventsDocument | null, vm: VmIdentity): ScheduledEvent[] {
+  return vm.nameKnown ? (document?.events ?? []).filter((e) => !isDrill(e.eventId) && affects(e.resources, vm.name)) : [];
 }
 
 /** memberRecordOf: a member's record, but for its heartbeat (which the writer stamps). */

@@ -9,15 +9,14 @@
 import type { Logger } from 'pino';
 import { HttpError } from '../../approval/requests.ts';
 import { ApprovalError } from '../../approval/service.ts';
-import type { VmIdentity } from '../../imds/identity.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields, messageOf } from '../../lib/errors.ts';
 import { FleetConfig } from '../budget/config.ts';
 import { memberKey } from '../budget/records.ts';
 import { MemberSlots } from '../budget/slots.ts';
 import { openFleetStore } from '../budget/stores/open.ts';
-import { azureRecordName, AzureRecordSchema, type AzureRecord } from '../view/azure.ts';
-import { targetsOf } from '../view/events.ts';
+import { azureRecordName, AzureRecordSchema, eventOf, subscriptionOf, vmOf, type AzureRecord } from '../view/azure.ts';
+import { lower, targetsOf } from '../view/events.ts';
 import type { FleetReader, FleetSnapshot } from '../view/snapshot.ts';
 import type { ArmClient } from './arm.ts';
 import type { RelayConfig } from './config.ts';
@@ -39,8 +38,6 @@ interface Found {
   readonly event: ScheduledEvent;
   readonly azure: { readonly name: string; readonly version: string; readonly record: AzureRecord } | null;
 }
-
-const lower = (s: string | null | undefined) => (s ?? '').toLowerCase();
 
 export class ArmApprovals {
   readonly #config: RelayConfig;
@@ -101,7 +98,7 @@ export class ArmApprovals {
       marginSeconds: Math.max(1800, 3 * g.heartbeatSeconds),
     });
     const store = await openFleetStore(fleet.store, g.group, fleet.storeTimeoutMs);
-    const vm = identityOf(found);
+    const vm = vmOf(found.name, found.resourceId);
     const slots = new MemberSlots({
       config,
       store,
@@ -140,7 +137,7 @@ export class ArmApprovals {
         ...{
           eventId: e.eventId,
           resourceId: lower(found.resourceId),
-          subscriptionId: /\/subscriptions\/([^/]+)/i.exec(found.resourceId)?.[1] ?? null,
+          subscriptionId: subscriptionOf(found.resourceId),
         },
         ...{ resources: [...e.resources], eventType: e.eventType, status: e.eventStatus, notBefore: e.notBefore },
         ...{ durationInSeconds: e.durationInSeconds, description: e.description, source: 'relay' as const },
@@ -149,15 +146,6 @@ export class ArmApprovals {
       if ((await store.put(name, { ...base, acknowledged }, current?.version ?? null)) !== null) return;
     }
   }
-}
-
-/** identityOf: the VM as its member would name itself. */
-function identityOf(f: Found): VmIdentity {
-  const parts = /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\//i.exec(f.resourceId);
-  return {
-    ...{ name: f.name, resourceId: f.resourceId, vmScaleSetName: null, subscriptionId: parts?.[1] ?? null },
-    ...{ resourceGroupName: parts?.[2] ?? null, location: null, zone: null, origin: 'config', nameKnown: true },
-  };
 }
 
 /** findEvent: the VM (by resource id or name) and its event, from the member that lists it, else from Azure's record. */
@@ -172,10 +160,7 @@ export function findEvent(s: FleetSnapshot, vm: string, eventId: string): Found 
       if (lower(m.resourceId) !== want && lower(m.vm) !== want) continue;
       const e = m.events.find((x) => x.eventId === eventId);
       if (e === undefined || m.resourceId === null) continue;
-      const event: ScheduledEvent = {
-        ...{ eventId, eventType: e.eventType, eventStatus: e.status, resourceType: 'VirtualMachine', resources: [m.vm] },
-        ...{ notBefore: e.notBefore, description: '', eventSource: 'Platform', durationInSeconds: e.durationInSeconds, raw: {} },
-      };
+      const event = eventOf({ ...e, resources: [m.vm] });
       const group =
         g.maxUnavailable === null ? null : { group: g.group, maxUnavailable: g.maxUnavailable, heartbeatSeconds: m.heartbeatSeconds };
       return { resourceId: m.resourceId, name: m.vm, group, event, azure: azure ?? null };
@@ -185,10 +170,7 @@ export function findEvent(s: FleetSnapshot, vm: string, eventId: string): Found 
   const target = targetsOf(r, s.groups).find((t) => lower(t.vm) === want || r.resourceId === want) ?? targetsOf(r, s.groups)[0]!;
   const member = target.members[0];
   const g = member === undefined ? undefined : s.groups.find((x) => x.group === member.group);
-  const event: ScheduledEvent = {
-    ...{ eventId, eventType: r.eventType, eventStatus: r.status, resourceType: 'VirtualMachine', resources: [...r.resources] },
-    ...{ notBefore: r.notBefore, description: r.description, eventSource: 'Platform', durationInSeconds: r.durationInSeconds, raw: {} },
-  };
+  const event = eventOf(r);
   const group =
     g === undefined || g.maxUnavailable === null || member === undefined
       ? null

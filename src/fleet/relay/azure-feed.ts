@@ -9,11 +9,10 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errorFields } from '../../lib/errors.ts';
 import { sleep, spread } from '../../lib/time.ts';
-import { build, type BridgeEvent } from '../../pipeline/cloudevent.ts';
-import type { VmIdentity } from '../../imds/identity.ts';
-import { azureRecordName, AzureRecordSchema, merged, type AzureEvent, type AzureRecord } from '../view/azure.ts';
+import { build, dataWith, type BridgeEvent } from '../../pipeline/cloudevent.ts';
+import { azureRecordName, AzureRecordSchema, eventOf, merged, vmOf, type AzureEvent, type AzureRecord } from '../view/azure.ts';
 import { unwatchedIn, type UnwatchedFinding } from '../view/events.ts';
-import type { FleetReader } from '../view/snapshot.ts';
+import type { FleetReader, KeptAzureRecord } from '../view/snapshot.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 import type { RelayMetrics } from './bus.ts';
 import type { RelaySinks } from './sinks.ts';
@@ -110,24 +109,24 @@ export class AzureFeed {
       return 0;
     }
     const now = this.#now();
+    const kept = new Map(snapshot.azure.map((a) => [a.record, a]));
     const findings = unwatchedIn(snapshot, { afterSeconds: this.#o.config.unwatchedAfterSeconds }, now).filter(
       (f) => !f.record.unwatched.some((u) => u.vm.toLowerCase() === f.vm.toLowerCase()),
     );
     let said = 0;
-    for (const f of findings) if (await this.#claim(f, now)) said++;
+    for (const f of findings) if (await this.#claim(f, kept.get(f.record)!, now)) said++;
     return said;
   }
 
-  /** claim writes the finding into the record; the replica whose write wins says it. */
-  async #claim(f: UnwatchedFinding, now: number): Promise<boolean> {
-    const store = this.#o.reader.azureStore;
-    const name = azureRecordName(f.record.eventId, f.record.resourceId);
-    const current = await store.get(name);
-    const record = current === null ? null : (AzureRecordSchema.safeParse(current.value).data ?? null);
-    if (current === null || record === null || record.unwatched.some((u) => u.vm.toLowerCase() === f.vm.toLowerCase())) return false;
+  /**
+   * claim writes the finding into the record, over the version the read found: the replica whose
+   * write wins says it; one that lost (another said it, or a newer report came) looks again at the next check.
+   */
+  async #claim(f: UnwatchedFinding, kept: KeptAzureRecord, now: number): Promise<boolean> {
+    const record = kept.record;
     const at = new Date(now).toISOString();
     const next: AzureRecord = { ...record, unwatched: [...record.unwatched, { vm: f.vm, why: f.why, at, by: this.#o.replica }] };
-    if ((await store.put(name, next, current.version)) === null) return false;
+    if ((await this.#o.reader.azureStore.put(kept.name, next, kept.version)) === null) return false;
     const event = toUnwatchedCloudEvent(f, record, at);
     this.#o.metrics.unwatched.inc({ why: f.why });
     this.#o.logger.warn(
@@ -142,22 +141,9 @@ export class AzureFeed {
 /** toUnwatchedCloudEvent: `azure.scheduledevent.unwatched`, its id stable from the EventId and the VM (the same from every replica). */
 export function toUnwatchedCloudEvent(f: UnwatchedFinding, r: AzureRecord, at: string): BridgeEvent {
   const digest = createHash('sha256').update(`${r.eventId}\n${f.vm.toLowerCase()}`).digest('hex').slice(0, 32);
-  const parts = /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\//.exec(r.resourceId);
-  const set = /\/virtualmachinescalesets\/([^/]+)$/.exec(r.resourceId)?.[1] ?? null;
-  const vm: VmIdentity = {
-    ...{ name: f.vm, resourceId: r.resourceId, vmScaleSetName: set, subscriptionId: parts?.[1] ?? null },
-    ...{ resourceGroupName: parts?.[2] ?? null, location: null, zone: null, origin: 'config', nameKnown: true },
-  };
-  const data = {
-    ...{ eventId: r.eventId, eventType: r.eventType, eventStatus: r.status, eventSource: 'Platform', resourceType: 'VirtualMachine' },
-    ...{ resources: [...r.resources], notBefore: r.notBefore, durationInSeconds: r.durationInSeconds, description: r.description },
-    ...{ documentIncarnation: 0, affectsThisVm: true },
-    vm: {
-      ...{ name: vm.name, resourceId: vm.resourceId, vmScaleSetName: set, subscriptionId: vm.subscriptionId },
-      ...{ resourceGroupName: vm.resourceGroupName, location: null, zone: null },
-    },
-    unwatched: { why: f.why, group: f.group, heartbeatAt: f.heartbeatAt, source: r.source, firstSeenAt: r.firstSeenAt },
-    raw: {},
-  };
-  return build(`unwatched/${digest}`, 'unwatched', data, 0, { vm, observedAt: at });
+  const ctx = { vm: vmOf(f.vm, r.resourceId), observedAt: at };
+  const unwatched = { why: f.why, group: f.group, heartbeatAt: f.heartbeatAt, source: r.source, firstSeenAt: r.firstSeenAt };
+  // the event is this VM's, whatever Resources Azure listed
+  const data = { ...dataWith(eventOf(r), 0, ctx, { unwatched }), affectsThisVm: true };
+  return build(`unwatched/${digest}`, 'unwatched', data, 0, ctx);
 }

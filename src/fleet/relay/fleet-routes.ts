@@ -12,7 +12,6 @@ import { EntraTokens } from '../../azure/bearer.ts';
 import { HttpError, readBody, utf8 } from '../../approval/requests.ts';
 import { cursorOk, fleetEvents, page } from '../view/events.ts';
 import type { FleetReader, FleetSnapshot } from '../view/snapshot.ts';
-import { staleAt } from '../budget/records.ts';
 import { readEventGrid } from './eventgrid.ts';
 import type { AzureFeed } from './azure-feed.ts';
 import type { ArmApprovals } from './arm-approval.ts';
@@ -81,8 +80,7 @@ export class FleetRoutes {
   /** GET /v1/fleet: the groups, their members, their slots and collisions, the stale members, the count of unwatched events. */
   async fleet(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const s = await this.#snapshot(this.#readable(req));
-    const now = Date.now();
-    const events = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, now);
+    const events = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now());
     return sendJson(res, 200, {
       readAt: new Date(s.readAt).toISOString(),
       store: s.store,
@@ -98,14 +96,14 @@ export class FleetRoutes {
       })),
       members: s.groups.flatMap((g) =>
         g.members.map((m) => ({
-          ...{ group: g.group, vm: m.vm, resourceId: m.resourceId, heartbeatAt: m.heartbeatAt, stale: staleAt(m, now) },
+          ...{ group: g.group, vm: m.vm, resourceId: m.resourceId, heartbeatAt: m.heartbeatAt, stale: m.stale },
           ...{ version: m.version ?? null, holdsSlot: m.holdsSlot, events: m.events.length },
           ...(m.health ? { health: m.health } : {}),
           ...(m.calendar ? { calendar: m.calendar } : {}),
         })),
       ),
       stale: s.groups.flatMap((g) =>
-        g.members.filter((m) => staleAt(m, now)).map((m) => ({ group: g.group, vm: m.vm, heartbeatAt: m.heartbeatAt })),
+        g.members.filter((m) => m.stale).map((m) => ({ group: g.group, vm: m.vm, heartbeatAt: m.heartbeatAt })),
       ),
       pending: events.length,
       unwatched: events.filter((e) => e.unwatched !== undefined).length,

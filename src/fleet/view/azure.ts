@@ -10,7 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { parseNotBefore } from '../../imds/wire.ts';
+import { parseNotBefore, type ScheduledEvent } from '../../imds/wire.ts';
+import { identityFrom, type VmIdentity } from '../../imds/identity.ts';
 
 /** The event types of a scheduled event in Azure's feed, as Microsoft's pages spell them (compared without case). */
 export const AZURE_EVENT_TYPES = [
@@ -92,6 +93,36 @@ const asText = (v: unknown): string | null => (typeof v === 'string' && v.length
 
 /** subscriptionOf: the subscription id in a resource id or topic, lower case. */
 export const subscriptionOf = (id: string): string | null => /\/subscriptions\/([^/]+)/i.exec(id)?.[1]?.toLowerCase() ?? null;
+
+/** vmOf: a VM as the fleet's records name it: its name, its resource id, and what that id says (subscription, resource group, scale set). */
+export function vmOf(name: string, resourceId: string): VmIdentity {
+  return identityFrom(null, {
+    name,
+    resourceId,
+    subscriptionId: subscriptionOf(resourceId),
+    resourceGroupName: /\/resourcegroups\/([^/]+)/i.exec(resourceId)?.[1] ?? null,
+    vmScaleSetName: /\/virtualmachinescalesets\/([^/]+)/i.exec(resourceId)?.[1] ?? null,
+  });
+}
+
+/** eventOf: a scheduled event as the fleet's records say it (Azure's feed, or a member's record), in the form IMDS gives it. */
+export function eventOf(
+  e: Pick<ScheduledEvent, 'eventId' | 'eventType' | 'resources' | 'notBefore' | 'durationInSeconds'> & {
+    readonly status: string;
+    readonly description?: string;
+  },
+): ScheduledEvent {
+  return {
+    ...{ eventId: e.eventId, eventType: e.eventType, eventStatus: e.status, resourceType: 'VirtualMachine', resources: [...e.resources] },
+    ...{
+      notBefore: e.notBefore,
+      description: e.description ?? '',
+      eventSource: 'Platform',
+      durationInSeconds: e.durationInSeconds,
+      raw: {},
+    },
+  };
+}
 
 /**
  * azureEventOf reads one scheduled event from Azure's properties (an Event Grid event's

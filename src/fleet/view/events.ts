@@ -45,7 +45,8 @@ interface Target {
   readonly members: readonly { readonly group: string; readonly member: Member }[];
 }
 
-const lower = (s: string | null | undefined) => (s ?? '').toLowerCase();
+/** lower: a name or resource id as compared (Azure's are case-insensitive). */
+export const lower = (s: string | null | undefined): string => (s ?? '').toLowerCase();
 
 /**
  * targetsOf: the VMs an Azure record takes down, each with its member records: a VM's own record

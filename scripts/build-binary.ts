@@ -38,7 +38,6 @@ mkdirSync(WORK, { recursive: true });
 const LAZY = {
   azure: { '@azure/event-hubs': 'eventHubs', '@azure/service-bus': 'serviceBus', '@azure/identity': 'identity', rhea: 'rhea' },
   slack: { '@slack/web-api': 'webApi' },
-  kubernetes: { '@kubernetes/client-node': 'client' },
   templates: { jsonata: 'jsonata' },
 } as const;
 const common = {

@@ -41,7 +41,7 @@ export { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from './lib/http-s
 export { secretKey, signatureHeaders, whsec } from './lib/standard-webhooks.ts';
 
 // ----- Kubernetes: where the API is (a kubeconfig, or the in-cluster service account) -------
-export { abortWith, loadKubeConfig, NOT_CONFIGURED, type KubeConnection } from './kube/config.ts';
+export { KubeApiError, KubeConfigError, KubeConnection, NOT_CONFIGURED, type KubeRequest } from './kube/client.ts';
 
 // ----- time ----------------------------------------------------------------------------------
 export { sleep, withDeadline } from './lib/time.ts';

@@ -26,6 +26,7 @@
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import {
   dryRunOf,
   json,
@@ -65,6 +66,8 @@ export class KubeStandIn {
   readonly dryRuns = new Map<string, number[]>();
   /** Per pod (ns/name): the name of the budget that holds it, in the 429's cause (default pdb). */
   readonly budgetNames = new Map<string, string>();
+  /** The bearer tokens the server takes (a test rotates them); a client certificate signed by the CA is taken too. */
+  readonly tokens = new Set([KUBE_TOKEN]);
   /** coordination.k8s.io/v1 Leases (kube-leases.ts). */
   readonly leases = new LeaseRegistry(
     () => this.#nextRv(),
@@ -78,7 +81,11 @@ export class KubeStandIn {
 
   constructor(options: KubeStandInOptions = {}) {
     this.#o = { msPerGraceSecond: 10, forbid: [], ...options };
-    this.#server = https.createServer({ cert: KUBE_CERT, key: KUBE_KEY }, (req, res) => void this.#handle(req, res));
+    // a client certificate signed by the cluster's CA authenticates as a token does (x509 client certs)
+    this.#server = https.createServer(
+      { cert: KUBE_CERT, key: KUBE_KEY, ca: KUBE_CERT, requestCert: true, rejectUnauthorized: false },
+      (req, res) => void this.#handle(req, res),
+    );
   }
 
   async start(): Promise<this> {
@@ -150,7 +157,9 @@ export class KubeStandIn {
       body,
       at: Date.now(),
     });
-    if (req.headers.authorization !== `Bearer ${KUBE_TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const byCertificate = (req.socket as TLSSocket).authorized;
+    if (!byCertificate && (token === undefined || !this.tokens.has(token))) return status(res, 401, 'Unauthorized', 'Unauthorized');
     const p = url.pathname.split('/').filter(Boolean);
     const forbid = (resource: string, verb: string, ns?: string) => {
       if (!this.#o.forbid.includes(resource)) return false;

@@ -1,9 +1,9 @@
-import { abortWith, loadKubeConfig, NOT_CONFIGURED, withDeadline } from '../../src/kit.ts';
+import { KubeConnection, NOT_CONFIGURED, withDeadline, type KubeRequest } from '../../src/kit.ts';
 import { KubeFailure, toFailure } from './failure.ts';
 
 export { describeFailure, KubeFailure } from './failure.ts';
 /**
- * The few Kubernetes API calls the kubernetes sink makes, through @kubernetes/client-node:
+ * The few Kubernetes API calls the kubernetes sink makes, through the project's Kubernetes client (src/kube):
  * nodes get/list/patch, nodes/status patch, pods list, pods/eviction create, events create. Nothing else,
  * which is what the RBAC in config/kubernetes/ grants. Each call has a deadline, and each
  * failure becomes a KubeFailure that says whether trying again can help.
@@ -69,30 +69,27 @@ export interface Kube {
   event(on: KubeNode | KubePod, reason: string, message: string, type?: 'Normal' | 'Warning'): Promise<void>;
 }
 
-type ClientModule = typeof import('@kubernetes/client-node');
-
-/** connect loads the client and its configuration: the kubeconfig file, or the in-cluster service account. */
+/** connect reads the configuration: the kubeconfig file, or the in-cluster service account. */
 export async function connect(kubeconfig: string | undefined): Promise<Kube> {
-  const kube = await loadKubeConfig(kubeconfig);
+  const kube = KubeConnection.open(kubeconfig);
   if (kube === null) return unconfigured();
-  return bound(kube.config.makeApiClient(kube.k8s.CoreV1Api), kube.k8s, undefined);
+  return bound(kube, undefined);
 }
 
-type CoreApi = InstanceType<ClientModule['CoreV1Api']>;
-type CallOptions = ReturnType<ClientModule['setHeaderOptions']>;
+const SMP = 'application/strategic-merge-patch+json';
+const NODES = '/api/v1/nodes';
+const pods = (namespace: string, name = '') =>
+  `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods${name === '' ? '' : `/${encodeURIComponent(name)}`}`;
 
 /**
  * bound: the API calls, each aborted at its own deadline or when `signal` aborts (the attempt's),
  * so a call that gets no answer closes its connection rather than leaving it open.
  */
-function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined): Kube {
-  const options = (): { abort: AbortController; opts: CallOptions } => {
+function bound(kube: KubeConnection, signal: AbortSignal | undefined): Kube {
+  const call = <T>(what: string, r: Omit<KubeRequest, 'signal'>): Promise<T> => {
     const abort = new AbortController();
-    return { abort, opts: abortWith(k8s, AbortSignal.any([abort.signal, ...(signal === undefined ? [] : [signal])])) };
-  };
-  const call = <T>(what: string, run: (opts: CallOptions) => Promise<T>): Promise<T> => {
-    const { abort, opts } = options();
-    return withDeadline(run(opts), CALL_DEADLINE_MS, () => {
+    const request = { ...r, signal: AbortSignal.any([abort.signal, ...(signal === undefined ? [] : [signal])]) };
+    return withDeadline(kube.request<T>(request), CALL_DEADLINE_MS, () => {
       abort.abort();
       return new KubeFailure('KUBE_API_TIMEOUT', `${what}: no answer within ${CALL_DEADLINE_MS / 1000} s`, true);
     })
@@ -101,19 +98,24 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
       })
       .finally(() => abort.abort());
   };
-  const smp = (opts: CallOptions) => k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch, opts);
+  const node = (name: string) => `${NODES}/${encodeURIComponent(name)}`;
   return {
-    readNode: async (name) => nodeOf(await call(`get node ${name}`, (o) => core.readNode({ name }, o))),
+    readNode: async (name) => nodeOf(await call<NodeLike>(`get node ${name}`, { method: 'GET', path: node(name) })),
     async nodeByProviderId(providerId) {
-      const list = await call('list nodes', (o) => core.listNode({}, o));
+      const list = await call<{ items: (NodeLike & { spec?: { providerID?: string } })[] }>('list nodes', { method: 'GET', path: NODES });
       const found = list.items.find((n) => n.spec?.providerID?.toLowerCase() === providerId.toLowerCase());
       return found === undefined ? null : nodeOf(found);
     },
-    patchNode: async (name, body) => nodeOf(await call(`patch node ${name}`, (o) => core.patchNode({ name, body }, smp(o)))),
+    patchNode: async (name, body) =>
+      nodeOf(await call<NodeLike>(`patch node ${name}`, { method: 'PATCH', path: node(name), body, contentType: SMP })),
     patchNodeStatus: async (name, body) =>
-      nodeOf(await call(`patch node ${name} status`, (o) => core.patchNodeStatus({ name, body }, smp(o)))),
-    async podsOn(node) {
-      const list = await call(`list pods on ${node}`, (o) => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` }, o));
+      nodeOf(await call<NodeLike>(`patch node ${name} status`, { method: 'PATCH', path: `${node(name)}/status`, body, contentType: SMP })),
+    async podsOn(nodeName) {
+      const list = await call<{ items: PodLike[] }>(`list pods on ${nodeName}`, {
+        method: 'GET',
+        path: '/api/v1/pods',
+        query: { fieldSelector: `spec.nodeName=${nodeName}` },
+      });
       return list.items.map(podOf);
     },
     async evict(pod, gracePeriodSeconds, dryRun = false) {
@@ -126,9 +128,12 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
       };
       const what = `${dryRun ? 'dry-run ' : ''}evict pod ${pod.namespace}/${pod.name}`;
       try {
-        await call(what, (o) =>
-          core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body, ...(dryRun ? { dryRun: 'All' } : {}) }, o),
-        );
+        await call(what, {
+          method: 'POST',
+          path: `${pods(pod.namespace, pod.name)}/eviction`,
+          query: { dryRun: dryRun ? 'All' : undefined },
+          body,
+        });
         return 'evicted';
       } catch (err) {
         if (err instanceof KubeFailure && err.status === 404) return 'gone';
@@ -138,9 +143,11 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
     },
     async deletePod(pod, gracePeriodSeconds) {
       try {
-        await call(`delete pod ${pod.namespace}/${pod.name}`, (o) =>
-          core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, gracePeriodSeconds }, o),
-        );
+        await call(`delete pod ${pod.namespace}/${pod.name}`, {
+          method: 'DELETE',
+          path: pods(pod.namespace, pod.name),
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds },
+        });
         return true;
       } catch (err) {
         if (err instanceof KubeFailure && err.status === 404) return false;
@@ -148,10 +155,12 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
       }
     },
     async event(on, reason, message, type = 'Normal') {
-      const now = new Date();
+      const now = new Date().toISOString();
       const isPod = 'ownerKinds' in on;
       const namespace = isPod ? on.namespace : 'default';
       const body = {
+        apiVersion: 'v1',
+        kind: 'Event',
         metadata: { generateName: `${on.name}.`, namespace },
         involvedObject: isPod
           ? { apiVersion: 'v1', kind: 'Pod', name: on.name, namespace, uid: on.uid }
@@ -167,9 +176,13 @@ function bound(core: CoreApi, k8s: ClientModule, signal: AbortSignal | undefined
         count: 1,
       };
       // the story on the Node is worth telling, but never worth failing the preparation for
-      await call(`create event ${reason}`, (o) => core.createNamespacedEvent({ namespace, body }, o)).catch(() => undefined);
+      await call(`create event ${reason}`, {
+        method: 'POST',
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+        body,
+      }).catch(() => undefined);
     },
-    scoped: (s) => bound(core, k8s, s),
+    scoped: (s) => bound(kube, s),
   };
 }
 

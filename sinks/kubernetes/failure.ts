@@ -42,6 +42,8 @@ export function toFailure(what: string, err: unknown): KubeFailure {
       `${what}: the kubeconfig's server is http:// without insecure-skip-tls-verify; use the API server's https:// address (or set insecure-skip-tls-verify: true on a test cluster)`,
       false,
     );
+  if (err instanceof Error && err.name === 'KubeConfigError')
+    return new KubeFailure('KUBE_CONFIG_INVALID', `${what}: ${err.message}`, false);
   const cause = e.cause?.code ?? e.cause?.message ?? e.message ?? String(err);
   return new KubeFailure('KUBE_API_UNREACHABLE', `${what}: cannot reach the Kubernetes API server (${cause})`, true);
 }

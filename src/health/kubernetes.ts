@@ -6,9 +6,19 @@
  * `azure://` and this VM's resource id, as the kubernetes sink finds it. Through the client the
  * project already uses (kube/config.ts), loaded at the first check.
  */
-import type { CoreV1Api, V1Node, V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
-import { abortWith, loadKubeConfig, NOT_CONFIGURED } from '../kube/config.ts';
+import { KubeConnection, NOT_CONFIGURED } from '../kube/client.ts';
+
+type Condition = { type: string; status: string; reason?: string };
+interface V1Node {
+  metadata?: { name?: string };
+  spec?: { providerID?: string };
+  status?: { conditions?: Condition[] };
+}
+interface V1Pod {
+  metadata?: { name?: string; namespace?: string; deletionTimestamp?: string };
+  status?: { phase?: string; conditions?: Condition[] };
+}
 
 export const KubernetesCheck = z.strictObject({
   node: z.boolean().default(true).describe("The Node's Ready condition must be True."),
@@ -35,7 +45,7 @@ export type KubernetesCheck = z.infer<typeof KubernetesCheck>;
 export class KubernetesHealth {
   readonly #check: KubernetesCheck;
   readonly #resourceId: () => string | null;
-  #api: { core: CoreV1Api; abortWith: (s: AbortSignal) => ReturnType<typeof abortWith> } | null = null;
+  #kube: KubeConnection | null = null;
   /** The Node's name, once found by its providerID. */
   #found: string | null = null;
 
@@ -46,9 +56,8 @@ export class KubernetesHealth {
 
   /** run: null when healthy, else why not. */
   async run(signal: AbortSignal): Promise<string | null> {
-    const api = await this.#client();
-    const opts = api.abortWith(signal);
-    const node = await this.#node(api.core, opts);
+    const kube = this.#client();
+    const node = await this.#node(kube, signal);
     const name = node.metadata?.name ?? '?';
     const problems: string[] = [];
     if (this.#check.node) {
@@ -57,7 +66,12 @@ export class KubernetesHealth {
     }
     const pods = this.#check.pods;
     if (pods !== 'none') {
-      const list = await api.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` }, opts);
+      const list = await kube.request<{ items: V1Pod[] }>({
+        method: 'GET',
+        path: '/api/v1/pods',
+        query: { fieldSelector: `spec.nodeName=${name}` },
+        signal,
+      });
       const only = pods === 'all' ? null : new Set(pods.namespaces);
       const notReady = list.items.filter((p) => counts(p, only) && !podReady(p)).map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
       if (notReady.length > 0)
@@ -68,23 +82,23 @@ export class KubernetesHealth {
     return problems.length === 0 ? null : problems.join('; ');
   }
 
-  async #client() {
-    if (this.#api !== null) return this.#api;
-    const conn = await loadKubeConfig(this.#check.kubeconfig);
-    if (conn === null) throw new Error(NOT_CONFIGURED);
-    const core = conn.config.makeApiClient(conn.k8s.CoreV1Api);
-    this.#api = { core, abortWith: (s) => abortWith(conn.k8s, s) };
-    return this.#api;
+  #client(): KubeConnection {
+    if (this.#kube !== null) return this.#kube;
+    const kube = KubeConnection.open(this.#check.kubeconfig);
+    if (kube === null) throw new Error(NOT_CONFIGURED);
+    this.#kube = kube;
+    return kube;
   }
 
-  async #node(core: CoreV1Api, opts: ReturnType<typeof abortWith>): Promise<V1Node> {
+  async #node(kube: KubeConnection, signal: AbortSignal): Promise<V1Node> {
     const name = this.#check.nodeName ?? (process.env.NODE_NAME || null) ?? this.#found;
-    if (name !== null) return core.readNode({ name }, opts);
+    if (name !== null) return kube.request<V1Node>({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(name)}`, signal });
     const id = this.#resourceId();
     if (!id)
       throw new Error("no nodeName configured, NODE_NAME is unset, and this VM's resource id is unknown, so its Node cannot be found");
     const providerId = `azure://${id}`.toLowerCase();
-    const node = (await core.listNode({}, opts)).items.find((n) => n.spec?.providerID?.toLowerCase() === providerId);
+    const nodes = await kube.request<{ items: V1Node[] }>({ method: 'GET', path: '/api/v1/nodes', signal });
+    const node = nodes.items.find((n) => n.spec?.providerID?.toLowerCase() === providerId);
     if (node === undefined) throw new Error(`no Node has spec.providerID azure://${id}; set nodeName or NODE_NAME`);
     this.#found = node.metadata?.name ?? null;
     return node;

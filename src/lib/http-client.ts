@@ -42,6 +42,11 @@ export interface HttpClientOptions {
   readonly ca?: string;
   /** false turns certificate verification off. */
   readonly rejectUnauthorized?: boolean;
+  /** A client certificate and its key (PEM), for servers that authenticate clients by certificate. */
+  readonly cert?: string;
+  readonly key?: string;
+  /** The name the server's certificate is checked against, when it is not the URL's host. */
+  readonly serverName?: string;
   /** Connections per origin. */
   readonly maxSockets?: number;
   /** How long an idle connection is kept. */
@@ -51,7 +56,7 @@ export interface HttpClientOptions {
 export type HttpHeaders = Record<string, string | string[] | undefined>;
 
 export interface HttpRequest {
-  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   readonly headers?: Record<string, string>;
   readonly body?: string | Buffer;
   readonly signal?: AbortSignal;
@@ -67,11 +72,13 @@ export interface HttpResponse extends BoundedBody {
 }
 
 /** Trust `ca` beside the system's roots (node:tls is loaded only when a CA file is configured). */
-function tlsOptions(options: HttpClientOptions): { ca?: string[]; rejectUnauthorized?: boolean } {
+function tlsOptions(options: HttpClientOptions): Record<string, unknown> {
   const tls = options.ca === undefined ? null : process.getBuiltinModule('node:tls');
   return {
     ...(tls === null ? {} : { ca: [...tls.rootCertificates, options.ca!] }),
     ...(options.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+    ...(options.cert === undefined || options.key === undefined ? {} : { cert: options.cert, key: options.key }),
+    ...(options.serverName === undefined ? {} : { servername: options.serverName }),
   };
 }
 

@@ -5,15 +5,28 @@
  * created with POST (409 AlreadyExists when another came first) and replaced with PUT carrying the
  * resourceVersion read (409 Conflict when it changed since).
  * https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/lease-v1/
- * @kubernetes/client-node is imported only here, when a kubernetes store is configured.
+ * The Kubernetes client (src/kube) is loaded only here, when a kubernetes store is configured.
  */
 import { createHash } from 'node:crypto';
-import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import type { FleetStoreConfig } from './config.ts';
-import { abortWith, loadKubeConfig, NOT_CONFIGURED, type KubeConnection } from '../../../kube/config.ts';
+import { KubeConnection, NOT_CONFIGURED } from '../../../kube/client.ts';
 import { FleetStoreError, recordOf, type FleetStore, type Versioned } from './port.ts';
 
 type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
+
+/** The parts of a coordination.k8s.io/v1 Lease this store reads and writes. */
+interface V1Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: { holderIdentity?: string; renewTime?: string };
+}
 
 export const RECORD_ANNOTATION = 'se-bridge.io/record';
 export const NAME_ANNOTATION = 'se-bridge.io/name';
@@ -44,31 +57,26 @@ export function leaseName(group: string, name: string): string {
 
 export class LeaseFleetStore implements FleetStore {
   readonly where: string;
-  readonly #api: CoordinationV1Api;
-  readonly #k8s: KubeConnection['k8s'];
+  readonly #kube: KubeConnection;
   readonly #namespace: string;
   readonly #group: string;
 
   private constructor(kube: KubeConnection, namespace: string, group: string) {
-    this.#api = kube.config.makeApiClient(kube.k8s.CoordinationV1Api);
-    this.#k8s = kube.k8s;
+    this.#kube = kube;
     this.#namespace = namespace;
     this.#group = group;
     this.where = `kubernetes leases ${namespace}/${group === '' ? GROUP_LABEL : `${GROUP_LABEL}=${group}`}`;
   }
 
   static async open(config: KubeConfig, group: string): Promise<LeaseFleetStore> {
-    const kube = await loadKubeConfig(config.kubeconfig);
+    const kube = KubeConnection.open(config.kubeconfig);
     if (kube === null) throw new FleetStoreError('connect', NOT_CONFIGURED);
     return new LeaseFleetStore(kube, config.namespace, group);
   }
 
   async get(name: string, signal?: AbortSignal): Promise<Versioned | null> {
     try {
-      const lease = await this.#api.readNamespacedLease(
-        { name: leaseName(this.#group, name), namespace: this.#namespace },
-        this.#with(signal),
-      );
+      const lease = await this.#kube.request<V1Lease>({ method: 'GET', path: this.#path(leaseName(this.#group, name)), signal });
       return fromLease(lease, name);
     } catch (err) {
       if (statusOf(err) === 404) return null;
@@ -91,14 +99,14 @@ export class LeaseFleetStore implements FleetStore {
       },
       spec: {
         ...(typeof holder === 'string' ? { holderIdentity: holder } : {}),
-        renewTime: new Date(),
+        renewTime: new Date().toISOString().replace('Z', '000Z'),
       },
     };
     try {
       const written =
         version === null
-          ? await this.#api.createNamespacedLease({ namespace: this.#namespace, body }, this.#with(signal))
-          : await this.#api.replaceNamespacedLease({ name: lease, namespace: this.#namespace, body }, this.#with(signal));
+          ? await this.#kube.request<V1Lease>({ method: 'POST', path: this.#path(), body, signal })
+          : await this.#kube.request<V1Lease>({ method: 'PUT', path: this.#path(lease), body, signal });
       return written.metadata?.resourceVersion ?? null;
     } catch (err) {
       const status = statusOf(err);
@@ -110,10 +118,12 @@ export class LeaseFleetStore implements FleetStore {
 
   async remove(name: string, version: string, signal?: AbortSignal): Promise<boolean> {
     try {
-      await this.#api.deleteNamespacedLease(
-        { name: leaseName(this.#group, name), namespace: this.#namespace, body: { preconditions: { resourceVersion: version } } },
-        this.#with(signal),
-      );
+      await this.#kube.request({
+        method: 'DELETE',
+        path: this.#path(leaseName(this.#group, name)),
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: version } },
+        signal,
+      });
       return true;
     } catch (err) {
       // 409: the precondition failed (another writer came first); 404: gone already
@@ -125,10 +135,12 @@ export class LeaseFleetStore implements FleetStore {
 
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
     try {
-      const leases = await this.#api.listNamespacedLease(
-        { namespace: this.#namespace, labelSelector: selectorFor(this.#group, prefix) },
-        this.#with(signal),
-      );
+      const leases = await this.#kube.request<{ items: V1Lease[] }>({
+        method: 'GET',
+        path: this.#path(),
+        query: { labelSelector: selectorFor(this.#group, prefix) },
+        signal,
+      });
       return leases.items.map((l) => fromLease(l, this.#nameOf(l))).filter((r): r is Versioned => r !== null && r.name.startsWith(prefix));
     } catch (err) {
       throw failure(`list ${prefix}*`, err);
@@ -136,7 +148,11 @@ export class LeaseFleetStore implements FleetStore {
   }
 
   async close(): Promise<void> {
-    // the client keeps no connection of its own to close
+    this.#kube.close();
+  }
+
+  #path(lease = ''): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.#namespace)}/leases${lease === '' ? '' : `/${encodeURIComponent(lease)}`}`;
   }
 
   /** nameOf: a Lease's record name; in the whole namespace's view (group ''), `<group>/<name>`. */
@@ -144,11 +160,6 @@ export class LeaseFleetStore implements FleetStore {
     const name = l.metadata?.annotations?.[NAME_ANNOTATION] ?? '';
     const group = l.metadata?.labels?.[GROUP_LABEL] ?? '';
     return this.#group !== '' || name === '' || group === '' ? name : `${group}/${name}`;
-  }
-
-  /** with: the options of one call, aborted with `signal` (the deadline openFleetStore puts on every call). */
-  #with(signal: AbortSignal | undefined) {
-    return signal === undefined ? undefined : abortWith(this.#k8s, signal);
   }
 }
 

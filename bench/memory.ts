@@ -1,0 +1,144 @@
+/**
+ * Benchmark phase M: what each shipped profile of the daemon holds in memory, one process at a
+ * time (so that no other process shares its pages and PSS means what it says), after it has
+ * carried one event to every sink. For each: VmRSS (resident, shared pages counted whole),
+ * RssAnon (private memory: the heap, code compiled at run time, buffers), RssFile (the mapped
+ * files: the node binary, mostly) and PSS (shared pages divided among the processes sharing
+ * them), from /proc/PID/status and /proc/PID/smaps_rollup. Linux only.
+ *
+ *   node bench/memory.ts [--quick]
+ */
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ImdsSimulator } from '../src/simulator/server.ts';
+import { FleetStores } from '../testkit/fleet-stores.ts';
+import { HttpPeer } from '../testkit/http-peer.ts';
+import { bridgeConfig, dir, log, quick, ROOT, sleep, spawnProcess, stop } from './common.ts';
+
+export interface Memory {
+  vmRssMiB: number;
+  rssAnonMiB: number;
+  rssFileMiB: number;
+  pssMiB: number;
+}
+
+const kib = (text: string, key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+const mib = (k: number) => Math.round((k / 1024) * 10) / 10;
+
+/** memoryOf: the four figures of a running process. */
+export function memoryOf(pid: number): Memory {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  return {
+    vmRssMiB: mib(kib(status, 'VmRSS')),
+    rssAnonMiB: mib(kib(status, 'RssAnon')),
+    rssFileMiB: mib(kib(status, 'RssFile')),
+    pssMiB: mib(kib(rollup, 'Pss')),
+  };
+}
+
+const PACKAGE_BIN = join(ROOT, 'bin', 'se-bridge.js');
+const BINARY = join(ROOT, 'build', 'se-bridge-linux-x64');
+const NODE = process.execPath;
+
+type Sinks = 'webhook+file' | 'aks';
+interface Profile {
+  name: string;
+  cmd: string[];
+  sinks?: Sinks;
+  fleet?: 'blob' | 'kubernetes';
+}
+
+/**
+ * coldCopy: the executable copied, written to disk and dropped from the page cache, so it is
+ * mapped from disk as it is on a VM after a reboot, not from the pages its build just wrote.
+ */
+function coldCopy(): string | null {
+  if (!existsSync(BINARY)) return null;
+  const copy = join(dir, 'se-bridge-linux-x64');
+  copyFileSync(BINARY, copy);
+  execFileSync('chmod', ['+x', copy]);
+  execFileSync('sync', [copy]);
+  // GNU dd: advise the kernel to drop the whole file's cached pages (no root needed)
+  execFileSync('dd', [`if=${copy}`, 'iflag=nocache', 'count=0', 'status=none']);
+  return copy;
+}
+
+export const PROFILES = (binary: string | null): Profile[] => [
+  { name: 'bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
+  {
+    name: "floor: node with the package's flags and node:http, idle",
+    cmd: [
+      NODE,
+      '--max-semi-space-size=1',
+      '--no-opt',
+      '--no-maglev',
+      '--liftoff-only',
+      '-e',
+      "require('node:http').createServer().listen(0, '127.0.0.1'); setInterval(() => {}, 1000)",
+    ],
+  },
+  { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
+  { name: 'package, webhook+file, fleet budget on Blob Storage', cmd: [PACKAGE_BIN], sinks: 'webhook+file', fleet: 'blob' },
+  { name: 'package, webhook+file, fleet budget on Leases', cmd: [PACKAGE_BIN], sinks: 'webhook+file', fleet: 'kubernetes' },
+  {
+    name: 'package, AKS DaemonSet (kubernetes, probe, webhook, file, Lease budget)',
+    cmd: [PACKAGE_BIN],
+    sinks: 'aks',
+    fleet: 'kubernetes',
+  },
+  ...(binary === null ? [] : [{ name: 'single executable, webhook+file (read from disk)', cmd: [binary], sinks: 'webhook+file' as const }]),
+];
+
+export async function phaseMemory(seconds = quick ? 10 : 25): Promise<(Memory & { name: string })[]> {
+  const stores = await FleetStores.start();
+  const hook = new HttpPeer();
+  await hook.listen();
+  const kubeconfig = join(dir, 'kubeconfig-memory');
+  writeFileSync(kubeconfig, stores.kube.kubeconfig());
+  stores.kube.addNode('mem-node');
+  const out: (Memory & { name: string })[] = [];
+  try {
+    for (const [i, p] of PROFILES(coldCopy()).entries()) {
+      const sim = new ImdsSimulator({ vmName: 'mem-node', tickMs: 50 });
+      await sim.listen(0);
+      const file = { name: 'audit', type: 'file', path: join(dir, `mem-${i}.jsonl`) };
+      const webhook = { name: 'hook', type: 'webhook', url: hook.url };
+      const sinks =
+        p.sinks === 'aks'
+          ? [
+              { name: 'node', type: 'kubernetes', kubeconfig, nodeName: 'mem-node' },
+              { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 5 },
+              webhook,
+              file,
+            ]
+          : [webhook, file];
+      const fleet = p.fleet === undefined ? {} : { fleet: { group: `mem-${i}`, maxUnavailable: 1, store: stores.config(p.fleet) } };
+      const args =
+        p.sinks === undefined
+          ? p.cmd
+          : [...p.cmd, 'run', '--config', bridgeConfig(`mem-${i}`, { imds: { endpoint: sim.url }, sinks, ...fleet })];
+      const child: ChildProcess = spawnProcess(args);
+      try {
+        await sleep(3000);
+        if (p.sinks !== undefined) sim.addEvent({ noticeMs: 3_600_000 });
+        await sleep(seconds * 1000 - 3000);
+        const m = memoryOf(child.pid!);
+        log(`M: ${p.name}: VmRSS ${m.vmRssMiB} MiB, RssAnon ${m.rssAnonMiB}, RssFile ${m.rssFileMiB}, PSS ${m.pssMiB}`);
+        out.push({ name: p.name, ...m });
+      } finally {
+        await stop(child);
+        await sim.close();
+      }
+    }
+  } finally {
+    await hook.close();
+    await stores.stop();
+  }
+  return out;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const r of await phaseMemory()) process.stdout.write(`${JSON.stringify(r)}\n`);
+}

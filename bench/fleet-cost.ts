@@ -1,7 +1,7 @@
 /**
  * Benchmark phase F2: what a fleet budget costs its store as the group grows. Members in this
  * process, over the real store clients (@azure/storage-blob against Azurite behind a counting
- * proxy; @kubernetes/client-node against the Lease stand-in, which records every request), at
+ * proxy; the project's Kubernetes client (src/kube) against the Lease stand-in, which records every request), at
  * 10, 100 and 300 members with maxUnavailable 3, on a simulated clock (so a minute of the group
  * takes seconds):
  *   - idle: two heartbeats of every member, nothing scheduled;

@@ -2,7 +2,7 @@
  * Benchmark phase H: preparing the VM. Scheduled to approved (StartRequests at the simulator)
  * through `approveAfterHooks` with a load balancer probe (drainSeconds 5), and with a
  * Kubernetes drain of 50 pods on the stand-in API server (testkit/kube-apiserver.ts: no API
- * server can run here), through the real @kubernetes/client-node. A prober asks the probe every
+ * server can run here), through the project's Kubernetes client (src/kube). A prober asks the probe every
  * 50 ms, as a load balancer would (more often), and times the change to 503 and the completion
  * to 200.
  */

@@ -41,7 +41,14 @@ export { createGuardedServer, DEFAULT_SERVER_LIMITS, listen } from './lib/http-s
 export { secretKey, signatureHeaders, whsec } from './lib/standard-webhooks.ts';
 
 // ----- Kubernetes: where the API is (a kubeconfig, or the in-cluster service account) -------
-export { KubeApiError, KubeConfigError, KubeConnection, NOT_CONFIGURED, type KubeRequest } from './kube/client.ts';
+// the client itself is loaded by openKube, only when a configuration talks to Kubernetes
+export type { KubeApiError, KubeConfigError, KubeConnection, KubeRequest } from './kube/client.ts';
+export { NOT_CONFIGURED } from './lib/errors.ts';
+
+/** openKube: the kubeconfig file, or the in-cluster service account (null when neither is there); loads the client. */
+export async function openKube(kubeconfig: string | undefined): Promise<import('./kube/client.ts').KubeConnection | null> {
+  return (await import('./kube/client.ts')).KubeConnection.open(kubeconfig);
+}
 
 // ----- time ----------------------------------------------------------------------------------
 export { sleep, withDeadline } from './lib/time.ts';

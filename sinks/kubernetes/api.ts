@@ -1,4 +1,4 @@
-import { KubeConnection, NOT_CONFIGURED, withDeadline, type KubeRequest } from '../../src/kit.ts';
+import { NOT_CONFIGURED, openKube, withDeadline, type KubeConnection, type KubeRequest } from '../../src/kit.ts';
 import { KubeFailure, toFailure } from './failure.ts';
 
 export { describeFailure, KubeFailure } from './failure.ts';
@@ -71,7 +71,7 @@ export interface Kube {
 
 /** connect reads the configuration: the kubeconfig file, or the in-cluster service account. */
 export async function connect(kubeconfig: string | undefined): Promise<Kube> {
-  const kube = KubeConnection.open(kubeconfig);
+  const kube = await openKube(kubeconfig);
   if (kube === null) return unconfigured();
   return bound(kube, undefined);
 }

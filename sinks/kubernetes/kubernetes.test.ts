@@ -1,5 +1,5 @@
 /**
- * The kubernetes sink through the real @kubernetes/client-node, against testkit/kube-apiserver.ts:
+ * The kubernetes sink through the project's Kubernetes client (src/kube), against testkit/kube-apiserver.ts:
  * a stand-in for the Kubernetes API server written from its API reference (no API server can
  * run on the machines the tests run on), over HTTPS with a test CA in the kubeconfig. The
  * bridge polls the project's IMDS simulator and approves with `approveAfterHooks`.

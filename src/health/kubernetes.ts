@@ -7,7 +7,8 @@
  * project already uses (kube/config.ts), loaded at the first check.
  */
 import { z } from 'zod';
-import { KubeConnection, NOT_CONFIGURED } from '../kube/client.ts';
+import type { KubeConnection } from '../kube/client.ts';
+import { NOT_CONFIGURED } from '../lib/errors.ts';
 
 type Condition = { type: string; status: string; reason?: string };
 interface V1Node {
@@ -56,7 +57,7 @@ export class KubernetesHealth {
 
   /** run: null when healthy, else why not. */
   async run(signal: AbortSignal): Promise<string | null> {
-    const kube = this.#client();
+    const kube = await this.#client();
     const node = await this.#node(kube, signal);
     const name = node.metadata?.name ?? '?';
     const problems: string[] = [];
@@ -82,8 +83,10 @@ export class KubernetesHealth {
     return problems.length === 0 ? null : problems.join('; ');
   }
 
-  #client(): KubeConnection {
+  /** client: the Kubernetes client, loaded at the first check (a bridge without this check never loads it). */
+  async #client(): Promise<KubeConnection> {
     if (this.#kube !== null) return this.#kube;
+    const { KubeConnection } = await import('../kube/client.ts');
     const kube = KubeConnection.open(this.#check.kubeconfig);
     if (kube === null) throw new Error(NOT_CONFIGURED);
     this.#kube = kube;

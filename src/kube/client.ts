@@ -77,7 +77,7 @@ export class KubeConnection {
   /** request: one call, its JSON answer parsed (undefined for an empty body). */
   async request<T>(r: KubeRequest): Promise<T> {
     const what = `${r.method} ${r.path}`;
-    // as client-node: plain HTTP only where the kubeconfig says it knows (a test cluster)
+    // as the official clients: plain HTTP only where the kubeconfig says it knows (a test cluster)
     if (this.target.server.startsWith('http://') && !this.target.insecure)
       throw new KubeConfigError(`${this.target.server}: HTTP protocol is not allowed when skipTLSVerify is not set`);
     const refreshable = this.target.exec !== undefined || this.target.tokenFile !== undefined;

@@ -13,8 +13,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
-/** Why there is no connection: said the same by every caller. */
-export const NOT_CONFIGURED = 'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)';
+export { NOT_CONFIGURED } from '../lib/errors.ts';
 
 /** The service account's folder in every pod. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

@@ -159,3 +159,6 @@ export function errorFields(err: unknown): { code: string; err: string } {
     err: typeof e?.message === 'string' ? e.message : String(err),
   };
 }
+
+/** Why there is no Kubernetes connection: said the same by every caller (src/kube). */
+export const NOT_CONFIGURED = 'no kubeconfig is configured and this process is not in a cluster (KUBERNETES_SERVICE_HOST is unset)';

@@ -166,7 +166,7 @@ describe('the single executable (linux-x64)', () => {
     }
   }, 60_000);
 
-  it('prepares the VM: a load balancer probe, and a Kubernetes node drained through @kubernetes/client-node loaded from its assets', async () => {
+  it('prepares the VM: a load balancer probe, and a Kubernetes node drained through the Kubernetes client (src/kube) inside the executable', async () => {
     const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 10 });
     await sim.listen(0);
     const api = await new KubeStandIn().start();

@@ -13,7 +13,7 @@ function loadedWith(sinks: unknown[]): string[] {
   return load(sinks).azure;
 }
 
-function load(sinks: unknown[]): { azure: string[]; packages: string[]; builtins: string[]; threads: number } {
+function load(sinks: unknown[]): { azure: string[]; packages: string[]; own: string[]; builtins: string[]; threads: number } {
   const script = `
     import { registerHooks } from 'node:module';
     const seen = [];
@@ -28,12 +28,12 @@ function load(sinks: unknown[]): { azure: string[]; packages: string[]; builtins
     await bridge.stop();
     const packageOf = (u) => { if (!u.includes('/node_modules/')) return null; const p = u.split('/node_modules/').pop().split('/'); return p[0].startsWith('@') ? p[0] + '/' + p[1] : p[0]; };
     const packages = [...new Set(seen.map(packageOf).filter((p) => p !== null))];
-    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages, builtins: process.moduleLoadList, threads }));
+    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages, own: seen.filter((u) => !u.includes('/node_modules/')), builtins: process.moduleLoadList, threads }));
     process.exit(0);
   `;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
   expect(r.stderr).toBe('');
-  return JSON.parse(r.stdout) as { azure: string[]; packages: string[]; builtins: string[]; threads: number };
+  return JSON.parse(r.stdout) as { azure: string[]; packages: string[]; own: string[]; builtins: string[]; threads: number };
 }
 
 describe('lazy loading of the Azure SDKs', () => {
@@ -53,7 +53,7 @@ describe('lazy loading of the Azure SDKs', () => {
     ]);
     expect(packages).toContain('zod');
     expect(packages).toContain('undici');
-    expect(packages.filter((p) => ['cloudevents', 'prom-client', 'jsonata', '@kubernetes/client-node'].includes(p))).toEqual([]);
+    expect(packages.filter((p) => ['cloudevents', 'prom-client', 'jsonata'].includes(p))).toEqual([]);
     expect(builtins).toContain('NativeModule http');
     expect(builtins.filter((m) => m.includes('undici'))).toEqual([]);
     // no https URL is configured, so node:https and node:tls stay unloaded, and node:http2
@@ -61,14 +61,17 @@ describe('lazy loading of the Azure SDKs', () => {
     expect(builtins.filter((m) => ['NativeModule https', 'NativeModule tls', 'NativeModule http2'].includes(m))).toEqual([]);
   });
 
-  it('jsonata loads only with a webhook template, in a worker thread of its own; the Kubernetes client only with a kubernetes sink', () => {
+  it('jsonata loads only with a webhook template, in a worker thread of its own; the Kubernetes client (src/kube/client) only with a kubernetes sink', () => {
     const plain = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' }]);
     const templated = load([{ name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x', template: '{ "id": id }' }]);
     // the daemon's own thread never loads it (a template runs where it cannot stall the daemon): one thread more does
     expect(templated.packages).not.toContain('jsonata');
     expect(templated.threads).toBeGreaterThan(plain.threads);
     const kube = load([{ name: 'k', type: 'kubernetes', nodeName: 'n0' }]);
-    expect(kube.packages).toContain('@kubernetes/client-node');
+    const client = (l: { own: string[] }) => l.own.filter((u) => u.endsWith('/src/kube/client.ts'));
+    expect(client(plain)).toEqual([]);
+    expect(client(templated)).toEqual([]);
+    expect(client(kube)).toHaveLength(1);
     expect(kube.threads).toBe(plain.threads);
   });
 

@@ -1,6 +1,6 @@
 /**
  * `se-bridge prepare --dry-run`: the CLI as a real process, its kubernetes sink through the real
- * @kubernetes/client-node against testkit/kube-apiserver.ts, a stand-in for the Kubernetes API
+ * the project's Kubernetes client (src/kube) against testkit/kube-apiserver.ts, a stand-in for the Kubernetes API
  * server written from its API reference (no API server can run on the machines the tests run
  * on). The stand-in answers dry-run evictions (dryRun=All) as the real one does: the same checks,
  * the same statuses, nothing changed.

@@ -1,7 +1,7 @@
 /**
  * The fleet budget's health gate over its two real stores (Azurite through @azure/storage-blob;
  * the Kubernetes API stand-in, written from the API reference since no API server can run here,
- * through @kubernetes/client-node), with real health checks: an HTTP endpoint on 127.0.0.1 whose
+ * through the project's Kubernetes client (src/kube)), with real health checks: an HTTP endpoint on 127.0.0.1 whose
  * answer the test sets, and real commands. Members run in this process on a clock the test sets.
  */
 import { createServer, type Server } from 'node:http';

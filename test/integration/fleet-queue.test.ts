@@ -3,7 +3,7 @@
  * served by Azurite (Microsoft's emulator) through the real @azure/storage-blob client, behind a
  * proxy that counts each request and each refused conditional write, and Leases served by the
  * project's Kubernetes API stand-in (no API server can run here; written from the API reference)
- * through the real @kubernetes/client-node. Members run in this process on a simulated clock.
+ * through the project's Kubernetes client (src/kube). Members run in this process on a simulated clock.
  */
 import { describe, expect, it } from 'vitest';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';

@@ -1,7 +1,7 @@
 /**
  * Records of another shape in a fleet store, over its two real stores (Azure Blob Storage served
  * by Azurite through @azure/storage-blob; Leases served by the Kubernetes API stand-in, written
- * from the API reference, through @kubernetes/client-node): a member record without `events`, a
+ * from the API reference, through the project's Kubernetes client (src/kube)): a member record without `events`, a
  * slot that is not JSON, a 10 MiB member record. Each is named once and left out; the store is
  * not called unreachable; `fleet status` prints the rest; the 10 MiB record is never downloaded.
  */

@@ -95,7 +95,7 @@ describe('the Kubernetes client', () => {
         "import { appendFileSync, readFileSync } from 'node:fs';",
         `appendFileSync(${JSON.stringify(log)}, process.env.KUBERNETES_EXEC_INFO + '\\n');`,
         `const token = readFileSync(${JSON.stringify(join(dir.path, 'issued'))}, 'utf8');`,
-        "const expires = new Date(Date.now() + Number(process.env.LIFETIME_MS)).toISOString();",
+        'const expires = new Date(Date.now() + Number(process.env.LIFETIME_MS)).toISOString();',
         "process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token, expirationTimestamp: expires } }));",
       ].join('\n'),
     );
@@ -179,7 +179,9 @@ describe('the Kubernetes client', () => {
     const noContext = join(dir.path, 'no-context.yaml');
     writeFileSync(noContext, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n');
     expect(() => KubeConnection.open(noContext)).toThrow(/no current-context/);
-    expect(() => KubeConnection.open(kubeconfig('no-ca', '{}', 'certificate-authority: missing.pem'))).toThrow(/cannot read .*missing\.pem: ENOENT/);
+    expect(() => KubeConnection.open(kubeconfig('no-ca', '{}', 'certificate-authority: missing.pem'))).toThrow(
+      /cannot read .*missing\.pem: ENOENT/,
+    );
     const plain = join(dir.path, 'plain.yaml');
     writeFileSync(plain, readFileSync(kubeconfig('p', '{}'), 'utf8').replace(api.url, 'http://127.0.0.1:9'));
     const before = api.requests.length;

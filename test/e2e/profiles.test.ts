@@ -1,0 +1,204 @@
+/**
+ * What each deployment profile of the package loads: the compiled daemon (bin/se-bridge.js, as
+ * installed) runs against the IMDS simulator until it has carried an event to its sinks, with a
+ * module hook recording every file it resolves, read when it exits. Each profile loads exactly
+ * the packages it needs, and nothing of a client its configuration does not use: a bridge with
+ * no kubernetes sink, no Kubernetes health check and no Lease store never loads the Kubernetes
+ * client (src/kube/client), one without a Blob store never loads the Azure SDKs. Read from the
+ * loaded modules, never from a memory figure (those are bench/memory.ts's). Azure Blob Storage is
+ * Azurite; the Kubernetes API is testkit/kube-apiserver.ts, a stand-in written from the API
+ * reference, since no API server can run here.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImdsSimulator } from '../../src/simulator/server.ts';
+import { FleetStores } from '../../testkit/fleet-stores.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
+import { ROOT, tempDir, waitFor } from '../helpers.ts';
+
+const BIN = join(ROOT, 'bin', 'se-bridge.js');
+let dir: ReturnType<typeof tempDir>;
+let stores: FleetStores;
+let hook: HttpPeer;
+let kubeconfig = '';
+
+beforeAll(async () => {
+  dir = tempDir('se-bridge-profiles-');
+  stores = await FleetStores.start();
+  stores.kube.addNode('vm0');
+  hook = new HttpPeer();
+  await hook.listen();
+  kubeconfig = join(dir.path, 'kubeconfig');
+  writeFileSync(kubeconfig, stores.kube.kubeconfig());
+  // records every file: URL resolved, written when the process exits
+  writeFileSync(
+    join(dir.path, 'record.mjs'),
+    [
+      "import { registerHooks } from 'node:module';",
+      "import { writeFileSync } from 'node:fs';",
+      'const seen = new Set();',
+      "registerHooks({ resolve(s, c, n) { const r = n(s, c); if (r.url.startsWith('file:')) seen.add(r.url); return r; } });",
+      "process.on('exit', () => writeFileSync(process.env.RECORD_TO, [...seen].join('\\n')));",
+    ].join('\n'),
+  );
+}, 60_000);
+afterAll(async () => {
+  await hook?.close();
+  await stores?.stop();
+  dir?.cleanup();
+});
+
+interface Loaded {
+  packages: string[];
+  own: string[];
+}
+
+/** run: the daemon with these sinks (and fleet), until the webhook got the event; what it loaded. */
+async function run(name: string, sinks: unknown[], fleet?: unknown): Promise<Loaded> {
+  expect(existsSync(BIN) && existsSync(join(ROOT, 'dist', 'src', 'commands', 'cli.js'))).toBe(true);
+  const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 50 });
+  await sim.listen(0);
+  const config = join(dir.path, `${name}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({
+      imds: { endpoint: sim.url },
+      state: { path: join(dir.path, `${name}.db`) },
+      observability: { listen: 'off' },
+      log: { level: 'warn' },
+      sinks,
+      ...(fleet === undefined ? {} : { fleet }),
+    }),
+  );
+  const record = join(dir.path, `${name}.loaded`);
+  const child = spawn(BIN, ['run', '--config', config], {
+    env: {
+      ...process.env,
+      PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
+      NODE_OPTIONS: `--import ${pathToFileURL(join(dir.path, 'record.mjs')).href}`,
+      RECORD_TO: record,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  try {
+    const before = hook.requests.length;
+    await waitFor(
+      () => sim.requests.some((r) => r.path === '/metadata/scheduledevents'),
+      `${name}: the first IMDS read (${stderr})`,
+      30_000,
+    );
+    sim.addEvent({ noticeMs: 3_600_000 });
+    await waitFor(() => hook.requests.length > before, `${name}: the event at the webhook (${stderr})`, 30_000);
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    await sim.close();
+  }
+  const urls = readFileSync(record, 'utf8').split('\n').filter(Boolean);
+  const packageOf = (u: string) => {
+    const p = u.split('/node_modules/').pop()!.split('/');
+    return p[0]!.startsWith('@') ? `${p[0]}/${p[1]}` : p[0]!;
+  };
+  return {
+    packages: [...new Set(urls.filter((u) => u.includes('/node_modules/')).map(packageOf))].sort(),
+    own: urls.filter((u) => u.includes('/dist/')).map((u) => u.slice(u.indexOf('/dist/') + 6)),
+  };
+}
+
+const webhook = () => ({ name: 'hook', type: 'webhook', url: hook.url });
+const file = (name: string) => ({ name: 'audit', type: 'file', path: join(dir.path, `${name}.jsonl`) });
+/** What every profile loads: the configuration (zod, yaml), the log (pino and its parts), HTTP (undici). */
+const CORE = [
+  '@pinojs/redact',
+  'atomic-sleep',
+  'on-exit-leak-free',
+  'pino',
+  'pino-std-serializers',
+  'quick-format-unescaped',
+  'safe-stable-stringify',
+  'sonic-boom',
+  'thread-stream',
+  'undici',
+  'yaml',
+  'zod',
+];
+/**
+ * What the Blob store adds: the Blob client and what it stands on (Azure's core, an XML parser, its own
+ * proxy agents and debug). docs/performance.md weighs them: about 18 MiB resident.
+ */
+const BLOB = [
+  '@azure/abort-controller',
+  '@azure/core-auth',
+  '@azure/core-client',
+  '@azure/core-http-compat',
+  '@azure/core-lro',
+  '@azure/core-rest-pipeline',
+  '@azure/core-tracing',
+  '@azure/core-util',
+  '@azure/core-xml',
+  '@azure/logger',
+  '@azure/storage-blob',
+  '@azure/storage-common',
+  '@nodable/entities',
+  '@typespec/ts-http-runtime',
+  'agent-base',
+  'anynum',
+  'debug',
+  'fast-xml-builder',
+  'fast-xml-parser',
+  'has-flag',
+  'http-proxy-agent',
+  'https-proxy-agent',
+  'is-unsafe',
+  'ms',
+  'path-expression-matcher',
+  'strnum',
+  'supports-color',
+  'xml-naming',
+];
+const KUBE_CLIENT = 'src/kube/client.js';
+
+describe('what each profile of the package loads', () => {
+  it('webhook and file: the core packages alone; neither the Kubernetes client nor any Azure SDK', async () => {
+    const loaded = await run('plain', [webhook(), file('plain')]);
+    expect(loaded.packages).toEqual(CORE);
+    expect(loaded.own).not.toContain(KUBE_CLIENT);
+    expect(loaded.own.filter((m) => /^src\/fleet\/budget\/stores\/(blob|lease)\.js$/.test(m))).toEqual([]);
+  }, 60_000);
+
+  it('a fleet budget on Blob Storage: the Blob client and its Azure core, and still no Kubernetes client', async () => {
+    const loaded = await run('blob', [webhook(), file('blob')], {
+      group: 'profiles-blob',
+      maxUnavailable: 1,
+      store: stores.config('blob'),
+    });
+    expect(loaded.packages).toContain('@azure/storage-blob');
+    expect(loaded.packages.filter((p) => !CORE.includes(p))).toEqual(BLOB);
+    expect(loaded.own).toContain('src/fleet/budget/stores/blob.js');
+    expect(loaded.own).not.toContain(KUBE_CLIENT);
+    expect(loaded.packages.some((p) => p === '@azure/event-hubs' || p === '@azure/service-bus' || p === '@azure/identity')).toBe(false);
+  }, 60_000);
+
+  it('the AKS DaemonSet (kubernetes sink, probe, webhook, file, a Lease store): the Kubernetes client, the core packages and nothing else', async () => {
+    const loaded = await run(
+      'aks',
+      [
+        { name: 'node', type: 'kubernetes', kubeconfig, nodeName: 'vm0' },
+        { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 5 },
+        webhook(),
+        file('aks'),
+      ],
+      { group: 'profiles-aks', maxUnavailable: 1, store: stores.config('kubernetes') },
+    );
+    expect(loaded.packages).toEqual(CORE);
+    expect(loaded.own).toContain(KUBE_CLIENT);
+    expect(loaded.own).toContain('src/fleet/budget/stores/lease.js');
+    expect(loaded.own).not.toContain('src/fleet/budget/stores/blob.js');
+  }, 60_000);
+});

@@ -18,9 +18,9 @@ const OUT = join(ROOT, 'build');
 const WORK = join(OUT, 'sea');
 /**
  * The memory flags the package's bin script passes too (bench/results.md has what each saves):
- * a 1 MiB semi-space, no optimizing compilers, and undici's WebAssembly parser kept in Liftoff.
+ * a 1 MiB semi-space and no optimizing compilers.
  */
-const V8_FLAGS = ['--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only'];
+const V8_FLAGS = ['--max-semi-space-size=1', '--no-opt', '--no-maglev'];
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const PLATFORMS = ['linux-x64', 'linux-arm64', 'win-x64'] as const;
 type Platform = (typeof PLATFORMS)[number];
@@ -97,25 +97,12 @@ const lazyPackages: Plugin = {
     }));
   },
 };
-// undici's HTTP/2 client reads node:http2's constants when it loads; it gets the stand-in that
-// loads node:http2 (and with it node:tls) only when used, as src/lib/undici-hooks.ts arranges
-// for the package
-const lazyHttp2: Plugin = {
-  name: 'lazy-http2',
-  setup(b) {
-    b.onResolve({ filter: /^(node:)?http2$/ }, (args) =>
-      /[/\\]undici[/\\]lib[/\\]dispatcher[/\\]client-h2\.js$/.test(args.importer)
-        ? { path: join(ROOT, 'src', 'lib', 'http2-lazy.ts') }
-        : undefined,
-    );
-  },
-};
 const bundle = join(WORK, 'se-bridge.cjs');
 await build({
   ...common,
   entryPoints: [join(ROOT, 'src', 'commands', 'cli.ts')],
   outfile: bundle,
-  plugins: [lazyPackages, lazyHttp2],
+  plugins: [lazyPackages],
   banner: { js: `${seLazy}\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
   define: { 'import.meta.url': '__importMetaUrl' },
 });

@@ -29,6 +29,7 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import {
   dryRunOf,
+  forbidden,
   json,
   KUBE_CERT,
   KUBE_KEY,
@@ -161,17 +162,7 @@ export class KubeStandIn {
     const byCertificate = (req.socket as TLSSocket).authorized;
     if (!byCertificate && (token === undefined || !this.tokens.has(token))) return status(res, 401, 'Unauthorized', 'Unauthorized');
     const p = url.pathname.split('/').filter(Boolean);
-    const forbid = (resource: string, verb: string, ns?: string) => {
-      if (!this.#o.forbid.includes(resource)) return false;
-      const where = ns === undefined ? 'at the cluster scope' : `in the namespace "${ns}"`;
-      status(
-        res,
-        403,
-        'Forbidden',
-        `${resource.split('/')[0]} is forbidden: User "system:serviceaccount:kube-system:se-bridge" cannot ${verb} resource "${resource}" in API group "" ${where}`,
-      );
-      return true;
-    };
+    const forbid = (resource: string, verb: string, ns?: string) => this.#o.forbid.includes(resource) && forbidden(res, resource, verb, ns);
     // /api/v1/nodes/{name}/status: the status subresource, conditions merged by type
     if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'nodes' && p.length === 5 && p[4] === 'status') {
       if (forbid('nodes/status', req.method === 'PATCH' ? 'patch' : 'get')) return;

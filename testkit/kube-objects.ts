@@ -88,6 +88,19 @@ export function json(res: ServerResponse, code: number, body: unknown): void {
   res.end(text);
 }
 
+/** forbidden answers 403 as the RBAC authorizer words it (for the service account se-bridge); true. */
+export function forbidden(res: ServerResponse, resource: string, verb: string, ns?: string): true {
+  const where = ns === undefined ? 'at the cluster scope' : `in the namespace "${ns}"`;
+  const who = 'User "system:serviceaccount:kube-system:se-bridge"';
+  status(
+    res,
+    403,
+    'Forbidden',
+    `${resource.split('/')[0]} is forbidden: ${who} cannot ${verb} resource "${resource}" in API group "" ${where}`,
+  );
+  return true;
+}
+
 export function status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
   json(res, code, {
     kind: 'Status',

@@ -23,9 +23,9 @@ export class KubeFailure extends BridgeError<KubeCode> {
 /** toFailure turns what the client threw into a KubeFailure that names the call and what the API said. */
 export function toFailure(what: string, err: unknown): KubeFailure {
   if (err instanceof KubeFailure) return err;
-  const e = err as { code?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
-  if (typeof e.code === 'number') {
-    const status = e.code;
+  const e = err as { status?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
+  if (err instanceof Error && err.name === 'KubeApiError' && typeof e.status === 'number') {
+    const status = e.status;
     const message = apiMessage(e.body);
     const said = message ?? `HTTP ${status}`;
     if (status === 403) return new KubeFailure('KUBE_FORBIDDEN', `${what}: forbidden by RBAC (403): ${said}`, false, status, message);

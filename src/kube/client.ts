@@ -10,13 +10,14 @@
  *   an ExecCredential on its output), its answer kept until its expirationTimestamp and asked
  *   again once after a 401.
  * - Every call has a deadline (30 s unless the caller's signal is sooner).
- * - An answer outside 2xx rejects with a KubeApiError carrying the status in `code` and the
+ * - An answer outside 2xx rejects with a KubeApiError carrying the status in `status` and the
  *   body (a Status) as text; a request that never got an answer rejects with an Error whose cause
  *   is the network's error.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
+import { BridgeError } from '../lib/errors.ts';
 import { HttpClient } from '../lib/http-client.ts';
 import { fromKubeconfig, inCluster, KubeConfigError, type KubeTarget } from './config.ts';
 
@@ -28,14 +29,13 @@ const TOKEN_FILE_MS = 60_000;
 /** The most of one answer kept: a list of every Node of a large cluster fits. */
 const MAX_BODY = 256 * 2 ** 20;
 
-/** An API answer outside 2xx: `code` is the HTTP status, `body` the Status the server sent. */
-export class KubeApiError extends Error {
-  override readonly name = 'KubeApiError';
-  readonly code: number;
+/** An API answer outside 2xx: `status` is the HTTP status, `body` the Status the server sent. */
+export class KubeApiError extends BridgeError<'KUBE_CLIENT_STATUS'> {
+  readonly status: number;
   readonly body: string;
-  constructor(what: string, code: number, body: string) {
-    super(`${what}: HTTP ${code}`);
-    this.code = code;
+  constructor(what: string, status: number, body: string) {
+    super('KUBE_CLIENT_STATUS', `${what}: HTTP ${status}`);
+    this.status = status;
     this.body = body;
   }
 }

@@ -13,6 +13,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
+import { BridgeError } from '../lib/errors.ts';
+
 export { NOT_CONFIGURED } from '../lib/errors.ts';
 
 /** The service account's folder in every pod. */
@@ -48,8 +50,10 @@ export interface KubeTarget {
 }
 
 /** A kubeconfig that cannot be used: said before any request, so trying again cannot help. */
-export class KubeConfigError extends Error {
-  override readonly name = 'KubeConfigError';
+export class KubeConfigError extends BridgeError<'KUBE_CLIENT_CONFIG'> {
+  constructor(message: string) {
+    super('KUBE_CLIENT_CONFIG', message);
+  }
 }
 
 type Entry<T> = { name?: unknown } & T;

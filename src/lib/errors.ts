@@ -26,6 +26,11 @@ export const CODES = {
   IMDS_DUPLICATE_EVENT_IDS: 'IMDS listed an EventId more than once',
   // turning a document into CloudEvents
   MAPPING_FAILED: 'a good IMDS document could not be turned into CloudEvents (a defect of ours)',
+  // the Kubernetes client (src/kube), under the kubernetes sink, the Kubernetes health check and the Lease store
+  KUBE_CLIENT_STATUS: 'the Kubernetes API answered outside 2xx (the status and its Status body are kept)',
+  KUBE_CLIENT_CONFIG: 'the kubeconfig, the service account or the exec credential plugin cannot be used',
+  MANAGED_IDENTITY_UNAVAILABLE: 'IMDS gave no managed identity token (no such identity on this VM, or IMDS did not answer in time)',
+  BLOB_STATUS: 'Azure Blob Storage answered outside 2xx (its status and x-ms-error-code are kept)',
   // the state database
   STORE_OPEN_FAILED: 'the state database cannot be opened or created',
   STORE_DAMAGED: 'the state database is damaged',

@@ -13,8 +13,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Azurite's published development account and key (its documentation's, the same on every install). */
-export const DEV_ACCOUNT = 'devstoreaccount1';
-export const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+export { DEV_ACCOUNT, DEV_KEY } from '../fleet/budget/stores/blob-rest.ts';
+import { DEV_ACCOUNT, DEV_KEY } from '../fleet/budget/stores/blob-rest.ts';
 
 export class Azurite {
   readonly #child: ChildProcessByStdio<null, Readable, Readable>;

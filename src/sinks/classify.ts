@@ -32,8 +32,16 @@ const TLS_CODES = new Set([
 ]);
 
 /** classifyNetworkError turns a failed request (no HTTP answer) into a retry with its code. */
-/** undici's codes for a request it refuses to send: retrying cannot help. */
-const INVALID_REQUEST = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'ERR_INVALID_CHAR', 'ERR_INVALID_HTTP_TOKEN']);
+/** Node's codes for a request it refuses to send: retrying cannot help. */
+const INVALID_REQUEST = new Set([
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_HTTP_INVALID_HEADER_VALUE',
+  'ERR_INVALID_ARG_TYPE',
+  'ERR_INVALID_ARG_VALUE',
+  'ERR_INVALID_PROTOCOL',
+  'ERR_UNESCAPED_CHARACTERS',
+]);
 
 export function classifyNetworkError(err: unknown): Outcome {
   const e = err as { code?: string; cause?: { code?: string }; name?: string; message?: string };

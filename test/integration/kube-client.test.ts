@@ -61,10 +61,10 @@ describe('the Kubernetes client', () => {
     expect((await readNode(kube)).metadata.name).toBe('n0');
     const missing = await kube.request({ method: 'GET', path: '/api/v1/nodes/nope' }).catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(KubeApiError);
-    expect((missing as KubeApiError).code).toBe(404);
+    expect((missing as KubeApiError).status).toBe(404);
     expect(JSON.parse((missing as KubeApiError).body)).toMatchObject({ kind: 'Status', code: 404 });
     const wrong = KubeConnection.open(kubeconfig('wrong', '{ token: "not-this-one" }'))!;
-    expect(await readNode(wrong).catch((e: unknown) => (e as KubeApiError).code)).toBe(401);
+    expect(await readNode(wrong).catch((e: unknown) => (e as KubeApiError).status)).toBe(401);
     kube.close();
     wrong.close();
   });
@@ -81,7 +81,7 @@ describe('the Kubernetes client', () => {
     expect((await readNode(inline)).metadata.name).toBe('n0');
     // without the certificate the same server says 401: it was the certificate that was taken
     const none = KubeConnection.open(kubeconfig('nobody', '{}'))!;
-    expect(await readNode(none).catch((e: unknown) => (e as KubeApiError).code)).toBe(401);
+    expect(await readNode(none).catch((e: unknown) => (e as KubeApiError).status)).toBe(401);
     for (const k of [files, inline, none]) k.close();
   });
 

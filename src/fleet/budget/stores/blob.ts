@@ -6,20 +6,19 @@
  *
  * A record small enough is also carried in the blob's metadata (`record`, base64 of its JSON, set
  * in the same Put Blob, so it always matches the blob's ETag), and `list` reads the group with one
- * List Blobs request (`include=metadata`) whatever the number of members: only a record written
- * without it (larger than METADATA_RECORD_BYTES, or by a version before it) is downloaded.
- * https://learn.microsoft.com/rest/api/storageservices/list-blobs
- * @azure/storage-blob is imported only here, when a blob store is configured.
+ * List Blobs request (`include=metadata`) per 5,000 records whatever the number of members: only
+ * a record written without it (larger than METADATA_RECORD_BYTES, or by a version before it) is
+ * downloaded. https://learn.microsoft.com/rest/api/storageservices/list-blobs
+ * The calls are the REST API's, through blob-rest.ts; the VM's managed identity token comes
+ * straight from IMDS (src/azure/imds-token.ts), DefaultAzureCredential from @azure/identity.
  */
-import type { ContainerClient } from '@azure/storage-blob';
 import { createCredential } from '../../../azure/credentials.ts';
+import { ImdsTokens } from '../../../azure/imds-token.ts';
 import type { FleetStoreConfig } from './config.ts';
+import { BlobError, BlobRest, endpointOf, header, parseList, quoted, type BlobAuth } from './blob-rest.ts';
 import { FleetStoreError, MAX_RECORD_BYTES, recordOf, tooLarge, type FleetStore, type Versioned } from './port.ts';
 
 type BlobConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
-
-/** One try, bounded: a store that does not answer fails the operation (the budget then fails closed) rather than stalling it. */
-const PIPELINE = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5000, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } };
 
 /**
  * The largest record carried in metadata: its base64 (4/3 of it) stays under the 8 KiB Azure
@@ -28,32 +27,57 @@ const PIPELINE = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5000, retryDelay
 export const METADATA_RECORD_BYTES = 6000;
 const METADATA_KEY = 'record';
 
-const statusOf = (err: unknown): number | undefined => (err as { statusCode?: number }).statusCode;
+const STORAGE = 'https://storage.azure.com';
+const statusOf = (err: unknown): number | undefined => (err instanceof BlobError ? err.statusCode : undefined);
 
 export class BlobFleetStore implements FleetStore {
   readonly where: string;
-  readonly #container: ContainerClient;
+  readonly #rest: BlobRest;
+  readonly #container: string;
   readonly #prefix: string;
+  readonly #release: () => void;
   #ensured: Promise<void> | null = null;
 
   /** group '' is the whole container, read only (the fleet view): its records are named `<group>/<name>`. */
-  private constructor(container: ContainerClient, group: string) {
+  private constructor(rest: BlobRest, container: string, group: string, release: () => void) {
+    this.#rest = rest;
     this.#container = container;
     this.#prefix = group === '' ? '' : `${group}/`;
-    this.where = `blob ${container.url.replace(/\?.*$/, '')}${group === '' ? '' : `/${group}`}`;
+    this.#release = release;
+    this.where = `blob ${rest.url}/${container}${group === '' ? '' : `/${group}`}`;
   }
 
   static async open(config: BlobConfig, group: string): Promise<BlobFleetStore> {
-    const blob = await import('@azure/storage-blob');
-    const service =
-      config.connectionString !== undefined
-        ? blob.BlobServiceClient.fromConnectionString(config.connectionString, PIPELINE)
-        : new blob.BlobServiceClient(
-            config.accountUrl!,
-            await createCredential(config.credential ?? { kind: 'managedIdentity' }),
-            PIPELINE,
-          );
-    return new BlobFleetStore(service.getContainerClient(config.container), group);
+    if (config.connectionString !== undefined) {
+      let endpoint;
+      try {
+        endpoint = endpointOf(config.connectionString);
+      } catch (err) {
+        throw new FleetStoreError('connect', (err as Error).message, err);
+      }
+      const rest = new BlobRest(endpoint);
+      return new BlobFleetStore(rest, config.container, group, () => rest.close());
+    }
+    const credential = config.credential ?? { kind: 'managedIdentity' };
+    let auth: BlobAuth;
+    let release = () => {};
+    if (credential.kind === 'managedIdentity') {
+      const tokens = new ImdsTokens(credential);
+      auth = { kind: 'bearer', token: (signal) => tokens.token(STORAGE, signal) };
+      release = () => tokens.close();
+    } else {
+      const sdk = await createCredential(credential);
+      auth = {
+        kind: 'bearer',
+        token: async (signal) => {
+          const t = await sdk.getToken(`${STORAGE}/.default`, { abortSignal: signal });
+          if (t === null) throw new FleetStoreError('connect', 'no token for Blob Storage');
+          return t.token;
+        },
+      };
+    }
+    const rest = new BlobRest({ url: config.accountUrl!.replace(/\/+$/, ''), auth });
+    return new BlobFleetStore(rest, config.container, group, () => (rest.close(), release()));
   }
 
   async get(name: string, signal?: AbortSignal): Promise<Versioned | null> {
@@ -64,13 +88,21 @@ export class BlobFleetStore implements FleetStore {
     await this.#ensure(signal);
     const body = JSON.stringify(value);
     try {
-      const r = await this.#container.getBlockBlobClient(this.#prefix + name).upload(body, Buffer.byteLength(body), {
-        abortSignal: signal,
-        blobHTTPHeaders: { blobContentType: 'application/json' },
-        ...(Buffer.byteLength(body) <= METADATA_RECORD_BYTES ? { metadata: { [METADATA_KEY]: Buffer.from(body).toString('base64') } } : {}),
-        conditions: version === null ? { ifNoneMatch: '*' } : { ifMatch: version },
+      const r = await this.#rest.call(`write ${name}`, {
+        method: 'PUT',
+        path: this.#path(name),
+        headers: {
+          'x-ms-blob-type': 'BlockBlob',
+          'content-type': 'application/json',
+          ...(Buffer.byteLength(body) <= METADATA_RECORD_BYTES
+            ? { [`x-ms-meta-${METADATA_KEY}`]: Buffer.from(body).toString('base64') }
+            : {}),
+          ...(version === null ? { 'if-none-match': '*' } : { 'if-match': version }),
+        },
+        body,
+        ...(signal === undefined ? {} : { signal }),
       });
-      return r.etag ?? null;
+      return header(r.headers, 'etag') ?? null;
     } catch (err) {
       const status = statusOf(err);
       // 409 BlobAlreadyExists (If-None-Match: *), 412 ConditionNotMet (If-Match): another writer came first
@@ -83,7 +115,12 @@ export class BlobFleetStore implements FleetStore {
 
   async remove(name: string, version: string, signal?: AbortSignal): Promise<boolean> {
     try {
-      await this.#container.getBlockBlobClient(this.#prefix + name).delete({ abortSignal: signal, conditions: { ifMatch: version } });
+      await this.#rest.call(`delete ${name}`, {
+        method: 'DELETE',
+        path: this.#path(name),
+        headers: { 'if-match': version },
+        ...(signal === undefined ? {} : { signal }),
+      });
       return true;
     } catch (err) {
       // 412 ConditionNotMet: another writer came first; 404: gone already
@@ -96,13 +133,21 @@ export class BlobFleetStore implements FleetStore {
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
     const items: { name: string; bytes: number; version: string; carried: string | undefined }[] = [];
     try {
-      for await (const item of this.#container.listBlobsFlat({ prefix: this.#prefix + prefix, includeMetadata: true, abortSignal: signal }))
-        items.push({
-          name: item.name.slice(this.#prefix.length),
-          bytes: item.properties.contentLength ?? 0,
-          version: item.properties.etag,
-          carried: item.metadata?.[METADATA_KEY],
+      let marker: string | undefined;
+      // one request per 5,000 records; bounded, so a listing that never ends cannot loop
+      for (let page = 0; page < 1000; page++) {
+        const r = await this.#rest.call(`list ${prefix}*`, {
+          method: 'GET',
+          path: this.#container,
+          query: { restype: 'container', comp: 'list', prefix: this.#prefix + prefix, include: 'metadata', maxresults: '5000', marker },
+          ...(signal === undefined ? {} : { signal }),
         });
+        const listed = parseList(r.body.toString('utf8'));
+        for (const b of listed.blobs)
+          items.push({ name: b.name.slice(this.#prefix.length), bytes: b.bytes, version: b.etag, carried: b.metadata[METADATA_KEY] });
+        marker = listed.next;
+        if (marker === undefined) break;
+      }
     } catch (err) {
       if (statusOf(err) === 404) return []; // no container yet: no records
       throw failure(`list ${prefix}*`, err);
@@ -119,23 +164,28 @@ export class BlobFleetStore implements FleetStore {
   }
 
   async close(): Promise<void> {
-    // the SDK's HTTP client holds nothing that outlives a request
+    this.#release();
+  }
+
+  /** path: a record's blob under the container. */
+  #path(name: string): string {
+    return `${this.#container}/${this.#prefix}${name}`;
   }
 
   async #read(name: string, signal?: AbortSignal): Promise<Versioned | null> {
     try {
       // one byte past the limit is asked for, never more: a larger record is named by its size, not downloaded
-      const r = await this.#container.getBlockBlobClient(this.#prefix + name).download(0, MAX_RECORD_BYTES + 1, { abortSignal: signal });
-      if (r.readableStreamBody === undefined || r.etag === undefined)
-        throw new FleetStoreError(`read ${name}`, 'the answer has no body or no ETag');
-      const total = Number(/\/(\d+)$/.exec(r.contentRange ?? '')?.[1] ?? r.contentLength ?? 0);
-      if (total > MAX_RECORD_BYTES) {
-        r.readableStreamBody.resume();
-        return tooLarge(name, total, r.etag);
-      }
-      const chunks: Buffer[] = [];
-      for await (const c of r.readableStreamBody) chunks.push(c as Buffer);
-      return recordOf(name, Buffer.concat(chunks).toString('utf8'), r.etag);
+      const r = await this.#rest.call(`read ${name}`, {
+        method: 'GET',
+        path: this.#path(name),
+        headers: { 'x-ms-range': `bytes=0-${MAX_RECORD_BYTES}` },
+        ...(signal === undefined ? {} : { signal }),
+      });
+      const etag = header(r.headers, 'etag');
+      if (etag === undefined) throw new FleetStoreError(`read ${name}`, 'the answer has no ETag');
+      const total = Number(/\/(\d+)$/.exec(header(r.headers, 'content-range') ?? '')?.[1] ?? r.body.length);
+      if (total > MAX_RECORD_BYTES) return tooLarge(name, total, etag);
+      return recordOf(name, r.body.toString('utf8'), etag);
     } catch (err) {
       if (statusOf(err) === 404) return null;
       // an empty blob has no first byte to ask for: no record of ours, read with its ETag so that it can be replaced
@@ -146,8 +196,12 @@ export class BlobFleetStore implements FleetStore {
 
   async #empty(name: string, signal?: AbortSignal): Promise<Versioned | null> {
     try {
-      const p = await this.#container.getBlockBlobClient(this.#prefix + name).getProperties({ abortSignal: signal });
-      return { name, value: undefined, version: p.etag ?? '', unreadable: 'empty' };
+      const p = await this.#rest.call(`read ${name}`, {
+        method: 'HEAD',
+        path: this.#path(name),
+        ...(signal === undefined ? {} : { signal }),
+      });
+      return { name, value: undefined, version: quoted(header(p.headers, 'etag') ?? ''), unreadable: 'empty' };
     } catch (err) {
       if (statusOf(err) === 404) return null;
       throw failure(`read ${name}`, err);
@@ -156,23 +210,30 @@ export class BlobFleetStore implements FleetStore {
 
   /** ensure creates the container once, when missing; a role that may not create containers finds it made by hand. */
   #ensure(signal?: AbortSignal): Promise<void> {
-    this.#ensured ??= this.#container.createIfNotExists({ abortSignal: signal }).then(
-      () => undefined,
-      (err: unknown) => {
-        this.#ensured = null;
-        if (statusOf(err) === 403) return; // not allowed to create: the container is expected to exist
-        throw failure('create the container', err);
-      },
-    );
+    this.#ensured ??= this.#rest
+      .call('create the container', {
+        method: 'PUT',
+        path: this.#container,
+        query: { restype: 'container' },
+        accept: [409], // ContainerAlreadyExists
+        ...(signal === undefined ? {} : { signal }),
+      })
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          this.#ensured = null;
+          if (statusOf(err) === 403) return; // not allowed to create: the container is expected to exist
+          throw failure('create the container', err);
+        },
+      );
     return this.#ensured;
   }
 }
 
 function failure(operation: string, err: unknown): FleetStoreError {
-  const e = err as { statusCode?: number; code?: string; message?: string };
+  if (err instanceof FleetStoreError) return err;
+  const e = err as { code?: string; message?: string; cause?: { code?: string } };
   const what =
-    e.statusCode !== undefined
-      ? `Blob Storage answered ${e.statusCode}${e.code ? ` ${e.code}` : ''}`
-      : (e.code ?? e.message ?? String(err));
+    err instanceof BlobError ? err.message.slice(err.message.indexOf('Blob Storage answered')) : (e.code ?? e.message ?? String(err));
   return new FleetStoreError(operation, what, err);
 }

@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FleetStoreConfig } from './config.ts';
-import { KubeConnection, NOT_CONFIGURED } from '../../../kube/client.ts';
+import { KubeApiError, KubeConfigError, KubeConnection, NOT_CONFIGURED } from '../../../kube/client.ts';
 import { FleetStoreError, recordOf, type FleetStore, type Versioned } from './port.ts';
 
 type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
@@ -170,23 +170,21 @@ function fromLease(lease: V1Lease, name: string): Versioned | null {
   return recordOf(name, text, version);
 }
 
-const statusOf = (err: unknown): number | undefined => {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'number' ? code : undefined;
-};
+const statusOf = (err: unknown): number | undefined => (err instanceof KubeApiError ? err.status : undefined);
 
 function failure(operation: string, err: unknown): FleetStoreError {
   if (err instanceof FleetStoreError) return err;
-  const e = err as { code?: unknown; body?: unknown; message?: string; cause?: { code?: string; message?: string } };
-  if (typeof e.code === 'number') {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  if (err instanceof KubeApiError) {
     let said = '';
     try {
-      said = (JSON.parse(String(e.body)) as { message?: string }).message ?? '';
+      said = (JSON.parse(err.body) as { message?: string }).message ?? '';
     } catch {
-      said = typeof e.body === 'string' ? e.body.slice(0, 200) : '';
+      said = err.body.slice(0, 200);
     }
-    return new FleetStoreError(operation, `the Kubernetes API answered ${e.code}${said ? `: ${said}` : ''}`, err);
+    return new FleetStoreError(operation, `the Kubernetes API answered ${err.status}${said ? `: ${said}` : ''}`, err);
   }
+  if (err instanceof KubeConfigError) return new FleetStoreError(operation, err.message, err);
   return new FleetStoreError(
     operation,
     `cannot reach the Kubernetes API server (${e.cause?.code ?? e.cause?.message ?? e.message ?? String(err)})`,

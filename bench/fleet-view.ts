@@ -19,7 +19,8 @@ import { CountingProxy } from '../testkit/counting-proxy.ts';
 import { fleetKeys, fleetPeer, relayInput } from '../testkit/fleet.ts';
 import { FleetStores } from '../testkit/fleet-stores.ts';
 import { startBridge, stopAll } from '../testkit/harness.ts';
-import { CLI, daemon, dir, dist, log, rssMiB, sleep, stop } from './common.ts';
+import { dir, dist, log, ROOT, sleep, spawnProcess, stop } from './common.ts';
+import { memoryOf, type Memory } from './memory.ts';
 
 const READ_KEY = 'bench-fleet-read-key-0123';
 
@@ -31,7 +32,8 @@ export interface ViewRun {
   readonly storeRequests: number;
   readonly storeRequestsPerRelayRequest: number;
   readonly storeRequestsPerMinute: number;
-  readonly relayRssMiB: number;
+  /** The relay's VmRSS, RssAnon, RssFile and PSS at the end of the run. */
+  readonly relay: Memory;
 }
 
 async function run(stores: FleetStores, n: number, cacheMs: number): Promise<ViewRun> {
@@ -67,7 +69,8 @@ async function run(stores: FleetStores, n: number, cacheMs: number): Promise<Vie
       }),
     ),
   );
-  const relay = daemon([CLI, 'relay', '--config', file]);
+  // the relay as the package runs it (its #! line's V8 settings), measured like every profile (memory.ts)
+  const relay = spawnProcess([join(ROOT, 'bin', 'se-bridge.js'), 'relay', '--config', file]);
   const url = `http://127.0.0.1:${port}`;
   const get = async () => {
     const res = await fetch(`${url}/v1/fleet/events?limit=1000`, {
@@ -118,7 +121,7 @@ async function run(stores: FleetStores, n: number, cacheMs: number): Promise<Vie
       storeRequests,
       storeRequestsPerRelayRequest: Math.round((storeRequests / requests) * 100) / 100,
       storeRequestsPerMinute: Math.round(storeRequests / minutes),
-      relayRssMiB: Math.round(rssMiB(relay.pid!) * 10) / 10,
+      relay: memoryOf(relay.pid!),
     };
   } finally {
     await stop(relay);
@@ -137,7 +140,7 @@ export async function phaseFleetView(sizes: readonly number[]): Promise<ViewRun[
         const r = await run(stores, n, cacheMs);
         log(
           `V: ${n} members, cacheMs ${cacheMs}: event to /v1/fleet/events p50 ${Math.round(r.toListedMs.p50)} ms, p99 ${Math.round(r.toListedMs.p99)} ms; ` +
-            `${r.storeRequestsPerRelayRequest} store requests per relay request (${r.storeRequestsPerMinute}/min at 10 requests/s); relay VmRSS ${r.relayRssMiB} MiB`,
+            `${r.storeRequestsPerRelayRequest} store requests per relay request (${r.storeRequestsPerMinute}/min at 10 requests/s); relay VmRSS ${r.relay.vmRssMiB} MiB, RssAnon ${r.relay.rssAnonMiB} MiB, PSS ${r.relay.pssMiB} MiB`,
         );
         out.push(r);
       }

@@ -89,8 +89,8 @@ interface Footprinted {
 const COMPILED = join(ROOT, 'dist', 'src', 'commands', 'cli.js');
 /**
  * The package, the executable, the steps from the sources to the package (each step adds one
- * setting to the one before; the package's `#!` line has the last), one setting measured and
- * not adopted, and the anchors.
+ * setting to the one before; the package's `#!` line has the last, and adds V8's compile cache),
+ * and the anchors.
  */
 export const FOOTPRINTED: Footprinted[] = [
   { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
@@ -108,13 +108,13 @@ export const FOOTPRINTED: Footprinted[] = [
     sinks: 'webhook+file',
   },
   {
-    name: 'step: + Liftoff-only WebAssembly (the package), webhook+file',
-    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', COMPILED],
+    name: 'step: + no baseline compiler, webhook+file',
+    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--no-sparkplug', COMPILED],
     sinks: 'webhook+file',
   },
   {
-    name: 'not adopted: interpreter only, webhook+file',
-    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--liftoff-only', '--no-sparkplug', COMPILED],
+    name: 'step: + heap sized for memory (the package without its compile cache), webhook+file',
+    cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--no-sparkplug', '--optimize-for-size', COMPILED],
     sinks: 'webhook+file',
   },
   { name: 'anchor: bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
@@ -126,6 +126,8 @@ export const FOOTPRINTED: Footprinted[] = [
       '--max-semi-space-size=1',
       '--no-opt',
       '--no-maglev',
+      '--no-sparkplug',
+      '--optimize-for-size',
       '--input-type=module',
       '-e',
       "for (const m of ['zod', 'yaml', 'pino', 'node:sqlite']) await import(m); setInterval(() => {}, 1000);",

@@ -23,6 +23,8 @@
  *      bridges in one group, over both stores; a daemon's memory with and without `fleet`;
  *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
  *      members (bench/fleet-cost.ts); F3. one group across 30 bridges as processes (bench/fleet-processes.ts).
+ *   M. memory of each profile alone (package webhook+file, with a Blob or a Lease budget, the AKS
+ *      DaemonSet, the executable read back from disk) beside bare node: VmRSS, RssAnon, RssFile, PSS;
  *   V. the fleet view: an event at a VM to its place in the relay's GET /v1/fleet/events, the
  *      store's requests per relay request, the relay's memory, at 20 and 100 members (bench/fleet-view.ts).
  */
@@ -41,6 +43,7 @@ import { phaseBudget } from './budget.ts';
 import { phaseFleetCost } from './fleet-cost.ts';
 import { phaseFleetProcesses } from './fleet-processes.ts';
 import { phaseFleetView } from './fleet-view.ts';
+import { phaseMemory } from './memory.ts';
 
 try {
   const machine = {
@@ -63,6 +66,8 @@ try {
   const footprint = await phaseFootprint();
   log('B2: start-up, one process at a time');
   const startup = await phaseStartup(quick ? 3 : 7);
+  log('M: memory of each profile, one process at a time (VmRSS, RssAnon, RssFile, PSS)');
+  const memory = await phaseMemory();
   log('C: approval round trip');
   const approvals = await phaseApprovals();
   log('C2: fleet approval round trip (through the relay and Service Bus)');
@@ -103,6 +108,7 @@ try {
     changeToDeliveryMs: Object.fromEntries(Object.entries(latency).map(([k, v]) => [k, strip(v)])),
     footprint,
     startup,
+    memory,
     binaryMiB,
     approvalRoundTripMs: strip(approvals),
     fleetApprovalRoundTripMs: { toStartRequests: strip(fleet.toStart), toRelayAnswer: strip(fleet.toAnswer) },
@@ -246,11 +252,18 @@ try {
     '|---|---|---|---|---|---|---|---|',
     `| Blob Storage (Azurite), ${processes.waveSeconds} s for the wave, ${processes.requestsPerMemberPerMinute} requests per member per minute | ${processes.approved} | ${processes.mostDownAtOnce} | ${processes.servedOutOfOrder} (grant ${processes.outOfOrderRanks.join(', ') || '-'}) | ${Math.round(processes.releaseToNextStart.p50)} ms | ${Math.round(processes.releaseToNextStart.p90)} ms | ${Math.round(processes.releaseToNextStart.max)} ms | ${processes.lostWritesPerHandOff} |`,
     '',
-    "| the fleet view: a reader asks the relay GET /v1/fleet/events 10 times a second; each member's event appears in turn, 50 ms apart | event at its VM to listed: p50 | p99 | max | store requests per relay request | per minute | relay VmRSS |",
+    "| the fleet view: a reader asks the relay GET /v1/fleet/events 10 times a second; each member's event appears in turn, 50 ms apart | event at its VM to listed: p50 | p99 | max | store requests per relay request | per minute | relay VmRSS / RssAnon / PSS |",
     '|---|---|---|---|---|---|---|',
     ...view.map(
       (v) =>
-        `| ${v.members} bridges, Blob Storage (Azurite), cacheMs ${v.cacheMs} | ${Math.round(v.toListedMs.p50)} ms | ${Math.round(v.toListedMs.p99)} ms | ${Math.round(v.toListedMs.max)} ms | ${v.storeRequestsPerRelayRequest} | ${v.storeRequestsPerMinute} | ${v.relayRssMiB} MiB |`,
+        `| ${v.members} bridges, Blob Storage (Azurite), cacheMs ${v.cacheMs} | ${Math.round(v.toListedMs.p50)} ms | ${Math.round(v.toListedMs.p99)} ms | ${Math.round(v.toListedMs.max)} ms | ${v.storeRequestsPerRelayRequest} | ${v.storeRequestsPerMinute} | ${v.relay.vmRssMiB} / ${v.relay.rssAnonMiB} / ${v.relay.pssMiB} MiB |`,
+    ),
+    '',
+    `| memory, each profile alone after ${quick ? 10 : 25} s, one event carried to every sink | VmRSS | RssAnon (private) | RssFile | PSS | VmRSS over bare node |`,
+    '|---|---|---|---|---|---|',
+    ...memory.map(
+      (m) =>
+        `| ${m.name} | ${m.vmRssMiB} MiB | ${m.rssAnonMiB} MiB | ${m.rssFileMiB} MiB | ${m.pssMiB} MiB | ${m.name === 'bare node' ? '-' : `+${(m.vmRssMiB - memory[0]!.vmRssMiB).toFixed(1)} MiB`} |`,
     ),
     '',
     `| the package's daemon, one file sink, after ${quick ? 8 : 20} s | RSS |`,

@@ -1,11 +1,11 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --no-opt --no-maglev
+#!/usr/bin/env -S node --max-semi-space-size=1 --no-opt --no-maglev --no-sparkplug --optimize-for-size
 // se-bridge entry point of the installed package: compiled JavaScript (npm run build), never
-// TypeScript stripped at run time. Two memory settings, each measured in bench/results.md:
-// a young generation of 1 MiB per semi-space is plenty for a daemon that polls once a second
-// (about 10 MiB less resident), and without V8's optimizing compilers (TurboFan, Maglev) the
-// code runs in the interpreter and the baseline compiler (about 9 MiB less, no CPU cost at
-// one poll a second). No WebAssembly runs (the HTTP client is Node's own, with its native
-// parser), so no WebAssembly flag is needed.
+// TypeScript stripped at run time. Its V8 settings trade speed the daemon does not need (one
+// IMDS read a second) for memory, each measured in docs/performance.md: a young generation of
+// 1 MiB per semi-space (about 10 MiB less resident); no optimizing compilers (TurboFan, Maglev:
+// about 9 MiB less); no baseline compiler either (Sparkplug), so the code runs as bytecode, and
+// V8's heap sized for memory rather than speed (together about 4 MiB less, for 0.2 % more of one
+// core). No WebAssembly runs: the HTTP client is Node's own, with its native parser.
 // V8's compile cache keeps the bytecode of every module between starts (about 35 ms less to the
 // first poll): in systemd's CacheDirectory when the unit has one, else in the temporary folder.
 // From a checkout, `npm start` runs the sources directly.

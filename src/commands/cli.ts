@@ -3,6 +3,8 @@
  * se-bridge: verbs map to command modules; nothing else lives here.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
  */
+// first: before any schema is built (zod-jitless.ts)
+import '../lib/zod-jitless.ts';
 import { EXIT, UsageError } from './common.ts';
 import { usageOf, wantsHelp } from './usage.ts';
 import { VERSION } from '../lib/version.ts';

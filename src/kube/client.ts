@@ -132,7 +132,8 @@ export class KubeConnection {
     const t = this.target;
     const client = new HttpClient({
       proxy: t.proxy ?? 'none',
-      ...(t.ca === undefined ? {} : { ca: t.ca }),
+      // the cluster's CA alone, as kubectl trusts it; the system's roots when the kubeconfig names none
+      ...(t.ca === undefined ? {} : { ca: t.ca, systemRoots: false }),
       ...(t.insecure ? { rejectUnauthorized: false } : {}),
       ...(cert === undefined ? {} : { cert, key: credential.key ?? t.key ?? '' }),
       ...(t.serverName === undefined ? {} : { serverName: t.serverName }),

@@ -27,6 +27,8 @@ export interface HttpClientOptions {
   readonly proxy: 'env' | 'none' | string;
   /** PEM CA(s) to trust in addition to the system's. */
   readonly ca?: string;
+  /** false: trust `ca` alone, not the system's roots too (a cluster's own CA, as kubectl does). */
+  readonly systemRoots?: boolean;
   /** false turns certificate verification off. */
   readonly rejectUnauthorized?: boolean;
   /** A client certificate and its key (PEM), for servers that authenticate clients by certificate. */
@@ -62,7 +64,7 @@ export interface HttpResponse extends BoundedBody {
 function tlsOptions(options: HttpClientOptions): Record<string, unknown> {
   const tls = options.ca === undefined ? null : process.getBuiltinModule('node:tls');
   return {
-    ...(tls === null ? {} : { ca: [...tls.rootCertificates, options.ca!] }),
+    ...(tls === null ? {} : { ca: options.systemRoots === false ? [options.ca!] : [...tls.rootCertificates, options.ca!] }),
     ...(options.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
     ...(options.cert === undefined || options.key === undefined ? {} : { cert: options.cert, key: options.key }),
     ...(options.serverName === undefined ? {} : { servername: options.serverName }),

@@ -13,8 +13,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Azurite's published development account and key (its documentation's, the same on every install). */
-export { DEV_ACCOUNT, DEV_KEY } from '../fleet/budget/stores/blob-rest.ts';
-import { DEV_ACCOUNT, DEV_KEY } from '../fleet/budget/stores/blob-rest.ts';
+export { DEV_ACCOUNT, DEV_KEY } from '../azure/dev-storage.ts';
+import { DEV_ACCOUNT, DEV_KEY } from '../azure/dev-storage.ts';
 
 export class Azurite {
   readonly #child: ChildProcessByStdio<null, Readable, Readable>;

@@ -6,7 +6,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsTokens, ManagedIdentityError } from '../../src/azure/imds-token.ts';
-import { DEV_ACCOUNT, endpointOf, parseList } from '../../src/fleet/budget/stores/blob-rest.ts';
+import { DEV_ACCOUNT } from '../../src/azure/dev-storage.ts';
+import { endpointOf, parseList } from '../../src/fleet/budget/stores/blob-rest.ts';
 import { readJwt } from '../../src/simulator/identity.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 

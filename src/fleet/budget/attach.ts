@@ -8,14 +8,11 @@ import type { BridgeView } from '../../imds/view.ts';
 import type { EventsDocument } from '../../imds/wire.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
-import { FleetBudget } from './budget.ts';
-import { Forecast, type CollisionDeps } from './collisions.ts';
-import { Waves } from './waves.ts';
+import type { CollisionDeps } from './collisions.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { budgeted, type FleetConfig } from './config.ts';
 import type { EventNotes, MemberCalendar } from './records.ts';
-import { FleetMember } from './fleet-member.ts';
 import { openFleetStore } from './stores/open.ts';
 
 /** What the budget needs of the daemon: besides what the collision forecast needs (its logger, the journal, the routing), these. */
@@ -41,7 +38,13 @@ export async function attachBudget(ctx: BudgetContext) {
   if (fleet === undefined) return null;
   const { metrics } = ctx;
   const store = await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs);
-  if (!budgeted(fleet)) return attachMember(ctx, fleet, store);
+  // the budget's code is loaded only by a member of a fleet: a bridge without one never holds it
+  if (!budgeted(fleet)) return attachMember(ctx, fleet, store, (await import('./fleet-member.ts')).FleetMember);
+  const [{ FleetBudget }, { Forecast }, { Waves }] = await Promise.all([
+    import('./budget.ts'),
+    import('./collisions.ts'),
+    import('./waves.ts'),
+  ]);
   const forecast = new Forecast({
     group: fleet.group,
     maxUnavailable: fleet.maxUnavailable,
@@ -105,7 +108,12 @@ export async function attachBudget(ctx: BudgetContext) {
 }
 
 /** attachMember: a member of the fleet view without a budget: its record written, nothing held. */
-function attachMember(ctx: BudgetContext, fleet: FleetConfig, store: Awaited<ReturnType<typeof openFleetStore>>) {
+function attachMember(
+  ctx: BudgetContext,
+  fleet: FleetConfig,
+  store: Awaited<ReturnType<typeof openFleetStore>>,
+  FleetMember: typeof import('./fleet-member.ts').FleetMember,
+) {
   const member = new FleetMember({
     ...{ config: fleet, store, view: ctx.state, logger: ctx.logger, health: ctx.health, calendar: ctx.calendar, notes: ctx.notes },
     onStoreError: (operation) => ctx.metrics.fleetStoreErrors.inc({ operation }),

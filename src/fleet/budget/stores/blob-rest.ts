@@ -11,6 +11,7 @@
  * twice. Every request ends with the caller's signal.
  */
 import { createHmac } from 'node:crypto';
+import { DEV_ACCOUNT, DEV_KEY } from '../../../azure/dev-storage.ts';
 import { BridgeError } from '../../../lib/errors.ts';
 import { HttpClient, type HttpHeaders } from '../../../lib/http-client.ts';
 
@@ -39,10 +40,6 @@ export interface BlobEndpoint {
   readonly url: string;
   readonly auth: BlobAuth;
 }
-
-/** The storage emulator's well-known development account (Azurite's), public by design. */
-export const DEV_ACCOUNT = 'devstoreaccount1';
-export const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 
 /** endpointOf: the account URL and key, SAS or development account of a connection string. */
 export function endpointOf(connectionString: string): BlobEndpoint {

@@ -89,7 +89,18 @@ export const PROFILES = (binary: string | null): Profile[] => [
     sinks: 'aks',
     fleet: 'kubernetes',
   },
-  ...(binary === null ? [] : [{ name: 'single executable, webhook+file (read from disk)', cmd: [binary], sinks: 'webhook+file' as const }]),
+  ...(binary === null
+    ? []
+    : [
+        { name: 'single executable, webhook+file (read from disk)', cmd: [binary], sinks: 'webhook+file' as const },
+        {
+          // the image's DaemonSet (config/kubernetes/daemonset.yaml) runs the executable
+          name: 'single executable, AKS DaemonSet (read from disk)',
+          cmd: [binary],
+          sinks: 'aks' as const,
+          fleet: 'kubernetes' as const,
+        },
+      ]),
 ];
 
 export async function phaseMemory(seconds = quick ? 10 : 25): Promise<(Memory & { name: string })[]> {

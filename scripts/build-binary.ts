@@ -10,8 +10,8 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
 import { inject } from 'postject';
+import { bundleAssets, bundleCli } from './bundle.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'build');
@@ -31,81 +31,11 @@ for (const p of platforms) if (!PLATFORMS.includes(p)) throw new Error(`unknown 
 
 mkdirSync(WORK, { recursive: true });
 
-// 1. SEA runs one CommonJS main script. The client libraries that only some configurations use
-// (the Azure SDKs, Slack's Web API) are not in it: each group is a bundle of its own, kept as an
-// asset of the executable and compiled on first use, so a webhook+file bridge never holds their
-// source (about 12 MiB resident, bench/results.md). `import.meta.url` becomes the file's URL.
-const LAZY = {
-  azure: { '@azure/event-hubs': 'eventHubs', '@azure/service-bus': 'serviceBus', '@azure/identity': 'identity', rhea: 'rhea' },
-  slack: { '@slack/web-api': 'webApi' },
-  templates: { jsonata: 'jsonata' },
-} as const;
-const common = {
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node24',
-  minify: true,
-  keepNames: false,
-  legalComments: 'none',
-  logLevel: 'warning',
-} as const;
-const assets: Record<string, string> = {};
-for (const [group, packages] of Object.entries(LAZY)) {
-  // getters, so that the Event Hubs SDK alone is evaluated when only Event Hubs is configured
-  const contents = Object.entries(packages)
-    .map(
-      ([pkg, key]) =>
-        `Object.defineProperty(exports, ${JSON.stringify(key)}, { enumerable: true, get: () => require(${JSON.stringify(pkg)}) });`,
-    )
-    .join('\n');
-  assets[`${group}.cjs`] = join(WORK, `${group}.cjs`);
-  await build({
-    ...common,
-    stdin: { contents, resolveDir: ROOT, loader: 'js', sourcefile: `${group}.cjs` },
-    outfile: assets[`${group}.cjs`],
-  });
-}
-// In the main script these packages are tiny stand-ins that call __seLazy, defined first thing:
-// inside the executable it compiles the group's asset once (its `require` is the main script's,
-// which loads built-in modules only, all the bundle needs); run by node, it requires the package.
-const where = Object.fromEntries(
-  Object.entries(LAZY).flatMap(([group, packages]) => Object.entries(packages).map(([pkg, key]) => [pkg, [group, key]])),
-);
-const seLazy = `const __seLazy = ((builtin) => {
-  const where = ${JSON.stringify(where)};
-  const groups = new Map();
-  const sea = builtin('node:sea');
-  const load = (group) => {
-    if (!groups.has(group)) {
-      const module = { exports: {} };
-      const filename = group + '.cjs';
-      builtin('node:vm').compileFunction(sea.getAsset(filename, 'utf8'), ['exports', 'require', 'module', '__filename', '__dirname'], { filename })(module.exports, builtin, module, filename, '.');
-      groups.set(group, module.exports);
-    }
-    return groups.get(group);
-  };
-  return (id) => (sea.isSea() ? load(where[id][0])[where[id][1]] : builtin(id));
-})(require);`;
-const lazyPackages: Plugin = {
-  name: 'lazy-packages',
-  setup(b) {
-    b.onResolve({ filter: /^[@a-z]/ }, (args) => (args.path in where ? { path: args.path, namespace: 'lazy' } : undefined));
-    b.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({
-      contents: `module.exports = __seLazy(${JSON.stringify(args.path)});`,
-      loader: 'js',
-    }));
-  },
-};
+// 1. SEA runs one CommonJS main script: the package's bundle (scripts/bundle.ts), and beside it,
+// as assets compiled on first use, the client libraries only some configurations use.
+const assets = await bundleAssets(WORK);
 const bundle = join(WORK, 'se-bridge.cjs');
-await build({
-  ...common,
-  entryPoints: [join(ROOT, 'src', 'commands', 'cli.ts')],
-  outfile: bundle,
-  plugins: [lazyPackages],
-  banner: { js: `${seLazy}\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
-  define: { 'import.meta.url': '__importMetaUrl' },
-});
+await bundleCli(bundle);
 
 // 2. The blob, made by the Node that runs this script (the same version as the binaries below).
 const config = join(WORK, 'sea-config.json');

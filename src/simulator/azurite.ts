@@ -8,13 +8,16 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 /** Azurite's published development account and key (its documentation's, the same on every install). */
 export { DEV_ACCOUNT, DEV_KEY } from '../azure/dev-storage.ts';
 import { DEV_ACCOUNT, DEV_KEY } from '../azure/dev-storage.ts';
+
+/** azuritePackage: where the azurite package's package.json is (a require resolution, so it also works from the bundle). */
+const azuritePackage = (): string => createRequire(import.meta.url).resolve('azurite/package.json');
 
 export class Azurite {
   readonly #child: ChildProcessByStdio<null, Readable, Readable>;
@@ -29,7 +32,7 @@ export class Azurite {
   /** available: the azurite package is installed here. */
   static available(): boolean {
     try {
-      import.meta.resolve('azurite/package.json');
+      azuritePackage();
       return true;
     } catch {
       return false;
@@ -42,7 +45,7 @@ export class Azurite {
    * "basic" check: issuer, audience and lifetime; it needs HTTPS).
    */
   static async start(o: { tls?: { cert: string; key: string }; oauth?: boolean } = {}): Promise<Azurite> {
-    const main = join(dirname(fileURLToPath(import.meta.resolve('azurite/package.json'))), 'dist/src/blob/main.js');
+    const main = join(dirname(azuritePackage()), 'dist/src/blob/main.js');
     const dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-azurite-'));
     const child = spawn(
       process.execPath,

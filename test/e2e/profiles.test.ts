@@ -1,7 +1,9 @@
 /**
- * What each deployment profile of the package loads: the compiled daemon (bin/se-bridge.js, as
- * installed) runs against the IMDS simulator until it has carried an event to its sinks, with a
- * module hook recording every file it resolves, read when it exits. Each profile loads exactly
+ * What each deployment profile loads: the compiled daemon runs against the IMDS simulator until
+ * it has carried an event to its sinks, with a module hook recording every file it resolves,
+ * read when it exits. The profiles run the ES modules of dist/src (the module graph the bundle is
+ * made of, whose lazy imports the bundle keeps), with the package's V8 settings; the package's own
+ * `se-bridge` (bin/se-bridge.js) runs the bundle, dist/se-bridge.cjs, and needs nothing else. Each profile loads exactly
  * the packages it needs, and nothing of a client its configuration does not use: a bridge with
  * no kubernetes sink, no Kubernetes health check and no Lease store never loads the Kubernetes
  * client (src/kube/client), and no profile here loads an Azure SDK (the Blob store speaks REST). Read from the
@@ -20,6 +22,10 @@ import { HttpPeer } from '../../testkit/http-peer.ts';
 import { ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const BIN = join(ROOT, 'bin', 'se-bridge.js');
+const CLI = join(ROOT, 'dist', 'src', 'commands', 'cli.js');
+const BUNDLE = join(ROOT, 'dist', 'se-bridge.cjs');
+/** The package's V8 settings, read from its #! line. */
+const V8_FLAGS = readFileSync(BIN, 'utf8').split('\n')[0]!.split(' node ')[1]!.trim().split(/\s+/);
 let dir: ReturnType<typeof tempDir>;
 let stores: FleetStores;
 let hook: HttpPeer;
@@ -57,8 +63,8 @@ interface Loaded {
 }
 
 /** run: the daemon with these sinks (and fleet), until the webhook got the event; what it loaded. */
-async function run(name: string, sinks: unknown[], fleet?: unknown): Promise<Loaded> {
-  expect(existsSync(BIN) && existsSync(join(ROOT, 'dist', 'src', 'commands', 'cli.js'))).toBe(true);
+async function run(name: string, sinks: unknown[], fleet?: unknown, bundled = false): Promise<Loaded> {
+  expect(existsSync(BIN) && existsSync(CLI) && existsSync(BUNDLE)).toBe(true);
   const sim = new ImdsSimulator({ vmName: 'vm0', tickMs: 50 });
   await sim.listen(0);
   const config = join(dir.path, `${name}.json`);
@@ -74,7 +80,8 @@ async function run(name: string, sinks: unknown[], fleet?: unknown): Promise<Loa
     }),
   );
   const record = join(dir.path, `${name}.loaded`);
-  const child = spawn(BIN, ['run', '--config', config], {
+  const command = bundled ? [BIN] : [process.execPath, ...V8_FLAGS, CLI];
+  const child = spawn(command[0]!, [...command.slice(1), 'run', '--config', config], {
     env: {
       ...process.env,
       PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
@@ -130,6 +137,13 @@ const CORE = [
 const KUBE_CLIENT = 'src/kube/client.js';
 
 describe('what each profile of the package loads', () => {
+  it("the package's se-bridge runs the bundle: a webhook and file bridge loads no other file of the package and no package", async () => {
+    expect(V8_FLAGS).toContain('--optimize-for-size');
+    const loaded = await run('bundled', [webhook(), file('bundled')], undefined, true);
+    expect(loaded.own).toEqual(['src/lib/node-version.js', 'se-bridge.cjs']);
+    expect(loaded.packages).toEqual([]);
+  }, 60_000);
+
   it('webhook and file: the core packages alone; neither the Kubernetes client nor any Azure SDK', async () => {
     const loaded = await run('plain', [webhook(), file('plain')]);
     expect(loaded.packages).toEqual(CORE);

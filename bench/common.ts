@@ -8,6 +8,12 @@ import { pino } from 'pino';
 
 export const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 export const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
+/** The package's V8 settings, read from its bin's #! line, so every anchor runs with exactly them. */
+export const PACKAGE_V8_FLAGS: readonly string[] = readFileSync(join(ROOT, 'bin', 'se-bridge.js'), 'utf8')
+  .split('\n')[0]!
+  .split(' node ')[1]!
+  .trim()
+  .split(/\s+/);
 export const quick = process.argv.includes('--quick');
 export const silent = pino({ level: 'silent' });
 export const dir = mkdtempSync(join(tmpdir(), 'se-bridge-bench-'));

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { FleetStores } from '../testkit/fleet-stores.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
-import { bridgeConfig, dir, log, quick, ROOT, sleep, spawnProcess, stop } from './common.ts';
+import { bridgeConfig, dir, log, PACKAGE_V8_FLAGS, quick, ROOT, sleep, spawnProcess, stop } from './common.ts';
 
 export interface Memory {
   vmRssMiB: number;
@@ -69,16 +69,7 @@ export const PROFILES = (binary: string | null): Profile[] => [
   { name: 'bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
   {
     name: "floor: node with the package's flags and node:http, idle",
-    cmd: [
-      NODE,
-      '--max-semi-space-size=1',
-      '--no-opt',
-      '--no-maglev',
-      '--no-sparkplug',
-      '--optimize-for-size',
-      '-e',
-      "require('node:http').createServer().listen(0, '127.0.0.1'); setInterval(() => {}, 1000)",
-    ],
+    cmd: [NODE, ...PACKAGE_V8_FLAGS, '-e', "require('node:http').createServer().listen(0, '127.0.0.1'); setInterval(() => {}, 1000)"],
   },
   { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
   { name: 'package, webhook+file, fleet budget on Blob Storage', cmd: [PACKAGE_BIN], sinks: 'webhook+file', fleet: 'blob' },

@@ -5,7 +5,21 @@ import { ImdsSimulator } from '../src/simulator/server.ts';
 import { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
 import { recipeSink } from './templates.ts';
-import { bridgeConfig, CLI, cpuSeconds, daemon, dir, dist, quick, ROOT, rssMiB, sleep, spawnProcess, stop } from './common.ts';
+import {
+  bridgeConfig,
+  CLI,
+  cpuSeconds,
+  daemon,
+  dir,
+  dist,
+  PACKAGE_V8_FLAGS,
+  quick,
+  ROOT,
+  rssMiB,
+  sleep,
+  spawnProcess,
+  stop,
+} from './common.ts';
 
 // ----- A. change-to-delivery latency ----------------------------------------------------------
 
@@ -113,7 +127,7 @@ export const FOOTPRINTED: Footprinted[] = [
     sinks: 'webhook+file',
   },
   {
-    name: 'step: + heap sized for memory (the package without its compile cache), webhook+file',
+    name: "step: + heap sized for memory (the package's V8 settings, as ES modules), webhook+file",
     cmd: [NODE, '--max-semi-space-size=1', '--no-opt', '--no-maglev', '--no-sparkplug', '--optimize-for-size', COMPILED],
     sinks: 'webhook+file',
   },
@@ -123,11 +137,7 @@ export const FOOTPRINTED: Footprinted[] = [
     name: 'anchor: node + zod, yaml, pino, node:sqlite (idle)',
     cmd: [
       NODE,
-      '--max-semi-space-size=1',
-      '--no-opt',
-      '--no-maglev',
-      '--no-sparkplug',
-      '--optimize-for-size',
+      ...PACKAGE_V8_FLAGS,
       '--input-type=module',
       '-e',
       "for (const m of ['zod', 'yaml', 'pino', 'node:sqlite']) await import(m); setInterval(() => {}, 1000);",

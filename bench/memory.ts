@@ -9,7 +9,7 @@
  *   node bench/memory.ts [--quick]
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { FleetStores } from '../testkit/fleet-stores.ts';
@@ -58,7 +58,7 @@ function coldCopy(): string | null {
   if (!existsSync(BINARY)) return null;
   const copy = join(dir, 'se-bridge-linux-x64');
   copyFileSync(BINARY, copy);
-  execFileSync('chmod', ['+x', copy]);
+  chmodSync(copy, 0o755);
   execFileSync('sync', [copy]);
   // GNU dd: advise the kernel to drop the whole file's cached pages (no root needed)
   execFileSync('dd', [`if=${copy}`, 'iflag=nocache', 'count=0', 'status=none']);

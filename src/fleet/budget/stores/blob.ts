@@ -12,7 +12,7 @@
  * The calls are the REST API's, through blob-rest.ts; the VM's managed identity token comes
  * straight from IMDS (src/azure/imds-token.ts), DefaultAzureCredential from @azure/identity.
  */
-import { createCredential } from '../../../azure/credentials.ts';
+import { BearerSource } from '../../../azure/entra.ts';
 import { ImdsTokens } from '../../../azure/imds-token.ts';
 import type { FleetStoreConfig } from './config.ts';
 import { BlobError, BlobRest, endpointOf, header, parseList, quoted, type BlobAuth } from './blob-rest.ts';
@@ -66,15 +66,9 @@ export class BlobFleetStore implements FleetStore {
       auth = { kind: 'bearer', token: (signal) => tokens.token(STORAGE, signal) };
       release = () => tokens.close();
     } else {
-      const sdk = await createCredential(credential);
-      auth = {
-        kind: 'bearer',
-        token: async (signal) => {
-          const t = await sdk.getToken(`${STORAGE}/.default`, { abortSignal: signal });
-          if (t === null) throw new FleetStoreError('connect', 'no token for Blob Storage');
-          return t.token;
-        },
-      };
+      // DefaultAzureCredential, through the bearer source the HTTP sinks use (cached, renewed early)
+      const bearer = new BearerSource(credential, `${STORAGE}/.default`);
+      auth = { kind: 'bearer', token: (signal) => bearer.token(signal) };
     }
     const rest = new BlobRest({ url: config.accountUrl!.replace(/\/+$/, ''), auth });
     return new BlobFleetStore(rest, config.container, group, () => (rest.close(), release()));

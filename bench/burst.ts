@@ -15,7 +15,7 @@ import { validateConfig } from '../src/config/load.ts';
 import { Bridge } from '../src/daemon/bridge.ts';
 import { localRelayConfig } from '../src/commands/local-fleet.ts';
 import type { FleetKeys } from '../src/fleet/keys.ts';
-import { startRelay } from '../src/fleet/relay/relay.ts';
+import { startRelay } from '../src/relay/relay.ts';
 import { secretKey, signatureHeaders } from '../src/lib/standard-webhooks.ts';
 import type { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';

@@ -23,7 +23,7 @@ import { EventGridPeer, PEER_KEY } from '../testkit/eventgrid-peer.ts';
 import { bridgeEvents } from '../testkit/events.ts';
 import { eventHubsSink, type EventHubsConfig } from '../sinks/eventhubs/index.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../testkit/fleet.ts';
-import { startRelay } from '../src/fleet/relay/relay.ts';
+import { startRelay } from '../src/relay/relay.ts';
 import { dir, dist, quick, silent, sleep } from './common.ts';
 
 // ----- C. approval round trip ----------------------------------------------------------------

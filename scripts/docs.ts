@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { BridgeConfig } from '../src/config/schema.ts';
-import { RelayConfig } from '../src/fleet/relay/config.ts';
+import { RelayConfig } from '../src/relay/config.ts';
 import { SINKS_PAGE_PATH, sinksPage } from './sinks-page.ts';
 
 export const REFERENCE_PATH = fileURLToPath(new URL('../docs/reference/configuration.md', import.meta.url));

@@ -3,7 +3,7 @@
  * tests' API and Slack secrets, and the session of the VM a simulator plays.
  */
 import { newFleetKeys, sessionIdOf, type FleetKeys } from '../src/fleet/keys.ts';
-import { RelayConfig } from '../src/fleet/relay/config.ts';
+import { RelayConfig } from '../src/relay/config.ts';
 import type { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
 import { localInbox, localRelayInput, localServiceBus } from '../src/commands/local-fleet.ts';
 import type { ImdsSimulator } from '../src/simulator/server.ts';

@@ -41,7 +41,7 @@ export const LAYERS = [
   'fleet/view',
   'config',
   'daemon',
-  'fleet/relay',
+  'relay',
   'simulator',
   'simulator/servicebus',
   'commands',
@@ -171,14 +171,17 @@ export function cycles(graph: Graph): string[][] {
 /** folderOf is the folder of a file (`src/daemon`, `sinks/webhook`), or `src` for a file at the top of src/. */
 export const folderOf = (file: string): string => file.slice(0, Math.max(0, file.lastIndexOf('/')));
 
+/** subtreeOf is the top folder of a file under src/ or sinks/ (`src/fleet` for src/fleet/budget/stores/blob.ts), the whole subtree as one. */
+export const subtreeOf = (file: string): string => /^[^/]+\/[^/]+(?=\/)/.exec(file)?.[0] ?? folderOf(file);
+
 /** folderGraph is the graph of folders: one folder imports another when any of its files imports one of the other's. */
-export function folderGraph(graph: Graph): Graph {
+export function folderGraph(graph: Graph, of: (file: string) => string = folderOf): Graph {
   const out = new Map<string, Set<string>>();
   for (const [from, targets] of graph) {
-    const a = folderOf(from);
+    const a = of(from);
     const set = out.get(a) ?? new Set<string>();
     out.set(a, set);
-    for (const to of targets) if (folderOf(to) !== a) set.add(folderOf(to));
+    for (const to of targets) if (of(to) !== a) set.add(of(to));
   }
   return new Map([...out].map(([k, v]) => [k, [...v].sort()]));
 }

@@ -11,7 +11,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { linkKeyFor, newFleetKeys, sessionIdOf, type FleetKeys } from '../fleet/keys.ts';
-import { startRelay, type RunningRelay } from '../fleet/relay/relay.ts';
+import { startRelay, type RunningRelay } from '../relay/relay.ts';
 import { issueToken } from '../approval/signatures.ts';
 import { validateConfig } from '../config/load.ts';
 import { Bridge } from '../daemon/bridge.ts';

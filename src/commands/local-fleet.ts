@@ -4,7 +4,7 @@
  * section for it.
  */
 import { linkKeyFor, type FleetKeys, INBOX_QUEUE, REPLIES_QUEUE } from '../fleet/keys.ts';
-import { RelayConfig } from '../fleet/relay/config.ts';
+import { RelayConfig } from '../relay/config.ts';
 import { AmqpPeer } from '../simulator/servicebus/amqp-peer.ts';
 
 export const INBOX = INBOX_QUEUE;

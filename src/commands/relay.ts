@@ -3,9 +3,9 @@
  * configuration file (--config, else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml) and runs
  * until SIGINT or SIGTERM.
  */
-import { relayReadiness } from '../fleet/relay/bus.ts';
-import { RelayConfig, relaySecrets } from '../fleet/relay/config.ts';
-import { startRelay } from '../fleet/relay/relay.ts';
+import { relayReadiness } from '../relay/bus.ts';
+import { RelayConfig, relaySecrets } from '../relay/config.ts';
+import { startRelay } from '../relay/relay.ts';
 import { ObservabilityServer } from '../observability/server.ts';
 import { ConfigError, loadFileWith } from '../config/load.ts';
 import { errorFields } from '../lib/errors.ts';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadFileWith } from '../config/load.ts';
 import { configWarnings } from '../config/warnings.ts';
-import { RelayConfig } from '../fleet/relay/config.ts';
+import { RelayConfig } from '../relay/config.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, parse } from './common.ts';
 import { templateLimitProblems } from './template.ts';
 

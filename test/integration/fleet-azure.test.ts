@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
-import { startRelay, type RunningRelay } from '../../src/fleet/relay/relay.ts';
+import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { API_SECRET, fleetKeys, fleetPeer, relayConfig, relayInput } from '../../testkit/fleet.ts';

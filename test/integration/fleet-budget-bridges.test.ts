@@ -10,7 +10,7 @@ import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { postApproval, waitFor } from '../helpers.ts';
 import { pino } from 'pino';
-import { startRelay } from '../../src/fleet/relay/relay.ts';
+import { startRelay } from '../../src/relay/relay.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRelay, type RunningRelay } from '../../src/fleet/relay/relay.ts';
+import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';

@@ -6,7 +6,7 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ApprovalCommand, commandId, linkKeyFor, privateKeyOf, signCommand, signOutcome } from '../../src/fleet/keys.ts';
-import { startRelay, type RunningRelay } from '../../src/fleet/relay/relay.ts';
+import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, INBOX, relayConfig, relayInput, sessionOf } from '../../testkit/fleet.ts';
@@ -338,7 +338,7 @@ describe('fleet approvals over Service Bus', () => {
   it("refuses a public key that is not the signing key's, naming it", async () => {
     peer = await fleetPeer();
     const keys = fleetKeys();
-    const { RelayConfig } = await import('../../src/fleet/relay/config.ts');
+    const { RelayConfig } = await import('../../src/relay/config.ts');
     const good = RelayConfig.safeParse({ ...relayInput(peer, keys), publicKey: keys.publicKey });
     expect(good.success).toBe(true);
     const bad = RelayConfig.safeParse({ ...relayInput(peer, keys), publicKey: fleetKeys().publicKey });

@@ -31,7 +31,7 @@ import { HttpPeer, type Recorded } from '../../testkit/http-peer.ts';
 import { EventGridPeer } from '../../testkit/eventgrid-peer.ts';
 import { eventGridSink, type EventGridConfig } from '../../sinks/eventgrid/index.ts';
 import { pino } from 'pino';
-import { startRelay, type RunningRelay } from '../../src/fleet/relay/relay.ts';
+import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { API_SECRET, fleetApproval, fleetKeys, INBOX, relayConfig, REPLIES, sessionOf } from '../../testkit/fleet.ts';
 import { startBridge, type Harness } from '../../testkit/harness.ts';

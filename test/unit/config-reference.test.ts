@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { configurationReference, REFERENCE_PATH, rows } from '../../scripts/docs.ts';
 import { BridgeConfig } from '../../src/config/schema.ts';
-import { RelayConfig } from '../../src/fleet/relay/config.ts';
+import { RelayConfig } from '../../src/relay/config.ts';
 import { SINK_TYPES } from '../../src/registry/sinks.ts';
 import { ROOT } from '../helpers.ts';
 

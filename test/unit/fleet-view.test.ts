@@ -5,15 +5,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/approval/requests.ts';
-import { readEventGrid } from '../../src/fleet/relay/eventgrid.ts';
-import { toUnwatchedCloudEvent } from '../../src/fleet/relay/azure-feed.ts';
+import { readEventGrid } from '../../src/relay/eventgrid.ts';
+import { toUnwatchedCloudEvent } from '../../src/relay/azure-feed.ts';
 import { azureEventOf, merged, type AzureRecord } from '../../src/fleet/view/azure.ts';
 import { cursorOk, fleetEvents, page, unwatchedIn } from '../../src/fleet/view/events.ts';
 import type { FleetSnapshot } from '../../src/fleet/view/snapshot.ts';
 import type { GroupStatus } from '../../src/fleet/budget/group.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { eventGridEvent, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
-import { RelayConfig, relaySecrets } from '../../src/fleet/relay/config.ts';
+import { RelayConfig, relaySecrets } from '../../src/relay/config.ts';
 import { newFleetKeys } from '../../src/fleet/keys.ts';
 import { configProblems } from '../helpers.ts';
 

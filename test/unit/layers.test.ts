@@ -9,6 +9,7 @@ import {
   layerOf,
   privateImports,
   readGraph,
+  subtreeOf,
   upwardImports,
   type Graph,
 } from '../../testkit/import-graph.ts';
@@ -61,6 +62,15 @@ describe('the layer rule', () => {
     const folders = folderGraph(graph);
     expect(folders.size).toBeGreaterThan(20);
     expect(cycles(folders)).toEqual([]);
+  });
+
+  it('keeps src/fleet and src/config, each with all below it, to one direction: config reads the fleet, the relay reads both', () => {
+    const subtrees = folderGraph(graph, subtreeOf);
+    expect(subtrees.get('src/relay')).toEqual(expect.arrayContaining(['src/config', 'src/fleet']));
+    expect(subtrees.get('src/config')).toContain('src/fleet');
+    // calendar/watch, a feature, stands above the calendar's rules: the one subtree that spans layers
+    const spanning = cycles(subtrees).filter((c) => c.some((f) => /^src\/(fleet|config|relay)$/.test(f)));
+    expect(spanning).toEqual([]);
   });
 
   it('keeps lib/ free of project imports outside lib/', () => {

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfigFile, loadFileWith } from '../../src/config/load.ts';
 import { Cidrs } from '../../src/lib/client-address.ts';
-import { RelayConfig } from '../../src/fleet/relay/config.ts';
-import { MAX_DELIVERY } from '../../src/fleet/relay/fleet-routes.ts';
+import { RelayConfig } from '../../src/relay/config.ts';
+import { MAX_DELIVERY } from '../../src/relay/fleet-routes.ts';
 import { EXAMPLE_ENV, ROOT } from '../helpers.ts';
 
 interface Site {

@@ -11,7 +11,7 @@ import addFormats from 'ajv-formats';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { RelayConfig } from '../../src/fleet/relay/config.ts';
+import { RelayConfig } from '../../src/relay/config.ts';
 import { parseConfigText } from '../../src/config/load.ts';
 import { jsonSchema } from '../../src/config/schema.ts';
 import { EXAMPLE_ENV, ROOT } from '../helpers.ts';

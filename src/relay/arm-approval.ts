@@ -7,17 +7,17 @@
  * the event's record in the store, so every replica and `GET /v1/fleet/events` say it.
  */
 import type { Logger } from 'pino';
-import { HttpError } from '../../approval/requests.ts';
-import { ApprovalError } from '../../approval/service.ts';
-import type { ScheduledEvent } from '../../imds/wire.ts';
-import { errorFields, messageOf } from '../../lib/errors.ts';
-import { FleetConfig } from '../budget/config.ts';
-import { memberKey } from '../budget/records.ts';
-import { MemberSlots } from '../budget/slots.ts';
-import { openFleetStore } from '../budget/stores/open.ts';
-import { azureRecordName, AzureRecordSchema, eventOf, subscriptionOf, vmOf, type AzureRecord } from '../view/azure.ts';
-import { lower, targetsOf } from '../view/events.ts';
-import type { FleetReader, FleetSnapshot } from '../view/snapshot.ts';
+import { HttpError } from '../approval/requests.ts';
+import { ApprovalError } from '../approval/service.ts';
+import type { ScheduledEvent } from '../imds/wire.ts';
+import { errorFields, messageOf } from '../lib/errors.ts';
+import { FleetConfig } from '../fleet/budget/config.ts';
+import { memberKey } from '../fleet/budget/records.ts';
+import { MemberSlots } from '../fleet/budget/slots.ts';
+import { openFleetStore } from '../fleet/budget/stores/open.ts';
+import { azureRecordName, AzureRecordSchema, eventOf, subscriptionOf, vmOf, type AzureRecord } from '../fleet/view/azure.ts';
+import { lower, targetsOf } from '../fleet/view/events.ts';
+import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import type { ArmClient } from './arm.ts';
 import type { RelayConfig } from './config.ts';
 

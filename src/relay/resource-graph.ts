@@ -8,10 +8,10 @@
  * https://learn.microsoft.com/rest/api/azureresourcegraph/resourcegraph/resources/resources
  */
 import type { Logger } from 'pino';
-import { errorFields } from '../../lib/errors.ts';
+import { errorFields } from '../lib/errors.ts';
 import type { ArmClient } from './arm.ts';
-import { sleep, spread } from '../../lib/time.ts';
-import { azureEventOf, type AzureEvent } from '../view/azure.ts';
+import { sleep, spread } from '../lib/time.ts';
+import { azureEventOf, type AzureEvent } from '../fleet/view/azure.ts';
 import type { AzureFeed } from './azure-feed.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 import type { RelayMetrics } from './bus.ts';

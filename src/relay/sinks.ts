@@ -6,13 +6,13 @@
  * with RELAY_SINK_FAILED and counted; the store keeps that it was said, so it is not said twice.
  */
 import type { Logger } from 'pino';
-import type { SinkConfig } from '../../config/schema.ts';
-import { errorFields, messageOf } from '../../lib/errors.ts';
-import { deadline, fullJitter, sleep } from '../../lib/time.ts';
-import { matchesFilter } from '../../pipeline/filter.ts';
-import { transitionOf, type BridgeEvent } from '../../pipeline/cloudevent.ts';
-import { sinkModuleOf } from '../../registry/sinks.ts';
-import type { Sink } from '../../sinks/contract.ts';
+import type { SinkConfig } from '../config/schema.ts';
+import { errorFields, messageOf } from '../lib/errors.ts';
+import { deadline, fullJitter, sleep } from '../lib/time.ts';
+import { matchesFilter } from '../pipeline/filter.ts';
+import { transitionOf, type BridgeEvent } from '../pipeline/cloudevent.ts';
+import { sinkModuleOf } from '../registry/sinks.ts';
+import type { Sink } from '../sinks/contract.ts';
 
 const MOST_ATTEMPTS = 10;
 

@@ -7,12 +7,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { errorFields } from '../../lib/errors.ts';
-import { sleep, spread } from '../../lib/time.ts';
-import { build, dataWith, type BridgeEvent } from '../../pipeline/cloudevent.ts';
-import { azureRecordName, AzureRecordSchema, eventOf, merged, vmOf, type AzureEvent, type AzureRecord } from '../view/azure.ts';
-import { unwatchedIn, type UnwatchedFinding } from '../view/events.ts';
-import type { FleetReader, KeptAzureRecord } from '../view/snapshot.ts';
+import { errorFields } from '../lib/errors.ts';
+import { sleep, spread } from '../lib/time.ts';
+import { build, dataWith, type BridgeEvent } from '../pipeline/cloudevent.ts';
+import { azureRecordName, AzureRecordSchema, eventOf, merged, vmOf, type AzureEvent, type AzureRecord } from '../fleet/view/azure.ts';
+import { unwatchedIn, type UnwatchedFinding } from '../fleet/view/events.ts';
+import type { FleetReader, KeptAzureRecord } from '../fleet/view/snapshot.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 import type { RelayMetrics } from './bus.ts';
 import type { RelaySinks } from './sinks.ts';

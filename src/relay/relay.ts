@@ -19,7 +19,7 @@ import { RelayBus, RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
 import { RelayServer } from './routes.ts';
 import { FleetRoutes } from './fleet-routes.ts';
-import { FleetReader } from '../view/snapshot.ts';
+import { FleetReader } from '../fleet/view/snapshot.ts';
 import { RelaySinks } from './sinks.ts';
 import { AzureFeed } from './azure-feed.ts';
 import { ResourceGraphPoll } from './resource-graph.ts';

@@ -7,8 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { TokenCredential } from '@azure/core-auth';
-import { createCredential } from '../../azure/credentials.ts';
-import { HttpClient } from '../../lib/http-client.ts';
+import { createCredential } from '../azure/credentials.ts';
+import { HttpClient } from '../lib/http-client.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 
 /** The api-version of Microsoft.Maintenance's scheduled events acknowledgement. */

@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import type { Logger } from 'pino';
-import { errorFields, messageOf } from '../../lib/errors.ts';
-import { withDeadline } from '../../lib/time.ts';
-import { Counter, Gauge, Histogram, processMetrics, Registry } from '../../lib/prometheus.ts';
-import { serviceBusClient } from '../../azure/messaging.ts';
+import { errorFields, messageOf } from '../lib/errors.ts';
+import { withDeadline } from '../lib/time.ts';
+import { Counter, Gauge, Histogram, processMetrics, Registry } from '../lib/prometheus.ts';
+import { serviceBusClient } from '../azure/messaging.ts';
 import {
   COMMAND_SUBJECT,
   decodeKey,
@@ -20,8 +20,8 @@ import {
   signCommand,
   type ApprovalCommand,
   type CommandOutcome,
-} from '../keys.ts';
-import { holdSession } from '../session.ts';
+} from '../fleet/keys.ts';
+import { holdSession } from '../fleet/session.ts';
 import type { RelayConfig } from './config.ts';
 
 // ----- Service Bus: commands out, outcomes back --------------------------------------------

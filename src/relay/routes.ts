@@ -5,15 +5,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { errorFields } from '../../lib/errors.ts';
-import { sendJson } from '../../lib/http-server.ts';
-import { commandId, sessionFor, type ApprovalCommand, type CommandOutcome } from '../keys.ts';
-import { relayApprovalPage, resultPage } from '../../approval/page.ts';
-import { RoutedServer } from '../../approval/routed-server.ts';
-import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from '../../approval/requests.ts';
-import { peekClaims, readToken, verifyStandardWebhook, type TokenClaims } from '../../approval/signatures.ts';
-import { escape as escapeSlack } from '../../present/slack-blocks.ts';
-import { approvedUpdate, readSlackAction, respondSlack, warning } from '../../approval/slack.ts';
+import { errorFields } from '../lib/errors.ts';
+import { sendJson } from '../lib/http-server.ts';
+import { commandId, sessionFor, type ApprovalCommand, type CommandOutcome } from '../fleet/keys.ts';
+import { relayApprovalPage, resultPage } from '../approval/page.ts';
+import { RoutedServer } from '../approval/routed-server.ts';
+import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from '../approval/requests.ts';
+import { peekClaims, readToken, verifyStandardWebhook, type TokenClaims } from '../approval/signatures.ts';
+import { escape as escapeSlack } from '../present/slack-blocks.ts';
+import { approvedUpdate, readSlackAction, respondSlack, warning } from '../approval/slack.ts';
 import { relayReadiness, type RelayBus, type RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
 import type { FleetRoutes } from './fleet-routes.ts';

@@ -6,12 +6,12 @@
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJson } from '../../lib/http-server.ts';
-import { messageOf } from '../../lib/errors.ts';
-import { EntraTokens } from '../../azure/bearer.ts';
-import { HttpError, readBody, utf8 } from '../../approval/requests.ts';
-import { cursorOk, fleetEvents, page } from '../view/events.ts';
-import type { FleetReader, FleetSnapshot } from '../view/snapshot.ts';
+import { sendJson } from '../lib/http-server.ts';
+import { messageOf } from '../lib/errors.ts';
+import { EntraTokens } from '../azure/bearer.ts';
+import { HttpError, readBody, utf8 } from '../approval/requests.ts';
+import { cursorOk, fleetEvents, page } from '../fleet/view/events.ts';
+import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import { readEventGrid } from './eventgrid.ts';
 import type { AzureFeed } from './azure-feed.ts';
 import type { ArmApprovals } from './arm-approval.ts';

@@ -7,8 +7,8 @@
  * the configured subscriptions is refused (403): nothing of it is kept.
  * https://learn.microsoft.com/azure/event-grid/webhook-event-delivery
  */
-import { HttpError } from '../../approval/requests.ts';
-import { AZURE_EVENT_TYPES, azureEventOf, subscriptionOf, type AzureEvent } from '../view/azure.ts';
+import { HttpError } from '../approval/requests.ts';
+import { AZURE_EVENT_TYPES, azureEventOf, subscriptionOf, type AzureEvent } from '../fleet/view/azure.ts';
 
 const VALIDATION = 'microsoft.eventgrid.subscriptionvalidationevent';
 

@@ -4,13 +4,13 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
-import { keyOf, whsec } from '../../lib/standard-webhooks.ts';
-import { serverSettings } from '../../lib/server-settings.ts';
-import { addressOf, hostPort, secret } from '../../lib/validators.ts';
-import { azureAuth, requireOneAuth } from '../../azure/messaging.ts';
-import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, sharedQueues } from '../keys.ts';
-import { SlackSettings } from '../../approval/slack.ts';
-import { secretsOf, SinksConfig } from '../../config/schema.ts';
+import { keyOf, whsec } from '../lib/standard-webhooks.ts';
+import { serverSettings } from '../lib/server-settings.ts';
+import { addressOf, hostPort, secret } from '../lib/validators.ts';
+import { azureAuth, requireOneAuth } from '../azure/messaging.ts';
+import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, sharedQueues } from '../fleet/keys.ts';
+import { SlackSettings } from '../approval/slack.ts';
+import { secretsOf, SinksConfig } from '../config/schema.ts';
 import { AzureFeedConfig, ReadKeys, RelayFleetConfig } from './fleet-config.ts';
 
 export const RelayConfig = z

@@ -4,9 +4,9 @@
  * events come from (Event Grid deliveries, Resource Graph).
  */
 import { z } from 'zod';
-import { FleetStoreConfig, storeTimeoutMs } from '../budget/stores/config.ts';
-import { CredentialConfig } from '../../azure/credentials.ts';
-import { httpUrl, secret } from '../../lib/validators.ts';
+import { FleetStoreConfig, storeTimeoutMs } from '../fleet/budget/stores/config.ts';
+import { CredentialConfig } from '../azure/credentials.ts';
+import { httpUrl, secret } from '../lib/validators.ts';
 
 export const RelayFleetConfig = z
   .strictObject({

@@ -13,7 +13,11 @@
  *   otherwise, an ARM error body): Resource Graph's `POST /providers/Microsoft.ResourceGraph/resources`
  *   (api-version 2022-10-01) for `maintenanceresources`, paged with `$skipToken`; and
  *   Microsoft.Maintenance's `POST {resource}/providers/Microsoft.Maintenance/scheduledevents/{id}/acknowledge`
- *   (api-version 2023-10-01-preview): 200 for an event it lists, 404 ResourceNotFound otherwise.
+ *   and its list form, `POST {resource}/providers/Microsoft.Maintenance/scheduledevents` with
+ *   `{"value": [EventIds]}` (api-version 2025-11-01, the stable one; {resource} a VM or a scale set,
+ *   as the route's one `{resourceType}/{resourceName}`): 200 `{"value": "Successfully Approved"}`
+ *   for events it lists, 404 ResourceNotFound otherwise; or, when a test says so, a refusal
+ *   Resource Manager gives (400, 401, 403, 409, 429 with Retry-After, 5xx) or no answer at all.
  *   https://learn.microsoft.com/rest/api/azureresourcegraph/resourcegraph/resources/resources
  * - scheduledEventOf: one scheduled event in the shape both carry (`resourceInfo` of the
  *   `Microsoft.ResourceNotifications.MaintenanceResources` schema).
@@ -146,6 +150,20 @@ export class EventGridDelivery {
   }
 }
 
+/** What Resource Manager answers an acknowledgement instead of taking it: a status (and Retry-After), or nothing at all. */
+export type ArmRefusal = { status: 400 | 401 | 403 | 409 | 429 | 500 | 503; retryAfter?: number } | 'hang';
+
+const ACK_API = '2025-11-01';
+const ARM_CODES: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'InvalidAuthenticationToken',
+  403: 'AuthorizationFailed',
+  409: 'Conflict',
+  429: 'TooManyRequests',
+  500: 'InternalServerError',
+  503: 'ServiceUnavailable',
+};
+
 /** ArmStandIn: Resource Graph's query API and the scheduled events acknowledgement, over HTTPS; `pageSize` rows a page. */
 export class ArmStandIn {
   readonly peer: HttpPeer;
@@ -153,8 +171,10 @@ export class ArmStandIn {
   rows: { id: string; properties: Record<string, unknown> }[] = [];
   /** The audiences of the tokens of each query, and the subscriptions and page it named. */
   readonly asked: { aud: unknown; subscriptions: unknown; skipToken: unknown }[] = [];
-  /** Every acknowledgement taken: the resource (lower case) and EventId. */
+  /** Every acknowledgement taken: the resource (lower case) and EventId (one entry per event of a list). */
   readonly acknowledged: { resourceId: string; eventId: string; at: number }[] = [];
+  /** The next acknowledgements' answers, first first, instead of taking them. */
+  readonly refusals: ArmRefusal[] = [];
 
   constructor(tls: { key: string; cert: string }, pageSize = 2) {
     this.peer = new HttpPeer(tls);
@@ -168,18 +188,30 @@ export class ArmStandIn {
       if (claims === null || claims.aud !== this.peer.url)
         return json(401, { error: { code: 'AuthenticationFailed', message: 'the access token is missing or for another audience' } });
       const ack =
-        /^(\/subscriptions\/[^?]+)\/providers\/Microsoft\.Maintenance\/scheduledevents\/([^/?]+)\/acknowledge\?api-version=2023-10-01-preview$/i.exec(
+        /^(\/subscriptions\/[^?]+?)\/providers\/Microsoft\.Maintenance\/scheduledevents(?:\/([^/?]+)\/acknowledge)?\?api-version=([^&]+)$/i.exec(
           req.url,
         );
       if (req.method === 'POST' && ack !== null) {
-        const resourceId = ack[1]!.toLowerCase();
-        const eventId = decodeURIComponent(ack[2]!);
-        const listed = this.rows.some(
-          (r) => r.id.toLowerCase() === `${resourceId}/providers/microsoft.maintenance/scheduledevents/${eventId.toLowerCase()}`,
-        );
-        if (!listed) return json(404, { error: { code: 'ResourceNotFound', message: `scheduled event ${eventId} was not found` } });
-        this.acknowledged.push({ resourceId, eventId, at: Date.now() });
-        return json(200, { value: 'Acknowledged' });
+        if (ack[3] !== ACK_API)
+          return json(400, { error: { code: 'InvalidApiVersionParameter', message: `api-version ${ack[3]} is not supported` } });
+        const refusal = this.refusals.shift();
+        if (refusal === 'hang') return { hang: true };
+        if (refusal !== undefined)
+          return {
+            ...json(refusal.status, { error: { code: ARM_CODES[refusal.status], message: `refused with ${refusal.status}` } }),
+            ...(refusal.retryAfter === undefined
+              ? {}
+              : { headers: { 'content-type': 'application/json', 'retry-after': String(refusal.retryAfter) } }),
+          };
+        const resourceId = decodeURIComponent(ack[1]!).toLowerCase();
+        const ids = ack[2] !== undefined ? [decodeURIComponent(ack[2])] : ((JSON.parse(req.body) as { value?: string[] }).value ?? []);
+        const listed = (id: string) =>
+          this.rows.some((r) => r.id.toLowerCase() === `${resourceId}/providers/microsoft.maintenance/scheduledevents/${id.toLowerCase()}`);
+        const missing = ids.find((id) => !listed(id));
+        if (ids.length === 0 || missing !== undefined)
+          return json(404, { error: { code: 'ResourceNotFound', message: `scheduled event ${missing ?? '(none)'} was not found` } });
+        for (const eventId of ids) this.acknowledged.push({ resourceId, eventId, at: Date.now() });
+        return json(200, { value: 'Successfully Approved' });
       }
       if (req.method !== 'POST' || !req.url.startsWith('/providers/Microsoft.ResourceGraph/resources?api-version=2022-10-01'))
         return json(404, { error: { code: 'NotFound', message: `no route ${req.method} ${req.url}` } });

@@ -22,14 +22,15 @@ export class HttpError extends BridgeError {
 }
 
 /**
- * parseApprovalBody reads the JSON body of POST /v1/approvals: {eventId, approver?, reason?},
- * and on the relay also `vm`, the VM's resource id (or its name when it has none).
+ * parseApprovalBody reads the JSON body of POST /v1/approvals: {eventId, approver?, reason?,
+ * force?}, and on the relay also `vm`, the VM's resource id (or its name when it has none), and
+ * `via`. The relay forces only what it approves itself (`via: "arm"`): a bridge's budget is its own.
  */
 export function parseApprovalBody(body: Buffer): { eventId: string; approver: string; reason: string; force: boolean };
 export function parseApprovalBody(
   body: Buffer,
   withVm: true,
-): { vm: string; eventId: string; approver: string; reason: string; via?: 'arm' };
+): { vm: string; eventId: string; approver: string; reason: string; force: boolean; via?: 'arm' };
 export function parseApprovalBody(
   body: Buffer,
   withVm = false,
@@ -42,7 +43,7 @@ export function parseApprovalBody(
   }
   const o = v as Record<string, unknown> | null;
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new HttpError(400, 'MALFORMED', 'the body must be a JSON object');
-  const fields = withVm ? ['vm', 'eventId', 'approver', 'reason', 'via'] : ['eventId', 'approver', 'reason', 'force'];
+  const fields = withVm ? ['vm', 'eventId', 'approver', 'reason', 'via', 'force'] : ['eventId', 'approver', 'reason', 'force'];
   const bad = Object.keys(o).filter((k) => !fields.includes(k));
   if (bad.length > 0) throw new HttpError(400, 'MALFORMED', `unknown field ${bad[0]}`);
   // eslint-disable-next-line no-control-regex -- control characters are what this refuses
@@ -61,8 +62,15 @@ export function parseApprovalBody(
   if (o.force !== undefined && typeof o.force !== 'boolean') throw new HttpError(400, 'MALFORMED', 'force must be true or false');
   if (o.force === true && (typeof o.reason !== 'string' || o.reason.trim() === ''))
     throw new HttpError(400, 'MALFORMED', 'a forced approval needs a reason: it goes past the fleet budget or a blackout, on the record');
+  if (withVm && o.force === true && o.via !== 'arm')
+    throw new HttpError(
+      400,
+      'MALFORMED',
+      "the relay forces only an approval via arm: through the VM's bridge, force it with se-bridge approve --force on the VM",
+    );
   return {
-    ...(withVm ? { vm: o.vm as string, ...(o.via === 'arm' ? { via: 'arm' as const } : {}) } : { force: o.force === true }),
+    ...(withVm ? { vm: o.vm as string, ...(o.via === 'arm' ? { via: 'arm' as const } : {}) } : {}),
+    force: o.force === true,
     eventId: o.eventId,
     approver: o.approver ?? 'api',
     reason: o.reason ?? '',

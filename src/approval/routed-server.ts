@@ -89,6 +89,11 @@ export abstract class RoutedServer {
     void task.finally(() => this.#pending.delete(task));
   }
 
+  /** clientOf: the request's client address (the last untrusted hop behind trustedProxies), for the logs. */
+  protected clientOf(req: IncomingMessage): string {
+    return clientAddress(req, this.#proxies) ?? 'unknown';
+  }
+
   /** handle answers a request for a known route, with an allowed method, within the rate limit. */
   protected abstract handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void>;
 

@@ -76,7 +76,7 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
   if (parsed.status === 'held' && !values.json) {
-    const past = values.relay === undefined ? ' (--force --reason TEXT approves past it)' : '';
+    const past = values.relay === undefined || values.via === 'arm' ? ' (--force --reason TEXT approves past it)' : '';
     process.stderr.write(`se-bridge approve: held: ${parsed.error?.message ?? ''}${past}\n`);
     return EXIT.failure;
   }
@@ -112,7 +112,10 @@ function relayTarget(values: Values): Target | null {
   if (!/^https?:\/\/[^/]+/.test(relay)) throw new UsageError("--relay must be the relay's URL (https://approvals.example.com)");
   if (typeof values.vm !== 'string' || values.vm === '') throw new UsageError("--relay needs --vm <the VM's resource id, or its name>");
   if (values.via !== undefined && values.via !== 'arm') throw new UsageError('--via takes arm (through Resource Manager)');
-  if (values.force) throw new UsageError("--force is for the VM's own approval server; the relay passes the group's budget");
+  if (values.force && values.via !== 'arm')
+    throw new UsageError(
+      "--force goes with the VM's own approval server, or with --via arm: through the VM's bridge, its budget is its own",
+    );
   const secret = whsec.safeParse(process.env.SE_BRIDGE_RELAY_API_SECRET ?? '');
   if (!secret.success) {
     process.stderr.write("se-bridge approve: SE_BRIDGE_RELAY_API_SECRET must hold one of the relay's apiSecrets (whsec_…)\n");

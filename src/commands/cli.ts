@@ -28,7 +28,7 @@ Commands:
                                            the calendar now, and its windows and blackouts of the coming days
   approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
                                            approve an event through the running daemon (--force: past the fleet budget or a blackout)
-  approve EVENTID --relay URL --vm ID [--via arm] [--reason TEXT] [--json]
+  approve EVENTID --relay URL --vm ID [--via arm [--force]] [--reason TEXT] [--json]
                                            approve through the fleet's relay (--via arm: through Resource Manager)
   dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
                                            inspect or re-queue events that could not be delivered

@@ -65,18 +65,20 @@ ${CONFIG}
   --json              one JSON document
 `,
   approve: `Usage: se-bridge approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
-       se-bridge approve EVENTID --relay URL --vm ID [--via arm] [--reason TEXT] [--json]
+       se-bridge approve EVENTID --relay URL --vm ID [--via arm [--force]] [--reason TEXT] [--json]
 
 Approves an event through the running daemon's approval server (the same path as every approval),
 or through the fleet's relay (its POST /v1/approvals, signed with $SE_BRIDGE_RELAY_API_SECRET).
 
 ${CONFIG}
   --reason TEXT       kept with the approval record
-  --force             past the fleet budget or a blackout of the calendar, on the record (needs --reason)
+  --force             past the fleet budget or a blackout of the calendar, on the record (needs --reason);
+                      with --via arm, past the group's budget (or one the relay cannot know) and blackout
   --relay URL         the relay's URL: the approval goes to the VM named by --vm, through its bridge
   --vm ID             with --relay: the VM's resource id (or its name)
   --via arm           with --relay: through Azure Resource Manager with the relay's identity (a VM with
-                      no bridge, or one that cannot be reached), past its group's budget first
+                      no bridge, or one that cannot be reached), past its group's budget first; only
+                      an event Azure's feed lists, when the relay reads it
   --json              the answer as JSON
 `,
   'dead-letters': `Usage: se-bridge dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]

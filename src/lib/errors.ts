@@ -114,9 +114,25 @@ export const CODES = {
   TOPIC_NOT_ALLOWED: 'an Event Grid delivery or handshake from a topic outside azure.subscriptions (403; nothing kept)',
   RELAY_UNWATCHED: "Azure lists a VM's scheduled event that no bridge watches (an unwatched CloudEvent from the relay)",
   RELAY_SINK_FAILED: "one of the relay's CloudEvents could not be delivered to a sink of its own",
-  ARM_UNAVAILABLE: 'Resource Manager could not be reached for an approval via: arm (503; nothing was approved)',
-  ARM_REFUSED: 'Resource Manager refused an approval via: arm (502 with what it said: a role missing, a preview not enabled)',
+  ARM_UNAVAILABLE:
+    "Resource Manager could not be reached, or asked for patience (429, 5xx), for an approval via: arm (503; when no answer came, the group's slot is kept until its recorded end: ask again)",
+  ARM_REFUSED: 'Resource Manager refused an approval via: arm (502 with what it said); the slot is given back',
+  ARM_FORBIDDEN:
+    "Resource Manager refused the relay's identity (401, 403) for an approval via: arm: it needs the Scheduled Events Contributor role on the VM's scope (502); the slot is given back",
   ARM_CONFLICT: 'Resource Manager answered 409 to an approval via: arm (the event is in another state)',
+  NOT_A_VM:
+    "an approval via: arm names something that is not a VM's or a scale-set instance's resource id, or an EventId that is not a GUID, or a record gives no such id (400; nothing sent)",
+  VM_AMBIGUOUS:
+    'an approval via: arm names a VM by a name that several resource ids, or several groups, have (409; name it by its resource id)',
+  MANY_VMS:
+    "an approval via: arm of an event whose Resources lists several VMs: acknowledging it starts every one of them at once, past any one member's slot (409; force with a reason)",
+  SUBSCRIPTION_NOT_ALLOWED: 'an approval via: arm for a VM outside azure.subscriptions (403; nothing sent)',
+  NOT_LISTED_BY_AZURE:
+    "Azure's feed is configured and its records do not list the event as pending for that resource: a member's word alone approves nothing through Resource Manager (404; nothing sent)",
+  FLEET_BUDGET_UNKNOWN:
+    "an approval via: arm whose group's budget is unknown: the relay's fleet.groups does not state it and no record of the group does, or no record names the VM (409 naming the members; force with a reason goes past it, on the record)",
+  FLEET_BUDGET_DISAGREES:
+    "an approval via: arm whose group's records state different budgets (409 naming each member's; state the group's in the relay's fleet.groups, or force with a reason)",
   RESOURCE_GRAPH_FAILED: "a Resource Graph query for the fleet's scheduled events failed; it is asked again at the next interval",
   // every HTTP server of the bridge
   BAD_REQUEST: 'the request is malformed (400)',

@@ -1,24 +1,33 @@
 /**
  * ArmApprovals: an approval `via: arm`, for a VM with no bridge, or whose bridge cannot be
- * reached. The event is found in the fleet's records (a member that lists it, or Azure's own
- * record), passes the group's budget like every other path (the relay takes the slot in the
- * member's name, held until the maintenance's recorded end), and is acknowledged through
- * Resource Manager with the relay's identity. A refusal gives the slot back. Who asked is kept in
- * the event's record in the store, so every replica and `GET /v1/fleet/events` say it.
+ * reached. The relay holds the fleet's most powerful identity here, and every record of its store
+ * may be written by any member, so it acts only on what it checked itself (arm-target.ts): a
+ * parsed VM resource id inside `azure.subscriptions`, and, where Azure's feed is configured, an
+ * event Azure's own record lists as Scheduled for that resource. The event then passes its group's
+ * budget like every other path (arm-budget.ts: the relay's own statement, or every record of the
+ * group; the relay takes the slot in the member's name, held until the maintenance's recorded
+ * end), and is acknowledged through Resource Manager at the fixed path of that resource. A refusal
+ * by Resource Manager gives the slot back; no answer at all keeps it (Azure may have taken it).
+ * Every refusal is a JSON 4xx with a code, logged with who asked, and sends nothing. Who asked is
+ * kept in the event's record in the store, so every replica and `GET /v1/fleet/events` say it.
  */
 import type { Logger } from 'pino';
 import { HttpError } from '../approval/requests.ts';
 import { ApprovalError } from '../approval/service.ts';
-import type { ScheduledEvent } from '../imds/wire.ts';
+import { isEventId, resourceIdText } from '../azure/resource-id.ts';
 import { errorFields, messageOf } from '../lib/errors.ts';
 import { FleetConfig } from '../fleet/budget/config.ts';
-import { memberKey } from '../fleet/budget/records.ts';
+import { unhealthyOf } from '../fleet/budget/health-gate.ts';
+import { membersOf } from '../fleet/budget/parse.ts';
+import { memberKey, MEMBER_PREFIX, type MemberRecord } from '../fleet/budget/records.ts';
 import { MemberSlots } from '../fleet/budget/slots.ts';
 import { openFleetStore } from '../fleet/budget/stores/open.ts';
-import { azureRecordName, AzureRecordSchema, eventOf, subscriptionOf, vmOf, type AzureRecord } from '../fleet/view/azure.ts';
-import { lower, targetsOf } from '../fleet/view/events.ts';
-import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
-import type { ArmClient } from './arm.ts';
+import { azureRecordName, AzureRecordSchema, subscriptionOf, vmOf, type AzureRecord } from '../fleet/view/azure.ts';
+import { lower } from '../fleet/view/events.ts';
+import type { FleetReader } from '../fleet/view/snapshot.ts';
+import type { ArmAnswer, ArmClient } from './arm.ts';
+import { blackoutOf, budgetOf, noBudget } from './arm-budget.ts';
+import { armTarget, type ArmTarget } from './arm-target.ts';
 import type { RelayConfig } from './config.ts';
 
 export interface ArmApproved {
@@ -28,15 +37,17 @@ export interface ArmApproved {
   readonly approvedBy: string;
   readonly via: 'arm';
   readonly at: string;
+  readonly forced?: true;
 }
 
-/** What the fleet knows of the event: the VM's resource id, its group and member, and the event itself. */
-interface Found {
-  readonly resourceId: string;
-  readonly name: string;
-  readonly group: { readonly group: string; readonly maxUnavailable: number; readonly heartbeatSeconds: number } | null;
-  readonly event: ScheduledEvent;
-  readonly azure: { readonly name: string; readonly version: string; readonly record: AzureRecord } | null;
+/** What was asked, and by whom: the approver's name and the client's address. */
+export interface ArmRequest {
+  readonly vm: string;
+  readonly eventId: string;
+  readonly approver: string;
+  readonly reason: string;
+  readonly force: boolean;
+  readonly client: string;
 }
 
 export class ArmApprovals {
@@ -52,68 +63,133 @@ export class ArmApprovals {
     this.#logger = o.logger;
   }
 
-  async approve(vm: string, eventId: string, by: string, reason: string): Promise<ArmApproved> {
+  /** approve acknowledges the event through Resource Manager, or refuses (an HttpError, logged with who asked). */
+  async approve(q: ArmRequest): Promise<ArmApproved> {
+    try {
+      return await this.#approve(q);
+    } catch (err) {
+      if (err instanceof HttpError && err.status < 500)
+        this.#logger.warn(
+          { code: err.code, vm: q.vm, eventId: q.eventId, by: q.approver, client: q.client, force: q.force },
+          `relay: approval via arm refused: ${err.message}`,
+        );
+      throw err;
+    }
+  }
+
+  async #approve(q: ArmRequest): Promise<ArmApproved> {
+    if (!isEventId(q.eventId))
+      throw new HttpError(400, 'NOT_A_VM', "eventId must be the scheduled event's id (a GUID) for an approval via arm");
+    const azure = this.#config.azure!;
     const snapshot = await this.#reader.read(0);
     if (snapshot.unread.length > 0)
       throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store could not be read: ${snapshot.unread[0]!.why}`);
-    const found = findEvent(snapshot, vm, eventId);
-    if (found === null) throw new HttpError(404, 'UNKNOWN_EVENT', `neither a member nor Azure's feed lists event ${eventId} for ${vm}`);
-    const done = found.azure?.record.acknowledged;
-    if (done !== undefined) return { eventId, vm: found.name, status: 'already-approved', approvedBy: done.by, via: 'arm', at: done.at };
-    const slots = found.group === null ? null : await this.#take(found, by, reason);
-    const answer = await this.#arm.acknowledge(found.resourceId, eventId).catch((err: unknown) => {
-      void this.#giveBack(slots, eventId);
-      throw new HttpError(503, 'ARM_UNAVAILABLE', `Resource Manager could not be reached: ${messageOf(err)}`);
+    const feed = azure.eventGrid !== undefined || azure.resourceGraph !== undefined;
+    const t = armTarget(snapshot, q.vm, q.eventId, feed);
+    const allowed = azure.subscriptions.map(lower);
+    if (!allowed.includes(t.resource.subscriptionId))
+      throw new HttpError(
+        403,
+        'SUBSCRIPTION_NOT_ALLOWED',
+        `${t.name} is in subscription ${t.resource.subscriptionId}, outside azure.subscriptions`,
+      );
+    const done = t.azure?.record.acknowledged;
+    if (done !== undefined)
+      return { eventId: q.eventId, vm: t.name, status: 'already-approved', approvedBy: done.by, via: 'arm', at: done.at };
+    if (t.event.resources.length > 1 && !q.force)
+      throw new HttpError(
+        409,
+        'MANY_VMS',
+        `event ${q.eventId} takes down ${t.event.resources.length} VMs at once (${t.event.resources.join(', ')}): approving it approves every one of them, past any one member's slot; force with a reason`,
+      );
+    const slots = await this.#take(t, q);
+    const answer = await this.#arm.acknowledge(t.resource, [q.eventId]).catch((err: unknown) => {
+      // no answer: Azure may have taken it, so the slot is kept until its recorded end (a repeat asks again)
+      throw new HttpError(
+        503,
+        'ARM_UNAVAILABLE',
+        `Resource Manager did not answer (${messageOf(err)}); the group's slot is kept until the maintenance's recorded end: ask again`,
+      );
     });
     if (answer.status < 200 || answer.status > 299) {
-      await this.#giveBack(slots, eventId);
-      const [status, code] =
-        answer.status === 404
-          ? ([404, 'UNKNOWN_EVENT'] as const)
-          : answer.status === 409
-            ? ([409, 'ARM_CONFLICT'] as const)
-            : ([502, 'ARM_REFUSED'] as const);
-      throw new HttpError(status, code, `Resource Manager answered ${answer.status}: ${answer.error}`);
+      await this.#giveBack(slots, q.eventId);
+      throw refusal(answer);
     }
     const at = new Date().toISOString();
-    await this.#record(found, { by, at, ...(reason ? { reason } : {}) }).catch((err: unknown) =>
-      this.#logger.warn({ ...errorFields(err), eventId }, 'relay: approved through Resource Manager, but could not record who asked'),
+    const record = { by: q.approver, at, ...(q.reason ? { reason: q.reason } : {}), ...(q.force ? { forced: true as const } : {}) };
+    await this.#record(t, record).catch((err: unknown) =>
+      this.#logger.warn(
+        { ...errorFields(err), eventId: q.eventId },
+        'relay: approved through Resource Manager, but could not record who asked',
+      ),
     );
     this.#logger.info(
-      { vm: found.name, eventId, by, via: 'arm', group: found.group?.group ?? null },
+      { vm: t.name, eventId: q.eventId, by: q.approver, client: q.client, via: 'arm', group: t.group?.group ?? null, forced: q.force },
       'relay: approved through Resource Manager',
     );
-    return { eventId, vm: found.name, status: 'approved', approvedBy: by, via: 'arm', at };
+    return {
+      eventId: q.eventId,
+      vm: t.name,
+      status: 'approved',
+      approvedBy: q.approver,
+      via: 'arm',
+      at,
+      ...(q.force ? { forced: true } : {}),
+    };
   }
 
-  /** take holds a slot of the VM's group in its member's name, or refuses as its bridge would (409 held, 503 store). */
-  async #take(found: Found, by: string, reason: string): Promise<MemberSlots> {
-    const g = found.group!;
+  /**
+   * take holds a slot of the VM's group in its member's name (the budget and calendar of
+   * arm-budget.ts, the unhealthy members counted), or refuses as its bridge would (409 held, 503
+   * store). A VM no record names has no group: only a forced approval goes on, taking nothing.
+   */
+  async #take(t: ArmTarget, q: ArmRequest): Promise<MemberSlots | null> {
     const fleet = this.#config.fleet!;
-    const config = FleetConfig.parse({
-      group: g.group,
-      maxUnavailable: g.maxUnavailable,
-      store: fleet.store,
-      heartbeatSeconds: g.heartbeatSeconds,
-      marginSeconds: Math.max(1800, 3 * g.heartbeatSeconds),
-    });
-    const store = await openFleetStore(fleet.store, g.group, fleet.storeTimeoutMs);
-    const vm = vmOf(found.name, found.resourceId);
-    const slots = new MemberSlots({
-      config,
-      store,
-      logger: this.#logger,
-      me: () => ({ key: memberKey(vm), vm }),
-      k: () => g.maxUnavailable,
-      now: Date.now,
-    });
+    if (t.group === null) {
+      if (!q.force) throw noBudget(t.name);
+      return null;
+    }
+    const group = t.group.group;
+    const store = await openFleetStore(fleet.store, group, fleet.storeTimeoutMs);
+    let records: MemberRecord[];
     try {
-      await slots.take(found.event, 'early', { by, via: 'arm', ...(reason ? { reason } : {}) });
+      records = membersOf(await store.list(MEMBER_PREFIX));
+    } catch (err) {
+      await store.close();
+      throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the records of group ${group} could not be read: ${messageOf(err)}`);
+    }
+    const now = Date.now();
+    const stated = fleet.groups[group];
+    const budget = budgetOf(group, records, stated, q.force, now);
+    const blackout = q.force ? null : blackoutOf(records, stated, now);
+    if (blackout !== null) {
+      await store.close();
+      throw new HttpError(409, 'BLACKOUT', `group ${group}'s early approvals are held by ${blackout}; force with a reason`, {
+        eventId: q.eventId,
+        status: 'held',
+      });
+    }
+    const heartbeatSeconds = t.group.member.heartbeatSeconds;
+    const config = FleetConfig.parse({
+      ...{ group, store: fleet.store, heartbeatSeconds },
+      ...{ maxUnavailable: budget?.k ?? 1, marginSeconds: Math.max(1800, 3 * heartbeatSeconds) },
+    });
+    const vm = vmOf(t.name, t.group.member.resourceId ?? '');
+    const key = memberKey({ name: t.group.member.vm, resourceId: t.group.member.resourceId });
+    const slots = new MemberSlots({ config, store, logger: this.#logger, me: () => ({ key, vm }), k: () => budget?.k ?? 0, now: Date.now });
+    try {
+      const by = { by: q.approver, via: 'arm', ...(q.reason ? { reason: q.reason } : {}) };
+      await slots.take(t.event, q.force ? 'forced' : 'early', by, undefined, async () => unhealthyOf(records, key, Date.now()));
       return slots;
     } catch (err) {
+      await store.close();
       if (err instanceof ApprovalError && err.code === 'HELD')
-        throw new HttpError(409, 'HELD', err.message, { status: 'held', holders: err.holders });
-      throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store of group ${g.group} could not be written: ${messageOf(err)}`);
+        throw new HttpError(409, 'HELD', `${err.message} (the budget from ${budget?.from ?? 'none'})`, {
+          eventId: q.eventId,
+          status: 'held',
+          holders: err.holders,
+        });
+      throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store of group ${group} could not be written: ${messageOf(err)}`);
     }
   }
 
@@ -125,20 +201,17 @@ export class ArmApprovals {
       });
   }
 
-  /** record writes who asked into the event's record (made from the member's event when Azure's feed has none). */
-  async #record(found: Found, acknowledged: NonNullable<AzureRecord['acknowledged']>): Promise<void> {
+  /** record writes who asked into the event's record (made from the event when Azure's feed has none). */
+  async #record(t: ArmTarget, acknowledged: NonNullable<AzureRecord['acknowledged']>): Promise<void> {
     const store = this.#reader.azureStore;
-    const name = azureRecordName(found.event.eventId, found.resourceId);
+    const resourceId = t.azure?.record.resourceId ?? lower(t.vm === null ? '' : resourceIdText(t.vm));
+    const name = azureRecordName(t.event.eventId, resourceId);
     for (let round = 0; round < 5; round++) {
       const current = await store.get(name);
       const previous = current === null ? null : (AzureRecordSchema.safeParse(current.value).data ?? null);
-      const e = found.event;
+      const e = t.event;
       const base: AzureRecord = previous ?? {
-        ...{
-          eventId: e.eventId,
-          resourceId: lower(found.resourceId),
-          subscriptionId: subscriptionOf(found.resourceId),
-        },
+        ...{ eventId: e.eventId, resourceId, subscriptionId: subscriptionOf(resourceId) },
         ...{ resources: [...e.resources], eventType: e.eventType, status: e.eventStatus, notBefore: e.notBefore },
         ...{ durationInSeconds: e.durationInSeconds, description: e.description, source: 'relay' as const },
         ...{ firstSeenAt: acknowledged.at, updatedAt: acknowledged.at, unwatched: [] },
@@ -148,32 +221,20 @@ export class ArmApprovals {
   }
 }
 
-/** findEvent: the VM (by resource id or name) and its event, from the member that lists it, else from Azure's record. */
-export function findEvent(s: FleetSnapshot, vm: string, eventId: string): Found | null {
-  const want = lower(vm);
-  const azure = s.azure.find(
-    (a) =>
-      a.record.eventId === eventId && (a.record.resourceId === want || targetsOf(a.record, s.groups).some((t) => lower(t.vm) === want)),
-  );
-  for (const g of s.groups)
-    for (const m of g.members) {
-      if (lower(m.resourceId) !== want && lower(m.vm) !== want) continue;
-      const e = m.events.find((x) => x.eventId === eventId);
-      if (e === undefined || m.resourceId === null) continue;
-      const event = eventOf({ ...e, resources: [m.vm] });
-      const group =
-        g.maxUnavailable === null ? null : { group: g.group, maxUnavailable: g.maxUnavailable, heartbeatSeconds: m.heartbeatSeconds };
-      return { resourceId: m.resourceId, name: m.vm, group, event, azure: azure ?? null };
-    }
-  if (azure === undefined) return null;
-  const r = azure.record;
-  const target = targetsOf(r, s.groups).find((t) => lower(t.vm) === want || r.resourceId === want) ?? targetsOf(r, s.groups)[0]!;
-  const member = target.members[0];
-  const g = member === undefined ? undefined : s.groups.find((x) => x.group === member.group);
-  const event = eventOf(r);
-  const group =
-    g === undefined || g.maxUnavailable === null || member === undefined
-      ? null
-      : { group: g.group, maxUnavailable: g.maxUnavailable, heartbeatSeconds: member.member.heartbeatSeconds };
-  return { resourceId: member?.member.resourceId ?? r.resourceId, name: target.vm, group, event, azure };
+/** refusal: Resource Manager's refusal as the relay answers it (the slot given back already). */
+function refusal(a: ArmAnswer): HttpError {
+  const said = `Resource Manager answered ${a.status}: ${a.error}`;
+  if (a.status === 404) return new HttpError(404, 'UNKNOWN_EVENT', said);
+  if (a.status === 409) return new HttpError(409, 'ARM_CONFLICT', said);
+  if (a.status === 401 || a.status === 403)
+    return new HttpError(
+      502,
+      'ARM_FORBIDDEN',
+      `${said} (the relay's identity needs the Scheduled Events Contributor role on the VM's scope)`,
+    );
+  if (a.status === 429 || a.status >= 500)
+    return new HttpError(503, 'ARM_UNAVAILABLE', `${said}; the slot was given back: ask again`, {
+      ...(a.retryAfter === null ? {} : { retryAfterSeconds: a.retryAfter }),
+    });
+  return new HttpError(502, 'ARM_REFUSED', said);
 }

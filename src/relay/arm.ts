@@ -4,15 +4,22 @@
  * Entra ID credential for Resource Manager's own origin, each with a deadline. The generated
  * clients (@azure/arm-resourcegraph, @azure/arm-maintenance) would load their whole models for
  * two POSTs; this is the REST API they call.
+ *
+ * Every request goes to `arm.endpoint`'s origin, at a path of a fixed template: no text of a
+ * record, a delivery or a request is ever resolved against it (a typed resource, its segments
+ * encoded; see azure/resource-id.ts), and a path that would leave the origin is refused before
+ * the token is asked for.
+ * https://github.com/Azure/azure-rest-api-specs/tree/main/specification/maintenance/resource-manager/Microsoft.Maintenance
  */
 import { readFileSync } from 'node:fs';
 import type { TokenCredential } from '@azure/core-auth';
 import { createCredential } from '../azure/credentials.ts';
+import { isEventId, scheduledEventsPath, type EventResource } from '../azure/resource-id.ts';
 import { HttpClient } from '../lib/http-client.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 
-/** The api-version of Microsoft.Maintenance's scheduled events acknowledgement. */
-export const ACKNOWLEDGE_API = '2023-10-01-preview';
+/** The api-version of Microsoft.Maintenance's scheduled events acknowledgement: the stable one (one event, or a list of one resource's). */
+export const ACKNOWLEDGE_API = '2025-11-01';
 
 export interface ArmAnswer {
   readonly status: number;
@@ -22,6 +29,8 @@ export interface ArmAnswer {
   readonly error: string;
   /** The ARM error code, when the body has one. */
   readonly code: string | null;
+  /** Seconds to wait, when a 429 or 5xx says (Retry-After in seconds), else null. */
+  readonly retryAfter: number | null;
 }
 
 export class ArmClient {
@@ -35,12 +44,21 @@ export class ArmClient {
     this.#http = new HttpClient({ proxy: 'env', maxSockets: 4, ...(ca === undefined ? {} : { ca }) });
   }
 
-  /** post: one POST to Resource Manager (`path` from its root), within timeoutMs. Network failures throw. */
+  /**
+   * post: one POST to Resource Manager (`path` from its root, one of the fixed templates), within
+   * timeoutMs. Network failures throw; so does a path that would leave the endpoint's origin.
+   */
   async post(path: string, body: string, signal?: AbortSignal): Promise<ArmAnswer> {
+    const origin = new URL(this.#arm.endpoint).origin;
+    const url = new URL(path, origin);
+    if (!path.startsWith('/') || path.startsWith('//') || url.origin !== origin || `${url.pathname}${url.search}` !== path)
+      throw new Error(`refused to send a request to ${JSON.stringify(path)}: not a path of Resource Manager's origin`);
+    // the token has a deadline of its own: the request's starts once it is had
+    const authorization = `Bearer ${await this.#token()}`;
     const deadline = AbortSignal.timeout(this.#arm.timeoutMs);
-    const res = await this.#http.request(new URL(path, this.#arm.endpoint), {
+    const res = await this.#http.request(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${await this.#token()}`, 'content-type': 'application/json' },
+      headers: { authorization, 'content-type': 'application/json' },
       body,
       signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
       maxBodyBytes: 16 * 1024 * 1024,
@@ -56,13 +74,21 @@ export class ArmClient {
     const e = (json as { error?: { code?: unknown; message?: unknown } } | null)?.error;
     const code = typeof e?.code === 'string' ? e.code : null;
     const error = e === undefined ? text.slice(0, 200) : `${code ?? ''} ${typeof e.message === 'string' ? e.message : ''}`.trim();
-    return { status: res.status, json, error, code };
+    const wait = Number(res.headers['retry-after']);
+    return { status: res.status, json, error, code, retryAfter: Number.isInteger(wait) && wait >= 0 ? Math.min(wait, 3600) : null };
   }
 
-  /** acknowledge approves a scheduled event of a VM (or scale set) through Microsoft.Maintenance. */
-  acknowledge(resourceId: string, eventId: string, signal?: AbortSignal): Promise<ArmAnswer> {
-    const path = `${resourceId}/providers/Microsoft.Maintenance/scheduledevents/${encodeURIComponent(eventId)}/acknowledge?api-version=${ACKNOWLEDGE_API}`;
-    return this.post(path, '{}', signal);
+  /**
+   * acknowledge approves scheduled events of one resource (a VM, or a scale set) through
+   * Microsoft.Maintenance: one event at its own `acknowledge` path, several in one call of the
+   * list form (`{"value": [EventIds]}`). Resource Manager answers 200 `{"value": "Successfully Approved"}`.
+   */
+  acknowledge(resource: EventResource, eventIds: readonly string[], signal?: AbortSignal): Promise<ArmAnswer> {
+    if (eventIds.length === 0 || !eventIds.every(isEventId)) throw new Error('acknowledge takes one or more EventIds (GUIDs)');
+    const events = scheduledEventsPath(resource);
+    const api = `?api-version=${ACKNOWLEDGE_API}`;
+    if (eventIds.length === 1) return this.post(`${events}/${encodeURIComponent(eventIds[0]!)}/acknowledge${api}`, '', signal);
+    return this.post(`${events}${api}`, JSON.stringify({ value: eventIds }), signal);
   }
 
   close(): void {

@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { FleetStoreConfig, storeTimeoutMs } from '../fleet/budget/stores/config.ts';
+import { FleetConfig } from '../fleet/budget/config.ts';
+import { CalendarConfig } from '../calendar/config.ts';
 import { CredentialConfig } from '../azure/credentials.ts';
 import { httpUrl, secret } from '../lib/validators.ts';
 
@@ -19,6 +21,24 @@ export const RelayFleetConfig = z
       .max(60_000)
       .default(2000)
       .describe('How old a read of the store may be when a request is answered: every request within it shares one read.'),
+    groups: z
+      .record(
+        FleetConfig.shape.group,
+        z.strictObject({
+          maxUnavailable: FleetConfig.shape.maxUnavailable
+            .unwrap()
+            .describe(
+              "The group's budget as the relay counts it for approvals via arm: a number, or a percentage of the members with a fresh record.",
+            ),
+          calendar: CalendarConfig.optional().describe(
+            "The group's calendar as the relay keeps it for approvals via arm: a blackout holds them but a forced one (default: what the members' records say of theirs).",
+          ),
+        }),
+      )
+      .default({})
+      .describe(
+        "Each group's budget (and calendar) as the relay states it for approvals via arm, by the group's name. A group not named here is counted by its members' records, stale ones too: records that disagree, or none that states one, refuse an approval via arm but a forced one.",
+      ),
   })
   .describe("The fleet view: GET /v1/fleet and /v1/fleet/events read the members' records from this store.");
 export type RelayFleetConfig = z.infer<typeof RelayFleetConfig>;

@@ -14,7 +14,7 @@ import { cursorOk, fleetEvents, page } from '../fleet/view/events.ts';
 import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import { readEventGrid } from './eventgrid.ts';
 import type { AzureFeed } from './azure-feed.ts';
-import type { ArmApprovals } from './arm-approval.ts';
+import type { ArmApprovals, ArmRequest } from './arm-approval.ts';
 import type { RelayConfig } from './config.ts';
 import type { RelayMetrics } from './bus.ts';
 
@@ -133,9 +133,9 @@ export class FleetRoutes {
   // ----- approvals through Resource Manager ----------------------------------------------------
 
   /** POST /v1/approvals with `via: "arm"` (its signature verified already): approved through Resource Manager, past the group's budget first. */
-  async approveArm(res: ServerResponse, input: { vm: string; eventId: string; approver: string; reason: string }): Promise<void> {
+  async approveArm(res: ServerResponse, input: ArmRequest): Promise<void> {
     if (this.#arm === null) throw new HttpError(404, 'NOT_FOUND', "approvals via arm need fleet and azure in the relay's configuration");
-    return sendJson(res, 200, await this.#arm.approve(input.vm, input.eventId, input.approver, input.reason));
+    return sendJson(res, 200, await this.#arm.approve(input));
   }
 
   // ----- Azure's feed ---------------------------------------------------------------------------

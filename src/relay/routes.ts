@@ -195,7 +195,7 @@ export class RelayServer extends RoutedServer {
       throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'content-type must be application/json');
     }
     const input = parseApprovalBody(body, true);
-    if (input.via === 'arm') return this.#o.fleet.approveArm(res, input);
+    if (input.via === 'arm') return this.#o.fleet.approveArm(res, { ...input, client: this.clientOf(req) });
     const id = commandId(sessionFor(input.vm), { webhookId: v.id });
     const command = this.#command(input.vm, id, input.eventId, input.approver, 'api', input.reason, null);
     const outcome = await this.#send(command, this.#o.config.replyWaitMs);

@@ -317,7 +317,10 @@ describe("Azure's feed: nothing unwatched", () => {
     }
   });
 
-  it("approval via arm: VMs with no bridge approved through Resource Manager; a stopped member waits for its group's slot, then is approved in its name; who asked is kept", async () => {
+  it("approval via arm: VMs with no bridge approved through Resource Manager when forced; a stopped member waits for its group's slot, then is approved in its name; who asked is kept", async () => {
+    // Resource Manager takes a scheduled event's id as a GUID
+    const G = (n: number) => `00000000-0000-4000-9000-${String(n).padStart(12, '0')}`;
+    const id = { ghostA: G(1), ghostB: G(2), ghostC: G(3), H2: G(4), none: G(5) };
     const arm = new ArmStandIn(TLS, 50);
     await arm.peer.listen();
     try {
@@ -328,11 +331,11 @@ describe("Azure's feed: nothing unwatched", () => {
       ]);
       const ek = keeper.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000 });
       await waitFor(() => keeper.sim.startRequests.length === 1, "keeper's approval");
-      await stoppedMember(container, 'halted2', 'E-H2', 'arm');
+      await stoppedMember(container, 'halted2', id.H2, 'arm');
       const ghosts = ['ghostA', 'ghostB', 'ghostC'];
       arm.rows = [
-        ...ghosts.map((n) => scheduledEventOf({ resourceId: vmId(n), eventId: `E-${n}` })),
-        scheduledEventOf({ resourceId: vmId('halted2'), eventId: 'E-H2' }),
+        ...ghosts.map((n) => scheduledEventOf({ resourceId: vmId(n), eventId: id[n as 'ghostA'] })),
+        scheduledEventOf({ resourceId: vmId('halted2'), eventId: id.H2 }),
         scheduledEventOf({ resourceId: keeper.bridge.identity.resourceId!, eventId: ek.eventId, status: 'Started' }),
       ];
       const caFile = join(ROOT, 'test/fixtures/tls/cert.pem');
@@ -348,18 +351,31 @@ describe("Azure's feed: nothing unwatched", () => {
           .sort(),
       ).toEqual(['ghostA', 'ghostB', 'ghostC', 'halted2']);
 
+      // no member's record names them, so no group's budget is known: only a forced approval, with a reason
+      expect(await approve(r, { vm: vmId('ghostA'), eventId: id.ghostA, approver: 'oncall', via: 'arm' })).toMatchObject({
+        status: 409,
+        json: { error: { code: 'FLEET_BUDGET_UNKNOWN' } },
+      });
       for (const n of ghosts.slice(0, 2)) {
-        const a = await approve(r, { vm: vmId(n), eventId: `E-${n}`, approver: 'oncall', via: 'arm' });
-        expect(a).toMatchObject({ status: 200, json: { status: 'approved', via: 'arm', approvedBy: 'oncall', vm: n } });
+        const a = await approve(r, {
+          vm: vmId(n),
+          eventId: id[n as 'ghostA'],
+          approver: 'oncall',
+          via: 'arm',
+          force: true,
+          reason: 'no bridge',
+        });
+        expect(a).toMatchObject({ status: 200, json: { status: 'approved', via: 'arm', approvedBy: 'oncall', vm: n, forced: true } });
       }
       // the third from the command line, signed with the API secret from the environment
-      const byCli = await cli(['approve', 'E-ghostC', '--relay', r.url, '--vm', vmId('ghostC'), '--via', 'arm'], {
-        SE_BRIDGE_RELAY_API_SECRET: API_SECRET,
-      });
-      expect(byCli).toMatchObject({ code: 0, stdout: 'E-ghostC: approved\n' });
-      expect(arm.acknowledged.map((x) => x.eventId)).toEqual(['E-ghostA', 'E-ghostB', 'E-ghostC']);
+      const byCli = await cli(
+        ['approve', id.ghostC, '--relay', r.url, '--vm', vmId('ghostC'), '--via', 'arm', '--force', '--reason', 'no bridge'],
+        { SE_BRIDGE_RELAY_API_SECRET: API_SECRET },
+      );
+      expect(byCli).toMatchObject({ code: 0, stdout: `${id.ghostC}: approved past the fleet budget\n` });
+      expect(arm.acknowledged.map((x) => x.eventId)).toEqual([id.ghostA, id.ghostB, id.ghostC]);
       // the stopped member of group arm waits: keeper holds the group's one slot
-      const held = await approve(r, { vm: vmId('halted2'), eventId: 'E-H2', approver: 'oncall', via: 'arm', reason: 'its bridge is gone' });
+      const held = await approve(r, { vm: vmId('halted2'), eventId: id.H2, approver: 'oncall', via: 'arm', reason: 'its bridge is gone' });
       expect(held).toMatchObject({ status: 409, json: { status: 'held', error: { code: 'HELD' } } });
       expect(held.json.error.message).toMatch(/held by keeper/);
       expect(arm.acknowledged).toHaveLength(3);
@@ -368,11 +384,11 @@ describe("Azure's feed: nothing unwatched", () => {
       const fleet = async () =>
         (await (await fetch(`${r.url}/v1/fleet`, { headers: { authorization: `Bearer ${READ_KEY}` } })).json()) as Record<string, any>;
       await waitFor(async () => (await fleet()).groups.find((g: any) => g.group === 'arm').slots.length === 0, "keeper's slot given back");
-      const ok = await approve(r, { vm: 'halted2', eventId: 'E-H2', approver: 'oncall', via: 'arm', reason: 'its bridge is gone' });
+      const ok = await approve(r, { vm: 'halted2', eventId: id.H2, approver: 'oncall', via: 'arm', reason: 'its bridge is gone' });
       expect(ok).toMatchObject({ status: 200, json: { status: 'approved', via: 'arm', vm: 'halted2' } });
-      expect((await fleet()).groups.find((g: any) => g.group === 'arm').slots).toMatchObject([{ vm: 'halted2', eventId: 'E-H2' }]);
+      expect((await fleet()).groups.find((g: any) => g.group === 'arm').slots).toMatchObject([{ vm: 'halted2', eventId: id.H2 }]);
       // once only; who asked is in the record every replica reads
-      expect(await approve(r, { vm: vmId('ghostA'), eventId: 'E-ghostA', via: 'arm' })).toMatchObject({
+      expect(await approve(r, { vm: vmId('ghostA'), eventId: id.ghostA, via: 'arm' })).toMatchObject({
         status: 200,
         json: { status: 'already-approved', approvedBy: 'oncall' },
       });
@@ -381,12 +397,12 @@ describe("Azure's feed: nothing unwatched", () => {
       expect(listed.find((e) => e.vm === 'halted2')).toMatchObject({
         azure: { acknowledged: { by: 'oncall', reason: 'its bridge is gone' } },
       });
-      // an event no record lists, and a via that is not arm
-      expect(await approve(r, { vm: vmId('ghostA'), eventId: 'E-NONE', via: 'arm' })).toMatchObject({
+      // an event Azure does not list, and a via that is not arm
+      expect(await approve(r, { vm: vmId('ghostA'), eventId: id.none, via: 'arm' })).toMatchObject({
         status: 404,
-        json: { error: { code: 'UNKNOWN_EVENT' } },
+        json: { error: { code: 'NOT_LISTED_BY_AZURE' } },
       });
-      expect(await approve(r, { vm: vmId('ghostA'), eventId: 'E-ghostB', via: 'carrier-pigeon' })).toMatchObject({ status: 400 });
+      expect(await approve(r, { vm: vmId('ghostA'), eventId: id.ghostB, via: 'carrier-pigeon' })).toMatchObject({ status: 400 });
       expect(arm.acknowledged).toHaveLength(4);
 
       // the whole fleet from the relay's configuration file: every group, and what no bridge watches
@@ -405,8 +421,12 @@ describe("Azure's feed: nothing unwatched", () => {
       expect(status.code).toBe(0);
       expect(status.stdout).toMatch(/Group arm: 1 of 1 slot held; 2 members/);
       expect(status.stdout).toMatch(/Unwatched \(Azure lists them, no bridge watches them\):/);
-      expect(status.stdout).toMatch(/ghostA\s+E-ghostA\s+Reboot\s+Scheduled\s+\S+\s+no-member\s+by oncall through Resource Manager/);
-      expect(status.stdout).toMatch(/halted2\s+E-H2\s+Reboot\s+Scheduled\s+\S+\s+stale-member\s+by oncall through Resource Manager/);
+      expect(status.stdout).toMatch(
+        /ghostA\s+\S+-000000000001\s+Reboot\s+Scheduled\s+\S+\s+no-member\s+by oncall through Resource Manager/,
+      );
+      expect(status.stdout).toMatch(
+        /halted2\s+\S+-000000000004\s+Reboot\s+Scheduled\s+\S+\s+stale-member\s+by oncall through Resource Manager/,
+      );
     } finally {
       await arm.peer.close();
     }

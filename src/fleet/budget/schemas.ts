@@ -4,11 +4,23 @@
  * What they parse is the records' shapes of records.ts (parse.ts and records.ts check it).
  */
 import { z } from 'zod';
+import { parseVmResourceId } from '../../azure/resource-id.ts';
+
+/**
+ * A VM's resource id as a record says it: kept only when it is a VM's or a scale-set instance's
+ * id (azure/resource-id.ts); any other text reads as none, so nothing ever acts on it while the
+ * member still counts in its group.
+ */
+const vmResourceId = z
+  .string()
+  .max(1024)
+  .nullable()
+  .transform((id) => (parseVmResourceId(id) === null ? null : id));
 
 export const SlotSchema = z.object({
   member: z.string().nullable(),
   vm: z.string().optional(),
-  resourceId: z.string().nullable().optional(),
+  resourceId: vmResourceId.optional(),
   eventIds: z.array(z.string()).optional(),
   since: z.string().optional(),
   until: z.string().optional(),
@@ -38,7 +50,7 @@ export const MemberEventSchema = z.object({
 export const MemberSchema = z.object({
   member: text,
   vm: text,
-  resourceId: text.nullable(),
+  resourceId: vmResourceId,
   heartbeatAt: text,
   heartbeatSeconds: z.number(),
   events: z.array(MemberEventSchema).max(200),

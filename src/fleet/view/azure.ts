@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { parseNotBefore, type ScheduledEvent } from '../../imds/wire.ts';
 import { identityFrom, type VmIdentity } from '../../imds/identity.ts';
+import { eventResourceFrom } from '../../azure/resource-id.ts';
 
 /** The event types of a scheduled event in Azure's feed, as Microsoft's pages spell them (compared without case). */
 export const AZURE_EVENT_TYPES = [
@@ -47,13 +48,14 @@ export interface AzureRecord {
   /** The VMs said to be unwatched, each once. */
   readonly unwatched: readonly Unwatched[];
   /** Approved through Resource Manager by the relay (`via: arm`), by whom and when. */
-  readonly acknowledged?: { readonly by: string; readonly at: string; readonly reason?: string };
+  readonly acknowledged?: { readonly by: string; readonly at: string; readonly reason?: string; readonly forced?: true };
 }
 
 const text = z.string().max(2048);
 export const AzureRecordSchema: z.ZodType<AzureRecord> = z.object({
   eventId: text,
-  resourceId: text,
+  // a VM's or a scale set's id, or the record is none of Azure's (the store is written by every member)
+  resourceId: text.refine((id) => eventResourceFrom(id) !== null, "not a VM's or a scale set's resource id"),
   subscriptionId: text.nullable(),
   resources: z.array(text).max(1000),
   eventType: text,
@@ -65,7 +67,7 @@ export const AzureRecordSchema: z.ZodType<AzureRecord> = z.object({
   firstSeenAt: text,
   updatedAt: text,
   unwatched: z.array(z.object({ vm: text, why: z.enum(['no-member', 'stale-member', 'not-listed']), at: text, by: text.max(200) })),
-  acknowledged: z.object({ by: text, at: text, reason: z.string().max(2000).optional() }).optional(),
+  acknowledged: z.object({ by: text, at: text, reason: z.string().max(2000).optional(), forced: z.literal(true).optional() }).optional(),
 });
 
 export const AZURE_PREFIX = 'azure-';
@@ -142,7 +144,7 @@ export function azureEventOf(
     /^(.*?)\/providers\/microsoft\.maintenance\//i.exec(recordId)?.[1] ??
     ''
   ).toLowerCase();
-  if (!/^\/subscriptions\/[^/]+\/resourcegroups\/[^/]+\/providers\//.test(resourceId)) return 'no resource id of a VM or scale set';
+  if (eventResourceFrom(resourceId) === null) return 'no resource id of a VM or scale set';
   const resources = pick(properties, 'resources');
   const duration = Number(pick(properties, 'durationInSeconds') ?? -1);
   return {

@@ -1,0 +1,139 @@
+/**
+ * What a compromised member can do to the fleet's store (every member may write every record of
+ * its container), and the relay run as its operators run it: a process started from its
+ * configuration file, its JSON log read line by line. For the tests that hold the relay to acting
+ * only on what it checked itself.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './fixtures.ts';
+import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
+import { memberKey, memberName, type MemberRecord } from '../src/fleet/budget/records.ts';
+import type { FleetStoreConfig } from '../src/fleet/budget/stores/config.ts';
+import { secretKey, signatureHeaders } from '../src/lib/standard-webhooks.ts';
+import { API_SECRET } from './fleet.ts';
+
+const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
+
+/** A member's record as a hostile (or long gone) member writes it by hand: any text where the bridge would write its own. */
+export interface HandWritten {
+  readonly name: string;
+  readonly resourceId: string;
+  readonly events: readonly { readonly eventId: string; readonly status?: string; readonly notBefore?: string }[];
+  readonly maxUnavailable?: number | string;
+  /** How long ago it last beat, in seconds (default: now). */
+  readonly agoSeconds?: number;
+  readonly health?: MemberRecord['health'];
+  readonly calendar?: MemberRecord['calendar'];
+}
+
+/** writeRecord puts a hand-written member record into `group` of the store, under the key its VM's bridge would use. */
+export async function writeRecord(store: FleetStoreConfig, group: string, m: HandWritten): Promise<void> {
+  const s = await openFleetStore(store, group);
+  try {
+    const key = memberKey({ name: m.name, resourceId: m.resourceId });
+    const at = new Date(Date.now() - (m.agoSeconds ?? 0) * 1000).toISOString();
+    const events = m.events.map((e) => ({
+      ...{ eventId: e.eventId, eventType: 'Reboot', status: e.status ?? 'Scheduled' },
+      ...{ notBefore: e.notBefore ?? new Date(Date.now() + 900_000).toISOString(), durationInSeconds: -1, approved: false },
+    }));
+    const record = {
+      ...{ member: key, vm: m.name, resourceId: m.resourceId, heartbeatAt: at, heartbeatSeconds: 5, events, slot: null },
+      ...(m.maxUnavailable === undefined ? {} : { maxUnavailable: m.maxUnavailable }),
+      ...(m.health === undefined ? {} : { health: m.health }),
+      ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
+    };
+    if ((await s.put(memberName(key), record, null)) === null) throw new Error(`the record of ${m.name} was there already`);
+  } finally {
+    await s.close();
+  }
+}
+
+/** RelayProcess: `se-bridge relay --config FILE` as a child process, its URL read from its log. */
+export class RelayProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly #lines: string[];
+
+  private constructor(child: ChildProcess, url: string, lines: string[]) {
+    this.child = child;
+    this.url = url;
+    this.#lines = lines;
+  }
+
+  /** start writes the configuration into `dir` and starts the relay; it resolves once the relay listens (at most 30 s). */
+  static async start(dir: string, name: string, config: Record<string, unknown>, env: NodeJS.ProcessEnv): Promise<RelayProcess> {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify({ ...config, log: { level: 'info' }, observability: { listen: 'off' } }));
+    const child = spawn(process.execPath, [CLI, 'relay', '--config', file], {
+      cwd: ROOT,
+      env: { ...process.env, LOG_LEVEL: '', SE_BRIDGE_RELAY_CONFIG: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = [];
+    let rest = '';
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`the relay did not listen within 30 s: ${lines.join('\n')} ${err}`));
+      }, 30_000);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the relay exited (${code}): ${lines.join('\n')} ${err}`));
+      });
+      child.stdout.on('data', (c: Buffer) => {
+        rest += c.toString();
+        const parts = rest.split('\n');
+        rest = parts.pop()!;
+        for (const line of parts) {
+          lines.push(line);
+          const at = /"msg":"relay listening"/.test(line) ? (JSON.parse(line) as { url?: string }).url : undefined;
+          if (at !== undefined) {
+            clearTimeout(timer);
+            resolve(at);
+          }
+        }
+      });
+    });
+    return new RelayProcess(child, url, lines);
+  }
+
+  /** logged: the relay's log lines so far, parsed. */
+  logged(): Record<string, unknown>[] {
+    return this.#lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  /** approve POSTs /v1/approvals, signed with the API secret as a client of the relay signs it. */
+  async approve(body: Record<string, unknown>): Promise<{ status: number; json: Record<string, any> }> {
+    const text = JSON.stringify(body);
+    const res = await fetch(`${this.url}/v1/approvals`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random().toString(36).slice(2)}`, text),
+      },
+      body: text,
+      signal: AbortSignal.timeout(20_000),
+    });
+    return { status: res.status, json: (await res.json()) as Record<string, any> };
+  }
+
+  /** stop ends the relay (SIGTERM, SIGKILL after 10 s) and waits for it. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}

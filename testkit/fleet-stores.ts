@@ -49,9 +49,9 @@ export async function outcome(p: Promise<unknown>): Promise<string> {
 /** memberVm: the identity of a member VM named `name` (configured, so its name is known). */
 export const memberVm = (name: string): VmIdentity => ({
   name,
-  resourceId: `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`,
+  resourceId: `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`,
   vmScaleSetName: null,
-  subscriptionId: 's',
+  subscriptionId: '00000000-0000-0000-0000-000000000000',
   resourceGroupName: 'rg',
   location: 'westeurope',
   zone: null,

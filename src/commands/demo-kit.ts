@@ -125,3 +125,7 @@ export async function startMember(
   await bridge.start();
   return { name, sim, bridge };
 }
+
+/** imdsReadsSince: how many times the VM read its scheduled events from IMDS since `t`. */
+export const imdsReadsSince = (sim: ImdsSimulator, t: number): number =>
+  sim.requests.filter((r) => r.at >= t && r.method === 'GET' && r.path.startsWith('/metadata/scheduledevents')).length;

@@ -58,7 +58,7 @@ describe('se-bridge demo', () => {
     // a 12 s demo, its drill and the summary: bounded by the command's own limit (60 s), not by the default 30 s
   }, 90_000);
 
-  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, exit 0', async () => {
+  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, then health gates, exit 0', async () => {
     const r = await cli(['demo', '--fleet'], {}, 90_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/1\. POST \/v1\/approvals for web-0: 200 \{[^\n]*"status":"approved"/);
@@ -84,5 +84,23 @@ describe('se-bridge demo', () => {
       r.stdout.match(/db-\d: fleet\.collision: [23] of db's 3 members are due for maintenance at once; the group allows 1/g) ?? [],
     ).toHaveLength(1);
     expect(r.stdout + r.stderr).not.toMatch(/^\{"level"/m);
+
+    // health gates: a member whose service is down after its maintenance keeps its slot, and the next approval waits for it
+    let rest = after(r.stdout, /Health gates: app-0 and app-1 in group "app", which allows one member down at once\./);
+    rest = after(rest, /app-0: approved by policy, holds slot-0: in maintenance\n/);
+    rest = after(rest, /app-0: not healthy \(http:\/\/127\.0\.0\.1:\d+\/app-0 answered 503, not 200\)\n/);
+    rest = after(rest, /app-0: maintenance over \(IMDS no longer lists it\), but not healthy: it keeps slot-0\n/);
+    rest = after(rest, /app-1: Reboot scheduled; the policy's approval is held \(the slot is held by app-0, not healthy yet\)\n/);
+    rest = after(rest, /app-0: its service answers 200 again\n/);
+    rest = after(rest, /app-0: healthy for 2 s: slot-0 given back\n/);
+    rest = after(rest, /app-1: holds slot-0: approved\n/);
+    expect(rest).toMatch(/^\napp-1 waited until app-0 was whole again, not only until its maintenance was over\.\n/);
   }, 120_000);
 });
+
+/** after: the text of `out` that follows the first match of `line` (so a later match is known to come after it). */
+function after(out: string, line: RegExp): string {
+  const m = line.exec(out);
+  expect(m, `${line}`).not.toBeNull();
+  return out.slice(m!.index + m![0].length);
+}

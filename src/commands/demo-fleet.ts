@@ -5,7 +5,7 @@
  * replicas take the requests. It approves one VM by the API, another by its link, shows that a
  * VM's key cannot approve another VM, sends one request to both replicas, and ends with a table
  * of what each VM's IMDS was told. Then, with the fleet's store in Azurite: a fleet budget
- * (demo-budget.ts) and health gates (demo-health.ts).
+ * (demo-budget.ts), health gates (demo-health.ts) and calendars (demo-calendar.ts).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { must } from '../lib/must.ts';
 import { EXIT, table } from './common.ts';
 import { budgetDemo } from './demo-budget.ts';
 import { healthDemo } from './demo-health.ts';
+import { calendarDemo } from './demo-calendar.ts';
 import type { ImdsSimulator } from '../simulator/server.ts';
 import { ask, Closers, demoHttp, say, startMember, until, type DemoContext, type Member } from './demo-kit.ts';
 
@@ -47,7 +48,7 @@ export async function fleetDemo(): Promise<number> {
   try {
     const peer = await localServiceBus();
     closers.add(() => peer.close());
-    // the fleet's store, for the budget, the health gates: Azurite, from a checkout
+    // the fleet's store, for the budget, the health gates and the calendars: Azurite, from a checkout
     const azurite = Azurite.available() ? await Azurite.start() : null;
     if (azurite !== null) closers.add(() => azurite.stop());
     const store =
@@ -69,13 +70,16 @@ export async function fleetDemo(): Promise<number> {
     const approved = await approvalsThroughTheRelay({ dir, logger, closers, http }, peer, keys, apiSecret, relayA, relayB);
     say(`Events, state and the daemons' log: ${dir}`);
     if (azurite === null || store === null) {
-      say('\nFleet budgets, health gates: skipped, the azurite package is not installed (run the demo from a checkout after npm ci).');
+      say(
+        '\nFleet budgets, health gates and calendars: skipped, the azurite package is not installed (run the demo from a checkout after npm ci).',
+      );
       return approved ? EXIT.ok : EXIT.failure;
     }
     const ctx: DemoContext = { dir, logger, store, closers, http };
     const budget = await budgetDemo(ctx, azurite.url);
     const health = await healthDemo(ctx);
-    return approved && budget.ok && health.ok ? EXIT.ok : EXIT.failure;
+    const calendar = await calendarDemo(ctx);
+    return approved && budget.ok && health.ok && calendar.ok ? EXIT.ok : EXIT.failure;
   } finally {
     await closers.close();
   }

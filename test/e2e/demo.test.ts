@@ -58,7 +58,7 @@ describe('se-bridge demo', () => {
     // a 12 s demo, its drill and the summary: bounded by the command's own limit (60 s), not by the default 30 s
   }, 90_000);
 
-  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, then health gates, exit 0', async () => {
+  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, then health gates and calendars, exit 0', async () => {
     const r = await cli(['demo', '--fleet'], {}, 90_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/1\. POST \/v1\/approvals for web-0: 200 \{[^\n]*"status":"approved"/);
@@ -95,6 +95,21 @@ describe('se-bridge demo', () => {
     rest = after(rest, /app-0: healthy for 2 s: slot-0 given back\n/);
     rest = after(rest, /app-1: holds slot-0: approved\n/);
     expect(rest).toMatch(/^\napp-1 waited until app-0 was whole again, not only until its maintenance was over\.\n/);
+
+    // calendars: held by a blackout while another member is approved; a person forces it, on the record
+    rest = after(r.stdout, /Calendars: api-0 and api-1 in group "api"[^\n]*; api-0's calendar has a blackout, release-freeze,/);
+    expect(rest).toMatch(/\n {2}api-1: approved by policy \(no calendar\)\n/);
+    rest = after(rest, /\n {2}api-0: calendar\.conflict: Azure acts from \S+ to \S+ inside the blackout release-freeze \(UTC\)\n/);
+    rest = after(rest, /\n {2}api-0: held by the calendar: \d+ reads of IMDS since its Reboot appeared, and the policy approved nothing\n/);
+    rest = after(rest, /POST \/v1\/approvals for api-0 \(a person, without force\): 409 [^\n]*"code":"BLACKOUT"[^\n]*release-freeze/);
+    rest = after(rest, /POST \/v1\/approvals for api-0 with "force": true and a reason: 200 [^\n]*"forced":true/);
+    rest = after(
+      rest,
+      /api-0: azure\.scheduledevent\.approved, data\.approval [^\n]*"forced":true,"reason":"[^"\n]*inside the blackout release-freeze"/,
+    );
+    expect(rest).toMatch(
+      /\napi-0 was held by its calendar while api-1 was approved; the forced approval went past the blackout, on the record\.\n/,
+    );
   }, 120_000);
 });
 

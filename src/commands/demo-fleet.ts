@@ -5,9 +5,11 @@
  * replicas take the requests. It approves one VM by the API, another by its link, shows that a
  * VM's key cannot approve another VM, sends one request to both replicas, and ends with a table
  * of what each VM's IMDS was told. Then, with the fleet's store in Azurite: a fleet budget
- * (demo-budget.ts), health gates (demo-health.ts) and calendars (demo-calendar.ts).
+ * (demo-budget.ts), health gates (demo-health.ts), calendars (demo-calendar.ts), and the fleet
+ * view the relays read from the store, with Azure's feed beside it (demo-view.ts).
  */
 import { mkdtempSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { linkKeyFor, newFleetKeys, sessionIdOf } from '../fleet/keys.ts';
@@ -24,6 +26,7 @@ import { EXIT, table } from './common.ts';
 import { budgetDemo } from './demo-budget.ts';
 import { healthDemo } from './demo-health.ts';
 import { calendarDemo } from './demo-calendar.ts';
+import { RelayLines, relayView, viewDemo, type ViewKeys } from './demo-view.ts';
 import type { ImdsSimulator } from '../simulator/server.ts';
 import { ask, Closers, demoHttp, say, startMember, until, type DemoContext, type Member } from './demo-kit.ts';
 
@@ -48,19 +51,21 @@ export async function fleetDemo(): Promise<number> {
   try {
     const peer = await localServiceBus();
     closers.add(() => peer.close());
-    // the fleet's store, for the budget, the health gates and the calendars: Azurite, from a checkout
+    // the fleet's store, for the budget, the health gates, the calendars and the fleet view: Azurite, from a checkout
     const azurite = Azurite.available() ? await Azurite.start() : null;
     if (azurite !== null) closers.add(() => azurite.stop());
     const store =
       azurite === null
         ? null
         : { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'demo' };
+    const viewKeys: ViewKeys = { read: randomBytes(24).toString('base64url'), eventGrid: randomBytes(24).toString('base64url') };
+    const relayOut = new RelayLines();
     const keys = newFleetKeys();
     const apiSecret = `whsec_${Buffer.from(keys.fleetKey, 'base64').subarray(0, 24).toString('base64')}`;
     const relays: RunningRelay[] = [];
     for (let i = 0; i < 2; i++) {
-      const over = { apiSecrets: [apiSecret], replyWaitMs: 5000 };
-      const relay = await startRelay(localRelayConfig(peer, keys, over), logger, { host: '127.0.0.1', port: 0 });
+      const over = { apiSecrets: [apiSecret], replyWaitMs: 5000, ...(store === null ? {} : relayView(store, viewKeys)) };
+      const relay = await startRelay(localRelayConfig(peer, keys, over), logger, { host: '127.0.0.1', port: 0 }, relayOut);
       closers.add(() => relay.close());
       relays.push(relay);
     }
@@ -71,7 +76,7 @@ export async function fleetDemo(): Promise<number> {
     say(`Events, state and the daemons' log: ${dir}`);
     if (azurite === null || store === null) {
       say(
-        '\nFleet budgets, health gates and calendars: skipped, the azurite package is not installed (run the demo from a checkout after npm ci).',
+        '\nFleet budgets, health gates, calendars and the fleet view: skipped, the azurite package is not installed (run the demo from a checkout after npm ci).',
       );
       return approved ? EXIT.ok : EXIT.failure;
     }
@@ -79,7 +84,9 @@ export async function fleetDemo(): Promise<number> {
     const budget = await budgetDemo(ctx, azurite.url);
     const health = await healthDemo(ctx);
     const calendar = await calendarDemo(ctx);
-    return approved && budget.ok && health.ok && calendar.ok ? EXIT.ok : EXIT.failure;
+    const members = [...budget.members, ...health.members, ...calendar.members];
+    const viewed = await viewDemo(ctx, { relay: relayA.url, keys: viewKeys, relayOut, members });
+    return approved && budget.ok && health.ok && calendar.ok && viewed ? EXIT.ok : EXIT.failure;
   } finally {
     await closers.close();
   }

@@ -58,7 +58,7 @@ describe('se-bridge demo', () => {
     // a 12 s demo, its drill and the summary: bounded by the command's own limit (60 s), not by the default 30 s
   }, 90_000);
 
-  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, then health gates and calendars, exit 0', async () => {
+  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, then health gates, calendars and the fleet view, exit 0', async () => {
     const r = await cli(['demo', '--fleet'], {}, 90_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/1\. POST \/v1\/approvals for web-0: 200 \{[^\n]*"status":"approved"/);
@@ -110,6 +110,24 @@ describe('se-bridge demo', () => {
     expect(rest).toMatch(
       /\napi-0 was held by its calendar while api-1 was approved; the forced approval went past the blackout, on the record\.\n/,
     );
+
+    // the fleet view: the relay's read API, summarised; Azure's feed names a VM no bridge watches
+    rest = after(r.stdout, /The fleet view: GET \/v1\/fleet on the relay[^\n]*\n/);
+    expect(rest).toMatch(/^GROUP\s+BUDGET\s+MEMBERS\s+STALE\s+PENDING\s+SLOTS\n/);
+    expect(rest).toMatch(/\napi\s+-\s+2\s+0\s+2\s+-\n/);
+    expect(rest).toMatch(/\napp\s+1\s+2\s+0\s+1\s+slot-0: app-1 \(early\)\n/);
+    expect(rest).toMatch(/\ndb\s+1\s+3\s+0\s+0\s+-\n/);
+    expect(rest).toMatch(/\napi-0\s+api\s+-\s+-\s+closed: inside the blackout release-freeze\s+1\n/);
+    expect(rest).toMatch(/\napp-0\s+app\s+-\s+healthy\s+-\s+0\n/);
+    rest = after(
+      rest,
+      /Event Grid delivers Azure's record of a Freeze of batch-7, a VM no bridge watches[^\n]*: 200 \{"received":1,"kept":1,"ignored":0\}\n/,
+    );
+    rest = after(rest, /the relay's sink: [^\n]*UNWATCHED\s+Freeze\s+\S+[^\n]*batch-7/);
+    rest = after(rest, /GET \/v1\/fleet\/events: 4 pending events\n/);
+    expect(rest).toMatch(/\nbatch-7\s+-\s+\w{8}\s+Freeze\s+Scheduled\s+-\s+unwatched: no-member\n/);
+    expect(rest).toMatch(/\napp-1\s+app\s+\w{8}\s+Reboot\s+Started\s+policy rules\[0\] \(policy\)\s+-\n/);
+    expect(rest).toMatch(/\napi-0\s+api\s+\w{8}\s+Reboot\s+Started\s+change-board \(api\)\s+-\n/);
   }, 120_000);
 });
 

@@ -19,65 +19,19 @@
  *   for events it lists, 404 ResourceNotFound otherwise; or, when a test says so, a refusal
  *   Resource Manager gives (400, 401, 403, 409, 429 with Retry-After, 5xx) or no answer at all.
  *   https://learn.microsoft.com/rest/api/azureresourcegraph/resourcegraph/resources/resources
- * - scheduledEventOf: one scheduled event in the shape both carry (`resourceInfo` of the
- *   `Microsoft.ResourceNotifications.MaintenanceResources` schema).
+ * - scheduledEventOf and eventGridEvent (src/simulator/azure-events.ts, shared with `demo --fleet`):
+ *   one scheduled event in the shape both carry, and its Event Grid notification.
  */
 import { randomUUID } from 'node:crypto';
 import { readJwt } from '../src/simulator/identity.ts';
 import { HttpPeer } from './http-peer.ts';
+import { SUBSCRIPTION } from '../src/simulator/azure-events.ts';
 
-export const SUBSCRIPTION = '00000000-0000-0000-0000-000000000000';
-export const EVENT_TYPE = 'Microsoft.ResourceNotifications.MaintenanceResources.ScheduledEventEmitted';
+export { eventGridEvent, scheduledEventOf, SUBSCRIPTION } from '../src/simulator/azure-events.ts';
 
 /** vmId: a VM's resource id in the test subscription. */
 export const vmId = (name: string, group = 'rg-fleet') =>
   `/subscriptions/${SUBSCRIPTION}/resourceGroups/${group}/providers/Microsoft.Compute/virtualMachines/${name}`;
-
-export interface FeedEvent {
-  readonly resourceId: string;
-  readonly eventId: string;
-  readonly status?: string;
-  readonly eventType?: string;
-  readonly resources?: readonly string[];
-  readonly notBefore?: string;
-}
-
-/** scheduledEventOf: Azure's record of one scheduled event (the `resourceInfo` of its notification). */
-export function scheduledEventOf(e: FeedEvent): { id: string; name: string; type: string; properties: Record<string, unknown> } {
-  const id = `${e.resourceId}/providers/Microsoft.Maintenance/scheduledevents/${e.eventId}`;
-  return {
-    id,
-    name: e.eventId,
-    type: 'Microsoft.Maintenance/scheduledevents',
-    properties: {
-      eventId: e.eventId,
-      eventType: e.eventType ?? 'Reboot',
-      eventStatus: e.status ?? 'Scheduled',
-      resourceType: 'VirtualMachine',
-      resources: e.resources ?? [e.resourceId.slice(e.resourceId.lastIndexOf('/') + 1)],
-      notBefore: e.notBefore ?? new Date(Date.now() + 600_000).toUTCString(),
-      durationInSeconds: -1,
-      description: 'Virtual machine is going to be restarted as requested by platform.',
-      eventSource: 'Platform',
-    },
-  };
-}
-
-/** eventGridEvent: the notification in the Event Grid schema. */
-export function eventGridEvent(e: FeedEvent, type = EVENT_TYPE, subscription = SUBSCRIPTION): Record<string, unknown> {
-  const info = scheduledEventOf(e);
-  const now = new Date().toISOString();
-  return {
-    id: randomUUID(),
-    topic: `/subscriptions/${subscription}`,
-    subject: info.id,
-    eventType: type,
-    eventTime: now,
-    dataVersion: '1',
-    metadataVersion: '1',
-    data: { resourceInfo: info, operationalInfo: { resourceEventTime: now }, apiVersion: '2023-10-01-preview' },
-  };
-}
 
 /** The retry schedule of Event Grid, in ms, before it is scaled. */
 const SCHEDULE_MS = [10_000, 30_000, 60_000, 300_000, 600_000];

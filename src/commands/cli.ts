@@ -17,7 +17,7 @@ Commands:
   run [--config FILE] [--env-file FILE] [--dry-run]
                                            run the daemon
   demo [--duration S] [--state-dir DIR]    simulator + bridge + every scenario, on this machine
-  demo --fleet                             fleet approvals: relay, 3 VMs, a local Service Bus stand-in
+  demo --fleet                             the fleet: relay approvals, budgets, health gates, calendars, the fleet view
   simulate [--listen HOST:PORT] [--scenario NAME|all] [--timing dev|real] [--vm-name NAME] [--servicebus HOST:PORT]
                                            run the IMDS simulator alone
   validate [--config FILE] [--env-file FILE] [--relay]

@@ -23,8 +23,9 @@ localhost, plays every scenario and prints each CloudEvent and approval link.
 
   --duration S        how long to run (seconds)
   --state-dir DIR     where the demo's state and event file go
-  --fleet             fleet approvals instead: a local Service Bus stand-in, three VMs, two relays;
-                      then a fleet budget: three VMs in a group that allows one down at once
+  --fleet             the fleet instead (about 30 s): approvals through two relays and a local
+                      Service Bus stand-in; then, with the fleet's records in Azurite, a fleet
+                      budget, a health gate, a calendar's blackout and the relay's fleet view
 `,
   simulate: `Usage: se-bridge simulate [--listen HOST:PORT|off] [--scenario NAME|all] [--timing dev|real] [--vm-name NAME] [--servicebus HOST:PORT]
 

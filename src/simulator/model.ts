@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { SUBSCRIPTION } from './azure-events.ts';
 
 export interface SimEvent {
   eventId: string;
@@ -134,8 +135,8 @@ export function renderDocument(
 export function renderCompute(vmName: string, resourceGroup: string): Record<string, string> {
   return {
     name: vmName,
-    resourceId: `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/${resourceGroup}/providers/Microsoft.Compute/virtualMachines/${vmName}`,
-    subscriptionId: '00000000-0000-0000-0000-000000000000',
+    resourceId: `/subscriptions/${SUBSCRIPTION}/resourceGroups/${resourceGroup}/providers/Microsoft.Compute/virtualMachines/${vmName}`,
+    subscriptionId: SUBSCRIPTION,
     resourceGroupName: resourceGroup,
     vmScaleSetName: '',
     location: 'westeurope',

@@ -58,7 +58,7 @@ describe('se-bridge demo', () => {
     // a 12 s demo, its drill and the summary: bounded by the command's own limit (60 s), not by the default 30 s
   }, 90_000);
 
-  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, exit 0', async () => {
+  it('--fleet approves three VMs through the relay and a local Service Bus stand-in, each once, then three in a group one at a time, then health gates, calendars and the fleet view, exit 0', async () => {
     const r = await cli(['demo', '--fleet'], {}, 90_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/1\. POST \/v1\/approvals for web-0: 200 \{[^\n]*"status":"approved"/);
@@ -84,5 +84,56 @@ describe('se-bridge demo', () => {
       r.stdout.match(/db-\d: fleet\.collision: [23] of db's 3 members are due for maintenance at once; the group allows 1/g) ?? [],
     ).toHaveLength(1);
     expect(r.stdout + r.stderr).not.toMatch(/^\{"level"/m);
+
+    // health gates: a member whose service is down after its maintenance keeps its slot, and the next approval waits for it
+    let rest = after(r.stdout, /Health gates: app-0 and app-1 in group "app", which allows one member down at once\./);
+    rest = after(rest, /app-0: approved by policy, holds slot-0: in maintenance\n/);
+    rest = after(rest, /app-0: not healthy \(http:\/\/127\.0\.0\.1:\d+\/app-0 answered 503, not 200\)\n/);
+    rest = after(rest, /app-0: maintenance over \(IMDS no longer lists it\), but not healthy: it keeps slot-0\n/);
+    rest = after(rest, /app-1: Reboot scheduled; the policy's approval is held \(the slot is held by app-0, not healthy yet\)\n/);
+    rest = after(rest, /app-0: its service answers 200 again\n/);
+    rest = after(rest, /app-0: healthy for 2 s: slot-0 given back\n/);
+    rest = after(rest, /app-1: holds slot-0: approved\n/);
+    expect(rest).toMatch(/^\napp-1 waited until app-0 was whole again, not only until its maintenance was over\.\n/);
+
+    // calendars: held by a blackout while another member is approved; a person forces it, on the record
+    rest = after(r.stdout, /Calendars: api-0 and api-1 in group "api"[^\n]*; api-0's calendar has a blackout, release-freeze,/);
+    expect(rest).toMatch(/\n {2}api-1: approved by policy \(no calendar\)\n/);
+    rest = after(rest, /\n {2}api-0: calendar\.conflict: Azure acts from \S+ to \S+ inside the blackout release-freeze \(UTC\)\n/);
+    rest = after(rest, /\n {2}api-0: held by the calendar: \d+ reads of IMDS since its Reboot appeared, and the policy approved nothing\n/);
+    rest = after(rest, /POST \/v1\/approvals for api-0 \(a person, without force\): 409 [^\n]*"code":"BLACKOUT"[^\n]*release-freeze/);
+    rest = after(rest, /POST \/v1\/approvals for api-0 with "force": true and a reason: 200 [^\n]*"forced":true/);
+    rest = after(
+      rest,
+      /api-0: azure\.scheduledevent\.approved, data\.approval [^\n]*"forced":true,"reason":"[^"\n]*inside the blackout release-freeze"/,
+    );
+    expect(rest).toMatch(
+      /\napi-0 was held by its calendar while api-1 was approved; the forced approval went past the blackout, on the record\.\n/,
+    );
+
+    // the fleet view: the relay's read API, summarised; Azure's feed names a VM no bridge watches
+    rest = after(r.stdout, /The fleet view: GET \/v1\/fleet on the relay[^\n]*\n/);
+    expect(rest).toMatch(/^GROUP\s+BUDGET\s+MEMBERS\s+STALE\s+PENDING\s+SLOTS\n/);
+    expect(rest).toMatch(/\napi\s+-\s+2\s+0\s+2\s+-\n/);
+    expect(rest).toMatch(/\napp\s+1\s+2\s+0\s+1\s+slot-0: app-1 \(early\)\n/);
+    expect(rest).toMatch(/\ndb\s+1\s+3\s+0\s+0\s+-\n/);
+    expect(rest).toMatch(/\napi-0\s+api\s+-\s+-\s+closed: inside the blackout release-freeze\s+1\n/);
+    expect(rest).toMatch(/\napp-0\s+app\s+-\s+healthy\s+-\s+0\n/);
+    rest = after(
+      rest,
+      /Event Grid delivers Azure's record of a Freeze of batch-7, a VM no bridge watches[^\n]*: 200 \{"received":1,"kept":1,"ignored":0\}\n/,
+    );
+    rest = after(rest, /the relay's sink: [^\n]*UNWATCHED\s+Freeze\s+\S+[^\n]*batch-7/);
+    rest = after(rest, /GET \/v1\/fleet\/events: 4 pending events\n/);
+    expect(rest).toMatch(/\nbatch-7\s+-\s+\w{8}\s+Freeze\s+Scheduled\s+-\s+unwatched: no-member\n/);
+    expect(rest).toMatch(/\napp-1\s+app\s+\w{8}\s+Reboot\s+Started\s+policy rules\[0\] \(policy\)\s+-\n/);
+    expect(rest).toMatch(/\napi-0\s+api\s+\w{8}\s+Reboot\s+Started\s+change-board \(api\)\s+-\n/);
   }, 120_000);
 });
+
+/** after: the text of `out` that follows the first match of `line` (so a later match is known to come after it). */
+function after(out: string, line: RegExp): string {
+  const m = line.exec(out);
+  expect(m, `${line}`).not.toBeNull();
+  return out.slice(m!.index + m![0].length);
+}

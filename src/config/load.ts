@@ -83,8 +83,13 @@ function readConfigText(path: string): string {
  * loadFileWith reads another configuration file (the relay's) with the same rules: the size
  * limit, YAML without alias bombs, `${NAME}` expansion, LOG_LEVEL, every problem with its path.
  */
-export function loadFileWith<S extends z.ZodType>(schema: S, path: string, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
-  return validateWith(schema, readYaml(readConfigText(path), path, env), path);
+export function loadFileWith<S extends z.ZodType>(
+  schema: S,
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): z.infer<S> {
+  return validateWith(schema, readYaml(readConfigText(path), path, env, options.needs), path);
 }
 
 export function parseConfigText(

@@ -61,6 +61,30 @@ describe('secrets on a VM', () => {
     expect(drill.code).toBe(1);
   });
 
+  it("status resolves only the fleet store's secrets: a sink's secret of any shape is left unresolved (a Slack bot token)", async () => {
+    const bot = join(dir.path, 'bot.yaml');
+    writeFileSync(
+      bot,
+      [
+        `imds: { endpoint: ${sim.url} }`,
+        `state: { path: ${JSON.stringify(join(dir.path, 'bot.db'))} }`,
+        'sinks:',
+        '  - { name: chat, type: slack, botToken: "${SLACK_BOT_TOKEN}", channel: C0123456789 }',
+        '  - { name: grid, type: eventgrid, endpoint: "https://t.westeurope-1.eventgrid.azure.net", accessKey: "${GRID_KEY}" }',
+        'observability: { listen: off }',
+        '',
+      ].join('\n'),
+    );
+    const status = await cli(['status', '--config', bot, '--json'], { ...clean, SLACK_BOT_TOKEN: undefined, GRID_KEY: undefined });
+    expect(status.stderr).not.toMatch(/is not set|configuration problem/);
+    expect([status.code, JSON.parse(status.stdout || 'null')]).toEqual([0, expect.objectContaining({ events: [] })]);
+    // validate still names both
+    const validate = await cli(['validate', '--config', bot], { ...clean, SLACK_BOT_TOKEN: undefined, GRID_KEY: undefined });
+    expect(validate.code).toBe(2);
+    expect(validate.stderr).toContain('sinks[0].botToken: environment variable SLACK_BOT_TOKEN is not set');
+    expect(validate.stderr).toContain('sinks[1].accessKey: environment variable GRID_KEY is not set');
+  });
+
   it('a verb that needs a secret names the variable (exit 2); from --env-file it has it, and says which file it read', async () => {
     const missing = await cli(['validate', '--config', cfg], clean);
     expect(missing.code).toBe(2);

@@ -32,7 +32,7 @@ Commands:
                                            approve through the fleet's relay (--via arm: through Resource Manager)
   dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
                                            inspect or re-queue events that could not be delivered
-  relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
+  relay [--config FILE] [--env-file FILE]  the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
   fleet status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]

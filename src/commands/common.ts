@@ -49,22 +49,34 @@ export const needs = {
     },
 };
 
+/** The options of a verb that reads a configuration, as parsed. */
+export interface ConfigValues {
+  readonly config?: string | undefined;
+  readonly 'env-file'?: string | undefined;
+}
+
 /**
- * loadOrReport loads the configuration with the service's environment file under the caller's
- * environment (`--env-file`, else the installed unit's, when it exists: said on stderr), resolving
- * only what the verb `uses` (default: everything); on problems it prints them all and returns null (exit 2).
+ * loadOrReport loads the bridge's configuration, resolving only what the verb `uses` (default:
+ * everything); on problems it prints them all and returns null (exit 2). See reportProblems.
  */
-export async function loadOrReport(
-  values: { config?: string | undefined; 'env-file'?: string | undefined },
-  uses?: Needs,
-): Promise<{ config: BridgeConfig; path: string } | null> {
+export async function loadOrReport(values: ConfigValues, uses?: Needs): Promise<{ config: BridgeConfig; path: string } | null> {
   const path = resolveConfigPath(values.config);
+  const config = await reportProblems(values, (env) => loadConfig(path, env, uses === undefined ? {} : { needs: uses }));
+  return config === null ? null : { config, path };
+}
+
+/**
+ * reportProblems runs `load` with the service's environment file under the caller's environment
+ * (`--env-file`, else $SE_BRIDGE_ENV_FILE, else the installed unit's, when it exists: said on
+ * stderr); on a configuration's problems it prints them all and returns null (exit 2).
+ */
+export async function reportProblems<T>(values: ConfigValues, load: (env: NodeJS.ProcessEnv) => T | Promise<T>): Promise<T | null> {
   const environment = cliEnvironment(values['env-file']);
   if (environment.read !== null) {
     process.stderr.write(`se-bridge: read ${environment.read.path}\n`);
   }
   try {
-    return { config: await loadConfig(path, environment.env, uses === undefined ? {} : { needs: uses }), path };
+    return await load(environment.env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

@@ -8,6 +8,10 @@ const CONFIG = `  -c, --config FILE   the configuration (else $SE_BRIDGE_CONFIG,
   --env-file FILE     variables for \${NAME} (else $SE_BRIDGE_ENV_FILE, else the installed service's
                       /etc/se-bridge/se-bridge.env when it exists); your own environment wins`;
 
+const RELAY_CONFIG = `  -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
+  --env-file FILE     variables for \${NAME} (else $SE_BRIDGE_ENV_FILE, else the installed service's
+                      /etc/se-bridge/se-bridge.env when it exists); your own environment wins`;
+
 export const USAGES: Record<string, string> = {
   run: `Usage: se-bridge run [--config FILE] [--env-file FILE] [--dry-run]
 
@@ -91,11 +95,11 @@ ${CONFIG}
 
 Prints the configuration's JSON Schema (for editors and CI checks).
 `,
-  relay: `Usage: se-bridge relay [--config FILE]
+  relay: `Usage: se-bridge relay [--config FILE] [--env-file FILE]
 
 Runs the fleet's approval endpoint: signs approvals as commands to each VM's Service Bus session.
 
-  -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
+${RELAY_CONFIG}
 `,
   fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
 
@@ -105,12 +109,12 @@ Runs the fleet's approval endpoint: signs approvals as commands to each VM's Ser
   status              the fleet budget's group (or, with --relay-config, every group and what is unwatched)
 `,
   'fleet status': `Usage: se-bridge fleet status [--config FILE] [--env-file FILE] [--json]
-       se-bridge fleet status --relay-config FILE [--json]
+       se-bridge fleet status --relay-config FILE [--env-file FILE] [--json]
 
 Reads the fleet budget's store once: the group's members with their pending events and last
 heartbeat (stopped ones marked), who holds the slots and since when, and a collision foretold.
 With --relay-config, reads the relay's fleet store: every group at once, the events Azure's feed
-lists that no bridge watches, and the stale members.
+lists that no bridge watches, and the stale members. Only the store's secrets are resolved.
 
 ${CONFIG}
   --relay-config FILE the relay's configuration (its fleet.store), instead of a member's

@@ -61,13 +61,13 @@ describe('secrets on a VM', () => {
     expect(drill.code).toBe(1);
   });
 
-  it("status resolves only the fleet store's secrets: a sink's secret of any shape is left unresolved (a Slack bot token)", async () => {
+  it("status resolves what it reads, and none of the sinks' secrets, of any shape (a Slack bot token)", async () => {
     const bot = join(dir.path, 'bot.yaml');
     writeFileSync(
       bot,
       [
         `imds: { endpoint: ${sim.url} }`,
-        `state: { path: ${JSON.stringify(join(dir.path, 'bot.db'))} }`,
+        'state: { path: "${STATE_DIR}/bot.db" }',
         'sinks:',
         '  - { name: chat, type: slack, botToken: "${SLACK_BOT_TOKEN}", channel: C0123456789 }',
         '  - { name: grid, type: eventgrid, endpoint: "https://t.westeurope-1.eventgrid.azure.net", accessKey: "${GRID_KEY}" }',
@@ -75,11 +75,16 @@ describe('secrets on a VM', () => {
         '',
       ].join('\n'),
     );
-    const status = await cli(['status', '--config', bot, '--json'], { ...clean, SLACK_BOT_TOKEN: undefined, GRID_KEY: undefined });
+    const unset = { ...clean, SLACK_BOT_TOKEN: undefined, GRID_KEY: undefined };
+    const status = await cli(['status', '--config', bot, '--json'], { ...unset, STATE_DIR: dir.path });
     expect(status.stderr).not.toMatch(/is not set|configuration problem/);
     expect([status.code, JSON.parse(status.stdout || 'null')]).toEqual([0, expect.objectContaining({ events: [] })]);
+    // what status reads itself (its state database) is resolved, and named when its variable is not set
+    const noState = await cli(['status', '--config', bot], { ...unset, STATE_DIR: undefined });
+    expect([noState.code, noState.stderr]).toEqual([2, expect.stringContaining('state.path: environment variable STATE_DIR is not set')]);
+    expect(noState.stderr).not.toMatch(/SLACK_BOT_TOKEN|GRID_KEY/);
     // validate still names both
-    const validate = await cli(['validate', '--config', bot], { ...clean, SLACK_BOT_TOKEN: undefined, GRID_KEY: undefined });
+    const validate = await cli(['validate', '--config', bot], { ...unset, STATE_DIR: dir.path });
     expect(validate.code).toBe(2);
     expect(validate.stderr).toContain('sinks[0].botToken: environment variable SLACK_BOT_TOKEN is not set');
     expect(validate.stderr).toContain('sinks[1].accessKey: environment variable GRID_KEY is not set');

@@ -29,20 +29,18 @@ export const CONFIG_OPTIONS = {
   'env-file': { type: 'string' },
 } as const;
 
-/** What a verb needs resolved of the configuration (see Needs): everything, nothing secret, or some sections or sinks. */
+/** What a verb needs resolved of the configuration (see Needs): the sections it reads, or some sinks. */
 export const needs = {
-  /** A verb that asks the running daemon, or reads the state database: no secret at all. */
-  nothing: (() => false) satisfies Needs,
-  /** The sections named (`approval`, `fleet`). */
+  /** The sections named (`approval`, `fleet`, or a key inside one: `fleet.calendar`). */
   sections:
     (...names: string[]): Needs =>
     (path) =>
-      names.includes(String(path[0])),
+      names.some((name) => name.split('.').every((key, i) => String(path[i]) === key)),
   /** The sinks `which` takes, and the sections named. */
   sinks:
     (which: (sink: { name?: unknown; type?: unknown }) => boolean, ...sections: string[]): Needs =>
     (path, raw) => {
-      if (sections.includes(String(path[0]))) return true;
+      if (needs.sections(...sections)(path, raw)) return true;
       if (path[0] !== 'sinks' || typeof path[1] !== 'number') return false;
       const sink = (raw as { sinks?: unknown[] }).sinks?.[path[1]];
       return sink !== null && typeof sink === 'object' && which(sink);

@@ -83,6 +83,13 @@ describe('secrets on a VM', () => {
     const noState = await cli(['status', '--config', bot], { ...unset, STATE_DIR: undefined });
     expect([noState.code, noState.stderr]).toEqual([2, expect.stringContaining('state.path: environment variable STATE_DIR is not set')]);
     expect(noState.stderr).not.toMatch(/SLACK_BOT_TOKEN|GRID_KEY/);
+    // so do the verbs that read the state database or ask the daemon beside it
+    for (const verb of [['dead-letters', 'list'], ['drill']]) {
+      const r = await cli([...verb, '--config', bot], { ...unset, STATE_DIR: undefined });
+      expect([verb, r.code, r.stderr]).toEqual([verb, 2, expect.stringContaining('state.path: environment variable STATE_DIR is not set')]);
+    }
+    const dead = await cli(['dead-letters', 'list', '--config', bot], { ...unset, STATE_DIR: dir.path });
+    expect([dead.code, dead.stdout]).toEqual([0, expect.stringMatching(/no dead letters/)]);
     // validate still names both
     const validate = await cli(['validate', '--config', bot], { ...unset, STATE_DIR: dir.path });
     expect(validate.code).toBe(2);

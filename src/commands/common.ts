@@ -1,7 +1,7 @@
 /** Shared helpers of the CLI commands: exit codes, argument parsing, config loading. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { cliEnvironment } from '../config/env-file.ts';
-import { ConfigError, loadConfig, resolveConfigPath, type Needs } from '../config/load.ts';
+import { ConfigError, loadConfig, NoConfigFile, resolveConfigPath, type Needs } from '../config/load.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { BridgeError, messageOf } from '../lib/errors.ts';
 
@@ -58,15 +58,17 @@ export interface ConfigValues {
  * everything); on problems it prints them all and returns null (exit 2). See reportProblems.
  */
 export async function loadOrReport(values: ConfigValues, uses?: Needs): Promise<{ config: BridgeConfig; path: string } | null> {
-  const path = resolveConfigPath(values.config);
-  const config = await reportProblems(values, (env) => loadConfig(path, env, uses === undefined ? {} : { needs: uses }));
-  return config === null ? null : { config, path };
+  return reportProblems(values, async (env) => {
+    const path = resolveConfigPath(values.config);
+    return { config: await loadConfig(path, env, uses === undefined ? {} : { needs: uses }), path };
+  });
 }
 
 /**
- * reportProblems runs `load` with the service's environment file under the caller's environment
- * (`--env-file`, else $SE_BRIDGE_ENV_FILE, else the installed unit's, when it exists: said on
- * stderr); on a configuration's problems it prints them all and returns null (exit 2).
+ * reportProblems runs `load` (which finds the file and reads it) with the service's environment
+ * file under the caller's environment (`--env-file`, else $SE_BRIDGE_ENV_FILE, else the installed
+ * unit's, when it exists: said on stderr); when there is no file, or it has problems, it prints
+ * where it looked, or every problem, and returns null (exit 2).
  */
 export async function reportProblems<T>(values: ConfigValues, load: (env: NodeJS.ProcessEnv) => T | Promise<T>): Promise<T | null> {
   const environment = cliEnvironment(values['env-file']);
@@ -76,6 +78,10 @@ export async function reportProblems<T>(values: ConfigValues, load: (env: NodeJS
   try {
     return await load(environment.env);
   } catch (err) {
+    if (err instanceof NoConfigFile) {
+      process.stderr.write(`se-bridge: ${err.message}\n`);
+      return null;
+    }
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       if (environment.unreadable !== null && err.problems.some((p) => p.includes(': environment variable ')))

@@ -3,7 +3,7 @@
  * `fleet status --relay-config`): apart from the relay's service, so a verb that only reads the
  * file loads none of it.
  */
-import { loadFileWith, type Needs } from '../config/load.ts';
+import { loadFileWith, RELAY_PLACES, resolveConfigPath, type Needs } from '../config/load.ts';
 import { RelayConfig } from '../relay/config.ts';
 import { reportProblems, type ConfigValues } from './common.ts';
 
@@ -13,7 +13,8 @@ import { reportProblems, type ConfigValues } from './common.ts';
  * verb `uses` (default: everything); null when it has problems (each said on stderr, by its path).
  */
 export async function loadRelayOrReport(values: ConfigValues, uses?: Needs): Promise<{ config: RelayConfig; path: string } | null> {
-  const path = values.config ?? (process.env.SE_BRIDGE_RELAY_CONFIG || undefined) ?? 'config/relay.yaml';
-  const config = await reportProblems(values, (env) => loadFileWith(RelayConfig, path, env, uses === undefined ? {} : { needs: uses }));
-  return config === null ? null : { config, path };
+  return reportProblems(values, (env) => {
+    const path = resolveConfigPath(values.config, process.env, RELAY_PLACES);
+    return { config: loadFileWith(RelayConfig, path, env, uses === undefined ? {} : { needs: uses }), path };
+  });
 }

@@ -36,22 +36,63 @@ export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   }
 }
 
-/**
- * resolveConfigPath: `--config`, else `$SE_BRIDGE_CONFIG`, else `config/bridge.yaml`; where that
- * does not exist and the installed service's file does (/etc/se-bridge/bridge.yaml, on Windows
- * %ProgramData%\se-bridge\bridge.yaml), that one: on a VM a command finds the daemon's configuration.
- */
-export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  const chosen = flag ?? (env.SE_BRIDGE_CONFIG || undefined);
-  if (chosen !== undefined) return chosen;
-  const local = 'config/bridge.yaml';
+/** Where a command looks for its configuration file when --config names none, after $`variable`. */
+export interface ConfigPlaces {
+  /** The environment variable that names the file. */
+  readonly variable: string;
+  /** The file in the working directory. */
+  readonly local: string;
+  /** The installed service's file, when there is one to look for. */
+  readonly installed: string | null;
+}
+
+/** The bridge's: $SE_BRIDGE_CONFIG, config/bridge.yaml, then the installed service's (on Windows under %ProgramData%). */
+export function bridgePlaces(env: NodeJS.ProcessEnv = process.env): ConfigPlaces {
   const installed =
     process.platform === 'win32'
       ? env.ProgramData === undefined
         ? null
         : join(env.ProgramData, 'se-bridge', 'bridge.yaml')
       : '/etc/se-bridge/bridge.yaml';
-  return !existsSync(local) && installed !== null && existsSync(installed) ? installed : local;
+  return { variable: 'SE_BRIDGE_CONFIG', local: 'config/bridge.yaml', installed };
+}
+
+/** The relay's: $SE_BRIDGE_RELAY_CONFIG, then config/relay.yaml. */
+export const RELAY_PLACES: ConfigPlaces = { variable: 'SE_BRIDGE_RELAY_CONFIG', local: 'config/relay.yaml', installed: null };
+
+/** NoConfigFile: there is no configuration file in any place a command looks; it names each, in order. */
+export class NoConfigFile extends BridgeError<'CONFIG_INVALID'> {
+  constructor(places: ConfigPlaces, cwd: string) {
+    const looked = [
+      '--config FILE: not given',
+      `$${places.variable}: not set`,
+      `${places.local}: not found (in ${cwd})`,
+      ...(places.installed === null ? [] : [`${places.installed}: not found`]),
+    ];
+    super(
+      'CONFIG_INVALID',
+      `no configuration file; looked, in order, at:\n  ${looked.join('\n  ')}\nName one with --config FILE or $${places.variable}.`,
+    );
+  }
+}
+
+/**
+ * resolveConfigPath: `--config`, else the variable (`$SE_BRIDGE_CONFIG`), else the file in the
+ * working directory (`config/bridge.yaml`), else the installed service's (/etc/se-bridge/bridge.yaml):
+ * on a VM a command finds the daemon's configuration. A file named by the flag or the variable is
+ * taken as it is (reading it says when it is missing); with none, and no file in either place,
+ * NoConfigFile names every place looked at.
+ */
+export function resolveConfigPath(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  places: ConfigPlaces = bridgePlaces(env),
+): string {
+  const chosen = flag ?? (env[places.variable] || undefined);
+  if (chosen !== undefined) return chosen;
+  if (existsSync(places.local)) return places.local;
+  if (places.installed !== null && existsSync(places.installed)) return places.installed;
+  throw new NoConfigFile(places, process.cwd());
 }
 
 /** A configuration file is a few KiB; anything past this is a mistake or an attack, refused before it is parsed. */

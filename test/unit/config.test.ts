@@ -126,10 +126,15 @@ bogus: 1
     );
   });
 
-  it('finds the file from --config, then SE_BRIDGE_CONFIG, then config/bridge.yaml', () => {
+  it('finds the file from --config, then SE_BRIDGE_CONFIG, then config/bridge.yaml, then the installed one; else says where it looked', () => {
     expect(resolveConfigPath('a.yaml', { SE_BRIDGE_CONFIG: 'b.yaml' })).toBe('a.yaml');
     expect(resolveConfigPath(undefined, { SE_BRIDGE_CONFIG: 'b.yaml' })).toBe('b.yaml');
-    expect(resolveConfigPath(undefined, {})).toBe('config/bridge.yaml');
+    const places = (local: string, installed: string) => ({ variable: 'SE_BRIDGE_CONFIG', local, installed });
+    expect(resolveConfigPath(undefined, {}, places('config/bridge.example.yaml', 'config/demo.yaml'))).toBe('config/bridge.example.yaml');
+    expect(resolveConfigPath(undefined, {}, places('config/none.yaml', 'config/demo.yaml'))).toBe('config/demo.yaml');
+    expect(() => resolveConfigPath(undefined, { SE_BRIDGE_CONFIG: '' }, places('config/none.yaml', '/nonexistent/bridge.yaml'))).toThrow(
+      `no configuration file; looked, in order, at:\n  --config FILE: not given\n  $SE_BRIDGE_CONFIG: not set\n  config/none.yaml: not found (in ${process.cwd()})\n  /nonexistent/bridge.yaml: not found\n`,
+    );
   });
 
   it('derives a JSON Schema that rejects unknown keys and lists every sink type', () => {

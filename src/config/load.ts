@@ -15,10 +15,10 @@ import { BridgeError, messageOf } from '../lib/errors.ts';
 import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../registry/external.ts';
 import { sinkProblems } from '../registry/sinks.ts';
 import { BridgeConfig } from './schema.ts';
-import { calendarProblems, healthProblems } from './cross.ts';
+import { crossProblems } from './cross.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
-import { acceptedValues, knownKeys, nearest } from './hints.ts';
-import { expandVariables, formatPath, withPlaceholders, type Expanded, type Needs } from './expand.ts';
+import { formatIssues } from './issues.ts';
+import { expandVariables, withPlaceholders, type Expanded, type Needs } from './expand.ts';
 
 export type { Needs } from './expand.ts';
 
@@ -191,10 +191,19 @@ function validateWith<S extends z.ZodType>(schema: S, input: Expanded, source: s
   return result.data as z.infer<S>;
 }
 
+/** validateExpanded: the schema's problems and those between sections, all at once. */
 function validateExpanded(input: Expanded, source: string): BridgeConfig {
-  const config = validateWith(BridgeConfig, input, source);
-  const problems = [...healthProblems(config), ...calendarProblems(config)];
-  if (problems.length > 0) throw new ConfigError(source, problems, input.expanded);
+  let config: BridgeConfig | null = null;
+  let problems: readonly string[] = [];
+  try {
+    config = validateWith(BridgeConfig, input, source);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems = err.problems;
+  }
+  const paths = new Set(problems.map((p) => p.slice(0, p.indexOf(': '))));
+  const all = [...problems, ...crossProblems(input.expanded, (path) => paths.has(path))];
+  if (all.length > 0 || config === null) throw new ConfigError(source, all, input.expanded);
   return withModulesFrom(config, source);
 }
 
@@ -227,56 +236,6 @@ function withModulesFrom(config: BridgeConfig, source: string): BridgeConfig {
     if (sink.type === 'module' && sink.module.startsWith('.')) sink.module = resolve(dirname(source), sink.module);
   }
   return config;
-}
-
-function formatIssues(issues: readonly z.core.$ZodIssue[], schema: z.ZodType, input: unknown): string[] {
-  const out: string[] = [];
-  let json: unknown = null;
-  for (const issue of issues) {
-    if (issue.code === 'unrecognized_keys') {
-      json ??= z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
-      const known = knownKeys(json, input, issue.path);
-      for (const key of issue.keys) {
-        const near = nearest(key, known);
-        out.push(`${formatPath([...issue.path, key])}: unknown key${near === null ? '' : ` (did you mean ${near}?)`}`);
-      }
-      continue;
-    }
-    out.push(`${formatPath(issue.path)}: ${describe(issue)}`);
-  }
-  return out;
-}
-
-function describe(issue: z.core.$ZodIssue): string {
-  switch (issue.code) {
-    case 'invalid_union': {
-      if ('discriminator' in issue && 'options' in issue) {
-        return `must be one of ${(issue.options as unknown[]).join(' | ')}`;
-      }
-      const values = acceptedValues(issue);
-      return values === null ? issue.message : `must be one of ${values.join(' | ')} (or a list of them)`;
-    }
-    case 'invalid_type':
-      return issue.input === undefined ? `is required (${issue.expected})` : `must be ${article(issue.expected)}`;
-    case 'invalid_value':
-      return `must be one of ${issue.values.map((v) => String(v)).join(' | ')}`;
-    case 'too_small':
-      return issue.origin === 'array'
-        ? `must have at least ${issue.minimum} item${Number(issue.minimum) === 1 ? '' : 's'}`
-        : issue.origin === 'string'
-          ? issue.message.startsWith('Too small')
-            ? 'must not be empty'
-            : issue.message
-          : `must be at least ${issue.minimum}`;
-    case 'too_big':
-      return `must be at most ${issue.maximum}`;
-    default:
-      return issue.message;
-  }
-}
-
-function article(t: string): string {
-  return /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
 }
 
 /**

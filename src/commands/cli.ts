@@ -51,6 +51,7 @@ Configuration: --config, else $SE_BRIDGE_CONFIG, else config/bridge.yaml, else /
 Secrets: \${NAME} expands from your environment, then from --env-file (default: the installed
 service's /etc/se-bridge/se-bridge.env, when it exists); a command resolves only what it uses.
 Every command answers --help (also: se-bridge help COMMAND).
+Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
 `;
 
 const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<number> }>> = {

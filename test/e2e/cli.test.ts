@@ -173,30 +173,20 @@ describe('se-bridge CLI', () => {
     const empty = join(dir.path, 'nowhere');
     mkdirSync(empty);
     const env = { ...process.env, SE_BRIDGE_CONFIG: '', SE_BRIDGE_RELAY_CONFIG: '', SE_BRIDGE_ENV_FILE: join(empty, 'none.env') };
-    for (const verb of [['validate'], ['status'], ['fleet', 'status']]) {
+    const bridge = ['$SE_BRIDGE_CONFIG: not set', `config/bridge.yaml: not found (in ${empty})`, `${INSTALLED_CONFIG}: not found`];
+    const relay = ['$SE_BRIDGE_RELAY_CONFIG: not set', `config/relay.yaml: not found (in ${empty})`];
+    const cases: [string[], string[]][] = [
+      [['validate'], bridge],
+      [['status'], bridge],
+      [['fleet', 'status'], bridge],
+      [['relay'], relay],
+      [['validate', '--relay'], relay],
+    ];
+    for (const [verb, places] of cases) {
       const r = await command(process.execPath, [CLI, ...verb], { cwd: empty, env });
       expect([verb, r.code]).toEqual([verb, 2]);
-      expect(r.stderr).toContain(
-        [
-          'se-bridge: no configuration file; looked, in order, at:',
-          '  --config FILE: not given',
-          '  $SE_BRIDGE_CONFIG: not set',
-          `  config/bridge.yaml: not found (in ${empty})`,
-          `  ${INSTALLED_CONFIG}: not found`,
-        ].join('\n'),
-      );
-    }
-    for (const verb of [['relay'], ['validate', '--relay']]) {
-      const r = await command(process.execPath, [CLI, ...verb], { cwd: empty, env });
-      expect([verb, r.code]).toEqual([verb, 2]);
-      expect(r.stderr).toContain(
-        [
-          'se-bridge: no configuration file; looked, in order, at:',
-          '  --config FILE: not given',
-          '  $SE_BRIDGE_RELAY_CONFIG: not set',
-          `  config/relay.yaml: not found (in ${empty})`,
-        ].join('\n'),
-      );
+      const looked = ['se-bridge: no configuration file; looked, in order, at:', '--config FILE: not given', ...places];
+      expect(r.stderr).toContain(looked.join('\n  '));
     }
   });
 

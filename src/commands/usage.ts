@@ -24,7 +24,8 @@ ${CONFIG}
   demo: `Usage: se-bridge demo [--duration S] [--state-dir DIR] | se-bridge demo --fleet
 
 Starts the IMDS simulator, a bridge with stdout and file sinks and the approval server on
-localhost, plays every scenario and prints each CloudEvent and approval link.
+localhost, plays every scenario and prints each CloudEvent and approval link, then one drill and
+its report. Exit 1 when a step fails.
 
   --duration S        how long to run, in seconds (default 90)
   --state-dir DIR     where the demo's state and event file go (default: a new temporary folder)

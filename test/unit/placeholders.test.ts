@@ -10,10 +10,11 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { PLACEHOLDERS } from '../../src/config/expand.ts';
-import { ConfigError, loadFileWith, parseConfigText } from '../../src/config/load.ts';
+import { needs } from '../../src/commands/common.ts';
+import { ConfigError, loadConfigFile, loadFileWith, parseConfigText } from '../../src/config/load.ts';
 import { BridgeConfig } from '../../src/config/schema.ts';
 import { RelayConfig } from '../../src/relay/config.ts';
-import { tempDir } from '../helpers.ts';
+import { ROOT, tempDir } from '../helpers.ts';
 
 /** secretsIn: every schema marked secret (`writeOnly`) inside `schema`, each with where it is. */
 function secretsIn(schema: z.ZodType, at = '', seen = new Set<unknown>()): { at: string; schema: z.ZodType }[] {
@@ -67,6 +68,41 @@ describe('placeholders', () => {
     expect(read.sinks[0]).toMatchObject({ name: 'chat', type: 'slack' });
     expect(() => parseConfigText(text, 't.yaml', {})).toThrow(ConfigError);
     expect(() => parseConfigText(text, 't.yaml', {})).toThrow(/sinks\[0\]\.botToken: environment variable SLACK_BOT_TOKEN is not set/);
+  });
+
+  it('the shipped examples, with none of their secrets, load for every verb that does not use them', () => {
+    // each read names what it reads (src/commands); nothing of the rest is set
+    const reads = {
+      status: needs.sections('imds', 'state', 'identity', 'calendar', 'health', 'fleet'),
+      'fleet status': needs.sections('fleet'),
+      drill: needs.sections('state'),
+      calendar: needs.sections('calendar'),
+      approve: needs.sections('approval', 'server'),
+    };
+    for (const [verb, uses] of Object.entries(reads)) {
+      const problems = (() => {
+        try {
+          loadConfigFile(join(ROOT, 'config', 'bridge.example.yaml'), {}, { needs: uses });
+          return [];
+        } catch (err) {
+          if (!(err instanceof ConfigError)) throw err;
+          return err.problems;
+        }
+      })();
+      // approve signs its request with approval.secret: it names the approval section's secrets, and only those
+      expect({ verb, problems }).toEqual({
+        verb,
+        problems:
+          verb === 'approve'
+            ? [
+                'approval.secret: environment variable SE_BRIDGE_APPROVAL_SECRET is not set',
+                'approval.slack.signingSecret: environment variable SLACK_SIGNING_SECRET is not set',
+              ]
+            : [],
+      });
+    }
+    const relay = loadFileWith(RelayConfig, join(ROOT, 'config', 'relay.example.yaml'), {}, { needs: needs.sections('fleet') });
+    expect(relay.fleet?.store).toMatchObject({ type: 'blob', accountUrl: 'https://myfleetstore.blob.core.windows.net' });
   });
 
   it('a rule that compares a value with one left unresolved is not checked; with both, it is', () => {

@@ -29,7 +29,13 @@ export const configSchema = z
     requireOneAuth(c, ctx);
     const hub = c.eventHubName ?? (c.connectionString ? entityPathOf(c.connectionString) : undefined);
     if (hub === undefined)
-      ctx.addIssue({ code: 'custom', path: ['eventHubName'], message: 'is required when the connection string has no EntityPath' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['eventHubName'],
+        // read from connectionString: a command that leaves it unresolved leaves this unchecked
+        params: { reads: ['connectionString'] },
+        message: 'is required when the connection string has no EntityPath',
+      });
   });
 export type EventHubsConfig = z.infer<typeof configSchema>;
 

@@ -13,7 +13,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write('se-bridge calendar: --days must be a whole number from 1 to 400\n');
     return EXIT.usage;
   }
-  const loaded = await loadOrReport(values, needs.nothing);
+  const loaded = await loadOrReport(values, needs.sections('calendar'));
   if (loaded === null) return EXIT.usage;
   const config = loaded.config.calendar;
   if (config === undefined) {

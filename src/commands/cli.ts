@@ -32,7 +32,7 @@ Commands:
                                            approve through the fleet's relay (--via arm: through Resource Manager)
   dead-letters list|replay [--sink NAME] [--config FILE] [--env-file FILE] [--json]
                                            inspect or re-queue events that could not be delivered
-  relay [--config FILE]                    the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
+  relay [--config FILE] [--env-file FILE]  the fleet's approval endpoint (Service Bus; see docs/fleet-approvals.md)
   fleet keys | link-key --vm ID | public-key
                                            keys of fleet approvals
   fleet status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
@@ -51,6 +51,7 @@ Configuration: --config, else $SE_BRIDGE_CONFIG, else config/bridge.yaml, else /
 Secrets: \${NAME} expands from your environment, then from --env-file (default: the installed
 service's /etc/se-bridge/se-bridge.env, when it exists); a command resolves only what it uses.
 Every command answers --help (also: se-bridge help COMMAND).
+Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
 `;
 
 const COMMANDS: Record<string, () => Promise<{ main(argv: string[]): Promise<number> }>> = {

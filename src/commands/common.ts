@@ -1,7 +1,7 @@
 /** Shared helpers of the CLI commands: exit codes, argument parsing, config loading. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { cliEnvironment } from '../config/env-file.ts';
-import { ConfigError, loadConfig, resolveConfigPath, type Needs } from '../config/load.ts';
+import { ConfigError, loadConfig, NoConfigFile, resolveConfigPath, type Needs } from '../config/load.ts';
 import type { BridgeConfig } from '../config/schema.ts';
 import { BridgeError, messageOf } from '../lib/errors.ts';
 
@@ -29,43 +29,59 @@ export const CONFIG_OPTIONS = {
   'env-file': { type: 'string' },
 } as const;
 
-/** What a verb needs resolved of the configuration (see Needs): everything, nothing secret, or some sections or sinks. */
+/** What a verb needs resolved of the configuration (see Needs): the sections it reads, or some sinks. */
 export const needs = {
-  /** A verb that asks the running daemon, or reads the state database: no secret at all. */
-  nothing: (() => false) satisfies Needs,
-  /** The sections named (`approval`, `fleet`). */
+  /** The sections named (`approval`, `fleet`, or a key inside one: `fleet.calendar`). */
   sections:
     (...names: string[]): Needs =>
     (path) =>
-      names.includes(String(path[0])),
+      names.some((name) => name.split('.').every((key, i) => String(path[i]) === key)),
   /** The sinks `which` takes, and the sections named. */
   sinks:
     (which: (sink: { name?: unknown; type?: unknown }) => boolean, ...sections: string[]): Needs =>
     (path, raw) => {
-      if (sections.includes(String(path[0]))) return true;
+      if (needs.sections(...sections)(path, raw)) return true;
       if (path[0] !== 'sinks' || typeof path[1] !== 'number') return false;
       const sink = (raw as { sinks?: unknown[] }).sinks?.[path[1]];
       return sink !== null && typeof sink === 'object' && which(sink);
     },
 };
 
+/** The options of a verb that reads a configuration, as parsed. */
+export interface ConfigValues {
+  readonly config?: string | undefined;
+  readonly 'env-file'?: string | undefined;
+}
+
 /**
- * loadOrReport loads the configuration with the service's environment file under the caller's
- * environment (`--env-file`, else the installed unit's, when it exists: said on stderr), resolving
- * only what the verb `uses` (default: everything); on problems it prints them all and returns null (exit 2).
+ * loadOrReport loads the bridge's configuration, resolving only what the verb `uses` (default:
+ * everything); on problems it prints them all and returns null (exit 2). See reportProblems.
  */
-export async function loadOrReport(
-  values: { config?: string | undefined; 'env-file'?: string | undefined },
-  uses?: Needs,
-): Promise<{ config: BridgeConfig; path: string } | null> {
-  const path = resolveConfigPath(values.config);
+export async function loadOrReport(values: ConfigValues, uses?: Needs): Promise<{ config: BridgeConfig; path: string } | null> {
+  return reportProblems(values, async (env) => {
+    const path = resolveConfigPath(values.config);
+    return { config: await loadConfig(path, env, uses === undefined ? {} : { needs: uses }), path };
+  });
+}
+
+/**
+ * reportProblems runs `load` (which finds the file and reads it) with the service's environment
+ * file under the caller's environment (`--env-file`, else $SE_BRIDGE_ENV_FILE, else the installed
+ * unit's, when it exists: said on stderr); when there is no file, or it has problems, it prints
+ * where it looked, or every problem, and returns null (exit 2).
+ */
+export async function reportProblems<T>(values: ConfigValues, load: (env: NodeJS.ProcessEnv) => T | Promise<T>): Promise<T | null> {
   const environment = cliEnvironment(values['env-file']);
   if (environment.read !== null) {
     process.stderr.write(`se-bridge: read ${environment.read.path}\n`);
   }
   try {
-    return { config: await loadConfig(path, environment.env, uses === undefined ? {} : { needs: uses }), path };
+    return await load(environment.env);
   } catch (err) {
+    if (err instanceof NoConfigFile) {
+      process.stderr.write(`se-bridge: ${err.message}\n`);
+      return null;
+    }
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       if (environment.unreadable !== null && err.problems.some((p) => p.includes(': environment variable ')))

@@ -7,7 +7,7 @@ export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { ...CONFIG_OPTIONS, sink: { type: 'string' }, json: { type: 'boolean' } }, true);
   const action = positionals[0];
   if (positionals.length !== 1 || (action !== 'list' && action !== 'replay')) throw new UsageError('expected "list" or "replay"');
-  const loaded = await loadOrReport(values, needs.nothing);
+  const loaded = await loadOrReport(values, needs.sections('state'));
   if (loaded === null) return EXIT.usage;
   const path = loaded.config.state.path;
   // a command that reads never makes a state database: without one there is nothing to list or replay

@@ -42,7 +42,7 @@ export async function main(argv: string[]): Promise<number> {
   const durationSeconds = seconds('duration', values.duration) ?? (values.sink === undefined ? undefined : SINK_CHECK_SECONDS);
   if (values.end === true && values.cancel === true)
     throw new UsageError('--end ends the drill being played; --cancel plays one that ends canceled: one of them');
-  const loaded = await loadOrReport(values, needs.nothing);
+  const loaded = await loadOrReport(values, needs.sections('state'));
   if (loaded === null) return EXIT.usage;
   const state = loaded.config.state.path;
   const path = controlPath(state);

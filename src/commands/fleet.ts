@@ -10,8 +10,8 @@ import { createPublicKey } from 'node:crypto';
 import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../fleet/keys.ts';
 import { groupText, readGroup } from '../fleet/budget/group.ts';
 import { errorFields } from '../lib/errors.ts';
-import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
-import { loadRelayFile } from './relay.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError, type ConfigValues } from './common.ts';
+import { loadRelayOrReport } from './relay-file.ts';
 import { FleetReader } from '../fleet/view/snapshot.ts';
 import { fleetEvents } from '../fleet/view/events.ts';
 
@@ -47,7 +47,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (verb === 'status') {
     const { values } = parse(rest, { ...CONFIG_OPTIONS, json: { type: 'boolean' }, 'relay-config': { type: 'string' } });
-    if (values['relay-config'] !== undefined) return fleetOfRelay(values['relay-config'], values.json === true);
+    if (values['relay-config'] !== undefined) {
+      if (values.config !== undefined)
+        throw new UsageError("fleet status reads a member's file (--config) or the relay's (--relay-config), not both");
+      return fleetOfRelay({ config: values['relay-config'], 'env-file': values['env-file'] }, values.json === true);
+    }
     const loaded = await loadOrReport(values, needs.sections('fleet'));
     if (loaded === null) return EXIT.usage;
     const fleet = loaded.config.fleet;
@@ -69,10 +73,11 @@ export async function main(argv: string[]): Promise<number> {
   throw new UsageError('fleet needs keys, link-key --vm ID, public-key or status');
 }
 
-/** fleetOfRelay: every group of the relay's fleet store, and what no bridge watches, read once. */
-async function fleetOfRelay(path: string, json: boolean): Promise<number> {
-  const config = loadRelayFile(path);
-  if (config === null) return EXIT.usage;
+/** fleetOfRelay: every group of the relay's fleet store, and what no bridge watches, read once (only the store's secrets resolved). */
+async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number> {
+  const loaded = await loadRelayOrReport(values, needs.sections('fleet'));
+  if (loaded === null) return EXIT.usage;
+  const { config, path } = loaded;
   if (config.fleet === undefined) {
     process.stderr.write(`${path}: fleet is not configured, so the relay has no fleet store to read\n`);
     return EXIT.usage;

@@ -32,7 +32,7 @@ export async function main(argv: string[]): Promise<number> {
   if (values.notice !== undefined && noticeMs === null) throw new UsageError(`--notice ${values.notice}: a duration such as 30s, 5m or 1h`);
   const loaded = await loadOrReport(
     values,
-    needs.sinks((s) => s.type === 'kubernetes' || s.type === 'probe' || s.type === 'exec'),
+    needs.sinks((s) => s.type === 'kubernetes' || s.type === 'probe' || s.type === 'exec', 'imds', 'identity'),
   );
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;

@@ -1,22 +1,22 @@
 /**
- * se-bridge relay: the fleet's one approval endpoint (see approval/relay.ts). It reads its own
- * configuration file (--config, else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml) and runs
- * until SIGINT or SIGTERM.
+ * se-bridge relay: the fleet's one approval endpoint (see relay/relay.ts). It reads its own
+ * configuration file (--config, else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml), its
+ * secrets from the environment over --env-file, and runs until SIGINT or SIGTERM.
  */
 import { relayReadiness } from '../relay/bus.ts';
-import { RelayConfig, relaySecrets } from '../relay/config.ts';
+import { relaySecrets } from '../relay/config.ts';
 import { startRelay } from '../relay/relay.ts';
 import { ObservabilityServer } from '../observability/server.ts';
-import { ConfigError, loadFileWith } from '../config/load.ts';
 import { errorFields } from '../lib/errors.ts';
 import { createLogger, scrub } from '../lib/log.ts';
-import { EXIT, onShutdown, parse } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, onShutdown, parse } from './common.ts';
+import { loadRelayOrReport } from './relay-file.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { config: { type: 'string', short: 'c' } });
-  const path = values.config ?? process.env.SE_BRIDGE_RELAY_CONFIG ?? 'config/relay.yaml';
-  const config = loadRelayFile(path);
-  if (config === null) return EXIT.usage;
+  const { values } = parse(argv, CONFIG_OPTIONS);
+  const loaded = await loadRelayOrReport(values);
+  if (loaded === null) return EXIT.usage;
+  const { config } = loaded;
   const secrets = relaySecrets(config);
   const logger = createLogger({ level: config.log.level, destination: 'stdout', secrets });
   let resolveStop!: (signal: string) => void;
@@ -46,15 +46,4 @@ export async function main(argv: string[]): Promise<number> {
   await relay.close();
   detach();
   return EXIT.ok;
-}
-
-/** loadRelayFile: a relay's configuration file, or null when it has problems (each said on stderr, by its path). */
-export function loadRelayFile(path: string): RelayConfig | null {
-  try {
-    return loadFileWith(RelayConfig, path);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`${err.message}\n`);
-    return null;
-  }
 }

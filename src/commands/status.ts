@@ -30,7 +30,8 @@ const READ_RETRY = { intervalMs: 500, maxPauseMs: 5000, deadlineMs: 15_000 };
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
-  const loaded = await loadOrReport(values, needs.sections('fleet'));
+  // what it reads: the sinks' secrets and the approval server's are left unresolved
+  const loaded = await loadOrReport(values, needs.sections('imds', 'state', 'identity', 'calendar', 'health', 'fleet'));
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;
   const client = new ImdsClient({

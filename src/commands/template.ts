@@ -29,7 +29,7 @@ export async function main(argv: string[]): Promise<number> {
     throw new UsageError(`unknown scenario "${scenario}"; one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
   const loaded = await loadOrReport(
     values,
-    needs.sinks((s) => s.name === values.sink, 'approval'),
+    needs.sinks((s) => s.name === values.sink, 'approval', 'identity'),
   );
   if (loaded === null) return EXIT.usage;
   const { config } = loaded;

@@ -8,10 +8,15 @@ const CONFIG = `  -c, --config FILE   the configuration (else $SE_BRIDGE_CONFIG,
   --env-file FILE     variables for \${NAME} (else $SE_BRIDGE_ENV_FILE, else the installed service's
                       /etc/se-bridge/se-bridge.env when it exists); your own environment wins`;
 
+const RELAY_CONFIG = `  -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
+  --env-file FILE     variables for \${NAME} (else $SE_BRIDGE_ENV_FILE, else the installed service's
+                      /etc/se-bridge/se-bridge.env when it exists); your own environment wins`;
+
 export const USAGES: Record<string, string> = {
   run: `Usage: se-bridge run [--config FILE] [--env-file FILE] [--dry-run]
 
 Runs the daemon: polls IMDS, delivers every change to the sinks, serves approvals and metrics.
+Exit 2 on a configuration problem, 1 when it cannot start (another daemon holds the state file).
 
 ${CONFIG}
   --dry-run           send nothing that changes anything (no sink, no StartRequests); log it instead
@@ -19,10 +24,11 @@ ${CONFIG}
   demo: `Usage: se-bridge demo [--duration S] [--state-dir DIR] | se-bridge demo --fleet
 
 Starts the IMDS simulator, a bridge with stdout and file sinks and the approval server on
-localhost, plays every scenario and prints each CloudEvent and approval link.
+localhost, plays every scenario and prints each CloudEvent and approval link, then one drill and
+its report. Exit 1 when a step fails.
 
-  --duration S        how long to run (seconds)
-  --state-dir DIR     where the demo's state and event file go
+  --duration S        how long to run, in seconds (default 90)
+  --state-dir DIR     where the demo's state and event file go (default: a new temporary folder)
   --fleet             the fleet instead (about 30 s): approvals through two relays and a local
                       Service Bus stand-in; then, with the fleet's records in Azurite, a fleet
                       budget, a health gate, a calendar's blackout and the relay's fleet view
@@ -33,8 +39,8 @@ Runs the IMDS simulator alone (Scheduled Events, instance metadata, the token en
 --servicebus the local Service Bus stand-in for trying fleet approvals by hand.
 
   --listen HOST:PORT     where the IMDS simulator listens (default 127.0.0.1:8080); off: none
-  --scenario NAME        a scenario to play at start, or all
-  --timing dev|real      development timing (seconds) or Azure's (minutes)
+  --scenario NAME        a scenario to play at start, or all (default: none)
+  --timing dev|real      development timing, in seconds, or Azure's, in minutes (default dev)
   --vm-name NAME         the simulated VM's name (default sim-vm-0)
   --servicebus HOST:PORT also a Service Bus stand-in (AMQP 1.0) with the inbox and replies queues;
                          the banner gives its connection string
@@ -50,7 +56,8 @@ ${CONFIG}
   status: `Usage: se-bridge status [--config FILE] [--env-file FILE] [--json]
 
 Reads IMDS once: the events with the time left until NotBefore, their approval and
-preparations (read from the daemon's state database), and who this VM is.
+preparations (read from the daemon's state database), and who this VM is. Exit 1 when IMDS
+cannot be read.
 
 ${CONFIG}
   --json              one JSON document
@@ -58,11 +65,11 @@ ${CONFIG}
   calendar: `Usage: se-bridge calendar [--days N] [--config FILE] [--env-file FILE] [--json]
 
 What the configured calendar says now (early approval open, inside a window, in a blackout, and
-until when), then its stretches of the next N days (default 14): windows, blackouts and the time
-outside the windows, in the calendar's time zone and in UTC.
+until when), then its stretches of the next N days: windows, blackouts and the time outside the
+windows, in the calendar's time zone and in UTC. Exit 2 without a calendar.
 
 ${CONFIG}
-  --days N            how many days ahead (1 to 400)
+  --days N            how many days ahead, 1 to 400 (default 14)
   --json              one JSON document
 `,
   approve: `Usage: se-bridge approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
@@ -70,6 +77,7 @@ ${CONFIG}
 
 Approves an event through the running daemon's approval server (the same path as every approval),
 or through the fleet's relay (its POST /v1/approvals, signed with $SE_BRIDGE_RELAY_API_SECRET).
+An approval the fleet budget holds exits 1, naming who holds the slots.
 
 ${CONFIG}
   --reason TEXT       kept with the approval record
@@ -94,11 +102,12 @@ ${CONFIG}
 
 Prints the configuration's JSON Schema (for editors and CI checks).
 `,
-  relay: `Usage: se-bridge relay [--config FILE]
+  relay: `Usage: se-bridge relay [--config FILE] [--env-file FILE]
 
 Runs the fleet's approval endpoint: signs approvals as commands to each VM's Service Bus session.
+Exit 2 on a configuration problem, 1 when it cannot start.
 
-  -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
+${RELAY_CONFIG}
 `,
   fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
 
@@ -108,12 +117,13 @@ Runs the fleet's approval endpoint: signs approvals as commands to each VM's Ser
   status              the fleet budget's group (or, with --relay-config, every group and what is unwatched)
 `,
   'fleet status': `Usage: se-bridge fleet status [--config FILE] [--env-file FILE] [--json]
-       se-bridge fleet status --relay-config FILE [--json]
+       se-bridge fleet status --relay-config FILE [--env-file FILE] [--json]
 
 Reads the fleet budget's store once: the group's members with their pending events and last
 heartbeat (stopped ones marked), who holds the slots and since when, and a collision foretold.
 With --relay-config, reads the relay's fleet store: every group at once, the events Azure's feed
-lists that no bridge watches, and the stale members.
+lists that no bridge watches, and the stale members. Only the store's secrets are resolved.
+Exit 1 when the store, or a part of it, cannot be read; 2 when the file has no fleet.
 
 ${CONFIG}
   --relay-config FILE the relay's configuration (its fleet.store), instead of a member's
@@ -136,23 +146,24 @@ Prints the public key of $SE_BRIDGE_RELAY_SIGNING_KEY (base64 SPKI): the bridges
   template: `Usage: se-bridge template test --sink NAME [--config FILE] [--env-file FILE] [--scenario NAME]
 
   test    renders a webhook sink's template, urlTemplate and headerTemplates for every
-          transition of a simulator scenario (default degraded-hardware: scheduled, updated,
-          approved, started, completed; canceled-maintenance ends canceled) and prints the
-          requests the receiver would get. Nothing is sent. Exit 1 when one fails to render.
+          transition of a simulator scenario (degraded-hardware: scheduled, updated, approved,
+          started, completed; canceled-maintenance ends canceled) and prints the requests the
+          receiver would get. Nothing is sent. Exit 1 when one fails to render.
 
 ${CONFIG}
   --sink NAME         the webhook sink whose templates to render
-  --scenario NAME     a scenario of \`se-bridge simulate\`
+  --scenario NAME     a scenario of \`se-bridge simulate\` (default degraded-hardware)
 `,
   'template test': `Usage: se-bridge template test --sink NAME [--config FILE] [--env-file FILE] [--scenario NAME]
 
 Renders a webhook sink's template, urlTemplate and headerTemplates for every transition of a
-simulator scenario (default degraded-hardware; canceled-maintenance ends canceled) and prints
-the requests the receiver would get. Nothing is sent. Exit 1 when one fails to render.
+simulator scenario (degraded-hardware: scheduled, updated, approved, started, completed;
+canceled-maintenance ends canceled) and prints the requests the receiver would get. Nothing is
+sent. Exit 1 when one fails to render.
 
 ${CONFIG}
   --sink NAME         the webhook sink whose templates to render
-  --scenario NAME     a scenario of \`se-bridge simulate\`
+  --scenario NAME     a scenario of \`se-bridge simulate\` (default degraded-hardware)
 `,
   drill: `Usage: se-bridge drill [--type TYPE] [--notice D] [--duration D] [--source Platform|User] [--sink NAME ...]
                       [--prepare rehearse|real] [--cancel|--end] [--config FILE] [--env-file FILE] [--json]
@@ -163,12 +174,12 @@ duration. It goes through the same routing, sinks, approvals and preparations as
 every CloudEvent marked drill: true; StartRequests are never posted. Prints the report when it
 ends: exit 0 only when every step passed.
 
-  --type TYPE         Reboot (default), Redeploy, Freeze, Preempt or Terminate
+  --type TYPE         Reboot, Redeploy, Freeze, Preempt or Terminate (default Reboot)
   --notice D          NotBefore this far ahead (default 60s; 0 with --duration alone)
-  --duration D        how long it stays Started (default 30s)
-  --source S          EventSource: Platform (default) or User
+  --duration D        how long it stays Started (default 30s; 5s with --sink)
+  --source S          EventSource: Platform or User (default Platform)
   --sink NAME         only this sink (again for more)
-  --prepare MODE      rehearse (default: preparations say what they would do) or real
+  --prepare MODE      rehearse (preparations say what they would do) or real (default rehearse)
   --cancel            end it canceled at NotBefore instead of starting it
   --end               end the drill being played now
 ${CONFIG}
@@ -184,7 +195,7 @@ and for how long, and what it answers now; a hook, what it would run (it runs no
 the preparation, 1 when something would (or the API could not be asked).
 
   --dry-run           required: nothing is changed
-  --sink NAME         only this sink (default every preparation: kubernetes, probe, hooks with prepare: true)
+  --sink NAME         only this sink (default: every preparation)
   --notice DURATION   as if NotBefore were this far ahead (30s, 5m): the grace each pod would get
 ${CONFIG}
   --json              one JSON document

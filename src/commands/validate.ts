@@ -1,21 +1,19 @@
 /**
- * se-bridge validate [--config FILE] [--relay]: checks a bridge's configuration (exit 0 with
+ * se-bridge validate [--config FILE] [--env-file FILE] [--relay]: checks a bridge's configuration (exit 0 with
  * warnings on stderr, exit 2 listing every problem by path), or with --relay a relay's (its file:
  * --config, else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml). A relay's file given to plain
  * `validate` is recognised by its keys and checked as one.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, loadFileWith } from '../config/load.ts';
 import { configWarnings } from '../config/warnings.ts';
-import { RelayConfig } from '../relay/config.ts';
-import { CONFIG_OPTIONS, EXIT, loadOrReport, parse } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, parse, type ConfigValues } from './common.ts';
+import { loadRelayOrReport } from './relay-file.ts';
 import { templateLimitProblems } from './template.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { ...CONFIG_OPTIONS, relay: { type: 'boolean' } });
-  const relayPath = values.config ?? process.env.SE_BRIDGE_RELAY_CONFIG ?? 'config/relay.yaml';
-  if (values.relay === true || (values.config !== undefined && looksLikeRelay(values.config))) return validateRelay(relayPath);
+  if (values.relay === true || (values.config !== undefined && looksLikeRelay(values.config))) return validateRelay(values);
   const loaded = await loadOrReport(values);
   if (loaded === null) return EXIT.usage;
   const limits = await templateLimitProblems(loaded.config);
@@ -31,18 +29,14 @@ export async function main(argv: string[]): Promise<number> {
   return EXIT.ok;
 }
 
-function validateRelay(path: string): number {
-  try {
-    const c = loadFileWith(RelayConfig, path);
-    process.stdout.write(
-      `${path}: valid relay configuration; listens on ${c.listen}; queues ${c.serviceBus.queue} and ${c.serviceBus.replies}\n`,
-    );
-    return EXIT.ok;
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`${err.message}\n`);
-    return EXIT.usage;
-  }
+async function validateRelay(values: ConfigValues): Promise<number> {
+  const loaded = await loadRelayOrReport(values);
+  if (loaded === null) return EXIT.usage;
+  const c = loaded.config;
+  process.stdout.write(
+    `${loaded.path}: valid relay configuration; listens on ${c.listen}; queues ${c.serviceBus.queue} and ${c.serviceBus.replies}\n`,
+  );
+  return EXIT.ok;
 }
 
 /** looksLikeRelay: the file's top level has a relay's own keys and none of a bridge's. */

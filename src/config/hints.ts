@@ -19,6 +19,33 @@ export function acceptedValues(issue: z.core.$ZodIssue): string[] | null {
 }
 
 /**
+ * fittingBranch: for a union that took no branch (one check or a list of them, a number or a
+ * percentage), the issues of the one branch whose shape the value has, with their full paths: what
+ * is wrong in the value given, rather than "Invalid input". Null when no branch, or several, fit.
+ */
+export function fittingBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] | null {
+  if (issue.code !== 'invalid_union' || !('errors' in issue) || 'discriminator' in issue) return null;
+  const fitting = issue.errors.filter((branch) => !branch.some(wrongShape));
+  if (fitting.length !== 1) return null;
+  return fitting[0]!.map((i) => ({ ...i, path: [...issue.path, ...i.path] }));
+}
+
+/**
+ * shapesOf: the types of a union's branches the value is not of (`object`, `array`), and whether
+ * it is of none of them (a value of no branch's type).
+ */
+export function shapesOf(issue: z.core.$ZodIssue): { readonly other: string[]; readonly none: boolean } {
+  if (issue.code !== 'invalid_union' || !('errors' in issue)) return { other: [], none: false };
+  const types = issue.errors.map((branch) => branch.find(wrongShape)).map((i) => (i?.code === 'invalid_type' ? i.expected : null));
+  return { other: [...new Set(types.filter((t) => t !== null))], none: types.every((t) => t !== null) };
+}
+
+/** wrongShape: the value itself is not of the branch's type (not a problem inside it): a list where a name is taken. */
+const wrongShape = (i: z.core.$ZodIssue): boolean =>
+  i.path.length === 0 &&
+  (i.code === 'invalid_type' || (i.code === 'invalid_value' && 'input' in i && i.values.every((v) => typeof v !== typeof i.input)));
+
+/**
  * knownKeys: the keys the schema knows at `path` of the input, from its JSON Schema: a union's
  * branch is the one whose constant `type` the input names (a sink), else every branch's keys.
  */

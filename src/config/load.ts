@@ -15,10 +15,10 @@ import { BridgeError, messageOf } from '../lib/errors.ts';
 import { loadExternalSink, SinkModuleError, validateSinkConfig } from '../registry/external.ts';
 import { sinkProblems } from '../registry/sinks.ts';
 import { BridgeConfig } from './schema.ts';
-import { calendarProblems, healthProblems } from './cross.ts';
+import { crossProblems } from './cross.ts';
 import { publishedSecretProblems } from './published-secrets.ts';
-import { acceptedValues, knownKeys, nearest } from './hints.ts';
-import { expandVariables, formatPath, withPlaceholders, type Expanded, type Needs } from './expand.ts';
+import { formatIssues } from './issues.ts';
+import { expandVariables, withPlaceholders, type Expanded, type Needs } from './expand.ts';
 
 export type { Needs } from './expand.ts';
 
@@ -36,22 +36,63 @@ export class ConfigError extends BridgeError<'CONFIG_INVALID'> {
   }
 }
 
-/**
- * resolveConfigPath: `--config`, else `$SE_BRIDGE_CONFIG`, else `config/bridge.yaml`; where that
- * does not exist and the installed service's file does (/etc/se-bridge/bridge.yaml, on Windows
- * %ProgramData%\se-bridge\bridge.yaml), that one: on a VM a command finds the daemon's configuration.
- */
-export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  const chosen = flag ?? (env.SE_BRIDGE_CONFIG || undefined);
-  if (chosen !== undefined) return chosen;
-  const local = 'config/bridge.yaml';
+/** Where a command looks for its configuration file when --config names none, after $`variable`. */
+export interface ConfigPlaces {
+  /** The environment variable that names the file. */
+  readonly variable: string;
+  /** The file in the working directory. */
+  readonly local: string;
+  /** The installed service's file, when there is one to look for. */
+  readonly installed: string | null;
+}
+
+/** The bridge's: $SE_BRIDGE_CONFIG, config/bridge.yaml, then the installed service's (on Windows under %ProgramData%). */
+export function bridgePlaces(env: NodeJS.ProcessEnv = process.env): ConfigPlaces {
   const installed =
     process.platform === 'win32'
       ? env.ProgramData === undefined
         ? null
         : join(env.ProgramData, 'se-bridge', 'bridge.yaml')
       : '/etc/se-bridge/bridge.yaml';
-  return !existsSync(local) && installed !== null && existsSync(installed) ? installed : local;
+  return { variable: 'SE_BRIDGE_CONFIG', local: 'config/bridge.yaml', installed };
+}
+
+/** The relay's: $SE_BRIDGE_RELAY_CONFIG, then config/relay.yaml. */
+export const RELAY_PLACES: ConfigPlaces = { variable: 'SE_BRIDGE_RELAY_CONFIG', local: 'config/relay.yaml', installed: null };
+
+/** NoConfigFile: there is no configuration file in any place a command looks; it names each, in order. */
+export class NoConfigFile extends BridgeError<'CONFIG_INVALID'> {
+  constructor(places: ConfigPlaces, cwd: string) {
+    const looked = [
+      '--config FILE: not given',
+      `$${places.variable}: not set`,
+      `${places.local}: not found (in ${cwd})`,
+      ...(places.installed === null ? [] : [`${places.installed}: not found`]),
+    ];
+    super(
+      'CONFIG_INVALID',
+      `no configuration file; looked, in order, at:\n  ${looked.join('\n  ')}\nName one with --config FILE or $${places.variable}.`,
+    );
+  }
+}
+
+/**
+ * resolveConfigPath: `--config`, else the variable (`$SE_BRIDGE_CONFIG`), else the file in the
+ * working directory (`config/bridge.yaml`), else the installed service's (/etc/se-bridge/bridge.yaml):
+ * on a VM a command finds the daemon's configuration. A file named by the flag or the variable is
+ * taken as it is (reading it says when it is missing); with none, and no file in either place,
+ * NoConfigFile names every place looked at.
+ */
+export function resolveConfigPath(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  places: ConfigPlaces = bridgePlaces(env),
+): string {
+  const chosen = flag ?? (env[places.variable] || undefined);
+  if (chosen !== undefined) return chosen;
+  if (existsSync(places.local)) return places.local;
+  if (places.installed !== null && existsSync(places.installed)) return places.installed;
+  throw new NoConfigFile(places, process.cwd());
 }
 
 /** A configuration file is a few KiB; anything past this is a mistake or an attack, refused before it is parsed. */
@@ -83,8 +124,13 @@ function readConfigText(path: string): string {
  * loadFileWith reads another configuration file (the relay's) with the same rules: the size
  * limit, YAML without alias bombs, `${NAME}` expansion, LOG_LEVEL, every problem with its path.
  */
-export function loadFileWith<S extends z.ZodType>(schema: S, path: string, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
-  return validateWith(schema, readYaml(readConfigText(path), path, env), path);
+export function loadFileWith<S extends z.ZodType>(
+  schema: S,
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): z.infer<S> {
+  return validateWith(schema, readYaml(readConfigText(path), path, env, options.needs), path);
 }
 
 export function parseConfigText(
@@ -145,10 +191,19 @@ function validateWith<S extends z.ZodType>(schema: S, input: Expanded, source: s
   return result.data as z.infer<S>;
 }
 
+/** validateExpanded: the schema's problems and those between sections, all at once. */
 function validateExpanded(input: Expanded, source: string): BridgeConfig {
-  const config = validateWith(BridgeConfig, input, source);
-  const problems = [...healthProblems(config), ...calendarProblems(config)];
-  if (problems.length > 0) throw new ConfigError(source, problems, input.expanded);
+  let config: BridgeConfig | null = null;
+  let problems: readonly string[] = [];
+  try {
+    config = validateWith(BridgeConfig, input, source);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems = err.problems;
+  }
+  const paths = new Set(problems.map((p) => p.slice(0, p.indexOf(': '))));
+  const all = [...problems, ...crossProblems(input.expanded, (path) => paths.has(path))];
+  if (all.length > 0 || config === null) throw new ConfigError(source, all, input.expanded);
   return withModulesFrom(config, source);
 }
 
@@ -181,56 +236,6 @@ function withModulesFrom(config: BridgeConfig, source: string): BridgeConfig {
     if (sink.type === 'module' && sink.module.startsWith('.')) sink.module = resolve(dirname(source), sink.module);
   }
   return config;
-}
-
-function formatIssues(issues: readonly z.core.$ZodIssue[], schema: z.ZodType, input: unknown): string[] {
-  const out: string[] = [];
-  let json: unknown = null;
-  for (const issue of issues) {
-    if (issue.code === 'unrecognized_keys') {
-      json ??= z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
-      const known = knownKeys(json, input, issue.path);
-      for (const key of issue.keys) {
-        const near = nearest(key, known);
-        out.push(`${formatPath([...issue.path, key])}: unknown key${near === null ? '' : ` (did you mean ${near}?)`}`);
-      }
-      continue;
-    }
-    out.push(`${formatPath(issue.path)}: ${describe(issue)}`);
-  }
-  return out;
-}
-
-function describe(issue: z.core.$ZodIssue): string {
-  switch (issue.code) {
-    case 'invalid_union': {
-      if ('discriminator' in issue && 'options' in issue) {
-        return `must be one of ${(issue.options as unknown[]).join(' | ')}`;
-      }
-      const values = acceptedValues(issue);
-      return values === null ? issue.message : `must be one of ${values.join(' | ')} (or a list of them)`;
-    }
-    case 'invalid_type':
-      return issue.input === undefined ? `is required (${issue.expected})` : `must be ${article(issue.expected)}`;
-    case 'invalid_value':
-      return `must be one of ${issue.values.map((v) => String(v)).join(' | ')}`;
-    case 'too_small':
-      return issue.origin === 'array'
-        ? `must have at least ${issue.minimum} item${Number(issue.minimum) === 1 ? '' : 's'}`
-        : issue.origin === 'string'
-          ? issue.message.startsWith('Too small')
-            ? 'must not be empty'
-            : issue.message
-          : `must be at least ${issue.minimum}`;
-    case 'too_big':
-      return `must be at most ${issue.maximum}`;
-    default:
-      return issue.message;
-  }
-}
-
-function article(t: string): string {
-  return /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
 }
 
 /**

@@ -20,6 +20,9 @@ const PrometheusCheck = z.strictObject({
 const oneOrMore = <T extends z.ZodType>(t: T) =>
   z.union([t, z.array(t).min(1)]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
 
+/** The kinds of check: at least one is given. */
+const CHECKS = ['http', 'exec', 'prometheus', 'kubernetes'] as const;
+
 export const HealthConfig = z
   .strictObject({
     http: oneOrMore(HttpCheck).optional().describe('One endpoint, or several: each must answer its expected status.'),
@@ -44,7 +47,9 @@ export const HealthConfig = z
       .default(1800)
       .describe('Still not healthy this long after its maintenance: the slot is given back all the same, said with FLEET_HEALTH_TIMEOUT.'),
   })
-  .refine((h) => (h.http?.length ?? 0) + (h.exec?.length ?? 0) + (h.prometheus?.length ?? 0) > 0 || h.kubernetes !== undefined, {
-    message: 'needs at least one check: http, exec, prometheus or kubernetes',
+  // said with every other problem (a check given with problems of its own is given all the same)
+  .refine((h: unknown) => h === null || typeof h !== 'object' || CHECKS.some((k) => (h as Record<string, unknown>)[k] !== undefined), {
+    message: 'needs at least one check: http (its url), exec (its command), prometheus (its url and query) or kubernetes',
+    when: () => true,
   });
 export type HealthConfig = z.infer<typeof HealthConfig>;

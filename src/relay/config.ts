@@ -98,6 +98,8 @@ export const RelayConfig = z
       ctx.addIssue({
         code: 'custom',
         path: ['publicKey'],
+        // compared with signingKey: a command that leaves signingKey unresolved leaves this unchecked
+        params: { reads: ['signingKey'] },
         message:
           'is not the public key of signingKey: the bridges would refuse every command (se-bridge fleet public-key prints the right one)',
       });

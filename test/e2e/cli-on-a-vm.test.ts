@@ -61,6 +61,42 @@ describe('secrets on a VM', () => {
     expect(drill.code).toBe(1);
   });
 
+  it("status resolves what it reads, and none of the sinks' secrets, of any shape (a Slack bot token)", async () => {
+    const bot = join(dir.path, 'bot.yaml');
+    writeFileSync(
+      bot,
+      [
+        `imds: { endpoint: ${sim.url} }`,
+        'state: { path: "${STATE_DIR}/bot.db" }',
+        'sinks:',
+        '  - { name: chat, type: slack, botToken: "${SLACK_BOT_TOKEN}", channel: C0123456789 }',
+        '  - { name: grid, type: eventgrid, endpoint: "https://t.westeurope-1.eventgrid.azure.net", accessKey: "${GRID_KEY}" }',
+        'observability: { listen: off }',
+        '',
+      ].join('\n'),
+    );
+    const unset = { ...clean, SLACK_BOT_TOKEN: undefined, GRID_KEY: undefined };
+    const status = await cli(['status', '--config', bot, '--json'], { ...unset, STATE_DIR: dir.path });
+    expect(status.stderr).not.toMatch(/is not set|configuration problem/);
+    expect([status.code, JSON.parse(status.stdout || 'null')]).toEqual([0, expect.objectContaining({ events: [] })]);
+    // what status reads itself (its state database) is resolved, and named when its variable is not set
+    const noState = await cli(['status', '--config', bot], { ...unset, STATE_DIR: undefined });
+    expect([noState.code, noState.stderr]).toEqual([2, expect.stringContaining('state.path: environment variable STATE_DIR is not set')]);
+    expect(noState.stderr).not.toMatch(/SLACK_BOT_TOKEN|GRID_KEY/);
+    // so do the verbs that read the state database or ask the daemon beside it
+    for (const verb of [['dead-letters', 'list'], ['drill']]) {
+      const r = await cli([...verb, '--config', bot], { ...unset, STATE_DIR: undefined });
+      expect([verb, r.code, r.stderr]).toEqual([verb, 2, expect.stringContaining('state.path: environment variable STATE_DIR is not set')]);
+    }
+    const dead = await cli(['dead-letters', 'list', '--config', bot], { ...unset, STATE_DIR: dir.path });
+    expect([dead.code, dead.stdout]).toEqual([0, expect.stringMatching(/no dead letters/)]);
+    // validate still names both
+    const validate = await cli(['validate', '--config', bot], { ...unset, STATE_DIR: dir.path });
+    expect(validate.code).toBe(2);
+    expect(validate.stderr).toContain('sinks[0].botToken: environment variable SLACK_BOT_TOKEN is not set');
+    expect(validate.stderr).toContain('sinks[1].accessKey: environment variable GRID_KEY is not set');
+  });
+
   it('a verb that needs a secret names the variable (exit 2); from --env-file it has it, and says which file it read', async () => {
     const missing = await cli(['validate', '--config', cfg], clean);
     expect(missing.code).toBe(2);

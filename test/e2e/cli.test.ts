@@ -1,12 +1,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { Store } from '../../src/store/store.ts';
-import { EXAMPLE_ENV, fixtureDocument, freePort, tempDir, waitFor } from '../helpers.ts';
-import { cli, finished, start } from './process.ts';
+import { CLI, EXAMPLE_ENV, fixtureDocument, freePort, tempDir, waitFor } from '../helpers.ts';
+import { cli, command, finished, start } from './process.ts';
+
+/** Where an installed service keeps its configuration: the last place a command looks. */
+const INSTALLED_CONFIG =
+  process.platform === 'win32' ? join(process.env.ProgramData ?? '', 'se-bridge', 'bridge.yaml') : '/etc/se-bridge/bridge.yaml';
 
 let dir: ReturnType<typeof tempDir>;
 let sim: ImdsSimulator;
@@ -162,6 +166,28 @@ describe('se-bridge CLI', () => {
     const missing = await cli(['validate', '--config', join(dir.path, 'nope.yaml')]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('nope.yaml: 1 configuration problem:\n  (file): cannot read: ENOENT');
+  });
+
+  it('without a configuration file, a verb names every place it looked, in order (exit 2); so does the relay', async () => {
+    // a folder with no config/ of its own, and nothing in the environment
+    const empty = join(dir.path, 'nowhere');
+    mkdirSync(empty);
+    const env = { ...process.env, SE_BRIDGE_CONFIG: '', SE_BRIDGE_RELAY_CONFIG: '', SE_BRIDGE_ENV_FILE: join(empty, 'none.env') };
+    const bridge = ['$SE_BRIDGE_CONFIG: not set', `config/bridge.yaml: not found (in ${empty})`, `${INSTALLED_CONFIG}: not found`];
+    const relay = ['$SE_BRIDGE_RELAY_CONFIG: not set', `config/relay.yaml: not found (in ${empty})`];
+    const cases: [string[], string[]][] = [
+      [['validate'], bridge],
+      [['status'], bridge],
+      [['fleet', 'status'], bridge],
+      [['relay'], relay],
+      [['validate', '--relay'], relay],
+    ];
+    for (const [verb, places] of cases) {
+      const r = await command(process.execPath, [CLI, ...verb], { cwd: empty, env });
+      expect([verb, r.code]).toEqual([verb, 2]);
+      const looked = ['se-bridge: no configuration file; looked, in order, at:', '--config FILE: not given', ...places];
+      expect(r.stderr).toContain(looked.join('\n  '));
+    }
   });
 
   it('schema: prints the JSON Schema', async () => {

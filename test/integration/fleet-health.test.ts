@@ -139,7 +139,7 @@ describe('health checks', () => {
     });
     expect(r.error?.issues[0]).toMatchObject({
       path: ['health'],
-      message: 'needs at least one check: http, exec, prometheus or kubernetes',
+      message: 'needs at least one check: http (its url), exec (its command), prometheus (its url and query) or kubernetes',
     });
   });
 });

@@ -126,10 +126,15 @@ bogus: 1
     );
   });
 
-  it('finds the file from --config, then SE_BRIDGE_CONFIG, then config/bridge.yaml', () => {
+  it('finds the file from --config, then SE_BRIDGE_CONFIG, then config/bridge.yaml, then the installed one; else says where it looked', () => {
     expect(resolveConfigPath('a.yaml', { SE_BRIDGE_CONFIG: 'b.yaml' })).toBe('a.yaml');
     expect(resolveConfigPath(undefined, { SE_BRIDGE_CONFIG: 'b.yaml' })).toBe('b.yaml');
-    expect(resolveConfigPath(undefined, {})).toBe('config/bridge.yaml');
+    const places = (local: string, installed: string) => ({ variable: 'SE_BRIDGE_CONFIG', local, installed });
+    expect(resolveConfigPath(undefined, {}, places('config/bridge.example.yaml', 'config/demo.yaml'))).toBe('config/bridge.example.yaml');
+    expect(resolveConfigPath(undefined, {}, places('config/none.yaml', 'config/demo.yaml'))).toBe('config/demo.yaml');
+    expect(() => resolveConfigPath(undefined, { SE_BRIDGE_CONFIG: '' }, places('config/none.yaml', '/nonexistent/bridge.yaml'))).toThrow(
+      `no configuration file; looked, in order, at:\n  --config FILE: not given\n  $SE_BRIDGE_CONFIG: not set\n  config/none.yaml: not found (in ${process.cwd()})\n  /nonexistent/bridge.yaml: not found\n`,
+    );
   });
 
   it('derives a JSON Schema that rejects unknown keys and lists every sink type', () => {
@@ -267,6 +272,74 @@ describe('every problem at once, each saying what would be right', () => {
     ).toEqual([
       expect.stringMatching(/^imds\.pollIntervalMs: must be at least 200/),
       expect.stringMatching(/^sinks\[0\]\.secret: is a published example value/),
+    ]);
+  });
+
+  it('a file full of mistakes: every problem, of the schema and between sections, each by its path with a fix, and no false one', () => {
+    const found = problems(`
+imds: { pollIntervalMs: 10 }
+sinks:
+  - { name: lb, type: probe, listen: 127.0.0.1:8081, health: true }
+  - { name: chat, type: slack }
+approval:
+  rules:
+    - { match: {}, action: approve, within: windows }
+    - { match: { eventType: Rebot }, action: approve }
+calendar:
+  timeZone: Europe/Nowhere
+  blackouts: [ { name: freeze, from: 2025-12-31, to: 2025-12-20 } ]
+health:
+  http: { expect: 204 }
+fleet:
+  group: web
+  store: { type: kubernetes }
+  health: { intervalSeconds: 5 }
+`);
+    expect([...found].sort()).toEqual(
+      [
+        'imds.pollIntervalMs: must be at least 200',
+        'sinks[1].webhookUrl: set either webhookUrl, or botToken with channel',
+        // the rule bound to windows where no calendar has any
+        'approval.rules[0].within: windows needs calendar.windows to approve in (none are configured)',
+        'approval.rules[1].match.eventType: must be one of Freeze | Reboot | Redeploy | Preempt | Terminate | SpotRebalanceRecommendation (or a list of them)',
+        'calendar.timeZone: is not a time zone this platform knows (an IANA name: Europe/Oslo, America/New_York, UTC)',
+        'calendar.blackouts[0].from: is after to (2025-12-20)',
+        // an http check with no target says the key it needs, not "Invalid input"
+        'health.http.url: is required (string)',
+        'health: is given twice, here and as fleet.health; keep one (the fleet budget and the probe share it)',
+        'fleet.health: needs at least one check: http (its url), exec (its command), prometheus (its url and query) or kubernetes',
+        // and not: sinks[0].health needs health checks (there are, with problems of their own)
+      ].sort(),
+    );
+  });
+
+  it('a rule between sections says nothing false because of another problem', () => {
+    // a window with a problem of its own is still a window: the rule bound to windows has one
+    expect(
+      problems(
+        'approval: { rules: [{ match: {}, action: approve, within: windows }] }\ncalendar: { windows: [{ days: [mon], from: "25:00", to: "05:00" }] }',
+      ),
+    ).toEqual([expect.stringMatching(/^calendar\.windows\[0\]\.from: must be "HH:MM"/)]);
+    // windows under fleet.calendar count too, beside a calendar given twice (the one problem to fix)
+    expect(
+      problems(
+        'approval: { rules: [{ match: {}, action: approve, within: windows }] }\ncalendar: { blackouts: [] }\nfleet: { group: g, store: { type: kubernetes }, calendar: { windows: [{ days: [sat], from: "00:00", to: "24:00" }] } }',
+      ),
+    ).toEqual(['calendar: is given twice, here and as fleet.calendar; keep one (under fleet, the group shares it)']);
+    // a probe waiting for health checks, when the health block has problems: only those
+    expect(problems('sinks: [{ name: lb, type: probe, listen: 127.0.0.1:8081, health: true }]\nhealth: { exec: { command: [] } }')).toEqual(
+      ['health.exec.command: must have at least 1 item'],
+    );
+    // one check, or a list of them: each says what it needs
+    expect(problems('health: { http: [{ url: "https://a.example.com/h" }, { expect: 200 }], exec: 5 }')).toEqual([
+      'health.http[1].url: is required (string)',
+      'health.exec: must be an object or an array',
+    ]);
+    expect(
+      problems('health: { kubernetes: { pods: some } }\napproval: { rules: [{ match: { eventType: [Reboot, Rebot] }, action: approve }] }'),
+    ).toEqual([
+      'approval.rules[0].match.eventType[1]: must be one of Freeze | Reboot | Redeploy | Preempt | Terminate | SpotRebalanceRecommendation',
+      'health.kubernetes.pods: must be one of all | none (or an object)',
     ]);
   });
 

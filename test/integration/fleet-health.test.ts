@@ -2,11 +2,12 @@
  * The fleet budget's health gate over its two real stores (Azurite through @azure/storage-blob;
  * the Kubernetes API stand-in, written from the API reference since no API server can run here,
  * through the project's Kubernetes client (src/kube)), with real health checks: an HTTP endpoint on 127.0.0.1 whose
- * answer the test sets, and real commands. Members run in this process on a clock the test sets.
+ * answer the test sets, and real commands (one that hangs, with children: none is left behind).
+ * Members run in this process on a clock the test sets.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { HealthConfig } from '../../src/health/config.ts';
 import { HealthMonitor } from '../../src/health/monitor.ts';
+import { KILL_GRACE_MS } from '../../src/lib/process-tree.ts';
 import { budgetMember } from '../../testkit/fleet-members.ts';
 import { PrometheusStandIn } from '../../testkit/prometheus-standin.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
@@ -63,6 +65,48 @@ describe('health checks', () => {
       detail: expect.stringMatching(/ENOENT/),
     });
     expect(await check({ http: { url: url(silentServer, 'x') } })).toMatchObject({ healthy: false, detail: 'no answer within 1 s' });
+  });
+
+  it('a command that hangs, with a child that hangs too, leaves no process behind: its group is killed at the deadline, with SIGKILL after a grace for what ignores SIGTERM', async () => {
+    // the marker in every process's argv: a number of seconds to sleep no other process uses
+    const marker = String(100_000 + Math.floor(Math.random() * 800_000));
+    const left = () =>
+      readdirSync('/proc')
+        .filter((d) => /^\d+$/.test(d))
+        .filter((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+          } catch {
+            return false; // gone while read
+          }
+        });
+    const monitor = new HealthMonitor(
+      HealthConfig.parse({
+        intervalSeconds: 1,
+        exec: [
+          { command: ['sh', '-c', `sleep ${marker} & sleep ${marker}`] },
+          // ignores SIGTERM, and so do the children it starts: only SIGKILL ends them
+          { command: ['sh', '-c', `trap "" TERM; sleep ${marker}.5 & sleep ${marker}.5`] },
+        ],
+      }),
+      silentLogger,
+    );
+    const stop = new AbortController();
+    try {
+      let checks = 0;
+      monitor.subscribe(() => (checks += 1));
+      const running = monitor.run(stop.signal);
+      await waitFor(() => left().length >= 4, 'the checks and their children running');
+      await waitFor(() => checks >= 3, 'three intervals', 30_000);
+      expect(monitor.state).toMatchObject({ healthy: false });
+      stop.abort();
+      await running;
+      await waitFor(() => left().length === 0, 'no process of the checks left once the grace is over', KILL_GRACE_MS + 10_000, 100);
+    } finally {
+      stop.abort();
+      monitor.close();
+      for (const pid of left()) process.kill(Number(pid), 'SIGKILL');
+    }
   });
 
   it('a Prometheus query must answer no sample (its HTTP API, a stand-in); a query it refuses is not healthy either', async () => {

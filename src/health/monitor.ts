@@ -15,6 +15,7 @@ import type { HealthConfig } from './config.ts';
 import { KubernetesHealth } from './kubernetes.ts';
 import { messageOf } from '../lib/errors.ts';
 import { HttpClient } from '../lib/http-client.ts';
+import { shownUrl } from '../lib/printable.ts';
 import { killTree, ownGroup } from '../lib/process-tree.ts';
 import { sleep, withDeadline } from '../lib/time.ts';
 
@@ -129,9 +130,10 @@ export class HealthMonitor implements HealthView {
     return samples === 0 ? null : `${query}: ${samples} sample${samples === 1 ? '' : 's'}`;
   }
 
+  /** httpCheck asks the endpoint (with the user and password its URL may hold); it is described by its origin and path alone. */
   async #httpCheck(url: string, expect: number, signal: AbortSignal): Promise<string | null> {
     const res = await this.#http.request(url, { method: 'GET', signal, maxBodyBytes: 4096, onOverflow: 'destroy' });
-    return res.status === expect ? null : `${url} answered ${res.status}, not ${expect}`;
+    return res.status === expect ? null : `${shownUrl(url)} answered ${res.status}, not ${expect}`;
   }
 }
 

@@ -25,6 +25,12 @@ import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { launchChromium } from '../../testkit/browser.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { readGroup } from '../../src/fleet/budget/group.ts';
+import { BlobServiceClient } from '@azure/storage-blob';
+import { pino } from 'pino';
+import { startRelay } from '../../src/relay/relay.ts';
+import { fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+
+const READ_KEY = 'fleet-read-key-0123456789';
 
 const fleetStores = fleetStoresPerFile();
 const api = { by: 'test', via: 'api' } as const;
@@ -32,10 +38,15 @@ const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 /** Each VM's health endpoint: /<vm> answers the status the test set for it (200 unless set). */
 const statuses = new Map<string, number>();
+/** What the endpoint was asked: the path with its query, and the Authorization header. */
+const asked: { url: string; authorization: string | undefined }[] = [];
 let server: Server;
 let silentServer: Server;
 beforeAll(async () => {
-  server = createServer((req, res) => res.writeHead(statuses.get(req.url?.slice(1) ?? '') ?? 200).end());
+  server = createServer((req, res) => {
+    asked.push({ url: req.url ?? '', authorization: req.headers.authorization });
+    res.writeHead(statuses.get(req.url?.slice(1) ?? '') ?? 200).end();
+  });
   silentServer = createServer(() => undefined); // takes the request, never answers
   await Promise.all([server, silentServer].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
 });
@@ -325,6 +336,79 @@ describe.each(STORE_KINDS)('a percentage over the %s store', (kind) => {
 
 describe('the health gate in a running bridge', () => {
   afterEach(() => stopAll());
+
+  it("says a check's URL by its origin and path alone: its password and query reach the endpoint, never the member record, the relay's read API or a log line", async () => {
+    const group = 'health-url';
+    // http on 127.0.0.1: the same URL as https://user:secret@host/path?token=abc, a peer this test can run
+    const endpoint = url(server, `${group}-vm-s`);
+    const configured = endpoint.replace('http://', 'http://user:secret@') + '?token=abc#part';
+    statuses.set(`${group}-vm-s?token=abc`, 503);
+    // a container of its own: the relay reads all of it
+    const store = { ...fleetStores().config('blob'), container: group };
+    const fleet = {
+      group,
+      maxUnavailable: 1,
+      store,
+      heartbeatSeconds: 30,
+      health: { http: { url: configured }, intervalSeconds: 1 },
+    };
+    const peer = await fleetPeer();
+    const relayLines: string[] = [];
+    const relay = await startRelay(
+      relayConfig(peer, fleetKeys(), { fleet: { store, cacheMs: 0 }, readKeys: [READ_KEY] }),
+      pino({ level: 'debug' }, { write: (line: string) => void relayLines.push(line) }),
+      { host: '127.0.0.1', port: 0 },
+    );
+    try {
+      const h = await startBridge({
+        sim: { vmName: 'vm-s', peers: [] },
+        sinks: (d) => [{ name: 'audit', type: 'file', path: join(d, 'e.jsonl') }],
+        config: { fleet, log: { level: 'debug' } },
+      });
+      const said = `${endpoint} answered 503, not 200`;
+      // the member record, as the store holds it (its blob and the copy in its metadata), read with Azure's own client
+      const container = BlobServiceClient.fromConnectionString(
+        (fleetStores().config('blob') as { connectionString: string }).connectionString,
+      ).getContainerClient(group);
+      const stored = async () => {
+        const texts: string[] = [];
+        if (!(await container.exists())) return '';
+        for await (const b of container.listBlobsFlat({ prefix: `${group}/member-`, includeMetadata: true })) {
+          texts.push((await container.getBlobClient(b.name).downloadToBuffer()).toString('utf8'));
+          texts.push(...Object.values(b.metadata ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8')));
+        }
+        return texts.join('\n');
+      };
+      const record = await waitFor(
+        async () => ((await stored()).includes(said) ? stored() : null),
+        'the detail in the member record',
+        15_000,
+        200,
+      );
+      const read = await fetch(`${relay.url}/v1/fleet`, {
+        headers: { authorization: `Bearer ${READ_KEY}` },
+        signal: AbortSignal.timeout(10_000),
+      });
+      const api = await read.text();
+      expect(read.status).toBe(200);
+      expect(JSON.parse(api)).toMatchObject({ members: [{ vm: 'vm-s', health: { healthy: false, detail: said } }] });
+      const logs = JSON.stringify(h.lines);
+      expect(logs).toContain(said);
+      for (const text of [record, api, logs, relayLines.join('\n')]) {
+        expect(text).not.toContain('secret');
+        expect(text).not.toContain('token=abc');
+        expect(text).not.toContain('#part');
+      }
+      // the endpoint itself was asked with all of it: the password (basic authorization) and the query
+      const mine = asked.filter((a) => a.url.startsWith(`/${group}-vm-s`));
+      expect(mine.length).toBeGreaterThan(0);
+      for (const a of mine)
+        expect(a).toEqual({ url: `/${group}-vm-s?token=abc`, authorization: `Basic ${Buffer.from('user:secret').toString('base64')}` });
+    } finally {
+      await relay.close();
+      await peer.close();
+    }
+  }, 60_000);
 
   it("checks its health on its own, writes it in its record at once when it changes, and another member's approval page names it as the reason", async () => {
     const group = 'health-bridge';

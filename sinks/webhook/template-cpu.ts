@@ -27,13 +27,23 @@ export function processCpu(): number {
   return micros(process.cpuUsage()) - own;
 }
 
-/** cpuSpent: the CPU time (ms) the worker has spent on the job since it took it; 0 before it did. */
-export async function cpuSpent(job: Taken, worker: Worker): Promise<number> {
+/**
+ * cpuSpent: the CPU time (ms) the worker has spent on the job since it took it; 0 before it did;
+ * null when the worker did not say within `waitMs` (it is stuck where it cannot even be asked).
+ */
+export async function cpuSpent(job: Taken, worker: Worker, waitMs: number): Promise<number | null> {
   if (typeof worker.cpuUsage !== 'function' || job.took === null) return (processCpu() - job.process) / 1000;
   if (job.took === undefined) return 0;
+  const took = job.took;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    return (micros(await worker.cpuUsage()) - job.took) / 1000;
+    return await Promise.race([
+      worker.cpuUsage().then((u) => (micros(u) - took) / 1000),
+      new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs))),
+    ]);
   } catch {
     return 0; // the worker is gone: its exit fails the job
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -132,9 +132,11 @@ class TemplateRunner {
    */
   async #look(current: Current, worker: Worker): Promise<void> {
     const { cpuMs } = current.job;
-    const used = await cpuSpent(current, worker);
+    const used = await cpuSpent(current, worker, MIN_WAIT_MS);
     if (this.#current !== current) return;
     const waited = performance.now() - current.posted;
+    if (used === null)
+      return this.#fail(limitFailure(`did not let its worker say its CPU time for ${MIN_WAIT_MS / 1000} s and was stopped`));
     if (used >= cpuMs) return this.#fail(limitFailure(`ran for more than ${cpuMs} ms of CPU time and was stopped`));
     if (waited >= Math.max(cpuMs * WALL_FACTOR, MIN_WAIT_MS))
       return this.#fail(

@@ -2,7 +2,7 @@
  * Webhook templates through the daemon, over the wire to a real HTTP peer: the body, URL and
  * headers a template makes, signing kept, a template that gives null skips the event, one that
  * fails on an event dead-letters that event alone, one that runs too long is stopped; on a
- * machine busy with other processes (busy loops in child processes, for the test's length), a
+ * machine busy with other processes (busy loops in child processes, while it renders), a
  * template's limit counts its own CPU time: thirty renders at once all deliver, and one that loops
  * for ever is still stopped for good; and at the command line, a template that does not compile
  * (validate, exit 2, its position) and `se-bridge template test`.
@@ -192,13 +192,13 @@ describe('templates on a busy machine', () => {
   }
 
   it('counts the CPU time a template uses: thirty renders at once all deliver (retried, never rejected), and one that loops for ever is still stopped for good', async () => {
-    // eight busy loops in processes of their own, for the test's length (each ends by itself after two minutes)
+    // eight busy loops in processes of their own, while the thirty render (each ends by itself after a minute)
     const busy = Array.from({ length: 8 }, () =>
-      spawn(process.execPath, ['-e', 'const end = Date.now() + 120_000; while (Date.now() < end);'], { stdio: 'ignore' }),
+      spawn(process.execPath, ['-e', 'const end = Date.now() + 60_000; while (Date.now() < end);'], { stdio: 'ignore' }),
     );
     const sinks: Sink[] = [];
     try {
-      // about 25 ms of CPU time a render, a quarter of the limit
+      // about 10 ms of CPU time a render, a tenth of the limit
       const light = await sink('light', '{ "id": id, "sum": $sum([1..3500].($ * 2)) }');
       const endless = await sink('endless', '( $loop := function($n) { $loop($n + 1) }; $loop(0) )');
       sinks.push(light, endless);

@@ -16,8 +16,8 @@
  * (`templateTimeoutMs`, 100 ms unless configured), a 128 MiB heap and a bounded stack: past any
  * of them it is stopped and fails like any evaluation error, and the daemon's own thread never
  * waits on it. One that a busy machine did not give its CPU time in time is stopped too, and its
- * event is tried again (a retry, TEMPLATE_DELAYED), never dead-lettered for it. jsonata loads in that worker on the first compile, so a bridge without templates
- * never holds it.
+ * event is tried again (a retry, TEMPLATE_DELAYED), never dead-lettered for it. jsonata loads in
+ * that worker on the first compile, so a bridge without templates never holds it.
  */
 import { BridgeError, type BridgeEvent, deliveredWith, type Outcome, reject, retry, transitionOf } from '../../src/api.ts';
 import { formatEventLine, toChatMessage } from '../../src/kit.ts';

@@ -52,3 +52,6 @@ export async function openKube(kubeconfig: string | undefined): Promise<import('
 
 // ----- time ----------------------------------------------------------------------------------
 export { sleep, withDeadline } from './lib/time.ts';
+
+// ----- commands: a command's processes, started as a group and stopped as one ---------------
+export { killTree, ownGroup } from './lib/process-tree.ts';

@@ -3,7 +3,8 @@
  * on stdin and its main fields in environment variables. Exit code 0 means delivered; any
  * other code is retried under the delivery policy (preparation scripts should be idempotent);
  * a command that cannot be started is rejected. A run that outlives `timeoutMs` (or is aborted
- * at shutdown) is killed with its whole process group.
+ * at shutdown) is killed with its whole process group (SIGTERM, then SIGKILL after a grace; on
+ * Windows its process tree), as kit's killTree does it.
  *
  * `prepare: true` makes it a preparation hook: rules with `approveAfterHooks` approve an event
  * once every preparation hook for it has succeeded (drain, checkpoint, leave the load
@@ -25,6 +26,7 @@ import {
   type SinkModule,
   transitionOf,
 } from '../../src/api.ts';
+import { killTree, ownGroup } from '../../src/kit.ts';
 
 export const configSchema = z.strictObject({
   type: z.literal('exec'),
@@ -139,15 +141,6 @@ function rawEventEnv(e: BridgeEvent): Record<string, string> {
   };
 }
 
-function killTree(pid: number): void {
-  try {
-    if (process.platform === 'win32') spawn('taskkill', ['/pid', String(pid), '/t', '/f'], { stdio: 'ignore' });
-    else process.kill(-pid, 'SIGKILL');
-  } catch {
-    /* already gone */
-  }
-}
-
 export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSignal): Promise<Outcome> {
   return new Promise((resolve) => {
     const base = Object.fromEntries(PASS_ENV.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]));
@@ -159,7 +152,7 @@ export function runOnce(config: ExecConfig, event: BridgeEvent, signal: AbortSig
         cwd: config.cwd,
         env: { ...base, ...config.env, ...eventEnv(event) },
         stdio: ['pipe', 'pipe', 'pipe'],
-        detached: process.platform !== 'win32',
+        ...ownGroup,
         windowsHide: true,
         windowsVerbatimArguments: launch?.verbatim ?? false,
       });

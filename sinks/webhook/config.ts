@@ -85,7 +85,7 @@ export const configSchema = z
       .max(10_000)
       .default(TEMPLATE_TIMEOUT_MS)
       .describe(
-        "How long rendering one event's templates may take (a worker thread, stopped at this deadline; the event is then dead-lettered).",
+        "The CPU time rendering one event's templates may take (in a worker thread, stopped past it and the event dead-lettered; not given that time within 50 times as long (5 s at least), on a busy machine, the event is tried again).",
       ),
     /** The body's media type with a template. */
     contentType: z

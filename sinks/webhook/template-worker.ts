@@ -11,17 +11,18 @@ export type Bindings = Readonly<Record<string, string | null>>;
 export type Failure = {
   readonly message: string;
   readonly position: number | null;
-  /** JSONata's error code (D1012: its own step timeout), or TEMPLATE_LIMIT for a deadline or the memory limit. */
+  /** JSONata's error code (D1011: its recursion limit), TEMPLATE_LIMIT for the CPU time, the memory or a size limit, TEMPLATE_DELAYED for CPU time not given in time (a busy machine). */
   readonly code: string | null;
-  /** The worker was stopped (a deadline, its memory) while it evaluated this, with others. */
+  /** The worker was stopped (its CPU time, its memory, a busy machine) while it evaluated this, with others. */
   readonly stopped?: boolean;
 };
 export type Evaluated = { readonly ok: true; readonly json: string | null } | { readonly ok: false; readonly failure: Failure };
 
 export type Request =
-  | { op: 'compile'; seq: number; id: number; text: string; timeoutMs: number; stack: number }
+  | { op: 'compile'; seq: number; id: number; text: string; stack: number }
   | { op: 'evaluate'; seq: number; ids: readonly number[]; items: readonly { input: unknown; bindings: Bindings }[] };
-export type Reply = { seq: number; results: Evaluated[] } | { ready: true };
+/** A job's results; before them, the worker thread's CPU time (µs) as it took the job (null: it cannot read it); `ready` once jsonata is loaded. */
+export type Reply = { seq: number; results: Evaluated[] } | { seq: number; took: number | null } | { ready: true };
 
 /**
  * workerMain is the worker's whole program. It is sent to the worker as source text
@@ -108,10 +109,17 @@ export function workerMain(): void {
       },
     };
   };
+  const threadCpu = () => {
+    const u = typeof process.threadCpuUsage === 'function' ? process.threadCpuUsage() : null;
+    return u === null ? null : u.user + u.system;
+  };
   port.on('message', (m: Request) => {
+    // the runner counts the CPU time from here (template-cpu.ts)
+    if (m.seq > 0) port.postMessage({ seq: m.seq, took: threadCpu() });
     if (m.op === 'compile') {
       try {
-        const expr = jsonata(m.text, { timeout: m.timeoutMs, stack: m.stack });
+        // no timeout of JSONata's own: it counts the wall clock; the runner counts the CPU time
+        const expr = jsonata(m.text, { stack: m.stack });
         for (const [name, signature, check] of guarded) {
           expr.registerFunction(
             name,

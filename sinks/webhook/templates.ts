@@ -12,13 +12,14 @@
  * `$countdown()` (time left until NotBefore when the change was seen, or null) and
  * `$approvalUrl()` (the signed approval link, or null), plus `$transition()`.
  *
- * An evaluation runs in a worker thread (template-runner.ts) with a hard deadline
+ * An evaluation runs in a worker thread (template-runner.ts) with a limit on its CPU time
  * (`templateTimeoutMs`, 100 ms unless configured), a 128 MiB heap and a bounded stack: past any
  * of them it is stopped and fails like any evaluation error, and the daemon's own thread never
- * waits on it. jsonata loads in that worker on the first compile, so a bridge without templates
- * never holds it.
+ * waits on it. One that a busy machine did not give its CPU time in time is stopped too, and its
+ * event is tried again (a retry, TEMPLATE_DELAYED), never dead-lettered for it. jsonata loads in
+ * that worker on the first compile, so a bridge without templates never holds it.
  */
-import { BridgeError, type BridgeEvent, deliveredWith, type Outcome, reject, transitionOf } from '../../src/api.ts';
+import { BridgeError, type BridgeEvent, deliveredWith, type Outcome, reject, retry, transitionOf } from '../../src/api.ts';
 import { formatEventLine, toChatMessage } from '../../src/kit.ts';
 import { headerValueProblem, renderedUrl } from './request-checks.ts';
 import { type Failure, runner } from './template-runner.ts';
@@ -31,23 +32,24 @@ const TEMPLATE_STACK = 500;
 /** An expression that does not compile or fails on an event, in JSONata's words. */
 export class TemplateError extends BridgeError<'TEMPLATE_FAILED'> {
   readonly position: number | null;
-  /** It ran past a limit (time, memory, recursion, result size) and was stopped. */
+  /** It ran past a limit (CPU time, memory, recursion, result size) and was stopped. */
   readonly limit: boolean;
-  constructor(message: string, position: number | null, limit = false) {
+  /** It was stopped before it was given its CPU time (a busy machine): it may pass when tried again. */
+  readonly delayed: boolean;
+  constructor(message: string, position: number | null, limit = false, delayed = false) {
     super('TEMPLATE_FAILED', message);
     this.position = position;
     this.limit = limit;
+    this.delayed = delayed;
   }
   get described(): string {
     return this.position === null ? this.message : `${this.message} at position ${this.position}`;
   }
 }
 
-function templateError(f: Failure, timeoutMs: number): TemplateError {
-  if (f.code === 'D1012' || f.code === 'TEMPLATE_LIMIT') {
-    const message = f.code === 'D1012' ? `ran longer than ${timeoutMs} ms and was stopped` : f.message;
-    return new TemplateError(`the template ${message}`, null, true);
-  }
+function templateError(f: Failure): TemplateError {
+  if (f.code === 'TEMPLATE_LIMIT') return new TemplateError(`the template ${f.message}`, null, true);
+  if (f.code === 'TEMPLATE_DELAYED') return new TemplateError(`the template ${f.message}`, null, false, true);
   if (f.code === 'D1011')
     return new TemplateError(`the template recursed deeper than ${TEMPLATE_STACK} levels and was stopped`, null, true);
   return new TemplateError(f.message, f.position);
@@ -75,8 +77,8 @@ export class Template {
 
   /** compile parses an expression; a TemplateError says what is wrong and where. Close it when done. */
   static async compile(text: string, timeoutMs: number = TEMPLATE_TIMEOUT_MS): Promise<Template> {
-    const r = await runner.compile(text, timeoutMs, TEMPLATE_STACK);
-    if ('failure' in r) throw templateError(r.failure, timeoutMs);
+    const r = await runner.compile(text, TEMPLATE_STACK);
+    if ('failure' in r) throw templateError(r.failure);
     return new Template(r.id, timeoutMs, text);
   }
 
@@ -113,7 +115,7 @@ export class Template {
       timeoutMs,
     );
     return results.map((one) =>
-      one.map((r) => (r.ok ? (r.json === null ? null : (JSON.parse(r.json) as unknown)) : templateError(r.failure, timeoutMs))),
+      one.map((r) => (r.ok ? (r.json === null ? null : (JSON.parse(r.json) as unknown)) : templateError(r.failure))),
     );
   }
 
@@ -252,6 +254,7 @@ function requestOf(t: Templates, c: TemplateKeys, results: readonly unknown[], w
     return { body, url, headers };
   } catch (err) {
     if (!(err instanceof TemplateError)) throw err;
+    if (err.delayed) return { outcome: retry(`TEMPLATE_DELAYED: ${where[i]}: ${err.described}`) };
     const outcome = reject(`TEMPLATE_FAILED: ${where[i]}: ${err.described}`);
     return err.limit ? { outcome, limit: { key: where[i]!, message: err.described } } : { outcome };
   }

@@ -1,10 +1,13 @@
 /**
  * Webhook templates through the daemon, over the wire to a real HTTP peer: the body, URL and
  * headers a template makes, signing kept, a template that gives null skips the event, one that
- * fails on an event dead-letters that event alone, one that runs too long is stopped; and at
- * the command line, a template that does not compile (validate, exit 2, its position) and
- * `se-bridge template test`.
+ * fails on an event dead-letters that event alone, one that runs too long is stopped; on a
+ * machine busy with other processes (busy loops in child processes, while it renders), a
+ * template's limit counts its own CPU time: thirty renders at once all deliver, and one that loops
+ * for ever is still stopped for good; and at the command line, a template that does not compile
+ * (validate, exit 2, its position) and `se-bridge template test`.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -12,11 +15,14 @@ import { Webhook } from 'standardwebhooks';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { Template } from './templates.ts';
+import { webhookSink, type WebhookConfig } from './index.ts';
+import { SinkConfig } from '../../src/config/schema.ts';
+import type { Outcome, Sink } from '../../src/sinks/contract.ts';
 import { classifyNetworkError } from '../../src/sinks/classify.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { scenarioTimeline } from '../../src/simulator/timeline.ts';
 import { cli } from '../../test/e2e/process.ts';
-import { ROOT, tempDir, waitFor } from '../../test/helpers.ts';
+import { ROOT, silentLogger, tempDir, waitFor } from '../../test/helpers.ts';
 
 let peer: HttpPeer;
 beforeEach(async () => {
@@ -136,7 +142,7 @@ describe('webhook templates through the daemon', () => {
     await waitFor(() => peer.requests.length === 3 && h.bridge.store.outbox.deadLetters().length === 1, 'three sent, one dead-lettered');
     const [dead] = h.bridge.store.outbox.deadLetters();
     expect(dead!.eventId).toBe(ids[1]!.eventId);
-    expect(dead!.lastError).toBe('rejected: TEMPLATE_FAILED: template: the template ran longer than 100 ms and was stopped');
+    expect(dead!.lastError).toBe('rejected: TEMPLATE_FAILED: template: the template ran for more than 100 ms of CPU time and was stopped');
     expect(peer.requests.map((r) => (JSON.parse(r.body) as { id: string }).id).sort()).toEqual(
       [ids[0]!, ids[2]!, ids[3]!].map((e) => e.eventId).sort(),
     );
@@ -167,11 +173,63 @@ describe('webhook templates through the daemon', () => {
   });
 });
 
+describe('templates on a busy machine', () => {
+  const event = scenarioTimeline('user-reboot', identityFrom(null, { name: 'sim-vm-0' }))[0]!;
+  const sink = (name: string, template: string) =>
+    webhookSink.create(SinkConfig.parse({ name, type: 'webhook', url: `${peer.url}/${name}`, template }) as WebhookConfig, {
+      logger: silentLogger,
+      stdout: process.stdout,
+    });
+  /** send as the dispatcher would: again while the outcome is a retry (at most 20 times). */
+  async function deliver(s: Sink, e: typeof event): Promise<Outcome[]> {
+    const outcomes: Outcome[] = [];
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const [o] = await s.send([e], { signal: new AbortController().signal });
+      outcomes.push(o!);
+      if (o!.status !== 'retry') break;
+    }
+    return outcomes;
+  }
+
+  it('counts the CPU time a template uses: thirty renders at once all deliver (retried, never rejected), and one that loops for ever is still stopped for good', async () => {
+    // eight busy loops in processes of their own, while the thirty render (each ends by itself after a minute)
+    const busy = Array.from({ length: 8 }, () =>
+      spawn(process.execPath, ['-e', 'const end = Date.now() + 60_000; while (Date.now() < end);'], { stdio: 'ignore' }),
+    );
+    const sinks: Sink[] = [];
+    try {
+      // about 10 ms of CPU time a render, a tenth of the limit
+      const light = await sink('light', '{ "id": id, "sum": $sum([1..3500].($ * 2)) }');
+      const endless = await sink('endless', '( $loop := function($n) { $loop($n + 1) }; $loop(0) )');
+      sinks.push(light, endless);
+      const events = Array.from({ length: 30 }, (_, i) => ({ ...event, id: `${event.id}/${i}` }));
+      const tries = await Promise.all(events.map((e) => deliver(light, e)));
+      // every one delivered in the end; what came before was a retry for a busy machine, never a rejection
+      expect(tries.map((t) => t.at(-1))).toEqual(events.map(() => ({ status: 'delivered' })));
+      for (const o of tries.flat().filter((x) => x.status !== 'delivered'))
+        expect(o).toMatchObject({ status: 'retry', reason: expect.stringMatching(/^TEMPLATE_DELAYED: template: /) });
+      expect(peer.requests.map((r) => (JSON.parse(r.body) as { id: string }).id).sort()).toEqual(events.map((e) => e.id).sort());
+      // the endless loop spends its 100 ms of CPU time however busy the machine is (on this one,
+      // as busy as other work makes it): rejected for good, never sent
+      for (const b of busy) b.kill('SIGKILL');
+      const runaway = await deliver(endless, event);
+      expect(runaway.at(-1)).toEqual({
+        status: 'reject',
+        reason: 'TEMPLATE_FAILED: template: the template ran for more than 100 ms of CPU time and was stopped',
+      });
+      expect(peer.requests.filter((r) => r.url === '/endless')).toEqual([]);
+    } finally {
+      for (const b of busy) b.kill('SIGKILL');
+      for (const s of sinks) await s.close();
+    }
+  }, 120_000);
+});
+
 describe('templates', () => {
   const event = scenarioTimeline('user-reboot', identityFrom(null, { name: 'sim-vm-0' }))[0]!;
   it('a template that runs longer than 100 ms is stopped; one that recurses without end too', async () => {
     const slow = await Template.compile('[1..5000000].($ * 2) ~> $sum()');
-    await expect(slow.render(event, { approvalUrl: () => null })).rejects.toThrow(/ran longer than 100 ms and was stopped/);
+    await expect(slow.render(event, { approvalUrl: () => null })).rejects.toThrow(/ran for more than 100 ms of CPU time and was stopped/);
     const deep = await Template.compile('( $f := function($n) { 1 + $f($n + 1) }; $f(0) )');
     await expect(deep.render(event, { approvalUrl: () => null })).rejects.toThrow(/recursed deeper than 500 levels/);
   });
@@ -222,7 +280,7 @@ describe('the command line', () => {
       const r = await cli(['validate', '--config', cfg]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(
-        /sinks\[1\]\.template: the template ran longer than 100 ms and was stopped \(on the sample \w+ event of scenario [\w-]+\)/,
+        /sinks\[1\]\.template: the template ran for more than 100 ms of CPU time and was stopped \(on the sample \w+ event of scenario [\w-]+\)/,
       );
       expect(r.stderr).not.toContain('sinks[0]');
       const pad = join(dir.path, 'pad.yaml');

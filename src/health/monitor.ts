@@ -15,6 +15,8 @@ import type { HealthConfig } from './config.ts';
 import { KubernetesHealth } from './kubernetes.ts';
 import { messageOf } from '../lib/errors.ts';
 import { HttpClient } from '../lib/http-client.ts';
+import { shownUrl } from '../lib/printable.ts';
+import { killTree, ownGroup } from '../lib/process-tree.ts';
 import { sleep, withDeadline } from '../lib/time.ts';
 
 /** How long one check may take at most: its deadline on the client. */
@@ -128,17 +130,31 @@ export class HealthMonitor implements HealthView {
     return samples === 0 ? null : `${query}: ${samples} sample${samples === 1 ? '' : 's'}`;
   }
 
+  /** httpCheck asks the endpoint (with the user and password its URL may hold); it is described by its origin and path alone. */
   async #httpCheck(url: string, expect: number, signal: AbortSignal): Promise<string | null> {
     const res = await this.#http.request(url, { method: 'GET', signal, maxBodyBytes: 4096, onOverflow: 'destroy' });
-    return res.status === expect ? null : `${url} answered ${res.status}, not ${expect}`;
+    return res.status === expect ? null : `${shownUrl(url)} answered ${res.status}, not ${expect}`;
   }
 }
 
-/** execCheck runs a command; null when it exits 0, else why not. */
+/**
+ * execCheck runs a command; null when it exits 0, else why not. Stopped (its deadline, or the
+ * daemon stopping), it is killed with every process it started (process-tree.ts), so a check
+ * that hangs leaves nothing behind.
+ */
 function execCheck(command: readonly string[], signal: AbortSignal): Promise<string | null> {
   return new Promise((resolve) => {
-    const child = spawn(command[0]!, command.slice(1), { stdio: 'ignore', signal, windowsHide: true });
-    child.on('error', (err) => resolve(`${command[0]}: ${messageOf(err)}`));
-    child.on('exit', (code, sig) => resolve(code === 0 ? null : `${command[0]} exited ${code ?? sig}`));
+    if (signal.aborted) return resolve(`${command[0]}: not started, the check was stopped`);
+    const child = spawn(command[0]!, command.slice(1), { stdio: 'ignore', windowsHide: true, ...ownGroup });
+    const stop = () => {
+      if (child.pid !== undefined) killTree(child.pid);
+    };
+    signal.addEventListener('abort', stop, { once: true });
+    const done = (why: string | null) => {
+      signal.removeEventListener('abort', stop);
+      resolve(why);
+    };
+    child.on('error', (err) => done(`${command[0]}: ${messageOf(err)}`));
+    child.on('exit', (code, sig) => done(code === 0 ? null : `${command[0]} exited ${code ?? sig}`));
   });
 }

@@ -31,6 +31,8 @@ export const CODES = {
   KUBE_CLIENT_CONFIG: 'the kubeconfig, the service account or the exec credential plugin cannot be used',
   MANAGED_IDENTITY_UNAVAILABLE: 'IMDS gave no managed identity token (no such identity on this VM, or IMDS did not answer in time)',
   BLOB_STATUS: 'Azure Blob Storage answered outside 2xx (its status and x-ms-error-code are kept)',
+  BLOB_ANSWER_TOO_LARGE:
+    'Azure Blob Storage answered more than the client reads (32 MiB): the call fails, no part of the answer is used (a listing is never cut short)',
   // the state database
   STORE_OPEN_FAILED: 'the state database cannot be opened or created',
   STORE_DAMAGED: 'the state database is damaged',

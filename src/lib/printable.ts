@@ -8,3 +8,13 @@ export function printable(text: string, max = 4096): string {
   const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\ufffd]+/g, ' ').trim();
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
+
+/**
+ * shownUrl: what may be said of a configured URL wherever it is described (a log line, a record
+ * others read, an API): its origin and path, never its user and password, query or fragment,
+ * which may hold credentials (`https://user:secret@host/health?token=…`).
+ */
+export function shownUrl(url: string | URL): string {
+  const u = typeof url === 'string' ? new URL(url) : url;
+  return `${u.origin}${u.pathname}`;
+}

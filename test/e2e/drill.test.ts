@@ -118,7 +118,7 @@ describe('se-bridge drill', () => {
     // the contract's shape (drill --json): per sink, per preparation, the approval, the timeline
     expect(report.drill.eventType).toBe('Reboot');
     expect(report.sinks.map((x) => x.name).sort()).toEqual(['audit', 'hook', 'hub', 'slack', 'teams']);
-    for (const x of report.sinks) expect(x).toMatchObject({ delivered: true, attempts: 4, error: null, atMs: expect.any(Number) });
+    for (const x of report.sinks) expect(x).toMatchObject({ delivered: true, attempts: 1, error: null, atMs: expect.any(Number) });
     expect(report.preparations).toEqual([]);
     const steps = report.timeline.map((t) => t.step);
     expect(steps[0]).toBe('drill');
@@ -408,6 +408,27 @@ describe('se-bridge drill', () => {
     const again = await cli(['drill', '--end', '--config', s.cfg]);
     expect(again.code).toBe(1);
     expect(again.stdout).toBe('no drill is being played\n');
+  });
+
+  it("says per sink the attempts of the delivery that took the most, not the sum of its deliveries' attempts", async () => {
+    const s = await daemon({
+      sinks: (url) => [{ name: 'flaky', type: 'webhook', url: `${url}/flaky`, delivery: { initialBackoffMs: 50, maxBackoffMs: 100 } }],
+    });
+    // the first request to /flaky is answered 503: its first delivery (the scheduled CloudEvent) takes two attempts
+    let refused = 0;
+    s.peer.answer = (r) => (r.url === '/flaky' && refused++ === 0 ? { status: 503 } : { status: 200 });
+    const r = await cli(['drill', '--notice', '0s', '--duration', '1s', '--config', s.cfg, '--json'], {}, 60_000);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as Report;
+    expect(report.events.map((e) => e.transition)).toEqual(['scheduled', 'approved', 'started', 'completed']);
+    const flaky = report.events.map((e) => e.sinks.find((x) => x.sink === 'flaky')!.attempts);
+    expect(flaky).toEqual([2, 1, 1, 1]);
+    expect(Object.fromEntries(report.sinks.map((x) => [x.name, [x.delivered, x.attempts]]))).toEqual({
+      audit: [true, 1],
+      hook: [true, 1],
+      flaky: [true, 2],
+    });
+    expect(s.peer.requests.filter((q) => q.url === '/flaky')).toHaveLength(5);
   });
 
   it('--sink plays only to the sinks named; an exec hook runs for a drill only with drill: true, with SE_DRILL=1', async () => {

@@ -111,11 +111,13 @@ describe('a runaway template', () => {
     expect(answers.every((s) => s === 200)).toBe(true);
     const dead = deadLettered();
     const reasons = Object.fromEntries(dead.map((d) => [d.sink, d.lastError]));
-    expect(reasons.backtrack).toMatch(/^rejected: TEMPLATE_FAILED: template: the template ran longer than 100 ms and was stopped$/);
-    expect(reasons.nested).toMatch(/ran longer than 100 ms and was stopped$/);
+    expect(reasons.backtrack).toMatch(
+      /^rejected: TEMPLATE_FAILED: template: the template ran for more than 100 ms of CPU time and was stopped$/,
+    );
+    expect(reasons.nested).toMatch(/ran for more than 100 ms of CPU time and was stopped$/);
     expect(reasons.pad).toMatch(/the template \$pad would make more than 1048576 characters$/);
     expect(reasons.range).toMatch(
-      /the template (\$string would make more than 1048576 characters|ran longer than 100 ms and was stopped)$/,
+      /the template (\$string would make more than 1048576 characters|ran for more than 100 ms of CPU time and was stopped)$/,
     );
     expect(dead.every((d) => d.attempts === 1)).toBe(true);
     // the other sink delivered, IMDS kept being read, and nothing reached the peer

@@ -16,6 +16,7 @@ import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { launchChromium } from '../../testkit/browser.ts';
+import parsePrometheus from 'parse-prometheus-text-format';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 let stores: FleetStores;
@@ -130,6 +131,13 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
         `^3 of ${group}'s 3 members are due for maintenance between \\d\\d:\\d\\d UTC and \\d\\d:\\d\\d UTC; the group allows 1, and Azure takes 3 down at once if nothing changes$`,
       ),
     );
+    // counted, and named in the counter's help, as every transition it counts
+    for (const h of hs) {
+      const family = parsePrometheus(await h.bridge.metrics.registry.metrics()).find((f) => f.name === 'sebridge_transitions_total')!;
+      const kinds = family.metrics.map((m) => m.labels!.transition!);
+      expect(kinds).toContain('fleet.collision');
+      for (const kind of kinds) expect(family.help).toContain(kind);
+    }
     // the next heartbeat finds the same collision: nothing new
     const words = hs.map((h) => collisions(h).length);
     await new Promise((r) => setTimeout(r, 5500));

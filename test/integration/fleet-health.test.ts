@@ -2,11 +2,12 @@
  * The fleet budget's health gate over its two real stores (Azurite through @azure/storage-blob;
  * the Kubernetes API stand-in, written from the API reference since no API server can run here,
  * through the project's Kubernetes client (src/kube)), with real health checks: an HTTP endpoint on 127.0.0.1 whose
- * answer the test sets, and real commands. Members run in this process on a clock the test sets.
+ * answer the test sets, and real commands (one that hangs, with children: none is left behind).
+ * Members run in this process on a clock the test sets.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { HealthConfig } from '../../src/health/config.ts';
 import { HealthMonitor } from '../../src/health/monitor.ts';
+import { KILL_GRACE_MS } from '../../src/lib/process-tree.ts';
 import { budgetMember } from '../../testkit/fleet-members.ts';
 import { PrometheusStandIn } from '../../testkit/prometheus-standin.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
@@ -23,6 +25,12 @@ import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { launchChromium } from '../../testkit/browser.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
 import { readGroup } from '../../src/fleet/budget/group.ts';
+import { BlobServiceClient } from '@azure/storage-blob';
+import { pino } from 'pino';
+import { startRelay } from '../../src/relay/relay.ts';
+import { fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+
+const READ_KEY = 'fleet-read-key-0123456789';
 
 const fleetStores = fleetStoresPerFile();
 const api = { by: 'test', via: 'api' } as const;
@@ -30,10 +38,15 @@ const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 /** Each VM's health endpoint: /<vm> answers the status the test set for it (200 unless set). */
 const statuses = new Map<string, number>();
+/** What the endpoint was asked: the path with its query, and the Authorization header. */
+const asked: { url: string; authorization: string | undefined }[] = [];
 let server: Server;
 let silentServer: Server;
 beforeAll(async () => {
-  server = createServer((req, res) => res.writeHead(statuses.get(req.url?.slice(1) ?? '') ?? 200).end());
+  server = createServer((req, res) => {
+    asked.push({ url: req.url ?? '', authorization: req.headers.authorization });
+    res.writeHead(statuses.get(req.url?.slice(1) ?? '') ?? 200).end();
+  });
   silentServer = createServer(() => undefined); // takes the request, never answers
   await Promise.all([server, silentServer].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
 });
@@ -63,6 +76,48 @@ describe('health checks', () => {
       detail: expect.stringMatching(/ENOENT/),
     });
     expect(await check({ http: { url: url(silentServer, 'x') } })).toMatchObject({ healthy: false, detail: 'no answer within 1 s' });
+  });
+
+  it('a command that hangs, with a child that hangs too, leaves no process behind: its group is killed at the deadline, with SIGKILL after a grace for what ignores SIGTERM', async () => {
+    // the marker in every process's argv: a number of seconds to sleep no other process uses
+    const marker = String(100_000 + Math.floor(Math.random() * 800_000));
+    const left = () =>
+      readdirSync('/proc')
+        .filter((d) => /^\d+$/.test(d))
+        .filter((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+          } catch {
+            return false; // gone while read
+          }
+        });
+    const monitor = new HealthMonitor(
+      HealthConfig.parse({
+        intervalSeconds: 1,
+        exec: [
+          { command: ['sh', '-c', `sleep ${marker} & sleep ${marker}`] },
+          // ignores SIGTERM, and so do the children it starts: only SIGKILL ends them
+          { command: ['sh', '-c', `trap "" TERM; sleep ${marker}.5 & sleep ${marker}.5`] },
+        ],
+      }),
+      silentLogger,
+    );
+    const stop = new AbortController();
+    try {
+      let checks = 0;
+      monitor.subscribe(() => (checks += 1));
+      const running = monitor.run(stop.signal);
+      await waitFor(() => left().length >= 4, 'the checks and their children running');
+      await waitFor(() => checks >= 3, 'three intervals', 30_000);
+      expect(monitor.state).toMatchObject({ healthy: false });
+      stop.abort();
+      await running;
+      await waitFor(() => left().length === 0, 'no process of the checks left once the grace is over', KILL_GRACE_MS + 10_000, 100);
+    } finally {
+      stop.abort();
+      monitor.close();
+      for (const pid of left()) process.kill(Number(pid), 'SIGKILL');
+    }
   });
 
   it('a Prometheus query must answer no sample (its HTTP API, a stand-in); a query it refuses is not healthy either', async () => {
@@ -281,6 +336,79 @@ describe.each(STORE_KINDS)('a percentage over the %s store', (kind) => {
 
 describe('the health gate in a running bridge', () => {
   afterEach(() => stopAll());
+
+  it("says a check's URL by its origin and path alone: its password and query reach the endpoint, never the member record, the relay's read API or a log line", async () => {
+    const group = 'health-url';
+    // http on 127.0.0.1: the same URL as https://user:secret@host/path?token=abc, a peer this test can run
+    const endpoint = url(server, `${group}-vm-s`);
+    const configured = endpoint.replace('http://', 'http://user:secret@') + '?token=abc#part';
+    statuses.set(`${group}-vm-s?token=abc`, 503);
+    // a container of its own: the relay reads all of it
+    const store = { ...fleetStores().config('blob'), container: group };
+    const fleet = {
+      group,
+      maxUnavailable: 1,
+      store,
+      heartbeatSeconds: 30,
+      health: { http: { url: configured }, intervalSeconds: 1 },
+    };
+    const peer = await fleetPeer();
+    const relayLines: string[] = [];
+    const relay = await startRelay(
+      relayConfig(peer, fleetKeys(), { fleet: { store, cacheMs: 0 }, readKeys: [READ_KEY] }),
+      pino({ level: 'debug' }, { write: (line: string) => void relayLines.push(line) }),
+      { host: '127.0.0.1', port: 0 },
+    );
+    try {
+      const h = await startBridge({
+        sim: { vmName: 'vm-s', peers: [] },
+        sinks: (d) => [{ name: 'audit', type: 'file', path: join(d, 'e.jsonl') }],
+        config: { fleet, log: { level: 'debug' } },
+      });
+      const said = `${endpoint} answered 503, not 200`;
+      // the member record, as the store holds it (its blob and the copy in its metadata), read with Azure's own client
+      const container = BlobServiceClient.fromConnectionString(
+        (fleetStores().config('blob') as { connectionString: string }).connectionString,
+      ).getContainerClient(group);
+      const stored = async () => {
+        const texts: string[] = [];
+        if (!(await container.exists())) return '';
+        for await (const b of container.listBlobsFlat({ prefix: `${group}/member-`, includeMetadata: true })) {
+          texts.push((await container.getBlobClient(b.name).downloadToBuffer()).toString('utf8'));
+          texts.push(...Object.values(b.metadata ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8')));
+        }
+        return texts.join('\n');
+      };
+      const record = await waitFor(
+        async () => ((await stored()).includes(said) ? stored() : null),
+        'the detail in the member record',
+        15_000,
+        200,
+      );
+      const read = await fetch(`${relay.url}/v1/fleet`, {
+        headers: { authorization: `Bearer ${READ_KEY}` },
+        signal: AbortSignal.timeout(10_000),
+      });
+      const api = await read.text();
+      expect(read.status).toBe(200);
+      expect(JSON.parse(api)).toMatchObject({ members: [{ vm: 'vm-s', health: { healthy: false, detail: said } }] });
+      const logs = JSON.stringify(h.lines);
+      expect(logs).toContain(said);
+      for (const text of [record, api, logs, relayLines.join('\n')]) {
+        expect(text).not.toContain('secret');
+        expect(text).not.toContain('token=abc');
+        expect(text).not.toContain('#part');
+      }
+      // the endpoint itself was asked with all of it: the password (basic authorization) and the query
+      const mine = asked.filter((a) => a.url.startsWith(`/${group}-vm-s`));
+      expect(mine.length).toBeGreaterThan(0);
+      for (const a of mine)
+        expect(a).toEqual({ url: `/${group}-vm-s?token=abc`, authorization: `Basic ${Buffer.from('user:secret').toString('base64')}` });
+    } finally {
+      await relay.close();
+      await peer.close();
+    }
+  }, 60_000);
 
   it("checks its health on its own, writes it in its record at once when it changes, and another member's approval page names it as the reason", async () => {
     const group = 'health-bridge';

@@ -4,6 +4,11 @@
  * from the API reference, through the project's Kubernetes client (src/kube)): a member record without `events`, a
  * slot that is not JSON, a 10 MiB member record. Each is named once and left out; the store is
  * not called unreachable; `fleet status` prints the rest; the 10 MiB record is never downloaded.
+ *
+ * And a Blob listing larger than one answer may be: read page by page (pages asked small enough
+ * for records at their largest), or, when an answer overflows all the same, an error that says
+ * so, never a list cut short. The limit on an answer is made small here (the real one, 32 MiB,
+ * would need some 4,000 records); the code path is the real one.
  */
 import { BlobServiceClient } from '@azure/storage-blob';
 import { pino } from 'pino';
@@ -13,6 +18,9 @@ import { asBudget, FleetConfig } from '../../src/fleet/budget/config.ts';
 import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { leaseName, RECORD_ANNOTATION } from '../../src/fleet/budget/stores/lease.ts';
+import { BlobFleetStore, listPage, METADATA_RECORD_BYTES } from '../../src/fleet/budget/stores/blob.ts';
+import { FleetStoreError } from '../../src/fleet/budget/stores/port.ts';
+import { FleetStoreConfig } from '../../src/fleet/budget/stores/config.ts';
 import { fleetStoresPerFile, memberVm, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 
 const fleetStores = fleetStoresPerFile();
@@ -94,5 +102,50 @@ describe.each(STORE_KINDS)('records of another shape in the %s store', (kind) =>
     const text = groupText(g, (h, rows) => [h, ...rows].map((r) => r.join(' | ')).join('\n'));
     expect(text).toContain('Record member-odd left out: events: ');
     expect(text).toMatch(/Record member-huge left out: \d+ bytes, over the 262144-byte limit/);
+  }, 60_000);
+});
+
+describe('a Blob listing', () => {
+  type BlobStoreConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
+  const config = () => FleetStoreConfig.parse(fleetStores().config('blob')) as BlobStoreConfig;
+  /** A record at its largest that is still carried in its blob's metadata. */
+  const largest = (name: string) => {
+    const bare = JSON.stringify({ member: name, pad: '' });
+    return { member: name, pad: 'x'.repeat(METADATA_RECORD_BYTES - Buffer.byteLength(bare)) };
+  };
+  const names = ['slot-0', ...Array.from({ length: 9 }, (_, i) => `member-vm-${i}`)];
+
+  it('of more records than one answer holds is read page by page, every record, slot-0 included', async () => {
+    const group = 'paged';
+    const writer = await BlobFleetStore.open(config(), group);
+    for (const name of names) expect(await writer.put(name, largest(name), null)).not.toBeNull();
+    await writer.close();
+    // 64 KiB an answer: three records at their largest a page; the ten in one answer would be about 90 KiB
+    expect(listPage(64 * 1024)).toBe(3);
+    const reader = await BlobFleetStore.open(config(), group, 64 * 1024);
+    const listed = await reader.list('');
+    await reader.close();
+    expect(listed.map((r) => r.name).sort()).toEqual([...names].sort());
+    for (const r of listed) expect(r.value).toEqual(largest(r.name));
+  }, 60_000);
+
+  it('whose answer overflows all the same fails, and says so: never a list cut short', async () => {
+    const group = 'overflow';
+    const writer = await BlobFleetStore.open(config(), group);
+    for (const name of names.slice(0, 3)) expect(await writer.put(name, largest(name), null)).not.toBeNull();
+    await writer.close();
+    // 8 KiB an answer: one record a page, and one record at its largest (8,000 characters of metadata) is more
+    const reader = await BlobFleetStore.open(config(), group, 8 * 1024);
+    const err = await reader.list('').then(
+      (listed) => listed,
+      (e: unknown) => e,
+    );
+    await reader.close();
+    expect(err).toBeInstanceOf(FleetStoreError);
+    expect(err).toMatchObject({
+      code: 'FLEET_STORE_UNAVAILABLE',
+      message: 'list *: Blob Storage answered more than 8192 bytes, and no part of it is used',
+      cause: { code: 'BLOB_ANSWER_TOO_LARGE' },
+    });
   }, 60_000);
 });

@@ -1,7 +1,7 @@
 /**
  * FleetReader: the whole fleet as its store holds it, read by the relay: every group's slots and
  * member records, and Azure's own records of the fleet's events, with one listing of the store
- * (one List Blobs request per 5,000 records, or one list of Leases). The relay keeps no state: a
+ * (one List Blobs request per 2,047 records, or one list of Leases). The relay keeps no state: a
  * snapshot is at most `cacheMs` old, and concurrent requests share one read, so the store is read
  * at most once per `cacheMs` however many requests and replicas ask (each replica reads for itself).
  */

@@ -17,7 +17,8 @@ import { HttpClient, type HttpHeaders } from '../../../lib/http-client.ts';
 
 export const BLOB_API_VERSION = '2021-08-06';
 const TRY_MS = 5000;
-const MAX_LIST_BYTES = 32 * 2 ** 20;
+/** The most of one answer that is read: a page of List Blobs fits in it (blob.ts asks pages that small). */
+export const MAX_ANSWER_BYTES = 32 * 2 ** 20;
 
 /** An answer outside 2xx: the HTTP status and Azure's error code (x-ms-error-code). */
 export class BlobError extends BridgeError<'BLOB_STATUS'> {
@@ -27,6 +28,13 @@ export class BlobError extends BridgeError<'BLOB_STATUS'> {
     super('BLOB_STATUS', `${what}: Blob Storage answered ${statusCode}${errorCode ? ` ${errorCode}` : ''}`);
     this.statusCode = statusCode;
     this.errorCode = errorCode;
+  }
+}
+
+/** An answer larger than the client reads: an error, never a part of it taken for the whole (a listing cut short). */
+export class BlobAnswerTooLarge extends BridgeError<'BLOB_ANSWER_TOO_LARGE'> {
+  constructor(what: string, limit: number) {
+    super('BLOB_ANSWER_TOO_LARGE', `${what}: Blob Storage answered more than ${limit} bytes, and no part of it is used`);
   }
 }
 
@@ -88,12 +96,15 @@ interface Call {
 
 export class BlobRest {
   readonly url: string;
+  /** The most of one answer that is read (MAX_ANSWER_BYTES unless a test says less); past it the call fails. */
+  readonly answerBytes: number;
   readonly #auth: BlobAuth;
   readonly #http = new HttpClient({ proxy: 'none', maxSockets: 8, keepAliveMs: 30_000 });
 
-  constructor(endpoint: BlobEndpoint) {
+  constructor(endpoint: BlobEndpoint, answerBytes: number = MAX_ANSWER_BYTES) {
     this.url = endpoint.url;
     this.#auth = endpoint.auth;
+    this.answerBytes = answerBytes;
   }
 
   /** call: one operation; 2xx or an accepted status is the answer, anything else a BlobError. */
@@ -102,11 +113,12 @@ export class BlobRest {
     for (let attempt = 1; ; attempt++) {
       try {
         const a = await this.#send(c);
+        if (a.overflow) throw new BlobAnswerTooLarge(what, this.answerBytes);
         if ((a.status >= 200 && a.status < 300) || c.accept?.includes(a.status)) return a;
         if (attempt < tries && a.status >= 500) continue;
         throw new BlobError(what, a.status, header(a.headers, 'x-ms-error-code'));
       } catch (err) {
-        if (err instanceof BlobError || attempt >= tries || c.signal?.aborted) throw err;
+        if (err instanceof BlobError || err instanceof BlobAnswerTooLarge || attempt >= tries || c.signal?.aborted) throw err;
       }
     }
   }
@@ -115,7 +127,7 @@ export class BlobRest {
     this.#http.close();
   }
 
-  async #send(c: Call): Promise<BlobAnswer> {
+  async #send(c: Call): Promise<BlobAnswer & { readonly overflow: boolean }> {
     const signal = AbortSignal.any([AbortSignal.timeout(TRY_MS), ...(c.signal === undefined ? [] : [c.signal])]);
     const path = c.path.split('/').map(encodeURIComponent).join('/');
     const query = Object.entries(c.query ?? {}).filter((e): e is [string, string] => e[1] !== undefined);
@@ -134,10 +146,10 @@ export class BlobRest {
       headers,
       ...(c.body === undefined ? {} : { body: c.body }),
       signal,
-      maxBodyBytes: MAX_LIST_BYTES,
+      maxBodyBytes: this.answerBytes,
       onOverflow: 'destroy',
     });
-    return { status: res.status, headers: res.headers, body: res.bytes };
+    return { status: res.status, headers: res.headers, body: res.bytes, overflow: res.overflow };
   }
 }
 

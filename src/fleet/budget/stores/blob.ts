@@ -6,16 +6,28 @@
  *
  * A record small enough is also carried in the blob's metadata (`record`, base64 of its JSON, set
  * in the same Put Blob, so it always matches the blob's ETag), and `list` reads the group with one
- * List Blobs request (`include=metadata`) per 5,000 records whatever the number of members: only
- * a record written without it (larger than METADATA_RECORD_BYTES, or by a version before it) is
- * downloaded. https://learn.microsoft.com/rest/api/storageservices/list-blobs
+ * List Blobs request (`include=metadata`) per page of records, whatever the number of members:
+ * only a record written without it (larger than METADATA_RECORD_BYTES, or by a version before it)
+ * is downloaded. A page is as many records as fit the client's limit on an answer at their
+ * largest (listPage), and an answer over that limit fails the listing: a group is read whole or
+ * not at all. https://learn.microsoft.com/rest/api/storageservices/list-blobs
  * The calls are the REST API's, through blob-rest.ts; the VM's managed identity token comes
  * straight from IMDS (src/azure/imds-token.ts), DefaultAzureCredential from @azure/identity.
  */
 import { BearerSource } from '../../../azure/entra.ts';
 import { ImdsTokens } from '../../../azure/imds-token.ts';
 import type { FleetStoreConfig } from './config.ts';
-import { BlobError, BlobRest, endpointOf, header, parseList, quoted, type BlobAuth } from './blob-rest.ts';
+import {
+  BlobAnswerTooLarge,
+  BlobError,
+  BlobRest,
+  endpointOf,
+  header,
+  MAX_ANSWER_BYTES,
+  parseList,
+  quoted,
+  type BlobAuth,
+} from './blob-rest.ts';
 import { FleetStoreError, MAX_RECORD_BYTES, recordOf, tooLarge, type FleetStore, type Versioned } from './port.ts';
 
 type BlobConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
@@ -26,6 +38,16 @@ type BlobConfig = Extract<FleetStoreConfig, { type: 'blob' }>;
  */
 export const METADATA_RECORD_BYTES = 6000;
 const METADATA_KEY = 'record';
+
+/**
+ * The most one blob takes in a List Blobs answer with its metadata: its metadata (8 KiB, what
+ * Azure allows a blob in all; a record carried there is at most 8,000 characters of base64), its
+ * name (a group and a record's name, well under 1 KiB) and its properties (about 1 KiB), with room.
+ */
+const LISTED_BLOB_BYTES = 16 * 1024;
+
+/** listPage: how many blobs one List Blobs request asks for, so that a page of them at their largest, and the answer's envelope, fit in `answerBytes`. */
+export const listPage = (answerBytes: number): number => Math.max(1, Math.min(5000, Math.floor(answerBytes / LISTED_BLOB_BYTES) - 1));
 
 const STORAGE = 'https://storage.azure.com';
 const statusOf = (err: unknown): number | undefined => (err instanceof BlobError ? err.statusCode : undefined);
@@ -47,7 +69,8 @@ export class BlobFleetStore implements FleetStore {
     this.where = `blob ${rest.url}/${container}${group === '' ? '' : `/${group}`}`;
   }
 
-  static async open(config: BlobConfig, group: string): Promise<BlobFleetStore> {
+  /** open: `answerBytes` is the most of one answer the client reads (a test may say less, to see a page overflow). */
+  static async open(config: BlobConfig, group: string, answerBytes: number = MAX_ANSWER_BYTES): Promise<BlobFleetStore> {
     if (config.connectionString !== undefined) {
       let endpoint;
       try {
@@ -55,7 +78,7 @@ export class BlobFleetStore implements FleetStore {
       } catch (err) {
         throw new FleetStoreError('connect', (err as Error).message, err);
       }
-      const rest = new BlobRest(endpoint);
+      const rest = new BlobRest(endpoint, answerBytes);
       return new BlobFleetStore(rest, config.container, group, () => rest.close());
     }
     const credential = config.credential ?? { kind: 'managedIdentity' };
@@ -70,7 +93,7 @@ export class BlobFleetStore implements FleetStore {
       const bearer = new BearerSource(credential, `${STORAGE}/.default`);
       auth = { kind: 'bearer', token: (signal) => bearer.token(signal) };
     }
-    const rest = new BlobRest({ url: config.accountUrl!.replace(/\/+$/, ''), auth });
+    const rest = new BlobRest({ url: config.accountUrl!.replace(/\/+$/, ''), auth }, answerBytes);
     return new BlobFleetStore(rest, config.container, group, () => (rest.close(), release()));
   }
 
@@ -128,12 +151,13 @@ export class BlobFleetStore implements FleetStore {
     const items: { name: string; bytes: number; version: string; carried: string | undefined }[] = [];
     try {
       let marker: string | undefined;
-      // one request per 5,000 records; bounded, so a listing that never ends cannot loop
-      for (let page = 0; page < 1000; page++) {
+      const maxresults = String(listPage(this.#rest.answerBytes));
+      // one request per page; bounded, so a listing that never ends cannot loop
+      for (let page = 0; page < 10_000; page++) {
         const r = await this.#rest.call(`list ${prefix}*`, {
           method: 'GET',
           path: this.#container,
-          query: { restype: 'container', comp: 'list', prefix: this.#prefix + prefix, include: 'metadata', maxresults: '5000', marker },
+          query: { restype: 'container', comp: 'list', prefix: this.#prefix + prefix, include: 'metadata', maxresults, marker },
           ...(signal === undefined ? {} : { signal }),
         });
         const listed = parseList(r.body.toString('utf8'));
@@ -228,6 +252,8 @@ function failure(operation: string, err: unknown): FleetStoreError {
   if (err instanceof FleetStoreError) return err;
   const e = err as { code?: string; message?: string; cause?: { code?: string } };
   const what =
-    err instanceof BlobError ? err.message.slice(err.message.indexOf('Blob Storage answered')) : (e.code ?? e.message ?? String(err));
+    err instanceof BlobError || err instanceof BlobAnswerTooLarge
+      ? err.message.slice(err.message.indexOf('Blob Storage answered'))
+      : (e.code ?? e.message ?? String(err));
   return new FleetStoreError(operation, what, err);
 }

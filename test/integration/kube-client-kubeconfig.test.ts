@@ -1,0 +1,119 @@
+/**
+ * The kubeconfigs the Kubernetes client (src/kube) refuses, or reads, as kubectl 1.32 does:
+ * against testkit/kube-apiserver.ts, a stand-in for the API server written from the API reference
+ * (no API server runs on this machine), whose requests are counted to show that a refusal comes
+ * before any request; a proxy-url through a real forward proxy (testkit/forward-proxy.ts) that
+ * tunnels with CONNECT.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeConfigError, KubeConnection } from '../../src/kube/client.ts';
+import { ForwardProxy } from '../../testkit/forward-proxy.ts';
+import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
+import { KUBE_CERT, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
+import { writeKubeconfig } from '../../testkit/kubeconfig.ts';
+import { tempDir } from '../helpers.ts';
+
+let api: KubeStandIn;
+let proxy: ForwardProxy;
+const dir = tempDir('se-bridge-test-kubeconfig-');
+const V1 = 'client.authentication.k8s.io/v1';
+const CA_DATA = Buffer.from(KUBE_CERT).toString('base64');
+
+beforeAll(async () => {
+  api = await new KubeStandIn().start();
+  api.addNode('n0');
+  proxy = await new ForwardProxy().start();
+});
+afterAll(async () => {
+  await proxy.close();
+  await api.close();
+  dir.cleanup();
+});
+
+const withCluster = (name: string, cluster: Record<string, unknown>, user: Record<string, unknown> = { token: KUBE_TOKEN }) =>
+  writeKubeconfig(dir.path, name, { server: api.url, cluster, user });
+
+/** readThrough opens the kubeconfig and reads the Node n0: what any caller does first. */
+async function readThrough(file: string): Promise<string> {
+  const kube = KubeConnection.open(file)!;
+  try {
+    return (await kube.request<{ metadata: { name: string } }>({ method: 'GET', path: '/api/v1/nodes/n0' })).metadata.name;
+  } finally {
+    kube.close();
+  }
+}
+
+/** refused: the kubeconfig is refused with a KubeConfigError matching `words`, and the API server got no request. */
+async function refused(file: string, words: RegExp): Promise<void> {
+  const before = api.requests.length;
+  const err = await readThrough(file).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(KubeConfigError);
+  expect((err as KubeConfigError).code).toBe('KUBE_CLIENT_CONFIG');
+  expect((err as Error).message).toMatch(words);
+  expect(api.requests.length).toBe(before);
+}
+
+describe('proxy-url', () => {
+  it('a socks5 proxy, or any scheme but http and https, is refused by its key before any request, never ignored', async () => {
+    const socks = withCluster('socks5', { 'certificate-authority-data': CA_DATA, 'proxy-url': 'socks5://someone:secret@127.0.0.1:1080' });
+    await refused(socks, /cluster "c": proxy-url socks5:\/\/127\.0\.0\.1:1080: the scheme socks5 is not supported/);
+    // the proxy's password is never repeated
+    await expect(readThrough(socks)).rejects.not.toThrow(/secret/);
+    await refused(
+      withCluster('ftp', { 'certificate-authority-data': CA_DATA, 'proxy-url': 'ftp://127.0.0.1:21' }),
+      /proxy-url .*scheme ftp/,
+    );
+    await refused(withCluster('junk', { 'certificate-authority-data': CA_DATA, 'proxy-url': 'not a url' }), /proxy-url .*is not a URL/);
+  });
+
+  it('an http proxy: HTTPS to the API server tunnelled through it with CONNECT, TLS verified end to end, its credentials sent', async () => {
+    const via = withCluster('http-proxy', {
+      'certificate-authority-data': CA_DATA,
+      'proxy-url': proxy.url.replace('//', '//ops:pa%3Ass@'),
+    });
+    const before = proxy.requests.length;
+    expect(await readThrough(via)).toBe('n0');
+    expect(proxy.requests.slice(before)).toEqual([
+      { method: 'CONNECT', target: new URL(api.url).host, proxyAuthorization: `Basic ${Buffer.from('ops:pa:ss').toString('base64')}` },
+    ]);
+  });
+});
+
+describe('TLS', () => {
+  it('a CA together with insecure-skip-tls-verify is refused, as kubectl does (data or file)', async () => {
+    const words = /cluster "c": certificate-authority(-data)? and insecure-skip-tls-verify are both set/;
+    await refused(withCluster('ca-data-insecure', { 'certificate-authority-data': CA_DATA, 'insecure-skip-tls-verify': true }), words);
+    await refused(withCluster('ca-file-insecure', { 'certificate-authority': 'ca.pem', 'insecure-skip-tls-verify': true }), words);
+    // insecure-skip-tls-verify alone is taken (a test cluster), as kubectl takes it
+    expect(await readThrough(withCluster('insecure', { 'insecure-skip-tls-verify': true }))).toBe('n0');
+  });
+});
+
+describe('exec', () => {
+  const exec = (more: Record<string, unknown>) => ({ exec: { command: '/bin/true', ...more } });
+  const file = (name: string, more: Record<string, unknown>) => withCluster(name, { 'certificate-authority-data': CA_DATA }, exec(more));
+
+  it('client.authentication.k8s.io/v1 without interactiveMode is refused, as client-go refuses it; v1beta1 defaults it', () => {
+    expect(() => KubeConnection.open(file('v1-no-mode', { apiVersion: V1 }))).toThrow(
+      /user "u": exec: interactiveMode must be specified for client\.authentication\.k8s\.io\/v1/,
+    );
+    expect(KubeConnection.open(file('v1beta1-no-mode', { apiVersion: 'client.authentication.k8s.io/v1beta1' }))!.target.exec).toMatchObject(
+      {
+        interactiveMode: 'IfAvailable',
+      },
+    );
+  });
+
+  it('an apiVersion missing or unknown, an interactiveMode unknown, an env entry without a name: refused by key', () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ interactiveMode: 'Never' }, /exec: apiVersion must be specified/],
+      [
+        { apiVersion: 'client.authentication.k8s.io/v1alpha1', interactiveMode: 'Never' },
+        /exec: apiVersion "client\.authentication\.k8s\.io\/v1alpha1" is not one of/,
+      ],
+      [{ apiVersion: V1, interactiveMode: 'Sometimes' }, /exec: interactiveMode "Sometimes" is not one of Never, IfAvailable, Always/],
+      [{ apiVersion: V1, interactiveMode: 'Never', env: [{ value: 'x' }] }, /exec: env\[0\] has no name/],
+    ];
+    for (const [more, words] of cases) expect(() => KubeConnection.open(file('bad-exec', more)), String(words)).toThrow(words);
+  });
+});

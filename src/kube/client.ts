@@ -9,13 +9,21 @@
  *   (exec.ts), its answer kept until its expirationTimestamp and asked again once after a 401;
  *   calls that need a credential at the same time share one run of the plugin, as client-go's
  *   lock makes them.
- * - Every call has a deadline (30 s unless the caller's signal is sooner).
+ * - Every call has a deadline (30 s unless the caller's signal is sooner) and says who it is
+ *   (User-Agent: se-bridge/<version> (<os>/<arch>), as client-go's default names kubectl).
+ * - Every answer is bounded before it is decoded: an object at 3 MiB (the API server takes no
+ *   request body larger), a page of a list at 8 MiB; a list is read 50 items at a time (`limit`
+ *   and `continue`, as kubectl's chunks; fewer when a page is over its bound), each page folded
+ *   into what the caller keeps, so a list of every Node of a large cluster never sits in memory
+ *   whole.
  * - An answer outside 2xx rejects with a KubeApiError carrying the status and the body (a
  *   Status) as text; an answer over its bound with a KubeTooLargeError; a request that never got
  *   an answer with an Error whose cause is the network's error.
  */
 import { readFileSync } from 'node:fs';
+import { z } from 'zod';
 import { HttpClient } from '../lib/http-client.ts';
+import { VERSION } from '../lib/version.ts';
 import { fromKubeconfig, inCluster, type KubeTarget } from './config.ts';
 import { KubeApiError, KubeConfigError, KubeTooLargeError, KubeUnreadableError } from './errors.ts';
 import { runExec, type ExecCredential } from './exec.ts';
@@ -26,8 +34,19 @@ export { KubeApiError, KubeConfigError, KubeExecError, KubeTooLargeError, KubeUn
 const DEADLINE_MS = 30_000;
 const EXEC_DEADLINE_MS = 60_000;
 const TOKEN_FILE_MS = 60_000;
-/** The most of one answer kept: a list of every Node of a large cluster fits. */
-const MAX_BODY = 256 * 2 ** 20;
+/** The most of one object's answer kept: the API server takes no request body over 3 MiB (etcd no object over 1.5). */
+const MAX_OBJECT = 3 * 2 ** 20;
+/** The most of one page of a list kept. */
+const MAX_PAGE = 8 * 2 ** 20;
+/**
+ * Items per page unless the caller says: kubectl asks 500, but a Node is 10 to 20 KiB and what a
+ * page costs while it is decoded is several times its size (bench/kube-list.ts: 50 a page held
+ * about 11 MiB for a list of 40 MiB, 100 about 23, 200 about 31).
+ */
+const PAGE_ITEMS = 50;
+/** How often a list starts again when its continue token has expired (410) before giving up. */
+const RESTARTS = 2;
+const USER_AGENT = `se-bridge/${VERSION} (${process.platform}/${process.arch})`;
 
 export interface KubeRequest {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -40,12 +59,36 @@ export interface KubeRequest {
   readonly signal?: AbortSignal | undefined;
 }
 
+export interface KubeListRequest {
+  /** The collection's path, e.g. /api/v1/pods. */
+  readonly path: string;
+  /** Selectors (labelSelector, fieldSelector); limit and continue are the client's. */
+  readonly query?: Readonly<Record<string, string | undefined>>;
+  /** Items per page (default 50). */
+  readonly limit?: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** ListFold: what a caller keeps of a list, page by page; `start` again when the list starts again. */
+export interface ListFold<T, A> {
+  start(): A;
+  page(kept: A, items: readonly T[]): A;
+  /** True when the rest of the list is not needed (what was looked for is found). */
+  done?(kept: A): boolean;
+}
+
 export interface KubeOptions {
   /** The service account's folder (default the pod's). */
   readonly serviceAccountDir?: string;
   /** How long an exec credential plugin may run (default 60 s). */
   readonly execDeadlineMs?: number;
 }
+
+/** A list's envelope, as every List kind has it; the items are the caller's to read. */
+const ListPage = z.object({
+  metadata: z.object({ continue: z.string().optional() }).nullish(),
+  items: z.array(z.unknown()).nullable(),
+});
 
 export class KubeConnection {
   readonly target: KubeTarget;
@@ -68,7 +111,47 @@ export class KubeConnection {
 
   /** request: one call about one object, its JSON answer parsed (undefined for an empty body). */
   async request<T>(r: KubeRequest): Promise<T> {
-    return (await this.#call(r, MAX_BODY)) as T;
+    return (await this.#call(r, MAX_OBJECT)) as T;
+  }
+
+  /**
+   * list: a collection read a page at a time, each page given to `fold`; started again (twice at
+   * most) when a continue token has expired, and a page over 8 MiB asked again with an eighth of
+   * its items (down to one: only an item over 8 MiB fails).
+   */
+  async list<T, A>(r: KubeListRequest, fold: ListFold<T, A>): Promise<A> {
+    let limit = r.limit ?? PAGE_ITEMS;
+    for (let restarts = 0; ; restarts++) {
+      let kept = fold.start();
+      let token: string | undefined;
+      try {
+        do {
+          const page = await this.#page(r, limit, token);
+          limit = page.limit;
+          kept = fold.page(kept, page.items as T[]);
+          token = page.next;
+        } while (token !== undefined && fold.done?.(kept) !== true);
+        return kept;
+      } catch (err) {
+        // 410 Gone: the list's snapshot was compacted away between two pages; only a new list can go on
+        if (token === undefined || !(err instanceof KubeApiError) || err.status !== 410 || restarts >= RESTARTS) throw err;
+      }
+    }
+  }
+
+  /** page: one page of a list from `token`, with the limit it was read at. */
+  async #page(r: KubeListRequest, limit: number, token: string | undefined) {
+    for (;;) {
+      try {
+        const query = { ...r.query, limit: String(limit), continue: token };
+        const page = ListPage.safeParse(await this.#call({ method: 'GET', path: r.path, query, signal: r.signal }, MAX_PAGE));
+        if (!page.success) throw new KubeUnreadableError(`GET ${r.path}: the answer is not a list`);
+        return { items: page.data.items ?? [], next: page.data.metadata?.continue || undefined, limit };
+      } catch (err) {
+        if (!(err instanceof KubeTooLargeError) || limit === 1) throw err;
+        limit = Math.max(1, Math.floor(limit / 8));
+      }
+    }
   }
 
   close(): void {
@@ -105,7 +188,7 @@ export class KubeConnection {
     const signal = AbortSignal.any([AbortSignal.timeout(DEADLINE_MS), ...(r.signal === undefined ? [] : [r.signal])]);
     const credential = await this.#credentials(signal);
     const t = this.target;
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
     if (credential.token !== undefined) headers.authorization = `Bearer ${credential.token}`;
     else if (t.basic !== undefined)
       headers.authorization = `Basic ${Buffer.from(`${t.basic.username}:${t.basic.password}`).toString('base64')}`;

@@ -77,10 +77,20 @@ export interface Kube {
   event(on: KubeNode | KubePod, reason: string, message: string, type?: 'Normal' | 'Warning'): Promise<void>;
 }
 
-/** connect reads the configuration: the kubeconfig file, or the in-cluster service account. */
+/**
+ * connect reads the configuration: the kubeconfig file, or the in-cluster service account. A
+ * kubeconfig the client refuses (KUBE_CONFIG_INVALID, naming the key) and no configuration at all
+ * (KUBE_NOT_CONFIGURED) make a client whose every call says so: the sink's events are
+ * dead-lettered with the reason, and the other sinks go on.
+ */
 export async function connect(kubeconfig: string | undefined): Promise<Kube> {
-  const kube = await openKube(kubeconfig);
-  if (kube === null) return unconfigured();
+  let kube: KubeConnection | null;
+  try {
+    kube = await openKube(kubeconfig);
+  } catch (err) {
+    return failing(toFailure('kubeconfig', err));
+  }
+  if (kube === null) return failing(new KubeFailure('KUBE_NOT_CONFIGURED', NOT_CONFIGURED, false));
   return bound(kube, undefined);
 }
 
@@ -203,10 +213,10 @@ function bound(kube: KubeConnection, signal: AbortSignal | undefined): Kube {
   };
 }
 
-/** unconfigured: neither a kubeconfig nor a cluster around; every call says so. */
-function unconfigured(): Kube {
+/** failing: no client to be had (no kubeconfig nor a cluster around, or a kubeconfig refused); every call says why. */
+function failing(why: KubeFailure): Kube {
   const fail = (): never => {
-    throw new KubeFailure('KUBE_NOT_CONFIGURED', NOT_CONFIGURED, false);
+    throw why;
   };
   const kube: Kube = {
     readNode: fail,

@@ -21,6 +21,8 @@ const EXPIRED =
 export class ListChunks {
   /** How many of the next requests that carry a continue token are answered 410 Gone (Expired). */
   expireContinues = 0;
+  /** A broken server: each page after the first hands back the continue token it was given. */
+  stuck = false;
 
   /** answer serves one page of `items` (keyed by `keyOf`) as a `kind` of `apiVersion`. */
   answer<T>(
@@ -50,7 +52,12 @@ export class ListChunks {
       apiVersion: list.apiVersion,
       metadata: {
         resourceVersion: list.rv,
-        ...(more > 0 ? { continue: tokenOf(list.rv, page.at(-1)!.key), ...(selected ? {} : { remainingItemCount: more }) } : {}),
+        ...(more > 0
+          ? {
+              continue: this.stuck && token ? token : tokenOf(list.rv, page.at(-1)!.key),
+              ...(selected ? {} : { remainingItemCount: more }),
+            }
+          : {}),
       },
       items: page.map((e) => e.item),
     });

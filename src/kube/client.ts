@@ -146,7 +146,11 @@ export class KubeConnection {
         const query = { ...r.query, limit: String(limit), continue: token };
         const page = ListPage.safeParse(await this.#call({ method: 'GET', path: r.path, query, signal: r.signal }, MAX_PAGE));
         if (!page.success) throw new KubeUnreadableError(`GET ${r.path}: the answer is not a list`);
-        return { items: page.data.items ?? [], next: page.data.metadata?.continue || undefined, limit };
+        const next = page.data.metadata?.continue || undefined;
+        // a server that hands back the token it was given would be read for ever
+        if (next !== undefined && next === token)
+          throw new KubeUnreadableError(`GET ${r.path}: the list gave back the same continue token`);
+        return { items: page.data.items ?? [], next, limit };
       } catch (err) {
         if (!(err instanceof KubeTooLargeError) || limit === 1) throw err;
         limit = Math.max(1, Math.floor(limit / 8));

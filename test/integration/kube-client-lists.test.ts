@@ -35,6 +35,7 @@ afterAll(async () => {
 beforeEach(() => {
   api.requests.length = 0;
   api.chunks.expireContinues = 0;
+  api.chunks.stuck = false;
 });
 
 type Named = { metadata: { name: string } };
@@ -89,6 +90,15 @@ describe('lists in chunks', () => {
     expect(err).toBeInstanceOf(KubeApiError);
     expect((err as KubeApiError).status).toBe(410);
     expect(JSON.parse((err as KubeApiError).body)).toMatchObject({ reason: 'Expired', code: 410 });
+    kube.close();
+  });
+
+  it('a server that hands back the continue token it was given is not read for ever', async () => {
+    const kube = KubeConnection.open(kubeconfig)!;
+    api.chunks.stuck = true;
+    const err = await kube.list({ path: '/api/v1/nodes' }, names).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'KUBE_CLIENT_UNREADABLE', message: 'GET /api/v1/nodes: the list gave back the same continue token' });
+    expect(lists('/api/v1/nodes')).toHaveLength(2);
     kube.close();
   });
 

@@ -2,9 +2,11 @@
  * ForwardProxy: an HTTP forward proxy on 127.0.0.1, as Squid or a corporate proxy behaves: plain
  * HTTP comes in absolute form (`GET http://host:port/path`) and is forwarded; HTTPS comes as a
  * CONNECT tunnel (RFC 9110, section 9.3.6) to `host:port`, over which TLS goes end to end. It
- * records the target of each, and the Proxy-Authorization each carried.
+ * records the target of each, and the Proxy-Authorization each carried. Given a certificate, it is
+ * an https:// proxy: TLS to the proxy itself, and inside it the tunnel.
  */
-import { createServer, request, type Server } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer, Server as HttpsServer } from 'node:https';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 
 export interface ProxiedRequest {
@@ -20,8 +22,9 @@ export class ForwardProxy {
   readonly #server: Server;
   readonly #open = new Set<Socket>();
 
-  constructor() {
-    this.#server = createServer((req, res) => {
+  /** With `tls`, an https:// proxy: the client speaks TLS to the proxy itself, and through it to the target. */
+  constructor(tls?: { readonly cert: string; readonly key: string }) {
+    const forward = (req: IncomingMessage, res: ServerResponse) => {
       const target = new URL(String(req.url));
       this.requests.push({ method: req.method ?? '', target: target.host, proxyAuthorization: req.headers['proxy-authorization'] });
       const upstream = request(target, { method: req.method, headers: req.headers }, (answer) => {
@@ -30,7 +33,8 @@ export class ForwardProxy {
       });
       upstream.on('error', () => res.destroy());
       req.pipe(upstream);
-    });
+    };
+    this.#server = tls === undefined ? createServer(forward) : createTlsServer(tls, forward);
     this.#server.on('connect', (req, client: Socket, head: Buffer) => {
       this.requests.push({ method: 'CONNECT', target: String(req.url), proxyAuthorization: req.headers['proxy-authorization'] });
       this.#open.add(client);
@@ -53,7 +57,7 @@ export class ForwardProxy {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return `${this.#server instanceof HttpsServer ? 'https' : 'http'}://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
   /** tunnels: the targets of the CONNECT requests, in order. */

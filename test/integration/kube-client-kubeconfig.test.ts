@@ -3,15 +3,20 @@
  * against testkit/kube-apiserver.ts, a stand-in for the API server written from the API reference
  * (no API server runs on this machine), whose requests are counted to show that a refusal comes
  * before any request; a proxy-url through a real forward proxy (testkit/forward-proxy.ts) that
- * tunnels with CONNECT.
+ * tunnels with CONNECT, plain and over TLS.
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeConfigError, KubeConnection } from '../../src/kube/client.ts';
 import { ForwardProxy } from '../../testkit/forward-proxy.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
-import { KUBE_CERT, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
+import { KUBE_CERT, KUBE_KEY, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
 import { writeKubeconfig } from '../../testkit/kubeconfig.ts';
-import { tempDir } from '../helpers.ts';
+import { ROOT, tempDir } from '../helpers.ts';
+
+const execFileAsync = promisify(execFile);
 
 let api: KubeStandIn;
 let proxy: ForwardProxy;
@@ -76,6 +81,34 @@ describe('proxy-url', () => {
     expect(proxy.requests.slice(before)).toEqual([
       { method: 'CONNECT', target: new URL(api.url).host, proxyAuthorization: `Basic ${Buffer.from('ops:pa:ss').toString('base64')}` },
     ]);
+  });
+
+  it("an https proxy: TLS to the proxy checked against the system's roots and NODE_EXTRA_CA_CERTS (in a process of its own: Node reads them at start)", async () => {
+    const secure = await new ForwardProxy({ cert: KUBE_CERT, key: KUBE_KEY }).start();
+    try {
+      const file = withCluster('https-proxy', { 'certificate-authority-data': CA_DATA, 'proxy-url': secure.url });
+      const script = [
+        'const [client, file] = process.argv.slice(1);',
+        'const kube = (await import(client)).KubeConnection.open(file);',
+        "const said = await kube.request({ method: 'GET', path: '/api/v1/nodes/n0' }).then((n) => n.metadata.name, (e) => e.message);",
+        'kube.close();',
+        'process.stdout.write(said);',
+      ].join('\n');
+      const run = async (env: NodeJS.ProcessEnv) =>
+        (
+          await execFileAsync(process.execPath, ['--input-type=module', '-e', script, join(ROOT, 'src', 'kube', 'client.ts'), file], {
+            env: { ...process.env, NODE_EXTRA_CA_CERTS: '', ...env },
+            timeout: 20_000,
+          })
+        ).stdout;
+      // the proxy's certificate is the cluster's CA, which kubectl would trust for it; Node trusts its own roots
+      expect(await run({})).toBe('GET /api/v1/nodes/n0: DEPTH_ZERO_SELF_SIGNED_CERT');
+      expect(secure.requests).toEqual([]);
+      expect(await run({ NODE_EXTRA_CA_CERTS: join(ROOT, 'test', 'fixtures', 'tls', 'cert.pem') })).toBe('n0');
+      expect(secure.tunnels()).toEqual([new URL(api.url).host]);
+    } finally {
+      await secure.close();
+    }
   });
 });
 

@@ -157,6 +157,32 @@ describe('how the plugin is run', () => {
     kube.close();
   });
 
+  it('a call that gives up while the plugin runs leaves the run to the others: it answers them, and is not run again', async () => {
+    api.tokens.add('patient-token');
+    const go = join(dir.path, 'patient.go');
+    // the plugin answers once the test says so, so the call that gives up has surely given up first
+    const body = `const wait = () => (existsSync(${JSON.stringify(go)}) ? answer({ token: 'patient-token' }) : setTimeout(wait, 20)); wait();`;
+    const kube = withPlugin('patient', `import { existsSync } from 'node:fs';\n${body}`);
+    const quitter = new AbortController();
+    const gaveUp = failure(kube.request({ method: 'GET', path: '/api/v1/nodes/n0', signal: quitter.signal }));
+    const stays = readNode(kube);
+    await waitFor(() => runs('patient').length === 1, 'the plugin running');
+    quitter.abort(new Error('the caller gave up'));
+    expect((await gaveUp)!.message).toBe('the caller gave up');
+    writeFileSync(go, '');
+    expect((await stays).metadata.name).toBe('n0');
+    expect((await readNode(kube)).metadata.name).toBe('n0');
+    expect(runs('patient')).toHaveLength(1);
+    kube.close();
+  });
+
+  it('a plugin that prints without end is stopped at 1 MiB, with its process group', async () => {
+    const kube = withPlugin('chatty', "setInterval(() => process.stdout.write('x'.repeat(65536)), 1);");
+    const err = await failure(readNode(kube));
+    expect(err).toBeInstanceOf(KubeExecError);
+    expect(err!.message).toMatch(/printed more than 1 MiB; it was killed with its process group/);
+  });
+
   it('what the plugin prints on stderr is never kept: not in the error, so never in a log line or a dead letter', async () => {
     const kube = withPlugin('noisy', "process.stderr.write('To sign in, use the code SECRET-DEVICE-CODE\\n'); process.exit(3);");
     const err = await failure(readNode(kube));

@@ -3,10 +3,35 @@
  * cluster, one user, one context, current), and exec credential plugins as small Node programs
  * that say what they were given.
  */
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
+import { KubeStandIn } from './kube-apiserver.ts';
 import { KUBE_CERT } from './kube-objects.ts';
+
+export const EXEC_V1 = 'client.authentication.k8s.io/v1';
+/** The stand-in's CA as a kubeconfig's certificate-authority-data. */
+export const CA_DATA = Buffer.from(KUBE_CERT).toString('base64');
+
+/**
+ * useStandIn gives the calling file's tests an API stand-in holding the Node n0, started before
+ * them and closed after, and a folder of their own for kubeconfigs and plugins.
+ */
+export function useStandIn(prefix: string): { readonly api: KubeStandIn; readonly dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const api = new KubeStandIn();
+  beforeAll(async () => {
+    await api.start();
+    api.addNode('n0');
+  });
+  afterAll(async () => {
+    await api.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { api, dir };
+}
 
 export interface KubeconfigParts {
   readonly server: string;

@@ -6,27 +6,13 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KubeConfigError, KubeConnection, KubeExecError } from '../../src/kube/client.ts';
 import { ForwardProxy } from '../../testkit/forward-proxy.ts';
-import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
-import { KUBE_CERT } from '../../testkit/kube-objects.ts';
-import { writeKubeconfig, writePlugin } from '../../testkit/kubeconfig.ts';
-import { tempDir, waitFor } from '../helpers.ts';
+import { CA_DATA, EXEC_V1, useStandIn, writeKubeconfig, writePlugin } from '../../testkit/kubeconfig.ts';
+import { waitFor } from '../helpers.ts';
 
-let api: KubeStandIn;
-const dir = tempDir('se-bridge-test-kube-exec-');
-const V1 = 'client.authentication.k8s.io/v1';
-const CA_DATA = Buffer.from(KUBE_CERT).toString('base64');
-
-beforeAll(async () => {
-  api = await new KubeStandIn().start();
-  api.addNode('n0');
-});
-afterAll(async () => {
-  await api.close();
-  dir.cleanup();
-});
+const { api, dir } = useStandIn('se-bridge-test-kube-exec-');
 
 /** withPlugin: a kubeconfig whose user runs the plugin `name` (written with `body`), and its connection. */
 function withPlugin(
@@ -36,17 +22,17 @@ function withPlugin(
   cluster: Record<string, unknown> = {},
   execDeadlineMs?: number,
 ) {
-  const command = writePlugin(dir.path, name, body);
-  const file = writeKubeconfig(dir.path, name, {
+  const command = writePlugin(dir, name, body);
+  const file = writeKubeconfig(dir, name, {
     server: api.url,
     cluster: { 'certificate-authority-data': CA_DATA, ...cluster },
-    user: { exec: { apiVersion: V1, command, interactiveMode: 'Never', ...exec } },
+    user: { exec: { apiVersion: EXEC_V1, command, interactiveMode: 'Never', ...exec } },
   });
   return KubeConnection.open(file, execDeadlineMs === undefined ? {} : { execDeadlineMs })!;
 }
 
 const runs = (name: string): unknown[] => {
-  const file = join(dir.path, `${name}.runs`);
+  const file = join(dir, `${name}.runs`);
   return existsSync(file)
     ? readFileSync(file, 'utf8')
         .trim()
@@ -78,7 +64,7 @@ describe('what the plugin is given', () => {
       expect((await readNode(kube)).metadata.name).toBe('n0');
       expect(runs('cluster-info')).toEqual([
         {
-          apiVersion: V1,
+          apiVersion: EXEC_V1,
           kind: 'ExecCredential',
           spec: {
             interactive: false,
@@ -141,7 +127,7 @@ describe('what the plugin answers', () => {
 
 describe('how the plugin is run', () => {
   it('three calls at once share one run; three refused at once by a 401 share one run more', async () => {
-    const issued = join(dir.path, 'issued-token');
+    const issued = join(dir, 'issued-token');
     writeFileSync(issued, 'shared-1');
     api.tokens.add('shared-1');
     const kube = withPlugin('shared', `answer({ token: readFileSync(${JSON.stringify(issued)}, 'utf8') });`);
@@ -159,7 +145,7 @@ describe('how the plugin is run', () => {
 
   it('a call that gives up while the plugin runs leaves the run to the others: it answers them, and is not run again', async () => {
     api.tokens.add('patient-token');
-    const go = join(dir.path, 'patient.go');
+    const go = join(dir, 'patient.go');
     // the plugin answers once the test says so, so the call that gives up has surely given up first
     const body = `const wait = () => (existsSync(${JSON.stringify(go)}) ? answer({ token: 'patient-token' }) : setTimeout(wait, 20)); wait();`;
     const kube = withPlugin('patient', `import { existsSync } from 'node:fs';\n${body}`);
@@ -193,10 +179,12 @@ describe('how the plugin is run', () => {
   });
 
   it('a plugin that cannot be found says so, with its installHint', async () => {
-    const file = writeKubeconfig(dir.path, 'missing', {
+    const file = writeKubeconfig(dir, 'missing', {
       server: api.url,
       cluster: { 'certificate-authority-data': CA_DATA },
-      user: { exec: { apiVersion: V1, command: 'kubelogin-not-installed', interactiveMode: 'Never', installHint: 'az aks install-cli' } },
+      user: {
+        exec: { apiVersion: EXEC_V1, command: 'kubelogin-not-installed', interactiveMode: 'Never', installHint: 'az aks install-cli' },
+      },
     });
     const err = await failure(readNode(KubeConnection.open(file)!));
     expect(err).toBeInstanceOf(KubeExecError);
@@ -204,7 +192,7 @@ describe('how the plugin is run', () => {
   });
 
   it('a plugin that hangs is killed at its deadline with its process group (what it started goes too)', { timeout: 15_000 }, async () => {
-    const pidFile = join(dir.path, 'grandchild.pid');
+    const pidFile = join(dir, 'grandchild.pid');
     const body = [
       "import { spawn } from 'node:child_process';",
       "import { writeFileSync } from 'node:fs';",

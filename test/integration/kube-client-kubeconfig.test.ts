@@ -11,32 +11,24 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeConfigError, KubeConnection } from '../../src/kube/client.ts';
 import { ForwardProxy } from '../../testkit/forward-proxy.ts';
-import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
 import { KUBE_CERT, KUBE_KEY, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
-import { writeKubeconfig } from '../../testkit/kubeconfig.ts';
-import { ROOT, tempDir } from '../helpers.ts';
+import { CA_DATA, EXEC_V1, useStandIn, writeKubeconfig } from '../../testkit/kubeconfig.ts';
+import { ROOT } from '../helpers.ts';
 
 const execFileAsync = promisify(execFile);
 
-let api: KubeStandIn;
+const { api, dir } = useStandIn('se-bridge-test-kubeconfig-');
 let proxy: ForwardProxy;
-const dir = tempDir('se-bridge-test-kubeconfig-');
-const V1 = 'client.authentication.k8s.io/v1';
-const CA_DATA = Buffer.from(KUBE_CERT).toString('base64');
 
 beforeAll(async () => {
-  api = await new KubeStandIn().start();
-  api.addNode('n0');
   proxy = await new ForwardProxy().start();
 });
 afterAll(async () => {
   await proxy.close();
-  await api.close();
-  dir.cleanup();
 });
 
 const withCluster = (name: string, cluster: Record<string, unknown>, user: Record<string, unknown> = { token: KUBE_TOKEN }) =>
-  writeKubeconfig(dir.path, name, { server: api.url, cluster, user });
+  writeKubeconfig(dir, name, { server: api.url, cluster, user });
 
 /** readThrough opens the kubeconfig and reads the Node n0: what any caller does first. */
 async function readThrough(file: string): Promise<string> {
@@ -127,7 +119,7 @@ describe('exec', () => {
   const file = (name: string, more: Record<string, unknown>) => withCluster(name, { 'certificate-authority-data': CA_DATA }, exec(more));
 
   it('client.authentication.k8s.io/v1 without interactiveMode is refused, as client-go refuses it; v1beta1 defaults it', () => {
-    expect(() => KubeConnection.open(file('v1-no-mode', { apiVersion: V1 }))).toThrow(
+    expect(() => KubeConnection.open(file('v1-no-mode', { apiVersion: EXEC_V1 }))).toThrow(
       /user "u": exec: interactiveMode must be specified for client\.authentication\.k8s\.io\/v1/,
     );
     expect(KubeConnection.open(file('v1beta1-no-mode', { apiVersion: 'client.authentication.k8s.io/v1beta1' }))!.target.exec).toMatchObject(
@@ -144,8 +136,8 @@ describe('exec', () => {
         { apiVersion: 'client.authentication.k8s.io/v1alpha1', interactiveMode: 'Never' },
         /exec: apiVersion "client\.authentication\.k8s\.io\/v1alpha1" is not one of/,
       ],
-      [{ apiVersion: V1, interactiveMode: 'Sometimes' }, /exec: interactiveMode "Sometimes" is not one of Never, IfAvailable, Always/],
-      [{ apiVersion: V1, interactiveMode: 'Never', env: [{ value: 'x' }] }, /exec: env\[0\] has no name/],
+      [{ apiVersion: EXEC_V1, interactiveMode: 'Sometimes' }, /exec: interactiveMode "Sometimes" is not one of Never, IfAvailable, Always/],
+      [{ apiVersion: EXEC_V1, interactiveMode: 'Never', env: [{ value: 'x' }] }, /exec: env\[0\] has no name/],
     ];
     for (const [more, words] of cases) expect(() => KubeConnection.open(file('bad-exec', more)), String(words)).toThrow(words);
   });

@@ -41,7 +41,7 @@ const MAX_PAGE = 8 * 2 ** 20;
 /**
  * Items per page unless the caller says: kubectl asks 500, but a Node is 10 to 20 KiB and what a
  * page costs while it is decoded is several times its size (bench/kube-list.ts: 50 a page held
- * about 11 MiB for a list of 40 MiB, 100 about 23, 200 about 31).
+ * 10 to 22 MiB at the peak for a list of 40 MiB, 100 about 23, 200 about 31).
  */
 const PAGE_ITEMS = 50;
 /** How often a list starts again when its continue token has expired (410) before giving up. */

@@ -42,7 +42,7 @@ export { secretKey, signatureHeaders, whsec } from './lib/standard-webhooks.ts';
 
 // ----- Kubernetes: where the API is (a kubeconfig, or the in-cluster service account) -------
 // the client itself is loaded by openKube, only when a configuration talks to Kubernetes
-export type { KubeApiError, KubeConfigError, KubeConnection, KubeRequest } from './kube/client.ts';
+export type { KubeApiError, KubeConfigError, KubeConnection, KubeListRequest, KubeRequest, ListFold } from './kube/client.ts';
 export { NOT_CONFIGURED } from './lib/errors.ts';
 
 /** openKube: the kubeconfig file, or the in-cluster service account (null when neither is there); loads the client. */

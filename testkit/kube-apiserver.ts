@@ -5,7 +5,7 @@
  * cluster's CA is) and bearer-token authentication, and serves the real paths, bodies and
  * status codes of what the kubernetes sink calls:
  *
- *   GET   /api/v1/nodes, /api/v1/nodes/{name}
+ *   GET   /api/v1/nodes, /api/v1/nodes/{name}        (lists in chunks: limit, continue; kube-lists.ts)
  *   PATCH /api/v1/nodes/{name}/status strategic-merge-patch+json of status.conditions (merged by
  *                                     type; `$patch: delete` removes one); nothing else of the Node
  *   PATCH /api/v1/nodes/{name}        strategic-merge-patch+json (maps merge, null deletes,
@@ -48,6 +48,7 @@ import {
   withKind,
 } from './kube-objects.ts';
 import { LeaseRegistry } from './kube-leases.ts';
+import { ListChunks } from './kube-lists.ts';
 
 export { KUBE_CERT } from './kube-objects.ts';
 export type { KubeStandInOptions, Request, StandInNode, StandInPod } from './kube-objects.ts';
@@ -69,10 +70,13 @@ export class KubeStandIn {
   readonly budgetNames = new Map<string, string>();
   /** The bearer tokens the server takes (a test rotates them); a client certificate signed by the CA is taken too. */
   readonly tokens = new Set([KUBE_TOKEN]);
+  /** Lists in chunks (limit, continue), and the continue tokens a test makes expire (kube-lists.ts). */
+  readonly chunks = new ListChunks();
   /** coordination.k8s.io/v1 Leases (kube-leases.ts). */
   readonly leases = new LeaseRegistry(
     () => this.#nextRv(),
     () => this.#nextUid(),
+    this.chunks,
   );
   readonly #server: https.Server;
   readonly #o: Required<KubeStandInOptions>;
@@ -155,6 +159,7 @@ export class KubeStandIn {
       method: req.method ?? '',
       path: `${url.pathname}${url.search}`,
       contentType: req.headers['content-type'],
+      userAgent: req.headers['user-agent'],
       body,
       at: Date.now(),
     });
@@ -175,13 +180,9 @@ export class KubeStandIn {
     // /api/v1/nodes[/{name}]
     if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'nodes') {
       if (forbid('nodes', req.method === 'PATCH' ? 'patch' : p[3] ? 'get' : 'list')) return;
-      if (p.length === 3 && req.method === 'GET')
-        return json(res, 200, {
-          kind: 'NodeList',
-          apiVersion: 'v1',
-          metadata: { resourceVersion: String(this.#rv) },
-          items: [...this.nodes.values()].map(withKind('Node')),
-        });
+      const items = [...this.nodes.values()].map(withKind('Node'));
+      const list = { kind: 'NodeList', apiVersion: 'v1', rv: String(this.#rv), items, keyOf: (n: StandInNode) => n.metadata.name };
+      if (p.length === 3 && req.method === 'GET') return this.chunks.answer(res, url, list);
       const node = this.nodes.get(p[3] ?? '');
       if (p.length !== 4) return status(res, 404, 'NotFound', 'the server could not find the requested resource');
       if (node === undefined) return status(res, 404, 'NotFound', `nodes "${p[3]}" not found`, { name: p[3], kind: 'nodes' });
@@ -194,13 +195,9 @@ export class KubeStandIn {
       if (forbid('pods', 'list')) return;
       const selector = url.searchParams.get('fieldSelector') ?? '';
       const m = /^spec\.nodeName=(.+)$/.exec(selector);
-      const items = m ? this.podsOn(m[1]!) : [...this.pods.values()];
-      return json(res, 200, {
-        kind: 'PodList',
-        apiVersion: 'v1',
-        metadata: { resourceVersion: String(this.#rv) },
-        items: items.map(withKind('Pod')),
-      });
+      const items = (m ? this.podsOn(m[1]!) : [...this.pods.values()]).map(withKind('Pod'));
+      const keyOf = (pod: StandInPod) => `${pod.metadata.namespace}/${pod.metadata.name}`;
+      return this.chunks.answer(res, url, { kind: 'PodList', apiVersion: 'v1', rv: String(this.#rv), items, keyOf });
     }
     if (p[0] === 'api' && p[1] === 'v1' && p[2] === 'namespaces' && p.length >= 5) {
       const ns = p[3]!;

@@ -4,6 +4,7 @@
  * fleet budget's Lease store calls, with the real paths, bodies and status codes.
  *
  *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases?labelSelector=k=v,j!=w,e,!n   LeaseList
+ *        (in chunks: limit, continue; kube-lists.ts)
  *   POST /apis/coordination.k8s.io/v1/namespaces/{ns}/leases          201; 409 AlreadyExists
  *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 404 NotFound
  *   PUT  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}   200; 409 Conflict when
@@ -15,6 +16,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { json, status, type Json } from './kube-objects.ts';
+import type { ListChunks } from './kube-lists.ts';
 
 interface Lease {
   metadata: {
@@ -37,10 +39,12 @@ export class LeaseRegistry {
   readonly writes = new Map<number, number>();
   readonly #nextRv: () => string;
   readonly #nextUid: () => string;
+  readonly #chunks: ListChunks;
 
-  constructor(nextRv: () => string, nextUid: () => string) {
+  constructor(nextRv: () => string, nextUid: () => string, chunks: ListChunks) {
     this.#nextRv = nextRv;
     this.#nextUid = nextUid;
+    this.#chunks = chunks;
   }
 
   /** handle answers a request under /apis/coordination.k8s.io/v1/namespaces/{ns}/leases; false when the path is not one. */
@@ -48,7 +52,7 @@ export class LeaseRegistry {
     if (p[0] !== 'apis' || p[1] !== GROUP || p[2] !== 'v1' || p[3] !== 'namespaces' || p[5] !== 'leases') return false;
     const ns = p[4]!;
     const name = p[6];
-    if (name === undefined && method === 'GET') return (this.#list(res, ns, url.searchParams.get('labelSelector')), true);
+    if (name === undefined && method === 'GET') return (this.#list(res, ns, url), true);
     if (name === undefined && method === 'POST') return (this.#create(res, ns, body), true);
     if (name !== undefined && p.length === 7 && method === 'GET') {
       const lease = this.leases.get(`${ns}/${name}`);
@@ -62,7 +66,8 @@ export class LeaseRegistry {
     return true;
   }
 
-  #list(res: ServerResponse, ns: string, selector: string | null): void {
+  #list(res: ServerResponse, ns: string, url: URL): void {
+    const selector = url.searchParams.get('labelSelector');
     // equality-based requirements, as the API server reads them: k=v, k==v, k!=v (true also without
     // the label); and the set-based existence ones: k (the label is there), !k (it is not)
     const wanted = (selector ?? '')
@@ -78,7 +83,14 @@ export class LeaseRegistry {
     const holds = (l: Lease, w: (typeof wanted)[number]) =>
       (w.value === null ? l.metadata.labels?.[w.key] !== undefined : l.metadata.labels?.[w.key] === w.value) !== w.not;
     const items = [...this.leases.values()].filter((l) => l.metadata.namespace === ns && wanted.every((w) => holds(l, w)));
-    json(res, 200, { kind: 'LeaseList', apiVersion: `${GROUP}/v1`, metadata: { resourceVersion: this.#nextRv() }, items: items.map(full) });
+    const list = {
+      kind: 'LeaseList',
+      apiVersion: `${GROUP}/v1`,
+      rv: this.#nextRv(),
+      items: items.map(full),
+      keyOf: (l: Lease) => l.metadata.name,
+    };
+    this.#chunks.answer(res, url, list);
   }
 
   #create(res: ServerResponse, ns: string, body: unknown): void {

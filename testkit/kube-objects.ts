@@ -64,6 +64,7 @@ export interface Request {
   readonly method: string;
   readonly path: string;
   readonly contentType: string | undefined;
+  readonly userAgent: string | undefined;
   readonly body: unknown;
   /** When it arrived (epoch ms). */
   readonly at: number;
@@ -80,7 +81,9 @@ export function merge(target: unknown, patch: unknown): unknown {
   return out;
 }
 
-export const withKind = (kind: string) => (o: object) => ({ kind, apiVersion: 'v1', ...o });
+export const withKind =
+  (kind: string) =>
+  <T extends object>(o: T) => ({ kind, apiVersion: 'v1', ...o });
 
 export function json(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);

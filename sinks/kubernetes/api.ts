@@ -1,4 +1,12 @@
-import { NOT_CONFIGURED, openKube, withDeadline, type KubeConnection, type KubeRequest } from '../../src/kit.ts';
+import {
+  NOT_CONFIGURED,
+  openKube,
+  withDeadline,
+  type KubeConnection,
+  type KubeListRequest,
+  type KubeRequest,
+  type ListFold,
+} from '../../src/kit.ts';
 import { KubeFailure, toFailure } from './failure.ts';
 
 export { describeFailure, KubeFailure } from './failure.ts';
@@ -69,10 +77,20 @@ export interface Kube {
   event(on: KubeNode | KubePod, reason: string, message: string, type?: 'Normal' | 'Warning'): Promise<void>;
 }
 
-/** connect reads the configuration: the kubeconfig file, or the in-cluster service account. */
+/**
+ * connect reads the configuration: the kubeconfig file, or the in-cluster service account. A
+ * kubeconfig the client refuses (KUBE_CONFIG_INVALID, naming the key) and no configuration at all
+ * (KUBE_NOT_CONFIGURED) make a client whose every call says so: the sink's events are
+ * dead-lettered with the reason, and the other sinks go on.
+ */
 export async function connect(kubeconfig: string | undefined): Promise<Kube> {
-  const kube = await openKube(kubeconfig);
-  if (kube === null) return unconfigured();
+  let kube: KubeConnection | null;
+  try {
+    kube = await openKube(kubeconfig);
+  } catch (err) {
+    return failing(toFailure('kubeconfig', err));
+  }
+  if (kube === null) return failing(new KubeFailure('KUBE_NOT_CONFIGURED', NOT_CONFIGURED, false));
   return bound(kube, undefined);
 }
 
@@ -86,10 +104,9 @@ const pods = (namespace: string, name = '') =>
  * so a call that gets no answer closes its connection rather than leaving it open.
  */
 function bound(kube: KubeConnection, signal: AbortSignal | undefined): Kube {
-  const call = <T>(what: string, r: Omit<KubeRequest, 'signal'>): Promise<T> => {
+  const within = <T>(what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
     const abort = new AbortController();
-    const request = { ...r, signal: AbortSignal.any([abort.signal, ...(signal === undefined ? [] : [signal])]) };
-    return withDeadline(kube.request<T>(request), CALL_DEADLINE_MS, () => {
+    return withDeadline(work(AbortSignal.any([abort.signal, ...(signal === undefined ? [] : [signal])])), CALL_DEADLINE_MS, () => {
       abort.abort();
       return new KubeFailure('KUBE_API_TIMEOUT', `${what}: no answer within ${CALL_DEADLINE_MS / 1000} s`, true);
     })
@@ -98,26 +115,36 @@ function bound(kube: KubeConnection, signal: AbortSignal | undefined): Kube {
       })
       .finally(() => abort.abort());
   };
+  const call = <T>(what: string, r: Omit<KubeRequest, 'signal'>): Promise<T> => within(what, (s) => kube.request<T>({ ...r, signal: s }));
+  /** list: a list read in chunks, each page folded into what is kept (the whole list is never held), within one deadline. */
+  const list = <T, A>(what: string, r: Omit<KubeListRequest, 'signal'>, fold: ListFold<T, A>): Promise<A> =>
+    within(what, (s) => kube.list({ ...r, signal: s }, fold));
   const node = (name: string) => `${NODES}/${encodeURIComponent(name)}`;
   return {
     readNode: async (name) => nodeOf(await call<NodeLike>(`get node ${name}`, { method: 'GET', path: node(name) })),
     async nodeByProviderId(providerId) {
-      const list = await call<{ items: (NodeLike & { spec?: { providerID?: string } })[] }>('list nodes', { method: 'GET', path: NODES });
-      const found = list.items.find((n) => n.spec?.providerID?.toLowerCase() === providerId.toLowerCase());
-      return found === undefined ? null : nodeOf(found);
+      const wanted = providerId.toLowerCase();
+      const found = await list<NodeLike & { spec?: { providerID?: string } }, NodeLike | null>(
+        'list nodes',
+        { path: NODES },
+        {
+          start: () => null,
+          page: (kept, items) => kept ?? items.find((n) => n.spec?.providerID?.toLowerCase() === wanted) ?? null,
+          done: (kept) => kept !== null,
+        },
+      );
+      return found === null ? null : nodeOf(found);
     },
     patchNode: async (name, body) =>
       nodeOf(await call<NodeLike>(`patch node ${name}`, { method: 'PATCH', path: node(name), body, contentType: SMP })),
     patchNodeStatus: async (name, body) =>
       nodeOf(await call<NodeLike>(`patch node ${name} status`, { method: 'PATCH', path: `${node(name)}/status`, body, contentType: SMP })),
-    async podsOn(nodeName) {
-      const list = await call<{ items: PodLike[] }>(`list pods on ${nodeName}`, {
-        method: 'GET',
-        path: '/api/v1/pods',
-        query: { fieldSelector: `spec.nodeName=${nodeName}` },
-      });
-      return list.items.map(podOf);
-    },
+    podsOn: (nodeName) =>
+      list<PodLike, KubePod[]>(
+        `list pods on ${nodeName}`,
+        { path: '/api/v1/pods', query: { fieldSelector: `spec.nodeName=${nodeName}` } },
+        { start: () => [], page: (kept, items) => (kept.push(...items.map(podOf)), kept) },
+      ),
     async evict(pod, gracePeriodSeconds, dryRun = false) {
       const dry = dryRun ? { dryRun: ['All'] } : {};
       const body = {
@@ -186,10 +213,10 @@ function bound(kube: KubeConnection, signal: AbortSignal | undefined): Kube {
   };
 }
 
-/** unconfigured: neither a kubeconfig nor a cluster around; every call says so. */
-function unconfigured(): Kube {
+/** failing: no client to be had (no kubeconfig nor a cluster around, or a kubeconfig refused); every call says why. */
+function failing(why: KubeFailure): Kube {
   const fail = (): never => {
-    throw new KubeFailure('KUBE_NOT_CONFIGURED', NOT_CONFIGURED, false);
+    throw why;
   };
   const kube: Kube = {
     readNode: fail,

@@ -1,7 +1,10 @@
 /** The stable codes of the kubernetes sink (SinkModule.codes): in log lines and dead-letter reasons. */
 export const KUBE_CODES = {
   KUBE_CONFIG_INVALID:
-    'the kubeconfig is one the client refuses (an http:// server without insecure-skip-tls-verify): dead-lettered, naming the fix',
+    'the kubeconfig is one the client refuses (an http:// server without insecure-skip-tls-verify, a proxy-url it cannot use, a CA with insecure-skip-tls-verify, an exec plugin kubectl would refuse, an ExecCredential it cannot read): dead-lettered, naming the key',
+  KUBE_EXEC_FAILED: "the kubeconfig's exec credential plugin could not be run, failed, or hung past its deadline (tried again)",
+  KUBE_API_UNREADABLE:
+    'the Kubernetes API answered more than the client keeps (an object over 3 MiB, a page of a list over 8 MiB) or something that is not JSON (tried again)',
   KUBE_NOT_CONFIGURED: 'a kubernetes sink has no kubeconfig and is not in a cluster (dead-lettered)',
   KUBE_NODE_UNKNOWN: 'a kubernetes sink cannot tell which Node this VM is (no nodeName, NODE_NAME or resource id)',
   KUBE_NODE_NOT_FOUND: 'no Node has the providerID of this VM (dead-lettered)',

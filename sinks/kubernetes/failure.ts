@@ -44,6 +44,10 @@ export function toFailure(what: string, err: unknown): KubeFailure {
     );
   if (err instanceof Error && err.name === 'KubeConfigError')
     return new KubeFailure('KUBE_CONFIG_INVALID', `${what}: ${err.message}`, false);
+  // the plugin may answer next time (a token endpoint back, a hung run killed)
+  if (err instanceof Error && err.name === 'KubeExecError') return new KubeFailure('KUBE_EXEC_FAILED', `${what}: ${err.message}`, true);
+  if (err instanceof Error && (err.name === 'KubeTooLargeError' || err.name === 'KubeUnreadableError'))
+    return new KubeFailure('KUBE_API_UNREADABLE', err.message, true);
   const cause = e.cause?.code ?? e.cause?.message ?? e.message ?? String(err);
   return new KubeFailure('KUBE_API_UNREACHABLE', `${what}: cannot reach the Kubernetes API server (${cause})`, true);
 }

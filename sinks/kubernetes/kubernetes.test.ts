@@ -546,7 +546,7 @@ describe('kubernetes sink against the stand-in API server', () => {
     expect(api.pods.has('web/cache-0')).toBe(false);
   });
 
-  it('RBAC refusing eviction, a node that does not exist, an unreachable API and a kubeconfig the client refuses: clear dead letters, other sinks unaffected', async () => {
+  it('RBAC refusing eviction, a node that does not exist, an unreachable API, kubeconfigs the client refuses, a failing exec plugin: clear dead letters, other sinks unaffected', async () => {
     api = await new KubeStandIn({ forbid: ['pods/eviction'] }).start();
     api.addNode('aks-node-0', { providerID: PROVIDER('vm0') });
     api.addPod('web', 'web-0', 'aks-node-0', { owner: 'ReplicaSet' });
@@ -559,6 +559,12 @@ describe('kubernetes sink against the stand-in API server', () => {
         writeFileSync(unreachable, api!.kubeconfig().replace(api!.url, `https://127.0.0.1:${closed}`));
         const plain = join(dir, 'kubeconfig-http');
         writeFileSync(plain, api!.kubeconfig().replace(api!.url, api!.url.replace('https://', 'http://')));
+        // a socks5 proxy the client cannot go through; an exec plugin that fails
+        const socks = join(dir, 'kubeconfig-socks');
+        writeFileSync(socks, api!.kubeconfig().replace('cluster: { server:', 'cluster: { proxy-url: "socks5://127.0.0.1:1080", server:'));
+        const plugin = join(dir, 'kubeconfig-exec');
+        const exec = '{ exec: { apiVersion: client.authentication.k8s.io/v1, command: /bin/false, interactiveMode: Never } }';
+        writeFileSync(plugin, api!.kubeconfig().replace(/user: \{ token: "[^"]*" \}/, `user: ${exec}`));
         const fast = { maxAttempts: 2, initialBackoffMs: 50, maxBackoffMs: 100 };
         return [
           { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
@@ -566,11 +572,13 @@ describe('kubernetes sink against the stand-in API server', () => {
           { name: 'missing', type: 'kubernetes', kubeconfig, nodeName: 'no-such-node', delivery: fast },
           { name: 'down', type: 'kubernetes', kubeconfig: unreachable, nodeName: 'aks-node-0', delivery: fast },
           { name: 'http', type: 'kubernetes', kubeconfig: plain, nodeName: 'aks-node-0', delivery: { ...fast, maxAttempts: 50 } },
+          { name: 'socks', type: 'kubernetes', kubeconfig: socks, nodeName: 'aks-node-0', delivery: { ...fast, maxAttempts: 50 } },
+          { name: 'plugin', type: 'kubernetes', kubeconfig: plugin, nodeName: 'aks-node-0', delivery: fast },
         ];
       },
     });
     const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
-    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 4, 'four dead letters', 20_000);
+    await waitFor(() => h.bridge.store.outbox.deadLetters().length === 6, 'six dead letters', 20_000);
     const dead = new Map(h.bridge.store.outbox.deadLetters().map((d) => [d.sink, d.lastError]));
     expect(dead.get('rbac')).toMatch(
       /^rejected: KUBE_FORBIDDEN: evict pod web\/web-0: forbidden by RBAC \(403\): .*cannot create resource "pods\/eviction"/,
@@ -584,6 +592,13 @@ describe('kubernetes sink against the stand-in API server', () => {
     // a kubeconfig the client refuses is no outage: one attempt, and the fix named
     expect(dead.get('http')).toMatch(
       /^rejected: KUBE_CONFIG_INVALID: get node aks-node-0: the kubeconfig's server is http:\/\/ without insecure-skip-tls-verify; use the API server's https:\/\/ address/,
+    );
+    // refused by its key before any request, never passed by: one attempt
+    expect(dead.get('socks')).toMatch(
+      /^rejected: KUBE_CONFIG_INVALID: kubeconfig: .*kubeconfig-socks: cluster "stand-in": proxy-url socks5:\/\/127\.0\.0\.1:1080: the scheme socks5 is not supported/,
+    );
+    expect(dead.get('plugin')).toMatch(
+      /^gave up after 2 attempts: KUBE_EXEC_FAILED: get node aks-node-0: the exec plugin \/bin\/false failed \(exit code 1; what it printed on stderr is not kept\)/,
     );
     expect(h.kinds()).toEqual([`scheduled:${e.eventId}`]);
     expect(h.lines.some((l) => l.code === 'KUBE_FORBIDDEN' && l.msg === 'kubernetes preparation failed')).toBe(true);

@@ -1,14 +1,13 @@
 /**
  * The webhook sink over the wire, continued: headers, auth, TLS, proxies, and every outcome.
  */
-import { createServer, request as httpRequest } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyHttpStatus } from '../../src/sinks/classify.ts';
 import { SinkConfig } from '../../src/config/schema.ts';
 import type { Outcome } from '../../src/sinks/contract.ts';
+import { ForwardProxy } from '../../testkit/forward-proxy.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { ROOT, tempDir } from '../../test/helpers.ts';
 import { ev, makeSink, peer, send, sinks, started, usePeer } from '../../testkit/webhook-sink.ts';
@@ -86,40 +85,19 @@ describe('webhook sink: headers, auth, TLS', () => {
 describe('webhook sink: proxies', () => {
   it('goes through the proxy it is configured with, and straight to the peer with proxy: none', async () => {
     // a proxy that records the target of each request: plain HTTP is forwarded (absolute-form
-    // request line), HTTPS would be tunnelled (CONNECT)
-    const tunnels: string[] = [];
-    const proxy = createServer((req, res) => {
-      const target = new URL(String(req.url));
-      tunnels.push(target.host);
-      const upstream = httpRequest(target, { method: req.method, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
-    });
-    proxy.on('connect', (req, client: Socket, head: Buffer) => {
-      tunnels.push(String(req.url));
-      const [host, port] = String(req.url).split(':') as [string, string];
-      const upstream = connect(Number(port), host, () => {
-        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        upstream.write(head);
-        upstream.pipe(client).pipe(upstream);
-      });
-      upstream.on('error', () => client.destroy());
-      client.on('error', () => upstream.destroy());
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
-    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    // request line), HTTPS is tunnelled (CONNECT)
+    const proxy = await new ForwardProxy().start();
+    const proxyUrl = proxy.url;
+    const tunnels = () => proxy.requests.map((r) => r.target);
     try {
       const via = await makeSink({ proxy: proxyUrl });
       expect(await send(via.sink, [ev()])).toEqual([{ status: 'delivered' }]);
-      expect(tunnels).toEqual([new URL(peer.url).host]);
+      expect(tunnels()).toEqual([new URL(peer.url).host]);
       expect(peer.requests).toHaveLength(1);
       const direct = await makeSink({ proxy: 'none' });
       expect(await send(direct.sink, [ev()])).toEqual([{ status: 'delivered' }]);
       expect(peer.requests).toHaveLength(2);
-      expect(tunnels).toHaveLength(1);
+      expect(tunnels()).toHaveLength(1);
       // HTTPS through the same proxy is a CONNECT tunnel, and TLS is still verified end to end
       const tlsPeer = new HttpPeer({
         key: readFileSync(join(ROOT, 'test', 'fixtures', 'tls', 'key.pem'), 'utf8'),
@@ -132,7 +110,8 @@ describe('webhook sink: proxies', () => {
           tlsPeer.url,
         );
         expect(await send(tunnelled.sink, [ev()])).toEqual([{ status: 'delivered' }]);
-        expect(tunnels).toEqual([new URL(peer.url).host, new URL(tlsPeer.url).host]);
+        expect(tunnels()).toEqual([new URL(peer.url).host, new URL(tlsPeer.url).host]);
+        expect(proxy.tunnels()).toEqual([new URL(tlsPeer.url).host]);
         expect(tlsPeer.requests).toHaveLength(1);
       } finally {
         for (const s of sinks.splice(0)) await s.close();
@@ -140,8 +119,7 @@ describe('webhook sink: proxies', () => {
       }
     } finally {
       for (const s of sinks.splice(0)) await s.close();
-      proxy.closeAllConnections();
-      await new Promise<void>((r) => proxy.close(() => r()));
+      await proxy.close();
     }
   });
 });

@@ -67,17 +67,21 @@ export class KubernetesHealth {
     }
     const pods = this.#check.pods;
     if (pods !== 'none') {
-      const list = await kube.request<{ items: V1Pod[] }>({
-        method: 'GET',
-        path: '/api/v1/pods',
-        query: { fieldSelector: `spec.nodeName=${name}` },
-        signal,
-      });
       const only = pods === 'all' ? null : new Set(pods.namespaces);
-      const notReady = list.items.filter((p) => counts(p, only) && !podReady(p)).map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
-      if (notReady.length > 0)
+      // in chunks: how many are not Ready, and the first five names
+      const notReady = await kube.list<V1Pod, { count: number; names: string[] }>(
+        { path: '/api/v1/pods', query: { fieldSelector: `spec.nodeName=${name}` }, signal },
+        {
+          start: () => ({ count: 0, names: [] }),
+          page: (kept, items) => {
+            const more = items.filter((p) => counts(p, only) && !podReady(p)).map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
+            return { count: kept.count + more.length, names: [...kept.names, ...more].slice(0, 5) };
+          },
+        },
+      );
+      if (notReady.count > 0)
         problems.push(
-          `${notReady.length} pod${notReady.length === 1 ? '' : 's'} on ${name} not Ready: ${notReady.slice(0, 5).join(', ')}${notReady.length > 5 ? ', …' : ''}`,
+          `${notReady.count} pod${notReady.count === 1 ? '' : 's'} on ${name} not Ready: ${notReady.names.join(', ')}${notReady.count > 5 ? ', …' : ''}`,
         );
     }
     return problems.length === 0 ? null : problems.join('; ');
@@ -100,8 +104,14 @@ export class KubernetesHealth {
     if (!id)
       throw new Error("no nodeName configured, NODE_NAME is unset, and this VM's resource id is unknown, so its Node cannot be found");
     const providerId = `azure://${id}`.toLowerCase();
-    const nodes = await kube.request<{ items: V1Node[] }>({ method: 'GET', path: '/api/v1/nodes', signal });
-    const node = nodes.items.find((n) => n.spec?.providerID?.toLowerCase() === providerId);
+    const node = await kube.list<V1Node, V1Node | undefined>(
+      { path: '/api/v1/nodes', signal },
+      {
+        start: () => undefined,
+        page: (kept, items) => kept ?? items.find((n) => n.spec?.providerID?.toLowerCase() === providerId),
+        done: (kept) => kept !== undefined,
+      },
+    );
     if (node === undefined) throw new Error(`no Node has spec.providerID azure://${id}; set nodeName or NODE_NAME`);
     this.#found = node.metadata?.name ?? null;
     return node;

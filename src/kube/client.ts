@@ -6,39 +6,47 @@
  *
  * - Who we are: a bearer token, a token file read again every minute (a projected service
  *   account token rotates), a client certificate, basic credentials, or an exec credential plugin
- *   (kubelogin and the like), run as client-go runs it (KUBERNETES_EXEC_INFO on its environment,
- *   an ExecCredential on its output), its answer kept until its expirationTimestamp and asked
- *   again once after a 401.
- * - Every call has a deadline (30 s unless the caller's signal is sooner).
- * - An answer outside 2xx rejects with a KubeApiError carrying the status in `status` and the
- *   body (a Status) as text; a request that never got an answer rejects with an Error whose cause
- *   is the network's error.
+ *   (exec.ts), its answer kept until its expirationTimestamp and asked again once after a 401;
+ *   calls that need a credential at the same time share one run of the plugin, as client-go's
+ *   lock makes them.
+ * - Every call has a deadline (30 s unless the caller's signal is sooner) and says who it is
+ *   (User-Agent: se-bridge/<version> (<os>/<arch>), as client-go's default names kubectl).
+ * - Every answer is bounded before it is decoded: an object at 3 MiB (the API server takes no
+ *   request body larger), a page of a list at 8 MiB; a list is read 50 items at a time (`limit`
+ *   and `continue`, as kubectl's chunks; fewer when a page is over its bound), each page folded
+ *   into what the caller keeps, so a list of every Node of a large cluster never sits in memory
+ *   whole.
+ * - An answer outside 2xx rejects with a KubeApiError carrying the status and the body (a
+ *   Status) as text; an answer over its bound with a KubeTooLargeError; a request that never got
+ *   an answer with an Error whose cause is the network's error.
  */
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
-import { BridgeError } from '../lib/errors.ts';
+import { z } from 'zod';
 import { HttpClient } from '../lib/http-client.ts';
-import { fromKubeconfig, inCluster, KubeConfigError, type KubeTarget } from './config.ts';
+import { VERSION } from '../lib/version.ts';
+import { fromKubeconfig, inCluster, type KubeTarget } from './config.ts';
+import { KubeApiError, KubeConfigError, KubeTooLargeError, KubeUnreadableError } from './errors.ts';
+import { runExec, type ExecCredential } from './exec.ts';
 
-export { KubeConfigError, NOT_CONFIGURED } from './config.ts';
+export { NOT_CONFIGURED } from './config.ts';
+export { KubeApiError, KubeConfigError, KubeExecError, KubeTooLargeError, KubeUnreadableError } from './errors.ts';
 
 const DEADLINE_MS = 30_000;
 const EXEC_DEADLINE_MS = 60_000;
 const TOKEN_FILE_MS = 60_000;
-/** The most of one answer kept: a list of every Node of a large cluster fits. */
-const MAX_BODY = 256 * 2 ** 20;
-
-/** An API answer outside 2xx: `status` is the HTTP status, `body` the Status the server sent. */
-export class KubeApiError extends BridgeError<'KUBE_CLIENT_STATUS'> {
-  readonly status: number;
-  readonly body: string;
-  constructor(what: string, status: number, body: string) {
-    super('KUBE_CLIENT_STATUS', `${what}: HTTP ${status}`);
-    this.status = status;
-    this.body = body;
-  }
-}
+/** The most of one object's answer kept: the API server takes no request body over 3 MiB (etcd no object over 1.5). */
+const MAX_OBJECT = 3 * 2 ** 20;
+/** The most of one page of a list kept. */
+const MAX_PAGE = 8 * 2 ** 20;
+/**
+ * Items per page unless the caller says: kubectl asks 500, but a Node is 10 to 20 KiB and what a
+ * page costs while it is decoded is several times its size (bench/kube-list.ts: 50 a page held
+ * 10 to 22 MiB at the peak for a list of 40 MiB, 100 about 23, 200 about 31).
+ */
+const PAGE_ITEMS = 50;
+/** How often a list starts again when its continue token has expired (410) before giving up. */
+const RESTARTS = 2;
+const USER_AGENT = `se-bridge/${VERSION} (${process.platform}/${process.arch})`;
 
 export interface KubeRequest {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -48,48 +56,106 @@ export interface KubeRequest {
   readonly body?: unknown;
   /** Default application/json; a patch names its kind (application/strategic-merge-patch+json). */
   readonly contentType?: string;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
-interface Credential {
-  readonly token?: string;
-  readonly cert?: string;
-  readonly key?: string;
-  /** When it must be asked for again (ms since the epoch); Infinity when it said no end. */
-  readonly until: number;
+export interface KubeListRequest {
+  /** The collection's path, e.g. /api/v1/pods. */
+  readonly path: string;
+  /** Selectors (labelSelector, fieldSelector); limit and continue are the client's. */
+  readonly query?: Readonly<Record<string, string | undefined>>;
+  /** Items per page (default 50). */
+  readonly limit?: number;
+  readonly signal?: AbortSignal | undefined;
 }
+
+/** ListFold: what a caller keeps of a list, page by page; `start` again when the list starts again. */
+export interface ListFold<T, A> {
+  start(): A;
+  page(kept: A, items: readonly T[]): A;
+  /** True when the rest of the list is not needed (what was looked for is found). */
+  done?(kept: A): boolean;
+}
+
+export interface KubeOptions {
+  /** The service account's folder (default the pod's). */
+  readonly serviceAccountDir?: string;
+  /** How long an exec credential plugin may run (default 60 s). */
+  readonly execDeadlineMs?: number;
+}
+
+/** A list's envelope, as every List kind has it; the items are the caller's to read. */
+const ListPage = z.object({
+  metadata: z.object({ continue: z.string().optional() }).nullish(),
+  items: z.array(z.unknown()).nullable(),
+});
 
 export class KubeConnection {
   readonly target: KubeTarget;
-  #credential: Credential | null = null;
+  readonly #execDeadlineMs: number;
+  #credential: ExecCredential | null = null;
+  /** The credential being fetched (an exec plugin's run), shared by every call that waits for one. */
+  #pending: Promise<ExecCredential> | null = null;
   #http: { client: HttpClient; cert: string | undefined } | null = null;
 
-  private constructor(target: KubeTarget) {
+  private constructor(target: KubeTarget, options: KubeOptions) {
     this.target = target;
+    this.#execDeadlineMs = options.execDeadlineMs ?? EXEC_DEADLINE_MS;
   }
 
   /** open: the kubeconfig file, or the in-cluster service account; null when neither is there. */
-  static open(kubeconfig: string | undefined, serviceAccountDir?: string): KubeConnection | null {
-    const target = kubeconfig === undefined ? inCluster(serviceAccountDir) : fromKubeconfig(kubeconfig);
-    return target === null ? null : new KubeConnection(target);
+  static open(kubeconfig: string | undefined, options: KubeOptions = {}): KubeConnection | null {
+    const target = kubeconfig === undefined ? inCluster(options.serviceAccountDir) : fromKubeconfig(kubeconfig);
+    return target === null ? null : new KubeConnection(target, options);
   }
 
-  /** request: one call, its JSON answer parsed (undefined for an empty body). */
+  /** request: one call about one object, its JSON answer parsed (undefined for an empty body). */
   async request<T>(r: KubeRequest): Promise<T> {
-    const what = `${r.method} ${r.path}`;
-    // as the official clients: plain HTTP only where the kubeconfig says it knows (a test cluster)
-    if (this.target.server.startsWith('http://') && !this.target.insecure)
-      throw new KubeConfigError(`${this.target.server}: HTTP protocol is not allowed when skipTLSVerify is not set`);
-    const refreshable = this.target.exec !== undefined || this.target.tokenFile !== undefined;
-    let res = await this.#send(r, what);
-    if (res.status === 401 && refreshable) {
-      this.#credential = null;
-      res = await this.#send(r, what);
+    return (await this.#call(r, MAX_OBJECT)) as T;
+  }
+
+  /**
+   * list: a collection read a page at a time, each page given to `fold`; started again (twice at
+   * most) when a continue token has expired, and a page over 8 MiB asked again with an eighth of
+   * its items (down to one: only an item over 8 MiB fails).
+   */
+  async list<T, A>(r: KubeListRequest, fold: ListFold<T, A>): Promise<A> {
+    let limit = r.limit ?? PAGE_ITEMS;
+    for (let restarts = 0; ; restarts++) {
+      let kept = fold.start();
+      let token: string | undefined;
+      try {
+        do {
+          const page = await this.#page(r, limit, token);
+          limit = page.limit;
+          kept = fold.page(kept, page.items as T[]);
+          token = page.next;
+        } while (token !== undefined && fold.done?.(kept) !== true);
+        return kept;
+      } catch (err) {
+        // 410 Gone: the list's snapshot was compacted away between two pages; only a new list can go on
+        if (token === undefined || !(err instanceof KubeApiError) || err.status !== 410 || restarts >= RESTARTS) throw err;
+      }
     }
-    const text = res.bytes.toString('utf8');
-    if (res.overflow) throw new Error(`${what}: the answer is larger than ${MAX_BODY / 2 ** 20} MiB`);
-    if (res.status < 200 || res.status > 299) throw new KubeApiError(what, res.status, text);
-    return (text === '' ? undefined : JSON.parse(text)) as T;
+  }
+
+  /** page: one page of a list from `token`, with the limit it was read at. */
+  async #page(r: KubeListRequest, limit: number, token: string | undefined) {
+    for (;;) {
+      try {
+        const query = { ...r.query, limit: String(limit), continue: token };
+        const page = ListPage.safeParse(await this.#call({ method: 'GET', path: r.path, query, signal: r.signal }, MAX_PAGE));
+        if (!page.success) throw new KubeUnreadableError(`GET ${r.path}: the answer is not a list`);
+        const next = page.data.metadata?.continue || undefined;
+        // a server that hands back the token it was given would be read for ever
+        if (next !== undefined && next === token)
+          throw new KubeUnreadableError(`GET ${r.path}: the list gave back the same continue token`);
+        return { items: page.data.items ?? [], next, limit };
+      } catch (err) {
+        if (!(err instanceof KubeTooLargeError) || limit === 1) throw err;
+        limit = Math.max(1, Math.floor(limit / 8));
+      }
+    }
   }
 
   close(): void {
@@ -97,11 +163,36 @@ export class KubeConnection {
     this.#http = null;
   }
 
-  async #send(r: KubeRequest, what: string) {
+  /** call: one request, asked again once after a 401 with a fresh credential; its JSON answer, bounded before it is decoded. */
+  async #call(r: KubeRequest, maxBytes: number): Promise<unknown> {
+    const what = `${r.method} ${r.path}`;
+    // as the official clients: plain HTTP only where the kubeconfig says it knows (a test cluster)
+    if (this.target.server.startsWith('http://') && !this.target.insecure)
+      throw new KubeConfigError(`${this.target.server}: HTTP protocol is not allowed when skipTLSVerify is not set`);
+    const refreshable = this.target.exec !== undefined || this.target.tokenFile !== undefined;
+    let sent = await this.#send(r, what, maxBytes);
+    if (sent.res.status === 401 && refreshable) {
+      // only the credential this call used is dropped: calls refused together fetch one new one
+      if (this.#credential === sent.credential) this.#credential = null;
+      sent = await this.#send(r, what, maxBytes);
+    }
+    const res = sent.res;
+    if (res.overflow) throw new KubeTooLargeError(what, maxBytes);
+    const text = res.bytes.toString('utf8');
+    if (res.status < 200 || res.status > 299) throw new KubeApiError(what, res.status, text);
+    if (text === '') return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new KubeUnreadableError(`${what}: the answer is not JSON`);
+    }
+  }
+
+  async #send(r: KubeRequest, what: string, maxBytes: number) {
     const signal = AbortSignal.any([AbortSignal.timeout(DEADLINE_MS), ...(r.signal === undefined ? [] : [r.signal])]);
     const credential = await this.#credentials(signal);
     const t = this.target;
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
     if (credential.token !== undefined) headers.authorization = `Bearer ${credential.token}`;
     else if (t.basic !== undefined)
       headers.authorization = `Basic ${Buffer.from(`${t.basic.username}:${t.basic.password}`).toString('base64')}`;
@@ -110,14 +201,15 @@ export class KubeConnection {
     const query = Object.entries(r.query ?? {}).filter((e): e is [string, string] => e[1] !== undefined);
     const url = `${t.server}${r.path}${query.length === 0 ? '' : `?${new URLSearchParams(query).toString()}`}`;
     try {
-      return await this.#client(credential).request(url, {
+      const res = await this.#client(credential).request(url, {
         method: r.method,
         headers,
         ...(body === undefined ? {} : { body }),
         signal,
-        maxBodyBytes: MAX_BODY,
+        maxBodyBytes: maxBytes,
         onOverflow: 'destroy',
       });
+      return { res, credential };
     } catch (err) {
       const cause = err as { code?: string; message?: string };
       throw new Error(`${what}: ${cause.code ?? cause.message ?? String(err)}`, { cause: err });
@@ -125,7 +217,7 @@ export class KubeConnection {
   }
 
   /** client: the HTTP client for this credential (a new one when an exec plugin hands out a new certificate). */
-  #client(credential: Credential): HttpClient {
+  #client(credential: ExecCredential): HttpClient {
     const cert = credential.cert ?? this.target.cert;
     if (this.#http !== null && this.#http.cert === cert) return this.#http.client;
     this.#http?.client.close();
@@ -142,14 +234,37 @@ export class KubeConnection {
     return client;
   }
 
-  async #credentials(signal: AbortSignal): Promise<Credential> {
-    if (this.#credential !== null && Date.now() < this.#credential.until) return this.#credential;
+  /** credentials: the credential in hand while it lasts, else one fetch that every waiting call shares. */
+  async #credentials(signal: AbortSignal): Promise<ExecCredential> {
+    const held = this.#credential;
+    if (held !== null && Date.now() < held.until) return held;
+    this.#pending ??= this.#fetch().finally(() => (this.#pending = null));
+    return await untilAborted(this.#pending, signal);
+  }
+
+  async #fetch(): Promise<ExecCredential> {
     const t = this.target;
-    if (t.exec !== undefined) this.#credential = await runExec(t, signal);
-    else if (t.tokenFile !== undefined) this.#credential = { token: readToken(t.tokenFile), until: Date.now() + TOKEN_FILE_MS };
-    else this.#credential = { ...(t.token === undefined ? {} : { token: t.token }), until: Infinity };
+    this.#credential =
+      t.exec !== undefined
+        ? await runExec(t.exec, this.#execDeadlineMs)
+        : t.tokenFile !== undefined
+          ? { token: readToken(t.tokenFile), until: Date.now() + TOKEN_FILE_MS }
+          : { ...(t.token === undefined ? {} : { token: t.token }), until: Infinity };
     return this.#credential;
   }
+}
+
+/** untilAborted: `work`'s outcome, or a rejection when `signal` aborts first (the work goes on for whoever else waits). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', stop, { once: true });
+    work.then(
+      (v) => (signal.removeEventListener('abort', stop), resolve(v)),
+      (e: unknown) => (signal.removeEventListener('abort', stop), reject(e as Error)),
+    );
+  });
 }
 
 function readToken(file: string): string {
@@ -158,45 +273,4 @@ function readToken(file: string): string {
   } catch (err) {
     throw new KubeConfigError(`cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-}
-
-interface ExecCredential {
-  status?: { token?: string; clientCertificateData?: string; clientKeyData?: string; expirationTimestamp?: string };
-}
-
-/** runExec runs the exec credential plugin once, as client-go does, and reads its ExecCredential. */
-async function runExec(t: KubeTarget, signal: AbortSignal): Promise<Credential> {
-  const plugin = t.exec!;
-  if (plugin.interactiveMode === 'Always')
-    throw new KubeConfigError(`the exec plugin ${plugin.command} needs a terminal (interactiveMode: Always), which a daemon has not`);
-  const info = { apiVersion: plugin.apiVersion, kind: 'ExecCredential', spec: { interactive: false } };
-  const command = plugin.command.includes('/') && !isAbsolute(plugin.command) ? join(plugin.cwd, plugin.command) : plugin.command;
-  const out = await new Promise<string>((resolve, reject) => {
-    execFile(
-      command,
-      [...plugin.args],
-      {
-        env: { ...process.env, ...plugin.env, KUBERNETES_EXEC_INFO: JSON.stringify(info) },
-        timeout: EXEC_DEADLINE_MS,
-        maxBuffer: 2 ** 20,
-        signal,
-        windowsHide: true,
-      },
-      (err, stdout, stderr) => {
-        if (err === null) resolve(stdout);
-        else reject(new Error(`the exec plugin ${plugin.command} failed: ${(stderr.trim() || err.message).slice(0, 500)}`, { cause: err }));
-      },
-    );
-  });
-  let status: ExecCredential['status'];
-  try {
-    status = (JSON.parse(out) as ExecCredential).status;
-  } catch {
-    throw new KubeConfigError(`the exec plugin ${plugin.command} did not print an ExecCredential`);
-  }
-  const until = status?.expirationTimestamp === undefined ? Infinity : Date.parse(status.expirationTimestamp);
-  if (status?.token !== undefined) return { token: status.token, until };
-  if (status?.clientCertificateData !== undefined && status.clientKeyData !== undefined)
-    return { cert: status.clientCertificateData, key: status.clientKeyData, until };
-  throw new KubeConfigError(`the exec plugin ${plugin.command} gave neither a token nor a client certificate`);
 }

@@ -6,30 +6,23 @@
  * From a kubeconfig: the current context (or the only one), its cluster (`server`,
  * `certificate-authority[-data]`, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`) and
  * its user (`token`, `tokenFile`, `client-certificate[-data]` with `client-key[-data]`,
- * `username`/`password`, or an `exec` credential plugin such as kubelogin). Relative paths are
- * relative to the kubeconfig's folder. The legacy `auth-provider` plugins are refused by name.
+ * `username`/`password`, or an `exec` credential plugin such as kubelogin: exec.ts). Relative
+ * paths are relative to the kubeconfig's folder. What kubectl refuses is refused here too, by its
+ * key and before any request: a CA with insecure-skip-tls-verify, an exec plugin its validation
+ * refuses; and so is what this client cannot do as kubectl does, rather than done otherwise: a
+ * proxy-url other than http:// or https:// (a socks5 proxy would otherwise be passed by), the
+ * legacy `auth-provider` plugins.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-
-import { BridgeError } from '../lib/errors.ts';
+import { KubeConfigError } from './errors.ts';
+import { clusterExtension, execOf, type ExecPlugin } from './exec.ts';
 
 export { NOT_CONFIGURED } from '../lib/errors.ts';
 
 /** The service account's folder in every pod. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/** An exec credential plugin (client.authentication.k8s.io). */
-export interface ExecPlugin {
-  readonly command: string;
-  readonly args: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-  readonly apiVersion: string;
-  /** The folder a relative command is found from (the kubeconfig's). */
-  readonly cwd: string;
-  readonly interactiveMode: string;
-}
 
 export interface KubeTarget {
   /** https://host:port, no trailing slash. */
@@ -47,13 +40,6 @@ export interface KubeTarget {
   readonly exec?: ExecPlugin;
   /** The context's namespace, or the service account's. */
   readonly namespace?: string;
-}
-
-/** A kubeconfig that cannot be used: said before any request, so trying again cannot help. */
-export class KubeConfigError extends BridgeError<'KUBE_CLIENT_CONFIG'> {
-  constructor(message: string) {
-    super('KUBE_CLIENT_CONFIG', message);
-  }
 }
 
 type Entry<T> = { name?: unknown } & T;
@@ -95,42 +81,73 @@ export function fromKubeconfig(file: string): KubeTarget {
       throw new KubeConfigError(`${file}: cannot read ${at}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   };
+  const clusterAt = `${file}: cluster "${String(context.cluster)}"`;
   const server = str(cluster.server);
-  if (server === undefined) throw new KubeConfigError(`${file}: cluster "${String(context.cluster)}" has no server`);
+  if (server === undefined) throw new KubeConfigError(`${clusterAt} has no server`);
   if (user['auth-provider'] !== undefined)
     throw new KubeConfigError(
       `${file}: user "${String(context.user)}" uses an auth-provider plugin, which Kubernetes removed; use an exec plugin (kubelogin convert-kubeconfig)`,
     );
+  const insecure = cluster['insecure-skip-tls-verify'] === true;
+  const caKey = str(cluster['certificate-authority-data']) !== undefined ? 'certificate-authority-data' : 'certificate-authority';
+  const ca = b64(cluster['certificate-authority-data']) ?? read(cluster['certificate-authority']);
+  // as kubectl: "specifying a root certificates file with the insecure flag is not allowed"
+  if (insecure && ca !== undefined)
+    throw new KubeConfigError(
+      `${clusterAt}: ${caKey} and insecure-skip-tls-verify are both set: a CA is of no use without verification; keep one`,
+    );
+  const proxy = proxyOf(str(cluster['proxy-url']), clusterAt);
+  const serverName = str(cluster['tls-server-name']);
   const exec = user.exec;
   const username = str(user.username);
   return {
     server: server.replace(/\/+$/, ''),
-    ...opt('ca', b64(cluster['certificate-authority-data']) ?? read(cluster['certificate-authority'])),
-    insecure: cluster['insecure-skip-tls-verify'] === true,
-    ...opt('serverName', str(cluster['tls-server-name'])),
-    ...opt('proxy', str(cluster['proxy-url'])),
+    ...opt('ca', ca),
+    insecure,
+    ...opt('serverName', serverName),
+    ...opt('proxy', proxy),
     ...opt('cert', b64(user['client-certificate-data']) ?? read(user['client-certificate'])),
     ...opt('key', b64(user['client-key-data']) ?? read(user['client-key'])),
     ...opt('token', str(user.token)),
     ...opt('tokenFile', path(user.tokenFile)),
     ...(username === undefined ? {} : { basic: { username, password: str(user.password) ?? '' } }),
-    ...(exec === undefined || exec === null ? {} : { exec: execOf(exec, dir, file) }),
+    ...(exec === undefined || exec === null
+      ? {}
+      : {
+          exec: execOf(exec, `${file}: user "${String(context.user)}"`, dir, {
+            server,
+            ...opt('tls-server-name', serverName),
+            ...(insecure ? { 'insecure-skip-tls-verify': true } : {}),
+            ...opt('certificate-authority-data', ca === undefined ? undefined : Buffer.from(ca).toString('base64')),
+            ...opt('proxy-url', proxy),
+            ...opt('config', clusterExtension(cluster)),
+          }),
+        }),
     ...opt('namespace', str(context.namespace)),
   };
 }
 
-function execOf(exec: Record<string, unknown>, cwd: string, file: string): ExecPlugin {
-  const command = str(exec.command);
-  if (command === undefined) throw new KubeConfigError(`${file}: the user's exec plugin has no command`);
-  const env = Array.isArray(exec.env) ? (exec.env as { name?: unknown; value?: unknown }[]) : [];
-  return {
-    command,
-    args: Array.isArray(exec.args) ? exec.args.map(String) : [],
-    env: Object.fromEntries(env.filter((e) => str(e?.name) !== undefined).map((e) => [String(e.name), String(e.value ?? '')])),
-    apiVersion: str(exec.apiVersion) ?? 'client.authentication.k8s.io/v1',
-    cwd,
-    interactiveMode: str(exec.interactiveMode) ?? 'IfAvailable',
-  };
+/**
+ * proxyOf checks a cluster's proxy-url: what the HTTP client can go through (http:// and https://
+ * proxies, HTTPS tunnelled with CONNECT), or a refusal; kubectl also speaks socks5, which this
+ * client does not, so such a kubeconfig is refused rather than its proxy passed by. The proxy's
+ * credentials are never repeated in a message.
+ */
+function proxyOf(raw: string | undefined, where: string): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new KubeConfigError(`${where}: proxy-url is not a URL`);
+  }
+  const scheme = url.protocol.slice(0, -1);
+  if (scheme !== 'http' && scheme !== 'https')
+    throw new KubeConfigError(
+      `${where}: proxy-url ${url.protocol}//${url.host}: the scheme ${scheme} is not supported; the API server is reached through http:// and https:// proxies only (CONNECT)`,
+    );
+  if (url.hostname === '') throw new KubeConfigError(`${where}: proxy-url has no host`);
+  return raw;
 }
 
 /** inCluster: the pod's service account, as every in-cluster client reads it; null outside a cluster. */

@@ -28,7 +28,12 @@ export const CODES = {
   MAPPING_FAILED: 'a good IMDS document could not be turned into CloudEvents (a defect of ours)',
   // the Kubernetes client (src/kube), under the kubernetes sink, the Kubernetes health check and the Lease store
   KUBE_CLIENT_STATUS: 'the Kubernetes API answered outside 2xx (the status and its Status body are kept)',
-  KUBE_CLIENT_CONFIG: 'the kubeconfig, the service account or the exec credential plugin cannot be used',
+  KUBE_CLIENT_CONFIG:
+    'the kubeconfig, the service account or the exec credential plugin cannot be used (refused before any request; an ExecCredential the client cannot read)',
+  KUBE_CLIENT_EXEC: 'the exec credential plugin could not be run, failed, or did not finish within its deadline (its process group killed)',
+  KUBE_CLIENT_UNREADABLE: 'the Kubernetes API answered 2xx with something that is not JSON, or not the list asked for',
+  KUBE_CLIENT_TOO_LARGE:
+    'the Kubernetes API answered more than the client keeps for that kind of call (an object, a page of a list): never decoded',
   MANAGED_IDENTITY_UNAVAILABLE: 'IMDS gave no managed identity token (no such identity on this VM, or IMDS did not answer in time)',
   BLOB_STATUS: 'Azure Blob Storage answered outside 2xx (its status and x-ms-error-code are kept)',
   BLOB_ANSWER_TOO_LARGE:

@@ -160,7 +160,7 @@ describe('se-bridge prepare --dry-run', () => {
     expect(text.stdout).toMatch(/^block\s+web\/db-0\s+-\s+its disruption budget holds it: .*db-pdb/m);
     expect(text.stdout).toMatch(/^skip\s+kube-system\/kube-proxy-abc\s+-\s+DaemonSet pod/m);
     expect(text.stdout).toMatch(
-      /The drain would be blocked by 3 pods: web\/db-0, web\/cache-0, tools\/debug-shell \(3 pods would be evicted, 2 skipped\)\./,
+      /The drain would be blocked by 3 pods: tools\/debug-shell, web\/cache-0, web\/db-0 \(3 pods would be evicted, 2 skipped\)\./,
     );
     expect(api.evictions.size).toBe(0);
   });

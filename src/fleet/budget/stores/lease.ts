@@ -135,13 +135,20 @@ export class LeaseFleetStore implements FleetStore {
 
   async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
     try {
-      const leases = await this.#kube.request<{ items: V1Lease[] }>({
-        method: 'GET',
-        path: this.#path(),
-        query: { labelSelector: selectorFor(this.#group, prefix) },
-        signal,
-      });
-      return leases.items.map((l) => fromLease(l, this.#nameOf(l))).filter((r): r is Versioned => r !== null && r.name.startsWith(prefix));
+      // in chunks of 500 Leases (a record is a few KiB), each kept as its record alone
+      return await this.#kube.list<V1Lease, Versioned[]>(
+        { path: this.#path(), query: { labelSelector: selectorFor(this.#group, prefix) }, limit: 500, signal },
+        {
+          start: () => [],
+          page: (kept, items) => {
+            for (const l of items) {
+              const record = fromLease(l, this.#nameOf(l));
+              if (record !== null && record.name.startsWith(prefix)) kept.push(record);
+            }
+            return kept;
+          },
+        },
+      );
     } catch (err) {
       throw failure(`list ${prefix}*`, err);
     }

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { DAYS, minutesOf, type Blackout, type CalendarConfig } from './config.ts';
+import { zoneId } from './zone.ts';
 
 /** An instant as the calendar's time zone reads it. */
 export interface Local {
@@ -202,7 +203,9 @@ export function calendarNowText(c: CalendarNow): string {
 
 /** memberCalendar: what a fleet member's record says of its calendar: a digest of it (members of one group should share one), and what it says now. */
 export function memberCalendar(cal: Calendar, now: () => number): () => CalendarNow & { digest: string } {
-  const digest = createHash('sha256').update(JSON.stringify(cal.config)).digest('hex').slice(0, 12);
+  // a zone's old and new names (Asia/Calcutta, Asia/Kolkata) are one calendar
+  const config = { ...cal.config, timeZone: zoneId(cal.config.timeZone) ?? cal.config.timeZone };
+  const digest = createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12);
   // the state holds until `until` by its definition: walked out again only then (a member writes its record at every read)
   let said: { readonly at: CalendarNow & { digest: string }; readonly from: number; readonly until: number } | null = null;
   return () => {

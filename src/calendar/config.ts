@@ -7,6 +7,7 @@
  * a recurring time on some days of the week or of the month.
  */
 import { z } from 'zod';
+import { zoneProblem } from './zone.ts';
 
 export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 
@@ -80,23 +81,18 @@ const Blackout = z
   });
 export type Blackout = z.infer<typeof Blackout>;
 
-/** validZone: whether the platform's IANA data knows the time zone. */
-function validZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export const CalendarConfig = z
   .strictObject({
     timeZone: z
       .string()
       .default('UTC')
-      .refine(validZone, { message: 'is not a time zone this platform knows (an IANA name: Europe/Oslo, America/New_York, UTC)' })
-      .describe('The IANA time zone of every time here; daylight saving as the platform computes it.'),
+      .superRefine((tz, ctx) => {
+        const problem = zoneProblem(tz);
+        if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .describe(
+        'The IANA time zone of every time here (Europe/Oslo, America/New_York, UTC); daylight saving as the platform computes it. Abbreviations (EST, CET) and offsets (+01:00) are refused.',
+      ),
     windows: z.array(Window).default([]).describe('Early approval by a rule with `within: windows` only inside these (none: any time).'),
     blackouts: z
       .array(Blackout)

@@ -5,7 +5,7 @@
  * configuration problem named by its path.
  */
 import { describe, expect, it } from 'vitest';
-import { Calendar, calendarNow } from '../../src/calendar/calendar.ts';
+import { Calendar, calendarNow, memberCalendar } from '../../src/calendar/calendar.ts';
 import { CalendarConfig } from '../../src/calendar/config.ts';
 import { conflictOf } from '../../src/calendar/conflict.ts';
 import { configProblems } from '../helpers.ts';
@@ -140,7 +140,7 @@ describe('the calendar configuration', () => {
         },
       }),
     ).toEqual([
-      expect.stringMatching(/^calendar\.timeZone: is not a time zone this platform knows/),
+      'calendar.timeZone: "Europe/Atlantis" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC',
       'calendar.windows[0].days[1]: must be one of sun | mon | tue | wed | thu | fri | sat',
       expect.stringMatching(/^calendar\.windows\[0\]\.to: must be "HH:MM"/),
       'calendar.blackouts[0].from: is after to (2026-12-24)',
@@ -152,5 +152,58 @@ describe('the calendar configuration', () => {
       'approval.rules[0].within: windows needs calendar.windows to approve in (none are configured)',
     ]);
     expect(problems({ calendar: { windows: [{ days: ['sat'], from: '00:00', to: '24:00' }] } })).toEqual([]);
+  });
+});
+
+describe('calendar.timeZone: IANA names only', () => {
+  const problems = (timeZone: string) => configProblems({ calendar: { timeZone } });
+  const place = 'write the IANA name of the place, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC';
+
+  it("every zone the platform lists is taken, and UTC, Etc/UTC and a zone's old and new names", () => {
+    const listed = Intl.supportedValuesOf('timeZone');
+    expect(listed.length).toBeGreaterThan(300);
+    expect(listed.filter((tz) => problems(tz).length > 0)).toEqual([]);
+    for (const tz of [
+      'UTC',
+      'Etc/UTC',
+      'Asia/Kolkata',
+      'Asia/Calcutta',
+      'Europe/Kyiv',
+      'Europe/Kiev',
+      'Australia/Lord_Howe',
+      'America/Argentina/Buenos_Aires',
+    ])
+      expect(problems(tz), tz).toEqual([]);
+  });
+
+  it.each([
+    ['EST', `"EST" is an abbreviation, which does not say where or when the clocks change: ${place}`],
+    ['CET', `"CET" is an abbreviation, which does not say where or when the clocks change: ${place}`],
+    ['EST5EDT', `"EST5EDT" is an abbreviation, which does not say where or when the clocks change: ${place}`],
+    ['+01:00', `"+01:00" is an offset, which never follows daylight saving: ${place}`],
+    ['-0500', `"-0500" is an offset, which never follows daylight saving: ${place}`],
+    ['UTC+1', `"UTC+1" is an offset, which never follows daylight saving: ${place}`],
+    ['GMT-05:00', `"GMT-05:00" is an offset, which never follows daylight saving: ${place}`],
+    ['GMT', '"GMT" is another name of UTC: write "UTC"'],
+    ['utc', '"utc" is another name of UTC: write "UTC"'],
+    ['europe/berlin', '"europe/berlin" is not written as IANA writes it: write "Europe/Berlin"'],
+    ['US/Eastern', '"US/Eastern" is an old name of a time zone: write "America/New_York"'],
+    [
+      'Europe/Atlantis',
+      '"Europe/Atlantis" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC',
+    ],
+    ['', '"" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC'],
+  ])('%j is refused: %s', (timeZone, message) => {
+    expect(problems(timeZone)).toEqual([`calendar.timeZone: ${message}`]);
+  });
+
+  it('members whose calendars name one zone by its old and its new name share one digest', () => {
+    const now = () => at('2026-11-25T12:00:00Z');
+    const a = memberCalendar(cal({ timeZone: 'Asia/Kolkata', blackouts: [{ name: 'b', days: ['sun'] }] }), now)();
+    const b = memberCalendar(cal({ timeZone: 'Asia/Calcutta', blackouts: [{ name: 'b', days: ['sun'] }] }), now)();
+    const other = memberCalendar(cal({ timeZone: 'Asia/Dhaka', blackouts: [{ name: 'b', days: ['sun'] }] }), now)();
+    expect(a.digest).toBe(b.digest);
+    expect(a.timeZone).toBe('Asia/Kolkata');
+    expect(other.digest).not.toBe(a.digest);
   });
 });

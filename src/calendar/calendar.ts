@@ -79,6 +79,11 @@ export class Calendar {
     return this.#clock.local(ms);
   }
 
+  /** instant: the first instant at which the calendar's clock shows `minute` (past 1440: the days after) of `date` (YYYY-MM-DD), or a later time. */
+  instant(date: string, minute: number): number {
+    return this.#clock.instant(dayNumber(date), minute);
+  }
+
   stateAt(ms: number): CalendarState {
     const inWindow = this.#windows.length === 0 || this.#windows.some((w) => this.#covers(w, ms));
     const b = this.#blackouts.find((x) => this.#covers(x, ms));
@@ -177,9 +182,9 @@ export function calendarNow(cal: Calendar, now: number): CalendarNow {
   };
 }
 
-/** calendarNowText: what the calendar says now, in words. */
-export function calendarNowText(c: CalendarNow): string {
-  const until = c.until === null ? '' : ` until ${c.until}`;
+/** calendarNowText: what the calendar says now, in words; `when` writes the instant it changes (default: as it is, in UTC). */
+export function calendarNowText(c: CalendarNow, when: (iso: string) => string = (iso) => iso): string {
+  const until = c.until === null ? '' : ` until ${when(c.until)}`;
   if (c.blackout !== null) return `closed: inside the blackout ${c.blackout}${until} (only a forced approval goes through)`;
   return c.inWindow ? `open${until}` : `open, but outside the windows${until} (rules with within: windows wait)`;
 }

@@ -26,6 +26,10 @@ function writeConfig(name: string, text: string): string {
   return path;
 }
 
+/** calendarConfig: a file NAME.yaml with a state of its own and this calendar (its lines under `calendar:`). */
+const calendarConfig = (name: string, lines: string[]) =>
+  writeConfig(`${name}.yaml`, [`state: { path: ${JSON.stringify(join(dir.path, `${name}.db`))} }`, 'calendar:', ...lines, ''].join('\n'));
+
 describe('se-bridge CLI', () => {
   it('simulate: serves Scheduled Events and managed identity tokens, and says how to point the Azure SDKs at it', async () => {
     const port = await freePort();
@@ -246,18 +250,11 @@ describe('se-bridge CLI', () => {
     });
 
     it('calendar: what it says now and the stretches ahead; status says it too', async () => {
-      const config = join(dir.path, 'calendar.yaml');
-      writeFileSync(
-        config,
-        [
-          `state: { path: ${JSON.stringify(join(dir.path, 'calendar.db'))} }`,
-          'calendar:',
-          '  timeZone: America/New_York',
-          '  windows: [{ days: [mon, tue, wed, thu, fri], from: "22:00", to: "05:00" }]',
-          '  blackouts: [{ name: weekend, days: [sat, sun] }]',
-          '',
-        ].join('\n'),
-      );
+      const config = calendarConfig('calendar', [
+        '  timeZone: America/New_York',
+        '  windows: [{ days: [mon, tue, wed, thu, fri], from: "22:00", to: "05:00" }]',
+        '  blackouts: [{ name: weekend, days: [sat, sun] }]',
+      ]);
       const r = await cli(['calendar', '--days', '8', '--json', '--config', config]);
       expect(r.code).toBe(0);
       const out = JSON.parse(r.stdout) as { now: { timeZone: string }; stretches: { from: string; to: string | null; state: string }[] };
@@ -280,18 +277,11 @@ describe('se-bridge CLI', () => {
     });
 
     it('calendar --from: each row says its start and its end in the time zone, with the offset, and in UTC, across the night the clocks go back', async () => {
-      const config = join(dir.path, 'calendar-berlin.yaml');
-      writeFileSync(
-        config,
-        [
-          `state: { path: ${JSON.stringify(join(dir.path, 'calendar-berlin.db'))} }`,
-          'calendar:',
-          '  timeZone: Europe/Berlin',
-          '  windows: [{ days: [sun], from: "02:30", to: "05:00" }]',
-          '  blackouts: [{ name: nightly, from: "23:00", to: "01:00" }]',
-          '',
-        ].join('\n'),
-      );
+      const config = calendarConfig('calendar-berlin', [
+        '  timeZone: Europe/Berlin',
+        '  windows: [{ days: [sun], from: "02:30", to: "05:00" }]',
+        '  blackouts: [{ name: nightly, from: "23:00", to: "01:00" }]',
+      ]);
       // Saturday 24 and Sunday 25 October 2026: at 03:00 summer time the clocks go back to 02:00
       const r = await cli(['calendar', '--from', '2026-10-24', '--days', '2', '--json', '--config', config]);
       expect(r.stderr).toBe('');
@@ -373,18 +363,11 @@ describe('se-bridge CLI', () => {
     });
 
     it('validate: a day, a time or a time zone that does not exist is named by its path, exit 2', async () => {
-      const config = join(dir.path, 'calendar-bad.yaml');
-      writeFileSync(
-        config,
-        [
-          `state: { path: ${JSON.stringify(join(dir.path, 'calendar-bad.db'))} }`,
-          'calendar:',
-          '  timeZone: EST',
-          '  windows: [{ days: [mon], from: "22:00", to: "25:00" }]',
-          '  blackouts: [{ name: leap, from: 2026-02-29, to: 2026-03-01 }, { name: april, from: 2026-04-31, to: 2026-05-01 }]',
-          '',
-        ].join('\n'),
-      );
+      const config = calendarConfig('calendar-bad', [
+        '  timeZone: EST',
+        '  windows: [{ days: [mon], from: "22:00", to: "25:00" }]',
+        '  blackouts: [{ name: leap, from: 2026-02-29, to: 2026-03-01 }, { name: april, from: 2026-04-31, to: 2026-05-01 }]',
+      ]);
       const r = await cli(['validate', '--config', config]);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('calendar.timeZone: "EST" is an abbreviation');

@@ -53,7 +53,9 @@ export class ZoneClock {
   local(ms: number): Local {
     const p: Record<string, string> = {};
     for (const part of this.#fmt.formatToParts(ms)) p[part.type] = part.value;
-    const date = `${p.year}-${p.month}-${p.day}`;
+    // as Date.parse reads it: four digits, six with a sign past 9999
+    const year = Number(p.year);
+    const date = `${year > 9999 ? `+${String(year).padStart(6, '0')}` : String(year).padStart(4, '0')}-${p.month}-${p.day}`;
     const minute = Number(p.hour) * 60 + Number(p.minute);
     return {
       date,

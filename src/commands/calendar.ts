@@ -96,7 +96,13 @@ function localIso(cal: Calendar, t: number): string {
 }
 
 /** localText: a local RFC 3339 time as the table shows it (2026-10-25 02:30 +02:00). */
-const localText = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} ${iso.slice(19)}`;
+const localText = (iso: string) => {
+  const [date, time] = iso.split('T') as [string, string];
+  return `${date} ${time.slice(0, 5)} ${time.slice(8)}`;
+};
 
 /** utcText: an instant in UTC as the table shows it (2026-10-25 00:30). */
-const utcText = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
+const utcText = (iso: string) => {
+  const [date, time] = iso.split('T') as [string, string];
+  return `${date} ${time.slice(0, 5)}`;
+};

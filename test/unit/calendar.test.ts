@@ -50,6 +50,22 @@ describe('windows', () => {
   });
 });
 
+describe('the clock', () => {
+  it('reads the years Date reads, before 1000 and past 9999, so no instant is lost as NaN', () => {
+    const c = cal({ timeZone: 'UTC', blackouts: [{ name: 'b', from: '23:00', to: '01:00' }] });
+    for (const [date, minute, after] of [
+      ['0100-03-01', 0, '0100-03-01'],
+      ['9999-12-31', 1440, '+010000-01-01'],
+    ] as const) {
+      const t = c.instant(date, minute);
+      expect(Number.isFinite(t), date).toBe(true);
+      expect(c.local(t), date).toEqual({ date: after, minute: 0, offset: 0 });
+      expect(c.stateAt(t).blackout, date).toBe('b');
+      expect(c.nextChange(t), date).toBe(t + 3_600_000);
+    }
+  });
+});
+
 describe('blackouts', () => {
   const c = cal({
     timeZone: 'Europe/Oslo',

@@ -22,14 +22,15 @@ const EXAMPLES = 'Europe/Oslo, America/New_York, Asia/Kolkata, or UTC';
 /** zoneProblem: why `name` is not an IANA time zone name the platform knows, with a name to write instead; null when it is one. */
 export function zoneProblem(name: string): string | null {
   if (name === 'UTC' || name === 'Etc/UTC') return null;
+  const said = JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name);
   if (/^[+-]|^(UTC|GMT)[+-]/i.test(name))
-    return `"${name}" is an offset, which never follows daylight saving: write the IANA name of the place, as ${EXAMPLES}`;
+    return `${said} is an offset, which never follows daylight saving: write the IANA name of the place, as ${EXAMPLES}`;
   const id = zoneId(name);
-  if (id === null) return `"${name}" is not a time zone this platform knows: write an IANA name, as ${EXAMPLES}`;
+  if (id === null) return `${said} is not a time zone this platform knows: write an IANA name, as ${EXAMPLES}`;
   if (IANA_FORM.test(name) && (name === id || name.toLowerCase() !== id.toLowerCase())) return null;
-  if (id === 'UTC') return `"${name}" is another name of UTC: write "UTC"`;
-  if (name.toLowerCase() === id.toLowerCase()) return `"${name}" is not written as IANA writes it: write "${id}"`;
+  if (id === 'UTC') return `${said} is another name of UTC: write "UTC"`;
+  if (name.toLowerCase() === id.toLowerCase()) return `${said} is not written as IANA writes it: write "${id}"`;
   if (/^[A-Z0-9+-]+$/.test(name))
-    return `"${name}" is an abbreviation, which does not say where or when the clocks change: write the IANA name of the place, as ${EXAMPLES}`;
-  return `"${name}" is an old name of a time zone: write "${id}"`;
+    return `${said} is an abbreviation, which does not say where or when the clocks change: write the IANA name of the place, as ${EXAMPLES}`;
+  return `${said} is an old name of a time zone: write "${id}"`;
 }

@@ -376,6 +376,15 @@ describe('calendar.timeZone: IANA names only', () => {
       '"Europe/Atlantis" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC',
     ],
     ['', '"" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC'],
+    // what is said of a name is quoted, one line, and cut
+    [
+      'Europe/Oslo\nnext line',
+      '"Europe/Oslo\\nnext line" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC',
+    ],
+    [
+      `Europe/${'x'.repeat(100)}`,
+      `"Europe/${'x'.repeat(57)}…" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC`,
+    ],
   ])('%j is refused: %s', (timeZone, message) => {
     expect(problems(timeZone)).toEqual([`calendar.timeZone: ${message}`]);
   });

@@ -7,6 +7,7 @@
  */
 import { Calendar, calendarNow, calendarNowText } from '../calendar/calendar.ts';
 import { dateProblem } from '../calendar/forms.ts';
+import { calendarOf } from '../config/cross.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
 
 const DAY_MS = 86_400_000;
@@ -23,7 +24,8 @@ export async function main(argv: string[]): Promise<number> {
   if (fromProblem !== null) return usage(`--from ${fromProblem}`);
   const loaded = await loadOrReport(values, needs.nothing);
   if (loaded === null) return EXIT.usage;
-  const config = loaded.config.calendar;
+  // at the top, or the group's under fleet
+  const config = calendarOf(loaded.config);
   if (config === undefined) {
     process.stderr.write('se-bridge calendar: no calendar is configured: early approval follows the rules alone, at any time\n');
     return EXIT.usage;

@@ -362,6 +362,29 @@ describe('se-bridge CLI', () => {
       }
     });
 
+    it("calendar and status: a group's calendar (fleet.calendar) is the calendar", async () => {
+      const config = writeConfig(
+        'calendar-fleet.yaml',
+        [
+          `state: { path: ${JSON.stringify(join(dir.path, 'calendar-fleet.db'))} }`,
+          'fleet:',
+          '  group: g',
+          '  store: { type: blob, accountUrl: "https://acct.blob.core.windows.net", container: se-bridge-fleet }',
+          '  calendar: { timeZone: Australia/Lord_Howe, blackouts: [{ name: nightly, from: "23:00", to: "01:00" }] }',
+          '',
+        ].join('\n'),
+      );
+      const r = await cli(['calendar', '--from', '2026-10-04', '--days', '1', '--config', config]);
+      expect(r.stderr).toBe('');
+      expect(r.stdout.split('\n')[0]).toMatch(
+        /^Calendar \(Australia\/Lord_Howe\) from 2026-10-04 00:00 \+10:30: early approval closed: inside the blackout nightly/,
+      );
+      // the clocks go forward half an hour at 02:00
+      expect(r.stdout).toMatch(/^2026-10-04 01:00 \+10:30\s+2026-10-04 23:00 \+11:00\s+2026-10-03 14:30\s+2026-10-04 12:00\s+open$/m);
+      const status = await cli(['status', '--config', config], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+      expect(status.stdout).toMatch(/^Calendar \(Australia\/Lord_Howe\): early approval (open|closed)/m);
+    });
+
     it('validate: a day, a time or a time zone that does not exist is named by its path, exit 2', async () => {
       const config = calendarConfig('calendar-bad', [
         '  timeZone: EST',

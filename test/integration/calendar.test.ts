@@ -1,7 +1,9 @@
 /**
  * The calendar in a running bridge, over the wire: the IMDS simulator and the bridge's calendar
  * share a clock the test sets (a day of its own, never today's), so windows open and blackouts
- * begin when the test says. Europe/Oslo, weekdays 22:00-05:00, and the year-end blackout.
+ * begin when the test says. Europe/Oslo, weekdays 22:00-05:00, and the year-end blackout; and
+ * Europe/Berlin on the nights the clocks change, where a window's preparations go when it truly
+ * opens and a blackout that begins in the repeated hour is foretold.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -26,9 +26,12 @@ function writeConfig(name: string, text: string): string {
   return path;
 }
 
+/** withState: a file NAME.yaml of these lines, with a state of its own. */
+const withState = (name: string, lines: string[]) =>
+  writeConfig(`${name}.yaml`, [`state: { path: ${JSON.stringify(join(dir.path, `${name}.db`))} }`, ...lines, ''].join('\n'));
+
 /** calendarConfig: a file NAME.yaml with a state of its own and this calendar (its lines under `calendar:`). */
-const calendarConfig = (name: string, lines: string[]) =>
-  writeConfig(`${name}.yaml`, [`state: { path: ${JSON.stringify(join(dir.path, `${name}.db`))} }`, 'calendar:', ...lines, ''].join('\n'));
+const calendarConfig = (name: string, lines: string[]) => withState(name, ['calendar:', ...lines]);
 
 describe('se-bridge CLI', () => {
   it('simulate: serves Scheduled Events and managed identity tokens, and says how to point the Azure SDKs at it', async () => {
@@ -363,17 +366,12 @@ describe('se-bridge CLI', () => {
     });
 
     it("calendar and status: a group's calendar (fleet.calendar) is the calendar", async () => {
-      const config = writeConfig(
-        'calendar-fleet.yaml',
-        [
-          `state: { path: ${JSON.stringify(join(dir.path, 'calendar-fleet.db'))} }`,
-          'fleet:',
-          '  group: g',
-          '  store: { type: blob, accountUrl: "https://acct.blob.core.windows.net", container: se-bridge-fleet }',
-          '  calendar: { timeZone: Australia/Lord_Howe, blackouts: [{ name: nightly, from: "23:00", to: "01:00" }] }',
-          '',
-        ].join('\n'),
-      );
+      const config = withState('calendar-fleet', [
+        'fleet:',
+        '  group: g',
+        '  store: { type: blob, accountUrl: "https://acct.blob.core.windows.net", container: se-bridge-fleet }',
+        '  calendar: { timeZone: Australia/Lord_Howe, blackouts: [{ name: nightly, from: "23:00", to: "01:00" }] }',
+      ]);
       const r = await cli(['calendar', '--from', '2026-10-04', '--days', '1', '--config', config]);
       expect(r.stderr).toBe('');
       expect(r.stdout.split('\n')[0]).toMatch(

@@ -1,23 +1,18 @@
 /**
- * Calendar: the time rules of `calendar` at an instant, in its time zone. Local time comes from
- * the platform's IANA data (Intl.DateTimeFormat), never from offsets computed by hand, so
- * daylight saving falls where the platform says. The state changes only at the configured wall
- * times (and local midnight): `nextChange` walks those, day by day, so "open until" and "opens
- * at" cost a few dozen conversions, not a scan minute by minute.
+ * Calendar: the time rules of `calendar` at an instant, in its time zone. Each window and
+ * blackout is a run of stretches of time: one opens the first time the clock shows its `from`
+ * and closes the first time the clock then shows its `to` (clock.ts says where a time the clocks
+ * skip or show twice falls), so the state changes only at those instants, and
+ * `nextChange` walks them day by day: "open until" and "opens at" cost a few dozen readings of
+ * the clock, never a scan minute by minute.
  */
 import { createHash } from 'node:crypto';
-import { DAYS, minutesOf, type Blackout, type CalendarConfig } from './config.ts';
+import { dayNumber, dowOf, monthDayOf, ZoneClock, type Local } from './clock.ts';
+import type { CalendarConfig } from './config.ts';
+import { blackoutForm, DAYS, minutesOf } from './forms.ts';
+import { zoneId } from './zone.ts';
 
-/** An instant as the calendar's time zone reads it. */
-export interface Local {
-  /** YYYY-MM-DD */
-  readonly date: string;
-  /** 0 = Sunday */
-  readonly dow: number;
-  readonly monthDay: number;
-  /** Minutes since local midnight. */
-  readonly minute: number;
-}
+export type { Local } from './clock.ts';
 
 /** What the calendar says at one instant. */
 export interface CalendarState {
@@ -31,67 +26,79 @@ export interface CalendarState {
 export type Within = 'windows' | 'any' | 'always';
 
 const DAY_MS = 86_400_000;
-const WEEKDAY: Record<string, number> = { Sun: 0, Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6 };
+
+/** A window or a blackout: on each day it starts on, from `from` to `to` (minutes, up to 1440) `days` days later. */
+interface Stretches {
+  readonly name: string;
+  /** The one day it starts on (a run of dates), or which days it starts on (day numbers). */
+  readonly starts: number | ((day: number) => boolean);
+  readonly from: number;
+  readonly to: number;
+  readonly days: number;
+}
+
+/** recurring: a time of day on some dates, across midnight when `to` is not after `from`. */
+const recurring = (name: string, starts: (day: number) => boolean, from: number, to: number): Stretches => ({
+  ...{ name, starts, from, to },
+  days: to <= from ? 1 : 0,
+});
 
 export class Calendar {
   readonly config: CalendarConfig;
-  readonly #fmt: Intl.DateTimeFormat;
-  readonly #windows;
-  readonly #blackouts;
+  readonly #clock: ZoneClock;
+  readonly #windows: Stretches[];
+  readonly #blackouts: Stretches[];
   /** The wall times at which the state may change, in minutes since midnight. */
   readonly #edges: number[];
 
   constructor(config: CalendarConfig) {
     this.config = config;
-    this.#fmt = new Intl.DateTimeFormat('en-US', {
-      timeZone: config.timeZone,
-      hourCycle: 'h23',
-      ...{ year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', weekday: 'short' },
+    this.#clock = new ZoneClock(config.timeZone);
+    this.#windows = config.windows.map((w) => {
+      const days = new Set(w.days.map((d) => DAYS.indexOf(d)));
+      return recurring('window', (day) => days.has(dowOf(day)), minutesOf(w.from), minutesOf(w.to));
     });
-    this.#windows = config.windows.map((w) => ({
-      days: new Set(w.days.map((d) => DAYS.indexOf(d))),
-      from: minutesOf(w.from),
-      to: minutesOf(w.to),
-    }));
-    this.#blackouts = config.blackouts.map((b) => ({
-      ...b,
-      range: rangeOf(b),
-      dows: b.days && new Set(b.days.map((d) => DAYS.indexOf(d))),
-    }));
+    this.#blackouts = config.blackouts.map((b): Stretches => {
+      const form = blackoutForm(b);
+      if (form.kind === 'dates')
+        return { name: b.name, starts: dayNumber(form.first), from: 0, to: 0, days: dayNumber(form.last) - dayNumber(form.first) + 1 };
+      if (form.kind === 'week') return { name: b.name, starts: (day) => dowOf(day) === form.dow, ...form };
+      const dows = b.days && new Set(b.days.map((d) => DAYS.indexOf(d)));
+      const monthDays = b.monthDays && new Set(b.monthDays);
+      const on = (day: number) =>
+        dows !== undefined ? dows.has(dowOf(day)) : monthDays !== undefined ? monthDays.has(monthDayOf(day)) : true;
+      return recurring(b.name, on, form.from, form.to);
+    });
     const edges = new Set([0]);
-    for (const w of this.#windows) edges.add(w.from).add(w.to % 1440);
-    for (const b of this.#blackouts) if (b.range !== null) edges.add(b.range.from).add(b.range.to % 1440);
+    for (const s of [...this.#windows, ...this.#blackouts]) edges.add(s.from % 1440).add(s.to % 1440);
     this.#edges = [...edges].sort((a, b) => a - b);
   }
 
   /** local: the instant `ms` on the calendar's clock. */
   local(ms: number): Local {
-    const p: Record<string, string> = {};
-    for (const part of this.#fmt.formatToParts(ms)) p[part.type] = part.value;
-    return {
-      date: `${p.year}-${p.month}-${p.day}`,
-      dow: WEEKDAY[p.weekday!]!,
-      monthDay: Number(p.day),
-      minute: Number(p.hour) * 60 + Number(p.minute),
-    };
+    return this.#clock.local(ms);
   }
 
-  /** instant: the instant of local wall time `minute` (up to 1440) on `date`; in a gap of daylight saving, the instant after it. */
+  /** instant: the first instant at which the calendar's clock shows `minute` (past 1440: the days after) of `date` (YYYY-MM-DD), or a later time. */
   instant(date: string, minute: number): number {
-    const wall = Date.parse(`${date}T00:00:00Z`) + minute * 60_000;
-    const offset = (t: number) => {
-      const l = this.local(t);
-      return Date.parse(`${l.date}T00:00:00Z`) + l.minute * 60_000 - (t - (((t % 60_000) + 60_000) % 60_000));
-    };
-    const first = wall - offset(wall);
-    return wall - offset(first);
+    return this.#clock.instant(dayNumber(date), minute);
   }
 
   stateAt(ms: number): CalendarState {
-    const l = this.local(ms);
-    const inWindow = this.#windows.length === 0 || this.#windows.some((w) => inWindowAt(w, l));
-    const b = this.#blackouts.find((x) => inBlackout(x, l));
+    const inWindow = this.#windows.length === 0 || this.#windows.some((w) => this.#covers(w, ms));
+    const b = this.#blackouts.find((x) => this.#covers(x, ms));
     return { inWindow, blackout: b?.name ?? null };
+  }
+
+  /** covers: whether one of the stretches holds `ms`: one that starts on a date near it, opened by then and not yet closed. */
+  #covers(s: Stretches, ms: number): boolean {
+    const clock = this.#clock;
+    const holds = (day: number) => clock.instant(day, s.from) <= ms && ms < clock.instant(day + s.days, s.to);
+    if (typeof s.starts === 'number') return holds(s.starts);
+    // the local date is within a day of the UTC date; a stretch reaches `days` days further
+    const utc = Math.floor(ms / DAY_MS);
+    for (let day = utc - s.days - 2; day <= utc + 2; day++) if (s.starts(day) && holds(day)) return true;
+    return false;
   }
 
   /** allows: whether a rule bound `within` may approve early at `ms`. */
@@ -105,11 +112,11 @@ export class Calendar {
   nextChange(ms: number, horizonDays = 400): number | null {
     if (this.#windows.length === 0 && this.#blackouts.length === 0) return null;
     const now = this.stateAt(ms);
-    const start = this.local(ms).date;
-    for (let day = 0; day <= horizonDays; day++) {
-      const date = new Date(Date.parse(`${start}T00:00:00Z`) + day * DAY_MS).toISOString().slice(0, 10);
+    // every edge is the first instant the clock shows a wall time, so they come in the order of the wall times
+    const start = dayNumber(this.#clock.local(ms).date) - 1;
+    for (let day = start; day <= start + horizonDays + 1; day++) {
       for (const m of this.#edges) {
-        const t = this.instant(date, m);
+        const t = this.#clock.instant(day, m);
         if (t <= ms) continue;
         const s = this.stateAt(t);
         if (s.inWindow !== now.inWindow || s.blackout !== now.blackout) return t;
@@ -151,24 +158,6 @@ export class Calendar {
   }
 }
 
-/** rangeOf: a recurring blackout's time of day in minutes, or null for a run of dates. */
-function rangeOf(b: Blackout): { from: number; to: number } | null {
-  if (b.days === undefined && b.monthDays === undefined) return null;
-  return { from: minutesOf(b.from ?? '00:00'), to: minutesOf(b.to ?? '24:00') };
-}
-
-function inWindowAt(w: { days: Set<number>; from: number; to: number }, l: Local): boolean {
-  if (w.from < w.to) return w.days.has(l.dow) && l.minute >= w.from && l.minute < w.to;
-  // crosses midnight: it belongs to the day it opens
-  return (w.days.has(l.dow) && l.minute >= w.from) || (w.days.has((l.dow + 6) % 7) && l.minute < w.to);
-}
-
-function inBlackout(b: Blackout & { range: { from: number; to: number } | null; dows: Set<number> | undefined }, l: Local): boolean {
-  if (b.range === null) return l.date >= b.from! && l.date <= b.to!;
-  const on = b.dows !== undefined ? b.dows.has(l.dow) : b.monthDays!.includes(l.monthDay);
-  return on && l.minute >= b.range.from && l.minute < b.range.to;
-}
-
 /** What the calendar says now, for /readyz, `status` and `fleet status`. */
 export interface CalendarNow {
   readonly timeZone: string;
@@ -193,16 +182,18 @@ export function calendarNow(cal: Calendar, now: number): CalendarNow {
   };
 }
 
-/** calendarNowText: what the calendar says now, in words. */
-export function calendarNowText(c: CalendarNow): string {
-  const until = c.until === null ? '' : ` until ${c.until}`;
+/** calendarNowText: what the calendar says now, in words; `when` writes the instant it changes (default: as it is, in UTC). */
+export function calendarNowText(c: CalendarNow, when: (iso: string) => string = (iso) => iso): string {
+  const until = c.until === null ? '' : ` until ${when(c.until)}`;
   if (c.blackout !== null) return `closed: inside the blackout ${c.blackout}${until} (only a forced approval goes through)`;
   return c.inWindow ? `open${until}` : `open, but outside the windows${until} (rules with within: windows wait)`;
 }
 
 /** memberCalendar: what a fleet member's record says of its calendar: a digest of it (members of one group should share one), and what it says now. */
 export function memberCalendar(cal: Calendar, now: () => number): () => CalendarNow & { digest: string } {
-  const digest = createHash('sha256').update(JSON.stringify(cal.config)).digest('hex').slice(0, 12);
+  // a zone's old and new names (Asia/Calcutta, Asia/Kolkata) are one calendar
+  const config = { ...cal.config, timeZone: zoneId(cal.config.timeZone) ?? cal.config.timeZone };
+  const digest = createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12);
   // the state holds until `until` by its definition: walked out again only then (a member writes its record at every read)
   let said: { readonly at: CalendarNow & { digest: string }; readonly from: number; readonly until: number } | null = null;
   return () => {

@@ -2,25 +2,23 @@
  * The calendar (`calendar`, or `fleet.calendar`): when early approval is allowed. Windows (early
  * approval by a rule with `within: windows` only inside them) and blackouts (no early approval
  * at all, except a person's forced one), in one IANA time zone. Wall-clock times are "HH:MM"
- * (`to` may be "24:00"); a window whose `to` is earlier than its `from` crosses midnight and
- * belongs to the day it opens; a blackout is either a run of whole dates (both ends included) or
- * a recurring time on some days of the week or of the month.
+ * (`to` may be "24:00"); a window or a blackout whose `to` is earlier than its `from` crosses
+ * midnight and belongs to the day it opens. A blackout is a run of whole dates (both ends
+ * included), a time of day (every day, or on some days of the week or of the month), or a
+ * stretch of the week ("fri 22:00" to "mon 06:00").
  */
 import { z } from 'zod';
+import { blackoutProblems, clockProblem, DAYS } from './forms.ts';
+import { zoneProblem } from './zone.ts';
 
-export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
-
-const clock = (what: string, max24: boolean) =>
+/** clock: "HH:MM" of a day that has it (up to "24:00" when `end`); the pattern is for editors, the message says what is wrong. */
+const clock = (what: string, end: boolean) =>
   z
     .string()
-    .regex(
-      max24 ? /^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$/ : /^([01][0-9]|2[0-3]):[0-5][0-9]$/,
-      `must be "HH:MM"${max24 ? ' (up to "24:00")' : ''}`,
-    )
+    .regex(end ? /^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$/ : /^([01][0-9]|2[0-3]):[0-5][0-9]$/, {
+      error: (issue) => clockProblem(String(issue.input), end) ?? 'must be "HH:MM"',
+    })
     .describe(what);
-
-/** minutesOf: "HH:MM" as minutes since midnight. */
-export const minutesOf = (hhmm: string): number => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
 const dayList = z.array(z.enum(DAYS, { message: `must be one of ${DAYS.join(', ')}` })).min(1);
 
@@ -35,10 +33,6 @@ const Window = z
 /** A date or a time as written (YAML may have read a date as a Date already). */
 const text = z.preprocess((v) => (v instanceof Date ? v.toISOString().slice(0, 10) : v), z.string());
 
-/** isDate: "YYYY-MM-DD", a day that exists. */
-export const isDate = (d: string): boolean =>
-  /^\d{4}-\d{2}-\d{2}$/.test(d) && !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d);
-
 const Blackout = z
   .strictObject({
     name: z.string().min(1).max(64).describe('Its name, in logs, answers and the calendar.conflict CloudEvent.'),
@@ -47,56 +41,34 @@ const Blackout = z
       .array(z.number().int().min(1).max(31))
       .min(1)
       .optional()
-      .describe('Recurring on these days of the month (with from and to as times).'),
-    from: text.optional().describe('A date (YYYY-MM-DD), or with days or monthDays a time (HH:MM; default "00:00").'),
-    to: text.optional().describe('A date, both ends included, or with days or monthDays a time (up to "24:00", the default).'),
+      .describe('Recurring on these days of the month (with from and to as times); a month without that day skips it.'),
+    from: text
+      .optional()
+      .describe(
+        'A date (YYYY-MM-DD); or a time (HH:MM): every day, or with days or monthDays on those (default "00:00"); or a day of the week and a time ("fri 22:00").',
+      ),
+    to: text
+      .optional()
+      .describe(
+        'As from: a date, both ends included; a time (up to "24:00", the default with days or monthDays; earlier than from: the next day); or a day of the week and a time ("mon 06:00").',
+      ),
   })
   .superRefine((b, ctx) => {
-    const recurring = b.days !== undefined || b.monthDays !== undefined;
-    if (b.days !== undefined && b.monthDays !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['monthDays'], message: 'either days or monthDays, not both' });
-    if (recurring) {
-      const from = b.from ?? '00:00';
-      const to = b.to ?? '24:00';
-      if (!/^([01][0-9]|2[0-3]):[0-5][0-9]$/.test(from))
-        ctx.addIssue({ code: 'custom', path: ['from'], message: 'must be "HH:MM" with days or monthDays' });
-      else if (!/^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$/.test(to))
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be "HH:MM" (up to "24:00") with days or monthDays' });
-      else if (minutesOf(from) >= minutesOf(to))
-        ctx.addIssue({ code: 'custom', path: ['to'], message: `must be later than from (${from})` });
-      return;
-    }
-    for (const key of ['from', 'to'] as const) {
-      const v = b[key];
-      if (v === undefined || !isDate(v))
-        ctx.addIssue({
-          code: 'custom',
-          path: [key],
-          message: 'must be a date, YYYY-MM-DD (or give days or monthDays for a recurring blackout)',
-        });
-    }
-    if (b.from !== undefined && b.to !== undefined && isDate(b.from) && isDate(b.to) && b.from > b.to)
-      ctx.addIssue({ code: 'custom', path: ['from'], message: `is after to (${b.to})` });
+    for (const [key, message] of blackoutProblems(b)) ctx.addIssue({ code: 'custom', path: key === null ? [] : [key], message });
   });
-export type Blackout = z.infer<typeof Blackout>;
-
-/** validZone: whether the platform's IANA data knows the time zone. */
-function validZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export const CalendarConfig = z
   .strictObject({
     timeZone: z
       .string()
       .default('UTC')
-      .refine(validZone, { message: 'is not a time zone this platform knows (an IANA name: Europe/Oslo, America/New_York, UTC)' })
-      .describe('The IANA time zone of every time here; daylight saving as the platform computes it.'),
+      .superRefine((tz, ctx) => {
+        const problem = zoneProblem(tz);
+        if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .describe(
+        'The IANA time zone of every time here (Europe/Oslo, America/New_York, UTC); daylight saving as the platform computes it. Abbreviations (EST, CET) and offsets (+01:00) are refused.',
+      ),
     windows: z.array(Window).default([]).describe('Early approval by a rule with `within: windows` only inside these (none: any time).'),
     blackouts: z
       .array(Blackout)

@@ -24,7 +24,7 @@ Commands:
                                            check a configuration file, a bridge's or a relay's (exit 2 lists every problem)
   status [--config FILE] [--env-file FILE] [--json]
                                            read IMDS once: current events and who this VM is
-  calendar [--days N] [--config FILE] [--env-file FILE] [--json]
+  calendar [--from DATE|TIME] [--days N] [--config FILE] [--env-file FILE] [--json]
                                            the calendar now, and its windows and blackouts of the coming days
   approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
                                            approve an event through the running daemon (--force: past the fleet budget or a blackout)

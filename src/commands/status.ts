@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
 import type { SinkConfig } from '../config/schema.ts';
-import { healthOf } from '../config/cross.ts';
+import { calendarOf, healthOf } from '../config/cross.ts';
 import { Calendar, calendarNow, calendarNowText } from '../calendar/calendar.ts';
 import type { HealthConfig } from '../health/config.ts';
 import { HealthMonitor } from '../health/monitor.ts';
@@ -79,7 +79,8 @@ export async function main(argv: string[]): Promise<number> {
     }));
     const drill = await drillNow(config.state.path);
     const health = await checkOnce(healthOf(config), vm.resourceId);
-    const calendar = config.calendar === undefined ? null : calendarNow(new Calendar(config.calendar), now);
+    const calendarConfig = calendarOf(config);
+    const calendar = calendarConfig === undefined ? null : calendarNow(new Calendar(calendarConfig), now);
     if (values.json) {
       const more = {
         ...(fleet === undefined ? {} : { fleet }),

@@ -62,15 +62,20 @@ cannot be read.
 ${CONFIG}
   --json              one JSON document
 `,
-  calendar: `Usage: se-bridge calendar [--days N] [--config FILE] [--env-file FILE] [--json]
+  calendar: `Usage: se-bridge calendar [--from DATE|TIME] [--days N] [--config FILE] [--env-file FILE] [--json]
 
 What the configured calendar says now (early approval open, inside a window, in a blackout, and
-until when), then its stretches of the next N days: windows, blackouts and the time outside the
-windows, in the calendar's time zone and in UTC. Exit 2 without a calendar.
+until when), then its stretches of the next N days (default 14): windows, blackouts and the time
+outside the windows, each from its start to its end, in the calendar's time zone with the UTC
+offset in force (the night the clocks go back shows 02:30 +02:00 and 02:30 +01:00) and in UTC.
+Exit 2 without a calendar.
 
 ${CONFIG}
+  --from DATE|TIME    start there instead of now: a date (YYYY-MM-DD, from its midnight in the
+                      calendar's time zone, N whole days) or a time with its offset (2026-10-25T01:30:00Z)
   --days N            how many days ahead, 1 to 400 (default 14)
-  --json              one JSON document
+  --json              one JSON document: each stretch's from and to in UTC, localFrom and localTo
+                      in the calendar's time zone (RFC 3339 with the offset)
 `,
   approve: `Usage: se-bridge approve EVENTID [--config FILE] [--env-file FILE] [--reason TEXT] [--force] [--json]
        se-bridge approve EVENTID --relay URL --vm ID [--via arm [--force]] [--reason TEXT] [--json]

@@ -30,6 +30,13 @@ function writeConfig(name: string, text: string): string {
   return path;
 }
 
+/** withState: a file NAME.yaml of these lines, with a state of its own. */
+const withState = (name: string, lines: string[]) =>
+  writeConfig(`${name}.yaml`, [`state: { path: ${JSON.stringify(join(dir.path, `${name}.db`))} }`, ...lines, ''].join('\n'));
+
+/** calendarConfig: a file NAME.yaml with a state of its own and this calendar (its lines under `calendar:`). */
+const calendarConfig = (name: string, lines: string[]) => withState(name, ['calendar:', ...lines]);
+
 describe('se-bridge CLI', () => {
   it('simulate: serves Scheduled Events and managed identity tokens, and says how to point the Azure SDKs at it', async () => {
     const port = await freePort();
@@ -272,18 +279,11 @@ describe('se-bridge CLI', () => {
     });
 
     it('calendar: what it says now and the stretches ahead; status says it too', async () => {
-      const config = join(dir.path, 'calendar.yaml');
-      writeFileSync(
-        config,
-        [
-          `state: { path: ${JSON.stringify(join(dir.path, 'calendar.db'))} }`,
-          'calendar:',
-          '  timeZone: America/New_York',
-          '  windows: [{ days: [mon, tue, wed, thu, fri], from: "22:00", to: "05:00" }]',
-          '  blackouts: [{ name: weekend, days: [sat, sun] }]',
-          '',
-        ].join('\n'),
-      );
+      const config = calendarConfig('calendar', [
+        '  timeZone: America/New_York',
+        '  windows: [{ days: [mon, tue, wed, thu, fri], from: "22:00", to: "05:00" }]',
+        '  blackouts: [{ name: weekend, days: [sat, sun] }]',
+      ]);
       const r = await cli(['calendar', '--days', '8', '--json', '--config', config]);
       expect(r.code).toBe(0);
       const out = JSON.parse(r.stdout) as { now: { timeZone: string }; stretches: { from: string; to: string | null; state: string }[] };
@@ -294,10 +294,133 @@ describe('se-bridge CLI', () => {
       expect(out.stretches.at(-1)!.to).toBeNull();
       const text = await cli(['calendar', '--config', config]);
       expect(text.stdout).toMatch(/^Calendar \(America\/New_York\): early approval (open|closed)/);
+      // every row ends where it is said in both clocks: the zone's, with its offset, and UTC
+      expect(text.stdout).toMatch(/^FROM \(America\/New_York\)\s+TO \(America\/New_York\)\s+FROM \(UTC\)\s+TO \(UTC\)\s+STATE$/m);
+      expect(text.stdout).toMatch(
+        /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} -0[45]:00\s+\d{4}-\d{2}-\d{2} \d{2}:\d{2} -0[45]:00\s+\d{4}-\d{2}-\d{2} \d{2}:\d{2}\s+\d{4}-\d{2}-\d{2} \d{2}:\d{2}\s+\S/m,
+      );
       expect((await cli(['calendar', '--days', '0', '--config', config])).code).toBe(2);
       expect((await cli(['calendar', '--config', 'config/demo.yaml'])).stderr).toMatch(/no calendar is configured/);
       const status = await cli(['status', '--config', config], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
       expect(status.stdout).toMatch(/^Calendar \(America\/New_York\): early approval (open|closed)/m);
+    });
+
+    it('calendar --from: each row says its start and its end in the time zone, with the offset, and in UTC, across the night the clocks go back', async () => {
+      const config = calendarConfig('calendar-berlin', [
+        '  timeZone: Europe/Berlin',
+        '  windows: [{ days: [sun], from: "02:30", to: "05:00" }]',
+        '  blackouts: [{ name: nightly, from: "23:00", to: "01:00" }]',
+      ]);
+      // Saturday 24 and Sunday 25 October 2026: at 03:00 summer time the clocks go back to 02:00
+      const r = await cli(['calendar', '--from', '2026-10-24', '--days', '2', '--json', '--config', config]);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as {
+        now: { timeZone: string; blackout: string | null };
+        stretches: { from: string; to: string | null; localFrom: string; localTo: string | null; state: string }[];
+      };
+      expect(out.now).toMatchObject({ timeZone: 'Europe/Berlin', blackout: 'nightly' });
+      const row = (from: string, to: string | null, localFrom: string, localTo: string | null, state: string) => ({
+        ...{ from, to, localFrom, localTo, state },
+      });
+      expect(out.stretches).toEqual([
+        row(
+          '2026-10-23T22:00:00.000Z',
+          '2026-10-23T23:00:00.000Z',
+          '2026-10-24T00:00:00+02:00',
+          '2026-10-24T01:00:00+02:00',
+          'blackout nightly',
+        ),
+        row(
+          '2026-10-23T23:00:00.000Z',
+          '2026-10-24T21:00:00.000Z',
+          '2026-10-24T01:00:00+02:00',
+          '2026-10-24T23:00:00+02:00',
+          'outside the windows',
+        ),
+        row(
+          '2026-10-24T21:00:00.000Z',
+          '2026-10-24T23:00:00.000Z',
+          '2026-10-24T23:00:00+02:00',
+          '2026-10-25T01:00:00+02:00',
+          'blackout nightly',
+        ),
+        row(
+          '2026-10-24T23:00:00.000Z',
+          '2026-10-25T00:30:00.000Z',
+          '2026-10-25T01:00:00+02:00',
+          '2026-10-25T02:30:00+02:00',
+          'outside the windows',
+        ),
+        // the window opens at the first 02:30 and closes at 05:00 winter time: three and a half hours
+        row('2026-10-25T00:30:00.000Z', '2026-10-25T04:00:00.000Z', '2026-10-25T02:30:00+02:00', '2026-10-25T05:00:00+01:00', 'window'),
+        row(
+          '2026-10-25T04:00:00.000Z',
+          '2026-10-25T22:00:00.000Z',
+          '2026-10-25T05:00:00+01:00',
+          '2026-10-25T23:00:00+01:00',
+          'outside the windows',
+        ),
+        row('2026-10-25T22:00:00.000Z', null, '2026-10-25T23:00:00+01:00', null, 'blackout nightly'),
+      ]);
+      // each local time is the same instant as its UTC twin
+      for (const x of out.stretches) {
+        expect(Date.parse(x.localFrom)).toBe(Date.parse(x.from));
+        if (x.to !== null) expect(Date.parse(x.localTo!)).toBe(Date.parse(x.to));
+      }
+      const text = await cli(['calendar', '--from', '2026-10-24', '--days', '2', '--config', config]);
+      expect(text.code).toBe(0);
+      const lines = text.stdout.split('\n');
+      expect(lines[0]).toBe(
+        'Calendar (Europe/Berlin) from 2026-10-24 00:00 +02:00: early approval closed: inside the blackout nightly until 2026-10-24 01:00 +02:00 (2026-10-23 23:00 UTC) (only a forced approval goes through)',
+      );
+      expect(lines[2]).toMatch(/^FROM \(Europe\/Berlin\)\s+TO \(Europe\/Berlin\)\s+FROM \(UTC\)\s+TO \(UTC\)\s+STATE$/);
+      expect(lines).toContainEqual(
+        expect.stringMatching(/^2026-10-25 02:30 \+02:00\s+2026-10-25 05:00 \+01:00\s+2026-10-25 00:30\s+2026-10-25 04:00\s+window$/),
+      );
+      expect(lines).toContainEqual(
+        expect.stringMatching(/^2026-10-25 23:00 \+01:00\s+beyond 2 days\s+2026-10-25 22:00\s+beyond 2 days\s+blackout nightly$/),
+      );
+      // an instant with its offset starts there; anything else is refused
+      const at = await cli(['calendar', '--from', '2026-10-25T00:30:00Z', '--days', '1', '--json', '--config', config]);
+      expect(JSON.parse(at.stdout).stretches[0]).toMatchObject({ from: '2026-10-25T00:30:00.000Z', state: 'window' });
+      for (const bad of ['2026-02-30', '2026-10-25T00:30:00']) {
+        const refused = await cli(['calendar', '--from', bad, '--config', config]);
+        expect(refused.code, bad).toBe(2);
+        expect(refused.stderr, bad).toMatch(/^se-bridge calendar: --from /);
+      }
+    });
+
+    it("calendar and status: a group's calendar (fleet.calendar) is the calendar", async () => {
+      const config = withState('calendar-fleet', [
+        'fleet:',
+        '  group: g',
+        '  store: { type: blob, accountUrl: "https://acct.blob.core.windows.net", container: se-bridge-fleet }',
+        '  calendar: { timeZone: Australia/Lord_Howe, blackouts: [{ name: nightly, from: "23:00", to: "01:00" }] }',
+      ]);
+      const r = await cli(['calendar', '--from', '2026-10-04', '--days', '1', '--config', config]);
+      expect(r.stderr).toBe('');
+      expect(r.stdout.split('\n')[0]).toMatch(
+        /^Calendar \(Australia\/Lord_Howe\) from 2026-10-04 00:00 \+10:30: early approval closed: inside the blackout nightly/,
+      );
+      // the clocks go forward half an hour at 02:00
+      expect(r.stdout).toMatch(/^2026-10-04 01:00 \+10:30\s+2026-10-04 23:00 \+11:00\s+2026-10-03 14:30\s+2026-10-04 12:00\s+open$/m);
+      const status = await cli(['status', '--config', config], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
+      expect(status.stdout).toMatch(/^Calendar \(Australia\/Lord_Howe\): early approval (open|closed)/m);
+    });
+
+    it('validate: a day, a time or a time zone that does not exist is named by its path, exit 2', async () => {
+      const config = calendarConfig('calendar-bad', [
+        '  timeZone: EST',
+        '  windows: [{ days: [mon], from: "22:00", to: "25:00" }]',
+        '  blackouts: [{ name: leap, from: 2026-02-29, to: 2026-03-01 }, { name: april, from: 2026-04-31, to: 2026-05-01 }]',
+      ]);
+      const r = await cli(['validate', '--config', config]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('calendar.timeZone: "EST" is an abbreviation');
+      expect(r.stderr).toContain('calendar.windows[0].to: 25:00 does not exist: the hours go from 00 to 23');
+      expect(r.stderr).toContain('calendar.blackouts[0].from: 2026-02-29 does not exist: February 2026 has 28 days');
+      expect(r.stderr).toContain('calendar.blackouts[1].from: 2026-04-31 does not exist: April 2026 has 30 days');
     });
 
     it('exits 1 with the error code when IMDS cannot be read', async () => {

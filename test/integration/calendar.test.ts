@@ -1,7 +1,9 @@
 /**
  * The calendar in a running bridge, over the wire: the IMDS simulator and the bridge's calendar
  * share a clock the test sets (a day of its own, never today's), so windows open and blackouts
- * begin when the test says. Europe/Oslo, weekdays 22:00-05:00, and the year-end blackout.
+ * begin when the test says. Europe/Oslo, weekdays 22:00-05:00, and the year-end blackout; and
+ * Europe/Berlin on the nights the clocks change, where a window's preparations go when it truly
+ * opens and a blackout that begins in the repeated hour is foretold.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,7 +26,7 @@ const calendar = {
   blackouts: [{ name: 'year-end', from: '2026-12-24', to: '2027-01-02' }],
 };
 
-async function bridgeAt(start: string, action = 'approve', sinks?: (dir: string) => Record<string, unknown>[]) {
+async function bridgeAt(start: string, action = 'approve', sinks?: (dir: string) => Record<string, unknown>[], cal: object = calendar) {
   const clock = { now: Date.parse(start) };
   const now = () => clock.now;
   const h = await startBridge({
@@ -32,7 +34,7 @@ async function bridgeAt(start: string, action = 'approve', sinks?: (dir: string)
     bridge: { calendarClock: now },
     ...(sinks === undefined ? {} : { sinks }),
     config: {
-      calendar,
+      calendar: cal,
       approval: { secret: SECRET, rules: [{ match: { eventType: 'Reboot' }, action, within: 'windows' }] },
       server: { listen: '127.0.0.1:0' },
       observability: { listen: '127.0.0.1:0' },
@@ -146,6 +148,66 @@ describe('the calendar in a running bridge', () => {
       via: 'api',
       forced: true,
       reason: 'the patch cannot wait; inside the blackout year-end',
+    });
+  });
+});
+
+/** zoned: how the clock of `timeZone` reads at `iso`, with its offset ("2026-10-25 02:30 GMT+02:00"): the test's instants checked against the platform's IANA data. */
+const zoned = (iso: string, timeZone: string) =>
+  new Intl.DateTimeFormat('sv-SE', {
+    ...{ timeZone, timeZoneName: 'longOffset' },
+    ...{ year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' },
+  }).format(Date.parse(iso));
+
+describe('the calendar on the days the clocks change, in a running bridge (Europe/Berlin)', () => {
+  const berlin = { timeZone: 'Europe/Berlin', windows: [{ days: ['sun'], from: '02:30', to: '05:00' }] };
+
+  it.each([
+    // the clocks go back at 03:00 to 02:00: 02:30 comes twice, the window opens at the first
+    ['back', '2026-10-25T00:00:00Z', '2026-10-25T00:30:00.000Z', '2026-10-25 02:30 GMT+02:00'],
+    // the clocks go forward at 02:00 to 03:00: 02:30 never comes, the window opens at the jump
+    ['forward', '2026-03-29T00:30:00Z', '2026-03-29T01:00:00.000Z', '2026-03-29 03:00 GMT+02:00'],
+  ])('the clocks go %s: deferred preparations go when the window truly opens', async (_way, start, opens, shows) => {
+    expect(zoned(opens, 'Europe/Berlin')).toBe(shows);
+    const hookFile = (dir: string) => join(dir, 'hook.txt');
+    const { h, clock } = await bridgeAt(
+      start,
+      'approveAfterHooks',
+      (dir) => [
+        {
+          ...{ name: 'drain', type: 'exec', prepare: true },
+          command: [process.execPath, '-e', `require('node:fs').appendFileSync(${JSON.stringify(hookFile(dir))}, 'prepared\\n')`],
+        },
+      ],
+      berlin,
+    );
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 4 * 3_600_000, DurationInSeconds: 300 });
+    await waitFor(
+      () => h.lines.find((l) => l.msg === `calendar: the preparations of ${e.eventId} wait for the maintenance window, at ${opens}`),
+      'the preparations deferred to the window',
+    );
+    const seen = reads(h);
+    await waitFor(() => reads(h) >= seen + 3, 'three more reads');
+    expect(existsSync(hookFile(h.dir))).toBe(false);
+    clock.now = Date.parse(opens);
+    await waitFor(() => h.sim.startRequests.length === 1, 'the approval once the hook ran as the window opened');
+    expect(readFileSync(hookFile(h.dir), 'utf8')).toBe('prepared\n');
+  });
+
+  it('a maintenance inside a blackout that begins in the repeated hour is foretold', async () => {
+    const cal = { ...berlin, blackouts: [{ name: 'sunday-batch', days: ['sun'], from: '02:30', to: '04:00' }] };
+    expect(zoned('2026-10-25T00:30:00Z', 'Europe/Berlin')).toBe('2026-10-25 02:30 GMT+02:00');
+    // 02:00 summer time; NotBefore 02:20, for 20 minutes: into the blackout at the first 02:30
+    const { h } = await bridgeAt('2026-10-25T00:00:00Z', 'approve', undefined, cal);
+    const e = h.sim.addEvent({ EventType: 'Reboot', noticeMs: 20 * 60_000, DurationInSeconds: 1200 });
+    const conflict = await waitFor(() => h.events().find((x) => x.type === 'azure.scheduledevent.calendar.conflict'), 'the conflict');
+    expect(conflict.subject).toBe(e.eventId);
+    expect(conflict.data.calendar).toMatchObject({
+      kind: 'blackout',
+      blackout: 'sunday-batch',
+      timeZone: 'Europe/Berlin',
+      from: '2026-10-25T00:20:00.000Z',
+      to: '2026-10-25T00:40:00.000Z',
     });
   });
 });

@@ -302,7 +302,7 @@ fleet:
         // the rule bound to windows where no calendar has any
         'approval.rules[0].within: windows needs calendar.windows to approve in (none are configured)',
         'approval.rules[1].match.eventType: must be one of Freeze | Reboot | Redeploy | Preempt | Terminate | SpotRebalanceRecommendation (or a list of them)',
-        'calendar.timeZone: is not a time zone this platform knows (an IANA name: Europe/Oslo, America/New_York, UTC)',
+        'calendar.timeZone: "Europe/Nowhere" is not a time zone this platform knows: write an IANA name, as Europe/Oslo, America/New_York, Asia/Kolkata, or UTC',
         'calendar.blackouts[0].from: is after to (2025-12-20)',
         // an http check with no target says the key it needs, not "Invalid input"
         'health.http.url: is required (string)',
@@ -319,7 +319,7 @@ fleet:
       problems(
         'approval: { rules: [{ match: {}, action: approve, within: windows }] }\ncalendar: { windows: [{ days: [mon], from: "25:00", to: "05:00" }] }',
       ),
-    ).toEqual([expect.stringMatching(/^calendar\.windows\[0\]\.from: must be "HH:MM"/)]);
+    ).toEqual([expect.stringMatching(/^calendar\.windows\[0\]\.from: 25:00 does not exist/)]);
     // windows under fleet.calendar count too, beside a calendar given twice (the one problem to fix)
     expect(
       problems(

@@ -96,7 +96,7 @@ describe('the help and the documentation', () => {
       '1',
       '2',
     ]);
-    expect(parsedBy('calendar')).toEqual(['--json', '--days', '--config', '--env-file']);
+    expect(parsedBy('calendar')).toEqual(['--json', '--days', '--from', '--config', '--env-file']);
   });
 
   it('names every scenario in docs/simulator.md, and README counts them right', () => {

@@ -117,6 +117,7 @@ export const CODES = {
   BAD_LIMIT: 'limit is not a whole number from 1 to 1000 (400)',
   BAD_CURSOR: 'cursor is not one the fleet read API gave (400)',
   UNKNOWN_PARAMETER: 'a query parameter the route does not take (400)',
+  BAD_FILTER: 'a filter value (status, type) the fleet read API does not know; the message names those it takes (400)',
   NOT_A_HANDSHAKE: 'an OPTIONS request to the Event Grid endpoint without WebHook-Request-Origin (400)',
   TOPIC_NOT_ALLOWED: 'an Event Grid delivery or handshake from a topic outside azure.subscriptions (403; nothing kept)',
   RELAY_UNWATCHED: "Azure lists a VM's scheduled event that no bridge watches (an unwatched CloudEvent from the relay)",

@@ -10,7 +10,7 @@ import { sendJson } from '../lib/http-server.ts';
 import { messageOf } from '../lib/errors.ts';
 import { EntraTokens } from '../azure/bearer.ts';
 import { HttpError, readBody, utf8 } from '../approval/requests.ts';
-import { cursorOk, fleetEvents, page } from '../fleet/view/events.ts';
+import { cursorOk, filterProblem, fleetEvents, page } from '../fleet/view/events.ts';
 import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import { readEventGrid } from './eventgrid.ts';
 import type { AzureFeed } from './azure-feed.ts';
@@ -123,8 +123,10 @@ export class FleetRoutes {
     for (const k of q.keys())
       if (!['group', 'type', 'status', 'limit', 'cursor'].includes(k))
         throw new HttpError(400, 'UNKNOWN_PARAMETER', `unknown parameter ${k}: use group, type, status, limit, cursor`);
-    const s = await this.#snapshot(reader);
     const filter = { group: q.get('group') ?? undefined, type: q.get('type') ?? undefined, status: q.get('status') ?? undefined };
+    const problem = filterProblem(filter);
+    if (problem !== null) throw new HttpError(400, 'BAD_FILTER', problem);
+    const s = await this.#snapshot(reader);
     const all = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now(), filter);
     const p = page(all, limit, cursor);
     return sendJson(res, 200, { readAt: new Date(s.readAt).toISOString(), total: all.length, events: p.events, next: p.next });

@@ -172,6 +172,17 @@ describe('the fleet view: every member in one store, read by the relay', () => {
     expect(await read(r, '/v1/fleet/events?limit=abc')).toMatchObject({ status: 400, json: { error: { code: 'BAD_LIMIT' } } });
     expect(await read(r, '/v1/fleet/events?cursor=zzz')).toMatchObject({ status: 400, json: { error: { code: 'BAD_CURSOR' } } });
     expect(await read(r, '/v1/fleet/events?vm=x')).toMatchObject({ status: 400, json: { error: { code: 'UNKNOWN_PARAMETER' } } });
+    // a filter value the API does not know is refused like an unknown parameter, naming the values it takes
+    expect(await read(r, '/v1/fleet/events?status=Pending')).toMatchObject({
+      status: 400,
+      json: { error: { code: 'BAD_FILTER', message: expect.stringMatching(/Scheduled, Started, held, unwatched/) } },
+    });
+    expect(await read(r, '/v1/fleet/events?type=Reboots')).toMatchObject({
+      status: 400,
+      json: { error: { code: 'BAD_FILTER', message: expect.stringMatching(/Freeze, Reboot, Redeploy, Preempt, Terminate/) } },
+    });
+    expect(await read(r, '/v1/fleet/events?status=')).toMatchObject({ status: 400, json: { error: { code: 'BAD_FILTER' } } });
+    expect(await read(r, '/v1/fleet/events?status=started&type=freeze')).toMatchObject({ status: 200, json: { events: [] } });
     expect(await read(r, '/v1/fleet/events')).toMatchObject({ status: 200, json: { events: [], total: 0, next: null } });
     // /readyz says when the store was last read, and whether it answered
     const ready = (await (await fetch(`${r.url}/readyz`)).json()) as Record<string, any>;

@@ -5,6 +5,7 @@
  * watches it, why. Ordered by NotBefore (none last), then VM and EventId, and paged by a cursor
  * of that key, so several relay replicas page alike.
  */
+import { EVENT_TYPES } from '../../pipeline/filter.ts';
 import { staleAt } from '../budget/records.ts';
 import type { GroupStatus } from '../budget/group.ts';
 import { ended, type AzureRecord, type Unwatched } from './azure.ts';
@@ -101,6 +102,17 @@ export function unwatchedIn(snapshot: FleetSnapshot, rules: UnwatchedRules, now:
       return [];
     });
   });
+}
+
+/** The statuses `status=` takes: an event's own, or what the fleet knows of it. */
+export const FILTER_STATUSES = ['Scheduled', 'Started', 'held', 'unwatched'] as const;
+
+/** filterProblem: why a filter value is not one the read API knows (compared without case), or null. */
+export function filterProblem(f: EventFilter): string | null {
+  const known = (v: string | undefined, values: readonly string[]) => v === undefined || values.some((x) => lower(x) === lower(v));
+  if (!known(f.status, FILTER_STATUSES)) return `status must be one of ${FILTER_STATUSES.join(', ')}`;
+  if (!known(f.type, EVENT_TYPES)) return `type must be one of ${EVENT_TYPES.join(', ')}`;
+  return null;
 }
 
 export interface EventFilter {

@@ -66,8 +66,8 @@ export const RelayConfig = z
       .strictObject({
         listen: z
           .union([hostPort, z.literal('off')])
-          .default('0.0.0.0:9464')
-          .describe('Where /livez, /readyz and /metrics listen, or off.'),
+          .default('127.0.0.1:9464')
+          .describe("Where /livez, /readyz and /metrics listen, or off; 0.0.0.0:9464 for a pod's probes or a scraper on another host."),
       })
       .prefault({})
       .describe('/livez, /readyz and /metrics on a listener of their own, which approval clients cannot crowd out ("off": none).'),

@@ -99,6 +99,17 @@ describe('the relay configuration', () => {
     expect(undocumentedKeys(schema, text)).toEqual([]);
   });
 
+  it("listens for its probes and metrics on loopback unless told otherwise, as the bridge's do", async () => {
+    const { RelayConfig } = await import('../../src/relay/config.ts');
+    const c = RelayConfig.parse({
+      serviceBus: { connectionString: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0LWtleQ==' },
+      signingKey: keys.signingKey,
+      fleetKey: keys.fleetKey,
+    });
+    expect(c.observability.listen).toBe('127.0.0.1:9464');
+    expect(c.observability.at).toEqual({ host: '127.0.0.1', port: 9464 });
+  });
+
   it('names every problem of a relay file by its path, with exit code 2', async () => {
     const { writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');

@@ -8,7 +8,8 @@ import { FleetStoreConfig, storeTimeoutMs } from '../fleet/budget/stores/config.
 import { FleetConfig } from '../fleet/budget/config.ts';
 import { CalendarConfig } from '../calendar/config.ts';
 import { CredentialConfig } from '../azure/credentials.ts';
-import { httpUrl, secret } from '../lib/validators.ts';
+import { httpsOrLoopback } from '../lib/http-settings.ts';
+import { secret } from '../lib/validators.ts';
 
 export const RelayFleetConfig = z
   .strictObject({
@@ -59,7 +60,9 @@ const EventGridConfig = z
       .strictObject({
         tenantId: z.guid('must be a GUID (8-4-4-4-12 hex digits)').describe('The tenant whose tokens are accepted (`tid`).'),
         audience: z.string().min(1).describe("The token's audience (`aud`): the application id or URI of the subscription's Entra app."),
-        jwksUrl: httpUrl.optional().describe("Where the tenant's signing keys are (default: the tenant's own discovery keys on Entra ID)."),
+        jwksUrl: httpsOrLoopback("the tenant's signing keys")
+          .optional()
+          .describe("Where the tenant's signing keys are (default: the tenant's own discovery keys on Entra ID)."),
       })
       .optional()
       .describe('Entra ID-protected delivery: a bearer token signed by the tenant, for the audience.'),
@@ -108,7 +111,9 @@ export const AzureFeedConfig = z
       ),
     arm: z
       .strictObject({
-        endpoint: httpUrl.default('https://management.azure.com').describe('Resource Manager (another cloud, or a stand-in).'),
+        endpoint: httpsOrLoopback("the relay's Entra ID token")
+          .default('https://management.azure.com')
+          .describe('Resource Manager (another cloud, or a stand-in).'),
         credential: CredentialConfig.optional().describe("The relay's Entra ID credential; default: its managed identity."),
         timeoutMs: z.number().int().min(500).max(60_000).default(15_000).describe('The deadline of one request to Resource Manager.'),
         caFile: z

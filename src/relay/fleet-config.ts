@@ -8,6 +8,7 @@ import { FleetStoreConfig, storeTimeoutMs } from '../fleet/budget/stores/config.
 import { FleetConfig } from '../fleet/budget/config.ts';
 import { CalendarConfig } from '../calendar/config.ts';
 import { CredentialConfig } from '../azure/credentials.ts';
+import { EVENT_GRID_APP_ID } from '../azure/bearer.ts';
 import { httpsOrLoopback } from '../lib/http-settings.ts';
 import { secret } from '../lib/validators.ts';
 
@@ -44,6 +45,8 @@ export const RelayFleetConfig = z
   .describe("The fleet view: GET /v1/fleet and /v1/fleet/events read the members' records from this store.");
 export type RelayFleetConfig = z.infer<typeof RelayFleetConfig>;
 
+const guid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
+
 const readKey = secret(z.string().min(16, 'must be at least 16 characters'));
 
 export const ReadKeys = z
@@ -58,14 +61,41 @@ const EventGridConfig = z
       .describe("A key Event Grid's subscription sends in the endpoint's `code` query parameter."),
     entra: z
       .strictObject({
-        tenantId: z.guid('must be a GUID (8-4-4-4-12 hex digits)').describe('The tenant whose tokens are accepted (`tid`).'),
+        tenantId: guid.describe('The tenant whose tokens are accepted (`tid`, and its v1 or v2 issuer).'),
         audience: z.string().min(1).describe("The token's audience (`aud`): the application id or URI of the subscription's Entra app."),
+        allowedClients: z
+          .array(guid)
+          .min(1)
+          .max(20)
+          .default([EVENT_GRID_APP_ID])
+          .describe(
+            `The client applications whose tokens are taken (\`appid\` in v1 tokens, \`azp\` in v2); default: Event Grid's own in Azure's public cloud, ${EVENT_GRID_APP_ID} (another cloud's Event Grid has another).`,
+          ),
+        role: z
+          .string()
+          .min(1)
+          .max(120)
+          .optional()
+          .describe(
+            'An app role the token must carry (`roles`), such as AzureEventGridSecureWebhookSubscriber: with assignment required on the app, only the principals given it get a token.',
+          ),
+        maxLifetimeSeconds: z
+          .number()
+          .int()
+          .min(300)
+          .max(86_400)
+          .default(86_400)
+          .describe(
+            "The longest lifetime a token may have (from nbf, else iat, to exp), and how long after its iat it is taken; Entra ID's access tokens live one to 24 hours.",
+          ),
         jwksUrl: httpsOrLoopback("the tenant's signing keys")
           .optional()
           .describe("Where the tenant's signing keys are (default: the tenant's own discovery keys on Entra ID)."),
       })
       .optional()
-      .describe('Entra ID-protected delivery: a bearer token signed by the tenant, for the audience.'),
+      .describe(
+        'Entra ID-protected delivery: a bearer token signed by the tenant, for the audience, issued to one of allowedClients (with role, when set).',
+      ),
   })
   .superRefine((c, ctx) => {
     if ((c.key === undefined) === (c.entra === undefined))

@@ -6,6 +6,7 @@
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import { sendJson } from '../lib/http-server.ts';
 import { messageOf } from '../lib/errors.ts';
 import { EntraTokens } from '../azure/bearer.ts';
@@ -42,6 +43,7 @@ export class FleetRoutes {
   readonly #metrics: RelayMetrics;
   readonly #entra: EntraTokens | null;
   readonly #arm: ArmApprovals | null;
+  readonly #logger: Logger;
 
   constructor(o: {
     config: RelayConfig;
@@ -49,6 +51,7 @@ export class FleetRoutes {
     feed: AzureFeed | null;
     arm: ArmApprovals | null;
     metrics: RelayMetrics;
+    logger: Logger;
   }) {
     this.#config = o.config;
     this.#arm = o.arm;
@@ -57,6 +60,12 @@ export class FleetRoutes {
     this.#metrics = o.metrics;
     const entra = o.config.azure?.eventGrid?.entra;
     this.#entra = entra === undefined ? null : new EntraTokens(entra);
+    this.#logger = o.logger;
+  }
+
+  /** close releases the key set's HTTP client. */
+  close(): void {
+    this.#entra?.close();
   }
 
   // ----- the read API --------------------------------------------------------------------------
@@ -147,12 +156,20 @@ export class FleetRoutes {
     if (this.#feed === null || eg === undefined) throw new HttpError(404, 'NOT_FOUND', "Azure's feed is not configured (azure.eventGrid)");
     if (eg.key !== undefined) {
       if (!keyMatches(url.searchParams.get('code') ?? '', [eg.key]))
-        throw new HttpError(401, 'UNAUTHORIZED', 'the key in code is not the one configured');
-    } else {
-      const why = await this.#entra!.check(req.headers.authorization);
-      if (why !== null) throw new HttpError(401, 'UNAUTHORIZED', `the Entra ID token is refused: ${why}`);
+        this.#refuse(401, 'UNAUTHORIZED', 'the key in code is not the one configured');
+      return this.#feed;
     }
-    return this.#feed;
+    const verdict = await this.#entra!.check(req.headers.authorization);
+    if (verdict.ok) return this.#feed;
+    // keys that cannot be read prove nothing either way: 503, which Event Grid delivers again (a 401 it drops)
+    if (verdict.kind === 'unavailable') this.#refuse(503, 'ENTRA_KEYS_UNAVAILABLE', verdict.why);
+    this.#refuse(401, 'UNAUTHORIZED', `the Entra ID token is refused: ${verdict.why}`);
+  }
+
+  /** refuse logs why a delivery is refused (never its key or token) and throws its answer. */
+  #refuse(status: number, code: 'UNAUTHORIZED' | 'ENTRA_KEYS_UNAVAILABLE', why: string): never {
+    this.#logger.warn({ code: 'RELAY_DELIVERY_REFUSED', status, why }, `relay: an Event Grid delivery was refused: ${why}`);
+    throw new HttpError(status, code, why);
   }
 
   /** OPTIONS /v1/azure/eventgrid: the CloudEvents abuse-protection handshake (Event Grid's CloudEvents schema). */

@@ -72,10 +72,11 @@ export async function startRelay(
   const listening = bus.listen(abort.signal);
   let parts: Awaited<ReturnType<typeof fleetParts>> | null = null;
   let server: RelayServer | null = null;
+  let fleet: FleetRoutes | null = null;
   let url: string;
   try {
     parts = await fleetParts(config, logger, metrics, bus.replySession, stdout);
-    const fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, arm: parts.approvals, metrics });
+    fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, arm: parts.approvals, metrics, logger });
     server = new RelayServer({ config, bus, metrics, logger, fleet });
     url = await server.listen(listenAt.host, listenAt.port);
   } catch (err) {
@@ -85,10 +86,12 @@ export async function startRelay(
     await parts?.sinks?.close();
     await parts?.reader?.close();
     parts?.arm?.close();
+    fleet?.close();
     throw err;
   }
   const loops = parts.loops.map((run) => run(abort.signal));
   const running = server;
+  const routes = fleet;
   const { reader, sinks, arm } = parts;
   logger.info(
     { url, queue: config.serviceBus.queue, replies: config.serviceBus.replies, replySession: bus.replySession },
@@ -111,6 +114,7 @@ export async function startRelay(
       await sinks?.close();
       await reader?.close();
       arm?.close();
+      routes.close();
     },
   };
 }

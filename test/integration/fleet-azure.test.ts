@@ -7,7 +7,6 @@
  * members are whole bridges. No Azure service runs here: Event Grid, Resource Graph and Entra ID
  * are stand-ins, and say so.
  */
-import { generateKeyPairSync, sign } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -24,6 +23,7 @@ import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { EventGridDelivery, eventGridEvent, ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
+import { EntraTenant, TENANT } from '../../testkit/entra-tenant.ts';
 import { ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const READ_KEY = 'fleet-read-key-0123456789';
@@ -39,6 +39,13 @@ let identity: ImdsSimulator;
 let dir: ReturnType<typeof tempDir>;
 const relays: RunningRelay[] = [];
 const relayLines: string[] = [];
+
+/** EntraDelivery: Event Grid's deliveries to the relay, each with the bearer token of an Entra-protected subscription. */
+class EntraDelivery extends EventGridDelivery {
+  constructor(url: string, token: string) {
+    super(`${url}/v1/azure/eventgrid`, { authorization: `Bearer ${token}` });
+  }
+}
 
 /** waitFor, saying what the relays logged when it times out. */
 const waitSaying: typeof waitFor = (check, what, ms, every) =>
@@ -270,50 +277,80 @@ describe("Azure's feed: nothing unwatched", () => {
     }
   });
 
-  it('Entra ID-protected delivery: a token signed by the tenant, for the audience, is taken; any other is refused', async () => {
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const jwks = new HttpPeer();
-    jwks.answer = () => ({
-      status: 200,
-      body: JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', use: 'sig' }] }),
-    });
-    await jwks.listen();
+  it("Entra ID-protected delivery: only the tenant's token issued to Event Grid, with the role, for the audience, within a bounded life; every other refused 401 and logged without it", async () => {
+    const tenant = new EntraTenant();
+    await tenant.listen();
     try {
-      const tenantId = '72f988bf-86f1-41af-91ab-2d7cd011db47';
       const audience = 'api://se-bridge-relay';
-      const r = await relay('azure-entra', { eventGrid: { entra: { tenantId, audience, jwksUrl: `${jwks.url}/keys` } } });
+      const role = 'AzureEventGridSecureWebhookSubscriber';
+      const r = await relay('azure-entra', { eventGrid: { entra: { tenantId: TENANT, audience, role, jwksUrl: tenant.jwksUrl } } });
       const now = Math.floor(Date.now() / 1000);
-      const token = (claims: Record<string, unknown>, kid = 'k1', alg = 'RS256') => {
-        const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
-        const input = `${part({ alg, kid, typ: 'JWT' })}.${part({ aud: audience, tid: tenantId, iat: now, nbf: now, exp: now + 3600, ...claims })}`;
-        return `${input}.${sign('RSA-SHA256', Buffer.from(input), privateKey).toString('base64url')}`;
-      };
-      const deliver = (t: string) =>
-        new EventGridDelivery(`${r.url}/v1/azure/eventgrid`, { authorization: `Bearer ${t}` }).deliver([
-          eventGridEvent({ resourceId: vmId('ghost5'), eventId: 'E-5' }),
-        ]);
-      expect(await deliver(token({ aud: 'api://another' }))).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/another audience/) } },
-      });
-      expect(await deliver(token({ tid: '11111111-1111-1111-1111-111111111111' }))).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/another tenant/) } },
-      });
-      expect(await deliver(token({ exp: now - 3600 }))).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/expired/) } },
-      });
-      expect(await deliver(token({}, 'k-unknown'))).toMatchObject({ status: 401 });
-      expect(await deliver(`${token({}).slice(0, -4)}AAAA`)).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/signature/) } },
-      });
+      const token = (claims: Record<string, unknown> = {}, o: { v?: 1 | 2; kid?: string } = {}) =>
+        tenant.token(audience, { roles: [role], ...claims }, o);
+      const deliver = (t: string, eventId = 'E-5') =>
+        new EntraDelivery(r.url, t).deliver([eventGridEvent({ resourceId: vmId('ghost5'), eventId })]);
+      const refusals: [string, string, RegExp][] = [
+        ['another audience', token({ aud: 'api://another' }), /another audience/],
+        ['an audience array', token({ aud: [audience, 'api://another'] }), /more than one audience/],
+        ['another tenant', token({ tid: '11111111-1111-1111-1111-111111111111' }), /another tenant/],
+        ["another tenant's issuer", token({ iss: 'https://sts.windows.net/11111111-1111-1111-1111-111111111111/' }), /issuer/],
+        ['expired', token({ exp: now - 3600, iat: now - 7200, nbf: now - 7200 }), /expired/],
+        ['no exp', token({ exp: undefined }), /no exp claim/],
+        ['ten years long', token({ exp: now + 10 * 365 * 86_400 }), /lives \d+ s, longer than maxLifetimeSeconds \(86400\)/],
+        ['issued a year ago', token({ iat: now - 365 * 86_400, nbf: now - 365 * 86_400 }), /lives|issued too long ago/],
+        ['a future nbf', token({ nbf: now + 3600, exp: now + 7200 }), /not valid yet/],
+        ['another appid (v1)', token({ appid: '22222222-2222-2222-2222-222222222222' }), /issued to 22222222-/],
+        ['another azp (v2)', token({ azp: '33333333-3333-3333-3333-333333333333' }, { v: 2 }), /issued to 33333333-/],
+        ['no client', token({ appid: undefined }), /names no client/],
+        ['no roles', token({ roles: undefined }), new RegExp(`does not carry the role ${role}`)],
+        ['another role', token({ roles: ['Reader'] }), /does not carry the role/],
+        ['alg none', tenant.forged(audience, 'none'), /not signed with RS256/],
+        ['HS256 keyed with the public key', tenant.forged(audience, 'hs256-public-key'), /not signed with RS256/],
+        ["a key not the tenant's", token({}, { kid: 'k-unknown' }), /not one of the tenant's/],
+        ['a broken signature', `${token().slice(0, -6)}AAAAAA`, /signature does not verify/],
+        ['no JWT at all', 'not.a.jwt', /well-formed/],
+      ];
+      for (const [what, t, why] of refusals)
+        expect(await deliver(t), what).toMatchObject({
+          status: 401,
+          attempts: 1,
+          body: { error: { code: 'UNAUTHORIZED', message: expect.stringMatching(why) } },
+        });
       expect(await events(r)).toEqual([]);
-      expect(await deliver(token({}))).toMatchObject({ status: 200, body: { kept: 1 } });
-      expect((await events(r)).map((e) => e.vm)).toEqual(['ghost5']);
+      // each refusal logged with why, never with the token
+      const refused = relayLines.filter((l) => l.includes('RELAY_DELIVERY_REFUSED'));
+      expect(refused).toHaveLength(refusals.length);
+      for (const [what, t] of refusals.filter(([, t]) => t.length > 100))
+        expect(relayLines.join('').includes(t.split('.')[1]!), what).toBe(false);
+      // the tenant's own tokens for Event Grid, in either version, with the role: taken
+      expect(await deliver(token())).toMatchObject({ status: 200, body: { kept: 1 } });
+      expect(await deliver(token({}, { v: 2 }), 'E-6')).toMatchObject({ status: 200, body: { kept: 1 } });
+      expect((await events(r)).map((e) => e.eventId).sort()).toEqual(['E-5', 'E-6']);
+      // the key set was read once, and once more for the unknown key: never per token
+      expect(tenant.fetches).toBeLessThanOrEqual(2);
     } finally {
-      await jwks.close();
+      await tenant.close();
+    }
+  });
+
+  it("Entra ID-protected delivery while the tenant's key set is down or throttled: 503, which Event Grid delivers again, without a request storm", async () => {
+    for (const mode of ['down', 'throttled'] as const) {
+      const tenant = new EntraTenant();
+      await tenant.listen();
+      try {
+        tenant.mode = mode;
+        const audience = 'api://se-bridge-relay';
+        const r = await relay(`azure-entra-${mode}`, { eventGrid: { entra: { tenantId: TENANT, audience, jwksUrl: tenant.jwksUrl } } });
+        const grid = new EntraDelivery(r.url, tenant.token(audience));
+        // Event Grid retries a 503 on its schedule (scaled): every attempt answered at once, the keys asked once
+        const d = await grid.deliver([eventGridEvent({ resourceId: vmId('ghost6'), eventId: 'E-6' })]);
+        expect(d, mode).toMatchObject({ status: 503, attempts: 6, body: { error: { code: 'ENTRA_KEYS_UNAVAILABLE' } } });
+        expect(d.body.error.message).toMatch(mode === 'down' ? /answered 503/ : /answered 429/);
+        expect(tenant.fetches, mode).toBe(1);
+        expect(await events(r)).toEqual([]);
+      } finally {
+        await tenant.close();
+      }
     }
   });
 

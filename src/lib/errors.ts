@@ -122,6 +122,8 @@ export const CODES = {
   ENTRA_KEYS_UNAVAILABLE:
     "the tenant's signing keys could not be read, so an Entra ID-protected delivery could not be verified (503, which Event Grid delivers again; the keys are asked again at most once a minute)",
   RELAY_DELIVERY_REFUSED: 'an Event Grid delivery or handshake was refused for its key or token; the log says why, never the key or token',
+  TOO_MANY_EVENTS:
+    'an Event Grid delivery would add more new events than azure.eventGrid.maxNewPerDelivery (413, which Event Grid dead-letters; nothing kept)',
   TOPIC_NOT_ALLOWED: 'an Event Grid delivery or handshake from a topic outside azure.subscriptions (403; nothing kept)',
   RELAY_UNWATCHED: "Azure lists a VM's scheduled event that no bridge watches (an unwatched CloudEvent from the relay)",
   RELAY_SINK_FAILED: "one of the relay's CloudEvents could not be delivered to a sink of its own",

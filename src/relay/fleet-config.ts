@@ -96,6 +96,15 @@ const EventGridConfig = z
       .describe(
         'Entra ID-protected delivery: a bearer token signed by the tenant, for the audience, issued to one of allowedClients (with role, when set).',
       ),
+    maxNewPerDelivery: z
+      .number()
+      .int()
+      .min(1)
+      .max(5000)
+      .default(100)
+      .describe(
+        "How many new events one delivery may add (a scale set's event counts each instance it names): a delivery past it is refused whole (413, which Event Grid dead-letters and never retries), so each bounds the records and the unwatched alerts one delivery can make. Keep the subscription's max events per batch at or below it.",
+      ),
   })
   .superRefine((c, ctx) => {
     if ((c.key === undefined) === (c.entra === undefined))
@@ -120,6 +129,15 @@ export const AzureFeedConfig = z
       .optional()
       .describe(
         "How long an event Azure lists may go unlisted by its VM's member (or its member stay stale) before it is unwatched; default: two of the member's heartbeats. A VM with no member record is unwatched at once.",
+      ),
+    forgetEndedAfterSeconds: z
+      .number()
+      .int()
+      .min(86_400)
+      .max(30 * 86_400)
+      .default(2 * 86_400)
+      .describe(
+        "How long Azure's record of an event is kept once the event ended (Completed or Canceled), then deleted from the store: longer than Event Grid retries a delivery (24 hours at most), so a late copy finds it still over.",
       ),
     checkSeconds: z
       .number()

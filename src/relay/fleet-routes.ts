@@ -14,7 +14,7 @@ import { HttpError, readBody, utf8 } from '../approval/requests.ts';
 import { cursorOk, filterProblem, fleetEvents, page } from '../fleet/view/events.ts';
 import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import { readEventGrid } from './eventgrid.ts';
-import type { AzureFeed } from './azure-feed.ts';
+import { TooManyEvents, type AzureFeed } from './azure-feed.ts';
 import type { ArmApprovals, ArmRequest } from './arm-approval.ts';
 import type { RelayConfig } from './config.ts';
 import type { RelayMetrics } from './bus.ts';
@@ -196,8 +196,10 @@ export class FleetRoutes {
     if ('validationCode' in read) return sendJson(res, 200, { validationResponse: read.validationCode });
     let kept: number;
     try {
-      kept = await feed.keep(read.events);
+      kept = await feed.keep(read.events, this.#config.azure!.eventGrid!.maxNewPerDelivery);
     } catch (err) {
+      // past its bound a batch is refused whole: 413, which Event Grid never retries (it dead-letters it)
+      if (err instanceof TooManyEvents) throw new HttpError(413, err.code, err.message);
       // Event Grid retries a delivery answered 503: nothing is lost
       throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store could not be written: ${messageOf(err)}`);
     }

@@ -32,6 +32,8 @@ export interface RunningRelay {
   readonly metrics: RelayMetrics;
   /** Azure's feed, when configured (tests look for unwatched events at once through it). */
   readonly feed: AzureFeed | null;
+  /** The Resource Graph poll, when configured (tests poll at once through it). */
+  readonly graph: ResourceGraphPoll | null;
   /** The fleet store's reader, when `fleet` is configured. */
   readonly reader: FleetReader | null;
   close(): Promise<void>;
@@ -40,7 +42,7 @@ export interface RunningRelay {
 /** The relay's fleet parts: the store reader, its own sinks, Azure's feed and its loops. */
 async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMetrics, replica: string, stdout: NodeJS.WritableStream) {
   const f = config.fleet;
-  const none = { arm: null, approvals: null, feed: null };
+  const none = { arm: null, approvals: null, feed: null, graph: null };
   if (f === undefined) return { ...none, reader: null, sinks: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
   const reader = new FleetReader({
     ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs },
@@ -55,7 +57,7 @@ async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMet
   const feed = new AzureFeed({ config: azure, reader, sinks, logger, metrics, replica });
   const graph = azure.resourceGraph === undefined ? null : new ResourceGraphPoll({ config: azure, arm, feed, logger, metrics });
   const loops = [(s: AbortSignal) => feed.run(s), ...(graph === null ? [] : [(s: AbortSignal) => graph.run(s)])];
-  return { arm, approvals, reader, sinks, feed, loops };
+  return { arm, approvals, reader, sinks, feed, graph, loops };
 }
 
 /** startRelay connects to Service Bus, starts holding its replies session and listens. */
@@ -102,6 +104,7 @@ export async function startRelay(
     bus,
     metrics,
     feed: parts.feed,
+    graph: parts.graph,
     reader: parts.reader,
     async close() {
       await running.close();

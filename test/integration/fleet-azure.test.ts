@@ -13,7 +13,9 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
+import { AZURE_GROUP } from '../../src/fleet/budget/config.ts';
 import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
+import { MAX_DELIVERY } from '../../src/relay/fleet-routes.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { API_SECRET, fleetKeys, fleetPeer, relayConfig, relayInput } from '../../testkit/fleet.ts';
@@ -151,6 +153,127 @@ async function stoppedMember(container: string, name: string, eventId: string, g
     null,
   );
 }
+
+/** dated: an Event Grid event whose own times (eventTime, resourceEventTime) say `at`. */
+function dated(e: Record<string, any>, at: string): Record<string, unknown> {
+  return { ...e, eventTime: at, data: { ...e.data, operationalInfo: { resourceEventTime: at } } };
+}
+
+/** Azure's records in the store, by EventId and status. */
+async function kept(container: string): Promise<string[]> {
+  const s = await openFleetStore(store(container) as never, AZURE_GROUP);
+  try {
+    return (await s.list('')).map((r) => `${(r.value as any).eventId}:${(r.value as any).status}`).sort();
+  } finally {
+    await s.close();
+  }
+}
+
+describe("Azure's feed: what one report may decide", () => {
+  it("a report's own time counts no later than its receipt: a Canceled dated 9999 does not outlive Resource Graph listing the event, nor a Scheduled dated 9999 hold back a Started", async () => {
+    const graph = new ArmStandIn(TLS, 50);
+    await graph.peer.listen();
+    try {
+      const container = 'azure-clamp';
+      const caFile = join(ROOT, 'test/fixtures/tls/cert.pem');
+      const r = await relay(container, {
+        eventGrid: { key: EG_KEY },
+        resourceGraph: { intervalSeconds: 3600 },
+        arm: { endpoint: graph.peer.url, caFile },
+      });
+      await waitSaying(() => graph.asked.length >= 1, 'the first Resource Graph query (none listed)');
+      const grid = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+      const far = '9999-12-31T00:00:00.000Z';
+      // Event Grid says the event was canceled, in the year 9999; Resource Graph, read later, still lists it
+      const canceled = dated(eventGridEvent({ resourceId: vmId('ghostR'), eventId: 'E-R', status: 'Canceled' }), far);
+      expect(await grid.deliver([canceled])).toMatchObject({ status: 200, body: { kept: 1 } });
+      expect(await events(r)).toEqual([]);
+      graph.rows = [scheduledEventOf({ resourceId: vmId('ghostR'), eventId: 'E-R' })];
+      await r.graph!.poll();
+      expect((await events(r)).map((e) => `${e.eventId}:${e.status}:${e.azure.source}`)).toEqual(['E-R:Scheduled:resourcegraph']);
+      await waitSaying(async () => (await r.feed!.check(0), said().length >= 1), "ghostR's unwatched");
+      expect(said().map((e) => `${e.data.vm.name}:${e.data.eventId}`)).toEqual(['ghostR:E-R']);
+
+      // a Scheduled dated 9999 counts as now: the Started that follows it is taken
+      const scheduled = dated(eventGridEvent({ resourceId: vmId('ghostS'), eventId: 'E-S' }), far);
+      expect(await grid.deliver([scheduled])).toMatchObject({ status: 200, body: { kept: 1 } });
+      const s = (await events(r)).find((e) => e.eventId === 'E-S')!;
+      expect(Date.parse(s.azure.updatedAt)).toBeLessThanOrEqual(Date.now());
+      expect(await grid.deliver([eventGridEvent({ resourceId: vmId('ghostS'), eventId: 'E-S', status: 'Started' })])).toMatchObject({
+        status: 200,
+        body: { kept: 1 },
+      });
+      expect((await events(r)).find((e) => e.eventId === 'E-S')).toMatchObject({ status: 'Started' });
+      // an event Event Grid and Resource Graph both say is over stays over
+      graph.rows = [scheduledEventOf({ resourceId: vmId('ghostR'), eventId: 'E-R', status: 'Completed' })];
+      await r.graph!.poll();
+      graph.rows = [scheduledEventOf({ resourceId: vmId('ghostR'), eventId: 'E-R' })];
+      await r.graph!.poll();
+      expect((await events(r)).map((e) => e.eventId)).toEqual(['E-S']);
+    } finally {
+      await graph.peer.close();
+    }
+  });
+
+  it('the records of events that ended are deleted once forgetEndedAfterSeconds has passed; pending ones and those ended since stay', async () => {
+    const container = 'azure-forget';
+    const r = await relay(container, { eventGrid: { key: EG_KEY } });
+    const grid = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+    const longAgo = new Date(Date.now() - 3 * 86_400_000).toISOString();
+    const batch = [
+      dated(eventGridEvent({ resourceId: vmId('old'), eventId: 'E-OLD', status: 'Completed' }), longAgo),
+      dated(eventGridEvent({ resourceId: vmId('gone'), eventId: 'E-GONE', status: 'Canceled' }), longAgo),
+      eventGridEvent({ resourceId: vmId('new'), eventId: 'E-NEW', status: 'Completed' }),
+      dated(eventGridEvent({ resourceId: vmId('pend'), eventId: 'E-PEND' }), longAgo),
+    ];
+    expect(await grid.deliver(batch)).toMatchObject({ status: 200, body: { kept: 4 } });
+    // the check a delivery starts, or the next one
+    await waitSaying(async () => (await r.feed!.check(0), (await kept(container)).length === 2), 'the old records deleted');
+    expect(await kept(container)).toEqual(['E-NEW:Completed', 'E-PEND:Scheduled']);
+    // a late copy of the old cancel makes an ended record again: no alert, deleted at the next check
+    expect(await grid.deliver([batch[1]!])).toMatchObject({ status: 200, body: { kept: 1 } });
+    await waitSaying(async () => (await r.feed!.check(0), (await kept(container)).length === 2), 'the late copy deleted');
+    expect(said().map((e) => e.data.eventId)).toEqual(['E-PEND']);
+  });
+
+  it('one delivery adds at most maxNewPerDelivery new events (a scale set counts each instance): past it, 413, nothing kept, no alert', async () => {
+    const container = 'azure-cap';
+    const r = await relay(container, { eventGrid: { key: EG_KEY, maxNewPerDelivery: 5 } });
+    const grid = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+    const ghost = (i: number) => eventGridEvent({ resourceId: vmId(`cap${i}`), eventId: `E-CAP-${i}` });
+    const six = [0, 1, 2, 3, 4, 5].map(ghost);
+    expect(await grid.deliver(six)).toMatchObject({
+      status: 413,
+      attempts: 1,
+      body: { error: { code: 'TOO_MANY_EVENTS', message: expect.stringMatching(/6 new events, more than .*maxNewPerDelivery \(5\)/) } },
+    });
+    expect(await kept(container)).toEqual([]);
+    // one event two hundred times is one record
+    const five = [...Array.from({ length: 200 }, () => ghost(0)), ...[1, 2, 3, 4].map(ghost)];
+    expect(await grid.deliver(five)).toMatchObject({ status: 200, body: { received: 204, kept: 5 } });
+    // what is kept already adds nothing
+    expect(await grid.deliver(six)).toMatchObject({ status: 200, body: { kept: 1 } });
+    // a scale set's event naming six instances adds six
+    const vmss = `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-fleet/providers/Microsoft.Compute/virtualMachineScaleSets/web`;
+    const set = eventGridEvent({ resourceId: vmss, eventId: 'E-SET', resources: ['web_0', 'web_1', 'web_2', 'web_3', 'web_4', 'web_5'] });
+    expect(await grid.deliver([set])).toMatchObject({ status: 413, body: { error: { code: 'TOO_MANY_EVENTS' } } });
+    await waitSaying(async () => (await r.feed!.check(0), said().length >= 6), 'six unwatched');
+    for (let i = 0; i < 3; i++) await r.feed!.check(0);
+    expect(said()).toHaveLength(6);
+
+    // with the default bound, the hostile megabyte: as many events of as many VMs as fit in it, refused whole
+    const open = await relay('azure-cap-default', { eventGrid: { key: EG_KEY } });
+    const fit = Math.floor((0.95 * MAX_DELIVERY) / Buffer.byteLength(JSON.stringify(ghost(1000))));
+    const many = Array.from({ length: fit }, (_, i) => eventGridEvent({ resourceId: vmId(`h${i}`), eventId: `H-${i}` }));
+    expect(many.length).toBeGreaterThan(500);
+    expect(Buffer.byteLength(JSON.stringify(many))).toBeLessThan(MAX_DELIVERY);
+    const big = await new EventGridDelivery(`${open.url}/v1/azure/eventgrid?code=${EG_KEY}`).deliver(many);
+    expect(big).toMatchObject({ status: 413, attempts: 1, body: { error: { code: 'TOO_MANY_EVENTS' } } });
+    expect(await kept('azure-cap-default')).toEqual([]);
+    for (let i = 0; i < 3; i++) await open.feed!.check(0);
+    expect(said()).toHaveLength(6);
+  }, 60_000);
+});
 
 describe("Azure's feed: nothing unwatched", () => {
   it("Event Grid: the handshakes, then one unwatched per VM with no bridge or a stopped one, across two replicas; none for watched events; Completed ends a silent member's event", async () => {

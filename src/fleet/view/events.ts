@@ -8,7 +8,7 @@
 import { EVENT_TYPES } from '../../pipeline/filter.ts';
 import { staleAt } from '../budget/records.ts';
 import type { GroupStatus } from '../budget/group.ts';
-import { ended, type AzureRecord, type Unwatched } from './azure.ts';
+import { ended, scaleSetInstances, type AzureRecord, type Unwatched } from './azure.ts';
 import type { FleetSnapshot } from './snapshot.ts';
 
 type Member = GroupStatus['members'][number];
@@ -56,13 +56,14 @@ export const lower = (s: string | null | undefined): string => (s ?? '').toLower
  */
 export function targetsOf(r: AzureRecord, groups: readonly GroupStatus[]): Target[] {
   const all = groups.flatMap((g) => g.members.map((member) => ({ group: g.group, member })));
-  if (!/\/virtualmachinescalesets\/[^/]+$/.test(r.resourceId) || r.resources.length === 0) {
+  const instances = scaleSetInstances(r);
+  if (instances === null) {
     // the VM's name as Azure spells it in Resources (the resource id is kept in lower case)
     const last = r.resourceId.slice(r.resourceId.lastIndexOf('/') + 1);
     const vm = r.resources.find((n) => lower(n) === last) ?? last;
     return [{ vm, members: all.filter((m) => lower(m.member.resourceId) === r.resourceId) }];
   }
-  return r.resources.map((name) => ({
+  return instances.map((name) => ({
     vm: name,
     members: all.filter((m) => lower(m.member.resourceId).startsWith(`${r.resourceId}/`) && lower(m.member.vm) === lower(name)),
   }));

@@ -573,7 +573,7 @@ describe('fleet approvals with managed identities, over TLS', () => {
       rights: { [INBOX]: { send: [UA.objectId], listen: [vm()] }, [REPLIES]: { send: [vm()], listen: [UA.objectId] } },
     };
     const h = await fleet();
-    await waitFor(() => h.bridge.inbox?.connected && relay!.bus.listening, 'the inbox and the relay sessions', 20_000);
+    await waitFor(() => h.bridge.inbox?.connected && relay!.bus?.listening, 'the inbox and the relay sessions', 20_000);
     const e = h.sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => h.kinds().includes(`scheduled:${e.eventId}`), 'the scheduled event');
     const body = JSON.stringify({ vm: h.bridge.identity.resourceId, eventId: e.eventId, approver: 'alice' });

@@ -29,12 +29,12 @@ describe("the relay's replies session", () => {
     const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
     relay = await startRelay(relayConfig(peer, fleetKeys(), { log: { level: 'info' } }), logger, { host: '127.0.0.1', port: 0 });
     const queues = peer.queues;
-    await waitFor(() => relay!.bus.listening, 'the replies session held');
+    await waitFor(() => relay!.bus?.listening, 'the replies session held');
     // eight renewals, each made when half the lock is left, or two locks lost: at least four lock periods either way
     await waitFor(() => queues.renewals >= 8 || queues.locksLost >= 2, 'four lock periods', 30_000);
     expect(queues.locksLost).toBe(0);
     expect(queues.renewals).toBeGreaterThanOrEqual(8);
-    expect(relay.bus.listening).toBe(true);
+    expect(relay.bus?.listening).toBe(true);
     const said = lines.map((l) => JSON.parse(l) as { code?: string; msg: string }).filter((l) => l.msg !== 'relay listening');
     expect(said).toEqual([]);
     expect(await (await fetch(`${relay.url}/readyz`)).json()).toMatchObject({ status: 'ready' });

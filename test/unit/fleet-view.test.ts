@@ -272,6 +272,28 @@ describe('the configuration of the fleet view', () => {
     ]);
   });
 
+  it('needs Service Bus and its keys only for approvals to members: the fleet view alone needs neither; each rule by its path', () => {
+    const problems = (c: Record<string, unknown>) => {
+      const r = RelayConfig.safeParse(c);
+      return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    };
+    const fleet = { store: { type: 'blob', connectionString: 'UseDevelopmentStorage=true' } };
+    expect(problems({ fleet })).toEqual([]);
+    expect(problems({ fleet, apiSecrets: [`whsec_${Buffer.alloc(32, 1).toString('base64')}`] })).toEqual([]);
+    expect(problems({})).toEqual([
+      'serviceBus: set serviceBus (approvals to members) or fleet (the fleet view): the relay has nothing to serve',
+    ]);
+    expect(problems({ serviceBus: relayBase.serviceBus })).toEqual([
+      'signingKey: is required with serviceBus: it signs every approval command',
+      "fleetKey: is required with serviceBus: every VM's link key is derived from it",
+    ]);
+    expect(problems({ fleet, slack: { signingSecret: 'a-slack-signing-secret' } })).toEqual([
+      'slack: needs serviceBus: a Slack approval goes to the VM through it',
+    ]);
+    expect(problems({ fleet, publicKey: keys.publicKey })).toEqual(['publicKey: needs signingKey, whose public key it is']);
+    expect(problems(relayBase)).toEqual([]);
+  });
+
   it('refuses plain http wherever a token or signing keys travel, loopback aside, each by its path', () => {
     const problems = (over: Record<string, unknown>) => {
       const r = RelayConfig.safeParse({ ...relayBase, ...over });

@@ -151,7 +151,7 @@ describe('the relay configuration', () => {
     } finally {
       dir.cleanup();
     }
-  });
+  }, 90_000);
 });
 
 describe('the bridge configuration of fleet approvals', () => {

@@ -59,7 +59,7 @@ export class EntraTenant {
    * token: an access token of this tenant for `audience`, issued to Event Grid (v1: `appid`; v2:
    * `azp`), valid for an hour from `nowS`, with `claims` over it (undefined removes a claim).
    */
-  token(audience: string, claims: Record<string, unknown> = {}, o: { v?: 1 | 2; kid?: string; nowS?: number } = {}): string {
+  token(audience: string, claims: Record<string, unknown> = {}, o: { v?: 1 | 2; kid?: string | null; nowS?: number } = {}): string {
     const now = o.nowS ?? Math.floor(Date.now() / 1000);
     const v2 = o.v === 2;
     const base = {
@@ -75,7 +75,8 @@ export class EntraTenant {
       idtyp: 'app',
     };
     const payload = Object.fromEntries(Object.entries({ ...base, ...claims }).filter(([, v]) => v !== undefined));
-    return this.#sign({ alg: 'RS256', typ: 'JWT', kid: o.kid ?? this.kids[0] }, payload, this.#keys.privateKey);
+    const kid = o.kid === null ? {} : { kid: o.kid ?? this.kids[0] };
+    return this.#sign({ alg: 'RS256', typ: 'JWT', ...kid }, payload, this.#keys.privateKey);
   }
 
   /** forged: a token of this tenant's shape, not signed by it: `alg: none`, or HS256 keyed with the public key's bytes. */

@@ -72,21 +72,21 @@ export async function holdSession(h: SessionHold): Promise<void> {
       h.state('accepted', session);
       const held = new AbortController();
       await new Promise<void>((resolve) => {
-        signal.addEventListener('abort', () => resolve(), { once: true });
+        // the session is over once: lost (said once, whoever noticed first) or let go at shutdown
+        const lost = (err: unknown) => {
+          if (held.signal.aborted) return;
+          held.abort();
+          h.state('lost', session, err);
+          resolve();
+        };
+        signal.addEventListener('abort', () => (held.abort(), resolve()), { once: true });
         // the SDK renews a session's lock only in peekLock: in receiveAndDelete the lock is renewed here
-        if (h.receiveMode === 'receiveAndDelete')
-          void renewWhileHeld(r, held.signal).then((err) => {
-            if (held.signal.aborted) return;
-            h.state('lost', session, err);
-            resolve();
-          });
+        if (h.receiveMode === 'receiveAndDelete') void renewWhileHeld(r, held.signal).then((err) => err !== undefined && lost(err));
         r.subscribe(
           {
             processMessage: (m) => h.process(r, m),
             processError: async (args) => {
-              if (args.errorSource === 'processMessageCallback') return;
-              h.state('lost', session, args.error);
-              resolve();
+              if (args.errorSource !== 'processMessageCallback') lost(args.error);
             },
           },
           { autoCompleteMessages: false, maxConcurrentCalls: h.maxConcurrentCalls },

@@ -408,7 +408,7 @@ describe("Azure's feed: nothing unwatched", () => {
       const role = 'AzureEventGridSecureWebhookSubscriber';
       const r = await relay('azure-entra', { eventGrid: { entra: { tenantId: TENANT, audience, role, jwksUrl: tenant.jwksUrl } } });
       const now = Math.floor(Date.now() / 1000);
-      const token = (claims: Record<string, unknown> = {}, o: { v?: 1 | 2; kid?: string } = {}) =>
+      const token = (claims: Record<string, unknown> = {}, o: { v?: 1 | 2; kid?: string | null } = {}) =>
         tenant.token(audience, { roles: [role], ...claims }, o);
       const deliver = (t: string, eventId = 'E-5') =>
         new EntraDelivery(r.url, t).deliver([eventGridEvent({ resourceId: vmId('ghost5'), eventId })]);
@@ -430,6 +430,7 @@ describe("Azure's feed: nothing unwatched", () => {
         ['alg none', tenant.forged(audience, 'none'), /not signed with RS256/],
         ['HS256 keyed with the public key', tenant.forged(audience, 'hs256-public-key'), /not signed with RS256/],
         ["a key not the tenant's", token({}, { kid: 'k-unknown' }), /not one of the tenant's/],
+        ['no key named', token({}, { kid: null }), /names no key/],
         ['a broken signature', `${token().slice(0, -6)}AAAAAA`, /signature does not verify/],
         ['no JWT at all', 'not.a.jwt', /well-formed/],
       ];

@@ -548,20 +548,15 @@ describe('fleet approvals with managed identities, over TLS', () => {
         },
       },
     });
-    const config = relayConfig(peer, keys);
-    relay = await startRelay(
-      {
-        ...config,
-        serviceBus: {
-          queue: INBOX,
-          replies: REPLIES,
-          fullyQualifiedNamespace: peer.namespace,
-          credential: { kind: 'managedIdentity', clientId: UA.clientId },
-        },
+    const config = relayConfig(peer, keys, {
+      serviceBus: {
+        queue: INBOX,
+        replies: REPLIES,
+        fullyQualifiedNamespace: peer.namespace,
+        credential: { kind: 'managedIdentity', clientId: UA.clientId },
       },
-      pino({ level: 'silent' }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    });
+    relay = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
     return harness;
   }
   const vm = () => sim.identities.system.objectId;

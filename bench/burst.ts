@@ -109,7 +109,7 @@ export async function phaseBurst(n: number) {
       silent,
       { host: '127.0.0.1', port: 0 },
     );
-    for (let k = 0; k < 400 && !relay.bus.listening; k++) await sleep(25);
+    for (let k = 0; k < 400 && !relay.bus?.listening; k++) await sleep(25);
     const key = secretKey(API_SECRET)!;
     // one client, as many connections as requests (a script's Promise.all with a pooled agent)
     const agent = new Agent({ connections: n, pipelining: 1 });

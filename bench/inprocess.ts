@@ -99,7 +99,7 @@ export async function phaseFleetApprovals() {
   const ids = Array.from({ length: n }, () => sim.addEvent({ noticeMs: 3_600_000 }).eventId);
   const bridge = await Bridge.create({ config, logger: silent });
   await bridge.start();
-  for (let k = 0; k < 400 && !(bridge.store.journal.knowsEvent(ids.at(-1)!) && bridge.inbox?.connected && relay.bus.listening); k++)
+  for (let k = 0; k < 400 && !(bridge.store.journal.knowsEvent(ids.at(-1)!) && bridge.inbox?.connected && relay.bus?.listening); k++)
     await sleep(25);
   const key = secretKey(API_SECRET)!;
   const samples: number[] = [];

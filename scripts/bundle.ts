@@ -7,10 +7,11 @@
  * entry points (`scheduled-events-bridge`, `/kit`).
  *
  * The client libraries that only some configurations use (the Azure SDKs, Slack's Web API,
- * jsonata) are not in it: each is a tiny stand-in calling __seLazy, defined first thing. Run by
- * node, __seLazy requires the package from node_modules; inside the executable it compiles the
- * group's asset (bundleAssets) once, its `require` the main script's (built-in modules only, all
- * the bundle needs). `import.meta.url` becomes the file's URL.
+ * jsonata, jose for the relay's Entra-protected deliveries) are not in it: each is a tiny
+ * stand-in calling __seLazy, defined first thing. Run by node, __seLazy requires the package from
+ * node_modules; inside the executable it compiles the group's asset (bundleAssets) once, its
+ * `require` the main script's (built-in modules only, all the bundle needs). `import.meta.url`
+ * becomes the file's URL.
  *
  *   node scripts/bundle.ts      writes dist/se-bridge.cjs
  */
@@ -25,6 +26,7 @@ const LAZY = {
   azure: { '@azure/event-hubs': 'eventHubs', '@azure/service-bus': 'serviceBus', '@azure/identity': 'identity', rhea: 'rhea' },
   slack: { '@slack/web-api': 'webApi' },
   templates: { jsonata: 'jsonata' },
+  jose: { jose: 'jose' },
 } as const;
 
 const common = {

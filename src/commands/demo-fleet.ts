@@ -112,7 +112,7 @@ async function approvalsThroughTheRelay(
     });
     vms.push({ ...member, session: sessionOf(member.sim), scheduled });
   }
-  await until(() => vms.every((v) => v.bridge.inbox?.connected) && [relayA, relayB].every((r) => r.bus.listening), 'the inbox sessions');
+  await until(() => vms.every((v) => v.bridge.inbox?.connected) && [relayA, relayB].every((r) => r.bus?.listening), 'the inbox sessions');
   say(`${vms.length} VMs, each holding its own inbox session; no VM listens on any port\n`);
 
   for (const v of vms) v.sim.addEvent({ EventType: 'Reboot', noticeMs: 15 * 60_000 });

@@ -48,7 +48,8 @@ Runs the IMDS simulator alone (Scheduled Events, instance metadata, the token en
   validate: `Usage: se-bridge validate [--config FILE] [--env-file FILE] [--relay]
 
 Checks a configuration file: exit 0 when valid (warnings on stderr), exit 2 listing every problem by path.
-A relay's file (its signingKey and serviceBus keys) is checked as a relay's.
+A relay's file (its serviceBus, signingKey, fleetKey, readKeys or azure keys, and none only a bridge has)
+is checked as a relay's.
 
 ${CONFIG}
   --relay             a relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
@@ -109,7 +110,8 @@ Prints the configuration's JSON Schema (for editors and CI checks).
 `,
   relay: `Usage: se-bridge relay [--config FILE] [--env-file FILE]
 
-Runs the fleet's approval endpoint: signs approvals as commands to each VM's Service Bus session.
+Runs the fleet's approval endpoint: signs approvals as commands to each VM's Service Bus session
+(serviceBus), serves the fleet view and Azure's feed (fleet, azure), or both.
 Exit 2 on a configuration problem, 1 when it cannot start.
 
 ${RELAY_CONFIG}

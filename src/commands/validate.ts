@@ -33,9 +33,8 @@ async function validateRelay(values: ConfigValues): Promise<number> {
   const loaded = await loadRelayOrReport(values);
   if (loaded === null) return EXIT.usage;
   const c = loaded.config;
-  process.stdout.write(
-    `${loaded.path}: valid relay configuration; listens on ${c.listen}; queues ${c.serviceBus.queue} and ${c.serviceBus.replies}\n`,
-  );
+  const serves = c.bus === null ? 'no serviceBus: the fleet view only' : `queues ${c.bus.queue} and ${c.bus.replies}`;
+  process.stdout.write(`${loaded.path}: valid relay configuration; listens on ${c.listen}; ${serves}\n`);
   return EXIT.ok;
 }
 
@@ -45,9 +44,9 @@ function looksLikeRelay(path: string): boolean {
     const doc = parseYaml(readFileSync(path, 'utf8')) as unknown;
     if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return false;
     const keys = Object.keys(doc);
-    return (
-      keys.includes('signingKey') && keys.includes('serviceBus') && !keys.some((k) => ['sinks', 'imds', 'state', 'approval'].includes(k))
-    );
+    // a relay's own keys (a relay of the fleet view alone has no serviceBus), and none only a bridge has
+    const relayOnly = ['serviceBus', 'signingKey', 'fleetKey', 'readKeys', 'azure', 'replyWaitMs'];
+    return keys.some((k) => relayOnly.includes(k)) && !keys.some((k) => ['imds', 'state', 'approval', 'server', 'identity'].includes(k));
   } catch {
     return false;
   }

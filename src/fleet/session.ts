@@ -27,8 +27,32 @@ export interface SessionHold {
   state(event: 'accepted' | 'lost' | 'refused', session: string, err?: unknown): void;
 }
 
-/** Session locks are renewed for as long as the receiver runs (the SDK's limit, in ms). */
+/** Session locks are renewed for as long as the receiver runs (the SDK's limit, in ms), by the SDK in peekLock. */
 const RENEW_FOR_MS = 7 * 86_400_000;
+
+/**
+ * renewWhileHeld renews a session's lock each time half of what is left of it has passed, until
+ * `held` aborts; a failed renewal is tried again while the lock lasts. Resolves with why the lock
+ * is lost (undefined once `held` aborted).
+ * https://learn.microsoft.com/azure/service-bus-messaging/message-sessions#session-features
+ */
+async function renewWhileHeld(r: ServiceBusSessionReceiver, held: AbortSignal): Promise<unknown> {
+  let until = r.sessionLockedUntilUtc?.getTime() ?? Date.now();
+  let last: unknown = new Error('the session lock expired');
+  while (!held.aborted) {
+    await sleep(Math.max(50, (until - Date.now()) / 2), held).catch(() => undefined);
+    if (held.aborted) return undefined;
+    if (until <= Date.now()) return last;
+    try {
+      // bounded by what is left of the lock: past it, renewing is pointless
+      const deadline = AbortSignal.timeout(Math.max(100, until - Date.now()));
+      until = (await r.renewSessionLock({ abortSignal: AbortSignal.any([held, deadline]) })).getTime();
+    } catch (err) {
+      last = err;
+    }
+  }
+  return undefined;
+}
 
 export async function holdSession(h: SessionHold): Promise<void> {
   const { signal } = h;
@@ -46,20 +70,28 @@ export async function holdSession(h: SessionHold): Promise<void> {
       receiver = r;
       attempt = 0;
       h.state('accepted', session);
+      const held = new AbortController();
       await new Promise<void>((resolve) => {
-        signal.addEventListener('abort', () => resolve(), { once: true });
+        // the session is over once: lost (said once, whoever noticed first) or let go at shutdown
+        const lost = (err: unknown) => {
+          if (held.signal.aborted) return;
+          held.abort();
+          h.state('lost', session, err);
+          resolve();
+        };
+        signal.addEventListener('abort', () => (held.abort(), resolve()), { once: true });
+        // the SDK renews a session's lock only in peekLock: in receiveAndDelete the lock is renewed here
+        if (h.receiveMode === 'receiveAndDelete') void renewWhileHeld(r, held.signal).then((err) => err !== undefined && lost(err));
         r.subscribe(
           {
             processMessage: (m) => h.process(r, m),
             processError: async (args) => {
-              if (args.errorSource === 'processMessageCallback') return;
-              h.state('lost', session, args.error);
-              resolve();
+              if (args.errorSource !== 'processMessageCallback') lost(args.error);
             },
           },
           { autoCompleteMessages: false, maxConcurrentCalls: h.maxConcurrentCalls },
         );
-      });
+      }).finally(() => held.abort());
     } catch (err) {
       if (signal.aborted) break;
       h.state('refused', session, err);

@@ -117,7 +117,13 @@ export const CODES = {
   BAD_LIMIT: 'limit is not a whole number from 1 to 1000 (400)',
   BAD_CURSOR: 'cursor is not one the fleet read API gave (400)',
   UNKNOWN_PARAMETER: 'a query parameter the route does not take (400)',
+  BAD_FILTER: 'a filter value (status, type) the fleet read API does not know; the message names those it takes (400)',
   NOT_A_HANDSHAKE: 'an OPTIONS request to the Event Grid endpoint without WebHook-Request-Origin (400)',
+  ENTRA_KEYS_UNAVAILABLE:
+    "the tenant's signing keys could not be read, so an Entra ID-protected delivery could not be verified (503, which Event Grid delivers again; the keys are asked again at most once a minute)",
+  RELAY_DELIVERY_REFUSED: 'an Event Grid delivery or handshake was refused for its key or token; the log says why, never the key or token',
+  TOO_MANY_EVENTS:
+    'an Event Grid delivery would add more new events than azure.eventGrid.maxNewPerDelivery (413, which Event Grid dead-letters; nothing kept)',
   TOPIC_NOT_ALLOWED: 'an Event Grid delivery or handshake from a topic outside azure.subscriptions (403; nothing kept)',
   RELAY_UNWATCHED: "Azure lists a VM's scheduled event that no bridge watches (an unwatched CloudEvent from the relay)",
   RELAY_SINK_FAILED: "one of the relay's CloudEvents could not be delivered to a sink of its own",

@@ -27,6 +27,23 @@ export function isLoopback(hostname: string): boolean {
   return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
+/** plainHttpOffHost: the URL is plain http to a host that is not loopback (false when it is no URL: its own check says so). */
+export function plainHttpOffHost(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.protocol === 'http:' && !isLoopback(u.hostname);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * httpsOrLoopback: an absolute http(s) URL where `what` travels (a bearer token, signing keys),
+ * so plain http only to a loopback host, as the sinks' rule has it without allowInsecureHttp.
+ */
+export const httpsOrLoopback = (what: string) =>
+  httpUrl.refine((v) => !plainHttpOffHost(v), `must be https: ${what} would travel over plain http to a host that is not loopback`);
+
 /**
  * refusePlainHttpCredentials adds a problem at `urlKey` when `hasCredential` and the URL is
  * plain http to a host that is not loopback, unless `allowInsecureHttp` is set.
@@ -39,13 +56,7 @@ export function refusePlainHttpCredentials(
   ctx: z.RefinementCtx,
 ): void {
   if (!hasCredential || c.allowInsecureHttp) return;
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return; // the URL's own check reports it
-  }
-  if (u.protocol === 'http:' && !isLoopback(u.hostname)) {
+  if (plainHttpOffHost(url)) {
     ctx.addIssue({
       code: 'custom',
       path: [urlKey],

@@ -7,12 +7,22 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { errorFields } from '../lib/errors.ts';
+import { BridgeError, errorFields } from '../lib/errors.ts';
 import { sleep, spread } from '../lib/time.ts';
 import { build, dataWith, type BridgeEvent } from '../pipeline/cloudevent.ts';
-import { azureRecordName, AzureRecordSchema, eventOf, merged, vmOf, type AzureEvent, type AzureRecord } from '../fleet/view/azure.ts';
+import {
+  azureRecordName,
+  AzureRecordSchema,
+  ended,
+  eventOf,
+  merged,
+  vmOf,
+  vmsNamed,
+  type AzureEvent,
+  type AzureRecord,
+} from '../fleet/view/azure.ts';
 import { unwatchedIn, type UnwatchedFinding } from '../fleet/view/events.ts';
-import type { FleetReader, KeptAzureRecord } from '../fleet/view/snapshot.ts';
+import type { FleetReader, FleetSnapshot, KeptAzureRecord } from '../fleet/view/snapshot.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 import type { RelayMetrics } from './bus.ts';
 import type { RelaySinks } from './sinks.ts';
@@ -41,17 +51,27 @@ export class AzureFeed {
   /**
    * keep writes each report into its event's record (a newer one only); how many records changed.
    * A report the last read of the store shows already kept costs no request (Resource Graph lists
-   * every pending event at each poll); the others are written eight at a time. Throws when the
-   * store fails.
+   * every pending event at each poll); the others are written eight at a time, one per record (the
+   * latest the reports hold). Reports that would add more than `maxNew` VMs' events (an Event Grid
+   * delivery's bound) are refused whole with TooManyEvents, before anything is written. Throws when
+   * the store fails.
    */
-  async keep(events: readonly AzureEvent[]): Promise<number> {
+  async keep(events: readonly AzureEvent[], maxNew = Infinity): Promise<number> {
     const snapshot = await this.#o.reader.read();
     const known = new Map(snapshot.azure.map((a) => [a.name, a.record]));
     const now = new Date(this.#now()).toISOString();
-    const fresh = events.filter((e) => {
-      const r = known.get(azureRecordName(e.eventId, e.resourceId));
-      return r === undefined || merged(r, e, now) !== null;
+    const latest = new Map<string, AzureEvent>();
+    for (const e of events) {
+      const name = azureRecordName(e.eventId, e.resourceId);
+      const seen = latest.get(name);
+      if (seen === undefined || Date.parse(e.at) >= Date.parse(seen.at)) latest.set(name, e);
+    }
+    const fresh = [...latest].flatMap(([name, e]) => {
+      const r = known.get(name);
+      return r === undefined || merged(r, e, now) !== null ? [e] : [];
     });
+    const added = fresh.reduce((n, e) => n + newVms(known.get(azureRecordName(e.eventId, e.resourceId)), e), 0);
+    if (added > maxNew) throw new TooManyEvents(added, maxNew);
     let changed = 0;
     for (let i = 0; i < fresh.length; i += 8) {
       const written = await Promise.all(fresh.slice(i, i + 8).map((e) => this.#keepOne(e)));
@@ -109,6 +129,7 @@ export class AzureFeed {
       return 0;
     }
     const now = this.#now();
+    await this.#forget(snapshot, now);
     const kept = new Map(snapshot.azure.map((a) => [a.record, a]));
     const findings = unwatchedIn(snapshot, { afterSeconds: this.#o.config.unwatchedAfterSeconds }, now).filter(
       (f) => !f.record.unwatched.some((u) => u.vm.toLowerCase() === f.vm.toLowerCase()),
@@ -116,6 +137,25 @@ export class AzureFeed {
     let said = 0;
     for (const f of findings) if (await this.#claim(f, kept.get(f.record)!, now)) said++;
     return said;
+  }
+
+  /**
+   * forget deletes Azure's records of events that ended more than forgetEndedAfterSeconds ago,
+   * each over the version the read found (a record changed since stays), eight at a time.
+   */
+  async #forget(snapshot: FleetSnapshot, now: number): Promise<void> {
+    const bound = this.#o.config.forgetEndedAfterSeconds * 1000;
+    const old = snapshot.azure.filter(({ record }) => ended(record.status) && now - endedAt(record, now) > bound);
+    let forgot = 0;
+    for (let i = 0; i < old.length; i += 8) {
+      const done = await Promise.all(old.slice(i, i + 8).map((a) => this.#o.reader.azureStore.remove(a.name, a.version)));
+      forgot += done.filter(Boolean).length;
+    }
+    if (forgot > 0)
+      this.#o.logger.info(
+        { forgot, afterSeconds: this.#o.config.forgetEndedAfterSeconds },
+        `relay: ${forgot} of Azure's records of events that ended long ago deleted`,
+      );
   }
 
   /**
@@ -136,6 +176,28 @@ export class AzureFeed {
     await this.#o.sinks.emit(event);
     return true;
   }
+}
+
+/** TooManyEvents: reports that would add more VMs' events than one delivery may. */
+export class TooManyEvents extends BridgeError<'TOO_MANY_EVENTS'> {
+  constructor(added: number, max: number) {
+    super(
+      'TOO_MANY_EVENTS',
+      `the delivery would add ${added} new events, more than azure.eventGrid.maxNewPerDelivery (${max}); nothing of it was kept`,
+    );
+  }
+}
+
+/** newVms: how many VMs' events a report adds to its record (all it names when there is none). */
+function newVms(previous: AzureRecord | undefined, e: AzureEvent): number {
+  const before = new Set(previous === undefined ? [] : vmsNamed(previous));
+  return vmsNamed(e).filter((vm) => !before.has(vm)).length;
+}
+
+/** endedAt: when a record's event ended, as far as the relay can tell (a time later than now, written before times were bounded: its first sighting). */
+function endedAt(r: AzureRecord, now: number): number {
+  const t = Date.parse(r.updatedAt);
+  return Number.isFinite(t) && t <= now ? t : Math.min(Date.parse(r.firstSeenAt), now);
 }
 
 /** toUnwatchedCloudEvent: `azure.scheduledevent.unwatched`, its id stable from the EventId and the VM (the same from every replica). */

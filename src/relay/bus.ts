@@ -22,7 +22,7 @@ import {
   type CommandOutcome,
 } from '../fleet/keys.ts';
 import { holdSession } from '../fleet/session.ts';
-import type { RelayConfig } from './config.ts';
+import type { RelayBusConfig, RelayConfig } from './config.ts';
 
 // ----- Service Bus: commands out, outcomes back --------------------------------------------
 
@@ -33,6 +33,7 @@ interface Waiter {
 
 export class RelayBus {
   readonly #config: RelayConfig;
+  readonly #bus: RelayBusConfig;
   readonly #logger: Logger;
   readonly #fleetKey: Buffer;
   readonly #signingKey;
@@ -49,12 +50,13 @@ export class RelayBus {
   #listening = false;
   #lastError: string | null = null;
 
-  constructor(config: RelayConfig, logger: Logger, metrics: RelayMetrics) {
+  constructor(config: RelayConfig, bus: RelayBusConfig, logger: Logger, metrics: RelayMetrics) {
     this.#config = config;
+    this.#bus = bus;
     this.#logger = logger;
     this.#metrics = metrics;
-    this.#fleetKey = decodeKey(config.fleetKey);
-    this.#signingKey = privateKeyOf(config.signingKey)!;
+    this.#fleetKey = decodeKey(bus.fleetKey);
+    this.#signingKey = privateKeyOf(bus.signingKey)!;
   }
 
   get listening(): boolean {
@@ -70,7 +72,7 @@ export class RelayBus {
   }
 
   async open(): Promise<void> {
-    const c = this.#config.serviceBus;
+    const c = this.#bus;
     this.#client = await serviceBusClient(c, {
       retryOptions: { maxRetries: 2, timeoutInMs: 10_000 },
       userAgentOptions: { userAgentPrefix: 'se-bridge-relay' },
@@ -82,7 +84,7 @@ export class RelayBus {
   async listen(signal: AbortSignal): Promise<void> {
     await holdSession({
       client: this.#client!,
-      queue: this.#config.serviceBus.replies,
+      queue: this.#bus.replies,
       session: () => this.replySession,
       signal,
       // outcomes are answered as they come: no settlement round trip (and no lock) holds up the next
@@ -108,7 +110,7 @@ export class RelayBus {
 
   #setListening(v: boolean): void {
     this.#listening = v;
-    this.#metrics.repliesConnected.set(v ? 1 : 0);
+    this.#metrics.repliesConnected?.set(v ? 1 : 0);
   }
 
   #onReply(m: ServiceBusReceivedMessage): void {
@@ -177,7 +179,7 @@ export class RelayBus {
           messageId: command.id,
           sessionId: command.vm,
           replyToSessionId: this.replySession,
-          replyTo: this.#config.serviceBus.replies,
+          replyTo: this.#bus.replies,
           timeToLive: Math.max(1000, command.exp * 1000 - Date.now()),
           applicationProperties: { [SIGNATURE_PROPERTY]: signature },
         },
@@ -227,13 +229,14 @@ export class RelayMetrics {
   readonly commands: Counter;
   readonly outcomes: Counter;
   readonly replySeconds: Histogram;
-  readonly repliesConnected: Gauge;
+  /** Whether this replica holds its replies session: only with Service Bus. */
+  readonly repliesConnected: Gauge | null;
   readonly fleetReads: Counter;
   readonly unwatched: Counter;
   readonly azureEvents: Counter;
   readonly sinkOutcomes: Counter;
 
-  constructor() {
+  constructor(serviceBus = true) {
     const r = this.registry;
     processMetrics(r);
     this.requests = r.register(new Counter('sebridge_relay_requests_total', 'Requests by route and HTTP status.', ['route', 'status']));
@@ -251,9 +254,9 @@ export class RelayMetrics {
         [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       ),
     );
-    this.repliesConnected = r.register(
-      new Gauge('sebridge_relay_replies_connected', 'Whether this replica holds its replies session (1) or not (0).'),
-    );
+    this.repliesConnected = serviceBus
+      ? r.register(new Gauge('sebridge_relay_replies_connected', 'Whether this replica holds its replies session (1) or not (0).'))
+      : null;
     this.fleetReads = r.register(
       new Counter('sebridge_relay_fleet_reads_total', 'Reads of the fleet store, by result (ok, failed).', ['result']),
     );
@@ -276,14 +279,20 @@ export class RelayMetrics {
 }
 
 /**
- * relayReadiness: ready while this replica holds its replies session. The fleet store's state
- * (`fleet`) is said beside it and never makes the replica unready: approvals do not need it.
+ * relayReadiness: ready while this replica holds its replies session (always, without Service
+ * Bus: it serves the fleet view). The fleet store's state (`fleet`) is said beside it and never
+ * makes the replica unready: approvals do not need it.
  */
 export function relayReadiness(
-  bus: RelayBus,
+  bus: RelayBus | null,
   fleet?: { state(): Record<string, unknown> } | null,
 ): { ready: boolean; reason: string; details?: Record<string, unknown> } {
-  const ready = bus.listening;
-  const reason = ready ? 'the replies session is held' : `no replies session: ${bus.lastError ?? 'connecting'}`;
+  const ready = bus?.listening ?? true;
+  const reason =
+    bus === null
+      ? 'serving the fleet view'
+      : ready
+        ? 'the replies session is held'
+        : `no replies session: ${bus.lastError ?? 'connecting'}`;
   return { ready, reason, ...(fleet ? { details: { fleet: fleet.state() } } : {}) };
 }

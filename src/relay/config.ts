@@ -21,12 +21,20 @@ export const RelayConfig = z
         ...azureAuth('a Service Bus'),
         ...sharedQueues('relay'),
       })
-      .superRefine(requireOneAuth),
-    signingKey: secret(ed25519Private).describe('Ed25519 private key that signs commands (`se-bridge fleet keys`).'),
+      .superRefine(requireOneAuth)
+      .optional()
+      .describe(
+        "Approvals to members: commands out on the inbox queue, outcomes back on the replies queue. Without it, the relay serves the fleet view, Azure's feed and approvals via arm only.",
+      ),
+    signingKey: secret(ed25519Private)
+      .optional()
+      .describe('Ed25519 private key that signs commands (`se-bridge fleet keys`); required with serviceBus.'),
     publicKey: ed25519Public
       .optional()
       .describe("The public key of signingKey (the bridges' relayPublicKey); when set, the relay refuses to start if it does not match."),
-    fleetKey: secret(keyBytes).describe("The fleet key every VM's link key is derived from (`se-bridge fleet keys`)."),
+    fleetKey: secret(keyBytes)
+      .optional()
+      .describe("The fleet key every VM's link key is derived from (`se-bridge fleet keys`); required with serviceBus."),
     apiSecrets: z
       .array(secret(whsec))
       .default([])
@@ -66,8 +74,8 @@ export const RelayConfig = z
       .strictObject({
         listen: z
           .union([hostPort, z.literal('off')])
-          .default('0.0.0.0:9464')
-          .describe('Where /livez, /readyz and /metrics listen, or off.'),
+          .default('127.0.0.1:9464')
+          .describe("Where /livez, /readyz and /metrics listen, or off; 0.0.0.0:9464 for a pod's probes or a scraper on another host."),
       })
       .prefault({})
       .describe('/livez, /readyz and /metrics on a listener of their own, which approval clients cannot crowd out ("off": none).'),
@@ -81,6 +89,15 @@ export const RelayConfig = z
       .prefault({}),
   })
   .superRefine((c, ctx) => {
+    const need = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if (c.serviceBus === undefined && c.fleet === undefined)
+      need('serviceBus', 'set serviceBus (approvals to members) or fleet (the fleet view): the relay has nothing to serve');
+    if (c.serviceBus !== undefined && c.signingKey === undefined)
+      need('signingKey', 'is required with serviceBus: it signs every approval command');
+    if (c.serviceBus !== undefined && c.fleetKey === undefined)
+      need('fleetKey', "is required with serviceBus: every VM's link key is derived from it");
+    if (c.serviceBus === undefined && c.slack !== undefined) need('slack', 'needs serviceBus: a Slack approval goes to the VM through it');
+    if (c.publicKey !== undefined && c.signingKey === undefined) need('publicKey', 'needs signingKey, whose public key it is');
     if (c.azure !== undefined && c.fleet === undefined)
       ctx.addIssue({
         code: 'custom',
@@ -89,7 +106,7 @@ export const RelayConfig = z
       });
     if (c.readKeys.length > 0 && c.fleet === undefined)
       ctx.addIssue({ code: 'custom', path: ['readKeys'], message: 'need fleet: the read API reads its store' });
-    if (c.publicKey === undefined) return;
+    if (c.publicKey === undefined || c.signingKey === undefined) return;
     const mine = privateKeyOf(c.signingKey);
     const theirs = publicKeyOf(c.publicKey);
     if (mine === null || theirs === null) return; // reported by the keys' own checks
@@ -108,16 +125,23 @@ export const RelayConfig = z
   // decoded once: where the relay and its probes listen, and the keys that verify POST /v1/approvals
   .transform((c) => ({
     ...c,
+    // approvals to members: Service Bus with the keys it needs, together or not at all
+    bus:
+      c.serviceBus === undefined || c.signingKey === undefined || c.fleetKey === undefined
+        ? null
+        : { ...c.serviceBus, signingKey: c.signingKey, fleetKey: c.fleetKey },
     at: addressOf(c.listen),
     observability: { ...c.observability, at: c.observability.listen === 'off' ? null : addressOf(c.observability.listen) },
     apiKeys: c.apiSecrets.map(keyOf),
   }));
 export type RelayConfig = z.infer<typeof RelayConfig>;
+/** RelayBusConfig: Service Bus and the keys of approvals to members, when the relay has them. */
+export type RelayBusConfig = NonNullable<RelayConfig['bus']>;
 /** relaySecrets: what the relay's logs must never show. */
 export function relaySecrets(c: RelayConfig): string[] {
   const store = c.fleet?.store;
   return [
-    ...[c.serviceBus.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret],
+    ...[c.serviceBus?.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret],
     ...[...c.readKeys, c.azure?.eventGrid?.key, store?.type === 'blob' ? store.connectionString : undefined],
     // the relay's own sinks' secrets, found as a bridge's are
     ...secretsOf({ sinks: c.sinks }),

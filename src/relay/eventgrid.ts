@@ -8,7 +8,7 @@
  * https://learn.microsoft.com/azure/event-grid/webhook-event-delivery
  */
 import { HttpError } from '../approval/requests.ts';
-import { AZURE_EVENT_TYPES, azureEventOf, subscriptionOf, type AzureEvent } from '../fleet/view/azure.ts';
+import { AZURE_EVENT_TYPES, azureEventOf, reportedAt, subscriptionOf, type AzureEvent } from '../fleet/view/azure.ts';
 
 const VALIDATION = 'microsoft.eventgrid.subscriptionvalidationevent';
 
@@ -55,7 +55,11 @@ export function readEventGrid(body: unknown, subscriptions: readonly string[], n
     const recordId = typeof info?.id === 'string' ? info.id : typeof e.subject === 'string' ? e.subject : '';
     const time = cloud ? e.time : e.eventTime;
     const operational = isObject(e.data.operationalInfo) ? e.data.operationalInfo.resourceEventTime : undefined;
-    const at = [operational, time].find((x): x is string => typeof x === 'string' && Number.isFinite(Date.parse(x))) ?? now;
+    // the report's own time, never later than its receipt: a report dated in the future counts as now
+    const at = reportedAt(
+      [operational, time].find((x): x is string => typeof x === 'string' && Number.isFinite(Date.parse(x))),
+      now,
+    );
     const read = azureEventOf(recordId, properties, 'eventgrid', at);
     if (typeof read === 'string') throw bad(read);
     if (read.subscriptionId !== null && !allowed.has(read.subscriptionId))

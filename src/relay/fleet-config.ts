@@ -8,7 +8,9 @@ import { FleetStoreConfig, storeTimeoutMs } from '../fleet/budget/stores/config.
 import { FleetConfig } from '../fleet/budget/config.ts';
 import { CalendarConfig } from '../calendar/config.ts';
 import { CredentialConfig } from '../azure/credentials.ts';
-import { httpUrl, secret } from '../lib/validators.ts';
+import { EVENT_GRID_APP_ID } from '../azure/bearer.ts';
+import { httpsOrLoopback } from '../lib/http-settings.ts';
+import { secret } from '../lib/validators.ts';
 
 export const RelayFleetConfig = z
   .strictObject({
@@ -43,6 +45,8 @@ export const RelayFleetConfig = z
   .describe("The fleet view: GET /v1/fleet and /v1/fleet/events read the members' records from this store.");
 export type RelayFleetConfig = z.infer<typeof RelayFleetConfig>;
 
+const guid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
+
 const readKey = secret(z.string().min(16, 'must be at least 16 characters'));
 
 export const ReadKeys = z
@@ -57,12 +61,50 @@ const EventGridConfig = z
       .describe("A key Event Grid's subscription sends in the endpoint's `code` query parameter."),
     entra: z
       .strictObject({
-        tenantId: z.guid('must be a GUID (8-4-4-4-12 hex digits)').describe('The tenant whose tokens are accepted (`tid`).'),
+        tenantId: guid.describe('The tenant whose tokens are accepted (`tid`, and its v1 or v2 issuer).'),
         audience: z.string().min(1).describe("The token's audience (`aud`): the application id or URI of the subscription's Entra app."),
-        jwksUrl: httpUrl.optional().describe("Where the tenant's signing keys are (default: the tenant's own discovery keys on Entra ID)."),
+        allowedClients: z
+          .array(guid)
+          .min(1)
+          .max(20)
+          .default([EVENT_GRID_APP_ID])
+          .describe(
+            `The client applications whose tokens are taken (\`appid\` in v1 tokens, \`azp\` in v2); default: Event Grid's own in Azure's public cloud, ${EVENT_GRID_APP_ID} (another cloud's Event Grid has another).`,
+          ),
+        role: z
+          .string()
+          .min(1)
+          .max(120)
+          .optional()
+          .describe(
+            'An app role the token must carry (`roles`), such as AzureEventGridSecureWebhookSubscriber: with assignment required on the app, only the principals given it get a token.',
+          ),
+        maxLifetimeSeconds: z
+          .number()
+          .int()
+          .min(300)
+          .max(86_400)
+          .default(86_400)
+          .describe(
+            "The longest lifetime a token may have (from nbf, else iat, to exp), and how long after its iat it is taken; Entra ID's access tokens live one to 24 hours.",
+          ),
+        jwksUrl: httpsOrLoopback("the tenant's signing keys")
+          .optional()
+          .describe("Where the tenant's signing keys are (default: the tenant's own discovery keys on Entra ID)."),
       })
       .optional()
-      .describe('Entra ID-protected delivery: a bearer token signed by the tenant, for the audience.'),
+      .describe(
+        'Entra ID-protected delivery: a bearer token signed by the tenant, for the audience, issued to one of allowedClients (with role, when set).',
+      ),
+    maxNewPerDelivery: z
+      .number()
+      .int()
+      .min(1)
+      .max(5000)
+      .default(100)
+      .describe(
+        "How many new events one delivery may add (a scale set's event counts each instance it names): a delivery past it is refused whole (413, which Event Grid dead-letters and never retries), so each bounds the records and the unwatched alerts one delivery can make. Keep the subscription's max events per batch at or below it.",
+      ),
   })
   .superRefine((c, ctx) => {
     if ((c.key === undefined) === (c.entra === undefined))
@@ -88,6 +130,15 @@ export const AzureFeedConfig = z
       .describe(
         "How long an event Azure lists may go unlisted by its VM's member (or its member stay stale) before it is unwatched; default: two of the member's heartbeats. A VM with no member record is unwatched at once.",
       ),
+    forgetEndedAfterSeconds: z
+      .number()
+      .int()
+      .min(86_400)
+      .max(30 * 86_400)
+      .default(2 * 86_400)
+      .describe(
+        "How long Azure's record of an event is kept once the event ended (Completed or Canceled), then deleted from the store: longer than Event Grid retries a delivery (24 hours at most), so a late copy finds it still over.",
+      ),
     checkSeconds: z
       .number()
       .int()
@@ -108,7 +159,9 @@ export const AzureFeedConfig = z
       ),
     arm: z
       .strictObject({
-        endpoint: httpUrl.default('https://management.azure.com').describe('Resource Manager (another cloud, or a stand-in).'),
+        endpoint: httpsOrLoopback("the relay's Entra ID token")
+          .default('https://management.azure.com')
+          .describe('Resource Manager (another cloud, or a stand-in).'),
         credential: CredentialConfig.optional().describe("The relay's Entra ID credential; default: its managed identity."),
         timeoutMs: z.number().int().min(500).max(60_000).default(15_000).describe('The deadline of one request to Resource Manager.'),
         caFile: z

@@ -6,14 +6,15 @@
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import { sendJson } from '../lib/http-server.ts';
 import { messageOf } from '../lib/errors.ts';
 import { EntraTokens } from '../azure/bearer.ts';
 import { HttpError, readBody, utf8 } from '../approval/requests.ts';
-import { cursorOk, fleetEvents, page } from '../fleet/view/events.ts';
+import { cursorOk, filterProblem, fleetEvents, page } from '../fleet/view/events.ts';
 import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import { readEventGrid } from './eventgrid.ts';
-import type { AzureFeed } from './azure-feed.ts';
+import { TooManyEvents, type AzureFeed } from './azure-feed.ts';
 import type { ArmApprovals, ArmRequest } from './arm-approval.ts';
 import type { RelayConfig } from './config.ts';
 import type { RelayMetrics } from './bus.ts';
@@ -42,6 +43,7 @@ export class FleetRoutes {
   readonly #metrics: RelayMetrics;
   readonly #entra: EntraTokens | null;
   readonly #arm: ArmApprovals | null;
+  readonly #logger: Logger;
 
   constructor(o: {
     config: RelayConfig;
@@ -49,6 +51,7 @@ export class FleetRoutes {
     feed: AzureFeed | null;
     arm: ArmApprovals | null;
     metrics: RelayMetrics;
+    logger: Logger;
   }) {
     this.#config = o.config;
     this.#arm = o.arm;
@@ -57,6 +60,12 @@ export class FleetRoutes {
     this.#metrics = o.metrics;
     const entra = o.config.azure?.eventGrid?.entra;
     this.#entra = entra === undefined ? null : new EntraTokens(entra);
+    this.#logger = o.logger;
+  }
+
+  /** close releases the key set's HTTP client. */
+  close(): void {
+    this.#entra?.close();
   }
 
   // ----- the read API --------------------------------------------------------------------------
@@ -123,8 +132,10 @@ export class FleetRoutes {
     for (const k of q.keys())
       if (!['group', 'type', 'status', 'limit', 'cursor'].includes(k))
         throw new HttpError(400, 'UNKNOWN_PARAMETER', `unknown parameter ${k}: use group, type, status, limit, cursor`);
-    const s = await this.#snapshot(reader);
     const filter = { group: q.get('group') ?? undefined, type: q.get('type') ?? undefined, status: q.get('status') ?? undefined };
+    const problem = filterProblem(filter);
+    if (problem !== null) throw new HttpError(400, 'BAD_FILTER', problem);
+    const s = await this.#snapshot(reader);
     const all = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now(), filter);
     const p = page(all, limit, cursor);
     return sendJson(res, 200, { readAt: new Date(s.readAt).toISOString(), total: all.length, events: p.events, next: p.next });
@@ -145,12 +156,20 @@ export class FleetRoutes {
     if (this.#feed === null || eg === undefined) throw new HttpError(404, 'NOT_FOUND', "Azure's feed is not configured (azure.eventGrid)");
     if (eg.key !== undefined) {
       if (!keyMatches(url.searchParams.get('code') ?? '', [eg.key]))
-        throw new HttpError(401, 'UNAUTHORIZED', 'the key in code is not the one configured');
-    } else {
-      const why = await this.#entra!.check(req.headers.authorization);
-      if (why !== null) throw new HttpError(401, 'UNAUTHORIZED', `the Entra ID token is refused: ${why}`);
+        this.#refuse(401, 'UNAUTHORIZED', 'the key in code is not the one configured');
+      return this.#feed;
     }
-    return this.#feed;
+    const verdict = await this.#entra!.check(req.headers.authorization);
+    if (verdict.ok) return this.#feed;
+    // keys that cannot be read prove nothing either way: 503, which Event Grid delivers again (a 401 it drops)
+    if (verdict.kind === 'unavailable') this.#refuse(503, 'ENTRA_KEYS_UNAVAILABLE', verdict.why);
+    this.#refuse(401, 'UNAUTHORIZED', `the Entra ID token is refused: ${verdict.why}`);
+  }
+
+  /** refuse logs why a delivery is refused (never its key or token) and throws its answer. */
+  #refuse(status: number, code: 'UNAUTHORIZED' | 'ENTRA_KEYS_UNAVAILABLE', why: string): never {
+    this.#logger.warn({ code: 'RELAY_DELIVERY_REFUSED', status, why }, `relay: an Event Grid delivery was refused: ${why}`);
+    throw new HttpError(status, code, why);
   }
 
   /** OPTIONS /v1/azure/eventgrid: the CloudEvents abuse-protection handshake (Event Grid's CloudEvents schema). */
@@ -177,8 +196,10 @@ export class FleetRoutes {
     if ('validationCode' in read) return sendJson(res, 200, { validationResponse: read.validationCode });
     let kept: number;
     try {
-      kept = await feed.keep(read.events);
+      kept = await feed.keep(read.events, this.#config.azure!.eventGrid!.maxNewPerDelivery);
     } catch (err) {
+      // past its bound a batch is refused whole: 413, which Event Grid never retries (it dead-letters it)
+      if (err instanceof TooManyEvents) throw new HttpError(413, err.code, err.message);
       // Event Grid retries a delivery answered 503: nothing is lost
       throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store could not be written: ${messageOf(err)}`);
     }

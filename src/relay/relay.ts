@@ -14,6 +14,7 @@
  * Routes: POST /v1/approvals (Standard Webhooks; body {vm, eventId, approver?, reason?}),
  * GET and POST /v1/approve (links), POST /v1/slack/interactions, /livez, /readyz, /metrics.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RelayBus, RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
@@ -28,10 +29,13 @@ import { ArmApprovals } from './arm-approval.ts';
 
 export interface RunningRelay {
   readonly url: string;
-  readonly bus: RelayBus;
+  /** Service Bus, when the relay approves through it. */
+  readonly bus: RelayBus | null;
   readonly metrics: RelayMetrics;
   /** Azure's feed, when configured (tests look for unwatched events at once through it). */
   readonly feed: AzureFeed | null;
+  /** The Resource Graph poll, when configured (tests poll at once through it). */
+  readonly graph: ResourceGraphPoll | null;
   /** The fleet store's reader, when `fleet` is configured. */
   readonly reader: FleetReader | null;
   close(): Promise<void>;
@@ -40,7 +44,7 @@ export interface RunningRelay {
 /** The relay's fleet parts: the store reader, its own sinks, Azure's feed and its loops. */
 async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMetrics, replica: string, stdout: NodeJS.WritableStream) {
   const f = config.fleet;
-  const none = { arm: null, approvals: null, feed: null };
+  const none = { arm: null, approvals: null, feed: null, graph: null };
   if (f === undefined) return { ...none, reader: null, sinks: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
   const reader = new FleetReader({
     ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs },
@@ -55,43 +59,50 @@ async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMet
   const feed = new AzureFeed({ config: azure, reader, sinks, logger, metrics, replica });
   const graph = azure.resourceGraph === undefined ? null : new ResourceGraphPoll({ config: azure, arm, feed, logger, metrics });
   const loops = [(s: AbortSignal) => feed.run(s), ...(graph === null ? [] : [(s: AbortSignal) => graph.run(s)])];
-  return { arm, approvals, reader, sinks, feed, loops };
+  return { arm, approvals, reader, sinks, feed, graph, loops };
 }
 
-/** startRelay connects to Service Bus, starts holding its replies session and listens. */
+/** startRelay connects to Service Bus (when configured), starts holding its replies session and listens. */
 export async function startRelay(
   config: RelayConfig,
   logger: Logger,
   listenAt: { host: string; port: number },
   stdout: NodeJS.WritableStream = process.stdout,
 ): Promise<RunningRelay> {
-  const metrics = new RelayMetrics();
-  const bus = new RelayBus(config, logger, metrics);
-  await bus.open();
+  const metrics = new RelayMetrics(config.bus !== null);
+  const bus = config.bus === null ? null : new RelayBus(config, config.bus, logger, metrics);
+  await bus?.open();
   const abort = new AbortController();
-  const listening = bus.listen(abort.signal);
+  const listening = bus?.listen(abort.signal);
   let parts: Awaited<ReturnType<typeof fleetParts>> | null = null;
   let server: RelayServer | null = null;
+  let fleet: FleetRoutes | null = null;
   let url: string;
   try {
-    parts = await fleetParts(config, logger, metrics, bus.replySession, stdout);
-    const fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, arm: parts.approvals, metrics });
+    parts = await fleetParts(config, logger, metrics, bus?.replySession ?? `relay-${randomUUID()}`, stdout);
+    fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, arm: parts.approvals, metrics, logger });
     server = new RelayServer({ config, bus, metrics, logger, fleet });
     url = await server.listen(listenAt.host, listenAt.port);
   } catch (err) {
     abort.abort();
-    await bus.close();
+    await bus?.close();
     await listening;
     await parts?.sinks?.close();
     await parts?.reader?.close();
     parts?.arm?.close();
+    fleet?.close();
     throw err;
   }
   const loops = parts.loops.map((run) => run(abort.signal));
   const running = server;
+  const routes = fleet;
   const { reader, sinks, arm } = parts;
+  const b = config.bus;
   logger.info(
-    { url, queue: config.serviceBus.queue, replies: config.serviceBus.replies, replySession: bus.replySession },
+    {
+      url,
+      ...(b === null || bus === null ? { serviceBus: null } : { queue: b.queue, replies: b.replies, replySession: bus.replySession }),
+    },
     'relay listening',
   );
   return {
@@ -99,6 +110,7 @@ export async function startRelay(
     bus,
     metrics,
     feed: parts.feed,
+    graph: parts.graph,
     reader: parts.reader,
     async close() {
       await running.close();
@@ -106,11 +118,12 @@ export async function startRelay(
       await Promise.all(loops);
       // a check started by a delivery says what it found before the sinks close
       await parts.feed?.settled();
-      await bus.close();
+      await bus?.close();
       await listening;
       await sinks?.close();
       await reader?.close();
       arm?.close();
+      routes.close();
     },
   };
 }

@@ -47,7 +47,8 @@ function statusOf(o: CommandOutcome): number {
 
 export interface RelayServerOptions {
   readonly config: RelayConfig;
-  readonly bus: RelayBus;
+  /** Service Bus: null when the relay serves the fleet view alone (every approval to a member is then a 404 naming it). */
+  readonly bus: RelayBus | null;
   readonly metrics: RelayMetrics;
   readonly logger: Logger;
   /** The fleet read API and Azure's feed (404 each when not configured). */
@@ -122,9 +123,21 @@ export class RelayServer extends RoutedServer {
     return { v: 1, id, vm: sessionFor(vm), eventId, by, via, reason, nonce: token?.n ?? null, iat: now, exp };
   }
 
+  /** bus: Service Bus, or the answer of a relay without it. */
+  #bus(): RelayBus {
+    if (this.#o.bus === null)
+      throw new HttpError(
+        404,
+        'NOT_FOUND',
+        'approvals to members go through Service Bus, and this relay has none: set serviceBus, signingKey and fleetKey in its configuration (it serves the fleet view, and approvals via arm when azure is set)',
+      );
+    return this.#o.bus;
+  }
+
   async #send(command: ApprovalCommand, waitMs: number): Promise<CommandOutcome | null> {
+    const bus = this.#bus();
     try {
-      return await this.#o.bus.send(command, waitMs);
+      return await bus.send(command, waitMs);
     } catch (err) {
       this.#o.logger.warn(
         { ...errorFields(err), code: 'RELAY_SEND_FAILED', vm: command.vm, commandId: command.id },
@@ -174,7 +187,7 @@ export class RelayServer extends RoutedServer {
     if (this.#apiKeys.length === 0) throw new HttpError(404, 'NOT_FOUND', 'the approval API is not configured (apiSecrets)');
     const v = verifyStandardWebhook(this.#apiKeys, req.headers, Buffer.alloc(0));
     if (!v.ok) throw new HttpError(401, v.code, v.message);
-    const t = /^[0-9a-f]{32}$/.test(id) ? this.#o.bus.tracked(id) : null;
+    const t = /^[0-9a-f]{32}$/.test(id) ? this.#bus().tracked(id) : null;
     if (t === null)
       throw new HttpError(
         404,
@@ -196,6 +209,7 @@ export class RelayServer extends RoutedServer {
     }
     const input = parseApprovalBody(body, true);
     if (input.via === 'arm') return this.#o.fleet.approveArm(res, { ...input, client: this.clientOf(req) });
+    this.#bus();
     const id = commandId(sessionFor(input.vm), { webhookId: v.id });
     const command = this.#command(input.vm, id, input.eventId, input.approver, 'api', input.reason, null);
     const outcome = await this.#send(command, this.#o.config.replyWaitMs);
@@ -206,10 +220,11 @@ export class RelayServer extends RoutedServer {
 
   /** claims verifies a link token with the key of the VM it names. */
   #claims(token: string): TokenClaims {
+    const bus = this.#bus();
     const vm = peekClaims(token)?.v;
     if (typeof vm !== 'string' || vm.length === 0 || vm.length > 1024)
       throw new HttpError(400, 'TOKEN_MALFORMED', 'the approval token is not well-formed');
-    const t = readToken(this.#o.bus.linkKey(vm), token);
+    const t = readToken(bus.linkKey(vm), token);
     if (!t.ok) throw new HttpError(t.code === 'TOKEN_EXPIRED' ? 410 : t.code === 'TOKEN_BAD_SIGNATURE' ? 401 : 400, t.code, t.message);
     return t.claims;
   }

@@ -7,14 +7,15 @@
  * members are whole bridges. No Azure service runs here: Event Grid, Resource Graph and Entra ID
  * are stand-ins, and say so.
  */
-import { generateKeyPairSync, sign } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
+import { AZURE_GROUP } from '../../src/fleet/budget/config.ts';
 import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
+import { MAX_DELIVERY } from '../../src/relay/fleet-routes.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { API_SECRET, fleetKeys, fleetPeer, relayConfig, relayInput } from '../../testkit/fleet.ts';
@@ -24,6 +25,7 @@ import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { EventGridDelivery, eventGridEvent, ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
+import { EntraTenant, TENANT } from '../../testkit/entra-tenant.ts';
 import { ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const READ_KEY = 'fleet-read-key-0123456789';
@@ -39,6 +41,13 @@ let identity: ImdsSimulator;
 let dir: ReturnType<typeof tempDir>;
 const relays: RunningRelay[] = [];
 const relayLines: string[] = [];
+
+/** EntraDelivery: Event Grid's deliveries to the relay, each with the bearer token of an Entra-protected subscription. */
+class EntraDelivery extends EventGridDelivery {
+  constructor(url: string, token: string) {
+    super(`${url}/v1/azure/eventgrid`, { authorization: `Bearer ${token}` });
+  }
+}
 
 /** waitFor, saying what the relays logged when it times out. */
 const waitSaying: typeof waitFor = (check, what, ms, every) =>
@@ -144,6 +153,127 @@ async function stoppedMember(container: string, name: string, eventId: string, g
     null,
   );
 }
+
+/** dated: an Event Grid event whose own times (eventTime, resourceEventTime) say `at`. */
+function dated(e: Record<string, any>, at: string): Record<string, unknown> {
+  return { ...e, eventTime: at, data: { ...e.data, operationalInfo: { resourceEventTime: at } } };
+}
+
+/** Azure's records in the store, by EventId and status. */
+async function kept(container: string): Promise<string[]> {
+  const s = await openFleetStore(store(container) as never, AZURE_GROUP);
+  try {
+    return (await s.list('')).map((r) => `${(r.value as any).eventId}:${(r.value as any).status}`).sort();
+  } finally {
+    await s.close();
+  }
+}
+
+describe("Azure's feed: what one report may decide", () => {
+  it("a report's own time counts no later than its receipt: a Canceled dated 9999 does not outlive Resource Graph listing the event, nor a Scheduled dated 9999 hold back a Started", async () => {
+    const graph = new ArmStandIn(TLS, 50);
+    await graph.peer.listen();
+    try {
+      const container = 'azure-clamp';
+      const caFile = join(ROOT, 'test/fixtures/tls/cert.pem');
+      const r = await relay(container, {
+        eventGrid: { key: EG_KEY },
+        resourceGraph: { intervalSeconds: 3600 },
+        arm: { endpoint: graph.peer.url, caFile },
+      });
+      await waitSaying(() => graph.asked.length >= 1, 'the first Resource Graph query (none listed)');
+      const grid = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+      const far = '9999-12-31T00:00:00.000Z';
+      // Event Grid says the event was canceled, in the year 9999; Resource Graph, read later, still lists it
+      const canceled = dated(eventGridEvent({ resourceId: vmId('ghostR'), eventId: 'E-R', status: 'Canceled' }), far);
+      expect(await grid.deliver([canceled])).toMatchObject({ status: 200, body: { kept: 1 } });
+      expect(await events(r)).toEqual([]);
+      graph.rows = [scheduledEventOf({ resourceId: vmId('ghostR'), eventId: 'E-R' })];
+      await r.graph!.poll();
+      expect((await events(r)).map((e) => `${e.eventId}:${e.status}:${e.azure.source}`)).toEqual(['E-R:Scheduled:resourcegraph']);
+      await waitSaying(async () => (await r.feed!.check(0), said().length >= 1), "ghostR's unwatched");
+      expect(said().map((e) => `${e.data.vm.name}:${e.data.eventId}`)).toEqual(['ghostR:E-R']);
+
+      // a Scheduled dated 9999 counts as now: the Started that follows it is taken
+      const scheduled = dated(eventGridEvent({ resourceId: vmId('ghostS'), eventId: 'E-S' }), far);
+      expect(await grid.deliver([scheduled])).toMatchObject({ status: 200, body: { kept: 1 } });
+      const s = (await events(r)).find((e) => e.eventId === 'E-S')!;
+      expect(Date.parse(s.azure.updatedAt)).toBeLessThanOrEqual(Date.now());
+      expect(await grid.deliver([eventGridEvent({ resourceId: vmId('ghostS'), eventId: 'E-S', status: 'Started' })])).toMatchObject({
+        status: 200,
+        body: { kept: 1 },
+      });
+      expect((await events(r)).find((e) => e.eventId === 'E-S')).toMatchObject({ status: 'Started' });
+      // an event Event Grid and Resource Graph both say is over stays over
+      graph.rows = [scheduledEventOf({ resourceId: vmId('ghostR'), eventId: 'E-R', status: 'Completed' })];
+      await r.graph!.poll();
+      graph.rows = [scheduledEventOf({ resourceId: vmId('ghostR'), eventId: 'E-R' })];
+      await r.graph!.poll();
+      expect((await events(r)).map((e) => e.eventId)).toEqual(['E-S']);
+    } finally {
+      await graph.peer.close();
+    }
+  });
+
+  it('the records of events that ended are deleted once forgetEndedAfterSeconds has passed; pending ones and those ended since stay', async () => {
+    const container = 'azure-forget';
+    const r = await relay(container, { eventGrid: { key: EG_KEY } });
+    const grid = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+    const longAgo = new Date(Date.now() - 3 * 86_400_000).toISOString();
+    const batch = [
+      dated(eventGridEvent({ resourceId: vmId('old'), eventId: 'E-OLD', status: 'Completed' }), longAgo),
+      dated(eventGridEvent({ resourceId: vmId('gone'), eventId: 'E-GONE', status: 'Canceled' }), longAgo),
+      eventGridEvent({ resourceId: vmId('new'), eventId: 'E-NEW', status: 'Completed' }),
+      dated(eventGridEvent({ resourceId: vmId('pend'), eventId: 'E-PEND' }), longAgo),
+    ];
+    expect(await grid.deliver(batch)).toMatchObject({ status: 200, body: { kept: 4 } });
+    // the check a delivery starts, or the next one
+    await waitSaying(async () => (await r.feed!.check(0), (await kept(container)).length === 2), 'the old records deleted');
+    expect(await kept(container)).toEqual(['E-NEW:Completed', 'E-PEND:Scheduled']);
+    // a late copy of the old cancel makes an ended record again: no alert, deleted at the next check
+    expect(await grid.deliver([batch[1]!])).toMatchObject({ status: 200, body: { kept: 1 } });
+    await waitSaying(async () => (await r.feed!.check(0), (await kept(container)).length === 2), 'the late copy deleted');
+    expect(said().map((e) => e.data.eventId)).toEqual(['E-PEND']);
+  });
+
+  it('one delivery adds at most maxNewPerDelivery new events (a scale set counts each instance): past it, 413, nothing kept, no alert', async () => {
+    const container = 'azure-cap';
+    const r = await relay(container, { eventGrid: { key: EG_KEY, maxNewPerDelivery: 5 } });
+    const grid = new EventGridDelivery(`${r.url}/v1/azure/eventgrid?code=${EG_KEY}`);
+    const ghost = (i: number) => eventGridEvent({ resourceId: vmId(`cap${i}`), eventId: `E-CAP-${i}` });
+    const six = [0, 1, 2, 3, 4, 5].map(ghost);
+    expect(await grid.deliver(six)).toMatchObject({
+      status: 413,
+      attempts: 1,
+      body: { error: { code: 'TOO_MANY_EVENTS', message: expect.stringMatching(/6 new events, more than .*maxNewPerDelivery \(5\)/) } },
+    });
+    expect(await kept(container)).toEqual([]);
+    // one event two hundred times is one record
+    const five = [...Array.from({ length: 200 }, () => ghost(0)), ...[1, 2, 3, 4].map(ghost)];
+    expect(await grid.deliver(five)).toMatchObject({ status: 200, body: { received: 204, kept: 5 } });
+    // what is kept already adds nothing
+    expect(await grid.deliver(six)).toMatchObject({ status: 200, body: { kept: 1 } });
+    // a scale set's event naming six instances adds six
+    const vmss = `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-fleet/providers/Microsoft.Compute/virtualMachineScaleSets/web`;
+    const set = eventGridEvent({ resourceId: vmss, eventId: 'E-SET', resources: ['web_0', 'web_1', 'web_2', 'web_3', 'web_4', 'web_5'] });
+    expect(await grid.deliver([set])).toMatchObject({ status: 413, body: { error: { code: 'TOO_MANY_EVENTS' } } });
+    await waitSaying(async () => (await r.feed!.check(0), said().length >= 6), 'six unwatched');
+    for (let i = 0; i < 3; i++) await r.feed!.check(0);
+    expect(said()).toHaveLength(6);
+
+    // with the default bound, the hostile megabyte: as many events of as many VMs as fit in it, refused whole
+    const open = await relay('azure-cap-default', { eventGrid: { key: EG_KEY } });
+    const fit = Math.floor((0.95 * MAX_DELIVERY) / Buffer.byteLength(JSON.stringify(ghost(1000))));
+    const many = Array.from({ length: fit }, (_, i) => eventGridEvent({ resourceId: vmId(`h${i}`), eventId: `H-${i}` }));
+    expect(many.length).toBeGreaterThan(500);
+    expect(Buffer.byteLength(JSON.stringify(many))).toBeLessThan(MAX_DELIVERY);
+    const big = await new EventGridDelivery(`${open.url}/v1/azure/eventgrid?code=${EG_KEY}`).deliver(many);
+    expect(big).toMatchObject({ status: 413, attempts: 1, body: { error: { code: 'TOO_MANY_EVENTS' } } });
+    expect(await kept('azure-cap-default')).toEqual([]);
+    for (let i = 0; i < 3; i++) await open.feed!.check(0);
+    expect(said()).toHaveLength(6);
+  }, 60_000);
+});
 
 describe("Azure's feed: nothing unwatched", () => {
   it("Event Grid: the handshakes, then one unwatched per VM with no bridge or a stopped one, across two replicas; none for watched events; Completed ends a silent member's event", async () => {
@@ -270,50 +400,81 @@ describe("Azure's feed: nothing unwatched", () => {
     }
   });
 
-  it('Entra ID-protected delivery: a token signed by the tenant, for the audience, is taken; any other is refused', async () => {
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const jwks = new HttpPeer();
-    jwks.answer = () => ({
-      status: 200,
-      body: JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', use: 'sig' }] }),
-    });
-    await jwks.listen();
+  it("Entra ID-protected delivery: only the tenant's token issued to Event Grid, with the role, for the audience, within a bounded life; every other refused 401 and logged without it", async () => {
+    const tenant = new EntraTenant();
+    await tenant.listen();
     try {
-      const tenantId = '72f988bf-86f1-41af-91ab-2d7cd011db47';
       const audience = 'api://se-bridge-relay';
-      const r = await relay('azure-entra', { eventGrid: { entra: { tenantId, audience, jwksUrl: `${jwks.url}/keys` } } });
+      const role = 'AzureEventGridSecureWebhookSubscriber';
+      const r = await relay('azure-entra', { eventGrid: { entra: { tenantId: TENANT, audience, role, jwksUrl: tenant.jwksUrl } } });
       const now = Math.floor(Date.now() / 1000);
-      const token = (claims: Record<string, unknown>, kid = 'k1', alg = 'RS256') => {
-        const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
-        const input = `${part({ alg, kid, typ: 'JWT' })}.${part({ aud: audience, tid: tenantId, iat: now, nbf: now, exp: now + 3600, ...claims })}`;
-        return `${input}.${sign('RSA-SHA256', Buffer.from(input), privateKey).toString('base64url')}`;
-      };
-      const deliver = (t: string) =>
-        new EventGridDelivery(`${r.url}/v1/azure/eventgrid`, { authorization: `Bearer ${t}` }).deliver([
-          eventGridEvent({ resourceId: vmId('ghost5'), eventId: 'E-5' }),
-        ]);
-      expect(await deliver(token({ aud: 'api://another' }))).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/another audience/) } },
-      });
-      expect(await deliver(token({ tid: '11111111-1111-1111-1111-111111111111' }))).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/another tenant/) } },
-      });
-      expect(await deliver(token({ exp: now - 3600 }))).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/expired/) } },
-      });
-      expect(await deliver(token({}, 'k-unknown'))).toMatchObject({ status: 401 });
-      expect(await deliver(`${token({}).slice(0, -4)}AAAA`)).toMatchObject({
-        status: 401,
-        body: { error: { message: expect.stringMatching(/signature/) } },
-      });
+      const token = (claims: Record<string, unknown> = {}, o: { v?: 1 | 2; kid?: string | null } = {}) =>
+        tenant.token(audience, { roles: [role], ...claims }, o);
+      const deliver = (t: string, eventId = 'E-5') =>
+        new EntraDelivery(r.url, t).deliver([eventGridEvent({ resourceId: vmId('ghost5'), eventId })]);
+      const refusals: [string, string, RegExp][] = [
+        ['another audience', token({ aud: 'api://another' }), /another audience/],
+        ['an audience array', token({ aud: [audience, 'api://another'] }), /more than one audience/],
+        ['another tenant', token({ tid: '11111111-1111-1111-1111-111111111111' }), /another tenant/],
+        ["another tenant's issuer", token({ iss: 'https://sts.windows.net/11111111-1111-1111-1111-111111111111/' }), /issuer/],
+        ['expired', token({ exp: now - 3600, iat: now - 7200, nbf: now - 7200 }), /expired/],
+        ['no exp', token({ exp: undefined }), /no exp claim/],
+        ['ten years long', token({ exp: now + 10 * 365 * 86_400 }), /lives \d+ s, longer than maxLifetimeSeconds \(86400\)/],
+        ['issued a year ago', token({ iat: now - 365 * 86_400, nbf: now - 365 * 86_400 }), /lives|issued too long ago/],
+        ['a future nbf', token({ nbf: now + 3600, exp: now + 7200 }), /not valid yet/],
+        ['another appid (v1)', token({ appid: '22222222-2222-2222-2222-222222222222' }), /issued to 22222222-/],
+        ['another azp (v2)', token({ azp: '33333333-3333-3333-3333-333333333333' }, { v: 2 }), /issued to 33333333-/],
+        ['no client', token({ appid: undefined }), /names no client/],
+        ['no roles', token({ roles: undefined }), new RegExp(`does not carry the role ${role}`)],
+        ['another role', token({ roles: ['Reader'] }), /does not carry the role/],
+        ['alg none', tenant.forged(audience, 'none'), /not signed with RS256/],
+        ['HS256 keyed with the public key', tenant.forged(audience, 'hs256-public-key'), /not signed with RS256/],
+        ["a key not the tenant's", token({}, { kid: 'k-unknown' }), /not one of the tenant's/],
+        ['no key named', token({}, { kid: null }), /names no key/],
+        ['a broken signature', `${token().slice(0, -6)}AAAAAA`, /signature does not verify/],
+        ['no JWT at all', 'not.a.jwt', /well-formed/],
+      ];
+      for (const [what, t, why] of refusals)
+        expect(await deliver(t), what).toMatchObject({
+          status: 401,
+          attempts: 1,
+          body: { error: { code: 'UNAUTHORIZED', message: expect.stringMatching(why) } },
+        });
       expect(await events(r)).toEqual([]);
-      expect(await deliver(token({}))).toMatchObject({ status: 200, body: { kept: 1 } });
-      expect((await events(r)).map((e) => e.vm)).toEqual(['ghost5']);
+      // each refusal logged with why, never with the token
+      const refused = relayLines.filter((l) => l.includes('RELAY_DELIVERY_REFUSED'));
+      expect(refused).toHaveLength(refusals.length);
+      for (const [what, t] of refusals.filter(([, t]) => t.length > 100))
+        expect(relayLines.join('').includes(t.split('.')[1]!), what).toBe(false);
+      // the tenant's own tokens for Event Grid, in either version, with the role: taken
+      expect(await deliver(token())).toMatchObject({ status: 200, body: { kept: 1 } });
+      expect(await deliver(token({}, { v: 2 }), 'E-6')).toMatchObject({ status: 200, body: { kept: 1 } });
+      expect((await events(r)).map((e) => e.eventId).sort()).toEqual(['E-5', 'E-6']);
+      // the key set was read once, and once more for the unknown key: never per token
+      expect(tenant.fetches).toBeLessThanOrEqual(2);
     } finally {
-      await jwks.close();
+      await tenant.close();
+    }
+  });
+
+  it("Entra ID-protected delivery while the tenant's key set is down or throttled: 503, which Event Grid delivers again, without a request storm", async () => {
+    for (const mode of ['down', 'throttled'] as const) {
+      const tenant = new EntraTenant();
+      await tenant.listen();
+      try {
+        tenant.mode = mode;
+        const audience = 'api://se-bridge-relay';
+        const r = await relay(`azure-entra-${mode}`, { eventGrid: { entra: { tenantId: TENANT, audience, jwksUrl: tenant.jwksUrl } } });
+        const grid = new EntraDelivery(r.url, tenant.token(audience));
+        // Event Grid retries a 503 on its schedule (scaled): every attempt answered at once, the keys asked once
+        const d = await grid.deliver([eventGridEvent({ resourceId: vmId('ghost6'), eventId: 'E-6' })]);
+        expect(d, mode).toMatchObject({ status: 503, attempts: 6, body: { error: { code: 'ENTRA_KEYS_UNAVAILABLE' } } });
+        expect(d.body.error.message).toMatch(mode === 'down' ? /answered 503/ : /answered 429/);
+        expect(tenant.fetches, mode).toBe(1);
+        expect(await events(r)).toEqual([]);
+      } finally {
+        await tenant.close();
+      }
     }
   });
 

@@ -200,7 +200,7 @@ describe('a fleet budget behind the relay (fleet approvals over the Service Bus 
       port: 0,
     });
     try {
-      await waitFor(() => relay.bus.listening, 'the relay replies session');
+      await waitFor(() => relay.bus?.listening, 'the relay replies session');
       const viaRelay = async (i: number) => {
         const sim = new ImdsSimulator({ vmName: `r${i}`, peers: [], tickMs: 10 });
         sims.push(sim);

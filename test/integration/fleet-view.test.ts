@@ -12,7 +12,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { RelayConfig } from '../../src/relay/config.ts';
+import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { tempDir, waitFor } from '../helpers.ts';
@@ -172,6 +174,17 @@ describe('the fleet view: every member in one store, read by the relay', () => {
     expect(await read(r, '/v1/fleet/events?limit=abc')).toMatchObject({ status: 400, json: { error: { code: 'BAD_LIMIT' } } });
     expect(await read(r, '/v1/fleet/events?cursor=zzz')).toMatchObject({ status: 400, json: { error: { code: 'BAD_CURSOR' } } });
     expect(await read(r, '/v1/fleet/events?vm=x')).toMatchObject({ status: 400, json: { error: { code: 'UNKNOWN_PARAMETER' } } });
+    // a filter value the API does not know is refused like an unknown parameter, naming the values it takes
+    expect(await read(r, '/v1/fleet/events?status=Pending')).toMatchObject({
+      status: 400,
+      json: { error: { code: 'BAD_FILTER', message: expect.stringMatching(/Scheduled, Started, held, unwatched/) } },
+    });
+    expect(await read(r, '/v1/fleet/events?type=Reboots')).toMatchObject({
+      status: 400,
+      json: { error: { code: 'BAD_FILTER', message: expect.stringMatching(/Freeze, Reboot, Redeploy, Preempt, Terminate/) } },
+    });
+    expect(await read(r, '/v1/fleet/events?status=')).toMatchObject({ status: 400, json: { error: { code: 'BAD_FILTER' } } });
+    expect(await read(r, '/v1/fleet/events?status=started&type=freeze')).toMatchObject({ status: 200, json: { events: [] } });
     expect(await read(r, '/v1/fleet/events')).toMatchObject({ status: 200, json: { events: [], total: 0, next: null } });
     // /readyz says when the store was last read, and whether it answered
     const ready = (await (await fetch(`${r.url}/readyz`)).json()) as Record<string, any>;
@@ -182,6 +195,45 @@ describe('the fleet view: every member in one store, read by the relay', () => {
     relays.push(closed);
     expect(await read(closed, '/v1/fleet')).toMatchObject({ status: 404, json: { error: { code: 'NOT_FOUND' } } });
     expect((await (await fetch(`${closed.url}/readyz`)).json()) as Record<string, unknown>).not.toHaveProperty('fleet');
+  });
+
+  it('a relay of the fleet view alone, with no Service Bus: it reads the fleet and refuses approvals to members, naming what is missing', async () => {
+    await member('view-alone', 'fv-alone', 'solo', null).then((h) => h.sim.addEvent({ noticeMs: 600_000 }));
+    const config = RelayConfig.parse({
+      ...{ listen: '127.0.0.1:0', observability: { listen: 'off' }, log: { level: 'silent' } },
+      ...{ fleet: { store: store('view-alone'), cacheMs: 0 }, readKeys: [READ_KEY], apiSecrets: [API_SECRET] },
+    });
+    const r = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
+    relays.push(r);
+    await waitFor(async () => (await allEvents(r)).length === 1, "solo's event");
+    expect((await read(r, '/v1/fleet')).json).toMatchObject({ pending: 1, groups: [{ group: 'fv-alone', members: 1 }] });
+    const signed = (body: string) => ({
+      'content-type': 'application/json',
+      ...signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random().toString(36).slice(2)}`, body),
+    });
+    const post = async (path: string, body: string, headers: Record<string, string>) => {
+      const res = await fetch(`${r.url}${path}`, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+      return { status: res.status, json: (await res.json()) as Record<string, any> };
+    };
+    const missing = { status: 404, json: { error: { code: 'NOT_FOUND', message: expect.stringMatching(/serviceBus/) } } };
+    const approval = JSON.stringify({ vm: 'solo', eventId: 'E-1', approver: 'oncall' });
+    expect(await post('/v1/approvals', approval, signed(approval))).toMatchObject(missing);
+    // unsigned, it is refused for its signature first
+    expect(await post('/v1/approvals', approval, { 'content-type': 'application/json' })).toMatchObject({ status: 401 });
+    const tracked = await fetch(`${r.url}/v1/approvals/${'0'.repeat(32)}`, { headers: signed(''), signal: AbortSignal.timeout(10_000) });
+    expect({ status: tracked.status, json: await tracked.json() }).toMatchObject(missing);
+    expect(await read(r, '/v1/approve?token=x')).toMatchObject(missing);
+    expect(await post('/v1/approve', 'token=x', { 'content-type': 'application/x-www-form-urlencoded' })).toMatchObject(missing);
+    expect(await post('/v1/slack/interactions', 'payload=%7B%7D', { 'content-type': 'application/x-www-form-urlencoded' })).toMatchObject({
+      status: 404,
+    });
+    // ready, and says nothing of a Service Bus it does not have
+    const ready = await fetch(`${r.url}/readyz`);
+    const readyText = await ready.text();
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(readyText)).toMatchObject({ status: 'ready', fleet: { lastError: null } });
+    expect(readyText).not.toMatch(/replies|service ?bus/i);
+    expect(await (await fetch(`${r.url}/metrics`)).text()).not.toContain('sebridge_relay_replies_connected');
   });
 
   it("over Kubernetes Leases too: every group of the namespace read at once, and Azure's records kept beside them", async () => {

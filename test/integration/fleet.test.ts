@@ -68,7 +68,7 @@ async function fleetBridge(
 async function relayOn(p: AmqpPeer, keys: ReturnType<typeof fleetKeys>, over: Record<string, unknown> = {}): Promise<RunningRelay> {
   const relay = await startRelay(relayConfig(p, keys, over), pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
   relays.push(relay);
-  await waitFor(() => relay.bus.listening, 'the relay replies session');
+  await waitFor(() => relay.bus?.listening, 'the relay replies session');
   return relay;
 }
 
@@ -378,7 +378,7 @@ describe('fleet approvals over Service Bus', () => {
     await waitFor(() => peer!.messages.some((m) => m.address === INBOX), 'the command');
     await client.createSender('se-bridge-approval-replies').sendMessages({
       body: forged,
-      sessionId: relay.bus.replySession,
+      sessionId: relay.bus!.replySession,
       correlationId: id,
       applicationProperties: { 'se-bridge-signature': signOutcome(bKey, forged), vm: vmA },
     });

@@ -548,20 +548,15 @@ describe('fleet approvals with managed identities, over TLS', () => {
         },
       },
     });
-    const config = relayConfig(peer, keys);
-    relay = await startRelay(
-      {
-        ...config,
-        serviceBus: {
-          queue: INBOX,
-          replies: REPLIES,
-          fullyQualifiedNamespace: peer.namespace,
-          credential: { kind: 'managedIdentity', clientId: UA.clientId },
-        },
+    const config = relayConfig(peer, keys, {
+      serviceBus: {
+        queue: INBOX,
+        replies: REPLIES,
+        fullyQualifiedNamespace: peer.namespace,
+        credential: { kind: 'managedIdentity', clientId: UA.clientId },
       },
-      pino({ level: 'silent' }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    });
+    relay = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
     return harness;
   }
   const vm = () => sim.identities.system.objectId;
@@ -573,7 +568,7 @@ describe('fleet approvals with managed identities, over TLS', () => {
       rights: { [INBOX]: { send: [UA.objectId], listen: [vm()] }, [REPLIES]: { send: [vm()], listen: [UA.objectId] } },
     };
     const h = await fleet();
-    await waitFor(() => h.bridge.inbox?.connected && relay!.bus.listening, 'the inbox and the relay sessions', 20_000);
+    await waitFor(() => h.bridge.inbox?.connected && relay!.bus?.listening, 'the inbox and the relay sessions', 20_000);
     const e = h.sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => h.kinds().includes(`scheduled:${e.eventId}`), 'the scheduled event');
     const body = JSON.stringify({ vm: h.bridge.identity.resourceId, eventId: e.eventId, approver: 'alice' });

@@ -272,6 +272,53 @@ describe('the configuration of the fleet view', () => {
     ]);
   });
 
+  it('needs Service Bus and its keys only for approvals to members: the fleet view alone needs neither; each rule by its path', () => {
+    const problems = (c: Record<string, unknown>) => {
+      const r = RelayConfig.safeParse(c);
+      return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    };
+    const fleet = { store: { type: 'blob', connectionString: 'UseDevelopmentStorage=true' } };
+    expect(problems({ fleet })).toEqual([]);
+    expect(problems({ fleet, apiSecrets: [`whsec_${Buffer.alloc(32, 1).toString('base64')}`] })).toEqual([]);
+    expect(problems({})).toEqual([
+      'serviceBus: set serviceBus (approvals to members) or fleet (the fleet view): the relay has nothing to serve',
+    ]);
+    expect(problems({ serviceBus: relayBase.serviceBus })).toEqual([
+      'signingKey: is required with serviceBus: it signs every approval command',
+      "fleetKey: is required with serviceBus: every VM's link key is derived from it",
+    ]);
+    expect(problems({ fleet, slack: { signingSecret: 'a-slack-signing-secret' } })).toEqual([
+      'slack: needs serviceBus: a Slack approval goes to the VM through it',
+    ]);
+    expect(problems({ fleet, publicKey: keys.publicKey })).toEqual(['publicKey: needs signingKey, whose public key it is']);
+    expect(problems(relayBase)).toEqual([]);
+  });
+
+  it('refuses plain http wherever a token or signing keys travel, loopback aside, each by its path', () => {
+    const problems = (over: Record<string, unknown>) => {
+      const r = RelayConfig.safeParse({ ...relayBase, ...over });
+      return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    };
+    const plain = (host: string) => ({
+      fleet: { store: { type: 'blob', accountUrl: `http://${host}:10000/devstoreaccount1` } },
+      azure: {
+        subscriptions: [SUBSCRIPTION],
+        eventGrid: { entra: { tenantId: SUBSCRIPTION, audience: 'api://x', jwksUrl: `http://${host}/keys` } },
+        arm: { endpoint: `http://${host}:8443` },
+      },
+    });
+    expect(problems(plain('store.example.com'))).toEqual([
+      'fleet.store.accountUrl: must be https: the Entra ID token would travel over plain http to a host that is not loopback',
+      "azure.eventGrid.entra.jwksUrl: must be https: the tenant's signing keys would travel over plain http to a host that is not loopback",
+      "azure.arm.endpoint: must be https: the relay's Entra ID token would travel over plain http to a host that is not loopback",
+    ]);
+    for (const host of ['127.0.0.1', 'localhost', '[::1]']) expect(problems(plain(host)), host).toEqual([]);
+    // a member's store too
+    expect(configProblems({ fleet: { group: 'web', store: { type: 'blob', accountUrl: 'http://10.0.0.5:10000/acct' } } })).toEqual([
+      'fleet.store.accountUrl: must be https: the Entra ID token would travel over plain http to a host that is not loopback',
+    ]);
+  });
+
   it("keeps the read keys, the Event Grid key, the store's connection string and the relay's sinks' secrets out of its logs", () => {
     const hook = 'https://hooks.slack.com/services/T0/B0/abcdefabcdefabcdef';
     const c = RelayConfig.parse({

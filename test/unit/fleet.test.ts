@@ -99,8 +99,19 @@ describe('the relay configuration', () => {
     expect(undocumentedKeys(schema, text)).toEqual([]);
   });
 
+  it("listens for its probes and metrics on loopback unless told otherwise, as the bridge's do", async () => {
+    const { RelayConfig } = await import('../../src/relay/config.ts');
+    const c = RelayConfig.parse({
+      serviceBus: { connectionString: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0LWtleQ==' },
+      signingKey: keys.signingKey,
+      fleetKey: keys.fleetKey,
+    });
+    expect(c.observability.listen).toBe('127.0.0.1:9464');
+    expect(c.observability.at).toEqual({ host: '127.0.0.1', port: 9464 });
+  });
+
   it('names every problem of a relay file by its path, with exit code 2', async () => {
-    const { writeFileSync } = await import('node:fs');
+    const { readFileSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { EXAMPLE_ENV, ROOT, tempDir } = await import('../helpers.ts');
     const { cli } = await import('../e2e/process.ts');
@@ -121,13 +132,26 @@ describe('the relay configuration', () => {
         for (const path of ['serviceBus.connectionString', 'signingKey', 'fleetKey', 'replyWaitMs']) expect(v.stderr).toContain(`${path}:`);
         expect(v.stderr).not.toContain('unknown key');
       }
+      // a token or signing keys over plain http to a host that is not loopback: refused by its path
+      const example = readFileSync(join(ROOT, 'config', 'relay.example.yaml'), 'utf8');
+      const plain = join(dir.path, 'plain.yaml');
+      writeFileSync(
+        plain,
+        example
+          .replace('https://management.azure.com', 'http://management.example.com')
+          .replace('https://myfleetstore.blob.core.windows.net', 'http://myfleetstore.blob.core.windows.net'),
+      );
+      const refused = await cli(['validate', '--relay', '--config', plain], EXAMPLE_ENV);
+      expect(refused.code).toBe(2);
+      for (const path of ['fleet.store.accountUrl: must be https', 'azure.arm.endpoint: must be https'])
+        expect(refused.stderr).toContain(path);
       const ok = await cli(['validate', '--relay', '--config', join(ROOT, 'config', 'relay.example.yaml')], EXAMPLE_ENV);
       expect(ok.code).toBe(0);
       expect(ok.stdout).toContain('valid relay configuration; listens on 127.0.0.1:8080');
     } finally {
       dir.cleanup();
     }
-  });
+  }, 90_000);
 });
 
 describe('the bridge configuration of fleet approvals', () => {

@@ -163,11 +163,34 @@ export function azureEventOf(
   };
 }
 
-/** merged: a record with a newer report of its event (an older report than the record's changes nothing). */
+/** scaleSetInstances: the instances a scale set's record names (`Resources`), or null when it is a VM's record (or names none). */
+export const scaleSetInstances = (r: Pick<AzureRecord, 'resourceId' | 'resources'>): readonly string[] | null =>
+  /\/virtualmachinescalesets\/[^/]+$/i.test(r.resourceId) && r.resources.length > 0 ? r.resources : null;
+
+/** vmsNamed: the VMs a record takes down, in lower case: a scale set's instances, else the VM of its resource id. */
+export const vmsNamed = (r: Pick<AzureRecord, 'resourceId' | 'resources'>): string[] => [
+  ...new Set((scaleSetInstances(r) ?? [r.resourceId.slice(r.resourceId.lastIndexOf('/') + 1)]).map((n) => n.toLowerCase())),
+];
+
+/** reportedAt: when a report says it happened, never later than `now` (a report dated in the future counts as now). */
+export function reportedAt(at: string | null | undefined, now: string): string {
+  const t = at === null || at === undefined ? NaN : Date.parse(at);
+  return Number.isFinite(t) && t < Date.parse(now) ? new Date(t).toISOString() : now;
+}
+
+/** revives: Resource Graph (Azure's state, read later) lists as pending an event only an Event Grid delivery said was over. */
+const revives = (previous: AzureRecord, e: AzureEvent): boolean =>
+  previous.source === 'eventgrid' && e.source === 'resourcegraph' && !ended(e.status);
+
+/**
+ * merged: a record with a newer report of its event (an older report than the record's changes
+ * nothing; a record's time later than `now`, written before times were bounded, counts as now).
+ */
 export function merged(previous: AzureRecord | null, e: AzureEvent, now: string): AzureRecord | null {
-  if (previous !== null && Date.parse(e.at) < Date.parse(previous.updatedAt)) return null;
-  // an event once over stays over: a late Scheduled delivered out of order does not bring it back
-  if (previous !== null && ended(previous.status) && !ended(e.status)) return null;
+  if (previous !== null && Date.parse(e.at) < Date.parse(reportedAt(previous.updatedAt, now))) return null;
+  // an event once over stays over: a late Scheduled delivered out of order does not bring it back,
+  // unless Resource Graph still lists it after Event Grid alone said it ended
+  if (previous !== null && ended(previous.status) && !ended(e.status) && !revives(previous, e)) return null;
   const { at, ...fields } = e;
   const same =
     previous !== null &&

@@ -5,9 +5,10 @@
  * watches it, why. Ordered by NotBefore (none last), then VM and EventId, and paged by a cursor
  * of that key, so several relay replicas page alike.
  */
+import { EVENT_TYPES } from '../../pipeline/filter.ts';
 import { staleAt } from '../budget/records.ts';
 import type { GroupStatus } from '../budget/group.ts';
-import { ended, type AzureRecord, type Unwatched } from './azure.ts';
+import { ended, scaleSetInstances, type AzureRecord, type Unwatched } from './azure.ts';
 import type { FleetSnapshot } from './snapshot.ts';
 
 type Member = GroupStatus['members'][number];
@@ -55,13 +56,14 @@ export const lower = (s: string | null | undefined): string => (s ?? '').toLower
  */
 export function targetsOf(r: AzureRecord, groups: readonly GroupStatus[]): Target[] {
   const all = groups.flatMap((g) => g.members.map((member) => ({ group: g.group, member })));
-  if (!/\/virtualmachinescalesets\/[^/]+$/.test(r.resourceId) || r.resources.length === 0) {
+  const instances = scaleSetInstances(r);
+  if (instances === null) {
     // the VM's name as Azure spells it in Resources (the resource id is kept in lower case)
     const last = r.resourceId.slice(r.resourceId.lastIndexOf('/') + 1);
     const vm = r.resources.find((n) => lower(n) === last) ?? last;
     return [{ vm, members: all.filter((m) => lower(m.member.resourceId) === r.resourceId) }];
   }
-  return r.resources.map((name) => ({
+  return instances.map((name) => ({
     vm: name,
     members: all.filter((m) => lower(m.member.resourceId).startsWith(`${r.resourceId}/`) && lower(m.member.vm) === lower(name)),
   }));
@@ -101,6 +103,17 @@ export function unwatchedIn(snapshot: FleetSnapshot, rules: UnwatchedRules, now:
       return [];
     });
   });
+}
+
+/** The statuses `status=` takes: an event's own, or what the fleet knows of it. */
+export const FILTER_STATUSES = ['Scheduled', 'Started', 'held', 'unwatched'] as const;
+
+/** filterProblem: why a filter value is not one the read API knows (compared without case), or null. */
+export function filterProblem(f: EventFilter): string | null {
+  const known = (v: string | undefined, values: readonly string[]) => v === undefined || values.some((x) => lower(x) === lower(v));
+  if (!known(f.status, FILTER_STATUSES)) return `status must be one of ${FILTER_STATUSES.join(', ')}`;
+  if (!known(f.type, EVENT_TYPES)) return `type must be one of ${EVENT_TYPES.join(', ')}`;
+  return null;
 }
 
 export interface EventFilter {

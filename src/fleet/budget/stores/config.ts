@@ -4,12 +4,15 @@
  */
 import { z } from 'zod';
 import { CredentialConfig } from '../../../azure/credentials.ts';
-import { httpUrl, secret } from '../../../lib/validators.ts';
+import { httpsOrLoopback } from '../../../lib/http-settings.ts';
+import { secret } from '../../../lib/validators.ts';
 
 const BlobStoreConfig = z
   .strictObject({
     type: z.literal('blob').describe('Azure Blob Storage: one blob per slot and per member, written with ETag conditions.'),
-    accountUrl: httpUrl.optional().describe('The storage account (https://ACCOUNT.blob.core.windows.net), reached with credential.'),
+    accountUrl: httpsOrLoopback('the Entra ID token')
+      .optional()
+      .describe('The storage account (https://ACCOUNT.blob.core.windows.net), reached with credential.'),
     connectionString: secret(z.string().regex(/AccountName=|BlobEndpoint=|UseDevelopmentStorage=/i, 'must be a storage connection string'))
       .optional()
       .describe('A storage connection string (development, Azurite); or accountUrl with a credential.'),

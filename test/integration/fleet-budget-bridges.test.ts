@@ -14,6 +14,7 @@ import { startRelay } from '../../src/relay/relay.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
+import { collisionIdOf } from '../../src/pipeline/notices.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { launchChromium } from '../../testkit/browser.ts';
 
@@ -112,15 +113,22 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     const notBefore = 600_000;
     for (const h of hs) h.sim.addEvent({ EventType: 'Reboot', noticeMs: notBefore, DurationInSeconds: 60 });
     // the members' records arrive one by one, so a member may first see two of the three due, then
-    // all three: one wave, one wave id in every word of every member, and each member's first word
-    // of it is one CloudEvent id
+    // all three: one wave, one wave id in every word of every member, and every member's word of
+    // all three due is one CloudEvent id, whether it was its first word or not
     const collisions = (h: Harness) => h.events().filter((e) => e.type === 'azure.scheduledevent.fleet.collision');
     const ofAll = (h: Harness) => collisions(h).filter((e) => e.data.collision.due.length === 3);
     await waitFor(() => hs.every((h) => ofAll(h).length === 1), 'the collision of all three at every member', 20_000, 100);
     const waves = new Set(hs.flatMap((h) => collisions(h).map((e) => e.data.collision.id)));
     expect(waves.size).toBe(1);
     const [wave] = waves;
-    expect(new Set(hs.map((h) => collisions(h)[0]!.id))).toEqual(new Set([`fleet.collision/${wave}`]));
+    expect(new Set(hs.map((h) => ofAll(h)[0]!.id))).toEqual(
+      new Set([
+        collisionIdOf(
+          wave,
+          ofAll(hs[0]!)[0]!.data.collision.due.map((d: { eventId: string }) => d.eventId),
+        ),
+      ]),
+    );
     const ce = ofAll(hs[0]!)[0]!;
     expect(ce.data.collision).toMatchObject({ group, maxUnavailable: 1, members: 3 });
     expect(ce.data.collision.due.map((d: { vm: string }) => d.vm).sort()).toEqual(['m0', 'm1', 'm2']);

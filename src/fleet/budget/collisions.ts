@@ -2,10 +2,10 @@
  * The collision forecast: when the members' records show more members due for maintenance at
  * once than the group allows, and this VM is one of them, it commits a `fleet.collision`
  * CloudEvent, routed like any other change. One wave of overlapping windows has one id on every
- * member (waves.ts); a member says it first as `fleet.collision/<wave>` (the same CloudEvent id
- * on every member, so a consumer that deduplicates sees one), and again, as
- * `fleet.collision/<wave>/<due>`, each time the number of members due in the wave changes (more
- * are seen, or they complete), down to the word that the wave is within the budget now. Chat
+ * member (waves.ts), carried in `data.collision.id`; a member says it once for each set of members
+ * due in the wave (more are seen, or they complete), down to the word that the wave is within the
+ * budget now, and each word's CloudEvent id is a digest of the wave and the set it says is due, so
+ * every member's copy of one word has one id and a consumer that deduplicates sees it once. Chat
  * updates its message of the member's maintenance in place.
  */
 import type { Logger } from 'pino';
@@ -37,8 +37,8 @@ export interface CollisionDeps {
 
 export class Forecast {
   readonly #d: CollisionDeps;
-  /** Per wave: how many members were due when this member last said it. */
-  readonly #said = new Map<string, number>();
+  /** Per wave: the EventIds due (sorted) when this member last said it. */
+  readonly #said = new Map<string, string>();
   /** The group's slots at the last read of its members. */
   #k = 1;
   /** The members not healthy now, outside the wave: the group has that many slots less for it. */
@@ -78,10 +78,14 @@ export class Forecast {
     const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
     if (wave === undefined || own === undefined) return null;
     const last = this.#said.get(wave.id);
-    if (last === due.length) return null;
+    const said = due
+      .map((w) => w.eventId)
+      .sort()
+      .join('\n');
+    if (last === said) return null;
     const ce = this.#commit(own, document.incarnation, this.#infoOf(wave, due, members.length), last !== undefined);
     if (this.#said.size > 10_000) this.#said.clear();
-    this.#said.set(wave.id, due.length);
+    this.#said.set(wave.id, said);
     if (due.length + this.#unhealthy.length <= this.#k) d.waves.forget(wave);
     return ce;
   }
@@ -103,7 +107,7 @@ export class Forecast {
 
   #commit(own: ScheduledEvent, incarnation: number, collision: CollisionInfo, update: boolean): BridgeEvent | null {
     const d = this.#d;
-    const ce = toCollisionCloudEvent(own, incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() }, update);
+    const ce = toCollisionCloudEvent(own, incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() });
     if (d.journal.knowsCloudEvent(ce.id)) return null;
     d.journal.appendEvents([d.route(ce)]);
     const { due, from, to, atOnce } = collision;

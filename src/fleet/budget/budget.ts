@@ -24,7 +24,8 @@ import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
 import { Settling, unhealthyOf } from './health-gate.ts';
-import { giveBackForOthers, namedIn, takeForAll, type ManyContext } from './many.ts';
+import { namedIn, takeForAll, type ManyContext } from './many.ts';
+import { giveBackTaken, type Written } from './give-back.ts';
 
 export type { BudgetState } from './types.ts';
 
@@ -40,6 +41,8 @@ export class FleetBudget implements ApprovalGate {
   /** How many members may be unavailable at once: maxUnavailable, or its percentage of the live members as last read. */
   #k: number;
   readonly #place: QueuePlace;
+  /** What the last take of each event wrote (EventId: the records, at the versions written). */
+  readonly #taken = new Map<string, readonly Written[]>();
   readonly #following = new Latest<EventsDocument>((d) =>
     this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
   );
@@ -141,11 +144,13 @@ export class FleetBudget implements ApprovalGate {
         // percentage is of the members with a fresh record now
         if (typeof this.#o.config.maxUnavailable === 'string') await all();
         const sick = async () => (this.#o.health ? unhealthyOf(await all(), this.#me, this.#now()) : []);
-        const grant =
+        const { writes, ...grant } =
           named.length > 1
             ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, await sick())
             : await this.#slots.take(event, mode, request, queued ? turn : undefined, sick);
         this.#place.granted(event.eventId);
+        // what this take wrote, and only that, is given back if IMDS refuses the approval
+        this.#taken.set(event.eventId, writes);
         return grant;
       } catch (err) {
         if (err instanceof ApprovalError && err.code === 'HELD') {
@@ -162,12 +167,17 @@ export class FleetBudget implements ApprovalGate {
     });
   }
 
-  /** abandon gives back what `take` took for an approval that IMDS then refused. */
+  /**
+   * abandon gives back exactly what the last `take` of `eventId` wrote, for an approval that IMDS
+   * then refused: never a slot another member wrote, nor one this member held for it before.
+   */
   abandon(eventId: string): Promise<void> {
-    return this.#serial(async () => {
-      await this.#slots.release((ids) => ids.filter((id) => id !== eventId));
-      await giveBackForOthers(this.#many, eventId);
-    }).catch((err: unknown) => {
+    const writes = this.#taken.get(eventId) ?? [];
+    this.#taken.delete(eventId);
+    const { store, logger, config } = this.#o;
+    return this.#serial(() =>
+      giveBackTaken(this.#slots, { store, logger, group: config.group, me: this.#me, now: this.#now() }, writes, eventId),
+    ).catch((err: unknown) => {
       this.#o.logger.warn({ eventId, ...errorFields(err) }, 'fleet budget: could not give back the slot of a refused approval');
     });
   }
@@ -236,8 +246,10 @@ export class FleetBudget implements ApprovalGate {
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
     if (slots.held === undefined) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
-    // an approval is held while its event is Scheduled: one Started or gone waits no more
-    this.#place.keep(new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId)));
+    // an approval is held while its event is Scheduled: one Started or gone waits no more (nor is it given back)
+    const scheduled = new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId));
+    this.#place.keep(scheduled);
+    for (const id of this.#taken.keys()) if (!scheduled.has(id)) this.#taken.delete(id);
     // given back once over, its preparations given back, and the member whole again (healthy for settleSeconds)
     const now = this.#now();
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id) || !this.#settling.settled(id, now)));

@@ -8,7 +8,8 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../fleet/keys.ts';
-import { groupText, readGroup } from '../fleet/budget/group.ts';
+import { readGroup } from '../fleet/budget/group.ts';
+import { groupText } from '../fleet/budget/group-text.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
 import { loadRelayFile } from './relay.ts';

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
-import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
+import { groupText } from '../../src/fleet/budget/group-text.ts';
 import { asSlot, windowsOf, type MemberRecord } from '../../src/fleet/budget/records.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -240,7 +241,7 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     expect(held.by).toEqual(['vm-a']);
     expect(Date.parse(held.since)).toBeGreaterThan(Date.now() - 60_000);
     expect(groupText(g, (h, rows) => [h, ...rows].map((r) => r.join(' | ')).join('\n'))).toContain(
-      `Reboot Scheduled not before ${eb.notBefore}, held by the budget (slots held by vm-a) since ${held.since}`,
+      `Reboot Scheduled not before ${eb.notBefore}, held by the budget (slot held by vm-a) since ${held.since}`,
     );
     // once the slot is free and the approval goes through, the record says so no more
     a.givenBack = true;

@@ -13,17 +13,17 @@ import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
 import { sleep, spread, withDeadline } from '../../lib/time.ts';
-import { FleetStoreError } from './stores/port.ts';
-import { memberKey, MEMBER_PREFIX, slotState, asSlot, staleAt, type MemberRecord } from './records.ts';
-import { membersOf, RecordWarnings } from './parse.ts';
+import { FleetStoreError, type Versioned } from './stores/port.ts';
+import { memberKey, slotState, asSlot, type MemberRecord } from './records.ts';
+import { RecordWarnings } from './parse.ts';
 import { StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
-import { slotsFor } from './config.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
-import { Settling, unhealthyOf } from './health-gate.ts';
+import { Settling } from './health-gate.ts';
+import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';
 import { giveBackTaken, type Written } from './give-back.ts';
 
@@ -33,13 +33,11 @@ export class FleetBudget implements ApprovalGate {
   readonly #o: BudgetOptions;
   readonly #now: () => number;
   readonly #slots: MemberSlots;
-  readonly #warnings: RecordWarnings;
+  readonly #members: GroupMembers;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #health: StoreHealth;
   readonly #record: MemberRecordWriter;
   readonly #settling: Settling;
-  /** How many members may be unavailable at once: maxUnavailable, or its percentage of the live members as last read. */
-  #k: number;
   readonly #place: QueuePlace;
   /** What the last take of each event wrote (EventId: the records, at the versions written). */
   readonly #taken = new Map<string, readonly Written[]>();
@@ -52,12 +50,14 @@ export class FleetBudget implements ApprovalGate {
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
     this.#settling = new Settling(options.health, options.logger);
-    this.#k = slotsFor(options.config.maxUnavailable, 1);
     this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
-    this.#warnings = new RecordWarnings(options.logger, options.store.where);
+    const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
+    const { config, store, logger } = options;
+    const [settleSeconds, now, answered] = [options.health?.config.settleSeconds, this.#now, () => this.#health.answered()];
+    this.#members = new GroupMembers({ config, store, logger, warnings, settleSeconds, now, answered });
     this.#slots = new MemberSlots({
-      warnings: this.#warnings,
+      warnings,
       config: options.config,
       store: options.store,
       logger: options.logger,
@@ -73,6 +73,11 @@ export class FleetBudget implements ApprovalGate {
 
   get #me(): string {
     return memberKey(this.#o.view.vm);
+  }
+
+  /** How many members may be unavailable at once: maxUnavailable, or its percentage of the live members as last read. */
+  get #k(): number {
+    return this.#members.k;
   }
 
   get #many(): ManyContext {
@@ -128,7 +133,7 @@ export class FleetBudget implements ApprovalGate {
         const mode = forced ? 'forced' : 'early';
         // the members' records, read once for this attempt: whom the maintenance names, health, percentage, the queue
         let read: Promise<MemberRecord[]> | undefined;
-        const all = () => (read ??= this.#members());
+        const all = () => (read ??= this.#members.list());
         // a maintenance that names several members of the group needs a slot for each
         const named = event.resources.length < 2 ? [] : namedIn(event, { key: this.#me, vm: this.#o.view.vm }, await all());
         need = Math.max(1, named.length);
@@ -143,10 +148,10 @@ export class FleetBudget implements ApprovalGate {
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
         if (typeof this.#o.config.maxUnavailable === 'string') await all();
-        const sick = async () => (this.#o.health ? unhealthyOf(await all(), this.#me, this.#now()) : []);
+        const sick = async (slots: readonly Versioned[]) => (this.#o.health ? this.#members.counted(await all(), slots, this.#me) : []);
         const { writes, ...grant } =
           named.length > 1
-            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, await sick())
+            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, sick)
             : await this.#slots.take(event, mode, request, queued ? turn : undefined, sick);
         this.#place.granted(event.eventId);
         // what this take wrote, and only that, is given back if IMDS refuses the approval
@@ -200,7 +205,7 @@ export class FleetBudget implements ApprovalGate {
     );
   }
 
-  /** heartbeat renews the slot this member holds, writes its member record, and reads the group. */
+  /** heartbeat renews the slot this member holds, writes its member record, reads the group, and now and then forgets members gone for good. */
   heartbeat(): Promise<void> {
     return this.#serial(async () => {
       await this.#slots.read();
@@ -208,6 +213,7 @@ export class FleetBudget implements ApprovalGate {
       await this.#writeMember(true);
       // the group's records are read only by a member with a maintenance ahead: a collision it foretells always includes itself
       if (this.#mine().some((e) => e.eventStatus === 'Scheduled')) await this.#readMembers();
+      if (this.#o.view.vm.nameKnown) await this.#members.prune(this.#slots.last, this.#me);
     }).catch((err: unknown) => this.#health.failed('heartbeat', err));
   }
 
@@ -267,24 +273,18 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
-  /** members reads the members' records (and, with a percentage, how many slots the group has now). */
-  async #members(): Promise<MemberRecord[]> {
-    const members = await this.#o.store.list(MEMBER_PREFIX);
-    this.#health.answered();
-    this.#warnings.check(members);
-    const records = membersOf(members);
-    const now = this.#now();
-    this.#k = slotsFor(this.#o.config.maxUnavailable, Math.max(1, records.filter((m) => !staleAt(m, now)).length));
-    return records;
-  }
-
   async #readMembers(): Promise<void> {
-    const records = await this.#members();
+    const records = await this.#members.list();
     // a member that waits learns its place again (it moves up as the others are served)
     const now = this.#now();
     const waiting = this.#place.waiting(this.#mine());
     if (waiting !== undefined) this.#place.place(records, this.#place.me(this.#me, this.#o.view.vm.name, waiting, now), now, 0);
-    this.#o.hooks?.onMembers?.(records);
+    // a member past its bound is said once, at the heartbeat that reads it, whether or not anything is held
+    this.#members.counted(records, this.#slots.last, this.#me);
+    this.#o.hooks?.onMembers?.(
+      records,
+      this.#slots.last.map((r) => asSlot(r.value)),
+    );
   }
 
   /** writeMember writes this member's record (at every heartbeat, and when what it says changes); true when it wrote. */

@@ -11,9 +11,9 @@
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { collisionOf, staleAt, windowsOf, type MemberRecord, type Window } from './records.ts';
-import { slotsFor } from './config.ts';
-import { unhealthyOf, type Unhealthy } from './health-gate.ts';
+import { collisionOf, staleAt, windowsOf, type MemberRecord, type SlotRecord, type Window } from './records.ts';
+import { slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
+import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionInfo } from '../../pipeline/info.ts';
 import { toCollisionCloudEvent } from '../../pipeline/notices.ts';
@@ -33,6 +33,8 @@ export interface CollisionDeps {
   readonly waves: Waves;
   /** The group's settle time (fleet.health.settleSeconds): a member is unavailable that long past its window. */
   readonly settleSeconds?: number;
+  /** How long a member not healthy counts against the group (fleet.unhealthyCountsForSeconds; an hour unless said). */
+  readonly unhealthyCountsForSeconds?: number;
 }
 
 export class Forecast {
@@ -48,8 +50,8 @@ export class Forecast {
     this.#d = deps;
   }
 
-  /** foretell reads the members' records; it returns the CloudEvent it committed, or null. */
-  async foretell(members: readonly MemberRecord[]): Promise<BridgeEvent | null> {
+  /** foretell reads the members' records (and the slots, which say when a member's maintenance ends); it returns the CloudEvent it committed, or null. */
+  async foretell(members: readonly MemberRecord[], slots: readonly SlotRecord[] = []): Promise<BridgeEvent | null> {
     const d = this.#d;
     const document = d.view.document;
     if (document === null || !d.view.vm.nameKnown) return null;
@@ -58,7 +60,11 @@ export class Forecast {
     const windows = windowsOf(members, (d.settleSeconds ?? 0) * 1000);
     const now = Date.now();
     this.#k = slotsFor(d.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
-    this.#unhealthy = unhealthyOf(members, '', now).filter((u) => !windows.some((w) => w.vm === u.vm));
+    const bounds = {
+      unhealthyCountsForSeconds: d.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,
+      settleSeconds: d.settleSeconds ?? 0,
+    };
+    this.#unhealthy = unavailableOf(members, slots, '', now, bounds).filter((u) => u.counts && !windows.some((w) => w.vm === u.vm));
     const c = collisionOf(windows, Math.max(0, this.#k - this.#unhealthy.length));
     let wave: Wave | undefined;
     let due: readonly Window[];

@@ -13,12 +13,12 @@ import { ApprovalError, type ApprovalRequest } from '../../approval/service.ts';
 import { affects } from '../../imds/identity.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { FleetConfig } from './config.ts';
-import type { FleetStore } from './stores/port.ts';
+import type { FleetStore, Versioned } from './stores/port.ts';
 import { asSlot, holderOf, live, overflowName, slotName, slotRecordOf, type MemberRecord, type SlotRecord } from './records.ts';
 import { giveBackWritten, type Taken, type Written } from './give-back.ts';
 import type { MemberSlots } from './slots.ts';
 import { zoneConflict } from './zones.ts';
-import { unhealthyText, type Unhealthy } from './health-gate.ts';
+import { unhealthyText, type Unhealthy } from './unavailable.ts';
 
 /** A member an event names: its key and identity. */
 export interface Named {
@@ -64,7 +64,7 @@ export async function takeForAll(
   mode: 'early' | 'forced',
   request: ApprovalRequest,
   admit?: (free: number, need: number) => Promise<number | null>,
-  unhealthy: readonly Unhealthy[] = [],
+  unhealthy: (records: readonly Versioned[]) => Promise<readonly Unhealthy[]> = async () => [],
 ): Promise<Taken> {
   const { config, store } = ctx;
   const note = mode === 'forced' ? downText(config.group, named) : undefined;
@@ -86,7 +86,7 @@ export async function takeForAll(
     const k = ctx.k();
     const free = Array.from({ length: k }, (_, i) => slotName(i)).filter((n) => !alive.some((r) => r.name === n));
     // an unhealthy member that holds no slot (and is not one this maintenance takes down) counts as one in maintenance
-    sick = unhealthy.filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
+    sick = (await unhealthy(records)).filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
     const available = Math.min(free.length, k - alive.length - sick.length);
     zoneWhy =
       mode === 'early' && config.zones !== undefined

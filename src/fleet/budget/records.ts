@@ -38,8 +38,19 @@ export interface MemberEvent {
   readonly notBefore: string | null;
   readonly durationInSeconds: number;
   readonly approved: boolean;
-  /** The budget holds its early approval: since when, the members that held the slots, and the path that asked (policy, hooks: it stands in the queue). */
-  readonly held?: { readonly since: string; readonly by: readonly string[]; readonly via?: string; readonly need?: number };
+  /**
+   * The budget holds its early approval: since when, the members that held the slots, the path that
+   * asked (policy, hooks: it stands in the queue), the members not healthy that counted as down, and
+   * how many stood ahead of it in the queue.
+   */
+  readonly held?: {
+    readonly since: string;
+    readonly by: readonly string[];
+    readonly via?: string;
+    readonly need?: number;
+    readonly unhealthy?: readonly { readonly vm: string; readonly since: string }[];
+    readonly ahead?: number;
+  };
   /** Who approved it, how and when (`approvals`), once it is approved by any path. */
   readonly approval?: EventApproval;
   /** Where each of its preparations stands. */
@@ -75,6 +86,10 @@ export interface MemberRecord {
   readonly version?: string;
   /** The group's budget as this member has it configured; absent for a member without a budget (`fleet: {group, store}`). */
   readonly maxUnavailable?: number | string;
+  /** With a budget: how long a member not healthy counts against the group, as this member has it configured. */
+  readonly unhealthyCountsForSeconds?: number;
+  /** With health checks: how long this member must be healthy after its maintenance before its slot is given back. */
+  readonly settleSeconds?: number;
 }
 
 /** A member's calendar in its record: a digest of the calendar, and whether early approval is open now and until when. */

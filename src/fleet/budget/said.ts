@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { ApprovalError, type Grant } from '../../approval/service.ts';
-import { unhealthyText, type Unhealthy } from './health-gate.ts';
+import { unhealthyText, type Unhealthy } from './unavailable.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { Versioned } from './stores/port.ts';
 import { asSlot, live, type Holder, type HoldMode } from './records.ts';

@@ -19,6 +19,10 @@ export const SlotSchema = z.object({
 });
 
 const text = z.string().max(1024);
+/** A time as a member writes it (RFC 3339, as toISOString gives it); a record with a time that does not read is of another shape. */
+const time = text
+  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/)
+  .refine((t) => Number.isFinite(Date.parse(t)), 'not a time');
 
 export const MemberEventSchema = z.object({
   eventId: text,
@@ -27,7 +31,18 @@ export const MemberEventSchema = z.object({
   notBefore: text.nullable(),
   durationInSeconds: z.number(),
   approved: z.boolean(),
-  held: z.object({ since: text, by: z.array(text), via: text.optional(), need: z.number().int().min(1).optional() }).optional(),
+  held: z
+    .object({
+      ...{ since: text, by: z.array(text), via: text.optional(), need: z.number().int().min(1).optional() },
+      ...{
+        unhealthy: z
+          .array(z.object({ vm: text, since: text }))
+          .max(100)
+          .optional(),
+        ahead: z.number().int().min(0).optional(),
+      },
+    })
+    .optional(),
   approval: z.object({ by: text, via: text, at: text }).optional(),
   preparations: z
     .array(z.object({ sink: text, state: text }))
@@ -39,11 +54,11 @@ export const MemberSchema = z.object({
   member: text,
   vm: text,
   resourceId: text.nullable(),
-  heartbeatAt: text,
+  heartbeatAt: time,
   heartbeatSeconds: z.number(),
   events: z.array(MemberEventSchema).max(200),
   slot: text.nullable(),
-  health: z.object({ healthy: z.boolean(), since: text, detail: z.string().optional() }).optional(),
+  health: z.object({ healthy: z.boolean(), since: time, detail: z.string().optional() }).optional(),
   zone: text.nullable().optional(),
   calendar: z
     .object({
@@ -53,4 +68,6 @@ export const MemberSchema = z.object({
     .optional(),
   version: text.optional(),
   maxUnavailable: z.union([z.number(), text]).optional(),
+  unhealthyCountsForSeconds: z.number().int().min(1).optional(),
+  settleSeconds: z.number().int().min(0).optional(),
 });

@@ -27,7 +27,7 @@ import {
 import type { RecordWarnings } from './parse.ts';
 import { heldError, overflowed, slotLost } from './said.ts';
 import { zoneConflict } from './zones.ts';
-import type { Unhealthy } from './health-gate.ts';
+import type { Unhealthy } from './unavailable.ts';
 import { freeSlot, type Taken, type Written } from './give-back.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
@@ -54,6 +54,7 @@ export class MemberSlots {
   /** The slot record this member holds, as last read or written; undefined before the first read. */
   #held: Versioned | null | undefined = undefined;
   #holders: Holder[] = [];
+  #last: readonly Versioned[] = [];
 
   constructor(options: MemberSlotsOptions) {
     this.#o = options;
@@ -68,6 +69,11 @@ export class MemberSlots {
   /** heldFor: the EventIds this member's slot is held for. */
   get heldFor(): readonly string[] {
     return this.#held ? (asSlot(this.#held.value).eventIds ?? []) : [];
+  }
+
+  /** last: the group's slot records as last read (live or not). */
+  get last(): readonly Versioned[] {
+    return this.#last;
   }
 
   /** holders: who held the group's slots at the last read. */
@@ -89,7 +95,7 @@ export class MemberSlots {
     mode: HoldMode,
     request: ApprovalRequest,
     admit?: (free: number) => Promise<number | null>,
-    unhealthy: () => Promise<readonly Unhealthy[]> = async () => [],
+    unhealthy: (slots: readonly Versioned[]) => Promise<readonly Unhealthy[]> = async () => [],
   ): Promise<Taken> {
     const { key: me, vm } = this.#o.me();
     let sick: Unhealthy[] = [];
@@ -130,10 +136,7 @@ export class MemberSlots {
       });
       holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
       // an unhealthy member that holds no slot counts as one in maintenance (read only when a slot is free)
-      const open = maxUnavailable - down > 0 && free.length > 0;
-      sick = open
-        ? (await unhealthy()).filter((u) => !slots.some((r) => asSlot(r.value).member === u.key && live(asSlot(r.value), now)))
-        : [];
+      sick = maxUnavailable - down > 0 && free.length > 0 ? [...(await unhealthy(slots))] : [];
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
       zoneWhy = mode === 'early' ? zones(slots) : null;
       if (zoneWhy !== null) break;
@@ -246,6 +249,7 @@ export class MemberSlots {
   /** readSlots reads every slot record, and from them which one this member holds and who holds the others. */
   async read(): Promise<Versioned[]> {
     const slots = await this.#o.store.list(SLOT_PREFIX);
+    this.#last = slots;
     this.#o.warnings?.check(slots);
     const now = this.#now();
     const me = this.#o.me().key;

@@ -1,0 +1,205 @@
+/**
+ * Members that no longer exist, over the fleet budget's two real stores (Azurite, Microsoft's Blob
+ * Storage emulator; the Kubernetes API stand-in for Leases, written from the API reference since
+ * no API server can run here, through the project's Kubernetes client): a member stale or not
+ * healthy past `unhealthyCountsForSeconds` stops counting and is named, one down for its own
+ * maintenance counts until its slot's recorded end and settle time, records silent past
+ * `forgetAfterSeconds` are forgotten by the members as they heartbeat, and the store deletes a
+ * record only at the version read. Members run in this process on clocks the test sets, with real
+ * health checks (an HTTP endpoint on 127.0.0.1 whose answer the test sets).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
+import { groupText } from '../../src/fleet/budget/group-text.ts';
+import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
+import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
+import { fleetStoresPerFile, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { table } from '../../src/lib/table.ts';
+
+const fleetStores = fleetStoresPerFile();
+const api = { by: 'test', via: 'api' } as const;
+const DAY = 86_400_000;
+
+/** Each VM's health endpoint: /<path> answers the status the test set for it (200 unless set). */
+const statuses = new Map<string, number>();
+let server: Server;
+beforeAll(async () => {
+  server = createServer((req, res) => res.writeHead(statuses.get(req.url?.slice(1) ?? '') ?? 200).end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+});
+afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+/** withHealth: a member's fleet keys with its health check at /<group>-<vm>. */
+const withHealth = (group: string, vm: string, more: Record<string, unknown> = {}) => ({
+  health: {
+    http: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/${group}-${vm}` },
+    intervalSeconds: 1,
+    settleSeconds: 120,
+  },
+  ...more,
+});
+
+/** at: the member's clock set to `t`, its health checked then, and its record written (a heartbeat). */
+async function at(m: Member, t: number): Promise<void> {
+  m.now = t;
+  await m.health?.check();
+  await m.budget.heartbeat();
+}
+
+const configOf = (kind: StoreKind, group: string, more: Record<string, unknown> = {}) =>
+  FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind), ...more });
+
+describe.each(STORE_KINDS)('members that no longer exist, over the %s store', (kind) => {
+  it('the store deletes a record only at the version read: another version, or none, is refused and changes nothing', async () => {
+    const store = await openFleetStore(configOf(kind, `remove-${kind}`).store, `remove-${kind}`);
+    try {
+      const first = (await store.put('member-x', { member: 'x', n: 1 }, null))!;
+      const second = (await store.put('member-x', { member: 'x', n: 2 }, first))!;
+      expect(await store.remove('member-x', first)).toBe(false);
+      expect((await store.get('member-x'))?.value).toEqual({ member: 'x', n: 2 });
+      expect(await store.remove('member-x', second)).toBe(true);
+      expect(await store.get('member-x')).toBeNull();
+      expect(await store.remove('member-x', second)).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a scaled-in VM, its record 30 days stale with health on, no longer holds the group: it is left out and named', async () => {
+    const group = `retired-${kind}`;
+    const [old, a] = await Promise.all(['vm-old', 'vm-a'].map((vm) => budgetMember(fleetStores(), kind, group, vm, withHealth(group, vm))));
+    await at(old!, Date.now() - 30 * DAY);
+    await at(a!, Date.now());
+    const ea = scheduledFor('vm-a');
+    await a!.read([ea]);
+    expect(await a!.budget.take(ea, api)).toMatchObject({ slot: 'slot-0' });
+    // said loudly: the log, fleet status (text and JSON)
+    expect(a!.lines.filter((l) => l.code === 'FLEET_MEMBER_IGNORED')).toEqual([
+      expect.objectContaining({ vm: 'vm-old', why: 'its record went stale' }),
+    ]);
+    const g = await readGroup(configOf(kind, group));
+    expect(g.members.find((m) => m.vm === 'vm-old')?.unavailable).toMatchObject({
+      counts: false,
+      why: expect.stringMatching(/went stale/),
+    });
+    expect(groupText(g, table)).toMatch(
+      /^Left out of the count: vm-old, not healthy since \S+ \(its record went stale\), no longer counts since .* If it is gone for good: se-bridge fleet forget vm-old$/m,
+    );
+  });
+
+  it('a member whose check never passes holds the group for unhealthyCountsForSeconds, then no longer: named in the log, the held answer and fleet status', async () => {
+    const group = `never-${kind}`;
+    const more = { unhealthyCountsForSeconds: 600 };
+    const [sick, a] = await Promise.all(
+      ['vm-sick', 'vm-a'].map((vm) => budgetMember(fleetStores(), kind, group, vm, withHealth(group, vm, more))),
+    );
+    statuses.set(`${group}-vm-sick`, 503);
+    const t0 = Date.now();
+    await Promise.all([at(sick!, t0), at(a!, t0)]);
+    const ea = scheduledFor('vm-a');
+    await a!.read([ea]);
+    // just within the bound (its record fresh all along): it counts, and the held answer names it
+    await Promise.all([at(sick!, t0 + 599_000), at(a!, t0 + 599_000)]);
+    const held = await a!.budget.take(ea, api).catch((err: unknown) => err);
+    expect(held).toMatchObject({
+      code: 'HELD',
+      message: expect.stringMatching(/none in maintenance; vm-sick is not healthy since .*answered 503/),
+    });
+    await a!.budget.heartbeat();
+    const g = await readGroup(configOf(kind, group, more), t0 + 599_000);
+    expect(g.members.find((m) => m.vm === 'vm-a')!.events[0]!.held?.unhealthy).toEqual([
+      { vm: 'vm-sick', since: new Date(t0).toISOString() },
+    ]);
+    expect(groupText(g, table)).toMatch(/held by the budget \(vm-sick not healthy since \S+, counted as down\) since /);
+    // past it: left out, said once, and the approval goes through
+    await Promise.all([at(sick!, t0 + 601_000), at(a!, t0 + 601_000)]);
+    expect(await a!.budget.take(ea, api)).toMatchObject({ slot: 'slot-0' });
+    expect(a!.lines.filter((l) => l.code === 'FLEET_MEMBER_IGNORED')).toEqual([
+      expect.objectContaining({ vm: 'vm-sick', countsUntil: new Date(t0 + 600_000).toISOString() }),
+    ]);
+    const after = await readGroup(configOf(kind, group, more), t0 + 601_000);
+    expect(after.members.find((m) => m.vm === 'vm-sick')?.unavailable).toMatchObject({ counts: false, since: new Date(t0).toISOString() });
+    statuses.delete(`${group}-vm-sick`);
+  });
+
+  it("a member down for its own maintenance counts until its slot's recorded end and settle time, however long it has been silent", async () => {
+    const group = `own-${kind}`;
+    const more = { unhealthyCountsForSeconds: 60 };
+    const [m, a] = await Promise.all(
+      ['vm-m', 'vm-a'].map((vm) => budgetMember(fleetStores(), kind, group, vm, withHealth(group, vm, more))),
+    );
+    const t0 = Date.now();
+    await Promise.all([at(m!, t0), at(a!, t0)]);
+    const em = scheduledFor('vm-m');
+    await m!.read([em]);
+    await m!.budget.take(em, api);
+    const until = Date.parse(m!.budget.state().slot!.until!);
+    // vm-m reboots and writes nothing more: silent far longer than the bound, its slot's recorded end passed
+    const ea = scheduledFor('vm-a');
+    await at(a!, until + 30_000);
+    await a!.read([ea]);
+    expect(await a!.budget.take(ea, api).catch((err: unknown) => err)).toMatchObject({
+      code: 'HELD',
+      message: expect.stringMatching(/vm-m is not healthy since .* \(its record went stale/),
+    });
+    // still within the settle time (120 s) and the bound after it (60 s)
+    await at(a!, until + 179_000);
+    expect(await outcome(a!.budget.take(ea, api))).toBe('HELD');
+    await at(a!, until + 181_000);
+    expect(await a!.budget.take(ea, api)).toMatchObject({ slot: 'slot-0' });
+  });
+
+  it('a member silent past forgetAfterSeconds is forgotten by the others as they heartbeat, a few a look, each at the version read; never one that holds a slot, nor one that wrote meanwhile', async () => {
+    const group = `forget-${kind}`;
+    const gone = ['g0', 'g1', 'g2', 'g3', 'back', 'holder'];
+    const members = await Promise.all(gone.map((vm) => budgetMember(fleetStores(), kind, group, vm)));
+    const t0 = Date.now();
+    for (const m of members) await at(m, t0 - 30 * DAY);
+    // `holder` holds a slot whose recorded end is ahead
+    const holder = members[5]!;
+    const eh = scheduledFor('holder', { notBefore: new Date(t0 + 30 * DAY).toISOString() });
+    await holder.read([eh]);
+    await holder.budget.take(eh, api);
+    const raw = await openFleetStore(configOf(kind, group).store, group);
+    // `back` writes its record again between the look and the delete: the delete is refused, and it stays
+    let comeBack = true;
+    let removes = 0;
+    const wrap = (s: FleetStore): FleetStore => ({
+      ...s,
+      where: s.where,
+      remove: async (name, version, signal) => {
+        removes += 1;
+        if (comeBack && name === memberName(memberKey(members[4]!.view.vm))) {
+          comeBack = false;
+          const r = (await raw.get(name))!;
+          await raw.put(name, { ...(r.value as object), heartbeatAt: new Date(t0).toISOString() }, r.version);
+        }
+        return s.remove(name, version, signal);
+      },
+    });
+    const a = await budgetMember(fleetStores(), kind, group, 'vm-a', {}, wrap);
+    try {
+      await at(a, t0);
+      const names = async () => (await raw.list('member-')).map((r) => r.name).sort();
+      const all = await names();
+      expect(all).toHaveLength(7);
+      // its first look comes within a day of its start; one look tries three at most, each a conditional delete
+      await at(a, t0 + DAY);
+      expect(removes).toBe(3);
+      expect(all.length - (await names()).length).toBeGreaterThanOrEqual(2);
+      // an hour on, it looks again: the rest that are gone; `back` wrote meanwhile, `holder` holds a slot
+      await at(a, t0 + DAY + 3_600_000);
+      expect((await readGroup(configOf(kind, group))).members.map((m) => m.vm).sort()).toEqual(['back', 'holder', 'vm-a']);
+      const forgotten = a.lines.filter((l) => l.code === 'FLEET_MEMBER_FORGOTTEN').map((l) => l.vm);
+      expect(forgotten.sort()).toEqual(['g0', 'g1', 'g2', 'g3']);
+      expect(comeBack).toBe(false);
+    } finally {
+      await raw.close();
+    }
+  });
+});

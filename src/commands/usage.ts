@@ -98,17 +98,36 @@ Runs the fleet's approval endpoint: signs approvals as commands to each VM's Ser
   -c, --config FILE   the relay's configuration (else $SE_BRIDGE_RELAY_CONFIG, else config/relay.yaml)
 `,
   fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
+       se-bridge fleet forget VM [--force] [--config FILE] [--env-file FILE]
 
   keys                a new relay signing key pair and fleet key (JSON)
   link-key --vm ID    a VM's link key, from $SE_BRIDGE_FLEET_KEY and the VM's resource id
   public-key          the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
   status              the fleet budget's group (or, with --relay-config, every group and what is unwatched)
+  forget VM           removes the record of a member gone for good (a VM scaled in or deleted) from the group
+`,
+  'fleet forget': `Usage: se-bridge fleet forget VM [--force] [--config FILE] [--env-file FILE]
+
+Removes the record of a member that no longer exists (a VM scaled in or deleted) from the fleet
+budget's store, named by its VM name or its resource id, and says what it removed. The group's
+members forget such records by themselves after fleet.forgetAfterSeconds (7 days by default);
+this does it now. The record is removed only as it was read: a member that writes it meanwhile
+keeps it. Exit 1, removing nothing, when no member or more than one has that name, when its
+record is fresh (the member is alive and would write it again), or when it holds a slot (the
+slot counts until its recorded end in any case).
+
+  VM                  the member's VM name, or its resource id (any case)
+  --force             remove the record even when it is fresh, or the member holds a slot
+${CONFIG}
 `,
   'fleet status': `Usage: se-bridge fleet status [--config FILE] [--env-file FILE] [--json]
        se-bridge fleet status --relay-config FILE [--json]
 
 Reads the fleet budget's store once: the group's members with their pending events and last
-heartbeat (stopped ones marked), who holds the slots and since when, and a collision foretold.
+heartbeat (stopped ones marked), who holds the slots and since when, what holds each held
+approval (the slots' holders, members not healthy counted as down, the queue), the members not
+healthy that count as down and those left out of the count, and a collision foretold (who is due
+when, and what the group allows).
 With --relay-config, reads the relay's fleet store: every group at once, the events Azure's feed
 lists that no bridge watches, and the stale members.
 

@@ -13,6 +13,10 @@ import { Azurite, DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { freePort, ROOT, tempDir, waitFor } from '../helpers.ts';
 import { cli, start, stopProcesses } from './process.ts';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { memberKey } from '../../src/fleet/budget/records.ts';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import { memberVm } from '../../testkit/fleet-stores.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
 let azurite: Azurite;
@@ -117,6 +121,71 @@ describe('fleet budget, real daemons', () => {
       await stopProcesses(daemons);
     }
   }, 120_000);
+
+  it('fleet forget removes the record of a member gone for good, says what it removed, and refuses a live member, a slot holder or a name two members share', async () => {
+    const group = 'forget';
+    const config = join(dir.path, 'forget.json');
+    const fleet = {
+      group,
+      maxUnavailable: 1,
+      store: { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'e2e' },
+    };
+    writeFileSync(config, JSON.stringify({ state: { path: join(dir.path, 'forget.db') }, observability: { listen: 'off' }, fleet }));
+    const store = await openFleetStore(FleetConfig.parse(fleet).store, group);
+    const now = Date.now();
+    const record = (vm: string, heartbeatAt: number, resourceId = memberVm(vm).resourceId) => {
+      const member = memberKey({ name: vm, resourceId });
+      return { member, vm, resourceId, heartbeatAt: new Date(heartbeatAt).toISOString(), heartbeatSeconds: 30, events: [], slot: null };
+    };
+    const old = record('vm-old', now - 30 * 86_400_000);
+    const live = record('vm-live', now);
+    const holder = record('vm-slot', now - 30 * 86_400_000);
+    const twins = [
+      record('twin', now - 86_400_000, '/subscriptions/s/resourceGroups/a/providers/Microsoft.Compute/virtualMachines/twin'),
+      record('twin', now - 86_400_000, '/subscriptions/s/resourceGroups/b/providers/Microsoft.Compute/virtualMachines/twin'),
+    ];
+    try {
+      for (const r of [old, live, holder, ...twins]) await store.put(`member-${r.member}`, r, null);
+      const until = new Date(now + 3_600_000).toISOString();
+      await store.put(
+        'slot-0',
+        { member: holder.member, vm: 'vm-slot', eventIds: ['E'], since: new Date(now).toISOString(), until, mode: 'early' },
+        null,
+      );
+      const members = async () => (await store.list('member-')).map((r) => (r.value as { vm: string }).vm).sort();
+      const forget = (...args: string[]) => cli(['fleet', 'forget', ...args, '--config', config]);
+
+      // by resource id, in another case: removed, and said
+      const removed = await forget(old.resourceId!.toUpperCase());
+      expect(removed).toMatchObject({ code: 0, stderr: '' });
+      expect(removed.stdout).toBe(
+        `Removed the record of vm-old (member-${old.member}) from group forget; it was last written ${old.heartbeatAt}.\n`,
+      );
+      expect(await members()).toEqual(['twin', 'twin', 'vm-live', 'vm-slot']);
+      // refused, each saying why, and nothing removed
+      const refused = await Promise.all([forget('vm-live'), forget('vm-slot'), forget('twin'), forget('nobody'), forget('vm-old')]);
+      expect(refused.map((r) => r.code)).toEqual([1, 1, 1, 1, 1]);
+      expect(refused[0].stderr).toMatch(
+        /^se-bridge fleet forget: vm-live wrote its record \d+ s ago .*: it is alive, and writes it again at its next heartbeat; --force removes it all the same\n$/,
+      );
+      expect(refused[1].stderr).toContain(`vm-slot holds slot-0 until ${until}: it counts as down until then`);
+      expect(refused[2].stderr).toMatch(
+        /2 members of group forget are named twin \(\S+resourceGroups\/[ab]\/\S+, \S+resourceGroups\/[ab]\/\S+\): name one by its resource id/,
+      );
+      expect(refused[3].stderr).toContain('group forget has no member nobody (by VM name or resource id)');
+      expect(await members()).toEqual(['twin', 'twin', 'vm-live', 'vm-slot']);
+      // --force: the slot holder's record goes, its slot stays until its recorded end
+      const forced = await forget('vm-slot', '--force');
+      expect(forced.code).toBe(0);
+      expect(forced.stdout).toContain(`Its slot slot-0 stays held until ${until}: the group counts it as down until then.`);
+      expect((await store.get('slot-0'))?.value).toMatchObject({ member: holder.member });
+      // hostile text is shown as text; no VM is no usage
+      expect((await forget('\u001b[31mx')).stderr).toContain('no member \\u001b[31mx');
+      expect((await cli(['fleet', 'forget', '--config', config])).code).toBe(2);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 
   it("the blob store reached with the VM's managed identity: a token from IMDS's endpoint, over HTTPS", async () => {
     const tls = { cert: join(ROOT, 'test/fixtures/tls/cert.pem'), key: join(ROOT, 'test/fixtures/tls/key.pem') };

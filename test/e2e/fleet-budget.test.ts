@@ -187,6 +187,109 @@ describe('fleet budget, real daemons', () => {
     }
   }, 60_000);
 
+  it('status and fleet status say what holds an approval: a member not healthy (by name, since when), the calendar, and why a collision is one', async () => {
+    const group = 'words';
+    const sim = new ImdsSimulator({ vmName: 'vm-w', peers: [], tickMs: 20 });
+    await sim.listen(0);
+    sims.push(sim);
+    const store = { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'e2e' };
+    const fleet = {
+      ...{ group, maxUnavailable: 1, store, heartbeatSeconds: 5, marginSeconds: 15, retryMs: 200 },
+      health: { exec: { command: [process.execPath, '-e', 'process.exit(0)'] }, intervalSeconds: 1, settleSeconds: 0 },
+    };
+    const file = (name: string, more: Record<string, unknown>) => {
+      const path = join(dir.path, `${name}.json`);
+      writeFileSync(
+        path,
+        JSON.stringify({
+          imds: { endpoint: sim.url, pollIntervalMs: 200 },
+          state: { path: join(dir.path, 'vm-w.db') },
+          sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'vm-w.jsonl') }],
+          observability: { listen: 'off' },
+          approval: { rules: [{ match: {}, action: 'approve' }] },
+          fleet: { ...fleet, ...more },
+        }),
+      );
+      return path;
+    };
+    const config = file('vm-w', {});
+    // the rest of the group, as their records say: vm-h not healthy, vm-b due when vm-w is
+    const e = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
+    // as IMDS says it (to the second), and as the records and the collision carry it
+    const notBefore = new Date(Math.floor(e.notBefore! / 1000) * 1000).toISOString();
+    const records = await openFleetStore(FleetConfig.parse(fleet).store, group);
+    const record = (vm: string, more: Record<string, unknown>) => ({
+      ...{ member: memberKey(memberVm(vm)), vm, resourceId: memberVm(vm).resourceId, heartbeatAt: new Date().toISOString() },
+      ...{ heartbeatSeconds: 3600, events: [], slot: null, maxUnavailable: 1, ...more },
+    });
+    const sickSince = new Date(Date.now() - 60_000).toISOString();
+    const vmB = { eventId: 'B-1', eventType: 'Reboot', status: 'Scheduled', notBefore, durationInSeconds: -1, approved: false };
+    try {
+      for (const r of [
+        record('vm-h', { health: { healthy: false, since: sickSince, detail: 'answered 503, not 200' } }),
+        record('vm-b', { events: [vmB], health: { healthy: true, since: sickSince } }),
+      ])
+        await records.put(`member-${r.member}`, r, null);
+    } finally {
+      await records.close();
+    }
+    const daemon = start(['run', '--config', config]);
+    try {
+      // its policy asks for a slot, and the budget holds it: vm-h, not healthy, counts as down
+      const held = new RegExp(
+        `held by the budget \\(vm-h not healthy since ${sickSince.replace(/\./g, '\\.')}, counted as down\\) since \\S+`,
+      );
+      const group_ = await waitFor(
+        async () => {
+          const r = await cli(['fleet', 'status', '--config', config]);
+          return held.test(r.stdout) ? r : null;
+        },
+        "vm-w's approval held, in its record",
+        30_000,
+        500,
+      ).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; the daemon said: ${daemon.out.stdout.slice(-3000)} ${daemon.out.stderr.slice(-1000)}`);
+      });
+      expect(group_.stdout).toMatch(/^Group words: 0 of 1 slot held; 3 members /m);
+      expect(group_.stdout).toMatch(
+        new RegExp(
+          `^Not healthy, so counted as down without a slot: vm-h \\(since ${sickSince.replace(/\./g, '\\.')}, until \\S+\\)\\.$`,
+          'm',
+        ),
+      );
+      expect(group_.stdout).toMatch(
+        new RegExp(
+          `^Collision foretold: 2 of words's 3 members are due for maintenance between ${notBefore.replace(/\./g, '\\.')} and \\S+ \\(vm-b: Reboot not before ${notBefore.replace(/\./g, '\\.')}; vm-w: Reboot not before ${notBefore.replace(/\./g, '\\.')}\\), while vm-h is not healthy and counted as down: 3 down at once, and the group allows 1\\.$`,
+          'm',
+        ),
+      );
+      const json = JSON.parse((await cli(['fleet', 'status', '--json', '--config', config])).stdout) as Record<string, any>;
+      expect(json.collision).toMatchObject({
+        vms: ['vm-b', 'vm-w'],
+        unhealthy: ['vm-h'],
+        due: [
+          { vm: 'vm-b', eventId: 'B-1' },
+          { vm: 'vm-w', eventId: e.eventId },
+        ],
+      });
+      expect(json.members.find((m: { vm: string }) => m.vm === 'vm-h').unavailable).toMatchObject({ counts: true, since: sickSince });
+      // status says it where it would say "not approved"
+      expect((await cli(['status', '--config', config])).stdout).toMatch(new RegExp(`Reboot\\s+Scheduled\\s+vm-w\\*.*${held.source}`));
+      expect(sim.startRequests).toHaveLength(0);
+    } finally {
+      await stopProcesses([daemon]);
+    }
+    // with the group's calendar in a blackout, the calendar holds it first, and says until when
+    const frozen = file('vm-w-frozen', {
+      calendar: { timeZone: 'UTC', blackouts: [{ name: 'change-freeze', days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] }] },
+    });
+    const status = await cli(['status', '--config', frozen]);
+    expect(status.stdout).toMatch(
+      /Reboot\s+Scheduled\s+vm-w\*.*held by the calendar \(inside the blackout change-freeze, none before NotBefore; only a forced approval goes through\)/,
+    );
+    expect(JSON.parse((await cli(['status', '--json', '--config', frozen])).stdout).events[0].held).toMatch(/^held by the calendar/);
+  }, 90_000);
+
   it("the blob store reached with the VM's managed identity: a token from IMDS's endpoint, over HTTPS", async () => {
     const tls = { cert: join(ROOT, 'test/fixtures/tls/cert.pem'), key: join(ROOT, 'test/fixtures/tls/key.pem') };
     const secure = await Azurite.start({ tls, oauth: true });

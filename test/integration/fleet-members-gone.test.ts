@@ -12,13 +12,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
-import { readGroup } from '../../src/fleet/budget/group.ts';
+import { groupOf, readGroup } from '../../src/fleet/budget/group.ts';
 import { groupText } from '../../src/fleet/budget/group-text.ts';
 import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
-import { fleetStoresPerFile, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { fleetStoresPerFile, memberVm, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { toCollisionCloudEvent } from '../../src/pipeline/notices.ts';
+import { toChatMessage } from '../../src/present/chat-model.ts';
 import { table } from '../../src/lib/table.ts';
 
 const fleetStores = fleetStoresPerFile();
@@ -201,5 +203,45 @@ describe.each(STORE_KINDS)('members that no longer exist, over the %s store', (k
     } finally {
       await raw.close();
     }
+  });
+});
+
+describe('a collision in words', () => {
+  it('says why it is one: who is due when, the member not healthy counted as down, and what the group allows; one member is one member', () => {
+    const now = Date.parse('2026-11-25T10:00:00.000Z');
+    const notBefore = '2026-11-25T10:30:00.000Z';
+    const record = (vm: string, more: Record<string, unknown>) => ({
+      name: `member-${vm}`,
+      version: '1',
+      value: {
+        ...{ member: vm, vm, resourceId: null, heartbeatAt: new Date(now).toISOString(), heartbeatSeconds: 30, events: [], slot: null },
+        ...more,
+      },
+    });
+    const g = groupOf(
+      { group: 'kafka', maxUnavailable: 1, store: 'test' },
+      [
+        record('kafka-0', {
+          events: [{ eventId: 'E0', eventType: 'Reboot', status: 'Scheduled', notBefore, durationInSeconds: -1, approved: false }],
+        }),
+        record('kafka-1', { health: { healthy: false, since: '2026-11-25T09:55:00.000Z', detail: 'answered 503' } }),
+      ],
+      [],
+      now,
+    );
+    expect(g.collision).toMatchObject({ vms: ['kafka-0'], unhealthy: ['kafka-1'] });
+    expect(groupText(g, table)).toContain(
+      `Collision foretold: 1 of kafka's 2 members is due for maintenance between ${notBefore} and 2026-11-25T10:40:00.000Z (kafka-0: Reboot not before ${notBefore}), while kafka-1 is not healthy and counted as down: 2 down at once, and the group allows 1.`,
+    );
+    expect(groupText(g, table)).toMatch(/^Group kafka: 0 of 1 slot held; 2 members /);
+    // and chat, from the member due
+    const collision = {
+      ...{ id: 'wave', group: 'kafka', maxUnavailable: 1, members: 2, from: notBefore, to: '2026-11-25T10:40:00.000Z' },
+      ...{ due: [{ vm: 'kafka-0', eventId: 'E0', eventType: 'Reboot', notBefore }], atOnce: 1, unhealthy: ['kafka-1'] },
+    };
+    const ce = toCollisionCloudEvent(scheduledFor('kafka-0'), 1, collision, { vm: memberVm('kafka-0'), observedAt: notBefore });
+    expect(toChatMessage(ce).title).toBe(
+      "1 of kafka's 2 members is due for maintenance between 10:30 UTC and 10:40 UTC; the group allows 1 and kafka-1 is not healthy",
+    );
   });
 });

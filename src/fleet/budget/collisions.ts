@@ -117,15 +117,20 @@ export class Forecast {
     if (d.journal.knowsCloudEvent(ce.id)) return null;
     d.journal.appendEvents([d.route(ce)]);
     const { due, from, to, atOnce } = collision;
+    const n = `${due.length} member${due.length === 1 ? '' : 's'} of ${d.group} ${due.length === 1 ? 'is' : 'are'}`;
+    // why it is a collision: who is due, and what the group allows (less the members not healthy, down already)
+    const sick = this.#unhealthy.map((u) => u.vm);
+    const allows = `the group allows ${this.#k}${sick.length === 0 ? '' : ` and ${sick.join(', ')} ${sick.length === 1 ? 'is' : 'are'} not healthy, counted as down`}`;
+    const who = due.map((w) => `${w.vm} ${w.eventType} not before ${w.notBefore}`).join(', ');
     if (update)
       d.logger.info(
         { group: d.group, ceId: ce.id, wave: collision.id, due: due.length, atOnce },
-        `fleet budget: ${due.length} members of ${d.group} are still due in the collision; the group allows ${this.#k}`,
+        `fleet budget: ${n} still due in the collision (${who}); ${allows}`,
       );
     else
       d.logger.warn(
-        { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, wave: collision.id, due, from, to, atOnce },
-        `fleet budget: ${due.length} members of ${d.group} are due for maintenance at once; the group allows ${this.#k}`,
+        { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, wave: collision.id, due, from, to, atOnce, unhealthy: sick },
+        `fleet budget: ${n} due for maintenance at once (${who}); ${allows}`,
       );
     d.committed(ce);
     return ce;

@@ -87,13 +87,13 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
   return `${out.join('\n')}\n`;
 }
 
-/** collisionText: a collision foretold, and why it is one: who is due when, and what the group allows. */
+/** collisionText: a collision foretold, and why it is one: who is due when, the members not healthy counted as down, and what the group allows. */
 function collisionText(g: GroupStatus, c: NonNullable<GroupStatus['collision']>): string {
   const n = c.vms.length;
   const due = c.due.map((d) => `${visible(d.vm)}: ${visible(d.eventType)} not before ${d.notBefore}`).join('; ');
   const sick = c.unhealthy.map(visible);
-  const down = sick.length === 0 ? '' : `, and ${sick.join(', ')}, not healthy, ${sick.length === 1 ? 'counts' : 'count'} as down`;
-  return `Collision foretold: ${n} of ${g.group}'s ${plural(g.members.length, 'member')} ${n === 1 ? 'is' : 'are'} due for maintenance at once between ${c.from} and ${c.to} (${due}); the group allows ${g.maxUnavailable}${down}.`;
+  const also = sick.length === 0 ? '' : `, while ${sick.join(', ')} ${sick.length === 1 ? 'is' : 'are'} not healthy and counted as down`;
+  return `Collision foretold: ${n} of ${g.group}'s ${plural(g.members.length, 'member')} ${n === 1 ? 'is' : 'are'} due for maintenance between ${c.from} and ${c.to} (${due})${also}: ${n + sick.length} down at once, and the group allows ${g.maxUnavailable}.`;
 }
 
 /** healthText: a member's health as a person reads it. */

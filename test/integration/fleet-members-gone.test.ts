@@ -22,6 +22,10 @@ import { fleetStoresPerFile, memberVm, outcome, scheduledFor, STORE_KINDS, type 
 import { toCollisionCloudEvent } from '../../src/pipeline/notices.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { table } from '../../src/lib/table.ts';
+import { Pruner } from '../../src/fleet/budget/forget.ts';
+import { DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
+import { CountingProxy } from '../../testkit/counting-proxy.ts';
+import { silentLogger } from '../helpers.ts';
 
 const fleetStores = fleetStoresPerFile();
 const api = { by: 'test', via: 'api' } as const;
@@ -243,5 +247,45 @@ describe('a collision in words', () => {
     expect(toChatMessage(ce).title).toBe(
       "1 of kafka's 2 members is due for maintenance between 10:30 UTC and 10:40 UTC; the group allows 1 and kafka-1 is not healthy",
     );
+  });
+});
+
+describe('what forgetting costs the store', () => {
+  it('twenty members at every heartbeat of twelve hours: each looks at most once an hour (a list), and each record gone is deleted once', async () => {
+    const proxy = await new CountingProxy(fleetStores().azurite.url).start();
+    const group = 'prune-cost';
+    const config = {
+      type: 'blob',
+      connectionString: fleetStores().azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`),
+      container: 'cost',
+    };
+    const store = await openFleetStore(FleetConfig.parse({ group, store: config }).store, group);
+    try {
+      const t0 = Date.now();
+      const vms = Array.from({ length: 22 }, (_, i) => (i < 20 ? `m${i}` : `gone${i}`));
+      for (const [i, vm] of vms.entries()) {
+        const heartbeatAt = new Date(i < 20 ? t0 : t0 - 30 * DAY).toISOString();
+        const member = memberKey(memberVm(vm));
+        await store.put(
+          `member-${member}`,
+          { member, vm, resourceId: null, heartbeatAt, heartbeatSeconds: 30, events: [], slot: null },
+          null,
+        );
+      }
+      const pruners = vms.slice(0, 20).map((vm) => ({
+        me: memberKey(memberVm(vm)),
+        pruner: new Pruner({ store, logger: silentLogger, group, forgetAfterSeconds: 7 * 86_400 }),
+      }));
+      proxy.take();
+      for (let t = t0; t < t0 + 12 * 3_600_000; t += 30_000) for (const p of pruners) await p.pruner.prune([], p.me, t);
+      const { counts, lost } = proxy.take();
+      expect(counts.list ?? 0).toBeGreaterThan(0);
+      expect(counts.list).toBeLessThanOrEqual(20 * 13);
+      expect((counts.delete ?? 0) - lost).toBe(2);
+      expect((await store.list('member-')).map((r) => (r.value as { vm: string }).vm).filter((vm) => vm.startsWith('gone'))).toEqual([]);
+    } finally {
+      await store.close();
+      await proxy.stop();
+    }
   });
 });

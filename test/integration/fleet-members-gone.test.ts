@@ -16,7 +16,7 @@ import { groupOf, readGroup } from '../../src/fleet/budget/group.ts';
 import { groupText } from '../../src/fleet/budget/group-text.ts';
 import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
-import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
+import { FleetStoreError, type FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
 import { fleetStoresPerFile, memberVm, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 import { toCollisionCloudEvent } from '../../src/pipeline/notices.ts';
@@ -204,6 +204,42 @@ describe.each(STORE_KINDS)('members that no longer exist, over the %s store', (k
       const forgotten = a.lines.filter((l) => l.code === 'FLEET_MEMBER_FORGOTTEN').map((l) => l.vm);
       expect(forgotten.sort()).toEqual(['g0', 'g1', 'g2', 'g3']);
       expect(comeBack).toBe(false);
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('forgets only records named as a member names its own, and a look that fails never closes the budget', async () => {
+    const group = `forget-odd-${kind}`;
+    const raw = await openFleetStore(configOf(kind, group).store, group);
+    const t0 = Date.now();
+    const old = new Date(t0 - 30 * DAY).toISOString();
+    // silent for a month, but not named member-<its member key>: another program's, or edited by hand
+    const odd = { member: 'Someone-Else', vm: 'odd', resourceId: null, heartbeatAt: old, heartbeatSeconds: 30, events: [], slot: null };
+    await raw.put('member-Someone-Else', odd, null);
+    await raw.put('member-other', { ...odd, member: 'not-other' }, null);
+    let refuse = true;
+    const wrap = (s: FleetStore): FleetStore => ({
+      ...s,
+      where: s.where,
+      remove: async (name, version, signal) => {
+        if (refuse) throw new FleetStoreError(`delete ${name}`, 'Blob Storage answered 403 AuthorizationPermissionMismatch');
+        return s.remove(name, version, signal);
+      },
+    });
+    const gone = await budgetMember(fleetStores(), kind, group, 'gone');
+    await at(gone, t0 - 30 * DAY);
+    const a = await budgetMember(fleetStores(), kind, group, 'vm-a', {}, wrap);
+    try {
+      await at(a, t0);
+      await at(a, t0 + DAY);
+      // the delete refused: said, and the budget still answers
+      expect(a.lines.filter((l) => String(l.msg).startsWith('fleet budget: could not forget'))).toHaveLength(1);
+      expect(a.budget.state()).toMatchObject({ storeReachable: true, lastError: null });
+      refuse = false;
+      await at(a, t0 + DAY + 3_600_000);
+      const names = (await raw.list('member-')).map((r) => r.name).sort();
+      expect(names).toEqual(['member-Someone-Else', 'member-other', `member-${memberKey(a.view.vm)}`]);
     } finally {
       await raw.close();
     }

@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import { visible } from '../../present/text-line.ts';
+import { errorFields } from '../../lib/errors.ts';
 import { MemberSchema } from './schemas.ts';
 import { asSlot, live, staleAt, type MemberRecord } from './records.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
@@ -87,18 +88,31 @@ export class Pruner {
     this.#forgetAfterSeconds = o.forgetAfterSeconds;
   }
 
-  /** prune looks for members to forget when it is time to (`slots`: the group's slot records, just read), and forgets a few. */
+  /**
+   * prune looks for members to forget when it is time to (`slots`: the group's slot records, just
+   * read), and forgets a few. It never throws: a look that fails (the store, or a role that may
+   * not delete) is said in the log and made again at the next look, an hour on; it never closes
+   * the budget.
+   */
   async prune(slots: readonly Versioned[], me: string, now: number): Promise<void> {
     this.#next ??= now + Math.random() * Math.min(86_400_000, (this.#forgetAfterSeconds * 1000) / 8);
     if (now < this.#next) return;
-    const members = storedMembers(await this.#store.list('member-'));
-    this.#next = now + Math.max(3_600_000, members.length * 120_000);
-    for (const m of forgettable(members, slots, me, now, this.#forgetAfterSeconds).slice(0, MAX_FORGOTTEN_PER_LOOK)) {
-      // conditional on the version read: a member that wrote meanwhile is back, and is kept
-      if (!(await this.#store.remove(m.name, m.version))) continue;
-      this.#logger.info(
-        { code: 'FLEET_MEMBER_FORGOTTEN', group: this.#group, vm: m.record.vm, record: m.name, heartbeatAt: m.record.heartbeatAt },
-        `fleet budget: forgot ${m.record.vm}, whose record was last written ${m.record.heartbeatAt} (forgetAfterSeconds: ${this.#forgetAfterSeconds})`,
+    this.#next = now + 3_600_000;
+    try {
+      const members = storedMembers(await this.#store.list('member-'));
+      this.#next = now + Math.max(3_600_000, members.length * 120_000);
+      for (const m of forgettable(members, slots, me, now, this.#forgetAfterSeconds).slice(0, MAX_FORGOTTEN_PER_LOOK)) {
+        // conditional on the version read: a member that wrote meanwhile is back, and is kept
+        if (!(await this.#store.remove(m.name, m.version))) continue;
+        this.#logger.info(
+          { code: 'FLEET_MEMBER_FORGOTTEN', group: this.#group, vm: m.record.vm, record: m.name, heartbeatAt: m.record.heartbeatAt },
+          `fleet budget: forgot ${visible(m.record.vm)}, whose record was last written ${m.record.heartbeatAt} (forgetAfterSeconds: ${this.#forgetAfterSeconds})`,
+        );
+      }
+    } catch (err) {
+      this.#logger.warn(
+        { ...errorFields(err), group: this.#group },
+        'fleet budget: could not forget the members gone for good; tried again in an hour',
       );
     }
   }

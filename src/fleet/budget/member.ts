@@ -90,5 +90,8 @@ export class MemberRecordWriter {
   }
 }
 
-const withoutHolders = (e: MemberEvent): MemberEvent =>
-  e.held === undefined ? e : { ...e, held: { since: e.held.since, by: [], ...(e.held.via === undefined ? {} : { via: e.held.via }) } };
+const withoutHolders = (e: MemberEvent): MemberEvent => {
+  if (e.held === undefined) return e;
+  const { unhealthy: _unhealthy, ahead: _ahead, ...held } = e.held;
+  return { ...e, held: { ...held, by: [] } };
+};

@@ -183,12 +183,15 @@ export function groupOf(
             to: new Date(c.to).toISOString(),
             vms: [...new Set(c.windows.map((w) => w.vm))],
             eventIds: c.windows.map((w) => w.eventId),
-            due: c.windows.map((w) => ({
-              vm: w.vm,
-              eventId: w.eventId,
-              eventType: w.eventType,
-              notBefore: new Date(w.from).toISOString(),
-            })),
+            // as a person reads it: the earliest first, then by VM
+            due: [...c.windows]
+              .sort((x, y) => x.from - y.from || x.vm.localeCompare(y.vm))
+              .map((w) => ({
+                vm: w.vm,
+                eventId: w.eventId,
+                eventType: w.eventType,
+                notBefore: new Date(w.from).toISOString(),
+              })),
             unhealthy: sick,
           },
   };

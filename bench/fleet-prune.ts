@@ -15,7 +15,7 @@ import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { CountingProxy } from '../testkit/counting-proxy.ts';
 import { memberVm } from '../testkit/fleet-stores.ts';
-import { log, silent } from './common.ts';
+import { log, silent, sizesOf } from './common.ts';
 
 const HEARTBEAT_MS = 30_000;
 const DAYS = 2;
@@ -93,10 +93,6 @@ export async function phaseFleetPrune(sizes: readonly number[] = [10, 100, 300])
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const sizes = process.argv
-    .slice(2)
-    .map(Number)
-    .filter((x) => x > 0);
-  const results = await phaseFleetPrune(sizes.length > 0 ? sizes : undefined);
+  const results = await phaseFleetPrune(sizesOf(process.argv.slice(2)));
   process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 }

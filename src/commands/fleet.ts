@@ -13,6 +13,7 @@ import { readGroup } from '../fleet/budget/group.ts';
 import { groupText } from '../fleet/budget/group-text.ts';
 import { forgetMember } from '../fleet/budget/forget.ts';
 import { openFleetStore } from '../fleet/budget/stores/open.ts';
+import type { FleetConfig } from '../fleet/budget/config.ts';
 import { visible } from '../present/text-line.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError } from './common.ts';
@@ -53,22 +54,15 @@ export async function main(argv: string[]): Promise<number> {
   if (verb === 'status') {
     const { values } = parse(rest, { ...CONFIG_OPTIONS, json: { type: 'boolean' }, 'relay-config': { type: 'string' } });
     if (values['relay-config'] !== undefined) return fleetOfRelay(values['relay-config'], values.json === true);
-    const loaded = await loadOrReport(values, needs.sections('fleet'));
-    if (loaded === null) return EXIT.usage;
-    const fleet = loaded.config.fleet;
-    if (fleet === undefined) {
-      process.stderr.write(`${loaded.path}: fleet is not configured, so this VM belongs to no group\n`);
-      return EXIT.usage;
-    }
+    const fleet = await memberFleet(values);
+    if (fleet === null) return EXIT.usage;
     try {
       const g = await readGroup(fleet);
       process.stdout.write(values.json ? `${JSON.stringify(g, null, 2)}\n` : groupText(g, table));
       // what could be read is shown; a part that could not be is a failure all the same
       return g.unread.length === 0 ? EXIT.ok : EXIT.failure;
     } catch (err) {
-      const e = errorFields(err);
-      process.stderr.write(`se-bridge fleet status: ${e.code}: ${e.err}\n`);
-      return EXIT.failure;
+      return failed('fleet status', err);
     }
   }
   if (verb === 'forget') return forget(rest);
@@ -81,13 +75,8 @@ async function forget(argv: string[]): Promise<number> {
   const [vm, ...more] = positionals;
   if (vm === undefined || vm.trim() === '' || more.length > 0)
     throw new UsageError('fleet forget needs one VM: its name or its resource id');
-  const loaded = await loadOrReport(values, needs.sections('fleet'));
-  if (loaded === null) return EXIT.usage;
-  const fleet = loaded.config.fleet;
-  if (fleet === undefined) {
-    process.stderr.write(`${loaded.path}: fleet is not configured, so this VM belongs to no group\n`);
-    return EXIT.usage;
-  }
+  const fleet = await memberFleet(values);
+  if (fleet === null) return EXIT.usage;
   const store = await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs);
   try {
     const r = await forgetMember(store, fleet.group, vm, values.force === true, Date.now());
@@ -105,9 +94,7 @@ async function forget(argv: string[]): Promise<number> {
     );
     return EXIT.ok;
   } catch (err) {
-    const e = errorFields(err);
-    process.stderr.write(`se-bridge fleet forget: ${e.code}: ${e.err}\n`);
-    return EXIT.failure;
+    return failed('fleet forget', err);
   } finally {
     await store.close();
   }
@@ -146,10 +133,23 @@ async function fleetOfRelay(path: string, json: boolean): Promise<number> {
     }
     return s.unread.length === 0 ? EXIT.ok : EXIT.failure;
   } catch (err) {
-    const e = errorFields(err);
-    process.stderr.write(`se-bridge fleet status: ${e.code}: ${e.err}\n`);
-    return EXIT.failure;
+    return failed('fleet status', err);
   } finally {
     await reader.close();
   }
+}
+
+/** memberFleet: this VM's fleet block, or null when it has none or the file is not valid (said on stderr). */
+async function memberFleet(values: Parameters<typeof loadOrReport>[0]): Promise<FleetConfig | null> {
+  const loaded = await loadOrReport(values, needs.sections('fleet'));
+  if (loaded === null) return null;
+  if (loaded.config.fleet === undefined) process.stderr.write(`${loaded.path}: fleet is not configured, so this VM belongs to no group\n`);
+  return loaded.config.fleet ?? null;
+}
+
+/** failed: a command that could not read or write the store says why on stderr (exit 1). */
+function failed(what: string, err: unknown): number {
+  const e = errorFields(err);
+  process.stderr.write(`se-bridge ${what}: ${e.code}: ${e.err}\n`);
+  return EXIT.failure;
 }

@@ -34,30 +34,44 @@ afterAll(async () => {
   dir?.cleanup();
 });
 
-async function vm(name: string, rules: unknown[]): Promise<{ sim: ImdsSimulator; config: string }> {
+/** simulated: an IMDS simulator for the VM `name`, closed after the file's tests. */
+async function simulated(name: string): Promise<ImdsSimulator> {
   const sim = new ImdsSimulator({ vmName: name, peers: [], tickMs: 20 });
   await sim.listen(0);
   sims.push(sim);
-  const config = join(dir.path, `${name}.json`);
+  return sim;
+}
+
+/** daemonFile writes the configuration `file` of a daemon of VM `vm` reading `sim` (its state and events named after the VM), with `more`. */
+function daemonFile(file: string, vm: string, sim: ImdsSimulator, more: Record<string, unknown>): string {
+  const path = join(dir.path, `${file}.json`);
   writeFileSync(
-    config,
+    path,
     JSON.stringify({
       imds: { endpoint: sim.url, pollIntervalMs: 200 },
-      state: { path: join(dir.path, `${name}.db`) },
-      sinks: [{ name: 'audit', type: 'file', path: join(dir.path, `${name}.jsonl`) }],
+      state: { path: join(dir.path, `${vm}.db`) },
+      sinks: [{ name: 'audit', type: 'file', path: join(dir.path, `${vm}.jsonl`) }],
       observability: { listen: 'off' },
-      approval: { secret: SECRET, rules },
-      server: { listen: `127.0.0.1:${await freePort()}` },
-      fleet: {
-        group: 'e2e',
-        maxUnavailable: 1,
-        store: { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'e2e' },
-        marginSeconds: 15,
-        heartbeatSeconds: 5,
-        retryMs: 200,
-      },
+      ...more,
     }),
   );
+  return path;
+}
+
+async function vm(name: string, rules: unknown[]): Promise<{ sim: ImdsSimulator; config: string }> {
+  const sim = await simulated(name);
+  const config = daemonFile(name, name, sim, {
+    approval: { secret: SECRET, rules },
+    server: { listen: `127.0.0.1:${await freePort()}` },
+    fleet: {
+      group: 'e2e',
+      maxUnavailable: 1,
+      store: { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'e2e' },
+      marginSeconds: 15,
+      heartbeatSeconds: 5,
+      retryMs: 200,
+    },
+  });
   return { sim, config };
 }
 
@@ -189,29 +203,14 @@ describe('fleet budget, real daemons', () => {
 
   it('status and fleet status say what holds an approval: a member not healthy (by name, since when), the calendar, and why a collision is one', async () => {
     const group = 'words';
-    const sim = new ImdsSimulator({ vmName: 'vm-w', peers: [], tickMs: 20 });
-    await sim.listen(0);
-    sims.push(sim);
+    const sim = await simulated('vm-w');
     const store = { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'e2e' };
     const fleet = {
       ...{ group, maxUnavailable: 1, store, heartbeatSeconds: 5, marginSeconds: 15, retryMs: 200 },
       health: { exec: { command: [process.execPath, '-e', 'process.exit(0)'] }, intervalSeconds: 1, settleSeconds: 0 },
     };
-    const file = (name: string, more: Record<string, unknown>) => {
-      const path = join(dir.path, `${name}.json`);
-      writeFileSync(
-        path,
-        JSON.stringify({
-          imds: { endpoint: sim.url, pollIntervalMs: 200 },
-          state: { path: join(dir.path, 'vm-w.db') },
-          sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'vm-w.jsonl') }],
-          observability: { listen: 'off' },
-          approval: { rules: [{ match: {}, action: 'approve' }] },
-          fleet: { ...fleet, ...more },
-        }),
-      );
-      return path;
-    };
+    const file = (name: string, more: Record<string, unknown>) =>
+      daemonFile(name, 'vm-w', sim, { approval: { rules: [{ match: {}, action: 'approve' }] }, fleet: { ...fleet, ...more } });
     const config = file('vm-w', {});
     // the rest of the group, as their records say: vm-h not healthy, vm-b due when vm-w is
     const e = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
@@ -294,27 +293,17 @@ describe('fleet budget, real daemons', () => {
   it("the blob store reached with the VM's managed identity: a token from IMDS's endpoint, over HTTPS", async () => {
     const tls = { cert: join(ROOT, 'test/fixtures/tls/cert.pem'), key: join(ROOT, 'test/fixtures/tls/key.pem') };
     const secure = await Azurite.start({ tls, oauth: true });
-    const sim = new ImdsSimulator({ vmName: 'vm-mi', peers: [], tickMs: 20 });
-    await sim.listen(0);
-    sims.push(sim);
-    const config = join(dir.path, 'vm-mi.json');
+    const sim = await simulated('vm-mi');
     const store = {
       type: 'blob',
       accountUrl: `${secure.url}/${DEV_ACCOUNT}`,
       credential: { kind: 'managedIdentity' },
       container: 'fleet-mi',
     };
-    writeFileSync(
-      config,
-      JSON.stringify({
-        imds: { endpoint: sim.url, pollIntervalMs: 200 },
-        state: { path: join(dir.path, 'vm-mi.db') },
-        sinks: [{ name: 'audit', type: 'file', path: join(dir.path, 'vm-mi.jsonl') }],
-        observability: { listen: 'off' },
-        approval: { rules: [{ match: {}, action: 'approve' }] },
-        fleet: { group: 'mi', maxUnavailable: 1, store, heartbeatSeconds: 5 },
-      }),
-    );
+    const config = daemonFile('vm-mi', 'vm-mi', sim, {
+      approval: { rules: [{ match: {}, action: 'approve' }] },
+      fleet: { group: 'mi', maxUnavailable: 1, store, heartbeatSeconds: 5 },
+    });
     // the fixture's self-signed certificate, trusted as a private CA would be
     const env = { NODE_EXTRA_CA_CERTS: tls.cert };
     const daemon = start(['run', '--config', config], env);

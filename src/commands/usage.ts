@@ -49,7 +49,9 @@ ${CONFIG}
   status: `Usage: se-bridge status [--config FILE] [--env-file FILE] [--json]
 
 Reads IMDS once: the events with the time left until NotBefore, their approval and
-preparations (read from the daemon's state database), and who this VM is.
+preparations (read from the daemon's state database), and who this VM is. An approval not given
+says what holds it: the calendar (a blackout, or outside the windows, until when), or the fleet
+budget (the slots' holders, members not healthy counted as down, the queue).
 
 ${CONFIG}
   --json              one JSON document

@@ -246,6 +246,29 @@ describe.each(STORE_KINDS)('members that no longer exist, over the %s store', (k
   });
 });
 
+describe('a member down for its own maintenance with no slot in its name', () => {
+  it('counts until the end a slot would have recorded (its last word, the duration, the margin) and the settle time, then for the bound', () => {
+    const heartbeatAt = Date.parse('2026-11-25T10:00:00.000Z');
+    const started = { eventId: 'E', eventType: 'Reboot', status: 'Started', notBefore: null, durationInSeconds: 300, approved: false };
+    const records = [
+      {
+        name: 'member-m',
+        version: '1',
+        value: {
+          ...{ member: 'm', vm: 'm', resourceId: null, heartbeatAt: new Date(heartbeatAt).toISOString(), heartbeatSeconds: 30 },
+          ...{ events: [started], slot: null, health: { healthy: true, since: '2026-11-24T00:00:00.000Z' } },
+        },
+      },
+    ];
+    const bounds = { unhealthyCountsForSeconds: 60, settleSeconds: 120, marginSeconds: 1800 };
+    const at = (t: number) => groupOf({ group: 'g', maxUnavailable: 1, store: 'test', bounds }, records, [], t).members[0]!.unavailable;
+    // silent (its record stale) since its maintenance Started: 300 s, 1800 s of margin, 120 s to settle, then 60 s
+    const end = heartbeatAt + (300 + 1800 + 120 + 60) * 1000;
+    expect(at(end - 1000)).toMatchObject({ counts: true, why: 'its record went stale', countsUntil: new Date(end).toISOString() });
+    expect(at(end + 1000)).toMatchObject({ counts: false });
+  });
+});
+
 describe('a collision in words', () => {
   it('says why it is one: who is due when, the member not healthy counted as down, and what the group allows; one member is one member', () => {
     const now = Date.parse('2026-11-25T10:00:00.000Z');
@@ -323,5 +346,30 @@ describe('what forgetting costs the store', () => {
       await store.close();
       await proxy.stop();
     }
+  });
+});
+
+describe('records whose times and durations do not read', () => {
+  it('are left out and named; fleet status and the budget still read the group', () => {
+    const now = Date.parse('2026-11-25T10:00:00.000Z');
+    const base = { resourceId: null, heartbeatSeconds: 30, slot: null, health: { healthy: false, since: '2026-11-25T09:00:00.000Z' } };
+    const member = (vm: string, more: Record<string, unknown>) => ({
+      name: `member-${vm}`,
+      version: '1',
+      value: { ...base, member: vm, vm, heartbeatAt: new Date(now).toISOString(), events: [], ...more },
+    });
+    const event = { eventId: 'E', eventType: 'Reboot', status: 'Scheduled', durationInSeconds: -1, approved: false };
+    const records = [
+      member('long', { events: [{ ...event, notBefore: '2026-11-25T10:30:00Z', durationInSeconds: 1e300 }] }),
+      member('far', { heartbeatAt: '+275760-09-13T00:00:00.000Z' }),
+      member('later', { events: [{ ...event, notBefore: '+275760-09-13T00:00:00.000Z' }] }),
+      member('ok', {}),
+      { name: 'slot-0', version: '1', value: { member: 'ok', vm: 'ok', eventIds: ['E'], until: '+275760-09-13T00:00:00.000Z' } },
+    ];
+    const g = groupOf({ group: 'g', maxUnavailable: 1, store: 'test' }, records, [], now);
+    expect(g.skipped.map((s) => s.key).sort()).toEqual(['member-far', 'member-long', 'slot-0']);
+    expect(g.members.map((m) => m.vm).sort()).toEqual(['later', 'ok']);
+    expect(g.collision).toBeNull();
+    expect(groupText(g, table)).toContain('Record slot-0 left out');
   });
 });

@@ -54,6 +54,7 @@ export async function attachBudget(ctx: BudgetContext) {
     route: ctx.route,
     waves: new Waves(store, fleet.group),
     unhealthyCountsForSeconds: fleet.unhealthyCountsForSeconds,
+    marginSeconds: fleet.marginSeconds,
     ...(ctx.health === undefined ? {} : { settleSeconds: ctx.health.config.settleSeconds }),
     committed: (event) => {
       metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });

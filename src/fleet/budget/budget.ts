@@ -54,8 +54,8 @@ export class FleetBudget implements ApprovalGate {
     const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
     const { config, store, logger } = options;
-    const [settleSeconds, now, answered] = [options.health?.config.settleSeconds, this.#now, () => this.#health.answered()];
-    this.#members = new GroupMembers({ config, store, logger, warnings, settleSeconds, now, answered });
+    const [checksHealth, now, answered] = [options.health !== undefined, this.#now, () => this.#health.answered()];
+    this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered });
     this.#slots = new MemberSlots({
       warnings,
       config: options.config,

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { collisionOf, staleAt, windowsOf, type MemberRecord, type SlotRecord, type Window } from './records.ts';
-import { slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
+import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
 import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionInfo } from '../../pipeline/info.ts';
@@ -35,6 +35,8 @@ export interface CollisionDeps {
   readonly settleSeconds?: number;
   /** How long a member not healthy counts against the group (fleet.unhealthyCountsForSeconds; an hour unless said). */
   readonly unhealthyCountsForSeconds?: number;
+  /** What is added to a holder's recorded end (fleet.marginSeconds; half an hour unless said). */
+  readonly marginSeconds?: number;
 }
 
 export class Forecast {
@@ -63,6 +65,7 @@ export class Forecast {
     const bounds = {
       unhealthyCountsForSeconds: d.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,
       settleSeconds: d.settleSeconds ?? 0,
+      marginSeconds: d.marginSeconds ?? MARGIN_SECONDS,
     };
     this.#unhealthy = unavailableOf(members, slots, '', now, bounds).filter((u) => u.counts && !windows.some((w) => w.vm === u.vm));
     const c = collisionOf(windows, Math.max(0, this.#k - this.#unhealthy.length));

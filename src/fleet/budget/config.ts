@@ -13,6 +13,8 @@ export const AZURE_GROUP = 'se-bridge-azure';
 
 /** How long a member not healthy counts against its group unless `fleet.unhealthyCountsForSeconds` says otherwise: an hour. */
 export const UNHEALTHY_COUNTS_FOR_SECONDS = 3600;
+/** What is added to a holder's recorded end unless `fleet.marginSeconds` says otherwise: half an hour. */
+export const MARGIN_SECONDS = 1800;
 
 export const FleetConfig = z
   .strictObject({
@@ -36,7 +38,7 @@ export const FleetConfig = z
       .int()
       .min(5)
       .max(7 * 86400)
-      .default(1800)
+      .default(MARGIN_SECONDS)
       .describe(
         "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it. At least three heartbeats.",
       ),

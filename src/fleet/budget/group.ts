@@ -5,7 +5,7 @@
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
 import { messageOf } from '../../lib/errors.ts';
-import { slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfig } from './config.ts';
+import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
 import {
   asSlot,
@@ -23,7 +23,7 @@ import {
 } from './records.ts';
 import type { Versioned } from './stores/port.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
-import { unavailableOf, type CountBounds } from './unavailable.ts';
+import { boundsOf, unavailableOf, type CountBounds } from './unavailable.ts';
 
 export interface GroupStatus {
   readonly group: string;
@@ -95,7 +95,7 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
       ...(membersRead.status === 'rejected' ? [{ what: "the members' records", why: messageOf(membersRead.reason) }] : []),
     ];
     const records = [slotsRead, membersRead].flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
-    const bounds = { unhealthyCountsForSeconds: config.unhealthyCountsForSeconds, settleSeconds: config.health?.settleSeconds ?? 0 };
+    const bounds = boundsOf(config);
     return groupOf({ group: config.group, maxUnavailable: config.maxUnavailable, store: store.where, bounds }, records, unread, now);
   } finally {
     await store.close();
@@ -130,6 +130,7 @@ export function groupOf(
     unhealthyCountsForSeconds:
       fresh.find((m) => m.unhealthyCountsForSeconds !== undefined)?.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,
     settleSeconds: 0,
+    marginSeconds: MARGIN_SECONDS,
   };
   const unavailable = new Map(
     unavailableOf(

@@ -11,15 +11,15 @@ import { Pruner } from './forget.ts';
 import { membersOf, type RecordWarnings } from './parse.ts';
 import { asSlot, MEMBER_PREFIX, staleAt, type MemberRecord } from './records.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
-import { CountedMembers, type Unhealthy } from './unavailable.ts';
+import { boundsOf, CountedMembers, type Unhealthy } from './unavailable.ts';
 
 export interface GroupMembersOptions {
   readonly config: BudgetConfig;
   readonly store: FleetStore;
   readonly logger: Logger;
   readonly warnings: RecordWarnings;
-  /** This member's health checks' settle time, when it checks its health (else members' health is not counted). */
-  readonly settleSeconds: number | undefined;
+  /** Whether this member checks its health (else the members' health is not counted). */
+  readonly checksHealth: boolean;
   readonly now: () => number;
   /** The store answered a call. */
   readonly answered: () => void;
@@ -34,8 +34,7 @@ export class GroupMembers {
   constructor(o: GroupMembersOptions) {
     this.#o = o;
     const { config, logger, store } = o;
-    const bounds = { unhealthyCountsForSeconds: config.unhealthyCountsForSeconds, settleSeconds: o.settleSeconds ?? 0 };
-    this.#counted = new CountedMembers(logger, config.group, bounds);
+    this.#counted = new CountedMembers(logger, config.group, boundsOf(config));
     this.#pruner = new Pruner({ store, logger, group: config.group, forgetAfterSeconds: config.forgetAfterSeconds });
     this.#k = slotsFor(config.maxUnavailable, 1);
   }
@@ -61,7 +60,7 @@ export class GroupMembers {
    * member does not check its health); one past its bound is said once and left out.
    */
   counted(records: readonly MemberRecord[], slots: readonly Versioned[], me: string): Unhealthy[] {
-    if (this.#o.settleSeconds === undefined) return [];
+    if (!this.#o.checksHealth) return [];
     return this.#counted.of(
       records,
       slots.map((r) => asSlot(r.value)),

@@ -235,6 +235,9 @@ export interface Window {
   readonly to: number;
 }
 
+/** The last time a record's time may say: the end of the year 9999. */
+const LAST_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+
 /** How long a maintenance is taken to last when its duration is unknown or short: the typical Started-to-gone time. */
 export const TYPICAL_MAINTENANCE_MS = 10 * 60_000;
 
@@ -246,7 +249,8 @@ export function windowsOf(members: readonly MemberRecord[], settleMs = 0): Windo
       .flatMap((e) =>
         e.notBefore !== null && e.status === 'Scheduled' && !isDrill(e.eventId) ? [{ ...e, from: Date.parse(e.notBefore) }] : [],
       )
-      .filter((e) => Number.isFinite(e.from))
+      // a NotBefore that does not read, or past the year 9999, is no window (its end could not be written as a time)
+      .filter((e) => Number.isFinite(e.from) && Math.abs(e.from) <= LAST_TIME)
       .map((e) => {
         const from = e.from;
         return {

@@ -5,31 +5,35 @@
  */
 import { z } from 'zod';
 
-export const SlotSchema = z.object({
-  member: z.string().nullable(),
-  vm: z.string().optional(),
-  resourceId: z.string().nullable().optional(),
-  eventIds: z.array(z.string()).optional(),
-  since: z.string().optional(),
-  until: z.string().optional(),
-  mode: z.enum(['early', 'forced', 'started']).optional(),
-  by: z.string().optional(),
-  reason: z.string().optional(),
-  zone: z.string().nullable().optional(),
-});
-
 const text = z.string().max(1024);
 /** A time as a member writes it (RFC 3339, as toISOString gives it); a record with a time that does not read is of another shape. */
 const time = text
   .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/)
   .refine((t) => Number.isFinite(Date.parse(t)), 'not a time');
 
+export const SlotSchema = z.object({
+  member: z.string().nullable(),
+  vm: z.string().optional(),
+  resourceId: z.string().nullable().optional(),
+  eventIds: z.array(z.string()).optional(),
+  since: time.optional(),
+  until: time.optional(),
+  mode: z.enum(['early', 'forced', 'started']).optional(),
+  by: z.string().optional(),
+  reason: z.string().optional(),
+  zone: z.string().nullable().optional(),
+});
+
 export const MemberEventSchema = z.object({
   eventId: text,
   eventType: text,
   status: text,
   notBefore: text.nullable(),
-  durationInSeconds: z.number(),
+  // IMDS says -1 or a few seconds to hours: a year either way is no duration of a maintenance
+  durationInSeconds: z
+    .number()
+    .min(-366 * 86400)
+    .max(366 * 86400),
   approved: z.boolean(),
   held: z
     .object({

@@ -6,9 +6,11 @@
  * `unhealthyCountsForSeconds` counts no more, and is named (FLEET_MEMBER_IGNORED), so a VM scaled
  * in or a check that never passes cannot hold the group for good. The bound starts when it
  * stopped being healthy (or writing), and never before its own maintenance is over: the recorded
- * end of a slot in its name plus the settle time (a rebooting VM writes nothing).
+ * end of a slot in its name (or of an event its record says Started) plus the settle time (a
+ * rebooting VM writes nothing).
  */
 import type { Logger } from 'pino';
+import type { FleetConfig } from './config.ts';
 import { live, staleAt, type MemberRecord, type SlotRecord } from './records.ts';
 
 /** A member that counts as unavailable although it holds no slot. */
@@ -25,11 +27,22 @@ export interface Unavailable extends Unhealthy {
   readonly countsUntil: string;
 }
 
-/** How long a member not healthy counts, and how long a member is unavailable past its maintenance (when its record does not say). */
+/**
+ * How long a member not healthy counts; how long a member is unavailable past its maintenance
+ * (when its record does not say); and the margin a holder's recorded end is given.
+ */
 export interface CountBounds {
   readonly unhealthyCountsForSeconds: number;
   readonly settleSeconds: number;
+  readonly marginSeconds: number;
 }
+
+/** boundsOf: a group's bounds as a member's `fleet` block says them. */
+export const boundsOf = (f: Pick<FleetConfig, 'unhealthyCountsForSeconds' | 'marginSeconds' | 'health'>): CountBounds => ({
+  unhealthyCountsForSeconds: f.unhealthyCountsForSeconds,
+  settleSeconds: f.health?.settleSeconds ?? 0,
+  marginSeconds: f.marginSeconds,
+});
 
 /**
  * unavailableOf: the other members (not `me`) whose records say they are not healthy, or went stale
@@ -57,8 +70,14 @@ export function unavailableOf(
     if (!stale && m.health.healthy) return [];
     const since = stale ? Math.min(time(m.heartbeatAt), m.health.healthy ? Infinity : time(m.health.since)) : time(m.health.since);
     const why = stale ? 'its record went stale' : (m.health.detail ?? 'not healthy');
-    // the bound starts once its own maintenance is over: its slot's recorded end, and the settle time
-    const ended = Math.max(...own.map((s) => time(s.until) + (m.settleSeconds ?? bounds.settleSeconds) * 1000));
+    // the bound starts once its own maintenance is over, and the settle time after it: its slot's recorded end, or
+    // for a maintenance its record says Started with no slot in its name, the end a slot would have recorded
+    const settle = (m.settleSeconds ?? bounds.settleSeconds) * 1000;
+    const started = m.events.filter((e) => e.status === 'Started');
+    const ended = Math.max(
+      ...own.map((s) => time(s.until) + settle),
+      ...started.map((e) => time(m.heartbeatAt) + (Math.max(0, e.durationInSeconds) + bounds.marginSeconds) * 1000 + settle),
+    );
     const from = Math.max(since, ended);
     const until = from + bounds.unhealthyCountsForSeconds * 1000;
     return [

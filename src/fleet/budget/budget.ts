@@ -12,11 +12,11 @@ import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
-import { sleep, spread, withDeadline } from '../../lib/time.ts';
+import { sleep, spread } from '../../lib/time.ts';
 import { FleetStoreError, type Versioned } from './stores/port.ts';
 import { memberKey, slotState, asSlot, type MemberRecord } from './records.ts';
 import { RecordWarnings } from './parse.ts';
-import { StoreHealth, unavailable } from './health.ts';
+import { forcedWithin, StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
@@ -107,14 +107,7 @@ export class FleetBudget implements ApprovalGate {
    */
   take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     const attempt = this.#take(event, request);
-    if (request.force !== true) return attempt;
-    // a person's forced approval waits for the store one call's deadline at most, even behind a held-up
-    // heartbeat: past it, it goes on, on the record (the attempt still writes its record when the store answers)
-    const ms = this.#o.config.storeTimeoutMs;
-    return withDeadline(attempt, ms, () => new FleetStoreError('take a slot', `no answer within ${ms / 1000} s`)).catch((err: unknown) => {
-      if (!(err instanceof FleetStoreError)) throw err;
-      return { forced: true, slot: null, note: `the fleet budget did not answer within ${ms / 1000} s` };
-    });
+    return request.force === true ? forcedWithin(attempt, this.#o.config.storeTimeoutMs) : attempt;
   }
 
   #take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
@@ -177,12 +170,13 @@ export class FleetBudget implements ApprovalGate {
    * then refused: never a slot another member wrote, nor one this member held for it before.
    */
   abandon(eventId: string): Promise<void> {
-    const writes = this.#taken.get(eventId) ?? [];
-    this.#taken.delete(eventId);
     const { store, logger, config } = this.#o;
-    return this.#serial(() =>
-      giveBackTaken(this.#slots, { store, logger, group: config.group, me: this.#me, now: this.#now() }, writes, eventId),
-    ).catch((err: unknown) => {
+    // read once the take before it is done (a forced one may still be writing past its deadline)
+    return this.#serial(() => {
+      const writes = this.#taken.get(eventId) ?? [];
+      this.#taken.delete(eventId);
+      return giveBackTaken(this.#slots, { store, logger, group: config.group, me: this.#me, now: this.#now() }, writes, eventId);
+    }).catch((err: unknown) => {
       this.#o.logger.warn({ eventId, ...errorFields(err) }, 'fleet budget: could not give back the slot of a refused approval');
     });
   }

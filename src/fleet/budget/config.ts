@@ -82,7 +82,7 @@ export const FleetConfig = z
       .max(365 * 86400)
       .default(7 * 86400)
       .describe(
-        "A member whose record has not been written for this long (and for three of its heartbeats) is forgotten: the group's members delete its record as they heartbeat, a few at a time, each delete conditional on the version read, never one that holds a slot. At least unhealthyCountsForSeconds. se-bridge fleet forget removes one at once.",
+        "A member whose record has not been written for this long (and for three of its heartbeats) is forgotten: the group's members with a budget delete its record as they heartbeat, a few at a time, each delete conditional on the version read, never one that holds a slot. At least unhealthyCountsForSeconds. se-bridge fleet forget removes one at once.",
       ),
     retryMs: z
       .number()

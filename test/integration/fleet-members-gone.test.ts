@@ -364,10 +364,11 @@ describe('records whose times and durations do not read', () => {
       member('far', { heartbeatAt: '+275760-09-13T00:00:00.000Z' }),
       member('later', { events: [{ ...event, notBefore: '+275760-09-13T00:00:00.000Z' }] }),
       member('ok', {}),
+      member('settle', { settleSeconds: 1e300 }),
       { name: 'slot-0', version: '1', value: { member: 'ok', vm: 'ok', eventIds: ['E'], until: '+275760-09-13T00:00:00.000Z' } },
     ];
     const g = groupOf({ group: 'g', maxUnavailable: 1, store: 'test' }, records, [], now);
-    expect(g.skipped.map((s) => s.key).sort()).toEqual(['member-far', 'member-long', 'slot-0']);
+    expect(g.skipped.map((s) => s.key).sort()).toEqual(['member-far', 'member-long', 'member-settle', 'slot-0']);
     expect(g.members.map((m) => m.vm).sort()).toEqual(['later', 'ok']);
     expect(g.collision).toBeNull();
     expect(groupText(g, table)).toContain('Record slot-0 left out');

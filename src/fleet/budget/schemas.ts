@@ -72,6 +72,12 @@ export const MemberSchema = z.object({
     .optional(),
   version: text.optional(),
   maxUnavailable: z.union([z.number(), text]).optional(),
-  unhealthyCountsForSeconds: z.number().int().min(1).optional(),
-  settleSeconds: z.number().int().min(0).optional(),
+  // within the limits a configuration allows (fleet.unhealthyCountsForSeconds, health.settleSeconds)
+  unhealthyCountsForSeconds: z
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 86400)
+    .optional(),
+  settleSeconds: z.number().int().min(0).max(86400).optional(),
 });

@@ -15,6 +15,11 @@ export const PACKAGE_V8_FLAGS: readonly string[] = readFileSync(join(ROOT, 'bin'
   .trim()
   .split(/\s+/);
 export const quick = process.argv.includes('--quick');
+/** sizesOf: the group sizes a phase run alone is given (`node bench/x.ts 10 100`), or undefined for its own. */
+export function sizesOf(argv: readonly string[]): number[] | undefined {
+  const sizes = argv.map(Number).filter((x) => x > 0);
+  return sizes.length > 0 ? sizes : undefined;
+}
 export const silent = pino({ level: 'silent' });
 export const dir = mkdtempSync(join(tmpdir(), 'se-bridge-bench-'));
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -23,7 +23,7 @@ import { DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { CountingProxy } from '../testkit/counting-proxy.ts';
 import { FleetStores, memberVm, type StoreKind } from '../testkit/fleet-stores.ts';
 import { inChunks, outOfOrder, runWave, type WaveMember } from '../testkit/fleet-wave.ts';
-import { log, silent } from './common.ts';
+import { log, silent, sizesOf } from './common.ts';
 
 const K = 3;
 const HEARTBEAT_S = 30;
@@ -168,10 +168,6 @@ export async function phaseFleetCost(sizes: readonly number[] = [10, 100, 300]) 
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const sizes = process.argv
-    .slice(2)
-    .map(Number)
-    .filter((x) => x > 0);
-  const runs = await phaseFleetCost(sizes.length > 0 ? sizes : undefined);
+  const runs = await phaseFleetCost(sizesOf(process.argv.slice(2)));
   for (const r of runs) console.log(JSON.stringify(r));
 }

@@ -37,6 +37,8 @@ Commands:
                                            keys of fleet approvals
   fleet status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
                                            the fleet budget's group (with the relay's file: every group, and what is unwatched)
+  fleet forget VM [--force] [--config FILE] [--env-file FILE]
+                                           remove the record of a member gone for good from the group
   drill [--type TYPE] [--notice D] [--duration D] [--source S] [--sink NAME ...] [--prepare rehearse|real]
         [--cancel|--end] [--config FILE] [--env-file FILE] [--json]
                                            play one maintenance through the running daemon, end to end; nothing is asked of Azure

@@ -4,11 +4,17 @@
  *   fleet link-key --vm ID     a VM's link key, derived from the fleet key ($SE_BRIDGE_FLEET_KEY)
  *   fleet public-key           the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
  *   fleet status [--json]      the fleet budget's group: members, windows, slots
+ *   fleet forget VM [--force]  removes the record of a member gone for good
  * Keys are read from the environment, never from arguments (which other users may see).
  */
 import { createPublicKey } from 'node:crypto';
 import { decodeKey, keyBytes, linkKeyFor, newFleetKeys, privateKeyOf, sessionIdOf } from '../fleet/keys.ts';
-import { groupText, readGroup } from '../fleet/budget/group.ts';
+import { readGroup } from '../fleet/budget/group.ts';
+import { groupText } from '../fleet/budget/group-text.ts';
+import { forgetMember } from '../fleet/budget/forget.ts';
+import { openFleetStore } from '../fleet/budget/stores/open.ts';
+import type { FleetConfig } from '../fleet/budget/config.ts';
+import { visible } from '../present/text-line.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError, type ConfigValues } from './common.ts';
 import { loadRelayOrReport } from './relay-file.ts';
@@ -52,25 +58,50 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError("fleet status reads a member's file (--config) or the relay's (--relay-config), not both");
       return fleetOfRelay({ config: values['relay-config'], 'env-file': values['env-file'] }, values.json === true);
     }
-    const loaded = await loadOrReport(values, needs.sections('fleet'));
-    if (loaded === null) return EXIT.usage;
-    const fleet = loaded.config.fleet;
-    if (fleet === undefined) {
-      process.stderr.write(`${loaded.path}: fleet is not configured, so this VM belongs to no group\n`);
-      return EXIT.usage;
-    }
+    const fleet = await memberFleet(values);
+    if (fleet === null) return EXIT.usage;
     try {
       const g = await readGroup(fleet);
       process.stdout.write(values.json ? `${JSON.stringify(g, null, 2)}\n` : groupText(g, table));
       // what could be read is shown; a part that could not be is a failure all the same
       return g.unread.length === 0 ? EXIT.ok : EXIT.failure;
     } catch (err) {
-      const e = errorFields(err);
-      process.stderr.write(`se-bridge fleet status: ${e.code}: ${e.err}\n`);
-      return EXIT.failure;
+      return failed('fleet status', err);
     }
   }
-  throw new UsageError('fleet needs keys, link-key --vm ID, public-key or status');
+  if (verb === 'forget') return forget(rest);
+  throw new UsageError('fleet needs keys, link-key --vm ID, public-key, status or forget VM');
+}
+
+/** forget removes the record of a member gone for good (a VM scaled in or deleted) from the group's store. */
+async function forget(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { ...CONFIG_OPTIONS, force: { type: 'boolean' } }, true);
+  const [vm, ...more] = positionals;
+  if (vm === undefined || vm.trim() === '' || more.length > 0)
+    throw new UsageError('fleet forget needs one VM: its name or its resource id');
+  const fleet = await memberFleet(values);
+  if (fleet === null) return EXIT.usage;
+  const store = await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs);
+  try {
+    const r = await forgetMember(store, fleet.group, vm, values.force === true, Date.now());
+    if ('refused' in r) {
+      process.stderr.write(`se-bridge fleet forget: ${r.refused}\n`);
+      return EXIT.failure;
+    }
+    const m = r.removed.record;
+    const slot =
+      r.slot === null
+        ? ''
+        : ` Its slot ${r.slot.name} stays held until ${visible(r.slot.until ?? 'it is given back')}: the group counts it as down until then.`;
+    process.stdout.write(
+      `Removed the record of ${visible(m.vm)} (${r.removed.name}) from group ${fleet.group}; it was last written ${visible(m.heartbeatAt)}.${slot}\n`,
+    );
+    return EXIT.ok;
+  } catch (err) {
+    return failed('fleet forget', err);
+  } finally {
+    await store.close();
+  }
 }
 
 /** fleetOfRelay: every group of the relay's fleet store, and what no bridge watches, read once (only the store's secrets resolved). */
@@ -107,10 +138,23 @@ async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number
     }
     return s.unread.length === 0 ? EXIT.ok : EXIT.failure;
   } catch (err) {
-    const e = errorFields(err);
-    process.stderr.write(`se-bridge fleet status: ${e.code}: ${e.err}\n`);
-    return EXIT.failure;
+    return failed('fleet status', err);
   } finally {
     await reader.close();
   }
+}
+
+/** memberFleet: this VM's fleet block, or null when it has none or the file is not valid (said on stderr). */
+async function memberFleet(values: Parameters<typeof loadOrReport>[0]): Promise<FleetConfig | null> {
+  const loaded = await loadOrReport(values, needs.sections('fleet'));
+  if (loaded === null) return null;
+  if (loaded.config.fleet === undefined) process.stderr.write(`${loaded.path}: fleet is not configured, so this VM belongs to no group\n`);
+  return loaded.config.fleet ?? null;
+}
+
+/** failed: a command that could not read or write the store says why on stderr (exit 1). */
+function failed(what: string, err: unknown): number {
+  const e = errorFields(err);
+  process.stderr.write(`se-bridge ${what}: ${e.code}: ${e.err}\n`);
+  return EXIT.failure;
 }

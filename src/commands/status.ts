@@ -1,25 +1,29 @@
 /**
  * se-bridge status: one IMDS read (transient failures retried briefly; 410 for up to the
  * documented 70 s), then the current events with the time left until NotBefore, and who this
- * VM is; with a calendar, whether early approval is open now and until when; with health checks, what they find now (run once). `--json` prints the same for scripts.
+ * VM is; with a calendar, whether early approval is open now and until when; with health checks, what they find now (run once).
+ * What holds an approval not given is said where "not approved" would be: the calendar, or the
+ * fleet budget (the slots' holders, members not healthy, the queue). `--json` prints the same for scripts.
  */
 import { ImdsClient } from '../imds/client.ts';
 import { ImdsError } from '../imds/errors.ts';
 import { retryImds } from '../imds/retry.ts';
 import { affects, identityFrom, isLeader } from '../imds/identity.ts';
-import type { EventsDocument } from '../imds/wire.ts';
+import type { EventsDocument, ScheduledEvent } from '../imds/wire.ts';
 import { existsSync } from 'node:fs';
 import { humanDuration } from '../present/text-line.ts';
 import { Store, type ApprovalRecord } from '../store/store.ts';
 import type { SinkConfig } from '../config/schema.ts';
 import { calendarOf, healthOf } from '../config/cross.ts';
-import { Calendar, calendarNow, calendarNowText } from '../calendar/calendar.ts';
+import { Calendar, calendarNow, calendarNowText, type Within } from '../calendar/calendar.ts';
+import { decide, type Rule } from '../approval/policy.ts';
 import type { HealthConfig } from '../health/config.ts';
 import { HealthMonitor } from '../health/monitor.ts';
 import { pino } from 'pino';
 import { Preparations, preparersOf } from '../daemon/preparations.ts';
 import type { HealthState, PreparationState } from '../sinks/contract.ts';
-import { groupText, heldText, readGroup } from '../fleet/budget/group.ts';
+import { readGroup } from '../fleet/budget/group.ts';
+import { groupText, heldText } from '../fleet/budget/group-text.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
 import { controlCall } from '../control/client.ts';
@@ -55,10 +59,14 @@ export async function main(argv: string[]): Promise<number> {
     const { approvals, preparations } = readState(config.state.path, document.events, config.sinks, vm.name);
     const fleet =
       config.fleet === undefined ? undefined : await readGroup(config.fleet).catch((err: unknown) => ({ error: errorFields(err) }));
-    // an approval the fleet budget holds is said where "not approved" would be
-    const heldOf = (eventId: string): string | null => {
-      if (fleet === undefined || 'error' in fleet) return null;
-      const held = fleet.members.find((m) => m.vm.toLowerCase() === vm.name.toLowerCase())?.events.find((x) => x.eventId === eventId)?.held;
+    const cal = calendarOf(config) === undefined ? null : new Calendar(calendarOf(config)!);
+    // what holds an approval is said where "not approved" would be: the calendar now, else the fleet budget when it held it
+    const heldOf = (e: ScheduledEvent): string | null => {
+      const byCalendar = cal === null ? null : calendarHold(cal, e, config.approval.rules, vm.name, now);
+      if (byCalendar !== null || fleet === undefined || 'error' in fleet) return byCalendar;
+      const held = fleet.members
+        .find((m) => m.vm.toLowerCase() === vm.name.toLowerCase())
+        ?.events.find((x) => x.eventId === e.eventId)?.held;
       return held === undefined ? null : heldText(held);
     };
     const events = document.events.map((e) => ({
@@ -74,13 +82,12 @@ export async function main(argv: string[]): Promise<number> {
       durationInSeconds: e.durationInSeconds,
       description: e.description,
       approval: approvals.get(e.eventId) ?? null,
-      held: heldOf(e.eventId),
+      held: e.eventStatus === 'Scheduled' && approvals.get(e.eventId) === undefined ? heldOf(e) : null,
       preparations: preparations.get(e.eventId) ?? [],
     }));
     const drill = await drillNow(config.state.path);
     const health = await checkOnce(healthOf(config), vm.resourceId);
-    const calendarConfig = calendarOf(config);
-    const calendar = calendarConfig === undefined ? null : calendarNow(new Calendar(calendarConfig), now);
+    const calendar = cal === null ? null : calendarNow(cal, now);
     if (values.json) {
       const more = {
         ...(fleet === undefined ? {} : { fleet }),
@@ -129,6 +136,24 @@ export async function main(argv: string[]): Promise<number> {
   } finally {
     await client.close();
   }
+}
+
+/**
+ * calendarHold: how the calendar holds the early approval of `e` now, in words, or null when it
+ * does not: a blackout holds every one (a person's too, unless forced); outside the windows, a
+ * rule bound `within: windows` waits for the next.
+ */
+function calendarHold(cal: Calendar, e: ScheduledEvent, rules: readonly Rule[], vmName: string, now: number): string | null {
+  const d = decide(rules, e, vmName, now);
+  const within: Within = (d.action === 'approve' || d.action === 'approveAfterHooks') && d.rule !== null ? rules[d.rule]!.within : 'any';
+  if (cal.allows(now, within)) return null;
+  const notBefore = e.notBefore === null ? undefined : Date.parse(e.notBefore);
+  const opens = cal.nextAllowed(now, within, notBefore);
+  const next = opens === null ? 'none before NotBefore' : `until ${new Date(opens).toISOString()}`;
+  const state = cal.stateAt(now);
+  if (state.blackout !== null)
+    return `held by the calendar (inside the blackout ${state.blackout}, ${next}; only a forced approval goes through)`;
+  return `held by the calendar (outside the maintenance windows, ${next}; the rule ${d.reason} waits for a window)`;
 }
 
 /** checkOnce runs this VM's health checks once (each with its deadline), or says null without a health block. */

@@ -57,7 +57,9 @@ ${CONFIG}
   status: `Usage: se-bridge status [--config FILE] [--env-file FILE] [--json]
 
 Reads IMDS once: the events with the time left until NotBefore, their approval and
-preparations (read from the daemon's state database), and who this VM is. Exit 1 when IMDS
+preparations (read from the daemon's state database), and who this VM is. An approval not given
+says what holds it: the calendar (a blackout, or outside the windows, until when), or the fleet
+budget (the slots' holders, members not healthy counted as down, the queue). Exit 1 when IMDS
 cannot be read.
 
 ${CONFIG}
@@ -117,17 +119,36 @@ Exit 2 on a configuration problem, 1 when it cannot start.
 ${RELAY_CONFIG}
 `,
   fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
+       se-bridge fleet forget VM [--force] [--config FILE] [--env-file FILE]
 
   keys                a new relay signing key pair and fleet key (JSON)
   link-key --vm ID    a VM's link key, from $SE_BRIDGE_FLEET_KEY and the VM's resource id
   public-key          the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
   status              the fleet budget's group (or, with --relay-config, every group and what is unwatched)
+  forget VM           removes the record of a member gone for good (a VM scaled in or deleted) from the group
+`,
+  'fleet forget': `Usage: se-bridge fleet forget VM [--force] [--config FILE] [--env-file FILE]
+
+Removes the record of a member that no longer exists (a VM scaled in or deleted) from the fleet
+budget's store, named by its VM name or its resource id, and says what it removed. The group's
+members forget such records by themselves after fleet.forgetAfterSeconds (7 days by default);
+this does it now. The record is removed only as it was read: a member that writes it meanwhile
+keeps it. Exit 1, removing nothing, when no member or more than one has that name, when its
+record is fresh (the member is alive and would write it again), or when it holds a slot (the
+slot counts until its recorded end in any case).
+
+  VM                  the member's VM name, or its resource id (any case)
+  --force             remove the record even when it is fresh, or the member holds a slot
+${CONFIG}
 `,
   'fleet status': `Usage: se-bridge fleet status [--config FILE] [--env-file FILE] [--json]
        se-bridge fleet status --relay-config FILE [--env-file FILE] [--json]
 
 Reads the fleet budget's store once: the group's members with their pending events and last
-heartbeat (stopped ones marked), who holds the slots and since when, and a collision foretold.
+heartbeat (stopped ones marked), who holds the slots and since when, what holds each held
+approval (the slots' holders, members not healthy counted as down, the queue), the members not
+healthy that count as down and those left out of the count, and a collision foretold (who is due
+when, and what the group allows).
 With --relay-config, reads the relay's fleet store: every group at once, the events Azure's feed
 lists that no bridge watches, and the stale members. Only the store's secrets are resolved.
 Exit 1 when the store, or a part of it, cannot be read; 2 when the file has no fleet.

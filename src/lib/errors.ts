@@ -84,6 +84,10 @@ export const CODES = {
   FLEET_HEALTH_TIMEOUT:
     'a member was still not healthy timeoutSeconds after its maintenance (fleet.health): its slot was given back all the same',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",
+  FLEET_MEMBER_IGNORED:
+    'a member not healthy (or its record stale) past fleet.unhealthyCountsForSeconds no longer counts against its group: left out, and named (se-bridge fleet forget removes one gone for good)',
+  FLEET_MEMBER_FORGOTTEN:
+    "a member whose record was not written for fleet.forgetAfterSeconds was forgotten: its record deleted from the group's store, at the version read",
   // calendars
   BLACKOUT:
     'a blackout of the calendar holds the approval (409; only a person forcing it, with a reason, goes past it; maintenance starts at NotBefore)',

@@ -11,20 +11,34 @@ import { build, dataWith, type BridgeEvent, type MappingContext } from './cloude
 import type { CollisionInfo } from './info.ts';
 
 /**
- * toCollisionCloudEvent is `fleet.collision`: its id is the wave's (`fleet.collision/<wave id>`),
- * so every member's first word of one wave is the same event to a consumer that deduplicates; a
- * later word of the same wave, as members are seen or complete, is
- * `fleet.collision/<wave id>/<members due>`. Its data is this member's own colliding event, with
- * the collision beside it.
+ * collisionIdOf: the CloudEvent id of one word about a wave of colliding maintenance: a digest of
+ * the wave's id and the EventIds the word says are due (sorted, each once). Every member that says
+ * the same of the same wave says it under the same id, so copies deduplicate; a word about
+ * another set of members due (more are seen, or some complete) is a new id.
+ */
+export function collisionIdOf(waveId: string, eventIds: readonly string[]): string {
+  const due = [...new Set(eventIds)].sort();
+  return `fleet.collision/${createHash('sha256')
+    .update(JSON.stringify([waveId, due]))
+    .digest('hex')
+    .slice(0, 40)}`;
+}
+
+/**
+ * toCollisionCloudEvent is `fleet.collision`: its id is collisionIdOf the wave and the members
+ * due, and `data.collision.id` the wave's own id, the same in every word of one wave. Its data is
+ * this member's own colliding event, with the collision beside it.
  */
 export function toCollisionCloudEvent(
   own: ScheduledEvent,
   incarnation: number,
   collision: CollisionInfo,
   ctx: MappingContext,
-  update = false,
 ): BridgeEvent {
-  const id = `fleet.collision/${collision.id}${update ? `/${collision.due.length}` : ''}`;
+  const id = collisionIdOf(
+    collision.id,
+    collision.due.map((d) => d.eventId),
+  );
   return build(id, 'fleet.collision', dataWith(own, incarnation, ctx, { collision }), incarnation, ctx);
 }
 

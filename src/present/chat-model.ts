@@ -143,9 +143,10 @@ export function toChatMessage(
     const c = d.collision;
     const between = `between ${utcText(c.from).slice(11)} and ${utcText(c.to).slice(11)}`;
     const within = c.due.length + (c.unhealthy?.length ?? 0) <= c.maxUnavailable;
+    const of = `${c.due.length} of ${c.group}'s ${c.members} member${c.members === 1 ? '' : 's'}`;
     plainWords = within
-      ? `${c.due.length} of ${c.group}'s ${c.members} members still due for maintenance ${between}: within the group's budget of ${c.maxUnavailable} now`
-      : `${c.due.length} of ${c.group}'s ${c.members} members are due for maintenance ${between}; the group allows ${c.maxUnavailable}${c.unhealthy?.length ? ` and ${c.unhealthy.join(', ')} ${c.unhealthy.length === 1 ? 'is' : 'are'} not healthy` : ''}${c.atOnce > c.maxUnavailable ? `, and Azure takes ${c.atOnce} down at once if nothing changes` : ''}`;
+      ? `${of} still due for maintenance ${between}: within the group's budget of ${c.maxUnavailable} now`
+      : `${of} ${c.due.length === 1 ? 'is' : 'are'} due for maintenance ${between}; the group allows ${c.maxUnavailable}${c.unhealthy?.length ? ` and ${c.unhealthy.join(', ')} ${c.unhealthy.length === 1 ? 'is' : 'are'} not healthy` : ''}${c.atOnce > c.maxUnavailable ? `, and Azure takes ${c.atOnce} down at once if nothing changes` : ''}`;
     title = plainWords;
     severity = within ? 'resolved' : 'high';
     rank = within ? 0 : 9;

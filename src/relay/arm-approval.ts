@@ -16,12 +16,14 @@ import { HttpError } from '../approval/requests.ts';
 import { ApprovalError } from '../approval/service.ts';
 import { isEventId, resourceIdText } from '../azure/resource-id.ts';
 import { errorFields, messageOf } from '../lib/errors.ts';
-import { FleetConfig } from '../fleet/budget/config.ts';
-import { unhealthyOf } from '../fleet/budget/health-gate.ts';
+import { FleetConfig, UNHEALTHY_COUNTS_FOR_SECONDS } from '../fleet/budget/config.ts';
+import { giveBackTaken, type Written } from '../fleet/budget/give-back.ts';
+import { unavailableOf } from '../fleet/budget/unavailable.ts';
 import { membersOf } from '../fleet/budget/parse.ts';
-import { memberKey, MEMBER_PREFIX, type MemberRecord } from '../fleet/budget/records.ts';
+import { asSlot, memberKey, MEMBER_PREFIX, type MemberRecord } from '../fleet/budget/records.ts';
 import { MemberSlots } from '../fleet/budget/slots.ts';
 import { openFleetStore } from '../fleet/budget/stores/open.ts';
+import type { FleetStore } from '../fleet/budget/stores/port.ts';
 import { azureRecordName, AzureRecordSchema, subscriptionOf, vmOf, type AzureRecord } from '../fleet/view/azure.ts';
 import { lower } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
@@ -102,18 +104,22 @@ export class ArmApprovals {
         'MANY_VMS',
         `event ${q.eventId} takes down ${t.event.resources.length} VMs at once (${t.event.resources.join(', ')}): approving it approves every one of them, past any one member's slot; force with a reason`,
       );
-    const slots = await this.#take(t, q);
-    const answer = await this.#arm.acknowledge(t.resource, [q.eventId]).catch((err: unknown) => {
-      // no answer: Azure may have taken it, so the slot is kept until its recorded end (a repeat asks again)
-      throw new HttpError(
-        503,
-        'ARM_UNAVAILABLE',
-        `Resource Manager did not answer (${messageOf(err)}); the group's slot is kept until the maintenance's recorded end: ask again`,
-      );
-    });
-    if (answer.status < 200 || answer.status > 299) {
-      await this.#giveBack(slots, q.eventId);
-      throw refusal(answer);
+    const taken = await this.#take(t, q);
+    try {
+      const answer = await this.#arm.acknowledge(t.resource, [q.eventId]).catch((err: unknown) => {
+        // no answer: Azure may have taken it, so the slot is kept until its recorded end (a repeat asks again)
+        throw new HttpError(
+          503,
+          'ARM_UNAVAILABLE',
+          `Resource Manager did not answer (${messageOf(err)}); the group's slot is kept until the maintenance's recorded end: ask again`,
+        );
+      });
+      if (answer.status < 200 || answer.status > 299) {
+        await this.#giveBack(taken, q.eventId);
+        throw refusal(answer);
+      }
+    } finally {
+      await taken?.store.close();
     }
     const at = new Date().toISOString();
     const record = { by: q.approver, at, ...(q.reason ? { reason: q.reason } : {}), ...(q.force ? { forced: true as const } : {}) };
@@ -143,7 +149,7 @@ export class ArmApprovals {
    * arm-budget.ts, the unhealthy members counted), or refuses as its bridge would (409 held, 503
    * store). A VM no record names has no group: only a forced approval goes on, taking nothing.
    */
-  async #take(t: ArmTarget, q: ArmRequest): Promise<MemberSlots | null> {
+  async #take(t: ArmTarget, q: ArmRequest): Promise<Taken | null> {
     const fleet = this.#config.fleet!;
     if (t.group === null) {
       if (!q.force) throw noBudget(t.name);
@@ -177,10 +183,24 @@ export class ArmApprovals {
     const vm = vmOf(t.name, t.group.member.resourceId ?? '');
     const key = memberKey({ name: t.group.member.vm, resourceId: t.group.member.resourceId });
     const slots = new MemberSlots({ config, store, logger: this.#logger, me: () => ({ key, vm }), k: () => budget?.k ?? 0, now: Date.now });
+    // a member not healthy counts as down, for as long as the longest bound its group's records state
+    const bounds = {
+      unhealthyCountsForSeconds: Math.max(UNHEALTHY_COUNTS_FOR_SECONDS, ...records.map((m) => m.unhealthyCountsForSeconds ?? 0)),
+      settleSeconds: 0,
+      marginSeconds: config.marginSeconds,
+    };
     try {
       const by = { by: q.approver, via: 'arm', ...(q.reason ? { reason: q.reason } : {}) };
-      await slots.take(t.event, q.force ? 'forced' : 'early', by, undefined, async () => unhealthyOf(records, key, Date.now()));
-      return slots;
+      const { writes } = await slots.take(t.event, q.force ? 'forced' : 'early', by, undefined, async (read) =>
+        unavailableOf(
+          records,
+          read.map((r) => asSlot(r.value)),
+          key,
+          Date.now(),
+          bounds,
+        ).filter((u) => u.counts),
+      );
+      return { slots, store, writes, key, group };
     } catch (err) {
       await store.close();
       if (err instanceof ApprovalError && err.code === 'HELD')
@@ -193,12 +213,13 @@ export class ArmApprovals {
     }
   }
 
-  async #giveBack(slots: MemberSlots | null, eventId: string): Promise<void> {
-    await slots
-      ?.release((ids) => ids.filter((id) => id !== eventId))
-      .catch((err: unknown) => {
-        this.#logger.warn({ ...errorFields(err), eventId }, 'relay: could not give back the slot of a refused approval');
-      });
+  /** giveBack gives back exactly what the take wrote for `eventId`, each record at the version written. */
+  async #giveBack(taken: Taken | null, eventId: string): Promise<void> {
+    if (taken === null) return;
+    const o = { store: taken.store, logger: this.#logger, group: taken.group, me: taken.key, now: Date.now() };
+    await giveBackTaken(taken.slots, o, taken.writes, eventId).catch((err: unknown) => {
+      this.#logger.warn({ ...errorFields(err), eventId }, 'relay: could not give back the slot of a refused approval');
+    });
   }
 
   /** record writes who asked into the event's record (made from the event when Azure's feed has none). */
@@ -219,6 +240,15 @@ export class ArmApprovals {
       if ((await store.put(name, { ...base, acknowledged }, current?.version ?? null)) !== null) return;
     }
   }
+}
+
+/** What a take holds for the approval: the member's slots, the group's store (closed once answered), and the records it wrote. */
+interface Taken {
+  readonly slots: MemberSlots;
+  readonly store: FleetStore;
+  readonly writes: readonly Written[];
+  readonly key: string;
+  readonly group: string;
 }
 
 /** refusal: Resource Manager's refusal as the relay answers it (the slot given back already). */

@@ -109,6 +109,7 @@ export class FleetRoutes {
           ...{ version: m.version ?? null, holdsSlot: m.holdsSlot, events: m.events.length },
           ...(m.health ? { health: m.health } : {}),
           ...(m.calendar ? { calendar: m.calendar } : {}),
+          ...(m.unavailable ? { unavailable: m.unavailable } : {}),
         })),
       ),
       stale: s.groups.flatMap((g) =>

@@ -93,6 +93,7 @@ describe('se-bridge CLI', () => {
       ['fleet', 'keys'],
       ['fleet', 'link-key'],
       ['fleet', 'public-key'],
+      ['fleet', 'forget'],
       ['template'],
       ['template', 'test'],
     ];

@@ -4,6 +4,7 @@
  * (testkit/fleet-stores.ts). What is measured is what Azure sees: each VM's StartRequests at its
  * simulator, and the moment the member gave its slot back.
  */
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
@@ -14,6 +15,9 @@ import { startRelay } from '../../src/relay/relay.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { API_SECRET, fleetApproval, fleetKeys, fleetPeer, relayConfig, sessionOf } from '../../testkit/fleet.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
+import { collisionIdOf } from '../../src/pipeline/notices.ts';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { launchChromium } from '../../testkit/browser.ts';
 import parsePrometheus from 'parse-prometheus-text-format';
@@ -107,21 +111,63 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     expect(readiness).toMatchObject({ group: `api-${kind}`, maxUnavailable: 1, storeReachable: true });
   }, 60_000);
 
+  it('a refused StartRequests gives back exactly what its take wrote: never the slots of a maintenance another member started', async () => {
+    const group = `give-back-${kind}`;
+    const approval = (i: number) => ({ approval: { secret: SECRET }, server: { listen: '127.0.0.1:0' }, identity: { vmName: `m${i}` } });
+    const [m0, m1, m2] = await Promise.all([0, 1, 2].map((i) => member(kind, group, i, approval(i))));
+    // one maintenance of m0 and m1 (one event names both): each VM's IMDS lists it
+    const shared = { EventId: randomUUID().toUpperCase(), Resources: ['m0', 'm1'], noticeMs: 600_000, startedMs: 600_000 };
+    m0!.sim.addEvent(shared);
+    m1!.sim.addEvent(shared);
+    const e2 = m2!.sim.addEvent({ noticeMs: 600_000, startedMs: 600_000 });
+    const config = FleetConfig.parse({ group, maxUnavailable: 2, store: stores.config(kind) });
+    const listed = async () => (await readGroup(config)).members.filter((m) => m.events.some((e) => e.eventId === shared.EventId)).length;
+    await waitFor(async () => (await listed()) === 2, "both members' records list the shared maintenance", 15_000, 100);
+    await waitFor(() => m2!.kinds().includes(`scheduled:${e2.eventId}`), "m2's event");
+    const post = (h: Harness, body: Record<string, unknown>) => postApproval(h.bridge.approvalServerUrl!, SECRET, body);
+    // m1 approves it for both: two slots, in m1's and m0's names; m1's IMDS starts it (Azure starts it for both)
+    expect(await post(m1!, { eventId: shared.EventId, approver: 'alice' })).toMatchObject({ status: 200 });
+    const held = async () =>
+      (await readGroup(config)).slots
+        .filter((s) => s.eventId === shared.EventId)
+        .map((s) => s.vm)
+        .sort();
+    expect(await held()).toEqual(['m0', 'm1']);
+    // m0 is asked too, and its IMDS refuses StartRequests: its take wrote nothing, so nothing is given back
+    m0!.sim.injectFault({ kind: 'status', status: 400, target: 'start' });
+    expect(await post(m0!, { eventId: shared.EventId, approver: 'bob' })).toMatchObject({
+      status: 502,
+      json: { error: { code: 'IMDS_REFUSED' } },
+    });
+    expect(await held()).toEqual(['m0', 'm1']);
+    // the group's two slots are both down for that maintenance: m2 is held, and Azure never hears of it
+    const third = await post(m2!, { eventId: e2.eventId, approver: 'carol' });
+    expect(third).toMatchObject({ status: 409, json: { status: 'held', error: { code: 'HELD' } } });
+    expect(m2!.sim.startRequests).toHaveLength(0);
+  }, 60_000);
+
   it('a collision foretold: one fleet.collision CloudEvent with the same id from every member due, once', async () => {
     const group = `collide-${kind}`;
     const hs = await Promise.all([0, 1, 2].map((i) => member(kind, group, i, {}, { maxUnavailable: 1 })));
     const notBefore = 600_000;
     for (const h of hs) h.sim.addEvent({ EventType: 'Reboot', noticeMs: notBefore, DurationInSeconds: 60 });
     // the members' records arrive one by one, so a member may first see two of the three due, then
-    // all three: one wave, one wave id in every word of every member, and each member's first word
-    // of it is one CloudEvent id
+    // all three: one wave, one wave id in every word of every member, and every member's word of
+    // all three due is one CloudEvent id, whether it was its first word or not
     const collisions = (h: Harness) => h.events().filter((e) => e.type === 'azure.scheduledevent.fleet.collision');
     const ofAll = (h: Harness) => collisions(h).filter((e) => e.data.collision.due.length === 3);
     await waitFor(() => hs.every((h) => ofAll(h).length === 1), 'the collision of all three at every member', 20_000, 100);
     const waves = new Set(hs.flatMap((h) => collisions(h).map((e) => e.data.collision.id)));
     expect(waves.size).toBe(1);
     const [wave] = waves;
-    expect(new Set(hs.map((h) => collisions(h)[0]!.id))).toEqual(new Set([`fleet.collision/${wave}`]));
+    expect(new Set(hs.map((h) => ofAll(h)[0]!.id))).toEqual(
+      new Set([
+        collisionIdOf(
+          wave,
+          ofAll(hs[0]!)[0]!.data.collision.due.map((d: { eventId: string }) => d.eventId),
+        ),
+      ]),
+    );
     const ce = ofAll(hs[0]!)[0]!;
     expect(ce.data.collision).toMatchObject({ group, maxUnavailable: 1, members: 3 });
     expect(ce.data.collision.due.map((d: { vm: string }) => d.vm).sort()).toEqual(['m0', 'm1', 'm2']);

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
-import { groupText, readGroup } from '../../src/fleet/budget/group.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
+import { groupText } from '../../src/fleet/budget/group-text.ts';
 import { asSlot, windowsOf, type MemberRecord } from '../../src/fleet/budget/records.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -109,6 +110,45 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     expect(await outcome(b.budget.take(eventFor('vm-b'), api))).toBe('granted');
   });
 
+  it('IMDS refused the approval: the slot its take wrote is given back, even renewed since; an event the slot held before keeps it', async () => {
+    const group = `abandon-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a', { maxUnavailable: 2 }), member(kind, group, 'vm-b')]);
+    const ea = eventFor('vm-a');
+    await a.read([ea]);
+    expect(await a.budget.take(ea, api)).toMatchObject({ slot: 'slot-0' });
+    // a read past its NotBefore renews it (its recorded end moved by more than a heartbeat): a new version
+    const renewedFrom = a.budget.state().slot!.until;
+    a.now = Date.now() + 20 * 60_000;
+    await a.read([ea]);
+    expect(a.budget.state().slot!.until).not.toBe(renewedFrom);
+    await a.budget.abandon(ea.eventId);
+    expect(a.budget.state().slot).toBeNull();
+    expect(await outcome(b.budget.take(eventFor('vm-b'), api))).toBe('granted');
+
+    // vm-c is down for its own maintenance (Started): another of its events shares the slot; that one refused, the first keeps it
+    const c = await member(kind, group, 'vm-c', { maxUnavailable: 2 });
+    const started = eventFor('vm-c', { eventStatus: 'Started', notBefore: null });
+    const next = eventFor('vm-c');
+    await c.read([started, next]);
+    expect(c.budget.state().slot).toMatchObject({ eventIds: [started.eventId], mode: 'started' });
+    expect(await c.budget.take(next, api)).toMatchObject({ slot: c.budget.state().slot!.name });
+    expect(c.budget.state().slot!.eventIds).toEqual([started.eventId, next.eventId]);
+    await c.budget.abandon(next.eventId);
+    expect(c.budget.state().slot!.eventIds).toEqual([started.eventId]);
+    // asked for an event its slot held already, the take writes nothing, and a refusal gives nothing back
+    expect(await c.budget.take({ ...started, eventStatus: 'Scheduled' }, api)).toMatchObject({ slot: c.budget.state().slot!.name });
+    await c.budget.abandon(started.eventId);
+    expect(c.budget.state().slot!.eventIds).toEqual([started.eventId]);
+    const store = await openFleetStore(FleetConfig.parse({ group, maxUnavailable: 2, store: storeConfig(kind) }).store, group);
+    expect(
+      (await store.list('slot-'))
+        .map((r) => asSlot(r.value))
+        .filter((x) => x.member !== null)
+        .map((x) => x.vm)
+        .sort(),
+    ).toEqual(['vm-b', 'vm-c']);
+  });
+
   it('an event that Started at NotBefore without an early approval takes a slot: the others wait for it', async () => {
     const group = `started-${kind}`;
     const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
@@ -201,7 +241,7 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     expect(held.by).toEqual(['vm-a']);
     expect(Date.parse(held.since)).toBeGreaterThan(Date.now() - 60_000);
     expect(groupText(g, (h, rows) => [h, ...rows].map((r) => r.join(' | ')).join('\n'))).toContain(
-      `Reboot Scheduled not before ${eb.notBefore}, held by the budget (slots held by vm-a) since ${held.since}`,
+      `Reboot Scheduled not before ${eb.notBefore}, held by the budget (slot held by vm-a) since ${held.since}`,
     );
     // once the slot is free and the approval goes through, the record says so no more
     a.givenBack = true;

@@ -15,7 +15,10 @@ import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { API_SECRET, fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
 import { RelayConfig } from '../../src/relay/config.ts';
 import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
-import { FleetStores } from '../../testkit/fleet-stores.ts';
+import { FleetStores, memberVm } from '../../testkit/fleet-stores.ts';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { memberKey } from '../../src/fleet/budget/records.ts';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { start } from '../e2e/process.ts';
@@ -165,6 +168,31 @@ describe('the fleet view: every member in one store, read by the relay', () => {
       dir.cleanup();
     }
   }, 90_000);
+
+  it("names a member not healthy past its bound, left out of its group's count, and one that still counts", async () => {
+    const container = 'view-unavailable';
+    const group = 'fv-gone';
+    const members = await openFleetStore(FleetConfig.parse({ group, store: store(container) }).store, group);
+    const now = Date.now();
+    const record = (vm: string, heartbeatAt: number, healthy: boolean) => ({
+      ...{ member: memberKey(memberVm(vm)), vm, resourceId: memberVm(vm).resourceId, heartbeatAt: new Date(heartbeatAt).toISOString() },
+      ...{ heartbeatSeconds: 30, events: [], slot: null, maxUnavailable: 1, unhealthyCountsForSeconds: 600 },
+      health: { healthy, since: new Date(heartbeatAt - 60_000).toISOString(), ...(healthy ? {} : { detail: 'answered 503' }) },
+    });
+    try {
+      for (const r of [record('live', now, true), record('sick', now, false), record('gone', now - 30 * 86_400_000, true)])
+        await members.put(`member-${r.member}`, r, null);
+    } finally {
+      await members.close();
+    }
+    const r = await relay(container);
+    const fleet = await read(r, '/v1/fleet');
+    const byVm = Object.fromEntries((fleet.json.members as Record<string, any>[]).map((m) => [m.vm, m]));
+    expect(byVm.live).not.toHaveProperty('unavailable');
+    expect(byVm.sick.unavailable).toMatchObject({ counts: true, why: 'answered 503' });
+    expect(byVm.gone.unavailable).toMatchObject({ counts: false, why: 'its record went stale' });
+    expect(Date.parse(byVm.gone.unavailable.countsUntil)).toBe(now - 30 * 86_400_000 + 600_000);
+  });
 
   it('refuses a read without a key, with a wrong one, and a bad query, each with a JSON 4xx', async () => {
     const r = await relay('view-refusals');

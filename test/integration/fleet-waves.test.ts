@@ -32,8 +32,15 @@ function recordOf(vm: string, eventId: string, status = 'Scheduled'): MemberReco
   };
 }
 
+/** dueSet: the EventIds a collision CloudEvent says are due, sorted: what the statement is about. */
+const dueSet = (e: BridgeEvent): string =>
+  e.data
+    .collision!.due.map((d) => d.eventId)
+    .sort()
+    .join(',');
+
 describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
-  it('ten members due at once, K = 2: one wave id on every member (found at once by all), updated as members complete, down to within the budget', async () => {
+  it('ten members due at once, K = 2: one wave id on every member (found at once by all), one CloudEvent id per set of members due on every member, updated as members complete, down to within the budget', async () => {
     const group = `waves-${kind}`;
     const vms = Array.from({ length: 10 }, (_, i) => `w${i}`);
     const events = vms.map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
@@ -63,8 +70,20 @@ describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
       const first = members.map((m) => m.said[0]!);
       expect(new Set(first.map((e) => e.data.collision!.id)).size).toBe(1);
       const wave = first[0]!.data.collision!.id;
-      // every member's first word of the wave is one CloudEvent id; every later word carries the same wave
-      expect(new Set(first.map((e) => e.id))).toEqual(new Set([`fleet.collision/${wave}`]));
+      // one statement, one id: every member's word of the same members due is one CloudEvent id
+      // (whether it was that member's first word or a later one), another set of members due another
+      const words = members.flatMap((m) => m.said);
+      expect(words.every((e) => e.data.collision!.id === wave)).toBe(true);
+      const idsBySet = new Map<string, Set<string>>();
+      for (const e of words) {
+        const set = dueSet(e);
+        idsBySet.set(set, (idsBySet.get(set) ?? new Set()).add(e.id));
+      }
+      expect(idsBySet.get(dueSet(words.find((e) => e.data.collision!.due.length === 10)!))?.size).toBe(1);
+      for (const [set, ids] of idsBySet) expect(ids.size, `the ids of ${set}`).toBe(1);
+      const ids = [...idsBySet.values()].map((s) => [...s][0]!);
+      expect(new Set(ids).size).toBe(idsBySet.size);
+      for (const id of ids) expect(id).toMatch(/^fleet\.collision\/[0-9a-f]{40}$/);
       const last = members.map((m) => m.said.at(-1)!);
       for (const e of last) expect(e.data.collision).toMatchObject({ id: wave, atOnce: 10 });
       expect(last.every((e) => e.data.collision!.due.length === 10)).toBe(true);
@@ -76,12 +95,18 @@ describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
       await Promise.all(members.map((m) => m.forecast.foretell(all)));
       expect(members.map((m) => m.said.length)).toEqual(before);
 
-      // members complete (their events Started, then gone): w9 hears it of the wave, under the same id
-      const w9 = members[9]!;
+      // members complete (their events Started, then gone): w9 and w8 hear it of the wave, under the same wave id, each
+      // change of the members due a new CloudEvent id, the same on both
+      const [w8, w9] = [members[8]!, members[9]!];
+      const seen = new Set(ids);
       for (const done of [3, 6, 8]) {
         const records = all.map((r, i) => (i < done ? recordOf(r.vm, events[i]!.eventId, 'Started') : r));
-        await w9.forecast.foretell(records);
-        expect(w9.said.at(-1)).toMatchObject({ id: `fleet.collision/${wave}/${10 - done}`, data: { collision: { id: wave } } });
+        await Promise.all([w8.forecast.foretell(records), w9.forecast.foretell(records)]);
+        expect(w9.said.at(-1)).toMatchObject({ data: { collision: { id: wave } } });
+        expect(w9.said.at(-1)!.data.collision!.due).toHaveLength(10 - done);
+        expect(w8.said.at(-1)!.id).toBe(w9.said.at(-1)!.id);
+        expect(seen.has(w9.said.at(-1)!.id)).toBe(false);
+        seen.add(w9.said.at(-1)!.id);
       }
       // two left: within the budget now, said once, and the wave is done
       expect(toChatMessage(w9.said.at(-1)!).title).toMatch(

@@ -2,6 +2,7 @@ import { CloudEvent, HTTP } from 'cloudevents';
 import { describe, expect, it } from 'vitest';
 import { cloudEventId, encodeSource, fromJson, sourceFor, toApprovedCloudEvent, toCloudEvent } from '../../src/pipeline/cloudevent.ts';
 import { diff } from '../../src/pipeline/diff.ts';
+import { collisionIdOf } from '../../src/pipeline/notices.ts';
 import { identityFrom } from '../../src/imds/identity.ts';
 import { fixtureDocument } from '../helpers.ts';
 
@@ -191,5 +192,19 @@ describe('ids of a transition that recurs', () => {
     const again = toCloudEvent(t!, { vm: vm1, observedAt: '2022-04-11T22:10:00.000Z', occurrence: 2 });
     expect(again.id).toBe(`${first.id}/2`);
     expect(again.data).toEqual(first.data);
+  });
+});
+
+describe('the id of a fleet.collision', () => {
+  it('is a function of the wave and the set of EventIds due: their order and repeats change nothing, another set or wave is another id', () => {
+    const id = collisionIdOf('wave-1', ['B', 'A', 'C']);
+    expect(id).toMatch(/^fleet\.collision\/[0-9a-f]{40}$/);
+    expect(collisionIdOf('wave-1', ['C', 'A', 'B'])).toBe(id);
+    expect(collisionIdOf('wave-1', ['A', 'B', 'C', 'A'])).toBe(id);
+    expect(collisionIdOf('wave-1', ['A', 'B'])).not.toBe(id);
+    expect(collisionIdOf('wave-2', ['A', 'B', 'C'])).not.toBe(id);
+    // what a record says is untrusted: no EventId, however it is spelled, makes two sets read as one
+    expect(collisionIdOf('wave-1', ['A\nB'])).not.toBe(collisionIdOf('wave-1', ['A', 'B']));
+    expect(collisionIdOf('wave-1\nA', ['B'])).not.toBe(collisionIdOf('wave-1', ['A', 'B']));
   });
 });

@@ -63,7 +63,10 @@ function member(
 }
 
 function snapshot(members: GroupStatus['members'][number][], azure: AzureRecord[]): FleetSnapshot {
-  const group: GroupStatus = { group: 'g', maxUnavailable: 1, store: 's', members, slots: [], skipped: [], unread: [], collision: null };
+  const group: GroupStatus = {
+    ...{ group: 'g', maxUnavailable: 1, store: 's', members, slots: [], skipped: [], unread: [] },
+    ...{ unhealthyCountsForSeconds: 3600, collision: null },
+  };
   return {
     readAt: NOW,
     store: 's',

@@ -53,6 +53,8 @@ export async function attachBudget(ctx: BudgetContext) {
     logger: ctx.logger,
     route: ctx.route,
     waves: new Waves(store, fleet.group),
+    unhealthyCountsForSeconds: fleet.unhealthyCountsForSeconds,
+    marginSeconds: fleet.marginSeconds,
     ...(ctx.health === undefined ? {} : { settleSeconds: ctx.health.config.settleSeconds }),
     committed: (event) => {
       metrics.transitions.inc({ transition: 'fleet.collision', drill: 'false' });
@@ -72,9 +74,9 @@ export async function attachBudget(ctx: BudgetContext) {
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
-      onMembers: (members) =>
+      onMembers: (members, slots) =>
         void forecast
-          .foretell(members)
+          .foretell(members, slots)
           .catch((err: unknown) => ctx.logger.warn({ ...errorFields(err) }, 'fleet budget: the collision forecast failed')),
       onSlots: (self, others) => {
         metrics.fleetSlots.set({ holder: 'self' }, self);

@@ -12,19 +12,20 @@ import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
-import { sleep, spread, withDeadline } from '../../lib/time.ts';
-import { FleetStoreError } from './stores/port.ts';
-import { memberKey, MEMBER_PREFIX, slotState, asSlot, staleAt, type MemberRecord } from './records.ts';
-import { membersOf, RecordWarnings } from './parse.ts';
-import { StoreHealth, unavailable } from './health.ts';
+import { sleep, spread } from '../../lib/time.ts';
+import { FleetStoreError, type Versioned } from './stores/port.ts';
+import { memberKey, slotState, asSlot, type MemberRecord } from './records.ts';
+import { RecordWarnings } from './parse.ts';
+import { forcedWithin, StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
-import { slotsFor } from './config.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
 import { QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
-import { Settling, unhealthyOf } from './health-gate.ts';
-import { giveBackForOthers, namedIn, takeForAll, type ManyContext } from './many.ts';
+import { Settling } from './health-gate.ts';
+import { GroupMembers } from './members-read.ts';
+import { namedIn, takeForAll, type ManyContext } from './many.ts';
+import { giveBackTaken, type Written } from './give-back.ts';
 
 export type { BudgetState } from './types.ts';
 
@@ -32,14 +33,14 @@ export class FleetBudget implements ApprovalGate {
   readonly #o: BudgetOptions;
   readonly #now: () => number;
   readonly #slots: MemberSlots;
-  readonly #warnings: RecordWarnings;
+  readonly #members: GroupMembers;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #health: StoreHealth;
   readonly #record: MemberRecordWriter;
   readonly #settling: Settling;
-  /** How many members may be unavailable at once: maxUnavailable, or its percentage of the live members as last read. */
-  #k: number;
   readonly #place: QueuePlace;
+  /** What the last take of each event wrote (EventId: the records, at the versions written). */
+  readonly #taken = new Map<string, readonly Written[]>();
   readonly #following = new Latest<EventsDocument>((d) =>
     this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
   );
@@ -49,12 +50,14 @@ export class FleetBudget implements ApprovalGate {
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
     this.#settling = new Settling(options.health, options.logger);
-    this.#k = slotsFor(options.config.maxUnavailable, 1);
     this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
-    this.#warnings = new RecordWarnings(options.logger, options.store.where);
+    const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
+    const { config, store, logger } = options;
+    const [checksHealth, now, answered] = [options.health !== undefined, this.#now, () => this.#health.answered()];
+    this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered });
     this.#slots = new MemberSlots({
-      warnings: this.#warnings,
+      warnings,
       config: options.config,
       store: options.store,
       logger: options.logger,
@@ -70,6 +73,11 @@ export class FleetBudget implements ApprovalGate {
 
   get #me(): string {
     return memberKey(this.#o.view.vm);
+  }
+
+  /** How many members may be unavailable at once: maxUnavailable, or its percentage of the live members as last read. */
+  get #k(): number {
+    return this.#members.k;
   }
 
   get #many(): ManyContext {
@@ -99,14 +107,7 @@ export class FleetBudget implements ApprovalGate {
    */
   take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     const attempt = this.#take(event, request);
-    if (request.force !== true) return attempt;
-    // a person's forced approval waits for the store one call's deadline at most, even behind a held-up
-    // heartbeat: past it, it goes on, on the record (the attempt still writes its record when the store answers)
-    const ms = this.#o.config.storeTimeoutMs;
-    return withDeadline(attempt, ms, () => new FleetStoreError('take a slot', `no answer within ${ms / 1000} s`)).catch((err: unknown) => {
-      if (!(err instanceof FleetStoreError)) throw err;
-      return { forced: true, slot: null, note: `the fleet budget did not answer within ${ms / 1000} s` };
-    });
+    return request.force === true ? forcedWithin(attempt, this.#o.config.storeTimeoutMs) : attempt;
   }
 
   #take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
@@ -125,7 +126,7 @@ export class FleetBudget implements ApprovalGate {
         const mode = forced ? 'forced' : 'early';
         // the members' records, read once for this attempt: whom the maintenance names, health, percentage, the queue
         let read: Promise<MemberRecord[]> | undefined;
-        const all = () => (read ??= this.#members());
+        const all = () => (read ??= this.#members.list());
         // a maintenance that names several members of the group needs a slot for each
         const named = event.resources.length < 2 ? [] : namedIn(event, { key: this.#me, vm: this.#o.view.vm }, await all());
         need = Math.max(1, named.length);
@@ -140,12 +141,14 @@ export class FleetBudget implements ApprovalGate {
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
         if (typeof this.#o.config.maxUnavailable === 'string') await all();
-        const sick = async () => (this.#o.health ? unhealthyOf(await all(), this.#me, this.#now()) : []);
-        const grant =
+        const sick = async (slots: readonly Versioned[]) => (this.#o.health ? this.#members.counted(await all(), slots, this.#me) : []);
+        const { writes, ...grant } =
           named.length > 1
-            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, await sick())
+            ? await takeForAll(this.#many, event, named, mode, request, queued ? turn : undefined, sick)
             : await this.#slots.take(event, mode, request, queued ? turn : undefined, sick);
         this.#place.granted(event.eventId);
+        // what this take wrote, and only that, is given back if IMDS refuses the approval
+        this.#taken.set(event.eventId, writes);
         return grant;
       } catch (err) {
         if (err instanceof ApprovalError && err.code === 'HELD') {
@@ -162,11 +165,17 @@ export class FleetBudget implements ApprovalGate {
     });
   }
 
-  /** abandon gives back what `take` took for an approval that IMDS then refused. */
+  /**
+   * abandon gives back exactly what the last `take` of `eventId` wrote, for an approval that IMDS
+   * then refused: never a slot another member wrote, nor one this member held for it before.
+   */
   abandon(eventId: string): Promise<void> {
-    return this.#serial(async () => {
-      await this.#slots.release((ids) => ids.filter((id) => id !== eventId));
-      await giveBackForOthers(this.#many, eventId);
+    const { store, logger, config } = this.#o;
+    // read once the take before it is done (a forced one may still be writing past its deadline)
+    return this.#serial(() => {
+      const writes = this.#taken.get(eventId) ?? [];
+      this.#taken.delete(eventId);
+      return giveBackTaken(this.#slots, { store, logger, group: config.group, me: this.#me, now: this.#now() }, writes, eventId);
     }).catch((err: unknown) => {
       this.#o.logger.warn({ eventId, ...errorFields(err) }, 'fleet budget: could not give back the slot of a refused approval');
     });
@@ -190,7 +199,7 @@ export class FleetBudget implements ApprovalGate {
     );
   }
 
-  /** heartbeat renews the slot this member holds, writes its member record, and reads the group. */
+  /** heartbeat renews the slot this member holds, writes its member record, reads the group, and now and then forgets members gone for good. */
   heartbeat(): Promise<void> {
     return this.#serial(async () => {
       await this.#slots.read();
@@ -198,6 +207,7 @@ export class FleetBudget implements ApprovalGate {
       await this.#writeMember(true);
       // the group's records are read only by a member with a maintenance ahead: a collision it foretells always includes itself
       if (this.#mine().some((e) => e.eventStatus === 'Scheduled')) await this.#readMembers();
+      if (this.#o.view.vm.nameKnown) await this.#members.prune(this.#slots.last, this.#me);
     }).catch((err: unknown) => this.#health.failed('heartbeat', err));
   }
 
@@ -236,8 +246,10 @@ export class FleetBudget implements ApprovalGate {
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
     if (slots.held === undefined) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
-    // an approval is held while its event is Scheduled: one Started or gone waits no more
-    this.#place.keep(new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId)));
+    // an approval is held while its event is Scheduled: one Started or gone waits no more (nor is it given back)
+    const scheduled = new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId));
+    this.#place.keep(scheduled);
+    for (const id of this.#taken.keys()) if (!scheduled.has(id)) this.#taken.delete(id);
     // given back once over, its preparations given back, and the member whole again (healthy for settleSeconds)
     const now = this.#now();
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id) || !this.#settling.settled(id, now)));
@@ -255,24 +267,18 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
-  /** members reads the members' records (and, with a percentage, how many slots the group has now). */
-  async #members(): Promise<MemberRecord[]> {
-    const members = await this.#o.store.list(MEMBER_PREFIX);
-    this.#health.answered();
-    this.#warnings.check(members);
-    const records = membersOf(members);
-    const now = this.#now();
-    this.#k = slotsFor(this.#o.config.maxUnavailable, Math.max(1, records.filter((m) => !staleAt(m, now)).length));
-    return records;
-  }
-
   async #readMembers(): Promise<void> {
-    const records = await this.#members();
+    const records = await this.#members.list();
     // a member that waits learns its place again (it moves up as the others are served)
     const now = this.#now();
     const waiting = this.#place.waiting(this.#mine());
     if (waiting !== undefined) this.#place.place(records, this.#place.me(this.#me, this.#o.view.vm.name, waiting, now), now, 0);
-    this.#o.hooks?.onMembers?.(records);
+    // a member past its bound is said once, at the heartbeat that reads it, whether or not anything is held
+    this.#members.counted(records, this.#slots.last, this.#me);
+    this.#o.hooks?.onMembers?.(
+      records,
+      this.#slots.last.map((r) => asSlot(r.value)),
+    );
   }
 
   /** writeMember writes this member's record (at every heartbeat, and when what it says changes); true when it wrote. */

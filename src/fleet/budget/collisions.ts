@@ -2,18 +2,18 @@
  * The collision forecast: when the members' records show more members due for maintenance at
  * once than the group allows, and this VM is one of them, it commits a `fleet.collision`
  * CloudEvent, routed like any other change. One wave of overlapping windows has one id on every
- * member (waves.ts); a member says it first as `fleet.collision/<wave>` (the same CloudEvent id
- * on every member, so a consumer that deduplicates sees one), and again, as
- * `fleet.collision/<wave>/<due>`, each time the number of members due in the wave changes (more
- * are seen, or they complete), down to the word that the wave is within the budget now. Chat
+ * member (waves.ts), carried in `data.collision.id`; a member says it once for each set of members
+ * due in the wave (more are seen, or they complete), down to the word that the wave is within the
+ * budget now, and each word's CloudEvent id is a digest of the wave and the set it says is due, so
+ * every member's copy of one word has one id and a consumer that deduplicates sees it once. Chat
  * updates its message of the member's maintenance in place.
  */
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { collisionOf, staleAt, windowsOf, type MemberRecord, type Window } from './records.ts';
-import { slotsFor } from './config.ts';
-import { unhealthyOf, type Unhealthy } from './health-gate.ts';
+import { collisionOf, staleAt, windowsOf, type MemberRecord, type SlotRecord, type Window } from './records.ts';
+import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
+import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionInfo } from '../../pipeline/info.ts';
 import { toCollisionCloudEvent } from '../../pipeline/notices.ts';
@@ -33,12 +33,16 @@ export interface CollisionDeps {
   readonly waves: Waves;
   /** The group's settle time (fleet.health.settleSeconds): a member is unavailable that long past its window. */
   readonly settleSeconds?: number;
+  /** How long a member not healthy counts against the group (fleet.unhealthyCountsForSeconds; an hour unless said). */
+  readonly unhealthyCountsForSeconds?: number;
+  /** What is added to a holder's recorded end (fleet.marginSeconds; half an hour unless said). */
+  readonly marginSeconds?: number;
 }
 
 export class Forecast {
   readonly #d: CollisionDeps;
-  /** Per wave: how many members were due when this member last said it. */
-  readonly #said = new Map<string, number>();
+  /** Per wave: the EventIds due (sorted) when this member last said it. */
+  readonly #said = new Map<string, string>();
   /** The group's slots at the last read of its members. */
   #k = 1;
   /** The members not healthy now, outside the wave: the group has that many slots less for it. */
@@ -48,8 +52,8 @@ export class Forecast {
     this.#d = deps;
   }
 
-  /** foretell reads the members' records; it returns the CloudEvent it committed, or null. */
-  async foretell(members: readonly MemberRecord[]): Promise<BridgeEvent | null> {
+  /** foretell reads the members' records (and the slots, which say when a member's maintenance ends); it returns the CloudEvent it committed, or null. */
+  async foretell(members: readonly MemberRecord[], slots: readonly SlotRecord[] = []): Promise<BridgeEvent | null> {
     const d = this.#d;
     const document = d.view.document;
     if (document === null || !d.view.vm.nameKnown) return null;
@@ -58,7 +62,12 @@ export class Forecast {
     const windows = windowsOf(members, (d.settleSeconds ?? 0) * 1000);
     const now = Date.now();
     this.#k = slotsFor(d.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
-    this.#unhealthy = unhealthyOf(members, '', now).filter((u) => !windows.some((w) => w.vm === u.vm));
+    const bounds = {
+      unhealthyCountsForSeconds: d.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,
+      settleSeconds: d.settleSeconds ?? 0,
+      marginSeconds: d.marginSeconds ?? MARGIN_SECONDS,
+    };
+    this.#unhealthy = unavailableOf(members, slots, '', now, bounds).filter((u) => u.counts && !windows.some((w) => w.vm === u.vm));
     const c = collisionOf(windows, Math.max(0, this.#k - this.#unhealthy.length));
     let wave: Wave | undefined;
     let due: readonly Window[];
@@ -78,10 +87,14 @@ export class Forecast {
     const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
     if (wave === undefined || own === undefined) return null;
     const last = this.#said.get(wave.id);
-    if (last === due.length) return null;
+    const said = due
+      .map((w) => w.eventId)
+      .sort()
+      .join('\n');
+    if (last === said) return null;
     const ce = this.#commit(own, document.incarnation, this.#infoOf(wave, due, members.length), last !== undefined);
     if (this.#said.size > 10_000) this.#said.clear();
-    this.#said.set(wave.id, due.length);
+    this.#said.set(wave.id, said);
     if (due.length + this.#unhealthy.length <= this.#k) d.waves.forget(wave);
     return ce;
   }
@@ -103,19 +116,24 @@ export class Forecast {
 
   #commit(own: ScheduledEvent, incarnation: number, collision: CollisionInfo, update: boolean): BridgeEvent | null {
     const d = this.#d;
-    const ce = toCollisionCloudEvent(own, incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() }, update);
+    const ce = toCollisionCloudEvent(own, incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() });
     if (d.journal.knowsCloudEvent(ce.id)) return null;
     d.journal.appendEvents([d.route(ce)]);
     const { due, from, to, atOnce } = collision;
+    const n = `${due.length} member${due.length === 1 ? '' : 's'} of ${d.group} ${due.length === 1 ? 'is' : 'are'}`;
+    // why it is a collision: who is due, and what the group allows (less the members not healthy, down already)
+    const sick = this.#unhealthy.map((u) => u.vm);
+    const allows = `the group allows ${this.#k}${sick.length === 0 ? '' : ` and ${sick.join(', ')} ${sick.length === 1 ? 'is' : 'are'} not healthy, counted as down`}`;
+    const who = due.map((w) => `${w.vm} ${w.eventType} not before ${w.notBefore}`).join(', ');
     if (update)
       d.logger.info(
         { group: d.group, ceId: ce.id, wave: collision.id, due: due.length, atOnce },
-        `fleet budget: ${due.length} members of ${d.group} are still due in the collision; the group allows ${this.#k}`,
+        `fleet budget: ${n} still due in the collision (${who}); ${allows}`,
       );
     else
       d.logger.warn(
-        { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, wave: collision.id, due, from, to, atOnce },
-        `fleet budget: ${due.length} members of ${d.group} are due for maintenance at once; the group allows ${this.#k}`,
+        { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, wave: collision.id, due, from, to, atOnce, unhealthy: sick },
+        `fleet budget: ${n} due for maintenance at once (${who}); ${allows}`,
       );
     d.committed(ce);
     return ce;

@@ -11,6 +11,11 @@ import { CalendarConfig } from '../../calendar/config.ts';
 /** The store's pseudo-group where the relay keeps Azure's own records of the fleet's events (no member may name it). */
 export const AZURE_GROUP = 'se-bridge-azure';
 
+/** How long a member not healthy counts against its group unless `fleet.unhealthyCountsForSeconds` says otherwise: an hour. */
+export const UNHEALTHY_COUNTS_FOR_SECONDS = 3600;
+/** What is added to a holder's recorded end unless `fleet.marginSeconds` says otherwise: half an hour. */
+export const MARGIN_SECONDS = 1800;
+
 export const FleetConfig = z
   .strictObject({
     group: z
@@ -33,7 +38,7 @@ export const FleetConfig = z
       .int()
       .min(5)
       .max(7 * 86400)
-      .default(1800)
+      .default(MARGIN_SECONDS)
       .describe(
         "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it. At least three heartbeats.",
       ),
@@ -61,6 +66,24 @@ export const FleetConfig = z
     health: HealthConfig.optional().describe(
       "When this member is whole again, and whether it is now: its slot is kept until it has been healthy for settleSeconds after its maintenance, and an unhealthy member counts against the group's budget.",
     ),
+    unhealthyCountsForSeconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(30 * 86400)
+      .default(UNHEALTHY_COUNTS_FOR_SECONDS)
+      .describe(
+        "How long a member that is not healthy (its checks fail, or its record went stale while it checks its health) counts against the group's budget, from when it stopped being healthy or stopped writing. Past it, it no longer counts: it is left out and named (FLEET_MEMBER_IGNORED in the log, fleet status, the relay's read API), so a VM scaled in or a check that never passes cannot hold the group for good. A member down for its own maintenance counts until its slot's recorded end and settle time, whatever this says.",
+      ),
+    forgetAfterSeconds: z
+      .number()
+      .int()
+      .min(3600)
+      .max(365 * 86400)
+      .default(7 * 86400)
+      .describe(
+        "A member whose record has not been written for this long (and for three of its heartbeats) is forgotten: the group's members with a budget delete its record as they heartbeat, a few at a time, each delete conditional on the version read, never one that holds a slot. At least unhealthyCountsForSeconds. se-bridge fleet forget removes one at once.",
+      ),
     retryMs: z
       .number()
       .int()
@@ -72,6 +95,13 @@ export const FleetConfig = z
       ),
   })
   .superRefine((f, ctx) => {
+    // a record forgotten sooner would leave the count before its bound
+    if (f.forgetAfterSeconds < f.unhealthyCountsForSeconds)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['forgetAfterSeconds'],
+        message: `must be at least unhealthyCountsForSeconds (${f.unhealthyCountsForSeconds}): a member's record is forgotten only once it no longer counts`,
+      });
     // a living holder renews its slot at its IMDS reads; one that cannot (rebooting, or its store slow) must not lose it within a few heartbeats
     if (f.marginSeconds < 3 * f.heartbeatSeconds)
       ctx.addIssue({

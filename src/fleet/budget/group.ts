@@ -5,9 +5,8 @@
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
 import { messageOf } from '../../lib/errors.ts';
-import { slotsFor, type FleetConfig } from './config.ts';
+import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
-import { calendarNowText } from '../../calendar/calendar.ts';
 import {
   asSlot,
   collisionOf,
@@ -20,9 +19,11 @@ import {
   type Holder,
   type EventApproval,
   type MemberCalendar,
+  type MemberEvent,
 } from './records.ts';
 import type { Versioned } from './stores/port.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
+import { boundsOf, unavailableOf, type CountBounds } from './unavailable.ts';
 
 export interface GroupStatus {
   readonly group: string;
@@ -38,8 +39,8 @@ export interface GroupStatus {
       status: string;
       notBefore: string | null;
       durationInSeconds: number;
-      /** The budget holds its early approval: since when, by the members holding the slots. */
-      held?: { since: string; by: readonly string[] };
+      /** The budget holds its early approval: since when, and what holds it (the slots' holders, members not healthy, its place in the queue). */
+      held?: MemberEvent['held'];
       approval?: EventApproval;
       preparations?: readonly { readonly sink: string; readonly state: string }[];
     }[];
@@ -55,18 +56,31 @@ export interface GroupStatus {
     readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
     /** What its calendar says, when it has one (`fleet.calendar`). */
     readonly calendar?: MemberCalendar;
+    /**
+     * Not healthy (or its record stale while it checks its health) and holding no slot: why, since
+     * when, and whether it counts as down (until `countsUntil`), or no longer does (since then).
+     */
+    readonly unavailable?: { readonly since: string; readonly why: string; readonly counts: boolean; readonly countsUntil: string };
   }[];
   readonly slots: readonly ({ readonly slot: string } & Holder)[];
   /** The records of another shape (another version's, edited by hand, not JSON, too large): left out, each named once. */
   readonly skipped: readonly Skipped[];
   /** What could not be read (the slots, the members' records) and why: the rest is shown all the same. */
   readonly unread: readonly { readonly what: string; readonly why: string }[];
-  /** More members due for maintenance at once than the group allows, when their records say so. */
+  /** How long a member not healthy counts against the group (the members' `unhealthyCountsForSeconds`). */
+  readonly unhealthyCountsForSeconds: number;
+  /**
+   * More members due for maintenance at once than the group allows, when their records say so:
+   * when, who (`due`: each member's maintenance), and the members not healthy outside it that
+   * count as down (the group has that many slots less for it).
+   */
   readonly collision: {
     readonly from: string;
     readonly to: string;
     readonly vms: readonly string[];
     readonly eventIds: readonly string[];
+    readonly due: readonly { readonly vm: string; readonly eventId: string; readonly eventType: string; readonly notBefore: string }[];
+    readonly unhealthy: readonly string[];
   } | null;
 }
 
@@ -81,34 +95,56 @@ export async function readGroup(config: FleetConfig, now: number = Date.now()): 
       ...(membersRead.status === 'rejected' ? [{ what: "the members' records", why: messageOf(membersRead.reason) }] : []),
     ];
     const records = [slotsRead, membersRead].flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
-    return groupOf({ group: config.group, maxUnavailable: config.maxUnavailable, store: store.where }, records, unread, now);
+    const bounds = boundsOf(config);
+    return groupOf({ group: config.group, maxUnavailable: config.maxUnavailable, store: store.where, bounds }, records, unread, now);
   } finally {
     await store.close();
   }
 }
 
 /**
- * groupOf: a group as its records say it (its slots' and its members'). `maxUnavailable` is the
- * budget as configured, or, when the reader has no member's configuration (the relay), as the
- * members' records say it; null when the group has no budget.
+ * groupOf: a group as its records say it (its slots' and its members'). `maxUnavailable` and
+ * `bounds` are the budget as configured, or, when the reader has no member's configuration (the
+ * relay), as the members' records say it; `maxUnavailable` null when the group has no budget.
  */
 export function groupOf(
-  g: { readonly group: string; readonly maxUnavailable: number | string | undefined; readonly store: string },
+  g: {
+    readonly group: string;
+    readonly maxUnavailable: number | string | undefined;
+    readonly store: string;
+    readonly bounds?: CountBounds;
+  },
   records: readonly Versioned[],
   unread: GroupStatus['unread'],
   now: number,
 ): GroupStatus {
   const slotRecords = records.filter((r) => r.name.startsWith(SLOT_PREFIX));
   const memberRecords = records.filter((r) => r.name.startsWith(MEMBER_PREFIX));
-  const slots = slotRecords
-    .map((r) => ({ name: r.name, s: asSlot(r.value) }))
-    .filter((x) => live(x.s, now))
-    .map(({ name, s }) => ({ slot: name, ...holderOf(s) }));
+  const allSlots = slotRecords.map((r) => ({ name: r.name, s: asSlot(r.value) }));
+  const slots = allSlots.filter((x) => live(x.s, now)).map(({ name, s }) => ({ slot: name, ...holderOf(s) }));
   const members = membersOf(memberRecords).sort((a, b) => a.vm.localeCompare(b.vm));
   const fresh = members.filter((m) => !staleAt(m, now));
   const configured = g.maxUnavailable ?? fresh.find((m) => m.maxUnavailable !== undefined)?.maxUnavailable;
   const k = configured === undefined ? null : slotsFor(configured, Math.max(1, fresh.length));
-  const c = k === null ? null : collisionOf(windowsOf(members), k);
+  const bounds: CountBounds = g.bounds ?? {
+    unhealthyCountsForSeconds:
+      fresh.find((m) => m.unhealthyCountsForSeconds !== undefined)?.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,
+    settleSeconds: 0,
+    marginSeconds: MARGIN_SECONDS,
+  };
+  const unavailable = new Map(
+    unavailableOf(
+      members,
+      allSlots.map((x) => x.s),
+      '',
+      now,
+      bounds,
+    ).map(({ key, ...u }) => [key, u]),
+  );
+  // as the forecast counts it: a window runs on for the settle time, and a member not healthy outside the collision is down already
+  const windows = windowsOf(members, bounds.settleSeconds * 1000);
+  const sick = [...unavailable.values()].filter((u) => u.counts && !windows.some((w) => w.vm === u.vm)).map((u) => u.vm);
+  const c = k === null ? null : collisionOf(windows, Math.max(0, k - sick.length));
   return {
     group: g.group,
     maxUnavailable: k,
@@ -134,10 +170,12 @@ export function groupOf(
       ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
       ...(m.version === undefined ? {} : { version: m.version }),
       ...(m.zone ? { zone: m.zone } : {}),
+      ...(unavailable.has(m.member) ? { unavailable: withoutVm(unavailable.get(m.member)!) } : {}),
     })),
     slots,
     skipped: skippedOf(records),
     unread,
+    unhealthyCountsForSeconds: bounds.unhealthyCountsForSeconds,
     collision:
       c === null
         ? null
@@ -146,65 +184,23 @@ export function groupOf(
             to: new Date(c.to).toISOString(),
             vms: [...new Set(c.windows.map((w) => w.vm))],
             eventIds: c.windows.map((w) => w.eventId),
+            // as a person reads it: the earliest first, then by VM
+            due: [...c.windows]
+              .sort((x, y) => x.from - y.from || x.vm.localeCompare(y.vm))
+              .map((w) => ({
+                vm: w.vm,
+                eventId: w.eventId,
+                eventType: w.eventType,
+                notBefore: new Date(w.from).toISOString(),
+              })),
+            unhealthy: sick,
           },
   };
 }
 
-/** heldText: an approval the budget holds, in words: by whom, since when. */
-export function heldText(held: { readonly since: string; readonly by: readonly string[] }): string {
-  return `held by the budget (slots held by ${held.by.join(', ') || 'others'}) since ${held.since}`;
-}
-
-/** groupText: the group as a person reads it. */
-export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
-  const out = [
-    `Group ${g.group}: ${g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${g.maxUnavailable} slot${g.maxUnavailable === 1 ? '' : 's'} held`}; ${g.members.length} member${g.members.length === 1 ? '' : 's'} (${g.store})`,
-  ];
-  if (g.slots.length > 0)
-    out.push(
-      '',
-      table(
-        ['SLOT', 'VM', 'EVENT ID', 'SINCE', 'UNTIL', 'WHY'],
-        g.slots.map((s) => [s.slot, s.vm, s.eventId ?? '-', s.since ?? '-', s.until ?? '-', s.mode ?? '-']),
-      ),
-    );
-  const withHealth = g.members.some((m) => m.health !== undefined);
-  const withCalendar = g.members.some((m) => m.calendar !== undefined);
-  if (g.members.length > 0)
-    out.push(
-      '',
-      table(
-        ['MEMBER', 'SLOT', 'EVENTS', 'HEARTBEAT', ...(withHealth ? ['HEALTH'] : []), ...(withCalendar ? ['EARLY APPROVAL'] : [])],
-        g.members.map((m) => [
-          m.vm,
-          m.holdsSlot ? 'yes' : '-',
-          m.events
-            .map(
-              (e) => `${e.eventType} ${e.status}${e.notBefore ? ` not before ${e.notBefore}` : ''}${e.held ? `, ${heldText(e.held)}` : ''}`,
-            )
-            .join('; ') || '-',
-          `${m.heartbeatAt}${m.stale ? ' (stopped)' : ''}`,
-          ...(withHealth ? [healthText(m.health)] : []),
-          ...(withCalendar ? [m.calendar === undefined ? 'no calendar' : calendarNowText(m.calendar)] : []),
-        ]),
-      ),
-    );
-  const digests = new Set(g.members.map((m) => m.calendar?.digest ?? 'none'));
-  if (withCalendar && digests.size > 1)
-    out.push(
-      '',
-      `The members' calendars differ (${digests.size} kinds, by digest): every member of a group should name the same fleet.calendar.`,
-    );
-  for (const s of g.skipped) out.push('', `Record ${s.key} left out: ${s.why}.`);
-  for (const u of g.unread) out.push('', `Could not read ${u.what}: ${u.why}.`);
-  if (g.collision !== null)
-    out.push(
-      '',
-      `Collision foretold: ${g.collision.vms.length} of ${g.group}'s ${g.members.length} members are due for maintenance between ${g.collision.from} and ${g.collision.to}; the group allows ${g.maxUnavailable}.`,
-    );
-  return `${out.join('\n')}\n`;
-}
-
-/** healthText: a member's health as a person reads it. */
-const healthText = (h: GroupStatus['members'][number]['health']): string =>
-  h === undefined ? '-' : `${h.healthy ? 'healthy' : `not healthy (${h.detail ?? 'no detail'})`} since ${h.since}`;
+const withoutVm = ({ since, why, counts, countsUntil }: { since: string; why: string; counts: boolean; countsUntil: string }) => ({
+  since,
+  why,
+  counts,
+  countsUntil,
+});

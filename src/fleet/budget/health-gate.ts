@@ -1,34 +1,11 @@
 /**
- * The health gate of a fleet budget: a member is unavailable until it is whole again, and an
- * unhealthy member counts against the budget. `Settling` says when a member whose maintenance is
- * over may give its slot back (healthy without a break for settleSeconds since, or past
- * timeoutSeconds, said loudly); `unhealthyOf` finds the other members that count as unavailable
- * from their records (not healthy, or their record stale while they check their health).
+ * The health gate of a fleet budget: a member is unavailable until it is whole again. `Settling`
+ * says when a member whose maintenance is over may give its slot back (healthy without a break
+ * for settleSeconds since, or past timeoutSeconds, said loudly); the other members that count as
+ * unavailable without a slot are found in unavailable.ts.
  */
 import type { Logger } from 'pino';
 import type { HealthMonitor } from '../../health/monitor.ts';
-import { staleAt, type MemberRecord } from './records.ts';
-
-/** A member that counts as unavailable although it holds no slot. */
-export interface Unhealthy {
-  readonly key: string;
-  readonly vm: string;
-  readonly since: string;
-  readonly why: string;
-}
-
-/** unhealthyOf: the other members whose records say they are not healthy, or went stale while they checked their health. */
-export function unhealthyOf(members: readonly MemberRecord[], me: string, now: number): Unhealthy[] {
-  return members.flatMap((m) => {
-    if (m.member === me || m.health === undefined) return [];
-    if (staleAt(m, now)) return [{ key: m.member, vm: m.vm, since: m.heartbeatAt, why: 'its record went stale' }];
-    return m.health.healthy ? [] : [{ key: m.member, vm: m.vm, since: m.health.since, why: m.health.detail ?? 'not healthy' }];
-  });
-}
-
-/** unhealthyText: the unhealthy members, in words. */
-export const unhealthyText = (u: readonly Unhealthy[]): string =>
-  u.map((x) => `${x.vm} is not healthy since ${x.since} (${x.why})`).join('; ');
 
 export class Settling {
   readonly #monitor: HealthMonitor | undefined;

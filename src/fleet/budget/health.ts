@@ -2,10 +2,11 @@
  * StoreHealth: whether the budget's store answers, as /readyz, `status` and the logs say it. The
  * change is logged once each way (`FLEET_STORE_UNAVAILABLE` when it stops answering, a line when
  * it answers again) and every failure counted; while it does not answer, early approvals fail
- * closed (`unavailable`).
+ * closed (`unavailable`), and a person's forced approval goes on past it (`forcedWithin`).
  */
 import type { Logger } from 'pino';
-import { ApprovalError } from '../../approval/service.ts';
+import { ApprovalError, type Grant } from '../../approval/service.ts';
+import { withDeadline } from '../../lib/time.ts';
 import { errorFields, messageOf } from '../../lib/errors.ts';
 import { FleetStoreError } from './stores/port.ts';
 
@@ -57,4 +58,16 @@ export function unavailable(group: string, why: string): ApprovalError {
     'FLEET_STORE_UNAVAILABLE',
     `the fleet store of group ${group} cannot be reached, so no early approval is given (maintenance starts at NotBefore): ${why}`,
   );
+}
+
+/**
+ * forcedWithin: a person's forced approval waits for the store one call's deadline at most, even
+ * behind a held-up heartbeat: past it, it goes on, on the record (the attempt still writes its
+ * record when the store answers).
+ */
+export function forcedWithin(attempt: Promise<Grant>, ms: number): Promise<Grant> {
+  return withDeadline(attempt, ms, () => new FleetStoreError('take a slot', `no answer within ${ms / 1000} s`)).catch((err: unknown) => {
+    if (!(err instanceof FleetStoreError)) throw err;
+    return { forced: true, slot: null, note: `the fleet budget did not answer within ${ms / 1000} s` };
+  });
 }

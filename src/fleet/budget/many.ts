@@ -9,25 +9,16 @@
  * an overflow record for each member no slot is left for, and says how many go down.
  */
 import type { Logger } from 'pino';
-import { ApprovalError, type ApprovalRequest, type Grant } from '../../approval/service.ts';
+import { ApprovalError, type ApprovalRequest } from '../../approval/service.ts';
 import { affects } from '../../imds/identity.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
-import {
-  asSlot,
-  holderOf,
-  live,
-  overflowName,
-  OVERFLOW_PREFIX,
-  slotName,
-  slotRecordOf,
-  type MemberRecord,
-  type SlotRecord,
-} from './records.ts';
+import { asSlot, holderOf, live, overflowName, slotName, slotRecordOf, type MemberRecord, type SlotRecord } from './records.ts';
+import { giveBackWritten, type Taken, type Written } from './give-back.ts';
 import type { MemberSlots } from './slots.ts';
 import { zoneConflict } from './zones.ts';
-import { unhealthyText, type Unhealthy } from './health-gate.ts';
+import { unhealthyText, type Unhealthy } from './unavailable.ts';
 
 /** A member an event names: its key and identity. */
 export interface Named {
@@ -73,8 +64,8 @@ export async function takeForAll(
   mode: 'early' | 'forced',
   request: ApprovalRequest,
   admit?: (free: number, need: number) => Promise<number | null>,
-  unhealthy: readonly Unhealthy[] = [],
-): Promise<Grant> {
+  unhealthy: (records: readonly Versioned[]) => Promise<readonly Unhealthy[]> = async () => [],
+): Promise<Taken> {
   const { config, store } = ctx;
   const note = mode === 'forced' ? downText(config.group, named) : undefined;
   let holders: ReturnType<typeof holderOf>[] = [];
@@ -87,14 +78,15 @@ export async function takeForAll(
     holders = alive.map((r) => holderOf(asSlot(r.value)));
     const slotOf = (key: string) => alive.find((r) => asSlot(r.value).member === key);
     const needing = named.filter((n) => !(asSlot(slotOf(n.key)?.value).eventIds ?? []).includes(event.eventId));
-    if (needing.length === 0) return { forced: mode === 'forced', slot: slotOf(ctx.me)?.name ?? null, ...(note ? { note } : {}) };
+    if (needing.length === 0)
+      return { forced: mode === 'forced', slot: slotOf(ctx.me)?.name ?? null, writes: [], ...(note ? { note } : {}) };
     const extend = needing.filter((n) => slotOf(n.key) !== undefined);
     const fresh = needing.filter((n) => slotOf(n.key) === undefined);
     const byName = new Map(records.map((r) => [r.name, r]));
     const k = ctx.k();
     const free = Array.from({ length: k }, (_, i) => slotName(i)).filter((n) => !alive.some((r) => r.name === n));
     // an unhealthy member that holds no slot (and is not one this maintenance takes down) counts as one in maintenance
-    sick = unhealthy.filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
+    sick = (await unhealthy(records)).filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
     const available = Math.min(free.length, k - alive.length - sick.length);
     zoneWhy =
       mode === 'early' && config.zones !== undefined
@@ -107,19 +99,19 @@ export async function takeForAll(
     if (zoneWhy !== null || (mode === 'early' && fresh.length > available)) break;
     const turn = mode === 'early' && admit !== undefined ? await admit(available, fresh.length) : 0;
     if (turn === null) break;
-    const writes: { name: string; record: SlotRecord; version: string | null; before: Versioned | undefined }[] = [
+    const writes: { name: string; record: SlotRecord; version: string | null }[] = [
       ...extend.map((n) => {
         const r = slotOf(n.key)!;
         const s = asSlot(r.value);
-        return { name: r.name, record: { ...s, eventIds: [...(s.eventIds ?? []), event.eventId] }, version: r.version, before: r };
+        return { name: r.name, record: { ...s, eventIds: [...(s.eventIds ?? []), event.eventId] }, version: r.version };
       }),
       ...fresh.map((n, i) => {
         const name = i < available ? free[(turn + i) % free.length]! : overflowName(n.key);
         const record = slotRecordOf(n, event, i < available ? 'early' : 'forced', request, now, config.marginSeconds);
-        return { name, record, version: byName.get(name)?.version ?? null, before: byName.get(name) };
+        return { name, record, version: byName.get(name)?.version ?? null };
       }),
     ];
-    const done: typeof writes = [];
+    const done: Written[] = [];
     for (const w of writes) {
       const version = await store.put(w.name, w.record, w.version);
       if (version === null) break;
@@ -135,11 +127,12 @@ export async function takeForAll(
       return {
         forced: mode === 'forced',
         slot: slotOf(ctx.me)?.name ?? done.find((w) => w.record.member === ctx.me)?.name ?? null,
+        writes: done,
         ...(note ? { note } : {}),
       };
     }
     // a write lost to another member, or the group past its budget at the read back: what this round wrote is given back
-    await giveBack(store, done, event.eventId, now);
+    await giveBackWritten(store, done, event.eventId, now);
     if (done.length === writes.length) break;
   }
   throw new ApprovalError(
@@ -151,39 +144,9 @@ export async function takeForAll(
   );
 }
 
-/** giveBackForOthers gives back the slots an approval of `eventId` wrote in other members' names (IMDS refused it). */
-export async function giveBackForOthers(ctx: ManyContext, eventId: string): Promise<void> {
-  const now = ctx.now();
-  const theirs = (await ctx.slots.read()).filter((r) => {
-    const s = asSlot(r.value);
-    return live(s, now) && s.member !== ctx.me && (s.eventIds ?? []).includes(eventId);
-  });
-  await giveBack(
-    ctx.store,
-    theirs.map((r) => ({ name: r.name, record: asSlot(r.value), version: r.version, before: r })),
-    eventId,
-    now,
-  );
-}
-
 /** underBudget: the slots read back hold no more members than the group allows. */
 async function underBudget(ctx: ManyContext, unhealthy: number): Promise<boolean> {
   const now = ctx.now();
   const down = (await ctx.slots.read()).filter((r) => live(asSlot(r.value), now)).length + unhealthy;
   return down <= ctx.k();
-}
-
-/** giveBack undoes the writes of one round: a slot taken is freed, an overflow record deleted, an event added is taken out again. */
-async function giveBack(
-  store: FleetStore,
-  done: readonly { name: string; record: SlotRecord; version: string | null; before: Versioned | undefined }[],
-  eventId: string,
-  now: number,
-): Promise<void> {
-  for (const w of done) {
-    const left = (w.record.eventIds ?? []).filter((id) => id !== eventId);
-    if (left.length > 0) await store.put(w.name, { ...w.record, eventIds: left }, w.version);
-    else if (w.name.startsWith(OVERFLOW_PREFIX)) await store.remove(w.name, w.version!);
-    else await store.put(w.name, { member: null, vm: w.record.vm ?? '', since: new Date(now).toISOString() }, w.version);
-  }
 }

@@ -54,7 +54,10 @@ export function memberRecordOf(p: RecordParts): Omit<MemberRecord, 'heartbeatAt'
     ...(p.calendar ? { calendar: p.calendar() } : {}),
     ...(vm.zone ? { zone: vm.zone } : {}),
     version: VERSION,
-    ...(config.maxUnavailable === undefined ? {} : { maxUnavailable: config.maxUnavailable }),
+    ...(config.maxUnavailable === undefined
+      ? {}
+      : { maxUnavailable: config.maxUnavailable, unhealthyCountsForSeconds: config.unhealthyCountsForSeconds }),
+    ...(config.health === undefined ? {} : { settleSeconds: config.health.settleSeconds }),
   };
 }
 
@@ -71,7 +74,7 @@ export class MemberRecordWriter {
 
   /** write writes the record when `force` (a heartbeat) or when what it says changed; true when it wrote. */
   async write(record: Omit<MemberRecord, 'heartbeatAt'>, now: number, force: boolean): Promise<boolean> {
-    // who holds the slots ahead of a held approval changes at every hand-off: said at the heartbeat, not written for
+    // what holds a held approval (the holders, the members not healthy, its place) changes at every hand-off: said at the heartbeat, not written for
     const shape = JSON.stringify({ events: record.events.map(withoutHolders), slot: record.slot, health: record.health?.since });
     if (!force && (shape === this.#lastShape || now - this.#lastAt < 1000)) return false;
     const full: MemberRecord = { ...record, heartbeatAt: new Date(now).toISOString() };
@@ -87,4 +90,8 @@ export class MemberRecordWriter {
   }
 }
 
-const withoutHolders = (e: MemberEvent): MemberEvent => (e.held === undefined ? e : { ...e, held: { ...e.held, by: [] } });
+const withoutHolders = (e: MemberEvent): MemberEvent => {
+  if (e.held === undefined) return e;
+  const { unhealthy: _unhealthy, ahead: _ahead, ...held } = e.held;
+  return { ...e, held: { ...held, by: [] } };
+};

@@ -120,9 +120,14 @@ export class QueuePlace {
    */
   heldNow(eventId: string, err: ApprovalError, via: string, need: number, now: number): ApprovalError {
     const since = this.#approvals.get(eventId)?.since ?? new Date(now).toISOString();
-    this.#approvals.set(eventId, { since, by: [...new Set(err.holders.map((h) => h.vm))], via, ...(need > 1 ? { need } : {}) });
+    const ahead = QUEUED_VIA.has(via) ? this.#position : null;
+    const unhealthy = err.unhealthy.map((u) => ({ vm: u.vm, since: u.since }));
+    this.#approvals.set(eventId, {
+      ...{ since, by: [...new Set(err.holders.map((h) => h.vm))], via, ...(need > 1 ? { need } : {}) },
+      ...(unhealthy.length > 0 ? { unhealthy } : {}),
+      ...(ahead !== null && ahead > 0 ? { ahead } : {}),
+    });
     if (!QUEUED_VIA.has(via)) return err;
-    const ahead = this.#position;
     const said =
       ahead !== null && ahead > 0
         ? new ApprovalError('HELD', `${err.message}; ${ahead} ahead in the queue`, undefined, err.holders, err.unhealthy)

@@ -38,8 +38,19 @@ export interface MemberEvent {
   readonly notBefore: string | null;
   readonly durationInSeconds: number;
   readonly approved: boolean;
-  /** The budget holds its early approval: since when, the members that held the slots, and the path that asked (policy, hooks: it stands in the queue). */
-  readonly held?: { readonly since: string; readonly by: readonly string[]; readonly via?: string; readonly need?: number };
+  /**
+   * The budget holds its early approval: since when, the members that held the slots, the path that
+   * asked (policy, hooks: it stands in the queue), the members not healthy that counted as down, and
+   * how many stood ahead of it in the queue.
+   */
+  readonly held?: {
+    readonly since: string;
+    readonly by: readonly string[];
+    readonly via?: string;
+    readonly need?: number;
+    readonly unhealthy?: readonly { readonly vm: string; readonly since: string }[];
+    readonly ahead?: number;
+  };
   /** Who approved it, how and when (`approvals`), once it is approved by any path. */
   readonly approval?: EventApproval;
   /** Where each of its preparations stands. */
@@ -75,6 +86,10 @@ export interface MemberRecord {
   readonly version?: string;
   /** The group's budget as this member has it configured; absent for a member without a budget (`fleet: {group, store}`). */
   readonly maxUnavailable?: number | string;
+  /** With a budget: how long a member not healthy counts against the group, as this member has it configured. */
+  readonly unhealthyCountsForSeconds?: number;
+  /** With health checks: how long this member must be healthy after its maintenance before its slot is given back. */
+  readonly settleSeconds?: number;
 }
 
 /** A member's calendar in its record: a digest of the calendar, and whether early approval is open now and until when. */
@@ -220,6 +235,9 @@ export interface Window {
   readonly to: number;
 }
 
+/** The last time a record's time may say: the end of the year 9999. */
+const LAST_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+
 /** How long a maintenance is taken to last when its duration is unknown or short: the typical Started-to-gone time. */
 export const TYPICAL_MAINTENANCE_MS = 10 * 60_000;
 
@@ -231,7 +249,8 @@ export function windowsOf(members: readonly MemberRecord[], settleMs = 0): Windo
       .flatMap((e) =>
         e.notBefore !== null && e.status === 'Scheduled' && !isDrill(e.eventId) ? [{ ...e, from: Date.parse(e.notBefore) }] : [],
       )
-      .filter((e) => Number.isFinite(e.from))
+      // a NotBefore that does not read, or past the year 9999, is no window (its end could not be written as a time)
+      .filter((e) => Number.isFinite(e.from) && Math.abs(e.from) <= LAST_TIME)
       .map((e) => {
         const from = e.from;
         return {

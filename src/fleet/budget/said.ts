@@ -1,12 +1,40 @@
 /**
- * What a member says of its slots when something is not as it should be: it went down past the
- * group's budget (FLEET_OVER_BUDGET), or the slot it held is another's now or gone (FLEET_SLOT_LOST).
+ * What a member says of its slots: why an early approval is held (HELD), and when something is
+ * not as it should be: it went down past the group's budget (FLEET_OVER_BUDGET), or the slot it
+ * held is another's now or gone (FLEET_SLOT_LOST).
  */
 import type { Logger } from 'pino';
-import type { Grant } from '../../approval/service.ts';
+import { ApprovalError, type Grant } from '../../approval/service.ts';
+import { unhealthyText, type Unhealthy } from './unavailable.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { Versioned } from './stores/port.ts';
 import { asSlot, live, type Holder, type HoldMode } from './records.ts';
+
+/**
+ * heldError: an early approval held, and exactly what holds it: the members holding the slots
+ * (and since when), the members not healthy that count as down, the zone in maintenance, or its
+ * turn in the group's queue, which has not come.
+ */
+export function heldError(
+  g: { readonly group: string; readonly maxUnavailable: number },
+  holders: readonly Holder[],
+  sick: readonly Unhealthy[],
+  zoneWhy: string | null,
+  queued: boolean,
+): ApprovalError {
+  const who = holders.map((h) => `${h.vm}${h.eventId ? ` (${h.eventId})` : ''}${h.since ? ` since ${h.since}` : ''}`).join(', ');
+  const slots =
+    who !== ''
+      ? `held by ${who}`
+      : sick.length > 0
+        ? 'none in maintenance'
+        : queued
+          ? "a slot is free, and this member waits its turn in the group's queue"
+          : 'the slots were being taken by other members';
+  const allows = `group ${g.group} allows ${g.maxUnavailable} member${g.maxUnavailable === 1 ? '' : 's'} in maintenance at once`;
+  const why = [allows, slots, ...(sick.length > 0 ? [unhealthyText(sick)] : []), ...(zoneWhy === null ? [] : [zoneWhy])].join('; ');
+  return new ApprovalError('HELD', why, undefined, [...holders], [...sick]);
+}
 
 /** overflowed: a member is down with its overflow record `name`; said loudly when the group is past its budget with it. */
 export function overflowed(

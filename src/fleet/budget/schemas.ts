@@ -17,29 +17,48 @@ const vmResourceId = z
   .nullable()
   .transform((id) => (parseVmResourceId(id) === null ? null : id));
 
+const text = z.string().max(1024);
+/** A time as a member writes it (RFC 3339, as toISOString gives it); a record with a time that does not read is of another shape. */
+const time = text
+  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/)
+  .refine((t) => Number.isFinite(Date.parse(t)), 'not a time');
+
 export const SlotSchema = z.object({
   member: z.string().nullable(),
   vm: z.string().optional(),
   resourceId: vmResourceId.optional(),
   eventIds: z.array(z.string()).optional(),
-  since: z.string().optional(),
-  until: z.string().optional(),
+  since: time.optional(),
+  until: time.optional(),
   mode: z.enum(['early', 'forced', 'started']).optional(),
   by: z.string().optional(),
   reason: z.string().optional(),
   zone: z.string().nullable().optional(),
 });
 
-const text = z.string().max(1024);
-
 export const MemberEventSchema = z.object({
   eventId: text,
   eventType: text,
   status: text,
   notBefore: text.nullable(),
-  durationInSeconds: z.number(),
+  // IMDS says -1 or a few seconds to hours: a year either way is no duration of a maintenance
+  durationInSeconds: z
+    .number()
+    .min(-366 * 86400)
+    .max(366 * 86400),
   approved: z.boolean(),
-  held: z.object({ since: text, by: z.array(text), via: text.optional(), need: z.number().int().min(1).optional() }).optional(),
+  held: z
+    .object({
+      ...{ since: text, by: z.array(text), via: text.optional(), need: z.number().int().min(1).optional() },
+      ...{
+        unhealthy: z
+          .array(z.object({ vm: text, since: text }))
+          .max(100)
+          .optional(),
+        ahead: z.number().int().min(0).optional(),
+      },
+    })
+    .optional(),
   approval: z.object({ by: text, via: text, at: text }).optional(),
   preparations: z
     .array(z.object({ sink: text, state: text }))
@@ -51,11 +70,11 @@ export const MemberSchema = z.object({
   member: text,
   vm: text,
   resourceId: vmResourceId,
-  heartbeatAt: text,
+  heartbeatAt: time,
   heartbeatSeconds: z.number(),
   events: z.array(MemberEventSchema).max(200),
   slot: text.nullable(),
-  health: z.object({ healthy: z.boolean(), since: text, detail: z.string().optional() }).optional(),
+  health: z.object({ healthy: z.boolean(), since: time, detail: z.string().optional() }).optional(),
   zone: text.nullable().optional(),
   calendar: z
     .object({
@@ -65,4 +84,12 @@ export const MemberSchema = z.object({
     .optional(),
   version: text.optional(),
   maxUnavailable: z.union([z.number(), text]).optional(),
+  // within the limits a configuration allows (fleet.unhealthyCountsForSeconds, health.settleSeconds)
+  unhealthyCountsForSeconds: z
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 86400)
+    .optional(),
+  settleSeconds: z.number().int().min(0).max(86400).optional(),
 });

@@ -5,7 +5,7 @@
  * win. FleetBudget (budget.ts) runs these one at a time and turns store failures into a closed budget.
  */
 import type { Logger } from 'pino';
-import { ApprovalError, type ApprovalRequest, type Grant } from '../../approval/service.ts';
+import type { ApprovalRequest, Grant } from '../../approval/service.ts';
 import type { VmIdentity } from '../../imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import type { FleetConfig } from './config.ts';
@@ -25,9 +25,10 @@ import {
   slotRecordOf,
 } from './records.ts';
 import type { RecordWarnings } from './parse.ts';
-import { overflowed, slotLost } from './said.ts';
+import { heldError, overflowed, slotLost } from './said.ts';
 import { zoneConflict } from './zones.ts';
-import { unhealthyText, type Unhealthy } from './health-gate.ts';
+import type { Unhealthy } from './unavailable.ts';
+import { freeSlot, type Taken, type Written } from './give-back.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
 const MAX_ROUNDS = 8;
@@ -53,6 +54,7 @@ export class MemberSlots {
   /** The slot record this member holds, as last read or written; undefined before the first read. */
   #held: Versioned | null | undefined = undefined;
   #holders: Holder[] = [];
+  #last: readonly Versioned[] = [];
 
   constructor(options: MemberSlotsOptions) {
     this.#o = options;
@@ -67,6 +69,11 @@ export class MemberSlots {
   /** heldFor: the EventIds this member's slot is held for. */
   get heldFor(): readonly string[] {
     return this.#held ? (asSlot(this.#held.value).eventIds ?? []) : [];
+  }
+
+  /** last: the group's slot records as last read (live or not). */
+  get last(): readonly Versioned[] {
+    return this.#last;
   }
 
   /** holders: who held the group's slots at the last read. */
@@ -88,10 +95,11 @@ export class MemberSlots {
     mode: HoldMode,
     request: ApprovalRequest,
     admit?: (free: number) => Promise<number | null>,
-    unhealthy: () => Promise<readonly Unhealthy[]> = async () => [],
-  ): Promise<Grant> {
+    unhealthy: (slots: readonly Versioned[]) => Promise<readonly Unhealthy[]> = async () => [],
+  ): Promise<Taken> {
     const { key: me, vm } = this.#o.me();
     let sick: Unhealthy[] = [];
+    let queued = false;
     let zoneWhy: string | null = null;
     const zones = (slots: readonly Versioned[]) =>
       this.#o.config.zones === undefined ? null : zoneConflict(slots, [vm.zone], this.#now(), me);
@@ -102,7 +110,8 @@ export class MemberSlots {
     // so an early approval of another member that confirms after this write counts it
     if (mode === 'started' && this.#held === null) {
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
-      if (await this.#put(overflowName(me), record, null)) return this.#overflowed(event, mode, await this.read());
+      const written = await this.write(overflowName(me), record, null);
+      if (written) return { ...this.#overflowed(event, mode, await this.read()), writes: [written] };
     }
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const now = this.#now();
@@ -111,10 +120,11 @@ export class MemberSlots {
       const mine = this.#held;
       if (mine) {
         const s = asSlot(mine.value);
-        if ((s.eventIds ?? []).includes(event.eventId)) return { forced: s.mode === 'forced', slot: mine.name };
+        if ((s.eventIds ?? []).includes(event.eventId)) return { forced: s.mode === 'forced', slot: mine.name, writes: [] };
         // this member is down already: another of its events takes no other slot
         const next: SlotRecord = { ...s, eventIds: [...(s.eventIds ?? []), event.eventId], until: later(s.until, until) };
-        if (await this.#put(mine.name, next, mine.version)) return { forced: s.mode === 'forced', slot: mine.name };
+        const written = await this.write(mine.name, next, mine.version);
+        if (written) return { forced: s.mode === 'forced', slot: mine.name, writes: [written] };
         continue;
       }
       const byName = new Map(slots.map((r) => [r.name, r]));
@@ -126,10 +136,7 @@ export class MemberSlots {
       });
       holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
       // an unhealthy member that holds no slot counts as one in maintenance (read only when a slot is free)
-      const open = maxUnavailable - down > 0 && free.length > 0;
-      sick = open
-        ? (await unhealthy()).filter((u) => !slots.some((r) => asSlot(r.value).member === u.key && live(asSlot(r.value), now)))
-        : [];
+      sick = maxUnavailable - down > 0 && free.length > 0 ? [...(await unhealthy(slots))] : [];
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
       zoneWhy = mode === 'early' ? zones(slots) : null;
       if (zoneWhy !== null) break;
@@ -137,10 +144,12 @@ export class MemberSlots {
         // an early approval waits its turn: only the head of the queue tries for what is free, each
         // member admitted for its own free slot (the second in line for the second one)
         const turn = mode === 'early' && admit !== undefined ? await admit(Math.min(free.length, maxUnavailable - down - sick.length)) : 0;
+        queued = turn === null;
         if (turn === null) break;
         const name = free[turn % free.length]!;
         const before = byName.get(name);
-        if (!(await this.#put(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null))) continue;
+        const written = await this.write(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null);
+        if (!written) continue;
         // read back: a member that went down past the budget meanwhile (its overflow record written
         // between this member's read and its write) is counted, and this early slot given back
         if (mode === 'early' && !(await this.#confirmed(name, sick.length, zones))) break;
@@ -151,22 +160,16 @@ export class MemberSlots {
             `fleet budget: took over ${name} from ${previous.vm}, whose recorded end has passed`,
           );
         this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: slot taken');
-        return { forced: false, slot: name };
+        return { forced: false, slot: name, writes: [written] };
       }
       if (mode === 'early') break;
       // forced, or Started at NotBefore: down past the budget, and counted so the others wait for it
       const name = overflowName(me);
-      if (!(await this.#put(name, record, byName.get(name)?.version ?? null))) continue;
-      return this.#overflowed(event, mode, slots);
+      const written = await this.write(name, record, byName.get(name)?.version ?? null);
+      if (!written) continue;
+      return { ...this.#overflowed(event, mode, slots), writes: [written] };
     }
-    const who = holders.map((h) => `${h.vm}${h.eventId ? ` (${h.eventId})` : ''}${h.since ? ` since ${h.since}` : ''}`).join(', ');
-    throw new ApprovalError(
-      'HELD',
-      `group ${group} allows ${maxUnavailable} member${maxUnavailable === 1 ? '' : 's'} in maintenance at once; ${who === '' ? (sick.length > 0 ? 'none in maintenance' : 'the slots are being taken by others') : `held by ${who}`}${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
-      undefined,
-      holders,
-      sick,
-    );
+    throw heldError({ group, maxUnavailable }, holders, sick, zoneWhy, queued);
   }
 
   /** overflowed: this member is down with its overflow record; said loudly when the group is past its budget with it. */
@@ -208,13 +211,12 @@ export class MemberSlots {
       const ids = s.eventIds ?? [];
       const left = keep(ids);
       if (left.length === ids.length) return;
-      const next: SlotRecord =
-        left.length === 0 ? { member: null, vm: s.vm ?? '', since: new Date(this.#now()).toISOString() } : { ...s, eventIds: left };
+      const next: SlotRecord = left.length === 0 ? freeSlot(s, this.#now()) : { ...s, eventIds: left };
       // an overflow record given back is deleted: it would be read at every later read of the slots
       const done =
         left.length === 0 && held.name.startsWith(OVERFLOW_PREFIX)
-          ? await this.#remove(held.name, held.version)
-          : await this.#put(held.name, next, held.version);
+          ? await this.remove(held.name, held.version)
+          : await this.write(held.name, next, held.version);
       if (done) {
         if (left.length === 0)
           this.#o.logger.info({ slot: held.name, eventIds: ids, group: this.#o.config.group }, 'fleet budget: slot given back');
@@ -241,12 +243,13 @@ export class MemberSlots {
     if (ends.length === 0) return;
     const until = new Date(Math.max(...ends)).toISOString();
     if (s.until !== undefined && Date.parse(until) - Date.parse(s.until) < this.#o.config.heartbeatSeconds * 1000) return;
-    if (!(await this.#put(held.name, { ...s, until }, held.version))) await this.read();
+    if (!(await this.write(held.name, { ...s, until }, held.version))) await this.read();
   }
 
   /** readSlots reads every slot record, and from them which one this member holds and who holds the others. */
   async read(): Promise<Versioned[]> {
     const slots = await this.#o.store.list(SLOT_PREFIX);
+    this.#last = slots;
     this.#o.warnings?.check(slots);
     const now = this.#now();
     const me = this.#o.me().key;
@@ -265,21 +268,21 @@ export class MemberSlots {
     return slots;
   }
 
-  /** remove deletes this member's overflow record conditionally; on success it holds nothing. */
-  async #remove(name: string, version: string): Promise<boolean> {
+  /** remove deletes a slot record conditionally (an overflow record given back); when it is this member's, it holds nothing. */
+  async remove(name: string, version: string): Promise<boolean> {
     if (!(await this.#o.store.remove(name, version))) return false;
     if (this.#held?.name === name) this.#held = null;
     return true;
   }
 
-  /** put writes one slot record conditionally; on success this member's view of its slot follows. */
-  async #put(name: string, record: SlotRecord, version: string | null): Promise<boolean> {
+  /** write writes one slot record conditionally (what it wrote, or null when another writer came first); this member's view of its slot follows. */
+  async write(name: string, record: SlotRecord, version: string | null): Promise<Written | null> {
     const written = await this.#o.store.put(name, record, version);
-    if (written === null) return false;
+    if (written === null) return null;
     const mine = record.member === this.#o.me().key;
     if (mine) this.#held = { name, value: record, version: written };
     else if (this.#held?.name === name) this.#held = null;
-    return true;
+    return { name, record, version: written };
   }
 }
 

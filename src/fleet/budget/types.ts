@@ -7,7 +7,7 @@ import type { BridgeView } from '../../imds/view.ts';
 import type { BudgetConfig } from './config.ts';
 import type { FleetStore } from './stores/port.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
-import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotState } from './records.ts';
+import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -16,8 +16,8 @@ export interface BudgetHooks {
   onStoreError?(operation: string): void;
   /** The group's live slots as last read: held by this member, and by the others. */
   onSlots?(self: number, others: number): void;
-  /** The members' records, as read at a heartbeat and when this member learns of a new maintenance. */
-  onMembers?(members: readonly MemberRecord[]): void;
+  /** The members' records, as read at a heartbeat and when this member learns of a new maintenance, and the slots as last read. */
+  onMembers?(members: readonly MemberRecord[], slots: readonly SlotRecord[]): void;
 }
 
 export interface BudgetOptions {

@@ -113,7 +113,8 @@ async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number
     process.stderr.write(`${path}: fleet is not configured, so the relay has no fleet store to read\n`);
     return EXIT.usage;
   }
-  const reader = new FleetReader({ store: config.fleet.store, timeoutMs: config.fleet.storeTimeoutMs, cacheMs: 0 });
+  const f = config.fleet;
+  const reader = new FleetReader({ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: 0, budgets: f.groups });
   try {
     await reader.open();
     const s = await reader.read();

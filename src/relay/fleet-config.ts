@@ -39,7 +39,7 @@ export const RelayFleetConfig = z
       )
       .default({})
       .describe(
-        "Each group's budget (and calendar) as the relay states it for approvals via arm, by the group's name. A group not named here is counted by its members' records, stale ones too: records that disagree, or none that states one, refuse an approval via arm but a forced one.",
+        "Each group's budget (and calendar) as the relay states it for approvals via arm, by the group's name; GET /v1/fleet and fleet status --relay-config count the group so too. A group not named here is counted by its members' records, stale ones too: records that disagree, or none that states one, refuse an approval via arm but a forced one.",
       ),
   })
   .describe("The fleet view: GET /v1/fleet and /v1/fleet/events read the members' records from this store.");

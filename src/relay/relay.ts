@@ -47,7 +47,7 @@ async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMet
   const none = { arm: null, approvals: null, feed: null, graph: null };
   if (f === undefined) return { ...none, reader: null, sinks: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
   const reader = new FleetReader({
-    ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs },
+    ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs, budgets: f.groups },
     onRead: (ok) => metrics.fleetReads.inc({ result: ok ? 'ok' : 'failed' }),
   });
   await reader.open();

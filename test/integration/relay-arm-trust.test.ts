@@ -307,6 +307,10 @@ describe('approval via arm: the budget is never unknown', () => {
       json: { error: { code: 'HELD' } },
     });
     expect((await slotsOf(container, 'liar')).map((s) => s.vm)).toEqual(['kv-3']);
+    // and the read API counts the group as the relay does
+    const fleet = await fetch(`${stated.url}/v1/fleet`, { headers: { authorization: `Bearer ${READ_KEY}` } });
+    const groups = ((await fleet.json()) as { groups: { group: string; maxUnavailable: number | null }[] }).groups;
+    expect(groups.find((g) => g.group === 'liar')).toMatchObject({ maxUnavailable: 1 });
   }, 90_000);
 
   it('an unhealthy member counts against the budget, and a blackout a record says holds all but a forced approval', async () => {

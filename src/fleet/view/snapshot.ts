@@ -35,6 +35,8 @@ export interface FleetReaderOptions {
   /** How old a snapshot may be before a request reads the store again. */
   readonly cacheMs: number;
   readonly now?: () => number;
+  /** Each group's budget as the reader states it (the relay's `fleet.groups`), else as its records say. */
+  readonly budgets?: Readonly<Record<string, { readonly maxUnavailable: number | string }>>;
   /** Called at every read of the store (a metric: store reads per relay request). */
   readonly onRead?: (ok: boolean) => void;
 }
@@ -90,7 +92,7 @@ export class FleetReader {
     try {
       const records = await this.#all.list('');
       this.#o.onRead?.(true);
-      this.#last = snapshotOf(records, this.#all.where, readAt);
+      this.#last = snapshotOf(records, this.#all.where, readAt, this.#o.budgets);
       this.#lastError = null;
     } catch (err) {
       this.#o.onRead?.(false);
@@ -102,8 +104,13 @@ export class FleetReader {
   }
 }
 
-/** snapshotOf: the store's records (named `<group>/<name>`) as groups and Azure records. */
-export function snapshotOf(records: readonly Versioned[], where: string, now: number): FleetSnapshot {
+/** snapshotOf: the store's records (named `<group>/<name>`) as groups (each with the budget stated for it, if any) and Azure records. */
+export function snapshotOf(
+  records: readonly Versioned[],
+  where: string,
+  now: number,
+  budgets: FleetReaderOptions['budgets'] = {},
+): FleetSnapshot {
   const byGroup = new Map<string, Versioned[]>();
   for (const r of records) {
     const slash = r.name.indexOf('/');
@@ -121,7 +128,7 @@ export function snapshotOf(records: readonly Versioned[], where: string, now: nu
   byGroup.delete(AZURE_GROUP);
   const groups = [...byGroup.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([group, list]) => groupOf({ group, maxUnavailable: undefined, store: `${where}/${group}` }, list, [], now))
+    .map(([group, list]) => groupOf({ group, maxUnavailable: budgets[group]?.maxUnavailable, store: `${where}/${group}` }, list, [], now))
     .filter((g) => g.members.length > 0 || g.slots.length > 0);
   return { readAt: now, store: where, groups, azure, unread: [] };
 }

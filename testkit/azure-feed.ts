@@ -173,11 +173,14 @@ export class ArmStandIn {
       if (typeof q.query !== 'string' || !q.query.startsWith('maintenanceresources'))
         return json(400, { error: { code: 'BadRequest', message: 'the query is not of maintenanceresources' } });
       this.asked.push({ aud: claims.aud, subscriptions: q.subscriptions, skipToken: q.options?.$skipToken });
+      // a query of one event (`where name =~ '<EventId>'`) lists its rows alone, as Resource Graph's filter would
+      const one = /where name =~ '([0-9a-f-]{36})'/i.exec(q.query)?.[1]?.toLowerCase();
+      const rows = one === undefined ? this.rows : this.rows.filter((r) => r.id.toLowerCase().endsWith(`/scheduledevents/${one}`));
       const from = Number(q.options?.$skipToken ?? 0);
-      const data = this.rows.slice(from, from + pageSize);
-      const more = from + pageSize < this.rows.length;
+      const data = rows.slice(from, from + pageSize);
+      const more = from + pageSize < rows.length;
       return json(200, {
-        totalRecords: this.rows.length,
+        totalRecords: rows.length,
         count: data.length,
         data,
         facets: [],

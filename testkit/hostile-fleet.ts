@@ -26,6 +26,7 @@ export interface HandWritten {
   readonly agoSeconds?: number;
   readonly health?: MemberRecord['health'];
   readonly calendar?: MemberRecord['calendar'];
+  readonly zone?: string;
 }
 
 /** writeRecord puts a hand-written member record into `group` of the store, under the key its VM's bridge would use. */
@@ -43,6 +44,7 @@ export async function writeRecord(store: FleetStoreConfig, group: string, m: Han
       ...(m.maxUnavailable === undefined ? {} : { maxUnavailable: m.maxUnavailable }),
       ...(m.health === undefined ? {} : { health: m.health }),
       ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
+      ...(m.zone === undefined ? {} : { zone: m.zone }),
     };
     if ((await s.put(memberName(key), record, null)) === null) throw new Error(`the record of ${m.name} was there already`);
   } finally {

@@ -19,6 +19,7 @@ import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError, type ConfigValues } from './common.ts';
 import { loadRelayOrReport } from './relay-file.ts';
 import { FleetReader } from '../fleet/view/snapshot.ts';
+import { RecordSeal } from '../fleet/view/seal.ts';
 import { fleetEvents } from '../fleet/view/events.ts';
 
 export async function main(argv: string[]): Promise<number> {
@@ -106,7 +107,12 @@ async function forget(argv: string[]): Promise<number> {
 
 /** fleetOfRelay: every group of the relay's fleet store, and what no bridge watches, read once (only the store's secrets resolved). */
 async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number> {
-  const loaded = await loadRelayOrReport(values, needs.sections('fleet'));
+  // the store's secrets, and the key that opens Azure's records (its own, else the fleet key it is derived from)
+  const keyOfRecords = (path: readonly (string | number)[], raw: unknown) =>
+    (raw as { azure?: { recordKey?: unknown } }).azure?.recordKey === undefined
+      ? needs.sections('fleetKey')(path, raw)
+      : needs.sections('azure.recordKey')(path, raw);
+  const loaded = await loadRelayOrReport(values, (path, raw) => needs.sections('fleet')(path, raw) || keyOfRecords(path, raw));
   if (loaded === null) return EXIT.usage;
   const { config, path } = loaded;
   if (config.fleet === undefined) {
@@ -114,7 +120,8 @@ async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number
     return EXIT.usage;
   }
   const f = config.fleet;
-  const reader = new FleetReader({ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: 0, budgets: f.groups });
+  const seal = config.recordKey === null ? null : new RecordSeal(config.recordKey);
+  const reader = new FleetReader({ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: 0, budgets: f.groups, seal });
   try {
     await reader.open();
     const s = await reader.read();

@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import { HttpError } from '../approval/requests.ts';
 import { ApprovalError } from '../approval/service.ts';
-import { isEventId, resourceIdText } from '../azure/resource-id.ts';
+import { isEventId } from '../azure/resource-id.ts';
 import { errorFields, messageOf } from '../lib/errors.ts';
 import { FleetConfig, UNHEALTHY_COUNTS_FOR_SECONDS } from '../fleet/budget/config.ts';
 import { giveBackTaken, type Written } from '../fleet/budget/give-back.ts';
@@ -24,7 +24,8 @@ import { asSlot, memberKey, MEMBER_PREFIX, type MemberRecord } from '../fleet/bu
 import { MemberSlots } from '../fleet/budget/slots.ts';
 import { openFleetStore } from '../fleet/budget/stores/open.ts';
 import type { FleetStore } from '../fleet/budget/stores/port.ts';
-import { azureRecordName, AzureRecordSchema, subscriptionOf, vmOf, type AzureRecord } from '../fleet/view/azure.ts';
+import { azureRecordName, subscriptionOf, vmOf, type AzureEvent, type AzureRecord } from '../fleet/view/azure.ts';
+import { queryScheduledEvents } from './resource-graph.ts';
 import { lower } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
 import type { ArmAnswer, ArmClient } from './arm.ts';
@@ -87,7 +88,7 @@ export class ArmApprovals {
     if (snapshot.unread.length > 0)
       throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store could not be read: ${snapshot.unread[0]!.why}`);
     const feed = azure.eventGrid !== undefined || azure.resourceGraph !== undefined;
-    const t = armTarget(snapshot, q.vm, q.eventId, feed);
+    const t = armTarget(snapshot, q.vm, q.eventId, feed ? await this.#azureNow(q.eventId) : null);
     const allowed = azure.subscriptions.map(lower);
     if (!allowed.includes(t.resource.subscriptionId))
       throw new HttpError(
@@ -95,7 +96,8 @@ export class ArmApprovals {
         'SUBSCRIPTION_NOT_ALLOWED',
         `${t.name} is in subscription ${t.resource.subscriptionId}, outside azure.subscriptions`,
       );
-    const done = t.azure?.record.acknowledged;
+    // what a relay wrote of it (sealed: no member can claim it was approved)
+    const done = snapshot.azure.find((a) => a.name === azureRecordName(q.eventId, t.recordId))?.record.acknowledged;
     if (done !== undefined)
       return { eventId: q.eventId, vm: t.name, status: 'already-approved', approvedBy: done.by, via: 'arm', at: done.at };
     if (t.event.resources.length > 1 && !q.force)
@@ -104,6 +106,7 @@ export class ArmApprovals {
         'MANY_VMS',
         `event ${q.eventId} takes down ${t.event.resources.length} VMs at once (${t.event.resources.join(', ')}): approving it approves every one of them, past any one member's slot; force with a reason`,
       );
+    if (t.unsure !== null && !q.force) throw new HttpError(409, 'MANY_VMS', `${t.unsure}; force with a reason`);
     const taken = await this.#take(t, q);
     try {
       const answer = await this.#arm.acknowledge(t.resource, [q.eventId]).catch((err: unknown) => {
@@ -144,6 +147,19 @@ export class ArmApprovals {
     };
   }
 
+  /** azureNow: Azure's records of the event now, as Resource Graph lists them (the authority where the feed is configured). */
+  async #azureNow(eventId: string): Promise<AzureEvent[]> {
+    try {
+      return await queryScheduledEvents(this.#arm, this.#config.azure!.subscriptions, eventId);
+    } catch (err) {
+      throw new HttpError(
+        503,
+        'ARM_UNAVAILABLE',
+        `Resource Graph could not be asked whether Azure lists the event: ${messageOf(err)}; ask again`,
+      );
+    }
+  }
+
   /**
    * take holds a slot of the VM's group in its member's name (the budget and calendar of
    * arm-budget.ts, the unhealthy members counted), or refuses as its bridge would (409 held, 503
@@ -165,7 +181,7 @@ export class ArmApprovals {
       throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the records of group ${group} could not be read: ${messageOf(err)}`);
     }
     const now = Date.now();
-    const stated = fleet.groups[group];
+    const stated = Object.hasOwn(fleet.groups, group) ? fleet.groups[group] : undefined;
     const budget = budgetOf(group, records, stated, q.force, now);
     const blackout = q.force ? null : blackoutOf(records, stated, now);
     if (blackout !== null) {
@@ -175,12 +191,14 @@ export class ArmApprovals {
         status: 'held',
       });
     }
-    const heartbeatSeconds = t.group.member.heartbeatSeconds;
+    // what a record says of its heartbeat is bounded as a configuration's is
+    const heartbeatSeconds = Math.min(3600, Math.max(5, Math.round(t.group.member.heartbeatSeconds) || 30));
     const config = FleetConfig.parse({
-      ...{ group, store: fleet.store, heartbeatSeconds },
-      ...{ maxUnavailable: budget?.k ?? 1, marginSeconds: Math.max(1800, 3 * heartbeatSeconds) },
+      ...{ group, store: fleet.store, heartbeatSeconds, ...(stated?.zones === undefined ? {} : { zones: stated.zones }) },
+      ...{ maxUnavailable: Math.max(1, budget?.k ?? 1), marginSeconds: Math.max(1800, 3 * heartbeatSeconds) },
     });
-    const vm = vmOf(t.name, t.group.member.resourceId ?? '');
+    // the slot says the member's zone, so every member that goes one zone at a time sees it
+    const vm = { ...vmOf(t.name, t.group.member.resourceId ?? ''), zone: t.group.member.zone ?? null };
     const key = memberKey({ name: t.group.member.vm, resourceId: t.group.member.resourceId });
     const slots = new MemberSlots({ config, store, logger: this.#logger, me: () => ({ key, vm }), k: () => budget?.k ?? 0, now: Date.now });
     // a member not healthy counts as down, for as long as the longest bound its group's records state
@@ -224,12 +242,12 @@ export class ArmApprovals {
 
   /** record writes who asked into the event's record (made from the event when Azure's feed has none). */
   async #record(t: ArmTarget, acknowledged: NonNullable<AzureRecord['acknowledged']>): Promise<void> {
-    const store = this.#reader.azureStore;
-    const resourceId = t.azure?.record.resourceId ?? lower(t.vm === null ? '' : resourceIdText(t.vm));
+    const store = this.#reader.azure;
+    const resourceId = t.recordId;
     const name = azureRecordName(t.event.eventId, resourceId);
     for (let round = 0; round < 5; round++) {
       const current = await store.get(name);
-      const previous = current === null ? null : (AzureRecordSchema.safeParse(current.value).data ?? null);
+      const previous = current?.record ?? null;
       const e = t.event;
       const base: AzureRecord = previous ?? {
         ...{ eventId: e.eventId, resourceId, subscriptionId: subscriptionOf(resourceId) },

@@ -1,10 +1,12 @@
 /**
- * What an approval `via: arm` would act on, found in the fleet's records and checked before
- * anything is sent: the VM (a parsed resource id, never a record's text), the resource whose
- * event Resource Manager acknowledges (the VM, or an instance's scale set), the event, and the one
- * group whose records name the VM. Every member can write every record of the store, so a
- * member's word is a hint: where Azure's feed is configured, only an event Azure's own record
- * lists as Scheduled for that resource is acknowledged, at the resource Azure names.
+ * What an approval `via: arm` would act on, found and checked before anything is sent: the VM (a
+ * parsed resource id, never a record's text), the resource whose event Resource Manager
+ * acknowledges (the VM, or an instance's scale set), the event, and the one group whose records
+ * name the VM. Every member can write every record of the store, so a member's word is a hint:
+ * where Azure's feed is configured, only an event Azure itself lists now as Scheduled for that
+ * resource (Resource Graph, asked at the approval: `azure`) is acknowledged, at the resource Azure
+ * names, with the Resources Azure says. Without the feed, what a record cannot say for sure (an
+ * event of several VMs, a scale set's event) needs a forced approval.
  */
 import {
   eventResourceFrom,
@@ -18,9 +20,9 @@ import {
 import { HttpError } from '../approval/requests.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import type { GroupStatus } from '../fleet/budget/group.ts';
-import { ended, eventOf } from '../fleet/view/azure.ts';
-import { lower, targetsOf } from '../fleet/view/events.ts';
-import type { FleetSnapshot, KeptAzureRecord } from '../fleet/view/snapshot.ts';
+import { ended, eventOf, type AzureEvent } from '../fleet/view/azure.ts';
+import { lower } from '../fleet/view/events.ts';
+import type { FleetSnapshot } from '../fleet/view/snapshot.ts';
 
 type Member = GroupStatus['members'][number];
 
@@ -33,25 +35,30 @@ export interface ArmTarget {
   readonly resource: EventResource;
   /** The event as the authority says it: Azure's record where the feed is configured, else the member's. */
   readonly event: ScheduledEvent;
-  /** Azure's record of the event, when the relay keeps one. */
-  readonly azure: KeptAzureRecord | null;
   /** The one group whose records name the VM (null: none does), and the VM's record in it. */
   readonly group: { readonly group: string; readonly member: Member } | null;
+  /** Why only a forced approval may go on, when a record cannot say for sure what it would start. */
+  readonly unsure: string | null;
+  /** The resource id Azure's record of the event is kept under in the store (lower case). */
+  readonly recordId: string;
 }
 
 /** The shape of a name a request may give instead of a resource id. */
 const VM_NAME = /^[^/\s]{1,80}$/;
 
-/** sameVm: two parsed ids of one VM (Azure's ids compare without case). */
-const sameVm = (a: VmResourceId, b: VmResourceId): boolean => lower(resourceIdText(a)) === lower(resourceIdText(b));
+const idText = (id: VmResourceId): string => lower(resourceIdText(id));
 
-const sameResource = (a: EventResource, b: EventResource): boolean => eventResourceText(a) === eventResourceText(b);
+/** instanceName: a scale-set instance's name as IMDS and Azure's Resources spell it (`<set>_<instance id>`), or a VM's own. */
+const instanceName = (id: VmResourceId): string => (id.scaleSet === null ? id.name : `${id.scaleSet}_${id.name}`);
+
+const ambiguous = (message: string) => new HttpError(409, 'VM_AMBIGUOUS', message);
 
 /**
  * armTarget: the target of an approval of `eventId` on `vm` (a resource id, or a name), or the
- * refusal, as an HttpError with its code, before anything is sent.
+ * refusal, as an HttpError with its code, before anything is sent. `azure`: Azure's records of the
+ * event now (null: the relay reads no feed of Azure's).
  */
-export function armTarget(s: FleetSnapshot, vm: string, eventId: string, feed: boolean): ArmTarget {
+export function armTarget(s: FleetSnapshot, vm: string, eventId: string, azure: readonly AzureEvent[] | null): ArmTarget {
   const asked = vm.startsWith('/') ? parseVmResourceId(vm) : null;
   if (vm.startsWith('/') ? asked === null : !VM_NAME.test(vm))
     throw new HttpError(
@@ -60,87 +67,69 @@ export function armTarget(s: FleetSnapshot, vm: string, eventId: string, feed: b
       "vm must be a VM's resource id (/subscriptions/<guid>/resourceGroups/<group>/providers/Microsoft.Compute/virtualMachines/<name>, or a scale-set instance's …/virtualMachineScaleSets/<name>/virtualMachines/<id>), or its name",
     );
   const all = s.groups.flatMap((g) => g.members.map((member) => ({ group: g.group, member, id: parseVmResourceId(member.resourceId) })));
-  const matches = all.filter((m) => (asked !== null ? m.id !== null && sameVm(m.id, asked) : lower(m.member.vm) === lower(vm)));
-  const ids = [...new Map(matches.flatMap((m) => (m.id === null ? [] : [[lower(resourceIdText(m.id)), m.id] as const]))).values()];
-  if (asked === null && ids.length > 1)
-    throw new HttpError(
-      409,
-      'VM_AMBIGUOUS',
-      `${ids.length} VMs are named ${vm} (${ids.map(resourceIdText).join(', ')}): name it by its resource id`,
-    );
+  // a name is a hint: it leads to a resource id, and every record of that id decides
+  const named = asked === null ? all.filter((m) => lower(m.member.vm) === lower(vm)) : [];
+  const ids = [...new Map(named.flatMap((m) => (m.id === null ? [] : [[idText(m.id), m.id] as const]))).values()];
+  if (ids.length > 1)
+    throw ambiguous(`${ids.length} VMs are named ${vm} (${ids.map(resourceIdText).join(', ')}): name it by its resource id`);
+  const id = asked ?? ids[0] ?? null;
+  const matches = id === null ? named : all.filter((m) => m.id !== null && idText(m.id) === idText(id));
   const groups = [...new Set(matches.map((m) => m.group))];
   if (groups.length > 1)
-    throw new HttpError(
-      409,
-      'VM_AMBIGUOUS',
-      `the records of ${groups.length} groups (${groups.join(', ')}) name ${vm}: a VM belongs to one group`,
+    throw ambiguous(
+      `the records of ${groups.length} groups (${groups.join(', ')}) name ${id === null ? vm : resourceIdText(id)}: a VM belongs to one group`,
     );
-  const id = asked ?? ids[0] ?? null;
   const own = matches.find((m) => m.member.events.some((e) => lower(e.eventId) === lower(eventId))) ?? matches[0];
   const group = own === undefined ? null : { group: own.group, member: own.member };
-  const azure = azureFor(s, id, vm, eventId);
-  const name = own?.member.vm ?? (azure === null ? null : targetName(azure, s, vm)) ?? id?.name ?? vm;
-  if (feed) return fromAzure({ name, vm: id, group, azure, vmText: vm, eventId });
+  const name = own?.member.vm ?? id?.name ?? vm;
+  if (azure !== null) return fromAzure({ name, id, group, azure, vm, eventId });
   const e = own?.member.events.find((x) => lower(x.eventId) === lower(eventId));
   if (e === undefined) throw new HttpError(404, 'UNKNOWN_EVENT', `no member's record lists event ${eventId} for ${vm}`);
   if (id === null) throw new HttpError(400, 'NOT_A_VM', `the record of ${name} gives no VM's resource id: name the VM by its resource id`);
   if (e.status !== 'Scheduled') throw new HttpError(409, 'NOT_APPROVABLE', `event ${eventId} of ${name} is ${e.status}, not Scheduled`);
-  return { name, vm: id, resource: eventResourceOf(id), event: eventOf({ ...e, resources: [name] }), azure, group };
+  // without Azure's word, the other VMs whose records list the event are the Resources it may take down
+  const others = all.filter(
+    (m) => m.member.events.some((x) => lower(x.eventId) === lower(eventId)) && (m.id === null || idText(m.id) !== idText(id)),
+  );
+  const resources = [name, ...new Set(others.map((m) => m.member.vm))];
+  const unsure =
+    id.scaleSet !== null
+      ? `${name} is an instance of scale set ${id.scaleSet}: its event is acknowledged at the scale set, for every instance the event names, which only Azure's feed can tell`
+      : null;
+  return { name, vm: id, resource: eventResourceOf(id), event: eventOf({ ...e, resources }), group, unsure, recordId: idText(id) };
 }
 
-/** fromAzure: the target as Azure's own record says it: the only authority where the feed is configured. */
+/** fromAzure: the target as Azure says it now: the only authority where the feed is configured. */
 function fromAzure(t: {
   name: string;
-  vm: VmResourceId | null;
+  id: VmResourceId | null;
   group: ArmTarget['group'];
-  azure: KeptAzureRecord | null;
-  vmText: string;
+  azure: readonly AzureEvent[];
+  vm: string;
   eventId: string;
 }): ArmTarget {
-  const r = t.azure?.record;
+  const want = t.id === null ? null : eventResourceOf(t.id);
+  const found = t.azure.filter((a) => {
+    const at = eventResourceFrom(a.resourceId);
+    if (lower(a.eventId) !== lower(t.eventId) || at === null) return false;
+    const names = a.resources.map(lower);
+    if (want === null) return names.includes(lower(t.vm)) || lower(a.resourceId).endsWith(`/${lower(t.vm)}`);
+    // a scale set's event is this instance's only when Azure's Resources name it
+    return (
+      eventResourceText(at) === eventResourceText(want) && (at.type === 'virtualMachines' || names.includes(lower(instanceName(t.id!))))
+    );
+  });
+  if (found.length > 1)
+    throw ambiguous(`Azure lists event ${t.eventId} for ${found.length} resources named ${t.vm}: name the VM by its resource id`);
+  const r = found[0];
   const resource = r === undefined ? null : eventResourceFrom(r.resourceId);
   if (r === undefined || resource === null)
     throw new HttpError(
       404,
       'NOT_LISTED_BY_AZURE',
-      `Azure's feed does not list event ${t.eventId} for ${t.vmText}: only an event Azure lists is approved through Resource Manager (a member's record alone is not enough); ask again once Azure's feed has it`,
+      `Azure does not list event ${t.eventId} for ${t.vm} now: only an event Azure lists is approved through Resource Manager (a record in the fleet's store is not enough); ask again once Azure lists it`,
     );
   if (ended(r.status) || !/^scheduled$/i.test(r.status))
-    throw new HttpError(409, 'NOT_APPROVABLE', `Azure's record says event ${t.eventId} of ${t.name} is ${r.status}, not Scheduled`);
-  return { name: t.name, vm: t.vm, resource, event: eventOf(r), azure: t.azure, group: t.group };
-}
-
-/**
- * azureFor: Azure's record of the event for this VM: on its own resource or its scale set's when
- * its id is known, else on a resource whose VMs include one of that name.
- */
-function azureFor(s: FleetSnapshot, id: VmResourceId | null, vm: string, eventId: string): KeptAzureRecord | null {
-  const want = id === null ? null : eventResourceOf(id);
-  const found = s.azure.filter((a) => {
-    if (lower(a.record.eventId) !== lower(eventId)) return false;
-    const at = eventResourceFrom(a.record.resourceId);
-    if (at === null) return false;
-    const named = targetsOf(a.record, s.groups).some((t) => lower(t.vm) === lower(vm));
-    if (want === null) return named;
-    // a scale set's event is this instance's only when Azure's Resources name it
-    return (
-      sameResource(at, want) &&
-      (at.type === 'virtualMachines' || named || a.record.resources.some((n) => lower(n) === lower(instanceName(id!))))
-    );
-  });
-  if (found.length > 1)
-    throw new HttpError(
-      409,
-      'VM_AMBIGUOUS',
-      `Azure lists event ${eventId} for ${found.length} resources named ${vm}: name the VM by its resource id`,
-    );
-  return found[0] ?? null;
-}
-
-/** instanceName: a scale-set instance's name as IMDS and Azure's Resources spell it (`<set>_<instance id>`), or a VM's own. */
-const instanceName = (id: VmResourceId): string => (id.scaleSet === null ? id.name : `${id.scaleSet}_${id.name}`);
-
-/** targetName: the VM's name as Azure's record spells it (in its Resources), else the name asked. */
-function targetName(a: KeptAzureRecord, s: FleetSnapshot, vm: string): string | null {
-  return targetsOf(a.record, s.groups).find((t) => lower(t.vm) === lower(vm))?.vm ?? null;
+    throw new HttpError(409, 'NOT_APPROVABLE', `Azure says event ${t.eventId} of ${t.name} is ${r.status}, not Scheduled`);
+  return { name: t.name, vm: t.id, resource, event: eventOf(r), group: t.group, unsure: null, recordId: lower(r.resourceId) };
 }

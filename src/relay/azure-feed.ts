@@ -10,17 +10,7 @@ import type { Logger } from 'pino';
 import { BridgeError, errorFields } from '../lib/errors.ts';
 import { sleep, spread } from '../lib/time.ts';
 import { build, dataWith, type BridgeEvent } from '../pipeline/cloudevent.ts';
-import {
-  azureRecordName,
-  AzureRecordSchema,
-  ended,
-  eventOf,
-  merged,
-  vmOf,
-  vmsNamed,
-  type AzureEvent,
-  type AzureRecord,
-} from '../fleet/view/azure.ts';
+import { azureRecordName, ended, eventOf, merged, vmOf, vmsNamed, type AzureEvent, type AzureRecord } from '../fleet/view/azure.ts';
 import { unwatchedIn, type UnwatchedFinding } from '../fleet/view/events.ts';
 import type { FleetReader, FleetSnapshot, KeptAzureRecord } from '../fleet/view/snapshot.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
@@ -106,11 +96,12 @@ export class AzureFeed {
   }
 
   async #keepOne(e: AzureEvent): Promise<boolean> {
-    const store = this.#o.reader.azureStore;
+    const store = this.#o.reader.azure;
     const name = azureRecordName(e.eventId, e.resourceId);
     for (let round = 0; round < 5; round++) {
       const current = await store.get(name);
-      const previous = current === null ? null : (AzureRecordSchema.safeParse(current.value).data ?? null);
+      // a record that does not open (not a relay's) is none, and is written over
+      const previous = current?.record ?? null;
       const next = merged(previous, e, new Date(this.#now()).toISOString());
       if (next === null) return false;
       if ((await store.put(name, next, current?.version ?? null)) !== null) return true;
@@ -148,7 +139,7 @@ export class AzureFeed {
     const old = snapshot.azure.filter(({ record }) => ended(record.status) && now - endedAt(record, now) > bound);
     let forgot = 0;
     for (let i = 0; i < old.length; i += 8) {
-      const done = await Promise.all(old.slice(i, i + 8).map((a) => this.#o.reader.azureStore.remove(a.name, a.version)));
+      const done = await Promise.all(old.slice(i, i + 8).map((a) => this.#o.reader.azure.remove(a.name, a.version)));
       forgot += done.filter(Boolean).length;
     }
     if (forgot > 0)
@@ -166,7 +157,7 @@ export class AzureFeed {
     const record = kept.record;
     const at = new Date(now).toISOString();
     const next: AzureRecord = { ...record, unwatched: [...record.unwatched, { vm: f.vm, why: f.why, at, by: this.#o.replica }] };
-    if ((await this.#o.reader.azureStore.put(kept.name, next, kept.version)) === null) return false;
+    if ((await this.#o.reader.azure.put(kept.name, next, kept.version)) === null) return false;
     const event = toUnwatchedCloudEvent(f, record, at);
     this.#o.metrics.unwatched.inc({ why: f.why });
     this.#o.logger.warn(

@@ -12,6 +12,7 @@ import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, sha
 import { SlackSettings } from '../approval/slack.ts';
 import { secretsOf, SinksConfig } from '../config/schema.ts';
 import { AzureFeedConfig, ReadKeys, RelayFleetConfig } from './fleet-config.ts';
+import { recordKeyOf } from '../fleet/view/seal.ts';
 
 export const RelayConfig = z
   .strictObject({
@@ -104,6 +105,14 @@ export const RelayConfig = z
         path: ['azure'],
         message: "needs fleet: Azure's events are matched to the members' records in its store",
       });
+    if (c.azure !== undefined && c.azure.recordKey === undefined && c.fleetKey === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['azure', 'recordKey'],
+        params: { reads: ['fleetKey'] },
+        message:
+          "is required without fleetKey: the relay seals Azure's records in the store, which every member may write, with a key no member holds (se-bridge fleet keys prints one)",
+      });
     if (c.readKeys.length > 0 && c.fleet === undefined)
       ctx.addIssue({ code: 'custom', path: ['readKeys'], message: 'need fleet: the read API reads its store' });
     if (c.publicKey === undefined || c.signingKey === undefined) return;
@@ -130,6 +139,8 @@ export const RelayConfig = z
       c.serviceBus === undefined || c.signingKey === undefined || c.fleetKey === undefined
         ? null
         : { ...c.serviceBus, signingKey: c.signingKey, fleetKey: c.fleetKey },
+    // the key of Azure's records: its own, else derived from the fleet key
+    recordKey: c.azure === undefined ? null : recordKeyOf({ recordKey: c.azure.recordKey, fleetKey: c.fleetKey }),
     at: addressOf(c.listen),
     observability: { ...c.observability, at: c.observability.listen === 'off' ? null : addressOf(c.observability.listen) },
     apiKeys: c.apiSecrets.map(keyOf),
@@ -142,7 +153,7 @@ export function relaySecrets(c: RelayConfig): string[] {
   const store = c.fleet?.store;
   return [
     ...[c.serviceBus?.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret],
-    ...[...c.readKeys, c.azure?.eventGrid?.key, store?.type === 'blob' ? store.connectionString : undefined],
+    ...[...c.readKeys, c.azure?.eventGrid?.key, c.azure?.recordKey, store?.type === 'blob' ? store.connectionString : undefined],
     // the relay's own sinks' secrets, found as a bridge's are
     ...secretsOf({ sinks: c.sinks }),
   ].filter((s): s is string => typeof s === 'string' && s.length >= 6);

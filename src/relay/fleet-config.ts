@@ -11,6 +11,7 @@ import { CredentialConfig } from '../azure/credentials.ts';
 import { EVENT_GRID_APP_ID } from '../azure/bearer.ts';
 import { httpsOrLoopback } from '../lib/http-settings.ts';
 import { secret } from '../lib/validators.ts';
+import { keyBytes } from '../fleet/keys.ts';
 
 export const RelayFleetConfig = z
   .strictObject({
@@ -32,6 +33,9 @@ export const RelayFleetConfig = z
             .describe(
               "The group's budget as the relay counts it for approvals via arm: a number, or a percentage of the members with a fresh record.",
             ),
+          zones: FleetConfig.shape.zones.describe(
+            'one-at-a-time: an approval via arm never takes a member down while a member of another availability zone is in maintenance (as the members of the group go).',
+          ),
           calendar: CalendarConfig.optional().describe(
             "The group's calendar as the relay keeps it for approvals via arm: a blackout holds them but a forced one (default: what the members' records say of theirs).",
           ),
@@ -117,6 +121,11 @@ const EventGridConfig = z
 
 export const AzureFeedConfig = z
   .strictObject({
+    recordKey: secret(keyBytes)
+      .optional()
+      .describe(
+        "The key the relay seals Azure's records with in the fleet's store (which every member may write), so no member can forge one: base64 of 32 bytes or more, the same on every replica (`se-bridge fleet keys` prints one as its fleet key). Default: derived from fleetKey; required without it.",
+      ),
     subscriptions: z
       .array(z.guid('must be a subscription id (a GUID)'))
       .min(1)

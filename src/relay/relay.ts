@@ -21,6 +21,7 @@ import type { RelayConfig } from './config.ts';
 import { RelayServer } from './routes.ts';
 import { FleetRoutes } from './fleet-routes.ts';
 import { FleetReader } from '../fleet/view/snapshot.ts';
+import { RecordSeal } from '../fleet/view/seal.ts';
 import { RelaySinks } from './sinks.ts';
 import { AzureFeed } from './azure-feed.ts';
 import { ResourceGraphPoll } from './resource-graph.ts';
@@ -48,6 +49,7 @@ async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMet
   if (f === undefined) return { ...none, reader: null, sinks: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
   const reader = new FleetReader({
     ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs, budgets: f.groups },
+    seal: config.recordKey === null ? null : new RecordSeal(config.recordKey),
     onRead: (ok) => metrics.fleetReads.inc({ result: ok ? 'ok' : 'failed' }),
   });
   await reader.open();

@@ -12,12 +12,21 @@ import { errorFields } from '../lib/errors.ts';
 import type { ArmClient } from './arm.ts';
 import { sleep, spread } from '../lib/time.ts';
 import { azureEventOf, type AzureEvent } from '../fleet/view/azure.ts';
+import { isEventId } from '../azure/resource-id.ts';
 import type { AzureFeed } from './azure-feed.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 import type { RelayMetrics } from './bus.ts';
 
 export const RESOURCE_GRAPH_API = '2022-10-01';
-export const MAINTENANCE_QUERY = "maintenanceresources | where type =~ 'microsoft.maintenance/scheduledevents' | project id, properties";
+/**
+ * maintenanceQuery: the query of the subscriptions' scheduled events, or of one (by its EventId,
+ * a GUID checked here: nothing else of a request is ever put in a query).
+ */
+export function maintenanceQuery(eventId?: string): string {
+  if (eventId !== undefined && !isEventId(eventId)) throw new Error('an EventId in a query is a GUID');
+  const one = eventId === undefined ? '' : ` | where name =~ '${eventId}' or tostring(properties.eventId) =~ '${eventId}'`;
+  return `maintenanceresources | where type =~ 'microsoft.maintenance/scheduledevents'${one} | project id, properties`;
+}
 const MOST_PAGES = 50;
 const PAGE_ROWS = 1000;
 
@@ -67,31 +76,44 @@ export class ResourceGraphPoll {
     }
   }
 
-  async #query(signal?: AbortSignal): Promise<AzureEvent[]> {
-    const path = `/providers/Microsoft.ResourceGraph/resources?api-version=${RESOURCE_GRAPH_API}`;
-    const events: AzureEvent[] = [];
-    let skipToken: string | undefined;
-    const now = new Date().toISOString();
-    for (let page = 0; page < MOST_PAGES; page++) {
-      const body = JSON.stringify({
-        subscriptions: this.#config.subscriptions,
-        query: MAINTENANCE_QUERY,
-        options: { $top: PAGE_ROWS, resultFormat: 'objectArray', ...(skipToken === undefined ? {} : { $skipToken: skipToken }) },
-      });
-      const res = await this.#arm.post(path, body, signal);
-      if (res.status !== 200) throw new Error(`Resource Graph answered ${res.status}: ${res.error}`);
-      const answer = res.json as { data?: unknown; $skipToken?: unknown };
-      const rows = Array.isArray(answer.data) ? (answer.data as unknown[]) : [];
-      for (const row of rows) {
-        if (typeof row !== 'object' || row === null) continue;
-        const r = row as { id?: unknown; properties?: unknown };
-        if (typeof r.id !== 'string' || typeof r.properties !== 'object' || r.properties === null) continue;
-        const e = azureEventOf(r.id, r.properties as Record<string, unknown>, 'resourcegraph', now);
-        if (typeof e !== 'string') events.push(e);
-      }
-      skipToken = typeof answer.$skipToken === 'string' && answer.$skipToken !== '' ? answer.$skipToken : undefined;
-      if (skipToken === undefined) break;
-    }
-    return events;
+  #query(signal?: AbortSignal): Promise<AzureEvent[]> {
+    return queryScheduledEvents(this.#arm, this.#config.subscriptions, undefined, signal);
   }
+}
+
+/**
+ * queryScheduledEvents: Azure's records of the subscriptions' scheduled events (or of one), as
+ * Resource Graph lists them now, every page read. Throws when Resource Graph does not answer 200.
+ */
+export async function queryScheduledEvents(
+  arm: ArmClient,
+  subscriptions: readonly string[],
+  eventId: string | undefined,
+  signal?: AbortSignal,
+): Promise<AzureEvent[]> {
+  const path = `/providers/Microsoft.ResourceGraph/resources?api-version=${RESOURCE_GRAPH_API}`;
+  const events: AzureEvent[] = [];
+  let skipToken: string | undefined;
+  const now = new Date().toISOString();
+  for (let page = 0; page < MOST_PAGES; page++) {
+    const body = JSON.stringify({
+      subscriptions,
+      query: maintenanceQuery(eventId),
+      options: { $top: PAGE_ROWS, resultFormat: 'objectArray', ...(skipToken === undefined ? {} : { $skipToken: skipToken }) },
+    });
+    const res = await arm.post(path, body, signal);
+    if (res.status !== 200) throw new Error(`Resource Graph answered ${res.status}: ${res.error}`);
+    const answer = res.json as { data?: unknown; $skipToken?: unknown };
+    const rows = Array.isArray(answer.data) ? (answer.data as unknown[]) : [];
+    for (const row of rows) {
+      if (typeof row !== 'object' || row === null) continue;
+      const r = row as { id?: unknown; properties?: unknown };
+      if (typeof r.id !== 'string' || typeof r.properties !== 'object' || r.properties === null) continue;
+      const e = azureEventOf(r.id, r.properties as Record<string, unknown>, 'resourcegraph', now);
+      if (typeof e !== 'string') events.push(e);
+    }
+    skipToken = typeof answer.$skipToken === 'string' && answer.$skipToken !== '' ? answer.$skipToken : undefined;
+    if (skipToken === undefined) break;
+  }
+  return events;
 }

@@ -155,8 +155,16 @@ describe('fleet budget, real daemons', () => {
     const live = record('vm-live', now);
     const holder = record('vm-slot', now - 30 * 86_400_000);
     const twins = [
-      record('twin', now - 86_400_000, '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/a/providers/Microsoft.Compute/virtualMachines/twin'),
-      record('twin', now - 86_400_000, '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/b/providers/Microsoft.Compute/virtualMachines/twin'),
+      record(
+        'twin',
+        now - 86_400_000,
+        '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/a/providers/Microsoft.Compute/virtualMachines/twin',
+      ),
+      record(
+        'twin',
+        now - 86_400_000,
+        '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/b/providers/Microsoft.Compute/virtualMachines/twin',
+      ),
     ];
     try {
       for (const r of [old, live, holder, ...twins]) await store.put(`member-${r.member}`, r, null);

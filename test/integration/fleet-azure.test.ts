@@ -28,6 +28,8 @@ import { EventGridDelivery, eventGridEvent, ArmStandIn, scheduledEventOf, SUBSCR
 import { EntraTenant, TENANT } from '../../testkit/entra-tenant.ts';
 import { ROOT, tempDir, waitFor } from '../helpers.ts';
 
+/** The fleet's keys, one set for every replica of the file's relays (as a fleet's replicas share them). */
+const KEYS = fleetKeys();
 const READ_KEY = 'fleet-read-key-0123456789';
 const EG_KEY = 'event-grid-delivery-key-42';
 const TLS = {
@@ -83,7 +85,7 @@ afterAll(async () => {
 const store = (container: string) => ({ ...stores.config('blob'), container });
 
 /** the relay's configuration as its file says it */
-const relayFile = (container: string, azure: Record<string, unknown>) => relayInput(peer, fleetKeys(), relayOver(container, azure));
+const relayFile = (container: string, azure: Record<string, unknown>) => relayInput(peer, KEYS, relayOver(container, azure));
 
 const relayOver = (container: string, azure: Record<string, unknown>) => ({
   fleet: { store: store(container), cacheMs: 0 },
@@ -101,7 +103,7 @@ const relayOver = (container: string, azure: Record<string, unknown>) => ({
 });
 
 async function relay(container: string, azure: Record<string, unknown>): Promise<RunningRelay> {
-  const config = relayConfig(peer, fleetKeys(), relayOver(container, azure));
+  const config = relayConfig(peer, KEYS, relayOver(container, azure));
   // what the relays say of trouble (warn and above), shown when a wait times out
   const logger = pino({ level: 'warn' }, { write: (line: string) => void relayLines.push(line) });
   const r = await startRelay(config, logger, { host: '127.0.0.1', port: 0 });

@@ -26,6 +26,8 @@ import { RelayProcess, writeRecord } from '../../testkit/hostile-fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { ROOT, tempDir, waitFor } from '../helpers.ts';
 
+/** The fleet's keys, one set for every replica of the file's relays (as a fleet's replicas share them). */
+const KEYS = fleetKeys();
 const TLS = {
   key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'),
   cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8'),
@@ -74,7 +76,7 @@ const store = (container: string) => ({ ...stores.config('blob'), container }) a
 
 /** relay starts the relay as a process over `container`; `feed`: Azure's feed (Resource Graph) configured. */
 async function relay(container: string, o: { feed: boolean; groups?: Record<string, unknown> }): Promise<RelayProcess> {
-  const config = relayInput(peer, fleetKeys(), {
+  const config = relayInput(peer, KEYS, {
     fleet: { store: store(container), cacheMs: 0, ...(o.groups ? { groups: o.groups } : {}) },
     readKeys: [READ_KEY],
     azure: {

@@ -72,6 +72,7 @@ function snapshot(members: GroupStatus['members'][number][], azure: AzureRecord[
     store: 's',
     groups: [group],
     azure: azure.map((record, i) => ({ name: `azure-${i}`, version: '1', record })),
+    unsealed: 0,
     unread: [],
   };
 }

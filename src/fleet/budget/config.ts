@@ -16,11 +16,14 @@ export const UNHEALTHY_COUNTS_FOR_SECONDS = 3600;
 /** What is added to a holder's recorded end unless `fleet.marginSeconds` says otherwise: half an hour. */
 export const MARGIN_SECONDS = 1800;
 
+/** A group's name: what a member may configure, and so the only folders of a store the relay reads as groups. */
+export const GROUP_NAME = /^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/;
+
 export const FleetConfig = z
   .strictObject({
     group: z
       .string()
-      .regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
+      .regex(GROUP_NAME, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
       .refine((g) => g !== AZURE_GROUP, `is reserved: the relay keeps Azure's own records of the fleet's events under ${AZURE_GROUP}`)
       .describe('The group: every member that names it shares one budget, and the fleet view lists it by this name.'),
     maxUnavailable: z

@@ -6,12 +6,13 @@
  * at most once per `cacheMs` however many requests and replicas ask (each replica reads for itself).
  */
 import { messageOf } from '../../lib/errors.ts';
-import { AZURE_GROUP } from '../budget/config.ts';
+import { AZURE_GROUP, GROUP_NAME } from '../budget/config.ts';
 import { groupOf, type GroupStatus } from '../budget/group.ts';
 import type { FleetStoreConfig } from '../budget/stores/config.ts';
 import { openFleetStore } from '../budget/stores/open.ts';
 import type { FleetStore, Versioned } from '../budget/stores/port.ts';
-import { AZURE_PREFIX, AzureRecordSchema, type AzureRecord } from './azure.ts';
+import { AZURE_PREFIX, type AzureRecord } from './azure.ts';
+import type { RecordSeal } from './seal.ts';
 
 export interface KeptAzureRecord {
   readonly name: string;
@@ -25,6 +26,8 @@ export interface FleetSnapshot {
   readonly store: string;
   readonly groups: readonly GroupStatus[];
   readonly azure: readonly KeptAzureRecord[];
+  /** Records under Azure's group whose seal does not hold (written or edited by someone else than a relay): read as none. */
+  readonly unsealed: number;
   /** What could not be read, and why (the store did not answer): the snapshot is then empty, and says so. */
   readonly unread: readonly { readonly what: string; readonly why: string }[];
 }
@@ -37,15 +40,50 @@ export interface FleetReaderOptions {
   readonly now?: () => number;
   /** Each group's budget as the reader states it (the relay's `fleet.groups`), else as its records say. */
   readonly budgets?: Readonly<Record<string, { readonly maxUnavailable: number | string }>>;
+  /** Opens Azure's records (null: the reader keeps none, and reads none). */
+  readonly seal?: RecordSeal | null;
   /** Called at every read of the store (a metric: store reads per relay request). */
   readonly onRead?: (ok: boolean) => void;
+}
+
+/**
+ * AzureRecords: Azure's records in the store, sealed as they are written and opened as they are
+ * read: a record that does not open (a member wrote or edited it) reads as none, its version kept
+ * so that a relay writes over it.
+ */
+export class AzureRecords {
+  readonly #store: FleetStore;
+  readonly #seal: RecordSeal;
+
+  constructor(store: FleetStore, seal: RecordSeal) {
+    this.#store = store;
+    this.#seal = seal;
+  }
+
+  async get(name: string): Promise<{ readonly record: AzureRecord | null; readonly version: string } | null> {
+    const current = await this.#store.get(name);
+    return current === null ? null : { record: this.#seal.open(name, current.value), version: current.version };
+  }
+
+  /** put writes the record, sealed, over `version` (null: only when there is none); its new version, or null when another wrote first. */
+  put(name: string, record: AzureRecord, version: string | null): Promise<string | null> {
+    return this.#store.put(name, this.#seal.seal(name, record), version);
+  }
+
+  remove(name: string, version: string): Promise<boolean> {
+    return this.#store.remove(name, version);
+  }
+
+  close(): Promise<void> {
+    return this.#store.close();
+  }
 }
 
 export class FleetReader {
   readonly #o: FleetReaderOptions;
   readonly #now: () => number;
   #all: FleetStore | null = null;
-  #azure: FleetStore | null = null;
+  #azure: AzureRecords | null = null;
   #last: FleetSnapshot | null = null;
   #reading: Promise<FleetSnapshot> | null = null;
   #lastError: string | null = null;
@@ -58,12 +96,13 @@ export class FleetReader {
   /** open loads the store's client library (nothing is requested yet). */
   async open(): Promise<void> {
     this.#all = await openFleetStore(this.#o.store, '', this.#o.timeoutMs);
-    this.#azure = await openFleetStore(this.#o.store, AZURE_GROUP, this.#o.timeoutMs);
+    const seal = this.#o.seal ?? null;
+    if (seal !== null) this.#azure = new AzureRecords(await openFleetStore(this.#o.store, AZURE_GROUP, this.#o.timeoutMs), seal);
   }
 
-  /** azureStore: where Azure's records of the fleet's events are written. */
-  get azureStore(): FleetStore {
-    if (this.#azure === null) throw new Error('FleetReader.open() first');
+  /** azure: Azure's records of the fleet's events, sealed (a reader with a seal only). */
+  get azure(): AzureRecords {
+    if (this.#azure === null) throw new Error('FleetReader.open() first, with a seal');
     return this.#azure;
   }
 
@@ -92,25 +131,30 @@ export class FleetReader {
     try {
       const records = await this.#all.list('');
       this.#o.onRead?.(true);
-      this.#last = snapshotOf(records, this.#all.where, readAt, this.#o.budgets);
+      this.#last = snapshotOf(records, this.#all.where, readAt, { budgets: this.#o.budgets, seal: this.#o.seal ?? null });
       this.#lastError = null;
     } catch (err) {
       this.#o.onRead?.(false);
       this.#lastError = messageOf(err);
       // a failed read never looks like an empty fleet: it says what could not be read
-      return { readAt, store: this.#all.where, groups: [], azure: [], unread: [{ what: 'the fleet store', why: messageOf(err) }] };
+      const unread = [{ what: 'the fleet store', why: messageOf(err) }];
+      return { readAt, store: this.#all.where, groups: [], azure: [], unsealed: 0, unread };
     }
     return this.#last;
   }
 }
 
-/** snapshotOf: the store's records (named `<group>/<name>`) as groups (each with the budget stated for it, if any) and Azure records. */
+/**
+ * snapshotOf: the store's records (named `<group>/<name>`) as groups (each with the budget stated
+ * for it, if any) and Azure's records (those whose seal holds; none without a seal).
+ */
 export function snapshotOf(
   records: readonly Versioned[],
   where: string,
   now: number,
-  budgets: FleetReaderOptions['budgets'] = {},
+  o: { readonly budgets?: FleetReaderOptions['budgets']; readonly seal?: RecordSeal | null } = {},
 ): FleetSnapshot {
+  const budgets = o.budgets ?? {};
   const byGroup = new Map<string, Versioned[]>();
   for (const r of records) {
     const slash = r.name.indexOf('/');
@@ -120,15 +164,17 @@ export function snapshotOf(
     list.push({ ...r, name: r.name.slice(slash + 1) });
     byGroup.set(group, list);
   }
-  const azure = (byGroup.get(AZURE_GROUP) ?? []).flatMap((r) => {
-    if (!r.name.startsWith(AZURE_PREFIX)) return [];
-    const parsed = AzureRecordSchema.safeParse(r.value);
-    return parsed.success ? [{ name: r.name, version: r.version, record: parsed.data }] : [];
+  const kept = (byGroup.get(AZURE_GROUP) ?? []).filter((r) => r.name.startsWith(AZURE_PREFIX));
+  const azure = kept.flatMap((r) => {
+    const record = o.seal?.open(r.name, r.value) ?? null;
+    return record === null ? [] : [{ name: r.name, version: r.version, record }];
   });
   byGroup.delete(AZURE_GROUP);
+  // a folder no member could name as its group (written by hand) is no group
   const groups = [...byGroup.entries()]
+    .filter(([group]) => GROUP_NAME.test(group))
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([group, list]) => groupOf({ group, maxUnavailable: budgets[group]?.maxUnavailable, store: `${where}/${group}` }, list, [], now))
     .filter((g) => g.members.length > 0 || g.slots.length > 0);
-  return { readAt: now, store: where, groups, azure, unread: [] };
+  return { readAt: now, store: where, groups, azure, unsealed: o.seal == null ? 0 : kept.length - azure.length, unread: [] };
 }

@@ -108,10 +108,11 @@ async function forget(argv: string[]): Promise<number> {
 /** fleetOfRelay: every group of the relay's fleet store, and what no bridge watches, read once (only the store's secrets resolved). */
 async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number> {
   // the store's secrets, and the key that opens Azure's records (its own, else the fleet key it is derived from)
-  const keyOfRecords = (path: readonly (string | number)[], raw: unknown) =>
-    (raw as { azure?: { recordKey?: unknown } }).azure?.recordKey === undefined
-      ? needs.sections('fleetKey')(path, raw)
-      : needs.sections('azure.recordKey')(path, raw);
+  const keyOfRecords = (path: readonly (string | number)[], raw: unknown) => {
+    const azure = (raw as { azure?: { recordKey?: unknown } }).azure;
+    if (azure === undefined) return false;
+    return azure.recordKey === undefined ? needs.sections('fleetKey')(path, raw) : needs.sections('azure.recordKey')(path, raw);
+  };
   const loaded = await loadRelayOrReport(values, (path, raw) => needs.sections('fleet')(path, raw) || keyOfRecords(path, raw));
   if (loaded === null) return EXIT.usage;
   const { config, path } = loaded;

@@ -169,6 +169,13 @@ export function asSlot(value: unknown): SlotRecord {
 export const live = (s: SlotRecord, now: number): boolean => s.member !== null && (s.until === undefined || Date.parse(s.until) > now);
 
 /**
+ * ownedBy: the slot is `member`'s own: in its name and live. A record in its name past its
+ * recorded end counts for nobody, so it is no slot of its either: taking it again is counted
+ * against the group like taking any free slot.
+ */
+export const ownedBy = (s: SlotRecord, member: string, now: number): boolean => s.member === member && live(s, now);
+
+/**
  * recordedEnd: when a member's maintenance for this event is over at the latest, as far as the
  * group knows: NotBefore (or now, once approved or Started) plus the expected interruption plus
  * the margin. Past it, a holder that stopped renewing loses its slot.

@@ -11,7 +11,8 @@
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { collisionOf, staleAt, windowsOf, type MemberRecord, type SlotRecord, type Window } from './records.ts';
+import { staleAt, type MemberRecord, type SlotRecord } from './records.ts';
+import { collisionOf, windowsOf, type Window } from './windows.ts';
 import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
 import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';

@@ -9,19 +9,18 @@ import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfi
 import { openFleetStore } from './stores/open.ts';
 import {
   asSlot,
-  collisionOf,
   holderOf,
   live,
   MEMBER_PREFIX,
   SLOT_PREFIX,
   staleAt,
-  windowsOf,
   type Holder,
   type EventApproval,
   type MemberCalendar,
   type MemberEvent,
 } from './records.ts';
 import type { Versioned } from './stores/port.ts';
+import { collisionOf, windowsOf } from './windows.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
 import { boundsOf, unavailableOf, type CountBounds } from './unavailable.ts';
 

@@ -9,6 +9,8 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { asBudget, FleetConfig } from '../../src/fleet/budget/config.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
+import { groupText } from '../../src/fleet/budget/group-text.ts';
 import { asSlot, live, memberKey, overflowName } from '../../src/fleet/budget/records.ts';
 import { MemberSlots } from '../../src/fleet/budget/slots.ts';
 import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
@@ -102,5 +104,46 @@ describe.each(STORE_KINDS)('slot records in a member name, over the %s store', (
     b.now = t0 + 631_000;
     expect(await b.budget.take(scheduledFor('vm-b'), api)).toMatchObject({ slot: 'slot-0' });
     expect((await a.store.list('slot-x-')).map((r) => r.name)).toEqual([]);
+  });
+});
+
+describe.each(STORE_KINDS)('times in slot records, over the %s store', (kind) => {
+  it('an event whose NotBefore is 9999-12-31: its slot reads back by its schema, live, its end at most a month on; the next member is held', async () => {
+    const group = `far-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const ea = scheduledFor('vm-a', { notBefore: '9999-12-31T23:59:59Z', durationInSeconds: 2 ** 53 - 1 });
+    await a.read([ea]);
+    expect(await a.budget.take(ea, api)).toMatchObject({ slot: 'slot-0' });
+    const now = Date.now();
+    const written = asSlot((await b.store.get('slot-0'))?.value);
+    expect(written).toMatchObject({ vm: 'vm-a', eventIds: [ea.eventId] });
+    expect(live(written, now)).toBe(true);
+    expect(Date.parse(written.until!)).toBeLessThanOrEqual(now + 31 * 86_400_000);
+    expect(await outcome(b.budget.take(scheduledFor('vm-b'), api))).toBe('HELD');
+  });
+
+  it('a slot record that names a holder but does not read counts as held, with no end: no member takes it, and fleet status says why', async () => {
+    const group = `unread-${kind}`;
+    const a = await member(kind, group, 'vm-a');
+    // an end no member can write as a time its schema reads (an older version wrote such ends)
+    const odd = {
+      member: 'vm-x-0000',
+      vm: 'vm-x',
+      eventIds: ['E-X'],
+      since: new Date().toISOString(),
+      until: '+010000-01-01T00:00:00.000Z',
+    };
+    expect(await a.store.put('slot-0', odd, null)).not.toBeNull();
+    const held = await a.budget.take(scheduledFor('vm-a'), api).catch((e: unknown) => e);
+    expect(held).toMatchObject({ code: 'HELD', holders: [{ vm: 'vm-x', eventId: 'E-X', until: null }] });
+    expect(asSlot((await a.store.get('slot-0'))?.value)).toMatchObject({ member: 'vm-x-0000', unread: expect.stringMatching(/^until: /) });
+    const g = await readGroup(FleetConfig.parse({ group, maxUnavailable: 1, store: fleetStores().config(kind) }));
+    expect(g.slots).toMatchObject([{ slot: 'slot-0', vm: 'vm-x', until: null }]);
+    expect(g.skipped).toMatchObject([{ key: 'slot-0', holder: 'vm-x' }]);
+    const text = groupText(g, (h, rows) => [h, ...rows].map((r) => r.join(' | ')).join('\n'));
+    expect(text).toContain(
+      'Record slot-0 does not read (until: not an RFC 3339 time of the years 0000 to 9999): counted as held by vm-x, with no end, until it is written whole again or removed from the store.',
+    );
+    expect(a.lines.find((l) => l.code === 'FLEET_RECORD_SKIPPED')).toMatchObject({ key: 'slot-0', holder: 'vm-x' });
   });
 });

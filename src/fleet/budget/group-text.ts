@@ -9,6 +9,7 @@ import { calendarNowText } from '../../calendar/calendar.ts';
 import { visible } from '../../present/text-line.ts';
 import type { GroupStatus } from './group.ts';
 import type { MemberEvent } from './records.ts';
+import { countedText } from './parse.ts';
 
 type Member = GroupStatus['members'][number];
 
@@ -81,7 +82,13 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
       '',
       `The members' calendars differ (${digests.size} kinds, by digest): every member of a group should name the same fleet.calendar.`,
     );
-  for (const s of g.skipped) out.push('', `Record ${visible(s.key)} left out: ${visible(s.why)}.`);
+  for (const s of g.skipped)
+    out.push(
+      '',
+      s.holder === undefined
+        ? `Record ${visible(s.key)} left out: ${visible(s.why)}.`
+        : `Record ${visible(s.key)} does not read (${visible(s.why)}): ${visible(countedText(s.holder))}.`,
+    );
   for (const u of g.unread) out.push('', `Could not read ${u.what}: ${visible(u.why)}.`);
   if (g.collision !== null) out.push('', collisionText(g, g.collision));
   return `${out.join('\n')}\n`;

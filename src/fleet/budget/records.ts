@@ -28,6 +28,8 @@ export interface SlotRecord {
   readonly reason?: string;
   /** The holder's availability zone, when it has one (for `zones: one-at-a-time`). */
   readonly zone?: string | null;
+  /** Only as read: the record names a holder but does not read by its schema (why): held, with no end, and nobody's own. */
+  readonly unread?: string;
 }
 
 export interface MemberEvent {
@@ -157,11 +159,28 @@ export function memberKey(vm: { readonly name: string; readonly resourceId: stri
   return `${name}-${digest}`;
 }
 
-/** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */
+/**
+ * asSlot reads a slot record by its schema. One that does not read but names a holder (a `member`
+ * that is text: a time it cannot write, another version's shape) fails closed: it counts as held,
+ * with no end to take it over at, and is nobody's own, so no member extends or renews it; it holds
+ * its slot until it is written whole again or removed. Anything else (no holder, not JSON) is free.
+ * No power is given away: any member may write a readable record that holds a slot as long.
+ */
 export function asSlot(value: unknown): SlotRecord {
   const r = SlotSchema.safeParse(value);
-  const slot: SlotRecord | null = r.success ? r.data : null;
-  return slot ?? { member: null };
+  if (r.success) return r.data;
+  const o = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  if (typeof o.member !== 'string' || o.member === '') return { member: null };
+  const line = (v: unknown): string | undefined => (typeof v === 'string' ? v.slice(0, 256) : undefined);
+  const ids = Array.isArray(o.eventIds) ? o.eventIds.slice(0, 8).flatMap((id) => (typeof id === 'string' ? [id.slice(0, 256)] : [])) : [];
+  const issue = r.error.issues[0];
+  return {
+    member: o.member.slice(0, 256),
+    vm: line(o.vm) ?? o.member.slice(0, 256),
+    eventIds: ids,
+    ...(line(o.since) === undefined ? {} : { since: line(o.since) }),
+    unread: issue === undefined ? 'not a slot record' : `${issue.path.join('.') || '(record)'}: ${issue.message}`,
+  };
 }
 
 /** live: the slot has a holder whose recorded end has not passed. */
@@ -172,16 +191,22 @@ export const live = (s: SlotRecord, now: number): boolean => s.member !== null &
  * recorded end counts for nobody, so it is no slot of its either: taking it again is counted
  * against the group like taking any free slot.
  */
-export const ownedBy = (s: SlotRecord, member: string, now: number): boolean => s.member === member && live(s, now);
+export const ownedBy = (s: SlotRecord, member: string, now: number): boolean =>
+  s.member === member && s.unread === undefined && live(s, now);
+
+/** How far ahead the budget looks: a month. Azure announces a maintenance at most about a week ahead. */
+export const HORIZON_MS = 31 * 86_400_000;
 
 /**
  * recordedEnd: when a member's maintenance for this event is over at the latest, as far as the
  * group knows: NotBefore (or now, once approved or Started) plus the expected interruption plus
- * the margin. Past it, a holder that stopped renewing loses its slot.
+ * the margin, and at most HORIZON_MS from now (renewed while the event is listed), so it is always
+ * a time every member's schema reads. Past it, a holder that stopped renewing loses its slot.
  */
 export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSeconds'>, now: number, marginSeconds: number): number {
   const start = Math.max(now, e.notBefore === null ? now : Date.parse(e.notBefore) || now);
-  return start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
+  const end = start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
+  return Number.isFinite(end) ? Math.min(end, now + HORIZON_MS) : now + HORIZON_MS;
 }
 
 /** slotRecordOf: a member's slot record for `event`, from `now`. */

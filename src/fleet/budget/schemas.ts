@@ -20,7 +20,7 @@ const vmResourceId = z
 const text = z.string().max(1024);
 /** A time as a member writes it (RFC 3339, as toISOString gives it); a record with a time that does not read is of another shape. */
 const time = text
-  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/)
+  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/, 'not an RFC 3339 time of the years 0000 to 9999')
   .refine((t) => Number.isFinite(Date.parse(t)), 'not a time');
 
 export const SlotSchema = z.object({

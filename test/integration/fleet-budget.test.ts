@@ -269,10 +269,10 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     const recordOf = (vm: string) => seen[0]!.find((m) => m.vm === vm)!;
     expect(recordOf('vm-a').events.map((e) => e.eventId)).toEqual([real.eventId]);
     expect(JSON.stringify(seen)).not.toContain('drill-');
-    expect(windowsOf(seen[0]!).map((w) => w.eventId)).not.toContain(drill.eventId);
+    expect(windowsOf(seen[0]!, Date.now()).map((w) => w.eventId)).not.toContain(drill.eventId);
     // a record written by an older version that still shows a drill is read without it
     const old = { ...recordOf('vm-a'), events: [...recordOf('vm-a').events, { ...recordOf('vm-a').events[0]!, eventId: drill.eventId }] };
-    expect(windowsOf([old]).map((w) => w.eventId)).toEqual([real.eventId]);
+    expect(windowsOf([old], Date.now()).map((w) => w.eventId)).toEqual([real.eventId]);
   });
 });
 

@@ -60,8 +60,8 @@ export class Forecast {
     if (document === null || !d.view.vm.nameKnown) return null;
     const me = d.view.vm.name.toLowerCase();
     // a member is unavailable past its maintenance until it has settled; one not healthy now is unavailable already
-    const windows = windowsOf(members, (d.settleSeconds ?? 0) * 1000);
     const now = Date.now();
+    const windows = windowsOf(members, now, (d.settleSeconds ?? 0) * 1000);
     this.#k = slotsFor(d.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
     const bounds = {
       unhealthyCountsForSeconds: d.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,

@@ -141,7 +141,7 @@ export function groupOf(
     ).map(({ key, ...u }) => [key, u]),
   );
   // as the forecast counts it: a window runs on for the settle time, and a member not healthy outside the collision is down already
-  const windows = windowsOf(members, bounds.settleSeconds * 1000);
+  const windows = windowsOf(members, now, bounds.settleSeconds * 1000);
   const sick = [...unavailable.values()].filter((u) => u.counts && !windows.some((w) => w.vm === u.vm)).map((u) => u.vm);
   const c = k === null ? null : collisionOf(windows, Math.max(0, k - sick.length));
   return {

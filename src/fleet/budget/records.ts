@@ -9,7 +9,7 @@
 import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { SlotSchema } from './schemas.ts';
+import { MAX_MEMBER_EVENTS, SlotSchema } from './schemas.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
@@ -132,9 +132,6 @@ export interface Holder {
   readonly until: string | null;
   readonly mode: HoldMode | null;
 }
-
-/** The most events a member record lists: a record stays a few KiB. */
-export const MAX_MEMBER_EVENTS = 50;
 
 export const SLOT_PREFIX = 'slot-';
 export const OVERFLOW_PREFIX = 'slot-x-';

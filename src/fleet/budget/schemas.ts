@@ -17,6 +17,9 @@ const vmResourceId = z
   .nullable()
   .transform((id) => (parseVmResourceId(id) === null ? null : id));
 
+/** The most events a member record lists (a member writes no more): a record stays a few KiB, and the forecast's work bounded. */
+export const MAX_MEMBER_EVENTS = 50;
+
 const text = z.string().max(1024);
 /** A time as a member writes it (RFC 3339, as toISOString gives it); a record with a time that does not read is of another shape. */
 const time = text
@@ -72,7 +75,7 @@ export const MemberSchema = z.object({
   resourceId: vmResourceId,
   heartbeatAt: time,
   heartbeatSeconds: z.number(),
-  events: z.array(MemberEventSchema).max(200),
+  events: z.array(MemberEventSchema).max(MAX_MEMBER_EVENTS),
   slot: text.nullable(),
   health: z.object({ healthy: z.boolean(), since: time, detail: z.string().optional() }).optional(),
   zone: text.nullable().optional(),

@@ -147,3 +147,36 @@ describe.each(STORE_KINDS)('times in slot records, over the %s store', (kind) =>
     expect(a.lines.find((l) => l.code === 'FLEET_RECORD_SKIPPED')).toMatchObject({ key: 'slot-0', holder: 'vm-x' });
   });
 });
+
+describe.each(STORE_KINDS)('the members a percentage counts, over the %s store', (kind) => {
+  it('"50%" of two members is one slot, whatever records that never go stale or beat from the future say', async () => {
+    const group = `pct-${kind}`;
+    const [a, b] = await Promise.all([
+      member(kind, group, 'vm-a', { maxUnavailable: '50%' }),
+      member(kind, group, 'vm-b', { maxUnavailable: '50%' }),
+    ]);
+    const [ea, eb] = [scheduledFor('vm-a'), scheduledFor('vm-b')];
+    await Promise.all([a.read([ea]), b.read([eb])]);
+    // records of no bridge: a heartbeat of 1970 that never goes stale (its period a trillion seconds), and heartbeats of the year 9999
+    const fake = (i: number, more: Record<string, unknown>) =>
+      a.store.put(
+        `member-fake-${i}`,
+        {
+          member: `fake-${i}`,
+          vm: `fake-${i}`,
+          resourceId: null,
+          slot: null,
+          events: [],
+          heartbeatAt: new Date().toISOString(),
+          heartbeatSeconds: 30,
+          ...more,
+        },
+        null,
+      );
+    for (let i = 0; i < 5; i++) expect(await fake(i, { heartbeatAt: '1970-01-01T00:00:00.000Z', heartbeatSeconds: 1e12 })).not.toBeNull();
+    for (let i = 5; i < 10; i++) expect(await fake(i, { heartbeatAt: '9999-12-31T23:59:59.999Z' })).not.toBeNull();
+    expect(await outcome(a.budget.take(ea, api))).toBe('granted');
+    const held = await b.budget.take(eb, api).catch((e: unknown) => e);
+    expect(held).toMatchObject({ code: 'HELD', message: expect.stringContaining('allows 1 member in maintenance at once') });
+  });
+});

@@ -4,7 +4,9 @@
  * not have written.
  */
 import { describe, expect, it } from 'vitest';
-import { asSlot, live, slotRecordOf } from '../../src/fleet/budget/records.ts';
+import { groupOf } from '../../src/fleet/budget/group.ts';
+import { membersOf, skippedOf } from '../../src/fleet/budget/parse.ts';
+import { asSlot, live, slotRecordOf, staleAt } from '../../src/fleet/budget/records.ts';
 import { SlotSchema } from '../../src/fleet/budget/schemas.ts';
 import { prng } from '../../testkit/prng.ts';
 
@@ -52,5 +54,57 @@ describe('a slot record the budget could not have written', () => {
     expect(asSlot({ member: `${'m'.repeat(5000)}`, until: 'x' }).member).toHaveLength(256);
     for (const free of [undefined, null, 'not JSON', [], { member: null, until: 'x' }, { member: 7 }, { vm: 'vm-z' }])
       expect(asSlot(free), JSON.stringify(free)).toEqual({ member: null });
+  });
+});
+
+describe("a member record's numbers", () => {
+  const now = Date.parse('2026-11-28T10:00:00.000Z');
+  const record = (vm: string, more: Record<string, unknown>) => ({
+    name: `member-${vm}`,
+    version: '1',
+    value: {
+      member: vm,
+      vm,
+      resourceId: null,
+      heartbeatAt: new Date(now).toISOString(),
+      heartbeatSeconds: 30,
+      slot: null,
+      events: [],
+      ...more,
+    },
+  });
+
+  it('a heartbeat period outside what a configuration allows (5 to 3600 s, whole seconds): the record is left out and named', () => {
+    const odd = [0.5, 0, -1, 4, 3601, 1e12, 1e308, 30.5].map((h, i) => record(`odd-${i}`, { heartbeatSeconds: h }));
+    const ok = [5, 30, 3600].map((h) => record(`ok-${h}`, { heartbeatSeconds: h }));
+    expect(membersOf([...odd, ...ok]).map((m) => m.vm)).toEqual(['ok-5', 'ok-30', 'ok-3600']);
+    expect(skippedOf(odd).map((s) => s.why)).toEqual(odd.map(() => expect.stringMatching(/^heartbeatSeconds: /)));
+  });
+
+  it('a maxUnavailable other than the configuration allows (1 to 100, or "1%" to "100%") states none: the member still counts', () => {
+    const odd = [0, -1, 1.5, 101, 1e308, 'abc', '0%', '101%', '1e2', '50', ' 50%', '050%', true, null, {}];
+    const ok = [1, 100, '1%', '50%', '100%'];
+    const members = membersOf([...odd, ...ok].map((v, i) => record(`m-${i}`, { maxUnavailable: v })));
+    expect(members.map((m) => m.maxUnavailable)).toEqual([...odd.map(() => undefined), ...ok]);
+    // a group whose records state only what reads as none has no budget (the fleet view's reading), never NaN slots
+    const g = groupOf(
+      { group: 'g', maxUnavailable: undefined, store: 'test' },
+      odd.map((v, i) => record(`m-${i}`, { maxUnavailable: v })),
+      [],
+      now,
+    );
+    expect([g.maxUnavailable, g.members.length]).toEqual([null, odd.length]);
+  });
+
+  it('a heartbeat more than five minutes ahead of the reader is not fresh; within five minutes it is', () => {
+    const ahead = (ms: number) => ({ heartbeatAt: new Date(now + ms).toISOString(), heartbeatSeconds: 3600 });
+    expect(staleAt(ahead(0), now)).toBe(false);
+    expect(staleAt(ahead(5 * 60_000), now)).toBe(false);
+    expect(staleAt(ahead(5 * 60_000 + 1), now)).toBe(true);
+    expect(staleAt({ heartbeatAt: '9999-12-31T23:59:59.999Z', heartbeatSeconds: 30 }, now)).toBe(true);
+    // a percentage counts fresh members only: ten records from the future do not make "50%" of two members six slots
+    const real = [record('a', {}), record('b', {})];
+    const future = Array.from({ length: 10 }, (_, i) => record(`f-${i}`, { heartbeatAt: '9999-12-31T23:59:59.999Z' }));
+    expect(groupOf({ group: 'g', maxUnavailable: '50%', store: 'test' }, [...real, ...future], [], now).maxUnavailable).toBe(1);
   });
 });

@@ -98,9 +98,18 @@ export interface MemberCalendar extends CalendarNow {
   readonly digest: string;
 }
 
-/** staleAt: the member has not written its record for three heartbeats. */
-export const staleAt = (m: Pick<MemberRecord, 'heartbeatAt' | 'heartbeatSeconds'>, now: number): boolean =>
-  now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000;
+/** How far ahead of a reader's clock a heartbeat may be and still count: members' clocks differ by seconds, not minutes. */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * staleAt: the member has not written its record for three heartbeats, or says it wrote it more
+ * than CLOCK_SKEW_MS from now (no clock of a member is that far ahead: a record that says so is no
+ * sign of life, and counts as a percentage's member no more than a silent one).
+ */
+export const staleAt = (m: Pick<MemberRecord, 'heartbeatAt' | 'heartbeatSeconds'>, now: number): boolean => {
+  const at = Date.parse(m.heartbeatAt);
+  return !(at - now <= CLOCK_SKEW_MS) || now - at > 3 * m.heartbeatSeconds * 1000;
+};
 
 /** memberEventsOf: this member's events as its record says them: whether its slot is held for each, and the approvals the budget holds. */
 export function memberEventsOf(

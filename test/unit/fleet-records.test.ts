@@ -96,6 +96,24 @@ describe("a member record's numbers", () => {
     expect([g.maxUnavailable, g.members.length]).toEqual([null, odd.length]);
   });
 
+  it('a record of more events than a member writes (50) is left out', () => {
+    const events = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        eventId: `E-${i}`,
+        eventType: 'Reboot',
+        status: 'Scheduled',
+        notBefore: null,
+        durationInSeconds: -1,
+        approved: false,
+      }));
+    const records = [50, 51, 200].map((n) => record(`events-${n}`, { events: events(n) }));
+    expect(membersOf(records).map((m) => m.vm)).toEqual(['events-50']);
+    expect(skippedOf(records).map((s) => s.why)).toEqual([
+      'events: Too big: expected array to have <=50 items',
+      expect.stringMatching(/^events: /),
+    ]);
+  });
+
   it('a heartbeat more than five minutes ahead of the reader is not fresh; within five minutes it is', () => {
     const ahead = (ms: number) => ({ heartbeatAt: new Date(now + ms).toISOString(), heartbeatSeconds: 3600 });
     expect(staleAt(ahead(0), now)).toBe(false);

@@ -136,13 +136,16 @@ async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number
           ? `Unwatched: none${config.azure === undefined ? " (Azure's feed is not configured)" : ''}\n`
           : `Unwatched (Azure lists them, no bridge watches them):\n${table(
               ['VM', 'EVENT ID', 'TYPE', 'STATUS', 'NOT BEFORE', 'WHY', 'APPROVED'],
-              unwatched.map((e) => [
-                ...[e.vm, e.eventId, e.eventType, e.status, e.notBefore ?? '-', e.unwatched!.why],
-                e.azure?.acknowledged === undefined ? '-' : `by ${e.azure.acknowledged.by} through Resource Manager`,
-              ]),
+              // what Azure's records and the members' records say is shown as text, never as terminal control
+              unwatched.map((e) =>
+                [
+                  ...[e.vm, e.eventId, e.eventType, e.status, e.notBefore ?? '-', e.unwatched!.why],
+                  e.azure?.acknowledged === undefined ? '-' : `by ${e.azure.acknowledged.by} through Resource Manager`,
+                ].map(visible),
+              ),
             )}\n`,
       );
-      for (const u of s.unread) parts.push(`Could not read ${u.what}: ${u.why}.\n`);
+      for (const u of s.unread) parts.push(`Could not read ${u.what}: ${visible(u.why)}.\n`);
       process.stdout.write(parts.join('\n'));
     }
     return s.unread.length === 0 ? EXIT.ok : EXIT.failure;

@@ -76,11 +76,11 @@ export const CODES = {
   FLEET_STORE_UNAVAILABLE:
     "the fleet budget's store cannot be read or written: no early approval until it answers (503; maintenance starts at NotBefore)",
   FLEET_RECORD_SKIPPED:
-    'a record of a fleet store is not one this version reads (another shape, not JSON, too large): named once and left out',
+    'a record of a fleet store is not one this version reads (another shape, not JSON, too large): named once and left out; a slot record that names a holder counts as held, with no end',
   FLEET_SLOT_TAKEN_OVER: 'a fleet slot was taken over from a holder whose recorded end had passed',
   FLEET_COLLISION: 'more members of a fleet group are due for maintenance at once than it allows (a fleet.collision CloudEvent)',
   FLEET_SLOT_LOST:
-    'the slot a member held was found taken by another member (its recorded end had passed) or gone; it no longer counts as down',
+    'the slot a member held was found taken by another member (its recorded end had passed), gone, or past its own recorded end; it no longer counts as down',
   FLEET_HEALTH_TIMEOUT:
     'a member was still not healthy timeoutSeconds after its maintenance (fleet.health): its slot was given back all the same',
   FLEET_OVER_BUDGET: "a member is down past its group's budget: forced, or its event Started at NotBefore with no slot free",

@@ -6,6 +6,7 @@
  * answer must be a JSON 4xx, and a valid approval must still work afterwards.
  */
 import { startBridge } from '../../testkit/harness.ts';
+import { prng } from '../../testkit/prng.ts';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueToken } from '../../src/approval/signatures.ts';
@@ -19,17 +20,6 @@ const COUNT = Number(process.env.SE_BRIDGE_FUZZ_COUNT ?? 600);
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 const KEY = secretKey(SECRET)!;
 const OTHER = secretKey(`whsec_${Buffer.alloc(32, 4).toString('base64')}`)!;
-
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number) {
-  return () => {
-    seed |= 0;
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let sim: ImdsSimulator;
 let bridge: Bridge;

@@ -166,9 +166,10 @@ describe.each(STORE_KINDS)('members that no longer exist, over the %s store', (k
     const members = await Promise.all(gone.map((vm) => budgetMember(fleetStores(), kind, group, vm)));
     const t0 = Date.now();
     for (const m of members) await at(m, t0 - 30 * DAY);
-    // `holder` holds a slot whose recorded end is ahead
+    // `holder` went silent eight days ago (past forgetAfterSeconds), holding a slot whose recorded end is ahead
     const holder = members[5]!;
-    const eh = scheduledFor('holder', { notBefore: new Date(t0 + 30 * DAY).toISOString() });
+    holder.now = t0 - 8 * DAY;
+    const eh = scheduledFor('holder', { notBefore: new Date(t0 + 10 * DAY).toISOString() });
     await holder.read([eh]);
     await holder.budget.take(eh, api);
     const raw = await openFleetStore(configOf(kind, group).store, group);
@@ -350,7 +351,7 @@ describe('what forgetting costs the store', () => {
 });
 
 describe('records whose times and durations do not read', () => {
-  it('are left out and named; fleet status and the budget still read the group', () => {
+  it('are left out and named (a slot that names its holder counts as held); fleet status and the budget still read the group', () => {
     const now = Date.parse('2026-11-25T10:00:00.000Z');
     const base = { resourceId: null, heartbeatSeconds: 30, slot: null, health: { healthy: false, since: '2026-11-25T09:00:00.000Z' } };
     const member = (vm: string, more: Record<string, unknown>) => ({
@@ -371,6 +372,11 @@ describe('records whose times and durations do not read', () => {
     expect(g.skipped.map((s) => s.key).sort()).toEqual(['member-far', 'member-long', 'member-settle', 'slot-0']);
     expect(g.members.map((m) => m.vm).sort()).toEqual(['later', 'ok']);
     expect(g.collision).toBeNull();
-    expect(groupText(g, table)).toContain('Record slot-0 left out');
+    // the slot's end cannot be read: it counts as held by the member it names, with no end
+    expect(g.slots).toMatchObject([{ slot: 'slot-0', vm: 'ok', until: null }]);
+    expect(g.members.find((m) => m.vm === 'ok')?.holdsSlot).toBe(true);
+    expect(groupText(g, table)).toContain(
+      'Record slot-0 does not read (until: not an RFC 3339 time of the years 0000 to 9999): counted as held by ok',
+    );
   });
 });

@@ -244,7 +244,8 @@ export class FleetBudget implements ApprovalGate {
     if (!vm.nameKnown) return;
     const document = this.#realDocument(read)!;
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
-    if (slots.held === undefined) await slots.read();
+    // not read yet, or the slot it held has passed its recorded end (another may hold it now): read the slots first
+    if (slots.held === undefined || slots.lapsed) await slots.read();
     const listed = new Set(mine.map((e) => e.eventId));
     // an approval is held while its event is Scheduled: one Started or gone waits no more (nor is it given back)
     const scheduled = new Set(mine.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId));

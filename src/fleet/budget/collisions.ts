@@ -11,7 +11,8 @@
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { collisionOf, staleAt, windowsOf, type MemberRecord, type SlotRecord, type Window } from './records.ts';
+import { staleAt, type MemberRecord, type SlotRecord } from './records.ts';
+import { collisionOf, windowsOf, type Window } from './windows.ts';
 import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
 import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
@@ -59,8 +60,8 @@ export class Forecast {
     if (document === null || !d.view.vm.nameKnown) return null;
     const me = d.view.vm.name.toLowerCase();
     // a member is unavailable past its maintenance until it has settled; one not healthy now is unavailable already
-    const windows = windowsOf(members, (d.settleSeconds ?? 0) * 1000);
     const now = Date.now();
+    const windows = windowsOf(members, now, (d.settleSeconds ?? 0) * 1000);
     this.#k = slotsFor(d.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
     const bounds = {
       unhealthyCountsForSeconds: d.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { FleetStoreConfig, storeTimeoutMs } from './stores/config.ts';
 import { HealthConfig } from '../../health/config.ts';
 import { CalendarConfig } from '../../calendar/config.ts';
+import { HeartbeatSeconds, MaxUnavailable } from './schemas.ts';
 
 /** The store's pseudo-group where the relay keeps Azure's own records of the fleet's events (no member may name it). */
 export const AZURE_GROUP = 'se-bridge-azure';
@@ -26,15 +27,9 @@ export const FleetConfig = z
       .regex(GROUP_NAME, 'must be 1 to 52 lower-case letters, digits and dashes (not at either end)')
       .refine((g) => g !== AZURE_GROUP, `is reserved: the relay keeps Azure's own records of the fleet's events under ${AZURE_GROUP}`)
       .describe('The group: every member that names it shares one budget, and the fleet view lists it by this name.'),
-    maxUnavailable: z
-      .union([
-        z.number().int().min(1).max(100),
-        z.string().regex(/^([1-9][0-9]?|100)%$/, 'a number from 1 to 100, or a percentage from "1%" to "100%"'),
-      ])
-      .optional()
-      .describe(
-        'How many members of the group may be unavailable at once because of an early approval (the slots): a number, or a percentage of the members with a fresh record ("20%": rounded down, at least 1). Without it the VM is a member of the fleet view only: it writes its record, and nothing holds its approvals.',
-      ),
+    maxUnavailable: MaxUnavailable.optional().describe(
+      'How many members of the group may be unavailable at once because of an early approval (the slots): a number, or a percentage of the members with a fresh record ("20%": rounded down, at least 1). Without it the VM is a member of the fleet view only: it writes its record, and nothing holds its approvals.',
+    ),
     store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
     marginSeconds: z
       .number()
@@ -45,15 +40,9 @@ export const FleetConfig = z
       .describe(
         "Added to a holder's recorded end (NotBefore + DurationInSeconds): a slot whose holder stopped renewing is taken over only after it. At least three heartbeats.",
       ),
-    heartbeatSeconds: z
-      .number()
-      .int()
-      .min(5)
-      .max(3600)
-      .default(30)
-      .describe(
-        'How often a member writes its record (events, slot, heartbeat) and reads its slot back; each period varied by up to a fifth either way, so members started together drift apart. A held slot is renewed at the IMDS reads, at most once a heartbeat.',
-      ),
+    heartbeatSeconds: HeartbeatSeconds.default(30).describe(
+      'How often a member writes its record (events, slot, heartbeat) and reads its slot back; each period varied by up to a fifth either way, so members started together drift apart. A held slot is renewed at the IMDS reads, at most once a heartbeat.',
+    ),
     storeTimeoutMs: storeTimeoutMs(
       'How long one call to the store may take: past it the request is aborted and the operation fails (the budget fails closed and says so; a forced approval goes on, on the record).',
     ),

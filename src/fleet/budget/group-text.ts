@@ -9,6 +9,7 @@ import { calendarNowText } from '../../calendar/calendar.ts';
 import { visible } from '../../present/text-line.ts';
 import type { GroupStatus } from './group.ts';
 import type { MemberEvent } from './records.ts';
+import { countedText } from './parse.ts';
 
 type Member = GroupStatus['members'][number];
 
@@ -33,7 +34,7 @@ function unavailableText(u: NonNullable<Member['unavailable']>): string {
 /** groupText: the group as a person reads it. */
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
   const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held`;
-  const out = [`Group ${g.group}: ${budget}; ${plural(g.members.length, 'member')} (${g.store})`];
+  const out = [`Group ${visible(g.group)}: ${budget}; ${plural(g.members.length, 'member')} (${visible(g.store)})`];
   if (g.slots.length > 0)
     out.push(
       '',
@@ -81,7 +82,13 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
       '',
       `The members' calendars differ (${digests.size} kinds, by digest): every member of a group should name the same fleet.calendar.`,
     );
-  for (const s of g.skipped) out.push('', `Record ${visible(s.key)} left out: ${visible(s.why)}.`);
+  for (const s of g.skipped)
+    out.push(
+      '',
+      s.holder === undefined
+        ? `Record ${visible(s.key)} left out: ${visible(s.why)}.`
+        : `Record ${visible(s.key)} does not read (${visible(s.why)}): ${visible(countedText(s.holder))}.`,
+    );
   for (const u of g.unread) out.push('', `Could not read ${u.what}: ${visible(u.why)}.`);
   if (g.collision !== null) out.push('', collisionText(g, g.collision));
   return `${out.join('\n')}\n`;
@@ -93,7 +100,7 @@ function collisionText(g: GroupStatus, c: NonNullable<GroupStatus['collision']>)
   const due = c.due.map((d) => `${visible(d.vm)}: ${visible(d.eventType)} not before ${d.notBefore}`).join('; ');
   const sick = c.unhealthy.map(visible);
   const also = sick.length === 0 ? '' : `, while ${sick.join(', ')} ${sick.length === 1 ? 'is' : 'are'} not healthy and counted as down`;
-  return `Collision foretold: ${n} of ${g.group}'s ${plural(g.members.length, 'member')} ${n === 1 ? 'is' : 'are'} due for maintenance between ${c.from} and ${c.to} (${due})${also}: ${n + sick.length} down at once, and the group allows ${g.maxUnavailable}.`;
+  return `Collision foretold: ${n} of ${visible(g.group)}'s ${plural(g.members.length, 'member')} ${n === 1 ? 'is' : 'are'} due for maintenance between ${c.from} and ${c.to} (${due})${also}: ${n + sick.length} down at once, and the group allows ${g.maxUnavailable}.`;
 }
 
 /** healthText: a member's health as a person reads it. */

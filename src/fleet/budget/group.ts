@@ -9,19 +9,18 @@ import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfi
 import { openFleetStore } from './stores/open.ts';
 import {
   asSlot,
-  collisionOf,
   holderOf,
   live,
   MEMBER_PREFIX,
   SLOT_PREFIX,
   staleAt,
-  windowsOf,
   type Holder,
   type EventApproval,
   type MemberCalendar,
   type MemberEvent,
 } from './records.ts';
 import type { Versioned } from './stores/port.ts';
+import { collisionOf, windowsOf } from './windows.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
 import { boundsOf, unavailableOf, type CountBounds } from './unavailable.ts';
 
@@ -142,7 +141,7 @@ export function groupOf(
     ).map(({ key, ...u }) => [key, u]),
   );
   // as the forecast counts it: a window runs on for the settle time, and a member not healthy outside the collision is down already
-  const windows = windowsOf(members, bounds.settleSeconds * 1000);
+  const windows = windowsOf(members, now, bounds.settleSeconds * 1000);
   const sick = [...unavailable.values()].filter((u) => u.counts && !windows.some((w) => w.vm === u.vm)).map((u) => u.vm);
   const c = k === null ? null : collisionOf(windows, Math.max(0, k - sick.length));
   return {

@@ -14,7 +14,7 @@ import { affects } from '../../imds/identity.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
-import { asSlot, holderOf, live, overflowName, slotName, slotRecordOf, type MemberRecord, type SlotRecord } from './records.ts';
+import { asSlot, holderOf, live, overflowName, ownedBy, slotName, slotRecordOf, type MemberRecord, type SlotRecord } from './records.ts';
 import { giveBackWritten, type Taken, type Written } from './give-back.ts';
 import type { MemberSlots } from './slots.ts';
 import { zoneConflict } from './zones.ts';
@@ -76,7 +76,7 @@ export async function takeForAll(
     const records = await ctx.slots.read();
     const alive = records.filter((r) => live(asSlot(r.value), now));
     holders = alive.map((r) => holderOf(asSlot(r.value)));
-    const slotOf = (key: string) => alive.find((r) => asSlot(r.value).member === key);
+    const slotOf = (key: string) => alive.find((r) => ownedBy(asSlot(r.value), key, now));
     const needing = named.filter((n) => !(asSlot(slotOf(n.key)?.value).eventIds ?? []).includes(event.eventId));
     if (needing.length === 0)
       return { forced: mode === 'forced', slot: slotOf(ctx.me)?.name ?? null, writes: [], ...(note ? { note } : {}) };

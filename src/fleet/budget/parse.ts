@@ -5,7 +5,7 @@
  * refused, so members of two versions share a group.
  */
 import type { Logger } from 'pino';
-import { MEMBER_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
+import { asSlot, MEMBER_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
 import { MemberSchema, SlotSchema } from './schemas.ts';
 import type { Versioned } from './stores/port.ts';
 
@@ -17,10 +17,11 @@ export function membersOf(records: readonly Versioned[]): MemberRecord[] {
   });
 }
 
-/** A record left out, and why. */
+/** A record left out, and why; a slot record that names a holder is not left out but counted as held (asSlot): `holder` names it. */
 export interface Skipped {
   readonly key: string;
   readonly why: string;
+  readonly holder?: string;
 }
 
 /** skippedOf: the records of this list that do not read by their schema (a slot's or a member's, by name), and why. */
@@ -32,7 +33,9 @@ export function skippedOf(records: readonly Versioned[]): Skipped[] {
     const parsed = schema.safeParse(r.value);
     if (parsed.success) return [];
     const i = parsed.error.issues[0];
-    return [{ key: r.name, why: i === undefined ? 'not a record' : `${i.path.join('.') || '(record)'}: ${i.message}` }];
+    const why = i === undefined ? 'not a record' : `${i.path.join('.') || '(record)'}: ${i.message}`;
+    const held = schema === SlotSchema ? asSlot(r.value) : null;
+    return [{ key: r.name, why, ...(held?.unread === undefined ? {} : { holder: held.vm ?? held.member! }) }];
   });
 }
 
@@ -55,9 +58,19 @@ export class RecordWarnings {
       if (this.#said.size >= 10_000) this.#said.clear();
       this.#said.add(id);
       this.#logger.warn(
-        { code: 'FLEET_RECORD_SKIPPED', key: s.key, why: s.why, store: this.#where },
-        `fleet budget: the record ${s.key} is not one this version reads (${s.why}); it is left out`,
+        {
+          code: 'FLEET_RECORD_SKIPPED',
+          key: s.key,
+          why: s.why,
+          store: this.#where,
+          ...(s.holder === undefined ? {} : { holder: s.holder }),
+        },
+        `fleet budget: the record ${s.key} is not one this version reads (${s.why}); ${s.holder === undefined ? 'it is left out' : countedText(s.holder)}`,
       );
     }
   }
 }
+
+/** countedText: what a slot record that does not read but names a holder counts as, in words. */
+export const countedText = (holder: string): string =>
+  `counted as held by ${holder}, with no end, until it is written whole again or removed from the store`;

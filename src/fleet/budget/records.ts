@@ -9,8 +9,7 @@
 import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { isDrill } from '../../imds/drill-id.ts';
-import { SlotSchema } from './schemas.ts';
+import { MAX_MEMBER_EVENTS, SlotSchema } from './schemas.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
@@ -29,6 +28,8 @@ export interface SlotRecord {
   readonly reason?: string;
   /** The holder's availability zone, when it has one (for `zones: one-at-a-time`). */
   readonly zone?: string | null;
+  /** Only as read: the record names a holder but does not read by its schema (why): held, with no end, and nobody's own. */
+  readonly unread?: string;
 }
 
 export interface MemberEvent {
@@ -97,9 +98,18 @@ export interface MemberCalendar extends CalendarNow {
   readonly digest: string;
 }
 
-/** staleAt: the member has not written its record for three heartbeats. */
-export const staleAt = (m: Pick<MemberRecord, 'heartbeatAt' | 'heartbeatSeconds'>, now: number): boolean =>
-  now - Date.parse(m.heartbeatAt) > 3 * m.heartbeatSeconds * 1000;
+/** How far ahead of a reader's clock a heartbeat may be and still count: members' clocks differ by seconds, not minutes. */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * staleAt: the member has not written its record for three heartbeats, or says it wrote it more
+ * than CLOCK_SKEW_MS from now (no clock of a member is that far ahead: a record that says so is no
+ * sign of life, and counts as a percentage's member no more than a silent one).
+ */
+export const staleAt = (m: Pick<MemberRecord, 'heartbeatAt' | 'heartbeatSeconds'>, now: number): boolean => {
+  const at = Date.parse(m.heartbeatAt);
+  return !(at - now <= CLOCK_SKEW_MS) || now - at > 3 * m.heartbeatSeconds * 1000;
+};
 
 /** memberEventsOf: this member's events as its record says them: whether its slot is held for each, and the approvals the budget holds. */
 export function memberEventsOf(
@@ -132,9 +142,6 @@ export interface Holder {
   readonly mode: HoldMode | null;
 }
 
-/** The most events a member record lists: a record stays a few KiB. */
-export const MAX_MEMBER_EVENTS = 50;
-
 export const SLOT_PREFIX = 'slot-';
 export const OVERFLOW_PREFIX = 'slot-x-';
 export const MEMBER_PREFIX = 'member-';
@@ -158,24 +165,54 @@ export function memberKey(vm: { readonly name: string; readonly resourceId: stri
   return `${name}-${digest}`;
 }
 
-/** asSlot reads a slot record by its schema: anything else (no holder, another shape, not JSON) is a free slot. */
+/**
+ * asSlot reads a slot record by its schema. One that does not read but names a holder (a `member`
+ * that is text: a time it cannot write, another version's shape) fails closed: it counts as held,
+ * with no end to take it over at, and is nobody's own, so no member extends or renews it; it holds
+ * its slot until it is written whole again or removed. Anything else (no holder, not JSON) is free.
+ * No power is given away: any member may write a readable record that holds a slot as long.
+ */
 export function asSlot(value: unknown): SlotRecord {
   const r = SlotSchema.safeParse(value);
-  const slot: SlotRecord | null = r.success ? r.data : null;
-  return slot ?? { member: null };
+  if (r.success) return r.data;
+  const o = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  if (typeof o.member !== 'string' || o.member === '') return { member: null };
+  const line = (v: unknown): string | undefined => (typeof v === 'string' ? v.slice(0, 256) : undefined);
+  const ids = Array.isArray(o.eventIds) ? o.eventIds.slice(0, 8).flatMap((id) => (typeof id === 'string' ? [id.slice(0, 256)] : [])) : [];
+  const issue = r.error.issues[0];
+  return {
+    member: o.member.slice(0, 256),
+    vm: line(o.vm) ?? o.member.slice(0, 256),
+    eventIds: ids,
+    ...(line(o.since) === undefined ? {} : { since: line(o.since) }),
+    unread: issue === undefined ? 'not a slot record' : `${issue.path.join('.') || '(record)'}: ${issue.message}`,
+  };
 }
 
 /** live: the slot has a holder whose recorded end has not passed. */
 export const live = (s: SlotRecord, now: number): boolean => s.member !== null && (s.until === undefined || Date.parse(s.until) > now);
 
 /**
+ * ownedBy: the slot is `member`'s own: in its name and live. A record in its name past its
+ * recorded end counts for nobody, so it is no slot of its either: taking it again is counted
+ * against the group like taking any free slot.
+ */
+export const ownedBy = (s: SlotRecord, member: string, now: number): boolean =>
+  s.member === member && s.unread === undefined && live(s, now);
+
+/** How far ahead the budget looks: a month. Azure announces a maintenance at most about a week ahead. */
+export const HORIZON_MS = 31 * 86_400_000;
+
+/**
  * recordedEnd: when a member's maintenance for this event is over at the latest, as far as the
  * group knows: NotBefore (or now, once approved or Started) plus the expected interruption plus
- * the margin. Past it, a holder that stopped renewing loses its slot.
+ * the margin, and at most HORIZON_MS from now (renewed while the event is listed), so it is always
+ * a time every member's schema reads. Past it, a holder that stopped renewing loses its slot.
  */
 export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSeconds'>, now: number, marginSeconds: number): number {
   const start = Math.max(now, e.notBefore === null ? now : Date.parse(e.notBefore) || now);
-  return start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
+  const end = start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
+  return Number.isFinite(end) ? Math.min(end, now + HORIZON_MS) : now + HORIZON_MS;
 }
 
 /** slotRecordOf: a member's slot record for `event`, from `now`. */
@@ -225,69 +262,3 @@ export const holderOf = (s: SlotRecord): Holder => ({
   until: s.until ?? null,
   mode: s.mode ?? null,
 });
-
-/** A member's expected maintenance window, for the collision forecast. */
-export interface Window {
-  readonly vm: string;
-  readonly eventId: string;
-  readonly eventType: string;
-  readonly from: number;
-  readonly to: number;
-}
-
-/** The last time a record's time may say: the end of the year 9999. */
-const LAST_TIME = Date.parse('9999-12-31T23:59:59.999Z');
-
-/** How long a maintenance is taken to last when its duration is unknown or short: the typical Started-to-gone time. */
-export const TYPICAL_MAINTENANCE_MS = 10 * 60_000;
-
-/** windowsOf: the maintenance windows of the members' pending events (one per event with a NotBefore). */
-export function windowsOf(members: readonly MemberRecord[], settleMs = 0): Window[] {
-  return members.flatMap((m) =>
-    m.events
-      // a drill is never due: a record that shows one (written by an older version) is read without it
-      .flatMap((e) =>
-        e.notBefore !== null && e.status === 'Scheduled' && !isDrill(e.eventId) ? [{ ...e, from: Date.parse(e.notBefore) }] : [],
-      )
-      // a NotBefore that does not read, or past the year 9999, is no window (its end could not be written as a time)
-      .filter((e) => Number.isFinite(e.from) && Math.abs(e.from) <= LAST_TIME)
-      .map((e) => {
-        const from = e.from;
-        return {
-          vm: m.vm,
-          eventId: e.eventId,
-          eventType: e.eventType,
-          from,
-          to: from + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000) + settleMs,
-        };
-      }),
-  );
-}
-
-export interface Collision {
-  readonly from: number;
-  readonly to: number;
-  readonly windows: readonly Window[];
-}
-
-/**
- * collisionOf: the moment the most members' windows overlap, when more members than the group
- * allows are due at once; null otherwise. The windows returned are those that overlap there,
- * sorted by EventId, so every member that reads the same records finds the same collision.
- */
-export function collisionOf(windows: readonly Window[], maxUnavailable: number): Collision | null {
-  let best: { at: number; members: Set<string> } | null = null;
-  for (const w of windows) {
-    const at = w.from;
-    const members = new Set(windows.filter((x) => x.from <= at && x.to > at).map((x) => x.vm));
-    if (members.size > maxUnavailable && (best === null || members.size > best.members.size)) best = { at, members };
-  }
-  if (best === null) return null;
-  const at = best.at;
-  const overlapping = windows.filter((x) => x.from <= at && x.to > at).sort((a, b) => a.eventId.localeCompare(b.eventId));
-  return {
-    from: Math.min(...overlapping.map((w) => w.from)),
-    to: Math.max(...overlapping.map((w) => w.to)),
-    windows: overlapping,
-  };
-}

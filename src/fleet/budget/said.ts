@@ -1,14 +1,15 @@
 /**
  * What a member says of its slots: why an early approval is held (HELD), and when something is
- * not as it should be: it went down past the group's budget (FLEET_OVER_BUDGET), or the slot it
- * held is another's now or gone (FLEET_SLOT_LOST).
+ * not as it should be: it went down past the group's budget (FLEET_OVER_BUDGET), it took over a
+ * slot whose holder's recorded end had passed (FLEET_SLOT_TAKEN_OVER), or the slot it held is
+ * another's now, gone, or past its own recorded end (FLEET_SLOT_LOST).
  */
 import type { Logger } from 'pino';
 import { ApprovalError, type Grant } from '../../approval/service.ts';
 import { unhealthyText, type Unhealthy } from './unavailable.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { Versioned } from './stores/port.ts';
-import { asSlot, live, type Holder, type HoldMode } from './records.ts';
+import { asSlot, live, type Holder, type HoldMode, type SlotRecord } from './records.ts';
 
 /**
  * heldError: an early approval held, and exactly what holds it: the members holding the slots
@@ -54,12 +55,31 @@ export function overflowed(
   return { forced: o.mode === 'forced', slot: o.name };
 }
 
-/** slotLost: the slot a member held is another's now (taken over past its recorded end) or gone. */
-export function slotLost(logger: Logger, group: string, held: Versioned, now: Versioned | undefined): void {
+/**
+ * slotLost: the slot a member held is another's now (taken over past its recorded end), gone, or
+ * still in its name with its recorded end passed (the member did not renew it in time: it counts
+ * for nobody, and this member takes a slot again, counted, if it is down).
+ */
+export function slotLost(logger: Logger, group: string, held: Versioned, current: Versioned | undefined, now: number): void {
   const s = asSlot(held.value);
-  const to = now === undefined ? null : asSlot(now.value);
+  const to = current === undefined ? null : asSlot(current.value);
+  const mine = to !== null && to.member === s.member && !live(to, now);
+  const why = mine
+    ? `still in this member's name, but its recorded end (${to.until ?? '?'}) has passed, so it counts for nobody`
+    : to?.member
+      ? `held by ${to.vm ?? to.member} now`
+      : 'gone from the store';
   logger.error(
-    { code: 'FLEET_SLOT_LOST', slot: held.name, eventIds: s.eventIds ?? [], until: s.until, to: to?.vm ?? null, group },
-    `fleet budget: ${held.name}, held for ${(s.eventIds ?? []).join(', ')}, is ${to?.member ? `held by ${to.vm ?? to.member} now` : 'gone from the store'}; this member no longer counts as down`,
+    { code: 'FLEET_SLOT_LOST', slot: held.name, eventIds: s.eventIds ?? [], until: s.until, to: mine ? null : (to?.vm ?? null), group },
+    `fleet budget: ${held.name}, held for ${(s.eventIds ?? []).join(', ')}, is ${why}; this member no longer counts as down`,
+  );
+}
+
+/** takenOver: a member took `name` over from `previous`, a holder whose recorded end had passed (its own lapsed record is no one else's: not said). */
+export function takenOver(logger: Logger, name: string, previous: SlotRecord, me: string): void {
+  if (previous.member === null || previous.member === me) return;
+  logger.warn(
+    { code: 'FLEET_SLOT_TAKEN_OVER', slot: name, from: previous.vm, eventIds: previous.eventIds, until: previous.until },
+    `fleet budget: took over ${name} from ${previous.vm}, whose recorded end has passed`,
   );
 }

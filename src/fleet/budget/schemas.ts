@@ -17,11 +17,23 @@ const vmResourceId = z
   .nullable()
   .transform((id) => (parseVmResourceId(id) === null ? null : id));
 
+/** The most events a member record lists (a member writes no more): a record stays a few KiB, and the forecast's work bounded. */
+export const MAX_MEMBER_EVENTS = 50;
+
 const text = z.string().max(1024);
 /** A time as a member writes it (RFC 3339, as toISOString gives it); a record with a time that does not read is of another shape. */
 const time = text
-  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/)
+  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/, 'not an RFC 3339 time of the years 0000 to 9999')
   .refine((t) => Number.isFinite(Date.parse(t)), 'not a time');
+
+/** `maxUnavailable` as a configuration allows it: 1 to 100 members, or a percentage from "1%" to "100%". */
+export const MaxUnavailable = z.union([
+  z.number().int().min(1).max(100),
+  z.string().regex(/^([1-9][0-9]?|100)%$/, 'a number from 1 to 100, or a percentage from "1%" to "100%"'),
+]);
+
+/** `heartbeatSeconds` as a configuration allows it. */
+export const HeartbeatSeconds = z.number().int().min(5).max(3600);
 
 export const SlotSchema = z.object({
   member: z.string().nullable(),
@@ -71,8 +83,9 @@ export const MemberSchema = z.object({
   vm: text,
   resourceId: vmResourceId,
   heartbeatAt: time,
-  heartbeatSeconds: z.number(),
-  events: z.array(MemberEventSchema).max(200),
+  // as a configuration allows it: a period that never goes stale (or no period at all) is no member's
+  heartbeatSeconds: HeartbeatSeconds,
+  events: z.array(MemberEventSchema).max(MAX_MEMBER_EVENTS),
   slot: text.nullable(),
   health: z.object({ healthy: z.boolean(), since: time, detail: z.string().optional() }).optional(),
   zone: text.nullable().optional(),
@@ -83,7 +96,8 @@ export const MemberSchema = z.object({
     })
     .optional(),
   version: text.optional(),
-  maxUnavailable: z.union([z.number(), text]).optional(),
+  // as a configuration allows it; anything else (0, 1.5, "abc") states no budget, and the member still counts
+  maxUnavailable: MaxUnavailable.optional().catch(undefined),
   // within the limits a configuration allows (fleet.unhealthyCountsForSeconds, health.settleSeconds)
   unhealthyCountsForSeconds: z
     .number()

@@ -22,10 +22,11 @@ import {
   type HoldMode,
   type SlotRecord,
   asSlot,
+  ownedBy,
   slotRecordOf,
 } from './records.ts';
 import type { RecordWarnings } from './parse.ts';
-import { heldError, overflowed, slotLost } from './said.ts';
+import { heldError, overflowed, slotLost, takenOver } from './said.ts';
 import { zoneConflict } from './zones.ts';
 import type { Unhealthy } from './unavailable.ts';
 import { freeSlot, type Taken, type Written } from './give-back.ts';
@@ -61,14 +62,24 @@ export class MemberSlots {
     this.#now = options.now;
   }
 
-  /** held: the slot this member holds (null: none; undefined: not read yet). */
+  /**
+   * held: the slot this member holds (null: none; undefined: not read yet): a record in its name
+   * whose recorded end has not passed. Past it the record counts for nobody, this member included.
+   */
   get held(): Versioned | null | undefined {
-    return this.#held;
+    const h = this.#held;
+    return h == null || live(asSlot(h.value), this.#now()) ? h : null;
+  }
+
+  /** lapsed: the slot this member last knew it held has passed its recorded end since (not read again yet). */
+  get lapsed(): boolean {
+    return this.#held != null && this.held === null;
   }
 
   /** heldFor: the EventIds this member's slot is held for. */
   get heldFor(): readonly string[] {
-    return this.#held ? (asSlot(this.#held.value).eventIds ?? []) : [];
+    const h = this.held;
+    return h ? (asSlot(h.value).eventIds ?? []) : [];
   }
 
   /** last: the group's slot records as last read (live or not). */
@@ -108,7 +119,7 @@ export class MemberSlots {
     let holders: Holder[] = [];
     // down already (Azure started it) and holding nothing: said in the store before anything is read,
     // so an early approval of another member that confirms after this write counts it
-    if (mode === 'started' && this.#held === null) {
+    if (mode === 'started' && this.held === null) {
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
       const written = await this.write(overflowName(me), record, null);
       if (written) return { ...this.#overflowed(event, mode, await this.read()), writes: [written] };
@@ -117,7 +128,8 @@ export class MemberSlots {
       const now = this.#now();
       const until = new Date(recordedEnd(event, now, marginSeconds)).toISOString();
       const slots = await this.read();
-      const mine = this.#held;
+      // only a live slot is this member's: one past its recorded end is taken like any free slot, counted and read back
+      const mine = this.held;
       if (mine) {
         const s = asSlot(mine.value);
         if ((s.eventIds ?? []).includes(event.eventId)) return { forced: s.mode === 'forced', slot: mine.name, writes: [] };
@@ -153,12 +165,7 @@ export class MemberSlots {
         // read back: a member that went down past the budget meanwhile (its overflow record written
         // between this member's read and its write) is counted, and this early slot given back
         if (mode === 'early' && !(await this.#confirmed(name, sick.length, zones))) break;
-        const previous = before === undefined ? null : asSlot(before.value);
-        if (previous !== null && previous.member !== null)
-          this.#o.logger.warn(
-            { code: 'FLEET_SLOT_TAKEN_OVER', slot: name, from: previous.vm, eventIds: previous.eventIds, until: previous.until },
-            `fleet budget: took over ${name} from ${previous.vm}, whose recorded end has passed`,
-          );
+        if (before !== undefined) takenOver(this.#o.logger, name, asSlot(before.value), me);
         this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: slot taken');
         return { forced: false, slot: name, writes: [written] };
       }
@@ -205,7 +212,7 @@ export class MemberSlots {
   /** release keeps only the events `keep` returns in this member's slot, and frees the slot when none is left. */
   async release(keep: (eventIds: readonly string[]) => readonly string[]): Promise<void> {
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const held = this.#held;
+      const held = this.held;
       if (held == null) return;
       const s = asSlot(held.value);
       const ids = s.eventIds ?? [];
@@ -233,7 +240,7 @@ export class MemberSlots {
    * ahead of it). A write lost means another member wrote the slot: it is read back at once.
    */
   async renew(document: EventsDocument | null): Promise<void> {
-    const held = this.#held;
+    const held = this.held;
     if (held == null || document === null) return;
     const s = asSlot(held.value);
     const now = this.#now();
@@ -254,16 +261,18 @@ export class MemberSlots {
     const now = this.#now();
     const me = this.#o.me().key;
     const before = this.#held;
-    this.#held = slots.find((r) => asSlot(r.value).member === me) ?? null;
+    // a record in this member's name is its slot only while live: past its recorded end it is anyone's to take
+    this.#held = slots.find((r) => ownedBy(asSlot(r.value), me, now)) ?? null;
     if (before != null && this.#held === null)
       slotLost(
         this.#o.logger,
         this.#o.config.group,
         before,
         slots.find((r) => r.name === before.name),
+        now,
       );
     this.#holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));
-    const self = slots.filter((r) => asSlot(r.value).member === me && live(asSlot(r.value), now)).length;
+    const self = slots.filter((r) => ownedBy(asSlot(r.value), me, now)).length;
     this.#o.onSlots?.(self, this.#holders.length - self);
     return slots;
   }

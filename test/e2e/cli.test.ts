@@ -106,7 +106,8 @@ describe('se-bridge CLI', () => {
     const bad = await cli(['fleet', 'nope']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('Usage: se-bridge fleet keys | link-key --vm ID | public-key');
-  });
+    // seventeen processes start at once: on a loaded machine of two cores that takes its time
+  }, 120_000);
 
   it('validate: exit 0 for a valid file', async () => {
     const r = await cli(['validate', '--config', 'config/bridge.example.yaml'], EXAMPLE_ENV);

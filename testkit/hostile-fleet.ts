@@ -11,8 +11,6 @@ import { ROOT } from './fixtures.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import { memberKey, memberName, type MemberRecord } from '../src/fleet/budget/records.ts';
 import type { FleetStoreConfig } from '../src/fleet/budget/stores/config.ts';
-import { secretKey, signatureHeaders } from '../src/lib/standard-webhooks.ts';
-import { API_SECRET } from './fleet.ts';
 
 const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
 
@@ -112,21 +110,6 @@ export class RelayProcess {
         return [];
       }
     });
-  }
-
-  /** approve POSTs /v1/approvals, signed with the API secret as a client of the relay signs it. */
-  async approve(body: Record<string, unknown>): Promise<{ status: number; json: Record<string, any> }> {
-    const text = JSON.stringify(body);
-    const res = await fetch(`${this.url}/v1/approvals`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random().toString(36).slice(2)}`, text),
-      },
-      body: text,
-      signal: AbortSignal.timeout(20_000),
-    });
-    return { status: res.status, json: (await res.json()) as Record<string, any> };
   }
 
   /** stop ends the relay (SIGTERM, SIGKILL after 10 s) and waits for it. */

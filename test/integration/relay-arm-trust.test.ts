@@ -20,11 +20,11 @@ import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { ArmClient } from '../../src/relay/arm.ts';
 import { parseEventResource } from '../../src/azure/resource-id.ts';
 import { ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
-import { fleetKeys, fleetPeer, relayInput } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetKeys, fleetPeer, relayInput } from '../../testkit/fleet.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { RelayProcess, writeRecord } from '../../testkit/hostile-fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { ROOT, tempDir, waitFor } from '../helpers.ts';
+import { postApproval, ROOT, tempDir, waitFor } from '../helpers.ts';
 
 /** The fleet's keys, one set for every replica of the file's relays (as a fleet's replicas share them). */
 const KEYS = fleetKeys();
@@ -92,6 +92,9 @@ async function relay(container: string, o: { feed: boolean; groups?: Record<stri
   return r;
 }
 
+/** approveAt: POST /v1/approvals to a relay, signed with the API secret as its clients sign it. */
+const approveAt = (r: RelayProcess, body: Record<string, unknown>) => postApproval(r.url, API_SECRET, body);
+
 /** the live slots of a group, as its store holds them */
 async function slotsOf(container: string, group: string) {
   const s = await openFleetStore(store(container), group);
@@ -146,14 +149,14 @@ describe('approval via arm: a resource id is parsed, never concatenated', () => 
       [{ vm: vmId('web-34'), eventId: 'E-not-a-guid' }, 400, 'NOT_A_VM'],
     ] as const;
     for (const [body, status, code] of asked) {
-      const a = await r.approve({ ...body, approver: 'mallory', via: 'arm' });
+      const a = await approveAt(r, { ...body, approver: 'mallory', via: 'arm' });
       expect({ body, status: a.status, code: a.json.error?.code }).toEqual({ body, status, code });
     }
     expect(trap.requests).toEqual([]);
     expect(armRequests().length).toBe(before);
 
     // the one VM whose record holds a VM's id: acknowledged at that VM's path, with the stable api-version
-    const ok = await r.approve({ vm: 'web-34', eventId: E(34), approver: 'oncall', via: 'arm' });
+    const ok = await approveAt(r, { vm: 'web-34', eventId: E(34), approver: 'oncall', via: 'arm' });
     expect(ok).toMatchObject({ status: 200, json: { status: 'approved', vm: 'web-34', via: 'arm', approvedBy: 'oncall' } });
     expect(
       armRequests()
@@ -203,37 +206,37 @@ describe("approval via arm: Azure's record is the authority where the feed is co
     }, "Azure's records kept from Resource Graph");
     const before = armRequests().length;
 
-    expect(await r.approve({ vm: 'web-41', eventId: E(41), via: 'arm' })).toMatchObject({
+    expect(await approveAt(r, { vm: 'web-41', eventId: E(41), via: 'arm' })).toMatchObject({
       status: 404,
       json: { error: { code: 'NOT_LISTED_BY_AZURE' } },
     });
-    expect(await r.approve({ vm: 'web-43', eventId: E(43), via: 'arm' })).toMatchObject({
+    expect(await approveAt(r, { vm: 'web-43', eventId: E(43), via: 'arm' })).toMatchObject({
       status: 409,
       json: { error: { code: 'NOT_APPROVABLE' } },
     });
-    expect(await r.approve({ vm: 'web-44', eventId: E(44), via: 'arm' })).toMatchObject({
+    expect(await approveAt(r, { vm: 'web-44', eventId: E(44), via: 'arm' })).toMatchObject({
       status: 404,
       json: { error: { code: 'NOT_LISTED_BY_AZURE' } },
     });
-    expect(await r.approve({ vm: 'web-45', eventId: E(45), via: 'arm' })).toMatchObject({
+    expect(await approveAt(r, { vm: 'web-45', eventId: E(45), via: 'arm' })).toMatchObject({
       status: 409,
       json: { error: { code: 'MANY_VMS' } },
     });
-    expect(await r.approve({ vm: 'ghost-47', eventId: E(47), via: 'arm' })).toMatchObject({
+    expect(await approveAt(r, { vm: 'ghost-47', eventId: E(47), via: 'arm' })).toMatchObject({
       status: 409,
       json: { error: { code: 'FLEET_BUDGET_UNKNOWN' } },
     });
-    expect(await r.approve({ vm: 'ghost-47', eventId: E(47), via: 'arm', force: true })).toMatchObject({
+    expect(await approveAt(r, { vm: 'ghost-47', eventId: E(47), via: 'arm', force: true })).toMatchObject({
       status: 400,
       json: { error: { code: 'MALFORMED' } },
     });
     expect(armRequests().length).toBe(before);
 
-    expect(await r.approve({ vm: vmId('web-42'), eventId: E(42), via: 'arm', approver: 'oncall' })).toMatchObject({
+    expect(await approveAt(r, { vm: vmId('web-42'), eventId: E(42), via: 'arm', approver: 'oncall' })).toMatchObject({
       status: 200,
       json: { status: 'approved' },
     });
-    const forced = await r.approve({
+    const forced = await approveAt(r, {
       vm: vmId('ghost-47'),
       eventId: E(47),
       via: 'arm',
@@ -277,34 +280,34 @@ describe('approval via arm: the budget is never unknown', () => {
 
     // three of three asked, one approved: the stale records' budget of one holds the rest
     const answers = [];
-    for (const [i, name] of gone.entries()) answers.push(await r.approve({ vm: name, eventId: E(51 + i), via: 'arm' }));
+    for (const [i, name] of gone.entries()) answers.push(await approveAt(r, { vm: name, eventId: E(51 + i), via: 'arm' }));
     expect(answers.map((a) => a.status)).toEqual([200, 409, 409]);
     expect(answers[1]!.json).toMatchObject({ status: 'held', error: { code: 'HELD', message: expect.stringMatching(/held by db-1/) } });
     expect(await slotsOf(container, 'stale')).toMatchObject([{ vm: 'db-1', eventIds: [E(51)] }]);
 
     // records that disagree name every member's budget, and nothing is sent
     const acked = arm.acknowledged.length;
-    const disagree = await r.approve({ vm: 'kv-1', eventId: E(61), via: 'arm' });
+    const disagree = await approveAt(r, { vm: 'kv-1', eventId: E(61), via: 'arm' });
     expect(disagree).toMatchObject({ status: 409, json: { error: { code: 'FLEET_BUDGET_DISAGREES' } } });
     expect(disagree.json.error.message).toMatch(/kv-1: 1, kv-2: 1, kv-3: 3/);
     // none that states one
-    const unknown = await r.approve({ vm: 'ui-1', eventId: E(71), via: 'arm' });
+    const unknown = await approveAt(r, { vm: 'ui-1', eventId: E(71), via: 'arm' });
     expect(unknown).toMatchObject({
       status: 409,
       json: { error: { code: 'FLEET_BUDGET_UNKNOWN', message: expect.stringMatching(/ui-1/) } },
     });
     expect(arm.acknowledged.length).toBe(acked);
     // past an unknown budget only when forced, with a reason, on the record: counted as down for the others
-    const forced = await r.approve({ vm: 'ui-1', eventId: E(71), via: 'arm', force: true, reason: 'its bridge is gone' });
+    const forced = await approveAt(r, { vm: 'ui-1', eventId: E(71), via: 'arm', force: true, reason: 'its bridge is gone' });
     expect(forced).toMatchObject({ status: 200, json: { status: 'approved', forced: true } });
     expect(await slotsOf(container, 'open')).toMatchObject([{ vm: 'ui-1', mode: 'forced', reason: 'its bridge is gone' }]);
     await r.stop();
 
     // the relay's own statement of the group's budget decides over what its records say
     const stated = await relay(container, { feed: false, groups: { liar: { maxUnavailable: 1 } } });
-    const first = await stated.approve({ vm: 'kv-3', eventId: E(63), via: 'arm' });
+    const first = await approveAt(stated, { vm: 'kv-3', eventId: E(63), via: 'arm' });
     expect(first).toMatchObject({ status: 200, json: { status: 'approved' } });
-    expect(await stated.approve({ vm: 'kv-1', eventId: E(61), via: 'arm' })).toMatchObject({
+    expect(await approveAt(stated, { vm: 'kv-1', eventId: E(61), via: 'arm' })).toMatchObject({
       status: 409,
       json: { error: { code: 'HELD' } },
     });
@@ -337,15 +340,15 @@ describe('approval via arm: the budget is never unknown', () => {
       scheduledEventOf({ resourceId: vmId('ledger-1'), eventId: E(82) }),
     ];
     const r = await relay(container, { feed: false });
-    const sick = await r.approve({ vm: 'mq-2', eventId: E(81), via: 'arm' });
+    const sick = await approveAt(r, { vm: 'mq-2', eventId: E(81), via: 'arm' });
     expect(sick).toMatchObject({ status: 409, json: { error: { code: 'HELD', message: expect.stringMatching(/mq-1 is not healthy/) } } });
-    const closed = await r.approve({ vm: 'ledger-1', eventId: E(82), via: 'arm' });
+    const closed = await approveAt(r, { vm: 'ledger-1', eventId: E(82), via: 'arm' });
     expect(closed).toMatchObject({
       status: 409,
       json: { status: 'held', error: { code: 'BLACKOUT', message: expect.stringMatching(/year-end/) } },
     });
     expect(arm.acknowledged.filter((a) => [E(81), E(82)].includes(a.eventId))).toEqual([]);
-    const forced = await r.approve({ vm: 'ledger-1', eventId: E(82), via: 'arm', force: true, reason: 'the disk is failing' });
+    const forced = await approveAt(r, { vm: 'ledger-1', eventId: E(82), via: 'arm', force: true, reason: 'the disk is failing' });
     expect(forced).toMatchObject({ status: 200, json: { forced: true } });
   }, 90_000);
 });
@@ -356,7 +359,7 @@ describe("approval via arm: Resource Manager's refusals", () => {
     await writeRecord(store(container), 'r', { name: 'app-1', resourceId: vmId('app-1'), events: [{ eventId: E(91) }], maxUnavailable: 1 });
     arm.rows = [scheduledEventOf({ resourceId: vmId('app-1'), eventId: E(91) })];
     const r = await relay(container, { feed: false });
-    const ask = () => r.approve({ vm: 'app-1', eventId: E(91), via: 'arm' });
+    const ask = () => approveAt(r, { vm: 'app-1', eventId: E(91), via: 'arm' });
     const table = [
       [{ status: 400 }, 502, 'ARM_REFUSED'],
       [{ status: 401 }, 502, 'ARM_FORBIDDEN'],

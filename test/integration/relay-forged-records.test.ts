@@ -17,13 +17,12 @@ import { azureRecordName, type AzureRecord } from '../../src/fleet/view/azure.ts
 import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { secretKey, signatureHeaders } from '../../src/lib/standard-webhooks.ts';
 import { ArmStandIn, EventGridDelivery, eventGridEvent, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
 import { API_SECRET, fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { writeRecord } from '../../testkit/hostile-fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { ROOT, waitFor } from '../helpers.ts';
+import { postApproval, ROOT, waitFor } from '../helpers.ts';
 
 const TLS = {
   key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'),
@@ -104,16 +103,8 @@ async function forge(container: string, r: Partial<AzureRecord> & { eventId: str
   await s.close();
 }
 
-async function approve(r: RunningRelay, body: Record<string, unknown>) {
-  const text = JSON.stringify({ via: 'arm', approver: 'mallory', ...body });
-  const res = await fetch(`${r.url}/v1/approvals`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], `msg_${Math.random()}`, text) },
-    body: text,
-    signal: AbortSignal.timeout(15_000),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, any> };
-}
+const approve = (r: RunningRelay, body: Record<string, unknown>) =>
+  postApproval(r.url, API_SECRET, { via: 'arm', approver: 'mallory', ...body });
 
 async function listed(r: RunningRelay): Promise<Record<string, any>[]> {
   const res = await fetch(`${r.url}/v1/fleet/events?limit=1000`, { headers: { authorization: `Bearer ${READ_KEY}` } });

@@ -8,6 +8,7 @@
  * module under reports/mutation/, for unchanged code and tests).
  *
  *   npm run test:mutation [-- NAME...]     every module, or the named ones
+ *   npm run test:mutation -- --last NAME   judges the module's last report again, without a run
  *
  * Prints each module's score (killed or timed out, over every mutant that compiles), its
  * survivors not listed as equivalent, and listed ones that no longer survive. Exits 1 when a
@@ -117,11 +118,17 @@ function judge(name: string, mod: ModuleFile, reportPath: string): Outcome {
       const replacement = (m.replacement ?? '').split('\n')[0]!.trim();
       const match = listed.find((e) => e.line === line && e.mutator === m.mutatorName && e.replacement === replacement);
       if (match) used.add(match);
-      else unlisted.push(`${file}:${m.location.start.line} ${m.status} ${m.mutatorName} → ${JSON.stringify(replacement)}   ${line}`);
+      // printed as the entry that would list it, for test/mutation/<name>.json once judged equivalent
+      else
+        unlisted.push(
+          `${file}:${m.location.start.line} ${m.status} ${JSON.stringify({ line, mutator: m.mutatorName, replacement, why: '' })}`,
+        );
     }
   }
   const stale = Object.entries(mod.equivalent).flatMap(([file, list]) =>
-    list.filter((e) => !used.has(e)).map((e) => `${file}: ${e.mutator} → ${JSON.stringify(e.replacement)}   ${e.line}`),
+    list
+      .filter((e) => !used.has(e))
+      .map((e) => `${file}: ${JSON.stringify({ line: e.line, mutator: e.mutator, replacement: e.replacement })}`),
   );
   return { name, killed, total, unlisted, stale };
 }
@@ -132,7 +139,8 @@ const all = readdirSync(MODULES)
   .filter((f) => f.endsWith('.json'))
   .map((f) => f.slice(0, -'.json'.length))
   .sort();
-const asked = process.argv.slice(2);
+const last = process.argv[2] === '--last';
+const asked = process.argv.slice(last ? 3 : 2);
 for (const name of asked) {
   if (!all.includes(name)) {
     process.stderr.write(`no module ${name}: one of ${all.join(', ')}\n`);
@@ -142,7 +150,7 @@ for (const name of asked) {
 const outcomes: Outcome[] = [];
 for (const name of asked.length > 0 ? asked : all) {
   const mod = readModule(name);
-  outcomes.push(judge(name, mod, run(name, mod)));
+  outcomes.push(judge(name, mod, last ? join(REPORTS, `${name}.json`) : run(name, mod)));
 }
 
 let failed = false;

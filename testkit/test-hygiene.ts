@@ -53,7 +53,7 @@ export function hygieneOf(file: string, text: string): Finding[] {
   const visit = (node: ts.Node): void => {
     if (ts.isCallExpression(node)) {
       const compared = comparedIn(node);
-      if (compared !== null && compared.some((e) => isElapsed(e, names))) say(node, 'elapsed-time');
+      if (compared !== null && (compared.some((e) => isElapsed(e, names)) || durationAgainstNumber(compared))) say(node, 'elapsed-time');
       if (isLeftOut(node.expression)) say(node.expression, 'left-out');
     }
     if (ts.isAwaitExpression(node) && isSleep(node.expression) && !insideLoop(node)) say(node, 'sleep');
@@ -104,6 +104,18 @@ function isTimeLike(node: ts.Expression, instants: ReadonlySet<string> = NONE): 
 
 const NONE: ReadonlySet<string> = new Set();
 
+/** durationAgainstNumber: a duration measured on the clock, by its name (`atMs`, `secondsToNotBefore`), held to a fixed number. */
+function durationAgainstNumber([actual, expected]: ts.Expression[]): boolean {
+  if (actual === undefined || expected === undefined || !ts.isNumericLiteral(expected)) return false;
+  let named = false;
+  const visit = (n: ts.Node): void => {
+    if (ts.isIdentifier(n) && DURATION_NAME.test(n.text)) named = true;
+    ts.forEachChild(n, visit);
+  };
+  visit(actual);
+  return named;
+}
+
 /** Names: the file's variables that hold instants (`const at = reads.map((r) => r.at)`) and those that hold a time difference (`gaps`). */
 interface Names {
   readonly instants: Set<string>;
@@ -112,8 +124,8 @@ interface Names {
 
 /**
  * isElapsed: the expression measures time that passed: a difference with an instant on either
- * side (`Date.now() - t0`, `b.at - a.at`, `notBefore - 5000`), arithmetic on a clock read, a
- * duration by name (`atMs`, `secondsToNotBefore`), or a variable that holds a difference (`gaps`).
+ * side (`Date.now() - t0`, `b.at - a.at`, `notBefore - 5000`), arithmetic on a clock read, or a
+ * variable that holds a difference (`gaps`).
  */
 function isElapsed(node: ts.Node, names: Names): boolean {
   let found = false;
@@ -125,7 +137,7 @@ function isElapsed(node: ts.Node, names: Names): boolean {
       if (op === ts.SyntaxKind.MinusToken && (like(n.left) || like(n.right))) found = true;
       if (op === ts.SyntaxKind.PlusToken && (isClockRead(n.left) || isClockRead(n.right))) found = true;
     }
-    if (ts.isIdentifier(n) && (names.elapsed.has(n.text) || DURATION_NAME.test(n.text))) found = true;
+    if (ts.isIdentifier(n) && names.elapsed.has(n.text)) found = true;
     ts.forEachChild(n, visit);
   };
   visit(node);

@@ -10,6 +10,27 @@ import { describe, expect, it } from 'vitest';
 import { hygieneOf, testFiles } from '../../testkit/test-hygiene.ts';
 import { ROOT } from '../helpers.ts';
 
+/**
+ * ALLOWED: the breaches the suite keeps on purpose, each with its reason. A lower bound on the gaps
+ * between the bridge's own reads: the poll loop and the shared rate budget sleep on the real clock
+ * (the budget's decisions are also checked in virtual time, test/unit/backoff.test.ts and
+ * test/integration/imds-client.test.ts); a loaded machine only lengthens gaps, so these cannot fail
+ * from load, and nothing else shows that the whole bridge spaces its reads.
+ */
+const ALLOWED: readonly { file: string; text: string; why: string }[] = [
+  {
+    file: 'test/integration/bridge.test.ts',
+    text: 'expect(Math.min(...gaps)).toBeGreaterThanOrEqual(198)',
+    why: 'the least gap between two polls of the real poll loop: a lower bound, which load only lengthens',
+  },
+  {
+    file: 'test/integration/bridge.test.ts',
+    text: 'expect(all[i + 5]! - all[i]!).toBeGreaterThanOrEqual(950)',
+    why: 'the rate budget shared by every IMDS caller of one bridge, on the real clock: a lower bound, which load only lengthens',
+  },
+];
+const allowed = (f: { file: string; text: string }) => ALLOWED.some((a) => a.file === f.file && f.text.startsWith(a.text));
+
 const rules = (text: string) => hygieneOf('sample.test.ts', text).map((f) => `${f.line}:${f.rule}`);
 
 describe('test hygiene', () => {
@@ -17,7 +38,9 @@ describe('test hygiene', () => {
     const files = testFiles(ROOT, ['test', 'sinks', 'testkit']);
     expect(files.length).toBeGreaterThan(100);
     const found = files.flatMap((f) => hygieneOf(f, readFileSync(join(ROOT, f), 'utf8')));
-    expect(found.map((f) => `${f.file}:${f.line}: ${f.rule}: ${f.text}`)).toEqual([]);
+    expect(found.filter((f) => !allowed(f)).map((f) => `${f.file}:${f.line}: ${f.rule}: ${f.text}`)).toEqual([]);
+    // every exception still stands for something in the suite
+    expect(ALLOWED.filter((a) => !found.some((f) => f.file === a.file && f.text.startsWith(a.text)))).toEqual([]);
   });
 
   it.each([

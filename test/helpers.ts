@@ -29,7 +29,11 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
  * poll loop reads, acts on what it read, then waits, so a bridge that read twice more has acted on
  * everything it saw before. A check that nothing happened comes after it.
  */
-export async function laterReads(sim: { readonly requests: readonly { readonly path: string }[] }, n = 2, timeoutMs = 15_000): Promise<void> {
+export async function laterReads(
+  sim: { readonly requests: readonly { readonly path: string }[] },
+  n = 2,
+  timeoutMs = 15_000,
+): Promise<void> {
   const reads = () => sim.requests.filter((r) => r.path === '/metadata/scheduledevents').length;
   const mark = reads();
   await waitFor(() => reads() >= mark + n, `${n} more IMDS reads`, timeoutMs);

@@ -5,7 +5,7 @@
  * pass waits for a condition (test/helpers.ts `waitFor`); one that proves "nothing happened" does
  * so after something that shows the code had its chance.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 
@@ -206,7 +206,7 @@ function insideLoop(node: ts.Node): boolean {
 function isLeftOut(callee: ts.Expression): boolean {
   if (ts.isIdentifier(callee)) return /^(xit|xtest|xdescribe|fit|fdescribe)$/.test(callee.text);
   const parts: string[] = [];
-  for (let e: ts.Expression = callee; ; ) {
+  for (let e: ts.Expression = callee; ;) {
     if (ts.isPropertyAccessExpression(e)) {
       parts.unshift(e.name.text);
       e = e.expression;

@@ -251,9 +251,10 @@ describe('kubernetes sink against the stand-in API server', () => {
       expect(grace).toBeGreaterThan(15);
     }
     // and every one asked before the drain first looks for the pods gone
-    const lastEviction = api.requests.lastIndexOf(evictions.at(-1)!);
-    const firstLook = api.requests.findIndex((r, i) => i > api.requests.indexOf(evictions[0]!) && r.method === 'GET' && r.path.includes('/pods?'));
-    expect(firstLook).toBeGreaterThan(lastEviction);
+    const requests = api.requests;
+    const firstEviction = requests.indexOf(evictions[0]!);
+    const firstLook = requests.findIndex((r, i) => i > firstEviction && r.method === 'GET' && r.path.includes('/pods?'));
+    expect(firstLook).toBeGreaterThan(requests.lastIndexOf(evictions.at(-1)!));
   });
 
   it('a pod no controller manages blocks the drain, named, and is not evicted; drain.force evicts it', async () => {
@@ -518,7 +519,10 @@ describe('kubernetes sink against the stand-in API server', () => {
     await waitFor(() => api!.events.some((x) => x.reason === 'MaintenanceScheduled'), 'the preparation');
     // the sink watches the Node while AKS drains: two more reads of it, and of IMDS, and still nothing
     const mark = api.requests.length;
-    await waitFor(() => api!.requests.slice(mark).filter((r) => r.method === 'GET' && r.path === '/api/v1/nodes/aks-node-0').length >= 2, 'two reads of the Node');
+    await waitFor(
+      () => api!.requests.slice(mark).filter((r) => r.method === 'GET' && r.path === '/api/v1/nodes/aks-node-0').length >= 2,
+      'two reads of the Node',
+    );
     await laterReads(h.sim);
     expect(api.evictions.size).toBe(0);
     expect(h.sim.startRequests).toHaveLength(0);

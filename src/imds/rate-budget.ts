@@ -12,7 +12,11 @@ export class RateBudget {
   readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
   /** A test passes its own clock and sleep (both in milliseconds) to see the window's decisions in virtual time. */
-  constructor(perSecond = 5, now: () => number = () => performance.now(), pause: (ms: number, signal?: AbortSignal) => Promise<void> = sleep) {
+  constructor(
+    perSecond = 5,
+    now: () => number = () => performance.now(),
+    pause: (ms: number, signal?: AbortSignal) => Promise<void> = sleep,
+  ) {
     this.perSecond = perSecond;
     this.#now = now;
     this.#sleep = pause;

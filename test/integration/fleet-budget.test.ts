@@ -2,8 +2,9 @@
  * The fleet budget over its two real stores: Azure Blob Storage served by Azurite (Microsoft's
  * emulator, started on 127.0.0.1 at a free port) through the project's Blob REST client (the
  * fleet store's own, src/fleet/budget/stores/blob-rest.ts), and coordination.k8s.io/v1 Leases
- * served by the project's Kubernetes API stand-in (no API server can run here; written from the API reference) through the project's Kubernetes client (src/kube).
- * Each store sits behind a TCP gate so a test can make it unreachable and bring it back.
+ * served by the project's Kubernetes API stand-in (no API server can run here; written from the
+ * API reference) through the project's Kubernetes client (src/kube). Each store sits behind a TCP
+ * gate so a test can make it unreachable and bring it back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';

@@ -131,7 +131,11 @@ describe('ImdsClient', () => {
     // wakes the callers waiting; IMDS sees five more requests each second, never more
     let now = 0;
     const sleeping: (() => void)[] = [];
-    const budget = new RateBudget(5, () => now, () => new Promise<void>((wake) => sleeping.push(wake)));
+    const budget = new RateBudget(
+      5,
+      () => now,
+      () => new Promise<void>((wake) => sleeping.push(wake)),
+    );
     const limited = new ImdsClient({ endpoint: sim.url, budget, requestTimeoutMs: 5000, firstRequestTimeoutMs: 5000 });
     try {
       const calls = Promise.all(

@@ -36,10 +36,25 @@ it('never pauses longer than the cap between two reads during an outage, and rea
     const mark = reads().length;
     sim.injectFault({ kind: 'status', status: 500, count: 1_000_000 });
     // the ceiling of the jittered backoff doubles from 1 s and meets the 5 s cap at the fourth failure
-    await waitFor(() => reads().slice(mark).filter((r) => r.status === 500).length >= 8, 'eight failed reads', 60_000, 100);
+    await waitFor(
+      () =>
+        reads()
+          .slice(mark)
+          .filter((r) => r.status === 500).length >= 8,
+      'eight failed reads',
+      60_000,
+      100,
+    );
     sim.clearFaults();
     const recovered = reads().length;
-    await waitFor(() => reads().slice(recovered).some((r) => r.status === 200), 'a good read after recovery', 10_000);
+    await waitFor(
+      () =>
+        reads()
+          .slice(recovered)
+          .some((r) => r.status === 200),
+      'a good read after recovery',
+      10_000,
+    );
     await waitFor(async () => (await fetch(`${bridge.observabilityUrl}/readyz`)).status === 200, '/readyz 200', 10_000);
 
     // every read of the outage failed and was followed by one pause the bridge chose, never longer than the cap
@@ -49,7 +64,11 @@ it('never pauses longer than the cap between two reads during an outage, and rea
     const pauses = failed.map((l) => l.retryInMs as number);
     expect(pauses.every((ms) => ms >= config.imds.pollIntervalMs && ms <= config.imds.maxRetryPauseMs)).toBe(true);
     // the reads went on through the outage: one after each pause, the first good one right after the last
-    expect(reads().slice(mark, recovered).every((r) => r.status === 500)).toBe(true);
+    expect(
+      reads()
+        .slice(mark, recovered)
+        .every((r) => r.status === 500),
+    ).toBe(true);
     expect(lines.some((l) => l.msg === 'polls recovered' && (l.failures as number) === failed.length)).toBe(true);
   } finally {
     await bridge.stop(1000);

@@ -39,7 +39,11 @@ describe('RateBudget', () => {
   it('never lets more than the limit through in any one-second window', async () => {
     // virtual time: the clock moves only when the budget sleeps, so every decision is exact
     let t = 0;
-    const budget = new RateBudget(5, () => t, async (ms) => void (t += ms));
+    const budget = new RateBudget(
+      5,
+      () => t,
+      async (ms) => void (t += ms),
+    );
     const stamps: number[] = [];
     for (let i = 0; i < 12; i++) {
       await budget.acquire();
@@ -48,7 +52,11 @@ describe('RateBudget', () => {
     expect(stamps).toEqual([0, 0, 0, 0, 0, 1000, 1000, 1000, 1000, 1000, 2000, 2000]);
     // twelve callers at once, the clock standing still: five get through, the other seven all wait
     let waiting = 0;
-    const shared = new RateBudget(5, () => 0, () => ((waiting += 1), new Promise<void>(() => {})));
+    const shared = new RateBudget(
+      5,
+      () => 0,
+      () => ((waiting += 1), new Promise<void>(() => {})),
+    );
     let through = 0;
     for (let i = 0; i < 12; i++) void shared.acquire().then(() => (through += 1));
     await waitFor(() => waiting === 7, 'seven callers waiting');

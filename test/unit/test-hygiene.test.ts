@@ -51,7 +51,10 @@ describe('test hygiene', () => {
     ['a tolerance around a deadline', 'expect(ask.at).toBeGreaterThanOrEqual(notBefore - 1500);'],
     ['a window around now', 'expect(Date.parse(m.heartbeatAt)).toBeGreaterThan(Date.now() - 60_000);'],
     ['a spread of instants', 'expect(Math.max(...xs.map((r) => r.at)) - Math.min(...xs.map((r) => r.at))).toBeLessThan(1000);'],
-    ['a list of gaps', 'const at = reads.map((r) => r.at);\nconst gaps = at.slice(1).map((t, i) => t - at[i]);\nexpect(Math.max(...gaps)).toBeLessThanOrEqual(6000);'],
+    [
+      'a list of gaps',
+      'const at = reads.map((r) => r.at);\nconst gaps = at.slice(1).map((t, i) => t - at[i]);\nexpect(Math.max(...gaps)).toBeLessThanOrEqual(6000);',
+    ],
     ['a duration by name', 'expect(report.approval.atMs).toBeLessThan(30_000);'],
     ['seconds against now', "expect(Math.abs(Number(h['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);"],
     ['under .not', 'expect(Date.now() - t0).not.toBeGreaterThan(5);'],

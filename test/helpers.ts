@@ -24,6 +24,21 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/**
+ * laterReads waits until IMDS has answered `n` more reads of the scheduled events than it had: a
+ * poll loop reads, acts on what it read, then waits, so a bridge that read twice more has acted on
+ * everything it saw before. A check that nothing happened comes after it.
+ */
+export async function laterReads(
+  sim: { readonly requests: readonly { readonly path: string }[] },
+  n = 2,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const reads = () => sim.requests.filter((r) => r.path === '/metadata/scheduledevents').length;
+  const mark = reads();
+  await waitFor(() => reads() >= mark + n, `${n} more IMDS reads`, timeoutMs);
+}
+
 export function tempDir(prefix = 'se-bridge-test-'): { path: string; cleanup(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };

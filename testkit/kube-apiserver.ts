@@ -83,6 +83,8 @@ export class KubeStandIn {
   #rv = 100;
   #uid = 0;
   url = '';
+  /** Awaited before each request (logged already) is answered: a test holds requests back with it. */
+  gate: ((method: string, path: string) => Promise<void>) | null = null;
 
   constructor(options: KubeStandInOptions = {}) {
     this.#o = { msPerGraceSecond: 10, forbid: [], ...options };
@@ -163,6 +165,7 @@ export class KubeStandIn {
       body,
       at: Date.now(),
     });
+    await this.gate?.(req.method ?? '', url.pathname);
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const byCertificate = (req.socket as TLSSocket).authorized;
     if (!byCertificate && (token === undefined || !this.tokens.has(token))) return status(res, 401, 'Unauthorized', 'Unauthorized');

@@ -11,7 +11,7 @@ import { cli } from '../../test/e2e/process.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { freePort, waitFor } from '../../test/helpers.ts';
+import { freePort, laterReads, waitFor } from '../../test/helpers.ts';
 
 afterEach(stopAll);
 
@@ -74,6 +74,12 @@ class Prober {
   }
 }
 
+/** holdSince: when the probe sink began holding for an event (its own record: the drain counts from it). */
+function holdSince(h: Harness, eventId: string): number {
+  const holds = JSON.parse(h.bridge.store.sinkStates.of('lb').get('holds') ?? '{}') as Record<string, { since: number }>;
+  return holds[eventId]!.since;
+}
+
 async function bridgeWithProbe(
   port: number,
   drainSeconds: number,
@@ -107,8 +113,8 @@ describe('probe sink', () => {
 
     await waitFor(() => h.sim.startRequests.length === 1, 'the approval after the drain', 10_000);
     expect(h.sim.startRequests[0]!.eventIds).toEqual([e.eventId]);
-    // the load balancer has seen 503 for drainSeconds before the maintenance may start
-    expect(h.sim.startRequests[0]!.at - out.at).toBeGreaterThanOrEqual(2000 - 100);
+    // the maintenance may start no earlier than drainSeconds after the probe began holding
+    expect(h.sim.startRequests[0]!.at).toBeGreaterThanOrEqual(holdSince(h, e.eventId) + 2000);
     expect(prober.answers.filter((a) => a.at > out.at && a.at < h.sim.startRequests[0]!.at).every((a) => a.status === 503)).toBe(true);
 
     await waitFor(() => h.kinds().includes(`completed:${e.eventId}`), 'the completion', 10_000);
@@ -156,7 +162,8 @@ describe('probe sink', () => {
     await again.bridge.start();
     expect((await ask(url)).status).toBe(503);
     h.sim.clearFaults();
-    await new Promise((r) => setTimeout(r, POLL_MS * 3));
+    // good reads since: the hold from the store stays until the event is gone
+    await laterReads(h.sim);
     const held = await ask(url);
     expect(held.status).toBe(503);
     expect(JSON.parse(held.text)).toMatchObject({ eventId: e.eventId, eventType: 'Freeze' });
@@ -217,15 +224,20 @@ describe('probe sink', () => {
       const back = await waitFor(() => prober.first(200, out1.at + 1), 'the probe back in service');
       // 2. the same EventId again, the gate closed: neither the first drain nor the first hook success counts
       h.sim.addEvent({ EventId: e.eventId, EventType: 'Reboot', noticeMs: 600_000 });
-      const out2 = await waitFor(() => prober.first(503, back.at + 1), 'the probe out of service again');
+      await waitFor(() => prober.first(503, back.at + 1), 'the probe out of service again');
       await waitFor(() => runsOf(`${e.eventId}/scheduled/2`) >= 2, 'the gate hook failing for the second occurrence');
-      await new Promise((r) => setTimeout(r, 2500));
+      // past the drain of the second occurrence, the hook failed once more and IMDS was read twice: still not approved
+      const drained = holdSince(h, e.eventId) + 2000;
+      await waitFor(() => Date.now() > drained, 'the end of the drain');
+      const failures = runsOf(`${e.eventId}/scheduled/2`);
+      await waitFor(() => runsOf(`${e.eventId}/scheduled/2`) > failures, 'the gate hook failing after the drain');
+      await laterReads(h.sim);
       expect(h.sim.startRequests).toEqual([]);
       const openedAt = Date.now();
       writeFileSync(flag, '');
       await waitFor(() => h.sim.startRequests.length === 1, 'the approval of the second occurrence', 10_000);
       expect(h.sim.startRequests[0]!.at).toBeGreaterThanOrEqual(openedAt);
-      expect(h.sim.startRequests[0]!.at - out2.at).toBeGreaterThanOrEqual(2000 - 100);
+      expect(h.sim.startRequests[0]!.at).toBeGreaterThanOrEqual(holdSince(h, e.eventId) + 2000);
       // 3. a hook failing when its event is canceled is not tried again
       rmSync(flag);
       const b = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000 });
@@ -233,10 +245,14 @@ describe('probe sink', () => {
       h.sim.removeEvent(b.eventId);
       await waitFor(() => h.kinds().includes(`canceled:${b.eventId}`), 'its cancel');
       const atCancel = runsOf(`${b.eventId}/scheduled`);
-      await new Promise((r) => setTimeout(r, 1000));
+      // another event's hook, failing twice through the same sink since: b's retries had their turns
+      const c = h.sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000 });
+      await waitFor(() => runsOf(`${c.eventId}/scheduled`) >= 2, 'the gate hook failing twice for a later event');
       // the one running when the cancel was committed may finish; none starts after it
       expect(runsOf(`${b.eventId}/scheduled`)).toBeLessThanOrEqual(atCancel + 1);
-      expect(h.bridge.store.outbox.depth().get('gate') ?? 0).toBe(0);
+      h.sim.removeEvent(c.eventId);
+      await waitFor(() => h.kinds().includes(`canceled:${c.eventId}`), 'the later one canceled');
+      await waitFor(() => (h.bridge.store.outbox.depth().get('gate') ?? 0) === 0, 'nothing left for the gate');
       expect(h.bridge.store.outbox.deadLetters()).toEqual([]);
     } finally {
       prober.stop();

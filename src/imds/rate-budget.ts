@@ -9,10 +9,17 @@ export class RateBudget {
   readonly perSecond: number;
   readonly #stamps: number[] = [];
   readonly #now: () => number;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
-  constructor(perSecond = 5, now: () => number = () => performance.now()) {
+  /** A test passes its own clock and sleep (both in milliseconds) to see the window's decisions in virtual time. */
+  constructor(
+    perSecond = 5,
+    now: () => number = () => performance.now(),
+    pause: (ms: number, signal?: AbortSignal) => Promise<void> = sleep,
+  ) {
     this.perSecond = perSecond;
     this.#now = now;
+    this.#sleep = pause;
   }
 
   async acquire(signal?: AbortSignal): Promise<void> {
@@ -24,7 +31,7 @@ export class RateBudget {
         this.#stamps.push(now);
         return;
       }
-      await sleep(Math.max(1, Math.ceil(this.#stamps[0]! + 1000 - now)), signal);
+      await this.#sleep(Math.max(1, Math.ceil(this.#stamps[0]! + 1000 - now)), signal);
     }
   }
 }

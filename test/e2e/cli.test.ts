@@ -238,6 +238,10 @@ describe('se-bridge CLI', () => {
     it('--json: one IMDS read, the events with time left, who this VM is; never through a proxy', async () => {
       const e = sim.addEvent({ EventType: 'Freeze', Resources: ['vm0', 'vm1'], DurationInSeconds: 5, noticeMs: 600_000 });
       const proxy = `http://127.0.0.1:${(trap.address() as AddressInfo).port}`;
+      // NotBefore as IMDS says it (to the second), and the seconds left to it at a moment of the run
+      const notBefore = Math.floor(sim.events[0]!.notBefore! / 1000) * 1000;
+      const leftAt = (t: number) => Math.round((notBefore - t) / 1000);
+      const started = Date.now();
       const r = await cli(['status', '--json', '--config', 'config/demo.yaml'], {
         SE_BRIDGE_IMDS_ENDPOINT: sim.url,
         HTTP_PROXY: proxy,
@@ -245,6 +249,7 @@ describe('se-bridge CLI', () => {
         http_proxy: proxy,
         NODE_USE_ENV_PROXY: '1',
       });
+      const ended = Date.now();
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       const out = JSON.parse(r.stdout) as {
@@ -254,8 +259,9 @@ describe('se-bridge CLI', () => {
       expect(out.vm).toMatchObject({ name: 'vm0', origin: 'imds' });
       expect(out.events).toHaveLength(1);
       expect(out.events[0]).toMatchObject({ eventId: e.eventId, affectsThisVm: true, thisVmIsLeader: true, approval: null });
-      expect(out.events[0]!.secondsToNotBefore).toBeGreaterThan(500);
-      expect(out.events[0]!.secondsToNotBefore).toBeLessThanOrEqual(600);
+      // counted from the moment of its read: between the command's start and its end
+      expect(out.events[0]!.secondsToNotBefore).toBeLessThanOrEqual(leftAt(started));
+      expect(out.events[0]!.secondsToNotBefore).toBeGreaterThanOrEqual(leftAt(ended));
       expect(trapHits).toBe(0);
       const table = await cli(['status', '--config', 'config/demo.yaml'], { SE_BRIDGE_IMDS_ENDPOINT: sim.url });
       expect(table.code).toBe(0);

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
-import { freePort, readJsonLines, tempDir, waitFor } from '../helpers.ts';
+import { freePort, laterReads, readJsonLines, tempDir, waitFor } from '../helpers.ts';
 import { start } from './process.ts';
 
 let dir: ReturnType<typeof tempDir>;
@@ -136,7 +136,8 @@ describe('SIGKILL and restart', () => {
     });
     sim.clearFaults();
     sim.startEvent(e.eventId);
-    await new Promise((r) => setTimeout(r, 600));
+    // read twice since: the daemon has seen the event Started, and holds on
+    await laterReads(sim);
     expect((await status()).status).toBe(503);
     sim.removeEvent(e.eventId);
     await waitFor(async () => (await status()).status === 200, 'the probe back in service after completion', 20_000);

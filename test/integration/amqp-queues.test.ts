@@ -88,9 +88,10 @@ describe('the AMQP peer as a Service Bus queue with sessions', () => {
     const r = client.createReceiver('q');
     const got = await r.receiveMessages(3, { maxWaitTimeInMs: 3000 });
     expect(got.map((m) => m.body)).toEqual(['a', 'b', 'c']);
-    peer.queues.detachConsumers('q');
-    // the client learns of the detach from the next frame; a settlement sent before that is lost with the link
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const detached = peer.queues.detachConsumers('q');
+    expect(detached).toHaveLength(1);
+    // a settlement sent before the client has the detach is lost with the link: wait for its answering detach
+    await waitFor(() => detached.every((l) => l.is_closed()), 'the client answering the detach');
     // the message locks outlive the link: the receiver settles through $management
     await r.completeMessage(got[0]!);
     await r.deadLetterMessage(got[1]!, { deadLetterReason: 'BAD', deadLetterErrorDescription: 'by lock token' });

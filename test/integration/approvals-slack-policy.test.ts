@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { responseUrlAllowed } from '../../src/approval/slack.ts';
-import { waitFor } from '../helpers.ts';
+import { laterReads, waitFor } from '../helpers.ts';
 import {
   approvedEvents,
   bridge,
@@ -152,7 +152,7 @@ describe('policy and preparation hooks', () => {
     const freeze = sim.addEvent({ EventType: 'Freeze', DurationInSeconds: 5, noticeMs: 600_000 });
     const platform = sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 });
     await waitFor(() => sim.startRequests.length === 2, 'two automatic approvals');
-    await new Promise((r) => setTimeout(r, 600));
+    await laterReads(sim);
     expect(sim.startRequests.flatMap((s) => s.eventIds).sort()).toEqual([user.eventId, freeze.eventId].sort());
     expect(sim.events.find((e) => e.eventId === platform.eventId)!.status).toBe('Scheduled');
     await waitFor(() => approvedEvents().length === 2, 'two approved events');
@@ -164,7 +164,7 @@ describe('policy and preparation hooks', () => {
     const follower = sim.addEvent({ Resources: ['vm1', 'vm0'], noticeMs: 600_000 });
     const leader = sim.addEvent({ Resources: ['vm0', 'vm1'], noticeMs: 600_000 });
     await waitFor(() => sim.startRequests.length === 1, 'the leader approval');
-    await new Promise((r) => setTimeout(r, 600));
+    await laterReads(sim);
     expect(sim.startRequests.flatMap((s) => s.eventIds)).toEqual([leader.eventId]);
     expect(
       lines.some((l) => l.eventId === follower.eventId && typeof l.reason === 'string' && l.reason.includes('approves for the group')),

@@ -173,13 +173,15 @@ describe('Bridge', () => {
     sim.addEvent({ Resources: ['vm2'], noticeMs: 600_000 });
     await waitFor(() => kinds().length === 2, 'both in the file');
     await waitFor(() => text.stdout().trim() !== '', 'stdout');
-    await new Promise((r) => setTimeout(r, 500));
+    // a later event of this VM on stdout: the other VM's, added before it, had its turn
+    const later = sim.addEvent({ Resources: ['vm0'], noticeMs: 600_000 });
+    await waitFor(() => text.stdout().includes(later.eventId), 'the later event on stdout');
     const out = text
       .stdout()
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { subject: string });
-    expect(out.map((e) => e.subject)).toEqual([mine.eventId]);
+    expect(out.map((e) => e.subject)).toEqual([mine.eventId, later.eventId]);
   });
 
   it('in dry run, sends nothing and keeps no state, but says what it would deliver', async () => {

@@ -184,9 +184,17 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
       expect(kinds).toContain('fleet.collision');
       for (const kind of kinds) expect(family.help).toContain(kind);
     }
-    // the next heartbeat finds the same collision: nothing new
+    // the next heartbeat finds the same collision: nothing new. A heartbeat writes the member's
+    // record, then reads the group; two more records from every member, then every outbox empty,
+    // show each member read the group again and delivered whatever it made of it
     const words = hs.map((h) => collisions(h).length);
-    await new Promise((r) => setTimeout(r, 5500));
+    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores.config(kind) });
+    const beats = async () => new Map((await readGroup(config)).members.map((m) => [m.vm, m.heartbeatAt]));
+    for (let round = 0; round < 2; round += 1) {
+      const mark = await beats();
+      await waitFor(async () => [...(await beats())].every(([vm, at]) => mark.get(vm) !== at), 'a heartbeat of every member', 20_000, 200);
+    }
+    await waitFor(() => hs.every((h) => [...h.bridge.store.outbox.depth().values()].every((n) => n === 0)), 'every outbox empty');
     expect(hs.map((h) => collisions(h).length)).toEqual(words);
   }, 60_000);
 });

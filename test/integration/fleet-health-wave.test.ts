@@ -14,6 +14,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { waitFor } from '../helpers.ts';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
 
 const SCALE = Number(process.env.SE_BRIDGE_WAVE_SCALE ?? '0.1');
 let stores: FleetStores;
@@ -142,7 +144,11 @@ describe('a fleet budget that counts health, ten bridges over Azurite', () => {
     const hs = await Promise.all([0, 1, 2].map((i) => member('hw-one', `hw-one${i}`, 2)));
     // the sick member's record says so before the wave starts
     await waitFor(() => sick.bridge.fleet !== null, 'the sick member in the group');
-    await new Promise((r) => setTimeout(r, 1500));
+    const config = FleetConfig.parse({ group: 'hw-one', maxUnavailable: 2, store: stores.config('blob') });
+    await waitFor(
+      async () => (await readGroup(config)).members.find((m) => m.vm === 'hw-sick')?.health?.healthy === false,
+      "the sick member's record saying it is not healthy",
+    );
     const wave = new Wave([...hs, sick]);
     try {
       for (const h of hs) h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1200, DurationInSeconds: 5 });

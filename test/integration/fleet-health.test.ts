@@ -1,5 +1,6 @@
 /**
- * The fleet budget's health gate over its two real stores (Azurite through @azure/storage-blob;
+ * The fleet budget's health gate over its two real stores (Azurite through the project's Blob REST
+ * client, with @azure/storage-blob only to read back what the store holds;
  * the Kubernetes API stand-in, written from the API reference since no API server can run here,
  * through the project's Kubernetes client (src/kube)), with real health checks: an HTTP endpoint on 127.0.0.1 whose
  * answer the test sets, and real commands (one that hangs, with children: none is left behind).

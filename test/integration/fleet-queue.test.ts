@@ -1,9 +1,10 @@
 /**
  * The fleet budget's queue, renewal and overflow over its two real stores: Azure Blob Storage
- * served by Azurite (Microsoft's emulator) through the real @azure/storage-blob client, behind a
- * proxy that counts each request and each refused conditional write, and Leases served by the
- * project's Kubernetes API stand-in (no API server can run here; written from the API reference)
- * through the project's Kubernetes client (src/kube). Members run in this process on a simulated clock.
+ * served by Azurite (Microsoft's emulator) through the project's Blob REST client (the fleet
+ * store's own, src/fleet/budget/stores/blob-rest.ts), behind a proxy that counts each request
+ * and each refused conditional write, and Leases served by the project's Kubernetes API stand-in
+ * (no API server can run here; written from the API reference) through the project's Kubernetes
+ * client (src/kube). Members run in this process on a simulated clock.
  */
 import { describe, expect, it } from 'vitest';
 import { FleetBudget } from '../../src/fleet/budget/budget.ts';

@@ -1,6 +1,7 @@
 /**
  * Records of another shape in a fleet store, over its two real stores (Azure Blob Storage served
- * by Azurite through @azure/storage-blob; Leases served by the Kubernetes API stand-in, written
+ * by Azurite through the project's Blob REST client, with @azure/storage-blob to plant the odd
+ * records; Leases served by the Kubernetes API stand-in, written
  * from the API reference, through the project's Kubernetes client (src/kube)): a member record without `events`, a
  * slot that is not JSON, a member record of 10 MiB (1 MiB in a Lease). Each is named once and left
  * out; the store is not called unreachable; `fleet status` prints the rest; the 10 MiB record is

@@ -1,7 +1,7 @@
 /**
  * A fleet store that accepts connections and never answers (a TCP listener on 127.0.0.1 that
- * reads nothing and writes nothing), behind the real clients of both stores (@azure/storage-blob,
- * the project's Kubernetes client): every call has a deadline on the client, so the budget fails closed
+ * reads nothing and writes nothing), behind the real clients of both stores (the project's Blob
+ * REST client and its Kubernetes client): every call has a deadline on the client, so the budget fails closed
  * and says so, a forced approval goes through, `fleet status` answers, and the requests are
  * aborted rather than left open.
  */

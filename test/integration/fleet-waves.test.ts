@@ -1,6 +1,6 @@
 /**
- * The collision forecast over the fleet budget's two real stores (Azurite through
- * @azure/storage-blob; the Kubernetes API stand-in, written from the API reference since no API
+ * The collision forecast over the fleet budget's two real stores (Azurite through the project's
+ * Blob REST client; the Kubernetes API stand-in, written from the API reference since no API
  * server can run here, through the project's Kubernetes client (src/kube)), each member with its own real SQLite
  * journal: one wave of overlapping windows has one id on every member, however many find it at
  * once, and each member says it again, under the same wave id, as members complete.

@@ -11,8 +11,8 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startBridge, stopAll } from '../../testkit/harness.ts';
-import { freePort, waitFor } from '../helpers.ts';
+import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
+import { freePort, laterReads, waitFor } from '../helpers.ts';
 
 afterEach(stopAll);
 
@@ -54,7 +54,7 @@ describe('a VM whose compute metadata fails at start', () => {
     const readyz = await get(`http://127.0.0.1:${metricsPort}/readyz`);
     expect(readyz.status).toBe(503);
     expect(readyz.body.reason).toMatch(/this VM does not know its name yet .*every event is treated as its own/);
-    await new Promise((r) => setTimeout(r, 600));
+    await laterReads(h.sim);
     expect(h.sim.startRequests).toEqual([]);
 
     // the compute endpoint answers: the VM knows it is vmss_10
@@ -77,6 +77,12 @@ describe('a VM whose compute metadata fails at start', () => {
     expect(h.kinds('mine.jsonl')).not.toContain(`canceled:${other.eventId}`);
   });
 
+  /** caughtUp: two more reads, then every sink's outbox empty: whatever this run would route again, it has delivered. */
+  const caughtUp = async (h: Harness) => {
+    await laterReads(h.sim);
+    await waitFor(() => [...h.bridge.store.outbox.depth().values()].every((n) => n === 0), 'every sink caught up');
+  };
+
   it('routes the listed events again when the name differs from the last run’s: a sink they now match gets each transition once', async () => {
     const sinks = (dir: string) => [
       { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
@@ -96,14 +102,14 @@ describe('a VM whose compute metadata fails at start', () => {
     const again = await startBridge({ sim: first.sim, dir: first.dir, config: { imds: { pollIntervalMs: 200 } }, sinks });
     await waitFor(() => again.kinds('mine.jsonl').includes(`scheduled:${e.eventId}`), 'the transition routed again');
     expect(again.bridge.identity.name).toBe('vm-b');
-    await new Promise((r) => setTimeout(r, 600));
+    await caughtUp(again);
     expect(again.kinds('mine.jsonl')).toEqual([`scheduled:${e.eventId}`]);
     expect(again.kinds().filter((k) => k === `scheduled:${e.eventId}`)).toHaveLength(1);
     // and a restart with the same name routes nothing again
     await again.bridge.stop();
     const third = await startBridge({ sim: first.sim, dir: first.dir, config: { imds: { pollIntervalMs: 200 } }, sinks });
     await waitFor(() => third.bridge.identity.nameKnown, 'the name');
-    await new Promise((r) => setTimeout(r, 600));
+    await caughtUp(third);
     expect(third.kinds('mine.jsonl')).toEqual([`scheduled:${e.eventId}`]);
   });
 });

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ImdsClient } from '../../src/imds/client.ts';
+import { RateBudget } from '../../src/imds/rate-budget.ts';
+import { waitFor } from '../helpers.ts';
 import { ImdsError, type ImdsErrorCode } from '../../src/imds/errors.ts';
 import { ImdsSimulator, type FaultSpec } from '../../src/simulator/server.ts';
 
@@ -125,12 +127,35 @@ describe('ImdsClient', () => {
   });
 
   it('keeps every IMDS call within 5 requests per second', async () => {
-    await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 4 === 0 ? client.getInstanceCompute() : client.getScheduledEvents())));
-    const stamps = sim.requests.map((r) => r.at).sort((a, b) => a - b);
-    expect(stamps).toHaveLength(16);
-    // the simulator stamps each request when it answers, so a loaded 2-core machine adds a few ms
-    // of scheduling to the budget's 1000 ms; without the budget all 16 would land within a few ms
-    for (let i = 0; i + 5 < stamps.length; i++) expect(stamps[i + 5]! - stamps[i]!).toBeGreaterThanOrEqual(950);
+    // the budget's clock and sleep in virtual time: the test moves the clock a second at a time and
+    // wakes the callers waiting; IMDS sees five more requests each second, never more
+    let now = 0;
+    const sleeping: (() => void)[] = [];
+    const budget = new RateBudget(
+      5,
+      () => now,
+      () => new Promise<void>((wake) => sleeping.push(wake)),
+    );
+    const limited = new ImdsClient({ endpoint: sim.url, budget, requestTimeoutMs: 5000, firstRequestTimeoutMs: 5000 });
+    try {
+      const calls = Promise.all(
+        Array.from({ length: 16 }, (_, i) => (i % 4 === 0 ? limited.getInstanceCompute() : limited.getScheduledEvents())),
+      );
+      for (const [second, seen] of [
+        [0, 5],
+        [1000, 10],
+        [2000, 15],
+        [3000, 16],
+      ] as const) {
+        now = second;
+        for (const wake of sleeping.splice(0)) wake();
+        await waitFor(() => sim.requests.length === seen && sleeping.length === 16 - seen, `${seen} requests in ${second / 1000 + 1} s`);
+        expect(sim.requests).toHaveLength(seen);
+      }
+      await calls;
+    } finally {
+      await limited.close();
+    }
   });
 });
 

@@ -129,6 +129,8 @@ async function serviceBus(credential: Credential | null): Promise<Sink> {
 }
 const send = (sink: Sink, evs: BridgeEvent[]): Promise<Outcome[]> => sink.send(evs, { signal: new AbortController().signal });
 const jwtsFor = (audience: string) => peer.tokens.filter((t) => t.type === 'jwt' && t.claims?.aud === audience);
+/** expiredForPeer: the token's expiry has passed on the peer's clock (which runs `clockAheadMs` ahead). */
+const expiredForPeer = (t: { claims?: Record<string, unknown> | null }) => Number(t.claims?.exp) * 1000 <= Date.now() + peer.clockAheadMs;
 
 const CASES = [
   { name: 'Event Hubs', audience: EVENT_HUBS, make: eventHubs, entity: 'maintenance' },
@@ -290,7 +292,8 @@ describe('token expiry and renewal', () => {
     const eh = await eventHubs({ kind: 'managedIdentity' });
     const outcomes: Outcome[] = [];
     const started = Date.now();
-    for (let i = 0; i < 40 && Date.now() - started < 13_000; i++) {
+    // 13 s of sends and more than 20 of them, however slow the machine (bounded: 60 sends, 25 s)
+    for (let i = 0; i < 60 && (Date.now() - started < 13_000 || outcomes.length <= 20) && Date.now() - started < 25_000; i++) {
       outcomes.push(...(await send(eh, bridgeEvents(1))));
       await new Promise((r) => setTimeout(r, 300));
     }
@@ -310,7 +313,7 @@ describe('token expiry and renewal', () => {
     const sb = await serviceBus({ kind: 'managedIdentity' });
     expect(await send(sb, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
     await waitFor(() => jwtsFor(SERVICE_BUS).length >= 2, 'the renewed token', 10_000);
-    await new Promise((r) => setTimeout(r, 3000));
+    await waitFor(() => expiredForPeer(jwtsFor(SERVICE_BUS)[0]!), 'the first token expired for the peer', 15_000);
     expect(await send(sb, bridgeEvents(1))).toEqual([{ status: 'delivered' }]);
     expect(peer.expiredRefusals).toBe(0);
     expect(peer.connections).toBe(1);
@@ -336,7 +339,7 @@ describe('token expiry and renewal', () => {
     });
     const first = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(() => peer.messages.length === 1, 'the first event');
-    await new Promise((r) => setTimeout(r, 1500));
+    await waitFor(() => jwtsFor(EVENT_HUBS).every(expiredForPeer), 'every token issued so far expired for the peer', 10_000);
     const second = sim.addEvent({ noticeMs: 600_000 });
     await waitFor(
       () => harness!.bridge.store.outbox.depth().size === 0 && peer.messages.length === 2,

@@ -64,12 +64,12 @@ describe.concurrent('IMDS faults that last', () => {
     try {
       sim.addEvent({ noticeMs: 3_600_000 });
       sim.injectFault({ kind: 'slow', delayMs: 100_000 });
-      const t0 = Date.now();
       await bridge.start();
       expect(await ready(bridge)).toBe(503);
       await waitFor(() => bridge.store.journal.all().length === 1, 'the first document, after 100 s', 130_000, 500);
-      expect(Date.now() - t0).toBeGreaterThanOrEqual(99_000);
-      expect(sim.requests.filter((r) => r.path === '/metadata/scheduledevents')).toHaveLength(1);
+      // the slow answer was spent, and the one read made was waited for to its end, never abandoned and asked again
+      expect(sim.faults).toEqual([]);
+      expect(sim.requests.filter((r) => r.path === '/metadata/scheduledevents')).toMatchObject([{ status: 200 }]);
       await waitFor(async () => (await ready(bridge)) === 200, 'ready');
     } finally {
       await cleanup();

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fullJitter, parseRetryAfter, spread } from '../../src/lib/time.ts';
 import { retryPause } from '../../src/imds/retry.ts';
 import { RateBudget } from '../../src/imds/rate-budget.ts';
+import { waitFor } from '../helpers.ts';
 
 describe('fullJitter', () => {
   it.each([
@@ -36,20 +37,30 @@ describe('parseRetryAfter', () => {
 
 describe('RateBudget', () => {
   it('never lets more than the limit through in any one-second window', async () => {
-    const budget = new RateBudget(5);
-    const stamps: number[] = [];
-    await Promise.all(
-      Array.from({ length: 12 }, async () => {
-        await budget.acquire();
-        stamps.push(performance.now());
-      }),
+    // virtual time: the clock moves only when the budget sleeps, so every decision is exact
+    let t = 0;
+    const budget = new RateBudget(
+      5,
+      () => t,
+      async (ms) => void (t += ms),
     );
-    stamps.sort((a, b) => a - b);
-    expect(stamps).toHaveLength(12);
-    for (let i = 0; i + 5 < stamps.length; i++) {
-      // the 6th request after any request comes at least a second later
-      expect(stamps[i + 5]! - stamps[i]!).toBeGreaterThanOrEqual(999);
+    const stamps: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      await budget.acquire();
+      stamps.push(t);
     }
+    expect(stamps).toEqual([0, 0, 0, 0, 0, 1000, 1000, 1000, 1000, 1000, 2000, 2000]);
+    // twelve callers at once, the clock standing still: five get through, the other seven all wait
+    let waiting = 0;
+    const shared = new RateBudget(
+      5,
+      () => 0,
+      () => ((waiting += 1), new Promise<void>(() => {})),
+    );
+    let through = 0;
+    for (let i = 0; i < 12; i++) void shared.acquire().then(() => (through += 1));
+    await waitFor(() => waiting === 7, 'seven callers waiting');
+    expect(through).toBe(5);
   });
 
   it('stops waiting when the signal aborts', async () => {

@@ -189,13 +189,16 @@ export class QueueBroker {
       this.#deadLetter(q, item, 'MaxDeliveryCountExceeded', `delivered ${item.deliveryCount} times`, item.deliveryCount);
   }
 
-  /** detachConsumers detaches every receiving link of a queue, as the service may (a fault). */
-  detachConsumers(name: string, condition = 'amqp:link:detach-forced'): void {
+  /** detachConsumers detaches every receiving link of a queue, as the service may (a fault); it returns the links, closed once the client answers the detach. */
+  detachConsumers(name: string, condition = 'amqp:link:detach-forced'): Sender[] {
+    const links: Sender[] = [];
     for (const c of [...this.#consumers.values()]) {
       if (c.queue.name !== name) continue;
       c.link.close({ condition, description: 'The link was detached by the peer.' });
       this.detached(c.link);
+      links.push(c.link);
     }
+    return links;
   }
 
   /** detached: a receiving link or its connection went away; its unsettled messages return. */

@@ -16,6 +16,7 @@ import type { TokenCredential } from '@azure/core-auth';
 import { createCredential } from '../azure/credentials.ts';
 import { isEventId, scheduledEventsPath, type EventResource } from '../azure/resource-id.ts';
 import { HttpClient } from '../lib/http-client.ts';
+import { withDeadline } from '../lib/time.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 
 /** The api-version of Microsoft.Maintenance's scheduled events acknowledgement: the stable one (one event, or a list of one resource's). */
@@ -98,7 +99,10 @@ export class ArmClient {
   async #token(): Promise<string> {
     this.#credential ??= createCredential(this.#arm.credential ?? { kind: 'managedIdentity' });
     const scope = `${new URL(this.#arm.endpoint).origin}/.default`;
-    const t = await (await this.#credential).getToken(scope, { abortSignal: AbortSignal.timeout(this.#arm.timeoutMs) });
+    // the credential is told of the deadline, and held to it: a managed identity endpoint that never answers may not hold the approval
+    const ms = this.#arm.timeoutMs;
+    const asked = (await this.#credential).getToken(scope, { abortSignal: AbortSignal.timeout(ms) });
+    const t = await withDeadline(asked, ms, () => new Error(`no token for Resource Manager within ${ms} ms`));
     if (t === null) throw new Error('no token for Resource Manager');
     return t.token;
   }

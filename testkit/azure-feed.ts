@@ -110,13 +110,14 @@ export class EventGridDelivery {
  * play a malformed one), a body that is not Resource Manager's (a gateway's page), or nothing at all.
  */
 export type ArmRefusal =
-  { status: 400 | 401 | 403 | 409 | 429 | 500 | 502 | 503 | 504; retryAfter?: number | string; text?: string } | 'hang';
+  { status: 400 | 401 | 403 | 404 | 409 | 429 | 500 | 502 | 503 | 504; retryAfter?: number | string; text?: string } | 'hang';
 
 const ACK_API = '2025-11-01';
 const ARM_CODES: Record<number, string> = {
   400: 'BadRequest',
   401: 'InvalidAuthenticationToken',
   403: 'AuthorizationFailed',
+  404: 'ResourceNotFound',
   409: 'Conflict',
   429: 'TooManyRequests',
   500: 'InternalServerError',

@@ -71,9 +71,10 @@ export class ArmApprovals {
     try {
       return await this.#approve(q);
     } catch (err) {
-      if (err instanceof HttpError && err.status < 500)
+      // every refusal, Resource Manager's and an unreadable store's too (a 502 or 503 says what an operator must fix)
+      if (err instanceof HttpError)
         this.#logger.warn(
-          { code: err.code, vm: q.vm, eventId: q.eventId, by: q.approver, client: q.client, force: q.force },
+          { code: err.code, status: err.status, vm: q.vm, eventId: q.eventId, by: q.approver, client: q.client, force: q.force },
           `relay: approval via arm refused: ${err.message}`,
         );
       throw err;

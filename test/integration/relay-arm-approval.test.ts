@@ -60,14 +60,19 @@ afterAll(async () => {
 const store = (container: string) => ({ ...stores.config('blob'), container }) as never;
 
 /** relay starts the relay in this process over `container`, its log captured; `feed`: Resource Graph configured. */
-async function relay(container: string, o: { feed?: boolean; timeoutMs?: number } = {}) {
+async function relay(container: string, o: { feed?: boolean; timeoutMs?: number; clientId?: string } = {}) {
   const config = relayConfig(peer, KEYS, {
     fleet: { store: store(container), cacheMs: 0, storeTimeoutMs: 2000 },
     readKeys: [READ_KEY],
     azure: {
       subscriptions: [SUBSCRIPTION],
       checkSeconds: 3600,
-      arm: { endpoint: arm.peer.url, caFile: join(ROOT, 'test/fixtures/tls/cert.pem'), timeoutMs: o.timeoutMs ?? 5000 },
+      arm: {
+        endpoint: arm.peer.url,
+        caFile: join(ROOT, 'test/fixtures/tls/cert.pem'),
+        timeoutMs: o.timeoutMs ?? 5000,
+        ...(o.clientId === undefined ? {} : { credential: { kind: 'managedIdentity', clientId: o.clientId } }),
+      },
       ...(o.feed ? { resourceGraph: { intervalSeconds: 3600 } } : {}),
     },
   });
@@ -210,6 +215,27 @@ describe('approval via arm: Resource Manager that does not answer', () => {
     const third = await approve(r, { vm: vmId('db-1'), eventId: E(4), approver: 'bob' });
     expect(third).toMatchObject({ status: 200, json: { status: 'already-approved', approvedBy: 'alice', at: again.json.at } });
     expect(arm.acknowledged.filter((x) => x.eventId === E(4))).toHaveLength(1);
+  }, 60_000);
+  it("no token from the relay's identity within arm.timeoutMs: 503, nothing sent, so the slot is given back", async () => {
+    const container = 'arm-no-token';
+    await writeRecord(store(container), 'mq', { name: 'mq-1', resourceId: vmId('mq-1'), events: [{ eventId: E(6) }], maxUnavailable: 1 });
+    arm.rows = [scheduledEventOf({ resourceId: vmId('mq-1'), eventId: E(6) })];
+    // a user-assigned identity of its own: no token of the other tests' identity is at hand
+    const { r, lines } = await relay(container, { timeoutMs: 1000, clientId: '44444444-4444-4444-8444-444444444444' });
+    const sent = arm.peer.requests.length;
+    identity.injectFault({ kind: 'hang', target: 'token', count: 100 });
+    try {
+      const a = await approve(r, { vm: 'mq-1', eventId: E(6) });
+      expect(a).toMatchObject({
+        status: 503,
+        json: { error: { code: 'ARM_UNAVAILABLE', message: /no token for Resource Manager.*given back/ } },
+      });
+    } finally {
+      identity.clearFaults();
+    }
+    expect(arm.peer.requests.length).toBe(sent);
+    expect(await slotsOf(container, 'mq')).toEqual([]);
+    expect(refusedLines(lines).map((l) => [l.code, l.status])).toEqual([['ARM_UNAVAILABLE', 503]]);
   }, 60_000);
 });
 

@@ -10,15 +10,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { asSlot, live, SLOT_PREFIX } from '../../src/fleet/budget/records.ts';
-import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId, type ArmRefusal } from '../../testkit/azure-feed.ts';
 import { API_SECRET, fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
-import { writeRecord } from '../../testkit/hostile-fleet.ts';
+import { liveSlots, writeRecord } from '../../testkit/hostile-fleet.ts';
 import { captureLogger, postApproval, ROOT } from '../helpers.ts';
 
 const TLS = {
@@ -86,14 +84,7 @@ const approve = (r: RunningRelay, body: Record<string, unknown>) =>
   postApproval(r.url, API_SECRET, { via: 'arm', approver: 'oncall', ...body });
 
 /** the live slots of a group, as its store holds them */
-async function slotsOf(container: string, group: string) {
-  const s = await openFleetStore(store(container), group);
-  try {
-    return (await s.list(SLOT_PREFIX)).map((r) => asSlot(r.value)).filter((x) => live(x, Date.now()));
-  } finally {
-    await s.close();
-  }
-}
+const slotsOf = (container: string, group: string) => liveSlots(store(container), group);
 
 /** what the relay's read API says of an event: Azure's record of it, with who approved it (if any) */
 async function azureOf(r: RunningRelay, eventId: string): Promise<Record<string, any> | undefined> {

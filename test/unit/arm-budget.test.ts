@@ -5,10 +5,10 @@
  * the members; a blackout of the relay's calendar, or one a record says, holds the approval.
  */
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../src/approval/requests.ts';
 import { CalendarConfig } from '../../src/calendar/config.ts';
 import type { MemberRecord } from '../../src/fleet/budget/records.ts';
 import { blackoutOf, budgetOf, noBudget } from '../../src/relay/arm-budget.ts';
+import { refusalOf } from '../helpers.ts';
 
 const NOW = Date.parse('2026-03-02T12:00:00Z');
 
@@ -22,17 +22,6 @@ const member = (
   ...(o.maxUnavailable === undefined ? {} : { maxUnavailable: o.maxUnavailable }),
   ...(o.calendar === undefined ? {} : { calendar: o.calendar }),
 });
-
-/** refusal: the HttpError `f` throws, as status, code and message. */
-function refusal(f: () => unknown): { status: number; code: string; message: string } {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof HttpError) return { status: err.status, code: err.code, message: err.message };
-    throw err;
-  }
-  throw new Error('no refusal');
-}
 
 describe('budgetOf', () => {
   it("the relay's own statement decides, a percentage of the fresh records (at least one)", () => {
@@ -60,17 +49,17 @@ describe('budgetOf', () => {
 
   it('records that disagree refuse, naming each budget; none that states one refuses, naming the members; forced goes on without one', () => {
     const disagree = [member('kv-1', { maxUnavailable: 1 }), member('kv-2', { maxUnavailable: 3 }), member('kv-3')];
-    expect(refusal(() => budgetOf('liar', disagree, undefined, false, NOW))).toEqual({
+    expect(refusalOf(() => budgetOf('liar', disagree, undefined, false, NOW))).toEqual({
       status: 409,
       code: 'FLEET_BUDGET_DISAGREES',
       message: expect.stringMatching(/^group liar's records state different budgets \(kv-1: 1, kv-2: 3\)/),
     });
-    expect(refusal(() => budgetOf('open', [member('ui-1'), member('ui-2')], undefined, false, NOW))).toEqual({
+    expect(refusalOf(() => budgetOf('open', [member('ui-1'), member('ui-2')], undefined, false, NOW))).toEqual({
       status: 409,
       code: 'FLEET_BUDGET_UNKNOWN',
       message: expect.stringContaining('(members: ui-1, ui-2)'),
     });
-    expect(refusal(() => budgetOf('empty', [], undefined, false, NOW)).message).toContain('(members: none)');
+    expect(refusalOf(() => budgetOf('empty', [], undefined, false, NOW)).message).toContain('(members: none)');
     expect(budgetOf('liar', disagree, undefined, true, NOW)).toBeNull();
     expect(budgetOf('open', [member('ui-1')], undefined, true, NOW)).toBeNull();
   });

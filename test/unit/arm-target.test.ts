@@ -6,13 +6,13 @@
  * status and code, before anything is sent.
  */
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../src/approval/requests.ts';
 import { eventResourceText } from '../../src/azure/resource-id.ts';
 import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
 import type { AzureEvent } from '../../src/fleet/view/azure.ts';
 import { snapshotOf } from '../../src/fleet/view/snapshot.ts';
 import { armTarget } from '../../src/relay/arm-target.ts';
 import { SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
+import { refusalOf } from '../helpers.ts';
 
 const NOW = Date.parse('2026-03-02T12:00:00Z');
 const E = (n: number) => `00000000-0000-4000-d000-${String(n).padStart(12, '0')}`;
@@ -67,15 +67,7 @@ const azure = (resourceId: string, eventId: string, o: { status?: string; resour
 });
 
 /** refusal: the refusal armTarget answers, as status and code (and its message). */
-function refusal(...args: Parameters<typeof armTarget>): { status: number; code: string; message: string } {
-  try {
-    armTarget(...args);
-  } catch (err) {
-    if (err instanceof HttpError) return { status: err.status, code: err.code, message: err.message };
-    throw err;
-  }
-  throw new Error('no refusal');
-}
+const refusal = (...args: Parameters<typeof armTarget>) => refusalOf(() => armTarget(...args));
 
 describe('armTarget: what the request names', () => {
   it("a VM's resource id, a scale-set instance's, or a name of at most 80 characters without a slash or a space; anything else is NOT_A_VM", () => {

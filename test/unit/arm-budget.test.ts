@@ -66,7 +66,7 @@ describe('budgetOf', () => {
 
   it('a VM no record names has no budget', () => {
     expect(
-      refusal(() => {
+      refusalOf(() => {
         throw noBudget('ghost-1');
       }),
     ).toEqual({ status: 409, code: 'FLEET_BUDGET_UNKNOWN', message: expect.stringMatching(/^no member's record names ghost-1/) });

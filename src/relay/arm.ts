@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import type { TokenCredential } from '@azure/core-auth';
 import { createCredential } from '../azure/credentials.ts';
 import { isEventId, scheduledEventsPath, type EventResource } from '../azure/resource-id.ts';
-import { messageOf } from '../lib/errors.ts';
+import { BridgeError, messageOf } from '../lib/errors.ts';
 import { HttpClient } from '../lib/http-client.ts';
 import { withDeadline } from '../lib/time.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
@@ -36,7 +36,11 @@ export interface ArmAnswer {
 }
 
 /** NotSent: a call that failed before anything was sent to Resource Manager (no token, a path refused): it cannot have been taken. */
-export class NotSent extends Error {}
+export class NotSent extends BridgeError {
+  constructor(message: string) {
+    super('ARM_UNAVAILABLE', message);
+  }
+}
 
 export class ArmClient {
   readonly #arm: AzureFeedConfig['arm'];

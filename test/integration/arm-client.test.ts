@@ -13,6 +13,7 @@ import { parseEventResource } from '../../src/azure/resource-id.ts';
 import { ArmClient } from '../../src/relay/arm.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { ArmStandIn, scheduledEventOf, vmId } from '../../testkit/azure-feed.ts';
+import { ForwardProxy } from '../../testkit/forward-proxy.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { ROOT } from '../helpers.ts';
 
@@ -148,11 +149,47 @@ describe('ArmClient: what Resource Manager says when it refuses', () => {
       retryAfter: null,
     });
   });
+
+  it('an error body without a code is said by its message, one without a message by its code', async () => {
+    const c = client();
+    arm.refusals.push(
+      { status: 400, text: '{"error":{"message":"the body is not valid"}}' },
+      { status: 400, text: '{"error":{"code":"Gone","message":42}}' },
+    );
+    expect(await c.acknowledge(web1(), [E(6)])).toMatchObject({ status: 400, code: null, error: 'the body is not valid' });
+    expect(await c.acknowledge(web1(), [E(6)])).toMatchObject({ status: 400, code: 'Gone', error: 'Gone' });
+  });
+
+  it("Resource Manager is reached through the environment's proxy (HTTPS_PROXY, a CONNECT tunnel), as the relay's other calls", async () => {
+    const proxy = await new ForwardProxy().start();
+    const saved = {
+      HTTPS_PROXY: process.env.HTTPS_PROXY,
+      NO_PROXY: process.env.NO_PROXY,
+      https_proxy: process.env.https_proxy,
+      no_proxy: process.env.no_proxy,
+    };
+    try {
+      Object.assign(process.env, { HTTPS_PROXY: proxy.url, NO_PROXY: '' });
+      delete process.env.https_proxy;
+      delete process.env.no_proxy;
+      // the token endpoint (127.0.0.1) is never reached through a proxy: Resource Manager is named by another host name here
+      const port = new URL(arm.peer.url).port;
+      const c = client({ endpoint: `https://localhost:${port}` });
+      // the stand-in's certificate names 127.0.0.1 alone: refused by TLS, after the tunnel was asked for
+      await expect(c.acknowledge(web1(), [E(9)])).rejects.toThrow();
+      expect(proxy.tunnels()).toEqual([`localhost:${port}`]);
+    } finally {
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      await proxy.close();
+    }
+  });
 });
 
 describe('ArmClient: every call has a deadline', () => {
   it('Resource Manager that never answers: the request is abandoned at timeoutMs, and a caller may abandon it sooner', async () => {
-    const c = client({ timeoutMs: 500 });
+    const c = client({ timeoutMs: 2000 });
     arm.refusals.push('hang');
     await expect(c.acknowledge(web1(), [E(7)])).rejects.toThrow(/abort|timeout|time/i);
     expect(arm.peer.requests).toHaveLength(1);

@@ -202,6 +202,17 @@ describe('ArmClient: every call has a deadline', () => {
     await expect(pending).rejects.toThrow(/the caller gave up|abort/i);
   });
 
+  it("a token endpoint that refuses: no token, said with the credential's reason, and nothing is sent", async () => {
+    identity.injectFault({ kind: 'status', status: 400, target: 'token', count: 100 });
+    try {
+      const c = client({ clientId: '55555555-5555-4555-8555-555555555555' });
+      await expect(c.acknowledge(web1(), [E(8)])).rejects.toThrow(/^no token for Resource Manager: ./);
+      expect(arm.peer.requests).toEqual([]);
+    } finally {
+      identity.clearFaults();
+    }
+  });
+
   it('a token endpoint that never answers: the token is abandoned at timeoutMs and nothing is sent', async () => {
     identity.injectFault({ kind: 'hang', target: 'token', count: 100 });
     try {

@@ -5,7 +5,7 @@
  * lives only there: a process a test starts runs the code unmutated), and every surviving mutant
  * judged equivalent, with why. Modules run one at a time, one test runner and one checker: a
  * machine of two cores runs it, a second run reuses the first's results (an incremental file per
- * module under reports/mutation/, for unchanged code and tests).
+ * module and list of tests under reports/mutation/, for unchanged code and tests).
  *
  *   npm run test:mutation [-- NAME...]     every module, or the named ones
  *   npm run test:mutation -- --last NAME   judges the module's last report again, without a run
@@ -15,6 +15,7 @@
  * module scores under 80 % or leaves a survivor unlisted; 2 on a bad module file.
  */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -57,6 +58,13 @@ function readModule(name: string): ModuleFile {
   return parsed.data;
 }
 
+/** testsDigest: a short digest of a module's list of tests. */
+const testsDigest = (tests: readonly string[]): string =>
+  createHash('sha256')
+    .update([...tests].sort().join('\n'))
+    .digest('hex')
+    .slice(0, 12);
+
 /** run: one module through Stryker; its report's path. */
 function run(name: string, mod: ModuleFile): string {
   mkdirSync(REPORTS, { recursive: true });
@@ -72,7 +80,9 @@ function run(name: string, mod: ModuleFile): string {
       ...base,
       mutate: mod.mutate,
       incremental: true,
-      incrementalFile: join('reports/mutation', `${name}.incremental.json`),
+      // one per list of tests: Stryker reuses a mutant's result while its code and covering tests are unchanged, so a test
+      // taken off the list would still be counted (its runner never runs it again)
+      incrementalFile: join('reports/mutation', `${name}.${testsDigest(mod.tests)}.incremental.json`),
       jsonReporter: { fileName: join('reports/mutation', `${name}.json`) },
       htmlReporter: { fileName: join('reports/mutation', `${name}.html`) },
     }),

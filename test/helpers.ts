@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { request } from 'undici';
+import { HttpError } from '../src/approval/requests.ts';
 import { ConfigError, validateConfig } from '../src/config/load.ts';
 import { secretKey, signatureHeaders } from '../src/lib/standard-webhooks.ts';
 import { ROOT } from '../testkit/fixtures.ts';
@@ -131,4 +132,15 @@ export async function postApproval(serverUrl: string, secret: string, body: Reco
     body: text,
   });
   return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
+}
+
+/** refusalOf: the HttpError `f` throws, as its status, code and message (an error of another kind is thrown on). */
+export function refusalOf(f: () => unknown): { status: number; code: string; message: string } {
+  try {
+    f();
+  } catch (err) {
+    if (err instanceof HttpError) return { status: err.status, code: err.code, message: err.message };
+    throw err;
+  }
+  throw new Error('no refusal');
 }

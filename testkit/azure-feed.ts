@@ -104,18 +104,26 @@ export class EventGridDelivery {
   }
 }
 
-/** What Resource Manager answers an acknowledgement instead of taking it: a status (and Retry-After), or nothing at all. */
-export type ArmRefusal = { status: 400 | 401 | 403 | 409 | 429 | 500 | 503; retryAfter?: number } | 'hang';
+/**
+ * What Resource Manager answers an acknowledgement instead of taking it: a status with its error
+ * body (`{"error": {"code", "message"}}`) and Retry-After as it sends it (seconds; any text, to
+ * play a malformed one), a body that is not Resource Manager's (a gateway's page), or nothing at all.
+ */
+export type ArmRefusal =
+  { status: 400 | 401 | 403 | 404 | 409 | 429 | 500 | 502 | 503 | 504; retryAfter?: number | string; text?: string } | 'hang';
 
 const ACK_API = '2025-11-01';
 const ARM_CODES: Record<number, string> = {
   400: 'BadRequest',
   401: 'InvalidAuthenticationToken',
   403: 'AuthorizationFailed',
+  404: 'ResourceNotFound',
   409: 'Conflict',
   429: 'TooManyRequests',
   500: 'InternalServerError',
+  502: 'BadGateway',
   503: 'ServiceUnavailable',
+  504: 'GatewayTimeout',
 };
 
 /** ArmStandIn: Resource Graph's query API and the scheduled events acknowledgement, over HTTPS; `pageSize` rows a page. */
@@ -150,13 +158,17 @@ export class ArmStandIn {
           return json(400, { error: { code: 'InvalidApiVersionParameter', message: `api-version ${ack[3]} is not supported` } });
         const refusal = this.refusals.shift();
         if (refusal === 'hang') return { hang: true };
-        if (refusal !== undefined)
+        if (refusal !== undefined) {
+          const error = { error: { code: ARM_CODES[refusal.status], message: `refused with ${refusal.status}` } };
+          const answer = refusal.text === undefined ? json(refusal.status, error) : { status: refusal.status, body: refusal.text };
           return {
-            ...json(refusal.status, { error: { code: ARM_CODES[refusal.status], message: `refused with ${refusal.status}` } }),
-            ...(refusal.retryAfter === undefined
-              ? {}
-              : { headers: { 'content-type': 'application/json', 'retry-after': String(refusal.retryAfter) } }),
+            ...answer,
+            headers: {
+              'content-type': refusal.text === undefined ? 'application/json' : 'text/html',
+              ...(refusal.retryAfter === undefined ? {} : { 'retry-after': String(refusal.retryAfter) }),
+            },
           };
+        }
         const resourceId = decodeURIComponent(ack[1]!).toLowerCase();
         const ids = ack[2] !== undefined ? [decodeURIComponent(ack[2])] : ((JSON.parse(req.body) as { value?: string[] }).value ?? []);
         const listed = (id: string) =>

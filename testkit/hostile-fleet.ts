@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './fixtures.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
-import { memberKey, memberName, type MemberRecord } from '../src/fleet/budget/records.ts';
+import { asSlot, live, memberKey, memberName, SLOT_PREFIX, type MemberRecord } from '../src/fleet/budget/records.ts';
 import type { FleetStoreConfig } from '../src/fleet/budget/stores/config.ts';
 
 const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
@@ -45,6 +45,16 @@ export async function writeRecord(store: FleetStoreConfig, group: string, m: Han
       ...(m.zone === undefined ? {} : { zone: m.zone }),
     };
     if ((await s.put(memberName(key), record, null)) === null) throw new Error(`the record of ${m.name} was there already`);
+  } finally {
+    await s.close();
+  }
+}
+
+/** liveSlots: the live slots of `group`, as its store holds them (what a relay or a member took, and did not give back). */
+export async function liveSlots(store: FleetStoreConfig, group: string) {
+  const s = await openFleetStore(store, group);
+  try {
+    return (await s.list(SLOT_PREFIX)).map((r) => asSlot(r.value)).filter((x) => live(x, Date.now()));
   } finally {
     await s.close();
   }

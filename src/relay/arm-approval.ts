@@ -7,7 +7,8 @@
  * budget like every other path (arm-budget.ts: the relay's own statement, or every record of the
  * group; the relay takes the slot in the member's name, held until the maintenance's recorded
  * end), and is acknowledged through Resource Manager at the fixed path of that resource. A refusal
- * by Resource Manager gives the slot back; no answer at all keeps it (Azure may have taken it).
+ * by Resource Manager gives the slot back, and so does a call that sent nothing (no token); no
+ * answer at all keeps it (Azure may have taken it).
  * Every refusal is a JSON 4xx with a code, logged with who asked, and sends nothing. Who asked is
  * kept in the event's record in the store, so every replica and `GET /v1/fleet/events` say it.
  */
@@ -28,7 +29,7 @@ import { azureRecordName, subscriptionOf, vmOf, type AzureEvent, type AzureRecor
 import { queryScheduledEvents } from './resource-graph.ts';
 import { lower } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
-import type { ArmAnswer, ArmClient } from './arm.ts';
+import { NotSent, type ArmAnswer, type ArmClient } from './arm.ts';
 import { blackoutOf, budgetOf, noBudget } from './arm-budget.ts';
 import { armTarget, type ArmTarget } from './arm-target.ts';
 import type { RelayConfig } from './config.ts';
@@ -71,9 +72,10 @@ export class ArmApprovals {
     try {
       return await this.#approve(q);
     } catch (err) {
-      if (err instanceof HttpError && err.status < 500)
+      // every refusal, Resource Manager's and an unreadable store's too (a 502 or 503 says what an operator must fix)
+      if (err instanceof HttpError)
         this.#logger.warn(
-          { code: err.code, vm: q.vm, eventId: q.eventId, by: q.approver, client: q.client, force: q.force },
+          { code: err.code, status: err.status, vm: q.vm, eventId: q.eventId, by: q.approver, client: q.client, force: q.force },
           `relay: approval via arm refused: ${err.message}`,
         );
       throw err;
@@ -109,7 +111,12 @@ export class ArmApprovals {
     if (t.unsure !== null && !q.force) throw new HttpError(409, 'MANY_VMS', `${t.unsure}; force with a reason`);
     const taken = await this.#take(t, q);
     try {
-      const answer = await this.#arm.acknowledge(t.resource, [q.eventId]).catch((err: unknown) => {
+      const answer = await this.#arm.acknowledge(t.resource, [q.eventId]).catch(async (err: unknown) => {
+        // nothing sent (no token): Azure cannot have taken it, so the slot is given back
+        if (err instanceof NotSent) {
+          await this.#giveBack(taken, q.eventId);
+          throw new HttpError(503, 'ARM_UNAVAILABLE', `${err.message}; nothing was sent, and the slot was given back: ask again`);
+        }
         // no answer: Azure may have taken it, so the slot is kept until its recorded end (a repeat asks again)
         throw new HttpError(
           503,

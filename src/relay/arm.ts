@@ -15,7 +15,9 @@ import { readFileSync } from 'node:fs';
 import type { TokenCredential } from '@azure/core-auth';
 import { createCredential } from '../azure/credentials.ts';
 import { isEventId, scheduledEventsPath, type EventResource } from '../azure/resource-id.ts';
+import { BridgeError, messageOf } from '../lib/errors.ts';
 import { HttpClient } from '../lib/http-client.ts';
+import { withDeadline } from '../lib/time.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
 
 /** The api-version of Microsoft.Maintenance's scheduled events acknowledgement: the stable one (one event, or a list of one resource's). */
@@ -33,6 +35,13 @@ export interface ArmAnswer {
   readonly retryAfter: number | null;
 }
 
+/** NotSent: a call that failed before anything was sent to Resource Manager (no token, a path refused): it cannot have been taken. */
+export class NotSent extends BridgeError {
+  constructor(message: string) {
+    super('ARM_UNAVAILABLE', message);
+  }
+}
+
 export class ArmClient {
   readonly #arm: AzureFeedConfig['arm'];
   readonly #http: HttpClient;
@@ -46,13 +55,14 @@ export class ArmClient {
 
   /**
    * post: one POST to Resource Manager (`path` from its root, one of the fixed templates), within
-   * timeoutMs. Network failures throw; so does a path that would leave the endpoint's origin.
+   * timeoutMs. Network failures throw; a path that would leave the endpoint's origin, or no token,
+   * throws NotSent.
    */
   async post(path: string, body: string, signal?: AbortSignal): Promise<ArmAnswer> {
     const origin = new URL(this.#arm.endpoint).origin;
     const url = new URL(path, origin);
     if (!path.startsWith('/') || path.startsWith('//') || url.origin !== origin || `${url.pathname}${url.search}` !== path)
-      throw new Error(`refused to send a request to ${JSON.stringify(path)}: not a path of Resource Manager's origin`);
+      throw new NotSent(`refused to send a request to ${JSON.stringify(path)}: not a path of Resource Manager's origin`);
     // the token has a deadline of its own: the request's starts once it is had
     const authorization = `Bearer ${await this.#token()}`;
     const deadline = AbortSignal.timeout(this.#arm.timeoutMs);
@@ -98,8 +108,13 @@ export class ArmClient {
   async #token(): Promise<string> {
     this.#credential ??= createCredential(this.#arm.credential ?? { kind: 'managedIdentity' });
     const scope = `${new URL(this.#arm.endpoint).origin}/.default`;
-    const t = await (await this.#credential).getToken(scope, { abortSignal: AbortSignal.timeout(this.#arm.timeoutMs) });
-    if (t === null) throw new Error('no token for Resource Manager');
+    // the credential is told of the deadline, and held to it: a managed identity endpoint that never answers may not hold the approval
+    const ms = this.#arm.timeoutMs;
+    const asked = (await this.#credential).getToken(scope, { abortSignal: AbortSignal.timeout(ms) });
+    const t = await withDeadline(asked, ms, () => new NotSent(`no token for Resource Manager within ${ms} ms`)).catch((err: unknown) => {
+      throw err instanceof NotSent ? err : new NotSent(`no token for Resource Manager: ${messageOf(err)}`);
+    });
+    if (t === null) throw new NotSent('no token for Resource Manager');
     return t.token;
   }
 }

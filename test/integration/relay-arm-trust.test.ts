@@ -13,8 +13,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SLOT_PREFIX, asSlot, live } from '../../src/fleet/budget/records.ts';
-import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { ArmClient } from '../../src/relay/arm.ts';
@@ -22,7 +20,7 @@ import { parseEventResource } from '../../src/azure/resource-id.ts';
 import { ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
 import { API_SECRET, fleetKeys, fleetPeer, relayInput } from '../../testkit/fleet.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
-import { RelayProcess, writeRecord } from '../../testkit/hostile-fleet.ts';
+import { liveSlots, RelayProcess, writeRecord } from '../../testkit/hostile-fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { postApproval, ROOT, tempDir, waitFor } from '../helpers.ts';
 
@@ -96,14 +94,7 @@ async function relay(container: string, o: { feed: boolean; groups?: Record<stri
 const approveAt = (r: RelayProcess, body: Record<string, unknown>) => postApproval(r.url, API_SECRET, body);
 
 /** the live slots of a group, as its store holds them */
-async function slotsOf(container: string, group: string) {
-  const s = await openFleetStore(store(container), group);
-  try {
-    return (await s.list(SLOT_PREFIX)).map((r) => asSlot(r.value)).filter((x) => live(x, Date.now()));
-  } finally {
-    await s.close();
-  }
-}
+const slotsOf = (container: string, group: string) => liveSlots(store(container), group);
 
 /** every request Resource Manager's stand-in got, beside Resource Graph's queries */
 const armRequests = () => arm.peer.requests.filter((r) => !r.url.startsWith('/providers/Microsoft.ResourceGraph/'));

@@ -47,6 +47,16 @@ export class HttpPeer {
     return `${this.#tls ? 'https' : 'http'}://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
+  /** keepIdle: how long the peer keeps a client's idle connection open (Node.js closes it after 5 s). */
+  keepIdle(ms: number): void {
+    this.#server.keepAliveTimeout = ms;
+  }
+
+  /** The connections clients hold open to the peer now. */
+  get connections(): number {
+    return this.#sockets.size;
+  }
+
   async close(): Promise<void> {
     for (const s of this.#sockets) s.destroy();
     await new Promise<void>((r) => this.#server.close(() => r()));

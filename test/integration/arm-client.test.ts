@@ -15,7 +15,7 @@ import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { ArmStandIn, scheduledEventOf, vmId } from '../../testkit/azure-feed.ts';
 import { ForwardProxy } from '../../testkit/forward-proxy.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { ROOT } from '../helpers.ts';
+import { ROOT, waitFor } from '../helpers.ts';
 
 const TLS = {
   key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'),
@@ -81,6 +81,19 @@ describe('ArmClient: the acknowledgement as Resource Manager takes it', () => {
       ['POST', ACK('web-1', E(1)), '', 'application/json'],
     ]);
     expect(arm.acknowledged.at(-1)).toMatchObject({ resourceId: vmId('web-1').toLowerCase(), eventId: E(1) });
+  });
+
+  it('close drops the connections it keeps to Resource Manager, which would otherwise stay open for half a minute', async () => {
+    arm.rows = [scheduledEventOf({ resourceId: vmId('web-1'), eventId: E(1) })];
+    const c = client();
+    // the stand-in would keep an idle connection for a minute; the client, for 30 s
+    arm.peer.keepIdle(60_000);
+    expect((await c.acknowledge(web1(), [E(1)])).status).toBe(200);
+    // the answered request's connection is kept for the next one
+    expect(arm.peer.connections).toBeGreaterThan(0);
+    c.close();
+    await waitFor(() => arm.peer.connections === 0, 'the connections to Resource Manager closed');
+    arm.peer.keepIdle(5000);
   });
 
   it('several events of one resource in one call of the list form; no EventId, or one that is not a GUID, sends nothing', async () => {

@@ -1,0 +1,159 @@
+/**
+ * Two members racing for the last slot, written by ordering, not by timers: the fleet budget's
+ * members run in this process over Azure Blob Storage served by Azurite (Microsoft's emulator),
+ * and a member's store is wrapped so that one of its calls waits at a gate the test opens once
+ * the other member has done its part. Two guards keep an early approval from taking the group
+ * past its budget when another member goes down meanwhile (its event Started at NotBefore):
+ *  - the read back: after its slot writes, the approving member reads the slots again and gives
+ *    its writes back when the group is past its budget (slots.ts, many.ts);
+ *  - the early hold: a member whose event Started says so in the store (its overflow record)
+ *    before it reads anything, so an approval that reads after that moment counts it (slots.ts).
+ * Each test below fails when one of them alone is taken away.
+ */
+import { describe, expect, it } from 'vitest';
+import { asSlot } from '../../src/fleet/budget/records.ts';
+import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
+import type { ScheduledEvent } from '../../src/imds/wire.ts';
+import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
+import { fleetStoresPerFile, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
+import { waitFor } from '../helpers.ts';
+
+const fleetStores = fleetStoresPerFile();
+const api = { by: 'test', via: 'api' } as const;
+
+/** Gate: a point a store call waits at, once `armed`: `reached` once a call is there, `open` lets it (and every later one) on. */
+class Gate {
+  armed = false;
+  reached = false;
+  open!: () => void;
+  readonly opened = new Promise<void>((resolve) => (this.open = resolve));
+  async pass(): Promise<void> {
+    this.reached = true;
+    await this.opened;
+  }
+}
+
+/** gated: the store, with its first call that `at` picks (by method and record name) once the gate is armed held at it. */
+function gated(at: (method: 'put' | 'list', name: string, value?: unknown) => boolean, gate: Gate): (s: FleetStore) => FleetStore {
+  const stop = async (method: 'put' | 'list', name: string, value?: unknown) => {
+    if (gate.armed && at(method, name, value)) {
+      gate.armed = false;
+      await gate.pass();
+    }
+  };
+  return (s) => ({
+    where: s.where,
+    get: (...args) => s.get(...args),
+    remove: (...args) => s.remove(...args),
+    close: () => s.close(),
+    put: async (name, value, version, signal) => {
+      await stop('put', name, value);
+      return s.put(name, value, version, signal);
+    },
+    list: async (prefix, signal) => {
+      await stop('list', prefix);
+      return s.list(prefix, signal);
+    },
+  });
+}
+
+/** A slot write in a member's name, not an overflow record. */
+const slotWrite = (method: string, name: string, value?: unknown) =>
+  method === 'put' && /^slot-\d+$/.test(name) && asSlot(value).member !== null;
+/** The first read of the slots. */
+const slotRead = (method: string, name: string) => method === 'list' && name.startsWith('slot-');
+
+const started = (vm: string): ScheduledEvent => ({ ...scheduledFor(vm), eventStatus: 'Started', notBefore: null });
+
+/** live: the VMs of the group's live slot records, sorted. */
+async function live(m: Member): Promise<string[]> {
+  const now = Date.now();
+  return (await m.store.list('slot-'))
+    .map((r) => asSlot(r.value))
+    .filter((s) => s.member !== null && (s.until === undefined || Date.parse(s.until) > now))
+    .map((s) => s.vm!)
+    .sort();
+}
+
+describe('the last slot raced, over the blob store', () => {
+  it("read back: a member that goes down between another's read and its slot write is counted, and the early slot given back", async () => {
+    const group = 'race-read-back';
+    const gate = new Gate();
+    const a = await budgetMember(fleetStores(), 'blob', group, 'vm-a', {}, gated(slotWrite, gate));
+    const b = await budgetMember(fleetStores(), 'blob', group, 'vm-b');
+    await Promise.all([a.read([]), b.read([])]);
+    const ea = scheduledFor('vm-a');
+    // a has read the slots (all free) and is about to write slot-0
+    gate.armed = true;
+    const asked = outcome(a.budget.take(ea, api));
+    await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
+    // meanwhile b's maintenance Started at NotBefore: it is down, and says so
+    await b.read([started('vm-b')]);
+    expect(b.budget.state().slot).toMatchObject({ mode: 'started' });
+    gate.open();
+    expect(await asked).toBe('HELD');
+    expect(a.budget.state().slot).toBeNull();
+    expect(await live(a)).toEqual(['vm-b']);
+    expect(a.lines.some((l) => l.msg === 'fleet budget: another member went down meanwhile; slot given back')).toBe(true);
+  });
+
+  it('early hold: a member whose event Started is counted by an approval that reads after that, before its own read of the slots', async () => {
+    const group = 'race-early-hold';
+    const gate = new Gate();
+    const a = await budgetMember(fleetStores(), 'blob', group, 'vm-a');
+    const b = await budgetMember(fleetStores(), 'blob', group, 'vm-b', {}, gated(slotRead, gate));
+    await Promise.all([a.read([]), b.read([])]);
+    // b's maintenance Started: b is held just before it reads the slots
+    const eb = started('vm-b');
+    gate.armed = true;
+    const said = b.read([eb]);
+    await waitFor(() => gate.reached, "b's read of the slots", 10_000, 5);
+    expect(await outcome(a.budget.take(scheduledFor('vm-a'), api))).toBe('HELD');
+    gate.open();
+    await said;
+    expect(b.budget.state().slot).toMatchObject({ mode: 'started', eventIds: [eb.eventId] });
+    expect(await live(a)).toEqual(['vm-b']);
+  });
+
+  it('read back for a maintenance of several members: every slot it wrote is given back when another went down meanwhile', async () => {
+    const group = 'race-many-read-back';
+    const more = { maxUnavailable: 2 };
+    const gate = new Gate();
+    const a = await budgetMember(fleetStores(), 'blob', group, 'vm-a', more, gated(slotWrite, gate));
+    const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'blob', group, vm, more)));
+    await Promise.all([a, b!, c!].map((m) => m.budget.heartbeat()));
+    await Promise.all([a, b!, c!].map((m) => m.read([])));
+    const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
+    await a.read([e]);
+    gate.armed = true;
+    const asked = outcome(a.budget.take(e, api));
+    await waitFor(() => gate.reached, "a's first slot write", 10_000, 5);
+    await b!.read([started('vm-b')]);
+    gate.open();
+    expect(await asked).toBe('HELD');
+    expect(await live(a)).toEqual(['vm-b']);
+    // once b is back, the two slots are free and the maintenance is approved for both
+    await b!.read([]);
+    expect(await outcome(a.budget.take(e, api))).toBe('granted');
+    expect(await live(a)).toEqual(['vm-a', 'vm-c']);
+  });
+
+  it('early hold for a maintenance of several members: one Started before the read leaves one slot, too few for two', async () => {
+    const group = 'race-many-early-hold';
+    const more = { maxUnavailable: 2 };
+    const gate = new Gate();
+    const b = await budgetMember(fleetStores(), 'blob', group, 'vm-b', more, gated(slotRead, gate));
+    const [a, c] = await Promise.all(['vm-a', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'blob', group, vm, more)));
+    await Promise.all([a!, b, c!].map((m) => m.budget.heartbeat()));
+    await Promise.all([a!, b, c!].map((m) => m.read([])));
+    const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
+    await a!.read([e]);
+    gate.armed = true;
+    const said = b.read([started('vm-b')]);
+    await waitFor(() => gate.reached, "b's read of the slots", 10_000, 5);
+    expect(await outcome(a!.budget.take(e, api))).toBe('HELD');
+    gate.open();
+    await said;
+    expect(await live(a!)).toEqual(['vm-b']);
+  });
+});

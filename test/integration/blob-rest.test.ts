@@ -251,6 +251,8 @@ describe('connection strings and List Blobs answers', () => {
       auth: { kind: 'sharedKey', account: DEV_ACCOUNT, key: Buffer.from(DEV_KEY, 'base64') },
     });
     expect(endpointOf('UseDevelopmentStorage=false;AccountName=a;AccountKey=a2V5').url).toBe('https://a.blob.core.windows.net');
+    // a part without "=" is no setting
+    expect(endpointOf('AccountName=acct;AccountKey=a2V5;BlobEndpointx').url).toBe('https://acct.blob.core.windows.net');
     expect(() => endpointOf('BlobEndpoint=https://h;AccountKey=a2V5')).toThrow(
       'the connection string has no AccountKey and no SharedAccessSignature',
     );
@@ -263,7 +265,13 @@ describe('connection strings and List Blobs answers', () => {
       next: 'm&n',
     });
     expect(parseList('<Blob><Properties /></Blob>').blobs).toEqual([{ name: '', etag: '', bytes: 0, metadata: {} }]);
+    // metadata written over several lines; an empty NextMarker is the last page
+    const spread = '<Blob><Name>n</Name><Metadata>\n  <a>1</a>\n  <b>2</b>\n</Metadata></Blob><NextMarker></NextMarker>';
+    expect(parseList(spread)).toEqual({ blobs: [{ name: 'n', etag: '', bytes: 0, metadata: { a: '1', b: '2' } }], next: undefined });
+    expect(parseList('<Blob><Name>&lt;&#x3c;&#60;&#128512;</Name></Blob>').blobs[0]!.name).toBe('<<<\u{1F600}');
     expect(quoted('')).toBe('');
     expect(quoted('"q"')).toBe('"q"');
+    // an ETag that starts with its quote is taken as written
+    expect(quoted('"0x8D')).toBe('"0x8D');
   });
 });

@@ -33,12 +33,19 @@ interface Slots {
   k: number;
 }
 
-async function slotsOf(group: string, name: string, clock: { now: number }, k = 1, more: Record<string, unknown> = {}): Promise<Slots> {
+async function slotsOf(group: string, name: string, clock: { now: number }, k = 1, zone: string | null = null): Promise<Slots> {
   const config = asBudget(
-    FleetConfig.parse({ group, maxUnavailable: k, store: fleetStores().config('blob'), marginSeconds: 60, heartbeatSeconds: 20, ...more }),
+    FleetConfig.parse({
+      group,
+      maxUnavailable: k,
+      store: fleetStores().config('blob'),
+      marginSeconds: 60,
+      heartbeatSeconds: 20,
+      ...(zone === null ? {} : { zones: 'one-at-a-time' }),
+    }),
   );
   const store = await openFleetStore(config.store, group);
-  const vm = { ...memberVm(name), zone: (more.zone as string | undefined) ?? null };
+  const vm = { ...memberVm(name), zone };
   const lines: Record<string, unknown>[] = [];
   const gauges: [number, number][] = [];
   const m: Slots = {
@@ -211,6 +218,91 @@ describe('one member and its slot', () => {
     await a.slots.renew({ incarnation: 4, events: [{ ...e, notBefore: new Date(T0 + 40 * 60_000).toISOString() }] });
     expect(a.slots.held).toBeNull();
     expect(a.slots.holders).toEqual([expect.objectContaining({ vm: 'vm-z' })]);
+  });
+});
+
+describe('what else holds an early approval', () => {
+  const sick = (m: Slots) => [{ key: m.key, vm: m.vm.name, since: new Date(T0).toISOString(), why: 'its check failed' }];
+
+  it('a member of another zone in maintenance; members of one zone go together, a forced approval goes past it', async () => {
+    const clock = { now: T0 };
+    const [a, b, c] = await Promise.all([
+      slotsOf('zones', 'vm-a', clock, 3, '1'),
+      slotsOf('zones', 'vm-b', clock, 3, '2'),
+      slotsOf('zones', 'vm-c', clock, 3, '1'),
+    ]);
+    await a!.slots.take(eventAt('vm-a'), 'early', api);
+    expect((await records(a!))['slot-0']).toMatchObject({ zone: '1' });
+    expect(await c!.slots.take(eventAt('vm-c'), 'early', api)).toMatchObject({ slot: 'slot-1' });
+    const held = await heldOf(b!.slots.take(eventAt('vm-b'), 'early', api));
+    expect(held.message).toMatch(/; zone 1 is in maintenance \(vm-a\); the group takes one zone at a time$/);
+    expect(Object.keys(await records(b!))).toEqual(['slot-0', 'slot-1']);
+    expect(await b!.slots.take(eventAt('vm-b'), 'forced', api)).toMatchObject({ forced: false, slot: 'slot-2' });
+  });
+
+  it('a member not healthy counts as one in maintenance: asked only when a slot is free, and named when it holds the last one', async () => {
+    const clock = { now: T0 };
+    const [a, b, c] = await Promise.all(['vm-a', 'vm-b', 'vm-c'].map((vm) => slotsOf('sick', vm, clock, 2)));
+    let asked = 0;
+    const unhealthy = async () => (asked++, sick(c!));
+    // two slots, one member not healthy: one is left
+    expect(await a!.slots.take(eventAt('vm-a'), 'early', api, undefined, unhealthy)).toMatchObject({ slot: 'slot-0' });
+    const held = await heldOf(b!.slots.take(eventAt('vm-b'), 'early', api, undefined, unhealthy));
+    expect(held.message).toMatch(/^group sick allows 2 members in maintenance at once; held by vm-a \(.+\) since .+; .*vm-c/);
+    expect(held.unhealthy).toEqual(sick(c!));
+    expect(asked).toBe(2);
+    // no slot free: the members' health is not read at all
+    await c!.slots.take(eventAt('vm-c'), 'forced', api);
+    expect(await outcome(b!.slots.take(eventAt('vm-b'), 'early', api, undefined, unhealthy))).toBe('HELD');
+    expect(asked).toBe(2);
+  });
+
+  it("waits its turn in the group's queue: told how many are free for it, it tries the free slot its place names", async () => {
+    const clock = { now: T0 };
+    const [a, b] = await Promise.all(['vm-a', 'vm-b'].map((vm) => slotsOf('turns', vm, clock, 3)));
+    await b!.slots.take(eventAt('vm-b'), 'early', api);
+    const asked: number[] = [];
+    const held = await heldOf(a!.slots.take(eventAt('vm-a'), 'early', api, async (free) => (asked.push(free), null)));
+    expect(held.message).toBe(`group turns allows 3 members in maintenance at once; held by vm-b (${b!.slots.heldFor[0]}) since ${new Date(T0).toISOString()}`);
+    expect(asked).toEqual([2]);
+    // second in line: the second free slot (slot-2); one member not healthy leaves one free for it
+    expect(await a!.slots.take(eventAt('vm-a'), 'early', api, async (free) => (asked.push(free), 1))).toMatchObject({ slot: 'slot-2' });
+    await a!.slots.release(() => []);
+    const one = async () => [{ key: 'k-z', vm: 'vm-z', since: new Date(T0).toISOString(), why: 'down' }];
+    await a!.slots.take(eventAt('vm-a'), 'early', api, async (free) => (asked.push(free), 0), one);
+    expect(asked).toEqual([2, 2, 1]);
+    // a forced approval does not wait in the queue
+    await a!.slots.release(() => []);
+    expect(await a!.slots.take(eventAt('vm-a'), 'forced', api, async () => null)).toMatchObject({ slot: 'slot-1' });
+  });
+
+  it('an empty queue holds with its reason: the slot free, the member waiting its turn', async () => {
+    const clock = { now: T0 };
+    const a = await slotsOf('turn-empty', 'vm-a', clock, 1);
+    const held = await heldOf(a.slots.take(eventAt('vm-a'), 'early', api, async () => null));
+    expect(held.message).toBe("group turn-empty allows 1 member in maintenance at once; a slot is free, and this member waits its turn in the group's queue");
+  });
+
+  it('its own overflow record past its end is written again at the version read, not lost to itself', async () => {
+    const clock = { now: T0 };
+    const [a, b] = await Promise.all(['vm-a', 'vm-b'].map((vm) => slotsOf('overflow-again', vm, clock)));
+    await a!.slots.take(eventAt('vm-a', { notBefore: new Date(T0 + 60 * 60_000).toISOString() }), 'early', api);
+    await b!.slots.take(eventAt('vm-b'), 'forced', api);
+    clock.now = T0 + 30 * 60_000;
+    const again = eventAt('vm-b', { notBefore: new Date(T0 + 45 * 60_000).toISOString() });
+    expect(await b!.slots.take(again, 'forced', api)).toMatchObject({ forced: true, slot: `slot-x-${b!.key}` });
+    expect((await records(b!))[`slot-x-${b!.key}`]!.eventIds).toEqual([again.eventId]);
+  });
+
+  it("an event Started while the member holds nothing: its overflow record is written before the read; counted, not past the budget", async () => {
+    const clock = { now: T0 };
+    const a = await slotsOf('started', 'vm-a', clock);
+    await a.slots.read();
+    const e = { ...eventAt('vm-a'), eventStatus: 'Started' as const };
+    expect(await a.slots.take(e, 'started', { by: 'azure', via: 'imds' })).toMatchObject({ forced: false, slot: `slot-x-${a.key}` });
+    expect(a.lines.find((l) => l.msg === 'fleet budget: down, counted')).toMatchObject({ mode: 'started', eventId: e.eventId });
+    expect(a.lines.some((l) => l.code === 'FLEET_OVER_BUDGET')).toBe(false);
+    expect(a.slots.heldFor).toEqual([e.eventId]);
   });
 });
 

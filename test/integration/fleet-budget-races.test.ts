@@ -1,6 +1,8 @@
 /**
  * Two members racing for the last slot, written by ordering, not by timers: the fleet budget's
- * members run in this process over Azure Blob Storage served by Azurite (Microsoft's emulator),
+ * members run in this process over the Lease store (coordination.k8s.io/v1 Leases, written
+ * conditionally at their resourceVersion, served by the project's Kubernetes API stand-in: no API
+ * server can run here; written from the API reference) through the project's Kubernetes client,
  * and a member's store is wrapped so that one of its calls waits at a gate the test opens once
  * the other member has done its part. Two guards keep an early approval from taking the group
  * past its budget when another member goes down meanwhile (its event Started at NotBefore):
@@ -15,10 +17,10 @@ import { asSlot } from '../../src/fleet/budget/records.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
 import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
-import { fleetStoresPerFile, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
+import { leaseStorePerFile, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
 import { waitFor } from '../helpers.ts';
 
-const fleetStores = fleetStoresPerFile();
+const fleetStores = leaseStorePerFile();
 const api = { by: 'test', via: 'api' } as const;
 
 /** Gate: a point a store call waits at, once `armed`: `reached` once a call is there, `open` lets it (and every later one) on. */
@@ -75,12 +77,12 @@ async function live(m: Member): Promise<string[]> {
     .sort();
 }
 
-describe('the last slot raced, over the blob store', () => {
+describe('the last slot raced, over the Lease store', () => {
   it("read back: a member that goes down between another's read and its slot write is counted, and the early slot given back", async () => {
     const group = 'race-read-back';
     const gate = new Gate();
-    const a = await budgetMember(fleetStores(), 'blob', group, 'vm-a', {}, gated(slotWrite, gate));
-    const b = await budgetMember(fleetStores(), 'blob', group, 'vm-b');
+    const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a', {}, gated(slotWrite, gate));
+    const b = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-b');
     await Promise.all([a.read([]), b.read([])]);
     const ea = scheduledFor('vm-a');
     // a has read the slots (all free) and is about to write slot-0
@@ -100,8 +102,8 @@ describe('the last slot raced, over the blob store', () => {
   it('early hold: a member whose event Started is counted by an approval that reads after that, before its own read of the slots', async () => {
     const group = 'race-early-hold';
     const gate = new Gate();
-    const a = await budgetMember(fleetStores(), 'blob', group, 'vm-a');
-    const b = await budgetMember(fleetStores(), 'blob', group, 'vm-b', {}, gated(slotRead, gate));
+    const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a');
+    const b = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-b', {}, gated(slotRead, gate));
     await Promise.all([a.read([]), b.read([])]);
     // b's maintenance Started: b is held just before it reads the slots
     const eb = started('vm-b');
@@ -119,8 +121,8 @@ describe('the last slot raced, over the blob store', () => {
     const group = 'race-many-read-back';
     const more = { maxUnavailable: 2 };
     const gate = new Gate();
-    const a = await budgetMember(fleetStores(), 'blob', group, 'vm-a', more, gated(slotWrite, gate));
-    const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'blob', group, vm, more)));
+    const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a', more, gated(slotWrite, gate));
+    const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'kubernetes', group, vm, more)));
     await Promise.all([a, b!, c!].map((m) => m.budget.heartbeat()));
     await Promise.all([a, b!, c!].map((m) => m.read([])));
     const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
@@ -142,8 +144,8 @@ describe('the last slot raced, over the blob store', () => {
     const group = 'race-many-early-hold';
     const more = { maxUnavailable: 2 };
     const gate = new Gate();
-    const b = await budgetMember(fleetStores(), 'blob', group, 'vm-b', more, gated(slotRead, gate));
-    const [a, c] = await Promise.all(['vm-a', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'blob', group, vm, more)));
+    const b = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-b', more, gated(slotRead, gate));
+    const [a, c] = await Promise.all(['vm-a', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'kubernetes', group, vm, more)));
     await Promise.all([a!, b, c!].map((m) => m.budget.heartbeat()));
     await Promise.all([a!, b, c!].map((m) => m.read([])));
     const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });

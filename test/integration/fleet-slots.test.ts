@@ -1,7 +1,8 @@
 /**
  * One member's side of its group's slots (MemberSlots, src/fleet/budget/slots.ts) and the slots of
- * a maintenance of several members (takeForAll, many.ts), called in this process over Azure Blob
- * Storage served by Azurite (Microsoft's emulator), on a clock the test sets: what each take,
+ * a maintenance of several members (takeForAll, many.ts), called in this process over the Lease
+ * store (the project's Kubernetes API stand-in, written from the API reference: no API server can
+ * run here; through the project's Kubernetes client), on a clock the test sets: what each take,
  * release and renewal leaves in the store, what it says to the member's gauges, and what a held
  * approval says.
  */
@@ -15,9 +16,9 @@ import { MemberSlots } from '../../src/fleet/budget/slots.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
-import { fleetStoresPerFile, memberVm, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
+import { leaseStorePerFile, memberVm, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
 
-const fleetStores = fleetStoresPerFile();
+const fleetStores = leaseStorePerFile();
 const api = { by: 'test', via: 'api' } as const;
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 
@@ -38,7 +39,7 @@ async function slotsOf(group: string, name: string, clock: { now: number }, k = 
     FleetConfig.parse({
       group,
       maxUnavailable: k,
-      store: fleetStores().config('blob'),
+      store: fleetStores().config('kubernetes'),
       marginSeconds: 60,
       heartbeatSeconds: 20,
       ...(zone === null ? {} : { zones: 'one-at-a-time' }),
@@ -231,13 +232,13 @@ describe('what else holds an early approval', () => {
       slotsOf('zones', 'vm-b', clock, 3, '2'),
       slotsOf('zones', 'vm-c', clock, 3, '1'),
     ]);
-    await a!.slots.take(eventAt('vm-a'), 'early', api);
-    expect((await records(a!))['slot-0']).toMatchObject({ zone: '1' });
-    expect(await c!.slots.take(eventAt('vm-c'), 'early', api)).toMatchObject({ slot: 'slot-1' });
-    const held = await heldOf(b!.slots.take(eventAt('vm-b'), 'early', api));
+    await a.slots.take(eventAt('vm-a'), 'early', api);
+    expect((await records(a))['slot-0']).toMatchObject({ zone: '1' });
+    expect(await c.slots.take(eventAt('vm-c'), 'early', api)).toMatchObject({ slot: 'slot-1' });
+    const held = await heldOf(b.slots.take(eventAt('vm-b'), 'early', api));
     expect(held.message).toMatch(/; zone 1 is in maintenance \(vm-a\); the group takes one zone at a time$/);
-    expect(Object.keys(await records(b!))).toEqual(['slot-0', 'slot-1']);
-    expect(await b!.slots.take(eventAt('vm-b'), 'forced', api)).toMatchObject({ forced: false, slot: 'slot-2' });
+    expect(Object.keys(await records(b))).toEqual(['slot-0', 'slot-1']);
+    expect(await b.slots.take(eventAt('vm-b'), 'forced', api)).toMatchObject({ forced: false, slot: 'slot-2' });
   });
 
   it('a member not healthy counts as one in maintenance: asked only when a slot is free, and named when it holds the last one', async () => {
@@ -263,7 +264,9 @@ describe('what else holds an early approval', () => {
     await b!.slots.take(eventAt('vm-b'), 'early', api);
     const asked: number[] = [];
     const held = await heldOf(a!.slots.take(eventAt('vm-a'), 'early', api, async (free) => (asked.push(free), null)));
-    expect(held.message).toBe(`group turns allows 3 members in maintenance at once; held by vm-b (${b!.slots.heldFor[0]}) since ${new Date(T0).toISOString()}`);
+    expect(held.message).toBe(
+      `group turns allows 3 members in maintenance at once; held by vm-b (${b!.slots.heldFor[0]}) since ${new Date(T0).toISOString()}`,
+    );
     expect(asked).toEqual([2]);
     // second in line: the second free slot (slot-2); one member not healthy leaves one free for it
     expect(await a!.slots.take(eventAt('vm-a'), 'early', api, async (free) => (asked.push(free), 1))).toMatchObject({ slot: 'slot-2' });
@@ -280,7 +283,9 @@ describe('what else holds an early approval', () => {
     const clock = { now: T0 };
     const a = await slotsOf('turn-empty', 'vm-a', clock, 1);
     const held = await heldOf(a.slots.take(eventAt('vm-a'), 'early', api, async () => null));
-    expect(held.message).toBe("group turn-empty allows 1 member in maintenance at once; a slot is free, and this member waits its turn in the group's queue");
+    expect(held.message).toBe(
+      "group turn-empty allows 1 member in maintenance at once; a slot is free, and this member waits its turn in the group's queue",
+    );
   });
 
   it('its own overflow record past its end is written again at the version read, not lost to itself', async () => {
@@ -294,7 +299,7 @@ describe('what else holds an early approval', () => {
     expect((await records(b!))[`slot-x-${b!.key}`]!.eventIds).toEqual([again.eventId]);
   });
 
-  it("an event Started while the member holds nothing: its overflow record is written before the read; counted, not past the budget", async () => {
+  it('an event Started while the member holds nothing: its overflow record is written before the read; counted, not past the budget', async () => {
     const clock = { now: T0 };
     const a = await slotsOf('started', 'vm-a', clock);
     await a.slots.read();
@@ -318,7 +323,9 @@ describe('a maintenance of several members', () => {
     k: () => m.k,
   });
   const configOf = (group: string, k: number) =>
-    asBudget(FleetConfig.parse({ group, maxUnavailable: k, store: fleetStores().config('blob'), marginSeconds: 60, heartbeatSeconds: 20 }));
+    asBudget(
+      FleetConfig.parse({ group, maxUnavailable: k, store: fleetStores().config('kubernetes'), marginSeconds: 60, heartbeatSeconds: 20 }),
+    );
 
   it('names the members an event lists, itself first; none when it lists no other', () => {
     const me = { key: 'k-a', vm: { name: 'vm-a', resourceId: null } };

@@ -14,56 +14,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { asSlot } from '../../src/fleet/budget/records.ts';
-import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
 import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
 import { leaseStorePerFile, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
+import { Gate, gated, slotRead, slotWrite } from '../../testkit/fleet-gate.ts';
 import { waitFor } from '../helpers.ts';
 
 const fleetStores = leaseStorePerFile();
 const api = { by: 'test', via: 'api' } as const;
-
-/** Gate: a point a store call waits at, once `armed`: `reached` once a call is there, `open` lets it (and every later one) on. */
-class Gate {
-  armed = false;
-  reached = false;
-  open!: () => void;
-  readonly opened = new Promise<void>((resolve) => (this.open = resolve));
-  async pass(): Promise<void> {
-    this.reached = true;
-    await this.opened;
-  }
-}
-
-/** gated: the store, with its first call that `at` picks (by method and record name) once the gate is armed held at it. */
-function gated(at: (method: 'put' | 'list', name: string, value?: unknown) => boolean, gate: Gate): (s: FleetStore) => FleetStore {
-  const stop = async (method: 'put' | 'list', name: string, value?: unknown) => {
-    if (gate.armed && at(method, name, value)) {
-      gate.armed = false;
-      await gate.pass();
-    }
-  };
-  return (s) => ({
-    where: s.where,
-    get: (...args) => s.get(...args),
-    remove: (...args) => s.remove(...args),
-    close: () => s.close(),
-    put: async (name, value, version, signal) => {
-      await stop('put', name, value);
-      return s.put(name, value, version, signal);
-    },
-    list: async (prefix, signal) => {
-      await stop('list', prefix);
-      return s.list(prefix, signal);
-    },
-  });
-}
-
-/** A slot write in a member's name, not an overflow record. */
-const slotWrite = (method: string, name: string, value?: unknown) =>
-  method === 'put' && /^slot-\d+$/.test(name) && asSlot(value).member !== null;
-/** The first read of the slots. */
-const slotRead = (method: string, name: string) => method === 'list' && name.startsWith('slot-');
 
 const started = (vm: string): ScheduledEvent => ({ ...scheduledFor(vm), eventStatus: 'Started', notBefore: null });
 
@@ -157,5 +115,44 @@ describe('the last slot raced, over the Lease store', () => {
     gate.open();
     await said;
     expect(await live(a!)).toEqual(['vm-b']);
+  });
+
+  it('read back, zones one at a time: a member of another zone that took a slot meanwhile holds the early one back', async () => {
+    const group = 'race-zones';
+    const more = { maxUnavailable: 2, zones: 'one-at-a-time' as const };
+    const gate = new Gate();
+    const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a', more, gated(slotWrite, gate));
+    const b = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-b', more);
+    a.view.vm = { ...a.view.vm, zone: '1' };
+    b.view.vm = { ...b.view.vm, zone: '2' };
+    await Promise.all([a.read([]), b.read([])]);
+    gate.armed = true;
+    const asked = outcome(a.budget.take(scheduledFor('vm-a'), api));
+    await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
+    expect(await outcome(b.budget.take(scheduledFor('vm-b'), api))).toBe('granted');
+    gate.open();
+    expect(await asked).toBe('HELD');
+    expect(await live(a)).toEqual(['vm-b']);
+  });
+
+  it('a maintenance of several members whose second write is lost: the first is given back, and it is held', async () => {
+    const group = 'race-many-lost';
+    const more = { maxUnavailable: 2 };
+    const gate = new Gate();
+    let writes = 0;
+    const second = (method: string, name: string, value?: unknown) => slotWrite(method, name, value) && ++writes === 2;
+    const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a', more, gated(second, gate));
+    const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'kubernetes', group, vm, more)));
+    await Promise.all([a, b!, c!].map((m) => m.budget.heartbeat()));
+    await Promise.all([a, b!, c!].map((m) => m.read([])));
+    const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
+    await a.read([e]);
+    gate.armed = true;
+    const asked = outcome(a.budget.take(e, api));
+    await waitFor(() => gate.reached, "a's second slot write", 10_000, 5);
+    expect(await outcome(b!.budget.take(scheduledFor('vm-b'), api))).toBe('granted');
+    gate.open();
+    expect(await asked).toBe('HELD');
+    expect(await live(a)).toEqual(['vm-b']);
   });
 });

@@ -16,7 +16,9 @@ import { MemberSlots } from '../../src/fleet/budget/slots.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
+import { Gate, gated, slotWrite } from '../../testkit/fleet-gate.ts';
 import { leaseStorePerFile, memberVm, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
+import { waitFor } from '../helpers.ts';
 
 const fleetStores = leaseStorePerFile();
 const api = { by: 'test', via: 'api' } as const;
@@ -34,7 +36,14 @@ interface Slots {
   k: number;
 }
 
-async function slotsOf(group: string, name: string, clock: { now: number }, k = 1, zone: string | null = null): Promise<Slots> {
+async function slotsOf(
+  group: string,
+  name: string,
+  clock: { now: number },
+  k = 1,
+  zone: string | null = null,
+  wrap: (s: FleetStore) => FleetStore = (s) => s,
+): Promise<Slots> {
   const config = asBudget(
     FleetConfig.parse({
       group,
@@ -45,7 +54,7 @@ async function slotsOf(group: string, name: string, clock: { now: number }, k = 
       ...(zone === null ? {} : { zones: 'one-at-a-time' }),
     }),
   );
-  const store = await openFleetStore(config.store, group);
+  const store = wrap(await openFleetStore(config.store, group));
   const vm = { ...memberVm(name), zone };
   const lines: Record<string, unknown>[] = [];
   const gauges: [number, number][] = [];
@@ -258,6 +267,22 @@ describe('what else holds an early approval', () => {
     expect(asked).toBe(2);
   });
 
+  it('a member not healthy still counts at the read back: a member down meanwhile takes the group past its budget', async () => {
+    const clock = { now: T0 };
+    const gate = new Gate();
+    const a = await slotsOf('sick-read-back', 'vm-a', clock, 2, null, gated(slotWrite, gate));
+    const b = await slotsOf('sick-read-back', 'vm-b', clock, 2);
+    await b.slots.read();
+    gate.armed = true;
+    const asked = outcome(a.slots.take(eventAt('vm-a'), 'early', api, undefined, async () => sick(b)));
+    await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
+    const down = await b.slots.take({ ...eventAt('vm-b'), eventStatus: 'Started' }, 'started', { by: 'azure', via: 'imds' });
+    expect(down.slot).toBe(`slot-x-${b.key}`);
+    gate.open();
+    expect(await asked).toBe('HELD');
+    expect((await records(a))['slot-0']).toMatchObject({ member: null });
+  });
+
   it("waits its turn in the group's queue: told how many are free for it, it tries the free slot its place names", async () => {
     const clock = { now: T0 };
     const [a, b] = await Promise.all(['vm-a', 'vm-b'].map((vm) => slotsOf('turns', vm, clock, 3)));
@@ -381,5 +406,79 @@ describe('a maintenance of several members', () => {
     expect(now['slot-1']).toMatchObject({ vm: 'vm-a', mode: 'early' });
     expect(now[`slot-x-${b!.key}`]).toMatchObject({ vm: 'vm-b', mode: 'forced' });
     expect(now[`slot-x-${c!.key}`]).toMatchObject({ vm: 'vm-c', mode: 'forced' });
+  });
+
+  it('counts a member not healthy that it does not take down and that holds no slot; its turn in the queue holds it too', async () => {
+    const clock = { now: T0 };
+    const unwell = (key: string, vm: string) => ({ key, vm, since: new Date(T0).toISOString(), why: 'its check failed' });
+    // c is taken down by it anyway: not counted; z holds a slot: counted once, as a holder
+    const [a, c, z] = await Promise.all(['vm-a', 'vm-c', 'vm-z'].map((vm) => slotsOf('many-sick', vm, clock, 3)));
+    await z!.slots.take(eventAt('vm-z'), 'early', api);
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    const taken = await takeForAll(ctx(a!, configOf('many-sick', 3)), e, named([a!, c!]), 'early', api, undefined, async () => [
+      unwell(c!.key, 'vm-c'),
+      unwell(z!.key, 'vm-z'),
+    ]);
+    expect(taken.writes).toHaveLength(2);
+    // two members not healthy, not named: one slot left of three, too few for two
+    const [b, d] = await Promise.all(['vm-b', 'vm-d'].map((vm) => slotsOf('many-sick-2', vm, clock, 3)));
+    const sick = [unwell('k-x', 'vm-x'), unwell('k-y', 'vm-y')];
+    const e2 = eventAt('vm-b', { resources: ['vm-b', 'vm-d'] });
+    const held = await heldOf(
+      takeForAll(ctx(b!, configOf('many-sick-2', 3)), e2, named([b!, d!]), 'early', api, undefined, async () => sick),
+    );
+    expect(held.message).toMatch(/the group allows 3 and has not that many slots free; .*vm-x.*vm-y/);
+    expect(held.unhealthy).toEqual(sick);
+    // its turn has not come: asked with three free for two
+    const turns: [number, number][] = [];
+    await heldOf(
+      takeForAll(ctx(b!, configOf('many-sick-2', 3)), e2, named([b!, d!]), 'early', api, async (f, n) => (turns.push([f, n]), null)),
+    );
+    expect(turns).toEqual([[3, 2]]);
+    expect(await records(b!)).toEqual({});
+  });
+
+  it('zones one at a time: a maintenance that spans two zones is held, early', async () => {
+    const clock = { now: T0 };
+    const group = 'many-zones';
+    const [a, c] = await Promise.all([slotsOf(group, 'vm-a', clock, 2, '1'), slotsOf(group, 'vm-c', clock, 2, '2')]);
+    const config = asBudget(
+      FleetConfig.parse({
+        group,
+        maxUnavailable: 2,
+        store: fleetStores().config('kubernetes'),
+        marginSeconds: 60,
+        heartbeatSeconds: 20,
+        zones: 'one-at-a-time',
+      }),
+    );
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    const held = await heldOf(takeForAll(ctx(a, config), e, named([a, c]), 'early', api));
+    expect(held.message).toMatch(/; this maintenance spans zones 1 and 2$/);
+    expect(await takeForAll(ctx(a, config), e, named([a, c]), 'forced', api)).toMatchObject({
+      forced: true,
+      note: downText(group, named([a, c])),
+    });
+    // all hold it now: forced again, nothing written, the note said again
+    expect(await takeForAll(ctx(a, config), e, named([a, c]), 'forced', api)).toEqual({
+      forced: true,
+      slot: 'slot-0',
+      writes: [],
+      note: downText(group, named([a, c])),
+    });
+  });
+
+  it('second in the queue, it writes the free slots its place names', async () => {
+    const clock = { now: T0 };
+    const group = 'many-turn';
+    const [a, c] = await Promise.all([slotsOf(group, 'vm-a', clock, 3), slotsOf(group, 'vm-c', clock, 3)]);
+    const config = configOf(group, 3);
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    const taken = await takeForAll(ctx(a, config), e, named([a, c]), 'early', api, async () => 1);
+    expect(taken.writes.map((w) => [w.name, w.record.vm])).toEqual([
+      ['slot-1', 'vm-a'],
+      ['slot-2', 'vm-c'],
+    ]);
+    expect(taken.slot).toBe('slot-1');
   });
 });

@@ -35,6 +35,25 @@ async function live(m: Member): Promise<string[]> {
     .sort();
 }
 
+/**
+ * severalOf: vm-a (its store gated where `at` says), vm-b and vm-c of `group`, two slots, each
+ * read once; vm-a's take of a maintenance naming vm-a and vm-c is under way and waits at the gate.
+ */
+async function severalOf(group: string, at: Parameters<typeof gated>[0]) {
+  const more = { maxUnavailable: 2 };
+  const gate = new Gate();
+  const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a', more, gated(at, gate));
+  const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'kubernetes', group, vm, more)));
+  await Promise.all([a, b!, c!].map((m) => m.budget.heartbeat()));
+  await Promise.all([a, b!, c!].map((m) => m.read([])));
+  const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
+  await a.read([e]);
+  gate.armed = true;
+  const asked = outcome(a.budget.take(e, api));
+  await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
+  return { a, b: b!, e, gate, asked };
+}
+
 describe('the last slot raced, over the Lease store', () => {
   it("read back: a member that goes down between another's read and its slot write is counted, and the early slot given back", async () => {
     const group = 'race-read-back';
@@ -76,24 +95,13 @@ describe('the last slot raced, over the Lease store', () => {
   });
 
   it('read back for a maintenance of several members: every slot it wrote is given back when another went down meanwhile', async () => {
-    const group = 'race-many-read-back';
-    const more = { maxUnavailable: 2 };
-    const gate = new Gate();
-    const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a', more, gated(slotWrite, gate));
-    const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'kubernetes', group, vm, more)));
-    await Promise.all([a, b!, c!].map((m) => m.budget.heartbeat()));
-    await Promise.all([a, b!, c!].map((m) => m.read([])));
-    const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
-    await a.read([e]);
-    gate.armed = true;
-    const asked = outcome(a.budget.take(e, api));
-    await waitFor(() => gate.reached, "a's first slot write", 10_000, 5);
-    await b!.read([started('vm-b')]);
+    const { a, b, e, gate, asked } = await severalOf('race-many-read-back', slotWrite);
+    await b.read([started('vm-b')]);
     gate.open();
     expect(await asked).toBe('HELD');
     expect(await live(a)).toEqual(['vm-b']);
     // once b is back, the two slots are free and the maintenance is approved for both
-    await b!.read([]);
+    await b.read([]);
     expect(await outcome(a.budget.take(e, api))).toBe('granted');
     expect(await live(a)).toEqual(['vm-a', 'vm-c']);
   });
@@ -136,21 +144,10 @@ describe('the last slot raced, over the Lease store', () => {
   });
 
   it('a maintenance of several members whose second write is lost: the first is given back, and it is held', async () => {
-    const group = 'race-many-lost';
-    const more = { maxUnavailable: 2 };
-    const gate = new Gate();
     let writes = 0;
     const second = (method: string, name: string, value?: unknown) => slotWrite(method, name, value) && ++writes === 2;
-    const a = await budgetMember(fleetStores(), 'kubernetes', group, 'vm-a', more, gated(second, gate));
-    const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => budgetMember(fleetStores(), 'kubernetes', group, vm, more)));
-    await Promise.all([a, b!, c!].map((m) => m.budget.heartbeat()));
-    await Promise.all([a, b!, c!].map((m) => m.read([])));
-    const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
-    await a.read([e]);
-    gate.armed = true;
-    const asked = outcome(a.budget.take(e, api));
-    await waitFor(() => gate.reached, "a's second slot write", 10_000, 5);
-    expect(await outcome(b!.budget.take(scheduledFor('vm-b'), api))).toBe('granted');
+    const { a, b, gate, asked } = await severalOf('race-many-lost', second);
+    expect(await outcome(b.budget.take(scheduledFor('vm-b'), api))).toBe('granted');
     gate.open();
     expect(await asked).toBe('HELD');
     expect(await live(a)).toEqual(['vm-b']);

@@ -2,7 +2,9 @@
  * CountingProxy: an HTTP relay on 127.0.0.1 in front of Azure Blob Storage (Azurite) that counts
  * every request by the Blob operation it is (List Blobs, Get Blob, Put Blob, Delete Blob, ...) and
  * every conditional write the service refused (409, 412), and the bytes it answered: what a
- * fleet budget costs its store.
+ * fleet budget costs its store. A test may also have the next requests of an operation meet a
+ * fault instead of the service (`fail`): an answer of a status with Azure's error code, as a busy
+ * or failing account answers, the connection reset, or no answer; the request is counted all the same.
  */
 import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +19,9 @@ export function blobOperation(method: string, url: URL): string {
   return { GET: 'read', PUT: 'write', DELETE: 'delete', HEAD: 'properties' }[method] ?? method.toLowerCase();
 }
 
+/** Fault: what one request meets instead of the service: an answer of `status` with Azure's error `code`, its connection reset, or no answer at all (until the proxy stops). */
+export type Fault = { readonly status: number; readonly code: string } | 'reset' | 'hang';
+
 export class CountingProxy {
   readonly #target: URL;
   readonly #server: Server;
@@ -29,6 +34,7 @@ export class CountingProxy {
   lostBy = new Map<string, number>();
   /** Bytes of the answers' bodies since the last reset. */
   bytes = 0;
+  readonly #faults = new Map<string, Fault[]>();
 
   constructor(targetUrl: string) {
     this.#target = new URL(targetUrl);
@@ -36,6 +42,19 @@ export class CountingProxy {
       const url = new URL(req.url ?? '/', this.#target);
       const op = blobOperation(req.method ?? 'GET', url);
       this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
+      const fault = this.#faults.get(op)?.shift();
+      if (fault === 'reset') return void req.socket.resetAndDestroy();
+      if (fault === 'hang') return void req.resume();
+      if (fault !== undefined) {
+        req.resume();
+        const body = `<?xml version="1.0" encoding="utf-8"?><Error><Code>${fault.code}</Code><Message>a fault of the test</Message></Error>`;
+        res.writeHead(fault.status, {
+          'x-ms-error-code': fault.code,
+          'content-type': 'application/xml',
+          'content-length': Buffer.byteLength(body),
+        });
+        return void res.end(body);
+      }
       const upstream = request(
         url,
         { method: req.method, headers: { ...req.headers, host: this.#target.host }, agent: this.#agent },
@@ -63,6 +82,11 @@ export class CountingProxy {
   /** url: the proxy's address in place of the target's. */
   get url(): string {
     return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  /** fail: the next requests of operation `op` (one a fault, in order) meet these faults instead of the service. */
+  fail(op: string, ...faults: Fault[]): void {
+    this.#faults.set(op, [...(this.#faults.get(op) ?? []), ...faults]);
   }
 
   /** take: the counts since the last take, and a fresh start. */

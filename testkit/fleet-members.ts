@@ -37,7 +37,7 @@ export interface Member {
  * unless `more` says otherwise); `wrap` may put a store of the test's own around the real one.
  */
 export async function budgetMember(
-  stores: FleetStores,
+  stores: Pick<FleetStores, 'config'>,
   kind: StoreKind,
   group: string,
   name: string,

@@ -113,3 +113,50 @@ export function fleetStoresPerFile(): () => FleetStores {
     return stores;
   };
 }
+
+/**
+ * LeaseStore: the Lease store alone (the Kubernetes API stand-in, in this process): a test of the
+ * budget's rules that any store serves starts in milliseconds, with no emulator to spawn.
+ */
+export class LeaseStore {
+  readonly kube: KubeStandIn;
+  readonly #dir: string;
+
+  private constructor(kube: KubeStandIn, dir: string) {
+    this.kube = kube;
+    this.#dir = dir;
+  }
+
+  static async start(): Promise<LeaseStore> {
+    const kube = await new KubeStandIn().start();
+    const dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-leases-'));
+    writeFileSync(join(dir, 'kubeconfig'), kubeconfigOf(kube.url));
+    return new LeaseStore(kube, dir);
+  }
+
+  /** config: the `fleet.store` section of a member (kubernetes is the only kind it serves). */
+  config(kind: StoreKind): Record<string, unknown> {
+    if (kind !== 'kubernetes') throw new Error('the Lease store serves the kubernetes kind only');
+    return { type: 'kubernetes', namespace: 'se-bridge', kubeconfig: join(this.#dir, 'kubeconfig') };
+  }
+
+  async stop(): Promise<void> {
+    await this.kube.close();
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}
+
+/** leaseStorePerFile: the Lease store, started before the file's tests and stopped after them. */
+export function leaseStorePerFile(): () => LeaseStore {
+  let store: LeaseStore | undefined;
+  beforeAll(async () => {
+    store = await LeaseStore.start();
+  }, 60_000);
+  afterAll(async () => {
+    await store?.stop();
+  });
+  return () => {
+    if (store === undefined) throw new Error('the Lease store is not started: called outside a test');
+    return store;
+  };
+}

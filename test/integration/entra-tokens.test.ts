@@ -85,3 +85,74 @@ describe("the tenant's key set, as the verifier reads it", () => {
     expect(tenant.fetches).toBe(2);
   });
 });
+
+describe('reading the key set', () => {
+  it('tokens that come together at the start share one read of the keys', async () => {
+    const verdicts = await Promise.all(Array.from({ length: 20 }, () => tokens.check(bearer())));
+    expect(verdicts.filter((v) => !v.ok)).toEqual([]);
+    expect(tenant.fetches).toBe(1);
+  });
+
+  it('a failed read is tried again a minute later to the millisecond, not before', async () => {
+    tenant.mode = 'down';
+    expect(await tokens.check(bearer())).toEqual({
+      ok: false,
+      kind: 'unavailable',
+      why: "the tenant's signing keys could not be read (the key set answered 503); asked again within a minute",
+    });
+    tenant.mode = 'up';
+    clock += 59_999;
+    expect(await tokens.check(bearer())).toMatchObject({ ok: false, kind: 'unavailable' });
+    expect(tenant.fetches).toBe(1);
+    clock += 1;
+    expect(await tokens.check(bearer())).toEqual({ ok: true, client: EVENT_GRID_APP_ID });
+    expect(tenant.fetches).toBe(2);
+  });
+
+  it('the keys are kept an hour to the millisecond, then read again', async () => {
+    expect(await tokens.check(bearer())).toMatchObject({ ok: true });
+    clock += 3_600_000;
+    expect(await tokens.check(bearer())).toMatchObject({ ok: true });
+    expect(tenant.fetches).toBe(1);
+    clock += 1;
+    expect(await tokens.check(bearer())).toMatchObject({ ok: true });
+    expect(tenant.fetches).toBe(2);
+  });
+
+  it("what is not a named RSA key in the set is left out, and the tenant's key beside it still verifies", async () => {
+    const real = tenant.peer.answer;
+    tenant.peer.answer = (req, i) => {
+      const a = real(req, i) as { body: string };
+      const { keys } = JSON.parse(a.body) as { keys: Record<string, unknown>[] };
+      const junk = [null, 'k1', 7, { ...keys[0], kid: undefined }, { ...keys[0], kid: 42 }, { ...keys[0], kty: 'EC', kid: 'k-ec' }];
+      return { status: 200, body: JSON.stringify({ keys: [...junk, ...keys] }) };
+    };
+    expect(await tokens.check(bearer())).toEqual({ ok: true, client: EVENT_GRID_APP_ID });
+    expect(await tokens.check(bearer({ kid: 'k-ec' }))).toMatchObject({ ok: false, kind: 'refused', why: /not one of the tenant's/ });
+  });
+
+  it.each([
+    ['keys that are no list', JSON.stringify({ keys: { k1: {} } }), 'refused', /not one of the tenant's/],
+    ['no keys at all', '{}', 'refused', /not one of the tenant's/],
+    ['null', 'null', 'unavailable', /could not be read/],
+    ['over 256 KiB', JSON.stringify({ keys: [], pad: 'x'.repeat(256 * 1024) }), 'unavailable', /not JSON/],
+  ] as const)('a key set of %s verifies nothing', async (_what, body, kind, why) => {
+    tenant.peer.answer = () => ({ status: 200, body });
+    expect(await tokens.check(bearer())).toMatchObject({ ok: false, kind, why });
+  });
+
+  it("a key set that does not answer: the verifier's deadline ends the read, and the next read waits a minute", async () => {
+    tenant.mode = 'hang';
+    const quick = new EntraTokens({
+      ...{ tenantId: TENANT, audience: AUDIENCE, allowedClients: [EVENT_GRID_APP_ID], maxLifetimeSeconds: 86_400 },
+      ...{ jwksUrl: tenant.jwksUrl, now: () => clock, timeoutMs: 200 },
+    });
+    try {
+      expect(await quick.check(bearer())).toMatchObject({ ok: false, kind: 'unavailable', why: /aborted/ });
+      expect(await quick.check(bearer())).toMatchObject({ ok: false, kind: 'unavailable', why: /aborted/ });
+      expect(tenant.fetches).toBe(1);
+    } finally {
+      quick.close();
+    }
+  });
+});

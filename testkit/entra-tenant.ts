@@ -20,7 +20,7 @@ export const EVENT_GRID_CLIENT = '4962773b-9cdb-44cf-a8bf-237846a00ab7';
 const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 
 export class EntraTenant {
-  readonly peer = new HttpPeer();
+  readonly peer: HttpPeer;
   readonly #keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
   /** What the key set answers: its keys, 503 (down), 429 (throttled, with Retry-After) or nothing (hang). */
   mode: 'up' | 'down' | 'throttled' | 'hang' = 'up';
@@ -29,8 +29,10 @@ export class EntraTenant {
 
   readonly tenantId: string;
 
-  constructor(tenantId = TENANT) {
+  /** tls: the key set served over HTTPS with this certificate, as Entra ID's is. */
+  constructor(tenantId = TENANT, tls?: { key: string; cert: string }) {
     this.tenantId = tenantId;
+    this.peer = new HttpPeer(tls);
     this.peer.answer = (): Answer => {
       if (this.mode === 'hang') return { hang: true };
       if (this.mode === 'down') return { status: 503, body: '{"error":"temporarily_unavailable"}' };

@@ -4,9 +4,14 @@
  * the real verifier, its tokens signed by hand. The verifier's clock is the test's, so a minute
  * or an hour passes without waiting for it; the key set is asked over the wire each time.
  */
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EntraTokens, EVENT_GRID_APP_ID } from '../../src/azure/bearer.ts';
 import { EntraTenant, TENANT } from '../../testkit/entra-tenant.ts';
+import { ROOT } from '../helpers.ts';
 
 const AUDIENCE = 'api://se-bridge-relay';
 let tenant: EntraTenant;
@@ -153,6 +158,61 @@ describe('reading the key set', () => {
       expect(tenant.fetches).toBe(1);
     } finally {
       quick.close();
+    }
+  });
+});
+
+describe('where the key set is read', () => {
+  const tls = {
+    key: readFileSync(join(ROOT, 'test/fixtures/tls/key.pem'), 'utf8'),
+    cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8'),
+  };
+  const options = {
+    tenantId: TENANT,
+    audience: AUDIENCE,
+    allowedClients: [EVENT_GRID_APP_ID],
+    maxLifetimeSeconds: 86_400,
+    now: () => clock,
+  };
+
+  it('over HTTPS, trusting the CA it is given beside the system roots; without it, the keys cannot be read', async () => {
+    const secure = new EntraTenant(TENANT, tls);
+    await secure.listen();
+    const trusting = new EntraTokens({ ...options, jwksUrl: secure.jwksUrl, ca: tls.cert });
+    const untrusting = new EntraTokens({ ...options, jwksUrl: secure.jwksUrl });
+    try {
+      const t = `Bearer ${secure.token(AUDIENCE, {}, { nowS: nowS() })}`;
+      expect(await trusting.check(t)).toEqual({ ok: true, client: EVENT_GRID_APP_ID });
+      expect(await untrusting.check(t)).toMatchObject({ ok: false, kind: 'unavailable', why: /certificate/ });
+    } finally {
+      trusting.close();
+      untrusting.close();
+      await secure.close();
+    }
+  });
+
+  it("by default the tenant's own keys on Entra ID, through the proxy the environment names", async () => {
+    // a proxy that refuses every tunnel, and says where each would have gone: nothing leaves this machine
+    const tunnels: string[] = [];
+    const proxy = createServer();
+    proxy.on('connect', (req: IncomingMessage, socket: Socket) => {
+      tunnels.push(String(req.url));
+      socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY };
+    process.env.HTTPS_PROXY = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    process.env.NO_PROXY = '';
+    const byDefault = new EntraTokens(options);
+    try {
+      expect(await byDefault.check(bearer())).toMatchObject({ ok: false, kind: 'unavailable' });
+      expect(tunnels).toEqual(['login.microsoftonline.com:443']);
+    } finally {
+      byDefault.close();
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      await new Promise((r) => proxy.close(r));
     }
   });
 });

@@ -32,7 +32,8 @@ export class EntraTenant {
   /** tls: the key set served over HTTPS with this certificate, as Entra ID's is. */
   constructor(tenantId = TENANT, tls?: { key: string; cert: string }) {
     this.tenantId = tenantId;
-    this.peer = new HttpPeer(tls);
+    // idle connections kept open two minutes, so only the verifier closes its own
+    this.peer = new HttpPeer(tls, { keepAliveMs: 120_000 });
     this.peer.answer = (): Answer => {
       if (this.mode === 'hang') return { hang: true };
       if (this.mode === 'down') return { status: 503, body: '{"error":"temporarily_unavailable"}' };

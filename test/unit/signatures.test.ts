@@ -165,6 +165,9 @@ describe('approval link tokens (GET and POST /v1/approve, Slack buttons)', () =>
     expect(read.ok && read.nonce).toBe(read.ok && read.claims.n);
     expect(readToken(key, t, 2000)).toEqual({ ok: false, code: 'TOKEN_EXPIRED', message: 'the approval link has expired' });
     expect(readToken(key, t)).toMatchObject({ ok: false, code: 'TOKEN_EXPIRED' });
+    // without a clock given, the machine's: a link that expires in ten minutes reads now
+    const fresh = issueToken(key, { e: 'E-1', v: 'vm0', x: Math.floor(Date.now() / 1000) + 600 });
+    expect(readToken(key, fresh)).toMatchObject({ ok: true, claims: { e: 'E-1' } });
     // the format as the bridge writes it: the claims' JSON, and the link format's HMAC over it
     expect(signed(Buffer.from(t.split('.')[0]!, 'base64url').toString())).toBe(t);
     expect(peekClaims(t)).toMatchObject({ e: 'E-1', v: 'vm0', x: 2000 });

@@ -41,6 +41,8 @@ describe('a rule matches', () => {
     ['not a duration under its least', { minDurationSeconds: 6 }, {}, false],
     ['not an unknown duration for a least of 0', { minDurationSeconds: 0 }, { DurationInSeconds: -1 }, false],
     ['a duration at its most', { maxDurationSeconds: 5 }, {}, true],
+    ['a duration of 0 for a least of 0', { minDurationSeconds: 0 }, { DurationInSeconds: 0 }, true],
+    ['a duration of 0 for a most of 5', { maxDurationSeconds: 5 }, { DurationInSeconds: 0 }, true],
     ['not a duration over its most', { maxDurationSeconds: 4 }, {}, false],
     ['not an unknown duration for a most', { maxDurationSeconds: 100 }, { DurationInSeconds: -1 }, false],
     ['an event of this VM, for affectsThisVm: true', { affectsThisVm: true }, {}, true],

@@ -24,10 +24,12 @@ export class HttpPeer {
   readonly #sockets = new Set<Socket>();
   readonly #tls: boolean;
 
-  constructor(tls?: { key: string; cert: string }) {
+  /** keepAliveMs: how long an idle connection is kept open (Node's default: 5 s). */
+  constructor(tls?: { key: string; cert: string }, o: { keepAliveMs?: number } = {}) {
     this.#tls = tls !== undefined;
     const handler = (req: IncomingMessage, res: ServerResponse) => void this.#handle(req, res);
     this.#server = tls ? createHttps({ key: tls.key, cert: tls.cert }, handler) : createHttp(handler);
+    if (o.keepAliveMs !== undefined) this.#server.keepAliveTimeout = o.keepAliveMs;
     this.#server.on('connection', (s: Socket) => {
       this.#sockets.add(s);
       s.on('close', () => this.#sockets.delete(s));
@@ -47,13 +49,13 @@ export class HttpPeer {
     return `${this.#tls ? 'https' : 'http'}://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
-  /** keepIdle: how long the peer keeps a client's idle connection open (Node.js closes it after 5 s). */
+  /** keepIdle: how long the peer keeps a client's idle connection open from now on. */
   keepIdle(ms: number): void {
     this.#server.keepAliveTimeout = ms;
   }
 
-  /** The connections clients hold open to the peer now. */
-  get connections(): number {
+  /** The connections open to it now. */
+  get openConnections(): number {
     return this.#sockets.size;
   }
 

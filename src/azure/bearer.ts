@@ -157,10 +157,10 @@ export class EntraTokens {
     const kid = header.kid;
     if (typeof kid !== 'string') throw new BridgeError('UNAUTHORIZED', 'the token names no key (kid)');
     const now = this.#now();
-    if (now - this.#triedAt >= REFETCH_MS && (now - this.#fetchedAt > KEYS_TTL_MS || !this.#kids.has(kid))) {
+    if (now - this.#triedAt >= REFETCH_MS && (now - this.#fetchedAt > KEYS_TTL_MS || !this.#kids.has(kid)))
       this.#fetching ??= this.#fetch().finally(() => (this.#fetching = null));
-      await this.#fetching;
-    }
+    // a read under way (this token's or another's) is waited for: tokens that come together share it
+    if (this.#fetching !== null) await this.#fetching;
     // a key not among those last read, while the keys cannot be read: it may be a new one of the tenant's
     if (this.#keys === null || (this.#failure !== null && !this.#kids.has(kid)))
       throw new KeysUnavailable(`the tenant's signing keys could not be read (${this.#failure ?? 'not yet'}); asked again within a minute`);

@@ -90,9 +90,9 @@ describe('ArmClient: the acknowledgement as Resource Manager takes it', () => {
     arm.peer.keepIdle(60_000);
     expect((await c.acknowledge(web1(), [E(1)])).status).toBe(200);
     // the answered request's connection is kept for the next one
-    expect(arm.peer.connections).toBeGreaterThan(0);
+    expect(arm.peer.openConnections).toBeGreaterThan(0);
     c.close();
-    await waitFor(() => arm.peer.connections === 0, 'the connections to Resource Manager closed');
+    await waitFor(() => arm.peer.openConnections === 0, 'the connections to Resource Manager closed');
     arm.peer.keepIdle(5000);
   });
 

@@ -193,3 +193,102 @@ describe('2xx answers', () => {
     ]);
   });
 });
+
+describe('lists', () => {
+  const NODES = '/api/v1/nodes';
+  type Named = { metadata: { name: string } };
+  /** names: a fold keeping the names, counting its starts. */
+  const names = () => {
+    const fold = {
+      starts: 0,
+      start: (): string[] => (fold.starts++, []),
+      page: (kept: string[], items: readonly Named[]) => [...kept, ...items.map((n) => n.metadata.name)],
+    };
+    return fold;
+  };
+  const listed = () => api.requests.filter((r) => r.path.startsWith(`${NODES}?`)).map((r) => new URL(r.path, 'https://x').searchParams);
+  const more = () => {
+    for (const n of ['n1', 'n2', 'n3', 'n4']) if (!api.nodes.has(n)) api.addNode(n);
+  };
+
+  it('the caller says the page size and the selectors; a selector left unset is not sent; done stops the list', async () => {
+    more();
+    const kube = connect('list-limit');
+    const before = listed().length;
+    const fold = names();
+    expect(await kube.list({ path: NODES, limit: 2, query: { labelSelector: 'a!=b', fieldSelector: undefined } }, fold)).toEqual([
+      'n0',
+      'n1',
+      'n2',
+      'n3',
+      'n4',
+    ]);
+    const asked = listed().slice(before);
+    expect(asked.map((q) => [q.get('limit'), q.get('labelSelector'), q.has('fieldSelector'), q.has('continue')])).toEqual([
+      ['2', 'a!=b', false, false],
+      ['2', 'a!=b', false, true],
+      ['2', 'a!=b', false, true],
+    ]);
+    // a done that says "not yet" reads on; one that says so stops at once
+    const notYet = await kube.list({ path: NODES, limit: 2 }, { ...names(), done: (kept) => kept.includes('n4') });
+    expect(notYet).toEqual(['n0', 'n1', 'n2', 'n3', 'n4']);
+    const firstPage = await kube.list({ path: NODES, limit: 2 }, { ...names(), done: () => true });
+    expect(firstPage).toEqual(['n0', 'n1']);
+  });
+
+  it('410 on the first page is not a stale continue token: it fails at once; another refusal on a later page is never started again', async () => {
+    more();
+    const kube = connect('list-refused');
+    api.faults.next(NODES, refusal(410));
+    const first = await asked(() => failure(kube.list({ path: NODES, limit: 2 }, names())));
+    expect(first.outcome).toMatchObject({ status: 410 });
+    expect(first.requests).toBe(1);
+    // a 500 on the second page: thrown, the list not started again
+    const fold = names();
+    const failing = {
+      ...fold,
+      page: (kept: string[], items: readonly Named[]) => (api.faults.next(NODES, refusal(500)), fold.page(kept, items)),
+    };
+    const later = await asked(() => failure(kube.list({ path: NODES, limit: 2 }, failing)));
+    expect(later.outcome).toMatchObject({ status: 500 });
+    expect(later.requests).toBe(2);
+    expect(fold.starts).toBe(1);
+    // an expired token on the second page: the caller starts again, once, and has every item once
+    const again = names();
+    api.chunks.expireContinues = 1;
+    expect(await kube.list({ path: NODES, limit: 2 }, again)).toEqual(['n0', 'n1', 'n2', 'n3', 'n4']);
+    expect(again.starts).toBe(2);
+  });
+
+  it('an envelope with no items or no metadata is an empty page; an answer that is not a list is KUBE_CLIENT_UNREADABLE', async () => {
+    const kube = connect('list-shapes');
+    api.faults.next(
+      NODES,
+      raw(200, 'application/json', '{"kind":"NodeList","metadata":null,"items":null}'),
+      raw(200, 'application/json', '{"kind":"NodeList","metadata":{"continue":""},"items":[{"metadata":{"name":"x"}}]}'),
+    );
+    expect(await asked(() => kube.list({ path: NODES }, names()))).toEqual({ requests: 1, outcome: [] });
+    expect(await asked(() => kube.list({ path: NODES }, names()))).toEqual({ requests: 1, outcome: ['x'] });
+    for (const body of ['{"kind":"Status"}', '{"items":{}}', '""']) {
+      api.faults.next(NODES, raw(200, 'application/json', body));
+      const err = await failure(kube.list({ path: NODES }, names()));
+      expect(err, body).toBeInstanceOf(KubeUnreadableError);
+      expect(err!.message).toBe(`GET ${NODES}: the answer is not a list`);
+    }
+  });
+});
+
+describe('the connection', () => {
+  it('closed, it opens again for the next call; a signal aborted before the call ends it with its reason', async () => {
+    const kube = connect('reopen');
+    expect(await kube.request({ method: 'GET', path: NODE })).toMatchObject({ metadata: { name: 'n0' } });
+    kube.close();
+    expect(await kube.request({ method: 'GET', path: NODE })).toMatchObject({ metadata: { name: 'n0' } });
+    const gone = connect('aborted');
+    const quit = new AbortController();
+    quit.abort(new Error('shutting down'));
+    const { requests, outcome: err } = await asked(() => failure(gone.request({ method: 'GET', path: NODE, signal: quit.signal })));
+    expect(err!.message).toBe('shutting down');
+    expect(requests).toBe(0);
+  });
+});

@@ -13,6 +13,7 @@
  *   priority level's queues are full: 429 with Retry-After and a text/plain body, not a Status.
  * - `raw(code, contentType, body)`: any other answer (a proxy's page, a broken server).
  * - `hang`: the request is read and never answered (the connection stays open until the stand-in closes).
+ * - `later(answer)`: the request is held until the test gives the fault to answer it with.
  */
 import type { ServerResponse } from 'node:http';
 import type { Json } from './kube-objects.ts';
@@ -21,11 +22,13 @@ export type KubeFault =
   | { readonly kind: 'status'; readonly code: number; readonly reason: string; readonly message: string; readonly details?: Json }
   | { readonly kind: 'throttled'; readonly retryAfterSeconds: number }
   | { readonly kind: 'raw'; readonly code: number; readonly contentType: string; readonly body: string }
-  | { readonly kind: 'hang' };
+  | { readonly kind: 'hang' }
+  | { readonly kind: 'later'; readonly answer: Promise<KubeFault> };
 
 /** The reason and words of the API server's Status for each code (StatusReason, apimachinery's errors.New* helpers). */
 const REFUSALS: Record<number, { reason: string; message: string; details?: Json }> = {
   400: { reason: 'BadRequest', message: 'the server rejected our request for an unknown reason' },
+  401: { reason: 'Unauthorized', message: 'Unauthorized' },
   403: {
     reason: 'Forbidden',
     message:
@@ -74,6 +77,7 @@ export function refusal(code: number): KubeFault {
 export const throttled = (retryAfterSeconds: number): KubeFault => ({ kind: 'throttled', retryAfterSeconds });
 export const raw = (code: number, contentType: string, body: string): KubeFault => ({ kind: 'raw', code, contentType, body });
 export const hang: KubeFault = { kind: 'hang' };
+export const later = (answer: Promise<KubeFault>): KubeFault => ({ kind: 'later', answer });
 
 export class KubeFaults {
   readonly #queue: { path: string; fault: KubeFault }[] = [];
@@ -87,41 +91,45 @@ export class KubeFaults {
   answer(path: string, res: ServerResponse): boolean {
     const at = this.#queue.findIndex((q) => q.path === path);
     if (at === -1) return false;
-    const { fault } = this.#queue.splice(at, 1)[0]!;
-    if (fault.kind === 'hang') return true;
-    if (fault.kind === 'raw') {
-      res.writeHead(fault.code, { 'content-type': fault.contentType, 'content-length': Buffer.byteLength(fault.body) });
-      res.end(fault.body);
-    } else if (fault.kind === 'throttled') {
-      // the apiserver's tooManyRequests: http.Error, so text/plain and a newline
-      const text = 'Too many requests, please try again later.\n';
-      res.writeHead(429, {
-        'content-type': 'text/plain; charset=utf-8',
-        'x-content-type-options': 'nosniff',
-        'retry-after': String(fault.retryAfterSeconds),
-        'content-length': Buffer.byteLength(text),
-      });
-      res.end(text);
-    } else {
-      const body = {
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        message: fault.message,
-        reason: fault.reason,
-        ...(fault.details ? { details: fault.details } : {}),
-        code: fault.code,
-      };
-      const retry = (fault.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
-      const text = JSON.stringify(body);
-      res.writeHead(fault.code, {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(text),
-        ...(retry === undefined ? {} : { 'retry-after': String(retry) }),
-      });
-      res.end(text);
-    }
+    write(this.#queue.splice(at, 1)[0]!.fault, res);
     return true;
+  }
+}
+
+function write(fault: KubeFault, res: ServerResponse): void {
+  if (fault.kind === 'hang') return;
+  if (fault.kind === 'later') return void fault.answer.then((f) => write(f, res));
+  if (fault.kind === 'raw') {
+    res.writeHead(fault.code, { 'content-type': fault.contentType, 'content-length': Buffer.byteLength(fault.body) });
+    res.end(fault.body);
+  } else if (fault.kind === 'throttled') {
+    // the apiserver's tooManyRequests: http.Error, so text/plain and a newline
+    const text = 'Too many requests, please try again later.\n';
+    res.writeHead(429, {
+      'content-type': 'text/plain; charset=utf-8',
+      'x-content-type-options': 'nosniff',
+      'retry-after': String(fault.retryAfterSeconds),
+      'content-length': Buffer.byteLength(text),
+    });
+    res.end(text);
+  } else {
+    const body = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: fault.message,
+      reason: fault.reason,
+      ...(fault.details ? { details: fault.details } : {}),
+      code: fault.code,
+    };
+    const retry = (fault.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
+    const text = JSON.stringify(body);
+    res.writeHead(fault.code, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      ...(retry === undefined ? {} : { 'retry-after': String(retry) }),
+    });
+    res.end(text);
   }
 }

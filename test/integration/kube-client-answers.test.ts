@@ -9,13 +9,13 @@
  * the API server written from the API reference (no API server runs on this machine), which
  * refuses as the API server does (testkit/kube-faults.ts).
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeApiError, KubeConnection, KubeUnreadableError } from '../../src/kube/client.ts';
-import { hang, raw, refusal, throttled } from '../../testkit/kube-faults.ts';
+import { hang, type KubeFault, later, raw, refusal, throttled } from '../../testkit/kube-faults.ts';
 import { KUBE_TOKEN } from '../../testkit/kube-objects.ts';
-import { CA_DATA, useStandIn, writeKubeconfig } from '../../testkit/kubeconfig.ts';
+import { CA_DATA, EXEC_V1, useStandIn, writeKubeconfig, writePlugin } from '../../testkit/kubeconfig.ts';
 
 const { api, dir } = useStandIn('se-bridge-test-kube-answers-');
 const NODE = '/api/v1/nodes/n0';
@@ -117,6 +117,33 @@ describe('401', () => {
     expect(requests).toBe(2);
   });
 
+  it('a 401 that comes back late, for a credential already replaced, does not throw the new one away: the plugin is not run again', async () => {
+    const issued = join(dir, 'late-issued');
+    writeFileSync(issued, 'late-1');
+    api.tokens.add('late-1');
+    const command = writePlugin(dir, 'late', `answer({ token: readFileSync(${JSON.stringify(issued)}, 'utf8') });`);
+    const kube = connect('late', { exec: { apiVersion: EXEC_V1, command, interactiveMode: 'Never' } });
+    expect(await kube.request({ method: 'GET', path: NODE })).toMatchObject({ metadata: { name: 'n0' } });
+    // the slow call goes with late-1 and is held; the quick one is refused, and a new credential fetched for it
+    let release = (_: KubeFault) => {};
+    api.faults.next(NODE, later(new Promise<KubeFault>((r) => (release = r))));
+    const before = api.requests.length;
+    const slow = kube.request({ method: 'GET', path: NODE });
+    for (let i = 0; i < 200 && api.requests.length === before; i++) await new Promise((r) => setTimeout(r, 10));
+    writeFileSync(issued, 'late-2');
+    api.tokens.add('late-2');
+    api.faults.next(NODE, refusal(401));
+    expect(await kube.request({ method: 'GET', path: NODE })).toMatchObject({ metadata: { name: 'n0' } });
+    expect(readFileSync(join(dir, 'late.runs'), 'utf8').trim().split('\n')).toHaveLength(2);
+    // the slow call's 401 arrives now: it asks again with late-2, the credential in hand
+    writeFileSync(issued, 'late-3');
+    api.tokens.add('late-3');
+    release(refusal(401));
+    expect(await slow).toMatchObject({ metadata: { name: 'n0' } });
+    expect(api.requests.at(-1)!.authorization).toBe('Bearer late-2');
+    expect(readFileSync(join(dir, 'late.runs'), 'utf8').trim().split('\n')).toHaveLength(2);
+  });
+
   it('a token file that cannot be read: KUBE_CLIENT_CONFIG naming it, and no request', async () => {
     const kube = connect('no-token-file', { tokenFile: 'missing-token' });
     const { requests, outcome: err } = await asked(() => failure(kube.request({ method: 'GET', path: NODE })));
@@ -154,12 +181,14 @@ describe('2xx answers', () => {
       raw(200, 'application/json', ''),
       raw(200, 'text/html', '<html>sign in</html>'),
       raw(201, 'application/json', '[1]'),
+      raw(299, 'application/json', '{}'),
     );
     expect(await kube.request({ method: 'GET', path: NODE })).toBeUndefined();
     const html = await failure(kube.request({ method: 'GET', path: NODE }));
     expect(html).toBeInstanceOf(KubeUnreadableError);
     expect(html).toMatchObject({ code: 'KUBE_CLIENT_UNREADABLE', message: `GET ${NODE}: the answer is not JSON` });
     expect(await kube.request({ method: 'GET', path: NODE })).toEqual([1]);
+    expect(await kube.request({ method: 'GET', path: NODE })).toEqual({});
   });
 
   it('a status outside 2xx that is not a Status (a proxy in front): KubeApiError with the text as sent', async () => {

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { KubeConfigError, KubeConnection } from '../../src/kube/client.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
-import { KUBE_CERT, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
+import { KUBE_CERT, KUBE_KEY, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
 import { CA_DATA, EXEC_V1, useStandIn, writeKubeconfig, writePlugin } from '../../testkit/kubeconfig.ts';
 
 const { api, dir } = useStandIn('se-bridge-test-kube-config-');
@@ -132,6 +132,13 @@ describe('who we are', () => {
     });
     // the server's trailing slash is not doubled in the path
     expect(api.requests.at(-1)!.path).toBe(NODE);
+  });
+
+  it('an exec plugin that answers with a client certificate and key: the call made with them, no token sent', async () => {
+    const pem = JSON.stringify({ clientCertificateData: KUBE_CERT, clientKeyData: KUBE_KEY });
+    const command = writePlugin(dir, 'cert-plugin', `answer(${pem});`);
+    const file = withUser('cert-plugin', { exec: { apiVersion: EXEC_V1, command, interactiveMode: 'Never' } });
+    expect(await read(file)).toEqual({ said: 'n0', authorization: undefined });
   });
 
   it('a tokenFile by absolute path is read; a client key that cannot be read is refused by its file', async () => {

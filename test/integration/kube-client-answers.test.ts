@@ -103,6 +103,10 @@ describe('401', () => {
     api.tokens.add('old-token');
     expect(await kube.request({ method: 'GET', path: NODE })).toMatchObject({ metadata: { name: 'n0' } });
     expect(api.requests.at(-1)!.authorization).toBe('Bearer old-token');
+    // a new token in the file, the old one still taken: the file is read again only after a minute
+    writeFileSync(file, 'new-token\n');
+    await kube.request({ method: 'GET', path: NODE });
+    expect(api.requests.at(-1)!.authorization).toBe('Bearer old-token');
     // rotated: the old token refused, the file read again at once (not only after a minute)
     api.tokens.delete('old-token');
     writeFileSync(file, 'new-token\n');

@@ -111,7 +111,7 @@ describe('the context', () => {
 
 describe('who we are', () => {
   const withUser = (name: string, user: Record<string, unknown>) =>
-    writeKubeconfig(dir, name, { server: `${api.url}/`, cluster: { 'certificate-authority-data': CA_DATA }, user });
+    writeKubeconfig(dir, name, { server: `${api.url}//`, cluster: { 'certificate-authority-data': CA_DATA }, user });
 
   it('a context without a user, or a user with an empty token: nothing sent as who we are, and the 401', async () => {
     const doc = { clusters: [cluster('c')], contexts: [{ name: 'x', context: { cluster: 'c' } }], 'current-context': 'x' };
@@ -126,11 +126,11 @@ describe('who we are', () => {
       authorization: basic('ops:pa:ss'),
     });
     expect((await read(withUser('basic-no-password', { username: 'ops' }))).authorization).toBe(basic('ops:'));
-    expect(await read(withUser('token-and-basic', { token: KUBE_TOKEN, username: 'ops', password: 'x' }))).toEqual({
+    expect(await read(withUser('token-and-basic', { token: KUBE_TOKEN, username: 'ops', password: 'x', exec: null }))).toEqual({
       said: 'n0',
       authorization: `Bearer ${KUBE_TOKEN}`,
     });
-    // the server's trailing slash is not doubled in the path
+    // the server's trailing slashes are not doubled in the path
     expect(api.requests.at(-1)!.path).toBe(NODE);
   });
 
@@ -145,9 +145,8 @@ describe('who we are', () => {
     const token = join(dir, 'abs-token');
     writeFileSync(token, `${KUBE_TOKEN}\n`);
     expect(await read(withUser('abs-token', { tokenFile: token }))).toEqual({ said: 'n0', authorization: `Bearer ${KUBE_TOKEN}` });
-    expect(() => KubeConnection.open(withUser('no-key', { 'client-certificate-data': CA_DATA, 'client-key': 'gone.key' }))).toThrow(
-      /cannot read .*gone\.key: ENOENT/,
-    );
+    const noKey = withUser('no-key', { 'client-certificate-data': CA_DATA, 'client-key': 'gone.key' });
+    expect(() => KubeConnection.open(noKey)).toThrow(new KubeConfigError(`${noKey}: cannot read ${join(dir, 'gone.key')}: ENOENT`));
   });
 });
 
@@ -169,6 +168,28 @@ describe('TLS and plain HTTP', () => {
     // no CA named: the system's roots, which do not hold the cluster's own CA
     const none = writeKubeconfig(dir, 'no-ca', { server: api.url, cluster: {}, user: { token: KUBE_TOKEN } });
     expect((await read(none)).said).toBe(`GET ${NODE}: DEPTH_ZERO_SELF_SIGNED_CERT`);
+  });
+
+  it('a CA with insecure-skip-tls-verify is refused naming the key given; an https:// proxy-url is taken as it is written', () => {
+    const both = (name: string, ca: Record<string, unknown>) =>
+      writeKubeconfig(dir, name, { server: api.url, cluster: { ...ca, 'insecure-skip-tls-verify': true }, user: {} });
+    for (const [name, key, ca] of [
+      ['both-data', 'certificate-authority-data', { 'certificate-authority-data': CA_DATA }],
+      ['both-file', 'certificate-authority', { 'certificate-authority': 'ca.pem' }],
+    ] as const) {
+      const file = both(name, ca);
+      expect(() => KubeConnection.open(file)).toThrow(
+        new KubeConfigError(
+          `${file}: cluster "c": ${key} and insecure-skip-tls-verify are both set: a CA is of no use without verification; keep one`,
+        ),
+      );
+    }
+    const proxied = writeKubeconfig(dir, 'https-proxy', {
+      server: api.url,
+      cluster: { 'certificate-authority-data': CA_DATA, 'proxy-url': 'https://proxy.example:3128' },
+      user: {},
+    });
+    expect(open(proxied).target.proxy).toBe('https://proxy.example:3128');
   });
 
   it('http:// with insecure-skip-tls-verify is spoken (a test cluster), as kubectl does; without it, refused before any request', async () => {

@@ -162,6 +162,8 @@ describe('an answer that never comes', () => {
     api.faults.next(NODE, hang);
     const { requests, outcome: err } = await asked(() => failure(kube.request({ method: 'GET', path: NODE })));
     expect(err!.message).toBe(`GET ${NODE}: no answer within 0.3 s`);
+    // the network's error is its cause, which the callers read (the sink's "cannot reach the Kubernetes API server (ABORT_ERR)")
+    expect(err!.cause).toMatchObject({ code: 'ABORT_ERR' });
     expect(requests).toBe(1);
     // a caller that gives up sooner: its own abort, never called the client's deadline
     const patient = connect('hang-caller', { token: KUBE_TOKEN }, { deadlineMs: 60_000 });

@@ -260,6 +260,8 @@ describe('in the cluster', () => {
       tokenFile: join(sa, 'token'),
       ca: KUBE_CERT,
     });
+    // the pod's own folder unless told
+    expect(KubeConnection.open(undefined)!.target.tokenFile).toBe('/var/run/secrets/kubernetes.io/serviceaccount/token');
     process.env.KUBERNETES_SERVICE_HOST = '';
     expect(KubeConnection.open(undefined, { serviceAccountDir: sa })).toBeNull();
   });

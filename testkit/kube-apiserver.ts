@@ -11,17 +11,16 @@
  *   PATCH /api/v1/nodes/{name}        strategic-merge-patch+json (maps merge, null deletes,
  *                                     lists replace as Node's taints do), merge-patch+json,
  *                                     resourceVersion in the patch is a precondition (409)
- *   GET   /api/v1/pods?fieldSelector=spec.nodeName=NAME
- *   GET   /api/v1/namespaces/{ns}/pods/{name}
+ *   GET   /api/v1/pods?fieldSelector=spec.nodeName=NAME, /api/v1/namespaces/{ns}/pods/{name}
  *   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   201, 404, or 429 while a budget holds
  *                                     the pod; an evicted pod is deleted after its grace period;
  *                                     dryRun=All (query or DeleteOptions) answers the same, changes nothing
  *   DELETE /api/v1/namespaces/{ns}/pods/{name}            200 (DeleteOptions: gracePeriodSeconds)
- *   POST  /api/v1/namespaces/{ns}/events                 201
- *   /apis/coordination.k8s.io/v1/namespaces/{ns}/leases  Leases (kube-leases.ts)
+ *   POST  /api/v1/namespaces/{ns}/events 201;  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases (kube-leases.ts)
  *
  * and a Status body for every error. `forbid` makes RBAC refuse a resource with a 403 as the
- * real authorizer words it.
+ * real authorizer words it; `faults` answers the next request to a path with any other refusal,
+ * a throttling 429 or no answer at all (kube-faults.ts).
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -47,6 +46,7 @@ import {
   status,
   withKind,
 } from './kube-objects.ts';
+import { KubeFaults } from './kube-faults.ts';
 import { LeaseRegistry } from './kube-leases.ts';
 import { ListChunks } from './kube-lists.ts';
 
@@ -72,6 +72,7 @@ export class KubeStandIn {
   readonly tokens = new Set([KUBE_TOKEN]);
   /** Lists in chunks (limit, continue), and the continue tokens a test makes expire (kube-lists.ts). */
   readonly chunks = new ListChunks();
+  readonly faults = new KubeFaults();
   /** coordination.k8s.io/v1 Leases (kube-leases.ts). */
   readonly leases = new LeaseRegistry(
     () => this.#nextRv(),
@@ -162,6 +163,7 @@ export class KubeStandIn {
       path: `${url.pathname}${url.search}`,
       contentType: req.headers['content-type'],
       userAgent: req.headers['user-agent'],
+      authorization: req.headers.authorization,
       body,
       at: Date.now(),
     });
@@ -169,6 +171,7 @@ export class KubeStandIn {
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const byCertificate = (req.socket as TLSSocket).authorized;
     if (!byCertificate && (token === undefined || !this.tokens.has(token))) return status(res, 401, 'Unauthorized', 'Unauthorized');
+    if (this.faults.answer(url.pathname, res)) return;
     const p = url.pathname.split('/').filter(Boolean);
     const forbid = (resource: string, verb: string, ns?: string) => this.#o.forbid.includes(resource) && forbidden(res, resource, verb, ns);
     // /api/v1/nodes/{name}/status: the status subresource, conditions merged by type

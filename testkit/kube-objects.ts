@@ -65,6 +65,8 @@ export interface Request {
   readonly path: string;
   readonly contentType: string | undefined;
   readonly userAgent: string | undefined;
+  /** The Authorization header as sent (a test cluster's credentials only). */
+  readonly authorization: string | undefined;
   readonly body: unknown;
   /** When it arrived (epoch ms). */
   readonly at: number;

@@ -9,7 +9,8 @@
  *   (exec.ts), its answer kept until its expirationTimestamp and asked again once after a 401;
  *   calls that need a credential at the same time share one run of the plugin, as client-go's
  *   lock makes them.
- * - Every call has a deadline (30 s unless the caller's signal is sooner) and says who it is
+ * - Every call has a deadline (30 s unless the caller's signal is sooner; "no answer within 30 s"
+ *   when it ends a call) and says who it is
  *   (User-Agent: se-bridge/<version> (<os>/<arch>), as client-go's default names kubectl).
  * - Every answer is bounded before it is decoded: an object at 3 MiB (the API server takes no
  *   request body larger), a page of a list at 8 MiB; a list is read 50 items at a time (`limit`
@@ -80,6 +81,8 @@ export interface ListFold<T, A> {
 export interface KubeOptions {
   /** The service account's folder (default the pod's). */
   readonly serviceAccountDir?: string;
+  /** How long one call may wait for its answer (default 30 s; the caller's signal may end it sooner). */
+  readonly deadlineMs?: number;
   /** How long an exec credential plugin may run (default 60 s). */
   readonly execDeadlineMs?: number;
 }
@@ -93,6 +96,7 @@ const ListPage = z.object({
 export class KubeConnection {
   readonly target: KubeTarget;
   readonly #execDeadlineMs: number;
+  readonly #deadlineMs: number;
   #credential: ExecCredential | null = null;
   /** The credential being fetched (an exec plugin's run), shared by every call that waits for one. */
   #pending: Promise<ExecCredential> | null = null;
@@ -101,6 +105,7 @@ export class KubeConnection {
   private constructor(target: KubeTarget, options: KubeOptions) {
     this.target = target;
     this.#execDeadlineMs = options.execDeadlineMs ?? EXEC_DEADLINE_MS;
+    this.#deadlineMs = options.deadlineMs ?? DEADLINE_MS;
   }
 
   /** open: the kubeconfig file, or the in-cluster service account; null when neither is there. */
@@ -189,7 +194,8 @@ export class KubeConnection {
   }
 
   async #send(r: KubeRequest, what: string, maxBytes: number) {
-    const signal = AbortSignal.any([AbortSignal.timeout(DEADLINE_MS), ...(r.signal === undefined ? [] : [r.signal])]);
+    const deadline = AbortSignal.timeout(this.#deadlineMs);
+    const signal = AbortSignal.any([deadline, ...(r.signal === undefined ? [] : [r.signal])]);
     const credential = await this.#credentials(signal);
     const t = this.target;
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
@@ -212,7 +218,9 @@ export class KubeConnection {
       return { res, credential };
     } catch (err) {
       const cause = err as { code?: string; message?: string };
-      throw new Error(`${what}: ${cause.code ?? cause.message ?? String(err)}`, { cause: err });
+      // the client's own deadline says so; the caller's signal, or the network, says what it was
+      const said = deadline.aborted && r.signal?.aborted !== true ? `no answer within ${this.#deadlineMs / 1000} s` : undefined;
+      throw new Error(`${what}: ${said ?? cause.code ?? cause.message ?? String(err)}`, { cause: err });
     }
   }
 

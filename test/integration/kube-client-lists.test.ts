@@ -1,15 +1,12 @@
 /**
  * What the Kubernetes client asks and keeps: its User-Agent, answers bounded before they are
- * decoded, lists read in chunks (`limit`, `continue`, a 410 for an expired token) by the client
- * and by each caller (the kubernetes sink, the Kubernetes health check, the Lease store). Against
+ * decoded, lists read in chunks (`limit`, `continue`, a 410 for an expired token); the callers'
+ * lists: kube-callers-lists.test.ts. Against
  * testkit/kube-apiserver.ts, a stand-in for the API server written from the API reference (no
  * API server runs on this machine), which serves lists in chunks as the API server does
  * (testkit/kube-lists.ts).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connect } from '../../sinks/kubernetes/api.ts';
-import { LeaseFleetStore } from '../../src/fleet/budget/stores/lease.ts';
-import { KubernetesHealth } from '../../src/health/kubernetes.ts';
 import { KubeApiError, KubeConnection, KubeTooLargeError } from '../../src/kube/client.ts';
 import { VERSION } from '../../src/lib/version.ts';
 import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
@@ -100,27 +97,6 @@ describe('lists in chunks', () => {
     expect(err).toMatchObject({ code: 'KUBE_CLIENT_UNREADABLE', message: 'GET /api/v1/nodes: the list gave back the same continue token' });
     expect(lists('/api/v1/nodes')).toHaveLength(2);
     kube.close();
-  });
-
-  it("the callers: the sink finds its Node and a Node's pods, the health check its pods, the Lease store its records, in chunks", async () => {
-    const kube = await connect(kubeconfig);
-    expect((await kube.nodeByProviderId('azure:///vm/249'))!.name).toBe('node-249');
-    expect(lists('/api/v1/nodes').map((q) => q.get('limit'))).toEqual(['50', '50', '50', '50', '50']);
-    for (let i = 0; i < 120; i++)
-      api.addPod('web', `web-${String(i).padStart(3, '0')}`, 'node-001', { owner: 'ReplicaSet', ready: i !== 119 });
-    expect(await kube.podsOn('node-001')).toHaveLength(120);
-    expect(lists('/api/v1/pods').map((q) => [q.get('limit'), q.get('fieldSelector')])).toEqual(
-      Array.from({ length: 3 }, () => ['50', 'spec.nodeName=node-001']),
-    );
-    const health = new KubernetesHealth({ node: false, pods: 'all', nodeName: 'node-001', kubeconfig }, () => null);
-    expect(await health.run(AbortSignal.timeout(10_000))).toBe('1 pod on node-001 not Ready: web/web-119');
-    expect(lists('/api/v1/pods')).toHaveLength(6);
-    const store = await LeaseFleetStore.open({ type: 'kubernetes', namespace: 'se-bridge', kubeconfig }, 'big');
-    for (let i = 0; i < 520; i++) await store.put(`member-${i}`, { vm: `vm-${i}` }, null);
-    api.requests.length = 0;
-    expect(await store.list('member-')).toHaveLength(520);
-    expect(lists('/apis/coordination.k8s.io/v1/namespaces/se-bridge/leases').map((q) => q.get('limit'))).toEqual(['500', '500']);
-    await store.close();
   });
 });
 

@@ -9,7 +9,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,11 +88,13 @@ describe('since when the member is healthy', () => {
       clock.now = t0 + 125_000;
       expect(monitor.healthyFor()).toBe(5_000);
       // a line at each change, none at a check that changes nothing
-      expect(lines.map((l) => [l.healthy, l.detail])).toEqual([
-        [true, []],
-        [false, [`${base}/since answered 503, not 200`]],
-        [true, []],
+      expect(lines.map((l) => [l.msg, l.healthy, l.detail])).toEqual([
+        ['fleet budget: this member is healthy', true, []],
+        ['fleet budget: this member is not healthy', false, [`${base}/since answered 503, not 200`]],
+        ['fleet budget: this member is healthy', true, []],
       ]);
+      // what the fleet budget reads of it: the checks as configured
+      expect(monitor.config).toMatchObject({ intervalSeconds: 60, settleSeconds: 120, http: [{ url: `${base}/since`, expect: 200 }] });
     } finally {
       answers.delete('/since');
       monitor.close();
@@ -345,6 +347,30 @@ describe('a command', () => {
       healthy: false,
       detail: expect.stringMatching(/^\/nonexistent\/kafka-in-sync: spawn \/nonexistent\/kafka-in-sync ENOENT$/),
     });
+  });
+
+  it('a command that hangs is stopped at the deadline: the check fails and the process ends', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'health-exec-'));
+    const pidFile = join(dir, 'pid');
+    const { monitor } = monitorOf({ exec: { command: ['sh', '-c', `echo $$ > ${pidFile}; exec sleep 600`] }, intervalSeconds: 1 });
+    let pid = 0;
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      expect(await monitor.check()).toMatchObject({ healthy: false, detail: 'no answer within 1 s' });
+      pid = await waitFor(() => Number(readFileSync(pidFile, 'utf8').trim()) || null, 'the pid the command wrote');
+      await waitFor(() => !alive(), 'the command stopped');
+    } finally {
+      if (pid > 0 && alive()) process.kill(pid, 'SIGKILL');
+      monitor.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('its arguments reach it as they are written', async () => {

@@ -212,11 +212,21 @@ describe('an HTTP check', () => {
   it('every check runs, and all that fail are said, one after another', async () => {
     answers.set('/a', { status: 500 });
     answers.set('/b', { status: 502 });
-    const { monitor } = monitorOf({ http: [{ url: `${base}/a` }, { url: `${base}/ok` }, { url: `${base}/b` }] });
+    const { monitor, clock } = monitorOf({ http: [{ url: `${base}/a` }, { url: `${base}/ok` }, { url: `${base}/b` }] });
     try {
-      expect(await monitor.check()).toMatchObject({
+      const since = iso(clock.now);
+      expect(await monitor.check()).toEqual({
         healthy: false,
+        since,
         detail: `${base}/a answered 500, not 200; ${base}/b answered 502, not 200`,
+      });
+      // still failing, for other reasons: all of them said
+      answers.set('/a', { status: 501 });
+      clock.now += 10_000;
+      expect(await monitor.check()).toEqual({
+        healthy: false,
+        since,
+        detail: `${base}/a answered 501, not 200; ${base}/b answered 502, not 200`,
       });
     } finally {
       answers.delete('/a');
@@ -266,9 +276,11 @@ describe('a Prometheus check', () => {
     expect(await said({ status: 200, body: vector(2) })).toMatchObject({ healthy: false, detail: `${query}: 2 samples` });
     const matrix = JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [{ metric: {}, values: [[1, '1']] }] } });
     expect(await said({ status: 200, body: matrix })).toMatchObject({ healthy: false, detail: `${query}: 1 sample` });
-    // a scalar is no series: nothing is wrong
+    // a scalar or a string is no series: nothing is wrong
     const scalar = JSON.stringify({ status: 'success', data: { resultType: 'scalar', result: [1, '0'] } });
     expect(await said({ status: 200, body: scalar })).toMatchObject({ healthy: true });
+    const string = JSON.stringify({ status: 'success', data: { resultType: 'string', result: [1, 'ok'] } });
+    expect(await said({ status: 200, body: string })).toMatchObject({ healthy: true });
   });
 
   it('an error the API answers is said with its words; an answer that is not JSON, with its status', async () => {

@@ -10,14 +10,28 @@
  */
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { HealthState, HealthView } from '../sinks/contract.ts';
 import type { HealthConfig } from './config.ts';
 import { KubernetesHealth } from './kubernetes.ts';
 import { messageOf } from '../lib/errors.ts';
 import { HttpClient } from '../lib/http-client.ts';
-import { shownUrl } from '../lib/printable.ts';
+import { printable, shownUrl } from '../lib/printable.ts';
 import { killTree, ownGroup } from '../lib/process-tree.ts';
 import { sleep, withDeadline } from '../lib/time.ts';
+
+/**
+ * What Prometheus's query API answers (https://prometheus.io/docs/prometheus/latest/querying/api/#format-overview):
+ * its status and error, when they are text, and its data, read apart.
+ */
+const PrometheusAnswer = z
+  .object({ status: z.string().optional().catch(undefined), error: z.string().optional().catch(undefined), data: z.unknown().optional() })
+  .catch({ status: undefined, error: undefined, data: undefined });
+/** A query's result: a vector or a matrix of series, or a scalar or a string (no series). */
+const PrometheusData = z.discriminatedUnion('resultType', [
+  z.object({ resultType: z.enum(['vector', 'matrix']), result: z.array(z.unknown()) }),
+  z.object({ resultType: z.enum(['scalar', 'string']), result: z.unknown() }),
+]);
 
 /** How long one check may take at most: its deadline on the client. */
 const CHECK_DEADLINE_MS = 10_000;
@@ -110,23 +124,25 @@ export class HealthMonitor implements HealthView {
     }
   }
 
-  /** prometheusCheck asks Prometheus's HTTP API (GET /api/v1/query): an error, or any sample, is not healthy. */
+  /** prometheusCheck asks Prometheus's HTTP API (GET /api/v1/query): an error, any sample, or an answer the API never gives is not healthy. */
   async #prometheusCheck(base: string, query: string, signal: AbortSignal): Promise<string | null> {
     const url = new URL('api/v1/query', base.endsWith('/') ? base : `${base}/`);
     url.searchParams.set('query', query);
     const res = await this.#http.request(url, { method: 'GET', signal, maxBodyBytes: 1024 * 1024, onOverflow: 'destroy' });
-    let answer: { status?: string; error?: string; data?: { resultType?: string; result?: unknown } };
+    let json: unknown;
     try {
-      answer = JSON.parse(res.bytes.toString('utf8')) as typeof answer;
+      json = JSON.parse(res.bytes.toString('utf8'));
     } catch {
       return `Prometheus answered ${res.status} with no JSON`;
     }
+    const answer = PrometheusAnswer.parse(json);
     if (res.status !== 200 || answer.status !== 'success')
-      return `Prometheus answered ${res.status}: ${answer.error ?? answer.status ?? 'no status'}`;
+      return `Prometheus answered ${res.status}: ${printable(answer.error ?? answer.status ?? 'no status', 200)}`;
+    const data = PrometheusData.safeParse(answer.data);
+    if (!data.success) return 'Prometheus answered 200 with no result its query API describes';
     // an instant vector (or a range's matrix): each series is a sample of what is wrong
-    const result = answer.data?.result;
-    const samples =
-      (answer.data?.resultType === 'vector' || answer.data?.resultType === 'matrix') && Array.isArray(result) ? result.length : 0;
+    const d = data.data;
+    const samples = d.resultType === 'vector' || d.resultType === 'matrix' ? d.result.length : 0;
     return samples === 0 ? null : `${query}: ${samples} sample${samples === 1 ? '' : 's'}`;
   }
 

@@ -1,26 +1,23 @@
 /**
- * A stand-in for the Kubernetes API server, written from the Kubernetes API reference: no API
- * server can run on the machines the tests run on. It speaks HTTPS (the test certificate in
- * test/fixtures/tls, trusted through the kubeconfig's certificate-authority-data, as a real
- * cluster's CA is) and bearer-token authentication, and serves the real paths, bodies and
- * status codes of what the kubernetes sink calls:
+ * A stand-in for the Kubernetes API server, written from the Kubernetes API reference: no API server can run
+ * on the machines the tests run on. It speaks HTTPS (the test certificate in test/fixtures/tls, trusted
+ * through the kubeconfig's certificate-authority-data, as a real cluster's CA is) and bearer-token
+ * authentication, and serves the real paths, bodies and status codes of what the kubernetes sink calls:
  *
  *   GET   /api/v1/nodes, /api/v1/nodes/{name}        (lists in chunks: limit, continue; kube-lists.ts)
  *   PATCH /api/v1/nodes/{name}/status strategic-merge-patch+json of status.conditions (merged by
  *                                     type; `$patch: delete` removes one); nothing else of the Node
- *   PATCH /api/v1/nodes/{name}        strategic-merge-patch+json (maps merge, null deletes,
- *                                     lists replace as Node's taints do), merge-patch+json,
- *                                     resourceVersion in the patch is a precondition (409)
+ *   PATCH /api/v1/nodes/{name}        strategic-merge-patch+json (maps merge, null deletes, lists replace as Node's
+ *                                     taints do), merge-patch+json, resourceVersion in the patch is a precondition (409)
  *   GET   /api/v1/pods?fieldSelector=spec.nodeName=NAME, /api/v1/namespaces/{ns}/pods/{name}
- *   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   201, 404, or 429 while a budget holds
- *                                     the pod; an evicted pod is deleted after its grace period;
- *                                     dryRun=All (query or DeleteOptions) answers the same, changes nothing
+ *   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   201, 404, or 429 while a budget holds the pod; an evicted
+ *                                     pod is deleted after its grace; dryRun=All (query or DeleteOptions) changes nothing
  *   DELETE /api/v1/namespaces/{ns}/pods/{name}            200 (DeleteOptions: gracePeriodSeconds)
  *   POST  /api/v1/namespaces/{ns}/events 201;  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases (kube-leases.ts)
  *
- * and a Status body for every error. `forbid` makes RBAC refuse a resource with a 403 as the
- * real authorizer words it; `faults` answers the next request to a path with any other refusal,
- * a throttling 429 or no answer at all (kube-faults.ts).
+ * and a Status body for every error. `forbid` makes RBAC refuse a resource with a 403 as the real authorizer
+ * words it; `faults` answers the next request to a path with any other refusal, a throttling 429 or no
+ * answer at all (kube-faults.ts); `gate` holds requests back.
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -84,7 +81,7 @@ export class KubeStandIn {
   #rv = 100;
   #uid = 0;
   url = '';
-  /** Awaited before each request (logged already) is answered: a test holds requests back with it. */
+  /** Awaited before each request (logged already) is answered. */
   gate: ((method: string, path: string) => Promise<void>) | null = null;
 
   constructor(options: KubeStandInOptions = {}) {

@@ -144,3 +144,15 @@ export function refusalOf(f: () => unknown): { status: number; code: string; mes
   }
   throw new Error('no refusal');
 }
+
+/** envSaved: the environment variables `names` as they are now, and `restore`, which puts them back (unset ones unset). */
+export function envSaved(...names: string[]): { restore: () => void } {
+  const saved = names.map((n) => [n, process.env[n]] as const);
+  return {
+    restore: () => {
+      for (const [k, v] of saved)
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+    },
+  };
+}

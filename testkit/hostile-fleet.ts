@@ -11,6 +11,11 @@ import { ROOT } from './fixtures.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import { asSlot, live, memberKey, memberName, SLOT_PREFIX, type MemberRecord } from '../src/fleet/budget/records.ts';
 import type { FleetStoreConfig } from '../src/fleet/budget/stores/config.ts';
+import type { AmqpPeer } from '../src/simulator/servicebus/amqp-peer.ts';
+import { ImdsSimulator } from '../src/simulator/server.ts';
+import { ArmStandIn } from './azure-feed.ts';
+import { fleetPeer } from './fleet.ts';
+import { FleetStores } from './fleet-stores.ts';
 
 const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
 
@@ -130,5 +135,37 @@ export class RelayProcess {
     const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
+  }
+}
+
+/**
+ * ArmRelayPeers: what a relay that approves through Resource Manager reaches, for a relay run in
+ * the test's own process: the fleet's stores (Azurite), its Service Bus stand-in, a managed
+ * identity endpoint (the IMDS simulator, named by AZURE_POD_IDENTITY_AUTHORITY_HOST) and the
+ * Resource Manager stand-in over HTTPS.
+ */
+export class ArmRelayPeers {
+  stores!: FleetStores;
+  peer!: AmqpPeer;
+  identity!: ImdsSimulator;
+  arm!: ArmStandIn;
+
+  static async start(tls: { key: string; cert: string }): Promise<ArmRelayPeers> {
+    const p = new ArmRelayPeers();
+    p.stores = await FleetStores.start();
+    p.peer = await fleetPeer();
+    p.identity = new ImdsSimulator({ vmName: 'relay-vm', tickMs: 10 });
+    process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await p.identity.listen();
+    p.arm = new ArmStandIn(tls, 50);
+    await p.arm.peer.listen();
+    return p;
+  }
+
+  async stop(): Promise<void> {
+    delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
+    await this.arm?.peer.close();
+    await this.identity?.close();
+    await this.peer?.close();
+    await this.stores?.stop();
   }
 }

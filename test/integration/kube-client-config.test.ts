@@ -15,6 +15,7 @@ import { KubeConfigError, KubeConnection } from '../../src/kube/client.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { KUBE_CERT, KUBE_KEY, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
 import { CA_DATA, EXEC_V1, useStandIn, writeKubeconfig, writePlugin } from '../../testkit/kubeconfig.ts';
+import { envSaved } from '../helpers.ts';
 
 const { api, dir } = useStandIn('se-bridge-test-kube-config-');
 const NODE = '/api/v1/nodes/n0';
@@ -230,14 +231,9 @@ describe('TLS and plain HTTP', () => {
 });
 
 describe('in the cluster', () => {
-  const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
+  const saved = envSaved('KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT');
   afterEach(() => {
-    for (const [k, v] of [
-      ['KUBERNETES_SERVICE_HOST', saved.host],
-      ['KUBERNETES_SERVICE_PORT', saved.port],
-    ] as const)
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+    saved.restore();
   });
 
   it('the service host and port (443 unless said; an IPv6 address in brackets), the CA and namespace when the pod has them', () => {

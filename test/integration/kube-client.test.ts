@@ -14,7 +14,7 @@ import { KubeApiError, KubeConfigError, KubeConnection } from '../../src/kube/cl
 import { KUBE_CERT } from '../../testkit/kube-apiserver.ts';
 import { KUBE_KEY, KUBE_TOKEN } from '../../testkit/kube-objects.ts';
 import { EXEC_V1, useStandIn, writeKubeconfig } from '../../testkit/kubeconfig.ts';
-import { tempDir } from '../helpers.ts';
+import { envSaved, tempDir } from '../helpers.ts';
 
 const { api, dir } = useStandIn('se-bridge-test-kube-');
 
@@ -125,7 +125,7 @@ describe('the Kubernetes client', () => {
     writeFileSync(join(sa.path, 'token'), KUBE_TOKEN);
     writeFileSync(join(sa.path, 'namespace'), 'kube-system\n');
     const port = new URL(api.url).port;
-    const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
+    const saved = envSaved('KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT');
     try {
       delete process.env.KUBERNETES_SERVICE_HOST;
       expect(KubeConnection.open(undefined, { serviceAccountDir: sa.path })).toBeNull();
@@ -142,12 +142,7 @@ describe('the Kubernetes client', () => {
       kube.close();
     } finally {
       api.tokens.add(KUBE_TOKEN);
-      for (const [k, v] of [
-        ['KUBERNETES_SERVICE_HOST', saved.host],
-        ['KUBERNETES_SERVICE_PORT', saved.port],
-      ] as const)
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
+      saved.restore();
       sa.cleanup();
     }
   });

@@ -14,9 +14,9 @@ import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId, type ArmRefusal } from '../../testkit/azure-feed.ts';
-import { API_SECRET, fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetKeys, relayConfig } from '../../testkit/fleet.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
-import { liveSlots, writeRecord } from '../../testkit/hostile-fleet.ts';
+import { ArmRelayPeers, liveSlots, writeRecord } from '../../testkit/hostile-fleet.ts';
 import { captureLogger, postApproval, ROOT } from '../helpers.ts';
 
 const TLS = {
@@ -33,13 +33,11 @@ let identity: ImdsSimulator;
 let arm: ArmStandIn;
 const relays: RunningRelay[] = [];
 
+let peers: ArmRelayPeers;
+
 beforeAll(async () => {
-  stores = await FleetStores.start();
-  peer = await fleetPeer();
-  identity = new ImdsSimulator({ vmName: 'relay-vm', tickMs: 10 });
-  process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await identity.listen();
-  arm = new ArmStandIn(TLS, 50);
-  await arm.peer.listen();
+  peers = await ArmRelayPeers.start(TLS);
+  ({ stores, peer, identity, arm } = peers);
 }, 60_000);
 afterEach(async () => {
   stores.gates.blob.open();
@@ -48,11 +46,7 @@ afterEach(async () => {
   arm.refusals.length = 0;
 });
 afterAll(async () => {
-  delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
-  await arm?.peer.close();
-  await identity?.close();
-  await peer?.close();
-  await stores?.stop();
+  await peers?.stop();
 });
 
 const store = (container: string) => ({ ...stores.config('blob'), container }) as never;

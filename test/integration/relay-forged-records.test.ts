@@ -16,11 +16,10 @@ import { asSlot, SLOT_PREFIX } from '../../src/fleet/budget/records.ts';
 import { azureRecordName, type AzureRecord } from '../../src/fleet/view/azure.ts';
 import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
-import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { ArmStandIn, EventGridDelivery, eventGridEvent, scheduledEventOf, SUBSCRIPTION, vmId } from '../../testkit/azure-feed.ts';
-import { API_SECRET, fleetKeys, fleetPeer, relayConfig } from '../../testkit/fleet.ts';
+import { API_SECRET, fleetKeys, relayConfig } from '../../testkit/fleet.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
-import { writeRecord } from '../../testkit/hostile-fleet.ts';
+import { ArmRelayPeers, writeRecord } from '../../testkit/hostile-fleet.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { postApproval, ROOT, waitFor } from '../helpers.ts';
 
@@ -35,18 +34,15 @@ const E = (n: number) => `00000000-0000-4000-a000-${String(n).padStart(12, '0')}
 
 let stores: FleetStores;
 let peer: AmqpPeer;
-let identity: ImdsSimulator;
 let arm: ArmStandIn;
 let hook: HttpPeer;
 const relays: RunningRelay[] = [];
 
+let peers: ArmRelayPeers;
+
 beforeAll(async () => {
-  stores = await FleetStores.start();
-  peer = await fleetPeer();
-  identity = new ImdsSimulator({ vmName: 'relay-vm', tickMs: 10 });
-  process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = await identity.listen();
-  arm = new ArmStandIn(TLS, 50);
-  await arm.peer.listen();
+  peers = await ArmRelayPeers.start(TLS);
+  ({ stores, peer, arm } = peers);
   hook = new HttpPeer();
   await hook.listen();
 }, 60_000);
@@ -56,12 +52,8 @@ afterEach(async () => {
   arm.rows = [];
 });
 afterAll(async () => {
-  delete process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST;
   await hook?.close();
-  await arm?.peer.close();
-  await identity?.close();
-  await peer?.close();
-  await stores?.stop();
+  await peers?.stop();
 });
 
 const store = (container: string) => ({ ...stores.config('blob'), container }) as never;

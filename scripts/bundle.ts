@@ -91,13 +91,32 @@ const lazyPackages: Plugin = {
   },
 };
 
+/**
+ * undici's HTTP/2 client reads node:http2's constants when it loads: in the bundle it gets the
+ * stand-in that loads node:http2 (and with it node:tls) only when used, as src/lib/undici-hooks.ts
+ * arranges for the sources, and the hooks themselves are left out (the bundle resolves nothing
+ * at run time).
+ */
+const lazyHttp2: Plugin = {
+  name: 'lazy-http2',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?http2$/ }, (args) =>
+      /[/\\]undici[/\\]lib[/\\]dispatcher[/\\]client-h2\.js$/.test(args.importer)
+        ? { path: join(ROOT, 'src', 'lib', 'http2-lazy.ts') }
+        : undefined,
+    );
+    b.onResolve({ filter: /[/\\]undici-hooks\.ts$/ }, () => ({ path: 'undici-hooks', namespace: 'empty' }));
+    b.onLoad({ filter: /.*/, namespace: 'empty' }, () => ({ contents: '', loader: 'js' }));
+  },
+};
+
 /** bundleCli writes the command line's bundle to `outfile`. */
 export async function bundleCli(outfile: string): Promise<void> {
   await build({
     ...common,
     entryPoints: [join(ROOT, 'src', 'commands', 'cli.ts')],
     outfile,
-    plugins: [lazyPackages],
+    plugins: [lazyPackages, lazyHttp2],
     banner: { js: `${seLazy}\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
     define: { 'import.meta.url': '__importMetaUrl' },
   });

@@ -47,7 +47,11 @@ export class CountingProxy {
       if (fault === 'hang') return void req.resume();
       if (fault !== undefined) {
         req.resume();
-        const body = `<?xml version="1.0" encoding="utf-8"?><Error><Code>${fault.code}</Code><Message>a fault of the test</Message></Error>`;
+        // 204 and 304 carry no body, and so say a length of 0, as the service does
+        const bodiless = fault.status === 204 || fault.status === 304;
+        const body = bodiless
+          ? ''
+          : `<?xml version="1.0" encoding="utf-8"?><Error><Code>${fault.code}</Code><Message>a fault of the test</Message></Error>`;
         res.writeHead(fault.status, {
           'x-ms-error-code': fault.code,
           'content-type': 'application/xml',

@@ -1,6 +1,6 @@
 /** What `prepare --dry-run` says of a probe sink: what it would do, and what the running daemon's probe answers now. */
 import type { Rehearsal, RehearsalOptions } from '../../src/api.ts';
-import { parseHostPort } from '../../src/kit.ts';
+import { HttpClient, parseHostPort } from '../../src/kit.ts';
 
 /** How long `prepare --dry-run` waits for the running daemon's probe to answer. */
 const ASK_DEADLINE_MS = 2000;
@@ -18,10 +18,14 @@ export async function rehearseProbe(
   const host = listen.host === '0.0.0.0' ? '127.0.0.1' : listen.host === '::' ? '::1' : listen.host;
   const at = `${host.includes(':') ? `[${host}]` : host}:${listen.port}`;
   let now: number | null = null;
+  const http = new HttpClient({ proxy: 'none', maxSockets: 1 });
   try {
-    now = (await fetch(`http://${at}${config.path}`, { signal: AbortSignal.any([o.signal, AbortSignal.timeout(ASK_DEADLINE_MS)]) })).status;
+    const signal = AbortSignal.any([o.signal, AbortSignal.timeout(ASK_DEADLINE_MS)]);
+    now = (await http.request(`http://${at}${config.path}`, { method: 'GET', signal, maxBodyBytes: 4096, onOverflow: 'destroy' })).status;
   } catch {
     /* no daemon answers there now */
+  } finally {
+    http.close();
   }
   const would = `would answer 503 on ${config.path} for ${config.drainSeconds} s before counting as out of the load balancer`;
   const answer = now === null ? `no probe answers at ${at} now (the daemon is not running?)` : `answers ${now} at ${at} now`;

@@ -117,8 +117,8 @@ describe('webhook templates through the daemon', () => {
       /^rejected: TEMPLATE_FAILED: urlTemplate: gave a URL whose path \(\/admin\/x\) is not under \/hooks\/, the directory of url/,
     );
     expect(peer.requests).toEqual([]);
-    // what Node's HTTP client refuses to send is a rejection too, not a network error to retry
-    expect(classifyNetworkError(Object.assign(new Error('invalid header'), { code: 'ERR_INVALID_CHAR' }))).toMatchObject({
+    // what undici refuses to send is a rejection too, not a network error to retry
+    expect(classifyNetworkError(Object.assign(new Error('invalid header'), { code: 'UND_ERR_INVALID_ARG' }))).toMatchObject({
       status: 'reject',
     });
     expect(classifyNetworkError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toMatchObject({ status: 'retry' });

@@ -19,6 +19,7 @@ import { SCENARIOS } from '../simulator/scenarios.ts';
 import { createLogger } from '../lib/log.ts';
 import { EXIT, onShutdown, parse, table, UsageError } from './common.ts';
 import { demoDrill } from './demo-drill.ts';
+import { ask, demoHttp } from './demo-kit.ts';
 
 const DEFAULT_DURATION_S = 90;
 /** How long the demo's probe drains before a long Freeze is approved. */
@@ -165,10 +166,11 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
 function watchProbe(url: string, report: (line: string) => void): { stop(): void } {
   let last = '';
   let stopped = false;
+  const http = demoHttp();
   const tick = async () => {
     try {
-      const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      const body = (await r.json()) as { status?: string; eventType?: string; eventId?: string };
+      const r = await ask(http, url);
+      const body = JSON.parse(r.text) as { status?: string; eventType?: string; eventId?: string };
       const now = `${r.status} ${body.status ?? ''}${body.eventId ? ` (${body.eventType} ${body.eventId})` : ''}`;
       if (now !== last) report(`   probe lb: ${now}`);
       last = now;
@@ -182,6 +184,7 @@ function watchProbe(url: string, report: (line: string) => void): { stop(): void
     stop() {
       stopped = true;
       clearTimeout(timer);
+      http.close();
     },
   };
 }

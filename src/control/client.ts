@@ -1,7 +1,7 @@
-/** The client side of the daemon's control channel (control.ts): one JSON request over its socket or pipe. */
+/** The client side of the daemon's control channel (control.ts): one JSON request over its socket or pipe, through undici. */
 import { lstatSync } from 'node:fs';
 import { BridgeError } from '../lib/errors.ts';
-import { http } from '../lib/node-http.ts';
+import { HttpClient, type HttpRequest } from '../lib/http-client.ts';
 import { controlPath, ownerOf } from './server.ts';
 
 /** ControlImpostor: the socket is not the daemon's (another user's): nothing is sent to it. */
@@ -29,10 +29,13 @@ export function checkOwner(path: string, uid: number): void {
     );
 }
 
+/** The most of an answer read: a drill's report is a few KiB. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
 /** controlCall sends one request to the control channel of the daemon whose state is at `statePath`, and reads its JSON answer. */
-export function controlCall(
+export async function controlCall(
   statePath: string,
-  method: string,
+  method: HttpRequest['method'],
   url: string,
   body?: unknown,
   timeoutMs = 10_000,
@@ -40,30 +43,24 @@ export function controlCall(
   const owner = ownerOf(statePath);
   const path = controlPath(statePath, process.platform, owner);
   if (process.platform !== 'win32') checkOwner(path, owner);
-  return new Promise((resolve, reject) => {
-    const text = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(
-      {
-        socketPath: path,
-        method,
-        path: url,
-        headers: text === undefined ? {} : { 'content-type': 'application/json' },
-        timeout: timeoutMs,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-          } catch (err) {
-            reject(err);
-          }
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`the daemon did not answer within ${timeoutMs / 1000} s`)));
-    req.on('error', reject);
-    req.end(text);
-  });
+  const text = body === undefined ? undefined : JSON.stringify(body);
+  const client = new HttpClient({ proxy: 'none', socketPath: path, maxSockets: 1 });
+  const deadline = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await client.request(`http://localhost${url}`, {
+      method,
+      headers: text === undefined ? {} : { 'content-type': 'application/json' },
+      ...(text === undefined ? {} : { body: text }),
+      signal: deadline,
+      maxBodyBytes: MAX_ANSWER_BYTES,
+      onOverflow: 'destroy',
+    });
+    return { status: res.status, body: JSON.parse(res.bytes.toString('utf8')) as unknown };
+  } catch (err) {
+    if (deadline.aborted) throw new Error(`the daemon did not answer within ${timeoutMs / 1000} s`, { cause: err });
+    // what the connection said (ENOENT, ECONNREFUSED, EACCES) is what the caller tells the user
+    throw err;
+  } finally {
+    client.close();
+  }
 }

@@ -1,26 +1,47 @@
 /**
- * HttpClient: every outbound HTTP request of the bridge, on Node's own HTTP client (node:http,
- * node:https), whose parser is native: no WebAssembly, no second HTTP stack in memory.
+ * HttpClient: every outbound HTTP request of the bridge and the relay, on undici (the design's
+ * HTTP client). What undici does is undici's: keep-alive pools, proxies, TLS on the target's
+ * connection, its deadlines for the connection, the headers and the body, the most of an answer
+ * it reads, redirects left unfollowed. What stays here is the shape every caller shares.
  *
- * - One keep-alive agent per client and scheme, a few connections per origin, shared by every
- *   request of that client; an idle connection is closed after `keepAliveMs` and never keeps the
- *   process alive.
- * - Proxies (Node's agents, `proxyEnv`): `none` never uses one, whatever the environment says
- *   (IMDS must never be reached through a proxy); `env` follows HTTP_PROXY, HTTPS_PROXY and
- *   NO_PROXY; a URL is that proxy for both schemes. Plain HTTP goes to the proxy in absolute
- *   form, HTTPS through a CONNECT tunnel, with TLS verified end to end.
- * - TLS settings (`ca`, `rejectUnauthorized`, a client certificate, `serverName`) go to the
- *   target's connection. node:https (and with it node:tls) is loaded at the first https URL, so
- *   a bridge that speaks only plain HTTP never loads it.
- * - A request is bounded by its signal (connect, headers and body alike) and its answer by
- *   `maxBodyBytes`; what is over is dropped as `onOverflow` says (see readBounded).
- * - Failures reject with the underlying error, whose `code` (ECONNREFUSED, ECONNRESET,
- *   DEPTH_ZERO_SELF_SIGNED_CERT, ERR_INVALID_CHAR, ...) says what happened; an aborted request
- *   rejects with an `AbortError` whose `code` is `ABORT_ERR`, whatever the signal's reason was.
+ * - One keep-alive dispatcher per client, a few connections per origin, shared by every request
+ *   of that client; an idle connection is closed after `keepAliveMs`.
+ * - Proxies: `none` is a plain `Agent` that never uses one, whatever the environment says (IMDS
+ *   must never be reached through a proxy); `env` is an `EnvHttpProxyAgent` (HTTP_PROXY,
+ *   HTTPS_PROXY, NO_PROXY); a URL is a `ProxyAgent`. Plain HTTP goes to the proxy in absolute
+ *   form, HTTPS through a CONNECT tunnel with TLS verified end to end.
+ * - TLS settings (`ca`, `systemRoots`, `rejectUnauthorized`, a client certificate, `serverName`) go
+ *   to the target's connector, direct or through a tunnel. undici loads node:tls only for the
+ *   first https connection, so a bridge that speaks only plain HTTP never loads it.
+ * - Deadlines: the caller's signal bounds the whole request; undici's own `connect` timeout,
+ *   `headersTimeout` and `bodyTimeout` bound each phase even without one.
+ * - The answer: undici reads at most `maxResponseBytes` of any body (`maxResponseSize`), and a
+ *   request keeps at most `maxBodyBytes` of it; what is over is dropped as `onOverflow` says:
+ *   `destroy` stops reading, `drain` reads on to the end (or to `maxResponseBytes`) so the
+ *   connection is kept.
+ * - Failures reject with undici's error, whose `code` (ECONNREFUSED, UND_ERR_SOCKET,
+ *   UND_ERR_HEADERS_TIMEOUT, UND_ERR_INVALID_ARG for a header it refuses to send, ...) says what
+ *   happened; an aborted request rejects with an `AbortError` whose `code` is `ABORT_ERR`,
+ *   whatever the signal's reason was.
+ *
+ * undici parses HTTP with WebAssembly; the bin and the executable run with `--liftoff-only`,
+ * which keeps that code in V8's baseline compiler (docs/performance.md has what it saves).
  */
-import type { Agent, ClientRequest, RequestOptions } from 'node:http';
-import { http } from './node-http.ts';
+import type { Dispatcher } from 'undici';
+import './undici-hooks.ts';
+// one part at a time: undici's main entry also loads fetch and WebSocket, whose web globals load
+// Node's bundled copy of undici beside the package (undici-parts.d.ts types them)
+import Agent from 'undici/lib/dispatcher/agent.js';
+import EnvHttpProxyAgent from 'undici/lib/dispatcher/env-http-proxy-agent.js';
+import ProxyAgent from 'undici/lib/dispatcher/proxy-agent.js';
+import DispatcherBase from 'undici/lib/dispatcher/dispatcher.js';
+import request from 'undici/lib/api/api-request.js';
+import connect from 'undici/lib/api/api-connect.js';
 import { readBounded, type BoundedBody } from './http-body.ts';
+
+// what undici's main entry does, for the two methods used: request(), and connect() (a proxy's
+// CONNECT tunnel); stream, pipeline and upgrade stay unloaded
+Object.assign(DispatcherBase.prototype, { request, connect });
 
 export interface HttpClientOptions {
   /** env: HTTPS_PROXY/HTTP_PROXY/NO_PROXY; none: direct; or a proxy URL. */
@@ -40,6 +61,13 @@ export interface HttpClientOptions {
   readonly maxSockets?: number;
   /** How long an idle connection is kept. */
   readonly keepAliveMs?: number;
+  /** undici's deadlines, each phase on its own: the connection (10 s), the headers and every pause in the body (60 s). */
+  readonly connectTimeoutMs?: number;
+  readonly timeoutMs?: number;
+  /** The most of any answer's body undici reads (16 MiB). */
+  readonly maxResponseBytes?: number;
+  /** A Unix socket or Windows named pipe every request goes to, whatever the URL's host (with `proxy: none`). */
+  readonly socketPath?: string;
 }
 
 export type HttpHeaders = Record<string, string | string[] | undefined>;
@@ -60,7 +88,9 @@ export interface HttpResponse extends BoundedBody {
   readonly headers: HttpHeaders;
 }
 
-/** Trust `ca` beside the system's roots (node:tls is loaded only when a CA file is configured). */
+const MAX_RESPONSE_BYTES = 16 * 2 ** 20;
+
+/** Trust `ca` beside the system's roots, or alone (node:tls is loaded only when a CA is configured). */
 function tlsOptions(options: HttpClientOptions): Record<string, unknown> {
   const tls = options.ca === undefined ? null : process.getBuiltinModule('node:tls');
   return {
@@ -71,11 +101,28 @@ function tlsOptions(options: HttpClientOptions): Record<string, unknown> {
   };
 }
 
-/** proxyEnv: what the agents read their proxy from (Node's built-in proxy support). */
-function proxyEnv(proxy: HttpClientOptions['proxy']): NodeJS.ProcessEnv | undefined {
-  if (proxy === 'none') return undefined;
-  if (proxy === 'env') return process.env;
-  return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy };
+/** dispatcherFor builds the one dispatcher a client sends through. */
+function dispatcherFor(options: HttpClientOptions): Dispatcher {
+  const keepAliveTimeout = options.keepAliveMs ?? 30_000;
+  const timeout = options.timeoutMs ?? 60_000;
+  const tls = {
+    ...tlsOptions(options),
+    timeout: options.connectTimeoutMs ?? 10_000,
+    ...(options.socketPath === undefined ? {} : { socketPath: options.socketPath }),
+  };
+  const common = {
+    connections: options.maxSockets ?? 4,
+    keepAliveTimeout,
+    keepAliveMaxTimeout: keepAliveTimeout,
+    headersTimeout: timeout,
+    bodyTimeout: timeout,
+    maxResponseSize: options.maxResponseBytes ?? MAX_RESPONSE_BYTES,
+  };
+  if (options.proxy === 'none') return new Agent({ ...common, connect: tls });
+  // proxyTunnel false: plain HTTP goes to the proxy in absolute form; HTTPS always tunnels
+  const proxied = { ...common, requestTls: tls, proxyTunnel: false };
+  if (options.proxy === 'env') return new EnvHttpProxyAgent({ ...proxied, connect: tls });
+  return new ProxyAgent({ ...proxied, uri: options.proxy });
 }
 
 function abortError(cause: unknown): Error {
@@ -85,73 +132,30 @@ function abortError(cause: unknown): Error {
   return err;
 }
 
+/** undici's error for an answer past `maxResponseSize`. */
+const tooLarge = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
+
 export class HttpClient {
-  readonly #options: HttpClientOptions;
-  readonly #agents = new Map<'http:' | 'https:', Agent>();
-  readonly #pending = new Set<Promise<unknown>>();
-  #closed = false;
+  readonly #dispatcher: Dispatcher;
 
   constructor(options: HttpClientOptions) {
-    this.#options = options;
+    this.#dispatcher = dispatcherFor(options);
   }
 
-  /** agent: this client's agent for a scheme, made at its first request. */
-  #agent(scheme: 'http:' | 'https:'): Agent {
-    let agent = this.#agents.get(scheme);
-    if (agent !== undefined) return agent;
-    const o = this.#options;
-    const env = proxyEnv(o.proxy);
-    const common = {
-      keepAlive: true,
-      maxSockets: o.maxSockets ?? 4,
-      timeout: o.keepAliveMs ?? 30_000,
-      ...(env === undefined ? {} : { proxyEnv: env }),
-    };
-    agent =
-      scheme === 'https:' ? new (process.getBuiltinModule('node:https').Agent)({ ...common, ...tlsOptions(o) }) : new http.Agent(common);
-    this.#agents.set(scheme, agent);
-    return agent;
-  }
-
-  request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
-    const p = this.#request(typeof url === 'string' ? new URL(url) : url, req);
-    this.#pending.add(p);
-    void p.finally(() => this.#pending.delete(p)).catch(() => undefined);
-    return p;
-  }
-
-  async #request(target: URL, req: HttpRequest): Promise<HttpResponse> {
+  async request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
+    const target = typeof url === 'string' ? new URL(url) : url;
     if (req.signal?.aborted) throw abortError(req.signal.reason);
-    // any other scheme goes to node:http, which refuses it (ERR_INVALID_PROTOCOL)
-    const scheme = target.protocol === 'https:' ? 'https:' : 'http:';
-    const client = scheme === 'https:' ? process.getBuiltinModule('node:https') : http;
-    // the length always said: Node frames a DELETE's body by neither length nor chunks otherwise
-    const length = req.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(req.body)) };
-    const options: RequestOptions = {
-      method: req.method,
-      headers: { ...req.headers, ...length },
-      agent: this.#agent(scheme),
-      ...(req.signal === undefined ? {} : { signal: req.signal }),
-    };
     try {
-      return await new Promise<HttpResponse>((resolve, reject) => {
-        let sent: ClientRequest;
-        try {
-          sent = client.request(target, options, (res) => {
-            res.once('error', reject);
-            readBounded(res, req.maxBodyBytes, req.onOverflow).then(
-              (read) => resolve({ status: res.statusCode ?? 0, headers: res.headers, ...read }),
-              reject,
-            );
-          });
-        } catch (err) {
-          // a header Node refuses to send (ERR_INVALID_CHAR, ERR_INVALID_HTTP_TOKEN): nothing was sent
-          reject(err);
-          return;
-        }
-        sent.once('error', reject);
-        sent.end(req.body);
+      const res = await this.#dispatcher.request({
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
+        method: req.method,
+        headers: req.headers ?? {},
+        body: req.body ?? null,
+        signal: req.signal ?? null,
       });
+      const read = await readBounded(res.body, req.maxBodyBytes, req.onOverflow, tooLarge);
+      return { status: res.statusCode, headers: res.headers, ...read };
     } catch (err) {
       throw req.signal?.aborted ? abortError(err) : err;
     }
@@ -159,10 +163,6 @@ export class HttpClient {
 
   /** close lets requests under way finish, then drops the connections. */
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    void Promise.allSettled([...this.#pending]).then(() => {
-      for (const agent of this.#agents.values()) agent.destroy();
-    });
+    this.#dispatcher.close().catch(() => undefined);
   }
 }

@@ -31,18 +31,13 @@ const TLS_CODES = new Set([
   'ERR_SSL_WRONG_VERSION_NUMBER',
 ]);
 
-/** classifyNetworkError turns a failed request (no HTTP answer) into a retry with its code. */
-/** Node's codes for a request it refuses to send: retrying cannot help. */
-const INVALID_REQUEST = new Set([
-  'ERR_INVALID_CHAR',
-  'ERR_INVALID_HTTP_TOKEN',
-  'ERR_HTTP_INVALID_HEADER_VALUE',
-  'ERR_INVALID_ARG_TYPE',
-  'ERR_INVALID_ARG_VALUE',
-  'ERR_INVALID_PROTOCOL',
-  'ERR_UNESCAPED_CHARACTERS',
-]);
+/**
+ * undici's codes for a request it refuses to send (a header value with CR, LF or NUL, a header
+ * name that is no token, a scheme it does not speak): retrying cannot help.
+ */
+const INVALID_REQUEST = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
 
+/** classifyNetworkError turns a failed request (no HTTP answer) into a retry with its code. */
 export function classifyNetworkError(err: unknown): Outcome {
   const e = err as { code?: string; cause?: { code?: string }; name?: string; message?: string };
   const code = e?.code ?? e?.cause?.code ?? e?.name ?? 'ERROR';

@@ -1,9 +1,9 @@
 /**
  * The Azure SDKs are loaded only when an Azure sink is configured: a webhook-only bridge
  * starts without them. Checked in a fresh Node process that records every module it resolves.
- * The same process shows what a small bridge loads and what it never does: Node's own HTTP client
- * is its client, while undici (the package, and Node's bundled copy, which an ESM import of
- * node:http pulls in), the CloudEvents SDK, prom-client and TLS stay unloaded.
+ * The same process shows what a small bridge loads and what it never does: undici (the package)
+ * is its HTTP client, while Node's bundled copy of undici (which an ESM import of node:http
+ * pulls in), the CloudEvents SDK, prom-client and TLS stay unloaded.
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +13,16 @@ function loadedWith(sinks: unknown[]): string[] {
   return load(sinks).azure;
 }
 
-function load(sinks: unknown[]): { azure: string[]; packages: string[]; own: string[]; builtins: string[]; threads: number } {
+interface Loaded {
+  azure: string[];
+  packages: string[];
+  own: string[];
+  undici: string[];
+  builtins: string[];
+  threads: number;
+}
+
+function load(sinks: unknown[]): Loaded {
   const script = `
     import { registerHooks } from 'node:module';
     const seen = [];
@@ -28,12 +37,12 @@ function load(sinks: unknown[]): { azure: string[]; packages: string[]; own: str
     await bridge.stop();
     const packageOf = (u) => { if (!u.includes('/node_modules/')) return null; const p = u.split('/node_modules/').pop().split('/'); return p[0].startsWith('@') ? p[0] + '/' + p[1] : p[0]; };
     const packages = [...new Set(seen.map(packageOf).filter((p) => p !== null))];
-    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages, own: seen.filter((u) => !u.includes('/node_modules/')), builtins: process.moduleLoadList, threads }));
+    process.stdout.write(JSON.stringify({ azure: seen.filter((u) => u.includes('/node_modules/@azure/')), packages, own: seen.filter((u) => !u.includes('/node_modules/')), undici: seen.filter((u) => u.includes('/node_modules/undici/')), builtins: process.moduleLoadList, threads }));
     process.exit(0);
   `;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
   expect(r.stderr).toBe('');
-  return JSON.parse(r.stdout) as { azure: string[]; packages: string[]; own: string[]; builtins: string[]; threads: number };
+  return JSON.parse(r.stdout) as Loaded;
 }
 
 describe('lazy loading of the Azure SDKs', () => {
@@ -46,17 +55,30 @@ describe('lazy loading of the Azure SDKs', () => {
     ).toEqual([]);
   });
 
-  it("a plain-HTTP webhook and file bridge speaks HTTP with Node's own client: neither undici (the package or Node's bundled copy), nor the CloudEvents SDK, nor prom-client, nor TLS", () => {
-    const { packages, builtins } = load([
+  it("a plain-HTTP webhook and file bridge loads undici as its one HTTP client, and neither Node's bundled copy, nor the CloudEvents SDK, nor prom-client, nor TLS", () => {
+    const { packages, undici, builtins } = load([
       { name: 'w', type: 'webhook', url: 'http://127.0.0.1:9/x' },
       { name: 'f', type: 'file', path: '/dev/null' },
     ]);
     expect(packages).toContain('zod');
-    expect(packages.filter((p) => ['undici', 'cloudevents', 'prom-client', 'jsonata'].includes(p))).toEqual([]);
-    expect(builtins).toContain('NativeModule http');
+    expect(packages).toContain('undici');
+    expect(packages.filter((p) => ['cloudevents', 'prom-client', 'jsonata'].includes(p))).toEqual([]);
+    // undici's parts one by one: its main entry (fetch, WebSocket, cookies) stays unloaded
+    expect(undici.some((u) => u.endsWith('/undici/lib/dispatcher/agent.js'))).toBe(true);
+    expect(undici.filter((u) => /\/undici\/(index\.js|lib\/web\/)/.test(u))).toEqual([]);
     expect(builtins.filter((m) => m.includes('undici'))).toEqual([]);
-    // no https URL is configured, so node:https and node:tls stay unloaded, and node:http2 too
+    // no https URL is configured, so node:https and node:tls stay unloaded, and node:http2
+    // (which undici's HTTP/2 client would load at once) too: it gets http2-lazy.ts instead
     expect(builtins.filter((m) => ['NativeModule https', 'NativeModule tls', 'NativeModule http2'].includes(m))).toEqual([]);
+  });
+
+  it("the stand-in for node:http2 holds node:http2's own constants, and connects through it", async () => {
+    const lazy = await import('../../src/lib/http2-lazy.ts');
+    const real = process.getBuiltinModule('node:http2');
+    for (const [k, v] of Object.entries(lazy.constants)) expect([k, v]).toEqual([k, real.constants[k as keyof typeof real.constants]]);
+    const session = lazy.connect('http://127.0.0.1:9');
+    await new Promise((resolve) => session.once('error', resolve));
+    expect(session.destroyed).toBe(true);
   });
 
   it('jsonata loads only with a webhook template, in a worker thread of its own; the Kubernetes client (src/kube/client) only with a kubernetes sink', () => {

@@ -120,7 +120,7 @@ async function run(name: string, sinks: unknown[], fleet?: unknown, bundled = fa
 
 const webhook = () => ({ name: 'hook', type: 'webhook', url: hook.url });
 const file = (name: string) => ({ name: 'audit', type: 'file', path: join(dir.path, `${name}.jsonl`) });
-/** What every profile loads: the configuration (zod, yaml), the log (pino and its parts). */
+/** What every profile loads: the configuration (zod, yaml), the log (pino and its parts), HTTP (undici). */
 const CORE = [
   '@pinojs/redact',
   'atomic-sleep',
@@ -131,6 +131,7 @@ const CORE = [
   'safe-stable-stringify',
   'sonic-boom',
   'thread-stream',
+  'undici',
   'yaml',
   'zod',
 ];
@@ -139,6 +140,7 @@ const KUBE_CLIENT = 'src/kube/client.js';
 describe('what each profile of the package loads', () => {
   it("the package's se-bridge runs the bundle: a webhook and file bridge loads no other file of the package and no package", async () => {
     expect(V8_FLAGS).toContain('--optimize-for-size');
+    expect(V8_FLAGS).toContain('--liftoff-only');
     const loaded = await run('bundled', [webhook(), file('bundled')], undefined, true);
     expect(loaded.own).toEqual(['src/lib/node-version.js', 'se-bridge.cjs']);
     expect(loaded.packages).toEqual([]);

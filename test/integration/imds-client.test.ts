@@ -15,7 +15,8 @@ let client: ImdsClient;
 beforeEach(async () => {
   sim = new ImdsSimulator({ vmName: 'vm0' });
   const url = await sim.listen(0);
-  client = new ImdsClient({ endpoint: url, requestTimeoutMs: 400, firstRequestTimeoutMs: 3000 });
+  // a short deadline that a loaded machine still meets; the faults below are slower than it
+  client = new ImdsClient({ endpoint: url, requestTimeoutMs: 1000, firstRequestTimeoutMs: 4000 });
 });
 afterEach(async () => {
   await client.close();
@@ -73,7 +74,7 @@ describe('ImdsClient', () => {
     ['truncated', { kind: 'truncated' }, 'IMDS_UNPARSABLE', true],
     ['schema-invalid', { kind: 'schema' }, 'IMDS_SCHEMA_INVALID', false],
     ['connection reset', { kind: 'reset' }, 'IMDS_NETWORK', true],
-    ['slow', { kind: 'slow', delayMs: 1500 }, 'IMDS_TIMEOUT', true],
+    ['slow', { kind: 'slow', delayMs: 3000 }, 'IMDS_TIMEOUT', true],
     ['hang', { kind: 'hang' }, 'IMDS_TIMEOUT', true],
   ])('turns an injected %s into %s', async (_name, fault, code, retryable) => {
     await client.getScheduledEvents(); // the first answer switches to the short timeout
@@ -92,9 +93,9 @@ describe('ImdsClient', () => {
   });
 
   it('gives the first request the long timeout, later ones the short one', async () => {
-    sim.injectFault({ kind: 'slow', delayMs: 1000 });
+    sim.injectFault({ kind: 'slow', delayMs: 2000 });
     expect((await client.getScheduledEvents()).kind).toBe('document');
-    sim.injectFault({ kind: 'slow', delayMs: 1000 });
+    sim.injectFault({ kind: 'slow', delayMs: 2000 });
     expect((await errorOf(client.getScheduledEvents())).code).toBe('IMDS_TIMEOUT');
   });
 

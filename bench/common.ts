@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
+import { stringify as stringifyYaml } from 'yaml';
 
 export const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 export const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
@@ -43,16 +44,23 @@ export function daemon(args: string[]): ChildProcess {
 }
 
 /** spawnProcess runs a command, this Node first on PATH (for the package's #! line); the child is the process measured. */
-export function spawnProcess(cmd: string[]): ChildProcess {
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
+export function spawnProcess(cmd: string[], extraEnv: Record<string, string> = {}): ChildProcess {
+  const env = { ...process.env, ...extraEnv, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
   return spawn(cmd[0]!, cmd.slice(1), { stdio: ['ignore', 'ignore', 'inherit'], env });
 }
-export function bridgeConfig(name: string, o: Record<string, unknown>): string {
-  const path = join(dir, `${name}.json`);
-  writeFileSync(
-    path,
-    JSON.stringify({ state: { path: join(dir, `${name}.db`) }, log: { level: 'warn' }, observability: { listen: 'off' }, ...o }),
-  );
+/**
+ * bridgeConfig writes a configuration: JSON at log level `warn` by default; `asUsers` writes it as
+ * users do, YAML at log level `info`.
+ */
+export function bridgeConfig(name: string, o: Record<string, unknown>, asUsers = false): string {
+  const path = join(dir, `${name}.${asUsers ? 'yaml' : 'json'}`);
+  const config = {
+    state: { path: join(dir, `${name}.db`) },
+    log: { level: asUsers ? 'info' : 'warn' },
+    observability: { listen: 'off' },
+    ...o,
+  };
+  writeFileSync(path, asUsers ? stringifyYaml(config) : JSON.stringify(config));
   return path;
 }
 export async function stop(child: ChildProcess): Promise<void> {

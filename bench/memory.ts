@@ -6,10 +6,14 @@
  * files: the node binary, mostly) and PSS (shared pages divided among the processes sharing
  * them), from /proc/PID/status and /proc/PID/smaps_rollup. Linux only.
  *
+ * Each profile of the daemon runs as users run it: a YAML configuration, logging at `info`. And
+ * twice: the first start after an install, with no compile cache (an empty CACHE_DIRECTORY), and
+ * the next start, which finds the bytecode the first one left there.
+ *
  *   node bench/memory.ts [--quick]
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { FleetStores } from '../testkit/fleet-stores.ts';
@@ -94,6 +98,59 @@ export const PROFILES = (binary: string | null): Profile[] => [
       ]),
 ];
 
+/** The peers every profile talks to: the Blob and Lease stores, the webhook's peer, a kubeconfig. */
+interface Peers {
+  stores: FleetStores;
+  hook: HttpPeer;
+  kubeconfig: string;
+}
+
+/** measure runs one profile once, carries one event to its sinks, and reads its memory after `seconds`. */
+async function measure(
+  peers: Peers,
+  p: Profile,
+  id: string,
+  start: string | null,
+  cache: string,
+  seconds = quick ? 10 : 25,
+): Promise<Memory & { name: string }> {
+  const { stores, hook, kubeconfig } = peers;
+  const sim = new ImdsSimulator({ vmName: 'mem-node', tickMs: 50 });
+  await sim.listen(0);
+  const file = { name: 'audit', type: 'file', path: join(dir, `mem-${id}.jsonl`) };
+  const webhook = { name: 'hook', type: 'webhook', url: hook.url };
+  const sinks =
+    p.sinks === 'aks'
+      ? [
+          { name: 'node', type: 'kubernetes', kubeconfig, nodeName: 'mem-node' },
+          { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 5 },
+          webhook,
+          file,
+        ]
+      : [webhook, file];
+  const fleet = p.fleet === undefined ? {} : { fleet: { group: `mem-${id}`, maxUnavailable: 1, store: stores.config(p.fleet) } };
+  const args =
+    p.sinks === undefined
+      ? p.cmd
+      : [...p.cmd, 'run', '--config', bridgeConfig(`mem-${id}`, { imds: { endpoint: sim.url }, sinks, ...fleet }, true)];
+  const child: ChildProcess = spawnProcess(args, { CACHE_DIRECTORY: cache });
+  try {
+    await sleep(3000);
+    if (p.sinks !== undefined) sim.addEvent({ noticeMs: 3_600_000 });
+    await sleep(seconds * 1000 - 3000);
+    const m = memoryOf(child.pid!);
+    const name = start === null ? p.name : `${p.name}, ${start}`;
+    log(`M: ${name}: VmRSS ${m.vmRssMiB} MiB, RssAnon ${m.rssAnonMiB}, RssFile ${m.rssFileMiB}, PSS ${m.pssMiB}`);
+    return { name, ...m };
+  } finally {
+    await stop(child);
+    await sim.close();
+  }
+}
+
+/** The two starts each profile of the daemon is measured at. */
+const STARTS = ['first start, no compile cache', 'warm compile cache'] as const;
+
 export async function phaseMemory(seconds = quick ? 10 : 25): Promise<(Memory & { name: string })[]> {
   const stores = await FleetStores.start();
   const hook = new HttpPeer();
@@ -101,38 +158,14 @@ export async function phaseMemory(seconds = quick ? 10 : 25): Promise<(Memory & 
   const kubeconfig = join(dir, 'kubeconfig-memory');
   writeFileSync(kubeconfig, stores.kube.kubeconfig());
   stores.kube.addNode('mem-node');
+  const peers = { stores, hook, kubeconfig };
   const out: (Memory & { name: string })[] = [];
   try {
     for (const [i, p] of PROFILES(coldCopy()).entries()) {
-      const sim = new ImdsSimulator({ vmName: 'mem-node', tickMs: 50 });
-      await sim.listen(0);
-      const file = { name: 'audit', type: 'file', path: join(dir, `mem-${i}.jsonl`) };
-      const webhook = { name: 'hook', type: 'webhook', url: hook.url };
-      const sinks =
-        p.sinks === 'aks'
-          ? [
-              { name: 'node', type: 'kubernetes', kubeconfig, nodeName: 'mem-node' },
-              { name: 'lb', type: 'probe', listen: '127.0.0.1:0', drainSeconds: 5 },
-              webhook,
-              file,
-            ]
-          : [webhook, file];
-      const fleet = p.fleet === undefined ? {} : { fleet: { group: `mem-${i}`, maxUnavailable: 1, store: stores.config(p.fleet) } };
-      const args =
-        p.sinks === undefined
-          ? p.cmd
-          : [...p.cmd, 'run', '--config', bridgeConfig(`mem-${i}`, { imds: { endpoint: sim.url }, sinks, ...fleet })];
-      const child: ChildProcess = spawnProcess(args);
-      try {
-        await sleep(3000);
-        if (p.sinks !== undefined) sim.addEvent({ noticeMs: 3_600_000 });
-        await sleep(seconds * 1000 - 3000);
-        const m = memoryOf(child.pid!);
-        log(`M: ${p.name}: VmRSS ${m.vmRssMiB} MiB, RssAnon ${m.rssAnonMiB}, RssFile ${m.rssFileMiB}, PSS ${m.pssMiB}`);
-        out.push({ name: p.name, ...m });
-      } finally {
-        await stop(child);
-        await sim.close();
+      // one compile cache per profile: empty at its first start, as its first start left it at the next
+      const cache = mkdtempSync(join(dir, `cache-${i}-`));
+      for (const start of p.sinks === undefined ? [null] : STARTS) {
+        out.push(await measure(peers, p, `${i}-${start === null ? 0 : STARTS.indexOf(start)}`, start, cache, seconds));
       }
     }
   } finally {

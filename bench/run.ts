@@ -24,7 +24,8 @@
  *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
  *      members (bench/fleet-cost.ts); F3. one group across 30 bridges as processes (bench/fleet-processes.ts).
  *   M. memory of each profile alone (package webhook+file, with a Blob or a Lease budget, the AKS
- *      DaemonSet, the executable read back from disk) beside bare node: VmRSS, RssAnon, RssFile, PSS;
+ *      DaemonSet, the executable read back from disk) beside bare node: VmRSS, RssAnon, RssFile, PSS,
+ *      each configured in YAML at log level info, at its first start and with a warm compile cache;
  *   V. the fleet view: an event at a VM to its place in the relay's GET /v1/fleet/events, the
  *      store's requests per relay request, the relay's memory, at 20 and 100 members (bench/fleet-view.ts).
  */
@@ -259,7 +260,7 @@ try {
         `| ${v.members} bridges, Blob Storage (Azurite), cacheMs ${v.cacheMs} | ${Math.round(v.toListedMs.p50)} ms | ${Math.round(v.toListedMs.p99)} ms | ${Math.round(v.toListedMs.max)} ms | ${v.storeRequestsPerRelayRequest} | ${v.storeRequestsPerMinute} | ${v.relay.vmRssMiB} / ${v.relay.rssAnonMiB} / ${v.relay.pssMiB} MiB |`,
     ),
     '',
-    `| memory, each profile alone after ${quick ? 10 : 25} s, one event carried to every sink | VmRSS | RssAnon (private) | RssFile | PSS | VmRSS over bare node |`,
+    `| memory, each profile alone after ${quick ? 10 : 25} s, one event carried to every sink; YAML configuration, log level info; its first start (no compile cache) and the next | VmRSS | RssAnon (private) | RssFile | PSS | VmRSS over bare node |`,
     '|---|---|---|---|---|---|',
     ...memory.map(
       (m) =>

@@ -114,6 +114,7 @@ describe('the daemon', () => {
   let hooks: WireTap;
   let grid: EventGridPeer;
   let gridTap: WireTap;
+  let identity: WireTap;
 
   beforeAll(async () => {
     imds = await tap(sim.url);
@@ -121,6 +122,9 @@ describe('the daemon', () => {
     grid = new EventGridPeer();
     await grid.listen();
     gridTap = await tap(grid.url);
+    // the managed identity's token endpoint, as the daemon takes it from the environment
+    identity = await tap(sim.url);
+    process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = identity.url;
     h = await startBridge({
       sim,
       config: {
@@ -130,6 +134,7 @@ describe('the daemon', () => {
       },
       sinks: [
         { name: 'hook', type: 'webhook', url: `${hooks.url}/hook` },
+        { name: 'entra', type: 'webhook', url: `${hooks.url}/entra`, auth: { kind: 'managedIdentity', scope: 'api://receiver/.default' } },
         { name: 'teams', type: 'teams', webhookUrl: `${hooks.url}/teams` },
         { name: 'slack', type: 'slack', webhookUrl: `${hooks.url}/slack` },
         { name: 'grid', type: 'eventgrid', endpoint: gridTap.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY },
@@ -141,13 +146,15 @@ describe('the daemon', () => {
     await grid?.close();
   });
 
-  it('IMDS (Scheduled Events, the compute document, StartRequests), every HTTP sink and the health check: undici', async () => {
+  it('IMDS (Scheduled Events, the compute document, StartRequests), every HTTP sink and its token, the health check: undici', async () => {
     const e = sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 0 });
     const kinds = () => ({
       'IMDS Scheduled Events': imds.seen('/metadata/scheduledevents').filter((r) => r.method === 'GET'),
       'IMDS compute document': imds.seen('/metadata/instance'),
       'IMDS StartRequests': imds.seen('/metadata/scheduledevents').filter((r) => r.method === 'POST'),
       webhook: hooks.seen('/hook'),
+      "webhook's Entra ID token": identity.seen('/metadata/identity'),
+      'webhook with an Entra ID token': hooks.seen('/entra'),
       Teams: hooks.seen('/teams'),
       Slack: hooks.seen('/slack'),
       'Event Grid': gridTap.seen('/topics/maintenance:publish'),
@@ -194,7 +201,7 @@ describe('components in process', () => {
     await arm.peer.close();
     // the stand-in answered: a token for the tap's origin is not for its own
     expect(answer.status).toBe(401);
-    identity.requests.length = 0;
+    const armToken = identity.requests.splice(0);
 
     // the Blob store's REST calls, against Azurite
     const azurite = await Azurite.start();
@@ -233,6 +240,7 @@ describe('components in process', () => {
     const kinds = {
       'IMDS managed identity token': imdsToken,
       'Resource Manager': armTap.seen('/subscriptions/'),
+      "Resource Manager's token": armToken,
       'Blob Storage': blobTap.requests,
       "Entra ID's key set": keysTap.requests,
       'Kubernetes API': kubeTap.requests,

@@ -55,6 +55,7 @@ function writers(kinds: Record<string, readonly Tapped[]>): Record<string, strin
     }),
   );
 }
+const json = (body: unknown) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const all = (kinds: Record<string, unknown>, what: string) => Object.fromEntries(Object.keys(kinds).map((k) => [k, what]));
 
 const { api: kube, dir: kubeDir } = useStandIn('se-bridge-test-wire-');
@@ -67,7 +68,12 @@ beforeAll(async () => {
   await sim.listen(0);
   peer = new HttpPeer();
   await peer.listen();
-  peer.answer = (r) => (r.url === '/slack' ? { status: 200, body: 'ok' } : { status: 200 });
+  peer.answer = (r) => {
+    if (r.url === '/slack') return { status: 200, body: 'ok' };
+    if (r.url.startsWith('/slack-api/')) return json({ ok: true, channel: 'C1', ts: '1.0' });
+    if (r.url.startsWith('/prometheus/')) return json({ status: 'success', data: { resultType: 'vector', result: [] } });
+    return { status: 200 };
+  };
 }, 30_000);
 
 afterAll(async () => {
@@ -130,13 +136,18 @@ describe('the daemon', () => {
       config: {
         imds: { endpoint: imds.url },
         approval: { rules: [{ match: { eventType: 'Freeze' }, action: 'approve' }] },
-        health: { http: { url: `${hooks.url}/healthz` }, intervalSeconds: 1 },
+        health: {
+          http: { url: `${hooks.url}/healthz` },
+          prometheus: { url: `${hooks.url}/prometheus`, query: 'up == 0' },
+          intervalSeconds: 1,
+        },
       },
       sinks: [
         { name: 'hook', type: 'webhook', url: `${hooks.url}/hook` },
         { name: 'entra', type: 'webhook', url: `${hooks.url}/entra`, auth: { kind: 'managedIdentity', scope: 'api://receiver/.default' } },
         { name: 'teams', type: 'teams', webhookUrl: `${hooks.url}/teams` },
         { name: 'slack', type: 'slack', webhookUrl: `${hooks.url}/slack` },
+        { name: 'slackbot', type: 'slack', botToken: 'xoxb-wire-test', channel: 'C1', apiUrl: `${hooks.url}/slack-api/` },
         { name: 'grid', type: 'eventgrid', endpoint: gridTap.url, namespaceTopic: 'maintenance', accessKey: PEER_KEY },
       ],
     });
@@ -146,7 +157,7 @@ describe('the daemon', () => {
     await grid?.close();
   });
 
-  it('IMDS (Scheduled Events, the compute document, StartRequests), every HTTP sink and its token, the health check: undici', async () => {
+  it('IMDS (Scheduled Events, the compute document, StartRequests), every HTTP sink and its token, the health checks: undici', async () => {
     const e = sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 0 });
     const kinds = () => ({
       'IMDS Scheduled Events': imds.seen('/metadata/scheduledevents').filter((r) => r.method === 'GET'),
@@ -156,9 +167,11 @@ describe('the daemon', () => {
       "webhook's Entra ID token": identity.seen('/metadata/identity'),
       'webhook with an Entra ID token': hooks.seen('/entra'),
       Teams: hooks.seen('/teams'),
-      Slack: hooks.seen('/slack'),
+      'Slack incoming webhook': hooks.seen('/slack').filter((r) => r.path === '/slack'),
+      'Slack Web API': hooks.seen('/slack-api/'),
       'Event Grid': gridTap.seen('/topics/maintenance:publish'),
-      'health check': hooks.seen('/healthz'),
+      'health check (http)': hooks.seen('/healthz'),
+      'health check (prometheus)': hooks.seen('/prometheus/'),
     });
     await waitFor(() => Object.values(kinds()).every((seen) => seen.length > 0), 'every kind of request on the wire');
     expect(sim.startRequests.flatMap((r) => r.eventIds)).toEqual([e.eventId]);

@@ -9,17 +9,19 @@
  * those services runs here). The control channel is a Unix socket: a tap listens on one and
  * forwards to the daemon's.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as nodeRequest } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EntraTokens, EVENT_GRID_APP_ID } from '../../src/azure/bearer.ts';
 import { ImdsTokens } from '../../src/azure/imds-token.ts';
 import { parseEventResource } from '../../src/azure/resource-id.ts';
 import { controlCall } from '../../src/control/client.ts';
+import { controlPath } from '../../src/control/server.ts';
 import { BlobRest, endpointOf } from '../../src/fleet/budget/stores/blob-rest.ts';
 import { KubeConnection } from '../../src/kube/client.ts';
+import { HttpClient } from '../../src/lib/http-client.ts';
 import { ArmClient } from '../../src/relay/arm.ts';
 import { Azurite, DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
@@ -39,6 +41,8 @@ const TLS = {
   cert: readFileSync(join(ROOT, 'test/fixtures/tls/cert.pem'), 'utf8'),
 };
 const taps: WireTap[] = [];
+/** What a test started, stopped after the file, last first, whether the test passed or not. */
+const later: (() => unknown)[] = [];
 const tap = async (target: string, o: ConstructorParameters<typeof WireTap>[1] = {}) => {
   const t = await new WireTap(target, o).start();
   taps.push(t);
@@ -78,6 +82,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAll();
+  for (const stop of later.splice(0).reverse()) await stop();
   for (const t of taps.splice(0)) await t.close();
   await peer?.close();
   await sim?.close();
@@ -93,7 +98,6 @@ describe('the fingerprint', () => {
       req.end();
     });
     await (await fetch(`${t.url}/node-fetch`, { signal: AbortSignal.timeout(10_000) })).arrayBuffer();
-    const { HttpClient } = await import('../../src/lib/http-client.ts');
     const client = new HttpClient({ proxy: 'none' });
     await client.request(`${t.url}/undici`, {
       method: 'GET',
@@ -182,7 +186,10 @@ describe('the daemon', () => {
   it('the control channel: a tap on a Unix socket in front of the daemon’s sees undici', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'se-bridge-test-wire-'));
     try {
-      const control = await tap('http://localhost', { listenPath: join(dir, 'state.db.sock'), targetPath: `${h.config.state.path}.sock` });
+      // the socket controlCall finds for a state at `dir`, relaying to the daemon's
+      const listenPath = controlPath(join(dir, 'state.db'));
+      mkdirSync(dirname(listenPath), { recursive: true, mode: 0o700 });
+      const control = await tap('http://localhost', { listenPath, targetPath: controlPath(h.config.state.path) });
       const answer = await controlCall(join(dir, 'state.db'), 'GET', '/v1/drills/current');
       // the daemon's own answer: no drill was played
       expect(answer).toMatchObject({ status: 404, body: { error: 'NO_DRILL' } });
@@ -199,25 +206,26 @@ describe('components in process', () => {
     process.env.AZURE_POD_IDENTITY_AUTHORITY_HOST = identity.url;
     const tokens = new ImdsTokens({ kind: 'managedIdentity' });
     expect(await tokens.token('https://storage.azure.com')).toMatch(/^ey/);
-    tokens.close();
+    later.push(() => tokens.close());
     const imdsToken = identity.requests.splice(0);
 
     // Resource Manager, its token from the same identity endpoint (the stand-in checks the token's audience: its own origin)
     const arm = new ArmStandIn(TLS, 50);
     await arm.peer.listen();
+    later.push(() => arm.peer.close());
     const armTap = await tap(arm.peer.url, { tls: TLS });
     const E1 = '00000000-0000-4000-b000-000000000001';
     arm.rows = [scheduledEventOf({ resourceId: vmId('web-1'), eventId: E1 })];
     const client = new ArmClient({ endpoint: armTap.url, caFile: join(ROOT, 'test/fixtures/tls/cert.pem'), timeoutMs: 5000 });
     const answer = await client.acknowledge(parseEventResource(vmId('web-1'))!, [E1]);
     client.close();
-    await arm.peer.close();
     // the stand-in answered: a token for the tap's origin is not for its own
     expect(answer.status).toBe(401);
     const armToken = identity.requests.splice(0);
 
     // the Blob store's REST calls, against Azurite
     const azurite = await Azurite.start();
+    later.push(() => azurite.stop());
     const blobTap = await tap(azurite.url);
     const rest = new BlobRest(endpointOf(azurite.connectionString(`${blobTap.url}/${DEV_ACCOUNT}`)));
     try {
@@ -226,12 +234,12 @@ describe('components in process', () => {
       expect((await rest.call('read', { method: 'GET', path: 'wire/r.json' })).body.toString()).toBe('{}');
     } finally {
       rest.close();
-      await azurite.stop();
     }
 
     // Entra ID's signing keys, read by the verifier of Entra-protected deliveries
     const tenant = new EntraTenant();
     await tenant.listen();
+    later.push(() => tenant.close());
     const keysTap = await tap(tenant.peer.url);
     const audience = 'api://se-bridge-relay';
     const verifier = new EntraTokens({
@@ -240,7 +248,6 @@ describe('components in process', () => {
     });
     expect(await verifier.check(`Bearer ${tenant.token(audience)}`)).toEqual({ ok: true, client: EVENT_GRID_APP_ID });
     verifier.close();
-    await tenant.close();
 
     // the Kubernetes API, over HTTPS with the cluster's CA from a kubeconfig
     const kubeTap = await tap(kube.url, { tls: { key: KUBE_KEY, cert: KUBE_CERT } });

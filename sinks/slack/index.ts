@@ -1,10 +1,10 @@
 /**
  * slack sink, two ways:
  * - incoming webhook (`webhookUrl`): one Block Kit message per transition;
- * - bot token (`botToken` + `channel`, through @slack/web-api, loaded only then): the first
- *   transition of an event posts one message; later transitions update that message in place
- *   (chat.update) and add a short reply in its thread, so one maintenance is one message whose
- *   state reads at a glance. The message reference is kept in the store, across restarts.
+ * - bot token (`botToken` + `channel`, through @slack/web-api, loaded only then, which sends on
+ *   the project's HTTP client: fetch.ts): the first transition of an event posts one message;
+ *   later transitions update that message in place (chat.update) and add a short reply in its
+ *   thread, so one maintenance is one message whose state reads at a glance. The message reference is kept in the store, across restarts.
  * Slack allows about one message per second per channel and answers 429 with Retry-After:
  * that, 5xx and network errors are retried; Slack's own errors (invalid_auth,
  * channel_not_found, …) are rejected with their name.
@@ -25,6 +25,7 @@ import {
 } from '../../src/api.ts';
 import { slackMessage, threadLine, toChatMessage } from '../../src/kit.ts';
 import { jsonClient, postJson } from '../shared/http.ts';
+import { slackFetch } from './fetch.ts';
 
 export const configSchema = z
   .strictObject({
@@ -97,8 +98,10 @@ export const slackSink: SinkModule<SlackConfig, typeof configSchema> = {
       };
     }
     const { WebClient } = await import('@slack/web-api');
+    const http = jsonClient();
     const web: WebClient = new WebClient(config.botToken, {
       slackApiUrl: config.apiUrl,
+      fetch: slackFetch(http),
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
       timeout: config.delivery.timeoutMs,
@@ -142,7 +145,9 @@ export const slackSink: SinkModule<SlackConfig, typeof configSchema> = {
       async send(events) {
         return await oneByOne(events, deliver);
       },
-      async close() {},
+      async close() {
+        http.close();
+      },
     };
   },
 };

@@ -6,6 +6,7 @@
 import type { TokenCredential } from '@azure/core-auth';
 import { z } from 'zod';
 import { IMDS_ENDPOINT } from '../imds/client.ts';
+import { imdsCredential } from './imds-token.ts';
 
 const uuid = z.guid('must be a GUID (8-4-4-4-12 hex digits)');
 export const CredentialConfig = z.discriminatedUnion('kind', [
@@ -37,19 +38,16 @@ export const CredentialConfig = z.discriminatedUnion('kind', [
 export type CredentialConfig = z.infer<typeof CredentialConfig>;
 
 /**
- * createCredential makes the Entra ID credential (@azure/identity is imported only now). The
- * managed identity is asked through IMDS (169.254.169.254), or through the host in
- * AZURE_POD_IDENTITY_AUTHORITY_HOST when that is set (the simulator, in tests and the demo).
+ * createCredential makes the Entra ID credential. The managed identity is asked of IMDS
+ * (169.254.169.254), or of the host in AZURE_POD_IDENTITY_AUTHORITY_HOST when that is set (the
+ * simulator, in tests and the demo), on the project's HTTP client (imds-token.ts);
+ * DefaultAzureCredential is @azure/identity's, imported only now.
  */
 export async function createCredential(c: CredentialConfig): Promise<TokenCredential> {
   bypassProxyForTokenEndpoint(process.env);
+  if (c.kind === 'managedIdentity') return imdsCredential(c);
   const identity = await import('@azure/identity');
-  if (c.kind === 'default')
-    return new identity.DefaultAzureCredential(c.clientId !== undefined ? { managedIdentityClientId: c.clientId } : {});
-  if (c.clientId !== undefined) return new identity.ManagedIdentityCredential({ clientId: c.clientId });
-  if (c.objectId !== undefined) return new identity.ManagedIdentityCredential({ objectId: c.objectId });
-  if (c.resourceId !== undefined) return new identity.ManagedIdentityCredential({ resourceId: c.resourceId });
-  return new identity.ManagedIdentityCredential();
+  return new identity.DefaultAzureCredential(c.clientId !== undefined ? { managedIdentityClientId: c.clientId } : {});
 }
 
 /**

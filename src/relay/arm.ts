@@ -110,9 +110,12 @@ export class ArmClient {
     const scope = `${new URL(this.#arm.endpoint).origin}/.default`;
     // the credential is told of the deadline, and held to it: a managed identity endpoint that never answers may not hold the approval
     const ms = this.#arm.timeoutMs;
-    const asked = (await this.#credential).getToken(scope, { abortSignal: AbortSignal.timeout(ms) });
-    const t = await withDeadline(asked, ms, () => new NotSent(`no token for Resource Manager within ${ms} ms`)).catch((err: unknown) => {
-      throw err instanceof NotSent ? err : new NotSent(`no token for Resource Manager: ${messageOf(err)}`);
+    const deadline = AbortSignal.timeout(ms);
+    const late = () => new NotSent(`no token for Resource Manager within ${ms} ms`);
+    const asked = (await this.#credential).getToken(scope, { abortSignal: deadline });
+    const t = await withDeadline(asked, ms, late).catch((err: unknown) => {
+      // a credential that heeds the deadline gives up at it: said as the deadline, whichever came first
+      throw err instanceof NotSent ? err : deadline.aborted ? late() : new NotSent(`no token for Resource Manager: ${messageOf(err)}`);
     });
     if (t === null) throw new NotSent('no token for Resource Manager');
     return t.token;

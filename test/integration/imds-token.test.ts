@@ -5,7 +5,7 @@
  * metadata and a next page. The Blob calls themselves run against Azurite in the fleet tests.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ImdsTokens, ManagedIdentityError } from '../../src/azure/imds-token.ts';
+import { imdsCredential, ImdsTokens, ManagedIdentityError } from '../../src/azure/imds-token.ts';
 import { DEV_ACCOUNT } from '../../src/azure/dev-storage.ts';
 import { endpointOf, parseList } from '../../src/fleet/budget/stores/blob-rest.ts';
 import { readJwt } from '../../src/simulator/identity.ts';
@@ -81,6 +81,30 @@ describe('managed identity tokens from IMDS', () => {
     );
     tokens.close();
     late.close();
+  });
+});
+
+describe('the managed identity as a TokenCredential (the Azure SDKs, the sinks, Resource Manager)', () => {
+  it('a .default scope asks for its resource; the token says when it expires; one kept is said when to renew; a failure is a CredentialUnavailableError', async () => {
+    const credential = imdsCredential({ kind: 'managedIdentity' });
+    const before = Date.now();
+    const t = await credential.getToken('https://eventgrid.azure.net/.default');
+    expect(readJwt(t!.token)).toMatchObject({ aud: 'https://eventgrid.azure.net' });
+    expect(sim.identities.requests.at(-1)).toMatchObject({ resource: 'https://eventgrid.azure.net', status: 200 });
+    // a day-long token: kept, renewed well before it expires
+    expect(t!.expiresOnTimestamp).toBeGreaterThan(before + 86_000_000);
+    expect(t!.refreshAfterTimestamp).toBeGreaterThan(before);
+    expect(t!.refreshAfterTimestamp).toBeLessThan(t!.expiresOnTimestamp);
+    // a token of less than 5 minutes is not kept: its holder renews it by when it expires
+    sim.identities.configure({ tokenLifetimeSec: 120 });
+    const short = await imdsCredential({ kind: 'managedIdentity' }).getToken(['https://servicebus.azure.net//.default']);
+    expect(short).not.toHaveProperty('refreshAfterTimestamp');
+    expect(sim.identities.requests.at(-1)).toMatchObject({ resource: 'https://servicebus.azure.net/' });
+    await expect(credential.getToken(['a/.default', 'b/.default'])).rejects.toMatchObject({ name: 'CredentialUnavailableError' });
+    const missing = imdsCredential({ kind: 'managedIdentity', clientId: '00000000-0000-4000-8000-000000000002' });
+    const err = await missing.getToken('https://eventgrid.azure.net/.default').catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'CredentialUnavailableError', message: expect.stringMatching(/Identity not found/) });
+    expect((err as Error).cause).toBeInstanceOf(ManagedIdentityError);
   });
 });
 

@@ -1,16 +1,16 @@
 /**
  * Every credential path of the Azure sinks, over the wire, and Entra ID tokens for the HTTP
- * sinks (webhook, teams), checked by an HTTP peer. The real
- * ManagedIdentityCredential asks the IMDS simulator's token endpoint (through
- * AZURE_POD_IDENTITY_AUTHORITY_HOST) for a token; the real @azure/event-hubs and
- * @azure/service-bus clients connect over TLS, as they do to Azure, to the AMQP peer, which
- * checks in `$cbs` put-token that it got a JWT for the service's audience, unexpired, from a
- * principal with a role; or, for a connection string, a SharedAccessSignature signed with its
- * key. MSAL picks its token endpoint once per process, so one simulator serves this file.
+ * sinks (webhook, teams), checked by an HTTP peer. The managed identity credential asks the IMDS
+ * simulator's token endpoint (through AZURE_POD_IDENTITY_AUTHORITY_HOST) for a token; the real
+ * @azure/event-hubs and @azure/service-bus clients connect over TLS, as they do to Azure, to the
+ * AMQP peer, which checks in `$cbs` put-token that it got a JWT for the service's audience,
+ * unexpired, from a principal with a role; or, for a connection string, a SharedAccessSignature
+ * signed with its key. MSAL (under DefaultAzureCredential) picks its token endpoint once per
+ * process, so one simulator serves this file.
  *
- * Tokens live 125 s here: under MSAL's 5-minute renewal margin, so every token request reaches
- * the simulator (nothing is served from a cache left by another test), and the SDKs renew a
- * token 2 minutes before it expires, so 5 s after it was issued.
+ * Tokens live 125 s here: under the credentials' 5-minute renewal margin, so every token request
+ * reaches the simulator (nothing is served from a cache left by another test), and the SDKs renew
+ * a token 2 minutes before it expires, so 5 s after it was issued.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -28,48 +28,11 @@
  * which keeps that code in V8's baseline compiler (docs/performance.md has what it saves).
  */
 import type { Dispatcher } from 'undici';
-import './undici-hooks.ts';
-// one part at a time: undici's main entry also loads fetch and WebSocket, whose web globals load
-// Node's bundled copy of undici beside the package (undici-parts.d.ts types them)
-import Agent from 'undici/lib/dispatcher/agent.js';
-import EnvHttpProxyAgent from 'undici/lib/dispatcher/env-http-proxy-agent.js';
-import ProxyAgent from 'undici/lib/dispatcher/proxy-agent.js';
-import DispatcherBase from 'undici/lib/dispatcher/dispatcher.js';
-import request from 'undici/lib/api/api-request.js';
-import connect from 'undici/lib/api/api-connect.js';
 import { readBounded, type BoundedBody } from './http-body.ts';
 import { http } from './node-http.ts';
+import type { HttpClientOptions } from './undici-dispatcher.ts';
 
-// what undici's main entry does, for the two methods used: request(), and connect() (a proxy's
-// CONNECT tunnel); stream, pipeline and upgrade stay unloaded
-Object.assign(DispatcherBase.prototype, { request, connect });
-
-export interface HttpClientOptions {
-  /** env: HTTPS_PROXY/HTTP_PROXY/NO_PROXY; none: direct; or a proxy URL. */
-  readonly proxy: 'env' | 'none' | string;
-  /** PEM CA(s) to trust in addition to the system's. */
-  readonly ca?: string;
-  /** false: trust `ca` alone, not the system's roots too (a cluster's own CA, as kubectl does). */
-  readonly systemRoots?: boolean;
-  /** false turns certificate verification off. */
-  readonly rejectUnauthorized?: boolean;
-  /** A client certificate and its key (PEM), for servers that authenticate clients by certificate. */
-  readonly cert?: string;
-  readonly key?: string;
-  /** The name the server's certificate is checked against, when it is not the URL's host. */
-  readonly serverName?: string;
-  /** Connections per origin. */
-  readonly maxSockets?: number;
-  /** How long an idle connection is kept. */
-  readonly keepAliveMs?: number;
-  /** undici's deadlines, each phase on its own: the connection (10 s), the headers and every pause in the body (60 s). */
-  readonly connectTimeoutMs?: number;
-  readonly timeoutMs?: number;
-  /** The most of any answer's body undici reads (16 MiB). */
-  readonly maxResponseBytes?: number;
-  /** A Unix socket or Windows named pipe every request goes to, whatever the URL's host (with `proxy: none`). */
-  readonly socketPath?: string;
-}
+export type { HttpClientOptions } from './undici-dispatcher.ts';
 
 export type HttpHeaders = Record<string, string | string[] | undefined>;
 
@@ -87,43 +50,6 @@ export interface HttpResponse extends BoundedBody {
   readonly status: number;
   /** Lower-case names. */
   readonly headers: HttpHeaders;
-}
-
-const MAX_RESPONSE_BYTES = 16 * 2 ** 20;
-
-/** Trust `ca` beside the system's roots, or alone (node:tls is loaded only when a CA is configured). */
-function tlsOptions(options: HttpClientOptions): Record<string, unknown> {
-  const tls = options.ca === undefined ? null : process.getBuiltinModule('node:tls');
-  return {
-    ...(tls === null ? {} : { ca: options.systemRoots === false ? [options.ca!] : [...tls.rootCertificates, options.ca!] }),
-    ...(options.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
-    ...(options.cert === undefined || options.key === undefined ? {} : { cert: options.cert, key: options.key }),
-    ...(options.serverName === undefined ? {} : { servername: options.serverName }),
-  };
-}
-
-/** dispatcherFor builds the one dispatcher a client sends through. */
-function dispatcherFor(options: HttpClientOptions): Dispatcher {
-  const keepAliveTimeout = options.keepAliveMs ?? 30_000;
-  const timeout = options.timeoutMs ?? 60_000;
-  const tls = {
-    ...tlsOptions(options),
-    timeout: options.connectTimeoutMs ?? 10_000,
-    ...(options.socketPath === undefined ? {} : { socketPath: options.socketPath }),
-  };
-  const common = {
-    connections: options.maxSockets ?? 4,
-    keepAliveTimeout,
-    keepAliveMaxTimeout: keepAliveTimeout,
-    headersTimeout: timeout,
-    bodyTimeout: timeout,
-    maxResponseSize: options.maxResponseBytes ?? MAX_RESPONSE_BYTES,
-  };
-  if (options.proxy === 'none') return new Agent({ ...common, connect: tls });
-  // proxyTunnel false: plain HTTP goes to the proxy in absolute form; HTTPS always tunnels
-  const proxied = { ...common, requestTls: tls, proxyTunnel: false };
-  if (options.proxy === 'env') return new EnvHttpProxyAgent({ ...proxied, connect: tls });
-  return new ProxyAgent({ ...proxied, uri: options.proxy });
 }
 
 function abortError(cause: unknown): Error {
@@ -153,10 +79,17 @@ function refuseBadHeaders(headers: Record<string, string> | undefined): void {
 const tooLarge = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 
 export class HttpClient {
-  readonly #dispatcher: Dispatcher;
+  readonly #options: HttpClientOptions;
+  /** The dispatcher, made at the first request (undici is loaded only then). */
+  #dispatcher: Promise<Dispatcher> | null = null;
+  #closed = false;
 
   constructor(options: HttpClientOptions) {
-    this.#dispatcher = dispatcherFor(options);
+    this.#options = options;
+  }
+
+  #dispatch(): Promise<Dispatcher> {
+    return (this.#dispatcher ??= import('./undici-dispatcher.ts').then((u) => u.dispatcherFor(this.#options)));
   }
 
   async request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
@@ -164,7 +97,11 @@ export class HttpClient {
     if (req.signal?.aborted) throw abortError(req.signal.reason);
     refuseBadHeaders(req.headers);
     try {
-      const res = await this.#dispatcher.request({
+      // as undici's own dispatcher says it once closed, whether or not this client made one
+      if (this.#closed) throw Object.assign(new Error('the HTTP client is closed'), { code: 'UND_ERR_CLOSED' });
+      const res = await (
+        await this.#dispatch()
+      ).request({
         origin: target.origin,
         path: `${target.pathname}${target.search}`,
         method: req.method,
@@ -181,6 +118,7 @@ export class HttpClient {
 
   /** close lets requests under way finish, then drops the connections. */
   close(): void {
-    this.#dispatcher.close().catch(() => undefined);
+    this.#closed = true;
+    void this.#dispatcher?.then((d) => d.close()).catch(() => undefined);
   }
 }

@@ -6,6 +6,9 @@
  * pulls in), the CloudEvents SDK, prom-client and TLS stay unloaded.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers.ts';
 
@@ -70,6 +73,28 @@ describe('lazy loading of the Azure SDKs', () => {
     // no https URL is configured, so node:https and node:tls stay unloaded, and node:http2
     // (which undici's HTTP/2 client would load at once) too: it gets http2-lazy.ts instead
     expect(builtins.filter((m) => ['NativeModule https', 'NativeModule tls', 'NativeModule http2'].includes(m))).toEqual([]);
+  });
+
+  it('a command that makes no request (validate, --help) loads nothing of undici; one that makes one does', () => {
+    const config = join(mkdtempSync(join(tmpdir(), 'se-bridge-lazy-')), 'config.yaml');
+    writeFileSync(config, "imds: {endpoint: 'http://127.0.0.1:9'}\nsinks:\n  - {name: f, type: file, path: /dev/null}\n");
+    const undiciOf = (args: string[], code = 0): string[] => {
+      const script = `
+        import { registerHooks } from 'node:module';
+        const seen = [];
+        registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.push(r.url); return r; } });
+        process.on('exit', () => process.stderr.write('\\n' + JSON.stringify(seen.filter((u) => u.includes('/node_modules/undici/')))));
+        process.argv = [process.argv[0], 'se-bridge', ...${JSON.stringify(args)}];
+        await import('./src/commands/cli.ts');
+      `;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, r.stderr).toBe(code);
+      return JSON.parse(r.stderr.trim().split('\n').at(-1)!) as string[];
+    };
+    expect(undiciOf(['validate', '--config', config])).toEqual([]);
+    expect(undiciOf(['--help'])).toEqual([]);
+    // a drill asks the daemon over its control channel: undici comes with that request (no daemon runs: it fails, saying so)
+    expect(undiciOf(['drill', '--config', config], 1).length).toBeGreaterThan(0);
   });
 
   it("the stand-in for node:http2 holds node:http2's own constants, and connects through it", async () => {

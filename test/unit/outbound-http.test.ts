@@ -10,10 +10,11 @@ import { outboundHttpOutsideClient } from '../../testkit/outbound-http.ts';
 import { ROOT } from '../helpers.ts';
 
 /**
- * The files that may: the client itself, and the stand-in for node:http2 that undici's own HTTP/2
- * client connects through (src/lib/http2-lazy.ts, loaded in its place).
+ * The files that may: the client itself, its undici half (loaded at its first request), and the
+ * stand-in for node:http2 that undici's own HTTP/2 client connects through (src/lib/http2-lazy.ts,
+ * loaded in its place).
  */
-const THE_CLIENT = ['src/lib/http-client.ts', 'src/lib/http2-lazy.ts'];
+const THE_CLIENT = ['src/lib/undici-dispatcher.ts', 'src/lib/http-client.ts', 'src/lib/http2-lazy.ts'];
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })

@@ -75,6 +75,17 @@ function refuseBadHeaders(headers: Record<string, string> | undefined): void {
   }
 }
 
+/**
+ * basicAuthOf: the URL's user and password (`https://user:secret@host/`) as Basic credentials, as
+ * browsers and Node's own client send them; undici takes the origin and the path alone. A header
+ * of the caller's own takes precedence.
+ */
+function basicAuthOf(url: URL): Record<string, string> {
+  if (url.username === '' && url.password === '') return {};
+  const pair = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+  return { authorization: `Basic ${Buffer.from(pair).toString('base64')}` };
+}
+
 /** undici's error for an answer past `maxResponseSize`. */
 const tooLarge = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 
@@ -99,13 +110,14 @@ export class HttpClient {
     try {
       // as undici's own dispatcher says it once closed, whether or not this client made one
       if (this.#closed) throw Object.assign(new Error('the HTTP client is closed'), { code: 'UND_ERR_CLOSED' });
-      const res = await (
-        await this.#dispatch()
-      ).request({
+      const dispatcher = await this.#dispatch();
+      const res = await dispatcher.request({
         origin: target.origin,
         path: `${target.pathname}${target.search}`,
         method: req.method,
-        headers: req.headers ?? {},
+        headers: Object.keys(req.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')
+          ? (req.headers ?? {})
+          : { ...basicAuthOf(target), ...req.headers },
         body: req.body ?? null,
         signal: req.signal ?? null,
       });

@@ -126,6 +126,28 @@ describe('the HTTP client on undici', () => {
     expect(asked).toEqual([{ path: '/redirect', authorization: 'Bearer secret' }]);
   });
 
+  it("sends a URL's user and password as Basic credentials, unless the caller gives its own", async () => {
+    const c = client({ proxy: 'none' });
+    const withUser = base.replace('http://', 'http://us%40er:p%3Ass@');
+    await c.request(`${withUser}/with-user`, {
+      method: 'GET',
+      maxBodyBytes: 64,
+      onOverflow: 'destroy',
+      signal: AbortSignal.timeout(20_000),
+    });
+    await c.request(`${withUser}/own-header`, {
+      method: 'GET',
+      headers: { authorization: 'Bearer mine' },
+      maxBodyBytes: 64,
+      onOverflow: 'destroy',
+      signal: AbortSignal.timeout(20_000),
+    });
+    expect(asked).toEqual([
+      { path: '/with-user', authorization: `Basic ${Buffer.from('us@er:p:ss').toString('base64')}` },
+      { path: '/own-header', authorization: 'Bearer mine' },
+    ]);
+  });
+
   it('refuses CR, LF and NUL in a header value and a header name that is no token, sending nothing, and goes on sending', async () => {
     // more refusals than the client has connections: each is refused before undici's pool counts it as one in use
     const c = client({ proxy: 'none', maxSockets: 2 });

@@ -61,7 +61,10 @@ async function stopBridge(b: Bridge) {
 describe('Bridge', () => {
   it('turns a live-migration lifecycle into scheduled, started and completed CloudEvents', async () => {
     const { stdout } = await startBridge();
-    const e = sim.addEvent({ EventType: 'Freeze', Resources: ['vm0', 'vm1'], DurationInSeconds: 5, noticeMs: 600, startedMs: 600 });
+    // started by hand once the bridge has seen it scheduled: a loaded machine's slow first read cannot miss that state
+    const e = sim.addEvent({ EventType: 'Freeze', Resources: ['vm0', 'vm1'], DurationInSeconds: 5, noticeMs: 600_000, startedMs: 600 });
+    await waitFor(() => kinds().length === 1, 'the event scheduled', 10_000);
+    expect(sim.startEvent(e.eventId)).toBe(true);
     await waitFor(() => kinds().length === 3, 'three transitions', 10_000);
     expect(kinds()).toEqual([`scheduled:${e.eventId}`, `started:${e.eventId}`, `completed:${e.eventId}`]);
     const [first] = delivered();

@@ -20,8 +20,8 @@
  *   `destroy` stops reading, `drain` reads on to the end (or to `maxResponseBytes`) so the
  *   connection is kept.
  * - Failures reject with undici's error, whose `code` (ECONNREFUSED, UND_ERR_SOCKET,
- *   UND_ERR_HEADERS_TIMEOUT, ...) says what happened; a header that may not be sent is refused
- *   before undici sees it (ERR_INVALID_HTTP_TOKEN, ERR_INVALID_CHAR: see refuseBadHeaders); an aborted request rejects with an `AbortError` whose `code` is `ABORT_ERR`,
+ *   UND_ERR_HEADERS_TIMEOUT, UND_ERR_INVALID_ARG for a header it refuses to send, ...) says what
+ *   happened; an aborted request rejects with an `AbortError` whose `code` is `ABORT_ERR`,
  *   whatever the signal's reason was.
  *
  * undici parses HTTP with WebAssembly; the bin and the executable run with `--liftoff-only`,
@@ -29,7 +29,6 @@
  */
 import type { Dispatcher } from 'undici';
 import { readBounded, type BoundedBody } from './http-body.ts';
-import { http } from './node-http.ts';
 import type { HttpClientOptions } from './undici-dispatcher.ts';
 
 export type { HttpClientOptions } from './undici-dispatcher.ts';
@@ -57,22 +56,6 @@ function abortError(cause: unknown): Error {
   err.name = 'AbortError';
   (err as Error & { code: string }).code = 'ABORT_ERR';
   return err;
-}
-
-/**
- * refuseBadHeaders throws, before undici sees the request, at a header name that is no token or a
- * value with CR, LF, NUL or another control character (Node's own checks: ERR_INVALID_HTTP_TOKEN,
- * ERR_INVALID_CHAR). undici refuses them too, but its pool (more than one connection per origin)
- * counts each refused request as a connection still busy: after as many refusals as connections,
- * every later request of that origin waits for ever, deaf to its signal (undici 7.30).
- */
-function refuseBadHeaders(headers: Record<string, string> | undefined): void {
-  if (headers === undefined) return;
-  const { validateHeaderName, validateHeaderValue } = http;
-  for (const [name, value] of Object.entries(headers)) {
-    validateHeaderName(name);
-    validateHeaderValue(name, value);
-  }
 }
 
 /**
@@ -106,7 +89,6 @@ export class HttpClient {
   async request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
     const target = typeof url === 'string' ? new URL(url) : url;
     if (req.signal?.aborted) throw abortError(req.signal.reason);
-    refuseBadHeaders(req.headers);
     try {
       // as undici's own dispatcher says it once closed, whether or not this client made one
       if (this.#closed) throw Object.assign(new Error('the HTTP client is closed'), { code: 'UND_ERR_CLOSED' });

@@ -14,6 +14,8 @@ export const constants = {
   HTTP2_HEADER_EXPECT: 'expect',
   HTTP2_HEADER_STATUS: ':status',
   HTTP2_HEADER_PROTOCOL: ':protocol',
+  NGHTTP2_NO_ERROR: 0,
+  NGHTTP2_PROTOCOL_ERROR: 1,
   NGHTTP2_REFUSED_STREAM: 7,
   NGHTTP2_CANCEL: 8,
 } as const;

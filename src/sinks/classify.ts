@@ -32,11 +32,10 @@ const TLS_CODES = new Set([
 ]);
 
 /**
- * The codes of a request that is refused before it is sent (a header name that is no token, a
- * value with CR, LF or NUL: the HTTP client's checks; anything else undici refuses to send):
- * retrying cannot help.
+ * undici's codes for a request it refuses to send (a header value with CR, LF or NUL, a header
+ * name that is no token, a scheme it does not speak): retrying cannot help.
  */
-const INVALID_REQUEST = new Set(['ERR_INVALID_HTTP_TOKEN', 'ERR_INVALID_CHAR', 'UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
+const INVALID_REQUEST = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
 
 /** classifyNetworkError turns a failed request (no HTTP answer) into a retry with its code. */
 export function classifyNetworkError(err: unknown): Outcome {

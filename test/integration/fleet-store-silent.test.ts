@@ -94,7 +94,7 @@ describe.each(STORE_KINDS)('a %s store that never answers', (kind) => {
     expect(groupText(g, (h, rows) => [h, ...rows].map((r) => r.join(' | ')).join('\n'))).toContain('Could not read the slots:');
 
     // every request was aborted at its deadline: the connections it opened are closed, not left
-    // waiting (a Lease request still in its TLS handshake is let go by undici at its 10 s connect timeout)
+    // waiting (a Lease request still in its TLS handshake too: undici gives it up at the signal)
     await waitFor(() => sockets.size === 0, 'the connections to the silent store to close', 25_000);
   }, 60_000);
 

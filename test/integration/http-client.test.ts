@@ -149,14 +149,14 @@ describe('the HTTP client on undici', () => {
   });
 
   it('refuses CR, LF and NUL in a header value and a header name that is no token, sending nothing, and goes on sending', async () => {
-    // more refusals than the client has connections: each is refused before undici's pool counts it as one in use
+    // more refusals than the client has connections: undici's pool does not count a refused request as a connection in use
     const c = client({ proxy: 'none', maxSockets: 2 });
     const refused: [Record<string, string>, string][] = [
-      [{ 'x-a': 'v\r\nx-b: injected' }, 'ERR_INVALID_CHAR'],
-      [{ 'x-a': 'v\nx' }, 'ERR_INVALID_CHAR'],
-      [{ 'x-a': 'v\0x' }, 'ERR_INVALID_CHAR'],
-      [{ 'bad name': 'v' }, 'ERR_INVALID_HTTP_TOKEN'],
-      [{ 'x-a:': 'v' }, 'ERR_INVALID_HTTP_TOKEN'],
+      [{ 'x-a': 'v\r\nx-b: injected' }, 'UND_ERR_INVALID_ARG'],
+      [{ 'x-a': 'v\nx' }, 'UND_ERR_INVALID_ARG'],
+      [{ 'x-a': 'v\0x' }, 'UND_ERR_INVALID_ARG'],
+      [{ 'bad name': 'v' }, 'UND_ERR_INVALID_ARG'],
+      [{ 'x-a:': 'v' }, 'UND_ERR_INVALID_ARG'],
     ];
     for (const [headers, code] of refused)
       expect((await failure(get(c, '/refused', { headers }))).code, JSON.stringify(headers)).toBe(code);

@@ -30,6 +30,9 @@ export interface HandWritten {
   readonly health?: MemberRecord['health'];
   readonly calendar?: MemberRecord['calendar'];
   readonly zone?: string;
+  /** How often it says it beats (default 5). */
+  readonly heartbeatSeconds?: number;
+  readonly unhealthyCountsForSeconds?: number;
 }
 
 /** writeRecord puts a hand-written member record into `group` of the store, under the key its VM's bridge would use. */
@@ -43,11 +46,20 @@ export async function writeRecord(store: FleetStoreConfig, group: string, m: Han
       ...{ notBefore: e.notBefore ?? new Date(Date.now() + 900_000).toISOString(), durationInSeconds: -1, approved: false },
     }));
     const record = {
-      ...{ member: key, vm: m.name, resourceId: m.resourceId, heartbeatAt: at, heartbeatSeconds: 5, events, slot: null },
+      ...{
+        member: key,
+        vm: m.name,
+        resourceId: m.resourceId,
+        heartbeatAt: at,
+        heartbeatSeconds: m.heartbeatSeconds ?? 5,
+        events,
+        slot: null,
+      },
       ...(m.maxUnavailable === undefined ? {} : { maxUnavailable: m.maxUnavailable }),
       ...(m.health === undefined ? {} : { health: m.health }),
       ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
       ...(m.zone === undefined ? {} : { zone: m.zone }),
+      ...(m.unhealthyCountsForSeconds === undefined ? {} : { unhealthyCountsForSeconds: m.unhealthyCountsForSeconds }),
     };
     if ((await s.put(memberName(key), record, null)) === null) throw new Error(`the record of ${m.name} was there already`);
   } finally {

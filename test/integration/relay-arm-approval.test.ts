@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { memberKey } from '../../src/fleet/budget/records.ts';
 import { startRelay, type RunningRelay } from '../../src/relay/relay.ts';
 import type { AmqpPeer } from '../../src/simulator/servicebus/amqp-peer.ts';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
@@ -52,12 +53,23 @@ afterAll(async () => {
 const store = (container: string) => ({ ...stores.config('blob'), container }) as never;
 
 /** relay starts the relay in this process over `container`, its log captured; `feed`: Resource Graph configured. */
-async function relay(container: string, o: { feed?: boolean; timeoutMs?: number; clientId?: string } = {}) {
+async function relay(
+  container: string,
+  o: {
+    feed?: boolean;
+    timeoutMs?: number;
+    clientId?: string;
+    groups?: Record<string, unknown>;
+    eventGrid?: boolean;
+    subscriptions?: string[];
+  } = {},
+) {
   const config = relayConfig(peer, KEYS, {
-    fleet: { store: store(container), cacheMs: 0, storeTimeoutMs: 2000 },
+    fleet: { store: store(container), cacheMs: 0, storeTimeoutMs: 2000, ...(o.groups ? { groups: o.groups } : {}) },
     readKeys: [READ_KEY],
     azure: {
-      subscriptions: [SUBSCRIPTION],
+      subscriptions: o.subscriptions ?? [SUBSCRIPTION],
+      ...(o.eventGrid ? { eventGrid: { key: 'event-grid-delivery-key-42' } } : {}),
       checkSeconds: 3600,
       arm: {
         endpoint: arm.peer.url,
@@ -243,5 +255,310 @@ describe('approval via arm: a store that cannot be read', () => {
     expect(refusedLines(lines).map((l) => l.code)).toEqual(['FLEET_STORE_UNAVAILABLE', 'FLEET_STORE_UNAVAILABLE']);
     stores.gates.blob.open();
     expect(await slotsOf(container, 'kv')).toEqual([]);
+  }, 60_000);
+});
+
+/** a time `hours` from now, in whole seconds: a maintenance's NotBefore, so its recorded end is NotBefore and the margin */
+const hoursOn = (hours: number) => new Date(Math.floor(Date.now() / 1000) * 1000 + hours * 3_600_000).toISOString();
+const plusSeconds = (iso: string, seconds: number) => new Date(Date.parse(iso) + seconds * 1000).toISOString();
+
+describe("approval via arm: the group's budget, as the relay counts it", () => {
+  it("a group whose bridges are all gone keeps the budget its records state: the first in its member's slot, until the maintenance's recorded end, the next HELD", async () => {
+    const container = 'arm-budget';
+    const from = arm.acknowledged.length;
+    const notBefore = hoursOn(2);
+    const gone = ['db-1', 'db-2', 'db-3'];
+    for (const [i, name] of gone.entries())
+      await writeRecord(store(container), 'stale', {
+        ...{ name, resourceId: vmId(name), events: [{ eventId: E(10 + i), notBefore }], maxUnavailable: 1, agoSeconds: 30 * 86_400 },
+        ...(i === 0 ? { zone: '2' } : {}),
+      });
+    // a member that says it beats hourly: its slot's margin is three of its beats
+    await writeRecord(store(container), 'slow', {
+      ...{ name: 'slow-1', resourceId: vmId('slow-1'), events: [{ eventId: E(13), notBefore }], maxUnavailable: 1 },
+      heartbeatSeconds: 3600,
+    });
+    arm.rows = [...gone, 'slow-1'].map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: E(10 + i) }));
+    const { r, lines } = await relay(container);
+
+    const first = await approve(r, { vm: 'db-1', eventId: E(10), approver: 'alice' });
+    expect(first).toMatchObject({ status: 200, json: { status: 'approved', vm: 'db-1', approvedBy: 'alice', via: 'arm', eventId: E(10) } });
+    expect(first.json).not.toHaveProperty('forced');
+    const held = await approve(r, { vm: 'db-2', eventId: E(11) });
+    expect(held).toMatchObject({
+      status: 409,
+      json: {
+        status: 'held',
+        eventId: E(11),
+        holders: [{ vm: 'db-1', eventId: E(10) }],
+        error: { code: 'HELD', message: expect.stringMatching(/held by db-1.*\(the budget from every record of the group \(3\)\)$/) },
+      },
+    });
+    expect(await approve(r, { vm: 'db-3', eventId: E(12) })).toMatchObject({ status: 409, json: { error: { code: 'HELD' } } });
+    // the slot in db-1's name, as its bridge would hold it, in its zone, until NotBefore and the margin (half an hour)
+    expect(await slotsOf(container, 'stale')).toEqual([
+      {
+        ...{
+          member: memberKey({ name: 'db-1', resourceId: vmId('db-1') }),
+          vm: 'db-1',
+          resourceId: expect.stringMatching(/virtualmachines\/db-1$/i),
+        },
+        ...{ eventIds: [E(10)], since: expect.any(String), until: plusSeconds(notBefore, 1800), mode: 'early', by: 'alice', zone: '2' },
+      },
+    ]);
+    expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(10)]);
+    expect(refusedLines(lines).map((l) => [l.vm, l.code, l.status])).toEqual([
+      ['db-2', 'HELD', 409],
+      ['db-3', 'HELD', 409],
+    ]);
+
+    expect(await approve(r, { vm: 'slow-1', eventId: E(13) })).toMatchObject({ status: 200 });
+    expect(await slotsOf(container, 'slow')).toMatchObject([{ vm: 'slow-1', until: plusSeconds(notBefore, 3 * 3600) }]);
+  }, 60_000);
+
+  it("records that disagree, or none that states a budget, refuse but a forced approval, which takes a slot on the record; the relay's fleet.groups decides over them", async () => {
+    const container = 'arm-disagree';
+    const from = arm.acknowledged.length;
+    const liars = [
+      { name: 'kv-1', maxUnavailable: 1, agoSeconds: 3600 },
+      { name: 'kv-2', maxUnavailable: 1, agoSeconds: 3600 },
+      { name: 'kv-3', maxUnavailable: 3, agoSeconds: 0 },
+    ];
+    for (const [i, m] of liars.entries())
+      await writeRecord(store(container), 'liar', { ...m, resourceId: vmId(m.name), events: [{ eventId: E(20 + i) }] });
+    await writeRecord(store(container), 'open', { name: 'ui-1', resourceId: vmId('ui-1'), events: [{ eventId: E(24) }] });
+    arm.rows = [...liars.map((m, i) => scheduledEventOf({ resourceId: vmId(m.name), eventId: E(20 + i) }))];
+    arm.rows.push(scheduledEventOf({ resourceId: vmId('ui-1'), eventId: E(24) }));
+    const { r, lines } = await relay(container);
+
+    const disagree = await approve(r, { vm: 'kv-1', eventId: E(20) });
+    expect(disagree).toMatchObject({
+      status: 409,
+      json: { error: { code: 'FLEET_BUDGET_DISAGREES', message: /kv-1: 1, kv-2: 1, kv-3: 3/ } },
+    });
+    const unknown = await approve(r, { vm: 'ui-1', eventId: E(24) });
+    expect(unknown).toMatchObject({ status: 409, json: { error: { code: 'FLEET_BUDGET_UNKNOWN', message: /\(members: ui-1\)/ } } });
+    expect(arm.acknowledged.slice(from)).toEqual([]);
+    expect(await slotsOf(container, 'liar')).toEqual([]);
+
+    const forced = await approve(r, { vm: 'ui-1', eventId: E(24), approver: 'carol', force: true, reason: 'its bridge is gone' });
+    expect(forced).toMatchObject({ status: 200, json: { status: 'approved', forced: true, approvedBy: 'carol', vm: 'ui-1' } });
+    expect(await slotsOf(container, 'open')).toMatchObject([{ vm: 'ui-1', mode: 'forced', by: 'carol', reason: 'its bridge is gone' }]);
+    expect(await azureOf(r, E(24))).toMatchObject({
+      source: 'relay',
+      status: 'Scheduled',
+      acknowledged: { by: 'carol', at: forced.json.at, reason: 'its bridge is gone', forced: true },
+    });
+    expect(approvedLines(lines)).toMatchObject([{ vm: 'ui-1', group: 'open', forced: true, by: 'carol' }]);
+
+    // the relay's own statement of the group's budget decides, whatever its records say
+    const stated = await relay(container, { groups: { liar: { maxUnavailable: 1 } } });
+    expect(await approve(stated.r, { vm: 'kv-3', eventId: E(22) })).toMatchObject({ status: 200, json: { status: 'approved' } });
+    expect(await approve(stated.r, { vm: 'kv-1', eventId: E(20) })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'HELD', message: /\(the budget from the relay's fleet\.groups\)$/ } },
+    });
+    expect((await slotsOf(container, 'liar')).map((x) => x.vm)).toEqual(['kv-3']);
+  }, 60_000);
+
+  it("a member not healthy counts against the budget for as long as the longest bound its group's records state; a blackout holds all but a forced approval", async () => {
+    const container = 'arm-held';
+    const from = arm.acknowledged.length;
+    const twoHoursAgo = new Date(Date.now() - 7_200_000).toISOString();
+    const soon = hoursOn(1);
+    const sick = (name: string, since: string, bound?: number) => ({
+      ...{ name, resourceId: vmId(name), events: [], maxUnavailable: 1 },
+      health: { healthy: false, since, detail: 'the queue is not consuming' },
+      ...(bound === undefined ? {} : { unhealthyCountsForSeconds: bound }),
+    });
+    await writeRecord(store(container), 'sick', sick('mq-1', new Date().toISOString()));
+    await writeRecord(store(container), 'sick', {
+      name: 'mq-2',
+      resourceId: vmId('mq-2'),
+      events: [{ eventId: E(30) }],
+      maxUnavailable: 1,
+    });
+    await writeRecord(store(container), 'long', sick('lq-1', twoHoursAgo, 86_400));
+    await writeRecord(store(container), 'long', {
+      name: 'lq-2',
+      resourceId: vmId('lq-2'),
+      events: [{ eventId: E(31) }],
+      maxUnavailable: 1,
+    });
+    await writeRecord(store(container), 'was', sick('wq-1', twoHoursAgo));
+    await writeRecord(store(container), 'was', { name: 'wq-2', resourceId: vmId('wq-2'), events: [{ eventId: E(32) }], maxUnavailable: 1 });
+    await writeRecord(store(container), 'frozen', {
+      ...{ name: 'ledger-1', resourceId: vmId('ledger-1'), events: [{ eventId: E(33) }], maxUnavailable: 1 },
+      calendar: { digest: 'x', timeZone: 'UTC', open: false, inWindow: false, blackout: 'year-end', until: soon },
+    });
+    await writeRecord(store(container), 'cal', { name: 'cal-1', resourceId: vmId('cal-1'), events: [{ eventId: E(34) }] });
+    arm.rows = ['mq-2', 'lq-2', 'wq-2', 'ledger-1', 'cal-1'].map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: E(30 + i) }));
+    const day = (d: number) => new Date(Date.now() + d * 86_400_000).toISOString().slice(0, 10);
+    const calendar = { timeZone: 'UTC', blackouts: [{ name: 'freeze', from: day(-1), to: day(1) }] };
+    const { r } = await relay(container, { groups: { cal: { maxUnavailable: 1, calendar } } });
+
+    expect(await approve(r, { vm: 'mq-2', eventId: E(30) })).toMatchObject({
+      status: 409,
+      json: { status: 'held', error: { code: 'HELD', message: /mq-1 is not healthy/ } },
+    });
+    expect(await approve(r, { vm: 'lq-2', eventId: E(31) })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'HELD', message: /lq-1 is not healthy/ } },
+    });
+    // not healthy for longer than any record's bound (an hour): left out
+    expect(await approve(r, { vm: 'wq-2', eventId: E(32) })).toMatchObject({ status: 200, json: { status: 'approved' } });
+
+    const closed = await approve(r, { vm: 'ledger-1', eventId: E(33) });
+    expect(closed).toMatchObject({
+      status: 409,
+      json: {
+        status: 'held',
+        eventId: E(33),
+        error: {
+          code: 'BLACKOUT',
+          message: `group frozen's early approvals are held by the blackout year-end until ${soon}, as ledger-1's record says; force with a reason`,
+        },
+      },
+    });
+    expect(await approve(r, { vm: 'cal-1', eventId: E(34) })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'BLACKOUT', message: /the blackout freeze of the group's calendar/ } },
+    });
+    expect(await slotsOf(container, 'frozen')).toEqual([]);
+    expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(32)]);
+    const forced = await approve(r, { vm: 'ledger-1', eventId: E(33), force: true, reason: 'the disk is failing' });
+    expect(forced).toMatchObject({ status: 200, json: { forced: true } });
+    // a slot free within the budget is taken as any other, with who forced it and why
+    expect(await slotsOf(container, 'frozen')).toMatchObject([{ vm: 'ledger-1', mode: 'early', reason: 'the disk is failing' }]);
+  }, 60_000);
+});
+
+describe('approval via arm: what the request names', () => {
+  it('an eventId that is no GUID, or a VM outside azure.subscriptions, is refused before anything is sent; a subscription is matched in any case', async () => {
+    const container = 'arm-names';
+    const from = arm.acknowledged.length;
+    const other = 'abcdef01-2345-4678-9abc-def012345678';
+    const outside = 'fedcba98-7654-4321-8fed-cba987654321';
+    const inOther = vmId('far-1').replace(SUBSCRIPTION, other);
+    await writeRecord(store(container), 'n', { name: 'far-1', resourceId: inOther, events: [{ eventId: E(40) }], maxUnavailable: 2 });
+    await writeRecord(store(container), 'n', {
+      ...{ name: 'out-1', resourceId: vmId('out-1').replace(SUBSCRIPTION, outside), events: [{ eventId: E(41) }], maxUnavailable: 2 },
+    });
+    arm.rows = [scheduledEventOf({ resourceId: inOther, eventId: E(40) })];
+    const { r, lines } = await relay(container, { subscriptions: [SUBSCRIPTION, other.toUpperCase()] });
+    const sent = arm.peer.requests.length;
+    expect(await approve(r, { vm: 'far-1', eventId: 'not-a-guid' })).toMatchObject({ status: 400, json: { error: { code: 'NOT_A_VM' } } });
+    expect(await approve(r, { vm: 'out-1', eventId: E(41), force: true, reason: 'outside' })).toMatchObject({
+      status: 403,
+      json: { error: { code: 'SUBSCRIPTION_NOT_ALLOWED', message: `out-1 is in subscription ${outside}, outside azure.subscriptions` } },
+    });
+    expect(arm.peer.requests.length).toBe(sent);
+    expect(refusedLines(lines).map((l) => [l.code, l.eventId, l.force])).toEqual([
+      ['NOT_A_VM', 'not-a-guid', false],
+      ['SUBSCRIPTION_NOT_ALLOWED', E(41), true],
+    ]);
+    expect(await approve(r, { vm: 'far-1', eventId: E(40) })).toMatchObject({ status: 200, json: { status: 'approved' } });
+    expect(arm.acknowledged.slice(from)).toMatchObject([{ resourceId: inOther.toLowerCase(), eventId: E(40) }]);
+  }, 60_000);
+
+  it("without Azure's feed, an event other records list too, or a scale-set instance's, goes only when forced", async () => {
+    const container = 'arm-unsure';
+    const from = arm.acknowledged.length;
+    const set = vmId('x').replace('/virtualMachines/x', '/virtualMachineScaleSets/pool');
+    await writeRecord(store(container), 'u', { name: 'a-1', resourceId: vmId('a-1'), events: [{ eventId: E(50) }], maxUnavailable: 5 });
+    await writeRecord(store(container), 'u', { name: 'a-2', resourceId: vmId('a-2'), events: [{ eventId: E(50) }], maxUnavailable: 5 });
+    await writeRecord(store(container), 'u', {
+      name: 'pool_3',
+      resourceId: `${set}/virtualMachines/3`,
+      events: [{ eventId: E(51) }],
+      maxUnavailable: 5,
+    });
+    arm.rows = [
+      scheduledEventOf({ resourceId: vmId('a-1'), eventId: E(50) }),
+      scheduledEventOf({ resourceId: set, eventId: E(51), resources: ['pool_3'] }),
+    ];
+    const { r } = await relay(container);
+    expect(await approve(r, { vm: 'a-1', eventId: E(50) })).toMatchObject({
+      status: 409,
+      json: {
+        error: {
+          code: 'MANY_VMS',
+          message: `event ${E(50)} takes down 2 VMs at once (a-1, a-2): approving it approves every one of them, past any one member's slot; force with a reason`,
+        },
+      },
+    });
+    expect(await approve(r, { vm: 'pool_3', eventId: E(51) })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'MANY_VMS', message: /^pool_3 is an instance of scale set pool: .*; force with a reason$/ } },
+    });
+    expect(arm.acknowledged.slice(from)).toEqual([]);
+    for (const [vm, eventId] of [
+      ['a-1', E(50)],
+      ['pool_3', E(51)],
+    ] as const)
+      expect(await approve(r, { vm, eventId, force: true, reason: 'drained' })).toMatchObject({ status: 200, json: { forced: true } });
+    expect(arm.acknowledged.slice(from).map((a) => [a.resourceId, a.eventId])).toEqual([
+      [vmId('a-1').toLowerCase(), E(50)],
+      [set.toLowerCase(), E(51)],
+    ]);
+  }, 60_000);
+});
+
+describe("approval via arm: Azure's feed", () => {
+  it('with Event Grid alone configured, Resource Graph is still asked at the approval: what Azure does not list is refused, an event of several VMs needs force, and Resource Graph refusing is 503', async () => {
+    const container = 'arm-eventgrid';
+    const from = arm.acknowledged.length;
+    for (const name of ['web-1', 'web-2'])
+      await writeRecord(store(container), 'web', {
+        name,
+        resourceId: vmId(name),
+        events: [{ eventId: E(name === 'web-1' ? 60 : 61) }],
+        maxUnavailable: 2,
+      });
+    arm.rows = [
+      scheduledEventOf({ resourceId: vmId('web-2'), eventId: E(61), resources: ['web-2', 'web-9'] }),
+      scheduledEventOf({ resourceId: vmId('ghost-1'), eventId: E(62) }),
+    ];
+    const { r, lines } = await relay(container, { eventGrid: true });
+    expect(await approve(r, { vm: 'web-1', eventId: E(60) })).toMatchObject({
+      status: 404,
+      json: { error: { code: 'NOT_LISTED_BY_AZURE' } },
+    });
+    expect(await approve(r, { vm: 'web-2', eventId: E(61) })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'MANY_VMS', message: /^event \S+ takes down 2 VMs at once \(web-2, web-9\)/ } },
+    });
+    expect(await approve(r, { vm: 'ghost-1', eventId: E(62) })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'FLEET_BUDGET_UNKNOWN' } },
+    });
+    expect(arm.acknowledged.slice(from)).toEqual([]);
+    expect(await approve(r, { vm: 'web-2', eventId: E(61), force: true, reason: 'both drained' })).toMatchObject({ status: 200 });
+    const ghost = await approve(r, { vm: 'ghost-1', eventId: E(62), approver: 'dave', force: true, reason: 'no bridge on it' });
+    expect(ghost).toMatchObject({ status: 200, json: { status: 'approved', forced: true, vm: 'ghost-1', approvedBy: 'dave' } });
+    expect(approvedLines(lines)).toMatchObject([
+      { vm: 'web-2', group: 'web', forced: true },
+      { vm: 'ghost-1', group: null, forced: true, by: 'dave' },
+    ]);
+    expect(await azureOf(r, E(62))).toMatchObject({ acknowledged: { by: 'dave', reason: 'no bridge on it', forced: true } });
+
+    // Resource Graph refusing the question: nothing can be checked, so nothing is sent
+    const answer = arm.peer.answer;
+    arm.peer.answer = (req, i) =>
+      req.url.startsWith('/providers/Microsoft.ResourceGraph/')
+        ? { status: 403, body: '{"error":{"code":"AuthorizationFailed","message":"no"}}' }
+        : answer(req, i);
+    try {
+      const refused = await approve(r, { vm: 'web-1', eventId: E(60) });
+      expect(refused).toMatchObject({
+        status: 503,
+        json: {
+          error: { code: 'ARM_UNAVAILABLE', message: /^Resource Graph could not be asked whether Azure lists the event: .*; ask again$/ },
+        },
+      });
+    } finally {
+      arm.peer.answer = answer;
+    }
+    expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(61), E(62)]);
   }, 60_000);
 });

@@ -18,6 +18,7 @@ import { ArmStandIn, scheduledEventOf, SUBSCRIPTION, vmId, type ArmRefusal } fro
 import { API_SECRET, fleetKeys, relayConfig } from '../../testkit/fleet.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { ArmRelayPeers, liveSlots, writeRecord } from '../../testkit/hostile-fleet.ts';
+import { refusal as kubeRefusal } from '../../testkit/kube-faults.ts';
 import { captureLogger, postApproval, ROOT } from '../helpers.ts';
 
 const TLS = {
@@ -62,10 +63,11 @@ async function relay(
     groups?: Record<string, unknown>;
     eventGrid?: boolean;
     subscriptions?: string[];
+    store?: never;
   } = {},
 ) {
   const config = relayConfig(peer, KEYS, {
-    fleet: { store: store(container), cacheMs: 0, storeTimeoutMs: 2000, ...(o.groups ? { groups: o.groups } : {}) },
+    fleet: { store: o.store ?? store(container), cacheMs: 0, storeTimeoutMs: 2000, ...(o.groups ? { groups: o.groups } : {}) },
     readKeys: [READ_KEY],
     azure: {
       subscriptions: o.subscriptions ?? [SUBSCRIPTION],
@@ -560,5 +562,72 @@ describe("approval via arm: Azure's feed", () => {
       arm.peer.answer = answer;
     }
     expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(61), E(62)]);
+  }, 60_000);
+});
+
+describe('approval via arm: a store that fails part way (Leases on the Kubernetes API stand-in, written from the API reference)', () => {
+  it('a slot that cannot be written refuses with 503 and sends nothing; one that cannot be given back stays held, logged; who asked, not recorded, is logged and the approval stands', async () => {
+    const namespace = 'arm-faults';
+    const kube = { ...stores.config('kubernetes'), namespace } as never;
+    const names = ['kf-1', 'kf-2', 'kf-3', 'kf-4'];
+    for (const [i, name] of names.entries())
+      await writeRecord(kube, 'kf', { name, resourceId: vmId(name), events: [{ eventId: E(70 + i) }], maxUnavailable: 3 });
+    arm.rows = names.map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: E(70 + i) }));
+    const { r, lines } = await relay('unused', { store: kube });
+    const from = arm.acknowledged.length;
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    // the API server refuses the one request `fail` picks (403), then answers as before
+    let fail: ((method: string, path: string) => boolean) | null = null;
+    stores.kube.gate = async (method, path) => {
+      if (fail?.(method, path) !== true) return;
+      fail = null;
+      stores.kube.faults.next(path, kubeRefusal(403));
+    };
+    const logged = (msg: string) => lines.filter((l) => l.msg === msg);
+    try {
+      fail = (method, path) => method === 'POST' && path === leases;
+      expect(await approve(r, { vm: 'kf-1', eventId: E(70) })).toMatchObject({
+        status: 503,
+        json: { error: { code: 'FLEET_STORE_UNAVAILABLE', message: /^the fleet store of group kf could not be written: / } },
+      });
+      expect(arm.acknowledged.slice(from)).toEqual([]);
+      expect(await liveSlots(kube, 'kf')).toEqual([]);
+
+      arm.refusals.push({ status: 400 });
+      fail = (method, path) => method !== 'GET' && path.startsWith(`${leases}/`);
+      expect(await approve(r, { vm: 'kf-2', eventId: E(71) })).toMatchObject({ status: 502, json: { error: { code: 'ARM_REFUSED' } } });
+      expect(await liveSlots(kube, 'kf')).toMatchObject([{ vm: 'kf-2', eventIds: [E(71)] }]);
+      expect(logged('relay: could not give back the slot of a refused approval')).toMatchObject([{ level: 40, eventId: E(71) }]);
+
+      fail = (method, path) => method === 'GET' && path.startsWith(`${leases}/se-bridge-se-bridge-azure-`);
+      const unrecorded = await approve(r, { vm: 'kf-3', eventId: E(72), approver: 'erin' });
+      expect(unrecorded).toMatchObject({ status: 200, json: { status: 'approved', approvedBy: 'erin' } });
+      expect(fail).toBeNull();
+      expect(logged('relay: approved through Resource Manager, but could not record who asked')).toMatchObject([
+        { level: 40, eventId: E(72) },
+      ]);
+      expect(await azureOf(r, E(72))).toBeUndefined();
+      expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(72)]);
+
+      // the group's records unreadable between the fleet's read and the take (Resource Graph asked in between)
+      const fed = await relay('unused', { store: kube, eventGrid: true });
+      const answer = arm.peer.answer;
+      arm.peer.answer = (req, i) => {
+        if (req.url.startsWith('/providers/Microsoft.ResourceGraph/')) fail = (method, path) => method === 'GET' && path === leases;
+        return answer(req, i);
+      };
+      try {
+        expect(await approve(fed.r, { vm: 'kf-4', eventId: E(73) })).toMatchObject({
+          status: 503,
+          json: { error: { code: 'FLEET_STORE_UNAVAILABLE', message: /^the records of group kf could not be read: / } },
+        });
+      } finally {
+        arm.peer.answer = answer;
+      }
+      expect(fail).toBeNull();
+      expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(72)]);
+    } finally {
+      stores.kube.gate = null;
+    }
   }, 60_000);
 });

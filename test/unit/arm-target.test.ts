@@ -203,3 +203,23 @@ describe("armTarget with Azure's feed: Azure's record is the authority", () => {
     });
   });
 });
+
+describe('armTarget: the name and the Resources it says', () => {
+  it("a VM no record names, asked by its resource id, is named by the id's last segment, with no group", () => {
+    const t = armTarget(snapshot([]), vmId('ghost-3').toUpperCase(), E(12), [azure(vmId('ghost-3'), E(12), { resources: [] })]);
+    expect(t).toMatchObject({ name: 'GHOST-3', group: null, recordId: vmId('ghost-3').toLowerCase() });
+    expect(t.vm).not.toBeNull();
+  });
+
+  it("without Azure's feed, every other VM whose record lists the event is in its Resources once, a record with no resource id too", () => {
+    const s = snapshot([
+      { group: 'kv', vm: 'kv-1', resourceId: vmId('kv-1'), events: [{ eventId: E(13) }] },
+      { group: 'kv', vm: 'kv-noid', resourceId: 'not-a-resource-id', events: [{ eventId: E(13) }] },
+      { group: 'kv', vm: 'kv-2', resourceId: vmId('kv-2', 'rg-a'), events: [{ eventId: E(13) }] },
+      { group: 'kv', vm: 'kv-2', resourceId: vmId('kv-2', 'rg-b'), events: [{ eventId: E(13) }] },
+    ]);
+    const resources = armTarget(s, 'kv-1', E(13), null).event.resources;
+    expect(resources[0]).toBe('kv-1');
+    expect([...resources].sort()).toEqual(['kv-1', 'kv-2', 'kv-noid']);
+  });
+});

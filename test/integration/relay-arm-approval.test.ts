@@ -286,6 +286,13 @@ describe("approval via arm: the group's budget, as the relay counts it", () => {
     const first = await approve(r, { vm: 'db-1', eventId: E(10), approver: 'alice' });
     expect(first).toMatchObject({ status: 200, json: { status: 'approved', vm: 'db-1', approvedBy: 'alice', via: 'arm', eventId: E(10) } });
     expect(first.json).not.toHaveProperty('forced');
+    // who asked, in the event's record the relay writes (no reason given, not forced: neither said)
+    expect(await azureOf(r, E(10))).toEqual({
+      status: 'Scheduled',
+      source: 'relay',
+      updatedAt: first.json.at,
+      acknowledged: { by: 'alice', at: first.json.at },
+    });
     const held = await approve(r, { vm: 'db-2', eventId: E(11) });
     expect(held).toMatchObject({
       status: 409,
@@ -394,10 +401,16 @@ describe("approval via arm: the group's budget, as the relay counts it", () => {
       calendar: { digest: 'x', timeZone: 'UTC', open: false, inWindow: false, blackout: 'year-end', until: soon },
     });
     await writeRecord(store(container), 'cal', { name: 'cal-1', resourceId: vmId('cal-1'), events: [{ eventId: E(34) }] });
-    arm.rows = ['mq-2', 'lq-2', 'wq-2', 'ledger-1', 'cal-1'].map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: E(30 + i) }));
+    await writeRecord(store(container), 'z', { name: 'z1-a', resourceId: vmId('z1-a'), events: [{ eventId: E(35) }], zone: '1' });
+    await writeRecord(store(container), 'z', { name: 'z2-a', resourceId: vmId('z2-a'), events: [{ eventId: E(36) }], zone: '2' });
+    arm.rows = ['mq-2', 'lq-2', 'wq-2', 'ledger-1', 'cal-1', 'z1-a', 'z2-a'].map((n, i) =>
+      scheduledEventOf({ resourceId: vmId(n), eventId: E(30 + i) }),
+    );
     const day = (d: number) => new Date(Date.now() + d * 86_400_000).toISOString().slice(0, 10);
     const calendar = { timeZone: 'UTC', blackouts: [{ name: 'freeze', from: day(-1), to: day(1) }] };
-    const { r } = await relay(container, { groups: { cal: { maxUnavailable: 1, calendar } } });
+    const { r } = await relay(container, {
+      groups: { cal: { maxUnavailable: 1, calendar }, z: { maxUnavailable: 2, zones: 'one-at-a-time' } },
+    });
 
     expect(await approve(r, { vm: 'mq-2', eventId: E(30) })).toMatchObject({
       status: 409,
@@ -430,6 +443,13 @@ describe("approval via arm: the group's budget, as the relay counts it", () => {
     expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(32)]);
     const forced = await approve(r, { vm: 'ledger-1', eventId: E(33), force: true, reason: 'the disk is failing' });
     expect(forced).toMatchObject({ status: 200, json: { forced: true } });
+    // one zone at a time, as the relay's fleet.groups says: a second zone waits, though a slot is free
+    expect(await approve(r, { vm: 'z1-a', eventId: E(35) })).toMatchObject({ status: 200 });
+    expect(await approve(r, { vm: 'z2-a', eventId: E(36) })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'HELD', message: /zone/ } },
+    });
+    expect(await slotsOf(container, 'z')).toMatchObject([{ vm: 'z1-a', zone: '1' }]);
     // a slot free within the budget is taken as any other, with who forced it and why
     expect(await slotsOf(container, 'frozen')).toMatchObject([{ vm: 'ledger-1', mode: 'early', reason: 'the disk is failing' }]);
   }, 60_000);
@@ -629,5 +649,28 @@ describe('approval via arm: a store that fails part way (Leases on the Kubernete
     } finally {
       stores.kube.gate = null;
     }
+  }, 60_000);
+});
+
+describe("approval via arm: Azure's record of the event", () => {
+  it("who asked is written into the record Resource Graph gave, which stays Azure's", async () => {
+    const container = 'arm-record';
+    await writeRecord(store(container), 'rec', {
+      name: 'rec-1',
+      resourceId: vmId('rec-1'),
+      events: [{ eventId: E(80) }],
+      maxUnavailable: 1,
+    });
+    arm.rows = [scheduledEventOf({ resourceId: vmId('rec-1'), eventId: E(80) })];
+    const { r } = await relay(container, { feed: true });
+    await r.graph!.poll();
+    const listed = await azureOf(r, E(80));
+    expect(listed).toMatchObject({ source: 'resourcegraph', status: 'Scheduled' });
+    const ok = await approve(r, { vm: 'rec-1', eventId: E(80), reason: 'patch night' });
+    expect(ok).toMatchObject({ status: 200, json: { status: 'approved' } });
+    expect(await azureOf(r, E(80))).toEqual({
+      ...{ source: 'resourcegraph', status: 'Scheduled', updatedAt: listed!.updatedAt },
+      acknowledged: { by: 'oncall', at: ok.json.at, reason: 'patch night' },
+    });
   }, 60_000);
 });

@@ -227,3 +227,35 @@ describe('armTarget: the name and the Resources it says', () => {
     expect([...resources].sort()).toEqual(['kv-1', 'kv-2', 'kv-noid']);
   });
 });
+
+describe('armTarget: what each refusal says', () => {
+  it('says what a VM must be, which event no record lists, and what Azure does not list or says of it', () => {
+    const s = snapshot([{ group: 'web', vm: 'web-1', resourceId: vmId('web-1'), events: [{ eventId: E(14) }] }]);
+    expect(refusal(s, 'a/b', E(14), null).message).toMatch(/^vm must be a VM's resource id \(\/subscriptions\/<guid>\/resourceGroups\//);
+    expect(refusal(s, 'web-1', E(15), null).message).toBe(`no member's record lists event ${E(15)} for web-1`);
+    expect(refusal(s, 'web-1', E(14), []).message).toMatch(
+      new RegExp(`^Azure does not list event ${E(14)} for web-1 now: only an event Azure lists is approved through Resource Manager`),
+    );
+    expect(refusal(s, 'web-1', E(14), [azure(vmId('web-1'), E(14), { status: 'Started' })]).message).toBe(
+      `Azure says event ${E(14)} of web-1 is Started, not Scheduled`,
+    );
+  });
+
+  it('of the records of one VM, the one that lists the event names it, wherever it sorts', () => {
+    const s = snapshot([
+      { group: 'kv', vm: 'kv-0', resourceId: vmId('kv-1') },
+      { group: 'kv', vm: 'kv-1', resourceId: vmId('kv-1'), events: [{ eventId: E(16) }] },
+      { group: 'kv', vm: 'kv-z', resourceId: vmId('kv-1') },
+    ]);
+    expect(armTarget(s, vmId('kv-1'), E(16), null)).toMatchObject({ name: 'kv-1', group: { member: { vm: 'kv-1' } } });
+  });
+
+  it("with Azure's feed: a VM's own event is its own whatever Resources say; a name no record gives matches only Azure's records of that VM", () => {
+    const s = snapshot([{ group: 'web', vm: 'web-1', resourceId: vmId('web-1'), events: [{ eventId: E(17) }] }]);
+    expect(armTarget(s, 'web-1', E(17), [azure(vmId('web-1'), E(17), { resources: [] })]).recordId).toBe(vmId('web-1').toLowerCase());
+    expect(refusal(snapshot([]), 'ghost-4', E(18), [azure(vmId('other-4'), E(18))])).toMatchObject({
+      status: 404,
+      code: 'NOT_LISTED_BY_AZURE',
+    });
+  });
+});

@@ -247,7 +247,10 @@ export class ArmApprovals {
     });
   }
 
-  /** record writes who asked into the event's record (made from the event when Azure's feed has none). */
+  /**
+   * record writes who asked into the event's record (made from the event when Azure's feed has none),
+   * or throws: the store failed, or another writer changed the record under each of five writes.
+   */
   async #record(t: ArmTarget, acknowledged: NonNullable<AzureRecord['acknowledged']>): Promise<void> {
     const store = this.#reader.azure;
     const resourceId = t.recordId;
@@ -264,6 +267,7 @@ export class ArmApprovals {
       };
       if ((await store.put(name, { ...base, acknowledged }, current?.version ?? null)) !== null) return;
     }
+    throw new Error(`the record of event ${t.event.eventId} changed under each of 5 writes`);
   }
 }
 

@@ -673,6 +673,41 @@ describe('approval via arm: a store that fails part way (Leases on the Kubernete
   }, 60_000);
 });
 
+describe("approval via arm: the event's record written over by others (Leases on the Kubernetes API stand-in)", () => {
+  it("who asked, lost to another writer of the event's record at each of five tries, is logged as not recorded; the approval stands", async () => {
+    const namespace = 'arm-conflicts';
+    const kube = { ...stores.config('kubernetes'), namespace } as never;
+    await writeRecord(kube, 'kc', { name: 'kc-1', resourceId: vmId('kc-1'), events: [{ eventId: E(75) }], maxUnavailable: 1 });
+    arm.rows = [scheduledEventOf({ resourceId: vmId('kc-1'), eventId: E(75) })];
+    const { r, lines } = await relay('unused', { store: kube });
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    // once Resource Manager took it, each create of the event's record finds one there already (409 AlreadyExists)
+    let conflicts = 0;
+    const answer = arm.peer.answer;
+    arm.peer.answer = (req, i) => {
+      if (req.url.includes('/acknowledge?')) conflicts = 5;
+      return answer(req, i);
+    };
+    stores.kube.gate = async (method, path) => {
+      if (conflicts === 0 || method !== 'POST' || path !== leases) return;
+      conflicts--;
+      stores.kube.faults.next(path, kubeRefusal(409));
+    };
+    try {
+      const ok = await approve(r, { vm: 'kc-1', eventId: E(75), approver: 'frank' });
+      expect(ok).toMatchObject({ status: 200, json: { status: 'approved', approvedBy: 'frank' } });
+      expect(conflicts).toBe(0);
+    } finally {
+      stores.kube.gate = null;
+      arm.peer.answer = answer;
+    }
+    expect(lines.filter((l) => l.msg === 'relay: approved through Resource Manager, but could not record who asked')).toMatchObject([
+      { level: 40, eventId: E(75) },
+    ]);
+    expect(await azureOf(r, E(75))).toBeUndefined();
+  }, 60_000);
+});
+
 describe("approval via arm: Azure's record of the event", () => {
   it("who asked is written into the record Resource Graph gave, which stays Azure's", async () => {
     const container = 'arm-record';

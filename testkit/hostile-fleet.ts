@@ -22,7 +22,8 @@ const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
 /** A member's record as a hostile (or long gone) member writes it by hand: any text where the bridge would write its own. */
 export interface HandWritten {
   readonly name: string;
-  readonly resourceId: string;
+  /** null: a record that gives none. */
+  readonly resourceId: string | null;
   readonly events: readonly { readonly eventId: string; readonly status?: string; readonly notBefore?: string }[];
   readonly maxUnavailable?: number | string;
   /** How long ago it last beat, in seconds (default: now). */

@@ -96,9 +96,14 @@ const slotsOf = (container: string, group: string) => liveSlots(store(container)
 
 /** what the relay's read API says of an event: Azure's record of it, with who approved it (if any) */
 async function azureOf(r: RunningRelay, eventId: string): Promise<Record<string, any> | undefined> {
+  return (await rowsOf(r, eventId))[0]?.azure;
+}
+
+/** the rows of the relay's read API for an event, one per VM it lists it for */
+async function rowsOf(r: RunningRelay, eventId: string): Promise<{ vm: string; azure?: Record<string, any> }[]> {
   const res = await fetch(`${r.url}/v1/fleet/events?limit=1000`, { headers: { authorization: `Bearer ${READ_KEY}` } });
-  const events = ((await res.json()) as { events: { eventId: string; azure?: Record<string, any> }[] }).events;
-  return events.find((e) => e.eventId === eventId)?.azure;
+  const events = ((await res.json()) as { events: { eventId: string; vm: string; azure?: Record<string, any> }[] }).events;
+  return events.filter((e) => e.eventId === eventId);
 }
 
 const refusedLines = (lines: Record<string, unknown>[]) => lines.filter((l) => String(l.msg).startsWith('relay: approval via arm refused'));
@@ -537,6 +542,8 @@ describe('approval via arm: what the request names', () => {
       [vmId('a-1').toLowerCase(), E(50)],
       [set.toLowerCase(), E(51)],
     ]);
+    // the scale set's record, written by the relay, names the instance the event takes down: one row, the instance's
+    expect((await rowsOf(r, E(51))).map((e) => [e.vm, e.azure?.acknowledged?.reason])).toEqual([['pool_3', 'drained']]);
   }, 60_000);
 });
 
@@ -544,6 +551,7 @@ describe("approval via arm: Azure's feed", () => {
   it('with Event Grid alone configured, Resource Graph is still asked at the approval: what Azure does not list is refused, an event of several VMs needs force, and Resource Graph refusing is 503', async () => {
     const container = 'arm-eventgrid';
     const from = arm.acknowledged.length;
+    await writeRecord(store(container), 'bare', { name: 'bare-1', resourceId: null, events: [{ eventId: E(63) }], maxUnavailable: 1 });
     for (const name of ['web-1', 'web-2'])
       await writeRecord(store(container), 'web', {
         name,
@@ -554,6 +562,7 @@ describe("approval via arm: Azure's feed", () => {
     arm.rows = [
       scheduledEventOf({ resourceId: vmId('web-2'), eventId: E(61), resources: ['web-2', 'web-9'] }),
       scheduledEventOf({ resourceId: vmId('ghost-1'), eventId: E(62) }),
+      scheduledEventOf({ resourceId: vmId('bare-1'), eventId: E(63) }),
     ];
     const { r, lines } = await relay(container, { eventGrid: true });
     expect(await approve(r, { vm: 'web-1', eventId: E(60) })).toMatchObject({
@@ -599,6 +608,10 @@ describe("approval via arm: Azure's feed", () => {
       arm.peer.answer = answer;
     }
     expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(61), E(62)]);
+
+    // a member whose record gives no resource id, found by its name in Azure's record: its slot says none
+    expect(await approve(r, { vm: 'bare-1', eventId: E(63) })).toMatchObject({ status: 200, json: { status: 'approved', vm: 'bare-1' } });
+    expect(await slotsOf(container, 'bare')).toEqual([expect.objectContaining({ vm: 'bare-1', resourceId: null })]);
   }, 60_000);
 });
 

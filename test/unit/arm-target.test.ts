@@ -158,6 +158,8 @@ describe("armTarget without Azure's feed: the members' records are the hint", ()
     const t = armTarget(s, 'set-1_3', E(7), null);
     expect(t.unsure).toMatch(/^set-1_3 is an instance of scale set set-1/);
     expect(eventResourceText(t.resource)).toBe(setId('set-1').toLowerCase());
+    // its record is kept where Azure keeps a scale set's: under the scale set, naming the instance in Resources
+    expect(t).toMatchObject({ recordId: setId('set-1').toLowerCase(), event: { resources: ['set-1_3'] } });
   });
 });
 

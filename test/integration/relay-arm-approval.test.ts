@@ -274,6 +274,12 @@ describe('approval via arm: a store that cannot be read', () => {
   }, 60_000);
 });
 
+/** listedVm writes the record of one VM of `group` listing `eventId` (a budget of one), and gives Azure's row of the event */
+async function listedVm(at: never, group: string, name: string, eventId: string) {
+  await writeRecord(at, group, { name, resourceId: vmId(name), events: [{ eventId }], maxUnavailable: 1 });
+  return scheduledEventOf({ resourceId: vmId(name), eventId });
+}
+
 /** a time `hours` from now, in whole seconds: a maintenance's NotBefore, so its recorded end is NotBefore and the margin */
 const hoursOn = (hours: number) => new Date(Math.floor(Date.now() / 1000) * 1000 + hours * 3_600_000).toISOString();
 const plusSeconds = (iso: string, seconds: number) => new Date(Date.parse(iso) + seconds * 1000).toISOString();
@@ -690,8 +696,7 @@ describe("approval via arm: the event's record written over by others (Leases on
   it("who asked, lost to another writer of the event's record at each of five tries, is logged as not recorded; the approval stands", async () => {
     const namespace = 'arm-conflicts';
     const kube = { ...stores.config('kubernetes'), namespace } as never;
-    await writeRecord(kube, 'kc', { name: 'kc-1', resourceId: vmId('kc-1'), events: [{ eventId: E(75) }], maxUnavailable: 1 });
-    arm.rows = [scheduledEventOf({ resourceId: vmId('kc-1'), eventId: E(75) })];
+    arm.rows = [await listedVm(kube, 'kc', 'kc-1', E(75))];
     const { r, lines } = await relay('unused', { store: kube });
     const leases = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
     // once Resource Manager took it, each create of the event's record finds one there already (409 AlreadyExists)
@@ -724,13 +729,7 @@ describe("approval via arm: the event's record written over by others (Leases on
 describe("approval via arm: Azure's record of the event", () => {
   it("who asked is written into the record Resource Graph gave, which stays Azure's", async () => {
     const container = 'arm-record';
-    await writeRecord(store(container), 'rec', {
-      name: 'rec-1',
-      resourceId: vmId('rec-1'),
-      events: [{ eventId: E(80) }],
-      maxUnavailable: 1,
-    });
-    arm.rows = [scheduledEventOf({ resourceId: vmId('rec-1'), eventId: E(80) })];
+    arm.rows = [await listedVm(store(container), 'rec', 'rec-1', E(80))];
     const { r } = await relay(container, { feed: true });
     await r.graph!.poll();
     const listed = await azureOf(r, E(80));

@@ -720,7 +720,7 @@ describe("approval via arm: the event's record written over by others (Leases on
       arm.peer.answer = answer;
     }
     expect(lines.filter((l) => l.msg === 'relay: approved through Resource Manager, but could not record who asked')).toMatchObject([
-      { level: 40, eventId: E(75) },
+      { level: 40, eventId: E(75), code: 'FLEET_STORE_UNAVAILABLE', err: `the record of event ${E(75)} changed under each of 5 writes` },
     ]);
     expect(await azureOf(r, E(75))).toBeUndefined();
   }, 60_000);

@@ -261,3 +261,29 @@ describe('armTarget: what each refusal says', () => {
     });
   });
 });
+
+describe('armTarget: records that lie about their names', () => {
+  it('a record whose name is the text of a resource id names nothing: the id asked decides', () => {
+    const s = snapshot([
+      { group: 'g', vm: vmId('x-1'), resourceId: vmId('y-1'), events: [{ eventId: E(19) }] },
+      { group: 'g', vm: vmId('x-1'), resourceId: vmId('z-1'), events: [{ eventId: E(19) }] },
+    ]);
+    expect(refusal(s, vmId('x-1'), E(19), null)).toMatchObject({ status: 404, code: 'UNKNOWN_EVENT' });
+  });
+
+  it('of the records of one VM, one that lists other events does not name it: the one that lists this event does', () => {
+    const s = snapshot([
+      { group: 'kv', vm: 'kv-0', resourceId: vmId('kv-1'), events: [{ eventId: E(20) }] },
+      { group: 'kv', vm: 'kv-1', resourceId: vmId('kv-1'), events: [{ eventId: E(21) }] },
+    ]);
+    expect(armTarget(s, vmId('kv-1'), E(21), null)).toMatchObject({ name: 'kv-1', event: { eventId: E(21) } });
+  });
+
+  it("Azure's status must be Scheduled itself, not a word that ends so", () => {
+    const s = snapshot([{ group: 'web', vm: 'web-1', resourceId: vmId('web-1'), events: [{ eventId: E(22) }] }]);
+    expect(refusal(s, 'web-1', E(22), [azure(vmId('web-1'), E(22), { status: 'Unscheduled' })])).toMatchObject({
+      status: 409,
+      code: 'NOT_APPROVABLE',
+    });
+  });
+});

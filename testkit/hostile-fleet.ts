@@ -22,7 +22,8 @@ const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
 /** A member's record as a hostile (or long gone) member writes it by hand: any text where the bridge would write its own. */
 export interface HandWritten {
   readonly name: string;
-  readonly resourceId: string;
+  /** null: a record that gives none. */
+  readonly resourceId: string | null;
   readonly events: readonly { readonly eventId: string; readonly status?: string; readonly notBefore?: string }[];
   readonly maxUnavailable?: number | string;
   /** How long ago it last beat, in seconds (default: now). */
@@ -30,6 +31,9 @@ export interface HandWritten {
   readonly health?: MemberRecord['health'];
   readonly calendar?: MemberRecord['calendar'];
   readonly zone?: string;
+  /** How often it says it beats (default 5). */
+  readonly heartbeatSeconds?: number;
+  readonly unhealthyCountsForSeconds?: number;
 }
 
 /** writeRecord puts a hand-written member record into `group` of the store, under the key its VM's bridge would use. */
@@ -43,11 +47,20 @@ export async function writeRecord(store: FleetStoreConfig, group: string, m: Han
       ...{ notBefore: e.notBefore ?? new Date(Date.now() + 900_000).toISOString(), durationInSeconds: -1, approved: false },
     }));
     const record = {
-      ...{ member: key, vm: m.name, resourceId: m.resourceId, heartbeatAt: at, heartbeatSeconds: 5, events, slot: null },
+      ...{
+        member: key,
+        vm: m.name,
+        resourceId: m.resourceId,
+        heartbeatAt: at,
+        heartbeatSeconds: m.heartbeatSeconds ?? 5,
+        events,
+        slot: null,
+      },
       ...(m.maxUnavailable === undefined ? {} : { maxUnavailable: m.maxUnavailable }),
       ...(m.health === undefined ? {} : { health: m.health }),
       ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
       ...(m.zone === undefined ? {} : { zone: m.zone }),
+      ...(m.unhealthyCountsForSeconds === undefined ? {} : { unhealthyCountsForSeconds: m.unhealthyCountsForSeconds }),
     };
     if ((await s.put(memberName(key), record, null)) === null) throw new Error(`the record of ${m.name} was there already`);
   } finally {

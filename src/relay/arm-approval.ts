@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import { HttpError } from '../approval/requests.ts';
 import { ApprovalError } from '../approval/service.ts';
 import { isEventId } from '../azure/resource-id.ts';
-import { errorFields, messageOf } from '../lib/errors.ts';
+import { BridgeError, errorFields, messageOf } from '../lib/errors.ts';
 import { FleetConfig, UNHEALTHY_COUNTS_FOR_SECONDS } from '../fleet/budget/config.ts';
 import { giveBackTaken, type Written } from '../fleet/budget/give-back.ts';
 import { unavailableOf } from '../fleet/budget/unavailable.ts';
@@ -247,7 +247,10 @@ export class ArmApprovals {
     });
   }
 
-  /** record writes who asked into the event's record (made from the event when Azure's feed has none). */
+  /**
+   * record writes who asked into the event's record (made from the event when Azure's feed has none),
+   * or throws: the store failed, or another writer changed the record under each of five writes.
+   */
   async #record(t: ArmTarget, acknowledged: NonNullable<AzureRecord['acknowledged']>): Promise<void> {
     const store = this.#reader.azure;
     const resourceId = t.recordId;
@@ -264,6 +267,7 @@ export class ArmApprovals {
       };
       if ((await store.put(name, { ...base, acknowledged }, current?.version ?? null)) !== null) return;
     }
+    throw new BridgeError('FLEET_STORE_UNAVAILABLE', `the record of event ${t.event.eventId} changed under each of 5 writes`);
   }
 }
 

@@ -96,7 +96,9 @@ export function armTarget(s: FleetSnapshot, vm: string, eventId: string, azure: 
     id.scaleSet !== null
       ? `${name} is an instance of scale set ${id.scaleSet}: its event is acknowledged at the scale set, for every instance the event names, which only Azure's feed can tell`
       : null;
-  return { name, vm: id, resource: eventResourceOf(id), event: eventOf({ ...e, resources }), group, unsure, recordId: idText(id) };
+  // the record is kept where Azure keeps the event's: at the resource acknowledged (a scale set's names the instance in Resources)
+  const resource = eventResourceOf(id);
+  return { name, vm: id, resource, event: eventOf({ ...e, resources }), group, unsure, recordId: eventResourceText(resource) };
 }
 
 /** fromAzure: the target as Azure says it now: the only authority where the feed is configured. */

@@ -100,3 +100,16 @@ describe('blackoutOf', () => {
     expect(blackoutOf([member('a')], { maxUnavailable: 1 }, NOW)).toBeNull();
   });
 });
+
+describe('blackoutOf: the end a record says', () => {
+  it('a blackout a record says ends at the time it says: held until then, not at it', () => {
+    const at = (until: string) =>
+      blackoutOf(
+        [member('ledger-1', { calendar: { digest: 'x', timeZone: 'UTC', open: false, inWindow: false, blackout: 'year-end', until } })],
+        undefined,
+        NOW,
+      );
+    expect(at(new Date(NOW + 1).toISOString())).toMatch(/^the blackout year-end until /);
+    expect(at(new Date(NOW).toISOString())).toBeNull();
+  });
+});

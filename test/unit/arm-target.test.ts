@@ -84,7 +84,11 @@ describe('armTarget: what the request names', () => {
       { group: 'a', vm: 'db-1', resourceId: vmId('db-1', 'rg-a'), events: [{ eventId: E(1) }] },
       { group: 'b', vm: 'DB-1', resourceId: vmId('db-1', 'rg-b'), events: [{ eventId: E(1) }] },
     ]);
-    expect(refusal(twice, 'db-1', E(1), null)).toMatchObject({ status: 409, code: 'VM_AMBIGUOUS', message: /^2 VMs are named db-1/ });
+    expect(refusal(twice, 'db-1', E(1), null)).toMatchObject({
+      status: 409,
+      code: 'VM_AMBIGUOUS',
+      message: expect.stringMatching(/^2 VMs are named db-1/),
+    });
     const groups = snapshot([
       { group: 'a', vm: 'db-1', resourceId: vmId('db-1'), events: [{ eventId: E(1) }] },
       { group: 'b', vm: 'impostor', resourceId: vmId('db-1') },
@@ -93,7 +97,7 @@ describe('armTarget: what the request names', () => {
       expect(refusal(groups, vm, E(1), null)).toMatchObject({
         status: 409,
         code: 'VM_AMBIGUOUS',
-        message: /^the records of 2 groups \(a, b\)/,
+        message: expect.stringMatching(/^the records of 2 groups \(a, b\)/),
       });
   });
 });
@@ -143,17 +147,19 @@ describe("armTarget without Azure's feed: the members' records are the hint", ()
     expect(refusal(s, 'started-1', E(5), null)).toMatchObject({
       status: 409,
       code: 'NOT_APPROVABLE',
-      message: /is Started, not Scheduled/,
+      message: expect.stringMatching(/is Started, not Scheduled/),
     });
     expect(refusal(s, 'noid-1', E(6), null)).toMatchObject({
       status: 400,
       code: 'NOT_A_VM',
-      message: /the record of noid-1 gives no VM's resource id/,
+      message: expect.stringMatching(/the record of noid-1 gives no VM's resource id/),
     });
     expect(refusal(s, 'started-1', E(6), null)).toMatchObject({ status: 404, code: 'UNKNOWN_EVENT' });
     const t = armTarget(s, 'set-1_3', E(7), null);
     expect(t.unsure).toMatch(/^set-1_3 is an instance of scale set set-1/);
     expect(eventResourceText(t.resource)).toBe(setId('set-1').toLowerCase());
+    // its record is kept where Azure keeps a scale set's: under the scale set, naming the instance in Resources
+    expect(t).toMatchObject({ recordId: setId('set-1').toLowerCase(), event: { resources: ['set-1_3'] } });
   });
 });
 
@@ -186,7 +192,7 @@ describe("armTarget with Azure's feed: Azure's record is the authority", () => {
     expect(refusal(s, 'ghost-1', E(10), [azure(vmId('ghost-1', 'rg-a'), E(10)), azure(vmId('ghost-1', 'rg-b'), E(10))])).toMatchObject({
       status: 409,
       code: 'VM_AMBIGUOUS',
-      message: /for 2 resources named ghost-1/,
+      message: expect.stringMatching(/for 2 resources named ghost-1/),
     });
   });
 
@@ -200,6 +206,84 @@ describe("armTarget with Azure's feed: Azure's record is the authority", () => {
     });
     expect(refusal(s, instanceId('set-1', '3'), E(11), [azure(setId('set-2'), E(11), { resources: ['set-1_3'] })])).toMatchObject({
       code: 'NOT_LISTED_BY_AZURE',
+    });
+  });
+});
+
+describe('armTarget: the name and the Resources it says', () => {
+  it("a VM no record names, asked by its resource id, is named by the id's last segment, with no group", () => {
+    const t = armTarget(snapshot([]), vmId('ghost-3').toUpperCase(), E(12), [azure(vmId('ghost-3'), E(12), { resources: [] })]);
+    expect(t).toMatchObject({ name: 'GHOST-3', group: null, recordId: vmId('ghost-3').toLowerCase() });
+    expect(t.vm).not.toBeNull();
+  });
+
+  it("without Azure's feed, every other VM whose record lists the event is in its Resources once, a record with no resource id too", () => {
+    const s = snapshot([
+      { group: 'kv', vm: 'kv-1', resourceId: vmId('kv-1'), events: [{ eventId: E(13) }] },
+      { group: 'kv', vm: 'kv-noid', resourceId: 'not-a-resource-id', events: [{ eventId: E(13) }] },
+      { group: 'kv', vm: 'kv-2', resourceId: vmId('kv-2', 'rg-a'), events: [{ eventId: E(13) }] },
+      { group: 'kv', vm: 'kv-2', resourceId: vmId('kv-2', 'rg-b'), events: [{ eventId: E(13) }] },
+    ]);
+    const resources = armTarget(s, 'kv-1', E(13), null).event.resources;
+    expect(resources[0]).toBe('kv-1');
+    expect([...resources].sort()).toEqual(['kv-1', 'kv-2', 'kv-noid']);
+  });
+});
+
+describe('armTarget: what each refusal says', () => {
+  it('says what a VM must be, which event no record lists, and what Azure does not list or says of it', () => {
+    const s = snapshot([{ group: 'web', vm: 'web-1', resourceId: vmId('web-1'), events: [{ eventId: E(14) }] }]);
+    expect(refusal(s, 'a/b', E(14), null).message).toMatch(/^vm must be a VM's resource id \(\/subscriptions\/<guid>\/resourceGroups\//);
+    expect(refusal(s, 'web-1', E(15), null).message).toBe(`no member's record lists event ${E(15)} for web-1`);
+    expect(refusal(s, 'web-1', E(14), []).message).toMatch(
+      new RegExp(`^Azure does not list event ${E(14)} for web-1 now: only an event Azure lists is approved through Resource Manager`),
+    );
+    expect(refusal(s, 'web-1', E(14), [azure(vmId('web-1'), E(14), { status: 'Started' })]).message).toBe(
+      `Azure says event ${E(14)} of web-1 is Started, not Scheduled`,
+    );
+  });
+
+  it('of the records of one VM, the one that lists the event names it, wherever it sorts', () => {
+    const s = snapshot([
+      { group: 'kv', vm: 'kv-0', resourceId: vmId('kv-1') },
+      { group: 'kv', vm: 'kv-1', resourceId: vmId('kv-1'), events: [{ eventId: E(16) }] },
+      { group: 'kv', vm: 'kv-z', resourceId: vmId('kv-1') },
+    ]);
+    expect(armTarget(s, vmId('kv-1'), E(16), null)).toMatchObject({ name: 'kv-1', group: { member: { vm: 'kv-1' } } });
+  });
+
+  it("with Azure's feed: a VM's own event is its own whatever Resources say; a name no record gives matches only Azure's records of that VM", () => {
+    const s = snapshot([{ group: 'web', vm: 'web-1', resourceId: vmId('web-1'), events: [{ eventId: E(17) }] }]);
+    expect(armTarget(s, 'web-1', E(17), [azure(vmId('web-1'), E(17), { resources: [] })]).recordId).toBe(vmId('web-1').toLowerCase());
+    expect(refusal(snapshot([]), 'ghost-4', E(18), [azure(vmId('other-4'), E(18))])).toMatchObject({
+      status: 404,
+      code: 'NOT_LISTED_BY_AZURE',
+    });
+  });
+});
+
+describe('armTarget: records that lie about their names', () => {
+  it('a record whose name is the text of a resource id names nothing: the id asked decides', () => {
+    const s = snapshot([
+      { group: 'g', vm: vmId('x-1'), resourceId: vmId('y-1'), events: [{ eventId: E(19) }] },
+      { group: 'g', vm: vmId('x-1'), resourceId: vmId('z-1'), events: [{ eventId: E(19) }] },
+    ]);
+    expect(refusal(s, vmId('x-1'), E(19), null)).toMatchObject({ status: 404, code: 'UNKNOWN_EVENT' });
+  });
+
+  it('of the records of one VM, one that lists other events does not name it: the one that lists this event does', () => {
+    const s = snapshot([
+      { group: 'kv', vm: 'kv-0', resourceId: vmId('kv-1'), events: [{ eventId: E(20) }] },
+      { group: 'kv', vm: 'kv-1', resourceId: vmId('kv-1'), events: [{ eventId: E(21) }] },
+    ]);
+    expect(armTarget(s, vmId('kv-1'), E(21), null)).toMatchObject({ name: 'kv-1', event: { eventId: E(21) } });
+  });
+
+  it("Azure's status must be Scheduled itself, not a word that ends so", () => {
+    const s = snapshot([{ group: 'web', vm: 'web-1', resourceId: vmId('web-1'), events: [{ eventId: E(22) }] }]);
+    expect(refusal(s, 'web-1', E(22), [azure(vmId('web-1'), E(22), { status: 'Unscheduled' })])).toMatchObject({
+      status: 409,
+      code: 'NOT_APPROVABLE',
     });
   });
 });

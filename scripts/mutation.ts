@@ -31,6 +31,8 @@ const Equivalent = z.strictObject({
   mutator: z.string().min(1),
   /** the replacement's first line, as Stryker reports it */
   replacement: z.string(),
+  /** the column the mutant starts at (1-based), when two mutants of one line print the same (a whole condition and one operand, both made false) */
+  column: z.number().int().positive().optional(),
   why: z.string().min(10),
 });
 const ModuleFile = z.strictObject({
@@ -126,12 +128,18 @@ function judge(name: string, mod: ModuleFile, reportPath: string): Outcome {
       total++;
       const line = (lines[m.location.start.line - 1] ?? '').trim();
       const replacement = (m.replacement ?? '').split('\n')[0]!.trim();
-      const match = listed.find((e) => e.line === line && e.mutator === m.mutatorName && e.replacement === replacement);
+      const match = listed.find(
+        (e) =>
+          e.line === line &&
+          e.mutator === m.mutatorName &&
+          e.replacement === replacement &&
+          (e.column === undefined || e.column === m.location.start.column),
+      );
       if (match) used.add(match);
       // printed as the entry that would list it, for test/mutation/<name>.json once judged equivalent
       else
         unlisted.push(
-          `${file}:${m.location.start.line} ${m.status} ${JSON.stringify({ line, mutator: m.mutatorName, replacement, why: '' })}`,
+          `${file}:${m.location.start.line}:${m.location.start.column} ${m.status} ${JSON.stringify({ line, mutator: m.mutatorName, replacement, why: '' })}`,
         );
     }
   }

@@ -16,7 +16,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 
@@ -67,6 +67,20 @@ const testsDigest = (tests: readonly string[]): string =>
     .digest('hex')
     .slice(0, 12);
 
+/**
+ * forgetStaticSurvivors: a mutant of code that runs when a module loads (a constant, a schema) is
+ * static: no test in particular covers it, so Stryker's incremental run would reuse its survival
+ * for ever, whatever tests were added since. Such survivors are dropped from the incremental file
+ * and tested again at every run (against every test: a few, each run).
+ */
+function forgetStaticSurvivors(path: string): void {
+  if (!existsSync(path)) return;
+  const file = JSON.parse(readFileSync(path, 'utf8')) as { files: Record<string, { mutants: { static?: boolean; status: string }[] }> };
+  for (const f of Object.values(file.files))
+    f.mutants = f.mutants.filter((m) => m.static !== true || m.status === 'Killed' || m.status === 'Timeout');
+  writeFileSync(path, JSON.stringify(file));
+}
+
 /** run: one module through Stryker; its report's path. */
 function run(name: string, mod: ModuleFile): string {
   mkdirSync(REPORTS, { recursive: true });
@@ -74,6 +88,8 @@ function run(name: string, mod: ModuleFile): string {
   writeFileSync(join(ROOT, 'tsconfig.mutation.json'), JSON.stringify({ extends: './tsconfig.json', include: [], files: mod.mutate }));
   const report = join(REPORTS, `${name}.json`);
   const config = join(REPORTS, `${name}.stryker.json`);
+  const incrementalFile = join('reports/mutation', `${name}.${testsDigest(mod.tests)}.incremental.json`);
+  forgetStaticSurvivors(join(ROOT, incrementalFile));
   const base = JSON.parse(readFileSync(join(ROOT, 'stryker.config.json'), 'utf8')) as Record<string, unknown>;
   delete base.$schema;
   writeFileSync(
@@ -84,7 +100,7 @@ function run(name: string, mod: ModuleFile): string {
       incremental: true,
       // one per list of tests: Stryker reuses a mutant's result while its code and covering tests are unchanged, so a test
       // taken off the list would still be counted (its runner never runs it again)
-      incrementalFile: join('reports/mutation', `${name}.${testsDigest(mod.tests)}.incremental.json`),
+      incrementalFile,
       jsonReporter: { fileName: join('reports/mutation', `${name}.json`) },
       htmlReporter: { fileName: join('reports/mutation', `${name}.html`) },
     }),

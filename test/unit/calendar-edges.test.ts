@@ -65,6 +65,23 @@ describe('a blackout holds from its start to its end, its end outside', () => {
   });
 });
 
+describe('several windows', () => {
+  it('an instant in any one of them is in the windows', () => {
+    const c = cal({
+      timeZone: 'UTC',
+      windows: [
+        { days: ['sat'], from: '10:00', to: '12:00' },
+        { days: ['sun'], from: '22:00', to: '02:00' },
+      ],
+    });
+    expect(c.stateAt(at('2026-11-28T11:00:00Z'))).toEqual({ inWindow: true, blackout: null }); // Saturday's
+    expect(c.stateAt(at('2026-11-30T01:00:00Z'))).toEqual({ inWindow: true, blackout: null }); // Sunday night's, into Monday
+    expect(c.stateAt(at('2026-11-29T11:00:00Z'))).toEqual({ inWindow: false, blackout: null });
+    expect(c.allows(at('2026-11-28T11:00:00Z'), 'windows')).toBe(true);
+    expect(iso(c.nextAllowed(at('2026-11-28T12:00:00Z'), 'windows'))).toBe('2026-11-29T22:00:00.000Z');
+  });
+});
+
 describe('zones far from UTC: the local date is not the UTC date', () => {
   it.each([
     // [zone, the local Saturday 10:00 to 12:00 in UTC]
@@ -154,6 +171,29 @@ describe('how far ahead the calendar looks', () => {
     expect(iso(c.blackoutEnd(at('2026-11-28T11:00:00Z')))).toBe('2026-11-28T12:00:00.000Z');
     expect(iso(c.nextAllowed(at('2026-11-28T11:00:00Z'), 'any'))).toBe('2026-11-28T14:00:00.000Z');
     expect(c.blackoutEnd(at('2026-11-28T14:00:00Z'))).toBeNull();
+  });
+
+  it("the walk to a blackout's end, or to the first instant allowed, stops after 5000 changes: past them it is not known (null)", () => {
+    // 2500 days of blackout with a window every day inside it: two changes a day, the end is the day after the last
+    const c = cal({
+      timeZone: 'UTC',
+      windows: [{ days: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], from: '10:00', to: '12:00' }],
+      blackouts: [{ name: 'long', from: '2030-01-01', to: '2036-11-04' }],
+    });
+    const end = at('2036-11-05T00:00:00Z');
+    // from 10:00 on the first day the end is the 5000th change; from midnight, the 5001st
+    expect(c.blackoutEnd(at('2030-01-01T10:00:00Z'))).toBe(end);
+    expect(c.blackoutEnd(at('2030-01-01T00:00:00Z'))).toBeNull();
+    // the first instant allowed: from 12:00 it is the 4999th change (the 5000th instant looked at), from 11:00 the 5000th
+    expect(c.nextAllowed(at('2030-01-01T12:00:00Z'), 'any', end + 1)).toBe(end);
+    expect(c.nextAllowed(at('2030-01-01T11:00:00Z'), 'any', end + 1)).toBeNull();
+  });
+
+  it('stretches of a calendar that never changes: the one it is in, however far `to` is', () => {
+    const c = cal({ timeZone: 'UTC', blackouts: [{ name: 'always', from: '00:00', to: '24:00' }] });
+    const from = at('2026-11-28T12:00:00Z');
+    for (const days of [1, 30, 400])
+      expect(c.stretches(from, from + days * DAY)).toEqual([{ at: from, state: { inWindow: true, blackout: 'always' } }]);
   });
 
   it('stretches: each change from `from` to `to`, at most `max`', () => {

@@ -111,6 +111,17 @@ describe('zones far from UTC: the local date is not the UTC date', () => {
     expect(iso(c.blackoutEnd(at('2026-11-28T00:00:00Z')))).toBe('2026-11-30T14:00:00.000Z');
   });
 
+  it('a day the zone skipped (Samoa went from 29 to 31 December 2011): its Friday window never opened, not on the Saturday either', () => {
+    const c = cal({ timeZone: 'Pacific/Apia', windows: [{ days: ['fri'], from: '10:00', to: '12:00' }] });
+    // the clocks went from Thursday 29 December 23:59 (UTC-10) to Saturday 31 December 00:00 (UTC+14)
+    const jump = at('2011-12-30T10:00:00Z');
+    expect(c.local(jump - MIN)).toEqual({ date: '2011-12-29', minute: 1439, offset: -600 });
+    expect(c.local(jump)).toEqual({ date: '2011-12-31', minute: 0, offset: 840 });
+    expect(c.instant('2011-12-30', 600)).toBe(jump);
+    expect(c.stateAt(jump + 11 * 60 * MIN).inWindow).toBe(false); // Saturday 11:00
+    expect(iso(c.nextChange(jump - DAY))).toBe('2012-01-05T20:00:00.000Z'); // Friday 6 January 10:00
+  });
+
   it('a run of dates is whole local days, in a zone behind UTC', () => {
     const c = cal({ timeZone: 'Pacific/Pago_Pago', blackouts: [{ name: 'freeze', from: '2026-12-24', to: '2026-12-26' }] });
     expect(c.stateAt(at('2026-12-24T11:00:00Z') - 1).blackout).toBeNull();

@@ -31,8 +31,12 @@ const Equivalent = z.strictObject({
   mutator: z.string().min(1),
   /** the replacement's first line, as Stryker reports it */
   replacement: z.string(),
-  /** the column the mutant starts at (1-based), when two mutants of one line print the same (a whole condition and one operand, both made false) */
+  /**
+   * where the mutant starts and ends on its lines (columns, 1-based), when two mutants of one line print the same: a
+   * whole condition and one of its operands, both made false, start alike and end apart
+   */
   column: z.number().int().positive().optional(),
+  endColumn: z.number().int().positive().optional(),
   why: z.string().min(10),
 });
 const ModuleFile = z.strictObject({
@@ -46,7 +50,10 @@ const Mutant = z.object({
   mutatorName: z.string(),
   replacement: z.string().optional(),
   status: z.string(),
-  location: z.object({ start: z.object({ line: z.number(), column: z.number() }) }),
+  location: z.object({
+    start: z.object({ line: z.number(), column: z.number() }),
+    end: z.object({ line: z.number(), column: z.number() }),
+  }),
 });
 const Report = z.object({ files: z.record(z.string(), z.object({ source: z.string(), mutants: z.array(Mutant) })) });
 
@@ -149,13 +156,14 @@ function judge(name: string, mod: ModuleFile, reportPath: string): Outcome {
           e.line === line &&
           e.mutator === m.mutatorName &&
           e.replacement === replacement &&
-          (e.column === undefined || e.column === m.location.start.column),
+          (e.column === undefined || e.column === m.location.start.column) &&
+          (e.endColumn === undefined || e.endColumn === m.location.end.column),
       );
       if (match) used.add(match);
       // printed as the entry that would list it, for test/mutation/<name>.json once judged equivalent
       else
         unlisted.push(
-          `${file}:${m.location.start.line}:${m.location.start.column} ${m.status} ${JSON.stringify({ line, mutator: m.mutatorName, replacement, why: '' })}`,
+          `${file}:${m.location.start.line}:${m.location.start.column}-${m.location.end.column} ${m.status} ${JSON.stringify({ line, mutator: m.mutatorName, replacement, why: '' })}`,
         );
     }
   }

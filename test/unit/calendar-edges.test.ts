@@ -132,6 +132,14 @@ describe('zones far from UTC: the local date is not the UTC date', () => {
 });
 
 describe('how far ahead the calendar looks', () => {
+  it('the clock read days past a date (the calendar command), and half a minute past a minute', () => {
+    const c = cal({ timeZone: 'Europe/Oslo' });
+    // two days on from Saturday 28 March 2026, across the night the clocks go forward: Monday 00:00 is UTC+2
+    expect(iso(c.instant('2026-03-28', 2 * 1440))).toBe('2026-03-29T22:00:00.000Z');
+    // 13:00:30 in Oslo's winter: the offset in whole minutes
+    expect(c.local(at('2026-11-28T12:00:30Z'))).toEqual({ date: '2026-11-28', minute: 780, offset: 60 });
+  });
+
   it('a calendar with no window and no blackout never changes', () => {
     const c = cal({ timeZone: 'Europe/Oslo' });
     expect(c.stateAt(at('2026-11-28T12:00:00Z'))).toEqual({ inWindow: true, blackout: null });

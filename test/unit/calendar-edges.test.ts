@@ -122,6 +122,12 @@ describe('zones far from UTC: the local date is not the UTC date', () => {
     expect(iso(c.nextChange(jump - DAY))).toBe('2012-01-05T20:00:00.000Z'); // Friday 6 January 10:00
   });
 
+  it('an hour skipped just before midnight (Nuuk, Saturday 28 March 2026, 23:00 to 00:00): its wall times fall on the jump', () => {
+    const c = cal({ timeZone: 'America/Nuuk' });
+    expect(iso(c.instant('2026-03-28', 23 * 60 + 30))).toBe('2026-03-29T01:00:00.000Z');
+    expect(iso(c.instant('2026-03-28', 22 * 60 + 59))).toBe('2026-03-29T00:59:00.000Z');
+  });
+
   it('a run of dates is whole local days, in a zone behind UTC', () => {
     const c = cal({ timeZone: 'Pacific/Pago_Pago', blackouts: [{ name: 'freeze', from: '2026-12-24', to: '2026-12-26' }] });
     expect(c.stateAt(at('2026-12-24T11:00:00Z') - 1).blackout).toBeNull();

@@ -16,7 +16,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 
@@ -31,6 +31,12 @@ const Equivalent = z.strictObject({
   mutator: z.string().min(1),
   /** the replacement's first line, as Stryker reports it */
   replacement: z.string(),
+  /**
+   * where the mutant starts and ends on its lines (columns, 1-based), when two mutants of one line print the same: a
+   * whole condition and one of its operands, both made false, start alike and end apart
+   */
+  column: z.number().int().positive().optional(),
+  endColumn: z.number().int().positive().optional(),
   why: z.string().min(10),
 });
 const ModuleFile = z.strictObject({
@@ -44,7 +50,10 @@ const Mutant = z.object({
   mutatorName: z.string(),
   replacement: z.string().optional(),
   status: z.string(),
-  location: z.object({ start: z.object({ line: z.number(), column: z.number() }) }),
+  location: z.object({
+    start: z.object({ line: z.number(), column: z.number() }),
+    end: z.object({ line: z.number(), column: z.number() }),
+  }),
 });
 const Report = z.object({ files: z.record(z.string(), z.object({ source: z.string(), mutants: z.array(Mutant) })) });
 
@@ -65,6 +74,20 @@ const testsDigest = (tests: readonly string[]): string =>
     .digest('hex')
     .slice(0, 12);
 
+/**
+ * forgetStaticSurvivors: a mutant of code that runs when a module loads (a constant, a schema) is
+ * static: no test in particular covers it, so Stryker's incremental run would reuse its survival
+ * for ever, whatever tests were added since. Such survivors are dropped from the incremental file
+ * and tested again at every run (against every test: a few, each run).
+ */
+function forgetStaticSurvivors(path: string): void {
+  if (!existsSync(path)) return;
+  const file = JSON.parse(readFileSync(path, 'utf8')) as { files: Record<string, { mutants: { static?: boolean; status: string }[] }> };
+  for (const f of Object.values(file.files))
+    f.mutants = f.mutants.filter((m) => m.static !== true || m.status === 'Killed' || m.status === 'Timeout');
+  writeFileSync(path, JSON.stringify(file));
+}
+
 /** run: one module through Stryker; its report's path. */
 function run(name: string, mod: ModuleFile): string {
   mkdirSync(REPORTS, { recursive: true });
@@ -72,6 +95,8 @@ function run(name: string, mod: ModuleFile): string {
   writeFileSync(join(ROOT, 'tsconfig.mutation.json'), JSON.stringify({ extends: './tsconfig.json', include: [], files: mod.mutate }));
   const report = join(REPORTS, `${name}.json`);
   const config = join(REPORTS, `${name}.stryker.json`);
+  const incrementalFile = join('reports/mutation', `${name}.${testsDigest(mod.tests)}.incremental.json`);
+  forgetStaticSurvivors(join(ROOT, incrementalFile));
   const base = JSON.parse(readFileSync(join(ROOT, 'stryker.config.json'), 'utf8')) as Record<string, unknown>;
   delete base.$schema;
   writeFileSync(
@@ -82,7 +107,7 @@ function run(name: string, mod: ModuleFile): string {
       incremental: true,
       // one per list of tests: Stryker reuses a mutant's result while its code and covering tests are unchanged, so a test
       // taken off the list would still be counted (its runner never runs it again)
-      incrementalFile: join('reports/mutation', `${name}.${testsDigest(mod.tests)}.incremental.json`),
+      incrementalFile,
       jsonReporter: { fileName: join('reports/mutation', `${name}.json`) },
       htmlReporter: { fileName: join('reports/mutation', `${name}.html`) },
     }),
@@ -126,12 +151,19 @@ function judge(name: string, mod: ModuleFile, reportPath: string): Outcome {
       total++;
       const line = (lines[m.location.start.line - 1] ?? '').trim();
       const replacement = (m.replacement ?? '').split('\n')[0]!.trim();
-      const match = listed.find((e) => e.line === line && e.mutator === m.mutatorName && e.replacement === replacement);
+      const match = listed.find(
+        (e) =>
+          e.line === line &&
+          e.mutator === m.mutatorName &&
+          e.replacement === replacement &&
+          (e.column === undefined || e.column === m.location.start.column) &&
+          (e.endColumn === undefined || e.endColumn === m.location.end.column),
+      );
       if (match) used.add(match);
       // printed as the entry that would list it, for test/mutation/<name>.json once judged equivalent
       else
         unlisted.push(
-          `${file}:${m.location.start.line} ${m.status} ${JSON.stringify({ line, mutator: m.mutatorName, replacement, why: '' })}`,
+          `${file}:${m.location.start.line}:${m.location.start.column}-${m.location.end.column} ${m.status} ${JSON.stringify({ line, mutator: m.mutatorName, replacement, why: '' })}`,
         );
     }
   }

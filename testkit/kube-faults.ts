@@ -11,7 +11,8 @@
  *   Timeout, 503 from a server not ready), as the apiserver writes one.
  * - `throttled(seconds)`: what API Priority and Fairness (and max-in-flight) answers when a
  *   priority level's queues are full: 429 with Retry-After and a text/plain body, not a Status.
- * - `raw(code, contentType, body)`: any other answer (a proxy's page, a broken server).
+ * - `raw(code, contentType, body)`: any other answer (a proxy's page, a broken server); a code under 100,
+ *   which no HTTP server library writes, is written on the connection itself, then closed.
  * - `hang`: the request is read and never answered (the connection stays open until the stand-in closes).
  * - `later(answer)`: the request is held until the test gives the fault to answer it with.
  */
@@ -99,7 +100,10 @@ export class KubeFaults {
 function write(fault: KubeFault, res: ServerResponse): void {
   if (fault.kind === 'hang') return;
   if (fault.kind === 'later') return void fault.answer.then((f) => write(f, res));
-  if (fault.kind === 'raw') {
+  if (fault.kind === 'raw' && fault.code < 100) {
+    const head = `HTTP/1.1 ${String(fault.code).padStart(3, '0')} Odd\r\ncontent-type: ${fault.contentType}\r\n`;
+    res.socket?.end(`${head}content-length: ${Buffer.byteLength(fault.body)}\r\nconnection: close\r\n\r\n${fault.body}`);
+  } else if (fault.kind === 'raw') {
     res.writeHead(fault.code, { 'content-type': fault.contentType, 'content-length': Buffer.byteLength(fault.body) });
     res.end(fault.body);
   } else if (fault.kind === 'throttled') {

@@ -73,7 +73,11 @@ describe('the last slot raced, over the Lease store', () => {
     expect(await asked).toBe('HELD');
     expect(a.budget.state().slot).toBeNull();
     expect(await live(a)).toEqual(['vm-b']);
-    expect(a.lines.some((l) => l.msg === 'fleet budget: another member went down meanwhile; slot given back')).toBe(true);
+    expect(a.lines.find((l) => l.msg === 'fleet budget: another member went down meanwhile; slot given back')).toMatchObject({
+      slot: 'slot-0',
+      down: 2,
+      group,
+    });
   });
 
   it('early hold: a member whose event Started is counted by an approval that reads after that, before its own read of the slots', async () => {

@@ -89,6 +89,30 @@ async function records(m: Slots): Promise<Record<string, SlotRecord>> {
   return Object.fromEntries((await m.store.list('slot-')).map((r) => [r.name, asSlot(r.value)]));
 }
 
+/**
+ * overtaken: the store, where another writer comes first to each of the member's next `lost.max`
+ * writes and removals (it writes the record again as it is, or a free slot where there is none), so
+ * the member's conditional call is lost at the version it read; `lost.count` says how many were.
+ */
+const overtaken =
+  (lost: { count: number; max: number }) =>
+  (s: FleetStore): FleetStore => {
+    const first = async (name: string) => {
+      if (lost.count >= lost.max) return;
+      lost.count++;
+      const now = await s.get(name);
+      await s.put(name, now?.value ?? { member: null, vm: 'vm-z', since: new Date(T0).toISOString() }, now?.version ?? null);
+    };
+    return {
+      where: s.where,
+      get: (...args) => s.get(...args),
+      list: (...args) => s.list(...args),
+      close: () => s.close(),
+      put: async (name, value, version, signal) => (await first(name), s.put(name, value, version, signal)),
+      remove: async (name, version, signal) => (await first(name), s.remove(name, version, signal)),
+    };
+  };
+
 const heldOf = (p: Promise<unknown>): Promise<ApprovalError> =>
   p.then(
     () => {
@@ -106,6 +130,12 @@ describe('one member and its slot', () => {
     const first = await a.slots.take(e1, 'early', api);
     expect(first).toMatchObject({ forced: false, slot: 'slot-0', writes: [{ name: 'slot-0' }] });
     expect(a.slots.heldFor).toEqual([e1.eventId]);
+    expect(a.lines.find((l) => l.msg === 'fleet budget: slot taken')).toMatchObject({
+      slot: 'slot-0',
+      eventId: e1.eventId,
+      group: 'own-slot',
+      mode: 'early',
+    });
     // a later event joins: its end is later
     const e2 = eventAt('vm-a', { notBefore: new Date(T0 + 60 * 60_000).toISOString() });
     expect(await a.slots.take(e2, 'early', api)).toMatchObject({ forced: false, slot: 'slot-0', writes: [{ name: 'slot-0' }] });
@@ -133,7 +163,7 @@ describe('one member and its slot', () => {
     expect((await records(a))['slot-0']).toMatchObject({ mode: 'early', by: 'ops', reason: 'patch' });
     const eb = eventAt('vm-b');
     const grant = await b.slots.take(eb, 'forced', { by: 'ops', via: 'api' });
-    expect(grant).toMatchObject({ forced: true, slot: `slot-x-${b.key}` });
+    expect(grant).toMatchObject({ forced: true, slot: `slot-x-${b.key}`, writes: [{ name: `slot-x-${b.key}` }] });
     expect((await records(b))[`slot-x-${b.key}`]).toMatchObject({ member: b.key, mode: 'forced', eventIds: [eb.eventId] });
     expect(b.lines.find((l) => l.code === 'FLEET_OVER_BUDGET')).toMatchObject({ mode: 'forced', holders: [{ vm: 'vm-a' }] });
     expect(b.gauges.at(-1)).toEqual([0, 1]);
@@ -141,10 +171,18 @@ describe('one member and its slot', () => {
     const eb2 = eventAt('vm-b');
     expect(await b.slots.take(eb2, 'early', api)).toMatchObject({ forced: true, slot: `slot-x-${b.key}` });
     expect((await records(b))[`slot-x-${b.key}`]!.eventIds).toEqual([eb.eventId, eb2.eventId]);
-    // given back: the overflow record is deleted, not left free
+    // asked again for an event it holds: forced as it was, nothing written
+    expect(await b.slots.take(eb, 'early', api)).toEqual({ forced: true, slot: `slot-x-${b.key}`, writes: [] });
+    // one of its events given back: the overflow record keeps the other
+    await b.slots.release((ids) => ids.filter((id) => id !== eb.eventId));
+    expect((await records(b))[`slot-x-${b.key}`]).toMatchObject({ member: b.key, eventIds: [eb2.eventId] });
+    // given back: the overflow record is deleted, not left free, and said
     await b.slots.release(() => []);
     expect(Object.keys(await records(b))).toEqual(['slot-0']);
     expect(b.slots.held).toBeNull();
+    expect(b.lines.filter((l) => l.msg === 'fleet budget: slot given back')).toEqual([
+      expect.objectContaining({ slot: `slot-x-${b.key}`, eventIds: [eb2.eventId], group: 'forced' }),
+    ]);
   });
 
   it('a holder past its recorded end is taken over (said, with whom from); the lapsed holder learns it lost its slot', async () => {
@@ -153,6 +191,7 @@ describe('one member and its slot', () => {
     const ea = eventAt('vm-a');
     await a.slots.take(ea, 'early', api);
     expect(await outcome(b.slots.take(eventAt('vm-b'), 'early', api))).toBe('HELD');
+    expect(a.slots.lapsed).toBe(false);
     // 16 minutes on: a's slot (NotBefore + 60 s of margin) has passed its recorded end
     clock.now = T0 + 16 * 60_000 + 1;
     expect(a.slots.lapsed).toBe(true);
@@ -192,8 +231,11 @@ describe('one member and its slot', () => {
     const [e1, e2] = [eventAt('vm-a'), eventAt('vm-a')];
     await a.slots.take(e1, 'early', api);
     await a.slots.take(e2, 'early', api);
+    const kept = (await a.store.get('slot-0'))!.version;
     await a.slots.release((ids) => ids);
     expect((await records(a))['slot-0']!.eventIds).toEqual([e1.eventId, e2.eventId]);
+    // nothing to give back: nothing written
+    expect((await a.store.get('slot-0'))!.version).toBe(kept);
     await a.slots.release((ids) => ids.filter((id) => id !== e1.eventId));
     expect((await records(a))['slot-0']).toMatchObject({ member: a.key, eventIds: [e2.eventId] });
     // the record changes behind the member's back (its own renewal by another process): the release reads it again
@@ -202,7 +244,13 @@ describe('one member and its slot', () => {
     await a.slots.release(() => []);
     expect((await records(a))['slot-0']).toMatchObject({ member: null });
     expect(a.slots.held).toBeNull();
-    expect(a.lines.filter((l) => l.msg === 'fleet budget: slot given back')).toHaveLength(1);
+    expect(a.lines.filter((l) => l.msg === 'fleet budget: slot given back')).toEqual([
+      expect.objectContaining({ slot: 'slot-0', eventIds: [e2.eventId], group: 'release' }),
+    ]);
+    // read again: a free slot is held by nobody
+    await a.slots.read();
+    expect(a.slots.holders).toEqual([]);
+    expect(a.gauges.at(-1)).toEqual([0, 0]);
   });
 
   it('renews its slot when the end has moved by a heartbeat or more, not before; a renewal lost reads the slot again', async () => {
@@ -261,6 +309,8 @@ describe('what else holds an early approval', () => {
     expect(held.message).toMatch(/^group sick allows 2 members in maintenance at once; held by vm-a \(.+\) since .+; .*vm-c/);
     expect(held.unhealthy).toEqual(sick(c!));
     expect(asked).toBe(2);
+    // held before any write: the member not healthy leaves no slot to try
+    expect(Object.keys(await records(b!))).toEqual(['slot-0']);
     // no slot free: the members' health is not read at all
     await c!.slots.take(eventAt('vm-c'), 'forced', api);
     expect(await outcome(b!.slots.take(eventAt('vm-b'), 'early', api, undefined, unhealthy))).toBe('HELD');
@@ -329,10 +379,141 @@ describe('what else holds an early approval', () => {
     const a = await slotsOf('started', 'vm-a', clock);
     await a.slots.read();
     const e = { ...eventAt('vm-a'), eventStatus: 'Started' as const };
-    expect(await a.slots.take(e, 'started', { by: 'azure', via: 'imds' })).toMatchObject({ forced: false, slot: `slot-x-${a.key}` });
+    expect(await a.slots.take(e, 'started', { by: 'azure', via: 'imds' })).toMatchObject({
+      forced: false,
+      slot: `slot-x-${a.key}`,
+      writes: [{ name: `slot-x-${a.key}` }],
+    });
     expect(a.lines.find((l) => l.msg === 'fleet budget: down, counted')).toMatchObject({ mode: 'started', eventId: e.eventId });
     expect(a.lines.some((l) => l.code === 'FLEET_OVER_BUDGET')).toBe(false);
     expect(a.slots.heldFor).toEqual([e.eventId]);
+  });
+
+  it('a group full with members down outside its slots (a Started overflow record): its health not read, no slot written, held', async () => {
+    const clock = { now: T0 };
+    const [z, a] = await Promise.all(['vm-z', 'vm-a'].map((vm) => slotsOf('full-overflow', vm, clock, 1)));
+    await z!.slots.read();
+    await z!.slots.take({ ...eventAt('vm-z'), eventStatus: 'Started' }, 'started', { by: 'azure', via: 'imds' });
+    let asked = 0;
+    const held = await heldOf(a!.slots.take(eventAt('vm-a'), 'early', api, undefined, async () => (asked++, [])));
+    expect(held.message).toMatch(/^group full-overflow allows 1 member in maintenance at once; held by vm-z /);
+    expect(asked).toBe(0);
+    expect(Object.keys(await records(a!))).toEqual([`slot-x-${z!.key}`]);
+  });
+
+  it('an event Started while the member holds a slot joins it; one Started before any read takes a free slot, as started', async () => {
+    const clock = { now: T0 };
+    const a = await slotsOf('started-held', 'vm-a', clock);
+    const e1 = eventAt('vm-a');
+    await a.slots.take(e1, 'early', api);
+    const e2 = { ...eventAt('vm-a'), eventStatus: 'Started' as const };
+    expect(await a.slots.take(e2, 'started', { by: 'azure', via: 'imds' })).toMatchObject({ slot: 'slot-0', writes: [{ name: 'slot-0' }] });
+    expect(await records(a)).toEqual({ 'slot-0': expect.objectContaining({ eventIds: [e1.eventId, e2.eventId] }) });
+    const b = await slotsOf('started-unread', 'vm-b', clock);
+    const eb = { ...eventAt('vm-b'), eventStatus: 'Started' as const };
+    expect(await b.slots.take(eb, 'started', { by: 'azure', via: 'imds' })).toMatchObject({ slot: 'slot-0', writes: [{ name: 'slot-0' }] });
+    expect(await records(b)).toEqual({ 'slot-0': expect.objectContaining({ member: b.key, mode: 'started', eventIds: [eb.eventId] }) });
+  });
+
+  it('down past the budget when its event Started: said loudly, naming the other holders, not itself', async () => {
+    const clock = { now: T0 };
+    const [c, a] = await Promise.all(['vm-c', 'vm-a'].map((vm) => slotsOf('started-past', vm, clock, 1)));
+    await c!.slots.take(eventAt('vm-c'), 'early', api);
+    await a!.slots.read();
+    await a!.slots.take({ ...eventAt('vm-a'), eventStatus: 'Started' }, 'started', { by: 'azure', via: 'imds' });
+    expect(a!.lines.find((l) => l.code === 'FLEET_OVER_BUDGET')).toMatchObject({
+      slot: `slot-x-${a!.key}`,
+      mode: 'started',
+      holders: [expect.objectContaining({ vm: 'vm-c' })],
+    });
+  });
+
+  it('zones not configured: members of different zones go down together', async () => {
+    const clock = { now: T0 };
+    const [a, b] = await Promise.all(['vm-a', 'vm-b'].map((vm) => slotsOf('no-zones', vm, clock, 2)));
+    Object.assign(a!.vm, { zone: '1' });
+    Object.assign(b!.vm, { zone: '2' });
+    await b!.slots.take(eventAt('vm-b'), 'early', api);
+    expect((await records(b!))['slot-0']).toMatchObject({ zone: '2' });
+    expect(await a!.slots.take(eventAt('vm-a'), 'early', api)).toMatchObject({ slot: 'slot-1' });
+  });
+
+  it('read back, zones one at a time: a member of another zone that took another slot meanwhile holds the early one back', async () => {
+    const clock = { now: T0 };
+    const gate = new Gate();
+    const a = await slotsOf('zones-read-back', 'vm-a', clock, 2, '1', gated(slotWrite, gate));
+    const b = await slotsOf('zones-read-back', 'vm-b', clock, 2, '2');
+    gate.armed = true;
+    const asked = outcome(a.slots.take(eventAt('vm-a'), 'early', api));
+    await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
+    // b is second in the queue: it takes slot-1, a writes slot-0
+    expect(await b.slots.take(eventAt('vm-b'), 'early', api, async () => 1)).toMatchObject({ slot: 'slot-1' });
+    gate.open();
+    expect(await asked).toBe('HELD');
+    expect(await records(a)).toMatchObject({ 'slot-0': { member: null }, 'slot-1': { member: b.key } });
+  });
+
+  it('renewed, the recorded end is the latest of its events', async () => {
+    const clock = { now: T0 };
+    const a = await slotsOf('renew-two', 'vm-a', clock);
+    const e1 = eventAt('vm-a');
+    const e2 = eventAt('vm-a', { notBefore: new Date(T0 + 60 * 60_000).toISOString() });
+    await a.slots.take(e1, 'early', api);
+    await a.slots.take(e2, 'early', api);
+    const moved = (e: ScheduledEvent, minutes: number) => ({ ...e, notBefore: new Date(T0 + minutes * 60_000).toISOString() });
+    await a.slots.renew({ incarnation: 2, events: [moved(e1, 100), moved(e2, 70)] });
+    expect((await records(a))['slot-0']!.until).toBe(new Date(T0 + 101 * 60_000).toISOString());
+  });
+
+  it('a slot lost while another is held: said with who holds the one it lost', async () => {
+    const clock = { now: T0 };
+    const [c, a, b] = await Promise.all(['vm-c', 'vm-a', 'vm-b'].map((vm) => slotsOf('lost-second', vm, clock, 2)));
+    await c!.slots.take(eventAt('vm-c', { notBefore: new Date(T0 + 120 * 60_000).toISOString() }), 'early', api);
+    await a!.slots.take(eventAt('vm-a'), 'early', api);
+    clock.now = T0 + 16 * 60_000 + 1;
+    expect(await b!.slots.take(eventAt('vm-b', { notBefore: new Date(T0 + 30 * 60_000).toISOString() }), 'early', api)).toMatchObject({
+      slot: 'slot-1',
+    });
+    await a!.slots.read();
+    expect(a!.lines.find((l) => l.code === 'FLEET_SLOT_LOST')).toMatchObject({ slot: 'slot-1', to: 'vm-b' });
+  });
+
+  it("a record in its name without events (another writer's): held for nothing, kept by a release, an event added to it alone", async () => {
+    const clock = { now: T0 };
+    const a = await slotsOf('no-events', 'vm-a', clock);
+    const until = new Date(T0 + 60 * 60_000).toISOString();
+    await a.store.put('slot-0', { member: a.key, vm: 'vm-a', since: new Date(T0).toISOString(), until, mode: 'early' }, null);
+    await a.slots.read();
+    expect(a.slots.heldFor).toEqual([]);
+    await a.slots.release(() => []);
+    expect((await records(a))['slot-0']).toMatchObject({ member: a.key });
+    const e = eventAt('vm-a');
+    await a.slots.take(e, 'early', api);
+    expect((await records(a))['slot-0']!.eventIds).toEqual([e.eventId]);
+  });
+
+  it("its view of its slot follows its own writes: another member's record written, or another record removed, leaves its slot held", async () => {
+    const clock = { now: T0 };
+    const a = await slotsOf('own-view', 'vm-a', clock, 2);
+    await a.slots.take(eventAt('vm-a'), 'early', api);
+    const other = { ...(await records(a))['slot-0']!, member: 'k-other', vm: 'vm-o' };
+    expect(await a.slots.write('slot-1', other, null)).toMatchObject({ name: 'slot-1' });
+    expect(a.slots.held?.name).toBe('slot-0');
+    expect(await a.slots.remove('slot-1', (await a.store.get('slot-1'))!.version)).toBe(true);
+    expect(a.slots.held?.name).toBe('slot-0');
+  });
+
+  it('an overflow record given back after another writer rewrote it: read again, and deleted at its new version', async () => {
+    const clock = { now: T0 };
+    const lost = { count: 0, max: 0 };
+    const a = await slotsOf('overflow-moved', 'vm-a', clock);
+    const b = await slotsOf('overflow-moved', 'vm-b', clock, 1, null, overtaken(lost));
+    await a.slots.take(eventAt('vm-a'), 'early', api);
+    await b.slots.take(eventAt('vm-b'), 'forced', api);
+    lost.max = 1;
+    await b.slots.release(() => []);
+    expect(lost.count).toBe(1);
+    expect(Object.keys(await records(b))).toEqual(['slot-0']);
   });
 });
 
@@ -341,7 +522,7 @@ describe('a maintenance of several members', () => {
   const ctx = (m: Slots, config: ReturnType<typeof asBudget>) => ({
     config,
     store: m.store,
-    logger: pino({ level: 'silent' }),
+    logger: pino({ level: 'debug' }, { write: (s: string) => void m.lines.push(JSON.parse(s) as Record<string, unknown>) }),
     slots: m.slots,
     now: () => m.clock.now,
     me: m.key,
@@ -365,6 +546,9 @@ describe('a maintenance of several members', () => {
     ]);
     expect(namedIn({ resources: ['vm-a'] }, me, members)).toEqual([]);
     expect(downText('g', named([]))).toBe('this maintenance takes 0 members of g down at once ()');
+    expect(downText('g', [me, { key: 'k-b', vm: { name: 'vm-b', resourceId: null } }])).toBe(
+      'this maintenance takes 2 members of g down at once (vm-a, vm-b)',
+    );
   });
 
   it("writes a slot in each named member's name, adds the event to a slot one holds already, and writes nothing once all hold it", async () => {
@@ -383,6 +567,16 @@ describe('a maintenance of several members', () => {
     expect(held['slot-1']).toMatchObject({ vm: 'vm-a', eventIds: [e.eventId], mode: 'early' });
     expect(held['slot-2']).toMatchObject({ vm: 'vm-c', eventIds: [e.eventId], mode: 'early' });
     expect(a!.slots.heldFor).toEqual([e.eventId]);
+    expect(a!.lines.find((l) => l.msg === 'fleet budget: 3 slots taken for one maintenance')).toMatchObject({
+      eventId: e.eventId,
+      group,
+      mode: 'early',
+      members: ['vm-a', 'vm-b', 'vm-c'],
+      slots: ['slot-0', 'slot-1', 'slot-2'],
+    });
+    expect(await takeForAll(ctx(a!, config), e, named([a!, b!, c!]), 'early', api)).toEqual({ forced: false, slot: 'slot-1', writes: [] });
+    // the group allows one now: what all hold already is still theirs, not held
+    a!.k = 1;
     expect(await takeForAll(ctx(a!, config), e, named([a!, b!, c!]), 'early', api)).toEqual({ forced: false, slot: 'slot-1', writes: [] });
   });
 
@@ -480,5 +674,103 @@ describe('a maintenance of several members', () => {
       ['slot-2', 'vm-c'],
     ]);
     expect(taken.slot).toBe('slot-1');
+    // forced, it waits for no turn
+    await a.slots.release(() => []);
+    await c.slots.read();
+    await c.slots.release(() => []);
+    const forced = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    expect(await takeForAll(ctx(a, config), forced, named([a, c]), 'forced', api, async () => null)).toMatchObject({ forced: true });
+  });
+
+  it('zones not configured: a maintenance across two zones is approved early', async () => {
+    const clock = { now: T0 };
+    const group = 'many-no-zones';
+    const [a, c] = await Promise.all([slotsOf(group, 'vm-a', clock, 2), slotsOf(group, 'vm-c', clock, 2)]);
+    Object.assign(a.vm, { zone: '1' });
+    Object.assign(c.vm, { zone: '2' });
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    expect(await takeForAll(ctx(a, configOf(group, 2)), e, named([a, c]), 'early', api)).toMatchObject({ forced: false, slot: 'slot-0' });
+  });
+
+  it('members down outside the slots (a Started overflow record) leave too few: held before any slot is written', async () => {
+    const clock = { now: T0 };
+    const group = 'many-overflow';
+    const [z, a, c] = await Promise.all(['vm-z', 'vm-a', 'vm-c'].map((vm) => slotsOf(group, vm, clock, 2)));
+    await z!.slots.read();
+    await z!.slots.take({ ...eventAt('vm-z'), eventStatus: 'Started' }, 'started', { by: 'azure', via: 'imds' });
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    expect(await outcome(takeForAll(ctx(a!, configOf(group, 2)), e, named([a!, c!]), 'early', api))).toBe('HELD');
+    expect(Object.keys(await records(a!))).toEqual([`slot-x-${z!.key}`]);
+  });
+
+  it("a member's slot without events (another writer's) gets this one alone", async () => {
+    const clock = { now: T0 };
+    const group = 'many-no-events';
+    const [a, c] = await Promise.all([slotsOf(group, 'vm-a', clock, 2), slotsOf(group, 'vm-c', clock, 2)]);
+    const until = new Date(T0 + 60 * 60_000).toISOString();
+    await c.store.put('slot-0', { member: c.key, vm: 'vm-c', since: new Date(T0).toISOString(), until, mode: 'early' }, null);
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    await takeForAll(ctx(a, configOf(group, 2)), e, named([a, c]), 'early', api);
+    expect(await records(a)).toMatchObject({ 'slot-0': { member: c.key, eventIds: [e.eventId] }, 'slot-1': { member: a.key } });
+  });
+
+  it('writes lost to another writer round after round: tried eight times, then held; a release tried eight times, then left', async () => {
+    const clock = { now: T0 };
+    const group = 'overtaken';
+    const lost = { count: 0, max: Infinity };
+    const a = await slotsOf(group, 'vm-a', clock, 2, null, overtaken(lost));
+    const c = await slotsOf(group, 'vm-c', clock, 2);
+    const words = `group ${group} allows 2 members in maintenance at once; the slots were being taken by other members`;
+    expect((await heldOf(a.slots.take(eventAt('vm-a'), 'early', api))).message).toBe(words);
+    expect(lost.count).toBe(8);
+    // its turn come, the same
+    lost.count = 0;
+    expect((await heldOf(a.slots.take(eventAt('vm-a'), 'early', api, async () => 0))).message).toBe(words);
+    expect(lost.count).toBe(8);
+    lost.count = 0;
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    expect(await outcome(takeForAll(ctx(a, configOf(group, 2)), e, named([a, c]), 'early', api))).toBe('HELD');
+    expect(lost.count).toBe(8);
+    // a slot held, and every write of its release lost: tried eight times, the slot left in its name
+    lost.max = 0;
+    await a.slots.take(eventAt('vm-a'), 'early', api);
+    lost.count = 0;
+    lost.max = Infinity;
+    await a.slots.release(() => []);
+    expect(lost.count).toBe(8);
+    expect((await records(a))['slot-0']).toMatchObject({ member: a.key });
+  });
+
+  it('a write lost once is tried again from a fresh read, and the maintenance approved', async () => {
+    const clock = { now: T0 };
+    const group = 'overtaken-once';
+    const lost = { count: 0, max: 1 };
+    const a = await slotsOf(group, 'vm-a', clock, 2, null, overtaken(lost));
+    const c = await slotsOf(group, 'vm-c', clock, 2);
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    const taken = await takeForAll(ctx(a, configOf(group, 2)), e, named([a, c]), 'early', api);
+    expect(taken.writes.map((w) => w.name).sort()).toEqual(['slot-0', 'slot-1']);
+    expect(lost.count).toBe(1);
+  });
+
+  it('read back with a member not healthy: one more down meanwhile takes the group past its budget, and every slot written is given back', async () => {
+    const clock = { now: T0 };
+    const group = 'many-sick-read-back';
+    const gate = new Gate();
+    const a = await slotsOf(group, 'vm-a', clock, 3, null, gated(slotWrite, gate));
+    const [b, c] = await Promise.all(['vm-b', 'vm-c'].map((vm) => slotsOf(group, vm, clock, 3)));
+    await b!.slots.read();
+    let asked = 0;
+    const unwell = async () => (asked++, [{ key: 'k-z', vm: 'vm-z', since: new Date(T0).toISOString(), why: 'its check failed' }]);
+    gate.armed = true;
+    const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
+    const taken = outcome(takeForAll(ctx(a, configOf(group, 3)), e, named([a, c!]), 'early', api, undefined, unwell));
+    await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
+    await b!.slots.take({ ...eventAt('vm-b'), eventStatus: 'Started' }, 'started', { by: 'azure', via: 'imds' });
+    gate.open();
+    expect(await taken).toBe('HELD');
+    expect(await records(a)).toMatchObject({ 'slot-0': { member: null }, 'slot-1': { member: null } });
+    // held at once, not tried again while the group is past its budget: the members' health read once
+    expect(asked).toBe(1);
   });
 });

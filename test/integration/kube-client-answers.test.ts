@@ -199,10 +199,12 @@ describe('2xx answers', () => {
 
   it('a status outside 2xx that is not a Status (a proxy in front): KubeApiError with the text as sent', async () => {
     const kube = connect('proxy-page');
-    api.faults.next(NODE, raw(502, 'text/html', '<html>Bad Gateway</html>'), raw(302, 'text/html', ''));
+    // a status under 100 (a broken server's) reaches the client as a final answer: refused as any other outside 2xx
+    api.faults.next(NODE, raw(502, 'text/html', '<html>Bad Gateway</html>'), raw(302, 'text/html', ''), raw(99, 'application/json', '{}'));
     for (const [status, body] of [
       [502, '<html>Bad Gateway</html>'],
       [302, ''],
+      [99, '{}'],
     ] as const)
       expect(await failure(kube.request({ method: 'GET', path: NODE }))).toMatchObject({ status, body });
   });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KubeConfigError, KubeConnection, KubeExecError } from '../../src/kube/client.ts';
 import { ForwardProxy } from '../../testkit/forward-proxy.ts';
+import { KUBE_CERT, KUBE_KEY } from '../../testkit/kube-objects.ts';
 import { CA_DATA, EXEC_V1, useStandIn, writeKubeconfig, writePlugin } from '../../testkit/kubeconfig.ts';
 import { waitFor } from '../helpers.ts';
 
@@ -98,6 +99,18 @@ describe('what the plugin answers', () => {
       expect(err, String(words)).toBeInstanceOf(KubeConfigError);
       expect(err!.message).toMatch(words);
     }
+  });
+
+  it('a token refused, and a client certificate in its place at the next run: the call asked again with the certificate', async () => {
+    const pem = JSON.stringify({ clientCertificateData: KUBE_CERT, clientKeyData: KUBE_KEY });
+    const first = `readFileSync(${JSON.stringify(join(dir, 'to-cert.runs'))}, 'utf8').trim().split('\\n').length === 1`;
+    const kube = withPlugin('to-cert', `answer(${first} ? { token: 'revoked-token' } : ${pem});`);
+    const before = api.requests.length;
+    expect((await readNode(kube)).metadata.name).toBe('n0');
+    expect(runs('to-cert')).toHaveLength(2);
+    // the first try with the token, refused; the second over TLS with the certificate, no token sent
+    expect(api.requests.slice(before).map((r) => r.authorization)).toEqual(['Bearer revoked-token', undefined]);
+    kube.close();
   });
 
   it('an expirationTimestamp that is not RFC 3339 is an error of the answer (as client-go decodes it), never "expired"', async () => {

@@ -104,6 +104,27 @@ describe('proxy-url', () => {
   });
 });
 
+describe('the connection, as the proxy sees it (each connection to the API server is one CONNECT tunnel)', () => {
+  it('calls one after another share the connection kept alive; closed, it is dropped and the next call opens another', async () => {
+    const own = await new ForwardProxy().start();
+    try {
+      const kube = KubeConnection.open(withCluster('kept-alive', { 'certificate-authority-data': CA_DATA, 'proxy-url': own.url }))!;
+      const read = async () =>
+        (await kube.request<{ metadata: { name: string } }>({ method: 'GET', path: '/api/v1/nodes/n0' })).metadata.name;
+      for (let i = 0; i < 6; i++) expect(await read()).toBe('n0');
+      // one tunnel; a second only when the API server closed the first while it was idle (5 s), never one a call
+      const kept = own.tunnels().length;
+      expect(kept).toBeLessThanOrEqual(2);
+      kube.close();
+      expect(await read()).toBe('n0');
+      expect(own.tunnels()).toHaveLength(kept + 1);
+      kube.close();
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('TLS', () => {
   it('a CA together with insecure-skip-tls-verify is refused, as kubectl does (data or file)', async () => {
     const words = /cluster "c": certificate-authority(-data)? and insecure-skip-tls-verify are both set/;

@@ -65,6 +65,23 @@ describe('a blackout holds from its start to its end, its end outside', () => {
   });
 });
 
+describe('several windows', () => {
+  it('an instant in any one of them is in the windows', () => {
+    const c = cal({
+      timeZone: 'UTC',
+      windows: [
+        { days: ['sat'], from: '10:00', to: '12:00' },
+        { days: ['sun'], from: '22:00', to: '02:00' },
+      ],
+    });
+    expect(c.stateAt(at('2026-11-28T11:00:00Z'))).toEqual({ inWindow: true, blackout: null }); // Saturday's
+    expect(c.stateAt(at('2026-11-30T01:00:00Z'))).toEqual({ inWindow: true, blackout: null }); // Sunday night's, into Monday
+    expect(c.stateAt(at('2026-11-29T11:00:00Z'))).toEqual({ inWindow: false, blackout: null });
+    expect(c.allows(at('2026-11-28T11:00:00Z'), 'windows')).toBe(true);
+    expect(iso(c.nextAllowed(at('2026-11-28T12:00:00Z'), 'windows'))).toBe('2026-11-29T22:00:00.000Z');
+  });
+});
+
 describe('zones far from UTC: the local date is not the UTC date', () => {
   it.each([
     // [zone, the local Saturday 10:00 to 12:00 in UTC]
@@ -94,6 +111,23 @@ describe('zones far from UTC: the local date is not the UTC date', () => {
     expect(iso(c.blackoutEnd(at('2026-11-28T00:00:00Z')))).toBe('2026-11-30T14:00:00.000Z');
   });
 
+  it('a day the zone skipped (Samoa went from 29 to 31 December 2011): its Friday window never opened, not on the Saturday either', () => {
+    const c = cal({ timeZone: 'Pacific/Apia', windows: [{ days: ['fri'], from: '10:00', to: '12:00' }] });
+    // the clocks went from Thursday 29 December 23:59 (UTC-10) to Saturday 31 December 00:00 (UTC+14)
+    const jump = at('2011-12-30T10:00:00Z');
+    expect(c.local(jump - MIN)).toEqual({ date: '2011-12-29', minute: 1439, offset: -600 });
+    expect(c.local(jump)).toEqual({ date: '2011-12-31', minute: 0, offset: 840 });
+    expect(c.instant('2011-12-30', 600)).toBe(jump);
+    expect(c.stateAt(jump + 11 * 60 * MIN).inWindow).toBe(false); // Saturday 11:00
+    expect(iso(c.nextChange(jump - DAY))).toBe('2012-01-05T20:00:00.000Z'); // Friday 6 January 10:00
+  });
+
+  it('an hour skipped just before midnight (Nuuk, Saturday 28 March 2026, 23:00 to 00:00): its wall times fall on the jump', () => {
+    const c = cal({ timeZone: 'America/Nuuk' });
+    expect(iso(c.instant('2026-03-28', 23 * 60 + 30))).toBe('2026-03-29T01:00:00.000Z');
+    expect(iso(c.instant('2026-03-28', 22 * 60 + 59))).toBe('2026-03-29T00:59:00.000Z');
+  });
+
   it('a run of dates is whole local days, in a zone behind UTC', () => {
     const c = cal({ timeZone: 'Pacific/Pago_Pago', blackouts: [{ name: 'freeze', from: '2026-12-24', to: '2026-12-26' }] });
     expect(c.stateAt(at('2026-12-24T11:00:00Z') - 1).blackout).toBeNull();
@@ -104,6 +138,14 @@ describe('zones far from UTC: the local date is not the UTC date', () => {
 });
 
 describe('how far ahead the calendar looks', () => {
+  it('the clock read days past a date (the calendar command), and half a minute past a minute', () => {
+    const c = cal({ timeZone: 'Europe/Oslo' });
+    // two days on from Saturday 28 March 2026, across the night the clocks go forward: Monday 00:00 is UTC+2
+    expect(iso(c.instant('2026-03-28', 2 * 1440))).toBe('2026-03-29T22:00:00.000Z');
+    // 13:00:30 in Oslo's winter: the offset in whole minutes
+    expect(c.local(at('2026-11-28T12:00:30Z'))).toEqual({ date: '2026-11-28', minute: 780, offset: 60 });
+  });
+
   it('a calendar with no window and no blackout never changes', () => {
     const c = cal({ timeZone: 'Europe/Oslo' });
     expect(c.stateAt(at('2026-11-28T12:00:00Z'))).toEqual({ inWindow: true, blackout: null });
@@ -154,6 +196,29 @@ describe('how far ahead the calendar looks', () => {
     expect(iso(c.blackoutEnd(at('2026-11-28T11:00:00Z')))).toBe('2026-11-28T12:00:00.000Z');
     expect(iso(c.nextAllowed(at('2026-11-28T11:00:00Z'), 'any'))).toBe('2026-11-28T14:00:00.000Z');
     expect(c.blackoutEnd(at('2026-11-28T14:00:00Z'))).toBeNull();
+  });
+
+  it("the walk to a blackout's end, or to the first instant allowed, stops after 5000 changes: past them it is not known (null)", () => {
+    // 2500 days of blackout with a window every day inside it: two changes a day, the end is the day after the last
+    const c = cal({
+      timeZone: 'UTC',
+      windows: [{ days: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], from: '10:00', to: '12:00' }],
+      blackouts: [{ name: 'long', from: '2030-01-01', to: '2036-11-04' }],
+    });
+    const end = at('2036-11-05T00:00:00Z');
+    // from 10:00 on the first day the end is the 5000th change; from midnight, the 5001st
+    expect(c.blackoutEnd(at('2030-01-01T10:00:00Z'))).toBe(end);
+    expect(c.blackoutEnd(at('2030-01-01T00:00:00Z'))).toBeNull();
+    // the first instant allowed: from 12:00 it is the 4999th change (the 5000th instant looked at), from 11:00 the 5000th
+    expect(c.nextAllowed(at('2030-01-01T12:00:00Z'), 'any', end + 1)).toBe(end);
+    expect(c.nextAllowed(at('2030-01-01T11:00:00Z'), 'any', end + 1)).toBeNull();
+  });
+
+  it('stretches of a calendar that never changes: the one it is in, however far `to` is', () => {
+    const c = cal({ timeZone: 'UTC', blackouts: [{ name: 'always', from: '00:00', to: '24:00' }] });
+    const from = at('2026-11-28T12:00:00Z');
+    for (const days of [1, 30, 400])
+      expect(c.stretches(from, from + days * DAY)).toEqual([{ at: from, state: { inWindow: true, blackout: 'always' } }]);
   });
 
   it('stretches: each change from `from` to `to`, at most `max`', () => {

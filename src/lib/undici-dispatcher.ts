@@ -1,3 +1,4 @@
+/// <reference path="./undici-parts.d.ts" />
 /**
  * The undici half of the HTTP client (http-client.ts), loaded at a client's first request, so
  * that a command that makes none (validate, --help) never loads undici: the dispatcher a client

@@ -87,7 +87,8 @@ describe('armTarget: what the request names', () => {
     expect(refusal(twice, 'db-1', E(1), null)).toMatchObject({
       status: 409,
       code: 'VM_AMBIGUOUS',
-      message: expect.stringMatching(/^2 VMs are named db-1/),
+      // both resource ids named, one after the other, so a person can pick one
+      message: expect.stringMatching(/^2 VMs are named db-1 \(\S*rg-a\S*, \S*rg-b\S*\): name it by its resource id$/i),
     });
     const groups = snapshot([
       { group: 'a', vm: 'db-1', resourceId: vmId('db-1'), events: [{ eventId: E(1) }] },

@@ -1,3 +1,4 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the declarations of undici's parts, also for a program of only some files (the mutation checker)
 /// <reference path="./undici-parts.d.ts" />
 /**
  * The undici half of the HTTP client (http-client.ts), loaded at a client's first request, so

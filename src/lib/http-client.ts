@@ -76,7 +76,6 @@ export class HttpClient {
   readonly #options: HttpClientOptions;
   /** The dispatcher, made at the first request (undici is loaded only then). */
   #dispatcher: Promise<Dispatcher> | null = null;
-  #closed = false;
 
   constructor(options: HttpClientOptions) {
     this.#options = options;
@@ -90,8 +89,6 @@ export class HttpClient {
     const target = typeof url === 'string' ? new URL(url) : url;
     if (req.signal?.aborted) throw abortError(req.signal.reason);
     try {
-      // as undici's own dispatcher says it once closed, whether or not this client made one
-      if (this.#closed) throw Object.assign(new Error('the HTTP client is closed'), { code: 'UND_ERR_CLOSED' });
       const dispatcher = await this.#dispatch();
       const res = await dispatcher.request({
         origin: target.origin,
@@ -112,7 +109,6 @@ export class HttpClient {
 
   /** close lets requests under way finish, then drops the connections. */
   close(): void {
-    this.#closed = true;
     void this.#dispatcher?.then((d) => d.close()).catch(() => undefined);
   }
 }

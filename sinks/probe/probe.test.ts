@@ -74,10 +74,14 @@ class Prober {
   }
 }
 
+/** holdsOf: the probe sink's own record of the events it holds for. */
+function holdsOf(h: Harness): Record<string, { since: number } | undefined> {
+  return JSON.parse(h.bridge.store.sinkStates.of('lb').get('holds') ?? '{}') as Record<string, { since: number }>;
+}
+
 /** holdSince: when the probe sink began holding for an event (its own record: the drain counts from it). */
 function holdSince(h: Harness, eventId: string): number {
-  const holds = JSON.parse(h.bridge.store.sinkStates.of('lb').get('holds') ?? '{}') as Record<string, { since: number }>;
-  return holds[eventId]!.since;
+  return holdsOf(h)[eventId]!.since;
 }
 
 async function bridgeWithProbe(
@@ -227,6 +231,8 @@ describe('probe sink', () => {
       await waitFor(() => prober.first(503, back.at + 1), 'the probe out of service again');
       await waitFor(() => runsOf(`${e.eventId}/scheduled/2`) >= 2, 'the gate hook failing for the second occurrence');
       // past the drain of the second occurrence, the hook failed once more and IMDS was read twice: still not approved
+      // the probe answers 503 as it begins to hold; its record of the hold is written beside that
+      await waitFor(() => holdsOf(h)[e.eventId] !== undefined, 'the probe sink holding for the second occurrence');
       const drained = holdSince(h, e.eventId) + 2000;
       await waitFor(() => Date.now() > drained, 'the end of the drain');
       const failures = runsOf(`${e.eventId}/scheduled/2`);

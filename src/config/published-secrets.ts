@@ -6,7 +6,8 @@
  * its own random secrets.
  */
 import { z } from 'zod';
-import { everyString, markedSecrets } from './schema.ts';
+import { markedSecrets } from './marked-secrets.ts';
+import { everyString } from './schema.ts';
 
 export const PUBLISHED_SECRETS: readonly string[] = [
   // the Standard Webhooks specification's example secret, and its key
@@ -36,14 +37,10 @@ function keyOf(v: string): string | null {
 
 const PUBLISHED_KEYS = new Set(PUBLISHED_SECRETS.map(keyOf).filter((k): k is string => k !== null));
 
-const schemas = new WeakMap<z.ZodType, unknown>();
-
 /** publishedSecretProblems lists, by path, the secrets of `value` that are published. */
 export function publishedSecretProblems(schema: z.ZodType, value: unknown): string[] {
-  let json = schemas.get(schema);
-  if (json === undefined) schemas.set(schema, (json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' })));
   const problems = new Set<string>();
-  for (const marked of markedSecrets(value, json)) {
+  for (const marked of markedSecrets(schema, value)) {
     everyString(marked.value, (v) => {
       const key = keyOf(v);
       if ((key !== null && PUBLISHED_KEYS.has(key)) || PUBLISHED_SECRETS.some((p) => v === p || v.includes(`${p};`) || v.endsWith(p))) {

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { SINK_CONFIG_SCHEMAS } from '../registry/sinks.ts';
 import { keyOf, whsec } from '../lib/standard-webhooks.ts';
 import { httpUrl, secret } from '../lib/validators.ts';
+import { markedSecrets } from './marked-secrets.ts';
 import { ObservabilityConfig, ServerConfig } from './endpoints.ts';
 import { Rule } from '../approval/policy.ts';
 import { InboxConfig } from '../fleet/inbox/config.ts';
@@ -201,35 +202,6 @@ export function nullIsAbsent(schema: unknown): unknown {
   return out;
 }
 
-let schemaCache: Record<string, unknown> | null = null;
-
-/**
- * markedSecrets walks a validated value beside its JSON Schema and returns every value the schema
- * marks as a secret (`secret(...)`, `writeOnly`), each with its path (`sinks[2].secret`).
- */
-export function markedSecrets(value: unknown, schema: unknown, path = ''): { path: string; value: unknown }[] {
-  if (schema === null || typeof schema !== 'object') return [];
-  const s = schema as {
-    writeOnly?: boolean;
-    anyOf?: unknown[];
-    oneOf?: unknown[];
-    allOf?: unknown[];
-    properties?: Record<string, unknown>;
-    additionalProperties?: unknown;
-    items?: unknown;
-  };
-  if (s.writeOnly === true) return value === undefined ? [] : [{ path, value }];
-  const out: { path: string; value: unknown }[] = [];
-  for (const branch of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])]) out.push(...markedSecrets(value, branch, path));
-  if (Array.isArray(value)) {
-    value.forEach((item, i) => out.push(...markedSecrets(item, s.items, `${path}[${i}]`)));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value))
-      out.push(...markedSecrets(v, s.properties?.[k] ?? s.additionalProperties, path === '' ? k : `${path}.${k}`));
-  }
-  return out;
-}
-
 /** everyString visits each string inside a value. */
 export function everyString(v: unknown, visit: (s: string) => void): void {
   if (typeof v === 'string') visit(v);
@@ -244,7 +216,6 @@ export function everyString(v: unknown, visit: (s: string) => void): void {
  * Longest first, so that a secret containing another is scrubbed whole.
  */
 export function secretsOf(config: unknown): string[] {
-  schemaCache ??= jsonSchema();
   const out = new Set<string>();
   const addUrlParts = (v: string, whole: boolean) => {
     if (!/^https?:\/\//i.test(v)) return;
@@ -258,7 +229,7 @@ export function secretsOf(config: unknown): string[] {
       /* not a URL */
     }
   };
-  for (const marked of markedSecrets(config, schemaCache)) {
+  for (const marked of markedSecrets(BridgeConfig, config)) {
     everyString(marked.value, (v) => {
       if (v.length >= 6) out.add(v);
       addUrlParts(v, true);

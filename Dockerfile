@@ -38,5 +38,7 @@ COPY --from=rootfs /rootfs/ /
 USER 10001:10001
 WORKDIR /var/lib/se-bridge
 ENV SE_BRIDGE_CONFIG=/etc/se-bridge/bridge.yaml
+# glibc's allocator gives freed memory back (the systemd unit's setting; docs/performance.md)
+ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=32768:glibc.malloc.trim_threshold=65536
 ENTRYPOINT ["/usr/local/bin/se-bridge"]
 CMD ["run"]

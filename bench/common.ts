@@ -6,15 +6,14 @@ import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { stringify as stringifyYaml } from 'yaml';
+import { LAUNCH } from '../scripts/launch.ts';
 
 export const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 export const CLI = join(ROOT, 'src', 'commands', 'cli.ts');
 /** The package's V8 settings, read from its bin's #! line, so every anchor runs with exactly them. */
-export const PACKAGE_V8_FLAGS: readonly string[] = readFileSync(join(ROOT, 'bin', 'se-bridge.js'), 'utf8')
-  .split('\n')[0]!
-  .split(' node ')[1]!
-  .trim()
-  .split(/\s+/);
+export const PACKAGE_V8_FLAGS: readonly string[] = LAUNCH.v8Flags;
+/** The environment the systemd unit and the image set for the daemon (glibc's allocator settings). */
+export const PACKAGE_ENV: Readonly<Record<string, string>> = LAUNCH.env;
 export const quick = process.argv.includes('--quick');
 /** sizesOf: the group sizes a phase run alone is given (`node bench/x.ts 10 100`), or undefined for its own. */
 export function sizesOf(argv: readonly string[]): number[] | undefined {

@@ -6,8 +6,9 @@
  * files: the node binary, mostly) and PSS (shared pages divided among the processes sharing
  * them), from /proc/PID/status and /proc/PID/smaps_rollup. Linux only.
  *
- * Each profile of the daemon runs as users run it: a YAML configuration, logging at `info`. And
- * twice: the first start after an install, with no compile cache (an empty CACHE_DIRECTORY), and
+ * Each profile of the daemon runs as users run it: a YAML configuration, logging at `info`, with
+ * the environment the systemd unit and the image give it (glibc's allocator settings:
+ * scripts/launch.ts), and once more by hand, without them. And twice: the first start after an install, with no compile cache (an empty CACHE_DIRECTORY), and
  * the next start, which finds the bytecode the first one left there.
  *
  *   node bench/memory.ts [--quick]
@@ -18,7 +19,7 @@ import { join } from 'node:path';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { FleetStores } from '../testkit/fleet-stores.ts';
 import { HttpPeer } from '../testkit/http-peer.ts';
-import { bridgeConfig, dir, log, PACKAGE_V8_FLAGS, quick, ROOT, sleep, spawnProcess, stop } from './common.ts';
+import { bridgeConfig, dir, log, PACKAGE_ENV, PACKAGE_V8_FLAGS, quick, ROOT, sleep, spawnProcess, stop } from './common.ts';
 
 export interface Memory {
   vmRssMiB: number;
@@ -52,6 +53,8 @@ interface Profile {
   cmd: string[];
   sinks?: Sinks;
   fleet?: 'blob' | 'kubernetes';
+  /** true: without the allocator settings the systemd unit and the image give it (run by hand). */
+  byHand?: boolean;
 }
 
 /**
@@ -70,12 +73,18 @@ function coldCopy(): string | null {
 }
 
 export const PROFILES = (binary: string | null): Profile[] => [
-  { name: 'bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'] },
+  { name: 'bare node', cmd: [NODE, '-e', 'setInterval(() => {}, 1000)'], byHand: true },
   {
     name: "floor: node with the package's flags and node:http, idle",
     cmd: [NODE, ...PACKAGE_V8_FLAGS, '-e', "require('node:http').createServer().listen(0, '127.0.0.1'); setInterval(() => {}, 1000)"],
   },
   { name: 'package, webhook+file', cmd: [PACKAGE_BIN], sinks: 'webhook+file' },
+  {
+    name: "package, webhook+file, run by hand (no allocator settings: the unit's, the image's)",
+    cmd: [PACKAGE_BIN],
+    sinks: 'webhook+file',
+    byHand: true,
+  },
   { name: 'package, webhook+file, fleet budget on Blob Storage', cmd: [PACKAGE_BIN], sinks: 'webhook+file', fleet: 'blob' },
   { name: 'package, webhook+file, fleet budget on Leases', cmd: [PACKAGE_BIN], sinks: 'webhook+file', fleet: 'kubernetes' },
   {
@@ -133,7 +142,7 @@ async function measure(
     p.sinks === undefined
       ? p.cmd
       : [...p.cmd, 'run', '--config', bridgeConfig(`mem-${id}`, { imds: { endpoint: sim.url }, sinks, ...fleet }, true)];
-  const child: ChildProcess = spawnProcess(args, { CACHE_DIRECTORY: cache });
+  const child: ChildProcess = spawnProcess(args, { CACHE_DIRECTORY: cache, ...(p.byHand === true ? {} : PACKAGE_ENV) });
   try {
     await sleep(3000);
     if (p.sinks !== undefined) sim.addEvent({ noticeMs: 3_600_000 });

@@ -12,16 +12,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'postject';
 import { bundleAssets, bundleCli } from './bundle.ts';
+import { LAUNCH } from './launch.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'build');
 const WORK = join(OUT, 'sea');
 /**
- * The memory flags the package's bin script passes too (bench/results.md has what each saves):
- * a 1 MiB semi-space, no optimizing compilers, no baseline compiler, V8 sizing for memory, and
+ * The memory flags the package's bin script passes (bin/se-bridge.js says what each saves): a
+ * 1 MiB semi-space, no optimizing compilers, no baseline compiler, V8 sizing for memory, and
  * undici's WebAssembly parser kept in V8's baseline WebAssembly compiler.
  */
-const V8_FLAGS = ['--max-semi-space-size=1', '--no-opt', '--no-maglev', '--no-sparkplug', '--optimize-for-size', '--liftoff-only'];
+const V8_FLAGS = LAUNCH.v8Flags;
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const PLATFORMS = ['linux-x64', 'linux-arm64', 'win-x64'] as const;
 type Platform = (typeof PLATFORMS)[number];

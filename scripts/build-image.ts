@@ -20,6 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LAUNCH } from './launch.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -125,6 +126,8 @@ async function main(): Promise<void> {
       `USER ${UID}:${UID}`,
       'WORKDIR /var/lib/se-bridge',
       'ENV SE_BRIDGE_CONFIG=/etc/se-bridge/bridge.yaml',
+      // glibc's allocator settings of the package's bin (scripts/launch.ts), for the executable
+      ...Object.entries(LAUNCH.env).map(([k, v]) => `ENV ${k}=${v}`),
       `LABEL org.opencontainers.image.title="scheduled-events-bridge" org.opencontainers.image.version="${VERSION}" org.opencontainers.image.licenses="MIT"`,
       'ENTRYPOINT ["/usr/local/bin/se-bridge"]',
       'CMD ["run"]',

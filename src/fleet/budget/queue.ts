@@ -116,6 +116,9 @@ export class QueuePlace {
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
   readonly #approvals = new Map<string, HeldApproval>();
+  /** The reads told (`keep`), and the read at which each Scheduled event was first listed. */
+  #reads = 0;
+  readonly #listedAt = new Map<string, number>();
 
   /** approvals: this member's approvals the budget holds, by EventId (its record says them). */
   get approvals(): ReadonlyMap<string, HeldApproval> {
@@ -150,8 +153,11 @@ export class QueuePlace {
     if (this.#approvals.size === 0) this.done();
   }
 
-  /** keep forgets the held approvals of events no longer Scheduled. */
+  /** keep forgets the held approvals of events no longer Scheduled; it is told the Scheduled events at every IMDS read. */
   keep(scheduled: ReadonlySet<string>): void {
+    this.#reads++;
+    for (const id of scheduled) if (!this.#listedAt.has(id)) this.#listedAt.set(id, this.#reads);
+    for (const id of this.#listedAt.keys()) if (!scheduled.has(id)) this.#listedAt.delete(id);
     for (const id of this.#approvals.keys()) if (!scheduled.has(id)) this.#approvals.delete(id);
     if (this.#approvals.size === 0) this.done();
   }
@@ -202,7 +208,8 @@ export class QueuePlace {
    * queue in order. A member that asks for the first time (`first`) lets go first every member
    * ahead of it that may ask now, held or not yet, so a wave of members ready at once is served in
    * the queue's order rather than by who writes first; a slot none of them will take is its own at
-   * once. `down`: the VMs holding a slot (their records may still say held).
+   * once, from the read after the one that first listed its maintenance (every member due with it
+   * has had a read to say its own). `down`: the VMs holding a slot (their records may still say held).
    */
   place(members: readonly MemberRecord[], me: Waiter, now: number, free: number, first = false, down?: ReadonlySet<string>): number | null {
     // the other members waiting for the same maintenance (it names them too) are served with it
@@ -212,6 +219,9 @@ export class QueuePlace {
     this.#position = ahead.length;
     this.#placed = ahead.length;
     this.#placedAt = now;
+    // at the read that first lists it, the members due with it may not have said theirs yet: a first ask waits that read out
+    const listed = this.#listedAt.get(me.eventId);
+    if (first && listed !== undefined && listed >= this.#reads) return null;
     // a maintenance that needs more than are left is passed over, keeping none
     let left = free;
     for (const w of ahead) if (w.need <= left) left -= w.need;

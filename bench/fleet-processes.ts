@@ -118,6 +118,9 @@ export async function phaseFleetProcesses(n = 30, k = 3) {
       handOffSeconds: handOff(handOffGaps),
       releaseToNextStartSeconds: handOff(gaps),
       slotUsePercent: Math.round((heldMs / (k * took)) * 100),
+      // where a round's time goes: a slot held per member (4 s of it Azure's), and the wave's first StartRequests
+      heldPerMemberSeconds: seconds(heldMs / n),
+      firstStartSeconds: seconds((sorted[0] ?? t0) - t0),
       // lost writes of the slots (the hand-offs) apart from the group's other records (the collision waves)
       lostWritesPerHandOff: Math.round(((cost.lostBy.slot ?? 0) / handOffs) * 100) / 100,
       lostWritesElsewhere: Object.fromEntries(Object.entries(cost.lostBy).filter(([kind]) => kind !== 'slot')),

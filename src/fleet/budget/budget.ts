@@ -288,7 +288,13 @@ export class FleetBudget implements ApprovalGate {
     if (!vm.nameKnown) return Promise.resolve(false);
     const record = memberRecordOf({
       ...{ config: this.#o.config, vm, mine: mine ?? this.#mine(), heldFor: this.#slots.heldFor, held: this.#place.approvals },
-      ...{ slot: this.#slots.held?.name ?? null, health: this.#o.health?.state, calendar: this.#o.calendar, notes: this.#o.notes },
+      ...{
+        slot: this.#slots.held?.name ?? null,
+        health: this.#o.health?.state,
+        calendar: this.#o.calendar,
+        notes: this.#o.notes,
+        wave: this.#o.wave,
+      },
     });
     return this.#record.write(record, this.#now(), force);
   }

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { parseVmResourceId } from '../../azure/resource-id.ts';
+import { WaveWordSchema } from './waves.ts';
 
 /**
  * A VM's resource id as a record says it: kept only when it is a VM's or a scale-set instance's
@@ -106,4 +107,6 @@ export const MemberSchema = z.object({
     .max(30 * 86400)
     .optional(),
   settleSeconds: z.number().int().min(0).max(86400).optional(),
+  // the collision wave this member speaks for; a word that does not read is no word (the record still counts)
+  wave: WaveWordSchema.optional().catch(undefined),
 });

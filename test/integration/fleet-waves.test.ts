@@ -75,12 +75,12 @@ describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
       // seen, not said yet: the speaker waits a few seconds to see the wave whole
       await round(clock);
       expect(words()).toHaveLength(0);
-      // the speaker (w0) says it; the others repeat it at their next read, under its id
+      // the speaker (w9: the queue serves it last, all due at once) says it; the others repeat it at their next read, under its id
       await round(clock + 5000, -1);
-      expect(members[0]!.said).toHaveLength(1);
+      expect(members[9]!.said).toHaveLength(1);
       expect(words()).toHaveLength(1);
       await round(clock + 1000);
-      const foreseen = members[0]!.said[0]!;
+      const foreseen = members[9]!.said[0]!;
       expect(foreseen.data.collision).toMatchObject({ state: 'foreseen', atOnce: 10 });
       expect(foreseen.id).toMatch(/^fleet\.collision\/[0-9a-f]{40}$/);
       for (const m of members) expect(m.said.map((e) => e.id)).toEqual([foreseen.id]);
@@ -96,7 +96,7 @@ describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
       await round(clock + 20_000, -1);
       await round(clock + 20_000);
       expect(words()).toHaveLength(10);
-      // a minute after the foreseen word: the speaker now (w4, the first still due) says the latest set once, and the others repeat it
+      // a minute after the foreseen word: the speaker says the latest set once, and the others repeat it
       await round(Date.parse(foreseen.time) + 60_000);
       await round(clock + 1000, -1);
       const updated = words().filter((e) => e.id !== foreseen.id);
@@ -107,7 +107,7 @@ describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
       await round(clock + 1000);
       expect(words()).toHaveLength(16);
 
-      // within the budget: said at once (not a minute later), once, by the speaker (w8), repeated by w9
+      // within the budget: said at once (not a minute later), once, by the speaker, repeated by w8
       start(4, 5, 6, 7);
       await round(clock + 2000);
       await round(clock + 1000, -1);
@@ -140,6 +140,7 @@ describe('the forecast with health checks', () => {
     const said: BridgeEvent[] = [];
     // the speaker says a collision once it has seen it a few seconds: the test's clock moves on
     let clock = Date.now();
+    // (each forecast is the speaker's: the member the queue serves last, its VM name sorting last)
     const seen = async (f: Forecast, records: readonly MemberRecord[]) => {
       expect(await f.foretell(records)).toBeNull();
       clock += SETTLE_MS;
@@ -149,10 +150,10 @@ describe('the forecast with health checks', () => {
       const forecast = new Forecast({
         group,
         maxUnavailable: 2,
-        view: { vm: memberVm('h0'), document: { incarnation: 1, events: [events[0]!] }, goodReads: 1, approvalServerUrl: null },
+        view: { vm: memberVm('h1'), document: { incarnation: 1, events: [events[1]!] }, goodReads: 1, approvalServerUrl: null },
         journal: store.journal,
         logger: silentLogger,
-        route: (e) => ({ id: e.id, eventId: events[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        route: (e) => ({ id: e.id, eventId: events[1]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
         committed: (e) => said.push(e),
         settleSeconds: 600,
         now: () => clock,
@@ -173,10 +174,10 @@ describe('the forecast with health checks', () => {
       const one = new Forecast({
         group: `${group}-five`,
         maxUnavailable: 1,
-        view: { vm: memberVm('f0'), document: { incarnation: 1, events: [five[0]!] }, goodReads: 1, approvalServerUrl: null },
+        view: { vm: memberVm('f4'), document: { incarnation: 1, events: [five[4]!] }, goodReads: 1, approvalServerUrl: null },
         journal: store.journal,
         logger: silentLogger,
-        route: (e) => ({ id: e.id, eventId: five[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        route: (e) => ({ id: e.id, eventId: five[4]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
         committed: (e) => said.push(e),
         settleSeconds: 600,
         now: () => clock,

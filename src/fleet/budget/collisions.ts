@@ -2,7 +2,7 @@
  * The collision forecast: when the members' records show more members due for maintenance at
  * once than the group allows, and this VM is one of them, it commits a `fleet.collision`
  * CloudEvent, routed like any other change. One wave of overlapping windows has one speaker, the
- * member due in it whose VM name sorts first (waves.ts): it says the wave once it has seen it for
+ * member due in it that the group's queue serves last (waves.ts): it says the wave once it has seen it for
  * a few seconds (foreseen), again at most once a minute while the members due change (updated,
  * the latest set), and once when it is within the budget (resolved), and writes each word in its
  * member record. Every other member due repeats the speaker's latest word, read in the listing,

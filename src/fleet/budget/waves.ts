@@ -1,12 +1,12 @@
 /**
  * What the group keeps of its collision waves, and who says them. There is no record of its own
- * that every member reads and races: the wave's speaker (the member due in it whose VM name sorts
- * first) writes each word it says (`wave` in its own member record), and every member reads it in
+ * that every member reads and races: the wave's speaker (the member due in it that the queue
+ * serves last) writes each word it says (`wave` in its own member record), and every member reads it in
  * the listing of the members it makes anyway. A word names the wave's id, its CloudEvent id, what
  * it says (foreseen, updated, resolved), when, and the wave's time span; a member due in the
  * wave repeats the speaker's latest word under the same CloudEvent id, so every member's copy of
- * one word has one id, whoever wrote first. When the speaker leaves the wave (its maintenance
- * starts), the next member in name order speaks on from the last word.
+ * one word has one id, whoever wrote first. Should the speaker leave the wave first (its maintenance
+ * started early), the next member so chosen speaks on from the last word.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -78,5 +78,11 @@ export function wordsAbout(members: readonly MemberRecord[], from: number, to: n
     .sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
 }
 
-/** speakerOf: of the members due, the one whose VM name (lower-cased) sorts first. */
-export const speakerOf = (due: readonly { readonly vm: string }[]): string | undefined => due.map((w) => w.vm.toLowerCase()).sort()[0];
+/**
+ * speakerOf: of the members due, the one the group's queue serves last (the latest NotBefore, then
+ * the VM name that sorts last, lower-cased): it stays in the wave the longest, so the wave rarely
+ * changes speakers, and it is still due when the wave comes within the budget.
+ */
+export const speakerOf = (due: readonly { readonly vm: string; readonly from: number }[]): string | undefined =>
+  due.map((w) => ({ vm: w.vm.toLowerCase(), from: w.from })).sort((a, b) => b.from - a.from || (a.vm < b.vm ? 1 : a.vm > b.vm ? -1 : 0))[0]
+    ?.vm;

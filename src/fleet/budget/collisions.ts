@@ -20,7 +20,17 @@ import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionInfo } from '../../pipeline/info.ts';
 import { collisionIdOf, toCollisionCloudEvent } from '../../pipeline/notices.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
-import { KEEP_MS, SETTLE_MS, speakerOf, UPDATE_EVERY_MS, waveIdOf, wordsAbout, type WaveWord, type WordKind } from './waves.ts';
+import {
+  KEEP_MS,
+  SETTLE_MS,
+  SPEAKER_READ_MS,
+  speakerOf,
+  UPDATE_EVERY_MS,
+  waveIdOf,
+  wordsAbout,
+  type WaveWord,
+  type WordKind,
+} from './waves.ts';
 
 export interface CollisionDeps {
   readonly group: string;
@@ -104,6 +114,8 @@ export class Forecast {
     }
     const ownWindow = due.find((w) => w.vm.toLowerCase() === me);
     const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
+    const resolved = own === undefined ? this.#leaving(members, due, now) : null;
+    if (resolved !== null) return resolved;
     if (this.#known === undefined || own === undefined) {
       // out of the wave (its maintenance started, or the collision is gone): its last word stays in its record until the wave is past
       this.#known = undefined;
@@ -145,6 +157,29 @@ export class Forecast {
     };
     this.#word = word;
     return this.#say(own, document.incarnation, word, due, members.length);
+  }
+
+  /**
+   * leaving: the speaker's own maintenance has started. The queue serves the speaker last, so the
+   * wave is within the budget now (once the members still due show it): said so, once, before it
+   * leaves the wave.
+   */
+  #leaving(members: readonly MemberRecord[], due: readonly Window[], now: number): BridgeEvent | null {
+    const [known, word, document] = [this.#known, this.#word, this.#d.view.document!];
+    const own = known === undefined ? undefined : document.events.find((e) => known.eventIds.has(e.eventId));
+    if (known === undefined || word === undefined || word.kind === 'resolved' || own === undefined) return null;
+    if (due.length + this.#unhealthy.length > this.#k || wordsAbout(members, known.from, known.to, now).some((w) => w.kind === 'resolved'))
+      return null;
+    const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
+    const said: WaveWord = {
+      ...word,
+      said: collisionIdOf(word.wave, ids, true),
+      kind: 'resolved',
+      at: new Date(now).toISOString(),
+      due: due.length,
+    };
+    this.#word = said;
+    return this.#say(own, document.incarnation, said, due, members.length);
   }
 
   /** next: what the speaker says now, given the wave's last word: nothing, or which word. */
@@ -216,21 +251,35 @@ export class Forecast {
  * ForecastReads says when this member reads the group's records for the forecast: at the read
  * that writes a new or changed maintenance of its own, and again one and five seconds later (the
  * members of one wave see their events within a read or two of each other, so the last of them
- * is seen at once, not a heartbeat later).
+ * is seen at once, not a heartbeat later). The speaker of a wave not yet within the budget also
+ * reads it every SPEAKER_READ_MS (its next word is due at most a minute after the last), and once
+ * its own maintenance has started, and one and five seconds later: the queue serves it last, so the
+ * wave is within the budget then, as soon as the members' records catch up with their slots.
  */
 export class ForecastReads {
   readonly #seen = new Map<string, string>();
+  /** The events of this member seen Scheduled that have left it (Started). */
+  readonly #left = new Set<string>();
   #again: number[] = [];
+  #spoke = -Infinity;
 
-  /** due: whether to read the group now, given this member's events and whether its record was just written. */
-  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number): boolean {
+  /** due: whether to read the group now, given this member's events, whether its record was just written, and the word it last said as a speaker. */
+  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number, word?: WaveWord): boolean {
     const listed = new Set(mine.map((e) => e.eventId));
     for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
+    for (const id of this.#left) if (!listed.has(id)) this.#left.delete(id);
     const fresh = wrote ? mine.filter((e) => e.eventStatus === 'Scheduled' && this.#seen.get(e.eventId) !== (e.notBefore ?? '')) : [];
     for (const e of fresh) this.#seen.set(e.eventId, e.notBefore ?? '');
     if (fresh.length > 0) this.#again = [now + 1000, now + 5000];
     const again = this.#again.length > 0 && this.#again[0]! <= now;
     this.#again = this.#again.filter((t) => t > now);
-    return fresh.length > 0 || again;
+    const left = mine.filter((e) => e.eventStatus !== 'Scheduled' && this.#seen.has(e.eventId) && !this.#left.has(e.eventId));
+    for (const e of left) this.#left.add(e.eventId);
+    const speaking = word !== undefined && word.kind !== 'resolved';
+    // once its maintenance started, again a second and five seconds later: the members' records catch up with the slots
+    if (speaking && left.length > 0) this.#again = [now + 1000, now + 5000];
+    const speaks = speaking && (left.length > 0 || now - this.#spoke >= SPEAKER_READ_MS);
+    if (speaks) this.#spoke = now;
+    return fresh.length > 0 || again || speaks;
   }
 }

@@ -53,6 +53,9 @@ export const KEEP_MS = 3_600_000;
 /** How often the members due may change before the speaker says so again: at most once a minute, the latest set. */
 export const UPDATE_EVERY_MS = 60_000;
 
+/** How often the speaker of a wave not yet within the budget reads the group: a quarter of a minute. */
+export const SPEAKER_READ_MS = 15_000;
+
 /**
  * How long the speaker sees a new collision before it says it: the members of one wave see their
  * events within a read or two of each other, so the wave is said once whole, not as each is seen.

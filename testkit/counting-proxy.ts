@@ -36,7 +36,7 @@ export class CountingProxy {
   bytes = 0;
   /** The same, by operation. */
   bytesBy = new Map<string, number>();
-  /** Requests to each blob (its name under the container; a listing: `list`) in each second of the proxy's clock since the last reset. */
+  /** Requests to each blob (its name under the container; a listing: `list`; the container's own: `container`) in each second of the proxy's clock since the last reset. */
   perSecond = new Map<string, Map<number, number>>();
   readonly #faults = new Map<string, Fault[]>();
 
@@ -46,7 +46,7 @@ export class CountingProxy {
       const url = new URL(req.url ?? '/', this.#target);
       const op = blobOperation(req.method ?? 'GET', url);
       this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
-      const blob = op === 'list' ? 'list' : url.pathname.split('/').slice(3).join('/');
+      const blob = op === 'list' ? 'list' : op.endsWith(' container') ? 'container' : url.pathname.split('/').slice(3).join('/');
       const second = Math.floor(Date.now() / 1000);
       const seconds = this.perSecond.get(blob) ?? new Map<number, number>();
       this.perSecond.set(blob, seconds.set(second, (seconds.get(second) ?? 0) + 1));

@@ -9,8 +9,7 @@
 import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { MAX_MEMBER_EVENTS, SlotSchema } from './schemas.ts';
-import type { WaveWord } from './waves.ts';
+import { MAX_MEMBER_EVENTS, SlotSchema, type WaveWord } from './schemas.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';

@@ -5,7 +5,6 @@
  */
 import { z } from 'zod';
 import { parseVmResourceId } from '../../azure/resource-id.ts';
-import { WaveWordSchema } from './waves.ts';
 
 /**
  * A VM's resource id as a record says it: kept only when it is a VM's or a scale-set instance's
@@ -78,6 +77,30 @@ export const MemberEventSchema = z.object({
     .max(64)
     .optional(),
 });
+
+const wordTime = z
+  .string()
+  .max(40)
+  .refine((s) => Number.isFinite(Date.parse(s)));
+
+/**
+ * WaveWordSchema: the last word a member said as the speaker of a collision wave (waves.ts), as its
+ * record says it: the wave's id, the word's CloudEvent id, what it says, when, the wave's time
+ * span as the speaker saw it (a collision whose windows overlap it is the same wave), and how
+ * many members it says are due. Untrusted, as all of a record: a word that does not read is none.
+ */
+export const WaveWordSchema = z.object({
+  wave: z.string().regex(/^[0-9a-f]{40}$/),
+  said: z.string().regex(/^fleet\.collision\/[0-9a-f]{40}$/),
+  kind: z.enum(['foreseen', 'updated', 'resolved']),
+  at: wordTime,
+  from: wordTime,
+  to: wordTime,
+  due: z.number().int().min(0).max(100_000),
+});
+export type WaveWord = z.infer<typeof WaveWordSchema>;
+/** What a word says of a wave: that it is foreseen, that the members due changed, or that it is within the budget now. */
+export type WordKind = WaveWord['kind'];
 
 export const MemberSchema = z.object({
   member: text,

@@ -9,43 +9,10 @@
  * started early), the next member so chosen speaks on from the last word.
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import type { MemberRecord } from './records.ts';
+import type { WaveWord } from './schemas.ts';
 
-/** What a word says of a wave: that it is foreseen, that the members due changed, or that it is within the budget now. */
-export type WordKind = 'foreseen' | 'updated' | 'resolved';
-
-/** One word of a wave, as its speaker wrote it in its member record. */
-export interface WaveWord {
-  /** The wave's id (`data.collision.id`). */
-  readonly wave: string;
-  /** The word's CloudEvent id. */
-  readonly said: string;
-  readonly kind: WordKind;
-  /** When the speaker said it. */
-  readonly at: string;
-  /** The wave's time span as the speaker saw it: a collision whose windows overlap it is the same wave. */
-  readonly from: string;
-  readonly to: string;
-  /** How many members it says are due. */
-  readonly due: number;
-}
-
-const time = z
-  .string()
-  .max(40)
-  .refine((s) => Number.isFinite(Date.parse(s)));
-
-/** WaveWordSchema: a word as a member record says it (untrusted: another member wrote it). */
-export const WaveWordSchema = z.object({
-  wave: z.string().regex(/^[0-9a-f]{40}$/),
-  said: z.string().regex(/^fleet\.collision\/[0-9a-f]{40}$/),
-  kind: z.enum(['foreseen', 'updated', 'resolved']),
-  at: time,
-  from: time,
-  to: time,
-  due: z.number().int().min(0).max(100_000),
-});
+export type { WaveWord, WordKind } from './schemas.ts';
 
 /** How long after a wave's last window its words are kept (a late completion still finds the wave). */
 export const KEEP_MS = 3_600_000;

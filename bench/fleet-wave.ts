@@ -81,8 +81,9 @@ export async function phaseFleetWave(n: number) {
       });
       children.push(spawnProcess([PACKAGE_BIN, 'run', '--config', config]));
     }
-    // every daemon reads its IMDS before the wave
-    for (const deadline = Date.now() + 180_000; sims.some((s) => s.requests.length < 3) && Date.now() < deadline;) {
+    // every daemon reads its IMDS, and writes its member record, before the wave
+    const ready = () => sims.every((s) => s.requests.length >= 3) && (proxy.counts.get('write') ?? 0) >= n;
+    for (const deadline = Date.now() + 180_000; !ready() && Date.now() < deadline;) {
       if (children.some((c) => c.exitCode !== null))
         throw new Error('a bridge exited before the wave (is the package built? npm run build)');
       await sleep(200);
@@ -133,8 +134,8 @@ export async function phaseFleetWave(n: number) {
       waves,
       lostWrites: cost.lostBy,
       lostWritesPerHandOff: Math.round((Object.values(cost.lostBy).reduce((a, b) => a + b, 0) / handOffs) * 100) / 100,
-      // the busiest second of the busiest blobs (`list`: the container's listings, all prefixes)
-      busiestSecond: Object.fromEntries(busiest.filter(([b]) => b !== 'list').slice(0, 5)),
+      // the busiest second of the busiest blobs (apart from the container's listings, all prefixes, and its creation)
+      busiestSecond: Object.fromEntries(busiest.filter(([b]) => b !== 'list' && b !== 'container').slice(0, 5)),
       busiestSecondOfListings: cost.busiestSecond.list ?? 0,
       listKiBPerWaitingMemberPerMinute: Math.round(((cost.bytesBy.list ?? 0) / 1024 / Math.max(waitingMinutes, 1 / 60)) * 10) / 10,
       listKiBPerMemberPerMinute: Math.round(((cost.bytesBy.list ?? 0) / 1024 / n / (took / 60_000)) * 10) / 10,

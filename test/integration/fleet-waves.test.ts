@@ -186,11 +186,21 @@ describe('the forecast with health checks', () => {
         ...recordOf(`f${i}`, e.eventId),
         health: i === 3 ? { healthy: false, since: new Date().toISOString(), detail: '503' } : healthy,
       }));
-      const c5 = await seen(one, records);
-      expect(c5?.data.collision).toMatchObject({ atOnce: 5, maxUnavailable: 1, members: 5 });
+      // a record whose word of the wave says it was said far ahead of any clock (or does not read) silences nothing
+      const word = { wave: 'f'.repeat(40), said: `fleet.collision/${'e'.repeat(40)}`, kind: 'updated', due: 1 };
+      const span = { from: NOT_BEFORE, to: new Date(Date.parse(NOT_BEFORE) + 600_000).toISOString() };
+      const liar = { ...recordOf('f9', 'none'), events: [], wave: { ...word, ...span, at: '2099-01-01T00:00:00.000Z' } };
+      const garbled = {
+        ...recordOf('f8', 'none'),
+        events: [],
+        wave: { ...word, ...span, said: 'https://x', at: new Date(clock).toISOString() },
+      };
+      const c5 = await seen(one, membersOf([...records, liar, garbled].map((r, i) => ({ name: `member-${i}`, value: r, version: '1' }))));
+      expect(c5?.id).not.toBe(word.said);
+      expect(c5?.data.collision).toMatchObject({ atOnce: 5, maxUnavailable: 1, members: 7, state: 'foreseen' });
       expect(c5!.data.collision!.due).toHaveLength(5);
       expect(toChatMessage(c5!).title).toMatch(
-        /^5 of .*'s 5 members are due .*; the group allows 1, and Azure takes 5 down at once if nothing changes/,
+        /^5 of .*'s 7 members are due .*; the group allows 1, and Azure takes 5 down at once if nothing changes/,
       );
     } finally {
       store.close();

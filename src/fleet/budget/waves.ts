@@ -9,7 +9,7 @@
  * started early), the next member so chosen speaks on from the last word.
  */
 import { createHash } from 'node:crypto';
-import type { MemberRecord } from './records.ts';
+import { CLOCK_SKEW_MS, type MemberRecord } from './records.ts';
 import type { WaveWord } from './schemas.ts';
 
 export type { WaveWord, WordKind } from './schemas.ts';
@@ -39,13 +39,20 @@ export function waveIdOf(group: string, eventIds: readonly string[]): string {
 
 /**
  * wordsAbout: the words the members' records say of a wave spanning `from`..`to` (any whose span
- * overlaps it, not yet past KEEP_MS after its end), first said first.
+ * overlaps it, not yet past KEEP_MS after its end, and said no later than CLOCK_SKEW_MS ahead of
+ * `now`), first said first.
  */
 export function wordsAbout(members: readonly MemberRecord[], from: number, to: number, now: number): WaveWord[] {
-  return members
-    .flatMap((m) => (m.wave === undefined ? [] : [m.wave]))
-    .filter((w) => Date.parse(w.from) < to && Date.parse(w.to) > from && Date.parse(w.to) + KEEP_MS > now)
-    .sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
+  return (
+    members
+      .flatMap((m) => (m.wave === undefined ? [] : [m.wave]))
+      // a word said further ahead of this member's clock than any member's clock runs is no word (it would silence the wave)
+      .filter(
+        (w) =>
+          Date.parse(w.from) < to && Date.parse(w.to) > from && Date.parse(w.to) + KEEP_MS > now && Date.parse(w.at) <= now + CLOCK_SKEW_MS,
+      )
+      .sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said))
+  );
 }
 
 /**

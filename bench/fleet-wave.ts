@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { CountingProxy } from '../testkit/counting-proxy.ts';
-import { bridgeConfig, dir, log, sizesOf, sleep, spawnProcess, stop } from './common.ts';
+import { bridgeConfig, dir, log, sizesOf, sleep, spawnProcess, stopEverything } from './common.ts';
 import { PACKAGE_BIN } from './processes.ts';
 
 const STARTED_MS = 4000;
@@ -142,10 +142,7 @@ export async function phaseFleetWave(n: number) {
       requests: cost.counts,
     };
   } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    await Promise.all(sims.map((s) => s.close()));
-    await proxy.stop();
-    await azurite.stop();
+    await stopEverything(children, sims, [proxy], [azurite]);
   }
 }
 

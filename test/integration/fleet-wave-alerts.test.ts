@@ -6,21 +6,16 @@
  * StartRequests at its simulator.
  */
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { FleetStores } from '../../testkit/fleet-stores.ts';
+import { afterEach, expect, it } from 'vitest';
+import { fleetStoresPerFile } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { waitFor } from '../helpers.ts';
 
 const N = 20;
 const K = 2;
 const STARTED_MS = 1500;
-let stores: FleetStores;
-
-beforeAll(async () => {
-  stores = await FleetStores.start();
-}, 60_000);
+const stores = fleetStoresPerFile();
 afterEach(() => stopAll());
-afterAll(() => stores?.stop());
 
 it('twenty members due at once, K = 2: the collision is said once, updated at most once a minute, said resolved once, each word under one id on every member; never more than K down', async () => {
   const group = 'wave-alerts';
@@ -33,7 +28,7 @@ it('twenty members due at once, K = 2: the collision is said once, updated at mo
         config: {
           imds: { pollIntervalMs: 500 },
           approval: { rules: [{ match: {}, action: 'approve' }] },
-          fleet: { group, maxUnavailable: K, store: stores.config('blob'), retryMs: 500, heartbeatSeconds: 5 },
+          fleet: { group, maxUnavailable: K, store: stores().config('blob'), retryMs: 500, heartbeatSeconds: 5 },
         },
       }),
     );

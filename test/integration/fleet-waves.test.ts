@@ -208,6 +208,41 @@ describe('the forecast with health checks', () => {
   });
 });
 
+describe('the speaker leaving the wave', () => {
+  it('says the wave within the budget once its own maintenance started, even when no other member is still due', async () => {
+    const events = ['s0', 's1', 's2'].map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+    const journal = Store.open(':memory:');
+    const said: BridgeEvent[] = [];
+    let clock = Date.now();
+    try {
+      const forecast = new Forecast({
+        group: 'leaving',
+        maxUnavailable: 1,
+        view: { vm: memberVm('s2'), document: { incarnation: 1, events: [events[2]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: journal.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: events[2]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: (e) => said.push(e),
+        now: () => clock,
+      });
+      const due = events.map((e, i) => recordOf(`s${i}`, e.eventId));
+      await forecast.foretell(due);
+      clock += SETTLE_MS;
+      expect((await forecast.foretell(due))?.data.collision).toMatchObject({ state: 'foreseen' });
+      // the others are over and gone, and the speaker's own maintenance started: within the budget, said once
+      const over = [{ ...due[0]!, events: [] }, { ...due[1]!, events: [] }, recordOf('s2', events[2]!.eventId, 'Started')];
+      clock += 1000;
+      const resolved = await forecast.foretell(over);
+      expect(resolved?.data.collision).toMatchObject({ state: 'resolved', due: [] });
+      expect(toChatMessage(resolved!).severity).toBe('resolved');
+      expect(await forecast.foretell(over)).toBeNull();
+      expect(said).toHaveLength(2);
+    } finally {
+      journal.close();
+    }
+  });
+});
+
 describe('when a member reads the group for the forecast', () => {
   it('at the read that writes a new or changed maintenance, and again one and five seconds later; not otherwise', () => {
     const reads = new ForecastReads();

@@ -66,6 +66,8 @@ export class Forecast {
   #known: Known | undefined;
   /** The last word this member said as the wave's speaker: written in its record. */
   #word: WaveWord | undefined;
+  /** This member's own event in the wave, as last seen (its copy of a word carries it). */
+  #own: ScheduledEvent | undefined;
   /** The CloudEvent ids of the words this member said or repeated. */
   readonly #said = new Set<string>();
   /** The group's slots at the last read of its members. */
@@ -117,10 +119,13 @@ export class Forecast {
     const resolved = own === undefined ? this.#leaving(members, due, now) : null;
     if (resolved !== null) return resolved;
     if (this.#known === undefined || own === undefined) {
-      // out of the wave (its maintenance started, or the collision is gone): its last word stays in its record until the wave is past
-      this.#known = undefined;
+      // out of the wave (its maintenance started, or the collision is gone): its last word stays in its record until the wave
+      // is past, and a speaker whose maintenance started keeps the wave until it has said it within the budget
+      const speaking = this.#word !== undefined && this.#word.kind !== 'resolved' && this.#own !== undefined && due.length > 0;
+      if (!speaking) [this.#known, this.#own] = [undefined, undefined];
       return null;
     }
+    this.#own = own;
     const known = this.#known;
     const over = due.length + this.#unhealthy.length > this.#k;
     const words = wordsAbout(members, known.from, known.to, now);
@@ -165,8 +170,7 @@ export class Forecast {
    * leaves the wave.
    */
   #leaving(members: readonly MemberRecord[], due: readonly Window[], now: number): BridgeEvent | null {
-    const [known, word, document] = [this.#known, this.#word, this.#d.view.document!];
-    const own = known === undefined ? undefined : document.events.find((e) => known.eventIds.has(e.eventId));
+    const [known, word, own, document] = [this.#known, this.#word, this.#own, this.#d.view.document!];
     if (known === undefined || word === undefined || word.kind === 'resolved' || own === undefined) return null;
     if (due.length + this.#unhealthy.length > this.#k || wordsAbout(members, known.from, known.to, now).some((w) => w.kind === 'resolved'))
       return null;
@@ -212,8 +216,9 @@ export class Forecast {
       group: this.#d.group,
       maxUnavailable: this.#k,
       members,
-      from: new Date(Math.min(...due.map((w) => w.from))).toISOString(),
-      to: new Date(Math.max(...due.map((w) => w.to))).toISOString(),
+      // none still due (the speaker's resolved word, once the others are over): the wave's span as the word says it
+      from: due.length === 0 ? word.from : new Date(Math.min(...due.map((w) => w.from))).toISOString(),
+      to: due.length === 0 ? word.to : new Date(Math.max(...due.map((w) => w.to))).toISOString(),
       due: due.map((w) => ({ vm: w.vm, eventId: w.eventId, eventType: w.eventType, notBefore: new Date(w.from).toISOString() })),
       atOnce: new Set(peak?.windows.map((w) => w.vm) ?? []).size,
       ...(this.#unhealthy.length > 0 ? { unhealthy: this.#unhealthy.map((u) => u.vm) } : {}),

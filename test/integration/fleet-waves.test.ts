@@ -266,3 +266,44 @@ describe('when a member reads the group for the forecast', () => {
     expect(reads.due([f], true, t + 170_500)).toBe(true);
   });
 });
+
+describe('whose word a member repeats', () => {
+  it("only the speaker's: a word in the record of a member outside the wave, or of another member due, is not repeated", async () => {
+    const events = ['w0', 'w1', 'w2'].map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+    const journal = Store.open(':memory:');
+    let clock = Date.now();
+    try {
+      // w0 listens; w2 is the wave's speaker (the queue serves it last: the same NotBefore, the name that sorts last)
+      const forecast = new Forecast({
+        group: 'whose',
+        maxUnavailable: 1,
+        view: { vm: memberVm('w0'), document: { incarnation: 1, events: [events[0]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: journal.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: events[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: () => undefined,
+        now: () => clock,
+      });
+      const due = events.map((e, i) => recordOf(`w${i}`, e.eventId));
+      const span = { from: NOT_BEFORE, to: new Date(Date.parse(NOT_BEFORE) + 600_000).toISOString() };
+      const wordOf = (hex: string, kind: string) => ({
+        ...{ wave: hex.repeat(40), said: `fleet.collision/${hex.repeat(40)}`, kind, due: 3 },
+        ...span,
+        at: new Date(clock).toISOString(),
+      });
+      await forecast.foretell(due);
+      clock += SETTLE_MS;
+      // an outsider (no event of the wave) and a member due that is not the speaker each write a word: neither is repeated
+      const outsider = { ...recordOf('w9', 'none'), events: [], wave: wordOf('a', 'resolved') };
+      const other = { ...due[1]!, wave: wordOf('b', 'updated') };
+      expect(await forecast.foretell([due[0]!, other, due[2]!, outsider])).toBeNull();
+      // the speaker's word is
+      const speaker = { ...due[2]!, wave: wordOf('c', 'foreseen') };
+      const repeated = await forecast.foretell([due[0]!, other, speaker, outsider]);
+      expect(repeated?.id).toBe(`fleet.collision/${'c'.repeat(40)}`);
+      expect(repeated?.data.collision).toMatchObject({ id: 'c'.repeat(40), state: 'foreseen' });
+    } finally {
+      journal.close();
+    }
+  });
+});

@@ -128,15 +128,17 @@ export class Forecast {
     this.#own = own;
     const known = this.#known;
     const over = due.length + this.#unhealthy.length > this.#k;
-    const words = wordsAbout(members, known.from, known.to, now);
+    const words = wordsAbout(members, known, now);
     const mine =
       this.#word !== undefined && Date.parse(this.#word.to) > known.from && Date.parse(this.#word.from) < known.to ? [this.#word] : [];
     const heard = [...words, ...mine].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
     const last = heard.at(-1);
-    if (speakerOf(due) !== me) {
-      // another member speaks: this one repeats its latest word, under its id, as it sees the wave now
-      if (last === undefined || this.#said.has(last.said)) return null;
-      return this.#say(own, document.incarnation, last, due, members.length);
+    const speaker = speakerOf(due);
+    if (speaker !== me) {
+      // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
+      const spoken = wordsAbout(members, known, now, speaker).at(-1);
+      if (spoken === undefined || this.#said.has(spoken.said)) return null;
+      return this.#say(own, document.incarnation, spoken, due, members.length);
     }
     const kind = this.#next(last, over, due, known, now);
     if (kind === null) return null;
@@ -172,8 +174,7 @@ export class Forecast {
   #leaving(members: readonly MemberRecord[], due: readonly Window[], now: number): BridgeEvent | null {
     const [known, word, own, document] = [this.#known, this.#word, this.#own, this.#d.view.document!];
     if (known === undefined || word === undefined || word.kind === 'resolved' || own === undefined) return null;
-    if (due.length + this.#unhealthy.length > this.#k || wordsAbout(members, known.from, known.to, now).some((w) => w.kind === 'resolved'))
-      return null;
+    if (due.length + this.#unhealthy.length > this.#k || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
     const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
     const said: WaveWord = {
       ...word,

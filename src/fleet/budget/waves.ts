@@ -38,13 +38,21 @@ export function waveIdOf(group: string, eventIds: readonly string[]): string {
 }
 
 /**
- * wordsAbout: the words the members' records say of a wave spanning `from`..`to` (any whose span
- * overlaps it, not yet past KEEP_MS after its end, and said no later than CLOCK_SKEW_MS ahead of
- * `now`), first said first.
+ * wordsAbout: the words the records of the wave's own members say of it (a member that has none of
+ * its EventIds is not heard, whatever its record says), any whose span overlaps `from`..`to`, not
+ * yet past KEEP_MS after its end, and said no later than CLOCK_SKEW_MS ahead of `now`, first said
+ * first; with `speaker` (a VM name, lower-cased), only that member's.
  */
-export function wordsAbout(members: readonly MemberRecord[], from: number, to: number, now: number): WaveWord[] {
+export function wordsAbout(
+  members: readonly MemberRecord[],
+  wave: { readonly from: number; readonly to: number; readonly eventIds: ReadonlySet<string> },
+  now: number,
+  speaker?: string,
+): WaveWord[] {
+  const { from, to } = wave;
   return (
     members
+      .filter((m) => m.events.some((e) => wave.eventIds.has(e.eventId)) && (speaker === undefined || m.vm.toLowerCase() === speaker))
       .flatMap((m) => (m.wave === undefined ? [] : [m.wave]))
       // a word said further ahead of this member's clock than any member's clock runs is no word (it would silence the wave)
       .filter(

@@ -286,7 +286,7 @@ describe('whose word a member repeats', () => {
       });
       const due = events.map((e, i) => recordOf(`w${i}`, e.eventId));
       const span = { from: NOT_BEFORE, to: new Date(Date.parse(NOT_BEFORE) + 600_000).toISOString() };
-      const wordOf = (hex: string, kind: string) => ({
+      const wordOf = (hex: string, kind: 'foreseen' | 'updated' | 'resolved') => ({
         ...{ wave: hex.repeat(40), said: `fleet.collision/${hex.repeat(40)}`, kind, due: 3 },
         ...span,
         at: new Date(clock).toISOString(),

@@ -1,12 +1,15 @@
 /**
- * Benchmark phase F3: a fleet budget across bridges as processes. Thirty daemons of the package,
- * one group with three slots, each with its own IMDS simulator (in this process) and every
- * member's Reboot appearing at once, NotBefore staggered by a second (so the queue's order is
- * known: the last member's first), approved by policy, each maintenance Started for 4 s; the
- * store is Azurite behind a proxy that counts requests and refused conditional writes. Printed:
- * the most members down at once (from StartRequests to the event's end, at the simulators),
- * grants out of the queue's order, the time from a slot given back (the holder's log line) to
- * the next StartRequests, and lost writes per hand-off. `node bench/fleet-processes.ts [N]` runs it alone.
+ * Benchmark phase F3: a fleet budget across bridges as processes. N daemons of the package, one
+ * group with K slots, each with its own IMDS simulator (in this process) and every member's Reboot
+ * appearing at once, NotBefore staggered by a second (so the queue's order is known: the last
+ * member's first), approved by policy, each maintenance Started for 4 s; the store is Azurite
+ * behind a proxy that counts requests and refused conditional writes. Printed: the most members
+ * down at once (from StartRequests to the event's end, at the simulators), grants out of the
+ * queue's order, the overhead per round (the wave's time less ⌈N / K⌉ rounds of the 4 s Azure
+ * has each VM down), the hand-off (from a slot given back to its next take, from the members'
+ * log lines; and to the next StartRequests of any member), slot use (the share of K × the wave
+ * the slots were held, from each take to its give-back), lost writes per hand-off and requests per
+ * member per minute to the store. `node bench/fleet-processes.ts [N] [K]` runs it alone (30 members, 3 slots by default).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { delimiter, dirname, join } from 'node:path';
@@ -15,19 +18,27 @@ import { pathToFileURL } from 'node:url';
 import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { CountingProxy } from '../testkit/counting-proxy.ts';
-import { bridgeConfig, dir, dist, log, sleep, stop } from './common.ts';
+import { bridgeConfig, dir, dist, log, q, sleep, stop } from './common.ts';
 import { PACKAGE_BIN } from './processes.ts';
 
-const K = 3;
 const STARTED_MS = 4000;
+const seconds = (ms: number) => Math.round(ms / 100) / 10;
+/** handOff: the p50, p95 and max of the times from a slot given back to the next StartRequests, in seconds. */
+const handOff = (gaps: readonly number[]) => {
+  const s = [...gaps].sort((a, b) => a - b);
+  return { n: s.length, p50: seconds(q(s, 0.5)), p95: seconds(q(s, 0.95)), max: seconds(s.at(-1) ?? NaN) };
+};
 const RELEASED = 'fleet budget: slot given back';
+const TAKEN = 'fleet budget: slot taken';
 
-export async function phaseFleetProcesses(n = 30) {
+export async function phaseFleetProcesses(n = 30, k = 3) {
   const azurite = await Azurite.start();
   const proxy = await new CountingProxy(azurite.url).start();
   const sims: ImdsSimulator[] = [];
   const children: ChildProcess[] = [];
-  const released: number[] = [];
+  const released: number[][] = [];
+  // each slot's takes and gives back, from the members' log lines: { slot, at, taken }
+  const slotLog: { slot: string; at: number; taken: boolean }[] = [];
   try {
     for (let i = 0; i < n; i++) {
       const sim = new ImdsSimulator({ vmName: `p${String(i).padStart(2, '0')}`, peers: [], tickMs: 50 });
@@ -40,7 +51,7 @@ export async function phaseFleetProcesses(n = 30) {
         approval: { rules: [{ match: {}, action: 'approve' }] },
         fleet: {
           group: 'processes',
-          maxUnavailable: K,
+          maxUnavailable: k,
           store: { type: 'blob', connectionString: azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: 'processes' },
           retryMs: 2000,
           heartbeatSeconds: 30,
@@ -48,8 +59,14 @@ export async function phaseFleetProcesses(n = 30) {
       });
       const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
       const child = spawn(PACKAGE_BIN, ['run', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'], env });
+      const mine: number[] = [];
+      released.push(mine);
       createInterface({ input: child.stdout }).on('line', (line) => {
-        if (line.includes(RELEASED)) released.push(Date.now());
+        const taken = line.includes(TAKEN);
+        if (!taken && !line.includes(RELEASED)) return;
+        if (!taken) mine.push(Date.now());
+        const { slot } = JSON.parse(line) as { slot?: string };
+        if (slot !== undefined) slotLog.push({ slot, at: Date.now(), taken });
       });
       children.push(child);
     }
@@ -59,11 +76,8 @@ export async function phaseFleetProcesses(n = 30) {
     const t0 = Date.now();
     for (const [i, sim] of sims.entries())
       sim.addEvent({ EventType: 'Reboot', noticeMs: 3_600_000 + (n - i) * 1000, startedMs: STARTED_MS, DurationInSeconds: 5 });
-    for (
-      const deadline = Date.now() + 600_000;
-      sims.some((s) => s.startRequests.length === 0 || s.events.length > 0) && Date.now() < deadline;
-    )
-      await sleep(200);
+    // the wave is over when every member has given its slot back
+    for (const deadline = Date.now() + 900_000; released.some((r) => r.length === 0) && Date.now() < deadline;) await sleep(200);
     const took = Date.now() - t0;
     const cost = proxy.take();
     const starts = sims.map((s, i) => ({ i, at: s.startRequests[0]?.at ?? Number.POSITIVE_INFINITY }));
@@ -72,25 +86,45 @@ export async function phaseFleetProcesses(n = 30) {
     // the queue's order: the highest index first; out of order, a grant before that of a member whose NotBefore came earlier
     const sorted = starts.map((s) => s.at).sort((a, b) => a - b);
     const outOfOrder = starts.filter((s) => starts.some((o) => o.at > s.at + 1000 && o.i > s.i)).map((s) => sorted.indexOf(s.at) + 1);
-    const gaps = released.flatMap((r) => {
+    const gaps = released.flat().flatMap((r) => {
       const next = sorted.find((s) => s >= r);
       return next === undefined ? [] : [next - r];
     });
-    const handOffs = Math.max(1, n - K);
+    // a hand-off: a slot given back to its next take
+    const handOffGaps = slotLog.flatMap((r) => {
+      const next = r.taken ? undefined : slotLog.find((t) => t.taken && t.slot === r.slot && t.at >= r.at);
+      return next === undefined ? [] : [next.at - r.at];
+    });
+    const heldMs = slotLog.reduce((sum, t) => {
+      const back = t.taken ? slotLog.find((r) => !r.taken && r.slot === t.slot && r.at >= t.at) : undefined;
+      return sum + (back === undefined ? 0 : back.at - t.at);
+    }, 0);
+    const handOffs = Math.max(1, n - k);
+    const rounds = Math.ceil(n / k);
+    const perMinute = (count: number) => Math.round((count / n / (took / 60_000)) * 10) / 10;
     return {
       members: n,
-      maxUnavailable: K,
+      maxUnavailable: k,
       approved: starts.filter((s) => Number.isFinite(s.at)).length,
       mostDownAtOnce: most,
       servedOutOfOrder: outOfOrder.length,
       // the grants out of order, by their rank among the grants (the first ones: members that asked before the others had seen their events)
       outOfOrderRanks: outOfOrder.sort((a, b) => a - b),
+      waveSeconds: seconds(took),
+      idealSeconds: (rounds * STARTED_MS) / 1000,
+      overheadPerRoundSeconds: seconds((took - rounds * STARTED_MS) / rounds),
       releaseToNextStart: dist(gaps),
+      // a slot given back to its next take (the same slot), and to the next StartRequests of any member
+      handOffSeconds: handOff(handOffGaps),
+      releaseToNextStartSeconds: handOff(gaps),
+      slotUsePercent: Math.round((heldMs / (k * took)) * 100),
+      // where a round's time goes: a slot held per member (4 s of it Azure's), and the wave's first StartRequests
+      heldPerMemberSeconds: seconds(heldMs / n),
+      firstStartSeconds: seconds((sorted[0] ?? t0) - t0),
       // lost writes of the slots (the hand-offs) apart from the group's other records (the collision waves)
       lostWritesPerHandOff: Math.round(((cost.lostBy.slot ?? 0) / handOffs) * 100) / 100,
-      lostWritesElsewhere: Object.fromEntries(Object.entries(cost.lostBy).filter(([k]) => k !== 'slot')),
-      requestsPerMemberPerMinute: Math.round((Object.values(cost.counts).reduce((a, b) => a + b, 0) / n / (took / 60_000)) * 10) / 10,
-      waveSeconds: Math.round(took / 100) / 10,
+      lostWritesElsewhere: Object.fromEntries(Object.entries(cost.lostBy).filter(([kind]) => kind !== 'slot')),
+      requestsPerMemberPerMinute: perMinute(Object.values(cost.counts).reduce((a, b) => a + b, 0)),
       requests: cost.counts,
     };
   } finally {
@@ -102,7 +136,9 @@ export async function phaseFleetProcesses(n = 30) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const n = Number(process.argv[2] ?? 30);
-  log(`F3: ${n} bridges as processes, one group of ${K} slots`);
-  console.log(JSON.stringify(await phaseFleetProcesses(n)));
+  const [n, k] = [Number(process.argv[2] ?? 30), Number(process.argv[3] ?? 3)];
+  log(`F3: ${n} bridges as processes, one group of ${k} slots`);
+  const result = await phaseFleetProcesses(n, k);
+  const { releaseToNextStart: _raw, ...shown } = result;
+  console.log(JSON.stringify(shown));
 }

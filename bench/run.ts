@@ -22,7 +22,8 @@
  *   F. fleet budgets: a slot given back to the next held member's StartRequests with 10 and 50
  *      bridges in one group, over both stores; a daemon's memory with and without `fleet`;
  *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
- *      members (bench/fleet-cost.ts); F3. one group across 30 bridges as processes (bench/fleet-processes.ts).
+ *      members (bench/fleet-cost.ts); F3. one group across 20 and 100 bridges as processes, 2 and 10 slots
+ *      (bench/fleet-processes.ts).
  *   M. memory of each profile alone (package webhook+file, with a Blob or a Lease budget, the AKS
  *      DaemonSet, the executable read back from disk) beside bare node: VmRSS, RssAnon, RssFile, PSS,
  *      each configured in YAML at log level info, at its first start and with a warm compile cache;
@@ -91,8 +92,15 @@ try {
   const budget = await phaseBudget();
   log('F2: what a fleet budget costs its store (10, 100 and 300 members, both stores, a simulated clock)');
   const cost = await phaseFleetCost(quick ? [10, 100] : [10, 100, 300]);
-  log('F3: a fleet budget across 30 bridges as processes (one group of 3 slots, every maintenance at once)');
-  const processes = await phaseFleetProcesses(quick ? 12 : 30);
+  log('F3: a fleet budget across 20 and 100 bridges as processes (2 and 10 slots, every maintenance at once)');
+  const processes = [];
+  for (const [n, k] of quick
+    ? [[20, 2]]
+    : [
+        [20, 2],
+        [100, 10],
+      ])
+    processes.push(await phaseFleetProcesses(n, k));
   log('V: the fleet view (20 and 100 bridges, the relay as a process, a reader 10 times a second)');
   const view = await phaseFleetView(quick ? [20] : [20, 100]);
 
@@ -135,7 +143,7 @@ try {
         releaseToNextStart: strip(budget.settle.releaseToNextStart),
       },
       storeCost: cost,
-      processes: { ...processes, releaseToNextStart: strip(processes.releaseToNextStart) },
+      processes: processes.map((p) => ({ ...p, releaseToNextStart: strip(p.releaseToNextStart) })),
     },
     fleetView: view.map((v) => ({ ...v, toListedMs: strip(v.toListedMs) })),
   };
@@ -249,9 +257,12 @@ try {
           )}) | ${c.idleKiBPerMemberPerMinute ?? '-'}, ${c.waveKiBPerMemberPerMinute ?? '-'} | ${c.lostWritesPerHandOff ?? '-'} | ${c.servedOutOfOrder} of ${c.granted} |`,
     ),
     '',
-    `| fleet budget across ${processes.members} bridges as processes, ${processes.maxUnavailable} slots, every maintenance at once (policy, IMDS read every 1 s, retryMs 2 s) | approved | most down at once | served out of the queue's order | a slot given back to the next StartRequests: p50 | p90 | max | lost writes per hand-off |`,
-    '|---|---|---|---|---|---|---|---|',
-    `| Blob Storage (Azurite), ${processes.waveSeconds} s for the wave, ${processes.requestsPerMemberPerMinute} requests per member per minute | ${processes.approved} | ${processes.mostDownAtOnce} | ${processes.servedOutOfOrder} (grant ${processes.outOfOrderRanks.join(', ') || '-'}) | ${Math.round(processes.releaseToNextStart.p50)} ms | ${Math.round(processes.releaseToNextStart.p90)} ms | ${Math.round(processes.releaseToNextStart.max)} ms | ${processes.lostWritesPerHandOff} |`,
+    "| fleet budget across bridges as processes, every maintenance at once (4 s each; policy, IMDS read every 1 s, retryMs 2 s), Blob Storage (Azurite) | approved | most down at once | served out of the queue's order | wave (ideal) | overhead per round | hand-off p50 / p95 / max | slot use | lost writes per hand-off | requests per member per minute |",
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...processes.map(
+      (p) =>
+        `| ${p.members} members, ${p.maxUnavailable} slots | ${p.approved} | ${p.mostDownAtOnce} | ${p.servedOutOfOrder} (grant ${p.outOfOrderRanks.join(', ') || '-'}) | ${p.waveSeconds} s (${p.idealSeconds} s) | ${p.overheadPerRoundSeconds} s | ${p.handOffSeconds.p50} / ${p.handOffSeconds.p95} / ${p.handOffSeconds.max} s | ${p.slotUsePercent} % | ${p.lostWritesPerHandOff} | ${p.requestsPerMemberPerMinute} |`,
+    ),
     '',
     "| the fleet view: a reader asks the relay GET /v1/fleet/events 10 times a second; each member's event appears in turn, 50 ms apart | event at its VM to listed: p50 | p99 | max | store requests per relay request | per minute | relay VmRSS / RssAnon / PSS |",
     '|---|---|---|---|---|---|---|',

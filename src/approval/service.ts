@@ -48,17 +48,21 @@ export class ApprovalError extends BridgeError<ApprovalErrorCode> {
   readonly status: (typeof STATUS)[ApprovalErrorCode];
   readonly holders: readonly SlotHolder[];
   readonly unhealthy: readonly UnhealthyMember[];
+  /** For a held automatic approval, how soon to ask again (ms) when the gate says so (0: at the next IMDS read); else its retryMs. */
+  readonly againMs: number | undefined;
   constructor(
     code: ApprovalErrorCode,
     message: string,
     cause?: unknown,
     holders: readonly SlotHolder[] = [],
     unhealthy: readonly UnhealthyMember[] = [],
+    againMs?: number,
   ) {
     super(code, message, { cause });
     this.status = STATUS[code];
     this.holders = holders;
     this.unhealthy = unhealthy;
+    this.againMs = againMs;
   }
 
   /** held: the fleet budget (no slot free, or its store cannot be reached) or a blackout of the calendar holds the approval. */

@@ -69,8 +69,9 @@ export class AutoApprover {
         const via = d.action === 'approve' ? 'policy' : 'hooks';
         this.#o.approvals.approve(e.eventId, { by: describeRule(d), via, within }, this.#o.signal).catch((err: unknown) => {
           if (err instanceof ApprovalError && err.held) {
-            // held by the fleet budget: asked again soon, so it is granted as a slot frees; said once
-            entry.triedAt = Date.now() - RETRY_MS + (this.#o.heldRetryMs ?? RETRY_MS);
+            // held by the fleet budget: asked again soon (at the head of the group's queue, at the next
+            // read), so it is granted as a slot frees; said once
+            entry.triedAt = Date.now() - RETRY_MS + (err.againMs ?? this.#o.heldRetryMs ?? RETRY_MS);
             if (entry.held !== err.message)
               logger.info({ eventId: e.eventId, code: err.code, holders: err.holders }, `approval held: ${err.message}`);
             entry.held = err.message;

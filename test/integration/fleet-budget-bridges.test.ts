@@ -5,8 +5,10 @@
  * simulator, and the moment the member gave its slot back.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { postApproval, waitFor } from '../helpers.ts';
@@ -78,6 +80,22 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     expect(held.length).toBeGreaterThan(0);
     expect(held[0]).toMatchObject({ code: 'HELD', holders: expect.any(Array) });
   }, 120_000);
+
+  it('the head of the queue asks again at its next read, not after retryMs: a slot given back is taken at once', async () => {
+    const rules = { approval: { rules: [{ match: {}, action: 'approve' }] } };
+    // a retry of five minutes: only the pace of the head of the queue can hand the slot on within the wait below
+    const fleet = { maxUnavailable: 1, retryMs: 300_000 };
+    const group = `head-${kind}`;
+    const [m0, m1] = await Promise.all([0, 1].map((i) => member(kind, group, i, rules, fleet)));
+    // m0's NotBefore first: it takes the slot at its first ask; m1 is held at the head of the queue
+    m0!.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1500, DurationInSeconds: 5 });
+    m1!.sim.addEvent({ EventType: 'Reboot', noticeMs: 601_000, startedMs: 600_000, DurationInSeconds: 5 });
+    await waitFor(() => m1!.lines.some((l) => String(l.msg).startsWith('approval held:')), 'm1 held', 30_000, 50);
+    await waitFor(() => m0!.sim.startRequests.length === 1, 'm0 started', 30_000, 50);
+    await waitFor(() => releasedAt(m0!) !== undefined, "m0's slot given back", 30_000, 50);
+    await waitFor(() => m1!.sim.startRequests.length === 1, 'm1 started', 30_000, 50);
+    expect(m1!.sim.startRequests[0]!.at).toBeGreaterThan(releasedAt(m0!)!);
+  }, 90_000);
 
   it('a person is told who holds the slot (409), and may approve past the budget with a reason, on the record', async () => {
     const approval = (i: number) => ({
@@ -197,6 +215,65 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     await waitFor(() => hs.every((h) => [...h.bridge.store.outbox.depth().values()].every((n) => n === 0)), 'every outbox empty');
     expect(hs.map((h) => collisions(h).length)).toEqual(words);
   }, 60_000);
+});
+
+describe('a wave of twenty members over the blob store (Azurite), two slots', () => {
+  it("every member ready at once: never more than two down, served in the queue's order, and the two at its head granted at their first ask", async () => {
+    const n = 20;
+    const k = 2;
+    const group = 'wave-twenty';
+    const gates = await mkdtemp(join(tmpdir(), 'se-bridge-wave-'));
+    onTestFinished(() => rm(gates, { recursive: true, force: true }));
+    const gate = join(gates, 'open');
+    // every member's preparation waits for one file, so the whole group asks at once, once every
+    // record says its maintenance (the queue is known to all): a child process per member
+    const hook = ['/bin/sh', '-c', `for i in $(seq 1 1200); do [ -f '${gate}' ] && exit 0; sleep 0.05; done; exit 1`];
+    const hs = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        startBridge({
+          sim: { vmName: `w${String(i).padStart(2, '0')}`, peers: [], tickMs: 10 },
+          sinks: (dir) => [
+            { name: 'audit', type: 'file', path: join(dir, 'events.jsonl') },
+            { name: 'hook', type: 'exec', command: hook, prepare: true, timeoutMs: 120_000 },
+          ],
+          config: {
+            approval: { rules: [{ match: {}, action: 'approveAfterHooks' }] },
+            fleet: { group, maxUnavailable: k, store: stores.config('blob'), retryMs: 2000, heartbeatSeconds: 5 },
+          },
+        }),
+      ),
+    );
+    // the last member's NotBefore comes first: the queue's order is w19, w18, ..., w00
+    for (const [i, h] of hs.entries())
+      h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000 + (n - i) * 1000, startedMs: 1200, DurationInSeconds: 5 });
+    const config = FleetConfig.parse({ group, maxUnavailable: k, store: stores.config('blob') });
+    await waitFor(
+      async () => (await readGroup(config)).members.filter((m) => m.events.some((e) => e.status === 'Scheduled')).length === n,
+      "every member's record says its maintenance",
+      30_000,
+      100,
+    );
+    await writeFile(gate, '');
+    await waitFor(() => hs.every((h) => releasedAt(h) !== undefined), 'every member approved and back', 90_000, 100);
+    for (const h of hs) expect(h.sim.startRequests).toHaveLength(1);
+    // never more than two down at once, as the simulators saw them
+    const intervals = hs.map((h) => ({ from: h.sim.startRequests[0]!.at, to: releasedAt(h)! }));
+    expect(mostAtOnce(intervals)).toBeLessThanOrEqual(k);
+    expect(mostAtOnce(intervals)).toBe(k);
+    // the queue's order: when a member was started, every member k or more places ahead of it had been
+    const rank = (i: number) => n - 1 - i;
+    const startedAt = (i: number) => hs[i]!.sim.startRequests[0]!.at;
+    const early = hs.flatMap((_, b) =>
+      hs.flatMap((__, a) => (rank(a) <= rank(b) - k && startedAt(a) >= startedAt(b) ? [`w${a} after w${b}`] : [])),
+    );
+    expect(early).toEqual([]);
+    // the head of the queue asked first with a slot free that nobody ahead of it would take: granted at once, never held
+    const heldLines = (h: Harness) => h.lines.filter((l) => String(l.msg).startsWith('approval held:'));
+    expect(heldLines(hs[n - 1]!)).toEqual([]);
+    expect(heldLines(hs[n - 2]!)).toEqual([]);
+    // the rest waited their turn, and said so
+    for (const h of hs.slice(0, n - k)) expect(heldLines(h).length).toBeGreaterThan(0);
+  }, 120_000);
 });
 
 describe('the approval page with a fleet budget, in Chromium', () => {

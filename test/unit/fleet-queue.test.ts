@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
-import { inOrder, pauseFor, QueuePlace, rivalsOf, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
+import { inOrder, pauseFor, QueuePlace, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
 import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
 
 const NOW = Date.parse('2026-11-26T10:00:00.000Z');
@@ -89,13 +89,65 @@ describe('the queue of held approvals', () => {
     expect(place.place([shared], waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-5), NOW, 2), NOW, 2)).toBe(0);
   });
 
-  it('counts as rivals the other fresh members with a maintenance Scheduled and no slot for it', () => {
-    const members = [member('a', [{}]), member('b', [{ approved: true }]), member('c', [{}], 200), member('me', [{}])];
-    expect(rivalsOf(members, 'me-key', NOW)).toBe(1);
+  it('counts ahead of a first ask the other fresh members that may ask now: held, or with a maintenance Scheduled that nobody approved or held', () => {
+    const members = [
+      member('a', [{}]),
+      member('b', [{ approved: true }]),
+      member('c', [{}], 200),
+      member('me', [{}]),
+      member('d', [held(-1)]),
+      member('person', [held(-1, 'api')]),
+      member('down', [held(-1)]),
+    ];
+    const down = new Set(['down']);
+    expect(waitersOf(members, 'me-key', NOW, { asking: true, down }).map((w) => w.vm)).toEqual(['d', 'a']);
+    expect(waitersOf(members, 'me-key', NOW, { down }).map((w) => w.vm)).toEqual(['d']);
   });
 
-  it('lets the first 2 × maxUnavailable look at every retry, the others less often the further back, at least once a heartbeat', () => {
-    expect([0, 5, 6, 9, 12, 300].map((p) => pauseFor(p, 3, 2000, 30_000))).toEqual([0, 0, 2000, 4000, 6000, 30_000]);
+  it('grants a first ask a free slot nobody ahead of it will take, and holds it when one ahead may take it', () => {
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 });
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, undefined, NOW);
+    // b's NotBefore comes later: not ahead; a's comes first and it has not asked yet: ahead
+    const b = member('b', [{ notBefore: at(7200) }]);
+    const a = member('a', [{ notBefore: at(1800) }]);
+    expect(place.place([b], me, NOW, 1, true)).toBe(0);
+    expect(place.place([a, b], me, NOW, 1, true)).toBeNull();
+    expect(place.position).toBe(1);
+    expect(place.place([a, b], me, NOW, 2, true)).toBe(1);
+    // a holds a slot already (its record may still say it waits): nothing ahead
+    expect(place.place([a, b], me, NOW, 1, true, new Set(['a']))).toBe(0);
+  });
+
+  it('has a first ask wait out the read that first lists its maintenance (the others due with it say theirs at that read)', () => {
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 });
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, undefined, NOW);
+    place.keep(new Set(['M']));
+    expect(place.place([], me, NOW, 1, true)).toBeNull();
+    expect(place.position).toBe(0);
+    place.keep(new Set(['M']));
+    expect(place.place([], me, NOW, 1, true)).toBe(0);
+  });
+
+  it('has the head of the queue look at the slots at every ask, the next in line every retryMs, a place not known yet every retryMs', () => {
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 });
+    const said = new Error('held');
+    place.heldAgain(said);
+    place.looked(NOW);
+    expect(place.resting(NOW + 1999)).toBe(said);
+    expect(place.resting(NOW + 2000)).toBeNull();
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
+    const ahead = (n: number) => Array.from({ length: n }, (_, i) => member(`w${i}`, [held(-10 - i)]));
+    place.place(ahead(1), me, NOW, 0);
+    expect(place.resting(NOW)).toBeNull();
+    place.place(ahead(2), me, NOW, 0);
+    expect(place.resting(NOW + 1999)).toBe(said);
+    // one served since: at the head again, it looks at its next ask
+    place.served([{ since: at(1) }]);
+    expect(place.resting(NOW)).toBeNull();
+  });
+
+  it('lets the head (the first maxUnavailable) look at every ask, the others less often the further back, at least once a heartbeat', () => {
+    expect([0, 2, 3, 5, 6, 9, 12, 300].map((p) => pauseFor(p, 3, 2000, 30_000))).toEqual([0, 0, 2000, 2000, 2000, 4000, 6000, 30_000]);
   });
 
   it('holds a member far back again without a look at the slots until its pause has passed', () => {

@@ -20,7 +20,7 @@ import { forcedWithin, StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
-import { QUEUED_VIA, QueuePlace } from './queue.ts';
+import { downOf, QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './collisions.ts';
 import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
@@ -121,23 +121,16 @@ export class FleetBudget implements ApprovalGate {
     }
     return this.#serial(async () => {
       let need = 1;
+      // the members' records, read once for this attempt: whom the maintenance names, health, percentage, the queue
+      let read: Promise<MemberRecord[]> | undefined;
+      const all = () => (read ??= this.#members.list());
       try {
         if (queued) this.#place.looked(this.#now());
         const mode = forced ? 'forced' : 'early';
-        // the members' records, read once for this attempt: whom the maintenance names, health, percentage, the queue
-        let read: Promise<MemberRecord[]> | undefined;
-        const all = () => (read ??= this.#members.list());
         // a maintenance that names several members of the group needs a slot for each
         const named = event.resources.length < 2 ? [] : namedIn(event, { key: this.#me, vm: this.#o.view.vm }, await all());
         need = Math.max(1, named.length);
-        const turn = async (free: number) =>
-          this.#place.place(
-            await all(),
-            this.#place.me(this.#me, this.#o.view.vm.name, event, this.#now(), need),
-            this.#now(),
-            free,
-            this.#place.asksFirst(event.eventId),
-          );
+        const turn = async (free: number) => this.#placeOf(await all(), event, need, free, this.#place.asksFirst(event.eventId));
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
         if (typeof this.#o.config.maxUnavailable === 'string') await all();
@@ -154,6 +147,11 @@ export class FleetBudget implements ApprovalGate {
         if (err instanceof ApprovalError && err.code === 'HELD') {
           this.#o.hooks?.onHeld?.(request.via);
           this.#place.served(this.#slots.holders);
+          // a member that does not know its place yet reads it (once a wait): how soon it asks again depends on it
+          if (queued && this.#place.position === null) {
+            const records = await all().catch((e: unknown) => this.#health.failed('read the queue', e));
+            if (records) this.#placeOf(records, event, need, 0, true);
+          }
           // said in the member record, so `fleet status` and `status` show who holds it back, since when, and the queue
           throw this.#place.heldNow(event.eventId, err, request.via, need, this.#now());
         }
@@ -267,13 +265,19 @@ export class FleetBudget implements ApprovalGate {
     if (this.#forecastReads.due(mine, wrote, this.#now())) await this.#readMembers();
   }
 
+  /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records` (`first`: it never asked yet). */
+  #placeOf(records: readonly MemberRecord[], event: Parameters<QueuePlace['me']>[2], need: number, free: number, first: boolean) {
+    const now = this.#now();
+    const me = this.#place.me(this.#me, this.#o.view.vm.name, event, now, need);
+    return this.#place.place(records, me, now, free, first, downOf(this.#slots.holders));
+  }
+
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
   async #readMembers(): Promise<void> {
     const records = await this.#members.list();
     // a member that waits learns its place again (it moves up as the others are served)
-    const now = this.#now();
     const waiting = this.#place.waiting(this.#mine());
-    if (waiting !== undefined) this.#place.place(records, this.#place.me(this.#me, this.#o.view.vm.name, waiting, now), now, 0);
+    if (waiting !== undefined) this.#placeOf(records, waiting, 1, 0, false);
     // a member past its bound is said once, at the heartbeat that reads it, whether or not anything is held
     this.#members.counted(records, this.#slots.last, this.#me);
     this.#o.hooks?.onMembers?.(

@@ -83,7 +83,7 @@ export const FleetConfig = z
       .max(300_000)
       .default(2000)
       .describe(
-        "How often an approval held by the budget (policy, hooks) asks for a slot again, at the head of the group's queue; further back, less often.",
+        "How often an approval held by the budget (policy, hooks) looks at the slots again while it stands just behind the head of the group's queue; at the head it looks at every IMDS read, further back less often.",
       ),
   })
   .superRefine((f, ctx) => {

@@ -26,21 +26,31 @@ export interface Waiter {
 /** Only approvals asked again by themselves stand in the queue: a person who was told "held" asks again or not. */
 export const QUEUED_VIA: ReadonlySet<string> = new Set(['policy', 'hooks']);
 
-/** waitersOf: the members (with a fresh record, not `me`) whose automatic approval the budget holds, each at its earliest. */
-export function waitersOf(members: readonly MemberRecord[], me: string, now: number): Waiter[] {
+/**
+ * waitersOf: the members (with a fresh record, not `me`, not down already: `down` names the VMs
+ * holding a slot) whose automatic approval the budget holds, each at its earliest. With `asking`,
+ * also those with a maintenance Scheduled that nobody approved or held yet: they may ask now
+ * (what a member asking for the first time must let go first).
+ */
+export function waitersOf(
+  members: readonly MemberRecord[],
+  me: string,
+  now: number,
+  o: { readonly asking?: boolean; readonly down?: ReadonlySet<string> } = {},
+): Waiter[] {
   const out: Waiter[] = [];
   for (const m of members) {
-    if (m.member === me || !fresh(m, now)) continue;
+    if (m.member === me || !fresh(m, now) || o.down?.has(m.vm) === true) continue;
     const held = m.events.flatMap((e) =>
-      e.held !== undefined && e.status === 'Scheduled' && QUEUED_VIA.has(e.held.via ?? '')
+      e.status === 'Scheduled' && (e.held === undefined ? o.asking === true && !e.approved : QUEUED_VIA.has(e.held.via ?? ''))
         ? [
             {
               member: m.member,
               vm: m.vm,
               eventId: e.eventId,
               notBefore: timeOf(e.notBefore, now),
-              since: timeOf(e.held.since, now),
-              need: e.held.need ?? 1,
+              since: timeOf(e.held?.since ?? null, now),
+              need: e.held?.need ?? 1,
             },
           ]
         : [],
@@ -51,10 +61,8 @@ export function waitersOf(members: readonly MemberRecord[], me: string, now: num
   return out.sort(inOrder);
 }
 
-/** rivalsOf: the other members (fresh records) with a maintenance Scheduled and no slot for it yet: who may ask for a slot now. */
-export function rivalsOf(members: readonly MemberRecord[], me: string, now: number): number {
-  return members.filter((m) => m.member !== me && fresh(m, now) && m.events.some((e) => e.status === 'Scheduled' && !e.approved)).length;
-}
+/** downOf: the VMs holding a slot, from its holders. */
+export const downOf = (holders: readonly { readonly vm: string }[]): ReadonlySet<string> => new Set(holders.map((h) => h.vm));
 
 const fresh = (m: MemberRecord, now: number): boolean => !staleAt(m, now);
 
@@ -76,14 +84,15 @@ export function inOrder(a: Waiter, b: Waiter): number {
 }
 
 /**
- * pauseFor: how long a member at `position` lets pass between two looks at the slots: nothing
- * for the first 2 × maxUnavailable (a slot given back goes to the head within about one IMDS
- * read, and the next in line is ready behind it), then retryMs × ⌊position / maxUnavailable − 1⌋,
- * at most a heartbeat (when it reads its place again anyway).
+ * pauseFor: how long a member at `position` lets pass between two looks at the slots, asked at
+ * every IMDS read: nothing at the head of the queue (the first maxUnavailable: the next slots
+ * given back are theirs, taken within about one read), retryMs for the next maxUnavailable (ready
+ * behind the head), then retryMs × ⌊position / maxUnavailable − 1⌋, at most a heartbeat (when it
+ * reads its place again anyway).
  */
 export function pauseFor(position: number, maxUnavailable: number, retryMs: number, heartbeatMs: number): number {
-  if (position < 2 * maxUnavailable) return 0;
-  return Math.min(heartbeatMs, retryMs * Math.floor(position / maxUnavailable - 1));
+  if (position < maxUnavailable) return 0;
+  return Math.min(heartbeatMs, retryMs * Math.max(1, Math.floor(position / maxUnavailable - 1)));
 }
 
 const timeOf = (iso: string | null, fallback: number): number => {
@@ -107,6 +116,9 @@ export class QueuePlace {
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
   readonly #approvals = new Map<string, HeldApproval>();
+  /** The reads told (`keep`), and the read at which each Scheduled event was first listed. */
+  #reads = 0;
+  readonly #listedAt = new Map<string, number>();
 
   /** approvals: this member's approvals the budget holds, by EventId (its record says them). */
   get approvals(): ReadonlyMap<string, HeldApproval> {
@@ -128,10 +140,9 @@ export class QueuePlace {
       ...(ahead !== null && ahead > 0 ? { ahead } : {}),
     });
     if (!QUEUED_VIA.has(via)) return err;
-    const said =
-      ahead !== null && ahead > 0
-        ? new ApprovalError('HELD', `${err.message}; ${ahead} ahead in the queue`, undefined, err.holders, err.unhealthy)
-        : err;
+    const message = ahead !== null && ahead > 0 ? `${err.message}; ${ahead} ahead in the queue` : err.message;
+    // asked again at the next read: the pace is its place's (resting holds it again without a request to the store)
+    const said = new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0);
     this.#held = said;
     return said;
   }
@@ -142,8 +153,11 @@ export class QueuePlace {
     if (this.#approvals.size === 0) this.done();
   }
 
-  /** keep forgets the held approvals of events no longer Scheduled. */
+  /** keep forgets the held approvals of events no longer Scheduled; it is told the Scheduled events at every IMDS read. */
   keep(scheduled: ReadonlySet<string>): void {
+    this.#reads++;
+    for (const id of scheduled) if (!this.#listedAt.has(id)) this.#listedAt.set(id, this.#reads);
+    for (const id of this.#listedAt.keys()) if (!scheduled.has(id)) this.#listedAt.delete(id);
     for (const id of this.#approvals.keys()) if (!scheduled.has(id)) this.#approvals.delete(id);
     if (this.#approvals.size === 0) this.done();
   }
@@ -175,10 +189,11 @@ export class QueuePlace {
     return this.#position;
   }
 
-  /** resting: the last held answer, while it is not this member's time to look at the slots again; null when it is. */
+  /** resting: the last held answer, while it is not this member's time to look at the slots again (its place unknown: retryMs); null when it is. */
   resting(now: number): Error | null {
-    if (this.#held === null || this.#position === null) return null;
-    const pause = pauseFor(this.#position, this.#maxUnavailable(), this.#retryMs, this.#heartbeatMs);
+    if (this.#held === null) return null;
+    const p = this.#position;
+    const pause = p === null ? this.#retryMs : pauseFor(p, this.#maxUnavailable(), this.#retryMs, this.#heartbeatMs);
     return now - this.#lookedAt < pause ? this.#held : null;
   }
 
@@ -189,18 +204,25 @@ export class QueuePlace {
 
   /**
    * place reads this member's place from the members' records: which of `free` slots is its turn
-   * to try (its place in the queue), or null when its turn has not come. A member that asks for the first time while others may ask too takes its place
-   * in the queue first (held once, its record says so at its next read), so a wave of members
-   * ready at once is served in the queue's order rather than by who writes first.
+   * to try (its place in the queue), or null when its turn has not come. The free slots go down the
+   * queue in order. A member that asks for the first time (`first`) lets go first every member
+   * ahead of it that may ask now, held or not yet, so a wave of members ready at once is served in
+   * the queue's order rather than by who writes first; a slot none of them will take is its own at
+   * once, from the read after the one that first listed its maintenance (every member due with it
+   * has had a read to say its own). `down`: the VMs holding a slot (their records may still say held).
    */
-  place(members: readonly MemberRecord[], me: Waiter, now: number, free: number, first = false): number | null {
+  place(members: readonly MemberRecord[], me: Waiter, now: number, free: number, first = false, down?: ReadonlySet<string>): number | null {
     // the other members waiting for the same maintenance (it names them too) are served with it
-    const ahead = waitersOf(members, me.member, now).filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0);
+    const ahead = waitersOf(members, me.member, now, { asking: first, ...(down ? { down } : {}) }).filter(
+      (w) => w.eventId !== me.eventId && inOrder(w, me) < 0,
+    );
     this.#position = ahead.length;
     this.#placed = ahead.length;
     this.#placedAt = now;
-    if (first && rivalsOf(members, me.member, now) > 0) return null;
-    // the free slots go down the queue in order; a maintenance that needs more than are left is passed over, keeping none
+    // at the read that first lists it, the members due with it may not have said theirs yet: a first ask waits that read out
+    const listed = this.#listedAt.get(me.eventId);
+    if (first && listed !== undefined && listed >= this.#reads) return null;
+    // a maintenance that needs more than are left is passed over, keeping none
     let left = free;
     for (const w of ahead) if (w.need <= left) left -= w.need;
     return me.need <= left ? free - left : null;

@@ -19,13 +19,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsSimulator } from '../../src/simulator/server.ts';
 import { FleetStores } from '../../testkit/fleet-stores.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
+import { LAUNCH } from '../../scripts/launch.ts';
 import { ROOT, tempDir, waitFor } from '../helpers.ts';
 
 const BIN = join(ROOT, 'bin', 'se-bridge.js');
 const CLI = join(ROOT, 'dist', 'src', 'commands', 'cli.js');
 const BUNDLE = join(ROOT, 'dist', 'se-bridge.cjs');
 /** The package's V8 settings, read from its #! line. */
-const V8_FLAGS = readFileSync(BIN, 'utf8').split('\n')[0]!.split(' node ')[1]!.trim().split(/\s+/);
+const V8_FLAGS = LAUNCH.v8Flags;
 let dir: ReturnType<typeof tempDir>;
 let stores: FleetStores;
 let hook: HttpPeer;

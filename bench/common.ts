@@ -67,3 +67,12 @@ export async function stop(child: ChildProcess): Promise<void> {
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
 }
+
+/** stopEverything stops the daemons, then the peers they spoke to (simulators, proxies, stores), each as it stops. */
+export async function stopEverything(
+  children: readonly ChildProcess[],
+  ...peers: readonly (readonly { close?: () => Promise<unknown>; stop?: () => Promise<unknown> }[])[]
+): Promise<void> {
+  await Promise.all(children.map((c) => stop(c)));
+  for (const group of peers) await Promise.all(group.map((p) => (p.stop ?? p.close)!.call(p)));
+}

@@ -18,7 +18,7 @@ import { pathToFileURL } from 'node:url';
 import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
 import { CountingProxy } from '../testkit/counting-proxy.ts';
-import { bridgeConfig, dir, dist, log, q, sleep, stop } from './common.ts';
+import { bridgeConfig, dir, dist, log, q, sleep, stopEverything } from './common.ts';
 import { PACKAGE_BIN } from './processes.ts';
 
 const STARTED_MS = 4000;
@@ -128,10 +128,7 @@ export async function phaseFleetProcesses(n = 30, k = 3) {
       requests: cost.counts,
     };
   } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    await Promise.all(sims.map((s) => s.close()));
-    await proxy.stop();
-    await azurite.stop();
+    await stopEverything(children, sims, [proxy], [azurite]);
   }
 }
 

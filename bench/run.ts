@@ -23,7 +23,7 @@
  *      bridges in one group, over both stores; a daemon's memory with and without `fleet`;
  *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
  *      members (bench/fleet-cost.ts); F3. one group across 20 and 100 bridges as processes, 2 and 10 slots
- *      (bench/fleet-processes.ts).
+ *      (bench/fleet-processes.ts), and a wave's collision words and store cost at 20 and 100 (bench/fleet-wave.ts).
  *   M. memory of each profile alone (package webhook+file, with a Blob or a Lease budget, the AKS
  *      DaemonSet, the executable read back from disk) beside bare node: VmRSS, RssAnon, RssFile, PSS,
  *      each configured in YAML at log level info, at its first start and with a warm compile cache;
@@ -44,6 +44,7 @@ import { phaseTemplates } from './templates.ts';
 import { phaseBudget } from './budget.ts';
 import { phaseFleetCost } from './fleet-cost.ts';
 import { phaseFleetProcesses } from './fleet-processes.ts';
+import { phaseFleetWave } from './fleet-wave.ts';
 import { phaseFleetView } from './fleet-view.ts';
 import { phaseMemory } from './memory.ts';
 
@@ -101,6 +102,9 @@ try {
         [100, 10],
       ])
     processes.push(await phaseFleetProcesses(n, k));
+  log("F3: a wave's collision across 20 and 100 bridges as processes (a tenth of the group as slots, every member due at once)");
+  const waves = [];
+  for (const n of quick ? [20] : [20, 100]) waves.push(await phaseFleetWave(n));
   log('V: the fleet view (20 and 100 bridges, the relay as a process, a reader 10 times a second)');
   const view = await phaseFleetView(quick ? [20] : [20, 100]);
 
@@ -144,6 +148,7 @@ try {
       },
       storeCost: cost,
       processes: processes.map((p) => ({ ...p, releaseToNextStart: strip(p.releaseToNextStart) })),
+      waves,
     },
     fleetView: view.map((v) => ({ ...v, toListedMs: strip(v.toListedMs) })),
   };
@@ -262,6 +267,13 @@ try {
     ...processes.map(
       (p) =>
         `| ${p.members} members, ${p.maxUnavailable} slots | ${p.approved} | ${p.mostDownAtOnce} | ${p.servedOutOfOrder} (grant ${p.outOfOrderRanks.join(', ') || '-'}) | ${p.waveSeconds} s (${p.idealSeconds} s) | ${p.overheadPerRoundSeconds} s | ${p.handOffSeconds.p50} / ${p.handOffSeconds.p95} / ${p.handOffSeconds.max} s | ${p.slotUsePercent} % | ${p.lostWritesPerHandOff} | ${p.requestsPerMemberPerMinute} |`,
+    ),
+    '',
+    "| a wave's collision, bridges as processes, every member due at once (policy, IMDS read every 1 s, retryMs 2 s) | CloudEvent ids (copies) | lost writes per hand-off | the busiest blob's busiest second | listing KiB per waiting member per minute |",
+    '|---|---|---|---|---|',
+    ...results.fleetBudget.waves.map(
+      (w) =>
+        `| ${w.members} members, ${w.maxUnavailable} slots, ${w.waveSeconds} s | ${w.waves.map((x) => `${x.ids} (${x.copies})`).join(', ') || '-'} | ${w.lostWritesPerHandOff} | ${Math.max(0, ...Object.values(w.busiestSecond))} | ${w.listKiBPerWaitingMemberPerMinute} |`,
     ),
     '',
     "| the fleet view: a reader asks the relay GET /v1/fleet/events 10 times a second; each member's event appears in turn, 50 ms apart | event at its VM to listed: p50 | p99 | max | store requests per relay request | per minute | relay VmRSS / RssAnon / PSS |",

@@ -34,6 +34,10 @@ export class CountingProxy {
   lostBy = new Map<string, number>();
   /** Bytes of the answers' bodies since the last reset. */
   bytes = 0;
+  /** The same, by operation. */
+  bytesBy = new Map<string, number>();
+  /** Requests to each blob (its name under the container; a listing: `list`; the container's own: `container`) in each second of the proxy's clock since the last reset. */
+  perSecond = new Map<string, Map<number, number>>();
   readonly #faults = new Map<string, Fault[]>();
 
   constructor(targetUrl: string) {
@@ -42,6 +46,10 @@ export class CountingProxy {
       const url = new URL(req.url ?? '/', this.#target);
       const op = blobOperation(req.method ?? 'GET', url);
       this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
+      const blob = op === 'list' ? 'list' : op.endsWith(' container') ? 'container' : url.pathname.split('/').slice(3).join('/');
+      const second = Math.floor(Date.now() / 1000);
+      const seconds = this.perSecond.get(blob) ?? new Map<number, number>();
+      this.perSecond.set(blob, seconds.set(second, (seconds.get(second) ?? 0) + 1));
       const fault = this.#faults.get(op)?.shift();
       if (fault === 'reset') return void req.socket.resetAndDestroy();
       if (fault === 'hang') return void req.resume();
@@ -69,7 +77,10 @@ export class CountingProxy {
             this.lostBy.set(kind, (this.lostBy.get(kind) ?? 0) + 1);
           }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.on('data', (chunk: Buffer) => (this.bytes += chunk.length));
+          answer.on('data', (chunk: Buffer) => {
+            this.bytes += chunk.length;
+            this.bytesBy.set(op, (this.bytesBy.get(op) ?? 0) + chunk.length);
+          });
           answer.pipe(res);
         },
       );
@@ -94,12 +105,26 @@ export class CountingProxy {
   }
 
   /** take: the counts since the last take, and a fresh start. */
-  take(): { counts: Record<string, number>; lost: number; lostBy: Record<string, number>; bytes: number } {
-    const out = { counts: Object.fromEntries(this.counts), lost: this.lost, lostBy: Object.fromEntries(this.lostBy), bytes: this.bytes };
+  take(): {
+    counts: Record<string, number>;
+    lost: number;
+    lostBy: Record<string, number>;
+    bytes: number;
+    bytesBy: Record<string, number>;
+    busiestSecond: Record<string, number>;
+  } {
+    const out = {
+      ...{ counts: Object.fromEntries(this.counts), lost: this.lost, lostBy: Object.fromEntries(this.lostBy) },
+      ...{ bytes: this.bytes, bytesBy: Object.fromEntries(this.bytesBy) },
+      // each blob's most requests in one second
+      busiestSecond: Object.fromEntries([...this.perSecond].map(([blob, seconds]) => [blob, Math.max(...seconds.values())])),
+    };
     this.counts = new Map();
     this.lost = 0;
     this.lostBy = new Map();
     this.bytes = 0;
+    this.bytesBy = new Map();
+    this.perSecond = new Map();
     return out;
   }
 

@@ -13,6 +13,8 @@ export interface CollisionInfo {
   readonly atOnce: number;
   /** Members not healthy now, outside the wave (fleet.health): the group has that many slots less for it. */
   readonly unhealthy?: readonly string[];
+  /** What this word says: the collision foreseen, the members due changed (at most once a minute), or the wave within the budget now. */
+  readonly state?: 'foreseen' | 'updated' | 'resolved';
 }
 
 /** UnwatchedInfo: an event Azure's feed lists for a VM no bridge watches (the relay's `unwatched`). */

@@ -12,33 +12,30 @@ import type { CollisionInfo } from './info.ts';
 
 /**
  * collisionIdOf: the CloudEvent id of one word about a wave of colliding maintenance: a digest of
- * the wave's id and the EventIds the word says are due (sorted, each once). Every member that says
- * the same of the same wave says it under the same id, so copies deduplicate; a word about
- * another set of members due (more are seen, or some complete) is a new id.
+ * the wave's id and the EventIds the word says are due (sorted, each once), and of the word that
+ * the wave is within the budget now (a word of its own). The wave's speaker makes it; every other
+ * member due repeats the speaker's word under its id, so copies deduplicate.
  */
-export function collisionIdOf(waveId: string, eventIds: readonly string[]): string {
+export function collisionIdOf(waveId: string, eventIds: readonly string[], resolved = false): string {
   const due = [...new Set(eventIds)].sort();
   return `fleet.collision/${createHash('sha256')
-    .update(JSON.stringify([waveId, due]))
+    .update(JSON.stringify(resolved ? [waveId, due, 'resolved'] : [waveId, due]))
     .digest('hex')
     .slice(0, 40)}`;
 }
 
 /**
- * toCollisionCloudEvent is `fleet.collision`: its id is collisionIdOf the wave and the members
- * due, and `data.collision.id` the wave's own id, the same in every word of one wave. Its data is
- * this member's own colliding event, with the collision beside it.
+ * toCollisionCloudEvent is `fleet.collision` under the id of the word it carries (collisionIdOf,
+ * as the wave's speaker made it), with `data.collision.id` the wave's own id, the same in every
+ * word of one wave. Its data is this member's own colliding event, with the collision beside it.
  */
 export function toCollisionCloudEvent(
+  id: string,
   own: ScheduledEvent,
   incarnation: number,
   collision: CollisionInfo,
   ctx: MappingContext,
 ): BridgeEvent {
-  const id = collisionIdOf(
-    collision.id,
-    collision.due.map((d) => d.eventId),
-  );
   return build(id, 'fleet.collision', dataWith(own, incarnation, ctx, { collision }), incarnation, ctx);
 }
 

@@ -142,7 +142,8 @@ export function toChatMessage(
   } else if (transition === 'fleet.collision' && d.collision !== undefined) {
     const c = d.collision;
     const between = `between ${utcText(c.from).slice(11)} and ${utcText(c.to).slice(11)}`;
-    const within = c.due.length + (c.unhealthy?.length ?? 0) <= c.maxUnavailable;
+    // a word of the wave's speaker says what it is; one without (an older member's) is read from its numbers
+    const within = c.state === undefined ? c.due.length + (c.unhealthy?.length ?? 0) <= c.maxUnavailable : c.state === 'resolved';
     const of = `${c.due.length} of ${c.group}'s ${c.members} member${c.members === 1 ? '' : 's'}`;
     plainWords = within
       ? `${of} still due for maintenance ${between}: within the group's budget of ${c.maxUnavailable} now`

@@ -303,7 +303,10 @@ describe('a collision in words', () => {
       ...{ id: 'wave', group: 'kafka', maxUnavailable: 1, members: 2, from: notBefore, to: '2026-11-25T10:40:00.000Z' },
       ...{ due: [{ vm: 'kafka-0', eventId: 'E0', eventType: 'Reboot', notBefore }], atOnce: 1, unhealthy: ['kafka-1'] },
     };
-    const ce = toCollisionCloudEvent(scheduledFor('kafka-0'), 1, collision, { vm: memberVm('kafka-0'), observedAt: notBefore });
+    const ce = toCollisionCloudEvent('fleet.collision/' + '0'.repeat(40), scheduledFor('kafka-0'), 1, collision, {
+      vm: memberVm('kafka-0'),
+      observedAt: notBefore,
+    });
     expect(toChatMessage(ce).title).toBe(
       "1 of kafka's 2 members is due for maintenance between 10:30 UTC and 10:40 UTC; the group allows 1 and kafka-1 is not healthy",
     );

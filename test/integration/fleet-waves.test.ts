@@ -1,16 +1,20 @@
 /**
  * The collision forecast over the fleet budget's two real stores (Azurite through the project's
  * Blob REST client; the Kubernetes API stand-in, written from the API reference since no API
- * server can run here, through the project's Kubernetes client (src/kube)), each member with its own real SQLite
- * journal: one wave of overlapping windows has one id on every member, however many find it at
- * once, and each member says it again, under the same wave id, as members complete.
+ * server can run here, through the project's Kubernetes client (src/kube)), each member with its
+ * own real SQLite journal and its own record written by the project's writer, the group read by
+ * the listing each member makes: the wave's speaker says it once it has seen it whole, again at
+ * most once a minute (the clock is the test's), and once within the budget; every other member
+ * repeats each word under the same CloudEvent id, read from the speaker's record in its listing.
  */
 import { describe, expect, it } from 'vitest';
 import { Forecast, ForecastReads } from '../../src/fleet/budget/collisions.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
-import type { MemberRecord } from '../../src/fleet/budget/records.ts';
-import { Waves } from '../../src/fleet/budget/waves.ts';
+import { MemberRecordWriter } from '../../src/fleet/budget/member.ts';
+import { membersOf } from '../../src/fleet/budget/parse.ts';
+import { MEMBER_PREFIX, type MemberRecord } from '../../src/fleet/budget/records.ts';
 import type { BridgeEvent } from '../../src/pipeline/cloudevent.ts';
+import { SETTLE_MS } from '../../src/fleet/budget/waves.ts';
 import { toChatMessage } from '../../src/present/chat-model.ts';
 import { Store } from '../../src/store/store.ts';
 import { fleetStoresPerFile, memberVm, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
@@ -20,104 +24,110 @@ const fleetStores = fleetStoresPerFile();
 const K = 2;
 const NOT_BEFORE = new Date(Date.now() + 3_600_000).toISOString();
 
-function recordOf(vm: string, eventId: string, status = 'Scheduled'): MemberRecord {
+function recordOf(vm: string, eventId: string, status = 'Scheduled', heartbeatAt = new Date().toISOString()): MemberRecord {
   return {
     member: `${vm}-key`,
     vm,
     resourceId: null,
-    heartbeatAt: new Date().toISOString(),
+    heartbeatAt,
     heartbeatSeconds: 30,
     slot: null,
     events: [{ eventId, eventType: 'Reboot', status, notBefore: NOT_BEFORE, durationInSeconds: -1, approved: false }],
   };
 }
 
-/** dueSet: the EventIds a collision CloudEvent says are due, sorted: what the statement is about. */
-const dueSet = (e: BridgeEvent): string =>
-  e.data
-    .collision!.due.map((d) => d.eventId)
-    .sort()
-    .join(',');
-
 describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
-  it('ten members due at once, K = 2: one wave id on every member (found at once by all), one CloudEvent id per set of members due on every member, updated as members complete, down to within the budget', async () => {
+  it('ten members due at once, K = 2: the speaker says the wave once whole, updates it at most once a minute (the latest set), and says it resolved once; every member repeats each word under one id', async () => {
     const group = `waves-${kind}`;
+    let clock = Date.parse('2026-11-25T09:00:00.000Z');
     const vms = Array.from({ length: 10 }, (_, i) => `w${i}`);
     const events = vms.map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
-    const members = await Promise.all(
-      vms.map(async (vm, i) => {
-        const store = Store.open(':memory:');
-        const said: BridgeEvent[] = [];
-        const fleetStore = await openFleetStore(fleetStores().config(kind) as never, group);
-        const forecast = new Forecast({
-          group,
-          maxUnavailable: K,
-          view: { vm: memberVm(vm), document: { incarnation: 1, events: [events[i]!] }, goodReads: 1, approvalServerUrl: null },
-          journal: store.journal,
-          logger: silentLogger,
-          route: (e) => ({ id: e.id, eventId: events[i]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
-          committed: (e) => said.push(e),
-          waves: new Waves(fleetStore, group),
-        });
-        return { vm, forecast, said, store };
-      }),
-    );
-    try {
-      // each member reads a different part of the wave first (the records arrive one by one), all at once
-      const all = vms.map((vm, i) => recordOf(vm, events[i]!.eventId));
-      await Promise.all(members.map((m, i) => m.forecast.foretell(all.slice(0, Math.max(K + 1, i + 1)))));
-      await Promise.all(members.map((m) => m.forecast.foretell(all)));
-      const first = members.map((m) => m.said[0]!);
-      expect(new Set(first.map((e) => e.data.collision!.id)).size).toBe(1);
-      const wave = first[0]!.data.collision!.id;
-      // one statement, one id: every member's word of the same members due is one CloudEvent id
-      // (whether it was that member's first word or a later one), another set of members due another
-      const words = members.flatMap((m) => m.said);
-      expect(words.every((e) => e.data.collision!.id === wave)).toBe(true);
-      const idsBySet = new Map<string, Set<string>>();
-      for (const e of words) {
-        const set = dueSet(e);
-        idsBySet.set(set, (idsBySet.get(set) ?? new Set()).add(e.id));
+    const store = await openFleetStore(fleetStores().config(kind) as never, group);
+    const members = vms.map((vm, i) => {
+      const journal = Store.open(':memory:');
+      const said: BridgeEvent[] = [];
+      const forecast = new Forecast({
+        group,
+        maxUnavailable: K,
+        view: { vm: memberVm(vm), document: { incarnation: 1, events: [events[i]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: journal.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: events[i]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: (e) => said.push(e),
+        now: () => clock,
+      });
+      return { vm, forecast, said, journal, writer: new MemberRecordWriter(store), status: 'Scheduled' };
+    });
+    // one read of the group: each member writes its record (its word with it), then lists the group and foretells, in a varied order
+    const round = async (at: number, order = 1) => {
+      clock = at;
+      const ordered = order === 1 ? members : [...members].reverse();
+      for (const m of ordered) {
+        const { heartbeatAt: _at, ...record } = recordOf(m.vm, events[members.indexOf(m)]!.eventId, m.status);
+        const word = m.forecast.word;
+        await m.writer.write(word === undefined ? record : { ...record, wave: word }, clock, true);
       }
-      expect(idsBySet.get(dueSet(words.find((e) => e.data.collision!.due.length === 10)!))?.size).toBe(1);
-      for (const [set, ids] of idsBySet) expect(ids.size, `the ids of ${set}`).toBe(1);
-      const ids = [...idsBySet.values()].map((s) => [...s][0]!);
-      expect(new Set(ids).size).toBe(idsBySet.size);
-      for (const id of ids) expect(id).toMatch(/^fleet\.collision\/[0-9a-f]{40}$/);
-      const last = members.map((m) => m.said.at(-1)!);
-      for (const e of last) expect(e.data.collision).toMatchObject({ id: wave, atOnce: 10 });
-      expect(last.every((e) => e.data.collision!.due.length === 10)).toBe(true);
-      expect(toChatMessage(last[0]!).title).toMatch(
+      await Promise.all(ordered.map(async (m) => m.forecast.foretell(membersOf(await store.list(MEMBER_PREFIX)))));
+    };
+    const start = (...done: number[]) => done.forEach((i) => (members[i]!.status = 'Started'));
+    const words = () => members.flatMap((m) => m.said);
+    try {
+      // seen, not said yet: the speaker waits a few seconds to see the wave whole
+      await round(clock);
+      expect(words()).toHaveLength(0);
+      // the speaker (w9: the queue serves it last, all due at once) says it; the others repeat it at their next read, under its id
+      await round(clock + 5000, -1);
+      expect(members[9]!.said).toHaveLength(1);
+      expect(words()).toHaveLength(1);
+      await round(clock + 1000);
+      const foreseen = members[9]!.said[0]!;
+      expect(foreseen.data.collision).toMatchObject({ state: 'foreseen', atOnce: 10 });
+      expect(foreseen.id).toMatch(/^fleet\.collision\/[0-9a-f]{40}$/);
+      for (const m of members) expect(m.said.map((e) => e.id)).toEqual([foreseen.id]);
+      expect(new Set(words().map((e) => e.data.collision!.id))).toEqual(new Set([foreseen.data.collision!.id]));
+      expect(toChatMessage(foreseen).title).toMatch(
         /^10 of waves-\w+'s 10 members are due for maintenance between .*; the group allows 2, and Azure takes 10 down at once if nothing changes$/,
       );
-      // the same records again: nothing new
-      const before = members.map((m) => m.said.length);
-      await Promise.all(members.map((m) => m.forecast.foretell(all)));
-      expect(members.map((m) => m.said.length)).toEqual(before);
 
-      // members complete (their events Started, then gone): w9 and w8 hear it of the wave, under the same wave id, each
-      // change of the members due a new CloudEvent id, the same on both
-      const [w8, w9] = [members[8]!, members[9]!];
-      const seen = new Set(ids);
-      for (const done of [3, 6, 8]) {
-        const records = all.map((r, i) => (i < done ? recordOf(r.vm, events[i]!.eventId, 'Started') : r));
-        await Promise.all([w8.forecast.foretell(records), w9.forecast.foretell(records)]);
-        expect(w9.said.at(-1)).toMatchObject({ data: { collision: { id: wave } } });
-        expect(w9.said.at(-1)!.data.collision!.due).toHaveLength(10 - done);
-        expect(w8.said.at(-1)!.id).toBe(w9.said.at(-1)!.id);
-        expect(seen.has(w9.said.at(-1)!.id)).toBe(false);
-        seen.add(w9.said.at(-1)!.id);
-      }
-      // two left: within the budget now, said once, and the wave is done
-      expect(toChatMessage(w9.said.at(-1)!).title).toMatch(
+      // members complete, several times within a minute: nothing is said until a minute has passed since the last word
+      start(0, 1, 2);
+      await round(clock + 10_000);
+      start(3);
+      await round(clock + 20_000, -1);
+      await round(clock + 20_000);
+      expect(words()).toHaveLength(10);
+      // a minute after the foreseen word: the speaker says the latest set once, and the others repeat it
+      await round(Date.parse(foreseen.time) + 60_000);
+      await round(clock + 1000, -1);
+      const updated = words().filter((e) => e.id !== foreseen.id);
+      expect(new Set(updated.map((e) => e.id)).size).toBe(1);
+      expect(updated.map((e) => e.data.vm.name).sort()).toEqual(['w4', 'w5', 'w6', 'w7', 'w8', 'w9']);
+      for (const e of updated) expect(e.data.collision).toMatchObject({ id: foreseen.data.collision!.id, state: 'updated' });
+      expect(updated[0]!.data.collision!.due).toHaveLength(6);
+      await round(clock + 1000);
+      expect(words()).toHaveLength(16);
+
+      // within the budget: said at once (not a minute later), once, by the speaker, repeated by w8
+      start(4, 5, 6, 7);
+      await round(clock + 2000);
+      await round(clock + 1000, -1);
+      await round(clock + 1000);
+      const resolved = words().filter((e) => e.data.collision!.state === 'resolved');
+      expect(words()).toHaveLength(18);
+      expect(resolved.map((e) => e.data.vm.name).sort()).toEqual(['w8', 'w9']);
+      expect(new Set(resolved.map((e) => e.id)).size).toBe(1);
+      expect(resolved[0]!.data.collision).toMatchObject({ id: foreseen.data.collision!.id, state: 'resolved' });
+      expect(toChatMessage(resolved[0]!).severity).toBe('resolved');
+      expect(toChatMessage(resolved[0]!).title).toMatch(
         /^2 of waves-\w+'s 10 members still due for maintenance .*: within the group's budget of 2 now$/,
       );
-      expect(toChatMessage(w9.said.at(-1)!).severity).toBe('resolved');
-      const n = w9.said.length;
-      await w9.forecast.foretell(all.map((r, i) => (i < 8 ? recordOf(r.vm, events[i]!.eventId, 'Started') : r)));
-      expect(w9.said).toHaveLength(n);
+      // and nothing more, however long
+      await round(clock + 120_000);
+      await round(clock + 120_000, -1);
+      expect(words()).toHaveLength(18);
     } finally {
-      for (const m of members) m.store.close();
+      for (const m of members) m.journal.close();
+      await store.close();
     }
   });
 });
@@ -128,24 +138,32 @@ describe('the forecast with health checks', () => {
     const events = ['h0', 'h1'].map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
     const store = Store.open(':memory:');
     const said: BridgeEvent[] = [];
+    // the speaker says a collision once it has seen it a few seconds: the test's clock moves on
+    let clock = Date.now();
+    // (each forecast is the speaker's: the member the queue serves last, its VM name sorting last)
+    const seen = async (f: Forecast, records: readonly MemberRecord[]) => {
+      expect(await f.foretell(records)).toBeNull();
+      clock += SETTLE_MS;
+      return f.foretell(records);
+    };
     try {
       const forecast = new Forecast({
         group,
         maxUnavailable: 2,
-        view: { vm: memberVm('h0'), document: { incarnation: 1, events: [events[0]!] }, goodReads: 1, approvalServerUrl: null },
+        view: { vm: memberVm('h1'), document: { incarnation: 1, events: [events[1]!] }, goodReads: 1, approvalServerUrl: null },
         journal: store.journal,
         logger: silentLogger,
-        route: (e) => ({ id: e.id, eventId: events[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        route: (e) => ({ id: e.id, eventId: events[1]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
         committed: (e) => said.push(e),
-        waves: new Waves(await openFleetStore(fleetStores().config('blob') as never, group), group),
         settleSeconds: 600,
+        now: () => clock,
       });
       const healthy = { healthy: true, since: new Date().toISOString() };
       const due = [0, 1].map((i) => ({ ...recordOf(`h${i}`, events[i]!.eventId), health: healthy }));
       const sick = { ...recordOf('h2', 'none'), events: [], health: { healthy: false, since: new Date().toISOString(), detail: '503' } };
       // all healthy: two due, two slots, no collision
       expect(await forecast.foretell([...due, { ...sick, health: healthy }])).toBeNull();
-      const ce = await forecast.foretell([...due, sick]);
+      const ce = await seen(forecast, [...due, sick]);
       expect(ce?.data.collision).toMatchObject({ atOnce: 2, unhealthy: ['h2'], maxUnavailable: 2 });
       // the window runs on for the settle time: NotBefore + 10 minutes + 600 s
       expect(Date.parse(ce!.data.collision!.to) - Date.parse(NOT_BEFORE)).toBe(20 * 60_000);
@@ -156,26 +174,71 @@ describe('the forecast with health checks', () => {
       const one = new Forecast({
         group: `${group}-five`,
         maxUnavailable: 1,
-        view: { vm: memberVm('f0'), document: { incarnation: 1, events: [five[0]!] }, goodReads: 1, approvalServerUrl: null },
+        view: { vm: memberVm('f4'), document: { incarnation: 1, events: [five[4]!] }, goodReads: 1, approvalServerUrl: null },
         journal: store.journal,
         logger: silentLogger,
-        route: (e) => ({ id: e.id, eventId: five[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        route: (e) => ({ id: e.id, eventId: five[4]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
         committed: (e) => said.push(e),
-        waves: new Waves(await openFleetStore(fleetStores().config('blob') as never, `${group}-five`), `${group}-five`),
         settleSeconds: 600,
+        now: () => clock,
       });
       const records = five.map((e, i) => ({
         ...recordOf(`f${i}`, e.eventId),
         health: i === 3 ? { healthy: false, since: new Date().toISOString(), detail: '503' } : healthy,
       }));
-      const c5 = await one.foretell(records);
-      expect(c5?.data.collision).toMatchObject({ atOnce: 5, maxUnavailable: 1, members: 5 });
+      // a record whose word of the wave says it was said far ahead of any clock (or does not read) silences nothing
+      const word = { wave: 'f'.repeat(40), said: `fleet.collision/${'e'.repeat(40)}`, kind: 'updated', due: 1 };
+      const span = { from: NOT_BEFORE, to: new Date(Date.parse(NOT_BEFORE) + 600_000).toISOString() };
+      const liar = { ...recordOf('f9', 'none'), events: [], wave: { ...word, ...span, at: '2099-01-01T00:00:00.000Z' } };
+      const garbled = {
+        ...recordOf('f8', 'none'),
+        events: [],
+        wave: { ...word, ...span, said: 'https://x', at: new Date(clock).toISOString() },
+      };
+      const c5 = await seen(one, membersOf([...records, liar, garbled].map((r, i) => ({ name: `member-${i}`, value: r, version: '1' }))));
+      expect(c5?.id).not.toBe(word.said);
+      expect(c5?.data.collision).toMatchObject({ atOnce: 5, maxUnavailable: 1, members: 7, state: 'foreseen' });
       expect(c5!.data.collision!.due).toHaveLength(5);
       expect(toChatMessage(c5!).title).toMatch(
-        /^5 of .*'s 5 members are due .*; the group allows 1, and Azure takes 5 down at once if nothing changes/,
+        /^5 of .*'s 7 members are due .*; the group allows 1, and Azure takes 5 down at once if nothing changes/,
       );
     } finally {
       store.close();
+    }
+  });
+});
+
+describe('the speaker leaving the wave', () => {
+  it('says the wave within the budget once its own maintenance started, even when no other member is still due', async () => {
+    const events = ['s0', 's1', 's2'].map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+    const journal = Store.open(':memory:');
+    const said: BridgeEvent[] = [];
+    let clock = Date.now();
+    try {
+      const forecast = new Forecast({
+        group: 'leaving',
+        maxUnavailable: 1,
+        view: { vm: memberVm('s2'), document: { incarnation: 1, events: [events[2]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: journal.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: events[2]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: (e) => said.push(e),
+        now: () => clock,
+      });
+      const due = events.map((e, i) => recordOf(`s${i}`, e.eventId));
+      await forecast.foretell(due);
+      clock += SETTLE_MS;
+      expect((await forecast.foretell(due))?.data.collision).toMatchObject({ state: 'foreseen' });
+      // the others are over and gone, and the speaker's own maintenance started: within the budget, said once
+      const over = [{ ...due[0]!, events: [] }, { ...due[1]!, events: [] }, recordOf('s2', events[2]!.eventId, 'Started')];
+      clock += 1000;
+      const resolved = await forecast.foretell(over);
+      expect(resolved?.data.collision).toMatchObject({ state: 'resolved', due: [] });
+      expect(toChatMessage(resolved!).severity).toBe('resolved');
+      expect(await forecast.foretell(over)).toBeNull();
+      expect(said).toHaveLength(2);
+    } finally {
+      journal.close();
     }
   });
 });
@@ -201,5 +264,46 @@ describe('when a member reads the group for the forecast', () => {
     const f = scheduledFor('vm-a');
     expect(reads.due([f], false, t + 170_000)).toBe(false);
     expect(reads.due([f], true, t + 170_500)).toBe(true);
+  });
+});
+
+describe('whose word a member repeats', () => {
+  it("only the speaker's: a word in the record of a member outside the wave, or of another member due, is not repeated", async () => {
+    const events = ['w0', 'w1', 'w2'].map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+    const journal = Store.open(':memory:');
+    let clock = Date.now();
+    try {
+      // w0 listens; w2 is the wave's speaker (the queue serves it last: the same NotBefore, the name that sorts last)
+      const forecast = new Forecast({
+        group: 'whose',
+        maxUnavailable: 1,
+        view: { vm: memberVm('w0'), document: { incarnation: 1, events: [events[0]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: journal.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: events[0]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: () => undefined,
+        now: () => clock,
+      });
+      const due = events.map((e, i) => recordOf(`w${i}`, e.eventId));
+      const span = { from: NOT_BEFORE, to: new Date(Date.parse(NOT_BEFORE) + 600_000).toISOString() };
+      const wordOf = (hex: string, kind: 'foreseen' | 'updated' | 'resolved') => ({
+        ...{ wave: hex.repeat(40), said: `fleet.collision/${hex.repeat(40)}`, kind, due: 3 },
+        ...span,
+        at: new Date(clock).toISOString(),
+      });
+      await forecast.foretell(due);
+      clock += SETTLE_MS;
+      // an outsider (no event of the wave) and a member due that is not the speaker each write a word: neither is repeated
+      const outsider = { ...recordOf('w9', 'none'), events: [], wave: wordOf('a', 'resolved') };
+      const other = { ...due[1]!, wave: wordOf('b', 'updated') };
+      expect(await forecast.foretell([due[0]!, other, due[2]!, outsider])).toBeNull();
+      // the speaker's word is
+      const speaker = { ...due[2]!, wave: wordOf('c', 'foreseen') };
+      const repeated = await forecast.foretell([due[0]!, other, speaker, outsider]);
+      expect(repeated?.id).toBe(`fleet.collision/${'c'.repeat(40)}`);
+      expect(repeated?.data.collision).toMatchObject({ id: 'c'.repeat(40), state: 'foreseen' });
+    } finally {
+      journal.close();
+    }
   });
 });

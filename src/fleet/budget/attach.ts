@@ -40,11 +40,7 @@ export async function attachBudget(ctx: BudgetContext) {
   const store = await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs);
   // the budget's code is loaded only by a member of a fleet: a bridge without one never holds it
   if (!budgeted(fleet)) return attachMember(ctx, fleet, store, (await import('./fleet-member.ts')).FleetMember);
-  const [{ FleetBudget }, { Forecast }, { Waves }] = await Promise.all([
-    import('./budget.ts'),
-    import('./collisions.ts'),
-    import('./waves.ts'),
-  ]);
+  const [{ FleetBudget }, { Forecast }] = await Promise.all([import('./budget.ts'), import('./collisions.ts')]);
   const forecast = new Forecast({
     group: fleet.group,
     maxUnavailable: fleet.maxUnavailable,
@@ -52,7 +48,6 @@ export async function attachBudget(ctx: BudgetContext) {
     journal: ctx.journal,
     logger: ctx.logger,
     route: ctx.route,
-    waves: new Waves(store, fleet.group),
     unhealthyCountsForSeconds: fleet.unhealthyCountsForSeconds,
     marginSeconds: fleet.marginSeconds,
     ...(ctx.health === undefined ? {} : { settleSeconds: ctx.health.config.settleSeconds }),
@@ -71,6 +66,8 @@ export async function attachBudget(ctx: BudgetContext) {
     view: ctx.state,
     logger: ctx.logger,
     givenBack: ctx.givenBack,
+    // the word this member said as its collision wave's speaker goes in its record: the others read it in their listing
+    wave: () => forecast.word,
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),

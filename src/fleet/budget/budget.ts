@@ -262,7 +262,7 @@ export class FleetBudget implements ApprovalGate {
     // renewed while the events are listed, at every good read (written once its end has moved by a heartbeat)
     await slots.renew(document);
     const wrote = await this.#writeMember(false, mine);
-    if (this.#forecastReads.due(mine, wrote, this.#now())) await this.#readMembers();
+    if (this.#forecastReads.due(mine, wrote, this.#now(), this.#o.wave?.())) await this.#readMembers();
   }
 
   /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records` (`first`: it never asked yet). */
@@ -293,6 +293,7 @@ export class FleetBudget implements ApprovalGate {
     const record = memberRecordOf({
       ...{ config: this.#o.config, vm, mine: mine ?? this.#mine(), heldFor: this.#slots.heldFor, held: this.#place.approvals },
       ...{ slot: this.#slots.held?.name ?? null, health: this.#o.health?.state, calendar: this.#o.calendar, notes: this.#o.notes },
+      wave: this.#o.wave,
     });
     return this.#record.write(record, this.#now(), force);
   }

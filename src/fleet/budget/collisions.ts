@@ -1,12 +1,13 @@
 /**
  * The collision forecast: when the members' records show more members due for maintenance at
  * once than the group allows, and this VM is one of them, it commits a `fleet.collision`
- * CloudEvent, routed like any other change. One wave of overlapping windows has one id on every
- * member (waves.ts), carried in `data.collision.id`; a member says it once for each set of members
- * due in the wave (more are seen, or they complete), down to the word that the wave is within the
- * budget now, and each word's CloudEvent id is a digest of the wave and the set it says is due, so
- * every member's copy of one word has one id and a consumer that deduplicates sees it once. Chat
- * updates its message of the member's maintenance in place.
+ * CloudEvent, routed like any other change. One wave of overlapping windows has one speaker, the
+ * member due in it that the group's queue serves last (waves.ts): it says the wave once it has seen it for
+ * a few seconds (foreseen), again at most once a minute while the members due change (updated,
+ * the latest set), and once when it is within the budget (resolved), and writes each word in its
+ * member record. Every other member due repeats the speaker's latest word, read in the listing,
+ * under the same CloudEvent id, with `data.collision.id` the wave's id, so a consumer that
+ * deduplicates sees each word once. Chat updates its message of the member's maintenance in place.
  */
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
@@ -17,9 +18,19 @@ import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config
 import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionInfo } from '../../pipeline/info.ts';
-import { toCollisionCloudEvent } from '../../pipeline/notices.ts';
+import { collisionIdOf, toCollisionCloudEvent } from '../../pipeline/notices.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
-import type { Wave, Waves } from './waves.ts';
+import {
+  KEEP_MS,
+  SETTLE_MS,
+  SPEAKER_READ_MS,
+  speakerOf,
+  UPDATE_EVERY_MS,
+  waveIdOf,
+  wordsAbout,
+  type WaveWord,
+  type WordKind,
+} from './waves.ts';
 
 export interface CollisionDeps {
   readonly group: string;
@@ -31,19 +42,34 @@ export interface CollisionDeps {
   readonly route: (event: BridgeEvent) => PendingEvent;
   /** Called after the collision was committed. */
   readonly committed: (event: BridgeEvent) => void;
-  readonly waves: Waves;
   /** The group's settle time (fleet.health.settleSeconds): a member is unavailable that long past its window. */
   readonly settleSeconds?: number;
   /** How long a member not healthy counts against the group (fleet.unhealthyCountsForSeconds; an hour unless said). */
   readonly unhealthyCountsForSeconds?: number;
   /** What is added to a holder's recorded end (fleet.marginSeconds; half an hour unless said). */
   readonly marginSeconds?: number;
+  readonly now?: () => number;
+}
+
+/** The wave this member is due in, as it knows it. */
+interface Known {
+  readonly eventIds: Set<string>;
+  from: number;
+  to: number;
+  /** When this member first saw it collide. */
+  readonly seen: number;
 }
 
 export class Forecast {
   readonly #d: CollisionDeps;
-  /** Per wave: the EventIds due (sorted) when this member last said it. */
-  readonly #said = new Map<string, string>();
+  readonly #now: () => number;
+  #known: Known | undefined;
+  /** The last word this member said as the wave's speaker: written in its record. */
+  #word: WaveWord | undefined;
+  /** This member's own event in the wave, as last seen (its copy of a word carries it). */
+  #own: ScheduledEvent | undefined;
+  /** The CloudEvent ids of the words this member said or repeated. */
+  readonly #said = new Set<string>();
   /** The group's slots at the last read of its members. */
   #k = 1;
   /** The members not healthy now, outside the wave: the group has that many slots less for it. */
@@ -51,6 +77,13 @@ export class Forecast {
 
   constructor(deps: CollisionDeps) {
     this.#d = deps;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  /** word: the last word this member said as its wave's speaker, for its member record (until the wave is past). */
+  get word(): WaveWord | undefined {
+    if (this.#word !== undefined && Date.parse(this.#word.to) + KEEP_MS <= this.#now()) this.#word = undefined;
+    return this.#word;
   }
 
   /** foretell reads the members' records (and the slots, which say when a member's maintenance ends); it returns the CloudEvent it committed, or null. */
@@ -60,7 +93,7 @@ export class Forecast {
     if (document === null || !d.view.vm.nameKnown) return null;
     const me = d.view.vm.name.toLowerCase();
     // a member is unavailable past its maintenance until it has settled; one not healthy now is unavailable already
-    const now = Date.now();
+    const now = this.#now();
     const windows = windowsOf(members, now, (d.settleSeconds ?? 0) * 1000);
     this.#k = slotsFor(d.maxUnavailable, Math.max(1, members.filter((m) => !staleAt(m, now)).length));
     const bounds = {
@@ -70,54 +103,133 @@ export class Forecast {
     };
     this.#unhealthy = unavailableOf(members, slots, '', now, bounds).filter((u) => u.counts && !windows.some((w) => w.vm === u.vm));
     const c = collisionOf(windows, Math.max(0, this.#k - this.#unhealthy.length));
-    let wave: Wave | undefined;
     let due: readonly Window[];
     if (c !== null && c.windows.some((w) => w.vm.toLowerCase() === me)) {
-      wave = await d.waves.waveOf(
-        c.windows.map((w) => w.eventId),
-        c.to,
-      );
+      const k = (this.#known ??= { eventIds: new Set(), from: c.from, to: c.to, seen: now });
+      for (const w of c.windows) k.eventIds.add(w.eventId);
+      [k.from, k.to] = [Math.min(k.from, c.from), Math.max(k.to, c.to)];
       due = c.windows;
     } else {
-      // a wave this member spoke of: as members complete, how many of it are still due
-      const mine = windows.find((w) => w.vm.toLowerCase() === me && d.waves.known(w.eventId) !== undefined);
-      wave = mine === undefined ? undefined : d.waves.known(mine.eventId);
-      due = wave === undefined ? [] : windows.filter((w) => wave!.eventIds.includes(w.eventId));
+      // the wave this member is due in: as members complete, how many of it are still due
+      const known = this.#known;
+      due = known === undefined ? [] : windows.filter((w) => known.eventIds.has(w.eventId));
     }
     const ownWindow = due.find((w) => w.vm.toLowerCase() === me);
     const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
-    if (wave === undefined || own === undefined) return null;
-    const last = this.#said.get(wave.id);
-    const said = due
-      .map((w) => w.eventId)
-      .sort()
-      .join('\n');
-    if (last === said) return null;
-    const ce = this.#commit(own, document.incarnation, this.#infoOf(wave, due, members.length), last !== undefined);
-    if (this.#said.size > 10_000) this.#said.clear();
-    this.#said.set(wave.id, said);
-    if (due.length + this.#unhealthy.length <= this.#k) d.waves.forget(wave);
-    return ce;
+    const resolved = own === undefined ? this.#leaving(members, due, now) : null;
+    if (resolved !== null) return resolved;
+    if (this.#known === undefined || own === undefined) {
+      // out of the wave (its maintenance started, or the collision is gone): its last word stays in its record until the wave
+      // is past, and a speaker whose maintenance started keeps the wave until it has said it within the budget
+      const speaking = this.#word !== undefined && this.#word.kind !== 'resolved' && this.#own !== undefined && due.length > 0;
+      if (!speaking) [this.#known, this.#own] = [undefined, undefined];
+      return null;
+    }
+    this.#own = own;
+    const known = this.#known;
+    const over = due.length + this.#unhealthy.length > this.#k;
+    const words = wordsAbout(members, known, now);
+    const mine =
+      this.#word !== undefined && Date.parse(this.#word.to) > known.from && Date.parse(this.#word.from) < known.to ? [this.#word] : [];
+    const heard = [...words, ...mine].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
+    const last = heard.at(-1);
+    const speaker = speakerOf(due);
+    if (speaker !== me) {
+      // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
+      const spoken = wordsAbout(members, known, now, speaker).at(-1);
+      if (spoken === undefined || this.#said.has(spoken.said)) return null;
+      return this.#say(own, document.incarnation, spoken, due, members.length);
+    }
+    const kind = this.#next(last, over, due, known, now);
+    if (kind === null) return null;
+    // the wave's id: the one its first word said (whoever said it), else a new one
+    const wave =
+      heard[0]?.wave ??
+      waveIdOf(
+        d.group,
+        due.map((w) => w.eventId),
+      );
+    const word: WaveWord = {
+      wave,
+      said: collisionIdOf(
+        wave,
+        due.map((w) => w.eventId),
+        kind === 'resolved',
+      ),
+      kind,
+      at: new Date(now).toISOString(),
+      from: new Date(known.from).toISOString(),
+      to: new Date(known.to).toISOString(),
+      due: due.length,
+    };
+    this.#word = word;
+    return this.#say(own, document.incarnation, word, due, members.length);
   }
 
-  #infoOf(wave: Wave, due: readonly Window[], members: number): CollisionInfo {
+  /**
+   * leaving: the speaker's own maintenance has started. The queue serves the speaker last, so the
+   * wave is within the budget now (once the members still due show it): said so, once, before it
+   * leaves the wave.
+   */
+  #leaving(members: readonly MemberRecord[], due: readonly Window[], now: number): BridgeEvent | null {
+    const [known, word, own, document] = [this.#known, this.#word, this.#own, this.#d.view.document!];
+    if (known === undefined || word === undefined || word.kind === 'resolved' || own === undefined) return null;
+    if (due.length + this.#unhealthy.length > this.#k || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
+    const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
+    const said: WaveWord = {
+      ...word,
+      said: collisionIdOf(word.wave, ids, true),
+      kind: 'resolved',
+      at: new Date(now).toISOString(),
+      due: due.length,
+    };
+    this.#word = said;
+    return this.#say(own, document.incarnation, said, due, members.length);
+  }
+
+  /** next: what the speaker says now, given the wave's last word: nothing, or which word. */
+  #next(last: WaveWord | undefined, over: boolean, due: readonly Window[], known: Known, now: number): WordKind | null {
+    if (last === undefined) return over && now - known.seen >= SETTLE_MS ? 'foreseen' : null;
+    if (!over) return last.kind === 'resolved' ? null : 'resolved';
+    // the members due changed (or the wave grew past the budget again): the latest set, at most once a minute
+    if (
+      last.kind !== 'resolved' &&
+      last.said ===
+        collisionIdOf(
+          last.wave,
+          due.map((w) => w.eventId),
+        )
+    )
+      return null;
+    return now - Date.parse(last.at) >= UPDATE_EVERY_MS ? 'updated' : null;
+  }
+
+  #say(own: ScheduledEvent, incarnation: number, word: WaveWord, due: readonly Window[], members: number): BridgeEvent | null {
+    if (this.#said.size > 10_000) this.#said.clear();
+    this.#said.add(word.said);
+    return this.#commit(own, incarnation, word.said, this.#infoOf(word, due, members));
+  }
+
+  #infoOf(word: WaveWord, due: readonly Window[], members: number): CollisionInfo {
     const peak = collisionOf(due, 0);
     return {
-      id: wave.id,
+      id: word.wave,
       group: this.#d.group,
       maxUnavailable: this.#k,
       members,
-      from: new Date(Math.min(...due.map((w) => w.from))).toISOString(),
-      to: new Date(Math.max(...due.map((w) => w.to))).toISOString(),
+      // none still due (the speaker's resolved word, once the others are over): the wave's span as the word says it
+      from: due.length === 0 ? word.from : new Date(Math.min(...due.map((w) => w.from))).toISOString(),
+      to: due.length === 0 ? word.to : new Date(Math.max(...due.map((w) => w.to))).toISOString(),
       due: due.map((w) => ({ vm: w.vm, eventId: w.eventId, eventType: w.eventType, notBefore: new Date(w.from).toISOString() })),
       atOnce: new Set(peak?.windows.map((w) => w.vm) ?? []).size,
       ...(this.#unhealthy.length > 0 ? { unhealthy: this.#unhealthy.map((u) => u.vm) } : {}),
+      state: word.kind,
     };
   }
 
-  #commit(own: ScheduledEvent, incarnation: number, collision: CollisionInfo, update: boolean): BridgeEvent | null {
+  #commit(own: ScheduledEvent, incarnation: number, id: string, collision: CollisionInfo): BridgeEvent | null {
     const d = this.#d;
-    const ce = toCollisionCloudEvent(own, incarnation, collision, { vm: d.view.vm, observedAt: new Date().toISOString() });
+    const ce = toCollisionCloudEvent(id, own, incarnation, collision, { vm: d.view.vm, observedAt: new Date(this.#now()).toISOString() });
     if (d.journal.knowsCloudEvent(ce.id)) return null;
     d.journal.appendEvents([d.route(ce)]);
     const { due, from, to, atOnce } = collision;
@@ -126,9 +238,9 @@ export class Forecast {
     const sick = this.#unhealthy.map((u) => u.vm);
     const allows = `the group allows ${this.#k}${sick.length === 0 ? '' : ` and ${sick.join(', ')} ${sick.length === 1 ? 'is' : 'are'} not healthy, counted as down`}`;
     const who = due.map((w) => `${w.vm} ${w.eventType} not before ${w.notBefore}`).join(', ');
-    if (update)
+    if (collision.state !== 'foreseen')
       d.logger.info(
-        { group: d.group, ceId: ce.id, wave: collision.id, due: due.length, atOnce },
+        { group: d.group, ceId: ce.id, wave: collision.id, state: collision.state, due: due.length, atOnce },
         `fleet budget: ${n} still due in the collision (${who}); ${allows}`,
       );
     else
@@ -145,21 +257,35 @@ export class Forecast {
  * ForecastReads says when this member reads the group's records for the forecast: at the read
  * that writes a new or changed maintenance of its own, and again one and five seconds later (the
  * members of one wave see their events within a read or two of each other, so the last of them
- * is seen at once, not a heartbeat later).
+ * is seen at once, not a heartbeat later). The speaker of a wave not yet within the budget also
+ * reads it every SPEAKER_READ_MS (its next word is due at most a minute after the last), and once
+ * its own maintenance has started, and one and five seconds later: the queue serves it last, so the
+ * wave is within the budget then, as soon as the members' records catch up with their slots.
  */
 export class ForecastReads {
   readonly #seen = new Map<string, string>();
+  /** The events of this member seen Scheduled that have left it (Started). */
+  readonly #left = new Set<string>();
   #again: number[] = [];
+  #spoke = -Infinity;
 
-  /** due: whether to read the group now, given this member's events and whether its record was just written. */
-  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number): boolean {
+  /** due: whether to read the group now, given this member's events, whether its record was just written, and the word it last said as a speaker. */
+  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number, word?: WaveWord): boolean {
     const listed = new Set(mine.map((e) => e.eventId));
     for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
+    for (const id of this.#left) if (!listed.has(id)) this.#left.delete(id);
     const fresh = wrote ? mine.filter((e) => e.eventStatus === 'Scheduled' && this.#seen.get(e.eventId) !== (e.notBefore ?? '')) : [];
     for (const e of fresh) this.#seen.set(e.eventId, e.notBefore ?? '');
     if (fresh.length > 0) this.#again = [now + 1000, now + 5000];
     const again = this.#again.length > 0 && this.#again[0]! <= now;
     this.#again = this.#again.filter((t) => t > now);
-    return fresh.length > 0 || again;
+    const left = mine.filter((e) => e.eventStatus !== 'Scheduled' && this.#seen.has(e.eventId) && !this.#left.has(e.eventId));
+    for (const e of left) this.#left.add(e.eventId);
+    const speaking = word !== undefined && word.kind !== 'resolved';
+    // once its maintenance started, again a second and five seconds later: the members' records catch up with the slots
+    if (speaking && left.length > 0) this.#again = [now + 1000, now + 5000];
+    const speaks = speaking && (left.length > 0 || now - this.#spoke >= SPEAKER_READ_MS);
+    if (speaks) this.#spoke = now;
+    return fresh.length > 0 || again || speaks;
   }
 }

@@ -20,6 +20,7 @@ import { isDrill } from '../../imds/drill-id.ts';
 import type { HealthState } from '../../sinks/contract.ts';
 import type { FleetConfig } from './config.ts';
 import { VERSION } from '../../lib/version.ts';
+import type { WaveWord } from './waves.ts';
 
 /** What a member's record is made of: its VM, its events and what the budget holds of them, its health and calendar. */
 export interface RecordParts {
@@ -33,6 +34,8 @@ export interface RecordParts {
   readonly health?: HealthState | null | undefined;
   readonly calendar?: (() => MemberCalendar) | undefined;
   readonly notes?: EventNotes | undefined;
+  /** The last word this member said as the speaker of a collision wave. */
+  readonly wave?: (() => WaveWord | undefined) | undefined;
 }
 
 /** mineOf: the real events of the document that take this VM down (none while the VM does not know its name; never a drill's). */
@@ -58,6 +61,7 @@ export function memberRecordOf(p: RecordParts): Omit<MemberRecord, 'heartbeatAt'
       ? {}
       : { maxUnavailable: config.maxUnavailable, unhealthyCountsForSeconds: config.unhealthyCountsForSeconds }),
     ...(config.health === undefined ? {} : { settleSeconds: config.health.settleSeconds }),
+    ...(p.wave?.() === undefined ? {} : { wave: p.wave()! }),
   };
 }
 
@@ -75,7 +79,12 @@ export class MemberRecordWriter {
   /** write writes the record when `force` (a heartbeat) or when what it says changed; true when it wrote. */
   async write(record: Omit<MemberRecord, 'heartbeatAt'>, now: number, force: boolean): Promise<boolean> {
     // what holds a held approval (the holders, the members not healthy, its place) changes at every hand-off: said at the heartbeat, not written for
-    const shape = JSON.stringify({ events: record.events.map(withoutHolders), slot: record.slot, health: record.health?.since });
+    const shape = JSON.stringify({
+      events: record.events.map(withoutHolders),
+      slot: record.slot,
+      health: record.health?.since,
+      wave: record.wave?.said,
+    });
     if (!force && (shape === this.#lastShape || now - this.#lastAt < 1000)) return false;
     const full: MemberRecord = { ...record, heartbeatAt: new Date(now).toISOString() };
     const name = memberName(record.member);

@@ -9,7 +9,7 @@
 import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { MAX_MEMBER_EVENTS, SlotSchema } from './schemas.ts';
+import { MAX_MEMBER_EVENTS, SlotSchema, type WaveWord } from './schemas.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
@@ -91,6 +91,8 @@ export interface MemberRecord {
   readonly unhealthyCountsForSeconds?: number;
   /** With health checks: how long this member must be healthy after its maintenance before its slot is given back. */
   readonly settleSeconds?: number;
+  /** The last word it said as the speaker of a collision wave (waves.ts). */
+  readonly wave?: WaveWord;
 }
 
 /** A member's calendar in its record: a digest of the calendar, and whether early approval is open now and until when. */

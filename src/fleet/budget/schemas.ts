@@ -78,6 +78,30 @@ export const MemberEventSchema = z.object({
     .optional(),
 });
 
+const wordTime = z
+  .string()
+  .max(40)
+  .refine((s) => Number.isFinite(Date.parse(s)));
+
+/**
+ * WaveWordSchema: the last word a member said as the speaker of a collision wave (waves.ts), as its
+ * record says it: the wave's id, the word's CloudEvent id, what it says, when, the wave's time
+ * span as the speaker saw it (a collision whose windows overlap it is the same wave), and how
+ * many members it says are due. Untrusted, as all of a record: a word that does not read is none.
+ */
+export const WaveWordSchema = z.object({
+  wave: z.string().regex(/^[0-9a-f]{40}$/),
+  said: z.string().regex(/^fleet\.collision\/[0-9a-f]{40}$/),
+  kind: z.enum(['foreseen', 'updated', 'resolved']),
+  at: wordTime,
+  from: wordTime,
+  to: wordTime,
+  due: z.number().int().min(0).max(100_000),
+});
+export type WaveWord = z.infer<typeof WaveWordSchema>;
+/** What a word says of a wave: that it is foreseen, that the members due changed, or that it is within the budget now. */
+export type WordKind = WaveWord['kind'];
+
 export const MemberSchema = z.object({
   member: text,
   vm: text,
@@ -106,4 +130,6 @@ export const MemberSchema = z.object({
     .max(30 * 86400)
     .optional(),
   settleSeconds: z.number().int().min(0).max(86400).optional(),
+  // the collision wave this member speaks for; a word that does not read is no word (the record still counts)
+  wave: WaveWordSchema.optional().catch(undefined),
 });

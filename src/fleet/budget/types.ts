@@ -8,6 +8,7 @@ import type { BudgetConfig } from './config.ts';
 import type { FleetStore } from './stores/port.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
+import type { WaveWord } from './waves.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -35,6 +36,8 @@ export interface BudgetOptions {
   readonly calendar?: () => MemberCalendar;
   /** Who approved each event and where its preparations stand, for the member record. */
   readonly notes?: EventNotes;
+  /** The last word this member said as the speaker of a collision wave, for its record. */
+  readonly wave?: () => WaveWord | undefined;
 }
 
 /** What /readyz and status say of the budget. */

@@ -1,36 +1,35 @@
 /**
- * The group's collision waves: one id for one wave of overlapping maintenance windows, whichever
- * member finds it first and however it grows or shrinks as members are seen or complete. The
- * waves live in one record of the store (`collisions`), written only with its conditional write:
- * a member that finds a collision reads it, takes the id of the wave that shares an EventId with
- * its collision (adding the EventIds it did not have), or adds a wave; two members that add one
- * at once cannot both win, and the loser finds the winner's wave when it reads again. Each member
- * remembers the waves it knows, so a collision seen again costs no request.
+ * What the group keeps of its collision waves, and who says them. There is no record of its own
+ * that every member reads and races: the wave's speaker (the member due in it that the queue
+ * serves last) writes each word it says (`wave` in its own member record), and every member reads it in
+ * the listing of the members it makes anyway. A word names the wave's id, its CloudEvent id, what
+ * it says (foreseen, updated, resolved), when, and the wave's time span; a member due in the
+ * wave repeats the speaker's latest word under the same CloudEvent id, so every member's copy of
+ * one word has one id, whoever wrote first. Should the speaker leave the wave first (its maintenance
+ * started early), the next member so chosen speaks on from the last word.
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
-import { sleep, spread } from '../../lib/time.ts';
-import { FleetStoreError, type FleetStore } from './stores/port.ts';
+import { CLOCK_SKEW_MS, type MemberRecord } from './records.ts';
+import type { WaveWord } from './schemas.ts';
 
-export const WAVES_NAME = 'collisions';
+export type { WaveWord, WordKind } from './schemas.ts';
 
-export interface Wave {
-  readonly id: string;
-  readonly eventIds: readonly string[];
-  /** Past this time (the wave's last window's end), the wave is forgotten. */
-  readonly to: string;
-}
+/** How long after a wave's last window its words are kept (a late completion still finds the wave). */
+export const KEEP_MS = 3_600_000;
 
-const WavesSchema = z.object({
-  waves: z.array(z.object({ id: z.string(), eventIds: z.array(z.string()), to: z.string() })),
-});
+/** How often the members due may change before the speaker says so again: at most once a minute, the latest set. */
+export const UPDATE_EVERY_MS = 60_000;
 
-/** How long after its last window a wave is kept (a late completion still finds it). */
-const KEEP_MS = 3_600_000;
-/** Each round one writer wins; the members of one wave that find it at once need as many rounds as there are of them at most. */
-const MAX_ROUNDS = 32;
+/** How often the speaker of a wave not yet within the budget reads the group: a quarter of a minute. */
+export const SPEAKER_READ_MS = 15_000;
 
-/** waveIdOf: the id a new wave takes: a digest of the group and the EventIds it was found with. */
+/**
+ * How long the speaker sees a new collision before it says it: the members of one wave see their
+ * events within a read or two of each other, so the wave is said once whole, not as each is seen.
+ */
+export const SETTLE_MS = 4000;
+
+/** waveIdOf: the id a new wave takes: a digest of the group and the EventIds it was first said with. */
 export function waveIdOf(group: string, eventIds: readonly string[]): string {
   return createHash('sha256')
     .update(`${group}\n${[...eventIds].sort().join('\n')}`)
@@ -38,64 +37,37 @@ export function waveIdOf(group: string, eventIds: readonly string[]): string {
     .slice(0, 40);
 }
 
-export class Waves {
-  readonly #store: FleetStore;
-  readonly #group: string;
-  readonly #now: () => number;
-  /** The waves this member knows, by EventId. */
-  readonly #known = new Map<string, Wave>();
-
-  constructor(store: FleetStore, group: string, now: () => number = Date.now) {
-    this.#store = store;
-    this.#group = group;
-    this.#now = now;
-  }
-
-  /** known: the wave this member knows that holds `eventId`, if any. */
-  known(eventId: string): Wave | undefined {
-    return this.#known.get(eventId);
-  }
-
-  /**
-   * waveOf: the wave of a collision of these EventIds ending at `to`, from what this member knows
-   * when it knows every one of them, else from the group's record (and written there).
-   */
-  async waveOf(eventIds: readonly string[], to: number): Promise<Wave> {
-    const mine = eventIds.map((id) => this.#known.get(id)).find((w) => w !== undefined);
-    if (mine !== undefined && eventIds.every((id) => mine.eventIds.includes(id))) return mine;
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      const now = this.#now();
-      const read = await this.#store.get(WAVES_NAME);
-      const parsed = WavesSchema.safeParse(read?.value);
-      const waves = (parsed.success ? parsed.data.waves : []).filter((w) => Date.parse(w.to) + KEEP_MS > now);
-      const hit = waves.find((w) => w.eventIds.some((id) => eventIds.includes(id)));
-      const wave: Wave =
-        hit === undefined
-          ? { id: waveIdOf(this.#group, eventIds), eventIds: [...eventIds], to: new Date(to).toISOString() }
-          : {
-              id: hit.id,
-              eventIds: [...new Set([...hit.eventIds, ...eventIds])],
-              to: new Date(Math.max(Date.parse(hit.to), to)).toISOString(),
-            };
-      const unchanged = hit !== undefined && wave.eventIds.length === hit.eventIds.length && wave.to === hit.to;
-      const written =
-        unchanged ||
-        (await this.#store.put(WAVES_NAME, { waves: [...waves.filter((w) => w !== hit), wave] }, read?.version ?? null)) !== null;
-      if (written) return this.#remember(wave);
-      // another member wrote first: read again after a pause of a few milliseconds, varied, so the writers spread out
-      await sleep(spread(20 * (round + 1), 0.5));
-    }
-    throw new FleetStoreError(`write ${WAVES_NAME}`, `other members wrote it first ${MAX_ROUNDS} times`);
-  }
-
-  /** forget drops a wave this member is done with (its own maintenance left it). */
-  forget(wave: Wave): void {
-    for (const id of wave.eventIds) if (this.#known.get(id)?.id === wave.id) this.#known.delete(id);
-  }
-
-  #remember(wave: Wave): Wave {
-    if (this.#known.size > 10_000) this.#known.clear();
-    for (const id of wave.eventIds) this.#known.set(id, wave);
-    return wave;
-  }
+/**
+ * wordsAbout: the words the records of the wave's own members say of it (a member that has none of
+ * its EventIds is not heard, whatever its record says), any whose span overlaps `from`..`to`, not
+ * yet past KEEP_MS after its end, and said no later than CLOCK_SKEW_MS ahead of `now`, first said
+ * first; with `speaker` (a VM name, lower-cased), only that member's.
+ */
+export function wordsAbout(
+  members: readonly MemberRecord[],
+  wave: { readonly from: number; readonly to: number; readonly eventIds: ReadonlySet<string> },
+  now: number,
+  speaker?: string,
+): WaveWord[] {
+  const { from, to } = wave;
+  return (
+    members
+      .filter((m) => m.events.some((e) => wave.eventIds.has(e.eventId)) && (speaker === undefined || m.vm.toLowerCase() === speaker))
+      .flatMap((m) => (m.wave === undefined ? [] : [m.wave]))
+      // a word said further ahead of this member's clock than any member's clock runs is no word (it would silence the wave)
+      .filter(
+        (w) =>
+          Date.parse(w.from) < to && Date.parse(w.to) > from && Date.parse(w.to) + KEEP_MS > now && Date.parse(w.at) <= now + CLOCK_SKEW_MS,
+      )
+      .sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said))
+  );
 }
+
+/**
+ * speakerOf: of the members due, the one the group's queue serves last (the latest NotBefore, then
+ * the VM name that sorts last, lower-cased): it stays in the wave the longest, so the wave rarely
+ * changes speakers, and it is still due when the wave comes within the budget.
+ */
+export const speakerOf = (due: readonly { readonly vm: string; readonly from: number }[]): string | undefined =>
+  due.map((w) => ({ vm: w.vm.toLowerCase(), from: w.from })).sort((a, b) => b.from - a.from || (a.vm < b.vm ? 1 : a.vm > b.vm ? -1 : 0))[0]
+    ?.vm;

@@ -75,6 +75,9 @@ describe.each(STORE_KINDS)('collision waves over the %s store', (kind) => {
       // seen, not said yet: the speaker waits a few seconds to see the wave whole
       await round(clock);
       expect(words()).toHaveLength(0);
+      // the speaker reads the group again when it is time to say it
+      expect(members[9]!.forecast.speakAt).toBe(clock + SETTLE_MS);
+      expect(members[0]!.forecast.speakAt).toBeNull();
       // the speaker (w9: the queue serves it last, all due at once) says it; the others repeat it at their next read, under its id
       await round(clock + 5000, -1);
       expect(members[9]!.said).toHaveLength(1);
@@ -264,6 +267,11 @@ describe('when a member reads the group for the forecast', () => {
     const f = scheduledFor('vm-a');
     expect(reads.due([f], false, t + 170_000)).toBe(false);
     expect(reads.due([f], true, t + 170_500)).toBe(true);
+    // the speaker of a wave not said yet: once when it is time to say it, not before, and not again for the same time
+    expect(reads.due([f], false, t + 190_000)).toBe(true);
+    expect(reads.due([f], false, t + 200_000, undefined, t + 201_000)).toBe(false);
+    expect(reads.due([f], false, t + 201_000, undefined, t + 201_000)).toBe(true);
+    expect(reads.due([f], false, t + 201_500, undefined, t + 201_000)).toBe(false);
   });
 });
 
@@ -304,6 +312,61 @@ describe('whose word a member repeats', () => {
       expect(repeated?.data.collision).toMatchObject({ id: 'c'.repeat(40), state: 'foreseen' });
     } finally {
       journal.close();
+    }
+  });
+});
+
+describe('a wave the queue serves before it was said', () => {
+  it('the speaker is the member the queue serves last (held last), says the wave at once when the budget holds a member of it, and the next speaker goes on under the same wave id', async () => {
+    const vms = ['d0', 'd1', 'd2'];
+    const events = vms.map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+    // each member its own journal (every member's copy of a word has the same CloudEvent id)
+    const journals = vms.map(() => Store.open(':memory:'));
+    const said = new Map<string, BridgeEvent[]>(vms.map((vm) => [vm, []]));
+    let clock = Date.parse('2026-11-25T09:00:00.000Z');
+    const forecastOf = (i: number) =>
+      new Forecast({
+        group: 'served',
+        maxUnavailable: 1,
+        view: { vm: memberVm(vms[i]!), document: { incarnation: 1, events: [events[i]!] }, goodReads: 1, approvalServerUrl: null },
+        journal: journals[i]!.journal,
+        logger: silentLogger,
+        route: (e) => ({ id: e.id, eventId: events[i]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+        committed: (e) => said.get(vms[i]!)!.push(e),
+        now: () => clock,
+      });
+    const [f0, f1] = [forecastOf(0), forecastOf(1)];
+    // d2 was held first (the queue serves it first, before d0), d0 next, d1 last: d1 speaks, though d2's name sorts last
+    const heldAt = (ms: number) => ({ since: new Date(clock + ms).toISOString(), by: [], via: 'policy' });
+    const held = (i: number, ms: number) => {
+      const r = recordOf(vms[i]!, events[i]!.eventId);
+      return { ...r, events: [{ ...r.events[0]!, held: heldAt(ms) }] };
+    };
+    try {
+      const first = [recordOf('d0', events[0]!.eventId), recordOf('d1', events[1]!.eventId), recordOf('d2', events[2]!.eventId)];
+      expect(await f0.foretell(first)).toBeNull();
+      expect(await f1.foretell(first)).toBeNull();
+      // a read later: every member held by the budget; far less than SETTLE_MS has passed, and the speaker says it at once
+      clock += 1000;
+      const waiting = [held(0, -600), held(1, -500), held(2, -900)];
+      expect(await f0.foretell(waiting)).toBeNull();
+      const foreseen = await f1.foretell(waiting);
+      expect(foreseen?.data.collision).toMatchObject({ state: 'foreseen', atOnce: 3 });
+      expect(said.get('d0')).toHaveLength(0);
+      expect(f1.speakAt).toBeNull();
+      const word = f1.word!;
+      // d0 repeats it from d1's record
+      clock += 500;
+      const spoken = [held(0, -1100), { ...held(1, -1000), wave: word }, held(2, -1400)];
+      expect((await f0.foretell(spoken))?.id).toBe(foreseen!.id);
+      // d2 and d1 are over and gone (d1 taken out of turn, by a person): d1's record no longer lists the wave, so its word is
+      // not heard; d0, the speaker now, within the budget, says it resolved under the wave's id it repeated
+      clock += 1000;
+      const resolved = await f0.foretell([held(0, -2100), { ...recordOf('d1', 'none'), events: [], wave: word }]);
+      expect(resolved?.data.collision).toMatchObject({ state: 'resolved', id: foreseen!.data.collision!.id });
+      expect(resolved!.id).not.toBe(foreseen!.id);
+    } finally {
+      for (const j of journals) j.close();
     }
   });
 });

@@ -68,6 +68,7 @@ export async function attachBudget(ctx: BudgetContext) {
     givenBack: ctx.givenBack,
     // the word this member said as its collision wave's speaker goes in its record: the others read it in their listing
     wave: () => forecast.word,
+    speakAt: () => forecast.speakAt,
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),

@@ -262,7 +262,7 @@ export class FleetBudget implements ApprovalGate {
     // renewed while the events are listed, at every good read (written once its end has moved by a heartbeat)
     await slots.renew(document);
     const wrote = await this.#writeMember(false, mine);
-    if (this.#forecastReads.due(mine, wrote, this.#now(), this.#o.wave?.())) await this.#readMembers();
+    if (this.#forecastReads.due(mine, wrote, this.#now(), this.#o.wave?.(), this.#o.speakAt?.() ?? null)) await this.#readMembers();
   }
 
   /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records` (`first`: it never asked yet). */

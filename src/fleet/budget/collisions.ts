@@ -66,6 +66,10 @@ export class Forecast {
   #known: Known | undefined;
   /** The last word this member said as the wave's speaker: written in its record. */
   #word: WaveWord | undefined;
+  /** The last word of another speaker this member repeated: should it speak for the wave next, it goes on from there. */
+  #repeated: WaveWord | undefined;
+  /** When this member, the speaker of a wave it has seen and not said yet, says it (the group is read again then). */
+  #speakAt: number | null = null;
   /** This member's own event in the wave, as last seen (its copy of a word carries it). */
   #own: ScheduledEvent | undefined;
   /** The CloudEvent ids of the words this member said or repeated. */
@@ -84,6 +88,11 @@ export class Forecast {
   get word(): WaveWord | undefined {
     if (this.#word !== undefined && Date.parse(this.#word.to) + KEEP_MS <= this.#now()) this.#word = undefined;
     return this.#word;
+  }
+
+  /** speakAt: when this member, the speaker of a wave seen and not said yet, says it if the wave is still over the budget then; null when it waits for nothing. */
+  get speakAt(): number | null {
+    return this.#speakAt;
   }
 
   /** foretell reads the members' records (and the slots, which say when a member's maintenance ends); it returns the CloudEvent it committed, or null. */
@@ -122,15 +131,17 @@ export class Forecast {
       // out of the wave (its maintenance started, or the collision is gone): its last word stays in its record until the wave
       // is past, and a speaker whose maintenance started keeps the wave until it has said it within the budget
       const speaking = this.#word !== undefined && this.#word.kind !== 'resolved' && this.#own !== undefined && due.length > 0;
-      if (!speaking) [this.#known, this.#own] = [undefined, undefined];
+      if (!speaking) [this.#known, this.#own, this.#repeated] = [undefined, undefined, undefined];
       return null;
     }
     this.#own = own;
     const known = this.#known;
     const over = due.length + this.#unhealthy.length > this.#k;
     const words = wordsAbout(members, known, now);
-    const mine =
-      this.#word !== undefined && Date.parse(this.#word.to) > known.from && Date.parse(this.#word.from) < known.to ? [this.#word] : [];
+    // its own last word, and the last it repeated (a speaker gone from the wave, its record no longer heard, spoke before it)
+    const mine = [this.#word, this.#repeated].filter(
+      (w): w is WaveWord => w !== undefined && Date.parse(w.to) > known.from && Date.parse(w.from) < known.to,
+    );
     const heard = [...words, ...mine].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
     const last = heard.at(-1);
     const speaker = speakerOf(due);
@@ -138,9 +149,11 @@ export class Forecast {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
       if (spoken === undefined || this.#said.has(spoken.said)) return null;
+      this.#repeated = spoken;
       return this.#say(own, document.incarnation, spoken, due, members.length);
     }
     const kind = this.#next(last, over, due, known, now);
+    this.#speakAt = kind === null && last === undefined && over ? known.seen + settleOf(due) : null;
     if (kind === null) return null;
     // the wave's id: the one its first word said (whoever said it), else a new one
     const wave =
@@ -189,7 +202,8 @@ export class Forecast {
 
   /** next: what the speaker says now, given the wave's last word: nothing, or which word. */
   #next(last: WaveWord | undefined, over: boolean, due: readonly Window[], known: Known, now: number): WordKind | null {
-    if (last === undefined) return over && now - known.seen >= SETTLE_MS ? 'foreseen' : null;
+    // said once whole (settleOf)
+    if (last === undefined) return over && now - known.seen >= settleOf(due) ? 'foreseen' : null;
     if (!over) return last.kind === 'resolved' ? null : 'resolved';
     // the members due changed (or the wave grew past the budget again): the latest set, at most once a minute
     if (
@@ -254,6 +268,13 @@ export class Forecast {
 }
 
 /**
+ * settleOf: how long the speaker sees a wave before it says it: SETTLE_MS, so that it is said once
+ * whole; at once when the budget holds a member of it already (the queue serves the wave: waiting
+ * longer, a short wave could be served before it was ever said).
+ */
+const settleOf = (due: readonly Window[]): number => (due.some((w) => w.heldSince !== undefined) ? 0 : SETTLE_MS);
+
+/**
  * ForecastReads says when this member reads the group's records for the forecast: at the read
  * that writes a new or changed maintenance of its own, and again one and five seconds later (the
  * members of one wave see their events within a read or two of each other, so the last of them
@@ -268,9 +289,11 @@ export class ForecastReads {
   readonly #left = new Set<string>();
   #again: number[] = [];
   #spoke = -Infinity;
+  /** The speakAt this member last read the group for. */
+  #readFor = NaN;
 
   /** due: whether to read the group now, given this member's events, whether its record was just written, and the word it last said as a speaker. */
-  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number, word?: WaveWord): boolean {
+  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number, word?: WaveWord, speakAt: number | null = null): boolean {
     const listed = new Set(mine.map((e) => e.eventId));
     for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
     for (const id of this.#left) if (!listed.has(id)) this.#left.delete(id);
@@ -286,6 +309,9 @@ export class ForecastReads {
     if (speaking && left.length > 0) this.#again = [now + 1000, now + 5000];
     const speaks = speaking && (left.length > 0 || now - this.#spoke >= SPEAKER_READ_MS);
     if (speaks) this.#spoke = now;
-    return fresh.length > 0 || again || speaks;
+    // the speaker of a wave not said yet reads once more when it is time to say it
+    const ripe = speakAt !== null && speakAt <= now && speakAt !== this.#readFor;
+    if (ripe) this.#readFor = speakAt;
+    return fresh.length > 0 || again || speaks || ripe;
   }
 }

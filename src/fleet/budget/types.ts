@@ -38,6 +38,8 @@ export interface BudgetOptions {
   readonly notes?: EventNotes;
   /** The last word this member said as the speaker of a collision wave, for its record. */
   readonly wave?: () => WaveWord | undefined;
+  /** When this member, the speaker of a collision wave seen and not said yet, says it: the group is read again then. */
+  readonly speakAt?: () => number | null;
 }
 
 /** What /readyz and status say of the budget. */

@@ -64,10 +64,18 @@ export function wordsAbout(
 }
 
 /**
- * speakerOf: of the members due, the one the group's queue serves last (the latest NotBefore, then
- * the VM name that sorts last, lower-cased): it stays in the wave the longest, so the wave rarely
- * changes speakers, and it is still due when the wave comes within the budget.
+ * speakerOf: of the members due, the one the group's queue serves last (queue.ts: the earliest
+ * NotBefore first, then the one held first, then by VM name; a member not held yet asks after
+ * those held): the latest NotBefore, then not held, or held last, then the VM name that sorts
+ * last, lower-cased. It stays in the wave the longest, so the wave rarely changes speakers, and it
+ * is still due when the wave comes within the budget.
  */
-export const speakerOf = (due: readonly { readonly vm: string; readonly from: number }[]): string | undefined =>
-  due.map((w) => ({ vm: w.vm.toLowerCase(), from: w.from })).sort((a, b) => b.from - a.from || (a.vm < b.vm ? 1 : a.vm > b.vm ? -1 : 0))[0]
-    ?.vm;
+export const speakerOf = (
+  due: readonly { readonly vm: string; readonly from: number; readonly heldSince?: number }[],
+): string | undefined =>
+  due
+    .map((w) => ({ vm: w.vm.toLowerCase(), from: w.from, since: w.heldSince ?? Infinity }))
+    .sort((a, b) => b.from - a.from || later(a.since, b.since) || (a.vm < b.vm ? 1 : a.vm > b.vm ? -1 : 0))[0]?.vm;
+
+/** later: the later of two times first (Infinity, not held, latest of all). */
+const later = (a: number, b: number): number => (a === b ? 0 : a > b ? -1 : 1);

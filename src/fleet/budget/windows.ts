@@ -14,6 +14,8 @@ export interface Window {
   readonly eventType: string;
   readonly from: number;
   readonly to: number;
+  /** Since when the budget holds its early approval, as its record says (the queue serves the one held first first); absent when not held. */
+  readonly heldSince?: number;
 }
 
 /** The last time a record's time may say: the end of the year 9999. */
@@ -37,12 +39,14 @@ export function windowsOf(members: readonly MemberRecord[], now: number, settleM
       .filter((e) => Number.isFinite(e.from) && Math.abs(e.from) <= LAST_TIME && e.from <= now + HORIZON_MS)
       .map((e) => {
         const from = e.from;
+        const since = e.held === undefined ? NaN : Date.parse(e.held.since);
         return {
           vm: m.vm,
           eventId: e.eventId,
           eventType: e.eventType,
           from,
           to: from + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000) + settleMs,
+          ...(Number.isFinite(since) ? { heldSince: since } : {}),
         };
       }),
   );

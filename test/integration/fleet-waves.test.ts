@@ -317,54 +317,144 @@ describe('whose word a member repeats', () => {
 });
 
 describe('a wave the queue serves before it was said', () => {
-  it('the speaker is the member the queue serves last (held last), says the wave at once when the budget holds a member of it, and the next speaker goes on under the same wave id', async () => {
-    const vms = ['d0', 'd1', 'd2'];
-    const events = vms.map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
-    // each member its own journal (every member's copy of a word has the same CloudEvent id)
-    const journals = vms.map(() => Store.open(':memory:'));
-    const said = new Map<string, BridgeEvent[]>(vms.map((vm) => [vm, []]));
-    let clock = Date.parse('2026-11-25T09:00:00.000Z');
-    const forecastOf = (i: number) =>
-      new Forecast({
-        group: 'served',
-        maxUnavailable: 1,
-        view: { vm: memberVm(vms[i]!), document: { incarnation: 1, events: [events[i]!] }, goodReads: 1, approvalServerUrl: null },
-        journal: journals[i]!.journal,
-        logger: silentLogger,
-        route: (e) => ({ id: e.id, eventId: events[i]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
-        committed: (e) => said.get(vms[i]!)!.push(e),
-        now: () => clock,
-      });
-    const [f0, f1] = [forecastOf(0), forecastOf(1)];
-    // d2 was held first (the queue serves it first, before d0), d0 next, d1 last: d1 speaks, though d2's name sorts last
-    const heldAt = (ms: number) => ({ since: new Date(clock + ms).toISOString(), by: [], via: 'policy' });
-    const held = (i: number, ms: number) => {
-      const r = recordOf(vms[i]!, events[i]!.eventId);
-      return { ...r, events: [{ ...r.events[0]!, held: heldAt(ms) }] };
-    };
+  const vms = ['d0', 'd1', 'd2'];
+  const events = vms.map((vm) => scheduledFor(vm, { notBefore: NOT_BEFORE }));
+  let clock = Date.parse('2026-11-25T09:00:00.000Z');
+  // each member its own journal (every member's copy of a word has the same CloudEvent id)
+  const forecastOf = (i: number, said: BridgeEvent[], journal: Store) =>
+    new Forecast({
+      group: 'served',
+      maxUnavailable: 1,
+      view: { vm: memberVm(vms[i]!), document: { incarnation: 1, events: [events[i]!] }, goodReads: 1, approvalServerUrl: null },
+      journal: journal.journal,
+      logger: silentLogger,
+      route: (e) => ({ id: e.id, eventId: events[i]!.eventId, transition: 'fleet.collision', json: JSON.stringify(e), sinks: [] }),
+      committed: (e) => said.push(e),
+      now: () => clock,
+    });
+  const record = (i: number, o: { held?: number; status?: string } = {}) => {
+    const r = recordOf(vms[i]!, events[i]!.eventId, o.status);
+    const held = o.held === undefined ? {} : { held: { since: new Date(o.held).toISOString(), by: [], via: 'policy' } };
+    return { ...r, events: [{ ...r.events[0]!, ...held }] };
+  };
+
+  it('the speaker is the member the queue serves last (held last, though another name sorts last), and a wave brought within the budget before it was said is said as seen at its largest', async () => {
+    const journal = Store.open(':memory:');
+    const said: BridgeEvent[] = [];
+    const f1 = forecastOf(1, said, journal);
+    const t0 = clock;
     try {
-      const first = [recordOf('d0', events[0]!.eventId), recordOf('d1', events[1]!.eventId), recordOf('d2', events[2]!.eventId)];
-      expect(await f0.foretell(first)).toBeNull();
-      expect(await f1.foretell(first)).toBeNull();
-      // a read later: every member held by the budget; far less than SETTLE_MS has passed, and the speaker says it at once
-      clock += 1000;
-      const waiting = [held(0, -600), held(1, -500), held(2, -900)];
-      expect(await f0.foretell(waiting)).toBeNull();
-      const foreseen = await f1.foretell(waiting);
+      expect(await f1.foretell([record(0), record(1), record(2)])).toBeNull();
+      // a read later, every member held: d2 first (served first), d0, d1 last: d1 speaks, and reads again at SETTLE_MS
+      clock = t0 + 1000;
+      const held = { 0: t0 + 400, 1: t0 + 500, 2: t0 + 300 } as const;
+      expect(await f1.foretell([record(0, { held: held[0] }), record(1, { held: held[1] }), record(2, { held: held[2] })])).toBeNull();
+      expect(f1.speakAt).toBe(t0 + SETTLE_MS);
+      // d2 served, then d0: the wave is within the budget before SETTLE_MS; said all the same, with the three it was
+      clock = t0 + 2000;
+      const started = (i: number) => record(i, { status: 'Started' });
+      expect(await f1.foretell([record(0, { held: held[0] }), record(1, { held: held[1] }), started(2)])).toBeNull();
+      clock = t0 + 3000;
+      const ce = await f1.foretell([started(0), record(1, { held: held[1] }), started(2)]);
+      expect(ce?.data.collision).toMatchObject({ state: 'foreseen', atOnce: 3 });
+      expect(ce!.data.collision!.due.map((d) => d.vm).sort()).toEqual(['d0', 'd1', 'd2']);
+      expect(said).toHaveLength(1);
+    } finally {
+      journal.close();
+    }
+  });
+
+  it('a speaker whose own maintenance starts before it said its wave says it then, as seen at its largest, and resolved at its next read', async () => {
+    const journal = Store.open(':memory:');
+    const said: BridgeEvent[] = [];
+    const f1 = forecastOf(1, said, journal);
+    const t0 = clock;
+    try {
+      const held = [record(0, { held: t0 - 600 }), record(1, { held: t0 - 500 }), record(2, { held: t0 - 900 })];
+      expect(await f1.foretell(held)).toBeNull();
+      // d1, the speaker, approved by a person out of turn: its maintenance started, the wave not said yet
+      clock = t0 + 1000;
+      const ce = await f1.foretell([held[0]!, record(1, { status: 'Started' }), held[2]!]);
+      expect(ce?.data.collision).toMatchObject({ state: 'foreseen', atOnce: 3 });
+      expect(ce!.data.collision!.due).toHaveLength(3);
+      // d2 served too: within the budget, said resolved under the same wave id
+      clock = t0 + 2000;
+      const done = await f1.foretell([held[0]!, record(1, { status: 'Started' }), record(2, { status: 'Started' })]);
+      expect(done?.data.collision).toMatchObject({ state: 'resolved', id: ce!.data.collision!.id });
+      expect(said).toHaveLength(2);
+    } finally {
+      journal.close();
+    }
+  });
+
+  it('a speaker served early is still heard once its record no longer lists the wave, by a member that saw it due in the wave; a member never seen in the wave is not', async () => {
+    const journal = Store.open(':memory:');
+    const said: BridgeEvent[] = [];
+    const f0 = forecastOf(0, said, journal);
+    const t0 = clock;
+    try {
+      const held = [record(0, { held: t0 - 600 }), record(1, { held: t0 - 500 }), record(2, { held: t0 - 900 })];
+      expect(await f0.foretell(held)).toBeNull();
+      // d1 spoke for the wave and is over and gone; a stranger (never due in it) writes a resolved word of its own
+      const span = { from: NOT_BEFORE, to: new Date(Date.parse(NOT_BEFORE) + 600_000).toISOString() };
+      const spoke = {
+        wave: 'c'.repeat(40),
+        said: `fleet.collision/${'c'.repeat(40)}`,
+        kind: 'foreseen' as const,
+        due: 3,
+        at: new Date(t0).toISOString(),
+        ...span,
+      };
+      const stranger = {
+        ...recordOf('zz', 'none'),
+        events: [],
+        wave: { ...spoke, wave: 'd'.repeat(40), kind: 'resolved' as const, at: new Date(t0 + 500).toISOString() },
+      };
+      clock = t0 + 1000;
+      const ce = await f0.foretell([
+        held[0]!,
+        { ...recordOf('d1', 'none'), events: [], wave: spoke },
+        record(2, { status: 'Started' }),
+        stranger,
+      ]);
+      // d0, the speaker now and within the budget, says the wave resolved under d1's wave id, not the stranger's
+      expect(ce?.data.collision).toMatchObject({ state: 'resolved', id: 'c'.repeat(40) });
+    } finally {
+      journal.close();
+    }
+  });
+
+  it('a wave not served is not said before SETTLE_MS, nor when it shrinks by a cancellation; the next speaker goes on under the same wave id once the record that said it no longer lists the wave', async () => {
+    const journals = vms.map(() => Store.open(':memory:'));
+    const said = vms.map(() => [] as BridgeEvent[]);
+    const [f0, f1] = [forecastOf(0, said[0]!, journals[0]!), forecastOf(1, said[1]!, journals[1]!)];
+    const t0 = clock;
+    try {
+      const held = [record(0, { held: t0 - 600 }), record(1, { held: t0 - 500 }), record(2, { held: t0 - 900 })];
+      expect(await f0.foretell(held)).toBeNull();
+      expect(await f1.foretell(held)).toBeNull();
+      clock = t0 + 1000;
+      expect(await f1.foretell(held)).toBeNull();
+      clock = t0 + SETTLE_MS;
+      const foreseen = await f1.foretell(held);
       expect(foreseen?.data.collision).toMatchObject({ state: 'foreseen', atOnce: 3 });
-      expect(said.get('d0')).toHaveLength(0);
-      expect(f1.speakAt).toBeNull();
-      const word = f1.word!;
       // d0 repeats it from d1's record
+      const word = f1.word!;
       clock += 500;
-      const spoken = [held(0, -1100), { ...held(1, -1000), wave: word }, held(2, -1400)];
-      expect((await f0.foretell(spoken))?.id).toBe(foreseen!.id);
+      expect((await f0.foretell([held[0]!, { ...held[1]!, wave: word }, held[2]!]))?.id).toBe(foreseen!.id);
       // d2 and d1 are over and gone (d1 taken out of turn, by a person): d1's record no longer lists the wave, so its word is
       // not heard; d0, the speaker now, within the budget, says it resolved under the wave's id it repeated
       clock += 1000;
-      const resolved = await f0.foretell([held(0, -2100), { ...recordOf('d1', 'none'), events: [], wave: word }]);
+      const resolved = await f0.foretell([held[0]!, { ...recordOf('d1', 'none'), events: [], wave: word }]);
       expect(resolved?.data.collision).toMatchObject({ state: 'resolved', id: foreseen!.data.collision!.id });
       expect(resolved!.id).not.toBe(foreseen!.id);
+
+      // another wave, seen and then canceled in part before SETTLE_MS, none of it served: nothing is said
+      const quiet = forecastOf(1, said[1]!, journals[2]!);
+      const again = [record(0, { held: clock }), record(1, { held: clock })];
+      expect(await quiet.foretell(again)).toBeNull();
+      clock += 1000;
+      expect(await quiet.foretell([{ ...again[0]!, events: [] }, again[1]!])).toBeNull();
     } finally {
       for (const j of journals) j.close();
     }

@@ -54,10 +54,14 @@ export interface CollisionDeps {
 /** The wave this member is due in, as it knows it. */
 interface Known {
   readonly eventIds: Set<string>;
+  /** The VMs it saw due in it (lower-cased). */
+  readonly vms: Set<string>;
   from: number;
   to: number;
   /** When this member first saw it collide. */
   readonly seen: number;
+  /** The most members it saw due in it at once, past the budget: what a wave served before it was said is said with. */
+  peak: readonly Window[];
 }
 
 export class Forecast {
@@ -70,6 +74,8 @@ export class Forecast {
   #repeated: WaveWord | undefined;
   /** When this member, the speaker of a wave it has seen and not said yet, says it (the group is read again then). */
   #speakAt: number | null = null;
+  /** Whether this member was its wave's speaker at its last look while due in it. */
+  #speaker = false;
   /** This member's own event in the wave, as last seen (its copy of a word carries it). */
   #own: ScheduledEvent | undefined;
   /** The CloudEvent ids of the words this member said or repeated. */
@@ -114,8 +120,12 @@ export class Forecast {
     const c = collisionOf(windows, Math.max(0, this.#k - this.#unhealthy.length));
     let due: readonly Window[];
     if (c !== null && c.windows.some((w) => w.vm.toLowerCase() === me)) {
-      const k = (this.#known ??= { eventIds: new Set(), from: c.from, to: c.to, seen: now });
-      for (const w of c.windows) k.eventIds.add(w.eventId);
+      const k = (this.#known ??= { eventIds: new Set(), vms: new Set(), from: c.from, to: c.to, seen: now, peak: c.windows });
+      for (const w of c.windows) {
+        k.eventIds.add(w.eventId);
+        k.vms.add(w.vm.toLowerCase());
+      }
+      if (c.windows.length >= k.peak.length) k.peak = c.windows;
       [k.from, k.to] = [Math.min(k.from, c.from), Math.max(k.to, c.to)];
       due = c.windows;
     } else {
@@ -145,6 +155,7 @@ export class Forecast {
     const heard = [...words, ...mine].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
     const last = heard.at(-1);
     const speaker = speakerOf(due);
+    this.#speaker = speaker === me;
     if (speaker !== me) {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
@@ -152,9 +163,11 @@ export class Forecast {
       this.#repeated = spoken;
       return this.#say(own, document.incarnation, spoken, due, members.length);
     }
-    const kind = this.#next(last, over, due, known, now);
-    this.#speakAt = kind === null && last === undefined && over ? known.seen + settleOf(due) : null;
+    const kind = this.#next(last, over, due, known, now, servedOf(members, known));
+    this.#speakAt = kind === null && last === undefined && over ? known.seen + SETTLE_MS : null;
     if (kind === null) return null;
+    // a wave the queue brought within the budget before it was said: said as it was seen at its largest
+    if (kind === 'foreseen' && !over) due = known.peak;
     // the wave's id: the one its first word said (whoever said it), else a new one
     const wave =
       heard[0]?.wave ??
@@ -186,7 +199,9 @@ export class Forecast {
    */
   #leaving(members: readonly MemberRecord[], due: readonly Window[], now: number): BridgeEvent | null {
     const [known, word, own, document] = [this.#known, this.#word, this.#own, this.#d.view.document!];
-    if (known === undefined || word === undefined || word.kind === 'resolved' || own === undefined) return null;
+    if (known === undefined || own === undefined) return null;
+    if (word === undefined) return this.#leavingUnsaid(members, known, own, now);
+    if (word.kind === 'resolved') return null;
     if (due.length + this.#unhealthy.length > this.#k || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
     const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
     const said: WaveWord = {
@@ -200,10 +215,28 @@ export class Forecast {
     return this.#say(own, document.incarnation, said, due, members.length);
   }
 
+  /**
+   * leavingUnsaid: the speaker's own maintenance started before it said its wave (the queue served
+   * a short wave faster than the speaker saw it settle): said now, as seen at its largest, when it
+   * was past the budget and nobody said it; resolved at its next read.
+   */
+  #leavingUnsaid(members: readonly MemberRecord[], known: Known, own: ScheduledEvent, now: number): BridgeEvent | null {
+    const unsaid = this.#speaker && this.#repeated === undefined && wordsAbout(members, known, now).length === 0;
+    if (!unsaid || known.peak.length + this.#unhealthy.length <= this.#k) return null;
+    const ids = known.peak.map((w) => w.eventId);
+    const wave = waveIdOf(this.#d.group, ids);
+    const word: WaveWord = {
+      ...{ wave, said: collisionIdOf(wave, ids), kind: 'foreseen', at: new Date(now).toISOString() },
+      ...{ from: new Date(known.from).toISOString(), to: new Date(known.to).toISOString(), due: ids.length },
+    };
+    this.#word = word;
+    return this.#say(own, this.#d.view.document!.incarnation, word, known.peak, members.length);
+  }
+
   /** next: what the speaker says now, given the wave's last word: nothing, or which word. */
-  #next(last: WaveWord | undefined, over: boolean, due: readonly Window[], known: Known, now: number): WordKind | null {
-    // said once whole (settleOf)
-    if (last === undefined) return over && now - known.seen >= settleOf(due) ? 'foreseen' : null;
+  #next(last: WaveWord | undefined, over: boolean, due: readonly Window[], known: Known, now: number, served: boolean): WordKind | null {
+    // said once whole, seen for SETTLE_MS; a short wave the queue served within the budget before that is said all the same
+    if (last === undefined) return (over && now - known.seen >= SETTLE_MS) || (!over && served) ? 'foreseen' : null;
     if (!over) return last.kind === 'resolved' ? null : 'resolved';
     // the members due changed (or the wave grew past the budget again): the latest set, at most once a minute
     if (
@@ -267,12 +300,9 @@ export class Forecast {
   }
 }
 
-/**
- * settleOf: how long the speaker sees a wave before it says it: SETTLE_MS, so that it is said once
- * whole; at once when the budget holds a member of it already (the queue serves the wave: waiting
- * longer, a short wave could be served before it was ever said).
- */
-const settleOf = (due: readonly Window[]): number => (due.some((w) => w.heldSince !== undefined) ? 0 : SETTLE_MS);
+/** servedOf: whether the queue has served the wave already: a member's record shows one of its events no longer Scheduled. */
+const servedOf = (members: readonly MemberRecord[], known: Known): boolean =>
+  members.some((m) => m.events.some((e) => known.eventIds.has(e.eventId) && e.status !== 'Scheduled'));
 
 /**
  * ForecastReads says when this member reads the group's records for the forecast: at the read

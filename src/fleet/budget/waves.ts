@@ -45,14 +45,17 @@ export function waveIdOf(group: string, eventIds: readonly string[]): string {
  */
 export function wordsAbout(
   members: readonly MemberRecord[],
-  wave: { readonly from: number; readonly to: number; readonly eventIds: ReadonlySet<string> },
+  wave: { readonly from: number; readonly to: number; readonly eventIds: ReadonlySet<string>; readonly vms?: ReadonlySet<string> },
   now: number,
   speaker?: string,
 ): WaveWord[] {
   const { from, to } = wave;
+  // a member of the wave: its record lists one of the wave's events, or this member saw it due in the wave (a speaker
+  // served early, its maintenance over, is still heard)
+  const inWave = (m: MemberRecord) => m.events.some((e) => wave.eventIds.has(e.eventId)) || wave.vms?.has(m.vm.toLowerCase()) === true;
   return (
     members
-      .filter((m) => m.events.some((e) => wave.eventIds.has(e.eventId)) && (speaker === undefined || m.vm.toLowerCase() === speaker))
+      .filter((m) => inWave(m) && (speaker === undefined || m.vm.toLowerCase() === speaker))
       .flatMap((m) => (m.wave === undefined ? [] : [m.wave]))
       // a word said further ahead of this member's clock than any member's clock runs is no word (it would silence the wave)
       .filter(

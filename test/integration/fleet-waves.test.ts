@@ -8,7 +8,8 @@
  * repeats each word under the same CloudEvent id, read from the speaker's record in its listing.
  */
 import { describe, expect, it } from 'vitest';
-import { Forecast, ForecastReads } from '../../src/fleet/budget/collisions.ts';
+import { Forecast } from '../../src/fleet/budget/collisions.ts';
+import { ForecastReads } from '../../src/fleet/budget/forecast-reads.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { MemberRecordWriter } from '../../src/fleet/budget/member.ts';
 import { membersOf } from '../../src/fleet/budget/parse.ts';
@@ -377,9 +378,16 @@ describe('a wave the queue serves before it was said', () => {
       const ce = await f1.foretell([held[0]!, record(1, { status: 'Started' }), held[2]!]);
       expect(ce?.data.collision).toMatchObject({ state: 'foreseen', atOnce: 3 });
       expect(ce!.data.collision!.due).toHaveLength(3);
-      // d2 served too: within the budget, said resolved under the same wave id
+      // d0 still due: it is the speaker now, and says the rest; d1 says nothing more
       clock = t0 + 2000;
-      const done = await f1.foretell([held[0]!, record(1, { status: 'Started' }), record(2, { status: 'Started' })]);
+      expect(await f1.foretell([held[0]!, record(1, { status: 'Started' }), record(2, { status: 'Started' })])).toBeNull();
+      // none still due: d1 says the wave resolved under the same wave id
+      clock = t0 + 3000;
+      const done = await f1.foretell([
+        record(0, { status: 'Started' }),
+        record(1, { status: 'Started' }),
+        record(2, { status: 'Started' }),
+      ]);
       expect(done?.data.collision).toMatchObject({ state: 'resolved', id: ce!.data.collision!.id });
       expect(said).toHaveLength(2);
     } finally {

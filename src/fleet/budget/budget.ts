@@ -21,7 +21,7 @@ import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
 import { downOf, QUEUED_VIA, QueuePlace } from './queue.ts';
-import { ForecastReads } from './collisions.ts';
+import { ForecastReads } from './forecast-reads.ts';
 import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';

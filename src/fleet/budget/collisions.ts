@@ -20,17 +20,7 @@ import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionInfo } from '../../pipeline/info.ts';
 import { collisionIdOf, toCollisionCloudEvent } from '../../pipeline/notices.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
-import {
-  KEEP_MS,
-  SETTLE_MS,
-  SPEAKER_READ_MS,
-  speakerOf,
-  UPDATE_EVERY_MS,
-  waveIdOf,
-  wordsAbout,
-  type WaveWord,
-  type WordKind,
-} from './waves.ts';
+import { KEEP_MS, SETTLE_MS, speakerOf, UPDATE_EVERY_MS, waveIdOf, wordsAbout, type WaveWord, type WordKind } from './waves.ts';
 
 export interface CollisionDeps {
   readonly group: string;
@@ -194,15 +184,16 @@ export class Forecast {
 
   /**
    * leaving: the speaker's own maintenance has started. The queue serves the speaker last, so the
-   * wave is within the budget now (once the members still due show it): said so, once, before it
-   * leaves the wave.
+   * wave is within the budget now: said so, once, before it leaves the wave, when no other member
+   * is still due in it (one still due is the next speaker, and says it).
    */
   #leaving(members: readonly MemberRecord[], due: readonly Window[], now: number): BridgeEvent | null {
     const [known, word, own, document] = [this.#known, this.#word, this.#own, this.#d.view.document!];
     if (known === undefined || own === undefined) return null;
     if (word === undefined) return this.#leavingUnsaid(members, known, own, now);
-    if (word.kind === 'resolved') return null;
-    if (due.length + this.#unhealthy.length > this.#k || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
+    // another member still due speaks on (the next speaker, which hears this one's words): one member says each word
+    if (word.kind === 'resolved' || due.length > 0) return null;
+    if (this.#unhealthy.length > this.#k || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
     const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
     const said: WaveWord = {
       ...word,
@@ -303,45 +294,3 @@ export class Forecast {
 /** servedOf: whether the queue has served the wave already: a member's record shows one of its events no longer Scheduled. */
 const servedOf = (members: readonly MemberRecord[], known: Known): boolean =>
   members.some((m) => m.events.some((e) => known.eventIds.has(e.eventId) && e.status !== 'Scheduled'));
-
-/**
- * ForecastReads says when this member reads the group's records for the forecast: at the read
- * that writes a new or changed maintenance of its own, and again one and five seconds later (the
- * members of one wave see their events within a read or two of each other, so the last of them
- * is seen at once, not a heartbeat later). The speaker of a wave not yet within the budget also
- * reads it every SPEAKER_READ_MS (its next word is due at most a minute after the last), and once
- * its own maintenance has started, and one and five seconds later: the queue serves it last, so the
- * wave is within the budget then, as soon as the members' records catch up with their slots.
- */
-export class ForecastReads {
-  readonly #seen = new Map<string, string>();
-  /** The events of this member seen Scheduled that have left it (Started). */
-  readonly #left = new Set<string>();
-  #again: number[] = [];
-  #spoke = -Infinity;
-  /** The speakAt this member last read the group for. */
-  #readFor = NaN;
-
-  /** due: whether to read the group now, given this member's events, whether its record was just written, and the word it last said as a speaker. */
-  due(mine: readonly ScheduledEvent[], wrote: boolean, now: number, word?: WaveWord, speakAt: number | null = null): boolean {
-    const listed = new Set(mine.map((e) => e.eventId));
-    for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
-    for (const id of this.#left) if (!listed.has(id)) this.#left.delete(id);
-    const fresh = wrote ? mine.filter((e) => e.eventStatus === 'Scheduled' && this.#seen.get(e.eventId) !== (e.notBefore ?? '')) : [];
-    for (const e of fresh) this.#seen.set(e.eventId, e.notBefore ?? '');
-    if (fresh.length > 0) this.#again = [now + 1000, now + 5000];
-    const again = this.#again.length > 0 && this.#again[0]! <= now;
-    this.#again = this.#again.filter((t) => t > now);
-    const left = mine.filter((e) => e.eventStatus !== 'Scheduled' && this.#seen.has(e.eventId) && !this.#left.has(e.eventId));
-    for (const e of left) this.#left.add(e.eventId);
-    const speaking = word !== undefined && word.kind !== 'resolved';
-    // once its maintenance started, again a second and five seconds later: the members' records catch up with the slots
-    if (speaking && left.length > 0) this.#again = [now + 1000, now + 5000];
-    const speaks = speaking && (left.length > 0 || now - this.#spoke >= SPEAKER_READ_MS);
-    if (speaks) this.#spoke = now;
-    // the speaker of a wave not said yet reads once more when it is time to say it
-    const ripe = speakAt !== null && speakAt <= now && speakAt !== this.#readFor;
-    if (ripe) this.#readFor = speakAt;
-    return fresh.length > 0 || again || speaks || ripe;
-  }
-}

@@ -23,7 +23,11 @@ export class ForecastReads {
   /** The speakAt this member last read the group for. */
   #readFor = NaN;
 
-  /** due: whether to read the group now, given this member's events, whether its record was just written, and the word it last said as a speaker. */
+  /**
+   * due: whether to read the group now, given this member's events, whether its record was just
+   * written, the word it last said as a speaker, and `speakAt` (Forecast.speakAt: when it is to say
+   * a wave it has seen and not said yet; read once then).
+   */
   due(mine: readonly ScheduledEvent[], wrote: boolean, now: number, word?: WaveWord, speakAt: number | null = null): boolean {
     const listed = new Set(mine.map((e) => e.eventId));
     for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);

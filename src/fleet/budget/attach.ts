@@ -7,6 +7,7 @@
 import type { BridgeView } from '../../imds/view.ts';
 import type { EventsDocument } from '../../imds/wire.ts';
 import type { Metrics } from '../../observability/metrics.ts';
+import type { GroupMetrics } from '../../observability/fleet-metrics.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionDeps } from './collisions.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
@@ -21,6 +22,8 @@ export interface BudgetContext extends Pick<CollisionDeps, 'logger' | 'journal' 
   readonly dryRun: boolean;
   readonly state: BridgeView;
   readonly metrics: Metrics;
+  /** The group's series (allowed disruptions, the members down by cause, whether it is paused), in a budgeted group. */
+  readonly fleet?: GroupMetrics | undefined;
   /** Whether an ended event's preparations were given back. */
   readonly givenBack: (eventId: string) => boolean;
   /** Says that CloudEvents were committed (the dispatcher takes them). */
@@ -72,6 +75,8 @@ export async function attachBudget(ctx: BudgetContext) {
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
+      onFigures: (figures) => ctx.fleet?.figures(figures),
+      onPaused: (paused) => ctx.fleet?.paused(paused),
       onMembers: (members, slots) =>
         void forecast
           .foretell(members, slots)

@@ -55,17 +55,15 @@ export class FleetBudget implements ApprovalGate {
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
     const { config, store, logger } = options;
     const [checksHealth, now, answered] = [options.health !== undefined, this.#now, () => this.#health.answered()];
-    this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered });
+    this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered, figures: options.hooks?.onFigures });
     this.#slots = new MemberSlots({
-      warnings,
-      config: options.config,
-      store: options.store,
-      logger: options.logger,
+      ...{ warnings, config, store, logger },
       me: () => ({ key: this.#me, vm: this.#o.view.vm }),
       k: () => this.#k,
       now: this.#now,
       onSlots: (self, others) => {
         this.#health.answered();
+        this.#members.figures.slots(self + others);
         options.hooks?.onSlots?.(self, others);
       },
     });

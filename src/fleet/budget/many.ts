@@ -19,6 +19,7 @@ import { giveBackWritten, type Taken, type Written } from './give-back.ts';
 import type { MemberSlots } from './slots.ts';
 import { zoneConflict } from './zones.ts';
 import { unhealthyText, type Unhealthy } from './unavailable.ts';
+import { holdReason } from './said.ts';
 
 /** A member an event names: its key and identity. */
 export interface Named {
@@ -71,6 +72,8 @@ export async function takeForAll(
   let holders: ReturnType<typeof holderOf>[] = [];
   let sick: Unhealthy[] = [];
   let zoneWhy: string | null = null;
+  // the members not healthy alone held it: the slots free would have let it through without them
+  let sickHeld = false;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = ctx.now();
     const records = await ctx.slots.read();
@@ -88,6 +91,7 @@ export async function takeForAll(
     // an unhealthy member that holds no slot (and is not one this maintenance takes down) counts as one in maintenance
     sick = (await unhealthy(records)).filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
     const available = Math.min(free.length, k - alive.length - sick.length);
+    sickHeld = sick.length > 0 && fresh.length > available && fresh.length <= Math.min(free.length, k - alive.length);
     zoneWhy =
       mode === 'early' && config.zones !== undefined
         ? zoneConflict(
@@ -141,6 +145,8 @@ export async function takeForAll(
     undefined,
     holders,
     sick,
+    undefined,
+    holdReason(zoneWhy, sickHeld),
   );
 }
 

@@ -142,7 +142,7 @@ export class QueuePlace {
     if (!QUEUED_VIA.has(via)) return err;
     const message = ahead !== null && ahead > 0 ? `${err.message}; ${ahead} ahead in the queue` : err.message;
     // asked again at the next read: the pace is its place's (resting holds it again without a request to the store)
-    const said = new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0);
+    const said = new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0, err.reason ?? undefined);
     this.#held = said;
     return said;
   }

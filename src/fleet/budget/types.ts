@@ -9,6 +9,7 @@ import type { FleetStore } from './stores/port.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
 import type { WaveWord } from './waves.ts';
+import type { GroupFigures } from '../../observability/fleet-metrics.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -17,6 +18,10 @@ export interface BudgetHooks {
   onStoreError?(operation: string): void;
   /** The group's live slots as last read: held by this member, and by the others. */
   onSlots?(self: number, others: number): void;
+  /** The budget's numbers (allowed disruptions, the members down by cause), as this member last read its group, whenever they change. */
+  onFigures?(figures: GroupFigures): void;
+  /** Whether the group is paused, when that changes (the pause calls it). */
+  onPaused?(paused: boolean): void;
   /** The members' records, as read at a heartbeat and when this member learns of a new maintenance, and the slots as last read. */
   onMembers?(members: readonly MemberRecord[], slots: readonly SlotRecord[]): void;
 }

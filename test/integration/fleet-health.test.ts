@@ -218,6 +218,8 @@ describe.each(STORE_KINDS)('the health gate over the %s store', (kind) => {
     await a!.read([ea]);
     const held = await a!.budget.take(ea, api).catch((err: unknown) => err);
     expect(held).toMatchObject({ code: 'HELD', message: expect.stringMatching(/vm-b is not healthy since .* answered 503, not 200\)$/) });
+    // the slot is free: what holds it is vm-b's health, and the metrics count it so
+    expect((held as ApprovalError).reason).toBe('health');
     // the API's 409 names it too, apart from the holders
     expect((held as ApprovalError).body(ea.eventId)).toMatchObject({
       status: 'held',
@@ -284,6 +286,7 @@ describe.each(STORE_KINDS)('zones one at a time over the %s store', (kind) => {
     expect(held).toMatchObject({
       code: 'HELD',
       message: expect.stringMatching(/zone 1 is in maintenance \(vm-a\); the group takes one zone at a time$/),
+      reason: 'zone',
     });
     expect(await c!.budget.take(ec!, api)).toMatchObject({ slot: 'slot-1' });
     // a member with no zone (a regional VM) conflicts with none

@@ -94,49 +94,49 @@ describe('the fleet budget on /metrics, over Azurite', () => {
     const [m0, m1] = await Promise.all([member(group, 0), member(group, 1)]);
     // nothing held yet: every reason at 0, the group not paused, no hold time observed
     await waitFor(
-      async () => (await value(m1!, 'sebridge_fleet_allowed_disruptions', { group })) === 1,
+      async () => (await value(m1, 'sebridge_fleet_allowed_disruptions', { group })) === 1,
       'one disruption allowed',
       30_000,
       50,
     );
-    expect(await held(m1!, group)).toEqual(none);
-    expect(await value(m1!, 'sebridge_fleet_paused', { group })).toBe(0);
-    expect(await value(m1!, 'sebridge_fleet_unavailable', { group, cause: 'slot' })).toBe(0);
-    expect(await holdCount(m1!, group)).toBe(0);
+    expect(await held(m1, group)).toEqual(none);
+    expect(await value(m1, 'sebridge_fleet_paused', { group })).toBe(0);
+    expect(await value(m1, 'sebridge_fleet_unavailable', { group, cause: 'slot' })).toBe(0);
+    expect(await holdCount(m1, group)).toBe(0);
     // m0's NotBefore first: it takes the slot; m1 is held behind it until m0 is back
-    m0!.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 3000, DurationInSeconds: 2 });
-    m1!.sim.addEvent({ EventType: 'Reboot', noticeMs: 601_000, startedMs: 600_000, DurationInSeconds: 2 });
-    await waitFor(async () => (await held(m1!, group)).budget === 1, 'm1 held for the budget', 30_000, 50);
-    expect(await held(m1!, group)).toEqual({ ...none, budget: 1 });
-    expect(m1!.sim.startRequests).toHaveLength(0);
+    m0.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 3000, DurationInSeconds: 2 });
+    m1.sim.addEvent({ EventType: 'Reboot', noticeMs: 601_000, startedMs: 600_000, DurationInSeconds: 2 });
+    await waitFor(async () => (await held(m1, group)).budget === 1, 'm1 held for the budget', 30_000, 50);
+    expect(await held(m1, group)).toEqual({ ...none, budget: 1 });
+    expect(m1.sim.startRequests).toHaveLength(0);
     // m1 read the slots when it was held: m0 holds the one slot, none is left
     await waitFor(
-      async () => (await value(m1!, 'sebridge_fleet_unavailable', { group, cause: 'slot' })) === 1,
+      async () => (await value(m1, 'sebridge_fleet_unavailable', { group, cause: 'slot' })) === 1,
       "m0's slot counted",
       30_000,
       50,
     );
-    expect(await value(m1!, 'sebridge_fleet_allowed_disruptions', { group })).toBe(0);
+    expect(await value(m1, 'sebridge_fleet_allowed_disruptions', { group })).toBe(0);
     // without health checks nobody counts as down for health: known to be 0
-    expect(await value(m1!, 'sebridge_fleet_unavailable', { group, cause: 'unhealthy' })).toBe(0);
-    expect(await value(m1!, 'sebridge_fleet_unavailable', { group, cause: 'stale' })).toBe(0);
-    await waitFor(() => m1!.sim.startRequests.length === 1, 'm1 approved once m0 is back', 60_000, 50);
-    await waitFor(async () => (await holdCount(m1!, group)) === 1, "m1's hold time observed", 10_000, 50);
-    expect(await held(m1!, group)).toEqual(none);
+    expect(await value(m1, 'sebridge_fleet_unavailable', { group, cause: 'unhealthy' })).toBe(0);
+    expect(await value(m1, 'sebridge_fleet_unavailable', { group, cause: 'stale' })).toBe(0);
+    await waitFor(() => m1.sim.startRequests.length === 1, 'm1 approved once m0 is back', 60_000, 50);
+    await waitFor(async () => (await holdCount(m1, group)) === 1, "m1's hold time observed", 10_000, 50);
+    expect(await held(m1, group)).toEqual(none);
     // held from m1's first ask until m0 was back: more than nothing, and counted in the buckets up from the one that holds it
-    expect((await scrape(m1!)).get('sebridge_fleet_approval_hold_seconds')?.type).toBe('HISTOGRAM');
-    const sum = await hold(m1!, group, 'sum');
+    expect((await scrape(m1)).get('sebridge_fleet_approval_hold_seconds')?.type).toBe('HISTOGRAM');
+    const sum = await hold(m1, group, 'sum');
     expect(sum).toBeGreaterThan(0);
-    expect(await hold(m1!, group, { le: '+Inf' })).toBe(1);
-    expect(await hold(m1!, group, { le: '86400' })).toBe(1);
+    expect(await hold(m1, group, { le: '+Inf' })).toBe(1);
+    expect(await hold(m1, group, { le: '86400' })).toBe(1);
     // m1 holds the slot now (it is down): the group allows no more
     await waitFor(
-      async () => (await value(m1!, 'sebridge_fleet_unavailable', { group, cause: 'slot' })) === 1,
+      async () => (await value(m1, 'sebridge_fleet_unavailable', { group, cause: 'slot' })) === 1,
       'm1 counted in its slot',
       10_000,
       50,
     );
-    expect(await value(m1!, 'sebridge_fleet_allowed_disruptions', { group })).toBe(0);
+    expect(await value(m1, 'sebridge_fleet_allowed_disruptions', { group })).toBe(0);
   }, 120_000);
 
   it('a member not healthy holds an approval for health (counted unhealthy, none allowed); a blackout holds one for the calendar', async () => {
@@ -145,18 +145,18 @@ describe('the fleet budget on /metrics, over Azurite', () => {
     statuses.set(`${group}-m1`, 503);
     const [m0, m1] = await Promise.all([member(group, 0, check('m0')), member(group, 1, check('m1'))]);
     // m1's record says it is not healthy before m0 asks
-    await waitFor(async () => (await value(m1!, 'sebridge_health_healthy', {})) === 0, 'm1 not healthy', 30_000, 50);
-    m0!.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 2 });
-    await waitFor(async () => (await held(m0!, group)).health === 1, 'm0 held for health', 30_000, 50);
-    expect(await held(m0!, group)).toEqual({ ...none, health: 1 });
-    expect(await value(m0!, 'sebridge_fleet_unavailable', { group, cause: 'unhealthy' })).toBe(1);
-    expect(await value(m0!, 'sebridge_fleet_unavailable', { group, cause: 'slot' })).toBe(0);
-    expect(await value(m0!, 'sebridge_fleet_allowed_disruptions', { group })).toBe(0);
+    await waitFor(async () => (await value(m1, 'sebridge_health_healthy', {})) === 0, 'm1 not healthy', 30_000, 50);
+    m0.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 2 });
+    await waitFor(async () => (await held(m0, group)).health === 1, 'm0 held for health', 30_000, 50);
+    expect(await held(m0, group)).toEqual({ ...none, health: 1 });
+    expect(await value(m0, 'sebridge_fleet_unavailable', { group, cause: 'unhealthy' })).toBe(1);
+    expect(await value(m0, 'sebridge_fleet_unavailable', { group, cause: 'slot' })).toBe(0);
+    expect(await value(m0, 'sebridge_fleet_allowed_disruptions', { group })).toBe(0);
     // m1 is healthy again: m0 is granted, its hold observed
     statuses.delete(`${group}-m1`);
-    await waitFor(() => m0!.sim.startRequests.length === 1, 'm0 approved', 60_000, 50);
-    await waitFor(async () => (await holdCount(m0!, group)) === 1, "m0's hold time observed", 10_000, 50);
-    expect(await held(m0!, group)).toEqual(none);
+    await waitFor(() => m0.sim.startRequests.length === 1, 'm0 approved', 60_000, 50);
+    await waitFor(async () => (await holdCount(m0, group)) === 1, "m0's hold time observed", 10_000, 50);
+    expect(await held(m0, group)).toEqual(none);
 
     // a blackout now: the policy's approval waits for the calendar, said as such
     const day = (d: number) => new Date(Date.now() + d * 86_400_000).toISOString().slice(0, 10);

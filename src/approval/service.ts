@@ -190,7 +190,7 @@ export class ApprovalService {
       this.#o.onResult?.(request.via, r.status, eventId, null);
       return r;
     } catch (err) {
-      this.#o.onResult?.(request.via, (err as ApprovalError).code ?? 'error', eventId, (err as ApprovalError).reason ?? null);
+      this.#o.onResult?.(request.via, (err as ApprovalError).code ?? 'error', eventId, err instanceof ApprovalError ? err.reason : null);
       throw err;
     } finally {
       if (this.#inFlight.get(eventId) === p) this.#inFlight.delete(eventId);

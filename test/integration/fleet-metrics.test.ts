@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import parsePrometheus from 'parse-prometheus-text-format';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HOLD_REASONS } from '../../src/observability/fleet-metrics.ts';
+import { readGroup } from '../../src/fleet/budget/group.ts';
 import { fleetStoresPerFile } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { waitFor } from '../helpers.ts';
@@ -103,9 +104,10 @@ describe('the fleet budget on /metrics, over Azurite', () => {
     expect(await value(m1, 'sebridge_fleet_paused', { group })).toBe(0);
     expect(await value(m1, 'sebridge_fleet_unavailable', { group, cause: 'slot' })).toBe(0);
     expect(await holdCount(m1, group)).toBe(0);
-    // m0's NotBefore first: it takes the slot; m1 is held behind it until m0 is back
-    m0.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 3000, DurationInSeconds: 2 });
-    m1.sim.addEvent({ EventType: 'Reboot', noticeMs: 601_000, startedMs: 600_000, DurationInSeconds: 2 });
+    // m0 takes the slot first; m1's maintenance, announced then, is held until m0 is back
+    m0.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 3000, DurationInSeconds: 3 });
+    await waitFor(() => m0.sim.startRequests.length === 1, 'm0 approved', 30_000, 50);
+    m1.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 2 });
     await waitFor(async () => (await held(m1, group)).budget === 1, 'm1 held for the budget', 30_000, 50);
     expect(await held(m1, group)).toEqual({ ...none, budget: 1 });
     expect(m1.sim.startRequests).toHaveLength(0);
@@ -145,7 +147,8 @@ describe('the fleet budget on /metrics, over Azurite', () => {
     statuses.set(`${group}-m1`, 503);
     const [m0, m1] = await Promise.all([member(group, 0, check('m0')), member(group, 1, check('m1'))]);
     // m1's record says it is not healthy before m0 asks
-    await waitFor(async () => (await value(m1, 'sebridge_health_healthy', {})) === 0, 'm1 not healthy', 30_000, 50);
+    const m1Health = async () => (await readGroup(m1.config.fleet!)).members.find((m) => m.vm === 'm1')?.health;
+    await waitFor(async () => (await m1Health())?.healthy === false, 'm1 not healthy in its record', 30_000, 100);
     m0.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 2 });
     await waitFor(async () => (await held(m0, group)).health === 1, 'm0 held for health', 30_000, 50);
     expect(await held(m0, group)).toEqual({ ...none, health: 1 });

@@ -28,7 +28,7 @@ export const FleetConfig = z
       .refine((g) => g !== AZURE_GROUP, `is reserved: the relay keeps Azure's own records of the fleet's events under ${AZURE_GROUP}`)
       .describe('The group: every member that names it shares one budget, and the fleet view lists it by this name.'),
     maxUnavailable: MaxUnavailable.optional().describe(
-      'How many members of the group may be unavailable at once because of an early approval (the slots): a number, or a percentage of the members with a fresh record ("20%": rounded down, at least 1). Without it the VM is a member of the fleet view only: it writes its record, and nothing holds its approvals.',
+      'How many members of the group may be unavailable at once because of an early approval (the slots): a number, or a percentage of the members with a fresh record ("30%" of 5 members: 2), rounded up as a Kubernetes PodDisruptionBudget rounds it, at least 1. Without it the VM is a member of the fleet view only: it writes its record, and nothing holds its approvals.',
     ),
     store: FleetStoreConfig.describe("Where the group's slots and member records live; every member points at the same one."),
     marginSeconds: z
@@ -114,10 +114,40 @@ export function asBudget(f: FleetConfig): BudgetConfig {
 
 /**
  * slotsFor: how many members may be unavailable at once: `maxUnavailable` itself, or its
- * percentage of the members with a fresh record (rounded down, at least 1, at most 100).
+ * percentage of the members with a fresh record, rounded up as a Kubernetes PodDisruptionBudget
+ * and Karpenter round it ("30%" of 5 members is 2, "20%" of 11 is 3), at least 1, at most 100.
  */
 export function slotsFor(maxUnavailable: number | string, liveMembers: number): number {
   if (typeof maxUnavailable === 'number') return maxUnavailable;
   const pct = Number.parseInt(maxUnavailable, 10);
-  return Math.min(100, Math.max(1, Math.floor((pct * liveMembers) / 100)));
+  // whole numbers throughout: ⌈pct × members / 100⌉
+  return Math.min(100, Math.max(1, Math.floor((pct * liveMembers + 99) / 100)));
+}
+
+/**
+ * countedText: how a percentage came to its slots, as `fleet status` says it ("30 % of 5 members =
+ * 2"); null for a number, which needs no counting.
+ */
+export function countedText(maxUnavailable: number | string, liveMembers: number): string | null {
+  if (typeof maxUnavailable === 'number') return null;
+  const pct = Number.parseInt(maxUnavailable, 10);
+  const k = slotsFor(maxUnavailable, liveMembers);
+  const exact = (pct * liveMembers) / 100;
+  const bound = k === 100 && exact > 100 ? ' (at most 100)' : '';
+  return `${pct} % of ${liveMembers} member${liveMembers === 1 ? '' : 's'} = ${k}${bound}`;
+}
+
+/** percentageText: how a percentage will be counted, as `validate` says it (it cannot know the members). */
+export function percentageText(maxUnavailable: string): string {
+  const pct = Number.parseInt(maxUnavailable, 10);
+  const eg = [5, 11].map((n) => countedText(maxUnavailable, n)).join(', ');
+  return `${pct} % of the members with a fresh record, rounded up, at least 1 (${eg})`;
+}
+
+/** budgetText: the group's budget as `validate` says it, or null for a member without one (the fleet view only). */
+export function budgetText(f: FleetConfig): string | null {
+  if (!budgeted(f)) return null;
+  const k = f.maxUnavailable;
+  if (typeof k === 'number') return `fleet group ${f.group}: at most ${k} member${k === 1 ? '' : 's'} down at once by an early approval`;
+  return `fleet group ${f.group}: maxUnavailable "${k}" is counted at each early approval as ${percentageText(k)}`;
 }

@@ -33,7 +33,8 @@ function unavailableText(u: NonNullable<Member['unavailable']>): string {
 
 /** groupText: the group as a person reads it. */
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
-  const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held`;
+  const how = g.counted === null ? '' : ` (${g.counted})`;
+  const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held${how}`;
   const out = [`Group ${visible(g.group)}: ${budget}; ${plural(g.members.length, 'member')} (${visible(g.store)})`];
   if (g.slots.length > 0)
     out.push(

@@ -8,6 +8,7 @@ import { FleetStoreConfig, storeTimeoutMs } from './stores/config.ts';
 import { HealthConfig } from '../../health/config.ts';
 import { CalendarConfig } from '../../calendar/config.ts';
 import { HeartbeatSeconds, MaxUnavailable } from './schemas.ts';
+import { RateConfig } from './rate.ts';
 
 /** The store's pseudo-group where the relay keeps Azure's own records of the fleet's events (no member may name it). */
 export const AZURE_GROUP = 'se-bridge-azure';
@@ -76,6 +77,13 @@ export const FleetConfig = z
       .describe(
         "A member whose record has not been written for this long (and for three of its heartbeats) is forgotten: the group's members with a budget delete its record as they heartbeat, a few at a time, each delete conditional on the version read, never one that holds a slot. At least unhealthyCountsForSeconds. se-bridge fleet forget removes one at once.",
       ),
+    rate: RateConfig.optional(),
+    unhealthyMembers: z
+      .enum(['ifHealthyBudget', 'alwaysAllow'])
+      .default('ifHealthyBudget')
+      .describe(
+        "What a member not healthy needs for its own early approval, as a PodDisruptionBudget's unhealthyPodEvictionPolicy: ifHealthyBudget, a slot like any member (it counts once, by the slot it takes); alwaysAllow, none while the group counts it as unavailable for its health (its checks fail, within unhealthyCountsForSeconds): it is down already, so its maintenance takes nothing more down. Needs health.",
+      ),
     retryMs: z
       .number()
       .int()
@@ -87,6 +95,17 @@ export const FleetConfig = z
       ),
   })
   .superRefine((f, ctx) => {
+    // a brake of the budget without a budget would brake nothing
+    const brakes = [...(f.rate ? ['rate'] : []), ...(f.unhealthyMembers === 'alwaysAllow' ? ['unhealthyMembers'] : [])];
+    for (const key of brakes)
+      if (f.maxUnavailable === undefined)
+        ctx.addIssue({ code: 'custom', path: [key], message: 'needs maxUnavailable: without a budget nothing holds an approval' });
+    if (f.unhealthyMembers === 'alwaysAllow' && f.health === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['unhealthyMembers'],
+        message: 'alwaysAllow needs health: a member that does not check its health never knows it is not healthy',
+      });
     // a record forgotten sooner would leave the count before its bound
     if (f.forgetAfterSeconds < f.unhealthyCountsForSeconds)
       ctx.addIssue({

@@ -10,6 +10,7 @@ import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { MAX_MEMBER_EVENTS, SlotSchema, type WaveWord } from './schemas.ts';
+import type { Stamp } from './rate.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
@@ -28,6 +29,8 @@ export interface SlotRecord {
   readonly reason?: string;
   /** The holder's availability zone, when it has one (for `zones: one-at-a-time`). */
   readonly zone?: string | null;
+  /** The early approvals that took this slot within the group's rate window (rate.ts): kept when the slot is given back. */
+  readonly approvals?: readonly Stamp[];
   /** Only as read: the record names a holder but does not read by its schema (why): held, with no end, and nobody's own. */
   readonly unread?: string;
 }
@@ -215,6 +218,23 @@ export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSec
   const start = Math.max(now, e.notBefore === null ? now : Date.parse(e.notBefore) || now);
   const end = start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
   return Number.isFinite(end) ? Math.min(end, now + HORIZON_MS) : now + HORIZON_MS;
+}
+
+/**
+ * renewedEnd: the recorded end a holder's slot `s` moves to, past the windows of its listed
+ * events, or null while it has moved by less than a heartbeat (at most one write a heartbeat, and
+ * a holder's slot always has its margin less one heartbeat ahead of it).
+ */
+export function renewedEnd(
+  s: SlotRecord,
+  listed: readonly ScheduledEvent[],
+  now: number,
+  c: { readonly marginSeconds: number; readonly heartbeatSeconds: number },
+): string | null {
+  const ends = listed.filter((e) => (s.eventIds ?? []).includes(e.eventId)).map((e) => recordedEnd(e, now, c.marginSeconds));
+  if (ends.length === 0) return null;
+  const until = new Date(Math.max(...ends)).toISOString();
+  return s.until !== undefined && Date.parse(until) - Date.parse(s.until) < c.heartbeatSeconds * 1000 ? null : until;
 }
 
 /** slotRecordOf: a member's slot record for `event`, from `now`. */

@@ -75,5 +75,20 @@ describe('how it was counted, in words', () => {
       'fleet group web: at most 1 member down at once by an early approval',
     );
     expect(budgetText(FleetConfig.parse({ group: 'web', store }))).toBeNull();
+    const health = { http: { url: 'http://127.0.0.1:9/healthz' } };
+    expect(
+      budgetText(
+        FleetConfig.parse({
+          group: 'web',
+          maxUnavailable: 2,
+          store,
+          health,
+          rate: { approvals: 1, perSeconds: 600 },
+          unhealthyMembers: 'alwaysAllow',
+        }),
+      ),
+    ).toBe(
+      'fleet group web: at most 2 members down at once by an early approval; at most 1 early approval in any 600 s; a member not healthy takes its own maintenance without a slot',
+    );
   });
 });

@@ -163,10 +163,17 @@ export function percentageText(maxUnavailable: string): string {
   return `${pct} % of the members with a fresh record, rounded up, at least 1 (${eg})`;
 }
 
-/** budgetText: the group's budget as `validate` says it, or null for a member without one (the fleet view only). */
+/** budgetText: the group's budget as `validate` says it (how a percentage will count, the rate, unhealthy members), or null without one. */
 export function budgetText(f: FleetConfig): string | null {
   if (!budgeted(f)) return null;
   const k = f.maxUnavailable;
-  if (typeof k === 'number') return `fleet group ${f.group}: at most ${k} member${k === 1 ? '' : 's'} down at once by an early approval`;
-  return `fleet group ${f.group}: maxUnavailable "${k}" is counted at each early approval as ${percentageText(k)}`;
+  const slots =
+    typeof k === 'number'
+      ? `at most ${k} member${k === 1 ? '' : 's'} down at once by an early approval`
+      : `maxUnavailable "${k}" is counted at each early approval as ${percentageText(k)}`;
+  const rate = f.rate
+    ? `; at most ${f.rate.approvals} early approval${f.rate.approvals === 1 ? '' : 's'} in any ${f.rate.perSeconds} s`
+    : '';
+  const first = f.unhealthyMembers === 'alwaysAllow' ? '; a member not healthy takes its own maintenance without a slot' : '';
+  return `fleet group ${f.group}: ${slots}${rate}${first}`;
 }

@@ -40,12 +40,6 @@ export const RateConfig = z
   );
 export type RateConfig = z.infer<typeof RateConfig>;
 
-/** An early approval as a slot record keeps it: when, and of which maintenance. */
-export interface Stamp {
-  readonly at: string;
-  readonly eventId: string;
-}
-
 /**
  * recentOf: the group's early approvals within the window ending now, the earliest first, one per
  * maintenance (its earliest stamp). What a record says is untrusted: a time that does not read,

@@ -10,10 +10,15 @@ import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { MAX_MEMBER_EVENTS, SlotSchema, type WaveWord } from './schemas.ts';
-import type { Stamp } from './rate.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
+
+/** An early approval as a slot record keeps it for the group's rate (rate.ts): when, and of which maintenance. */
+export interface Stamp {
+  readonly at: string;
+  readonly eventId: string;
+}
 
 export interface SlotRecord {
   /** The member's key; null when the slot is free. */

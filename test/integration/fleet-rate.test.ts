@@ -52,6 +52,14 @@ describe.each(STORE_KINDS)('the rate over the %s store', (kind) => {
     const hs = await Promise.all([0, 1, 2].map((i) => member(kind, group, i, fleet)));
     // every maintenance ready at once, and long: none ends and gives its slot back within the test
     const events = hs.map((h) => h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 60 }));
+    // while the others wait, their records say the rate holds them, and until when (fleet status shows it)
+    const config = FleetConfig.parse({ group, maxUnavailable: 3, store: stores.config(kind) });
+    const byRate = await waitFor(
+      async () => (await readGroup(config)).members.flatMap((m) => m.events.flatMap((e) => (e.held?.next ? [e.held] : [])))[0],
+      "a record that says the group's rate holds it",
+      20_000,
+      100,
+    );
     await waitFor(() => hs.every((h) => h.sim.startRequests.length === 1), 'every member approved', 80_000, 100);
     // the times the group recorded for its approvals, one per maintenance, none lost
     const stamps = await stampsIn(kind, group);
@@ -59,6 +67,8 @@ describe.each(STORE_KINDS)('the rate over the %s store', (kind) => {
     for (const t of times) expect(t).toEqual(expect.any(Number));
     const sorted = [...times].sort((a, b) => a - b);
     for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBeGreaterThanOrEqual(15_000);
+    // the record of one held said when the next might come: 15 s after an approval the group recorded
+    expect(times.map((t) => t + 15_000)).toContain(Date.parse(byRate.next!));
     // each approval was given at or after the time recorded for it, and emitted once
     for (const [i, h] of hs.entries()) {
       const approved = h.events().filter((e) => e.type.endsWith('.approved'));
@@ -67,7 +77,7 @@ describe.each(STORE_KINDS)('the rate over the %s store', (kind) => {
       expect(h.sim.startRequests[0]!.at).toBeGreaterThanOrEqual(times[i]!);
     }
     // the budget was not what spaced them: all three hold their slots at once now
-    expect((await readGroup(FleetConfig.parse({ group, maxUnavailable: 3, store: stores.config(kind) }))).slots).toHaveLength(3);
+    expect((await readGroup(config)).slots).toHaveLength(3);
     // the held ones were told the rate, and when the next may come
     const held = hs.flatMap((h) => h.lines.filter((l) => String(l.msg).startsWith('approval held:')));
     expect(held.length).toBeGreaterThan(0);

@@ -5,9 +5,21 @@
 import { describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { freeSlot, undoOf } from '../../src/fleet/budget/give-back.ts';
-import { RATE_REASON, RateConfig, rateHeld, rateHold, recentOf, room, stampsOf, unstamped } from '../../src/fleet/budget/rate.ts';
+import {
+  RATE_REASON,
+  RateConfig,
+  RateHeldError,
+  rateHeld,
+  rateHold,
+  recentOf,
+  room,
+  stampsOf,
+  unstamped,
+} from '../../src/fleet/budget/rate.ts';
 import { asSlot, type SlotRecord } from '../../src/fleet/budget/records.ts';
-import { SlotSchema } from '../../src/fleet/budget/schemas.ts';
+import { MemberEventSchema, SlotSchema } from '../../src/fleet/budget/schemas.ts';
+import { QueuePlace } from '../../src/fleet/budget/queue.ts';
+import { heldText } from '../../src/fleet/budget/group-text.ts';
 
 const now = Date.parse('2026-11-29T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -125,6 +137,17 @@ describe('what a held approval is told', () => {
       'group kafka-prod allows 2 early approvals in any 60 s, and gave 2 within the last 60 s (the last at 2026-11-29T09:59:50.000Z); the next may come at 2026-11-29T10:00:10.000Z',
     );
     expect(RATE_REASON).toBe('rate');
+    // its reason and when the next may come, for the member's record and fleet status
+    expect(err).toBeInstanceOf(RateHeldError);
+    expect(err).toMatchObject({ reason: 'rate', next: '2026-11-29T10:00:10.000Z' });
+    const queue = new QueuePlace({ maxUnavailable: 1, retryMs: 1000, heartbeatSeconds: 30 });
+    queue.heldNow('E1', err, 'policy', 1, now);
+    const held = queue.approvals.get('E1')!;
+    expect(held).toMatchObject({ next: '2026-11-29T10:00:10.000Z', via: 'policy' });
+    expect(MemberEventSchema.shape.held.parse(held)).toMatchObject({ next: held.next });
+    expect(heldText(held)).toBe(
+      "held by the group's rate (the next early approval may come at 2026-11-29T10:00:10.000Z) since 2026-11-29T10:00:00.000Z",
+    );
   });
 });
 

@@ -23,6 +23,8 @@ export function heldText(held: NonNullable<MemberEvent['held']>): string {
     ...(held.unhealthy ?? []).map((u) => `${visible(u.vm)} not healthy since ${visible(u.since)}, counted as down`),
     ...(held.ahead ? [`${held.ahead} ahead in the queue`] : []),
   ];
+  if (held.next !== undefined)
+    return `held by the group's rate (the next early approval may come at ${visible(held.next)}) since ${visible(held.since)}`;
   return `held by the budget (${why.join('; ') || 'waiting its turn for a free slot'}) since ${visible(held.since)}`;
 }
 

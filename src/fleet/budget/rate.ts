@@ -114,7 +114,17 @@ export function rateText(group: string, rate: RateConfig, hold: RateHold): strin
   return `group ${group} allows ${n(rate.approvals, 'early approval')} in any ${rate.perSeconds} s, and gave ${hold.count} within the last ${rate.perSeconds} s (the last at ${new Date(hold.last).toISOString()}); the next may come at ${new Date(hold.next).toISOString()}`;
 }
 
+/** RateHeldError: an approval the rate holds (HELD), with its reason and when the next may come. */
+export class RateHeldError extends ApprovalError {
+  readonly reason = RATE_REASON;
+  readonly next: string;
+  constructor(message: string, holders: readonly Holder[], next: string) {
+    super('HELD', message, undefined, holders);
+    this.next = next;
+  }
+}
+
 /** rateHeld: the answer when the rate holds an approval (HELD, with the slots' holders). */
-export function rateHeld(group: string, rate: RateConfig, hold: RateHold, holders: readonly Holder[]): ApprovalError {
-  return new ApprovalError('HELD', rateText(group, rate, hold), undefined, [...holders]);
+export function rateHeld(group: string, rate: RateConfig, hold: RateHold, holders: readonly Holder[]): RateHeldError {
+  return new RateHeldError(rateText(group, rate, hold), [...holders], new Date(hold.next).toISOString());
 }

@@ -59,6 +59,8 @@ export interface MemberEvent {
     readonly need?: number;
     readonly unhealthy?: readonly { readonly vm: string; readonly since: string }[];
     readonly ahead?: number;
+    /** Held by the group's rate: when the next early approval may come. */
+    readonly next?: string;
   };
   /** Who approved it, how and when (`approvals`), once it is approved by any path. */
   readonly approval?: EventApproval;

@@ -74,6 +74,7 @@ export const MemberEventSchema = z.object({
           .max(100)
           .optional(),
         ahead: z.number().int().min(0).optional(),
+        next: text.optional(),
       },
     })
     .optional(),

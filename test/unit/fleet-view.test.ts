@@ -64,7 +64,7 @@ function member(
 
 function snapshot(members: GroupStatus['members'][number][], azure: AzureRecord[]): FleetSnapshot {
   const group: GroupStatus = {
-    ...{ group: 'g', maxUnavailable: 1, store: 's', members, slots: [], skipped: [], unread: [] },
+    ...{ group: 'g', maxUnavailable: 1, counted: null, store: 's', members, slots: [], skipped: [], unread: [] },
     ...{ unhealthyCountsForSeconds: 3600, collision: null },
   };
   return {

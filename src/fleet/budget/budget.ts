@@ -26,6 +26,7 @@ import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';
 import { giveBackTaken, type Written } from './give-back.ts';
+import { goesFirst, unhealthyFirst } from './unhealthy-first.ts';
 
 export type { BudgetState } from './types.ts';
 
@@ -56,17 +57,13 @@ export class FleetBudget implements ApprovalGate {
     const { config, store, logger } = options;
     const [checksHealth, now, answered] = [options.health !== undefined, this.#now, () => this.#health.answered()];
     this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered, figures: options.hooks?.onFigures });
-    this.#slots = new MemberSlots({
-      ...{ warnings, config, store, logger },
-      me: () => ({ key: this.#me, vm: this.#o.view.vm }),
-      k: () => this.#k,
-      now: this.#now,
-      onSlots: (self, others) => {
-        this.#health.answered();
-        this.#members.figures.slots(self + others);
-        options.hooks?.onSlots?.(self, others);
-      },
-    });
+    const [me, k] = [() => ({ key: this.#me, vm: this.#o.view.vm }), () => this.#k];
+    const onSlots = (self: number, others: number): void => {
+      this.#health.answered();
+      this.#members.figures.slots(self + others);
+      options.hooks?.onSlots?.(self, others);
+    };
+    this.#slots = new MemberSlots({ warnings, config, store, logger, me, k, now: this.#now, onSlots });
   }
 
   get #me(): string {
@@ -128,6 +125,10 @@ export class FleetBudget implements ApprovalGate {
         // a maintenance that names several members of the group needs a slot for each
         const named = event.resources.length < 2 ? [] : namedIn(event, { key: this.#me, vm: this.#o.view.vm }, await all());
         need = Math.max(1, named.length);
+        // a member counted as down for its health already takes its own maintenance without a further slot (alwaysAllow)
+        const first = unhealthyFirst(this.#o, this.#o.health?.state, { eventId: event.eventId, named: named.length, now: this.#now() });
+        if (first !== null) this.#place.granted(event.eventId);
+        if (first !== null) return first;
         const turn = async (free: number) => this.#placeOf(await all(), event, need, free, this.#place.asksFirst(event.eventId));
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
@@ -251,7 +252,9 @@ export class FleetBudget implements ApprovalGate {
     const now = this.#now();
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id) || !this.#settling.settled(id, now)));
     this.#settling.keep(new Set(slots.heldFor));
-    for (const e of mine.filter((x) => x.eventStatus === 'Started' && !slots.heldFor.includes(x.eventId))) {
+    // (with alwaysAllow, not while the group counts this member as down for its health: it is counted already)
+    const counted = goesFirst(this.#o.config, this.#o.health?.state, now);
+    for (const e of mine.filter((x) => x.eventStatus === 'Started' && !slots.heldFor.includes(x.eventId) && !counted)) {
       // a maintenance of several members may have been approved by another, with a slot in this member's name: read first
       if (e.resources.length > 1) await slots.read();
       if (!slots.heldFor.includes(e.eventId))

@@ -23,6 +23,8 @@ export function heldText(held: NonNullable<MemberEvent['held']>): string {
     ...(held.unhealthy ?? []).map((u) => `${visible(u.vm)} not healthy since ${visible(u.since)}, counted as down`),
     ...(held.ahead ? [`${held.ahead} ahead in the queue`] : []),
   ];
+  if (held.next !== undefined)
+    return `held by the group's rate (the next early approval may come at ${visible(held.next)}) since ${visible(held.since)}`;
   return `held by the budget (${why.join('; ') || 'waiting its turn for a free slot'}) since ${visible(held.since)}`;
 }
 
@@ -33,7 +35,8 @@ function unavailableText(u: NonNullable<Member['unavailable']>): string {
 
 /** groupText: the group as a person reads it. */
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
-  const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held`;
+  const how = g.counted === null ? '' : ` (${g.counted})`;
+  const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held${how}`;
   const out = [`Group ${visible(g.group)}: ${budget}; ${plural(g.members.length, 'member')} (${visible(g.store)})`];
   if (g.slots.length > 0)
     out.push(

@@ -5,7 +5,7 @@
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
 import { messageOf } from '../../lib/errors.ts';
-import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfig } from './config.ts';
+import { countedText, MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
 import {
   asSlot,
@@ -28,6 +28,8 @@ export interface GroupStatus {
   readonly group: string;
   /** How many of its members may be down at once by an early approval; null: the group has no budget (a fleet view only). */
   readonly maxUnavailable: number | null;
+  /** How a percentage came to `maxUnavailable` ("30 % of 5 members = 2", rounded up); null for a number, or no budget. */
+  readonly counted: string | null;
   readonly store: string;
   readonly members: readonly {
     readonly vm: string;
@@ -125,6 +127,7 @@ export function groupOf(
   const fresh = members.filter((m) => !staleAt(m, now));
   const configured = g.maxUnavailable ?? fresh.find((m) => m.maxUnavailable !== undefined)?.maxUnavailable;
   const k = configured === undefined ? null : slotsFor(configured, Math.max(1, fresh.length));
+  const counted = configured === undefined ? null : countedText(configured, Math.max(1, fresh.length));
   const bounds: CountBounds = g.bounds ?? {
     unhealthyCountsForSeconds:
       fresh.find((m) => m.unhealthyCountsForSeconds !== undefined)?.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,
@@ -147,6 +150,7 @@ export function groupOf(
   return {
     group: g.group,
     maxUnavailable: k,
+    counted,
     store: g.store,
     members: members.map((m) => ({
       vm: m.vm,

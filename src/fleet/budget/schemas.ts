@@ -46,6 +46,12 @@ export const SlotSchema = z.object({
   by: z.string().optional(),
   reason: z.string().optional(),
   zone: z.string().nullable().optional(),
+  // the early approvals within the group's rate window (rate.ts); a list that does not read is none (the slot still counts)
+  approvals: z
+    .array(z.object({ at: time, eventId: text }))
+    .max(200)
+    .optional()
+    .catch(undefined),
 });
 
 export const MemberEventSchema = z.object({
@@ -68,6 +74,7 @@ export const MemberEventSchema = z.object({
           .max(100)
           .optional(),
         ahead: z.number().int().min(0).optional(),
+        next: text.optional(),
       },
     })
     .optional(),

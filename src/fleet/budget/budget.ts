@@ -8,7 +8,6 @@
  */
 import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../../approval/service.ts';
 import { affects } from '../../imds/identity.ts';
-import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
@@ -19,13 +18,15 @@ import { RecordWarnings } from './parse.ts';
 import { forcedWithin, StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
-import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
+import { MemberRecordWriter, memberRecordOf, mineOf, realDocument } from './member.ts';
 import { downOf, QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';
 import { giveBackTaken, type Written } from './give-back.ts';
+import { PausedError, pausedError, pauseOf } from './pause.ts';
+import { Breaker } from './breaker.ts';
 
 export type { BudgetState } from './types.ts';
 
@@ -56,14 +57,13 @@ export class FleetBudget implements ApprovalGate {
     const { config, store, logger } = options;
     const [checksHealth, now, answered] = [options.health !== undefined, this.#now, () => this.#health.answered()];
     this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered });
+    const { group, breaker: b } = config;
+    const breaker = b && new Breaker({ config: b, group, store, logger, now, opened: (p) => options.hooks?.onPaused?.(p) });
     this.#slots = new MemberSlots({
-      warnings,
-      config: options.config,
-      store: options.store,
-      logger: options.logger,
+      ...{ warnings, config, store, logger, now },
       me: () => ({ key: this.#me, vm: this.#o.view.vm }),
+      ...(breaker === undefined ? {} : { look: (slots) => breaker.look(slots) }),
       k: () => this.#k,
-      now: this.#now,
       onSlots: (self, others) => {
         this.#health.answered();
         options.hooks?.onSlots?.(self, others);
@@ -98,6 +98,7 @@ export class FleetBudget implements ApprovalGate {
       holders: this.#slots.holders,
       held: [...this.#place.approvals.keys()],
       place: this.#place.position,
+      pause: pauseOf(this.#slots.last, this.#now()),
     };
   }
 
@@ -113,9 +114,11 @@ export class FleetBudget implements ApprovalGate {
   #take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     const forced = request.force === true;
     const queued = !forced && QUEUED_VIA.has(request.via);
-    // far back in the queue and looked recently: held again without asking the store
-    const resting = queued ? this.#place.resting(this.#now()) : null;
-    if (resting !== null) {
+    // paused as the last listing of the slots said (read again at every heartbeat): held without asking the store
+    const paused = queued ? pauseOf(this.#slots.last, this.#now()) : null;
+    // far back in the queue and looked recently: held again without asking the store (not for a pause that ended since)
+    const resting = queued && paused === null ? this.#place.resting(this.#now()) : null;
+    if (resting !== null && !(resting instanceof PausedError)) {
       this.#o.hooks?.onHeld?.(request.via);
       return Promise.reject(resting);
     }
@@ -125,6 +128,7 @@ export class FleetBudget implements ApprovalGate {
       let read: Promise<MemberRecord[]> | undefined;
       const all = () => (read ??= this.#members.list());
       try {
+        if (paused !== null) throw pausedError(this.#o.config.group, paused);
         if (queued) this.#place.looked(this.#now());
         const mode = forced ? 'forced' : 'early';
         // a maintenance that names several members of the group needs a slot for each
@@ -201,7 +205,7 @@ export class FleetBudget implements ApprovalGate {
   heartbeat(): Promise<void> {
     return this.#serial(async () => {
       await this.#slots.read();
-      await this.#slots.renew(this.#realDocument());
+      await this.#slots.renew(realDocument(this.#o.view.document));
       await this.#writeMember(true);
       // the group's records are read only by a member with a maintenance ahead: a collision it foretells always includes itself
       if (this.#mine().some((e) => e.eventStatus === 'Scheduled')) await this.#readMembers();
@@ -226,11 +230,6 @@ export class FleetBudget implements ApprovalGate {
   /** When the group is read for the forecast, besides the heartbeats. */
   readonly #forecastReads = new ForecastReads();
 
-  /** realDocument: the document without a drill's event: no member record, slot or forecast ever shows one. */
-  #realDocument(document: EventsDocument | null = this.#o.view.document): EventsDocument | null {
-    return document === null ? null : { ...document, events: document.events.filter((e) => !isDrill(e.eventId)) };
-  }
-
   /** mine: the real events of the document that take this VM down. */
   #mine(document: EventsDocument | null = this.#o.view.document): ScheduledEvent[] {
     return mineOf(document, this.#o.view.vm);
@@ -240,7 +239,7 @@ export class FleetBudget implements ApprovalGate {
     const slots = this.#slots;
     const vm = this.#o.view.vm;
     if (!vm.nameKnown) return;
-    const document = this.#realDocument(read)!;
+    const document = realDocument(read)!;
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
     // not read yet, or the slot it held has passed its recorded end (another may hold it now): read the slots first
     if (slots.held === undefined || slots.lapsed) await slots.read();

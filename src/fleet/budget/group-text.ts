@@ -10,6 +10,7 @@ import { visible } from '../../present/text-line.ts';
 import type { GroupStatus } from './group.ts';
 import type { MemberEvent } from './records.ts';
 import { countedText } from './parse.ts';
+import { pauseText, type Pause } from './pause.ts';
 
 type Member = GroupStatus['members'][number];
 
@@ -26,6 +27,12 @@ export function heldText(held: NonNullable<MemberEvent['held']>): string {
   return `held by the budget (${why.join('; ') || 'waiting its turn for a free slot'}) since ${visible(held.since)}`;
 }
 
+/** pausedText: the group's pause, in words: no early approval while it holds, and for the breaker the members that did not come back. */
+export function pausedText(group: string, p: Pause): string {
+  const members = p.members === undefined ? '' : `; not back: ${p.members.map(visible).join(', ')}`;
+  return `PAUSED: ${visible(pauseText(group, p))}${members}. No early approval in the group but a forced one; se-bridge fleet resume ends it.`;
+}
+
 /** unavailableText: a member not healthy, whether it counts, in words. */
 function unavailableText(u: NonNullable<Member['unavailable']>): string {
   return `not healthy since ${visible(u.since)} (${visible(u.why)}); ${u.counts ? `counts as down until ${u.countsUntil}` : `left out of the count since ${u.countsUntil}`}`;
@@ -35,6 +42,7 @@ function unavailableText(u: NonNullable<Member['unavailable']>): string {
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
   const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held`;
   const out = [`Group ${visible(g.group)}: ${budget}; ${plural(g.members.length, 'member')} (${visible(g.store)})`];
+  if (g.pause !== null) out.push(pausedText(g.group, g.pause));
   if (g.slots.length > 0)
     out.push(
       '',

@@ -10,11 +10,10 @@ import { pauseGroup, pauseProblem, resumeGroup } from '../fleet/budget/pause-sto
 import { openFleetStore } from '../fleet/budget/stores/open.ts';
 import { errorFields } from '../lib/errors.ts';
 import { visible } from '../present/text-line.ts';
-import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, UsageError } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, UsageError, type ConfigValues } from './common.ts';
 
-/** pause: `fleet pause --reason TEXT [--until TIME]`. */
-export async function pause(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONFIG_OPTIONS, reason: { type: 'string' }, until: { type: 'string' } });
+/** pause: `fleet pause --reason TEXT [--until TIME]`, its options parsed (fleet.ts). */
+export async function pause(values: ConfigValues & { readonly reason?: string; readonly until?: string }): Promise<number> {
   const request = {
     who: `cli:${userInfo().username}`,
     why: values.reason ?? '',

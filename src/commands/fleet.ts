@@ -22,6 +22,9 @@ import { failed, memberFleet, pause, resume } from './fleet-group.ts';
 import { RecordSeal } from '../fleet/view/seal.ts';
 import { fleetEvents } from '../fleet/view/events.ts';
 
+/** The options of fleet pause (fleet-group.ts). */
+const PAUSE_OPTIONS = { ...CONFIG_OPTIONS, reason: { type: 'string' }, until: { type: 'string' } } as const;
+
 export async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
   if (verb === 'keys') {
@@ -71,7 +74,7 @@ export async function main(argv: string[]): Promise<number> {
     }
   }
   if (verb === 'forget') return forget(rest);
-  if (verb === 'pause') return pause(rest);
+  if (verb === 'pause') return pause(parse(rest, PAUSE_OPTIONS).values);
   if (verb === 'resume') return resume(rest);
   throw new UsageError('fleet needs keys, link-key --vm ID, public-key, status, forget VM, pause --reason TEXT or resume');
 }

@@ -25,7 +25,7 @@ import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';
 import { giveBackTaken, type Written } from './give-back.ts';
-import { PausedError, pausedError, pauseOf } from './pause.ts';
+import { PausedError, pausedError, pauseOf, pauseState } from './pause.ts';
 import { Breaker } from './breaker.ts';
 
 export type { BudgetState } from './types.ts';
@@ -98,7 +98,7 @@ export class FleetBudget implements ApprovalGate {
       holders: this.#slots.holders,
       held: [...this.#place.approvals.keys()],
       place: this.#place.position,
-      pause: pauseOf(this.#slots.last, this.#now()),
+      pause: pauseState(pauseOf(this.#slots.last, this.#now())),
     };
   }
 

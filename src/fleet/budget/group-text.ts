@@ -10,7 +10,7 @@ import { visible } from '../../present/text-line.ts';
 import type { GroupStatus } from './group.ts';
 import type { MemberEvent } from './records.ts';
 import { countedText } from './parse.ts';
-import { pauseText, type Pause } from './pause.ts';
+import { pauseText, type PauseState } from './pause.ts';
 
 type Member = GroupStatus['members'][number];
 
@@ -28,7 +28,7 @@ export function heldText(held: NonNullable<MemberEvent['held']>): string {
 }
 
 /** pausedText: the group's pause, in words: no early approval while it holds, and for the breaker the members that did not come back. */
-export function pausedText(group: string, p: Pause): string {
+export function pausedText(group: string, p: PauseState): string {
   const members = p.members === undefined ? '' : `; not back: ${p.members.map(visible).join(', ')}`;
   return `PAUSED: ${visible(pauseText(group, p))}${members}. No early approval in the group but a forced one; se-bridge fleet resume ends it.`;
 }

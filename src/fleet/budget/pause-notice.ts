@@ -13,7 +13,7 @@ import type { PauseInfo } from '../../pipeline/info.ts';
 import { toPauseCloudEvent } from '../../pipeline/notices.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
 import { mineOf } from './member.ts';
-import { pauseText, type Pause } from './pause.ts';
+import { pauseText, type PauseState } from './pause.ts';
 
 export interface PauseNoticeDeps {
   readonly group: string;
@@ -30,7 +30,7 @@ export class PauseNotice {
   readonly #d: PauseNoticeDeps;
   readonly #now: () => number;
   /** The pause this member said, while it holds. */
-  #said: Pause | null = null;
+  #said: PauseState | null = null;
 
   constructor(deps: PauseNoticeDeps) {
     this.#d = deps;
@@ -38,7 +38,7 @@ export class PauseNotice {
   }
 
   /** look: at each IMDS read, with the pause in force as the last listing of the slots said it. */
-  look(pause: Pause | null, document: EventsDocument): void {
+  look(pause: PauseState | null, document: EventsDocument): void {
     const own = mineOf(document, this.#d.view.vm).find((e) => e.eventStatus === 'Scheduled');
     if (pause !== null) {
       if (this.#said !== null && this.#said.since === pause.since && this.#said.by === pause.by) return;
@@ -54,7 +54,7 @@ export class PauseNotice {
     if (own !== undefined) this.#commit(own, document.incarnation, was, 'resumed');
   }
 
-  #commit(own: ScheduledEvent, incarnation: number, p: Pause, state: PauseInfo['state']): void {
+  #commit(own: ScheduledEvent, incarnation: number, p: PauseState, state: PauseInfo['state']): void {
     const d = this.#d;
     const info: PauseInfo = {
       ...{ group: d.group, state, by: p.by, who: p.who, why: p.why, since: p.since, until: p.until ?? null },

@@ -59,11 +59,21 @@ export function pauseOf(records: readonly Versioned[], now: number): Pause | nul
   return r !== null && inForce(r.pause, now) ? r.pause : null;
 }
 
+/** A pause as status, /readyz and the read API say it: its record without the empty holder that keeps other versions off it. */
+export type PauseState = Omit<Pause, 'member'>;
+
+/** pauseState: a pause as status says it (null: none holds). */
+export const pauseState = (p: Pause | null): PauseState | null => {
+  if (p === null) return null;
+  const { member: _, ...rest } = p;
+  return rest;
+};
+
 /** reasonOf: the machine-readable reason of a pause's hold. */
 export const reasonOf = (p: Pause): BrakeReason => (p.by === 'breaker' ? HOLD_BREAKER : HOLD_PAUSE);
 
 /** pauseText: a pause in words: by whom, why, since and until when. */
-export function pauseText(group: string, p: Pause): string {
+export function pauseText(group: string, p: PauseState): string {
   const who = p.by === 'breaker' ? "the group's circuit breaker" : p.who;
   const until = p.until === undefined ? 'until it is resumed' : `until ${p.until}`;
   return `group ${group} is paused by ${who} since ${p.since} (${until}): ${p.why}`;

@@ -11,7 +11,7 @@ import type { RecordWarnings } from './parse.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
 import type { WaveWord } from './waves.ts';
-import type { Pause } from './pause.ts';
+import type { Pause, PauseState } from './pause.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -63,7 +63,7 @@ export interface BudgetState {
   readonly held: readonly string[];
   readonly place: number | null;
   /** The pause that holds the group, as the last listing of the slots said it (null: none). */
-  readonly pause: Pause | null;
+  readonly pause: PauseState | null;
 }
 
 /** What MemberSlots (slots.ts) is given: the group's store and budget, this member, the clock, and what it says. */

@@ -72,7 +72,7 @@ export function breakerPause(failures: readonly Failure[], withinSeconds: number
     member: null,
     by: 'breaker',
     who: 'breaker',
-    why: `${failures.length} members approved early did not come back within their bound in ${withinSeconds} s (${vms.join(', ')}); a person resumes the group (se-bridge fleet resume)`,
+    why: `${failures.length} member${failures.length === 1 ? '' : 's'} approved early did not come back within their bound in ${withinSeconds} s (${vms.join(', ')}); a person resumes the group (se-bridge fleet resume)`,
     since: new Date(now).toISOString(),
     members: vms.slice(0, MAX_NAMED),
   };

@@ -93,6 +93,46 @@ describe.each(STORE_KINDS)('the brakes over the %s store', (kind) => {
     await Promise.all([a!.s.close(), b!.s.close()]);
   });
 
+  it('a member back but not whole (its health timed out) records its own failure, as its lapse would be', async () => {
+    const group = `not-whole-${kind}`;
+    const store = await openFleetStore(fleetStores().config(kind) as never, group);
+    try {
+      const now = Date.now();
+      const slot = {
+        member: 'm3-1',
+        vm: 'm3',
+        eventIds: ['E3'],
+        since: new Date(now - 60_000).toISOString(),
+        until: new Date(now + 600_000).toISOString(),
+        mode: 'early',
+      };
+      const version = (await store.put(slotName(0), slot, null))!;
+      const opened: Pause[] = [];
+      const breaker = new Breaker({
+        config: { failures: 1, withinSeconds: 600 },
+        group,
+        store,
+        logger: silentLogger,
+        now: () => now,
+        opened: (p) => opened.push(p),
+      });
+      await breaker.notWhole({ name: slotName(0), value: slot, version });
+      expect(BreakerSchema.parse((await store.get(BREAKER_NAME))?.value).failures).toEqual([
+        expect.objectContaining({ vm: 'm3', eventIds: ['E3'], since: slot.since }),
+      ]);
+      expect(opened).toEqual([expect.objectContaining({ by: 'breaker', members: ['m3'] })]);
+      // said once: told again, it writes nothing more
+      const before = (await store.get(BREAKER_NAME))!.version;
+      await breaker.notWhole({ name: slotName(0), value: slot, version });
+      expect((await store.get(BREAKER_NAME))!.version).toBe(before);
+      // a slot Azure's own start took is no failure of an early approval
+      await breaker.notWhole({ name: slotName(1), value: { ...slot, member: 'm4-1', vm: 'm4', mode: 'started' }, version });
+      expect(BreakerSchema.parse((await store.get(BREAKER_NAME))?.value).failures).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('the relay pauses and resumes a group on a signed request, and refuses one that does not read, writing nothing', async () => {
     const group = `relay-${kind}`;
     const config = RelayConfig.parse({

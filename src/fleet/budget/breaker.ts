@@ -18,7 +18,8 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { asSlot, live } from './records.ts';
+import { asSlot, live, SLOT_PREFIX } from './records.ts';
+import { errorFields } from '../../lib/errors.ts';
 import { text, time } from './schemas.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
 import { inForce, MAX_NAMED, pauseRecordOf, PAUSE_NAME, type Pause } from './pause.ts';
@@ -93,6 +94,31 @@ export class Breaker {
 
   constructor(o: BreakerOptions) {
     this.#o = o;
+  }
+
+  /**
+   * notWhole records this member's own failure: back from its maintenance (held in `slot`), but
+   * still not healthy by its checks timeoutSeconds after it (FLEET_HEALTH_TIMEOUT), so it gives its
+   * slot back before the slot would lapse. Recorded as that lapse would be, now: one listing of the
+   * slots and one write. Never throws (a failure it cannot record is said in the log).
+   */
+  async notWhole(slot: Versioned | null | undefined): Promise<void> {
+    const s = slot == null ? null : asSlot(slot.value);
+    if (slot == null || s === null || s.member === null || (s.mode !== 'early' && s.mode !== 'forced')) return;
+    try {
+      for (let round = 0; round < 3; round++) {
+        const lapsed = { name: slot.name, value: { ...s, until: new Date(this.#o.now() - 1).toISOString() }, version: slot.version };
+        const listing = [...(await this.#o.store.list(SLOT_PREFIX)).filter((r) => r.name !== slot.name), lapsed];
+        if (await this.look(listing)) return;
+        // nothing written: recorded already, or another member wrote the record first (read again)
+        if (breakerRecordOf(listing).record?.failures.some((f) => f.member === s.member && f.since === s.since)) return;
+      }
+    } catch (err) {
+      this.#o.logger.warn(
+        { group: this.#o.group, ...errorFields(err) },
+        'fleet budget: could not record this member not whole with the circuit breaker',
+      );
+    }
   }
 
   /**

@@ -50,7 +50,6 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
-    this.#settling = new Settling(options.health, options.logger);
     this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
     const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
@@ -59,6 +58,8 @@ export class FleetBudget implements ApprovalGate {
     this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered });
     const { group, breaker: b } = config;
     const breaker = b && new Breaker({ config: b, group, store, logger, now, opened: (p) => options.hooks?.onPaused?.(p) });
+    // back, but not healthy by its checks within timeoutSeconds: a failure too, said by the member itself
+    this.#settling = new Settling(options.health, options.logger, breaker && (() => void breaker.notWhole(this.#slots.held)));
     this.#slots = new MemberSlots({
       ...{ warnings, config, store, logger, now },
       me: () => ({ key: this.#me, vm: this.#o.view.vm }),

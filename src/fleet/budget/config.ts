@@ -102,7 +102,7 @@ export const FleetConfig = z
       })
       .optional()
       .describe(
-        "The group's circuit breaker: a member approved early whose slot passes its recorded end (marginSeconds past its maintenance) before it gives it back, whole again (healthy by its checks, with health), counts as a failure; at `failures` within `withinSeconds` the group pauses itself (FLEET_BREAKER_OPEN, the members named), until a person resumes it (se-bridge fleet resume).",
+        "The group's circuit breaker: a member approved early whose slot passes its recorded end (marginSeconds past its maintenance) before it gives it back, whole again (healthy by its checks, with health), or that gives it back still not healthy at health.timeoutSeconds, counts as a failure; at `failures` within `withinSeconds` the group pauses itself (FLEET_BREAKER_OPEN, the members named), until a person resumes it (se-bridge fleet resume).",
       ),
   })
   .superRefine((f, ctx) => {

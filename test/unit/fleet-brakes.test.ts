@@ -1,7 +1,7 @@
 /**
  * The brakes' pure parts: the pause record's schema and when it holds, what a version that knows
  * no pause reads in it, the held answer, the breaker's failures and its pause, a person's request,
- * and `fleet.breaker` in the configuration.
+ * `fleet.breaker` in the configuration, and the `fleet.paused` CloudEvent and its chat words.
  */
 import { describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
@@ -21,6 +21,12 @@ import {
 import { pauseProblem } from '../../src/fleet/budget/pause-store.ts';
 import { skippedOf } from '../../src/fleet/budget/parse.ts';
 import { asSlot, live, type SlotRecord } from '../../src/fleet/budget/records.ts';
+import type { ScheduledEvent } from '../../src/imds/wire.ts';
+import { fromJson } from '../../src/pipeline/cloudevent.ts';
+import type { PauseInfo } from '../../src/pipeline/info.ts';
+import { toPauseCloudEvent } from '../../src/pipeline/notices.ts';
+import { toChatMessage } from '../../src/present/chat-model.ts';
+import { memberVm } from '../../testkit/fleet-stores.ts';
 
 const NOW = Date.parse('2026-11-29T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -157,5 +163,40 @@ describe('the circuit breaker', () => {
       { failures: 2, withinSeconds: 60, x: 1 },
     ])
       expect(FleetConfig.safeParse({ ...base, breaker }).success).toBe(false);
+  });
+});
+
+describe('the fleet.paused CloudEvent', () => {
+  const own = (vm: string): ScheduledEvent => ({
+    ...{ eventId: `E-${vm}`, eventType: 'Reboot', resourceType: 'VirtualMachine', resources: [vm], eventStatus: 'Scheduled' },
+    ...{ notBefore: iso(NOW + 3600_000), description: '', eventSource: 'Platform', durationInSeconds: 5, raw: {} },
+  });
+  const info = (state: PauseInfo['state'], by: PauseInfo['by'] = 'person'): PauseInfo => ({
+    ...{ group: 'kafka-prod', state, by, who: by === 'person' ? 'alice' : 'breaker', why: 'release 4.2' },
+    ...{ since: iso(NOW - 60_000), until: null },
+  });
+  const ce = (vm: string, p: PauseInfo) => toPauseCloudEvent(own(vm), 3, p, { vm: memberVm(vm), observedAt: iso(NOW) });
+
+  it('has one id for the whole group, another once resumed, and carries the pause beside the member’s own maintenance', () => {
+    const [a, b] = [ce('m0', info('paused')), ce('m1', info('paused'))];
+    expect(a.type).toBe('azure.scheduledevent.fleet.paused');
+    expect(a.id).toMatch(/^fleet\.paused\/[0-9a-f]{40}$/);
+    expect(b.id).toBe(a.id);
+    expect(ce('m0', info('resumed')).id).not.toBe(a.id);
+    expect(ce('m0', info('paused', 'breaker')).id).not.toBe(a.id);
+    expect(a.data).toMatchObject({ eventId: 'E-m0', pause: { group: 'kafka-prod', state: 'paused', who: 'alice', until: null } });
+  });
+
+  it('reads in chat as the group paused, high, and resumed, resolved', () => {
+    const paused = toChatMessage(fromJson(JSON.stringify(ce('m0', info('paused')))));
+    expect(paused).toMatchObject({ transition: 'fleet.paused', severity: 'high' });
+    expect(paused.plainWords).toMatch(
+      /^kafka-prod paused by alice since .* until resumed: release 4\.2; no early approval but a forced one$/,
+    );
+    const resumed = toChatMessage(fromJson(JSON.stringify(ce('m0', info('resumed')))));
+    expect(resumed).toMatchObject({
+      severity: 'resolved',
+      plainWords: "kafka-prod resumed: early approvals go on in the group's queue order",
+    });
   });
 });

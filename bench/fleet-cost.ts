@@ -31,9 +31,9 @@ const RETRY_MS = 2000;
 const HOLD_MS = 6000;
 
 /** Counts of one store's requests by operation, taken since the last call. */
-type Counter = () => { counts: Record<string, number>; lost: number | null; bytes?: number };
+export type Counter = () => { counts: Record<string, number>; lost: number | null; bytes?: number };
 
-function leaseCounter(stores: FleetStores): Counter {
+export function leaseCounter(stores: FleetStores): Counter {
   let seen = stores.kube.requests.length;
   let lostBefore = stores.kube.leases.writes.get(409) ?? 0;
   return () => {
@@ -53,9 +53,9 @@ function leaseCounter(stores: FleetStores): Counter {
   };
 }
 
-const perMemberMinute = (counts: Record<string, number>, n: number, minutes: number) =>
+export const perMemberMinute = (counts: Record<string, number>, n: number, minutes: number) =>
   Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Math.round((v / n / minutes) * 100) / 100]));
-const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+export const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 
 async function group(
   kind: StoreKind,

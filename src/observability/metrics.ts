@@ -68,7 +68,7 @@ export class Metrics {
     this.transitions = r.register(
       new Counter(
         'sebridge_transitions_total',
-        'Transitions observed, by kind (scheduled, updated, started, completed, canceled, approved, fleet.collision) and whether a drill made them.',
+        'Transitions observed, by kind (scheduled, updated, started, completed, canceled, approved, fleet.collision, fleet.paused) and whether a drill made them.',
         ['transition', 'drill'],
       ),
     );

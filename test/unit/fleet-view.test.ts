@@ -65,7 +65,7 @@ function member(
 function snapshot(members: GroupStatus['members'][number][], azure: AzureRecord[]): FleetSnapshot {
   const group: GroupStatus = {
     ...{ group: 'g', maxUnavailable: 1, counted: null, store: 's', members, slots: [], skipped: [], unread: [] },
-    ...{ unhealthyCountsForSeconds: 3600, collision: null },
+    ...{ unhealthyCountsForSeconds: 3600, collision: null, pause: null },
   };
   return {
     readAt: NOW,

@@ -93,6 +93,25 @@ export const FleetConfig = z
       .describe(
         "How often an approval held by the budget (policy, hooks) looks at the slots again while it stands just behind the head of the group's queue; at the head it looks at every IMDS read, further back less often.",
       ),
+    breaker: z
+      .strictObject({
+        failures: z
+          .number()
+          .int()
+          .min(1)
+          .max(100)
+          .describe('How many members approved early and not back within their bound open the breaker (within withinSeconds).'),
+        withinSeconds: z
+          .number()
+          .int()
+          .min(10)
+          .max(30 * 86400)
+          .describe("The window the failures are counted in, each dated by its slot's recorded end."),
+      })
+      .optional()
+      .describe(
+        "The group's circuit breaker: a member approved early whose slot passes its recorded end (marginSeconds past its maintenance) before it gives it back, whole again (healthy by its checks, with health), or that gives it back still not healthy at health.timeoutSeconds, counts as a failure; at `failures` within `withinSeconds` the group pauses itself (FLEET_BREAKER_OPEN, the members named), until a person resumes it (se-bridge fleet resume).",
+      ),
   })
   .superRefine((f, ctx) => {
     // a brake of the budget without a budget would brake nothing

@@ -10,6 +10,7 @@ import { visible } from '../../present/text-line.ts';
 import type { GroupStatus } from './group.ts';
 import type { MemberEvent } from './records.ts';
 import { countedText } from './parse.ts';
+import { pauseText, type PauseState } from './pause.ts';
 
 type Member = GroupStatus['members'][number];
 
@@ -28,6 +29,12 @@ export function heldText(held: NonNullable<MemberEvent['held']>): string {
   return `held by the budget (${why.join('; ') || 'waiting its turn for a free slot'}) since ${visible(held.since)}`;
 }
 
+/** pausedText: the group's pause, in words: no early approval while it holds, and for the breaker the members that did not come back. */
+export function pausedText(group: string, p: PauseState): string {
+  const members = p.members === undefined ? '' : `; not back: ${p.members.map(visible).join(', ')}`;
+  return `PAUSED: ${visible(pauseText(group, p))}${members}. No early approval in the group but a forced one; se-bridge fleet resume ends it.`;
+}
+
 /** unavailableText: a member not healthy, whether it counts, in words. */
 function unavailableText(u: NonNullable<Member['unavailable']>): string {
   return `not healthy since ${visible(u.since)} (${visible(u.why)}); ${u.counts ? `counts as down until ${u.countsUntil}` : `left out of the count since ${u.countsUntil}`}`;
@@ -38,6 +45,7 @@ export function groupText(g: GroupStatus, table: (header: string[], rows: string
   const how = g.counted === null ? '' : ` (${g.counted})`;
   const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held${how}`;
   const out = [`Group ${visible(g.group)}: ${budget}; ${plural(g.members.length, 'member')} (${visible(g.store)})`];
+  if (g.pause !== null) out.push(pausedText(g.group, g.pause));
   if (g.slots.length > 0)
     out.push(
       '',

@@ -22,6 +22,7 @@ import {
 import type { Versioned } from './stores/port.ts';
 import { collisionOf, windowsOf } from './windows.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
+import { pauseOf, pauseState, type PauseState } from './pause.ts';
 import { boundsOf, unavailableOf, type CountBounds } from './unavailable.ts';
 
 export interface GroupStatus {
@@ -64,6 +65,8 @@ export interface GroupStatus {
     readonly unavailable?: { readonly since: string; readonly why: string; readonly counts: boolean; readonly countsUntil: string };
   }[];
   readonly slots: readonly ({ readonly slot: string } & Holder)[];
+  /** The pause that holds the group now (a person's, or its circuit breaker's): no early approval while it holds. */
+  readonly pause: PauseState | null;
   /** The records of another shape (another version's, edited by hand, not JSON, too large): left out, each named once. */
   readonly skipped: readonly Skipped[];
   /** What could not be read (the slots, the members' records) and why: the rest is shown all the same. */
@@ -176,6 +179,7 @@ export function groupOf(
       ...(unavailable.has(m.member) ? { unavailable: withoutVm(unavailable.get(m.member)!) } : {}),
     })),
     slots,
+    pause: pauseState(pauseOf(slotRecords, now)),
     skipped: skippedOf(records),
     unread,
     unhealthyCountsForSeconds: bounds.unhealthyCountsForSeconds,

@@ -18,6 +18,7 @@ import { asSlot, holderOf, live, overflowName, ownedBy, slotName, slotRecordOf, 
 import { giveBackWritten, type Taken, type Written } from './give-back.ts';
 import type { MemberSlots } from './slots.ts';
 import { zoneConflict } from './zones.ts';
+import { pausedError, pauseOf } from './pause.ts';
 import { unhealthyText, type Unhealthy } from './unavailable.ts';
 import { holdReason } from './said.ts';
 import { rateHeld, rateHold, stampsOf, type RateHold } from './rate.ts';
@@ -79,6 +80,8 @@ export async function takeForAll(
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = ctx.now();
     const records = await ctx.slots.read();
+    const pause = mode === 'early' ? pauseOf(records, now) : null;
+    if (pause !== null) throw pausedError(config.group, pause);
     const alive = records.filter((r) => live(asSlot(r.value), now));
     holders = alive.map((r) => holderOf(asSlot(r.value)));
     const slotOf = (key: string) => alive.find((r) => ownedBy(asSlot(r.value), key, now));

@@ -9,6 +9,7 @@
 import { ApprovalError } from '../../approval/service.ts';
 import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
 import { RateHeldError } from './rate.ts';
+import { PausedError } from './pause.ts';
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
@@ -144,7 +145,10 @@ export class QueuePlace {
     if (!QUEUED_VIA.has(via)) return err;
     const message = ahead !== null && ahead > 0 ? `${err.message}; ${ahead} ahead in the queue` : err.message;
     // asked again at the next read: the pace is its place's (resting holds it again without a request to the store)
-    const said = new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0, err.reason ?? undefined);
+    const said =
+      err instanceof PausedError
+        ? err.with(message)
+        : new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0, err.reason ?? undefined);
     this.#held = said;
     return said;
   }

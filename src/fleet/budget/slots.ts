@@ -4,12 +4,10 @@
  * write is conditional on the version read, so two members racing for the last slot never both
  * win. FleetBudget (budget.ts) runs these one at a time and turns store failures into a closed budget.
  */
-import type { Logger } from 'pino';
 import type { ApprovalRequest, Grant } from '../../approval/service.ts';
-import type { VmIdentity } from '../../imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
-import type { FleetConfig } from './config.ts';
-import type { FleetStore, Versioned } from './stores/port.ts';
+import type { Versioned } from './stores/port.ts';
+import type { MemberSlotsOptions } from './types.ts';
 import {
   holderOf,
   live,
@@ -26,30 +24,15 @@ import {
   ownedBy,
   slotRecordOf,
 } from './records.ts';
-import type { RecordWarnings } from './parse.ts';
 import { heldError, overflowed, slotLost, takenOver } from './said.ts';
 import { zoneConflict } from './zones.ts';
 import type { Unhealthy } from './unavailable.ts';
 import { freeSlot, type Taken, type Written } from './give-back.ts';
 import { rateHeld, rateHold, room, stampsOf, unstamped, type RateHold } from './rate.ts';
+import { pausedError, pauseOf } from './pause.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
 const MAX_ROUNDS = 8;
-
-export interface MemberSlotsOptions {
-  readonly config: FleetConfig;
-  readonly store: FleetStore;
-  readonly logger: Logger;
-  /** This member's key and identity, as they are now. */
-  readonly me: () => { readonly key: string; readonly vm: VmIdentity };
-  /** How many members may be unavailable at once now (`maxUnavailable`, or its percentage of the live members). */
-  readonly k: () => number;
-  readonly now: () => number;
-  /** The group's live slots at each read: held by this member, and by the others. */
-  readonly onSlots?: (self: number, others: number) => void;
-  /** Names each slot record of another shape once. */
-  readonly warnings?: RecordWarnings;
-}
 
 export class MemberSlots {
   readonly #o: MemberSlotsOptions;
@@ -130,6 +113,9 @@ export class MemberSlots {
       const now = this.#now();
       const until = new Date(recordedEnd(event, now, marginSeconds)).toISOString();
       const slots = await this.read();
+      // a paused group approves nothing early: only a forced approval (or Azure's own start) goes on
+      const pause = mode === 'early' ? pauseOf(slots, now) : null;
+      if (pause !== null) throw pausedError(group, pause);
       // only a live slot is this member's: one past its recorded end is taken like any free slot, counted and read back
       const mine = this.held;
       if (mine) {
@@ -256,7 +242,8 @@ export class MemberSlots {
 
   /** readSlots reads every slot record, and from them which one this member holds and who holds the others. */
   async read(): Promise<Versioned[]> {
-    const slots = await this.#o.store.list(SLOT_PREFIX);
+    let slots = await this.#o.store.list(SLOT_PREFIX);
+    if ((await this.#o.look?.(slots)) === true) slots = await this.#o.store.list(SLOT_PREFIX);
     this.#last = slots;
     this.#o.warnings?.check(slots);
     const now = this.#now();

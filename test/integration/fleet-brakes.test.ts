@@ -7,8 +7,8 @@
  * What is measured is what Azure sees: each VM's StartRequests at its simulator.
  */
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FleetStores, STORE_KINDS } from '../../testkit/fleet-stores.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fleetStoresPerFile, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll, type Harness } from '../../testkit/harness.ts';
 import { postApproval, waitFor } from '../helpers.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
@@ -19,13 +19,8 @@ import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { readGroup } from '../../src/fleet/budget/group.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
-let stores: FleetStores;
-
-beforeAll(async () => {
-  stores = await FleetStores.start();
-}, 60_000);
+const stores = fleetStoresPerFile();
 afterEach(() => stopAll());
-afterAll(() => stores?.stop());
 
 type Kind = (typeof STORE_KINDS)[number];
 
@@ -36,7 +31,7 @@ function member(kind: Kind, group: string, i: number, more: Record<string, unkno
     sim: { vmName: `m${i}`, peers: [], tickMs: 10 },
     sinks: (dir) => [{ name: 'audit', type: 'file', path: join(dir, 'events.jsonl') }],
     config: {
-      fleet: { group, maxUnavailable: 1, store: stores.config(kind), retryMs: 200, heartbeatSeconds: 5, marginSeconds: 15, ...fleet },
+      fleet: { group, maxUnavailable: 1, store: stores().config(kind), retryMs: 200, heartbeatSeconds: 5, marginSeconds: 15, ...fleet },
       ...more,
     },
   });
@@ -44,7 +39,7 @@ function member(kind: Kind, group: string, i: number, more: Record<string, unkno
 
 /** withStore: the group's store, opened as a person's command opens it. */
 async function withStore<T>(kind: Kind, group: string, f: (store: Awaited<ReturnType<typeof openFleetStore>>) => Promise<T>): Promise<T> {
-  const store = await openFleetStore(stores.config(kind) as never, group);
+  const store = await openFleetStore(stores().config(kind) as never, group);
   try {
     return await f(store);
   } finally {
@@ -94,7 +89,7 @@ describe.each(STORE_KINDS)('brakes of a group over the %s store', (kind) => {
     expect(forced.status).toBe(200);
     expect(m2.sim.startRequests).toHaveLength(1);
     // the group says so: fleet status, and /readyz's details of each member (still ready: a paused group is no broken bridge)
-    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores.config(kind) });
+    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores().config(kind) });
     const g = await readGroup(config);
     expect(g.pause).toMatchObject({ by: 'person', who: 'alice', why: 'release 4.2' });
     const readyz = await fetch(`${m0.bridge.observabilityUrl}/readyz`);

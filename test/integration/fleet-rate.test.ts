@@ -5,8 +5,8 @@
  * slot records, the approvals each bridge emitted, and the StartRequests each simulator received.
  */
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FleetStores, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fleetStoresPerFile, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 import { startBridge, stopAll } from '../../testkit/harness.ts';
 import { laterReads, waitFor } from '../helpers.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
@@ -15,12 +15,8 @@ import { groupText } from '../../src/fleet/budget/group-text.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import { asSlot, SLOT_PREFIX } from '../../src/fleet/budget/records.ts';
 
-let stores: FleetStores;
-beforeAll(async () => {
-  stores = await FleetStores.start();
-}, 60_000);
+const stores = fleetStoresPerFile();
 afterEach(() => stopAll());
-afterAll(() => stores?.stop());
 
 const policy = { approval: { rules: [{ match: {}, action: 'approve' }] } };
 
@@ -28,13 +24,13 @@ function member(kind: StoreKind, group: string, i: number, fleet: Record<string,
   return startBridge({
     sim: { vmName: `m${i}`, peers: [], tickMs: 10 },
     sinks: (dir) => [{ name: 'audit', type: 'file', path: join(dir, 'events.jsonl') }],
-    config: { ...policy, fleet: { group, store: stores.config(kind), retryMs: 200, heartbeatSeconds: 5, ...fleet } },
+    config: { ...policy, fleet: { group, store: stores().config(kind), retryMs: 200, heartbeatSeconds: 5, ...fleet } },
   });
 }
 
 /** stampsOf: the early approvals the group's slot records keep (rate.ts), by EventId. */
 async function stampsIn(kind: StoreKind, group: string): Promise<Map<string, number>> {
-  const config = FleetConfig.parse({ group, store: stores.config(kind) });
+  const config = FleetConfig.parse({ group, store: stores().config(kind) });
   const store = await openFleetStore(config.store, group, 5000);
   try {
     const out = new Map<string, number>();
@@ -53,7 +49,7 @@ describe.each(STORE_KINDS)('the rate over the %s store', (kind) => {
     // every maintenance ready at once, and long: none ends and gives its slot back within the test
     const events = hs.map((h) => h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 60 }));
     // while the others wait, their records say the rate holds them, and until when (fleet status shows it)
-    const config = FleetConfig.parse({ group, maxUnavailable: 3, store: stores.config(kind) });
+    const config = FleetConfig.parse({ group, maxUnavailable: 3, store: stores().config(kind) });
     const byRate = await waitFor(
       async () => (await readGroup(config)).members.flatMap((m) => m.events.flatMap((e) => (e.held?.next ? [e.held] : [])))[0],
       "a record that says the group's rate holds it",
@@ -96,7 +92,7 @@ describe.each(STORE_KINDS)('a percentage over the %s store', (kind) => {
   it('"30%" of 5 members approves 2 at once (rounded up), and fleet status says how it was counted', async () => {
     const group = `pct30-${kind}`;
     const hs = await Promise.all([0, 1, 2, 3, 4].map((i) => member(kind, group, i, { maxUnavailable: '30%' })));
-    const config = FleetConfig.parse({ group, maxUnavailable: '30%', store: stores.config(kind) });
+    const config = FleetConfig.parse({ group, maxUnavailable: '30%', store: stores().config(kind) });
     // every member has written its record: the percentage is of five
     await waitFor(async () => (await readGroup(config)).members.length === 5, 'five member records', 30_000, 100);
     for (const h of hs) h.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 60 });

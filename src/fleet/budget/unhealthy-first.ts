@@ -12,6 +12,8 @@ import type { Logger } from 'pino';
 import type { Grant } from '../../approval/service.ts';
 import type { HealthState } from '../../sinks/contract.ts';
 import type { FleetConfig } from './config.ts';
+import { pausedError, pauseOf } from './pause.ts';
+import type { Versioned } from './stores/port.ts';
 
 /**
  * countedForHealth: the group counts this member as unavailable for its health now: its last
@@ -49,4 +51,24 @@ export function unhealthyFirst(
     'fleet budget: not healthy, so counted as unavailable already: approved without a further slot (unhealthyMembers: alwaysAllow)',
   );
   return { forced: false, slot: null };
+}
+
+/**
+ * firstUnlessPaused: unhealthyFirst's grant, unless the group is paused: a member that needs no
+ * slot is held by a pause as every early approval is (the slots are read for it, as for a
+ * person's approval). A forced approval goes past the pause, as past every brake.
+ */
+export async function firstUnlessPaused(
+  o: Parameters<typeof unhealthyFirst>[0] & {
+    readonly slots: { read(): Promise<readonly Versioned[]> };
+    readonly now: () => number;
+  },
+  health: HealthState | null | undefined,
+  e: { readonly eventId: string; readonly named: number; readonly forced: boolean },
+): Promise<Grant | null> {
+  if (!e.forced && e.named <= 1 && goesFirst(o.config, health, o.now())) {
+    const pause = pauseOf(await o.slots.read(), o.now());
+    if (pause !== null) throw pausedError(o.config.group, pause);
+  }
+  return unhealthyFirst(o, health, { eventId: e.eventId, named: e.named, now: o.now() });
 }

@@ -158,6 +158,9 @@ describe.each(STORE_KINDS)('the brakes over the %s store', (kind) => {
         [{ group, by: 'alice' }, 400],
         [{ group, by: 'alice', reason: 'release', until: 'tomorrow' }, 400],
         [{ group, by: 'alice', reason: 'release', until: new Date(Date.now() - 1000).toISOString() }, 400],
+        // an end without its offset (read in the relay's local time), or past what a record can say
+        [{ group, by: 'alice', reason: 'release', until: '2099-12-01T06:00:00' }, 400],
+        [{ group, by: 'alice', reason: 'release', until: '+010000-01-01T00:00:00Z' }, 400],
         [{ group: 'Not A Group', by: 'alice', reason: 'release' }, 400],
         [{ group: 'se-bridge-azure', by: 'alice', reason: 'release' }, 400],
         [{ group, reason: 'release' }, 400],

@@ -102,6 +102,18 @@ describe('a pause', () => {
     expect(pauseProblem({ who: 'a', why: 'r', until: iso(NOW) }, NOW)).toMatch(/not in the future/);
     expect(pauseProblem({ who: '', why: 'r' }, NOW)).toMatch(/who asks/);
   });
+
+  it('reads an end only as an RFC 3339 time with its offset, within the years a record can say', () => {
+    // without an offset it would be read in the local time of whoever runs the command, or of the relay
+    expect(pauseProblem({ who: 'a', why: 'r', until: '2099-12-01T06:00:00' }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: 'Dec 1 2099 06:00' }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: '2099-12-01' }, NOW)).toMatch(/is not a time/);
+    // past the year 9999 the record could not say it (as a time, +010000-01-01T00:00:00.000Z)
+    expect(pauseProblem({ who: 'a', why: 'r', until: '+010000-01-01T00:00:00Z' }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: 7 }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: '2099-12-01T07:00:00+01:00' }, NOW)).toBeNull();
+    expect(pauseProblem({ who: 'a', why: 'r', until: '9999-12-31T23:59:59Z' }, NOW)).toBeNull();
+  });
 });
 
 describe('the circuit breaker', () => {

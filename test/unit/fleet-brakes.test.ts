@@ -154,6 +154,22 @@ describe('the circuit breaker', () => {
     expect(p.why).toMatch(/^2 members approved early did not come back within their bound in 600 s \(m0, m1\)/);
   });
 
+  it('writes a pause and failures that read back by their schemas, however many members failed and whatever their slots say', () => {
+    // twenty members of a wave not back at once, with names as long as a scale set's instances have
+    const names = Array.from({ length: 20 }, (_, i) => `aks-nodepool-production-westeurope-1234567-vmss_${String(i).padStart(6, '0')}`);
+    const wave = names.map((vm, i) => slot(`slot-${i}`, { member: `${vm}-1`, vm, until: iso(NOW - 1000) }));
+    const p = breakerPause(lapsedIn(wave, NOW, within), 600, NOW);
+    expect(PauseSchema.safeParse(p).success).toBe(true);
+    expect(pauseOf([record(PAUSE_NAME, p)], NOW)).toMatchObject({ by: 'breaker', members: names });
+    expect(p.why).toMatch(/^20 members approved early did not come back within their bound in 600 s \(aks-nodepool/);
+    // a slot's texts are bounded only by the store: what the breaker keeps of them is bounded by its record's schema
+    const long = slot('slot-0', { member: 'm'.repeat(2000), vm: 'v'.repeat(2000), eventIds: ['e'.repeat(2000)], until: iso(NOW - 1000) });
+    const failures = lapsedIn([long], NOW, within);
+    expect(failures).toHaveLength(1);
+    expect(breakerRecordOf([record(BREAKER_NAME, { member: null, failures })]).record).not.toBeNull();
+    expect(PauseSchema.safeParse(breakerPause(failures, 600, NOW)).success).toBe(true);
+  });
+
   it('reads its record by its schema: one that does not read is no record, and keeps its version for the next write', () => {
     const good = { member: null, failures: [{ vm: 'm0', member: 'm0-1', eventIds: ['E'], since: iso(NOW), at: iso(NOW) }] };
     expect(breakerRecordOf([record(BREAKER_NAME, good)])).toEqual({ record: good, version: '1' });

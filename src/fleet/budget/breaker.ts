@@ -62,18 +62,28 @@ export function lapsedIn(records: readonly Versioned[], now: number, withinMs: n
     if (s.mode !== 'early' && s.mode !== 'forced') return [];
     const at = Date.parse(s.until);
     if (!(at > now - withinMs && at > clearedAt)) return [];
-    return [{ vm: s.vm ?? s.member, member: s.member, eventIds: [...(s.eventIds ?? [])].slice(0, 8), since: s.since, at: s.until }];
+    // a slot's texts are bounded by the store only: kept as far as the breaker's record holds them
+    const [vm, member] = [(s.vm ?? s.member).slice(0, MAX_TEXT), s.member.slice(0, MAX_TEXT)];
+    return [{ vm, member, eventIds: (s.eventIds ?? []).slice(0, 8).map((id) => id.slice(0, MAX_TEXT)), since: s.since, at: s.until }];
   });
 }
+
+/** The longest text a record keeps (schemas.ts's `text`). */
+const MAX_TEXT = 1024;
+/** How many members the breaker's reason names, and how much of each name: the reason stays far within MAX_TEXT. */
+const [WHY_NAMES, WHY_NAME_CHARS] = [5, 80];
 
 /** breakerPause: the pause the breaker writes when `failures` open it. */
 export function breakerPause(failures: readonly Failure[], withinSeconds: number, now: number): Pause {
   const vms = [...new Set(failures.map((f) => f.vm))];
+  // the reason names the first few (each cut short), so it stays within a record's text; `members` names them all
+  const named = vms.slice(0, WHY_NAMES).map((vm) => (vm.length > WHY_NAME_CHARS ? `${vm.slice(0, WHY_NAME_CHARS)}…` : vm));
+  const more = vms.length > WHY_NAMES ? ` and ${vms.length - WHY_NAMES} more` : '';
   return {
     member: null,
     by: 'breaker',
     who: 'breaker',
-    why: `${failures.length} member${failures.length === 1 ? '' : 's'} approved early did not come back within their bound in ${withinSeconds} s (${vms.join(', ')}); a person resumes the group (se-bridge fleet resume)`,
+    why: `${failures.length} member${failures.length === 1 ? '' : 's'} approved early did not come back within their bound in ${withinSeconds} s (${named.join(', ')}${more}); a person resumes the group (se-bridge fleet resume)`,
     since: new Date(now).toISOString(),
     members: vms.slice(0, MAX_NAMED),
   };

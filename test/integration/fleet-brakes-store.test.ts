@@ -193,6 +193,18 @@ describe.each(STORE_KINDS)('the brakes over the %s store', (kind) => {
       });
       expect(await store.get(PAUSE_NAME)).toBeNull();
       expect(await post('/v1/fleet/resume', { group, by: 'bob' })).toMatchObject({ status: 200, json: { resumed: null } });
+
+      // a signed request sent again (its webhook-id, within the signature's tolerance) is answered as the first time and changes nothing
+      const text = JSON.stringify({ group, by: 'bob' });
+      const once = { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], 'msg_resume_once', text) };
+      const send = () =>
+        fetch(`${r.url}/v1/fleet/resume`, { method: 'POST', headers: once, body: text, signal: AbortSignal.timeout(10_000) });
+      expect((await send()).status).toBe(200);
+      expect(await post('/v1/fleet/pause', { group, by: 'alice', reason: 'release 4.3' })).toMatchObject({ status: 200 });
+      const again = await send();
+      expect({ status: again.status, replayed: again.headers.get('idempotent-replayed') }).toEqual({ status: 200, replayed: 'true' });
+      expect(((await again.json()) as Record<string, any>).resumed).toBeNull();
+      expect(PauseSchema.parse((await store.get(PAUSE_NAME))?.value)).toMatchObject({ who: 'alice', why: 'release 4.3' });
     } finally {
       await store.close();
     }

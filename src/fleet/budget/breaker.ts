@@ -22,7 +22,7 @@ import { asSlot, live, SLOT_PREFIX } from './records.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { text, time } from './schemas.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
-import { inForce, MAX_NAMED, pauseRecordOf, PAUSE_NAME, type Pause } from './pause.ts';
+import { inForce, MAX_NAMED, pauseOf, pauseRecordOf, PAUSE_NAME, type Pause } from './pause.ts';
 
 /** The breaker record's name: among the slots, with no holder (pause.ts says why). */
 export const BREAKER_NAME = 'slot-breaker';
@@ -146,7 +146,9 @@ export class Breaker {
     const seen = lapsedIn(records, now, withinMs, clearedAt).filter(
       (f) => !known.some((k) => k.member === f.member && k.since === f.since),
     );
-    if (seen.length === 0) return false;
+    // opened, but its pause not written (the store failed between the two writes): written now, unless a pause holds already
+    if (seen.length === 0)
+      return known.length >= config.failures && pauseOf(records, now) === null ? this.#open(records, known, now) : false;
     const failures = [...known, ...seen].slice(-MAX_NAMED);
     const next: BreakerRecord = { member: null, failures, ...(record?.clearedAt === undefined ? {} : { clearedAt: record.clearedAt }) };
     // another member recorded first: its word is read at the next listing
@@ -167,6 +169,12 @@ export class Breaker {
     if (failures.length < config.failures) return true;
     const current = pauseRecordOf(records);
     if (current?.pause.by === 'breaker' && inForce(current.pause, now)) return true;
+    return this.#open(records, failures, now);
+  }
+
+  /** open pauses the group for `failures` (on the version of the pause record listed): true, the slots are to be read again. */
+  async #open(records: readonly Versioned[], failures: readonly Failure[], now: number): Promise<true> {
+    const { config, store, group, logger } = this.#o;
     const pause = breakerPause(failures, config.withinSeconds, now);
     const at = records.find((r) => r.name === PAUSE_NAME)?.version ?? null;
     if ((await store.put(PAUSE_NAME, pause, at)) === null) return true;

@@ -64,8 +64,24 @@ export interface Resumed {
   readonly breakerCleared: boolean;
 }
 
-/** resumeGroup removes the group's pause and clears its breaker's failures: a lapse before `now` is never counted again. */
+/**
+ * resumeGroup clears the group's breaker's failures (a lapse before `now` is never counted again),
+ * then removes its pause: in this order, a member that lists the slots between the two writes sees
+ * the pause still, or no failures, and never opens the breaker again over the resume.
+ */
 export async function resumeGroup(store: FleetStore, now: number): Promise<Resumed> {
+  let breakerCleared = false;
+  for (let round = 0; ; round++) {
+    if (round === MAX_ROUNDS) throw new Error(`the breaker record changed ${MAX_ROUNDS} times while it was being cleared; try again`);
+    const current = await store.get(BREAKER_NAME);
+    if (current === null) break;
+    const b = BreakerSchema.safeParse(current.value);
+    const cleared: BreakerRecord = { member: null, failures: [], clearedAt: new Date(now).toISOString() };
+    if ((await store.put(BREAKER_NAME, cleared, current.version)) !== null) {
+      breakerCleared = b.success ? b.data.failures.length > 0 : true;
+      break;
+    }
+  }
   let resumed: Pause | null = null;
   for (let round = 0; ; round++) {
     if (round === MAX_ROUNDS) throw new Error(`the pause record changed ${MAX_ROUNDS} times while it was being removed; try again`);
@@ -74,17 +90,6 @@ export async function resumeGroup(store: FleetStore, now: number): Promise<Resum
     const p = PauseSchema.safeParse(current.value);
     if (await store.remove(PAUSE_NAME, current.version)) {
       resumed = p.success && inForce(p.data, now) ? p.data : null;
-      break;
-    }
-  }
-  let breakerCleared = false;
-  for (let round = 0; round < MAX_ROUNDS; round++) {
-    const current = await store.get(BREAKER_NAME);
-    if (current === null) break;
-    const b = BreakerSchema.safeParse(current.value);
-    const cleared: BreakerRecord = { member: null, failures: [], clearedAt: new Date(now).toISOString() };
-    if ((await store.put(BREAKER_NAME, cleared, current.version)) !== null) {
-      breakerCleared = b.success ? b.data.failures.length > 0 : true;
       break;
     }
   }

@@ -88,7 +88,11 @@ describe('a pause against an approval under way, over the Lease store', () => {
     await u.budget.heartbeat();
     expect(await outcome(u.budget.take(e, { by: 'policy', via: 'policy' }))).toBe('HELD');
     expect(u.lines.some((l) => String(l.msg).includes('approved without a further slot'))).toBe(false);
-    // a forced approval goes past the pause, as past every brake
-    expect(await outcome(u.budget.take(e, { by: 'test', via: 'api', force: true, reason: 'now' }))).toBe('granted');
+    // a forced approval goes past the pause, as past every brake, on the record as forced, saying so
+    expect(await u.budget.take(e, { by: 'test', via: 'api', force: true, reason: 'now' })).toMatchObject({
+      forced: true,
+      slot: null,
+      note: expect.stringMatching(/is paused by alice/),
+    });
   });
 });

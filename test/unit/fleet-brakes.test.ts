@@ -20,6 +20,7 @@ import {
 } from '../../src/fleet/budget/pause.ts';
 import { pauseProblem } from '../../src/fleet/budget/pause-store.ts';
 import { skippedOf } from '../../src/fleet/budget/parse.ts';
+import { forcedPast } from '../../src/fleet/budget/said.ts';
 import { asSlot, live, type SlotRecord } from '../../src/fleet/budget/records.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
@@ -113,6 +114,18 @@ describe('a pause', () => {
     expect(pauseProblem({ who: 'a', why: 'r', until: 7 }, NOW)).toMatch(/is not a time/);
     expect(pauseProblem({ who: 'a', why: 'r', until: '2099-12-01T07:00:00+01:00' }, NOW)).toBeNull();
     expect(pauseProblem({ who: 'a', why: 'r', until: '9999-12-31T23:59:59Z' }, NOW)).toBeNull();
+  });
+});
+
+describe('a forced approval that takes a free slot', () => {
+  it('says what it went past: the pause, the rate, both, or nothing', () => {
+    const rate = { approvals: 1, perSeconds: 600 };
+    const spent = slot('slot-1', { member: null, approvals: [{ at: iso(NOW - 60_000), eventId: 'E1' }] });
+    expect(forcedPast('web', rate, [record(PAUSE_NAME, pause())], NOW)).toMatch(/^group web is paused by alice since .*: release 4\.2$/);
+    expect(forcedPast('web', rate, [spent], NOW)).toMatch(/^group web allows 1 early approval in any 600 s, and gave 1/);
+    expect(forcedPast('web', rate, [record(PAUSE_NAME, pause()), spent], NOW)).toMatch(/paused by alice.*; group web allows 1/);
+    expect(forcedPast('web', undefined, [spent], NOW)).toBeNull();
+    expect(forcedPast('web', rate, [record(PAUSE_NAME, pause({ until: iso(NOW) }))], NOW)).toBeNull();
   });
 });
 

@@ -24,7 +24,7 @@ import {
   ownedBy,
   slotRecordOf,
 } from './records.ts';
-import { heldError, overflowed, slotLost, takenOver } from './said.ts';
+import { forcedPast, heldError, overflowed, slotLost, takenOver } from './said.ts';
 import { zoneConflict } from './zones.ts';
 import type { Unhealthy } from './unavailable.ts';
 import { freeSlot, type Taken, type Written } from './give-back.ts';
@@ -160,7 +160,9 @@ export class MemberSlots {
         if (mode === 'early' && !(await this.#confirmed(name, sick.length, zones, event.eventId))) break;
         if (before !== undefined) takenOver(this.#o.logger, name, asSlot(before.value), me);
         this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: slot taken');
-        return { forced: false, slot: name, writes: [written] };
+        // a forced approval past a pause or the rate goes on the record as forced, saying what it went past
+        const past = mode === 'forced' ? forcedPast(group, rate, slots, now) : null;
+        return { forced: past !== null, slot: name, writes: [written], ...(past === null ? {} : { note: past }) };
       }
       if (mode === 'early') break;
       // forced, or Started at NotBefore: down past the budget, and counted so the others wait for it

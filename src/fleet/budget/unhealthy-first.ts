@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { Grant } from '../../approval/service.ts';
 import type { HealthState } from '../../sinks/contract.ts';
 import type { FleetConfig } from './config.ts';
-import { pausedError, pauseOf } from './pause.ts';
+import { pausedError, pauseOf, pauseText } from './pause.ts';
 import type { Versioned } from './stores/port.ts';
 
 /**
@@ -56,7 +56,7 @@ export function unhealthyFirst(
 /**
  * firstUnlessPaused: unhealthyFirst's grant, unless the group is paused: a member that needs no
  * slot is held by a pause as every early approval is (the slots are read for it, as for a
- * person's approval). A forced approval goes past the pause, as past every brake.
+ * person's approval). A forced approval goes past the pause, as past every brake, on the record.
  */
 export async function firstUnlessPaused(
   o: Parameters<typeof unhealthyFirst>[0] & {
@@ -66,9 +66,9 @@ export async function firstUnlessPaused(
   health: HealthState | null | undefined,
   e: { readonly eventId: string; readonly named: number; readonly forced: boolean },
 ): Promise<Grant | null> {
-  if (!e.forced && e.named <= 1 && goesFirst(o.config, health, o.now())) {
-    const pause = pauseOf(await o.slots.read(), o.now());
-    if (pause !== null) throw pausedError(o.config.group, pause);
-  }
-  return unhealthyFirst(o, health, { eventId: e.eventId, named: e.named, now: o.now() });
+  if (e.named > 1 || !goesFirst(o.config, health, o.now())) return null;
+  const pause = pauseOf(await o.slots.read(), o.now());
+  if (pause !== null && !e.forced) throw pausedError(o.config.group, pause);
+  const grant = unhealthyFirst(o, health, { eventId: e.eventId, named: e.named, now: o.now() });
+  return grant !== null && pause !== null ? { ...grant, forced: true, note: pauseText(o.config.group, pause) } : grant;
 }

@@ -3,7 +3,8 @@
  * and `POST /v1/fleet/resume` (`{"group", "by"}`), signed like POST
  * /v1/approvals (Standard Webhooks, with one of `apiSecrets`). Each writes the group's pause record
  * in the fleet store as `se-bridge fleet pause` and `fleet resume` do (fleet/budget/pause-store.ts);
- * a request that does not read is a JSON 4xx and writes nothing.
+ * a request that does not read is a JSON 4xx and writes nothing, and one sent again (its
+ * webhook-id) is answered as the first time and changes nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -30,9 +31,44 @@ const PauseBody = z.strictObject({
 });
 const ResumeBody = z.strictObject({ group: groupName, by });
 
+/** How long an answer is kept by its request's webhook-id: past it, a copy of the request is out of the signature's tolerance (5 minutes either way). */
+const KEPT_MS = 11 * 60_000;
+
+/**
+ * BrakeAnswers: what was answered to the signed pauses and resumes this relay applied, by
+ * webhook-id, while a copy of the request could still be verified: one sent again is answered as
+ * the first time and changes nothing (a resume sent again after a later pause does not end it).
+ * Kept in memory: what a relay restarted, or another replica, applied is not known to it.
+ */
+export class BrakeAnswers {
+  readonly #kept = new Map<string, { readonly until: number; answer: { readonly status: number; readonly body: unknown } | null }>();
+
+  /** recall: the answer to `id` (null: being applied now), or undefined when it was never applied. */
+  recall(id: string, now: number): { readonly status: number; readonly body: unknown } | null | undefined {
+    // kept in the order they came, each for KEPT_MS: the first ones are the first to end
+    for (const [key, k] of this.#kept) {
+      if (k.until > now) break;
+      this.#kept.delete(key);
+    }
+    return this.#kept.get(id)?.answer;
+  }
+
+  begin(id: string, now: number): void {
+    this.#kept.set(id, { until: now + KEPT_MS, answer: null });
+  }
+
+  /** answered keeps the answer to `id`; a request that failed (null) is forgotten, to be tried again. */
+  answered(id: string, answer: { readonly status: number; readonly body: unknown } | null): void {
+    const k = this.#kept.get(id);
+    if (k === undefined) return;
+    if (answer === null) this.#kept.delete(id);
+    else k.answer = answer;
+  }
+}
+
 /** brake: a signed pause or resume of one group. */
 export async function brake(
-  o: { readonly config: RelayConfig; readonly apiKeys: readonly Buffer[]; readonly logger: Logger },
+  o: { readonly config: RelayConfig; readonly apiKeys: readonly Buffer[]; readonly logger: Logger; readonly answers: BrakeAnswers },
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
@@ -43,6 +79,12 @@ export async function brake(
     throw new HttpError(404, 'NOT_FOUND', "pausing a group needs fleet and apiSecrets in the relay's configuration");
   const v = verifyStandardWebhook(o.apiKeys, req.headers, body);
   if (!v.ok) throw new HttpError(401, v.code, v.message);
+  const first = o.answers.recall(v.id, Date.now());
+  if (first === null) throw new HttpError(409, 'REPLAYED', 'a request with this webhook-id is being applied now; its copy changes nothing');
+  if (first !== undefined) {
+    res.setHeader('idempotent-replayed', 'true');
+    return sendJson(res, first.status, first.body);
+  }
   if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? '')))
     throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'content-type must be application/json');
   let json: unknown;
@@ -63,7 +105,12 @@ export async function brake(
   const request = { who: input.by, why: input.reason ?? '', ...(input.until === undefined ? {} : { until: input.until }) };
   const problem = action === 'pause' ? pauseProblem(request, now) : null;
   if (problem !== null) throw new HttpError(400, 'MALFORMED', problem);
-  const store = await openFleetStore(fleet.store, group, fleet.storeTimeoutMs);
+  o.answers.begin(v.id, now);
+  let answer: { readonly status: number; readonly body: unknown } | null = null;
+  const store = await openFleetStore(fleet.store, group, fleet.storeTimeoutMs).catch((err: unknown) => {
+    o.answers.answered(v.id, null);
+    throw err;
+  });
   try {
     if (action === 'pause') {
       const pause = await pauseGroup(store, request, now);
@@ -71,15 +118,18 @@ export async function brake(
         { code: 'FLEET_PAUSED', group, who: pause.who, until: pause.until ?? null },
         `relay: group ${group} paused by ${pause.who}`,
       );
-      return sendJson(res, 200, { group, paused: pause });
+      answer = { status: 200, body: { group, paused: pause } };
+    } else {
+      const r = await resumeGroup(store, now);
+      o.logger.info({ group, who: input.by, was: r.resumed }, `relay: group ${group} resumed by ${input.by}`);
+      answer = { status: 200, body: { group, resumed: r.resumed, breakerCleared: r.breakerCleared, by: input.by } };
     }
-    const r = await resumeGroup(store, now);
-    o.logger.info({ group, who: input.by, was: r.resumed }, `relay: group ${group} resumed by ${input.by}`);
-    return sendJson(res, 200, { group, resumed: r.resumed, breakerCleared: r.breakerCleared, by: input.by });
+    return sendJson(res, answer.status, answer.body);
   } catch (err) {
     if (err instanceof HttpError) throw err;
     throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store of group ${group} could not be written: ${messageOf(err)}`);
   } finally {
+    o.answers.answered(v.id, answer);
     await store.close();
   }
 }

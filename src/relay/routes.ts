@@ -17,7 +17,7 @@ import { approvedUpdate, readSlackAction, respondSlack, warning } from '../appro
 import { relayReadiness, type RelayBus, type RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
 import type { FleetRoutes } from './fleet-routes.ts';
-import { brake } from './pause-routes.ts';
+import { brake, BrakeAnswers } from './pause-routes.ts';
 
 // ----- HTTP ------------------------------------------------------------------------------------
 
@@ -61,6 +61,8 @@ export interface RelayServerOptions {
 export class RelayServer extends RoutedServer {
   readonly #o: RelayServerOptions;
   readonly #apiKeys: Buffer[];
+  /** The answers to signed pauses and resumes, so a copy sent again changes nothing. */
+  readonly #brakes = new BrakeAnswers();
 
   constructor(options: RelayServerOptions) {
     super({
@@ -99,7 +101,7 @@ export class RelayServer extends RoutedServer {
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
       if (url.pathname === '/v1/approvals') return await this.#api(req, res, body);
       if (url.pathname === '/v1/fleet/pause' || url.pathname === '/v1/fleet/resume')
-        return await brake({ ...this.#o, apiKeys: this.#apiKeys }, req, res, url, body);
+        return await brake({ ...this.#o, apiKeys: this.#apiKeys, answers: this.#brakes }, req, res, url, body);
       if (url.pathname.startsWith('/v1/approvals/'))
         return this.#tracking(req, res, decodeURIComponent(url.pathname.slice('/v1/approvals/'.length)));
       if (url.pathname === '/v1/slack/interactions') return this.#slack(req, res, body);

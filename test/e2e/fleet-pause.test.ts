@@ -44,6 +44,9 @@ describe('fleet pause and resume', () => {
         [['pause', '--reason', ''], /a pause needs a reason/],
         [['pause', '--reason', 'release', '--until', 'tomorrow'], /until \(tomorrow\) is not a time/],
         [['pause', '--reason', 'release', '--until', '2020-01-01T00:00:00Z'], /is not in the future/],
+        // an end without its offset (the local time of whoever runs it), or past what a record can say
+        [['pause', '--reason', 'release', '--until', '2099-12-01T06:00:00'], /is not a time/],
+        [['pause', '--reason', 'release', '--until', '+010000-01-01T00:00:00Z'], /is not a time/],
       ] as const) {
         const r = await run(...args);
         expect({ args, code: r.code }).toEqual({ args, code: 2 });

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Breaker, BREAKER_NAME, BreakerSchema } from '../../src/fleet/budget/breaker.ts';
 import { PAUSE_NAME, PauseSchema, type Pause } from '../../src/fleet/budget/pause.ts';
+import { resumeGroup } from '../../src/fleet/budget/pause-store.ts';
 import { slotName } from '../../src/fleet/budget/records.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
@@ -93,6 +94,59 @@ describe.each(STORE_KINDS)('the brakes over the %s store', (kind) => {
     await Promise.all([a!.s.close(), b!.s.close()]);
   });
 
+  it('a breaker that opened while its pause could not be written pauses the group at the next listing; a resume is not undone', async () => {
+    const group = `reopen-${kind}`;
+    const real = await openFleetStore(fleetStores().config(kind) as never, group);
+    // the store times out once at the pause's write; `between` runs after the first write of a resume, before its second
+    let failPause = true;
+    let between: (() => Promise<void>) | null = null;
+    const after = async <T>(v: T): Promise<T> => {
+      const f = between;
+      between = null;
+      if (f !== null) await f();
+      return v;
+    };
+    const s: FleetStore = {
+      where: real.where,
+      get: (...a) => real.get(...a),
+      list: (...a) => real.list(...a),
+      close: () => real.close(),
+      remove: async (...a) => after(await real.remove(...a)),
+      put: async (name, ...a) => {
+        if (name === PAUSE_NAME && failPause) {
+          failPause = false;
+          throw new Error('the store did not answer in time');
+        }
+        return after(await real.put(name, ...a));
+      },
+    };
+    try {
+      const now = Date.now();
+      const lapsed = { member: 'm0-1', vm: 'm0', eventIds: ['E0'], since: new Date(now - 60_000).toISOString(), mode: 'early' };
+      await s.put(slotName(0), { ...lapsed, until: new Date(now - 1000).toISOString() }, null);
+      const opened: Pause[] = [];
+      const config = { failures: 1, withinSeconds: 600 };
+      const breaker = new Breaker({ config, group, store: s, logger: silentLogger, now: () => now, opened: (p) => opened.push(p) });
+      await expect(breaker.look(await s.list('slot-'))).rejects.toThrow(/did not answer/);
+      expect(BreakerSchema.parse((await s.get(BREAKER_NAME))?.value).failures).toHaveLength(1);
+      expect(await s.get(PAUSE_NAME)).toBeNull();
+      // the next listing: the failures recorded open it, though nothing new lapsed
+      await breaker.look(await s.list('slot-'));
+      expect(PauseSchema.parse((await s.get(PAUSE_NAME))?.value)).toMatchObject({ by: 'breaker', members: ['m0'] });
+      expect(opened).toHaveLength(1);
+      // a member lists the slots between the two writes of a person's resume: it writes nothing, and the resume holds
+      const seen: boolean[] = [];
+      between = async () => void seen.push(await breaker.look(await s.list('slot-')));
+      await resumeGroup(s, now + 1);
+      expect(seen).toEqual([false]);
+      expect(await s.get(PAUSE_NAME)).toBeNull();
+      expect(await breaker.look(await s.list('slot-'))).toBe(false);
+      expect(await s.get(PAUSE_NAME)).toBeNull();
+    } finally {
+      await real.close();
+    }
+  });
+
   it('a member back but not whole (its health timed out) records its own failure, as its lapse would be', async () => {
     const group = `not-whole-${kind}`;
     const store = await openFleetStore(fleetStores().config(kind) as never, group);
@@ -158,6 +212,9 @@ describe.each(STORE_KINDS)('the brakes over the %s store', (kind) => {
         [{ group, by: 'alice' }, 400],
         [{ group, by: 'alice', reason: 'release', until: 'tomorrow' }, 400],
         [{ group, by: 'alice', reason: 'release', until: new Date(Date.now() - 1000).toISOString() }, 400],
+        // an end without its offset (read in the relay's local time), or past what a record can say
+        [{ group, by: 'alice', reason: 'release', until: '2099-12-01T06:00:00' }, 400],
+        [{ group, by: 'alice', reason: 'release', until: '+010000-01-01T00:00:00Z' }, 400],
         [{ group: 'Not A Group', by: 'alice', reason: 'release' }, 400],
         [{ group: 'se-bridge-azure', by: 'alice', reason: 'release' }, 400],
         [{ group, reason: 'release' }, 400],
@@ -190,6 +247,18 @@ describe.each(STORE_KINDS)('the brakes over the %s store', (kind) => {
       });
       expect(await store.get(PAUSE_NAME)).toBeNull();
       expect(await post('/v1/fleet/resume', { group, by: 'bob' })).toMatchObject({ status: 200, json: { resumed: null } });
+
+      // a signed request sent again (its webhook-id, within the signature's tolerance) is answered as the first time and changes nothing
+      const text = JSON.stringify({ group, by: 'bob' });
+      const once = { 'content-type': 'application/json', ...signatureHeaders([secretKey(API_SECRET)!], 'msg_resume_once', text) };
+      const send = () =>
+        fetch(`${r.url}/v1/fleet/resume`, { method: 'POST', headers: once, body: text, signal: AbortSignal.timeout(10_000) });
+      expect((await send()).status).toBe(200);
+      expect(await post('/v1/fleet/pause', { group, by: 'alice', reason: 'release 4.3' })).toMatchObject({ status: 200 });
+      const again = await send();
+      expect({ status: again.status, replayed: again.headers.get('idempotent-replayed') }).toEqual({ status: 200, replayed: 'true' });
+      expect(((await again.json()) as Record<string, any>).resumed).toBeNull();
+      expect(PauseSchema.parse((await store.get(PAUSE_NAME))?.value)).toMatchObject({ who: 'alice', why: 'release 4.3' });
     } finally {
       await store.close();
     }

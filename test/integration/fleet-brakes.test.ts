@@ -88,6 +88,12 @@ describe.each(STORE_KINDS)('brakes of a group over the %s store', (kind) => {
     });
     expect(forced.status).toBe(200);
     expect(m2.sim.startRequests).toHaveLength(1);
+    // it went past the pause, though a slot was free: forced, with what it went past, in the answer and its CloudEvent
+    expect(forced.json).toMatchObject({ forced: true, past: ['the fleet budget'], warning: expect.stringMatching(paused) });
+    await waitFor(() => m2.events().some((e) => e.type.endsWith('.approved')), "m2's approved CloudEvent", 15_000, 50);
+    expect(m2.events().find((e) => e.type.endsWith('.approved'))?.data).toMatchObject({
+      approval: { by: 'bob', forced: true, reason: expect.stringMatching(/^the hotfix cannot wait; group .* is paused by alice/) },
+    });
     // the group says so: fleet status, and /readyz's details of each member (still ready: a paused group is no broken bridge)
     const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores().config(kind) });
     const g = await readGroup(config);

@@ -71,7 +71,10 @@ describe.each(STORE_KINDS)('a member not healthy, over the %s store', (kind) => 
           eventId: eu.eventId,
           group,
         });
-        expect(mu.events().filter((e) => e.type.endsWith('.approved'))).toHaveLength(1);
+        // its CloudEvent is written once IMDS has the approval: waited for, not read at once
+        const approved = () => mu.events().filter((e) => e.type.endsWith('.approved'));
+        await waitFor(() => approved().length > 0, 'its approved CloudEvent', 30_000, 50);
+        expect(approved()).toHaveLength(1);
         // started, and still not healthy: it takes no slot, nor writes an overflow record; the healthy one holds the only slot
         await waitFor(() => mu.kinds().includes(`started:${eu.eventId}`), 'its maintenance Started', 30_000, 50);
         await laterReads(mu.sim, 5, 30_000);

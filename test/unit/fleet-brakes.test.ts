@@ -20,6 +20,7 @@ import {
 } from '../../src/fleet/budget/pause.ts';
 import { pauseProblem } from '../../src/fleet/budget/pause-store.ts';
 import { skippedOf } from '../../src/fleet/budget/parse.ts';
+import { forcedPast } from '../../src/fleet/budget/said.ts';
 import { asSlot, live, type SlotRecord } from '../../src/fleet/budget/records.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
 import { fromJson } from '../../src/pipeline/cloudevent.ts';
@@ -102,6 +103,30 @@ describe('a pause', () => {
     expect(pauseProblem({ who: 'a', why: 'r', until: iso(NOW) }, NOW)).toMatch(/not in the future/);
     expect(pauseProblem({ who: '', why: 'r' }, NOW)).toMatch(/who asks/);
   });
+
+  it('reads an end only as an RFC 3339 time with its offset, within the years a record can say', () => {
+    // without an offset it would be read in the local time of whoever runs the command, or of the relay
+    expect(pauseProblem({ who: 'a', why: 'r', until: '2099-12-01T06:00:00' }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: 'Dec 1 2099 06:00' }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: '2099-12-01' }, NOW)).toMatch(/is not a time/);
+    // past the year 9999 the record could not say it (as a time, +010000-01-01T00:00:00.000Z)
+    expect(pauseProblem({ who: 'a', why: 'r', until: '+010000-01-01T00:00:00Z' }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: 7 }, NOW)).toMatch(/is not a time/);
+    expect(pauseProblem({ who: 'a', why: 'r', until: '2099-12-01T07:00:00+01:00' }, NOW)).toBeNull();
+    expect(pauseProblem({ who: 'a', why: 'r', until: '9999-12-31T23:59:59Z' }, NOW)).toBeNull();
+  });
+});
+
+describe('a forced approval that takes a free slot', () => {
+  it('says what it went past: the pause, the rate, both, or nothing', () => {
+    const rate = { approvals: 1, perSeconds: 600 };
+    const spent = slot('slot-1', { member: null, approvals: [{ at: iso(NOW - 60_000), eventId: 'E1' }] });
+    expect(forcedPast('web', rate, [record(PAUSE_NAME, pause())], NOW)).toMatch(/^group web is paused by alice since .*: release 4\.2$/);
+    expect(forcedPast('web', rate, [spent], NOW)).toMatch(/^group web allows 1 early approval in any 600 s, and gave 1/);
+    expect(forcedPast('web', rate, [record(PAUSE_NAME, pause()), spent], NOW)).toMatch(/paused by alice.*; group web allows 1/);
+    expect(forcedPast('web', undefined, [spent], NOW)).toBeNull();
+    expect(forcedPast('web', rate, [record(PAUSE_NAME, pause({ until: iso(NOW) }))], NOW)).toBeNull();
+  });
 });
 
 describe('the circuit breaker', () => {
@@ -140,6 +165,22 @@ describe('the circuit breaker', () => {
     expect(p).toMatchObject({ by: 'breaker', members: ['m0', 'm1'], since: iso(NOW) });
     expect(p.until).toBeUndefined();
     expect(p.why).toMatch(/^2 members approved early did not come back within their bound in 600 s \(m0, m1\)/);
+  });
+
+  it('writes a pause and failures that read back by their schemas, however many members failed and whatever their slots say', () => {
+    // twenty members of a wave not back at once, with names as long as a scale set's instances have
+    const names = Array.from({ length: 20 }, (_, i) => `aks-nodepool-production-westeurope-1234567-vmss_${String(i).padStart(6, '0')}`);
+    const wave = names.map((vm, i) => slot(`slot-${i}`, { member: `${vm}-1`, vm, until: iso(NOW - 1000) }));
+    const p = breakerPause(lapsedIn(wave, NOW, within), 600, NOW);
+    expect(PauseSchema.safeParse(p).success).toBe(true);
+    expect(pauseOf([record(PAUSE_NAME, p)], NOW)).toMatchObject({ by: 'breaker', members: names });
+    expect(p.why).toMatch(/^20 members approved early did not come back within their bound in 600 s \(aks-nodepool/);
+    // a slot's texts are bounded only by the store: what the breaker keeps of them is bounded by its record's schema
+    const long = slot('slot-0', { member: 'm'.repeat(2000), vm: 'v'.repeat(2000), eventIds: ['e'.repeat(2000)], until: iso(NOW - 1000) });
+    const failures = lapsedIn([long], NOW, within);
+    expect(failures).toHaveLength(1);
+    expect(breakerRecordOf([record(BREAKER_NAME, { member: null, failures })]).record).not.toBeNull();
+    expect(PauseSchema.safeParse(breakerPause(failures, 600, NOW)).success).toBe(true);
   });
 
   it('reads its record by its schema: one that does not read is no record, and keeps its version for the next write', () => {

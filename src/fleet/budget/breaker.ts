@@ -22,7 +22,7 @@ import { asSlot, live, SLOT_PREFIX } from './records.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { text, time } from './schemas.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
-import { inForce, MAX_NAMED, pauseRecordOf, PAUSE_NAME, type Pause } from './pause.ts';
+import { inForce, MAX_NAMED, pauseOf, pauseRecordOf, PAUSE_NAME, type Pause } from './pause.ts';
 
 /** The breaker record's name: among the slots, with no holder (pause.ts says why). */
 export const BREAKER_NAME = 'slot-breaker';
@@ -62,18 +62,28 @@ export function lapsedIn(records: readonly Versioned[], now: number, withinMs: n
     if (s.mode !== 'early' && s.mode !== 'forced') return [];
     const at = Date.parse(s.until);
     if (!(at > now - withinMs && at > clearedAt)) return [];
-    return [{ vm: s.vm ?? s.member, member: s.member, eventIds: [...(s.eventIds ?? [])].slice(0, 8), since: s.since, at: s.until }];
+    // a slot's texts are bounded by the store only: kept as far as the breaker's record holds them
+    const [vm, member] = [(s.vm ?? s.member).slice(0, MAX_TEXT), s.member.slice(0, MAX_TEXT)];
+    return [{ vm, member, eventIds: (s.eventIds ?? []).slice(0, 8).map((id) => id.slice(0, MAX_TEXT)), since: s.since, at: s.until }];
   });
 }
+
+/** The longest text a record keeps (schemas.ts's `text`). */
+const MAX_TEXT = 1024;
+/** How many members the breaker's reason names, and how much of each name: the reason stays far within MAX_TEXT. */
+const [WHY_NAMES, WHY_NAME_CHARS] = [5, 80];
 
 /** breakerPause: the pause the breaker writes when `failures` open it. */
 export function breakerPause(failures: readonly Failure[], withinSeconds: number, now: number): Pause {
   const vms = [...new Set(failures.map((f) => f.vm))];
+  // the reason names the first few (each cut short), so it stays within a record's text; `members` names them all
+  const named = vms.slice(0, WHY_NAMES).map((vm) => (vm.length > WHY_NAME_CHARS ? `${vm.slice(0, WHY_NAME_CHARS)}…` : vm));
+  const more = vms.length > WHY_NAMES ? ` and ${vms.length - WHY_NAMES} more` : '';
   return {
     member: null,
     by: 'breaker',
     who: 'breaker',
-    why: `${failures.length} member${failures.length === 1 ? '' : 's'} approved early did not come back within their bound in ${withinSeconds} s (${vms.join(', ')}); a person resumes the group (se-bridge fleet resume)`,
+    why: `${failures.length} member${failures.length === 1 ? '' : 's'} approved early did not come back within their bound in ${withinSeconds} s (${named.join(', ')}${more}); a person resumes the group (se-bridge fleet resume)`,
     since: new Date(now).toISOString(),
     members: vms.slice(0, MAX_NAMED),
   };
@@ -136,7 +146,9 @@ export class Breaker {
     const seen = lapsedIn(records, now, withinMs, clearedAt).filter(
       (f) => !known.some((k) => k.member === f.member && k.since === f.since),
     );
-    if (seen.length === 0) return false;
+    // opened, but its pause not written (the store failed between the two writes): written now, unless a pause holds already
+    if (seen.length === 0)
+      return known.length >= config.failures && pauseOf(records, now) === null ? this.#open(records, known, now) : false;
     const failures = [...known, ...seen].slice(-MAX_NAMED);
     const next: BreakerRecord = { member: null, failures, ...(record?.clearedAt === undefined ? {} : { clearedAt: record.clearedAt }) };
     // another member recorded first: its word is read at the next listing
@@ -157,6 +169,12 @@ export class Breaker {
     if (failures.length < config.failures) return true;
     const current = pauseRecordOf(records);
     if (current?.pause.by === 'breaker' && inForce(current.pause, now)) return true;
+    return this.#open(records, failures, now);
+  }
+
+  /** open pauses the group for `failures` (on the version of the pause record listed): true, the slots are to be read again. */
+  async #open(records: readonly Versioned[], failures: readonly Failure[], now: number): Promise<true> {
+    const { config, store, group, logger } = this.#o;
     const pause = breakerPause(failures, config.withinSeconds, now);
     const at = records.find((r) => r.name === PAUSE_NAME)?.version ?? null;
     if ((await store.put(PAUSE_NAME, pause, at)) === null) return true;

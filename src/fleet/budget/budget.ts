@@ -25,7 +25,7 @@ import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';
 import { giveBackTaken, type Written } from './give-back.ts';
-import { goesFirst, unhealthyFirst } from './unhealthy-first.ts';
+import { firstUnlessPaused, goesFirst } from './unhealthy-first.ts';
 import { PausedError, pausedError, pauseOf, pauseState } from './pause.ts';
 import { Breaker } from './breaker.ts';
 
@@ -136,8 +136,8 @@ export class FleetBudget implements ApprovalGate {
         // a maintenance that names several members of the group needs a slot for each
         const named = event.resources.length < 2 ? [] : namedIn(event, { key: this.#me, vm: this.#o.view.vm }, await all());
         need = Math.max(1, named.length);
-        // a member counted as down for its health already takes its own maintenance without a further slot (alwaysAllow)
-        const first = unhealthyFirst(this.#o, this.#o.health?.state, { eventId: event.eventId, named: named.length, now: this.#now() });
+        // a member counted as down for its health already takes its own maintenance without a further slot (alwaysAllow), unless paused
+        const first = await firstUnlessPaused(this.#many, this.#o.health?.state, { eventId: event.eventId, named: named.length, forced });
         if (first !== null) this.#place.granted(event.eventId);
         if (first !== null) return first;
         const turn = async (free: number) => this.#placeOf(await all(), event, need, free, this.#place.asksFirst(event.eventId));

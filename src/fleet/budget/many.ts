@@ -146,6 +146,9 @@ export async function takeForAll(
     }
     // a write lost to another member, or the group past its budget at the read back: what this round wrote is given back
     await giveBackWritten(store, done, event.eventId, now);
+    // a pause written between the read and the writes, seen at the read back, holds it as if it had been read first
+    const paused = mode === 'early' ? pauseOf(ctx.slots.last, ctx.now()) : null;
+    if (paused !== null) throw pausedError(config.group, paused);
     if (done.length === writes.length) break;
   }
   if (rated !== null) throw rateHeld(config.group, config.rate!, rated, holders);
@@ -160,10 +163,10 @@ export async function takeForAll(
   );
 }
 
-/** underBudget: the slots read back hold no more members than the group allows, nor more approvals than its rate. */
+/** underBudget: the slots read back hold no more members than the group allows, nor more approvals than its rate, and no pause. */
 async function underBudget(ctx: ManyContext, unhealthy: number): Promise<boolean> {
   const now = ctx.now();
   const slots = await ctx.slots.read();
   const down = slots.filter((r) => live(asSlot(r.value), now)).length + unhealthy;
-  return down <= ctx.k() && rateHold(ctx.config.rate, slots, now, 0) === null;
+  return down <= ctx.k() && rateHold(ctx.config.rate, slots, now, 0) === null && pauseOf(slots, now) === null;
 }

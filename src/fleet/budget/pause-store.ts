@@ -8,6 +8,7 @@
  */
 import { BREAKER_NAME, BreakerSchema, type BreakerRecord } from './breaker.ts';
 import { inForce, PAUSE_NAME, PauseSchema, type Pause } from './pause.ts';
+import { time } from './schemas.ts';
 import type { FleetStore } from './stores/port.ts';
 
 /** How often a write lost to another writer is tried again from a fresh read. */
@@ -25,14 +26,15 @@ export const MAX_PAUSE_TEXT = 1024;
 
 /**
  * pauseProblem: why a request to pause is refused (null: it is good): a reason is needed, and an
- * `until` must read as a time in the future.
+ * `until` must read as an RFC 3339 time with its offset (as the record keeps it), in the future.
  */
 export function pauseProblem(r: { readonly who?: unknown; readonly why?: unknown; readonly until?: unknown }, now: number): string | null {
   if (typeof r.why !== 'string' || r.why.trim() === '') return 'a pause needs a reason';
   if (r.why.length > MAX_PAUSE_TEXT) return `the reason is longer than ${MAX_PAUSE_TEXT} characters`;
   if (typeof r.who !== 'string' || r.who.trim() === '' || r.who.length > MAX_PAUSE_TEXT) return 'a pause needs who asks for it';
   if (r.until === undefined) return null;
-  const t = typeof r.until === 'string' ? Date.parse(r.until) : NaN;
+  // an RFC 3339 time with its offset, as the record says it: none read in the local time of whoever asks, nor past the year 9999
+  const t = time.safeParse(r.until).success ? Date.parse(r.until as string) : NaN;
   if (!Number.isFinite(t)) return `until (${String(r.until)}) is not a time (RFC 3339, as 2026-12-01T06:00:00Z)`;
   if (t <= now) return `until (${String(r.until)}) is not in the future`;
   return null;
@@ -62,8 +64,24 @@ export interface Resumed {
   readonly breakerCleared: boolean;
 }
 
-/** resumeGroup removes the group's pause and clears its breaker's failures: a lapse before `now` is never counted again. */
+/**
+ * resumeGroup clears the group's breaker's failures (a lapse before `now` is never counted again),
+ * then removes its pause: in this order, a member that lists the slots between the two writes sees
+ * the pause still, or no failures, and never opens the breaker again over the resume.
+ */
 export async function resumeGroup(store: FleetStore, now: number): Promise<Resumed> {
+  let breakerCleared = false;
+  for (let round = 0; ; round++) {
+    if (round === MAX_ROUNDS) throw new Error(`the breaker record changed ${MAX_ROUNDS} times while it was being cleared; try again`);
+    const current = await store.get(BREAKER_NAME);
+    if (current === null) break;
+    const b = BreakerSchema.safeParse(current.value);
+    const cleared: BreakerRecord = { member: null, failures: [], clearedAt: new Date(now).toISOString() };
+    if ((await store.put(BREAKER_NAME, cleared, current.version)) !== null) {
+      breakerCleared = b.success ? b.data.failures.length > 0 : true;
+      break;
+    }
+  }
   let resumed: Pause | null = null;
   for (let round = 0; ; round++) {
     if (round === MAX_ROUNDS) throw new Error(`the pause record changed ${MAX_ROUNDS} times while it was being removed; try again`);
@@ -72,17 +90,6 @@ export async function resumeGroup(store: FleetStore, now: number): Promise<Resum
     const p = PauseSchema.safeParse(current.value);
     if (await store.remove(PAUSE_NAME, current.version)) {
       resumed = p.success && inForce(p.data, now) ? p.data : null;
-      break;
-    }
-  }
-  let breakerCleared = false;
-  for (let round = 0; round < MAX_ROUNDS; round++) {
-    const current = await store.get(BREAKER_NAME);
-    if (current === null) break;
-    const b = BreakerSchema.safeParse(current.value);
-    const cleared: BreakerRecord = { member: null, failures: [], clearedAt: new Date(now).toISOString() };
-    if ((await store.put(BREAKER_NAME, cleared, current.version)) !== null) {
-      breakerCleared = b.success ? b.data.failures.length > 0 : true;
       break;
     }
   }

@@ -11,6 +11,8 @@ import { unhealthyText, type Unhealthy } from './unavailable.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { Versioned } from './stores/port.ts';
 import { asSlot, live, type Holder, type HoldMode, type SlotRecord } from './records.ts';
+import { pauseOf, pauseText } from './pause.ts';
+import { rateHold, rateText, type RateConfig } from './rate.ts';
 
 /**
  * heldError: an early approval held, and exactly what holds it: the members holding the slots
@@ -88,4 +90,16 @@ export function takenOver(logger: Logger, name: string, previous: SlotRecord, me
     { code: 'FLEET_SLOT_TAKEN_OVER', slot: name, from: previous.vm, eventIds: previous.eventIds, until: previous.until },
     `fleet budget: took over ${name} from ${previous.vm}, whose recorded end has passed`,
   );
+}
+
+/**
+ * forcedPast: what a forced approval that took a free slot went past, in words for its record (the
+ * group's pause, its rate), as the listing of the slots before its write says it; null when
+ * nothing would have held it.
+ */
+export function forcedPast(group: string, rate: RateConfig | undefined, slots: readonly Versioned[], now: number): string | null {
+  const pause = pauseOf(slots, now);
+  const hold = rate === undefined ? null : rateHold(rate, slots, now);
+  const past = [...(pause === null ? [] : [pauseText(group, pause)]), ...(hold === null ? [] : [rateText(group, rate!, hold)])];
+  return past.length === 0 ? null : past.join('; ');
 }

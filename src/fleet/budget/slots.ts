@@ -24,7 +24,7 @@ import {
   ownedBy,
   slotRecordOf,
 } from './records.ts';
-import { heldError, overflowed, slotLost, takenOver } from './said.ts';
+import { forcedPast, heldError, overflowed, slotLost, takenOver } from './said.ts';
 import { zoneConflict } from './zones.ts';
 import type { Unhealthy } from './unavailable.ts';
 import { freeSlot, type Taken, type Written } from './give-back.ts';
@@ -160,7 +160,9 @@ export class MemberSlots {
         if (mode === 'early' && !(await this.#confirmed(name, sick.length, zones, event.eventId))) break;
         if (before !== undefined) takenOver(this.#o.logger, name, asSlot(before.value), me);
         this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: slot taken');
-        return { forced: false, slot: name, writes: [written] };
+        // a forced approval past a pause or the rate goes on the record as forced, saying what it went past
+        const past = mode === 'forced' ? forcedPast(group, rate, slots, now) : null;
+        return { forced: past !== null, slot: name, writes: [written], ...(past === null ? {} : { note: past }) };
       }
       if (mode === 'early') break;
       // forced, or Started at NotBefore: down past the budget, and counted so the others wait for it
@@ -188,7 +190,8 @@ export class MemberSlots {
   /**
    * confirmed reads the slots again after this member took `name` for an early approval: when the
    * members down (holders and overflow records, this one included) are more than the group allows,
-   * or its approvals within the rate's window more, the slot is given back at once, before IMDS is told anything.
+   * or its approvals within the rate's window more, or the group is paused (HELD by the pause), the slot
+   * is given back at once, before IMDS is told anything.
    */
   async #confirmed(name: string, unhealthy: number, zones: (slots: readonly Versioned[]) => string | null, eventId: string) {
     const now = this.#now();
@@ -196,10 +199,17 @@ export class MemberSlots {
     const down = slots.filter((r) => live(asSlot(r.value), now)).length + unhealthy;
     const rated = rateHold(this.#o.config.rate, slots, now, 0) !== null;
     const over = down > this.#o.k() || zones(slots) !== null;
-    if (!over && !rated) return true;
-    const why = over ? 'another member went down meanwhile' : 'another early approval spent the rate meanwhile';
+    // a pause written between the read and the write holds it as if it had been read first
+    const pause = pauseOf(slots, now);
+    if (!over && !rated && pause === null) return true;
+    const why = over
+      ? 'another member went down meanwhile'
+      : rated
+        ? 'another early approval spent the rate meanwhile'
+        : 'the group was paused meanwhile';
     this.#o.logger.info({ slot: name, down, group: this.#o.config.group }, `fleet budget: ${why}; slot given back`);
     await this.release(() => [], eventId);
+    if (pause !== null) throw pausedError(this.#o.config.group, pause);
     return false;
   }
 

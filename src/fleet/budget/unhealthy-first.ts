@@ -12,6 +12,8 @@ import type { Logger } from 'pino';
 import type { Grant } from '../../approval/service.ts';
 import type { HealthState } from '../../sinks/contract.ts';
 import type { FleetConfig } from './config.ts';
+import { pausedError, pauseOf, pauseText } from './pause.ts';
+import type { Versioned } from './stores/port.ts';
 
 /**
  * countedForHealth: the group counts this member as unavailable for its health now: its last
@@ -49,4 +51,24 @@ export function unhealthyFirst(
     'fleet budget: not healthy, so counted as unavailable already: approved without a further slot (unhealthyMembers: alwaysAllow)',
   );
   return { forced: false, slot: null };
+}
+
+/**
+ * firstUnlessPaused: unhealthyFirst's grant, unless the group is paused: a member that needs no
+ * slot is held by a pause as every early approval is (the slots are read for it, as for a
+ * person's approval). A forced approval goes past the pause, as past every brake, on the record.
+ */
+export async function firstUnlessPaused(
+  o: Parameters<typeof unhealthyFirst>[0] & {
+    readonly slots: { read(): Promise<readonly Versioned[]> };
+    readonly now: () => number;
+  },
+  health: HealthState | null | undefined,
+  e: { readonly eventId: string; readonly named: number; readonly forced: boolean },
+): Promise<Grant | null> {
+  if (e.named > 1 || !goesFirst(o.config, health, o.now())) return null;
+  const pause = pauseOf(await o.slots.read(), o.now());
+  if (pause !== null && !e.forced) throw pausedError(o.config.group, pause);
+  const grant = unhealthyFirst(o, health, { eventId: e.eventId, named: e.named, now: o.now() });
+  return grant !== null && pause !== null ? { ...grant, forced: true, note: pauseText(o.config.group, pause) } : grant;
 }

@@ -54,6 +54,7 @@ export class KubeStandIn {
   readonly nodes = new Map<string, StandInNode>();
   readonly pods = new Map<string, StandInPod>();
   readonly events: Json[] = [];
+  /** Every request as it came, with its answer once sent (`answer`). */
   readonly requests: Request[] = [];
   /** Per pod (ns/name): how many more evictions a budget refuses with 429. */
   readonly budgets = new Map<string, number>();
@@ -155,7 +156,7 @@ export class KubeStandIn {
     } catch {
       return status(res, 400, 'BadRequest', 'the body is not JSON');
     }
-    this.requests.push({
+    const request: Request = {
       method: req.method ?? '',
       path: `${url.pathname}${url.search}`,
       contentType: req.headers['content-type'],
@@ -163,7 +164,9 @@ export class KubeStandIn {
       authorization: req.headers.authorization,
       body,
       at: Date.now(),
-    });
+    };
+    this.requests.push(request);
+    res.once('finish', () => (request.answer = { status: res.statusCode, bytes: Number(res.getHeader('content-length') ?? 0) }));
     await this.gate?.(req.method ?? '', url.pathname);
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const byCertificate = (req.socket as TLSSocket).authorized;

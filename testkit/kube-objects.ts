@@ -70,6 +70,8 @@ export interface Request {
   readonly body: unknown;
   /** When it arrived (epoch ms). */
   readonly at: number;
+  /** Its answer once sent: the status and the bytes of the body (its content-length; 0 without one). */
+  answer?: { readonly status: number; readonly bytes: number };
 }
 
 /** merge applies a JSON merge patch (RFC 7396), which is what a strategic merge patch is for the Node fields the sink changes. */
@@ -89,7 +91,10 @@ export const withKind =
 
 export function json(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  // set one by one (not in writeHead), so the stand-in reads the length back when it records the answer
+  res.setHeader('content-type', 'application/json');
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.writeHead(code);
   res.end(text);
 }
 

@@ -38,6 +38,7 @@ import {
   patchNodeStatus,
   type PodShape,
   type Request,
+  requestOf,
   type StandInNode,
   type StandInPod,
   status,
@@ -156,15 +157,7 @@ export class KubeStandIn {
     } catch {
       return status(res, 400, 'BadRequest', 'the body is not JSON');
     }
-    const request: Request = {
-      method: req.method ?? '',
-      path: `${url.pathname}${url.search}`,
-      contentType: req.headers['content-type'],
-      userAgent: req.headers['user-agent'],
-      authorization: req.headers.authorization,
-      body,
-      at: Date.now(),
-    };
+    const request = requestOf(req, `${url.pathname}${url.search}`, body);
     this.requests.push(request);
     res.once('finish', () => (request.answer = { status: res.statusCode, bytes: Number(res.getHeader('content-length') ?? 0) }));
     await this.gate?.(req.method ?? '', url.pathname);

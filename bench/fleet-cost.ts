@@ -32,12 +32,12 @@ const RETRY_MS = 2000;
 const HOLD_MS = 6000;
 
 /** Counts of one store's requests by operation, taken since the last call. */
-type Counter = () => { counts: Record<string, number>; lost: number | null; bytes?: number };
+export type Counter = () => { counts: Record<string, number>; lost: number | null; bytes?: number };
 
 /** The Lease verbs under the names of the Blob operations that do the same, so the two stores read alike. */
 const AS_BLOB: Record<string, string> = { get: 'read', update: 'write' };
 
-function leaseCounter(stores: FleetStores): Counter {
+export function leaseCounter(stores: FleetStores): Counter {
   // the stand-in's own records of its requests, and its answers to writes: 409, another writer came first
   const meter = new LeaseMeter(stores.kube);
   return () => {
@@ -47,15 +47,23 @@ function leaseCounter(stores: FleetStores): Counter {
   };
 }
 
-const perMemberMinute = (counts: Record<string, number>, n: number, minutes: number) =>
+export const perMemberMinute = (counts: Record<string, number>, n: number, minutes: number) =>
   Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Math.round((v / n / minutes) * 100) / 100]));
-const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+export const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 
-async function group(kind: StoreKind, n: number, store: Record<string, unknown>, counter: Counter, healthUrl?: string) {
+async function group(
+  kind: StoreKind,
+  n: number,
+  store: Record<string, unknown>,
+  counter: Counter,
+  healthUrl?: string,
+  rate?: { approvals: number; perSeconds: number },
+) {
   let now = Date.now();
   const config = asBudget(
     FleetConfig.parse({
-      group: `cost-${kind}-${n}${healthUrl === undefined ? '' : '-health'}`,
+      group: `cost-${kind}-${n}${healthUrl === undefined ? '' : '-health'}${rate === undefined ? '' : `-rate-${rate.approvals}`}`,
+      ...(rate === undefined ? {} : { rate }),
       maxUnavailable: K,
       store,
       heartbeatSeconds: HEARTBEAT_S,
@@ -108,6 +116,7 @@ async function group(kind: StoreKind, n: number, store: Record<string, unknown>,
     kind,
     members: n,
     withHealth: healthUrl !== undefined,
+    ...(rate === undefined ? {} : { rate }),
     idlePerMemberPerMinute: perMemberMinute(idle.counts, n, 2 * (HEARTBEAT_S / 60)),
     idleTotalPerMemberPerMinute: Math.round((sum(idle.counts) / n / ((2 * HEARTBEAT_S) / 60)) * 100) / 100,
     wavePerMemberPerMinute: perMemberMinute(wave.counts, n, 1),
@@ -153,6 +162,16 @@ export async function phaseFleetCost(sizes: readonly number[] = [10, 100, 300]) 
         `http://127.0.0.1:${(health.address() as AddressInfo).port}/healthz`,
       ),
     );
+    // the same with a rate (fleet.rate): its stamps ride on the slot writes and lists there are, no request more;
+    // one that never binds shows what the stamps cost, one that binds what a held wave asks
+    for (const rate of [
+      { approvals: 100, perSeconds: 600 },
+      { approvals: 1, perSeconds: 15 },
+    ]) {
+      log(`F2: ${n} members, blob, with a rate of ${rate.approvals} per ${rate.perSeconds} s`);
+      const blob = { type: 'blob', connectionString: stores.azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: 'cost' };
+      out.push(await group('blob', n, blob, () => proxy.take(), undefined, rate));
+    }
   } finally {
     await new Promise((resolve) => health.close(resolve));
     await proxy.stop();

@@ -22,7 +22,8 @@
  *   F. fleet budgets: a slot given back to the next held member's StartRequests with 10 and 50
  *      bridges in one group, over both stores; a daemon's memory with and without `fleet`;
  *  F2. what a fleet budget costs its store per member, idle and in a wave, at 10, 100 and 300
- *      members (bench/fleet-cost.ts); F3. one group across 20 and 100 bridges as processes, 2 and 10 slots
+ *      members (bench/fleet-cost.ts), and what a paused group and the circuit breaker cost beside it
+ *      at 10 and 100 (bench/fleet-brakes.ts); F3. one group across 20 and 100 bridges as processes, 2 and 10 slots
  *      (bench/fleet-processes.ts), and a wave's collision words and store cost at 20 and 100 (bench/fleet-wave.ts).
  *   M. memory of each profile alone (package webhook+file, with a Blob or a Lease budget, the AKS
  *      DaemonSet, the executable read back from disk) beside bare node: VmRSS, RssAnon, RssFile, PSS,
@@ -43,6 +44,7 @@ import { phaseBurst } from './burst.ts';
 import { phaseTemplates } from './templates.ts';
 import { phaseBudget } from './budget.ts';
 import { phaseFleetCost } from './fleet-cost.ts';
+import { phaseFleetBrakes } from './fleet-brakes.ts';
 import { phaseFleetProcesses } from './fleet-processes.ts';
 import { phaseFleetWave } from './fleet-wave.ts';
 import { phaseFleetView } from './fleet-view.ts';
@@ -93,6 +95,8 @@ try {
   const budget = await phaseBudget();
   log('F2: what a fleet budget costs its store (10, 100 and 300 members, both stores, a simulated clock)');
   const cost = await phaseFleetCost(quick ? [10, 100] : [10, 100, 300]);
+  log('F2b: what a paused group and the circuit breaker cost the store (10 and 100 members, both stores, a simulated clock)');
+  const brakes = await phaseFleetBrakes(quick ? [10] : [10, 100]);
   log('F3: a fleet budget across 20 and 100 bridges as processes (2 and 10 slots, every maintenance at once)');
   const processes = [];
   for (const [n, k] of quick
@@ -147,6 +151,7 @@ try {
         releaseToNextStart: strip(budget.settle.releaseToNextStart),
       },
       storeCost: cost,
+      brakesCost: brakes,
       processes: processes.map((p) => ({ ...p, releaseToNextStart: strip(p.releaseToNextStart) })),
       waves,
     },
@@ -261,6 +266,19 @@ try {
             ', ',
           )}) | ${c.idleKiBPerMemberPerMinute ?? '-'}, ${c.waveKiBPerMemberPerMinute ?? '-'} | ${c.lostWritesPerHandOff ?? '-'} | ${c.servedOutOfOrder} of ${c.granted} |`,
     ),
+    '',
+    '| fleet budget brakes: requests to the store per member per minute (3 slots, heartbeat 30 s, an IMDS read every 1 s) | idle | idle, breaker on | a maintenance ahead, nothing asked | paused, every member held (policy asks at every read) | paused, breaker on | paused, the first minute (the first look) |',
+    '|---|---|---|---|---|---|---|',
+    ...[...new Set(brakes.map((b) => `${b.members} ${b.kind}`))].map((key) => {
+      const of = (mode: string, breaker: boolean) =>
+        brakes.find((b) => `${b.members} ${b.kind}` === key && b.mode === mode && b.breaker === breaker)!;
+      const total = (b: (typeof brakes)[number]) =>
+        `${b.totalPerMemberPerMinute} (${Object.entries(b.perMemberPerMinute)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')})`;
+      const [n, kind] = key.split(' ');
+      return `| ${n} members, ${kind === 'blob' ? 'Blob Storage (Azurite)' : 'Leases (the API stand-in)'} | ${total(of('idle', false))} | ${total(of('idle', true))} | ${total(of('scheduled', false))} | ${total(of('paused', false))} | ${total(of('paused', true))} | ${of('paused', false).firstMinuteTotal} |`;
+    }),
     '',
     "| fleet budget across bridges as processes, every maintenance at once (4 s each; policy, IMDS read every 1 s, retryMs 2 s), Blob Storage (Azurite) | approved | most down at once | served out of the queue's order | wave (ideal) | overhead per round | hand-off p50 / p95 / max | slot use | lost writes per hand-off | requests per member per minute |",
     '|---|---|---|---|---|---|---|---|---|---|',

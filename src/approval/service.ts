@@ -17,6 +17,7 @@ import { ImdsError } from '../imds/errors.ts';
 import { retryImds } from '../imds/retry.ts';
 import type { ApprovalRecord, Approvals, Journal, PendingEvent } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
+import type { HoldReason } from '../observability/fleet-metrics.ts';
 
 export type ApprovalErrorCode = 'UNKNOWN_EVENT' | 'NOT_APPROVABLE' | 'IMDS_REFUSED' | 'HELD' | 'FLEET_STORE_UNAVAILABLE' | 'BLACKOUT';
 
@@ -50,6 +51,8 @@ export class ApprovalError extends BridgeError<ApprovalErrorCode> {
   readonly unhealthy: readonly UnhealthyMember[];
   /** For a held automatic approval, how soon to ask again (ms) when the gate says so (0: at the next IMDS read); else its retryMs. */
   readonly againMs: number | undefined;
+  /** What holds it: a blackout the calendar; HELD the brake that says so (else the budget); null when nothing does (a store not answering). */
+  readonly reason: HoldReason | null;
   constructor(
     code: ApprovalErrorCode,
     message: string,
@@ -57,12 +60,14 @@ export class ApprovalError extends BridgeError<ApprovalErrorCode> {
     holders: readonly SlotHolder[] = [],
     unhealthy: readonly UnhealthyMember[] = [],
     againMs?: number,
+    reason?: HoldReason,
   ) {
     super(code, message, { cause });
     this.status = STATUS[code];
     this.holders = holders;
     this.unhealthy = unhealthy;
     this.againMs = againMs;
+    this.reason = code === 'BLACKOUT' ? 'calendar' : code === 'HELD' ? (reason ?? 'budget') : null;
   }
 
   /** held: the fleet budget (no slot free, or its store cannot be reached) or a blackout of the calendar holds the approval. */
@@ -147,8 +152,8 @@ export interface ApprovalServiceOptions {
   calendar?: Calendar;
   /** The clock the calendar is read on (tests set it). */
   now?: () => number;
-  /** Called with every approval attempt's result, for metrics. */
-  onResult?: (via: string, result: string) => void;
+  /** Called with every approval attempt's result, for metrics (`held`: what holds it, when something does). */
+  onResult?: (via: string, result: string, eventId: string, held: HoldReason | null) => void;
 }
 
 /** StartRequests is tried 4 times within a few seconds: a human or a policy is waiting on the answer. */
@@ -182,10 +187,10 @@ export class ApprovalService {
     if (running === undefined) this.#inFlight.set(eventId, p);
     try {
       const r = await p;
-      this.#o.onResult?.(request.via, r.status);
+      this.#o.onResult?.(request.via, r.status, eventId, null);
       return r;
     } catch (err) {
-      this.#o.onResult?.(request.via, (err as ApprovalError).code ?? 'error');
+      this.#o.onResult?.(request.via, (err as ApprovalError).code ?? 'error', eventId, err instanceof ApprovalError ? err.reason : null);
       throw err;
     } finally {
       if (this.#inFlight.get(eventId) === p) this.#inFlight.delete(eventId);

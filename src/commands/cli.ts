@@ -39,6 +39,8 @@ Commands:
                                            the fleet budget's group (with the relay's file: every group, and what is unwatched)
   fleet forget VM [--force] [--config FILE] [--env-file FILE]
                                            remove the record of a member gone for good from the group
+  fleet pause --reason TEXT [--until TIME] [--config FILE] [--env-file FILE] | fleet resume
+                                           stop the group's early approvals (a forced one goes past), or let them go on
   drill [--type TYPE] [--notice D] [--duration D] [--source S] [--sink NAME ...] [--prepare rehearse|real]
         [--cancel|--end] [--config FILE] [--env-file FILE] [--json]
                                            play one maintenance through the running daemon, end to end; nothing is asked of Azure

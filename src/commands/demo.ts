@@ -147,7 +147,7 @@ async function play(sim: ImdsSimulator, url: string, dir: string, eventsFile: st
   });
   for (const t of timers) clearTimeout(t);
 
-  const kinds = TRANSITIONS.filter((k) => k !== 'fleet.collision' && k !== 'calendar.conflict' && k !== 'unwatched'); // the demo's one VM is in no fleet group and has no calendar, and no relay watches Azure's feed
+  const kinds = TRANSITIONS.filter((k) => !['fleet.collision', 'fleet.paused', 'calendar.conflict', 'unwatched'].includes(k)); // the demo's one VM is in no fleet group and has no calendar, and no relay watches Azure's feed
   const rows = SCENARIOS.map((s) => [s.name, ...kinds.map((k) => String(counts.get(s.name)!.get(k) ?? 0))]);
   const total = kinds.map((k) => String([...counts.values()].reduce((a, c) => a + (c.get(k) ?? 0), 0)));
   out.write(

@@ -5,6 +5,7 @@
  *   fleet public-key           the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
  *   fleet status [--json]      the fleet budget's group: members, windows, slots
  *   fleet forget VM [--force]  removes the record of a member gone for good
+ *   fleet pause --reason TEXT [--until TIME] | fleet resume   stops the group's early approvals, or lets them go on
  * Keys are read from the environment, never from arguments (which other users may see).
  */
 import { createPublicKey } from 'node:crypto';
@@ -13,14 +14,16 @@ import { readGroup } from '../fleet/budget/group.ts';
 import { groupText } from '../fleet/budget/group-text.ts';
 import { forgetMember } from '../fleet/budget/forget.ts';
 import { openFleetStore } from '../fleet/budget/stores/open.ts';
-import type { FleetConfig } from '../fleet/budget/config.ts';
 import { visible } from '../present/text-line.ts';
-import { errorFields } from '../lib/errors.ts';
-import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table, UsageError, type ConfigValues } from './common.ts';
+import { CONFIG_OPTIONS, EXIT, needs, parse, table, UsageError, type ConfigValues } from './common.ts';
 import { loadRelayOrReport } from './relay-file.ts';
 import { FleetReader } from '../fleet/view/snapshot.ts';
+import { failed, memberFleet, pause, resume } from './fleet-group.ts';
 import { RecordSeal } from '../fleet/view/seal.ts';
 import { fleetEvents } from '../fleet/view/events.ts';
+
+/** The options of fleet pause (fleet-group.ts). */
+const PAUSE_OPTIONS = { ...CONFIG_OPTIONS, reason: { type: 'string' }, until: { type: 'string' } } as const;
 
 export async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
@@ -71,7 +74,9 @@ export async function main(argv: string[]): Promise<number> {
     }
   }
   if (verb === 'forget') return forget(rest);
-  throw new UsageError('fleet needs keys, link-key --vm ID, public-key, status or forget VM');
+  if (verb === 'pause') return pause(parse(rest, PAUSE_OPTIONS).values);
+  if (verb === 'resume') return resume(rest);
+  throw new UsageError('fleet needs keys, link-key --vm ID, public-key, status, forget VM, pause --reason TEXT or resume');
 }
 
 /** forget removes the record of a member gone for good (a VM scaled in or deleted) from the group's store. */
@@ -154,19 +159,4 @@ async function fleetOfRelay(values: ConfigValues, json: boolean): Promise<number
   } finally {
     await reader.close();
   }
-}
-
-/** memberFleet: this VM's fleet block, or null when it has none or the file is not valid (said on stderr). */
-async function memberFleet(values: Parameters<typeof loadOrReport>[0]): Promise<FleetConfig | null> {
-  const loaded = await loadOrReport(values, needs.sections('fleet'));
-  if (loaded === null) return null;
-  if (loaded.config.fleet === undefined) process.stderr.write(`${loaded.path}: fleet is not configured, so this VM belongs to no group\n`);
-  return loaded.config.fleet ?? null;
-}
-
-/** failed: a command that could not read or write the store says why on stderr (exit 1). */
-function failed(what: string, err: unknown): number {
-  const e = errorFields(err);
-  process.stderr.write(`se-bridge ${what}: ${e.code}: ${e.err}\n`);
-  return EXIT.failure;
 }

@@ -23,7 +23,7 @@ import { pino } from 'pino';
 import { Preparations, preparersOf } from '../daemon/preparations.ts';
 import type { HealthState, PreparationState } from '../sinks/contract.ts';
 import { readGroup } from '../fleet/budget/group.ts';
-import { groupText, heldText } from '../fleet/budget/group-text.ts';
+import { groupText, heldText, pausedText } from '../fleet/budget/group-text.ts';
 import { errorFields } from '../lib/errors.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, needs, parse, table } from './common.ts';
 import { controlCall } from '../control/client.ts';
@@ -67,7 +67,9 @@ export async function main(argv: string[]): Promise<number> {
       const held = fleet.members
         .find((m) => m.vm.toLowerCase() === vm.name.toLowerCase())
         ?.events.find((x) => x.eventId === e.eventId)?.held;
-      return held === undefined ? null : heldText(held);
+      if (held === undefined) return null;
+      // a pause holds it whatever else would: said first
+      return fleet.pause === null ? heldText(held) : `${pausedText(fleet.group, fleet.pause)} ${heldText(held)}`;
     };
     const events = document.events.map((e) => ({
       eventId: e.eventId,

@@ -120,12 +120,35 @@ ${RELAY_CONFIG}
 `,
   fleet: `Usage: se-bridge fleet keys | link-key --vm ID | public-key | status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
        se-bridge fleet forget VM [--force] [--config FILE] [--env-file FILE]
+       se-bridge fleet pause --reason TEXT [--until TIME] [--config FILE] [--env-file FILE] | fleet resume [--config FILE] [--env-file FILE]
 
   keys                a new relay signing key pair and fleet key (JSON)
   link-key --vm ID    a VM's link key, from $SE_BRIDGE_FLEET_KEY and the VM's resource id
   public-key          the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
   status              the fleet budget's group (or, with --relay-config, every group and what is unwatched)
   forget VM           removes the record of a member gone for good (a VM scaled in or deleted) from the group
+  pause               stops every early approval in the group (a forced one goes past it), until --until or resume
+  resume              lets the group's early approvals go on, and clears its circuit breaker's failures
+`,
+  'fleet pause': `Usage: se-bridge fleet pause --reason TEXT [--until TIME] [--config FILE] [--env-file FILE]
+
+Pauses the fleet budget's group (fleet.group): no early approval in it while the pause holds
+(policy, hooks, a person's plain approval: each held, naming the pause's reason, who and since);
+a forced approval, with a reason, goes past it, on the record. Written in the group's store with
+who (cli:<user>), why, since and until; it replaces a pause in force, the circuit breaker's too.
+Each member reads it with its slots (at its next heartbeat at the latest). Exit 2 without a
+reason, or with an --until that is not a time in the future; 1 when the store cannot be written.
+
+  --reason TEXT       why (required): said in every held answer, status and fleet status
+  --until TIME        when the pause ends by itself (RFC 3339, as 2026-12-01T06:00:00Z); without it, at resume
+${CONFIG}
+`,
+  'fleet resume': `Usage: se-bridge fleet resume [--config FILE] [--env-file FILE]
+
+Ends the pause of the fleet budget's group (a person's or its circuit breaker's) and clears the
+breaker's failures. The approvals it held go on in the group's queue order as each member reads
+its slots again (within a heartbeat). Exit 1 when the store cannot be written.
+${CONFIG}
 `,
   'fleet forget': `Usage: se-bridge fleet forget VM [--force] [--config FILE] [--env-file FILE]
 

@@ -10,6 +10,7 @@ import { configWarnings } from '../config/warnings.ts';
 import { CONFIG_OPTIONS, EXIT, loadOrReport, parse, type ConfigValues } from './common.ts';
 import { loadRelayOrReport } from './relay-file.ts';
 import { templateLimitProblems } from './template.ts';
+import { budgetText } from '../fleet/budget/config.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parse(argv, { ...CONFIG_OPTIONS, relay: { type: 'boolean' } });
@@ -26,6 +27,9 @@ export async function main(argv: string[]): Promise<number> {
   const sinks = loaded.config.sinks.map((s) => `${s.name} (${s.type})`).join(', ') || 'none';
   for (const w of configWarnings(loaded.config)) process.stderr.write(`warning: ${w}\n`);
   process.stdout.write(`${loaded.path}: valid; sinks: ${sinks}\n`);
+  // how the budget will count: a percentage comes to its slots only against the members alive then
+  const fleet = loaded.config.fleet;
+  if (fleet !== undefined && budgetText(fleet) !== null) process.stdout.write(`${budgetText(fleet)}\n`);
   return EXIT.ok;
 }
 

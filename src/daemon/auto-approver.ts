@@ -15,6 +15,7 @@ import { routingName } from '../imds/identity.ts';
 import type { Approvals } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
 import type { Preparations } from './preparations.ts';
+import type { HoldReason } from '../observability/fleet-metrics.ts';
 
 const RETRY_MS = 30_000;
 
@@ -35,6 +36,8 @@ export interface AutoApproverOptions {
   readonly calendar?: Calendar;
   /** The clock (tests set it). */
   readonly now?: () => number;
+  /** Told of an approval the calendar holds (asked at every read while it does), for the fleet's metrics. */
+  readonly onHeld?: (eventId: string, reason: HoldReason) => void;
 }
 
 export class AutoApprover {
@@ -90,6 +93,7 @@ export class AutoApprover {
       entry.waiting = undefined;
       return false;
     }
+    this.#o.onHeld?.(e.eventId, 'calendar');
     const state = calendar.stateAt(now);
     const why = state.blackout !== null ? `inside the blackout ${state.blackout}` : 'outside the maintenance windows';
     // said once per reason: when it is allowed again is walked out only then, not at every read

@@ -11,6 +11,7 @@ import { calendarOf, healthOf } from '../config/cross.ts';
 import { Dispatcher, type OutcomeReport } from '../delivery/dispatcher.ts';
 import { attachDrill } from '../drill/attach.ts';
 import { attachBudget } from '../fleet/budget/attach.ts';
+import { budgeted } from '../fleet/budget/config.ts';
 import { attachInbox } from '../fleet/inbox/attach.ts';
 import { attachHealth } from '../health/attach.ts';
 import { Calendar, memberCalendar } from '../calendar/calendar.ts';
@@ -24,6 +25,7 @@ import { identityFrom, routingName } from '../imds/identity.ts';
 import { BridgeState } from '../imds/view.ts';
 import { scrubber } from '../lib/log.ts';
 import { Metrics } from '../observability/metrics.ts';
+import type { HoldReason } from '../observability/fleet-metrics.ts';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { Store } from '../store/store.ts';
 import { AutoApprover } from './auto-approver.ts';
@@ -95,7 +97,9 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const hooks = [...early.flatMap((f) => (f.route === undefined ? [] : [f.route])), ...(deferrals ? [deferrals.route] : [])];
   const router = new Router({ targets, state, journal, logger, hooks, notify: () => dispatcher.notify() });
   const givenBack = (eventId: string) => preparations.givenBack(eventId);
-  const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack };
+  // a budgeted group's numbers, and the approvals held (by what) and granted: every path below says them
+  const fleet = config.fleet !== undefined && budgeted(config.fleet) ? metrics.fleet.group(config.fleet.group) : undefined;
+  const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack, fleet };
   // what a member record says of each event besides IMDS's fields: who approved it, where its preparations stand
   const notes = (eventId: string) => {
     const a = records.of(eventId);
@@ -118,7 +122,11 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
     ...{ records, journal, client, logger, view: state, dryRun, route: router.one, ...(gate === undefined ? {} : { gate }) },
     ...(calendar === undefined ? {} : { calendar }),
     ...(now === undefined ? {} : { now }),
-    onResult: (via, result) => metrics.approvals.inc({ via, result }),
+    onResult: (via, result, eventId, held) => {
+      metrics.approvals.inc({ via, result });
+      if (held !== null) fleet?.held(eventId, held);
+      else if (result === 'approved') fleet?.granted(eventId);
+    },
     emit: (event, routed, record) => {
       metrics.transitions.inc({ transition: 'approved', drill: String(isDrill(record.eventId)) });
       records.record(record, routed);
@@ -129,6 +137,7 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
     ...{ records, approvals, logger, rules, preparations, view: state, signal, heldRetryMs: gate?.retryMs },
     ...(calendar === undefined ? {} : { calendar }),
     ...(now === undefined ? {} : { now }),
+    ...(fleet === undefined ? {} : { onHeld: (eventId: string, reason: HoldReason) => fleet.held(eventId, reason) }),
   });
   const poll = new PollLoop({
     ...{ client, journal, last: store.lastDocument, metrics, logger, state, route: router.route, committed, bootedAt: o.bootedAt },
@@ -137,6 +146,7 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
     read: (document) => {
       reads.publish({ events: document.events, vmName: routingName(state.vm) });
       for (const f of features) f.onRead?.(document);
+      fleet?.keep(new Set(document.events.filter((e) => e.eventStatus === 'Scheduled').map((e) => e.eventId)));
       // the approval policy runs on every good read, changed document or not: an approval that failed or was held is asked again at its time
       auto.apply(document.events);
     },

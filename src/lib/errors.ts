@@ -88,6 +88,12 @@ export const CODES = {
     'a member not healthy (or its record stale) past fleet.unhealthyCountsForSeconds no longer counts against its group: left out, and named (se-bridge fleet forget removes one gone for good)',
   FLEET_MEMBER_FORGOTTEN:
     "a member whose record was not written for fleet.forgetAfterSeconds was forgotten: its record deleted from the group's store, at the version read",
+  FLEET_PAUSED:
+    "a fleet group is paused (se-bridge fleet pause, the relay, or its circuit breaker): no early approval in it but a forced one, each held naming the pause's reason (a fleet.paused CloudEvent)",
+  FLEET_MEMBER_NOT_BACK:
+    "a member approved early was not back within its bound (its slot passed its recorded end still in its name): a failure counted by the group's circuit breaker",
+  FLEET_BREAKER_OPEN:
+    "a fleet group's circuit breaker opened (fleet.breaker: that many members approved early not back within the window): the group paused itself until a person resumes it",
   // calendars
   BLACKOUT:
     'a blackout of the calendar holds the approval (409; only a person forcing it, with a reason, goes past it; maintenance starts at NotBefore)',

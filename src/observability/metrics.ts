@@ -10,6 +10,7 @@ import { Counter, Gauge, Histogram, Registry, processMetrics } from '../lib/prom
 import type { Outbox } from '../store/store.ts';
 import type { EventsDocument } from '../imds/wire.ts';
 import type { SinkMetrics } from '../sinks/contract.ts';
+import { FleetMetrics } from './fleet-metrics.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 /** Preparations take seconds to many minutes (a drain waits for pods to stop). */
@@ -34,6 +35,8 @@ export class Metrics {
   readonly fleetSlots: Gauge;
   readonly fleetHeld: Counter;
   readonly fleetStoreErrors: Counter;
+  /** The fleet budget's numbers per group (fleet-metrics.ts). */
+  readonly fleet: FleetMetrics;
   /** The families sinks asked for by name (SinkMetrics). */
   readonly #sinkFamilies = new Map<string, Counter | Gauge | Histogram>();
 
@@ -65,7 +68,7 @@ export class Metrics {
     this.transitions = r.register(
       new Counter(
         'sebridge_transitions_total',
-        'Transitions observed, by kind (scheduled, updated, started, completed, canceled, approved, fleet.collision) and whether a drill made them.',
+        'Transitions observed, by kind (scheduled, updated, started, completed, canceled, approved, fleet.collision, fleet.paused) and whether a drill made them.',
         ['transition', 'drill'],
       ),
     );
@@ -128,6 +131,7 @@ export class Metrics {
     this.fleetStoreErrors = r.register(
       new Counter('sebridge_fleet_store_errors_total', "Failed reads and writes of the fleet budget's store, by operation.", ['operation']),
     );
+    this.fleet = new FleetMetrics(r);
     this.consecutiveFailures = r.register(
       new Gauge('sebridge_imds_consecutive_failures', 'IMDS reads failed in a row (0 when the last read succeeded).'),
     );

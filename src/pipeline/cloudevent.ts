@@ -10,7 +10,7 @@
  * @see https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md
  */
 import type { CalendarConflict } from '../calendar/conflict.ts';
-import type { CollisionInfo, UnwatchedInfo } from './info.ts';
+import type { CollisionInfo, PauseInfo, UnwatchedInfo } from './info.ts';
 import { BridgeError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
 import { isDrill } from '../imds/drill-id.ts';
@@ -55,6 +55,8 @@ export interface EventData {
   approval?: ApprovalInfo;
   /** For `fleet.collision`: more members of a fleet group due for maintenance at once than it allows. */
   collision?: CollisionInfo;
+  /** For `fleet.paused`: the fleet group is paused (no early approval but a forced one), or resumed. */
+  pause?: PauseInfo;
   /** For `calendar.conflict`: the maintenance falls in a blackout, or outside every window with none before it. */
   calendar?: CalendarConflict;
   /** For `unwatched` (the relay's): why no bridge watches this event of a VM Azure's feed lists. */
@@ -202,7 +204,7 @@ export function dataWith(
   event: ScheduledEvent,
   incarnation: number,
   ctx: MappingContext,
-  more: Pick<EventData, 'approval' | 'collision' | 'calendar' | 'unwatched'>,
+  more: Pick<EventData, 'approval' | 'collision' | 'pause' | 'calendar' | 'unwatched'>,
 ): EventData {
   return {
     ...fieldsOf(event),

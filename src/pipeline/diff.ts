@@ -36,13 +36,14 @@ export const TRANSITIONS = [
   'canceled',
   'approved',
   'fleet.collision',
+  'fleet.paused',
   'calendar.conflict',
   'unwatched',
 ] as const;
 export type TransitionKind = (typeof TRANSITIONS)[number];
 
 export interface Transition {
-  readonly kind: Exclude<TransitionKind, 'approved' | 'fleet.collision' | 'calendar.conflict' | 'unwatched'>;
+  readonly kind: Exclude<TransitionKind, 'approved' | 'fleet.collision' | 'fleet.paused' | 'calendar.conflict' | 'unwatched'>;
   /** The event as it is now; for completed/canceled, as it was last seen. */
   readonly event: ScheduledEvent;
   /** For `updated`: the names of the fields that changed. */

@@ -17,6 +17,20 @@ export interface CollisionInfo {
   readonly state?: 'foreseen' | 'updated' | 'resolved';
 }
 
+/** PauseInfo: a fleet group paused (by a person, or by its circuit breaker: the members named), or resumed. */
+export interface PauseInfo {
+  readonly group: string;
+  readonly state: 'paused' | 'resumed';
+  readonly by: 'person' | 'breaker';
+  readonly who: string;
+  readonly why: string;
+  readonly since: string;
+  /** When it ends by itself (null: when a person resumes it). */
+  readonly until: string | null;
+  /** For the breaker: the members approved early that were not back within their bound. */
+  readonly members?: readonly string[];
+}
+
 /** UnwatchedInfo: an event Azure's feed lists for a VM no bridge watches (the relay's `unwatched`). */
 export interface UnwatchedInfo {
   /** no-member: no bridge ever wrote a record for the VM; stale-member: its bridge stopped; not-listed: its bridge does not list the event. */

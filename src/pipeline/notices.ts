@@ -1,6 +1,7 @@
 /**
  * The CloudEvents the bridge derives from what it sees, beside the transitions IMDS shows:
- * `fleet.collision` (a fleet group's members due at once past its budget) and
+ * `fleet.collision` (a fleet group's members due at once past its budget), `fleet.paused` (a
+ * fleet group paused, no early approval in it but a forced one, or resumed) and
  * `calendar.conflict` (a maintenance that falls where the calendar says it hurts). Each carries
  * this VM's own event as its data, with what was found beside it.
  */
@@ -8,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { CalendarConflict } from '../calendar/conflict.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
 import { build, dataWith, type BridgeEvent, type MappingContext } from './cloudevent.ts';
-import type { CollisionInfo } from './info.ts';
+import type { CollisionInfo, PauseInfo } from './info.ts';
 
 /**
  * collisionIdOf: the CloudEvent id of one word about a wave of colliding maintenance: a digest of
@@ -61,4 +62,18 @@ export function toConflictCloudEvent(
     incarnation,
     ctx,
   );
+}
+
+/**
+ * toPauseCloudEvent is `fleet.paused`: its id is `fleet.paused/<digest>` of the group, when the
+ * pause began and whether it is said paused or resumed, the same on every member that says it, so
+ * a consumer deduplicates the group's copies. Its data is this member's own maintenance the pause
+ * holds, with the pause beside it.
+ */
+export function toPauseCloudEvent(own: ScheduledEvent, incarnation: number, pause: PauseInfo, ctx: MappingContext): BridgeEvent {
+  const digest = createHash('sha256')
+    .update(JSON.stringify([pause.group, pause.since, pause.by, pause.state]))
+    .digest('hex')
+    .slice(0, 40);
+  return build(`fleet.paused/${digest}`, 'fleet.paused', dataWith(own, incarnation, ctx, { pause }), incarnation, ctx);
 }

@@ -151,6 +151,16 @@ export function toChatMessage(
     title = plainWords;
     severity = within ? 'resolved' : 'high';
     rank = within ? 0 : 9;
+  } else if (transition === 'fleet.paused' && d.pause !== undefined) {
+    const p = d.pause;
+    const by = p.by === 'breaker' ? `its circuit breaker (${(p.members ?? []).join(', ')} did not come back)` : p.who;
+    plainWords =
+      p.state === 'resumed'
+        ? `${p.group} resumed: early approvals go on in the group's queue order`
+        : `${p.group} paused by ${by} since ${utcText(p.since)}${p.until === null ? ' until resumed' : ` until ${utcText(p.until)}`}: ${p.why}; no early approval but a forced one`;
+    title = `${who}: ${p.state === 'resumed' ? `${p.group} resumed` : `${p.group} paused`}`;
+    severity = p.state === 'resumed' ? 'resolved' : 'high';
+    rank = p.state === 'resumed' ? 0 : 8;
   } else if (transition === 'calendar.conflict' && d.calendar !== undefined) {
     const c = d.calendar;
     const where = c.kind === 'blackout' ? `inside the blackout ${c.blackout}` : 'outside every maintenance window';

@@ -32,6 +32,10 @@ export function formatEventLine(event: BridgeEvent): string {
     parts.push(
       `collision=${visible(d.collision.group)}:${d.collision.due.length}/${d.collision.maxUnavailable} from=${d.collision.from} to=${d.collision.to} vms=${d.collision.due.map((x) => visible(x.vm)).join(',')} atOnce=${d.collision.atOnce} wave=${visible(d.collision.id)}`,
     );
+  if (d.pause !== undefined)
+    parts.push(
+      `pause=${visible(d.pause.group)}:${d.pause.state} by=${visible(d.pause.who)} since=${d.pause.since} why="${visible(d.pause.why).replace(/"/g, '\\"')}"`,
+    );
   if (d.description !== '') parts.push(`"${visible(d.description).replace(/"/g, '\\"')}"`);
   return parts.join('  ');
 }

@@ -202,6 +202,7 @@ export class ArmApprovals {
     const heartbeatSeconds = Math.min(3600, Math.max(5, Math.round(t.group.member.heartbeatSeconds) || 30));
     const config = FleetConfig.parse({
       ...{ group, store: fleet.store, heartbeatSeconds, ...(stated?.zones === undefined ? {} : { zones: stated.zones }) },
+      ...(stated?.rate === undefined ? {} : { rate: stated.rate }),
       ...{ maxUnavailable: Math.max(1, budget?.k ?? 1), marginSeconds: Math.max(1800, 3 * heartbeatSeconds) },
     });
     // the slot says the member's zone, so every member that goes one zone at a time sees it

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { FleetStoreConfig, storeTimeoutMs } from '../fleet/budget/stores/config.ts';
 import { FleetConfig } from '../fleet/budget/config.ts';
+import { RateConfig } from '../fleet/budget/rate.ts';
 import { CalendarConfig } from '../calendar/config.ts';
 import { CredentialConfig } from '../azure/credentials.ts';
 import { EVENT_GRID_APP_ID } from '../azure/bearer.ts';
@@ -35,6 +36,9 @@ export const RelayFleetConfig = z
             ),
           zones: FleetConfig.shape.zones.describe(
             'one-at-a-time: an approval via arm never takes a member down while a member of another availability zone is in maintenance (as the members of the group go).',
+          ),
+          rate: RateConfig.optional().describe(
+            "The group's rate as the relay holds approvals via arm to it (fleet.rate): without it the relay holds none by the rate, and keeps the members' stamps as they are.",
           ),
           calendar: CalendarConfig.optional().describe(
             "The group's calendar as the relay keeps it for approvals via arm: a blackout holds them but a forced one (default: what the members' records say of theirs).",

@@ -86,7 +86,7 @@ export class FleetRoutes {
     return s;
   }
 
-  /** GET /v1/fleet: the groups, their members, their slots and collisions, the stale members, the count of unwatched events. */
+  /** GET /v1/fleet: the groups, their members, their slots, pauses and collisions, the stale members, the count of unwatched events. */
   async fleet(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const s = await this.#snapshot(this.#readable(req));
     const events = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now());
@@ -100,6 +100,7 @@ export class FleetRoutes {
         stale: g.members.filter((m) => m.stale).length,
         pending: g.members.reduce((n, m) => n + m.events.length, 0),
         slots: g.slots,
+        pause: g.pause,
         collision: g.collision,
         skipped: g.skipped,
       })),

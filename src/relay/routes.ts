@@ -17,6 +17,7 @@ import { approvedUpdate, readSlackAction, respondSlack, warning } from '../appro
 import { relayReadiness, type RelayBus, type RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
 import type { FleetRoutes } from './fleet-routes.ts';
+import { brake } from './pause-routes.ts';
 
 // ----- HTTP ------------------------------------------------------------------------------------
 
@@ -27,6 +28,8 @@ const ROUTES: Record<string, string[]> = {
   '/v1/slack/interactions': ['POST'],
   '/v1/fleet': ['GET'],
   '/v1/fleet/events': ['GET'],
+  '/v1/fleet/pause': ['POST'],
+  '/v1/fleet/resume': ['POST'],
   '/v1/azure/eventgrid': ['POST', 'OPTIONS'],
   '/livez': ['GET', 'HEAD'],
   '/readyz': ['GET', 'HEAD'],
@@ -95,6 +98,8 @@ export class RelayServer extends RoutedServer {
         return await (req.method === 'OPTIONS' ? fleet.handshake(req, res, url) : fleet.eventGrid(req, res, url));
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);
       if (url.pathname === '/v1/approvals') return await this.#api(req, res, body);
+      if (url.pathname === '/v1/fleet/pause' || url.pathname === '/v1/fleet/resume')
+        return await brake({ ...this.#o, apiKeys: this.#apiKeys }, req, res, url, body);
       if (url.pathname.startsWith('/v1/approvals/'))
         return this.#tracking(req, res, decodeURIComponent(url.pathname.slice('/v1/approvals/'.length)));
       if (url.pathname === '/v1/slack/interactions') return this.#slack(req, res, body);

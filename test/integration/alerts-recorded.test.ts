@@ -91,6 +91,8 @@ describe('the shipped alerts over a recording of a real bridge', () => {
       ['SeBridgeBlind', []],
       ['SeBridgeDeliveryStuck', []],
       ['SeBridgeDeadLetters', []],
+      ['SeBridgeFleetPaused', []],
+      ['SeBridgeFleetApprovalHeld', []],
     ]);
     sim.addEvent({ noticeMs: 3_600_000 });
     await waitFor(

@@ -82,6 +82,7 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
       holders: [{ vm: 'vm-a', eventId: ea.eventId }],
       error: { code: 'HELD' },
     });
+    expect((held as ApprovalError).reason).toBe('budget');
     expect(await b.budget.take(eb, { ...api, force: true, reason: 'hotfix' })).toMatchObject({ forced: true });
     // vm-a is back, but vm-b (forced) is still down: the group's one slot is spoken for
     await a.read([]);

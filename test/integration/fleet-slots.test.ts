@@ -294,6 +294,7 @@ describe('what else holds an early approval', () => {
     expect(await c.slots.take(eventAt('vm-c'), 'early', api)).toMatchObject({ slot: 'slot-1' });
     const held = await heldOf(b.slots.take(eventAt('vm-b'), 'early', api));
     expect(held.message).toMatch(/; zone 1 is in maintenance \(vm-a\); the group takes one zone at a time$/);
+    expect(held.reason).toBe('zone');
     expect(Object.keys(await records(b))).toEqual(['slot-0', 'slot-1']);
     expect(await b.slots.take(eventAt('vm-b'), 'forced', api)).toMatchObject({ forced: false, slot: 'slot-2' });
   });
@@ -649,6 +650,7 @@ describe('a maintenance of several members', () => {
     const e = eventAt('vm-a', { resources: ['vm-a', 'vm-c'] });
     const held = await heldOf(takeForAll(ctx(a, config), e, named([a, c]), 'early', api));
     expect(held.message).toMatch(/; this maintenance spans zones 1 and 2$/);
+    expect(held.reason).toBe('zone');
     expect(await takeForAll(ctx(a, config), e, named([a, c]), 'forced', api)).toMatchObject({
       forced: true,
       note: downText(group, named([a, c])),

@@ -142,13 +142,13 @@ describe('the fleet view: every member in one store, read by the relay', () => {
       // both replicas say the same, page by page
       const strip = (es: Record<string, any>[]) => es.map((e) => ({ ...e, heartbeatAt: undefined }));
       expect(strip(await allEvents(r2, '', 5))).toEqual(strip(await allEvents(r1, '', 7)));
-      // the groups: their budgets as the members have them (50% of 7 is 3), c without one
+      // the groups: their budgets as the members have them (50% of 7 is 3.5, rounded up 4), c without one
       const fleet = await read(r2, '/v1/fleet');
       expect(fleet.status).toBe(200);
       const groups = Object.fromEntries((fleet.json.groups as Record<string, any>[]).map((g) => [g.group, g]));
       expect(groups['fv-a']).toMatchObject({ maxUnavailable: 2, members: 7, stale: 0 });
       expect(groups['fv-a'].slots).toHaveLength(1);
-      expect(groups['fv-b']).toMatchObject({ maxUnavailable: 3, members: 7 });
+      expect(groups['fv-b']).toMatchObject({ maxUnavailable: 4, members: 7 });
       expect(groups['fv-c']).toMatchObject({ maxUnavailable: null, members: 6, slots: [] });
       expect(fleet.json).toMatchObject({ pending: 20, unwatched: 0, stale: [] });
       expect((fleet.json.members as Record<string, any>[]).every((m) => typeof m.version === 'string')).toBe(true);

@@ -393,6 +393,31 @@ describe("approval via arm: the group's budget, as the relay counts it", () => {
     expect((await slotsOf(container, 'liar')).map((x) => x.vm)).toEqual(['kv-3']);
   }, 60_000);
 
+  it('the rate its fleet.groups states holds an approval past it, saying when the next may come; a forced one goes past it, stamped', async () => {
+    const container = 'arm-rate';
+    const names = ['q-1', 'q-2', 'q-3'];
+    for (const [i, name] of names.entries())
+      await writeRecord(store(container), 'paced', { name, resourceId: vmId(name), events: [{ eventId: E(30 + i) }] });
+    arm.rows = names.map((n, i) => scheduledEventOf({ resourceId: vmId(n), eventId: E(30 + i) }));
+    const { r } = await relay(container, { groups: { paced: { maxUnavailable: 3, rate: { approvals: 1, perSeconds: 3600 } } } });
+    expect(await approve(r, { vm: 'q-1', eventId: E(30) })).toMatchObject({ status: 200, json: { status: 'approved' } });
+    expect(await approve(r, { vm: 'q-2', eventId: E(31) })).toMatchObject({
+      status: 409,
+      json: {
+        error: {
+          code: 'HELD',
+          message: expect.stringMatching(/allows 1 early approval in any 3600 s, and gave 1 .*; the next may come at /),
+        },
+      },
+    });
+    const forced = await approve(r, { vm: 'q-3', eventId: E(32), approver: 'carol', force: true, reason: 'cannot wait' });
+    expect(forced).toMatchObject({ status: 200, json: { status: 'approved' } });
+    // two slots taken, each stamped with its approval: the held one took none
+    const slots = await slotsOf(container, 'paced');
+    expect(slots.map((x) => x.vm).sort()).toEqual(['q-1', 'q-3']);
+    expect(slots.flatMap((x) => (x.approvals ?? []).map((a) => a.eventId)).sort()).toEqual([E(30), E(32)]);
+  }, 60_000);
+
   it("a member not healthy counts against the budget for as long as the longest bound its group's records state; a blackout holds all but a forced approval", async () => {
     const container = 'arm-held';
     const from = arm.acknowledged.length;

@@ -27,8 +27,14 @@ const file = yaml(readFileSync(join(dir, 'alerts.test.yaml'), 'utf8')) as { eval
 const sorted = <T>(xs: T[]) => [...xs].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 describe('the shipped alerts, by their promtool unit tests', () => {
-  it('has the three rules, each with a test', () => {
-    expect(rules.map((r) => r.alert)).toEqual(['SeBridgeBlind', 'SeBridgeDeliveryStuck', 'SeBridgeDeadLetters']);
+  it('has the five rules, each with a test', () => {
+    expect(rules.map((r) => r.alert)).toEqual([
+      'SeBridgeBlind',
+      'SeBridgeDeliveryStuck',
+      'SeBridgeDeadLetters',
+      'SeBridgeFleetPaused',
+      'SeBridgeFleetApprovalHeld',
+    ]);
     expect(new Set(file.tests.flatMap((t) => t.alert_rule_test.map((c) => c.alertname)))).toEqual(new Set(rules.map((r) => r.alert)));
   });
 

@@ -69,7 +69,7 @@ bogus: 1
         'sinks[1].name: duplicate sink name "a" (also sinks[0])',
         'sinks[1].path: is required (string)',
         `sinks[2].type: must be one of ${SINK_TYPES.join(' | ')}`,
-        'sinks[3].filter.types[0]: must be one of scheduled | updated | started | completed | canceled | approved | fleet.collision | calendar.conflict | unwatched',
+        'sinks[3].filter.types[0]: must be one of scheduled | updated | started | completed | canceled | approved | fleet.collision | fleet.paused | calendar.conflict | unwatched',
         'sinks[3].filter.extra: unknown key',
         'sinks[3].delivery.maxAttempts: must be at least 1',
         'log.level: must be one of fatal | error | warn | info | debug | trace | silent',

@@ -64,8 +64,8 @@ function member(
 
 function snapshot(members: GroupStatus['members'][number][], azure: AzureRecord[]): FleetSnapshot {
   const group: GroupStatus = {
-    ...{ group: 'g', maxUnavailable: 1, store: 's', members, slots: [], skipped: [], unread: [] },
-    ...{ unhealthyCountsForSeconds: 3600, collision: null },
+    ...{ group: 'g', maxUnavailable: 1, counted: null, store: 's', members, slots: [], skipped: [], unread: [] },
+    ...{ unhealthyCountsForSeconds: 3600, collision: null, pause: null },
   };
   return {
     readAt: NOW,

@@ -7,6 +7,7 @@
 import type { BridgeView } from '../../imds/view.ts';
 import type { EventsDocument } from '../../imds/wire.ts';
 import type { Metrics } from '../../observability/metrics.ts';
+import type { GroupMetrics } from '../../observability/fleet-metrics.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionDeps } from './collisions.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
@@ -21,6 +22,8 @@ export interface BudgetContext extends Pick<CollisionDeps, 'logger' | 'journal' 
   readonly dryRun: boolean;
   readonly state: BridgeView;
   readonly metrics: Metrics;
+  /** The group's series (allowed disruptions, the members down by cause, whether it is paused), in a budgeted group. */
+  readonly fleet?: GroupMetrics | undefined;
   /** Whether an ended event's preparations were given back. */
   readonly givenBack: (eventId: string) => boolean;
   /** Says that CloudEvents were committed (the dispatcher takes them). */
@@ -40,7 +43,11 @@ export async function attachBudget(ctx: BudgetContext) {
   const store = await openFleetStore(fleet.store, fleet.group, fleet.storeTimeoutMs);
   // the budget's code is loaded only by a member of a fleet: a bridge without one never holds it
   if (!budgeted(fleet)) return attachMember(ctx, fleet, store, (await import('./fleet-member.ts')).FleetMember);
-  const [{ FleetBudget }, { Forecast }] = await Promise.all([import('./budget.ts'), import('./collisions.ts')]);
+  const [{ FleetBudget }, { Forecast }, { PauseNotice }] = await Promise.all([
+    import('./budget.ts'),
+    import('./collisions.ts'),
+    import('./pause-notice.ts'),
+  ]);
   const forecast = new Forecast({
     group: fleet.group,
     maxUnavailable: fleet.maxUnavailable,
@@ -57,6 +64,13 @@ export async function attachBudget(ctx: BudgetContext) {
     },
   });
   const health = ctx.health;
+  const notice = new PauseNotice({
+    ...{ group: fleet.group, view: ctx.state, journal: ctx.journal, logger: ctx.logger, route: ctx.route },
+    committed: (event) => {
+      metrics.transitions.inc({ transition: 'fleet.paused', drill: 'false' });
+      ctx.committed([event]);
+    },
+  });
   const budget = new FleetBudget({
     config: fleet,
     store,
@@ -72,6 +86,8 @@ export async function attachBudget(ctx: BudgetContext) {
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
+      onFigures: (figures) => ctx.fleet?.figures(figures),
+      onPaused: (paused) => ctx.fleet?.paused(paused),
       onMembers: (members, slots) =>
         void forecast
           .foretell(members, slots)
@@ -95,8 +111,12 @@ export async function attachBudget(ctx: BudgetContext) {
   return {
     name: 'fleet',
     ...gate,
-    // the budget keeps a drill out of everything the fleet sees (FleetBudget.#realDocument)
-    onRead: (document: EventsDocument) => void budget.onRead(document),
+    // the budget keeps a drill out of everything the fleet sees (realDocument, member.ts)
+    onRead: (document: EventsDocument) => {
+      void budget.onRead(document);
+      // the pause as the last listing of the slots said it (read again at every heartbeat)
+      notice.look(budget.state().pause, document);
+    },
     details: () => budget.state(),
     run: async (signal: AbortSignal) => {
       // the health checks run in their own feature; a change is written in the member record at once

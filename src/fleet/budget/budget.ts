@@ -8,7 +8,6 @@
  */
 import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../../approval/service.ts';
 import { affects } from '../../imds/identity.ts';
-import { isDrill } from '../../imds/drill-id.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
@@ -19,13 +18,16 @@ import { RecordWarnings } from './parse.ts';
 import { forcedWithin, StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
-import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
+import { MemberRecordWriter, memberRecordOf, mineOf, realDocument } from './member.ts';
 import { downOf, QUEUED_VIA, QueuePlace } from './queue.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';
 import { giveBackTaken, type Written } from './give-back.ts';
+import { goesFirst, unhealthyFirst } from './unhealthy-first.ts';
+import { PausedError, pausedError, pauseOf, pauseState } from './pause.ts';
+import { Breaker } from './breaker.ts';
 
 export type { BudgetState } from './types.ts';
 
@@ -41,6 +43,8 @@ export class FleetBudget implements ApprovalGate {
   readonly #place: QueuePlace;
   /** What the last take of each event wrote (EventId: the records, at the versions written). */
   readonly #taken = new Map<string, readonly Written[]>();
+  /** When the group is read for the forecast, besides the heartbeats. */
+  readonly #forecastReads = new ForecastReads();
   readonly #following = new Latest<EventsDocument>((d) =>
     this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
   );
@@ -49,26 +53,25 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
-    this.#settling = new Settling(options.health, options.logger);
     this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
     const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
     const { config, store, logger } = options;
+    const { group, breaker: b } = config;
     const [checksHealth, now, answered] = [options.health !== undefined, this.#now, () => this.#health.answered()];
-    this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered });
-    this.#slots = new MemberSlots({
-      warnings,
-      config: options.config,
-      store: options.store,
-      logger: options.logger,
-      me: () => ({ key: this.#me, vm: this.#o.view.vm }),
-      k: () => this.#k,
-      now: this.#now,
-      onSlots: (self, others) => {
-        this.#health.answered();
-        options.hooks?.onSlots?.(self, others);
-      },
-    });
+    this.#members = new GroupMembers({ config, store, logger, warnings, checksHealth, now, answered, figures: options.hooks?.onFigures });
+    const breaker = b && new Breaker({ config: b, group, store, logger, now, opened: (p) => options.hooks?.onBreakerOpened?.(p) });
+    // back, but not healthy by its checks within timeoutSeconds: a failure too, said by the member itself
+    this.#settling = new Settling(options.health, options.logger, breaker && (() => void breaker.notWhole(this.#slots.held)));
+    const [me, k] = [() => ({ key: this.#me, vm: this.#o.view.vm }), () => this.#k];
+    const onSlots = (self: number, others: number): void => {
+      this.#health.answered();
+      this.#members.figures.slots(self + others);
+      options.hooks?.onSlots?.(self, others);
+      options.hooks?.onPaused?.(pauseOf(this.#slots.last, this.#now()) !== null);
+    };
+    const look = breaker && { look: (slots: readonly Versioned[]) => breaker.look(slots) };
+    this.#slots = new MemberSlots({ warnings, config, store, logger, me, k, now: this.#now, onSlots, ...look });
   }
 
   get #me(): string {
@@ -81,8 +84,7 @@ export class FleetBudget implements ApprovalGate {
   }
 
   get #many(): ManyContext {
-    const { config, store, logger } = this.#o;
-    return { config, store, logger, slots: this.#slots, now: this.#now, me: this.#me, k: () => this.#k };
+    return { ...this.#o, slots: this.#slots, now: this.#now, me: this.#me, k: () => this.#k };
   }
 
   state(): BudgetState {
@@ -98,6 +100,7 @@ export class FleetBudget implements ApprovalGate {
       holders: this.#slots.holders,
       held: [...this.#place.approvals.keys()],
       place: this.#place.position,
+      pause: pauseState(pauseOf(this.#slots.last, this.#now())),
     };
   }
 
@@ -113,9 +116,11 @@ export class FleetBudget implements ApprovalGate {
   #take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     const forced = request.force === true;
     const queued = !forced && QUEUED_VIA.has(request.via);
-    // far back in the queue and looked recently: held again without asking the store
-    const resting = queued ? this.#place.resting(this.#now()) : null;
-    if (resting !== null) {
+    // paused as the last listing of the slots said (read again at every heartbeat): held without asking the store
+    const paused = queued ? pauseOf(this.#slots.last, this.#now()) : null;
+    // far back in the queue and looked recently: held again without asking the store (not for a pause that ended since)
+    const resting = queued && paused === null ? this.#place.resting(this.#now()) : null;
+    if (resting !== null && !(resting instanceof PausedError)) {
       this.#o.hooks?.onHeld?.(request.via);
       return Promise.reject(resting);
     }
@@ -125,11 +130,16 @@ export class FleetBudget implements ApprovalGate {
       let read: Promise<MemberRecord[]> | undefined;
       const all = () => (read ??= this.#members.list());
       try {
+        if (paused !== null) throw pausedError(this.#o.config.group, paused);
         if (queued) this.#place.looked(this.#now());
         const mode = forced ? 'forced' : 'early';
         // a maintenance that names several members of the group needs a slot for each
         const named = event.resources.length < 2 ? [] : namedIn(event, { key: this.#me, vm: this.#o.view.vm }, await all());
         need = Math.max(1, named.length);
+        // a member counted as down for its health already takes its own maintenance without a further slot (alwaysAllow)
+        const first = unhealthyFirst(this.#o, this.#o.health?.state, { eventId: event.eventId, named: named.length, now: this.#now() });
+        if (first !== null) this.#place.granted(event.eventId);
+        if (first !== null) return first;
         const turn = async (free: number) => this.#placeOf(await all(), event, need, free, this.#place.asksFirst(event.eventId));
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
@@ -191,17 +201,15 @@ export class FleetBudget implements ApprovalGate {
 
   /** healthChanged writes this member's record at once when its health changed. */
   healthChanged(): Promise<void> {
-    return this.#serial(() => this.#writeMember(false)).then(
-      () => undefined,
-      (err: unknown) => this.#health.failed('write the member record', err),
-    );
+    const failed = (err: unknown) => this.#health.failed('write the member record', err);
+    return this.#serial(() => this.#writeMember(false)).then(() => undefined, failed);
   }
 
   /** heartbeat renews the slot this member holds, writes its member record, reads the group, and now and then forgets members gone for good. */
   heartbeat(): Promise<void> {
     return this.#serial(async () => {
       await this.#slots.read();
-      await this.#slots.renew(this.#realDocument());
+      await this.#slots.renew(realDocument(this.#o.view.document));
       await this.#writeMember(true);
       // the group's records are read only by a member with a maintenance ahead: a collision it foretells always includes itself
       if (this.#mine().some((e) => e.eventStatus === 'Scheduled')) await this.#readMembers();
@@ -223,14 +231,6 @@ export class FleetBudget implements ApprovalGate {
     return run;
   }
 
-  /** When the group is read for the forecast, besides the heartbeats. */
-  readonly #forecastReads = new ForecastReads();
-
-  /** realDocument: the document without a drill's event: no member record, slot or forecast ever shows one. */
-  #realDocument(document: EventsDocument | null = this.#o.view.document): EventsDocument | null {
-    return document === null ? null : { ...document, events: document.events.filter((e) => !isDrill(e.eventId)) };
-  }
-
   /** mine: the real events of the document that take this VM down. */
   #mine(document: EventsDocument | null = this.#o.view.document): ScheduledEvent[] {
     return mineOf(document, this.#o.view.vm);
@@ -240,7 +240,7 @@ export class FleetBudget implements ApprovalGate {
     const slots = this.#slots;
     const vm = this.#o.view.vm;
     if (!vm.nameKnown) return;
-    const document = this.#realDocument(read)!;
+    const document = realDocument(read)!;
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
     // not read yet, or the slot it held has passed its recorded end (another may hold it now): read the slots first
     if (slots.held === undefined || slots.lapsed) await slots.read();
@@ -253,7 +253,9 @@ export class FleetBudget implements ApprovalGate {
     const now = this.#now();
     await slots.release((ids) => ids.filter((id) => listed.has(id) || !this.#o.givenBack(id) || !this.#settling.settled(id, now)));
     this.#settling.keep(new Set(slots.heldFor));
-    for (const e of mine.filter((x) => x.eventStatus === 'Started' && !slots.heldFor.includes(x.eventId))) {
+    // (with alwaysAllow, not while the group counts this member as down for its health: it is counted already)
+    const counted = goesFirst(this.#o.config, this.#o.health?.state, now);
+    for (const e of mine.filter((x) => x.eventStatus === 'Started' && !slots.heldFor.includes(x.eventId) && !counted)) {
       // a maintenance of several members may have been approved by another, with a slot in this member's name: read first
       if (e.resources.length > 1) await slots.read();
       if (!slots.heldFor.includes(e.eventId))
@@ -280,10 +282,8 @@ export class FleetBudget implements ApprovalGate {
     if (waiting !== undefined) this.#placeOf(records, waiting, 1, 0, false);
     // a member past its bound is said once, at the heartbeat that reads it, whether or not anything is held
     this.#members.counted(records, this.#slots.last, this.#me);
-    this.#o.hooks?.onMembers?.(
-      records,
-      this.#slots.last.map((r) => asSlot(r.value)),
-    );
+    const slots = this.#slots.last.map((r) => asSlot(r.value));
+    this.#o.hooks?.onMembers?.(records, slots);
   }
 
   /** writeMember writes this member's record (at every heartbeat, and when what it says changes); true when it wrote. */

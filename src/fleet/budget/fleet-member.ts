@@ -72,6 +72,7 @@ export class FleetMember {
       holders: [],
       held: [],
       place: null,
+      pause: null,
     };
   }
 

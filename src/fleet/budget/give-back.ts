@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Grant } from '../../approval/service.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
 import { asSlot, OVERFLOW_PREFIX, type SlotRecord } from './records.ts';
+import { unstamped } from './rate.ts';
 
 /** One record a take wrote: its name, the record written and the version the store gave it. */
 export interface Written {
@@ -28,11 +29,12 @@ interface OwnSlots {
   remove(name: string, version: string): Promise<boolean>;
 }
 
-/** freeSlot: a slot given back: no holder, who held it last and since when it is free. */
+/** freeSlot: a slot given back: no holder, who held it last and since when it is free, and the early approvals it keeps for the rate. */
 export const freeSlot = (record: SlotRecord, now: number): SlotRecord => ({
   member: null,
   vm: record.vm ?? '',
   since: new Date(now).toISOString(),
+  ...(record.approvals === undefined ? {} : { approvals: record.approvals }),
 });
 
 /**
@@ -42,7 +44,8 @@ export const freeSlot = (record: SlotRecord, now: number): SlotRecord => ({
 export function undoOf(name: string, record: SlotRecord, eventId: string, now: number): SlotRecord | 'delete' {
   const left = (record.eventIds ?? []).filter((id) => id !== eventId);
   if (left.length > 0) return { ...record, eventIds: left };
-  return name.startsWith(OVERFLOW_PREFIX) ? 'delete' : freeSlot(record, now);
+  // an approval IMDS refused was never given: its stamp goes with it
+  return name.startsWith(OVERFLOW_PREFIX) ? 'delete' : freeSlot(unstamped(record, eventId), now);
 }
 
 /**

@@ -10,6 +10,7 @@ import { visible } from '../../present/text-line.ts';
 import type { GroupStatus } from './group.ts';
 import type { MemberEvent } from './records.ts';
 import { countedText } from './parse.ts';
+import { pauseText, type PauseState } from './pause.ts';
 
 type Member = GroupStatus['members'][number];
 
@@ -23,7 +24,15 @@ export function heldText(held: NonNullable<MemberEvent['held']>): string {
     ...(held.unhealthy ?? []).map((u) => `${visible(u.vm)} not healthy since ${visible(u.since)}, counted as down`),
     ...(held.ahead ? [`${held.ahead} ahead in the queue`] : []),
   ];
+  if (held.next !== undefined)
+    return `held by the group's rate (the next early approval may come at ${visible(held.next)}) since ${visible(held.since)}`;
   return `held by the budget (${why.join('; ') || 'waiting its turn for a free slot'}) since ${visible(held.since)}`;
+}
+
+/** pausedText: the group's pause, in words: no early approval while it holds, and for the breaker the members that did not come back. */
+export function pausedText(group: string, p: PauseState): string {
+  const members = p.members === undefined ? '' : `; not back: ${p.members.map(visible).join(', ')}`;
+  return `PAUSED: ${visible(pauseText(group, p))}${members}. No early approval in the group but a forced one; se-bridge fleet resume ends it.`;
 }
 
 /** unavailableText: a member not healthy, whether it counts, in words. */
@@ -33,8 +42,10 @@ function unavailableText(u: NonNullable<Member['unavailable']>): string {
 
 /** groupText: the group as a person reads it. */
 export function groupText(g: GroupStatus, table: (header: string[], rows: string[][]) => string): string {
-  const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held`;
+  const how = g.counted === null ? '' : ` (${g.counted})`;
+  const budget = g.maxUnavailable === null ? 'no budget' : `${g.slots.length} of ${plural(g.maxUnavailable, 'slot')} held${how}`;
   const out = [`Group ${visible(g.group)}: ${budget}; ${plural(g.members.length, 'member')} (${visible(g.store)})`];
+  if (g.pause !== null) out.push(pausedText(g.group, g.pause));
   if (g.slots.length > 0)
     out.push(
       '',

@@ -5,7 +5,7 @@
  * `se-bridge status` show it from any member, whether its daemon runs or not.
  */
 import { messageOf } from '../../lib/errors.ts';
-import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfig } from './config.ts';
+import { countedText, MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS, type FleetConfig } from './config.ts';
 import { openFleetStore } from './stores/open.ts';
 import {
   asSlot,
@@ -22,12 +22,15 @@ import {
 import type { Versioned } from './stores/port.ts';
 import { collisionOf, windowsOf } from './windows.ts';
 import { membersOf, skippedOf, type Skipped } from './parse.ts';
+import { pauseOf, pauseState, type PauseState } from './pause.ts';
 import { boundsOf, unavailableOf, type CountBounds } from './unavailable.ts';
 
 export interface GroupStatus {
   readonly group: string;
   /** How many of its members may be down at once by an early approval; null: the group has no budget (a fleet view only). */
   readonly maxUnavailable: number | null;
+  /** How a percentage came to `maxUnavailable` ("30 % of 5 members = 2", rounded up); null for a number, or no budget. */
+  readonly counted: string | null;
   readonly store: string;
   readonly members: readonly {
     readonly vm: string;
@@ -62,6 +65,8 @@ export interface GroupStatus {
     readonly unavailable?: { readonly since: string; readonly why: string; readonly counts: boolean; readonly countsUntil: string };
   }[];
   readonly slots: readonly ({ readonly slot: string } & Holder)[];
+  /** The pause that holds the group now (a person's, or its circuit breaker's): no early approval while it holds. */
+  readonly pause: PauseState | null;
   /** The records of another shape (another version's, edited by hand, not JSON, too large): left out, each named once. */
   readonly skipped: readonly Skipped[];
   /** What could not be read (the slots, the members' records) and why: the rest is shown all the same. */
@@ -125,6 +130,7 @@ export function groupOf(
   const fresh = members.filter((m) => !staleAt(m, now));
   const configured = g.maxUnavailable ?? fresh.find((m) => m.maxUnavailable !== undefined)?.maxUnavailable;
   const k = configured === undefined ? null : slotsFor(configured, Math.max(1, fresh.length));
+  const counted = configured === undefined ? null : countedText(configured, Math.max(1, fresh.length));
   const bounds: CountBounds = g.bounds ?? {
     unhealthyCountsForSeconds:
       fresh.find((m) => m.unhealthyCountsForSeconds !== undefined)?.unhealthyCountsForSeconds ?? UNHEALTHY_COUNTS_FOR_SECONDS,
@@ -147,6 +153,7 @@ export function groupOf(
   return {
     group: g.group,
     maxUnavailable: k,
+    counted,
     store: g.store,
     members: members.map((m) => ({
       vm: m.vm,
@@ -172,6 +179,7 @@ export function groupOf(
       ...(unavailable.has(m.member) ? { unavailable: withoutVm(unavailable.get(m.member)!) } : {}),
     })),
     slots,
+    pause: pauseState(pauseOf(slotRecords, now)),
     skipped: skippedOf(records),
     unread,
     unhealthyCountsForSeconds: bounds.unhealthyCountsForSeconds,

@@ -14,9 +14,13 @@ export class Settling {
   readonly #ended = new Map<string, number>();
   readonly #timedOut = new Set<string>();
 
-  constructor(monitor: HealthMonitor | undefined, logger: Logger) {
+  readonly #onTimeout: ((eventId: string) => void) | undefined;
+
+  /** `timedOut`: told once of each maintenance this member was still not healthy timeoutSeconds after (the circuit breaker counts it). */
+  constructor(monitor: HealthMonitor | undefined, logger: Logger, timedOut?: (eventId: string) => void) {
     this.#monitor = monitor;
     this.#logger = logger;
+    this.#onTimeout = timedOut;
   }
 
   /**
@@ -32,11 +36,13 @@ export class Settling {
     this.#ended.set(eventId, ended);
     if (Math.min(monitor.healthyFor(now), now - ended) >= config.settleSeconds * 1000) return true;
     if (now - ended < config.timeoutSeconds * 1000) return false;
-    if (!this.#timedOut.has(eventId))
+    if (!this.#timedOut.has(eventId)) {
+      this.#onTimeout?.(eventId);
       this.#logger.warn(
         { code: 'FLEET_HEALTH_TIMEOUT', eventId, health: monitor.state, timeoutSeconds: config.timeoutSeconds },
         `fleet budget: this member is still not healthy ${config.timeoutSeconds} s after its maintenance; its slot is given back all the same`,
       );
+    }
     this.#timedOut.add(eventId);
     return true;
   }

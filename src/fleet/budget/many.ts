@@ -18,7 +18,10 @@ import { asSlot, holderOf, live, overflowName, ownedBy, slotName, slotRecordOf, 
 import { giveBackWritten, type Taken, type Written } from './give-back.ts';
 import type { MemberSlots } from './slots.ts';
 import { zoneConflict } from './zones.ts';
+import { pausedError, pauseOf } from './pause.ts';
 import { unhealthyText, type Unhealthy } from './unavailable.ts';
+import { holdReason } from './said.ts';
+import { rateHeld, rateHold, stampsOf, type RateHold } from './rate.ts';
 
 /** A member an event names: its key and identity. */
 export interface Named {
@@ -71,9 +74,14 @@ export async function takeForAll(
   let holders: ReturnType<typeof holderOf>[] = [];
   let sick: Unhealthy[] = [];
   let zoneWhy: string | null = null;
+  // the members not healthy alone held it: the slots free would have let it through without them
+  let sickHeld = false;
+  let rated: RateHold | null = null;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = ctx.now();
     const records = await ctx.slots.read();
+    const pause = mode === 'early' ? pauseOf(records, now) : null;
+    if (pause !== null) throw pausedError(config.group, pause);
     const alive = records.filter((r) => live(asSlot(r.value), now));
     holders = alive.map((r) => holderOf(asSlot(r.value)));
     const slotOf = (key: string) => alive.find((r) => ownedBy(asSlot(r.value), key, now));
@@ -87,7 +95,10 @@ export async function takeForAll(
     const free = Array.from({ length: k }, (_, i) => slotName(i)).filter((n) => !alive.some((r) => r.name === n));
     // an unhealthy member that holds no slot (and is not one this maintenance takes down) counts as one in maintenance
     sick = (await unhealthy(records)).filter((u) => slotOf(u.key) === undefined && !named.some((n) => n.key === u.key));
+    // a maintenance of several members is one approval for the group's rate (a forced one goes past it)
+    rated = mode === 'early' ? rateHold(config.rate, records, now) : null;
     const available = Math.min(free.length, k - alive.length - sick.length);
+    sickHeld = sick.length > 0 && fresh.length > available && fresh.length <= Math.min(free.length, k - alive.length);
     zoneWhy =
       mode === 'early' && config.zones !== undefined
         ? zoneConflict(
@@ -96,7 +107,7 @@ export async function takeForAll(
             now,
           )
         : null;
-    if (zoneWhy !== null || (mode === 'early' && fresh.length > available)) break;
+    if (zoneWhy !== null || rated !== null || (mode === 'early' && fresh.length > available)) break;
     const turn = mode === 'early' && admit !== undefined ? await admit(available, fresh.length) : 0;
     if (turn === null) break;
     const writes: { name: string; record: SlotRecord; version: string | null }[] = [
@@ -108,7 +119,9 @@ export async function takeForAll(
       ...fresh.map((n, i) => {
         const name = i < available ? free[(turn + i) % free.length]! : overflowName(n.key);
         const record = slotRecordOf(n, event, i < available ? 'early' : 'forced', request, now, config.marginSeconds);
-        return { name, record, version: byName.get(name)?.version ?? null };
+        // each slot it takes is stamped with the one EventId: the rate counts the maintenance once
+        const stamps = i < available ? stampsOf(asSlot(byName.get(name)?.value), event.eventId, config.rate, now, true) : {};
+        return { name, record: { ...record, ...stamps }, version: byName.get(name)?.version ?? null };
       }),
     ];
     const done: Written[] = [];
@@ -135,18 +148,22 @@ export async function takeForAll(
     await giveBackWritten(store, done, event.eventId, now);
     if (done.length === writes.length) break;
   }
+  if (rated !== null) throw rateHeld(config.group, config.rate!, rated, holders);
   throw new ApprovalError(
     'HELD',
     `${downText(config.group, named)}; the group allows ${ctx.k()} and has not that many slots free${sick.length > 0 ? `; ${unhealthyText(sick)}` : ''}${zoneWhy === null ? '' : `; ${zoneWhy}`}`,
     undefined,
     holders,
     sick,
+    undefined,
+    holdReason(zoneWhy, sickHeld),
   );
 }
 
-/** underBudget: the slots read back hold no more members than the group allows. */
+/** underBudget: the slots read back hold no more members than the group allows, nor more approvals than its rate. */
 async function underBudget(ctx: ManyContext, unhealthy: number): Promise<boolean> {
   const now = ctx.now();
-  const down = (await ctx.slots.read()).filter((r) => live(asSlot(r.value), now)).length + unhealthy;
-  return down <= ctx.k();
+  const slots = await ctx.slots.read();
+  const down = slots.filter((r) => live(asSlot(r.value), now)).length + unhealthy;
+  return down <= ctx.k() && rateHold(ctx.config.rate, slots, now, 0) === null;
 }

@@ -38,6 +38,11 @@ export interface RecordParts {
   readonly wave?: (() => WaveWord | undefined) | undefined;
 }
 
+/** realDocument: the document without a drill's event: no member record, slot or forecast ever shows one. */
+export function realDocument(document: EventsDocument | null): EventsDocument | null {
+  return document === null ? null : { ...document, events: document.events.filter((e) => !isDrill(e.eventId)) };
+}
+
 /** mineOf: the real events of the document that take this VM down (none while the VM does not know its name; never a drill's). */
 export function mineOf(document: EventsDocument | null, vm: VmIdentity): ScheduledEvent[] {
   return vm.nameKnown ? (document?.events ?? []).filter((e) => !isDrill(e.eventId) && affects(e.resources, vm.name)) : [];

@@ -12,6 +12,8 @@ import { membersOf, type RecordWarnings } from './parse.ts';
 import { asSlot, MEMBER_PREFIX, staleAt, type MemberRecord } from './records.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
 import { boundsOf, CountedMembers, type Unhealthy } from './unavailable.ts';
+import { BudgetFigures } from './figures.ts';
+import type { GroupFigures } from '../../observability/fleet-metrics.ts';
 
 export interface GroupMembersOptions {
   readonly config: BudgetConfig;
@@ -23,6 +25,8 @@ export interface GroupMembersOptions {
   readonly now: () => number;
   /** The store answered a call. */
   readonly answered: () => void;
+  /** Told the budget's numbers (allowed disruptions, the members down by cause) whenever they change. */
+  readonly figures?: ((figures: GroupFigures) => void) | undefined;
 }
 
 export class GroupMembers {
@@ -30,6 +34,8 @@ export class GroupMembers {
   readonly #counted: CountedMembers;
   readonly #pruner: Pruner;
   #k: number;
+  /** The budget's numbers, as this member last read its group. */
+  readonly figures: BudgetFigures;
 
   constructor(o: GroupMembersOptions) {
     this.#o = o;
@@ -37,6 +43,8 @@ export class GroupMembers {
     this.#counted = new CountedMembers(logger, config.group, boundsOf(config));
     this.#pruner = new Pruner({ store, logger, group: config.group, forgetAfterSeconds: config.forgetAfterSeconds });
     this.#k = slotsFor(config.maxUnavailable, 1);
+    const { checksHealth, now, figures: say } = o;
+    this.figures = new BudgetFigures({ k: () => this.#k, now, checksHealth, heartbeatSeconds: config.heartbeatSeconds, say });
   }
 
   /** k: how many members may be unavailable at once: maxUnavailable, or its percentage of the live members as last read. */
@@ -61,12 +69,14 @@ export class GroupMembers {
    */
   counted(records: readonly MemberRecord[], slots: readonly Versioned[], me: string): Unhealthy[] {
     if (!this.#o.checksHealth) return [];
-    return this.#counted.of(
+    const counted = this.#counted.of(
       records,
       slots.map((r) => asSlot(r.value)),
       me,
       this.#o.now(),
     );
+    this.figures.counted(counted);
+    return counted;
   }
 
   /** prune forgets members gone for good, when it is time to look (`slots`: the group's slot records, just read). */

@@ -8,6 +8,9 @@ import type { Logger } from 'pino';
 import { asSlot, MEMBER_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
 import { MemberSchema, SlotSchema } from './schemas.ts';
 import type { Versioned } from './stores/port.ts';
+import type { z } from 'zod';
+import { PAUSE_NAME, PauseSchema } from './pause.ts';
+import { BREAKER_NAME, BreakerSchema } from './breaker.ts';
 
 /** membersOf: the member records that read by their schema; the others are left out (RecordWarnings names them). */
 export function membersOf(records: readonly Versioned[]): MemberRecord[] {
@@ -16,6 +19,9 @@ export function membersOf(records: readonly Versioned[]): MemberRecord[] {
     return m.success ? [m.data] : [];
   });
 }
+
+/** The group's brakes among its slots, each read by its own schema: one that does not read is no pause, and named. */
+const BRAKES: Readonly<Record<string, z.ZodType>> = { [PAUSE_NAME]: PauseSchema, [BREAKER_NAME]: BreakerSchema };
 
 /** A record left out, and why; a slot record that names a holder is not left out but counted as held (asSlot): `holder` names it. */
 export interface Skipped {
@@ -27,7 +33,7 @@ export interface Skipped {
 /** skippedOf: the records of this list that do not read by their schema (a slot's or a member's, by name), and why. */
 export function skippedOf(records: readonly Versioned[]): Skipped[] {
   return records.flatMap((r) => {
-    const schema = r.name.startsWith(MEMBER_PREFIX) ? MemberSchema : r.name.startsWith(SLOT_PREFIX) ? SlotSchema : null;
+    const schema = r.name.startsWith(MEMBER_PREFIX) ? MemberSchema : r.name.startsWith(SLOT_PREFIX) ? (BRAKES[r.name] ?? SlotSchema) : null;
     if (schema === null) return [];
     if (r.unreadable !== undefined) return [{ key: r.name, why: r.unreadable }];
     const parsed = schema.safeParse(r.value);

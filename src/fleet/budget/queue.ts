@@ -8,6 +8,8 @@
  */
 import { ApprovalError } from '../../approval/service.ts';
 import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
+import { RateHeldError } from './rate.ts';
+import { PausedError } from './pause.ts';
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
@@ -138,11 +140,15 @@ export class QueuePlace {
       ...{ since, by: [...new Set(err.holders.map((h) => h.vm))], via, ...(need > 1 ? { need } : {}) },
       ...(unhealthy.length > 0 ? { unhealthy } : {}),
       ...(ahead !== null && ahead > 0 ? { ahead } : {}),
+      ...(err instanceof RateHeldError ? { next: err.next } : {}),
     });
     if (!QUEUED_VIA.has(via)) return err;
     const message = ahead !== null && ahead > 0 ? `${err.message}; ${ahead} ahead in the queue` : err.message;
     // asked again at the next read: the pace is its place's (resting holds it again without a request to the store)
-    const said = new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0);
+    const said =
+      err instanceof PausedError
+        ? err.with(message)
+        : new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0, err.reason ?? undefined);
     this.#held = said;
     return said;
   }

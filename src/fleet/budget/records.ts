@@ -14,6 +14,12 @@ import { MAX_MEMBER_EVENTS, SlotSchema, type WaveWord } from './schemas.ts';
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
 
+/** An early approval as a slot record keeps it for the group's rate (rate.ts): when, and of which maintenance. */
+export interface Stamp {
+  readonly at: string;
+  readonly eventId: string;
+}
+
 export interface SlotRecord {
   /** The member's key; null when the slot is free. */
   readonly member: string | null;
@@ -28,6 +34,8 @@ export interface SlotRecord {
   readonly reason?: string;
   /** The holder's availability zone, when it has one (for `zones: one-at-a-time`). */
   readonly zone?: string | null;
+  /** The early approvals that took this slot within the group's rate window (rate.ts): kept when the slot is given back. */
+  readonly approvals?: readonly Stamp[];
   /** Only as read: the record names a holder but does not read by its schema (why): held, with no end, and nobody's own. */
   readonly unread?: string;
 }
@@ -51,6 +59,8 @@ export interface MemberEvent {
     readonly need?: number;
     readonly unhealthy?: readonly { readonly vm: string; readonly since: string }[];
     readonly ahead?: number;
+    /** Held by the group's rate: when the next early approval may come. */
+    readonly next?: string;
   };
   /** Who approved it, how and when (`approvals`), once it is approved by any path. */
   readonly approval?: EventApproval;
@@ -215,6 +225,23 @@ export function recordedEnd(e: Pick<ScheduledEvent, 'notBefore' | 'durationInSec
   const start = Math.max(now, e.notBefore === null ? now : Date.parse(e.notBefore) || now);
   const end = start + Math.max(0, e.durationInSeconds) * 1000 + marginSeconds * 1000;
   return Number.isFinite(end) ? Math.min(end, now + HORIZON_MS) : now + HORIZON_MS;
+}
+
+/**
+ * renewedEnd: the recorded end a holder's slot `s` moves to, past the windows of its listed
+ * events, or null while it has moved by less than a heartbeat (at most one write a heartbeat, and
+ * a holder's slot always has its margin less one heartbeat ahead of it).
+ */
+export function renewedEnd(
+  s: SlotRecord,
+  listed: readonly ScheduledEvent[],
+  now: number,
+  c: { readonly marginSeconds: number; readonly heartbeatSeconds: number },
+): string | null {
+  const ends = listed.filter((e) => (s.eventIds ?? []).includes(e.eventId)).map((e) => recordedEnd(e, now, c.marginSeconds));
+  if (ends.length === 0) return null;
+  const until = new Date(Math.max(...ends)).toISOString();
+  return s.until !== undefined && Date.parse(until) - Date.parse(s.until) < c.heartbeatSeconds * 1000 ? null : until;
 }
 
 /** slotRecordOf: a member's slot record for `event`, from `now`. */

@@ -5,6 +5,7 @@
  * another's now, gone, or past its own recorded end (FLEET_SLOT_LOST).
  */
 import type { Logger } from 'pino';
+import type { HoldReason } from '../../observability/fleet-metrics.ts';
 import { ApprovalError, type Grant } from '../../approval/service.ts';
 import { unhealthyText, type Unhealthy } from './unavailable.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
@@ -14,7 +15,8 @@ import { asSlot, live, type Holder, type HoldMode, type SlotRecord } from './rec
 /**
  * heldError: an early approval held, and exactly what holds it: the members holding the slots
  * (and since when), the members not healthy that count as down, the zone in maintenance, or its
- * turn in the group's queue, which has not come.
+ * turn in the group's queue, which has not come. Its reason is the zone's, else health's when the
+ * slots alone would have let it through, else the budget's.
  */
 export function heldError(
   g: { readonly group: string; readonly maxUnavailable: number },
@@ -34,8 +36,12 @@ export function heldError(
           : 'the slots were being taken by other members';
   const allows = `group ${g.group} allows ${g.maxUnavailable} member${g.maxUnavailable === 1 ? '' : 's'} in maintenance at once`;
   const why = [allows, slots, ...(sick.length > 0 ? [unhealthyText(sick)] : []), ...(zoneWhy === null ? [] : [zoneWhy])].join('; ');
-  return new ApprovalError('HELD', why, undefined, [...holders], [...sick]);
+  const reason = holdReason(zoneWhy, sick.length > 0 && !queued && holders.length < g.maxUnavailable);
+  return new ApprovalError('HELD', why, undefined, [...holders], [...sick], undefined, reason);
 }
+
+/** holdReason: what holds an early approval the slots' rules held: a zone in maintenance, members not healthy (`sick`: they alone took the room), or the budget. */
+export const holdReason = (zoneWhy: string | null, sick: boolean): HoldReason => (zoneWhy !== null ? 'zone' : sick ? 'health' : 'budget');
 
 /** overflowed: a member is down with its overflow record `name`; said loudly when the group is past its budget with it. */
 export function overflowed(

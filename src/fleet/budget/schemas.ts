@@ -20,9 +20,10 @@ const vmResourceId = z
 /** The most events a member record lists (a member writes no more): a record stays a few KiB, and the forecast's work bounded. */
 export const MAX_MEMBER_EVENTS = 50;
 
-const text = z.string().max(1024);
+/** A text a record holds: bounded, so a record stays far below a store's limit. */
+export const text = z.string().max(1024);
 /** A time as a member writes it (RFC 3339, as toISOString gives it); a record with a time that does not read is of another shape. */
-const time = text
+export const time = text
   .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/, 'not an RFC 3339 time of the years 0000 to 9999')
   .refine((t) => Number.isFinite(Date.parse(t)), 'not a time');
 
@@ -46,6 +47,12 @@ export const SlotSchema = z.object({
   by: z.string().optional(),
   reason: z.string().optional(),
   zone: z.string().nullable().optional(),
+  // the early approvals within the group's rate window (rate.ts); a list that does not read is none (the slot still counts)
+  approvals: z
+    .array(z.object({ at: time, eventId: text }))
+    .max(200)
+    .optional()
+    .catch(undefined),
 });
 
 export const MemberEventSchema = z.object({
@@ -68,6 +75,7 @@ export const MemberEventSchema = z.object({
           .max(100)
           .optional(),
         ahead: z.number().int().min(0).optional(),
+        next: text.optional(),
       },
     })
     .optional(),

@@ -4,18 +4,17 @@
  * write is conditional on the version read, so two members racing for the last slot never both
  * win. FleetBudget (budget.ts) runs these one at a time and turns store failures into a closed budget.
  */
-import type { Logger } from 'pino';
 import type { ApprovalRequest, Grant } from '../../approval/service.ts';
-import type { VmIdentity } from '../../imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
-import type { FleetConfig } from './config.ts';
-import type { FleetStore, Versioned } from './stores/port.ts';
+import type { Versioned } from './stores/port.ts';
+import type { MemberSlotsOptions } from './types.ts';
 import {
   holderOf,
   live,
   overflowName,
   OVERFLOW_PREFIX,
   recordedEnd,
+  renewedEnd,
   slotName,
   SLOT_PREFIX,
   type Holder,
@@ -25,29 +24,15 @@ import {
   ownedBy,
   slotRecordOf,
 } from './records.ts';
-import type { RecordWarnings } from './parse.ts';
 import { heldError, overflowed, slotLost, takenOver } from './said.ts';
 import { zoneConflict } from './zones.ts';
 import type { Unhealthy } from './unavailable.ts';
 import { freeSlot, type Taken, type Written } from './give-back.ts';
+import { rateHeld, rateHold, room, stampsOf, unstamped, type RateHold } from './rate.ts';
+import { pausedError, pauseOf } from './pause.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
 const MAX_ROUNDS = 8;
-
-export interface MemberSlotsOptions {
-  readonly config: FleetConfig;
-  readonly store: FleetStore;
-  readonly logger: Logger;
-  /** This member's key and identity, as they are now. */
-  readonly me: () => { readonly key: string; readonly vm: VmIdentity };
-  /** How many members may be unavailable at once now (`maxUnavailable`, or its percentage of the live members). */
-  readonly k: () => number;
-  readonly now: () => number;
-  /** The group's live slots at each read: held by this member, and by the others. */
-  readonly onSlots?: (self: number, others: number) => void;
-  /** Names each slot record of another shape once. */
-  readonly warnings?: RecordWarnings;
-}
 
 export class MemberSlots {
   readonly #o: MemberSlotsOptions;
@@ -111,10 +96,10 @@ export class MemberSlots {
     const { key: me, vm } = this.#o.me();
     let sick: Unhealthy[] = [];
     let queued = false;
-    let zoneWhy: string | null = null;
+    let [zoneWhy, rated]: [string | null, RateHold | null] = [null, null];
     const zones = (slots: readonly Versioned[]) =>
       this.#o.config.zones === undefined ? null : zoneConflict(slots, [vm.zone], this.#now(), me);
-    const { marginSeconds, group } = this.#o.config;
+    const { marginSeconds, group, rate } = this.#o.config;
     const maxUnavailable = this.#o.k();
     let holders: Holder[] = [];
     // down already (Azure started it) and holding nothing: said in the store before anything is read,
@@ -128,6 +113,9 @@ export class MemberSlots {
       const now = this.#now();
       const until = new Date(recordedEnd(event, now, marginSeconds)).toISOString();
       const slots = await this.read();
+      // a paused group approves nothing early: only a forced approval (or Azure's own start) goes on
+      const pause = mode === 'early' ? pauseOf(slots, now) : null;
+      if (pause !== null) throw pausedError(group, pause);
       // only a live slot is this member's: one past its recorded end is taken like any free slot, counted and read back
       const mine = this.held;
       if (mine) {
@@ -151,20 +139,25 @@ export class MemberSlots {
       sick = maxUnavailable - down > 0 && free.length > 0 ? [...(await unhealthy(slots))] : [];
       const record = slotRecordOf(this.#o.me(), event, mode, request, this.#now(), this.#o.config.marginSeconds);
       zoneWhy = mode === 'early' ? zones(slots) : null;
-      if (zoneWhy !== null) break;
+      // the group's rate holds an early approval (a forced one goes past it)
+      rated = mode === 'early' ? rateHold(rate, slots, now) : null;
+      if (zoneWhy !== null || rated !== null) break;
       if (maxUnavailable - down - sick.length > 0 && free.length > 0) {
-        // an early approval waits its turn: only the head of the queue tries for what is free, each
+        // an early approval waits its turn: only the head of the queue tries for what is free (and the rate allows), each
         // member admitted for its own free slot (the second in line for the second one)
-        const turn = mode === 'early' && admit !== undefined ? await admit(Math.min(free.length, maxUnavailable - down - sick.length)) : 0;
+        const open = Math.min(free.length, maxUnavailable - down - sick.length, room(rate, slots, now));
+        const turn = mode === 'early' && admit !== undefined ? await admit(open) : 0;
         queued = turn === null;
         if (turn === null) break;
         const name = free[turn % free.length]!;
         const before = byName.get(name);
-        const written = await this.write(name, { ...record, mode: mode === 'forced' ? 'early' : mode }, before?.version ?? null);
+        // an early approval (a forced one too) is stamped in its slot for the rate; the slot's stamps still within its window are kept
+        const stamps = stampsOf(before && asSlot(before.value), event.eventId, rate, now, mode !== 'started');
+        const written = await this.write(name, { ...record, mode: mode === 'forced' ? 'early' : mode, ...stamps }, before?.version ?? null);
         if (!written) continue;
         // read back: a member that went down past the budget meanwhile (its overflow record written
-        // between this member's read and its write) is counted, and this early slot given back
-        if (mode === 'early' && !(await this.#confirmed(name, sick.length, zones))) break;
+        // between this member's read and its write), or an approval past the rate, is counted, and this early slot given back
+        if (mode === 'early' && !(await this.#confirmed(name, sick.length, zones, event.eventId))) break;
         if (before !== undefined) takenOver(this.#o.logger, name, asSlot(before.value), me);
         this.#o.logger.info({ slot: name, eventId: event.eventId, group, mode }, 'fleet budget: slot taken');
         return { forced: false, slot: name, writes: [written] };
@@ -176,6 +169,7 @@ export class MemberSlots {
       if (!written) continue;
       return { ...this.#overflowed(event, mode, slots), writes: [written] };
     }
+    if (rated !== null) throw rateHeld(group, rate!, rated, holders);
     throw heldError({ group, maxUnavailable }, holders, sick, zoneWhy, queued);
   }
 
@@ -194,23 +188,23 @@ export class MemberSlots {
   /**
    * confirmed reads the slots again after this member took `name` for an early approval: when the
    * members down (holders and overflow records, this one included) are more than the group allows,
-   * the slot is given back at once, before IMDS is told anything, and false is returned.
+   * or its approvals within the rate's window more, the slot is given back at once, before IMDS is told anything.
    */
-  async #confirmed(name: string, unhealthy: number, zones: (slots: readonly Versioned[]) => string | null): Promise<boolean> {
+  async #confirmed(name: string, unhealthy: number, zones: (slots: readonly Versioned[]) => string | null, eventId: string) {
     const now = this.#now();
     const slots = await this.read();
     const down = slots.filter((r) => live(asSlot(r.value), now)).length + unhealthy;
-    if (down <= this.#o.k() && zones(slots) === null) return true;
-    this.#o.logger.info(
-      { slot: name, down, group: this.#o.config.group },
-      'fleet budget: another member went down meanwhile; slot given back',
-    );
-    await this.release(() => []);
+    const rated = rateHold(this.#o.config.rate, slots, now, 0) !== null;
+    const over = down > this.#o.k() || zones(slots) !== null;
+    if (!over && !rated) return true;
+    const why = over ? 'another member went down meanwhile' : 'another early approval spent the rate meanwhile';
+    this.#o.logger.info({ slot: name, down, group: this.#o.config.group }, `fleet budget: ${why}; slot given back`);
+    await this.release(() => [], eventId);
     return false;
   }
 
-  /** release keeps only the events `keep` returns in this member's slot, and frees the slot when none is left. */
-  async release(keep: (eventIds: readonly string[]) => readonly string[]): Promise<void> {
+  /** release keeps only the events `keep` returns in this member's slot, and frees the slot when none is left (without the stamp of `retract`, an approval never given). */
+  async release(keep: (eventIds: readonly string[]) => readonly string[], retract?: string): Promise<void> {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const held = this.held;
       if (held == null) return;
@@ -218,7 +212,8 @@ export class MemberSlots {
       const ids = s.eventIds ?? [];
       const left = keep(ids);
       if (left.length === ids.length) return;
-      const next: SlotRecord = left.length === 0 ? freeSlot(s, this.#now()) : { ...s, eventIds: left };
+      const next: SlotRecord =
+        left.length === 0 ? freeSlot(retract === undefined ? s : unstamped(s, retract), this.#now()) : { ...s, eventIds: left };
       // an overflow record given back is deleted: it would be read at every later read of the slots
       const done =
         left.length === 0 && held.name.startsWith(OVERFLOW_PREFIX)
@@ -234,28 +229,21 @@ export class MemberSlots {
   }
 
   /**
-   * renew moves the recorded end of the slot this member holds past its listed events' windows.
-   * It is asked at every IMDS read and writes when the end has moved by a heartbeat or more (at
-   * most one write a heartbeat, and a holder's slot always has its margin less one heartbeat
-   * ahead of it). A write lost means another member wrote the slot: it is read back at once.
+   * renew moves the recorded end of the slot this member holds past its listed events' windows
+   * (records.ts's renewedEnd). A write lost means another member wrote the slot: it is read back at once.
    */
   async renew(document: EventsDocument | null): Promise<void> {
     const held = this.held;
     if (held == null || document === null) return;
     const s = asSlot(held.value);
-    const now = this.#now();
-    const ends = document.events
-      .filter((e) => (s.eventIds ?? []).includes(e.eventId))
-      .map((e) => recordedEnd(e, now, this.#o.config.marginSeconds));
-    if (ends.length === 0) return;
-    const until = new Date(Math.max(...ends)).toISOString();
-    if (s.until !== undefined && Date.parse(until) - Date.parse(s.until) < this.#o.config.heartbeatSeconds * 1000) return;
-    if (!(await this.write(held.name, { ...s, until }, held.version))) await this.read();
+    const until = renewedEnd(s, document.events, this.#now(), this.#o.config);
+    if (until !== null && !(await this.write(held.name, { ...s, until }, held.version))) await this.read();
   }
 
   /** readSlots reads every slot record, and from them which one this member holds and who holds the others. */
   async read(): Promise<Versioned[]> {
-    const slots = await this.#o.store.list(SLOT_PREFIX);
+    let slots = await this.#o.store.list(SLOT_PREFIX);
+    if ((await this.#o.look?.(slots)) === true) slots = await this.#o.store.list(SLOT_PREFIX);
     this.#last = slots;
     this.#o.warnings?.check(slots);
     const now = this.#now();
@@ -263,12 +251,13 @@ export class MemberSlots {
     const before = this.#held;
     // a record in this member's name is its slot only while live: past its recorded end it is anyone's to take
     this.#held = slots.find((r) => ownedBy(asSlot(r.value), me, now)) ?? null;
-    if (before != null && this.#held === null)
+    const lost = before != null && this.#held === null ? before : null;
+    if (lost !== null)
       slotLost(
         this.#o.logger,
         this.#o.config.group,
-        before,
-        slots.find((r) => r.name === before.name),
+        lost,
+        slots.find((r) => r.name === lost.name),
         now,
       );
     this.#holders = slots.filter((r) => live(asSlot(r.value), now)).map((r) => holderOf(asSlot(r.value)));

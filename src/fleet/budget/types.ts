@@ -4,11 +4,15 @@
  */
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
-import type { BudgetConfig } from './config.ts';
-import type { FleetStore } from './stores/port.ts';
+import type { BudgetConfig, FleetConfig } from './config.ts';
+import type { FleetStore, Versioned } from './stores/port.ts';
+import type { VmIdentity } from '../../imds/identity.ts';
+import type { RecordWarnings } from './parse.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
 import type { WaveWord } from './waves.ts';
+import type { GroupFigures } from '../../observability/fleet-metrics.ts';
+import type { Pause, PauseState } from './pause.ts';
 
 export interface BudgetHooks {
   /** An approval was held (via: policy, hooks, api, link, slack, cli). */
@@ -17,6 +21,12 @@ export interface BudgetHooks {
   onStoreError?(operation: string): void;
   /** The group's live slots as last read: held by this member, and by the others. */
   onSlots?(self: number, others: number): void;
+  /** The budget's numbers (allowed disruptions, the members down by cause), as this member last read its group, whenever they change. */
+  onFigures?(figures: GroupFigures): void;
+  /** Whether the group is paused, as this member last read its slots. */
+  onPaused?(paused: boolean): void;
+  /** The group was paused by this member's circuit breaker (its write opened it: said once in the group). */
+  onBreakerOpened?(pause: Pause): void;
   /** The members' records, as read at a heartbeat and when this member learns of a new maintenance, and the slots as last read. */
   onMembers?(members: readonly MemberRecord[], slots: readonly SlotRecord[]): void;
 }
@@ -57,4 +67,24 @@ export interface BudgetState {
   /** This member's early approvals the budget holds (EventIds), and its place in the group's queue when it last read it. */
   readonly held: readonly string[];
   readonly place: number | null;
+  /** The pause that holds the group, as the last listing of the slots said it (null: none). */
+  readonly pause: PauseState | null;
+}
+
+/** What MemberSlots (slots.ts) is given: the group's store and budget, this member, the clock, and what it says. */
+export interface MemberSlotsOptions {
+  readonly config: FleetConfig;
+  readonly store: FleetStore;
+  readonly logger: Logger;
+  /** This member's key and identity, as they are now. */
+  readonly me: () => { readonly key: string; readonly vm: VmIdentity };
+  /** How many members may be unavailable at once now (`maxUnavailable`, or its percentage of the live members). */
+  readonly k: () => number;
+  readonly now: () => number;
+  /** The group's live slots at each read: held by this member, and by the others. */
+  readonly onSlots?: (self: number, others: number) => void;
+  /** Names each slot record of another shape once. */
+  readonly warnings?: RecordWarnings;
+  /** Looks at each listing of the slots (the circuit breaker): true when it wrote, and the slots are listed again. */
+  readonly look?: (slots: readonly Versioned[]) => Promise<boolean>;
 }

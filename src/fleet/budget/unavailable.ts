@@ -19,6 +19,8 @@ export interface Unhealthy {
   readonly vm: string;
   readonly since: string;
   readonly why: string;
+  /** Counted because its record went stale (not for what its record says of its health). */
+  readonly stale?: boolean;
 }
 
 /** A member not healthy, and whether it still counts: until when it counts (or since when it no longer does). */
@@ -86,6 +88,7 @@ export function unavailableOf(
         vm: m.vm,
         since: new Date(since).toISOString(),
         why,
+        stale,
         counts: now < until,
         countsUntil: new Date(until).toISOString(),
       },
@@ -142,6 +145,6 @@ export class CountedMembers {
         `fleet budget: ${ignoredText(u, this.#bounds)}; if it is gone for good: se-bridge fleet forget ${u.vm}`,
       );
     }
-    return all.filter((x) => x.counts).map(({ key, vm, since, why }) => ({ key, vm, since, why }));
+    return all.filter((x) => x.counts).map(({ key, vm, since, why, stale }) => ({ key, vm, since, why, stale }));
   }
 }

@@ -175,6 +175,6 @@ export function snapshotOf(
     .filter(([group]) => GROUP_NAME.test(group))
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([group, list]) => groupOf({ group, maxUnavailable: budgets[group]?.maxUnavailable, store: `${where}/${group}` }, list, [], now))
-    .filter((g) => g.members.length > 0 || g.slots.length > 0);
+    .filter((g) => g.members.length > 0 || g.slots.length > 0 || g.pause !== null);
   return { readAt: now, store: where, groups, azure, unsealed: o.seal == null ? 0 : kept.length - azure.length, unread: [] };
 }

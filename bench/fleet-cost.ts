@@ -23,6 +23,7 @@ import { DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { CountingProxy } from '../testkit/counting-proxy.ts';
 import { FleetStores, memberVm, type StoreKind } from '../testkit/fleet-stores.ts';
 import { inChunks, outOfOrder, runWave, type WaveMember } from '../testkit/fleet-wave.ts';
+import { LeaseMeter } from '../testkit/kube-lease-meter.ts';
 import { log, silent, sizesOf } from './common.ts';
 
 const K = 3;
@@ -33,23 +34,16 @@ const HOLD_MS = 6000;
 /** Counts of one store's requests by operation, taken since the last call. */
 export type Counter = () => { counts: Record<string, number>; lost: number | null; bytes?: number };
 
+/** The Lease verbs under the names of the Blob operations that do the same, so the two stores read alike. */
+const AS_BLOB: Record<string, string> = { get: 'read', update: 'write' };
+
 export function leaseCounter(stores: FleetStores): Counter {
-  let seen = stores.kube.requests.length;
-  let lostBefore = stores.kube.leases.writes.get(409) ?? 0;
+  // the stand-in's own records of its requests, and its answers to writes: 409, another writer came first
+  const meter = new LeaseMeter(stores.kube);
   return () => {
-    const counts: Record<string, number> = {};
-    for (const r of stores.kube.requests.slice(seen)) {
-      if (!r.path.includes('/leases')) continue;
-      const named = /\/leases\/[^/?]+/.test(r.path);
-      const op =
-        r.method === 'GET' ? (named ? 'read' : 'list') : ({ POST: 'create', PUT: 'write', DELETE: 'delete' }[r.method] ?? r.method);
-      counts[op] = (counts[op] ?? 0) + 1;
-    }
-    seen = stores.kube.requests.length;
-    // the stand-in counts its answers to writes: 409, another writer came first
-    const lost = (stores.kube.leases.writes.get(409) ?? 0) - lostBefore;
-    lostBefore += lost;
-    return { counts, lost };
+    const { counts, lost } = meter.take();
+    const seen = Object.entries(counts).filter(([verb, count]) => count > 0 && verb !== 'other');
+    return { counts: Object.fromEntries(seen.map(([verb, count]) => [AS_BLOB[verb] ?? verb, count])), lost };
   };
 }
 

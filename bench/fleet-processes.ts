@@ -3,22 +3,25 @@
  * group with K slots, each with its own IMDS simulator (in this process) and every member's Reboot
  * appearing at once, NotBefore staggered by a second (so the queue's order is known: the last
  * member's first), approved by policy, each maintenance Started for 4 s; the store is Azurite
- * behind a proxy that counts requests and refused conditional writes. Printed: the most members
- * down at once (from StartRequests to the event's end, at the simulators), grants out of the
+ * behind a proxy that counts requests and refused conditional writes, or with `--store
+ * kubernetes` Leases on the Kubernetes API stand-in, counted from its own records of its requests
+ * (bench/fleet-store.ts). Printed: the most members down at once (from StartRequests to the event's end, at the simulators), grants out of the
  * queue's order, the overhead per round (the wave's time less ⌈N / K⌉ rounds of the 4 s Azure
  * has each VM down), the hand-off (from a slot given back to its next take, from the members'
  * log lines; and to the next StartRequests of any member), slot use (the share of K × the wave
- * the slots were held, from each take to its give-back), lost writes per hand-off and requests per
- * member per minute to the store. `node bench/fleet-processes.ts [N] [K]` runs it alone (30 members, 3 slots by default).
+ * the slots were held, from each take to its give-back), lost writes per hand-off (on Leases: 409
+ * Conflict or AlreadyExists) and requests per member per minute to the store (on Leases, also by
+ * the API server's verb, and each Lease's busiest second). `node bench/fleet-processes.ts [N] [K]
+ * [--store kubernetes]` runs it alone (30 members, 3 slots, Blob Storage by default).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
-import { CountingProxy } from '../testkit/counting-proxy.ts';
+import type { StoreKind } from '../testkit/fleet-stores.ts';
 import { bridgeConfig, dir, dist, log, q, sleep, stopEverything } from './common.ts';
+import { busiestOf, startStore, storeOf } from './fleet-store.ts';
 import { PACKAGE_BIN } from './processes.ts';
 
 const STARTED_MS = 4000;
@@ -31,9 +34,8 @@ const handOff = (gaps: readonly number[]) => {
 const RELEASED = 'fleet budget: slot given back';
 const TAKEN = 'fleet budget: slot taken';
 
-export async function phaseFleetProcesses(n = 30, k = 3) {
-  const azurite = await Azurite.start();
-  const proxy = await new CountingProxy(azurite.url).start();
+export async function phaseFleetProcesses(n = 30, k = 3, kind: StoreKind = 'blob') {
+  const store = await startStore(kind);
   const sims: ImdsSimulator[] = [];
   const children: ChildProcess[] = [];
   const released: number[][] = [];
@@ -52,7 +54,7 @@ export async function phaseFleetProcesses(n = 30, k = 3) {
         fleet: {
           group: 'processes',
           maxUnavailable: k,
-          store: { type: 'blob', connectionString: azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: 'processes' },
+          store: store.config('processes'),
           retryMs: 2000,
           heartbeatSeconds: 30,
         },
@@ -72,14 +74,14 @@ export async function phaseFleetProcesses(n = 30, k = 3) {
     }
     // every daemon reads its IMDS before the wave
     for (const deadline = Date.now() + 120_000; sims.some((s) => s.requests.length < 3) && Date.now() < deadline;) await sleep(200);
-    proxy.take();
+    store.take();
     const t0 = Date.now();
     for (const [i, sim] of sims.entries())
       sim.addEvent({ EventType: 'Reboot', noticeMs: 3_600_000 + (n - i) * 1000, startedMs: STARTED_MS, DurationInSeconds: 5 });
     // the wave is over when every member has given its slot back
     for (const deadline = Date.now() + 900_000; released.some((r) => r.length === 0) && Date.now() < deadline;) await sleep(200);
     const took = Date.now() - t0;
-    const cost = proxy.take();
+    const cost = store.take();
     const starts = sims.map((s, i) => ({ i, at: s.startRequests[0]?.at ?? Number.POSITIVE_INFINITY }));
     const downs = starts.map((s) => ({ from: s.at, to: s.at + STARTED_MS }));
     const most = Math.max(...downs.map((x) => downs.filter((y) => y.from <= x.from && y.to > x.from).length));
@@ -126,16 +128,25 @@ export async function phaseFleetProcesses(n = 30, k = 3) {
       lostWritesElsewhere: Object.fromEntries(Object.entries(cost.lostBy).filter(([kind]) => kind !== 'slot')),
       requestsPerMemberPerMinute: perMinute(Object.values(cost.counts).reduce((a, b) => a + b, 0)),
       requests: cost.counts,
+      // what the API server bore: requests per member per minute by verb, and the busiest second of the busiest Leases
+      ...(kind === 'kubernetes'
+        ? {
+            store: kind,
+            requestsPerMemberPerMinuteByVerb: Object.fromEntries(Object.entries(cost.counts).map(([verb, c]) => [verb, perMinute(c)])),
+            busiestSecond: busiestOf(cost.busiestSecond),
+          }
+        : {}),
     };
   } finally {
-    await stopEverything(children, sims, [proxy], [azurite]);
+    await stopEverything(children, sims, [store]);
   }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const [n, k] = [Number(process.argv[2] ?? 30), Number(process.argv[3] ?? 3)];
-  log(`F3: ${n} bridges as processes, one group of ${k} slots`);
-  const result = await phaseFleetProcesses(n, k);
+  const { store, rest } = storeOf(process.argv.slice(2));
+  const [n, k] = [Number(rest[0] ?? 30), Number(rest[1] ?? 3)];
+  log(`F3: ${n} bridges as processes, one group of ${k} slots${store === 'blob' ? '' : ', over Leases'}`);
+  const result = await phaseFleetProcesses(n, k, store);
   const { releaseToNextStart: _raw, ...shown } = result;
   console.log(JSON.stringify(shown));
 }

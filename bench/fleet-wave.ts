@@ -3,18 +3,21 @@
  * daemons of the package (20 with 2 slots, 100 with 10), each with its own IMDS simulator (in
  * this process) and every member's Reboot due at once (one NotBefore an hour ahead), approved by
  * policy, each maintenance Started for 4 s; the store is Azurite behind a proxy that counts
- * requests per blob and second and refused conditional writes. Printed: the collision's
- * CloudEvent ids and copies per wave (read from every member's file sink), the words by what they
- * say, lost writes per record, the busiest second of the busiest blobs, and the bytes of the
- * group's listings per member per minute of waiting. `node bench/fleet-wave.ts 20 100` runs it alone.
+ * requests per blob and second and refused conditional writes, or with `--store kubernetes`
+ * Leases on the Kubernetes API stand-in, counted from its own records of its requests
+ * (bench/fleet-store.ts). Printed: the collision's CloudEvent ids and copies per wave (read from
+ * every member's file sink), the words by what they say, lost writes per record, the busiest
+ * second of the busiest blobs (Leases), and the bytes of the group's listings per member per
+ * minute of waiting (on Leases also those of the members' lists alone, and the requests per member
+ * per minute by the API server's verb). `node bench/fleet-wave.ts 20 100 [--store kubernetes]` runs it alone.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Azurite, DEV_ACCOUNT } from '../src/simulator/azurite.ts';
 import { ImdsSimulator } from '../src/simulator/server.ts';
-import { CountingProxy } from '../testkit/counting-proxy.ts';
+import type { StoreKind } from '../testkit/fleet-stores.ts';
 import { bridgeConfig, dir, log, sizesOf, sleep, spawnProcess, stopEverything } from './common.ts';
+import { busiestOf, startStore, storeOf } from './fleet-store.ts';
 import { PACKAGE_BIN } from './processes.ts';
 
 const STARTED_MS = 4000;
@@ -54,10 +57,9 @@ function wordsOf(files: readonly string[]): Word[] {
   });
 }
 
-export async function phaseFleetWave(n: number) {
+export async function phaseFleetWave(n: number, storeKind: StoreKind = 'blob') {
   const k = slotsOf(n);
-  const azurite = await Azurite.start();
-  const proxy = await new CountingProxy(azurite.url).start();
+  const store = await startStore(storeKind);
   const sims: ImdsSimulator[] = [];
   const children: ReturnType<typeof spawnProcess>[] = [];
   const files: string[] = [];
@@ -74,7 +76,7 @@ export async function phaseFleetWave(n: number) {
         fleet: {
           group: 'wave',
           maxUnavailable: k,
-          store: { type: 'blob', connectionString: azurite.connectionString(`${proxy.url}/${DEV_ACCOUNT}`), container: `wave${n}` },
+          store: store.config(`wave${n}`),
           retryMs: 2000,
           heartbeatSeconds: 30,
         },
@@ -82,13 +84,13 @@ export async function phaseFleetWave(n: number) {
       children.push(spawnProcess([PACKAGE_BIN, 'run', '--config', config]));
     }
     // every daemon reads its IMDS, and writes its member record, before the wave
-    const ready = () => sims.every((s) => s.requests.length >= 3) && (proxy.counts.get('write') ?? 0) >= n;
+    const ready = () => sims.every((s) => s.requests.length >= 3) && store.writes() >= n;
     for (const deadline = Date.now() + 180_000; !ready() && Date.now() < deadline;) {
       if (children.some((c) => c.exitCode !== null))
         throw new Error('a bridge exited before the wave (is the package built? npm run build)');
       await sleep(200);
     }
-    proxy.take();
+    store.take();
     const t0 = Date.now();
     for (const sim of sims) sim.addEvent({ EventType: 'Reboot', noticeMs: 3_600_000, startedMs: STARTED_MS, DurationInSeconds: 5 });
     for (
@@ -105,7 +107,7 @@ export async function phaseFleetWave(n: number) {
       quiet = now === said ? quiet + 1 : 0;
       said = now;
     }
-    const cost = proxy.take();
+    const cost = store.take();
     const words = wordsOf(files);
     const waves = [...new Set(words.map((w) => w.wave))].map((wave) => {
       const of = words.filter((w) => w.wave === wave);
@@ -125,7 +127,6 @@ export async function phaseFleetWave(n: number) {
     // each member waits from its event's appearance to its StartRequests
     const waitingMinutes = sims.reduce((m, s) => m + ((s.startRequests[0]?.at ?? t0 + took) - t0) / 60_000, 0);
     const handOffs = Math.max(1, n - k);
-    const busiest = Object.entries(cost.busiestSecond).sort((a, b) => b[1] - a[1]);
     return {
       members: n,
       maxUnavailable: k,
@@ -134,21 +135,33 @@ export async function phaseFleetWave(n: number) {
       waves,
       lostWrites: cost.lostBy,
       lostWritesPerHandOff: Math.round((Object.values(cost.lostBy).reduce((a, b) => a + b, 0) / handOffs) * 100) / 100,
-      // the busiest second of the busiest blobs (apart from the container's listings, all prefixes, and its creation)
-      busiestSecond: Object.fromEntries(busiest.filter(([b]) => b !== 'list' && b !== 'container').slice(0, 5)),
+      // the busiest second of the busiest blobs or Leases (apart from the listings, all prefixes, and the container's creation)
+      busiestSecond: busiestOf(cost.busiestSecond),
       busiestSecondOfListings: cost.busiestSecond.list ?? 0,
       listKiBPerWaitingMemberPerMinute: Math.round(((cost.bytesBy.list ?? 0) / 1024 / Math.max(waitingMinutes, 1 / 60)) * 10) / 10,
       listKiBPerMemberPerMinute: Math.round(((cost.bytesBy.list ?? 0) / 1024 / n / (took / 60_000)) * 10) / 10,
       requests: cost.counts,
+      // what the API server bore: the members' lists alone, and the requests per member per minute by verb
+      ...(storeKind === 'kubernetes'
+        ? {
+            store: storeKind,
+            membersListKiBPerWaitingMemberPerMinute:
+              Math.round(((cost.listBytesBy?.member ?? 0) / 1024 / Math.max(waitingMinutes, 1 / 60)) * 10) / 10,
+            requestsPerMemberPerMinuteByVerb: Object.fromEntries(
+              Object.entries(cost.counts).map(([verb, c]) => [verb, Math.round((c / n / (took / 60_000)) * 10) / 10]),
+            ),
+          }
+        : {}),
     };
   } finally {
-    await stopEverything(children, sims, [proxy], [azurite]);
+    await stopEverything(children, sims, [store]);
   }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  for (const n of sizesOf(process.argv.slice(2)) ?? [20, 100]) {
-    log(`F4: a wave of ${n} bridges as processes, every member due at once, ${slotsOf(n)} slots`);
-    console.log(JSON.stringify(await phaseFleetWave(n)));
+  const { store, rest } = storeOf(process.argv.slice(2));
+  for (const n of sizesOf(rest) ?? [20, 100]) {
+    log(`F4: a wave of ${n} bridges as processes, every member due at once, ${slotsOf(n)} slots${store === 'blob' ? '' : ', over Leases'}`);
+    console.log(JSON.stringify(await phaseFleetWave(n, store)));
   }
 }

@@ -38,6 +38,7 @@ import {
   patchNodeStatus,
   type PodShape,
   type Request,
+  requestOf,
   type StandInNode,
   type StandInPod,
   status,
@@ -54,6 +55,7 @@ export class KubeStandIn {
   readonly nodes = new Map<string, StandInNode>();
   readonly pods = new Map<string, StandInPod>();
   readonly events: Json[] = [];
+  /** Every request as it came, with its answer once sent (`answer`). */
   readonly requests: Request[] = [];
   /** Per pod (ns/name): how many more evictions a budget refuses with 429. */
   readonly budgets = new Map<string, number>();
@@ -155,15 +157,9 @@ export class KubeStandIn {
     } catch {
       return status(res, 400, 'BadRequest', 'the body is not JSON');
     }
-    this.requests.push({
-      method: req.method ?? '',
-      path: `${url.pathname}${url.search}`,
-      contentType: req.headers['content-type'],
-      userAgent: req.headers['user-agent'],
-      authorization: req.headers.authorization,
-      body,
-      at: Date.now(),
-    });
+    const request = requestOf(req, `${url.pathname}${url.search}`, body);
+    this.requests.push(request);
+    res.once('finish', () => (request.answer = { status: res.statusCode, bytes: Number(res.getHeader('content-length') ?? 0) }));
     await this.gate?.(req.method ?? '', url.pathname);
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const byCertificate = (req.socket as TLSSocket).authorized;

@@ -3,7 +3,7 @@
  * a Status body for every error, and a JSON merge patch (RFC 7396).
  */
 import { readFileSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 
 const TLS_DIR = fileURLToPath(new URL('../test/fixtures/tls/', import.meta.url));
@@ -70,7 +70,20 @@ export interface Request {
   readonly body: unknown;
   /** When it arrived (epoch ms). */
   readonly at: number;
+  /** Its answer once sent: the status and the bytes of the body (its content-length; 0 without one). */
+  answer?: { readonly status: number; readonly bytes: number };
 }
+
+/** requestOf: a request as the stand-in records it (its answer added once sent). */
+export const requestOf = (req: IncomingMessage, path: string, body: unknown): Request => ({
+  method: req.method ?? '',
+  path,
+  contentType: req.headers['content-type'],
+  userAgent: req.headers['user-agent'],
+  authorization: req.headers.authorization,
+  body,
+  at: Date.now(),
+});
 
 /** merge applies a JSON merge patch (RFC 7396), which is what a strategic merge patch is for the Node fields the sink changes. */
 export function merge(target: unknown, patch: unknown): unknown {
@@ -89,7 +102,10 @@ export const withKind =
 
 export function json(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  // set one by one (not in writeHead), so the stand-in reads the length back when it records the answer
+  res.setHeader('content-type', 'application/json');
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.writeHead(code);
   res.end(text);
 }
 

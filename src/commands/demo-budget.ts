@@ -6,6 +6,9 @@
  * each member completes. It ends with what each VM's IMDS was told, and when.
  */
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
+import { MEMBER_PREFIX } from '../fleet/budget/records.ts';
+import { FleetStoreConfig } from '../fleet/budget/stores/config.ts';
+import { openFleetStore } from '../fleet/budget/stores/open.ts';
 import { table } from './common.ts';
 import { say, startMember, stopwatch, type DemoContext, type Member } from './demo-kit.ts';
 
@@ -40,6 +43,8 @@ export async function budgetDemo(ctx: DemoContext, where: string): Promise<{ ok:
     };
     members.push(await startMember(ctx, name, config, { tickMs: 20, onCommitted }));
   }
+  // every member's record is in the store before the maintenance is scheduled, so the wave is foreseen among all three
+  await recordsOf(ctx.store, VMS.length);
   for (const { sim } of members)
     sim.addEvent({ EventType: 'Reboot', noticeMs: 15 * 60_000, startedMs: MAINTENANCE_MS, DurationInSeconds: 10 });
   say('Each VM has a Reboot scheduled in 15 minutes, and a preparation hook; the policy approves once it succeeded.');
@@ -94,4 +99,15 @@ export async function budgetDemo(ctx: DemoContext, where: string): Promise<{ ok:
       : '\nSomething went wrong: not every member was approved.',
   );
   return { ok, members };
+}
+
+/** recordsOf waits (at most 30 s) until the group's store lists a record for each of its `n` members. */
+async function recordsOf(config: Record<string, unknown>, n: number): Promise<void> {
+  const store = await openFleetStore(FleetStoreConfig.parse(config), 'db');
+  try {
+    for (const end = Date.now() + 30_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100)))
+      if ((await store.list(MEMBER_PREFIX)).length >= n) return;
+  } finally {
+    await store.close();
+  }
 }

@@ -382,7 +382,11 @@ describe('se-bridge drill', () => {
       60_000,
     );
     await awaitWhileRunning(run, () => s.events().length === 1, 'the drill scheduled');
-    const readyz = (await (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).json()) as { drill?: Record<string, unknown> };
+    // /readyz says the drill once the daemon has read it (its first delivery may come a moment before)
+    const readyz = await waitFor(async () => {
+      const r = (await (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).json()) as { drill?: Record<string, unknown> };
+      return r.drill === undefined ? null : r;
+    }, '/readyz to say the drill');
     expect(readyz.drill).toMatchObject({ eventId: expect.stringMatching(/^drill-/), ended: null, request: { type: 'Freeze' } });
     const end = await cli(['drill', '--end', '--config', s.cfg]);
     expect(end.code, end.stderr).toBe(0);

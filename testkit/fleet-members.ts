@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import type { z } from 'zod';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
 import { asBudget, FleetConfig } from '../src/fleet/budget/config.ts';
+import { asSlot } from '../src/fleet/budget/records.ts';
 import { HealthMonitor } from '../src/health/monitor.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../src/fleet/budget/stores/port.ts';
@@ -81,4 +82,14 @@ export async function budgetMember(
     now: clock,
   });
   return m;
+}
+
+/** live: the VMs of the group's live slot records, sorted. */
+export async function live(m: Member): Promise<string[]> {
+  const now = Date.now();
+  return (await m.store.list('slot-'))
+    .map((r) => asSlot(r.value))
+    .filter((s) => s.member !== null && (s.until === undefined || Date.parse(s.until) > now))
+    .map((s) => s.vm!)
+    .sort();
 }

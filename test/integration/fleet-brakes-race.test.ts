@@ -9,8 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pauseGroup } from '../../src/fleet/budget/pause-store.ts';
-import { asSlot } from '../../src/fleet/budget/records.ts';
-import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
+import { budgetMember, live, type Member } from '../../testkit/fleet-members.ts';
 import { leaseStorePerFile, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
 import { Gate, gated, slotWrite } from '../../testkit/fleet-gate.ts';
 import { waitFor } from '../helpers.ts';
@@ -26,14 +25,14 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise((resolve) => sick.close(resolve)));
 
-/** live: the VMs of the group's live slot records, sorted. */
-async function live(m: Member): Promise<string[]> {
-  const now = Date.now();
-  return (await m.store.list('slot-'))
-    .map((r) => asSlot(r.value))
-    .filter((s) => s.member !== null && (s.until === undefined || Date.parse(s.until) > now))
-    .map((s) => s.vm!)
-    .sort();
+/** pausedMidWrite: the answer to a's take of `e` when a person pauses the group while its slot write is held at `gate`. */
+async function pausedMidWrite(a: Member, gate: Gate, e: ReturnType<typeof scheduledFor>): Promise<string> {
+  gate.armed = true;
+  const asked = outcome(a.budget.take(e, api));
+  await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
+  await pauseGroup(a.store, { who: 'alice', why: 'release 4.2' }, Date.now());
+  gate.open();
+  return asked;
 }
 
 describe('a pause against an approval under way, over the Lease store', () => {
@@ -44,13 +43,7 @@ describe('a pause against an approval under way, over the Lease store', () => {
     await a.read([]);
     const e = scheduledFor('vm-a');
     await a.read([e]);
-    gate.armed = true;
-    const asked = outcome(a.budget.take(e, api));
-    await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
-    // a person pauses the group while a's write is on its way
-    await pauseGroup(a.store, { who: 'alice', why: 'release 4.2' }, Date.now());
-    gate.open();
-    expect(await asked).toBe('HELD');
+    expect(await pausedMidWrite(a, gate, e)).toBe('HELD');
     expect(await live(a)).toEqual([]);
     expect(a.budget.state().slot).toBeNull();
   });
@@ -65,12 +58,7 @@ describe('a pause against an approval under way, over the Lease store', () => {
     await Promise.all([a, c].map((m) => m.read([])));
     const e = scheduledFor('vm-a', { resources: ['vm-a', 'vm-c'] });
     await a.read([e]);
-    gate.armed = true;
-    const asked = outcome(a.budget.take(e, api));
-    await waitFor(() => gate.reached, "a's slot write", 10_000, 5);
-    await pauseGroup(a.store, { who: 'alice', why: 'release 4.2' }, Date.now());
-    gate.open();
-    expect(await asked).toBe('HELD');
+    expect(await pausedMidWrite(a, gate, e)).toBe('HELD');
     expect(await live(a)).toEqual([]);
   });
 

@@ -13,9 +13,8 @@
  * Each test below fails when one of them alone is taken away.
  */
 import { describe, expect, it } from 'vitest';
-import { asSlot } from '../../src/fleet/budget/records.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
-import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
+import { budgetMember, live } from '../../testkit/fleet-members.ts';
 import { leaseStorePerFile, outcome, scheduledFor } from '../../testkit/fleet-stores.ts';
 import { Gate, gated, slotRead, slotWrite } from '../../testkit/fleet-gate.ts';
 import { waitFor } from '../helpers.ts';
@@ -24,16 +23,6 @@ const fleetStores = leaseStorePerFile();
 const api = { by: 'test', via: 'api' } as const;
 
 const started = (vm: string): ScheduledEvent => ({ ...scheduledFor(vm), eventStatus: 'Started', notBefore: null });
-
-/** live: the VMs of the group's live slot records, sorted. */
-async function live(m: Member): Promise<string[]> {
-  const now = Date.now();
-  return (await m.store.list('slot-'))
-    .map((r) => asSlot(r.value))
-    .filter((s) => s.member !== null && (s.until === undefined || Date.parse(s.until) > now))
-    .map((s) => s.vm!)
-    .sort();
-}
 
 /**
  * severalOf: vm-a (its store gated where `at` says), vm-b and vm-c of `group`, two slots, each

@@ -57,6 +57,8 @@ describe.each(STORE_KINDS)('the rate over the %s store', (kind) => {
       100,
     );
     await waitFor(() => hs.every((h) => h.sim.startRequests.length === 1), 'every member approved', 80_000, 100);
+    // the approved CloudEvent reaches the sink after the StartRequests: waited for, not raced
+    await waitFor(() => hs.every((h) => h.events().some((e) => e.type.endsWith('.approved'))), 'every approval delivered', 20_000, 100);
     // the times the group recorded for its approvals, one per maintenance, none lost
     const stamps = await stampsIn(kind, group);
     const times = events.map((e) => stamps.get(e.eventId)!);

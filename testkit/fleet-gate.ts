@@ -38,6 +38,10 @@ export function gated(at: (method: 'put' | 'list', name: string, value?: unknown
       await stop('list', prefix);
       return s.list(prefix, signal);
     },
+    head: async (prefix, limit, signal) => {
+      await stop('list', prefix);
+      return s.head(prefix, limit, signal);
+    },
   });
 }
 

@@ -38,6 +38,17 @@ export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
+ * beating runs `beat` about every `seconds` (varied by a fifth either way, so that members started
+ * together drift apart) until the signal aborts.
+ */
+export async function beating(seconds: number, signal: AbortSignal, beat: () => Promise<unknown>): Promise<void> {
+  while (!signal.aborted) {
+    await beat();
+    await sleep(spread(seconds * 1000, 0.2), signal).catch(() => undefined);
+  }
+}
+
+/**
  * deadline makes a per-operation AbortSignal that aborts when `parent` aborts or `ms` pass,
  * and detaches from `parent` on `release()`: long-lived parents (the process's shutdown
  * signal) must not collect one listener per request.

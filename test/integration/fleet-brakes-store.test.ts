@@ -35,6 +35,7 @@ function counted(store: FleetStore) {
     get: (...a) => store.get(...a),
     remove: (...a) => store.remove(...a),
     list: (...a) => store.list(...a),
+    head: (...a) => store.head(...a),
     close: () => store.close(),
     put: async (...a) => {
       const v = await store.put(...a);
@@ -110,6 +111,7 @@ describe.each(STORE_KINDS)('the brakes over the %s store', (kind) => {
       where: real.where,
       get: (...a) => real.get(...a),
       list: (...a) => real.list(...a),
+      head: (...a) => real.head(...a),
       close: () => real.close(),
       remove: async (...a) => after(await real.remove(...a)),
       put: async (name, ...a) => {

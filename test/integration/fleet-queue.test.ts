@@ -126,6 +126,7 @@ describe.each(STORE_KINDS)('the fleet budget over the %s store', (kind) => {
         }
         return s.list(prefix, signal);
       },
+      head: (...args) => s.head(...args),
     });
     const a = await budgetMember(fleetStores(), kind, group, 'vm-a');
     const b = await budgetMember(fleetStores(), kind, group, 'vm-b', {}, gated);
@@ -231,8 +232,8 @@ describe('the Lease store lists one kind of record', () => {
       .kube.requests.slice(before)
       .map((r) => decodeURIComponent(r.path));
     expect(lists).toEqual([
-      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=member,se-bridge.io/kind!=record'),
-      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=slot,se-bridge.io/kind!=record'),
+      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=member,se-bridge.io/kind!=queue,se-bridge.io/kind!=record'),
+      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=slot,se-bridge.io/kind!=queue,se-bridge.io/kind!=record'),
     ]);
   });
 });

@@ -107,6 +107,7 @@ const overtaken =
       where: s.where,
       get: (...args) => s.get(...args),
       list: (...args) => s.list(...args),
+      head: (...args) => s.head(...args),
       close: () => s.close(),
       put: async (name, value, version, signal) => (await first(name), s.put(name, value, version, signal)),
       remove: async (name, version, signal) => (await first(name), s.remove(name, version, signal)),

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { inOrder, pauseFor, QueuePlace, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
 import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
+import { entryName, waitersIn, wantedEntry } from '../../src/fleet/budget/queue-entries.ts';
+import type { Versioned } from '../../src/fleet/budget/stores/port.ts';
 
 const NOW = Date.parse('2026-11-26T10:00:00.000Z');
 const at = (s: number) => new Date(NOW + s * 1000).toISOString();
@@ -192,5 +194,61 @@ describe('the fleet budget configuration', () => {
       message: expect.stringMatching(/at least three heartbeats .*= 90/),
     });
     expect(FleetConfig.safeParse({ group: 'g', maxUnavailable: 1, store, heartbeatSeconds: 30, marginSeconds: 90 }).success).toBe(true);
+  });
+});
+
+describe("the queue's entries", () => {
+  const record = (m: MemberRecord, name = entryName(wantedEntry(m)!)): Versioned => ({
+    name,
+    version: '1',
+    value: { ...wantedEntry(m)!, heartbeatAt: m.heartbeatAt, heartbeatSeconds: m.heartbeatSeconds },
+  });
+
+  it("names a member's earliest waiting maintenance so that the names sort in the queue's order", () => {
+    const members = [
+      member('c', [{ notBefore: at(600), ...held(-5) }]),
+      member('a', [{ notBefore: at(600), ...held(-10) }]),
+      member('b', [{ notBefore: at(300), ...held(-1) }]),
+      member('e', [{ notBefore: at(300) }]),
+      member('d', [{ notBefore: at(600), ...held(-10) }]),
+    ];
+    const names = members.map((m) => entryName(wantedEntry(m)!)).sort();
+    // held before not held yet within one NotBefore; then held first; then the member
+    expect(names.map((n) => n.split('-').at(-2))).toEqual(['b', 'e', 'a', 'd', 'c']);
+    // the same order as the members' records give it, read from the entries
+    expect(
+      waitersIn(
+        members.map((m) => record(m)),
+        'nobody',
+        NOW,
+        true,
+      ).map((w) => w.vm),
+    ).toEqual(waitersOf(members, 'nobody', NOW, { asking: true }).map((w) => w.vm));
+  });
+
+  it('keeps no entry for a maintenance approved, Started, or held for a person; the earliest of the rest', () => {
+    expect(wantedEntry(member('a', [{ approved: true }, { status: 'Started' }, { ...held(-5, 'api') }]))).toBeNull();
+    const w = wantedEntry(
+      member('a', [
+        { notBefore: at(900) },
+        { notBefore: at(600), ...held(-5, 'hooks'), held: { since: at(-5), by: [], via: 'hooks', need: 2 } },
+      ]),
+    );
+    expect(w).toEqual({ member: 'a-key', vm: 'a', eventId: 'a-E1', notBefore: at(600), since: at(-5), need: 2 });
+  });
+
+  it('counts no entry that is stale, of another shape, in the name of another member, holding a slot, or not held unless asked', () => {
+    const [a, b, c, d] = [member('a', [held(-9)]), member('b', [held(-8)], 120), member('c', [held(-7)]), member('d', [{}])];
+    const records = [
+      record(a),
+      record(b),
+      { ...record(c), name: 'queue-0-0-someone-else' },
+      record(d),
+      { name: 'queue-1', version: '1', value: { member: 'x' } },
+    ];
+    expect(waitersIn(records, 'me', NOW, false).map((w) => w.vm)).toEqual(['a']);
+    expect(waitersIn(records, 'me', NOW, true).map((w) => w.vm)).toEqual(['a', 'd']);
+    expect(waitersIn(records, 'me', NOW, true, new Set(['a'])).map((w) => w.vm)).toEqual(['d']);
+    expect(waitersIn(records, 'a-key', NOW, true).map((w) => w.vm)).toEqual(['d']);
   });
 });

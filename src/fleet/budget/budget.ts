@@ -11,7 +11,7 @@ import { affects } from '../../imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
-import { sleep, spread } from '../../lib/time.ts';
+import { beating } from '../../lib/time.ts';
 import { FleetStoreError, type Versioned } from './stores/port.ts';
 import { memberKey, slotState, asSlot, type MemberRecord } from './records.ts';
 import { RecordWarnings } from './parse.ts';
@@ -20,6 +20,7 @@ import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf, realDocument } from './member.ts';
 import { downOf, QUEUED_VIA, QueuePlace } from './queue.ts';
+import { QueueEntries, wantedEntry } from './queue-entries.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
@@ -30,6 +31,8 @@ import { PausedError, pausedError, pauseOf, pauseState } from './pause.ts';
 import { Breaker } from './breaker.ts';
 
 export type { BudgetState } from './types.ts';
+/** An event as the queue knows it. */
+type Asked = Parameters<QueuePlace['me']>[2];
 
 export class FleetBudget implements ApprovalGate {
   readonly #o: BudgetOptions;
@@ -41,6 +44,8 @@ export class FleetBudget implements ApprovalGate {
   readonly #record: MemberRecordWriter;
   readonly #settling: Settling;
   readonly #place: QueuePlace;
+  /** This member's entry in the queue, and the head of the queue as read at a look. */
+  readonly #entries: QueueEntries;
   /** What the last take of each event wrote (EventId: the records, at the versions written). */
   readonly #taken = new Map<string, readonly Written[]>();
   /** When the group is read for the forecast, besides the heartbeats. */
@@ -53,6 +58,7 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
+    this.#entries = new QueueEntries(options.store, options.config.heartbeatSeconds);
     this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
     const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
@@ -89,14 +95,13 @@ export class FleetBudget implements ApprovalGate {
 
   state(): BudgetState {
     const slot = this.#slots.held;
-    const held = slot ? asSlot(slot.value) : null;
     return {
       group: this.#o.config.group,
       maxUnavailable: this.#k,
       store: this.#o.store.where,
       storeReachable: this.#health.reachable,
       lastError: this.#health.lastError,
-      slot: held === null || slot == null ? null : slotState(slot.name, held),
+      slot: slot ? slotState(slot.name, asSlot(slot.value)) : null,
       holders: this.#slots.holders,
       held: [...this.#place.approvals.keys()],
       place: this.#place.position,
@@ -140,7 +145,7 @@ export class FleetBudget implements ApprovalGate {
         const first = await firstUnlessPaused(this.#many, this.#o.health?.state, { eventId: event.eventId, named: named.length, forced });
         if (first !== null) this.#place.granted(event.eventId);
         if (first !== null) return first;
-        const turn = async (free: number) => this.#placeOf(await all(), event, need, free, this.#place.asksFirst(event.eventId));
+        const turn = (free: number) => this.#placeOf(null, event, need, free, this.#place.asksFirst(event.eventId));
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
         if (typeof this.#o.config.maxUnavailable === 'string') await all();
@@ -158,10 +163,8 @@ export class FleetBudget implements ApprovalGate {
           this.#o.hooks?.onHeld?.(request.via);
           this.#place.served(this.#slots.holders);
           // a member that does not know its place yet reads it (once a wait): how soon it asks again depends on it
-          if (queued && this.#place.position === null) {
-            const records = await all().catch((e: unknown) => this.#health.failed('read the queue', e));
-            if (records) this.#placeOf(records, event, need, 0, true);
-          }
+          if (queued && this.#place.position === null)
+            await this.#placeOf(null, event, need, 0, true).catch((e: unknown) => this.#health.failed('read the queue', e));
           // said in the member record, so `fleet status` and `status` show who holds it back, since when, and the queue
           throw this.#place.heldNow(event.eventId, err, request.via, need, this.#now());
         }
@@ -218,11 +221,8 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /** run beats about every heartbeatSeconds (varied by a fifth either way: members started together drift apart) until the signal aborts. */
-  async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      await this.heartbeat();
-      await sleep(spread(this.#o.config.heartbeatSeconds * 1000, 0.2), signal).catch(() => undefined);
-    }
+  run(signal: AbortSignal): Promise<void> {
+    return beating(this.#o.config.heartbeatSeconds, signal, () => this.heartbeat());
   }
 
   #serial<T>(work: () => Promise<T>): Promise<T> {
@@ -232,13 +232,10 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /** mine: the real events of the document that take this VM down. */
-  #mine(document: EventsDocument | null = this.#o.view.document): ScheduledEvent[] {
-    return mineOf(document, this.#o.view.vm);
-  }
+  #mine = (): ScheduledEvent[] => mineOf(this.#o.view.document, this.#o.view.vm);
 
   async #onRead(read: EventsDocument): Promise<void> {
-    const slots = this.#slots;
-    const vm = this.#o.view.vm;
+    const [slots, vm] = [this.#slots, this.#o.view.vm];
     if (!vm.nameKnown) return;
     const document = realDocument(read)!;
     const mine = document.events.filter((e) => affects(e.resources, vm.name));
@@ -267,11 +264,12 @@ export class FleetBudget implements ApprovalGate {
     if (this.#forecastReads.due(mine, wrote, this.#now(), this.#o.wave?.(), this.#o.speakAt?.() ?? null)) await this.#readMembers();
   }
 
-  /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records` (`first`: it never asked yet). */
-  #placeOf(records: readonly MemberRecord[], event: Parameters<QueuePlace['me']>[2], need: number, free: number, first: boolean) {
+  /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records`, or (null) the head of the queue's entries (`first`: it never asked yet). */
+  async #placeOf(records: readonly MemberRecord[] | null, event: Asked, need: number, free: number, first: boolean) {
     const now = this.#now();
     const me = this.#place.me(this.#me, this.#o.view.vm.name, event, now, need);
-    return this.#place.place(records, me, now, free, first, downOf(this.#slots.holders));
+    const down = downOf(this.#slots.holders);
+    return this.#place.place(records ?? (await this.#entries.read(this.#k, me, now, down)), me, now, free, first, down);
   }
 
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
@@ -279,22 +277,24 @@ export class FleetBudget implements ApprovalGate {
     const records = await this.#members.list();
     // a member that waits learns its place again (it moves up as the others are served)
     const waiting = this.#place.waiting(this.#mine());
-    if (waiting !== undefined) this.#placeOf(records, waiting, 1, 0, false);
+    if (waiting !== undefined) await this.#placeOf(records, waiting, 1, 0, false);
     // a member past its bound is said once, at the heartbeat that reads it, whether or not anything is held
     this.#members.counted(records, this.#slots.last, this.#me);
     const slots = this.#slots.last.map((r) => asSlot(r.value));
     this.#o.hooks?.onMembers?.(records, slots);
   }
 
-  /** writeMember writes this member's record (at every heartbeat, and when what it says changes); true when it wrote. */
-  #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<boolean> {
+  /** writeMember writes this member's record (at every heartbeat, and when what it says changes), and its entry in the queue; true when it wrote the record. */
+  async #writeMember(force: boolean, mine?: readonly ScheduledEvent[]): Promise<boolean> {
     const vm = this.#o.view.vm;
-    if (!vm.nameKnown) return Promise.resolve(false);
+    if (!vm.nameKnown) return false;
     const record = memberRecordOf({
       ...{ config: this.#o.config, vm, mine: mine ?? this.#mine(), heldFor: this.#slots.heldFor, held: this.#place.approvals },
       ...{ slot: this.#slots.held?.name ?? null, health: this.#o.health?.state, calendar: this.#o.calendar, notes: this.#o.notes },
       wave: this.#o.wave,
     });
+    // the entry first: a member whose record says its maintenance stands in the queue already
+    await this.#entries.sync(wantedEntry(record), this.#now(), force);
     return this.#record.write(record, this.#now(), force);
   }
 }

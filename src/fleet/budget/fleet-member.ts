@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { EventsDocument } from '../../imds/wire.ts';
 import { Latest } from '../../lib/latest.ts';
-import { sleep, spread } from '../../lib/time.ts';
+import { beating } from '../../lib/time.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { FleetConfig } from './config.ts';
 import { StoreHealth } from './health.ts';
@@ -54,11 +54,8 @@ export class FleetMember {
     return this.#write(false, this.#o.view.document);
   }
 
-  async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      await this.#write(true, this.#o.view.document);
-      await sleep(spread(this.#o.config.heartbeatSeconds * 1000, 0.2), signal).catch(() => undefined);
-    }
+  run(signal: AbortSignal): Promise<void> {
+    return beating(this.#o.config.heartbeatSeconds, signal, () => this.#write(true, this.#o.view.document));
   }
 
   state(): BudgetState {

@@ -5,8 +5,8 @@
  * refused, so members of two versions share a group.
  */
 import type { Logger } from 'pino';
-import { asSlot, MEMBER_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
-import { MemberSchema, SlotSchema } from './schemas.ts';
+import { asSlot, MEMBER_PREFIX, QUEUE_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
+import { MemberSchema, QueueEntrySchema, SlotSchema } from './schemas.ts';
 import type { Versioned } from './stores/port.ts';
 import type { z } from 'zod';
 import { PAUSE_NAME, PauseSchema } from './pause.ts';
@@ -33,7 +33,13 @@ export interface Skipped {
 /** skippedOf: the records of this list that do not read by their schema (a slot's or a member's, by name), and why. */
 export function skippedOf(records: readonly Versioned[]): Skipped[] {
   return records.flatMap((r) => {
-    const schema = r.name.startsWith(MEMBER_PREFIX) ? MemberSchema : r.name.startsWith(SLOT_PREFIX) ? (BRAKES[r.name] ?? SlotSchema) : null;
+    const schema = r.name.startsWith(MEMBER_PREFIX)
+      ? MemberSchema
+      : r.name.startsWith(SLOT_PREFIX)
+        ? (BRAKES[r.name] ?? SlotSchema)
+        : r.name.startsWith(QUEUE_PREFIX)
+          ? QueueEntrySchema
+          : null;
     if (schema === null) return [];
     if (r.unreadable !== undefined) return [{ key: r.name, why: r.unreadable }];
     const parsed = schema.safeParse(r.value);

@@ -10,6 +10,7 @@ import { ApprovalError } from '../../approval/service.ts';
 import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
 import { RateHeldError } from './rate.ts';
 import { PausedError } from './pause.ts';
+import type { Candidates } from './queue-entries.ts';
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
@@ -209,7 +210,8 @@ export class QueuePlace {
   }
 
   /**
-   * place reads this member's place from the members' records: which of `free` slots is its turn
+   * place reads this member's place from the members' records, or the head of the queue's entries
+   * (queue-entries.ts): which of `free` slots is its turn
    * to try (its place in the queue), or null when its turn has not come. The free slots go down the
    * queue in order. A member that asks for the first time (`first`) lets go first every member
    * ahead of it that may ask now, held or not yet, so a wave of members ready at once is served in
@@ -217,11 +219,20 @@ export class QueuePlace {
    * once, from the read after the one that first listed its maintenance (every member due with it
    * has had a read to say its own). `down`: the VMs holding a slot (their records may still say held).
    */
-  place(members: readonly MemberRecord[], me: Waiter, now: number, free: number, first = false, down?: ReadonlySet<string>): number | null {
+  place(
+    members: readonly MemberRecord[] | Candidates,
+    me: Waiter,
+    now: number,
+    free: number,
+    first = false,
+    down?: ReadonlySet<string>,
+  ): number | null {
+    const waiters =
+      typeof members === 'function'
+        ? members(first, down)
+        : waitersOf(members, me.member, now, { asking: first, ...(down ? { down } : {}) });
     // the other members waiting for the same maintenance (it names them too) are served with it
-    const ahead = waitersOf(members, me.member, now, { asking: first, ...(down ? { down } : {}) }).filter(
-      (w) => w.eventId !== me.eventId && inOrder(w, me) < 0,
-    );
+    const ahead = waiters.filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0);
     this.#position = ahead.length;
     this.#placed = ahead.length;
     this.#placedAt = now;

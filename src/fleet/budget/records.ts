@@ -157,6 +157,8 @@ export interface Holder {
 export const SLOT_PREFIX = 'slot-';
 export const OVERFLOW_PREFIX = 'slot-x-';
 export const MEMBER_PREFIX = 'member-';
+/** The queue's entries (queue-entries.ts): one per waiting member, named in the queue's order. */
+export const QUEUE_PREFIX = 'queue-';
 
 export const slotName = (i: number): string => `${SLOT_PREFIX}${i}`;
 export const overflowName = (member: string): string => `${OVERFLOW_PREFIX}${member}`;

@@ -141,3 +141,18 @@ export const MemberSchema = z.object({
   // the collision wave this member speaks for; a word that does not read is no word (the record still counts)
   wave: WaveWordSchema.optional().catch(undefined),
 });
+
+/**
+ * A queue entry (queue-entries.ts): a waiting member's earliest maintenance, in a record named in
+ * the queue's order. `since` null: not held yet (it may ask now); `need`: the slots it takes.
+ */
+export const QueueEntrySchema = z.object({
+  member: text,
+  vm: text,
+  eventId: text,
+  notBefore: time.nullable(),
+  since: time.nullable(),
+  need: z.number().int().min(1).max(100),
+  heartbeatAt: time,
+  heartbeatSeconds: HeartbeatSeconds,
+});

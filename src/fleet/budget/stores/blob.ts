@@ -147,13 +147,22 @@ export class BlobFleetStore implements FleetStore {
     }
   }
 
-  async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
+  list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
+    return this.#list(prefix, listPage(this.#rest.answerBytes), 10_000, signal);
+  }
+
+  head(prefix: string, limit: number, signal?: AbortSignal): Promise<Versioned[]> {
+    // one page: List Blobs answers in the order of the names
+    return this.#list(prefix, Math.max(1, Math.min(limit, listPage(this.#rest.answerBytes))), 1, signal);
+  }
+
+  /** list: the records named `prefix`…, `perPage` a request, `pages` requests at most (bounded, so a listing that never ends cannot loop). */
+  async #list(prefix: string, perPage: number, pages: number, signal?: AbortSignal): Promise<Versioned[]> {
     const items: { name: string; bytes: number; version: string; carried: string | undefined }[] = [];
     try {
       let marker: string | undefined;
-      const maxresults = String(listPage(this.#rest.answerBytes));
-      // one request per page; bounded, so a listing that never ends cannot loop
-      for (let page = 0; page < 10_000; page++) {
+      const maxresults = String(perPage);
+      for (let page = 0; page < pages; page++) {
         const r = await this.#rest.call(`list ${prefix}*`, {
           method: 'GET',
           path: this.#container,

@@ -30,6 +30,7 @@ export function withDeadlines(store: FleetStore, ms: number): FleetStore {
     put: (name, value, version, signal) => call(`write ${name}`, signal, (s) => store.put(name, value, version, s)),
     remove: (name, version, signal) => call(`delete ${name}`, signal, (s) => store.remove(name, version, s)),
     list: (prefix, signal) => call(`list ${prefix}*`, signal, (s) => store.list(prefix, s)),
+    head: (prefix, limit, signal) => call(`list ${prefix}* (first ${limit})`, signal, (s) => store.head(prefix, limit, s)),
     close: () => store.close(),
   };
 }

@@ -34,13 +34,15 @@ export const GROUP_LABEL = 'se-bridge.io/group';
 /** What a Lease holds (slot, member, record), so a list asks the API server for one kind only. */
 export const KIND_LABEL = 'se-bridge.io/kind';
 
-const kindOf = (name: string): string => (name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : 'record');
+const KINDS = ['slot', 'member', 'queue', 'record'];
+const kindOf = (name: string): string =>
+  name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : name.startsWith('queue-') ? 'queue' : 'record';
 
 /** selectorFor: the labels of a list of records named `prefix`…; a Lease written before the kind label is listed as any kind. */
 function selectorFor(group: string, prefix: string): string {
   // every group's records (the fleet view): those of the group `…`, named `<group>/<name>`
   if (group === '') return GROUP_LABEL;
-  const others = ['slot', 'member', 'record'].filter((k) => k !== kindOf(prefix));
+  const others = KINDS.filter((k) => k !== kindOf(prefix));
   return [`${GROUP_LABEL}=${group}`, ...(prefix === '' ? [] : others.map((k) => `${KIND_LABEL}!=${k}`))].join(',');
 }
 
@@ -133,11 +135,20 @@ export class LeaseFleetStore implements FleetStore {
     }
   }
 
-  async list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
+  list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
+    // in chunks of 500 Leases (a record is a few KiB), each kept as its record alone
+    return this.#list(prefix, 500, Infinity, signal);
+  }
+
+  head(prefix: string, limit: number, signal?: AbortSignal): Promise<Versioned[]> {
+    // the API server lists in the order of the names: the first page (of the records named so) is the head
+    return this.#list(prefix, Math.max(1, Math.min(limit, 500)), limit, signal);
+  }
+
+  async #list(prefix: string, perPage: number, most: number, signal?: AbortSignal): Promise<Versioned[]> {
     try {
-      // in chunks of 500 Leases (a record is a few KiB), each kept as its record alone
-      return await this.#kube.list<V1Lease, Versioned[]>(
-        { path: this.#path(), query: { labelSelector: selectorFor(this.#group, prefix) }, limit: 500, signal },
+      const kept = await this.#kube.list<V1Lease, Versioned[]>(
+        { path: this.#path(), query: { labelSelector: selectorFor(this.#group, prefix) }, limit: perPage, signal },
         {
           start: () => [],
           page: (kept, items) => {
@@ -147,8 +158,10 @@ export class LeaseFleetStore implements FleetStore {
             }
             return kept;
           },
+          done: (kept) => kept.length >= most,
         },
       );
+      return kept.slice(0, most);
     } catch (err) {
       throw failure(`list ${prefix}*`, err);
     }

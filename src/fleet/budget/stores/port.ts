@@ -56,6 +56,12 @@ export interface FleetStore {
   remove(name: string, version: string, signal?: AbortSignal): Promise<boolean>;
   /** list: every record whose name starts with `prefix`. */
   list(prefix: string, signal?: AbortSignal): Promise<Versioned[]>;
+  /**
+   * head: the first `limit` records (or fewer) whose name starts with `prefix`, in the order of
+   * their names: one page of the store's listing (Blob `maxresults`, Kubernetes `limit`), so the
+   * reader of a long queue reads its head, never the whole of it.
+   */
+  head(prefix: string, limit: number, signal?: AbortSignal): Promise<Versioned[]>;
   close(): Promise<void>;
 }
 

@@ -1,0 +1,125 @@
+/**
+ * The queue's entries: each member waiting for a slot keeps one small record, `queue-<NotBefore>-
+ * <held since>-<member>`, named in the queue's order (queue.ts: the earliest NotBefore, then held
+ * first, then by member). A member learns its place by reading the head of the queue, one page of
+ * the store's listing (`FleetStore.head`: twice the group's slots and a few more), never every
+ * member's record: what a look at the queue costs grows with the budget, not with the group.
+ * An entry is written when its maintenance appears (not held yet: it may ask now), named again
+ * once it is held, renewed at the heartbeats, and removed once it is granted or no longer
+ * Scheduled. One left by a member that stopped is stale after three of its heartbeats, like its
+ * member record, and counts for nobody; the member at the head of the queue removes it later.
+ */
+import { QueueEntrySchema } from './schemas.ts';
+import { QUEUE_PREFIX, staleAt, type MemberRecord } from './records.ts';
+import { inOrder, QUEUED_VIA, waiterOf, type Waiter } from './queue.ts';
+import type { FleetStore, Versioned } from './stores/port.ts';
+import type { z } from 'zod';
+
+export type QueueEntry = z.infer<typeof QueueEntrySchema>;
+/** What a member writes of its entry; the writer stamps its heartbeat. */
+export type EntryParts = Omit<QueueEntry, 'heartbeatAt' | 'heartbeatSeconds'>;
+
+/** The waiters that may stand ahead of a member: those held, and with `asking` those not held yet; `down` names the VMs holding a slot. */
+export type Candidates = (asking: boolean, down: ReadonlySet<string> | undefined) => Waiter[];
+
+/** headSize: the entries read at a look: those that may take the free slots before this member, those holding a slot still listed, and a margin. */
+export const headSize = (k: number): number => 2 * k + 8;
+
+/** The key of a time in an entry's name: 13 digits of milliseconds, so the names sort as the times do. */
+const LAST = 9_999_999_999_999;
+const keyOf = (iso: string | null, otherwise: number): string => {
+  const t = iso === null ? NaN : Date.parse(iso);
+  return String(Number.isFinite(t) ? Math.max(0, Math.min(LAST, t)) : otherwise).padStart(13, '0');
+};
+
+/** entryName: an entry's name, in the queue's order (an approval not held yet after every held one of its NotBefore). */
+export const entryName = (e: EntryParts): string => `${QUEUE_PREFIX}${keyOf(e.notBefore, 0)}-${keyOf(e.since, LAST)}-${e.member}`;
+
+/**
+ * wantedEntry: the entry a member keeps, from its record: its earliest maintenance Scheduled, not
+ * approved, and not held, or held for an automatic approval (a person told "held" asks again or
+ * not); null: none.
+ */
+export function wantedEntry(record: Pick<MemberRecord, 'member' | 'vm' | 'events'>): EntryParts | null {
+  const entries = record.events.flatMap((e): EntryParts[] => {
+    if (e.status !== 'Scheduled' || e.approved || (e.held !== undefined && !QUEUED_VIA.has(e.held.via ?? ''))) return [];
+    const [since, need] = [e.held?.since ?? null, e.held?.need ?? 1];
+    return [{ member: record.member, vm: record.vm, eventId: e.eventId, notBefore: e.notBefore || null, since, need }];
+  });
+  return entries.sort((a, b) => entryName(a).localeCompare(entryName(b)))[0] ?? null;
+}
+
+/** entriesOf: the entries of a listing that read by their schema and are their member's by name. */
+const entriesOf = (records: readonly Versioned[]): QueueEntry[] =>
+  records.flatMap((r) => {
+    const e = QueueEntrySchema.safeParse(r.value);
+    // an entry in the name of another member is nobody's
+    return e.success && r.name.endsWith(`-${e.data.member}`) ? [e.data] : [];
+  });
+
+/**
+ * waitersIn: the waiters of a listing of entries, in the queue's order: not `me`, not stale, not
+ * holding a slot (`down`), and, unless `asking`, held.
+ */
+export function waitersIn(records: readonly Versioned[], me: string, now: number, asking: boolean, down?: ReadonlySet<string>): Waiter[] {
+  return entriesOf(records)
+    .filter((e) => e.member !== me && !staleAt(e, now) && down?.has(e.vm) !== true && (asking || e.since !== null))
+    .map((e) => waiterOf(e.member, e.vm, { eventId: e.eventId, notBefore: e.notBefore }, e.since ?? undefined, now, e.need))
+    .sort(inOrder);
+}
+
+/** How many stale entries the head of the queue removes at a look. */
+const PRUNE_AT_A_LOOK = 2;
+
+export class QueueEntries {
+  readonly #store: FleetStore;
+  readonly #heartbeatSeconds: number;
+  /** The entry this member wrote last: its name, version, and when. */
+  #mine: { readonly name: string; readonly version: string; readonly at: number } | null = null;
+
+  constructor(store: FleetStore, heartbeatSeconds: number) {
+    this.#store = store;
+    this.#heartbeatSeconds = heartbeatSeconds;
+  }
+
+  /**
+   * sync keeps this member's entry as `want` says (null: none): written when it is new or named
+   * anew (the old one removed after), renewed at a heartbeat (`renew`) half a heartbeat or more
+   * after it was written, removed when nothing waits. Store failures are thrown.
+   */
+  async sync(want: EntryParts | null, now: number, renew: boolean): Promise<void> {
+    const name = want === null ? null : entryName(want);
+    const mine = this.#mine;
+    const same = mine !== null && mine.name === name;
+    if (same && !(renew && now - mine.at >= (this.#heartbeatSeconds * 1000) / 2)) return;
+    if (want !== null && name !== null) {
+      const entry: QueueEntry = { ...want, heartbeatAt: new Date(now).toISOString(), heartbeatSeconds: this.#heartbeatSeconds };
+      let version = await this.#store.put(name, entry, same ? mine.version : null);
+      // there already (this member before a restart, or a write it lost track of): written over the version read
+      if (version === null) version = await this.#store.put(name, entry, (await this.#store.get(name))?.version ?? null);
+      this.#mine = version === null ? null : { name, version, at: now };
+    }
+    // the old entry goes once the new one is there; gone already or overtaken: nothing to do
+    if (mine !== null && !same) await this.#store.remove(mine.name, mine.version);
+    if (want === null) this.#mine = null;
+  }
+
+  /**
+   * read: the head of the queue, as the waiters that may stand ahead of `me` (see waitersIn). The
+   * member with nobody ahead (`down`: the VMs holding a slot) removes a few entries stale for twice
+   * as long as they count.
+   */
+  async read(k: number, me: Waiter, now: number, down: ReadonlySet<string>): Promise<Candidates> {
+    const head = await this.#store.head(QUEUE_PREFIX, headSize(k));
+    if (waitersIn(head, me.member, now, true, down).every((w) => inOrder(w, me) >= 0)) await this.#prune(head, now);
+    return (asking, down) => waitersIn(head, me.member, now, asking, down);
+  }
+
+  async #prune(head: readonly Versioned[], now: number): Promise<void> {
+    const gone = head.filter((r) => {
+      const e = entriesOf([r])[0];
+      return e !== undefined && staleAt({ ...e, heartbeatSeconds: 2 * e.heartbeatSeconds }, now);
+    });
+    for (const r of gone.slice(0, PRUNE_AT_A_LOOK)) await this.#store.remove(r.name, r.version);
+  }
+}

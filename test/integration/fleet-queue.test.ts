@@ -232,8 +232,12 @@ describe('the Lease store lists one kind of record', () => {
       .kube.requests.slice(before)
       .map((r) => decodeURIComponent(r.path));
     expect(lists).toEqual([
-      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=member,se-bridge.io/kind!=queue,se-bridge.io/kind!=record'),
-      expect.stringContaining('labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=slot,se-bridge.io/kind!=queue,se-bridge.io/kind!=record'),
+      expect.stringContaining(
+        'labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=member,se-bridge.io/kind!=queue,se-bridge.io/kind!=record',
+      ),
+      expect.stringContaining(
+        'labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=slot,se-bridge.io/kind!=queue,se-bridge.io/kind!=record',
+      ),
     ]);
   });
 });

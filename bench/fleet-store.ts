@@ -10,8 +10,8 @@ import { CountingProxy } from '../testkit/counting-proxy.ts';
 import { LeaseStore, type StoreKind } from '../testkit/fleet-stores.ts';
 import { LeaseMeter, type LeaseCost } from '../testkit/kube-lease-meter.ts';
 
-/** What a store counted between two takes; Leases also say the bytes of their lists by the kind listed. */
-export type StoreCost = Omit<LeaseCost, 'listBytesBy'> & { readonly listBytesBy?: Record<string, number> };
+/** What a store counted between two takes, with the bytes of its lists by the kind listed (slot, member, queue). */
+export type StoreCost = LeaseCost;
 
 export interface BenchStore {
   readonly kind: StoreKind;

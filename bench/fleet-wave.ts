@@ -140,13 +140,15 @@ export async function phaseFleetWave(n: number, storeKind: StoreKind = 'blob') {
       busiestSecondOfListings: cost.busiestSecond.list ?? 0,
       listKiBPerWaitingMemberPerMinute: Math.round(((cost.bytesBy.list ?? 0) / 1024 / Math.max(waitingMinutes, 1 / 60)) * 10) / 10,
       listKiBPerMemberPerMinute: Math.round(((cost.bytesBy.list ?? 0) / 1024 / n / (took / 60_000)) * 10) / 10,
+      // the same by what was listed: the members' records, the queue's head, the slots
+      listKiBPerWaitingMemberPerMinuteByKind: Object.fromEntries(
+        Object.entries(cost.listBytesBy).map(([kind, b]) => [kind, Math.round((b / 1024 / Math.max(waitingMinutes, 1 / 60)) * 10) / 10]),
+      ),
       requests: cost.counts,
-      // what the API server bore: the members' lists alone, and the requests per member per minute by verb
+      // what the API server bore: the requests per member per minute by verb
       ...(storeKind === 'kubernetes'
         ? {
             store: storeKind,
-            membersListKiBPerWaitingMemberPerMinute:
-              Math.round(((cost.listBytesBy?.member ?? 0) / 1024 / Math.max(waitingMinutes, 1 / 60)) * 10) / 10,
             requestsPerMemberPerMinuteByVerb: Object.fromEntries(
               Object.entries(cost.counts).map(([verb, c]) => [verb, Math.round((c / n / (took / 60_000)) * 10) / 10]),
             ),

@@ -36,6 +36,8 @@ export class CountingProxy {
   bytes = 0;
   /** The same, by operation. */
   bytesBy = new Map<string, number>();
+  /** The bytes answered to listings, by the kind of record listed (the prefix's: slot, member, queue; `all` for none). */
+  listBytesBy = new Map<string, number>();
   /** Requests to each blob (its name under the container; a listing: `list`; the container's own: `container`) in each second of the proxy's clock since the last reset. */
   perSecond = new Map<string, Map<number, number>>();
   readonly #faults = new Map<string, Fault[]>();
@@ -47,6 +49,7 @@ export class CountingProxy {
       const op = blobOperation(req.method ?? 'GET', url);
       this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
       const blob = op === 'list' ? 'list' : op.endsWith(' container') ? 'container' : url.pathname.split('/').slice(3).join('/');
+      const listed = recordKind(url.searchParams.get('prefix') || 'all');
       const second = Math.floor(Date.now() / 1000);
       const seconds = this.perSecond.get(blob) ?? new Map<number, number>();
       this.perSecond.set(blob, seconds.set(second, (seconds.get(second) ?? 0) + 1));
@@ -80,6 +83,7 @@ export class CountingProxy {
           answer.on('data', (chunk: Buffer) => {
             this.bytes += chunk.length;
             this.bytesBy.set(op, (this.bytesBy.get(op) ?? 0) + chunk.length);
+            if (op === 'list') this.listBytesBy.set(listed, (this.listBytesBy.get(listed) ?? 0) + chunk.length);
           });
           answer.pipe(res);
         },
@@ -111,11 +115,12 @@ export class CountingProxy {
     lostBy: Record<string, number>;
     bytes: number;
     bytesBy: Record<string, number>;
+    listBytesBy: Record<string, number>;
     busiestSecond: Record<string, number>;
   } {
     const out = {
       ...{ counts: Object.fromEntries(this.counts), lost: this.lost, lostBy: Object.fromEntries(this.lostBy) },
-      ...{ bytes: this.bytes, bytesBy: Object.fromEntries(this.bytesBy) },
+      ...{ bytes: this.bytes, bytesBy: Object.fromEntries(this.bytesBy), listBytesBy: Object.fromEntries(this.listBytesBy) },
       // each blob's most requests in one second
       busiestSecond: Object.fromEntries([...this.perSecond].map(([blob, seconds]) => [blob, Math.max(...seconds.values())])),
     };
@@ -124,6 +129,7 @@ export class CountingProxy {
     this.lostBy = new Map();
     this.bytes = 0;
     this.bytesBy = new Map();
+    this.listBytesBy = new Map();
     this.perSecond = new Map();
     return out;
   }
@@ -135,8 +141,8 @@ export class CountingProxy {
   }
 }
 
-/** recordKind: what a fleet store's blob holds, from its name (`…/slot-0.json`: slot; `…/member-…`: member; else its name). */
+/** recordKind: what a fleet store's blob holds, from its name (`…/slot-0.json`: slot; `…/member-…`: member; `…/queue-…`: queue; else its name). */
 export function recordKind(path: string): string {
   const name = path.slice(path.lastIndexOf('/') + 1).replace(/\.json$/, '');
-  return name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : name;
+  return name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : name.startsWith('queue-') ? 'queue' : name;
 }

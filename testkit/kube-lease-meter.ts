@@ -51,7 +51,7 @@ function listedKind(path: string): string {
     .map((r) => r.trim())
     .filter((r) => r.startsWith(`${KIND_LABEL}!=`))
     .map((r) => r.slice(KIND_LABEL.length + 2));
-  const left = ['slot', 'member', 'record'].filter((k) => !excluded.includes(k));
+  const left = ['slot', 'member', 'queue', 'record'].filter((k) => !excluded.includes(k));
   return left.length === 1 ? left[0]! : 'all';
 }
 

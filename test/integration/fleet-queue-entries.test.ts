@@ -11,8 +11,9 @@ import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { FleetStore, Versioned } from '../../src/fleet/budget/stores/port.ts';
 import { QUEUE_PREFIX, memberKey } from '../../src/fleet/budget/records.ts';
 import { headSize } from '../../src/fleet/budget/queue-entries.ts';
-import { DEV_ACCOUNT } from '../../src/simulator/azurite.ts';
+import { DEV_ACCOUNT, DEV_KEY } from '../../src/simulator/azurite.ts';
 import { CountingProxy } from '../../testkit/counting-proxy.ts';
+import { HttpPeer } from '../../testkit/http-peer.ts';
 import { budgetMember } from '../../testkit/fleet-members.ts';
 import { fleetStoresPerFile, memberVm, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
 
@@ -171,5 +172,42 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
     expect(names).not.toContain('queue-0000000000003-0000000000003-dead');
     expect(names).toContain('queue-0000000000002-0000000000002-gone');
     expect(names).toContain('queue-0000000000001-0000000000001-victim');
+  });
+});
+
+describe('the head of a queue over Blob Storage, from a service that answers a page short', () => {
+  it('asks for the rest from the marker until it has read as many as it asked for (the service may end a page at a partition)', async () => {
+    // a stand-in for List Blobs (written from the REST reference): one blob a page, whatever maxresults says
+    const peer = new HttpPeer();
+    await peer.listen();
+    try {
+      const names = ['queue-1', 'queue-2', 'queue-3', 'queue-4'];
+      peer.answer = (req) => {
+        const q = new URL(req.url, peer.url).searchParams;
+        if (q.get('comp') !== 'list') return { status: 201 };
+        // each record carried in the listing's metadata (`record`), as the store writes it
+        const at = Number(q.get('marker') ?? '0');
+        const next = at + 1 < names.length ? `<NextMarker>${at + 1}</NextMarker>` : '<NextMarker />';
+        const blob = `<Blob><Name>g/${names[at]}</Name><Properties><Etag>"e${at}"</Etag><Content-Length>2</Content-Length></Properties><Metadata><record>${Buffer.from('{}').toString('base64')}</record></Metadata></Blob>`;
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/xml' },
+          body: `<EnumerationResults><Blobs>${blob}</Blobs>${next}</EnumerationResults>`,
+        };
+      };
+      const connectionString = `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};BlobEndpoint=${peer.url}/${DEV_ACCOUNT};`;
+      const config = FleetConfig.parse({ group: 'g', maxUnavailable: 1, store: { type: 'blob', connectionString, container: 'pages' } });
+      const store = await openFleetStore(config.store, 'g');
+      const head = await store.head(QUEUE_PREFIX, 3);
+      expect(head.map((r) => r.name)).toEqual(['queue-1', 'queue-2', 'queue-3']);
+      const lists = peer.requests.map((r) => new URL(r.url, peer.url).searchParams).filter((q) => q.get('comp') === 'list');
+      expect(lists.map((q) => [q.get('maxresults'), q.get('marker')])).toEqual([
+        ['3', null],
+        ['2', '1'],
+        ['1', '2'],
+      ]);
+    } finally {
+      await peer.close();
+    }
   });
 });

@@ -250,5 +250,11 @@ describe("the queue's entries", () => {
     expect(waitersIn(records, 'me', NOW, true).map((w) => w.vm)).toEqual(['a', 'd']);
     expect(waitersIn(records, 'me', NOW, true, new Set(['a'])).map((w) => w.vm)).toEqual(['d']);
     expect(waitersIn(records, 'a-key', NOW, true).map((w) => w.vm)).toEqual(['d']);
+    // a member counts once, at its earliest entry (one left behind as it named its entry anew)
+    const later = record(member('a', [{ ...held(-9), notBefore: at(7200) }]));
+    expect(waitersIn([later, ...records], 'me', NOW, true).map((w) => [w.vm, w.notBefore])).toEqual([
+      ['a', NOW + 3600_000],
+      ['d', NOW + 3600_000],
+    ]);
   });
 });

@@ -59,13 +59,15 @@ const entriesOf = (records: readonly Versioned[]): QueueEntry[] =>
 
 /**
  * waitersIn: the waiters of a listing of entries, in the queue's order: not `me`, not stale, not
- * holding a slot (`down`), and, unless `asking`, held.
+ * holding a slot (`down`), and, unless `asking`, held; each member once, at its earliest (a member
+ * stopped while it named its entry anew may have left the old one).
  */
 export function waitersIn(records: readonly Versioned[], me: string, now: number, asking: boolean, down?: ReadonlySet<string>): Waiter[] {
-  return entriesOf(records)
+  const waiters = entriesOf(records)
     .filter((e) => e.member !== me && !staleAt(e, now) && down?.has(e.vm) !== true && (asking || e.since !== null))
     .map((e) => waiterOf(e.member, e.vm, { eventId: e.eventId, notBefore: e.notBefore }, e.since ?? undefined, now, e.need))
     .sort(inOrder);
+  return waiters.filter((w, i) => waiters.findIndex((x) => x.member === w.member) === i);
 }
 
 /** How many stale entries the head of the queue removes at a look. */

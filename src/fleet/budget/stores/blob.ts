@@ -148,21 +148,26 @@ export class BlobFleetStore implements FleetStore {
   }
 
   list(prefix: string, signal?: AbortSignal): Promise<Versioned[]> {
-    return this.#list(prefix, listPage(this.#rest.answerBytes), 10_000, signal);
+    return this.#list(prefix, Infinity, signal);
   }
 
   head(prefix: string, limit: number, signal?: AbortSignal): Promise<Versioned[]> {
-    // one page: List Blobs answers in the order of the names
-    return this.#list(prefix, Math.max(1, Math.min(limit, listPage(this.#rest.answerBytes))), 1, signal);
+    // List Blobs answers in the order of the names
+    return this.#list(prefix, Math.max(1, limit), signal);
   }
 
-  /** list: the records named `prefix`…, `perPage` a request, `pages` requests at most (bounded, so a listing that never ends cannot loop). */
-  async #list(prefix: string, perPage: number, pages: number, signal?: AbortSignal): Promise<Versioned[]> {
+  /**
+   * list: the first `most` records named `prefix`… (Infinity: all), a page a request. A page may
+   * hold fewer than it was asked for, with a marker for the rest (the service does so at a
+   * partition's boundary): the next page is asked for until `most` are read or none is left.
+   * Bounded, so a listing that never ends cannot loop.
+   */
+  async #list(prefix: string, most: number, signal?: AbortSignal): Promise<Versioned[]> {
     const items: { name: string; bytes: number; version: string; carried: string | undefined }[] = [];
     try {
       let marker: string | undefined;
-      const maxresults = String(perPage);
-      for (let page = 0; page < pages; page++) {
+      for (let page = 0; page < 10_000 && items.length < most; page++) {
+        const maxresults = String(Math.min(listPage(this.#rest.answerBytes), most - items.length));
         const r = await this.#rest.call(`list ${prefix}*`, {
           method: 'GET',
           path: this.#container,

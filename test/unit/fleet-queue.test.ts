@@ -258,3 +258,23 @@ describe("the queue's entries", () => {
     ]);
   });
 });
+
+describe('a place read from a page of the queue', () => {
+  it('beyond the page, keeps the place it last read from the records if that is further back; within it, takes what it reads', () => {
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 });
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
+    const others = Array.from({ length: 30 }, (_, i) => member(`w${String(i).padStart(2, '0')}`, [{ notBefore: at(600), ...held(-5) }]));
+    // from every member's record: 30 ahead
+    expect(place.place(others, me, NOW, 0)).toBeNull();
+    expect(place.position).toBe(30);
+    // a page of 12 that does not reach it: at least 12 ahead, and it knew 30
+    const page = others.slice(0, 12);
+    const partial = Object.assign((asking: boolean) => waitersOf(page, 'me-key', NOW, { asking }), { partial: true });
+    expect(place.place(partial, me, NOW, 1)).toBeNull();
+    expect(place.position).toBe(30);
+    // a page that holds it: what it reads
+    const whole = Object.assign((asking: boolean) => waitersOf(others.slice(0, 3), 'me-key', NOW, { asking }), { partial: false });
+    expect(place.place(whole, me, NOW, 0)).toBeNull();
+    expect(place.position).toBe(3);
+  });
+});

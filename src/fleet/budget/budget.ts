@@ -131,7 +131,7 @@ export class FleetBudget implements ApprovalGate {
     }
     return this.#serial(async () => {
       let need = 1;
-      // the members' records, read once for this attempt: whom the maintenance names, health, percentage, the queue
+      // the members' records, read once for this attempt: whom it names, health, percentage, and then the place (else: the queue's head)
       let read: Promise<MemberRecord[]> | undefined;
       const all = () => (read ??= this.#members.list());
       try {
@@ -145,7 +145,7 @@ export class FleetBudget implements ApprovalGate {
         const first = await firstUnlessPaused(this.#many, this.#o.health?.state, { eventId: event.eventId, named: named.length, forced });
         if (first !== null) this.#place.granted(event.eventId);
         if (first !== null) return first;
-        const turn = (free: number) => this.#placeOf(null, event, need, free, this.#place.asksFirst(event.eventId));
+        const turn = (free: number) => this.#placeOf(read, event, need, free, this.#place.asksFirst(event.eventId));
         // with health checks, an unhealthy member counts against the budget as one in maintenance; a
         // percentage is of the members with a fresh record now
         if (typeof this.#o.config.maxUnavailable === 'string') await all();
@@ -164,7 +164,7 @@ export class FleetBudget implements ApprovalGate {
           this.#place.served(this.#slots.holders);
           // a member that does not know its place yet reads it (once a wait): how soon it asks again depends on it
           if (queued && this.#place.position === null)
-            await this.#placeOf(null, event, need, 0, true).catch((e: unknown) => this.#health.failed('read the queue', e));
+            await this.#placeOf(read, event, need, 0, true).catch((e: unknown) => this.#health.failed('read the queue', e));
           // said in the member record, so `fleet status` and `status` show who holds it back, since when, and the queue
           throw this.#place.heldNow(event.eventId, err, request.via, need, this.#now());
         }
@@ -264,12 +264,11 @@ export class FleetBudget implements ApprovalGate {
     if (this.#forecastReads.due(mine, wrote, this.#now(), this.#o.wave?.(), this.#o.speakAt?.() ?? null)) await this.#readMembers();
   }
 
-  /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records`, or (null) the head of the queue's entries (`first`: it never asked yet). */
-  async #placeOf(records: readonly MemberRecord[] | null, event: Asked, need: number, free: number, first: boolean) {
-    const now = this.#now();
+  /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records` when read anyway, else from the head of the queue's entries (`first`: it never asked yet). */
+  async #placeOf(records: MemberRecord[] | Promise<MemberRecord[]> | undefined, event: Asked, need: number, free: number, first: boolean) {
+    const [now, down, known] = [this.#now(), downOf(this.#slots.holders), await records];
     const me = this.#place.me(this.#me, this.#o.view.vm.name, event, now, need);
-    const down = downOf(this.#slots.holders);
-    return this.#place.place(records ?? (await this.#entries.read(this.#k, me, now, down)), me, now, free, first, down);
+    return this.#place.place(known ?? (await this.#entries.read(this.#k, me, now, down)), me, now, free, first, down);
   }
 
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */

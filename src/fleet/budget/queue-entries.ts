@@ -19,8 +19,12 @@ export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 /** What a member writes of its entry; the writer stamps its heartbeat. */
 export type EntryParts = Omit<QueueEntry, 'heartbeatAt' | 'heartbeatSeconds'>;
 
-/** The waiters that may stand ahead of a member: those held, and with `asking` those not held yet; `down` names the VMs holding a slot. */
-export type Candidates = (asking: boolean, down: ReadonlySet<string> | undefined) => Waiter[];
+/**
+ * The waiters that may stand ahead of a member: those held, and with `asking` those not held yet;
+ * `down` names the VMs holding a slot. `partial`: the member stands beyond the page read (more
+ * may stand ahead of it than the page shows).
+ */
+export type Candidates = ((asking: boolean, down: ReadonlySet<string> | undefined) => Waiter[]) & { readonly partial?: boolean };
 
 /** headSize: the entries read at a look: those that may take the free slots before this member, those holding a slot still listed, and a margin. */
 export const headSize = (k: number): number => 2 * k + 8;
@@ -114,7 +118,8 @@ export class QueueEntries {
   async read(k: number, me: Waiter, now: number, down: ReadonlySet<string>): Promise<Candidates> {
     const head = await this.#store.head(QUEUE_PREFIX, headSize(k));
     if (waitersIn(head, me.member, now, true, down).every((w) => inOrder(w, me) >= 0)) await this.#prune(head, now);
-    return (asking, down) => waitersIn(head, me.member, now, asking, down);
+    const partial = head.length >= headSize(k) && !head.some((r) => r.name.endsWith(`-${me.member}`));
+    return Object.assign((asking: boolean, down?: ReadonlySet<string>) => waitersIn(head, me.member, now, asking, down), { partial });
   }
 
   async #prune(head: readonly Versioned[], now: number): Promise<void> {

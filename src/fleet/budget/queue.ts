@@ -233,9 +233,9 @@ export class QueuePlace {
         : waitersOf(members, me.member, now, { asking: first, ...(down ? { down } : {}) });
     // the other members waiting for the same maintenance (it names them too) are served with it
     const ahead = waiters.filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0);
-    this.#position = ahead.length;
-    this.#placed = ahead.length;
-    this.#placedAt = now;
+    // beyond a page of the queue's head, only a bound is known: the place last read (moved up as slots were taken) stands if further back
+    const at = typeof members === 'function' && members.partial === true ? Math.max(ahead.length, this.#position ?? 0) : ahead.length;
+    [this.#position, this.#placed, this.#placedAt] = [at, at, now];
     // at the read that first lists it, the members due with it may not have said theirs yet: a first ask waits that read out
     const listed = this.#listedAt.get(me.eventId);
     if (first && listed !== undefined && listed >= this.#reads) return null;

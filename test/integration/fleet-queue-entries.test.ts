@@ -145,7 +145,7 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
     expect(firstPlace === null || firstPlace === 0).toBe(true);
   });
 
-  it('an entry in the name of another member, or stale, counts for nobody; the head of the queue removes one long stale', async () => {
+  it('an entry whose name is not its member's, or stale, counts for nobody; the head of the queue removes one long stale', async () => {
     const group = `forged-${kind}`;
     const [a, b] = await Promise.all([budgetMember(fleetStores(), kind, group, 'vm-a'), budgetMember(fleetStores(), kind, group, 'vm-b')]);
     const eb = scheduledFor('vm-b');
@@ -161,7 +161,7 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
       ...{ member, vm: member, eventId: `E-${member}`, notBefore: new Date(t0).toISOString(), since: early, need: 1 },
       ...{ heartbeatAt: new Date(at).toISOString(), heartbeatSeconds: 20 },
     });
-    // earlier than a in every way: one named for another member than it says, one stale (silent for 3 heartbeats), one long stale
+    // earlier than a in every way: one whose name is not the member it says, one stale (silent for 3 heartbeats), one long stale
     await a.store.put(`queue-0000000000001-0000000000001-victim`, entry('mallory', t0), null);
     await a.store.put(`queue-0000000000002-0000000000002-gone`, entry('gone', t0 - 61_000), null);
     await a.store.put(`queue-0000000000003-0000000000003-dead`, entry('dead', t0 - 200_000), null);

@@ -237,7 +237,7 @@ describe("the queue's entries", () => {
     expect(w).toEqual({ member: 'a-key', vm: 'a', eventId: 'a-E1', notBefore: at(600), since: at(-5), need: 2 });
   });
 
-  it('counts no entry that is stale, of another shape, in the name of another member, holding a slot, or not held unless asked', () => {
+  it('counts no entry that is stale, of another shape, named for another member than it says, holding a slot, or not held unless asked', () => {
     const [a, b, c, d] = [member('a', [held(-9)]), member('b', [held(-8)], 120), member('c', [held(-7)]), member('d', [{}])];
     const records = [
       record(a),

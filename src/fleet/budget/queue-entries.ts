@@ -57,7 +57,7 @@ export function wantedEntry(record: Pick<MemberRecord, 'member' | 'vm' | 'events
 const entriesOf = (records: readonly Versioned[]): QueueEntry[] =>
   records.flatMap((r) => {
     const e = QueueEntrySchema.safeParse(r.value);
-    // an entry in the name of another member is nobody's
+    // an entry whose name is not its member's would stand in the listing where it does not stand in the queue: nobody's
     return e.success && r.name.endsWith(`-${e.data.member}`) ? [e.data] : [];
   });
 

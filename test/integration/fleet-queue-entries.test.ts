@@ -145,7 +145,7 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
     expect(firstPlace === null || firstPlace === 0).toBe(true);
   });
 
-  it('an entry whose name is not its member's, or stale, counts for nobody; the head of the queue removes one long stale', async () => {
+  it("an entry whose name is not its member's, or stale, counts for nobody; the head of the queue removes one long stale", async () => {
     const group = `forged-${kind}`;
     const [a, b] = await Promise.all([budgetMember(fleetStores(), kind, group, 'vm-a'), budgetMember(fleetStores(), kind, group, 'vm-b')]);
     const eb = scheduledFor('vm-b');

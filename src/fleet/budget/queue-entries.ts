@@ -11,20 +11,13 @@
  */
 import { QueueEntrySchema } from './schemas.ts';
 import { QUEUE_PREFIX, staleAt, type MemberRecord } from './records.ts';
-import { inOrder, QUEUED_VIA, waiterOf, type Waiter } from './queue.ts';
+import { inOrder, QUEUED_VIA, waiterOf, type Candidates, type Waiter } from './queue.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
 import type { z } from 'zod';
 
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 /** What a member writes of its entry; the writer stamps its heartbeat. */
 export type EntryParts = Omit<QueueEntry, 'heartbeatAt' | 'heartbeatSeconds'>;
-
-/**
- * The waiters that may stand ahead of a member: those held, and with `asking` those not held yet;
- * `down` names the VMs holding a slot. `partial`: the member stands beyond the page read (more
- * may stand ahead of it than the page shows).
- */
-export type Candidates = ((asking: boolean, down: ReadonlySet<string> | undefined) => Waiter[]) & { readonly partial?: boolean };
 
 /** headSize: the entries read at a look: those that may take the free slots before this member, those holding a slot still listed, and a margin. */
 export const headSize = (k: number): number => 2 * k + 8;

@@ -10,7 +10,6 @@ import { ApprovalError } from '../../approval/service.ts';
 import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
 import { RateHeldError } from './rate.ts';
 import { PausedError } from './pause.ts';
-import type { Candidates } from './queue-entries.ts';
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
@@ -25,6 +24,13 @@ export interface Waiter {
   /** The slots its maintenance needs: the members of the group it takes down. */
   readonly need: number;
 }
+
+/**
+ * The waiters that may stand ahead of a member: those held, and with `asking` those not held yet;
+ * `down` names the VMs holding a slot. `partial`: the member stands beyond the page read (more
+ * may stand ahead of it than the page shows).
+ */
+export type Candidates = ((asking: boolean, down: ReadonlySet<string> | undefined) => Waiter[]) & { readonly partial?: boolean };
 
 /** Only approvals asked again by themselves stand in the queue: a person who was told "held" asks again or not. */
 export const QUEUED_VIA: ReadonlySet<string> = new Set(['policy', 'hooks']);

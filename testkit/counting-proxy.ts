@@ -141,8 +141,14 @@ export class CountingProxy {
   }
 }
 
-/** recordKind: what a fleet store's blob holds, from its name (`…/slot-0.json`: slot; `…/member-…`: member; `…/queue-…`: queue; else its name). */
+/** recordKind: what a fleet store's blob holds, from its name (`…/slot-0.json`: slot; `…/member-…`: member; `…/queue-…` and `…/asking-…`: queue; else its name). */
 export function recordKind(path: string): string {
   const name = path.slice(path.lastIndexOf('/') + 1).replace(/\.json$/, '');
-  return name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : name.startsWith('queue-') ? 'queue' : name;
+  const kinds: [string, string][] = [
+    ['slot-', 'slot'],
+    ['member-', 'member'],
+    ['queue-', 'queue'],
+    ['asking-', 'queue'],
+  ];
+  return kinds.find(([prefix]) => name.startsWith(prefix))?.[1] ?? name;
 }

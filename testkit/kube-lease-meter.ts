@@ -51,8 +51,9 @@ function listedKind(path: string): string {
     .map((r) => r.trim())
     .filter((r) => r.startsWith(`${KIND_LABEL}!=`))
     .map((r) => r.slice(KIND_LABEL.length + 2));
-  const left = ['slot', 'member', 'queue', 'record'].filter((k) => !excluded.includes(k));
-  return left.length === 1 ? left[0]! : 'all';
+  const left = ['slot', 'member', 'queue', 'asking', 'record'].filter((k) => !excluded.includes(k));
+  // the queue's entries, held or asking, are counted as one
+  return left.length === 1 ? left[0]!.replace('asking', 'queue') : 'all';
 }
 
 /** What a LeaseMeter counted between two takes. */

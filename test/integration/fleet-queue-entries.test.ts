@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { FleetStore, Versioned } from '../../src/fleet/budget/stores/port.ts';
-import { QUEUE_PREFIX, memberKey } from '../../src/fleet/budget/records.ts';
-import { headSize } from '../../src/fleet/budget/queue-entries.ts';
+import { ASKING_PREFIX, QUEUE_PREFIX, memberKey } from '../../src/fleet/budget/records.ts';
+import { entryName, headSize } from '../../src/fleet/budget/queue-entries.ts';
 import { DEV_ACCOUNT, DEV_KEY } from '../../src/simulator/azurite.ts';
 import { CountingProxy } from '../../testkit/counting-proxy.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
@@ -21,9 +21,9 @@ const fleetStores = fleetStoresPerFile();
 const policy = { by: 'policy', via: 'policy' } as const;
 const api = { by: 'test', via: 'api' } as const;
 
-/** entries: the group's queue entries as the store lists them (name order). */
+/** entries: the group's queue entries, held and asking, as the store lists them (name order). */
 const entries = async (store: FleetStore): Promise<Versioned[]> =>
-  (await store.list(QUEUE_PREFIX)).sort((a, b) => a.name.localeCompare(b.name));
+  [...(await store.list(QUEUE_PREFIX)), ...(await store.list(ASKING_PREFIX))].sort((a, b) => a.name.localeCompare(b.name));
 
 /** heads: a store whose head() calls are counted, with how many records each answered. */
 function heads(store: FleetStore, seen: number[]): FleetStore {
@@ -65,7 +65,9 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
         const asked = fleetStores()
           .kube.requests.slice(before)
           .map((r) => decodeURIComponent(r.path));
-        expect(asked).toEqual([expect.stringMatching(/kind!=slot,se-bridge\.io\/kind!=member,se-bridge\.io\/kind!=record&limit=4$/)]);
+        expect(asked).toEqual([
+          expect.stringMatching(/kind!=slot,se-bridge\.io\/kind!=member,se-bridge\.io\/kind!=asking,se-bridge\.io\/kind!=record&limit=4$/),
+        ]);
       }
       // more than there are: all of them, and nothing of another prefix
       expect((await store.head(QUEUE_PREFIX, 50)).map((r) => r.name)).toHaveLength(10);
@@ -90,7 +92,7 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
     // not held yet: it may ask now, and stands after every held member of its NotBefore
     const key = memberKey(memberVm('vm-a'));
     const [first] = await entries(a.store);
-    expect(first!.name).toBe(`queue-${String(Date.parse(ea.notBefore!)).padStart(13, '0')}-9999999999999-${key}`);
+    expect(first!.name).toBe(`asking-${String(Date.parse(ea.notBefore!)).padStart(13, '0')}-${key}`);
     expect(first!.value).toMatchObject({ member: key, vm: 'vm-a', eventId: ea.eventId, since: null, need: 1 });
     expect(await outcome(a.budget.take(ea, policy))).toBe('HELD');
     await a.read([ea]);
@@ -161,17 +163,19 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
       ...{ member, vm: member, eventId: `E-${member}`, notBefore: new Date(t0).toISOString(), since: early, need: 1 },
       ...{ heartbeatAt: new Date(at).toISOString(), heartbeatSeconds: 20 },
     });
-    // earlier than a in every way: one whose name is not the member it says, one stale (silent for 3 heartbeats), one long stale
-    await a.store.put(`queue-0000000000001-0000000000001-victim`, entry('mallory', t0), null);
-    await a.store.put(`queue-0000000000002-0000000000002-gone`, entry('gone', t0 - 61_000), null);
-    await a.store.put(`queue-0000000000003-0000000000003-dead`, entry('dead', t0 - 200_000), null);
+    // earlier than a in every way: one whose name is not where it stands, one stale (silent for 3 of its heartbeats)
+    const forged = entry('mallory', t0);
+    const victim = entryName({ ...forged, member: 'victim' });
+    const dead = entry('dead', t0 - 61_000);
+    await a.store.put(victim, forged, null);
+    await a.store.put(entryName(dead), dead, null);
     expect(await outcome(a.budget.take(ea, policy))).toBe('HELD');
     // nobody real stands ahead of a
     expect(a.budget.state().place).toBe(0);
+    // a, with nobody ahead, removed the stale entry; the forged one stays, counted for nobody
     const names = (await entries(a.store)).map((r) => r.name);
-    expect(names).not.toContain('queue-0000000000003-0000000000003-dead');
-    expect(names).toContain('queue-0000000000002-0000000000002-gone');
-    expect(names).toContain('queue-0000000000001-0000000000001-victim');
+    expect(names).not.toContain(entryName(dead));
+    expect(names).toContain(victim);
   });
 });
 

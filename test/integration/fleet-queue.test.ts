@@ -233,10 +233,10 @@ describe('the Lease store lists one kind of record', () => {
       .map((r) => decodeURIComponent(r.path));
     expect(lists).toEqual([
       expect.stringContaining(
-        'labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=member,se-bridge.io/kind!=queue,se-bridge.io/kind!=record',
+        'labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=member,se-bridge.io/kind!=queue,se-bridge.io/kind!=asking,se-bridge.io/kind!=record',
       ),
       expect.stringContaining(
-        'labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=slot,se-bridge.io/kind!=queue,se-bridge.io/kind!=record',
+        'labelSelector=se-bridge.io/group=kinds,se-bridge.io/kind!=slot,se-bridge.io/kind!=queue,se-bridge.io/kind!=asking,se-bridge.io/kind!=record',
       ),
     ]);
   });

@@ -213,8 +213,14 @@ describe("the queue's entries", () => {
       member('d', [{ notBefore: at(600), ...held(-10) }]),
     ];
     const names = members.map((m) => entryName(wantedEntry(m)!)).sort();
-    // held before not held yet within one NotBefore; then held first; then the member
-    expect(names.map((n) => n.split('-').at(-2))).toEqual(['b', 'e', 'a', 'd', 'c']);
+    // the held ones in the queue's order (NotBefore, then held first, then the member); those asking apart
+    expect(names.map((n) => [n.split('-')[0], n.split('-').at(-2)])).toEqual([
+      ['asking', 'e'],
+      ['queue', 'b'],
+      ['queue', 'a'],
+      ['queue', 'd'],
+      ['queue', 'c'],
+    ]);
     // the same order as the members' records give it, read from the entries
     expect(
       waitersIn(
@@ -250,11 +256,16 @@ describe("the queue's entries", () => {
     expect(waitersIn(records, 'me', NOW, true).map((w) => w.vm)).toEqual(['a', 'd']);
     expect(waitersIn(records, 'me', NOW, true, new Set(['a'])).map((w) => w.vm)).toEqual(['d']);
     expect(waitersIn(records, 'a-key', NOW, true).map((w) => w.vm)).toEqual(['d']);
-    // a member counts once, at its earliest entry (one left behind as it named its entry anew)
-    const later = record(member('a', [{ ...held(-9), notBefore: at(7200) }]));
-    expect(waitersIn([later, ...records], 'me', NOW, true).map((w) => [w.vm, w.notBefore])).toEqual([
+    // a member counts once, by the entry it wrote last (one left behind as it named its entry anew, or before a restart, is not where it stands)
+    const before = record(member('a', [{ ...held(-9), notBefore: at(-7200) }], 10));
+    expect(waitersIn([before, ...records], 'me', NOW, true).map((w) => [w.vm, w.notBefore])).toEqual([
       ['a', NOW + 3600_000],
       ['d', NOW + 3600_000],
+    ]);
+    const after = record(member('a', [{ ...held(-9), notBefore: at(7200) }], -1));
+    expect(waitersIn([after, ...records], 'me', NOW, true).map((w) => [w.vm, w.notBefore])).toEqual([
+      ['d', NOW + 3600_000],
+      ['a', NOW + 7200_000],
     ]);
   });
 });

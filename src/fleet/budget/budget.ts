@@ -58,9 +58,9 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
-    this.#entries = new QueueEntries(options.store, options.config.heartbeatSeconds);
     this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
     const warnings = new RecordWarnings(options.logger, options.store.where);
+    this.#entries = new QueueEntries(options.store, options.config.heartbeatSeconds, warnings);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
     const { config, store, logger } = options;
     const { group, breaker: b } = config;
@@ -268,7 +268,7 @@ export class FleetBudget implements ApprovalGate {
   async #placeOf(records: MemberRecord[] | Promise<MemberRecord[]> | undefined, event: Asked, need: number, free: number, first: boolean) {
     const [now, down, known] = [this.#now(), downOf(this.#slots.holders), await records];
     const me = this.#place.me(this.#me, this.#o.view.vm.name, event, now, need);
-    return this.#place.place(known ?? (await this.#entries.read(this.#k, me, now, down)), me, now, free, first, down);
+    return this.#place.place(known ?? (await this.#entries.read(this.#k, me, now, down, first)), me, now, free, first, down);
   }
 
   /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */

@@ -5,7 +5,7 @@
  * refused, so members of two versions share a group.
  */
 import type { Logger } from 'pino';
-import { asSlot, MEMBER_PREFIX, QUEUE_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
+import { ASKING_PREFIX, asSlot, MEMBER_PREFIX, QUEUE_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
 import { MemberSchema, QueueEntrySchema, SlotSchema } from './schemas.ts';
 import type { Versioned } from './stores/port.ts';
 import type { z } from 'zod';
@@ -37,7 +37,7 @@ export function skippedOf(records: readonly Versioned[]): Skipped[] {
       ? MemberSchema
       : r.name.startsWith(SLOT_PREFIX)
         ? (BRAKES[r.name] ?? SlotSchema)
-        : r.name.startsWith(QUEUE_PREFIX)
+        : r.name.startsWith(QUEUE_PREFIX) || r.name.startsWith(ASKING_PREFIX)
           ? QueueEntrySchema
           : null;
     if (schema === null) return [];

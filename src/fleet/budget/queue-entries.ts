@@ -1,18 +1,21 @@
 /**
- * The queue's entries: each member waiting for a slot keeps one small record, `queue-<NotBefore>-
- * <held since>-<member>`, named in the queue's order (queue.ts: the earliest NotBefore, then held
- * first, then by member). A member learns its place by reading the head of the queue, one page of
- * the store's listing (`FleetStore.head`: twice the group's slots and a few more), never every
- * member's record: what a look at the queue costs grows with the budget, not with the group.
- * An entry is written when its maintenance appears (not held yet: it may ask now), named again
- * once it is held, renewed at the heartbeats, and removed once it is granted or no longer
- * Scheduled. One left by a member that stopped is stale after three of its heartbeats, like its
- * member record, and counts for nobody; the member at the head of the queue removes it later.
+ * The queue's entries: each member waiting for a slot keeps one small record, named in the queue's
+ * order (queue.ts: the earliest NotBefore, then held first, then by member key):
+ * `queue-<NotBefore>-<held since>-<member>` once its automatic approval is held, and before that,
+ * while it may ask now, `asking-<NotBefore>-<member>`. A member learns its place by reading the
+ * head of the queue, one page of the store's listing (`FleetStore.head`: twice the group's slots
+ * and a few more; the page of those asking too at its first ask), never every member's record:
+ * what a look at the queue costs grows with the budget, not with the group. A member beyond the
+ * page knows only that its turn has not come. An entry is named anew once held, renewed at the
+ * heartbeats, and removed once granted or no longer Scheduled. One left by a member that stopped
+ * counts for nobody once it is three of its heartbeats old, like its member record, and a member
+ * with nobody ahead of it removes it.
  */
 import { QueueEntrySchema } from './schemas.ts';
-import { QUEUE_PREFIX, staleAt, type MemberRecord } from './records.ts';
+import { ASKING_PREFIX, QUEUE_PREFIX, staleAt, type MemberRecord } from './records.ts';
 import { inOrder, QUEUED_VIA, waiterOf, type Candidates, type Waiter } from './queue.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
+import type { RecordWarnings } from './parse.ts';
 import type { z } from 'zod';
 
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
@@ -29,8 +32,14 @@ const keyOf = (iso: string | null, otherwise: number): string => {
   return String(Number.isFinite(t) ? Math.max(0, Math.min(LAST, t)) : otherwise).padStart(13, '0');
 };
 
-/** entryName: an entry's name, in the queue's order (an approval not held yet after every held one of its NotBefore). */
-export const entryName = (e: EntryParts): string => `${QUEUE_PREFIX}${keyOf(e.notBefore, 0)}-${keyOf(e.since, LAST)}-${e.member}`;
+/** entryName: an entry's name, in the queue's order among the entries of its prefix (held, or asking). */
+export const entryName = (e: EntryParts): string =>
+  e.since === null
+    ? `${ASKING_PREFIX}${keyOf(e.notBefore, 0)}-${e.member}`
+    : `${QUEUE_PREFIX}${keyOf(e.notBefore, 0)}-${keyOf(e.since, LAST)}-${e.member}`;
+
+/** orderOf: where an entry stands in the queue, as text that sorts so (an approval not held yet after every held one of its NotBefore). */
+const orderOf = (e: EntryParts): string => `${keyOf(e.notBefore, 0)}-${keyOf(e.since, LAST)}-${e.member}`;
 
 /**
  * wantedEntry: the entry a member keeps, from its record: its earliest maintenance Scheduled, not
@@ -43,29 +52,42 @@ export function wantedEntry(record: Pick<MemberRecord, 'member' | 'vm' | 'events
     const [since, need] = [e.held?.since ?? null, e.held?.need ?? 1];
     return [{ member: record.member, vm: record.vm, eventId: e.eventId, notBefore: e.notBefore || null, since, need }];
   });
-  return entries.sort((a, b) => entryName(a).localeCompare(entryName(b)))[0] ?? null;
+  return entries.sort((a, b) => (orderOf(a) < orderOf(b) ? -1 : orderOf(a) > orderOf(b) ? 1 : 0))[0] ?? null;
 }
 
-/** entriesOf: the entries of a listing that read by their schema and are their member's by name. */
+/** entriesOf: the entries of a listing that read by their schema and stand where their names say (an entry named otherwise is nobody's). */
 const entriesOf = (records: readonly Versioned[]): QueueEntry[] =>
   records.flatMap((r) => {
     const e = QueueEntrySchema.safeParse(r.value);
-    // an entry whose name is not its member's would stand in the listing where it does not stand in the queue: nobody's
-    return e.success && r.name.endsWith(`-${e.data.member}`) ? [e.data] : [];
+    return e.success && r.name === entryName(e.data) ? [e.data] : [];
   });
+
+/** waiterIn: an entry as a waiter in the queue. */
+const waiterIn = (e: QueueEntry, now: number): Waiter =>
+  waiterOf(e.member, e.vm, { eventId: e.eventId, notBefore: e.notBefore }, e.since ?? undefined, now, e.need);
 
 /**
  * waitersIn: the waiters of a listing of entries, in the queue's order: not `me`, not stale, not
- * holding a slot (`down`), and, unless `asking`, held; each member once, at its earliest (a member
- * stopped while it named its entry anew may have left the old one).
+ * holding a slot (`down`), and, unless `asking`, held; each member once, by the entry it wrote
+ * last (one it left as it named its entry anew, or before a restart, is not where it stands).
  */
 export function waitersIn(records: readonly Versioned[], me: string, now: number, asking: boolean, down?: ReadonlySet<string>): Waiter[] {
-  const waiters = entriesOf(records)
+  const latest = new Map<string, QueueEntry>();
+  for (const e of entriesOf(records)) {
+    const seen = latest.get(e.member);
+    if (seen === undefined || Date.parse(e.heartbeatAt) > Date.parse(seen.heartbeatAt)) latest.set(e.member, e);
+  }
+  return [...latest.values()]
     .filter((e) => e.member !== me && !staleAt(e, now) && down?.has(e.vm) !== true && (asking || e.since !== null))
-    .map((e) => waiterOf(e.member, e.vm, { eventId: e.eventId, notBefore: e.notBefore }, e.since ?? undefined, now, e.need))
+    .map((e) => waiterIn(e, now))
     .sort(inOrder);
-  return waiters.filter((w, i) => waiters.findIndex((x) => x.member === w.member) === i);
 }
+
+/** aheadOf: whether the record stands ahead of `me` in the queue (one that does not read may: it is taken to). */
+const aheadOf = (r: Versioned, me: Waiter, now: number): boolean => {
+  const e = entriesOf([r])[0];
+  return e === undefined || inOrder(waiterIn(e, now), me) < 0;
+};
 
 /** How many stale entries the head of the queue removes at a look. */
 const PRUNE_AT_A_LOOK = 2;
@@ -76,9 +98,12 @@ export class QueueEntries {
   /** The entry this member wrote last: its name, version, and when. */
   #mine: { readonly name: string; readonly version: string; readonly at: number } | null = null;
 
-  constructor(store: FleetStore, heartbeatSeconds: number) {
+  readonly #warnings: RecordWarnings | undefined;
+
+  constructor(store: FleetStore, heartbeatSeconds: number, warnings?: RecordWarnings) {
     this.#store = store;
     this.#heartbeatSeconds = heartbeatSeconds;
+    this.#warnings = warnings;
   }
 
   /**
@@ -104,21 +129,25 @@ export class QueueEntries {
   }
 
   /**
-   * read: the head of the queue, as the waiters that may stand ahead of `me` (see waitersIn). The
-   * member with nobody ahead (`down`: the VMs holding a slot) removes a few entries stale for twice
-   * as long as they count.
+   * read: the head of the queue (and, for a first ask, of those asking too), as the waiters that
+   * may stand ahead of `me` (see waitersIn); `partial` when a full page ends with an entry still
+   * ahead of it (more may stand between). A record there of another shape is named once. The
+   * member with nobody ahead (`down`: the VMs holding a slot) removes a few stale entries.
    */
-  async read(k: number, me: Waiter, now: number, down: ReadonlySet<string>): Promise<Candidates> {
-    const head = await this.#store.head(QUEUE_PREFIX, headSize(k));
+  async read(k: number, me: Waiter, now: number, down: ReadonlySet<string>, asking: boolean): Promise<Candidates> {
+    const size = headSize(k);
+    const pages = await Promise.all([QUEUE_PREFIX, ...(asking ? [ASKING_PREFIX] : [])].map((p) => this.#store.head(p, size)));
+    const head = pages.flat();
+    this.#warnings?.check(head);
+    const partial = pages.some((page) => page.length >= size && aheadOf(page.at(-1)!, me, now));
     if (waitersIn(head, me.member, now, true, down).every((w) => inOrder(w, me) >= 0)) await this.#prune(head, now);
-    const partial = head.length >= headSize(k) && !head.some((r) => r.name.endsWith(`-${me.member}`));
-    return Object.assign((asking: boolean, down?: ReadonlySet<string>) => waitersIn(head, me.member, now, asking, down), { partial });
+    return Object.assign((a: boolean, d?: ReadonlySet<string>) => waitersIn(head, me.member, now, a, d), { partial });
   }
 
   async #prune(head: readonly Versioned[], now: number): Promise<void> {
     const gone = head.filter((r) => {
       const e = entriesOf([r])[0];
-      return e !== undefined && staleAt({ ...e, heartbeatSeconds: 2 * e.heartbeatSeconds }, now);
+      return e !== undefined && staleAt(e, now);
     });
     for (const r of gone.slice(0, PRUNE_AT_A_LOOK)) await this.#store.remove(r.name, r.version);
   }

@@ -1,9 +1,10 @@
 /**
  * The queue of a group's held approvals. Members whose automatic approval (policy, hooks) the
  * budget holds are served in one order: the earliest NotBefore first (the maintenance that comes
- * soonest needs a slot most), then the one held first, then by VM name. Each member reads the
- * queue from the members' records (where each writes its held approvals), and only the members
- * at its head try for a slot that frees; the others ask again less often the further back they
+ * soonest needs a slot most), then the one held first, then by member key (the VM's name,
+ * lower-cased, compared as text: every member sorts alike, whatever its locale). Each member reads
+ * the queue from the head of the queue's entries (queue-entries.ts), or from the members' records
+ * when it read them anyway, and only the members at its head try for a slot that frees; the others ask again less often the further back they
  * stand, so a slot given back costs one write, not a race of every waiter.
  */
 import { ApprovalError } from '../../approval/service.ts';
@@ -87,9 +88,9 @@ export function waiterOf(
   return { member, vm, eventId: event.eventId, notBefore: timeOf(event.notBefore, now), since: timeOf(since ?? null, now), need };
 }
 
-/** inOrder: the queue's order: earliest NotBefore, then held first, then VM name. */
+/** inOrder: the queue's order: earliest NotBefore, then held first, then member key (as text, as the entries' names sort). */
 export function inOrder(a: Waiter, b: Waiter): number {
-  return a.notBefore - b.notBefore || a.since - b.since || a.vm.localeCompare(b.vm);
+  return a.notBefore - b.notBefore || a.since - b.since || (a.member < b.member ? -1 : a.member > b.member ? 1 : 0);
 }
 
 /**
@@ -240,8 +241,11 @@ export class QueuePlace {
     // the other members waiting for the same maintenance (it names them too) are served with it
     const ahead = waiters.filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0);
     // beyond a page of the queue's head, only a bound is known: the place last read (moved up as slots were taken) stands if further back
-    const at = typeof members === 'function' && members.partial === true ? Math.max(ahead.length, this.#position ?? 0) : ahead.length;
+    const partial = typeof members === 'function' && members.partial === true;
+    const at = partial ? Math.max(ahead.length, this.#position ?? 0) : ahead.length;
     [this.#position, this.#placed, this.#placedAt] = [at, at, now];
+    // and its turn has not come: those between the page and it come first
+    if (partial) return null;
     // at the read that first lists it, the members due with it may not have said theirs yet: a first ask waits that read out
     const listed = this.#listedAt.get(me.eventId);
     if (first && listed !== undefined && listed >= this.#reads) return null;

@@ -157,8 +157,9 @@ export interface Holder {
 export const SLOT_PREFIX = 'slot-';
 export const OVERFLOW_PREFIX = 'slot-x-';
 export const MEMBER_PREFIX = 'member-';
-/** The queue's entries (queue-entries.ts): one per waiting member, named in the queue's order. */
+/** The queue's entries (queue-entries.ts): one per waiting member, named in the queue's order: held, and asking (not held yet). */
 export const QUEUE_PREFIX = 'queue-';
+export const ASKING_PREFIX = 'asking-';
 
 export const slotName = (i: number): string => `${SLOT_PREFIX}${i}`;
 export const overflowName = (member: string): string => `${OVERFLOW_PREFIX}${member}`;

@@ -34,9 +34,8 @@ export const GROUP_LABEL = 'se-bridge.io/group';
 /** What a Lease holds (slot, member, record), so a list asks the API server for one kind only. */
 export const KIND_LABEL = 'se-bridge.io/kind';
 
-const KINDS = ['slot', 'member', 'queue', 'record'];
-const kindOf = (name: string): string =>
-  name.startsWith('slot-') ? 'slot' : name.startsWith('member-') ? 'member' : name.startsWith('queue-') ? 'queue' : 'record';
+const KINDS = ['slot', 'member', 'queue', 'asking', 'record'];
+const kindOf = (name: string): string => KINDS.find((k) => k !== 'record' && name.startsWith(`${k}-`)) ?? 'record';
 
 /** selectorFor: the labels of a list of records named `prefix`…; a Lease written before the kind label is listed as any kind. */
 function selectorFor(group: string, prefix: string): string {

@@ -23,6 +23,9 @@ export class ListChunks {
   expireContinues = 0;
   /** A broken server: each page after the first hands back the continue token it was given. */
   stuck = false;
+  /** A broken server: every page says there is more, under a new continue token each time. */
+  endless = false;
+  #pages = 0;
 
   /** answer serves one page of `items` (keyed by `keyOf`) as a `kind` of `apiVersion`. */
   answer<T>(
@@ -52,7 +55,8 @@ export class ListChunks {
       apiVersion: list.apiVersion,
       metadata: {
         resourceVersion: list.rv,
-        ...(more > 0
+        ...(this.endless ? { continue: tokenOf(list.rv, `${after}\u0000${this.#pages++}`) } : {}),
+        ...(more > 0 && !this.endless
           ? {
               continue: this.stuck && token ? token : tokenOf(list.rv, page.at(-1)!.key),
               ...(selected ? {} : { remainingItemCount: more }),

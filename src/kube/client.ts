@@ -47,6 +47,8 @@ const MAX_PAGE = 8 * 2 ** 20;
 const PAGE_ITEMS = 50;
 /** How often a list starts again when its continue token has expired (410) before giving up. */
 const RESTARTS = 2;
+/** The most pages one list reads (a million items at 50 a page): a server that never ends a list is not read for ever. */
+const MAX_PAGES = 20_000;
 const USER_AGENT = `se-bridge/${VERSION} (${process.platform}/${process.arch})`;
 
 export interface KubeRequest {
@@ -67,6 +69,8 @@ export interface KubeListRequest {
   readonly query?: Readonly<Record<string, string | undefined>>;
   /** Items per page (default 50). */
   readonly limit?: number;
+  /** The most pages read before the list is given up as one that never ends (default 20,000). */
+  readonly maxPages?: number;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -130,13 +134,15 @@ export class KubeConnection {
       let kept = fold.start();
       let token: string | undefined;
       try {
-        do {
+        for (let pages = 0; ; pages++) {
+          if (pages >= (r.maxPages ?? MAX_PAGES))
+            throw new KubeUnreadableError(`GET ${r.path}: the list did not end within ${pages} pages`);
           const page = await this.#page(r, limit, token);
           limit = page.limit;
           kept = fold.page(kept, page.items as T[]);
           token = page.next;
-        } while (token !== undefined && fold.done?.(kept) !== true);
-        return kept;
+          if (token === undefined || fold.done?.(kept) === true) return kept;
+        }
       } catch (err) {
         // 410 Gone: the list's snapshot was compacted away between two pages; only a new list can go on
         if (token === undefined || !(err instanceof KubeApiError) || err.status !== 410 || restarts >= RESTARTS) throw err;

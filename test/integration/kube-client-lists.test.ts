@@ -98,6 +98,21 @@ describe('lists in chunks', () => {
     expect(lists('/api/v1/nodes')).toHaveLength(2);
     kube.close();
   });
+
+  it('a server that says there is more at every page, under a new token each time, is read for a bounded number of pages', async () => {
+    const kube = KubeConnection.open(kubeconfig)!;
+    api.chunks.stuck = false;
+    api.chunks.endless = true;
+    const before = lists('/api/v1/nodes').length;
+    try {
+      const err = await kube.list({ path: '/api/v1/nodes', maxPages: 12 }, names).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'KUBE_CLIENT_UNREADABLE', message: 'GET /api/v1/nodes: the list did not end within 12 pages' });
+      expect(lists('/api/v1/nodes').length - before).toBe(12);
+    } finally {
+      api.chunks.endless = false;
+      kube.close();
+    }
+  });
 });
 
 describe('answers bounded before they are decoded', () => {

@@ -266,7 +266,8 @@ export class FleetBudget implements ApprovalGate {
 
   /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records` when read anyway, else from the head of the queue's entries (`first`: it never asked yet). */
   async #placeOf(records: MemberRecord[] | Promise<MemberRecord[]> | undefined, event: Asked, need: number, free: number, first: boolean) {
-    const [now, down, known] = [this.#now(), downOf(this.#slots.holders), await records];
+    const known = await records;
+    const [now, down] = [this.#now(), downOf(this.#slots.holders)];
     const me = this.#place.me(this.#me, this.#o.view.vm.name, event, now, need);
     return this.#place.place(known ?? (await this.#entries.read(this.#k, me, now, down, first)), me, now, free, first, down);
   }

@@ -80,18 +80,31 @@ export async function attachBudget(ctx: BudgetContext) {
     view: ctx.state,
     logger: ctx.logger,
     givenBack: ctx.givenBack,
-    // the word this member said as its collision wave's speaker goes in its record: the others read it in their listing
-    wave: () => forecast.word,
-    speakAt: () => forecast.speakAt,
+    // the word this member said as its collision wave's speaker goes in its record: the others read it once, from there
+    forecast: {
+      foretell: (members, slots) =>
+        forecast.foretell(members, slots).catch((err: unknown) => {
+          ctx.logger.warn({ ...errorFields(err) }, 'fleet budget: the collision forecast failed');
+          return null;
+        }),
+      get word() {
+        return forecast.word;
+      },
+      get speakAt() {
+        return forecast.speakAt;
+      },
+      get seen() {
+        return forecast.seen;
+      },
+      adopt: (wave) => forecast.adopt(wave),
+      repeat: (word) => forecast.repeat(word),
+      said: (id) => forecast.said(id),
+    },
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),
       onFigures: (figures) => ctx.fleet?.figures(figures),
       onPaused: (paused) => ctx.fleet?.paused(paused),
-      onMembers: (members, slots) =>
-        void forecast
-          .foretell(members, slots)
-          .catch((err: unknown) => ctx.logger.warn({ ...errorFields(err) }, 'fleet budget: the collision forecast failed')),
       onSlots: (self, others) => {
         metrics.fleetSlots.set({ holder: 'self' }, self);
         metrics.fleetSlots.set({ holder: 'others' }, others);

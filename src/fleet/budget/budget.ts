@@ -13,21 +13,21 @@ import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
 import { beating } from '../../lib/time.ts';
 import { FleetStoreError, type Versioned } from './stores/port.ts';
-import { memberKey, slotState, asSlot, type MemberRecord } from './records.ts';
+import { memberKey, type MemberRecord } from './records.ts';
 import { RecordWarnings } from './parse.ts';
-import { forcedWithin, StoreHealth, unavailable } from './health.ts';
+import { budgetStateOf, forcedWithin, StoreHealth, unavailable } from './health.ts';
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf, realDocument } from './member.ts';
 import { downOf, QUEUED_VIA, QueuePlace } from './queue.ts';
-import { QueueEntries, wantedEntry } from './queue-entries.ts';
-import { ForecastReads } from './forecast-reads.ts';
+import { earliestScheduled, QueueEntries, wantedEntry } from './queue-entries.ts';
+import { forecastTurnOf, type ForecastTurn } from './forecast-turn.ts';
 import { Settling } from './health-gate.ts';
 import { GroupMembers } from './members-read.ts';
 import { namedIn, takeForAll, type ManyContext } from './many.ts';
 import { giveBackTaken, type Written } from './give-back.ts';
 import { firstUnlessPaused, goesFirst } from './unhealthy-first.ts';
-import { PausedError, pausedError, pauseOf, pauseState } from './pause.ts';
+import { PausedError, pausedError, pauseOf } from './pause.ts';
 import { Breaker } from './breaker.ts';
 
 export type { BudgetState } from './types.ts';
@@ -48,8 +48,8 @@ export class FleetBudget implements ApprovalGate {
   readonly #entries: QueueEntries;
   /** What the last take of each event wrote (EventId: the records, at the versions written). */
   readonly #taken = new Map<string, readonly Written[]>();
-  /** When the group is read for the forecast, besides the heartbeats. */
-  readonly #forecastReads = new ForecastReads();
+  /** When this member reads the group for the collision forecast, and what it does instead. */
+  readonly #turn: ForecastTurn;
   readonly #following = new Latest<EventsDocument>((d) =>
     this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
   );
@@ -78,6 +78,8 @@ export class FleetBudget implements ApprovalGate {
     };
     const look = breaker && { look: (slots: readonly Versioned[]) => breaker.look(slots) };
     this.#slots = new MemberSlots({ warnings, config, store, logger, me, k, now: this.#now, onSlots, ...look });
+    const [slots, readGroup, atLimit] = [() => this.#slots.last, () => this.#readMembers(), () => this.#atLimit()];
+    this.#turn = forecastTurnOf(options, { me: () => this.#me, slots, readGroup, atLimit, now });
   }
 
   get #me(): string {
@@ -94,19 +96,7 @@ export class FleetBudget implements ApprovalGate {
   }
 
   state(): BudgetState {
-    const slot = this.#slots.held;
-    return {
-      group: this.#o.config.group,
-      maxUnavailable: this.#k,
-      store: this.#o.store.where,
-      storeReachable: this.#health.reachable,
-      lastError: this.#health.lastError,
-      slot: slot ? slotState(slot.name, asSlot(slot.value)) : null,
-      holders: this.#slots.holders,
-      held: [...this.#place.approvals.keys()],
-      place: this.#place.position,
-      pause: pauseState(pauseOf(this.#slots.last, this.#now())),
-    };
+    return budgetStateOf(this.#o, this.#k, this.#health, this.#slots, this.#place, this.#now());
   }
 
   /**
@@ -214,8 +204,8 @@ export class FleetBudget implements ApprovalGate {
       await this.#slots.read();
       await this.#slots.renew(realDocument(this.#o.view.document));
       await this.#writeMember(true);
-      // the group's records are read only by a member with a maintenance ahead: a collision it foretells always includes itself
-      if (this.#mine().some((e) => e.eventStatus === 'Scheduled')) await this.#readMembers();
+      // the group's records are read for the forecast only by a member with a maintenance ahead, at its turn (forecast-turn.ts)
+      await this.#turn.after(this.#mine(), false, true);
       if (this.#o.view.vm.nameKnown) await this.#members.prune(this.#slots.last, this.#me);
     }).catch((err: unknown) => this.#health.failed('heartbeat', err));
   }
@@ -261,7 +251,7 @@ export class FleetBudget implements ApprovalGate {
     // renewed while the events are listed, at every good read (written once its end has moved by a heartbeat)
     await slots.renew(document);
     const wrote = await this.#writeMember(false, mine);
-    if (this.#forecastReads.due(mine, wrote, this.#now(), this.#o.wave?.(), this.#o.speakAt?.() ?? null)) await this.#readMembers();
+    await this.#turn.after(mine, wrote, false);
   }
 
   /** placeOf: this member's turn for `free` slots in the queue for `event`, its place read from `records` when read anyway, else from the head of the queue's entries (`first`: it never asked yet). */
@@ -272,16 +262,22 @@ export class FleetBudget implements ApprovalGate {
     return this.#place.place(known ?? (await this.#entries.read(this.#k, me, now, down, first)), me, now, free, first, down);
   }
 
-  /** readMembers hands the group's records to the forecast: at a heartbeat, and once a new maintenance of this member is written (foretold at once). */
-  async #readMembers(): Promise<void> {
+  /** readMembers reads the group's records for the forecast (forecast-turn.ts says when). */
+  async #readMembers(): Promise<MemberRecord[]> {
     const records = await this.#members.list();
     // a member that waits learns its place again (it moves up as the others are served)
     const waiting = this.#place.waiting(this.#mine());
     if (waiting !== undefined) await this.#placeOf(records, waiting, 1, 0, false);
     // a member past its bound is said once, at the heartbeat that reads it, whether or not anything is held
     this.#members.counted(records, this.#slots.last, this.#me);
-    const slots = this.#slots.last.map((r) => asSlot(r.value));
-    this.#o.hooks?.onMembers?.(records, slots);
+    return records;
+  }
+
+  /** atLimit: the budget's limit is reached at this member's earliest maintenance in the queue (queue-entries.ts). */
+  async #atLimit(): Promise<boolean> {
+    const [event, now] = [earliestScheduled(this.#mine()), this.#now()];
+    const me = event && this.#place.me(this.#me, this.#o.view.vm.name, event, now);
+    return me !== undefined && this.#entries.atLimit(this.#k, me, now, downOf(this.#slots.holders));
   }
 
   /** writeMember writes this member's record (at every heartbeat, and when what it says changes), and its entry in the queue; true when it wrote the record. */
@@ -291,7 +287,7 @@ export class FleetBudget implements ApprovalGate {
     const record = memberRecordOf({
       ...{ config: this.#o.config, vm, mine: mine ?? this.#mine(), heldFor: this.#slots.heldFor, held: this.#place.approvals },
       ...{ slot: this.#slots.held?.name ?? null, health: this.#o.health?.state, calendar: this.#o.calendar, notes: this.#o.notes },
-      wave: this.#o.wave,
+      wave: () => this.#o.forecast?.word,
     });
     // the entry first: a member whose record says its maintenance stands in the queue already
     await this.#entries.sync(wantedEntry(record), this.#now(), force);

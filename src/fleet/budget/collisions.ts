@@ -17,10 +17,22 @@ import { collisionOf, windowsOf, type Window } from './windows.ts';
 import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
 import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
-import type { CollisionInfo } from '../../pipeline/info.ts';
-import { collisionIdOf, toCollisionCloudEvent } from '../../pipeline/notices.ts';
+import { collisionIdOf } from '../../pipeline/notices.ts';
+import { commitCollision, copyOf, infoOf, infoOfCopy } from './collision-say.ts';
 import type { Journal, PendingEvent } from '../../store/store.ts';
-import { KEEP_MS, SETTLE_MS, speakerOf, UPDATE_EVERY_MS, waveIdOf, wordsAbout, type WaveWord, type WordKind } from './waves.ts';
+import {
+  KEEP_MS,
+  SETTLE_MS,
+  speakerOf,
+  type Known,
+  type SeenWave,
+  UPDATE_EVERY_MS,
+  servedOf,
+  waveIdOf,
+  wordsAbout,
+  type WaveWord,
+  type WordKind,
+} from './waves.ts';
 
 export interface CollisionDeps {
   readonly group: string;
@@ -39,19 +51,6 @@ export interface CollisionDeps {
   /** What is added to a holder's recorded end (fleet.marginSeconds; half an hour unless said). */
   readonly marginSeconds?: number;
   readonly now?: () => number;
-}
-
-/** The wave this member is due in, as it knows it. */
-interface Known {
-  readonly eventIds: Set<string>;
-  /** The VMs it saw due in it (lower-cased). */
-  readonly vms: Set<string>;
-  from: number;
-  to: number;
-  /** When this member first saw it collide. */
-  readonly seen: number;
-  /** The most members it saw due in it at once, past the budget: what a wave served before it was said is said with. */
-  peak: readonly Window[];
 }
 
 export class Forecast {
@@ -74,6 +73,10 @@ export class Forecast {
   #k = 1;
   /** The members not healthy now, outside the wave: the group has that many slots less for it. */
   #unhealthy: Unhealthy[] = [];
+  /** The id the wave's notice gives it (wave-board.ts): its first word takes it. */
+  #hint: string | undefined;
+  /** The wave this member is due in, as its last read of the group showed it. */
+  #seen: SeenWave | undefined;
 
   constructor(deps: CollisionDeps) {
     this.#d = deps;
@@ -89,6 +92,35 @@ export class Forecast {
   /** speakAt: when this member, the speaker of a wave seen and not said yet, says it if the wave is still over the budget then; null when it waits for nothing. */
   get speakAt(): number | null {
     return this.#speakAt;
+  }
+
+  /** seen: the wave this member is due in as its last read of the group showed it (its id, speaker and span); undefined when none. */
+  get seen(): SeenWave | undefined {
+    return this.#seen;
+  }
+
+  /** adopt: the id the wave's notice gives it (the member that first saw it named it); the wave's first word takes it. */
+  adopt(wave: string | undefined): void {
+    this.#hint = wave;
+  }
+
+  /** said: whether this member said or repeated the word of this CloudEvent id. */
+  said(id: string): boolean {
+    return this.#said.has(id);
+  }
+
+  /**
+   * repeat says another member's word as its speaker's record says it, without a read of the group:
+   * when its copy names this member's own event, still Scheduled; null otherwise, or said before.
+   */
+  repeat(word: WaveWord): BridgeEvent | null {
+    const [document, copy, me] = [this.#d.view.document, word.copy, this.#d.view.vm.name.toLowerCase()];
+    if (document === null || copy === undefined || this.#said.has(word.said) || !this.#d.view.vm.nameKnown) return null;
+    const scheduled = (id: string) => document.events.find((e) => e.eventId === id && e.eventStatus === 'Scheduled');
+    const own = copy.due.flatMap((d) => (d.vm.toLowerCase() === me ? [scheduled(d.eventId)] : [])).find((e) => e !== undefined);
+    if (own === undefined) return null;
+    this.#repeated = word;
+    return this.#say(own, document.incarnation, word, [], 0);
   }
 
   /** foretell reads the members' records (and the slots, which say when a member's maintenance ends); it returns the CloudEvent it committed, or null. */
@@ -131,7 +163,7 @@ export class Forecast {
       // out of the wave (its maintenance started, or the collision is gone): its last word stays in its record until the wave
       // is past, and a speaker whose maintenance started keeps the wave until it has said it within the budget
       const speaking = this.#word !== undefined && this.#word.kind !== 'resolved' && this.#own !== undefined && due.length > 0;
-      if (!speaking) [this.#known, this.#own, this.#repeated] = [undefined, undefined, undefined];
+      if (!speaking) [this.#known, this.#own, this.#repeated, this.#seen] = [undefined, undefined, undefined, undefined];
       return null;
     }
     this.#own = own;
@@ -146,6 +178,17 @@ export class Forecast {
     const last = heard.at(-1);
     const speaker = speakerOf(due);
     this.#speaker = speaker === me;
+    const first = heard[0]?.wave ?? this.#hint;
+    const spoke = due.find((w) => w.vm.toLowerCase() === speaker);
+    // the wave's id: the one its first word said (whoever said it), or its notice gave it, else a new one
+    const wave =
+      first ??
+      waveIdOf(
+        d.group,
+        due.map((w) => w.eventId),
+      );
+    this.#seen =
+      spoke?.member === undefined ? undefined : { wave, speaker: { member: spoke.member, vm: spoke.vm }, from: known.from, to: known.to };
     if (speaker !== me) {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
@@ -158,13 +201,6 @@ export class Forecast {
     if (kind === null) return null;
     // a wave the queue brought within the budget before it was said: said as it was seen at its largest
     if (kind === 'foreseen' && !over) due = known.peak;
-    // the wave's id: the one its first word said (whoever said it), else a new one
-    const wave =
-      heard[0]?.wave ??
-      waveIdOf(
-        d.group,
-        due.map((w) => w.eventId),
-      );
     const word: WaveWord = {
       wave,
       said: collisionIdOf(
@@ -178,8 +214,7 @@ export class Forecast {
       to: new Date(known.to).toISOString(),
       due: due.length,
     };
-    this.#word = word;
-    return this.#say(own, document.incarnation, word, due, members.length);
+    return this.#speak(own, document.incarnation, word, due, members.length);
   }
 
   /**
@@ -202,8 +237,7 @@ export class Forecast {
       at: new Date(now).toISOString(),
       due: due.length,
     };
-    this.#word = said;
-    return this.#say(own, document.incarnation, said, due, members.length);
+    return this.#speak(own, document.incarnation, said, due, members.length);
   }
 
   /**
@@ -220,8 +254,7 @@ export class Forecast {
       ...{ wave, said: collisionIdOf(wave, ids), kind: 'foreseen', at: new Date(now).toISOString() },
       ...{ from: new Date(known.from).toISOString(), to: new Date(known.to).toISOString(), due: ids.length },
     };
-    this.#word = word;
-    return this.#say(own, this.#d.view.document!.incarnation, word, known.peak, members.length);
+    return this.#speak(own, this.#d.view.document!.incarnation, word, known.peak, members.length);
   }
 
   /** next: what the speaker says now, given the wave's last word: nothing, or which word. */
@@ -242,55 +275,21 @@ export class Forecast {
     return now - Date.parse(last.at) >= UPDATE_EVERY_MS ? 'updated' : null;
   }
 
+  /** speak: a word this member says as the wave's speaker, kept for its record with what every copy says, and committed. */
+  #speak(own: ScheduledEvent, incarnation: number, word: WaveWord, due: readonly Window[], members: number): BridgeEvent | null {
+    const { copy: _, ...bare } = word;
+    this.#word = { ...bare, copy: copyOf(infoOf(this.#d.group, this.#k, this.#unhealthy, bare, due, members)) };
+    return this.#say(own, incarnation, this.#word, due, members);
+  }
+
+  /** say commits a word about `own`: what it says of the wave is its speaker's copy when it carries one, else this member's view. */
   #say(own: ScheduledEvent, incarnation: number, word: WaveWord, due: readonly Window[], members: number): BridgeEvent | null {
     if (this.#said.size > 10_000) this.#said.clear();
     this.#said.add(word.said);
-    return this.#commit(own, incarnation, word.said, this.#infoOf(word, due, members));
-  }
-
-  #infoOf(word: WaveWord, due: readonly Window[], members: number): CollisionInfo {
-    const peak = collisionOf(due, 0);
-    return {
-      id: word.wave,
-      group: this.#d.group,
-      maxUnavailable: this.#k,
-      members,
-      // none still due (the speaker's resolved word, once the others are over): the wave's span as the word says it
-      from: due.length === 0 ? word.from : new Date(Math.min(...due.map((w) => w.from))).toISOString(),
-      to: due.length === 0 ? word.to : new Date(Math.max(...due.map((w) => w.to))).toISOString(),
-      due: due.map((w) => ({ vm: w.vm, eventId: w.eventId, eventType: w.eventType, notBefore: new Date(w.from).toISOString() })),
-      atOnce: new Set(peak?.windows.map((w) => w.vm) ?? []).size,
-      ...(this.#unhealthy.length > 0 ? { unhealthy: this.#unhealthy.map((u) => u.vm) } : {}),
-      state: word.kind,
-    };
-  }
-
-  #commit(own: ScheduledEvent, incarnation: number, id: string, collision: CollisionInfo): BridgeEvent | null {
-    const d = this.#d;
-    const ce = toCollisionCloudEvent(id, own, incarnation, collision, { vm: d.view.vm, observedAt: new Date(this.#now()).toISOString() });
-    if (d.journal.knowsCloudEvent(ce.id)) return null;
-    d.journal.appendEvents([d.route(ce)]);
-    const { due, from, to, atOnce } = collision;
-    const n = `${due.length} member${due.length === 1 ? '' : 's'} of ${d.group} ${due.length === 1 ? 'is' : 'are'}`;
-    // why it is a collision: who is due, and what the group allows (less the members not healthy, down already)
-    const sick = this.#unhealthy.map((u) => u.vm);
-    const allows = `the group allows ${this.#k}${sick.length === 0 ? '' : ` and ${sick.join(', ')} ${sick.length === 1 ? 'is' : 'are'} not healthy, counted as down`}`;
-    const who = due.map((w) => `${w.vm} ${w.eventType} not before ${w.notBefore}`).join(', ');
-    if (collision.state !== 'foreseen')
-      d.logger.info(
-        { group: d.group, ceId: ce.id, wave: collision.id, state: collision.state, due: due.length, atOnce },
-        `fleet budget: ${n} still due in the collision (${who}); ${allows}`,
-      );
-    else
-      d.logger.warn(
-        { code: 'FLEET_COLLISION', group: d.group, ceId: ce.id, wave: collision.id, due, from, to, atOnce, unhealthy: sick },
-        `fleet budget: ${n} due for maintenance at once (${who}); ${allows}`,
-      );
-    d.committed(ce);
-    return ce;
+    const info =
+      word.copy === undefined
+        ? infoOf(this.#d.group, this.#k, this.#unhealthy, word, due, members)
+        : infoOfCopy(this.#d.group, { ...word, copy: word.copy });
+    return commitCollision(this.#d, own, incarnation, word.said, info, this.#now());
   }
 }
-
-/** servedOf: whether the queue has served the wave already: a member's record shows one of its events no longer Scheduled. */
-const servedOf = (members: readonly MemberRecord[], known: Known): boolean =>
-  members.some((m) => m.events.some((e) => known.eventIds.has(e.eventId) && e.status !== 'Scheduled'));

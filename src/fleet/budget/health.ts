@@ -9,6 +9,11 @@ import { ApprovalError, type Grant } from '../../approval/service.ts';
 import { withDeadline } from '../../lib/time.ts';
 import { errorFields, messageOf } from '../../lib/errors.ts';
 import { FleetStoreError } from './stores/port.ts';
+import { asSlot, slotState } from './records.ts';
+import { pauseOf, pauseState } from './pause.ts';
+import type { MemberSlots } from './slots.ts';
+import type { QueuePlace } from './queue.ts';
+import type { BudgetState } from './types.ts';
 
 export class StoreHealth {
   readonly #logger: Logger;
@@ -70,4 +75,24 @@ export function forcedWithin(attempt: Promise<Grant>, ms: number): Promise<Grant
     if (!(err instanceof FleetStoreError)) throw err;
     return { forced: true, slot: null, note: `the fleet budget did not answer within ${ms / 1000} s` };
   });
+}
+
+/** budgetStateOf: what /readyz and status say of a budget: its slot, the holders, the held approvals, the place, the pause. */
+export function budgetStateOf(
+  o: { readonly config: { readonly group: string }; readonly store: { readonly where: string } },
+  k: number,
+  health: StoreHealth,
+  slots: MemberSlots,
+  place: QueuePlace,
+  now: number,
+): BudgetState {
+  const slot = slots.held;
+  return {
+    ...{ group: o.config.group, maxUnavailable: k, store: o.store.where, storeReachable: health.reachable, lastError: health.lastError },
+    slot: slot ? slotState(slot.name, asSlot(slot.value)) : null,
+    holders: slots.holders,
+    held: [...place.approvals.keys()],
+    place: place.position,
+    pause: pauseState(pauseOf(slots.last, now)),
+  };
 }

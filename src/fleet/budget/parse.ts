@@ -5,8 +5,8 @@
  * refused, so members of two versions share a group.
  */
 import type { Logger } from 'pino';
-import { ASKING_PREFIX, asSlot, MEMBER_PREFIX, QUEUE_PREFIX, SLOT_PREFIX, type MemberRecord } from './records.ts';
-import { MemberSchema, QueueEntrySchema, SlotSchema } from './schemas.ts';
+import { ASKING_PREFIX, asSlot, MEMBER_PREFIX, QUEUE_PREFIX, SLOT_PREFIX, WAVE_PREFIX, type MemberRecord } from './records.ts';
+import { MemberSchema, QueueEntrySchema, SlotSchema, WaveNoticeSchema } from './schemas.ts';
 import type { Versioned } from './stores/port.ts';
 import type { z } from 'zod';
 import { PAUSE_NAME, PauseSchema } from './pause.ts';
@@ -35,11 +35,13 @@ export function skippedOf(records: readonly Versioned[]): Skipped[] {
   return records.flatMap((r) => {
     const schema = r.name.startsWith(MEMBER_PREFIX)
       ? MemberSchema
-      : r.name.startsWith(SLOT_PREFIX)
-        ? (BRAKES[r.name] ?? SlotSchema)
-        : r.name.startsWith(QUEUE_PREFIX) || r.name.startsWith(ASKING_PREFIX)
-          ? QueueEntrySchema
-          : null;
+      : r.name.startsWith(WAVE_PREFIX)
+        ? WaveNoticeSchema
+        : r.name.startsWith(SLOT_PREFIX)
+          ? (BRAKES[r.name] ?? SlotSchema)
+          : r.name.startsWith(QUEUE_PREFIX) || r.name.startsWith(ASKING_PREFIX)
+            ? QueueEntrySchema
+            : null;
     if (schema === null) return [];
     if (r.unreadable !== undefined) return [{ key: r.name, why: r.unreadable }];
     const parsed = schema.safeParse(r.value);

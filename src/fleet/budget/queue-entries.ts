@@ -144,6 +144,16 @@ export class QueueEntries {
     return Object.assign((a: boolean, d?: ReadonlySet<string>) => waitersIn(head, me.member, now, a, d), { partial });
   }
 
+  /**
+   * atLimit: as many stand ahead of `me` in the queue's head (those asking too), or hold a slot
+   * (`down`, the VMs holding one), as the group has slots (`k`): the budget's limit is reached at
+   * `me`, the first that waits. False beyond the page.
+   */
+  async atLimit(k: number, me: Waiter, now: number, down: ReadonlySet<string>): Promise<boolean> {
+    const head = await this.read(k, me, now, down, true);
+    return !head.partial && head(true, down).filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0).length + down.size === k;
+  }
+
   async #prune(head: readonly Versioned[], now: number): Promise<void> {
     const gone = head.filter((r) => {
       const e = entriesOf([r])[0];
@@ -151,4 +161,12 @@ export class QueueEntries {
     });
     for (const r of gone.slice(0, PRUNE_AT_A_LOOK)) await this.#store.remove(r.name, r.version);
   }
+}
+
+/** earliestScheduled: of a member's events, the Scheduled one with the earliest NotBefore (one without any first). */
+export function earliestScheduled<E extends { readonly eventStatus: string; readonly notBefore: string | null }>(
+  events: readonly E[],
+): E | undefined {
+  const at = (e: E) => Date.parse(e.notBefore ?? '') || 0;
+  return events.filter((e) => e.eventStatus === 'Scheduled').sort((a, b) => at(a) - at(b))[0];
 }

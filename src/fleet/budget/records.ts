@@ -160,6 +160,8 @@ export const MEMBER_PREFIX = 'member-';
 /** The queue's entries (queue-entries.ts): one per waiting member, named in the queue's order: held, and asking (not held yet). */
 export const QUEUE_PREFIX = 'queue-';
 export const ASKING_PREFIX = 'asking-';
+/** The notices of the group's collision waves (wave-board.ts), listed with the slots. */
+export const WAVE_PREFIX = 'slot-wave-';
 
 export const slotName = (i: number): string => `${SLOT_PREFIX}${i}`;
 export const overflowName = (member: string): string => `${OVERFLOW_PREFIX}${member}`;

@@ -97,14 +97,39 @@ const wordTime = z
  * span as the speaker saw it (a collision whose windows overlap it is the same wave), and how
  * many members it says are due. Untrusted, as all of a record: a word that does not read is none.
  */
+/** The most members a word names as due (its copy): a word stays within a record's limit with a thousand. */
+export const MAX_WORD_DUE = 1000;
+
+/**
+ * What every member's copy of a word says of the wave, as its speaker saw it (the members due, the
+ * budget, the group's size, the most down at once, the members not healthy), so a member that
+ * never read the group says what the speaker said.
+ */
+export const WordCopySchema = z.object({
+  maxUnavailable: z.number().int().min(0).max(100_000),
+  members: z.number().int().min(0).max(1_000_000),
+  from: wordTime,
+  to: wordTime,
+  atOnce: z.number().int().min(0).max(100_000),
+  unhealthy: z.array(text).max(MAX_WORD_DUE).optional(),
+  due: z.array(z.object({ vm: text, eventId: text, eventType: text, notBefore: time })).max(MAX_WORD_DUE),
+});
+export type WordCopy = z.infer<typeof WordCopySchema>;
+
+const waveId = z.string().regex(/^[0-9a-f]{40}$/);
+const wordId = z.string().regex(/^fleet\.collision\/[0-9a-f]{40}$/);
+const wordKind = z.enum(['foreseen', 'updated', 'resolved']);
+
 export const WaveWordSchema = z.object({
-  wave: z.string().regex(/^[0-9a-f]{40}$/),
-  said: z.string().regex(/^fleet\.collision\/[0-9a-f]{40}$/),
-  kind: z.enum(['foreseen', 'updated', 'resolved']),
+  wave: waveId,
+  said: wordId,
+  kind: wordKind,
   at: wordTime,
   from: wordTime,
   to: wordTime,
   due: z.number().int().min(0).max(100_000),
+  // what a copy says (a word of an older version has none: it is repeated only by members that read the group)
+  copy: WordCopySchema.optional().catch(undefined),
 });
 export type WaveWord = z.infer<typeof WaveWordSchema>;
 /** What a word says of a wave: that it is foreseen, that the members due changed, or that it is within the budget now. */
@@ -156,3 +181,22 @@ export const QueueEntrySchema = z.object({
   heartbeatAt: time,
   heartbeatSeconds: HeartbeatSeconds,
 });
+
+/**
+ * A wave's notice (wave-board.ts), `slot-wave-<wave id>`, listed with the slots every member reads
+ * anyway: who speaks for the wave (a member key), its span, when the speaker last wrote it, and its
+ * latest word, so a member learns of the wave and of each new word without reading the group.
+ * `member: null`: a version that reads it as a slot reads a free one.
+ */
+export const WaveNoticeSchema = z.object({
+  member: z.null(),
+  wave: waveId,
+  speaker: z.string().regex(/^[a-z0-9-]{1,64}$/),
+  vm: text,
+  from: wordTime,
+  to: wordTime,
+  beat: time,
+  heartbeatSeconds: HeartbeatSeconds,
+  word: z.object({ said: wordId, kind: wordKind, at: wordTime }).optional(),
+});
+export type WaveNotice = z.infer<typeof WaveNoticeSchema>;

@@ -10,7 +10,8 @@ import type { VmIdentity } from '../../imds/identity.ts';
 import type { RecordWarnings } from './parse.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
-import type { WaveWord } from './waves.ts';
+import type { SeenWave, WaveWord } from './waves.ts';
+import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { GroupFigures } from '../../observability/fleet-metrics.ts';
 import type { Pause, PauseState } from './pause.ts';
 
@@ -27,8 +28,17 @@ export interface BudgetHooks {
   onPaused?(paused: boolean): void;
   /** The group was paused by this member's circuit breaker (its write opened it: said once in the group). */
   onBreakerOpened?(pause: Pause): void;
-  /** The members' records, as read at a heartbeat and when this member learns of a new maintenance, and the slots as last read. */
-  onMembers?(members: readonly MemberRecord[], slots: readonly SlotRecord[]): void;
+}
+
+/** What the budget asks of the collision forecast (collisions.ts Forecast; forecast-turn.ts says when). */
+export interface ForecastPort {
+  foretell(members: readonly MemberRecord[], slots: readonly SlotRecord[]): Promise<BridgeEvent | null>;
+  readonly word: WaveWord | undefined;
+  readonly speakAt: number | null;
+  readonly seen: SeenWave | undefined;
+  adopt(wave: string | undefined): void;
+  repeat(word: WaveWord): BridgeEvent | null;
+  said(id: string): boolean;
 }
 
 export interface BudgetOptions {
@@ -46,10 +56,8 @@ export interface BudgetOptions {
   readonly calendar?: () => MemberCalendar;
   /** Who approved each event and where its preparations stand, for the member record. */
   readonly notes?: EventNotes;
-  /** The last word this member said as the speaker of a collision wave, for its record. */
-  readonly wave?: () => WaveWord | undefined;
-  /** When this member, the speaker of a collision wave seen and not said yet, says it: the group is read again then. */
-  readonly speakAt?: () => number | null;
+  /** The collision forecast: when it reads the group, and the word it last said as a wave's speaker, for the record (forecast-turn.ts). */
+  readonly forecast?: ForecastPort;
 }
 
 /** What /readyz and status say of the budget. */

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { CLOCK_SKEW_MS, type MemberRecord } from './records.ts';
 import type { WaveWord } from './schemas.ts';
+import type { Window } from './windows.ts';
 
 export type { WaveWord, WordKind } from './schemas.ts';
 
@@ -82,3 +83,28 @@ export const speakerOf = (
 
 /** later: the later of two times first (Infinity, not held, latest of all). */
 const later = (a: number, b: number): number => (a === b ? 0 : a > b ? -1 : 1);
+
+/** The wave this member is due in as it last read the group: its id (once said, or as its notice names it), the member that speaks for it, its span. */
+export interface SeenWave {
+  readonly wave: string;
+  readonly speaker: { readonly member: string; readonly vm: string };
+  readonly from: number;
+  readonly to: number;
+}
+
+/** servedOf: whether the queue has served the wave already: a member's record shows one of its events no longer Scheduled. */
+export const servedOf = (members: readonly MemberRecord[], known: { readonly eventIds: ReadonlySet<string> }): boolean =>
+  members.some((m) => m.events.some((e) => known.eventIds.has(e.eventId) && e.status !== 'Scheduled'));
+
+/** The wave this member is due in, as it knows it. */
+export interface Known {
+  readonly eventIds: Set<string>;
+  /** The VMs it saw due in it (lower-cased). */
+  readonly vms: Set<string>;
+  from: number;
+  to: number;
+  /** When this member first saw it collide. */
+  readonly seen: number;
+  /** The most members it saw due in it at once, past the budget: what a wave served before it was said is said with. */
+  peak: readonly Window[];
+}

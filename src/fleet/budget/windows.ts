@@ -10,6 +10,8 @@ import { HORIZON_MS, type MemberRecord } from './records.ts';
 /** A member's expected maintenance window, for the collision forecast. */
 export interface Window {
   readonly vm: string;
+  /** The member's key (records.ts memberKey), as its record says it. */
+  readonly member?: string;
   readonly eventId: string;
   readonly eventType: string;
   readonly from: number;
@@ -42,6 +44,7 @@ export function windowsOf(members: readonly MemberRecord[], now: number, settleM
         const since = e.held === undefined ? NaN : Date.parse(e.held.since);
         return {
           vm: m.vm,
+          member: m.member,
           eventId: e.eventId,
           eventType: e.eventType,
           from,

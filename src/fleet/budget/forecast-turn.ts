@@ -1,0 +1,122 @@
+/**
+ * ForecastTurn: which member reads its group's records for the collision forecast (collisions.ts),
+ * and what the others do instead. Reading every member's record is what a wave costs most as a
+ * group grows, so with a budget of a fixed number of slots and no health checks only a few members
+ * read the group:
+ * - the member a wave's notice names as its speaker (wave-board.ts), at once when named, then at
+ *   its heartbeats and as ForecastReads says (a quarter of a minute while it speaks, and when it is
+ *   time to say the wave);
+ * - while no live notice covers its maintenance, the member at which the budget's limit is reached
+ *   (`atLimit`: as many stand ahead of it in the queue's head, or hold a slot, as the group has
+ *   slots), at the reads that foretell and its heartbeats: it names the wave's speaker in a notice.
+ * Every other member due learns of the wave, and of each word, from the notices listed with the
+ * slots it reads anyway, and reads each word once from its speaker's record. With a percentage
+ * (the group's size) or health checks (the members not healthy), every member due reads the group
+ * as before: the limit depends on what only the group's records say.
+ */
+import type { ScheduledEvent } from '../../imds/wire.ts';
+import { ForecastReads } from './forecast-reads.ts';
+import { asSlot, type MemberRecord } from './records.ts';
+import type { Versioned } from './stores/port.ts';
+import { alive, covers, WaveBoard } from './wave-board.ts';
+import type { BudgetOptions, ForecastPort } from './types.ts';
+
+/** No forecast: a budget without one reads the group at the same times, for the queue's place and the members not healthy. */
+export const NO_FORECAST: ForecastPort = {
+  foretell: () => Promise.resolve(null),
+  word: undefined,
+  speakAt: null,
+  seen: undefined,
+  adopt: () => undefined,
+  repeat: () => null,
+  said: () => false,
+};
+
+export interface ForecastTurnOptions {
+  readonly forecast: ForecastPort;
+  readonly board: WaveBoard;
+  /** Every member due reads the group (a percentage, or health checks). */
+  readonly everyone: boolean;
+  /** This member's key. */
+  readonly me: () => string;
+  /** The group's slots as last listed (the notices among them). */
+  readonly slots: () => readonly Versioned[];
+  /** Reads the members' records. */
+  readonly readGroup: () => Promise<readonly MemberRecord[]>;
+  /** Whether the budget's limit is reached at this member in the queue (see above). */
+  readonly atLimit: () => Promise<boolean>;
+  readonly now: () => number;
+}
+
+export class ForecastTurn {
+  readonly #o: ForecastTurnOptions;
+  readonly #reads = new ForecastReads();
+  /** The waves whose notice named this member their speaker: it read the group at once for each. */
+  readonly #named = new Set<string>();
+
+  constructor(o: ForecastTurnOptions) {
+    this.#o = o;
+  }
+
+  /**
+   * after: at every good IMDS read (`wrote`: this member's record was just written) and heartbeat,
+   * the group is read for the forecast when this member's turn says so; else the new words of the
+   * notices that cover its maintenance are repeated.
+   */
+  async after(mine: readonly ScheduledEvent[], wrote: boolean, heartbeat: boolean): Promise<void> {
+    const [f, now, me] = [this.#o.forecast, this.#o.now(), this.#o.me()];
+    const speaks = f.seen?.speaker.member === me;
+    const scheduled = mine.some((e) => e.eventStatus === 'Scheduled');
+    const word = this.#o.everyone || speaks ? f.word : undefined;
+    const timed = this.#reads.due(mine, wrote, now, word, f.speakAt) || (heartbeat && scheduled);
+    if (this.#o.everyone) {
+      if (timed) await this.#read(now, me);
+      return;
+    }
+    const slots = this.#o.slots();
+    const notices = this.#o.board.notices(slots).filter((n) => covers(n.value, mine, now));
+    const named = notices.find((n) => n.value.speaker === me && alive(n.value, now));
+    // the wave's first word takes the id its notice gave it
+    f.adopt((named ?? notices[0])?.value.wave);
+    const anew = named !== undefined && !this.#named.has(named.value.wave);
+    if (anew) this.#remember(named.value.wave);
+    let read = false;
+    if (named !== undefined || speaks) read = timed || anew;
+    else if (timed && scheduled && !notices.some((n) => alive(n.value, now))) read = await this.#o.atLimit();
+    if (read) await this.#read(now, me);
+    else
+      for (const n of notices) {
+        const word = await this.#o.board.word(n, (id) => f.said(id));
+        if (word !== null) f.repeat(word);
+      }
+    if (heartbeat) await this.#o.board.prune(slots, now);
+  }
+
+  async #read(now: number, me: string): Promise<void> {
+    const records = await this.#o.readGroup();
+    const f = this.#o.forecast;
+    await f.foretell(
+      records,
+      this.#o.slots().map((r) => asSlot(r.value)),
+    );
+    if (!this.#o.everyone) await this.#o.board.publish(f.seen, f.word, me, this.#o.slots(), now);
+  }
+
+  #remember(wave: string): void {
+    if (this.#named.size > 1000) this.#named.clear();
+    this.#named.add(wave);
+  }
+}
+
+/**
+ * forecastTurnOf: the turn of a budget's member. Every member due reads the group with a
+ * percentage or health checks (the limit depends on the group's records), or with no forecast.
+ */
+export function forecastTurnOf(
+  o: BudgetOptions,
+  parts: Pick<ForecastTurnOptions, 'me' | 'slots' | 'readGroup' | 'atLimit' | 'now'>,
+): ForecastTurn {
+  const everyone = o.forecast === undefined || typeof o.config.maxUnavailable === 'string' || o.health !== undefined;
+  const board = new WaveBoard({ store: o.store, logger: o.logger, heartbeatSeconds: o.config.heartbeatSeconds });
+  return new ForecastTurn({ ...parts, forecast: o.forecast ?? NO_FORECAST, board, everyone });
+}

@@ -1,0 +1,147 @@
+/**
+ * The group's notices of its collision waves: one small record per wave, `slot-wave-<wave id>`,
+ * listed with the slots, which every member lists at its looks and heartbeats anyway. A notice
+ * names the member that speaks for the wave, the wave's span, when its speaker last wrote it, and
+ * the wave's latest word. A member due in a wave learns of it and of each new word from the notice,
+ * and reads that word once, from its speaker's record (one record, not the group's), to repeat it
+ * under the same id. Few members write a notice: the member that first saw the wave (the one the
+ * queue holds first: the budget's limit is reached at it), naming its speaker, and then the
+ * speaker alone, at each word and heartbeat. Nothing in a notice is trusted beyond its schema: the
+ * speaker's key only names a record of the group (never a path or URL), and a word is repeated
+ * only when the speaker's own record says it, naming this member's own event.
+ */
+import type { Logger } from 'pino';
+import type { ScheduledEvent } from '../../imds/wire.ts';
+import { errorFields } from '../../lib/errors.ts';
+import { membersOf } from './parse.ts';
+import { CLOCK_SKEW_MS, memberName, WAVE_PREFIX } from './records.ts';
+import { WaveNoticeSchema, type WaveNotice } from './schemas.ts';
+import type { FleetStore, Versioned } from './stores/port.ts';
+import { KEEP_MS, type SeenWave, type WaveWord } from './waves.ts';
+import { TYPICAL_MAINTENANCE_MS } from './windows.ts';
+
+export const waveName = (wave: string): string => `${WAVE_PREFIX}${wave}`;
+
+/** A notice as listed: its name, version and what it says. */
+export interface Notice {
+  readonly name: string;
+  readonly version: string;
+  readonly value: WaveNotice;
+}
+
+/** noticesOf: the notices of a listing of the slots that read by their schema and sit under their wave's name. */
+export const noticesOf = (slots: readonly Versioned[]): Notice[] =>
+  slots.flatMap((r) => {
+    if (!r.name.startsWith(WAVE_PREFIX)) return [];
+    const n = WaveNoticeSchema.safeParse(r.value);
+    return n.success && r.name === waveName(n.data.wave) ? [{ name: r.name, version: r.version, value: n.data }] : [];
+  });
+
+/** alive: the speaker wrote the notice within three of its heartbeats, and not from a clock further ahead than any member's runs. */
+export const alive = (n: WaveNotice, now: number): boolean => {
+  const at = Date.parse(n.beat);
+  return at - now <= CLOCK_SKEW_MS && now - at <= 3 * n.heartbeatSeconds * 1000;
+};
+
+/** covers: the notice's wave meets one of these events (this member's) while it is Scheduled, and is not past. */
+export function covers(n: WaveNotice, mine: readonly ScheduledEvent[], now: number): boolean {
+  const [from, to] = [Date.parse(n.from), Date.parse(n.to)];
+  if (to + KEEP_MS <= now) return false;
+  return mine.some((e) => {
+    const at = e.eventStatus === 'Scheduled' && e.notBefore ? Date.parse(e.notBefore) : NaN;
+    return Number.isFinite(at) && at < to && at + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000) > from;
+  });
+}
+
+export interface WaveBoardOptions {
+  readonly store: FleetStore;
+  readonly heartbeatSeconds: number;
+  readonly logger: Logger;
+}
+
+export class WaveBoard {
+  readonly #o: WaveBoardOptions;
+  /** The notices this member wrote last, by name: what a listing read before the write does not show yet. */
+  readonly #wrote = new Map<string, Notice>();
+  /** The words this member read from a speaker's record (their CloudEvent ids): each is read once. */
+  readonly #fetched = new Set<string>();
+
+  constructor(o: WaveBoardOptions) {
+    this.#o = o;
+  }
+
+  /** notices: the notices of the slots as last listed, with those this member wrote since. */
+  notices(slots: readonly Versioned[]): Notice[] {
+    const listed = noticesOf(slots);
+    for (const n of listed) if (this.#wrote.get(n.name)?.version === n.version) this.#wrote.delete(n.name);
+    const byName = new Map(listed.map((n) => [n.name, n]));
+    for (const [name, n] of this.#wrote) {
+      const other = byName.get(name);
+      if (other === undefined || Date.parse(other.value.beat) < Date.parse(n.value.beat)) byName.set(name, n);
+    }
+    return [...byName.values()];
+  }
+
+  /**
+   * publish writes the notice of the wave this member read (`seen`): the speaker writes its own
+   * (its latest word, at each word, and its beat at a heartbeat); another member writes one only
+   * when no live notice covers the wave (it saw it first, or its speaker went silent), or to hand
+   * the wave on when the notice names it and it is the speaker no more.
+   */
+  async publish(
+    seen: SeenWave | undefined,
+    word: WaveWord | undefined,
+    me: string,
+    slots: readonly Versioned[],
+    now: number,
+  ): Promise<void> {
+    if (seen?.wave === undefined) return;
+    const name = waveName(seen.wave);
+    const all = this.notices(slots);
+    const current = all.find((n) => n.name === name);
+    const speaks = seen.speaker.member === me;
+    const covered = all.some((n) => alive(n.value, now) && Date.parse(n.value.from) < seen.to && Date.parse(n.value.to) > seen.from);
+    if (!speaks && covered && current?.value.speaker !== me) return;
+    const said =
+      word !== undefined && word.wave === seen.wave && speaks ? { said: word.said, kind: word.kind, at: word.at } : current?.value.word;
+    const value: WaveNotice = {
+      ...{ member: null, wave: seen.wave, speaker: seen.speaker.member, vm: seen.speaker.vm },
+      ...{ from: new Date(seen.from).toISOString(), to: new Date(seen.to).toISOString(), beat: new Date(now).toISOString() },
+      ...{ heartbeatSeconds: this.#o.heartbeatSeconds, ...(said === undefined ? {} : { word: said }) },
+    };
+    const c = current?.value;
+    const same =
+      c !== undefined && c.speaker === value.speaker && c.from === value.from && c.to === value.to && c.word?.said === said?.said;
+    // unchanged, and written within half a heartbeat: nothing to write
+    if (same && now - Date.parse(c.beat) < (this.#o.heartbeatSeconds * 1000) / 2) return;
+    const version = await this.#o.store.put(name, value, current?.version ?? null);
+    if (version !== null) this.#wrote.set(name, { name, version, value });
+  }
+
+  /**
+   * word: the speaker's latest word about the notice's wave, as its own record says it, when the
+   * notice says a word this member has not read yet (`said`: whether it said it already); null
+   * otherwise. One record is read per word; a record that does not read, or is another member's,
+   * says nothing.
+   */
+  async word(n: Notice, said: (id: string) => boolean): Promise<WaveWord | null> {
+    const id = n.value.word?.said;
+    if (id === undefined || said(id) || this.#fetched.has(id)) return null;
+    if (this.#fetched.size > 10_000) this.#fetched.clear();
+    this.#fetched.add(id);
+    const record = await this.#o.store.get(memberName(n.value.speaker));
+    const m = record === null ? undefined : membersOf([record])[0];
+    const w = m?.member === n.value.speaker ? m.wave : undefined;
+    return w !== undefined && w.wave === n.value.wave ? w : null;
+  }
+
+  /** prune removes one notice whose wave is past (KEEP_MS after its end), at a heartbeat; another member removing it first is no failure. */
+  async prune(slots: readonly Versioned[], now: number): Promise<void> {
+    const gone = noticesOf(slots).find((n) => Date.parse(n.value.to) + KEEP_MS <= now);
+    if (gone === undefined) return;
+    await this.#o.store.remove(gone.name, gone.version).catch((err: unknown) => {
+      this.#o.logger.debug({ notice: gone.name, ...errorFields(err) }, 'fleet budget: could not remove a past wave notice');
+    });
+    this.#wrote.delete(gone.name);
+  }
+}

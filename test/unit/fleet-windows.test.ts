@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HORIZON_MS, type MemberRecord } from '../../src/fleet/budget/records.ts';
-import { collisionOf, windowsOf, type Collision, type Window } from '../../src/fleet/budget/windows.ts';
+import { collisionOf, collisionWith, windowsOf, type Collision, type Window } from '../../src/fleet/budget/windows.ts';
 import { prng } from '../../testkit/prng.ts';
 
 /** The plain search, as the forecast first had it: at each window's start, the members whose windows are open there. */
@@ -98,5 +98,28 @@ describe('the collision forecast', () => {
       ],
     };
     expect(windowsOf([record], t0).map((w) => w.eventId)).toEqual([new Date(t0 + 86_400_000).toISOString()]);
+  });
+});
+
+describe("a member's own collision", () => {
+  const w = (vm: string, from: number, to = from + 10 * MIN): Window => ({ vm, eventId: `${vm}-E`, eventType: 'Reboot', from, to });
+  const earlier = [w('x1', t0), w('x2', t0 + 1000), w('x3', t0 + 2000)];
+  const later = [w('y1', t0 + 4 * 60 * MIN), w('y2', t0 + 4 * 60 * MIN + 1000), w('y3', t0 + 4 * 60 * MIN + 2000)];
+
+  it("is the wave it is due in, though an earlier wave is as busy: the group's busiest moment is the earlier wave's", () => {
+    const all = [...earlier, ...later];
+    expect(collisionOf(all, 1)?.windows.map((x) => x.vm)).toEqual(['x1', 'x2', 'x3']);
+    expect(collisionWith(all, 1, (x) => x.vm === 'y2')?.windows.map((x) => x.vm)).toEqual(['y1', 'y2', 'y3']);
+    expect(collisionWith(all, 1, (x) => x.vm === 'x3')?.windows.map((x) => x.vm)).toEqual(['x1', 'x2', 'x3']);
+  });
+
+  it('is a moment its own window is open: windows that overlap each other after its own ends are none of its collision', () => {
+    // mine ends before the others meet: a and b overlap mine, each alone; they overlap each other only after mine
+    const mine = w('me', t0, t0 + 10 * MIN);
+    const a = w('a', t0 + 9 * MIN, t0 + 30 * MIN);
+    const b = w('b', t0 + 11 * MIN, t0 + 30 * MIN);
+    expect(collisionOf([mine, a, b], 1)).not.toBeNull();
+    expect(collisionWith([mine, a, b], 1, (x) => x.vm === 'me')?.windows.map((x) => x.vm)).toEqual(['a', 'me']);
+    expect(collisionWith([mine, a, b], 2, (x) => x.vm === 'me')).toBeNull();
   });
 });

@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { staleAt, type MemberRecord, type SlotRecord } from './records.ts';
-import { collisionOf, windowsOf, type Window } from './windows.ts';
+import { collisionWith, windowsOf, type Window } from './windows.ts';
 import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
 import { unavailableOf, type Unhealthy } from './unavailable.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
@@ -24,6 +24,7 @@ import {
   KEEP_MS,
   SETTLE_MS,
   speakerOf,
+  seenOf,
   type Known,
   type SeenWave,
   UPDATE_EVERY_MS,
@@ -139,7 +140,7 @@ export class Forecast {
       marginSeconds: d.marginSeconds ?? MARGIN_SECONDS,
     };
     this.#unhealthy = unavailableOf(members, slots, '', now, bounds).filter((u) => u.counts && !windows.some((w) => w.vm === u.vm));
-    const c = collisionOf(windows, Math.max(0, this.#k - this.#unhealthy.length));
+    const c = collisionWith(windows, Math.max(0, this.#k - this.#unhealthy.length), (w) => w.vm.toLowerCase() === me);
     let due: readonly Window[];
     if (c !== null && c.windows.some((w) => w.vm.toLowerCase() === me)) {
       const k = (this.#known ??= { eventIds: new Set(), vms: new Set(), from: c.from, to: c.to, seen: now, peak: c.windows });
@@ -179,7 +180,6 @@ export class Forecast {
     const speaker = speakerOf(due);
     this.#speaker = speaker === me;
     const first = heard[0]?.wave ?? this.#hint;
-    const spoke = due.find((w) => w.vm.toLowerCase() === speaker);
     // the wave's id: the one its first word said (whoever said it), or its notice gave it, else a new one
     const wave =
       first ??
@@ -187,8 +187,7 @@ export class Forecast {
         d.group,
         due.map((w) => w.eventId),
       );
-    this.#seen =
-      spoke?.member === undefined ? undefined : { wave, speaker: { member: spoke.member, vm: spoke.vm }, from: known.from, to: known.to };
+    this.#seen = seenOf(wave, due, known);
     if (speaker !== me) {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
@@ -219,16 +218,17 @@ export class Forecast {
 
   /**
    * leaving: the speaker's own maintenance has started. The queue serves the speaker last, so the
-   * wave is within the budget now: said so, once, before it leaves the wave, when no other member
-   * is still due in it (one still due is the next speaker, and says it).
+   * wave is within the budget now: said so, once, before it leaves the wave, as soon as the members
+   * its records still show due are within the budget (the members that read the group only at
+   * their turn never take the wave over from it).
    */
   #leaving(members: readonly MemberRecord[], due: readonly Window[], now: number): BridgeEvent | null {
     const [known, word, own, document] = [this.#known, this.#word, this.#own, this.#d.view.document!];
     if (known === undefined || own === undefined) return null;
     if (word === undefined) return this.#leavingUnsaid(members, known, own, now);
-    // another member still due speaks on (the next speaker, which hears this one's words): one member says each word
-    if (word.kind === 'resolved' || due.length > 0) return null;
-    if (this.#unhealthy.length > this.#k || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
+    // the members still due are within the budget (the queue served them first; their records catch up): said now, once
+    if (word.kind === 'resolved' || due.length + this.#unhealthy.length > this.#k) return null;
+    if (wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
     const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
     const said: WaveWord = {
       ...word,

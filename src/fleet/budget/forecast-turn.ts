@@ -45,14 +45,27 @@ export interface ForecastTurnOptions {
   readonly readGroup: () => Promise<readonly MemberRecord[]>;
   /** Whether the budget's limit is reached at this member in the queue (see above). */
   readonly atLimit: () => Promise<boolean>;
+  /** Writes this member's record (its word, before the notice names it). */
+  readonly writeRecord: () => Promise<unknown>;
+  readonly heartbeatSeconds: number;
   readonly now: () => number;
 }
+
+/**
+ * How many of its heartbeats a member with a maintenance ahead that no live notice covers lets pass
+ * between two reads of the group, besides those at the budget's limit: a wave that stands behind
+ * another in the queue, where nobody is at the limit, is foretold within that many heartbeats
+ * (each member starts at a heartbeat of its own, so the first of the wave to read comes sooner).
+ */
+export const BACKSTOP_BEATS = 10;
 
 export class ForecastTurn {
   readonly #o: ForecastTurnOptions;
   readonly #reads = new ForecastReads();
   /** The waves whose notice named this member their speaker: it read the group at once for each. */
   readonly #named = new Set<string>();
+  /** This member's heartbeats while no live notice covered its maintenance, from a start of its own. */
+  #uncovered = Math.floor(Math.random() * BACKSTOP_BEATS);
 
   constructor(o: ForecastTurnOptions) {
     this.#o = o;
@@ -73,16 +86,18 @@ export class ForecastTurn {
       if (timed) await this.#read(now, me);
       return;
     }
-    const slots = this.#o.slots();
+    const [slots, hb] = [this.#o.slots(), this.#o.heartbeatSeconds];
     const notices = this.#o.board.notices(slots).filter((n) => covers(n.value, mine, now));
-    const named = notices.find((n) => n.value.speaker === me && alive(n.value, now));
-    // the wave's first word takes the id its notice gave it
-    f.adopt((named ?? notices[0])?.value.wave);
+    const named = notices.find((n) => n.value.speaker === me && alive(n.value, now, hb));
+    // the wave's first word takes the id the notice naming this member gave it
+    f.adopt(named?.value.wave);
     const anew = named !== undefined && !this.#named.has(named.value.wave);
     if (anew) this.#remember(named.value.wave);
+    const uncovered = scheduled && !notices.some((n) => alive(n.value, now, hb));
+    const backstop = uncovered && heartbeat && ++this.#uncovered % BACKSTOP_BEATS === 0;
     let read = false;
     if (named !== undefined || speaks) read = timed || anew;
-    else if (timed && scheduled && !notices.some((n) => alive(n.value, now))) read = await this.#o.atLimit();
+    else if (uncovered && timed) read = backstop || (await this.#o.atLimit());
     if (read) await this.#read(now, me);
     else
       for (const n of notices) {
@@ -95,11 +110,15 @@ export class ForecastTurn {
   async #read(now: number, me: string): Promise<void> {
     const records = await this.#o.readGroup();
     const f = this.#o.forecast;
+    const before = f.word?.said;
     await f.foretell(
       records,
       this.#o.slots().map((r) => asSlot(r.value)),
     );
-    if (!this.#o.everyone) await this.#o.board.publish(f.seen, f.word, me, this.#o.slots(), now);
+    if (this.#o.everyone) return;
+    // a new word is in this member's record before the notice names it: a member that reads the record finds it
+    if (f.word !== undefined && f.word.said !== before) await this.#o.writeRecord();
+    await this.#o.board.publish(f.seen, f.word, me, this.#o.slots(), now);
   }
 
   #remember(wave: string): void {
@@ -114,9 +133,10 @@ export class ForecastTurn {
  */
 export function forecastTurnOf(
   o: BudgetOptions,
-  parts: Pick<ForecastTurnOptions, 'me' | 'slots' | 'readGroup' | 'atLimit' | 'now'>,
+  parts: Pick<ForecastTurnOptions, 'me' | 'slots' | 'readGroup' | 'atLimit' | 'writeRecord' | 'now'>,
 ): ForecastTurn {
   const everyone = o.forecast === undefined || typeof o.config.maxUnavailable === 'string' || o.health !== undefined;
-  const board = new WaveBoard({ store: o.store, logger: o.logger, heartbeatSeconds: o.config.heartbeatSeconds });
-  return new ForecastTurn({ ...parts, forecast: o.forecast ?? NO_FORECAST, board, everyone });
+  const heartbeatSeconds = o.config.heartbeatSeconds;
+  const board = new WaveBoard({ store: o.store, logger: o.logger, heartbeatSeconds });
+  return new ForecastTurn({ ...parts, forecast: o.forecast ?? NO_FORECAST, board, everyone, heartbeatSeconds });
 }

@@ -145,13 +145,14 @@ export class QueueEntries {
   }
 
   /**
-   * atLimit: as many stand ahead of `me` in the queue's head (those asking too), or hold a slot
-   * (`down`, the VMs holding one), as the group has slots (`k`): the budget's limit is reached at
-   * `me`, the first that waits. False beyond the page.
+   * atLimit: `me` is the first in the queue's head (those asking too) that must wait: as many stand
+   * ahead of it, or hold a slot (`down`, the VMs holding one), as the group has slots (`k`), or,
+   * with more down than that already, nobody stands ahead of it. False beyond the page.
    */
   async atLimit(k: number, me: Waiter, now: number, down: ReadonlySet<string>): Promise<boolean> {
     const head = await this.read(k, me, now, down, true);
-    return !head.partial && head(true, down).filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0).length + down.size === k;
+    const ahead = head(true, down).filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0).length;
+    return !head.partial && ahead === Math.max(0, k - down.size);
   }
 
   async #prune(head: readonly Versioned[], now: number): Promise<void> {

@@ -37,16 +37,30 @@ export const noticesOf = (slots: readonly Versioned[]): Notice[] =>
     return n.success && r.name === waveName(n.data.wave) ? [{ name: r.name, version: r.version, value: n.data }] : [];
   });
 
-/** alive: the speaker wrote the notice within three of its heartbeats, and not from a clock further ahead than any member's runs. */
-export const alive = (n: WaveNotice, now: number): boolean => {
+/**
+ * The longest span a notice may say: a wave is the windows that overlap at its busiest moment, and
+ * what was seen of it since, hours at most. A notice that says more (to cover every member's
+ * maintenance, and so silence the forecast) covers nothing.
+ */
+export const MAX_WAVE_SPAN_MS = 86_400_000;
+
+/** How often a member reads a word its notice names and its speaker's record does not say yet (written a moment later), before it gives up. */
+const WORD_TRIES = 5;
+
+/**
+ * alive: the speaker wrote the notice within three heartbeats (of its own, and at most of the
+ * reader's: a notice cannot claim a longer life than the group's members beat at), and not from a
+ * clock further ahead than any member's runs.
+ */
+export const alive = (n: WaveNotice, now: number, heartbeatSeconds: number): boolean => {
   const at = Date.parse(n.beat);
-  return at - now <= CLOCK_SKEW_MS && now - at <= 3 * n.heartbeatSeconds * 1000;
+  return at - now <= CLOCK_SKEW_MS && now - at <= 3 * Math.min(n.heartbeatSeconds, heartbeatSeconds) * 1000;
 };
 
-/** covers: the notice's wave meets one of these events (this member's) while it is Scheduled, and is not past. */
+/** covers: the notice's wave (a span of a day at most) meets one of these events (this member's) while it is Scheduled, and is not past. */
 export function covers(n: WaveNotice, mine: readonly ScheduledEvent[], now: number): boolean {
   const [from, to] = [Date.parse(n.from), Date.parse(n.to)];
-  if (to + KEEP_MS <= now) return false;
+  if (to + KEEP_MS <= now || !(to - from <= MAX_WAVE_SPAN_MS)) return false;
   return mine.some((e) => {
     const at = e.eventStatus === 'Scheduled' && e.notBefore ? Date.parse(e.notBefore) : NaN;
     return Number.isFinite(at) && at < to && at + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000) > from;
@@ -63,8 +77,8 @@ export class WaveBoard {
   readonly #o: WaveBoardOptions;
   /** The notices this member wrote last, by name: what a listing read before the write does not show yet. */
   readonly #wrote = new Map<string, Notice>();
-  /** The words this member read from a speaker's record (their CloudEvent ids): each is read once. */
-  readonly #fetched = new Set<string>();
+  /** The words this member read for (their CloudEvent ids), and how often: each is read until found, WORD_TRIES times at most. */
+  readonly #fetched = new Map<string, number>();
 
   constructor(o: WaveBoardOptions) {
     this.#o = o;
@@ -100,10 +114,12 @@ export class WaveBoard {
     const all = this.notices(slots);
     const current = all.find((n) => n.name === name);
     const speaks = seen.speaker.member === me;
-    const covered = all.some((n) => alive(n.value, now) && Date.parse(n.value.from) < seen.to && Date.parse(n.value.to) > seen.from);
+    const hb = this.#o.heartbeatSeconds;
+    const covered = all.some((n) => alive(n.value, now, hb) && Date.parse(n.value.from) < seen.to && Date.parse(n.value.to) > seen.from);
     if (!speaks && covered && current?.value.speaker !== me) return;
-    const said =
-      word !== undefined && word.wave === seen.wave && speaks ? { said: word.said, kind: word.kind, at: word.at } : current?.value.word;
+    // the word the notice names is in its speaker's record: one handed on names none until its new speaker says one
+    const kept = current?.value.speaker === seen.speaker.member ? current.value.word : undefined;
+    const said = speaks && word !== undefined && word.wave === seen.wave ? { said: word.said, kind: word.kind, at: word.at } : kept;
     const value: WaveNotice = {
       ...{ member: null, wave: seen.wave, speaker: seen.speaker.member, vm: seen.speaker.vm },
       ...{ from: new Date(seen.from).toISOString(), to: new Date(seen.to).toISOString(), beat: new Date(now).toISOString() },
@@ -119,25 +135,38 @@ export class WaveBoard {
   }
 
   /**
-   * word: the speaker's latest word about the notice's wave, as its own record says it, when the
-   * notice says a word this member has not read yet (`said`: whether it said it already); null
-   * otherwise. One record is read per word; a record that does not read, or is another member's,
-   * says nothing.
+   * word: the word the notice names, as its speaker's own record says it, when this member has not
+   * said it yet (`said`); null otherwise. The record is read until it says that word (the speaker
+   * writes its record a moment after the notice), WORD_TRIES times at most; a store that fails is
+   * one try. A record that does not read, is another member's, or whose member is not due in the
+   * wave (none of its events is one the word names due, unless the word says it resolved) says nothing.
    */
   async word(n: Notice, said: (id: string) => boolean): Promise<WaveWord | null> {
     const id = n.value.word?.said;
-    if (id === undefined || said(id) || this.#fetched.has(id)) return null;
+    const tries = id === undefined ? 0 : (this.#fetched.get(id) ?? 0);
+    if (id === undefined || said(id) || tries >= WORD_TRIES) return null;
     if (this.#fetched.size > 10_000) this.#fetched.clear();
-    this.#fetched.add(id);
-    const record = await this.#o.store.get(memberName(n.value.speaker));
+    this.#fetched.set(id, tries + 1);
+    const record = await this.#o.store.get(memberName(n.value.speaker)).catch((err: unknown) => {
+      this.#o.logger.debug({ speaker: n.value.speaker, ...errorFields(err) }, "fleet budget: could not read a wave's word");
+      return null;
+    });
     const m = record === null ? undefined : membersOf([record])[0];
     const w = m?.member === n.value.speaker ? m.wave : undefined;
-    return w !== undefined && w.wave === n.value.wave ? w : null;
+    if (m === undefined || w === undefined || w.wave !== n.value.wave || w.said !== id) return null;
+    const due = new Set(w.copy?.due.map((d) => d.eventId));
+    if (w.kind !== 'resolved' && !m.events.some((e) => due.has(e.eventId))) return null;
+    this.#fetched.set(id, WORD_TRIES);
+    return w;
   }
 
-  /** prune removes one notice whose wave is past (KEEP_MS after its end), at a heartbeat; another member removing it first is no failure. */
+  /**
+   * prune removes one notice whose wave is past (KEEP_MS after its end), or that its speaker has
+   * not renewed for KEEP_MS, at a heartbeat; another member removing it first is no failure.
+   */
   async prune(slots: readonly Versioned[], now: number): Promise<void> {
-    const gone = noticesOf(slots).find((n) => Date.parse(n.value.to) + KEEP_MS <= now);
+    const past = (n: Notice) => Date.parse(n.value.to) + KEEP_MS <= now || !(now - Date.parse(n.value.beat) < KEEP_MS);
+    const gone = noticesOf(slots).find(past);
     if (gone === undefined) return;
     await this.#o.store.remove(gone.name, gone.version).catch((err: unknown) => {
       this.#o.logger.debug({ notice: gone.name, ...errorFields(err) }, 'fleet budget: could not remove a past wave notice');

@@ -92,6 +92,13 @@ export interface SeenWave {
   readonly to: number;
 }
 
+/** seenOf: the wave as a member that read the group sees it: its id, its speaker (speakerOf, with its member key), its span. */
+export function seenOf(wave: string, due: readonly Window[], span: { readonly from: number; readonly to: number }): SeenWave | undefined {
+  const speaker = speakerOf(due);
+  const w = due.find((x) => x.vm.toLowerCase() === speaker);
+  return w?.member === undefined ? undefined : { wave, speaker: { member: w.member, vm: w.vm }, from: span.from, to: span.to };
+}
+
 /** servedOf: whether the queue has served the wave already: a member's record shows one of its events no longer Scheduled. */
 export const servedOf = (members: readonly MemberRecord[], known: { readonly eventIds: ReadonlySet<string> }): boolean =>
   members.some((m) => m.events.some((e) => known.eventIds.has(e.eventId) && e.status !== 'Scheduled'));

@@ -79,6 +79,26 @@ export function collisionOf(windows: readonly Window[], maxUnavailable: number):
 }
 
 /**
+ * collisionWith: the busiest moment while one of a member's own windows (`own`) is open, when more
+ * members than the group allows are due at once then; null otherwise. What the member is due in,
+ * whatever moment is busiest in the group: a wave later than another as busy is its members' all
+ * the same. Each window is cut to the member's own window, so the moment found is one it is due at.
+ */
+export function collisionWith(windows: readonly Window[], maxUnavailable: number, own: (w: Window) => boolean): Collision | null {
+  let best: Collision | null = null;
+  for (const o of windows.filter(own)) {
+    const cut = windows
+      .filter((w) => w.from < o.to && w.to > o.from)
+      .map((w) => ({ ...w, from: Math.max(w.from, o.from), to: Math.min(w.to, o.to) }));
+    const ids = new Set(collisionOf(cut, maxUnavailable)?.windows.map((w) => w.eventId));
+    if (ids.size === 0 || (best !== null && best.windows.length >= ids.size)) continue;
+    const overlapping = windows.filter((w) => ids.has(w.eventId)).sort((a, b) => a.eventId.localeCompare(b.eventId));
+    best = { from: Math.min(...overlapping.map((w) => w.from)), to: Math.max(...overlapping.map((w) => w.to)), windows: overlapping };
+  }
+  return best;
+}
+
+/**
  * busiestStart: the window start at which the most members have a window open (from <= t < to,
  * each member counted once), when more than `maxUnavailable`; of several as busy, the start of
  * the window listed first. One sweep over the starts in time order, each window opened once it

@@ -1,0 +1,215 @@
+/**
+ * Whose turn it is to read the group for the collision forecast, and what the others do instead
+ * (forecast-turn.ts, wave-board.ts): members in the test's process, each a real FleetBudget and
+ * Forecast over a real store (Azurite's Blob Storage; the Kubernetes Lease stand-in for one), on a
+ * clock the test moves. Every wave is said whoever stands at the queue's head, every member due
+ * says each word its speaker said, and a notice or word a member forged neither silences a wave nor
+ * puts words in another member's mouth.
+ */
+import { describe, expect, it } from 'vitest';
+import { memberKey, memberName, WAVE_PREFIX } from '../../src/fleet/budget/records.ts';
+import { noticesOf, WaveBoard, waveName } from '../../src/fleet/budget/wave-board.ts';
+import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
+import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
+import { FleetConfig } from '../../src/fleet/budget/config.ts';
+import { pino } from 'pino';
+import { fleetStoresPerFile, memberVm, type StoreKind } from '../../testkit/fleet-stores.ts';
+import { rebootOf, waveMember, type WaveMember } from '../../testkit/wave-members.ts';
+
+const stores = fleetStoresPerFile();
+const H = 3_600_000;
+const T0 = Date.parse('2026-12-01T08:00:00.000Z');
+const iso = (t: number) => new Date(t).toISOString();
+
+/** A group on the test's clock: its members, each with one Reboot (or already Started). */
+async function groupOf(kind: StoreKind, group: string, k: number, waves: { names: string[]; at: number }[], down: string[] = [], hb = 5) {
+  let clock = T0;
+  const now = () => clock;
+  const due = await Promise.all(
+    waves.flatMap((w) =>
+      w.names.map(async (n, i) => ({
+        m: await waveMember(stores(), kind, group, n, { k, clock: now, heartbeatSeconds: hb }),
+        at: w.at + i * 1000,
+      })),
+    ),
+  );
+  const gone = await Promise.all(down.map((n) => waveMember(stores(), kind, group, n, { k, clock: now, heartbeatSeconds: hb })));
+  const eventOf = (m: WaveMember, at: number) => rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0 + at);
+  const started = (m: WaveMember) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, clock, 'Started')];
+  for (const d of gone) await d.read(started(d));
+  for (const { m, at } of due) await m.read([eventOf(m, at)]);
+  return {
+    due: due.map((d) => d.m),
+    /** steps seconds: every member reads its document each second, and beats every `hb` seconds (in turn, as they would). */
+    async run(seconds: number) {
+      for (let s = 0; s < seconds; s++) {
+        clock += 1000;
+        const beat = s % hb === 0;
+        for (const d of gone) {
+          if (beat) await d.budget.heartbeat();
+          await d.read(started(d));
+        }
+        for (const { m, at } of [...due].reverse()) {
+          if (beat) await m.budget.heartbeat();
+          await m.read([eventOf(m, at)]);
+        }
+      }
+    },
+  };
+}
+
+describe('every wave is foretold', () => {
+  it('two waves four hours apart, K = 1: the second, where nobody stands at the limit of the queue, is said too', async () => {
+    const g = await groupOf('blob', 'turns-two-waves', 1, [
+      { names: ['x1', 'x2', 'x3'], at: 1 * H },
+      { names: ['y1', 'y2', 'y3'], at: 5 * H },
+    ]);
+    await g.run(120);
+    const said = (p: string) => g.due.filter((m) => m.name.startsWith(p) && m.states().includes('foreseen')).length;
+    expect(said('x')).toBe(3);
+    expect(said('y')).toBe(3);
+  }, 120_000);
+
+  it('three due at once, K = 1, while two members are down already: the first that waits is at the limit, and the wave is said', async () => {
+    const g = await groupOf('blob', 'turns-down', 1, [{ names: ['c1', 'c2', 'c3'], at: H }], ['d1', 'd2']);
+    await g.run(30);
+    expect(g.due.filter((m) => m.states().includes('foreseen')).length).toBe(3);
+  }, 120_000);
+
+  it('four due at once, K = 1, over Leases: every member due says the foreseen word, one id, though one or two read the group', async () => {
+    const lists = new Map<string, number>();
+    let clock = T0;
+    const now = () => clock;
+    const count =
+      (name: string) =>
+      (s: FleetStore): FleetStore => ({
+        ...s,
+        where: s.where,
+        get: (n, sig) => s.get(n, sig),
+        put: (n, v, ver, sig) => s.put(n, v, ver, sig),
+        remove: (n, ver, sig) => s.remove(n, ver, sig),
+        head: (p, l, sig) => s.head(p, l, sig),
+        close: () => s.close(),
+        list: (p, sig) => {
+          if (p === 'member-') lists.set(name, (lists.get(name) ?? 0) + 1);
+          return s.list(p, sig);
+        },
+      });
+    const ms = await Promise.all(
+      ['w1', 'w2', 'w3', 'w4'].map((n) =>
+        waveMember(stores(), 'kubernetes', 'turns-leases', n, { k: 1, clock: now, heartbeatSeconds: 5, wrap: count(n) }),
+      ),
+    );
+    const ev = (m: WaveMember, i: number) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0 + H + i * 1000)];
+    for (const [i, m] of ms.entries()) await m.read(ev(m, i));
+    for (let s = 0; s < 30; s++) {
+      clock += 1000;
+      for (const [i, m] of [...ms.entries()].reverse()) {
+        if (s % 5 === 0) await m.budget.heartbeat();
+        await m.read(ev(m, i));
+      }
+    }
+    expect(ms.map((m) => m.states().filter((x) => x === 'foreseen').length)).toEqual([1, 1, 1, 1]);
+    expect(new Set(ms.flatMap((m) => m.said.map((e) => e.id))).size).toBe(1);
+    expect(lists.size).toBeGreaterThanOrEqual(1);
+    expect(lists.size).toBeLessThanOrEqual(2);
+  }, 120_000);
+});
+
+describe("a notice's word", () => {
+  const WAVE = 'a'.repeat(40);
+  const SAID = `fleet.collision/${'b'.repeat(40)}`;
+  const speaker = memberKey(memberVm('spk'));
+  const recordOf = (word: boolean, events = [{ id: 'SPK-E', status: 'Scheduled' }]) => ({
+    ...{ member: speaker, vm: 'spk', resourceId: null, heartbeatAt: iso(T0), heartbeatSeconds: 20, slot: null },
+    events: events.map((e) => ({
+      eventId: e.id,
+      eventType: 'Reboot',
+      status: e.status,
+      notBefore: iso(T0 + H),
+      durationInSeconds: -1,
+      approved: false,
+    })),
+    ...(word
+      ? {
+          wave: {
+            ...{ wave: WAVE, said: SAID, kind: 'foreseen', at: iso(T0), from: iso(T0 + H), to: iso(T0 + 2 * H), due: 2 },
+            copy: {
+              ...{ maxUnavailable: 1, members: 2, from: iso(T0 + H), to: iso(T0 + 2 * H), atOnce: 2 },
+              due: [
+                { vm: 'spk', eventId: 'SPK-E', eventType: 'Reboot', notBefore: iso(T0 + H) },
+                { vm: 'me', eventId: 'ME-E', eventType: 'Reboot', notBefore: iso(T0 + H) },
+              ],
+            },
+          },
+        }
+      : {}),
+  });
+  const noticeOf = (more: Record<string, unknown> = {}) => ({
+    ...{ member: null, wave: WAVE, speaker, vm: 'spk', from: iso(T0 + H), to: iso(T0 + 2 * H) },
+    ...{ beat: iso(T0), heartbeatSeconds: 20, word: { said: SAID, kind: 'foreseen', at: iso(T0) }, ...more },
+  });
+  async function board(group: string, record: unknown, wrap: (s: FleetStore) => FleetStore = (s) => s) {
+    const config = FleetConfig.parse({ group, maxUnavailable: 1, store: stores().config('blob') });
+    const store = wrap(await openFleetStore(config.store, group));
+    await store.put(memberName(speaker), record, null);
+    await store.put(waveName(WAVE), noticeOf(), null);
+    const b = new WaveBoard({ store, heartbeatSeconds: 20, logger: pino({ level: 'silent' }) });
+    return { store, b, notice: () => store.list(WAVE_PREFIX).then((l) => noticesOf(l)[0]!) };
+  }
+
+  it("is read again until the speaker's record says it (written a moment after the notice), and after a store that failed", async () => {
+    let fail = 0;
+    const failing = (s: FleetStore): FleetStore => ({
+      ...s,
+      where: s.where,
+      put: (n, v, ver, sig) => s.put(n, v, ver, sig),
+      remove: (n, ver, sig) => s.remove(n, ver, sig),
+      list: (p, sig) => s.list(p, sig),
+      head: (p, l, sig) => s.head(p, l, sig),
+      close: () => s.close(),
+      get: (n, sig) => (fail-- > 0 ? Promise.reject(new Error('the store did not answer')) : s.get(n, sig)),
+    });
+    const { store, b, notice } = await board('word-later', recordOf(false), failing);
+    expect(await b.word(await notice(), () => false)).toBeNull();
+    const v = (await store.get(memberName(speaker)))!.version;
+    await store.put(memberName(speaker), recordOf(true), v);
+    fail = 1;
+    expect(await b.word(await notice(), () => false)).toBeNull();
+    expect((await b.word(await notice(), () => false))?.said).toBe(SAID);
+    // read once found: not again
+    expect(await b.word(await notice(), () => false)).toBeNull();
+  });
+
+  it('is not taken from a record whose member is none of those the word names due (a member naming others in a word of its own)', async () => {
+    const { b, notice } = await board('word-forged', recordOf(true, [{ id: 'OTHER-E', status: 'Scheduled' }]));
+    expect(await b.word(await notice(), () => false)).toBeNull();
+  });
+
+  it('a notice handed on names no word until its new speaker says one (the word is in the old speaker record)', async () => {
+    const config = FleetConfig.parse({ group: 'hand-on', maxUnavailable: 1, store: stores().config('blob') });
+    const store = await openFleetStore(config.store, 'hand-on');
+    await store.put(waveName(WAVE), noticeOf({ beat: iso(T0) }), null);
+    const b = new WaveBoard({ store, heartbeatSeconds: 20, logger: pino({ level: 'silent' }) });
+    const seen = { wave: WAVE, speaker: { member: memberKey(memberVm('next')), vm: 'next' }, from: T0 + H, to: T0 + 2 * H };
+    await b.publish(seen, undefined, speaker, await store.list('slot-'), T0 + 5000);
+    const n = noticesOf(await store.list(WAVE_PREFIX))[0]!;
+    expect(n.value.speaker).toBe(seen.speaker.member);
+    expect(n.value.word).toBeUndefined();
+  });
+});
+
+describe('a forged notice', () => {
+  it('says a span of more than a day, with a long heartbeat: it covers nothing, and the wave is said all the same', async () => {
+    const g = await groupOf('blob', 'turns-forged', 1, [{ names: ['f1', 'f2', 'f3'], at: H }]);
+    const store = g.due[0]!.store;
+    const wave = 'c'.repeat(40);
+    const forged = {
+      ...{ member: null, wave, speaker: 'nobody-00000000', vm: 'nobody', from: iso(0), to: '9999-12-31T00:00:00.000Z' },
+      ...{ beat: iso(T0 + 30_000), heartbeatSeconds: 3600 },
+    };
+    await store.put(waveName(wave), forged, null);
+    await g.run(30);
+    expect(g.due.filter((m) => m.states().includes('foreseen')).length).toBe(3);
+  }, 120_000);
+});

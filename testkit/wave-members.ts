@@ -71,7 +71,7 @@ export async function waveMember(
       get seen() {
         return forecast.seen;
       },
-      adopt: (wave) => forecast.adopt(wave),
+      adopt: (hint) => forecast.adopt(hint),
       repeat: (word) => forecast.repeat(word),
       said: (id) => forecast.said(id),
     },

@@ -186,16 +186,19 @@ describe("a notice's word", () => {
     expect(await b.word(await notice(), () => false)).toBeNull();
   });
 
-  it('a notice handed on names no word until its new speaker says one (the word is in the old speaker record)', async () => {
+  it('a notice handed on keeps its word and names whose record holds it: a member reads the word from the speaker that said it', async () => {
     const config = FleetConfig.parse({ group: 'hand-on', maxUnavailable: 1, store: stores().config('blob') });
     const store = await openFleetStore(config.store, 'hand-on');
+    await store.put(memberName(speaker), recordOf(true), null);
     await store.put(waveName(WAVE), noticeOf({ beat: iso(T0) }), null);
     const b = new WaveBoard({ store, heartbeatSeconds: 20, logger: pino({ level: 'silent' }) });
     const seen = { wave: WAVE, speaker: { member: memberKey(memberVm('next')), vm: 'next' }, from: T0 + H, to: T0 + 2 * H };
     await b.publish(seen, undefined, speaker, await store.list('slot-'), T0 + 5000);
     const n = noticesOf(await store.list(WAVE_PREFIX))[0]!;
     expect(n.value.speaker).toBe(seen.speaker.member);
-    expect(n.value.word).toBeUndefined();
+    expect(n.value.word).toMatchObject({ said: SAID, by: speaker });
+    const other = new WaveBoard({ store, heartbeatSeconds: 20, logger: pino({ level: 'silent' }) });
+    expect((await other.word(n, () => false))?.said).toBe(SAID);
   });
 });
 

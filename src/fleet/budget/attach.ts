@@ -96,7 +96,7 @@ export async function attachBudget(ctx: BudgetContext) {
       get seen() {
         return forecast.seen;
       },
-      adopt: (wave) => forecast.adopt(wave),
+      adopt: (hint) => forecast.adopt(hint),
       repeat: (word) => forecast.repeat(word),
       said: (id) => forecast.said(id),
     },

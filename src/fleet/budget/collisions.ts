@@ -26,6 +26,7 @@ import {
   speakerOf,
   seenOf,
   type Known,
+  type WaveHint,
   type SeenWave,
   UPDATE_EVERY_MS,
   servedOf,
@@ -75,7 +76,7 @@ export class Forecast {
   /** The members not healthy now, outside the wave: the group has that many slots less for it. */
   #unhealthy: Unhealthy[] = [];
   /** The id the wave's notice gives it (wave-board.ts): its first word takes it. */
-  #hint: string | undefined;
+  #hint: WaveHint | undefined;
   /** The wave this member is due in, as its last read of the group showed it. */
   #seen: SeenWave | undefined;
 
@@ -100,9 +101,9 @@ export class Forecast {
     return this.#seen;
   }
 
-  /** adopt: the id the wave's notice gives it (the member that first saw it named it); the wave's first word takes it. */
-  adopt(wave: string | undefined): void {
-    this.#hint = wave;
+  /** adopt: what the wave's notice says: its id (the wave's first word takes it), its speaker (while due), and its latest word. */
+  adopt(hint: WaveHint | undefined): void {
+    this.#hint = hint;
   }
 
   /** said: whether this member said or repeated the word of this CloudEvent id. */
@@ -172,14 +173,16 @@ export class Forecast {
     const over = due.length + this.#unhealthy.length > this.#k;
     const words = wordsAbout(members, known, now);
     // its own last word, and the last it repeated (a speaker gone from the wave, its record no longer heard, spoke before it)
-    const mine = [this.#word, this.#repeated].filter(
+    const mine = [this.#word, this.#repeated, this.#hint?.word].filter(
       (w): w is WaveWord => w !== undefined && Date.parse(w.to) > known.from && Date.parse(w.from) < known.to,
     );
     const heard = [...words, ...mine].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
     const last = heard.at(-1);
-    const speaker = speakerOf(due);
+    // the speaker its notice names while it is due (the wave keeps one speaker as the queue moves), else the one served last
+    const hinted = this.#hint?.speaker;
+    const speaker = hinted !== undefined && due.some((w) => w.vm.toLowerCase() === hinted) ? hinted : speakerOf(due);
     this.#speaker = speaker === me;
-    const first = heard[0]?.wave ?? this.#hint;
+    const first = heard[0]?.wave ?? this.#hint?.wave;
     // the wave's id: the one its first word said (whoever said it), or its notice gave it, else a new one
     const wave =
       first ??
@@ -187,7 +190,7 @@ export class Forecast {
         d.group,
         due.map((w) => w.eventId),
       );
-    this.#seen = seenOf(wave, due, known);
+    this.#seen = seenOf(wave, due, known, speaker);
     if (speaker !== me) {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
@@ -195,6 +198,8 @@ export class Forecast {
       this.#repeated = spoken;
       return this.#say(own, document.incarnation, spoken, due, members.length);
     }
+    // a speaker taking the wave over goes on from its last word, as its own (so it says the wave resolved as it leaves)
+    if (this.#word === undefined && last !== undefined) this.#word = last;
     const kind = this.#next(last, over, due, known, now, servedOf(members, known));
     this.#speakAt = kind === null && last === undefined && over ? known.seen + SETTLE_MS : null;
     if (kind === null) return null;

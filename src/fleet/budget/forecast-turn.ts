@@ -18,7 +18,7 @@ import type { ScheduledEvent } from '../../imds/wire.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { asSlot, type MemberRecord } from './records.ts';
 import type { Versioned } from './stores/port.ts';
-import { alive, covers, WaveBoard } from './wave-board.ts';
+import { alive, covers, hintOf, WaveBoard } from './wave-board.ts';
 import type { BudgetOptions, ForecastPort } from './types.ts';
 
 /** No forecast: a budget without one reads the group at the same times, for the queue's place and the members not healthy. */
@@ -88,9 +88,10 @@ export class ForecastTurn {
     }
     const [slots, hb] = [this.#o.slots(), this.#o.heartbeatSeconds];
     const notices = this.#o.board.notices(slots).filter((n) => covers(n.value, mine, now));
-    const named = notices.find((n) => n.value.speaker === me && alive(n.value, now, hb));
-    // the wave's first word takes the id the notice naming this member gave it
-    f.adopt(named?.value.wave);
+    const live = notices.filter((n) => alive(n.value, now, hb));
+    const named = live.find((n) => n.value.speaker === me);
+    // the wave's id, speaker and latest word as its notice says them (the one naming this member first)
+    f.adopt(hintOf(named ?? live[0]));
     const anew = named !== undefined && !this.#named.has(named.value.wave);
     if (anew) this.#remember(named.value.wave);
     const uncovered = scheduled && !notices.some((n) => alive(n.value, now, hb));

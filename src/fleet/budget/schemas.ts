@@ -197,6 +197,17 @@ export const WaveNoticeSchema = z.object({
   to: wordTime,
   beat: time,
   heartbeatSeconds: HeartbeatSeconds,
-  word: z.object({ said: wordId, kind: wordKind, at: wordTime }).optional(),
+  // `by`: the member whose record holds the word (the speaker that said it, before the wave was handed on)
+  word: z
+    .object({
+      said: wordId,
+      kind: wordKind,
+      at: wordTime,
+      by: z
+        .string()
+        .regex(/^[a-z0-9-]{1,64}$/)
+        .optional(),
+    })
+    .optional(),
 });
 export type WaveNotice = z.infer<typeof WaveNoticeSchema>;

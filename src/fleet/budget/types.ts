@@ -10,7 +10,7 @@ import type { VmIdentity } from '../../imds/identity.ts';
 import type { RecordWarnings } from './parse.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
 import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
-import type { SeenWave, WaveWord } from './waves.ts';
+import type { SeenWave, WaveHint, WaveWord } from './waves.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { GroupFigures } from '../../observability/fleet-metrics.ts';
 import type { Pause, PauseState } from './pause.ts';
@@ -36,7 +36,7 @@ export interface ForecastPort {
   readonly word: WaveWord | undefined;
   readonly speakAt: number | null;
   readonly seen: SeenWave | undefined;
-  adopt(wave: string | undefined): void;
+  adopt(hint: WaveHint | undefined): void;
   repeat(word: WaveWord): BridgeEvent | null;
   said(id: string): boolean;
 }

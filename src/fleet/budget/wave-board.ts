@@ -17,7 +17,7 @@ import { membersOf } from './parse.ts';
 import { CLOCK_SKEW_MS, memberName, WAVE_PREFIX } from './records.ts';
 import { WaveNoticeSchema, type WaveNotice } from './schemas.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
-import { KEEP_MS, type SeenWave, type WaveWord } from './waves.ts';
+import { KEEP_MS, type SeenWave, type WaveHint, type WaveWord } from './waves.ts';
 import { TYPICAL_MAINTENANCE_MS } from './windows.ts';
 
 export const waveName = (wave: string): string => `${WAVE_PREFIX}${wave}`;
@@ -65,6 +65,14 @@ export function covers(n: WaveNotice, mine: readonly ScheduledEvent[], now: numb
     const at = e.eventStatus === 'Scheduled' && e.notBefore ? Date.parse(e.notBefore) : NaN;
     return Number.isFinite(at) && at < to && at + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000) > from;
   });
+}
+
+/** hintOf: what a notice tells the forecast: the wave's id, its speaker's VM, and its latest word (as a word of no copy). */
+export function hintOf(n: Notice | undefined): WaveHint | undefined {
+  if (n === undefined) return undefined;
+  const { wave, vm, from, to, word } = n.value;
+  const said = word && { wave, said: word.said, kind: word.kind, at: word.at, from, to, due: 0 };
+  return { wave, speaker: vm.toLowerCase(), ...(said === undefined ? {} : { word: said }) };
 }
 
 export interface WaveBoardOptions {
@@ -117,9 +125,9 @@ export class WaveBoard {
     const hb = this.#o.heartbeatSeconds;
     const covered = all.some((n) => alive(n.value, now, hb) && Date.parse(n.value.from) < seen.to && Date.parse(n.value.to) > seen.from);
     if (!speaks && covered && current?.value.speaker !== me) return;
-    // the word the notice names is in its speaker's record: one handed on names none until its new speaker says one
-    const kept = current?.value.speaker === seen.speaker.member ? current.value.word : undefined;
-    const said = speaks && word !== undefined && word.wave === seen.wave ? { said: word.said, kind: word.kind, at: word.at } : kept;
+    // the word the notice names, and whose record holds it (handed on, the speaker that said it)
+    const kept = current?.value.word && { ...current.value.word, by: current.value.word.by ?? current.value.speaker };
+    const said = speaks && word !== undefined && word.wave === seen.wave ? { said: word.said, kind: word.kind, at: word.at, by: me } : kept;
     const value: WaveNotice = {
       ...{ member: null, wave: seen.wave, speaker: seen.speaker.member, vm: seen.speaker.vm },
       ...{ from: new Date(seen.from).toISOString(), to: new Date(seen.to).toISOString(), beat: new Date(now).toISOString() },
@@ -147,12 +155,13 @@ export class WaveBoard {
     if (id === undefined || said(id) || tries >= WORD_TRIES) return null;
     if (this.#fetched.size > 10_000) this.#fetched.clear();
     this.#fetched.set(id, tries + 1);
-    const record = await this.#o.store.get(memberName(n.value.speaker)).catch((err: unknown) => {
-      this.#o.logger.debug({ speaker: n.value.speaker, ...errorFields(err) }, "fleet budget: could not read a wave's word");
+    const by = n.value.word?.by ?? n.value.speaker;
+    const record = await this.#o.store.get(memberName(by)).catch((err: unknown) => {
+      this.#o.logger.debug({ speaker: by, ...errorFields(err) }, "fleet budget: could not read a wave's word");
       return null;
     });
     const m = record === null ? undefined : membersOf([record])[0];
-    const w = m?.member === n.value.speaker ? m.wave : undefined;
+    const w = m?.member === by ? m.wave : undefined;
     if (m === undefined || w === undefined || w.wave !== n.value.wave || w.said !== id) return null;
     const due = new Set(w.copy?.due.map((d) => d.eventId));
     if (w.kind !== 'resolved' && !m.events.some((e) => due.has(e.eventId))) return null;

@@ -92,9 +92,23 @@ export interface SeenWave {
   readonly to: number;
 }
 
-/** seenOf: the wave as a member that read the group sees it: its id, its speaker (speakerOf, with its member key), its span. */
-export function seenOf(wave: string, due: readonly Window[], span: { readonly from: number; readonly to: number }): SeenWave | undefined {
-  const speaker = speakerOf(due);
+/**
+ * What a wave's notice tells the forecast (wave-board.ts): the wave's id, the VM that speaks for it
+ * (lower-cased), and its latest word as the notice names it (none of a copy's detail).
+ */
+export interface WaveHint {
+  readonly wave: string;
+  readonly speaker: string;
+  readonly word?: WaveWord;
+}
+
+/** seenOf: the wave as a member that read the group sees it: its id, its speaker (a VM name, lower-cased, with its member key), its span. */
+export function seenOf(
+  wave: string,
+  due: readonly Window[],
+  span: { readonly from: number; readonly to: number },
+  speaker: string | undefined,
+): SeenWave | undefined {
   const w = due.find((x) => x.vm.toLowerCase() === speaker);
   return w?.member === undefined ? undefined : { wave, speaker: { member: w.member, vm: w.vm }, from: span.from, to: span.to };
 }

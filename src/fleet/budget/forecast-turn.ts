@@ -102,7 +102,7 @@ export class ForecastTurn {
     if (read) await this.#read(now, me);
     else
       for (const n of notices) {
-        const word = await this.#o.board.word(n, (id) => f.said(id));
+        const word = await this.#o.board.word(n, (id) => f.said(id), { me, now });
         if (word !== null) f.repeat(word);
       }
     if (heartbeat) await this.#o.board.prune(slots, now);

@@ -10,6 +10,7 @@
  * speaker's key only names a record of the group (never a path or URL), and a word is repeated
  * only when the speaker's own record says it, naming this member's own event.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
@@ -43,6 +44,13 @@ export const noticesOf = (slots: readonly Versioned[]): Notice[] =>
  * maintenance, and so silence the forecast) covers nothing.
  */
 export const MAX_WAVE_SPAN_MS = 86_400_000;
+
+/**
+ * How long after a word first shows in a notice the members read it, each at a moment of its own
+ * within it: a thousand members read the speaker's record some 200 times a second, within what
+ * Azure sustains on one blob (500), and every copy is out within a few seconds of the word.
+ */
+const SPREAD_MS = 5000;
 
 /** How often a member reads a word its notice names and its speaker's record does not say yet (written a moment later), before it gives up. */
 const WORD_TRIES = 5;
@@ -87,6 +95,8 @@ export class WaveBoard {
   readonly #wrote = new Map<string, Notice>();
   /** The words this member read for (their CloudEvent ids), and how often: each is read until found, WORD_TRIES times at most. */
   readonly #fetched = new Map<string, number>();
+  /** When this member first saw each word in a notice (its CloudEvent id). */
+  readonly #seenAt = new Map<string, number>();
 
   constructor(o: WaveBoardOptions) {
     this.#o = o;
@@ -149,10 +159,10 @@ export class WaveBoard {
    * one try. A record that does not read, is another member's, or whose member is not due in the
    * wave (none of its events is one the word names due, unless the word says it resolved) says nothing.
    */
-  async word(n: Notice, said: (id: string) => boolean): Promise<WaveWord | null> {
+  async word(n: Notice, said: (id: string) => boolean, when?: { readonly me: string; readonly now: number }): Promise<WaveWord | null> {
     const id = n.value.word?.said;
     const tries = id === undefined ? 0 : (this.#fetched.get(id) ?? 0);
-    if (id === undefined || said(id) || tries >= WORD_TRIES) return null;
+    if (id === undefined || said(id) || tries >= WORD_TRIES || (when !== undefined && !this.#due(id, when.me, when.now))) return null;
     if (this.#fetched.size > 10_000) this.#fetched.clear();
     this.#fetched.set(id, tries + 1);
     const by = n.value.word?.by ?? n.value.speaker;
@@ -167,6 +177,19 @@ export class WaveBoard {
     if (w.kind !== 'resolved' && !m.events.some((e) => due.has(e.eventId))) return null;
     this.#fetched.set(id, WORD_TRIES);
     return w;
+  }
+
+  /**
+   * due: whether this member's time to read word `id` has come: each member waits a part of
+   * SPREAD_MS of its own (from a digest of its key and the word) after it first saw the word, so
+   * the members of a large group do not all read the speaker's record in one second.
+   */
+  #due(id: string, me: string, now: number): boolean {
+    if (this.#seenAt.size > 10_000) this.#seenAt.clear();
+    const first = this.#seenAt.get(id) ?? now;
+    this.#seenAt.set(id, first);
+    const spread = createHash('sha256').update(`${me}\n${id}`).digest().readUInt32BE(0) % SPREAD_MS;
+    return now - first >= spread;
   }
 
   /**

@@ -216,3 +216,25 @@ describe('a forged notice', () => {
     expect(g.due.filter((m) => m.states().includes('foreseen')).length).toBe(3);
   }, 120_000);
 });
+
+describe('two notices of one wave', () => {
+  it('written at once beside the one its members wrote, each naming another speaker: every member follows the same one, and the wave is said under one id', async () => {
+    const g = await groupOf('blob', 'turns-two-notices', 1, [{ names: ['t1', 't2', 't3'], at: H }]);
+    const store = g.due[0]!.store;
+    for (const [wave, vm] of [
+      ['d'.repeat(40), 't2'],
+      ['e'.repeat(40), 't3'],
+    ] as const) {
+      const notice = {
+        ...{ member: null, wave, speaker: memberKey(memberVm(vm)), vm, from: iso(T0 + H), to: iso(T0 + H + 600_000 + 2000) },
+        ...{ beat: iso(T0), heartbeatSeconds: 5 },
+      };
+      await store.put(waveName(wave), notice, null);
+    }
+    await g.run(30);
+    const words = g.due.flatMap((m) => m.said);
+    expect(words.filter((e) => (e.data as { collision: { state: string } }).collision.state === 'foreseen').length).toBe(3);
+    expect(new Set(words.map((e) => e.id)).size).toBe(1);
+    expect(new Set(words.map((e) => (e.data as { collision: { id: string } }).collision.id)).size).toBe(1);
+  }, 120_000);
+});

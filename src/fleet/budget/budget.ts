@@ -79,7 +79,7 @@ export class FleetBudget implements ApprovalGate {
     const look = breaker && { look: (slots: readonly Versioned[]) => breaker.look(slots) };
     this.#slots = new MemberSlots({ warnings, config, store, logger, me, k, now: this.#now, onSlots, ...look });
     const [slots, readGroup, atLimit] = [() => this.#slots.last, () => this.#readMembers(), () => this.#atLimit()];
-    const writeRecord = () => this.#writeMember(false);
+    const writeRecord = () => this.#writeMember(true);
     this.#turn = forecastTurnOf(options, { me: () => this.#me, slots, readGroup, atLimit, writeRecord, now });
   }
 

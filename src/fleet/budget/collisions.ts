@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { staleAt, type MemberRecord, type SlotRecord } from './records.ts';
+import { CLOCK_SKEW_MS, staleAt, type MemberRecord, type SlotRecord } from './records.ts';
 import { collisionWith, windowsOf, type Window } from './windows.ts';
 import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
 import { unavailableOf, type Unhealthy } from './unavailable.ts';
@@ -28,12 +28,11 @@ import {
   type Known,
   type WaveHint,
   type SeenWave,
-  UPDATE_EVERY_MS,
+  nextWord,
   servedOf,
   waveIdOf,
   wordsAbout,
   type WaveWord,
-  type WordKind,
 } from './waves.ts';
 
 export interface CollisionDeps {
@@ -159,6 +158,9 @@ export class Forecast {
     }
     const ownWindow = due.find((w) => w.vm.toLowerCase() === me);
     const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
+    // its maintenance started with the wave still past the budget: handed on to the member still due that the queue serves last
+    if (own === undefined && this.#seen !== undefined && due.length + this.#unhealthy.length > this.#k)
+      this.#seen = seenOf(this.#seen.wave, due, this.#seen, speakerOf(due)) ?? this.#seen;
     const resolved = own === undefined ? this.#leaving(members, due, now) : null;
     if (resolved !== null) return resolved;
     if (this.#known === undefined || own === undefined) {
@@ -173,10 +175,12 @@ export class Forecast {
     const over = due.length + this.#unhealthy.length > this.#k;
     const words = wordsAbout(members, known, now);
     // its own last word, and the last it repeated (a speaker gone from the wave, its record no longer heard, spoke before it)
-    const mine = [this.#word, this.#repeated, this.#hint?.word].filter(
-      (w): w is WaveWord => w !== undefined && Date.parse(w.to) > known.from && Date.parse(w.from) < known.to,
+    // the notice's word first (a record's own copy of it sorts after it), none said further ahead than any clock runs
+    const mine = [this.#hint?.word, this.#word, this.#repeated].filter(
+      (w): w is WaveWord =>
+        w !== undefined && Date.parse(w.to) > known.from && Date.parse(w.from) < known.to && Date.parse(w.at) <= now + CLOCK_SKEW_MS,
     );
-    const heard = [...words, ...mine].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
+    const heard = [...mine, ...words].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
     const last = heard.at(-1);
     // the speaker its notice names while it is due (the wave keeps one speaker as the queue moves), else the one served last
     const hinted = this.#hint?.speaker;
@@ -200,7 +204,7 @@ export class Forecast {
     }
     // a speaker taking the wave over goes on from its last word, as its own (so it says the wave resolved as it leaves)
     if (this.#word === undefined && last !== undefined) this.#word = last;
-    const kind = this.#next(last, over, due, known, now, servedOf(members, known));
+    const kind = nextWord(last, over, due, known, now, servedOf(members, known));
     this.#speakAt = kind === null && last === undefined && over ? known.seen + SETTLE_MS : null;
     if (kind === null) return null;
     // a wave the queue brought within the budget before it was said: said as it was seen at its largest
@@ -254,30 +258,12 @@ export class Forecast {
     const unsaid = this.#speaker && this.#repeated === undefined && wordsAbout(members, known, now).length === 0;
     if (!unsaid || known.peak.length + this.#unhealthy.length <= this.#k) return null;
     const ids = known.peak.map((w) => w.eventId);
-    const wave = waveIdOf(this.#d.group, ids);
+    const wave = this.#seen?.wave ?? this.#hint?.wave ?? waveIdOf(this.#d.group, ids);
     const word: WaveWord = {
       ...{ wave, said: collisionIdOf(wave, ids), kind: 'foreseen', at: new Date(now).toISOString() },
       ...{ from: new Date(known.from).toISOString(), to: new Date(known.to).toISOString(), due: ids.length },
     };
     return this.#speak(own, this.#d.view.document!.incarnation, word, known.peak, members.length);
-  }
-
-  /** next: what the speaker says now, given the wave's last word: nothing, or which word. */
-  #next(last: WaveWord | undefined, over: boolean, due: readonly Window[], known: Known, now: number, served: boolean): WordKind | null {
-    // said once whole, seen for SETTLE_MS; a short wave the queue served within the budget before that is said all the same
-    if (last === undefined) return (over && now - known.seen >= SETTLE_MS) || (!over && served) ? 'foreseen' : null;
-    if (!over) return last.kind === 'resolved' ? null : 'resolved';
-    // the members due changed (or the wave grew past the budget again): the latest set, at most once a minute
-    if (
-      last.kind !== 'resolved' &&
-      last.said ===
-        collisionIdOf(
-          last.wave,
-          due.map((w) => w.eventId),
-        )
-    )
-      return null;
-    return now - Date.parse(last.at) >= UPDATE_EVERY_MS ? 'updated' : null;
   }
 
   /** speak: a word this member says as the wave's speaker, kept for its record with what every copy says, and committed. */

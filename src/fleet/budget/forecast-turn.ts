@@ -88,10 +88,11 @@ export class ForecastTurn {
     }
     const [slots, hb] = [this.#o.slots(), this.#o.heartbeatSeconds];
     const notices = this.#o.board.notices(slots).filter((n) => covers(n.value, mine, now));
-    const live = notices.filter((n) => alive(n.value, now, hb));
+    // the notice every member follows when two were written at once: the name that sorts first
+    const live = notices.filter((n) => alive(n.value, now, hb)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const named = live.find((n) => n.value.speaker === me);
-    // the wave's id, speaker and latest word as its notice says them (the one naming this member first)
-    f.adopt(hintOf(named ?? live[0]));
+    // the wave's id, speaker and latest word as that notice says them
+    f.adopt(hintOf(live[0]));
     const anew = named !== undefined && !this.#named.has(named.value.wave);
     if (anew) this.#remember(named.value.wave);
     const uncovered = scheduled && !notices.some((n) => alive(n.value, now, hb));

@@ -133,11 +133,17 @@ export class WaveBoard {
     const current = all.find((n) => n.name === name);
     const speaks = seen.speaker.member === me;
     const hb = this.#o.heartbeatSeconds;
-    const covered = all.some((n) => alive(n.value, now, hb) && Date.parse(n.value.from) < seen.to && Date.parse(n.value.to) > seen.from);
+    // the wave has a live notice: its own, or one of a span it meets naming the same speaker (another wave, another speaker, is none)
+    const meets = (n: Notice) => Date.parse(n.value.from) < seen.to && Date.parse(n.value.to) > seen.from;
+    const covered = all.some((n) => alive(n.value, now, hb) && (n.name === name || (meets(n) && n.value.speaker === seen.speaker.member)));
     if (!speaks && covered && current?.value.speaker !== me) return;
     // the word the notice names, and whose record holds it (handed on, the speaker that said it)
     const kept = current?.value.word && { ...current.value.word, by: current.value.word.by ?? current.value.speaker };
-    const said = speaks && word !== undefined && word.wave === seen.wave ? { said: word.said, kind: word.kind, at: word.at, by: me } : kept;
+    // the record that holds a word with its copy: this speaker's own, else the one the notice named (a word taken over)
+    const said =
+      speaks && word !== undefined && word.wave === seen.wave
+        ? { said: word.said, kind: word.kind, at: word.at, by: word.copy !== undefined || kept?.said !== word.said ? me : kept.by }
+        : kept;
     const value: WaveNotice = {
       ...{ member: null, wave: seen.wave, speaker: seen.speaker.member, vm: seen.speaker.vm },
       ...{ from: new Date(seen.from).toISOString(), to: new Date(seen.to).toISOString(), beat: new Date(now).toISOString() },

@@ -10,7 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { CLOCK_SKEW_MS, type MemberRecord } from './records.ts';
-import type { WaveWord } from './schemas.ts';
+import type { WaveWord, WordKind } from './schemas.ts';
+import { collisionIdOf } from '../../pipeline/notices.ts';
 import type { Window } from './windows.ts';
 
 export type { WaveWord, WordKind } from './schemas.ts';
@@ -128,4 +129,25 @@ export interface Known {
   readonly seen: number;
   /** The most members it saw due in it at once, past the budget: what a wave served before it was said is said with. */
   peak: readonly Window[];
+}
+
+/** nextWord: what the speaker says now, given the wave's last word: nothing, or which word. */
+export function nextWord(
+  last: WaveWord | undefined,
+  over: boolean,
+  due: readonly Window[],
+  known: Known,
+  now: number,
+  served: boolean,
+): WordKind | null {
+  // said once whole, seen for SETTLE_MS; a short wave the queue served within the budget before that is said all the same
+  if (last === undefined) return (over && now - known.seen >= SETTLE_MS) || (!over && served) ? 'foreseen' : null;
+  if (!over) return last.kind === 'resolved' ? null : 'resolved';
+  // the members due changed (or the wave grew past the budget again): the latest set, at most once a minute
+  const same = collisionIdOf(
+    last.wave,
+    due.map((w) => w.eventId),
+  );
+  if (last.kind !== 'resolved' && last.said === same) return null;
+  return now - Date.parse(last.at) >= UPDATE_EVERY_MS ? 'updated' : null;
 }

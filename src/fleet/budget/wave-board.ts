@@ -2,13 +2,13 @@
  * The group's notices of its collision waves: one small record per wave, `slot-wave-<wave id>`,
  * listed with the slots, which every member lists at its looks and heartbeats anyway. A notice
  * names the member that speaks for the wave, the wave's span, when its speaker last wrote it, and
- * the wave's latest word. A member due in a wave learns of it and of each new word from the notice,
- * and reads that word once, from its speaker's record (one record, not the group's), to repeat it
- * under the same id. Few members write a notice: the member that first saw the wave (the one the
- * queue holds first: the budget's limit is reached at it), naming its speaker, and then the
- * speaker alone, at each word and heartbeat. Nothing in a notice is trusted beyond its schema: the
- * speaker's key only names a record of the group (never a path or URL), and a word is repeated
- * only when the speaker's own record says it, naming this member's own event.
+ * the wave's latest word with the member whose record holds it. A member due in a wave learns of
+ * it and of each word from the notice, and reads that word from that one record (not the group's)
+ * to repeat it under the same id. Few members write a notice: one that read the group and found
+ * the wave while no live notice covered it (forecast-turn.ts says who reads), naming its speaker,
+ * and then the speaker, at each word and heartbeat. Nothing in a notice is trusted beyond its
+ * schema: a key only names a record of the group (never a path or URL), and a word is repeated only
+ * when the record it names says it, that member is due in the wave, and this member's own event is.
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';

@@ -6,6 +6,7 @@
 import { pino } from 'pino';
 import { FleetBudget } from '../src/fleet/budget/budget.ts';
 import { Forecast } from '../src/fleet/budget/collisions.ts';
+import { portOf } from '../src/fleet/budget/forecast-turn.ts';
 import { asBudget, FleetConfig } from '../src/fleet/budget/config.ts';
 import { openFleetStore } from '../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../src/fleet/budget/stores/port.ts';
@@ -60,21 +61,7 @@ export async function waveMember(
   });
   const budget = new FleetBudget({
     ...{ config, store, view, logger: silent, givenBack: () => true, now: o.clock },
-    forecast: {
-      foretell: (members, slots) => forecast.foretell(members, slots),
-      get word() {
-        return forecast.word;
-      },
-      get speakAt() {
-        return forecast.speakAt;
-      },
-      get seen() {
-        return forecast.seen;
-      },
-      adopt: (hint) => forecast.adopt(hint),
-      repeat: (word) => forecast.repeat(word),
-      said: (id) => forecast.said(id),
-    },
+    forecast: portOf(forecast),
   });
   return {
     ...{ name, budget, store, said },

@@ -11,6 +11,7 @@ import type { GroupMetrics } from '../../observability/fleet-metrics.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { CollisionDeps } from './collisions.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
+import { portOf } from './forecast-turn.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { budgeted, type FleetConfig } from './config.ts';
 import type { EventNotes, MemberCalendar } from './records.ts';
@@ -81,25 +82,7 @@ export async function attachBudget(ctx: BudgetContext) {
     logger: ctx.logger,
     givenBack: ctx.givenBack,
     // the word this member said as its collision wave's speaker goes in its record: the others read it once, from there
-    forecast: {
-      foretell: (members, slots) =>
-        forecast.foretell(members, slots).catch((err: unknown) => {
-          ctx.logger.warn({ ...errorFields(err) }, 'fleet budget: the collision forecast failed');
-          return null;
-        }),
-      get word() {
-        return forecast.word;
-      },
-      get speakAt() {
-        return forecast.speakAt;
-      },
-      get seen() {
-        return forecast.seen;
-      },
-      adopt: (hint) => forecast.adopt(hint),
-      repeat: (word) => forecast.repeat(word),
-      said: (id) => forecast.said(id),
-    },
+    forecast: portOf(forecast, (err) => ctx.logger.warn({ ...errorFields(err) }, 'fleet budget: the collision forecast failed')),
     hooks: {
       onHeld: (via) => metrics.fleetHeld.inc({ via }),
       onStoreError: (operation) => metrics.fleetStoreErrors.inc({ operation }),

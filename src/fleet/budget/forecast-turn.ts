@@ -20,6 +20,7 @@ import { asSlot, type MemberRecord } from './records.ts';
 import type { Versioned } from './stores/port.ts';
 import { alive, covers, hintOf, WaveBoard } from './wave-board.ts';
 import type { BudgetOptions, ForecastPort } from './types.ts';
+import type { Forecast } from './collisions.ts';
 
 /** No forecast: a budget without one reads the group at the same times, for the queue's place and the members not healthy. */
 export const NO_FORECAST: ForecastPort = {
@@ -141,4 +142,27 @@ export function forecastTurnOf(
   const heartbeatSeconds = o.config.heartbeatSeconds;
   const board = new WaveBoard({ store: o.store, logger: o.logger, heartbeatSeconds });
   return new ForecastTurn({ ...parts, forecast: o.forecast ?? NO_FORECAST, board, everyone, heartbeatSeconds });
+}
+
+/** portOf: a forecast as the budget asks it; a failure to foretell is told to `failed` and says nothing. */
+export function portOf(forecast: Forecast, failed: (err: unknown) => void = () => undefined): ForecastPort {
+  return {
+    foretell: (members, slots) =>
+      forecast.foretell(members, slots).catch((err: unknown) => {
+        failed(err);
+        return null;
+      }),
+    get word() {
+      return forecast.word;
+    },
+    get speakAt() {
+      return forecast.speakAt;
+    },
+    get seen() {
+      return forecast.seen;
+    },
+    adopt: (hint) => forecast.adopt(hint),
+    repeat: (word) => forecast.repeat(word),
+    said: (id) => forecast.said(id),
+  };
 }

@@ -161,7 +161,9 @@ export function portOf(forecast: Forecast, failed: (err: unknown) => void = () =
     get seen() {
       return forecast.seen;
     },
-    adopt: (hint) => forecast.adopt(hint),
+    adopt: (hint) => {
+      forecast.hint = hint;
+    },
     repeat: (word) => forecast.repeat(word),
     said: (id) => forecast.said(id),
   };

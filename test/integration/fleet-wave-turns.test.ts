@@ -238,20 +238,3 @@ describe('two notices of one wave', () => {
     expect(new Set(words.map((e) => (e.data as { collision: { id: string } }).collision.id)).size).toBe(1);
   }, 120_000);
 });
-
-describe('a speaker named for a wave already within the budget', () => {
-  it('says it resolved at its first read, under the wave id of its notice, once', async () => {
-    const g = await groupOf('blob', 'turns-named-resolved', 2, [{ names: ['r1', 'r2'], at: H }]);
-    const wave = 'f'.repeat(40);
-    const notice = {
-      ...{ member: null, wave, speaker: memberKey(memberVm('r2')), vm: 'r2', from: iso(T0 + H), to: iso(T0 + H + 600_000 + 1000) },
-      ...{ beat: iso(T0 + 1000), heartbeatSeconds: 5, word: { said: `fleet.collision/${'9'.repeat(40)}`, kind: 'foreseen', at: iso(T0) } },
-    };
-    await g.due[0]!.store.put(waveName(wave), notice, null);
-    await g.run(12);
-    const r2 = g.due.find((m) => m.name === 'r2')!;
-    expect(r2.states()).toEqual(['resolved']);
-    expect((r2.said[0]!.data as { collision: { id: string } }).collision.id).toBe(wave);
-    expect(g.due.find((m) => m.name === 'r1')!.states()).not.toContain('foreseen');
-  }, 120_000);
-});

@@ -74,10 +74,10 @@ export class Forecast {
   #k = 1;
   /** The members not healthy now, outside the wave: the group has that many slots less for it. */
   #unhealthy: Unhealthy[] = [];
-  /** hint: what the wave's notice says (wave-board.ts): its id (its first word takes it), its speaker (while due), its latest word. */
-  hint: WaveHint | undefined;
-  /** seen: the wave this member is due in as its last read of the group showed it (its id, speaker and span); undefined when none. */
-  seen: SeenWave | undefined;
+  /** The id the wave's notice gives it (wave-board.ts): its first word takes it. */
+  #hint: WaveHint | undefined;
+  /** The wave this member is due in, as its last read of the group showed it. */
+  #seen: SeenWave | undefined;
 
   constructor(deps: CollisionDeps) {
     this.#d = deps;
@@ -93,6 +93,16 @@ export class Forecast {
   /** speakAt: when this member, the speaker of a wave seen and not said yet, says it if the wave is still over the budget then; null when it waits for nothing. */
   get speakAt(): number | null {
     return this.#speakAt;
+  }
+
+  /** seen: the wave this member is due in as its last read of the group showed it (its id, speaker and span); undefined when none. */
+  get seen(): SeenWave | undefined {
+    return this.#seen;
+  }
+
+  /** adopt: what the wave's notice says: its id (the wave's first word takes it), its speaker (while due), and its latest word. */
+  adopt(hint: WaveHint | undefined): void {
+    this.#hint = hint;
   }
 
   /** said: whether this member said or repeated the word of this CloudEvent id. */
@@ -149,16 +159,16 @@ export class Forecast {
     const ownWindow = due.find((w) => w.vm.toLowerCase() === me);
     const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
     // its maintenance started with the wave still past the budget: handed on to the member still due that the queue serves last
-    if (own === undefined && this.seen !== undefined && due.length + this.#unhealthy.length > this.#k)
-      this.seen = seenOf(this.seen.wave, due, this.seen, speakerOf(due)) ?? this.seen;
+    if (own === undefined && this.#seen !== undefined && due.length + this.#unhealthy.length > this.#k)
+      this.#seen = seenOf(this.#seen.wave, due, this.#seen, speakerOf(due)) ?? this.#seen;
     const resolved = own === undefined ? this.#leaving(members, due, now) : null;
     if (resolved !== null) return resolved;
     if (this.#known === undefined || own === undefined) {
       // out of the wave (its maintenance started, or the collision is gone): its last word stays in its record until the wave
       // is past, and a speaker whose maintenance started keeps the wave until it has said it within the budget
       const speaking = this.#word !== undefined && this.#word.kind !== 'resolved' && this.#own !== undefined && due.length > 0;
-      if (!speaking) [this.#known, this.#own, this.#repeated, this.seen] = [undefined, undefined, undefined, undefined];
-      return this.#known === undefined ? this.#resolveNamed(windows, me, now, members.length) : null;
+      if (!speaking) [this.#known, this.#own, this.#repeated, this.#seen] = [undefined, undefined, undefined, undefined];
+      return null;
     }
     this.#own = own;
     const known = this.#known;
@@ -166,17 +176,17 @@ export class Forecast {
     const words = wordsAbout(members, known, now);
     // its own last word, and the last it repeated (a speaker gone from the wave, its record no longer heard, spoke before it)
     // the notice's word first (a record's own copy of it sorts after it), none said further ahead than any clock runs
-    const mine = [this.hint?.word, this.#word, this.#repeated].filter(
+    const mine = [this.#hint?.word, this.#word, this.#repeated].filter(
       (w): w is WaveWord =>
         w !== undefined && Date.parse(w.to) > known.from && Date.parse(w.from) < known.to && Date.parse(w.at) <= now + CLOCK_SKEW_MS,
     );
     const heard = [...mine, ...words].sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.said.localeCompare(b.said));
     const last = heard.at(-1);
     // the speaker its notice names while it is due (the wave keeps one speaker as the queue moves), else the one served last
-    const hinted = this.hint?.speaker;
+    const hinted = this.#hint?.speaker;
     const speaker = hinted !== undefined && due.some((w) => w.vm.toLowerCase() === hinted) ? hinted : speakerOf(due);
     this.#speaker = speaker === me;
-    const first = heard[0]?.wave ?? this.hint?.wave;
+    const first = heard[0]?.wave ?? this.#hint?.wave;
     // the wave's id: the one its first word said (whoever said it), or its notice gave it, else a new one
     const wave =
       first ??
@@ -184,7 +194,7 @@ export class Forecast {
         d.group,
         due.map((w) => w.eventId),
       );
-    this.seen = seenOf(wave, due, known, speaker);
+    this.#seen = seenOf(wave, due, known, speaker);
     if (speaker !== me) {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
@@ -248,34 +258,12 @@ export class Forecast {
     const unsaid = this.#speaker && this.#repeated === undefined && wordsAbout(members, known, now).length === 0;
     if (!unsaid || known.peak.length + this.#unhealthy.length <= this.#k) return null;
     const ids = known.peak.map((w) => w.eventId);
-    const wave = this.seen?.wave ?? this.hint?.wave ?? waveIdOf(this.#d.group, ids);
+    const wave = this.#seen?.wave ?? this.#hint?.wave ?? waveIdOf(this.#d.group, ids);
     const word: WaveWord = {
       ...{ wave, said: collisionIdOf(wave, ids), kind: 'foreseen', at: new Date(now).toISOString() },
       ...{ from: new Date(known.from).toISOString(), to: new Date(known.to).toISOString(), due: ids.length },
     };
     return this.#speak(own, this.#d.view.document!.incarnation, word, known.peak, members.length);
-  }
-
-  /** resolveNamed: named by its notice the speaker of a wave not said resolved, found within the budget at its read: said so, once. */
-  #resolveNamed(windows: readonly Window[], me: string, now: number, members: number): BridgeEvent | null {
-    const [h, document] = [this.hint, this.#d.view.document!];
-    if (h?.speaker !== me || h.word === undefined || h.word.kind === 'resolved') return null;
-    const span = { from: Date.parse(h.word.from), to: Date.parse(h.word.to) };
-    const due = windows.filter((w) => w.from < span.to && w.to > span.from);
-    const mine = (e: ScheduledEvent) =>
-      e.eventStatus === 'Scheduled' && due.some((w) => w.eventId === e.eventId && w.vm.toLowerCase() === me);
-    const own = document.events.find(mine);
-    if (own === undefined || due.length + this.#unhealthy.length > this.#k) return null;
-    const ids = due.map((w) => w.eventId);
-    const word = {
-      ...h.word,
-      said: collisionIdOf(h.wave, ids, true),
-      kind: 'resolved' as const,
-      at: new Date(now).toISOString(),
-      due: ids.length,
-    };
-    this.seen = seenOf(h.wave, due, span, me);
-    return this.#speak(own, document.incarnation, word, due, members);
   }
 
   /** speak: a word this member says as the wave's speaker, kept for its record with what every copy says, and committed. */

@@ -161,9 +161,7 @@ export function portOf(forecast: Forecast, failed: (err: unknown) => void = () =
     get seen() {
       return forecast.seen;
     },
-    adopt: (hint) => {
-      forecast.hint = hint;
-    },
+    adopt: (hint) => forecast.adopt(hint),
     repeat: (word) => forecast.repeat(word),
     said: (id) => forecast.said(id),
   };

@@ -123,10 +123,10 @@ describe('the queue of held approvals', () => {
   it('has a first ask wait out the read that first lists its maintenance (the others due with it say theirs at that read)', () => {
     const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 });
     const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, undefined, NOW);
-    place.keep(new Set(['M']));
+    place.listed(new Set(['M']));
     expect(place.place([], me, NOW, 1, true)).toBeNull();
     expect(place.position).toBe(0);
-    place.keep(new Set(['M']));
+    place.listed(new Set(['M']));
     expect(place.place([], me, NOW, 1, true)).toBe(0);
   });
 

@@ -190,6 +190,8 @@ export class FleetBudget implements ApprovalGate {
    * read that comes while one is being handled is handled after it (the latest only).
    */
   onRead(document: EventsDocument): Promise<void> {
+    if (this.#o.view.vm.nameKnown)
+      this.#place.listed(new Set(mineOf(document, this.#o.view.vm).flatMap((e) => (e.eventStatus === 'Scheduled' ? [e.eventId] : []))));
     return this.#following.run(document);
   }
 

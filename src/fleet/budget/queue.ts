@@ -126,7 +126,7 @@ export class QueuePlace {
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
   readonly #approvals = new Map<string, HeldApproval>();
-  /** The reads told (`keep`), and the read at which each Scheduled event was first listed. */
+  /** The IMDS reads told (`listed`), and the read at which each Scheduled event was first listed. */
   #reads = 0;
   readonly #listedAt = new Map<string, number>();
 
@@ -167,11 +167,19 @@ export class QueuePlace {
     if (this.#approvals.size === 0) this.done();
   }
 
-  /** keep forgets the held approvals of events no longer Scheduled; it is told the Scheduled events at every IMDS read. */
-  keep(scheduled: ReadonlySet<string>): void {
+  /**
+   * listed counts an IMDS read as it arrives, with the Scheduled events it lists, before the
+   * member's store work for it (which a busy member does later, for the latest read only): a first
+   * ask waits out the read that first listed its maintenance, not the member's own work.
+   */
+  listed(scheduled: ReadonlySet<string>): void {
     this.#reads++;
     for (const id of scheduled) if (!this.#listedAt.has(id)) this.#listedAt.set(id, this.#reads);
     for (const id of this.#listedAt.keys()) if (!scheduled.has(id)) this.#listedAt.delete(id);
+  }
+
+  /** keep forgets the held approvals of events no longer Scheduled; it is told the Scheduled events at the reads the member follows. */
+  keep(scheduled: ReadonlySet<string>): void {
     for (const id of this.#approvals.keys()) if (!scheduled.has(id)) this.#approvals.delete(id);
     if (this.#approvals.size === 0) this.done();
   }

@@ -12,6 +12,7 @@
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
+import { handedWave } from './wave-handed.ts';
 import { CLOCK_SKEW_MS, staleAt, type MemberRecord, type SlotRecord } from './records.ts';
 import { collisionWith, windowsOf, type Window } from './windows.ts';
 import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
@@ -78,6 +79,8 @@ export class Forecast {
   #hint: WaveHint | undefined;
   /** The wave this member is due in, as its last read of the group showed it. */
   #seen: SeenWave | undefined;
+  /** The event of this member's that it said or repeated a word about last (a wave handed to it after it is resolved about it). */
+  #lastOwn: ScheduledEvent | undefined;
 
   constructor(deps: CollisionDeps) {
     this.#d = deps;
@@ -168,7 +171,7 @@ export class Forecast {
       // is past, and a speaker whose maintenance started keeps the wave until it has said it within the budget
       const speaking = this.#word !== undefined && this.#word.kind !== 'resolved' && this.#own !== undefined && due.length > 0;
       if (!speaking) [this.#known, this.#own, this.#repeated, this.#seen] = [undefined, undefined, undefined, undefined];
-      return null;
+      return this.#known === undefined ? this.#resolveNamed(windows, now, members.length) : null;
     }
     this.#own = own;
     const known = this.#known;
@@ -194,7 +197,8 @@ export class Forecast {
         d.group,
         due.map((w) => w.eventId),
       );
-    this.#seen = seenOf(wave, due, known, speaker);
+    const seen = seenOf(wave, due, known, speaker);
+    this.#seen = seen && hinted !== undefined && hinted !== speaker ? { ...seen, handed: true } : seen;
     if (speaker !== me) {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
@@ -266,6 +270,15 @@ export class Forecast {
     return this.#speak(own, this.#d.view.document!.incarnation, word, known.peak, members.length);
   }
 
+  /** resolveNamed: the wave handed to this member as its notice's speaker, said resolved, or handed on (wave-handed.ts). */
+  #resolveNamed(windows: readonly Window[], now: number, members: number): BridgeEvent | null {
+    const [document, vm, room] = [this.#d.view.document!, this.#d.view.vm.name, this.#k - this.#unhealthy.length];
+    const r = handedWave(this.#hint, windows, { vm, room, events: document.events, lastOwn: this.#lastOwn, now });
+    if (r === null || (r.word !== undefined && this.#said.has(r.word.said))) return null;
+    this.#seen = r.seen;
+    return r.word === undefined ? null : this.#speak(r.own, document.incarnation, r.word, r.due, members);
+  }
+
   /** speak: a word this member says as the wave's speaker, kept for its record with what every copy says, and committed. */
   #speak(own: ScheduledEvent, incarnation: number, word: WaveWord, due: readonly Window[], members: number): BridgeEvent | null {
     const { copy: _, ...bare } = word;
@@ -277,6 +290,7 @@ export class Forecast {
   #say(own: ScheduledEvent, incarnation: number, word: WaveWord, due: readonly Window[], members: number): BridgeEvent | null {
     if (this.#said.size > 10_000) this.#said.clear();
     this.#said.add(word.said);
+    this.#lastOwn = own;
     const info =
       word.copy === undefined
         ? infoOf(this.#d.group, this.#k, this.#unhealthy, word, due, members)

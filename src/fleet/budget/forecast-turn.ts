@@ -21,6 +21,8 @@ import type { Versioned } from './stores/port.ts';
 import { alive, covers, hintOf, WaveBoard } from './wave-board.ts';
 import type { BudgetOptions, ForecastPort } from './types.ts';
 import type { Forecast } from './collisions.ts';
+import type { WaveNotice } from './schemas.ts';
+import { KEEP_MS } from './waves.ts';
 
 /** No forecast: a budget without one reads the group at the same times, for the queue's place and the members not healthy. */
 export const NO_FORECAST: ForecastPort = {
@@ -55,18 +57,26 @@ export interface ForecastTurnOptions {
 /**
  * How many of its heartbeats a member with a maintenance ahead that no live notice covers lets pass
  * between two reads of the group, besides those at the budget's limit: a wave that stands behind
- * another in the queue, where nobody is at the limit, is foretold within that many heartbeats
- * (each member starts at a heartbeat of its own, so the first of the wave to read comes sooner).
+ * another in the queue, where nobody is at the limit, is foretold within twice that many heartbeats
+ * (each member waits that many and a part of as many again of its own before its first such read,
+ * so a wave that appears is read first by the members at the limit, and the rest of the wave's
+ * reads are spread).
  */
 export const BACKSTOP_BEATS = 10;
+
+const byName = (a: { readonly name: string }, b: { readonly name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/** owes: the notice's wave was said and not said resolved, and is not past. */
+const owes = (n: WaveNotice, now: number): boolean =>
+  n.word !== undefined && n.word.kind !== 'resolved' && Date.parse(n.to) + KEEP_MS > now;
 
 export class ForecastTurn {
   readonly #o: ForecastTurnOptions;
   readonly #reads = new ForecastReads();
   /** The waves whose notice named this member their speaker: it read the group at once for each. */
   readonly #named = new Set<string>();
-  /** This member's heartbeats while no live notice covered its maintenance, from a start of its own. */
-  #uncovered = Math.floor(Math.random() * BACKSTOP_BEATS);
+  /** This member's heartbeats while no live notice covered its maintenance, since its last read for the backstop (from a start of its own). */
+  #uncovered = -Math.floor(Math.random() * BACKSTOP_BEATS);
 
   constructor(o: ForecastTurnOptions) {
     this.#o = o;
@@ -88,18 +98,22 @@ export class ForecastTurn {
       return;
     }
     const [slots, hb] = [this.#o.slots(), this.#o.heartbeatSeconds];
-    const notices = this.#o.board.notices(slots).filter((n) => covers(n.value, mine, now));
+    const all = this.#o.board.notices(slots);
+    const notices = all.filter((n) => covers(n.value, mine, now));
     // the notice every member follows when two were written at once: the name that sorts first
-    const live = notices.filter((n) => alive(n.value, now, hb)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const named = live.find((n) => n.value.speaker === me);
+    const live = notices.filter((n) => alive(n.value, now, hb)).sort(byName);
+    // the speaker a notice names keeps its wave, its own maintenance under way or over, until it said the wave resolved
+    const duty = all.filter((n) => alive(n.value, now, hb) && n.value.speaker === me && owes(n.value, now)).sort(byName)[0];
+    const named = live.find((n) => n.value.speaker === me) ?? duty;
     // the wave's id, speaker and latest word as that notice says them
-    f.adopt(hintOf(live[0]));
+    f.adopt(hintOf(live[0] ?? duty));
     const anew = named !== undefined && !this.#named.has(named.value.wave);
     if (anew) this.#remember(named.value.wave);
     const uncovered = scheduled && !notices.some((n) => alive(n.value, now, hb));
-    const backstop = uncovered && heartbeat && ++this.#uncovered % BACKSTOP_BEATS === 0;
+    const backstop = uncovered && heartbeat && ++this.#uncovered >= BACKSTOP_BEATS;
+    if (backstop) this.#uncovered = 0;
     let read = false;
-    if (named !== undefined || speaks) read = timed || anew;
+    if (named !== undefined || speaks) read = timed || anew || (named === duty && heartbeat);
     else if (uncovered && timed) read = backstop || (await this.#o.atLimit());
     if (read) await this.#read(now, me);
     else

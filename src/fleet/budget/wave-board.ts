@@ -80,7 +80,7 @@ export function hintOf(n: Notice | undefined): WaveHint | undefined {
   if (n === undefined) return undefined;
   const { wave, vm, from, to, word } = n.value;
   const said = word && { wave, said: word.said, kind: word.kind, at: word.at, from, to, due: 0 };
-  return { wave, speaker: vm.toLowerCase(), ...(said === undefined ? {} : { word: said }) };
+  return { wave, speaker: vm.toLowerCase(), member: n.value.speaker, ...(said === undefined ? {} : { word: said }) };
 }
 
 export interface WaveBoardOptions {
@@ -136,12 +136,15 @@ export class WaveBoard {
     // the wave has a live notice: its own, or one of a span it meets naming the same speaker (another wave, another speaker, is none)
     const meets = (n: Notice) => Date.parse(n.value.from) < seen.to && Date.parse(n.value.to) > seen.from;
     const covered = all.some((n) => alive(n.value, now, hb) && (n.name === name || (meets(n) && n.value.speaker === seen.speaker.member)));
-    if (!speaks && covered && current?.value.speaker !== me) return;
+    // the wave's speaker writes it, and the one the notice names (handing it on); another only when that one is due no more
+    const handed = seen.handed === true && current !== undefined && current.value.speaker !== seen.speaker.member;
+    if (!speaks && covered && current?.value.speaker !== me && !handed) return;
     // the word the notice names, and whose record holds it (handed on, the speaker that said it)
     const kept = current?.value.word && { ...current.value.word, by: current.value.word.by ?? current.value.speaker };
-    // the record that holds a word with its copy: this speaker's own, else the one the notice named (a word taken over)
+    // the record that holds a word with its copy: this speaker's own, else the one the notice named (a word taken over); a
+    // speaker that hands the wave on puts its last word in the notice as it does
     const said =
-      speaks && word !== undefined && word.wave === seen.wave
+      (speaks || current?.value.speaker === me) && word !== undefined && word.wave === seen.wave
         ? { said: word.said, kind: word.kind, at: word.at, by: word.copy !== undefined || kept?.said !== word.said ? me : kept.by }
         : kept;
     const value: WaveNotice = {

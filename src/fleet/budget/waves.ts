@@ -91,6 +91,8 @@ export interface SeenWave {
   readonly speaker: { readonly member: string; readonly vm: string };
   readonly from: number;
   readonly to: number;
+  /** The speaker its notice named is due in the wave no more (this member read the group): the notice is handed on to this one. */
+  readonly handed?: boolean;
 }
 
 /**
@@ -99,7 +101,10 @@ export interface SeenWave {
  */
 export interface WaveHint {
   readonly wave: string;
+  /** The speaker's VM name, lower-cased. */
   readonly speaker: string;
+  /** The speaker's member key. */
+  readonly member: string;
   readonly word?: WaveWord;
 }
 

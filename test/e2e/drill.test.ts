@@ -78,13 +78,19 @@ async function daemon(o: DaemonOptions = {}): Promise<Setup> {
   writeFileSync(cfg, JSON.stringify(config));
   const child = start(['run', '--config', cfg]);
   cleanups.push(() => stopProcesses([child]));
-  await waitFor(() => {
-    try {
-      return statSync(join(dir.path, 'state.db.sock')).isSocket();
-    } catch {
-      return false;
-    }
-  }, 'the control channel');
+  await waitFor(
+    () => {
+      try {
+        return statSync(join(dir.path, 'state.db.sock')).isSocket();
+      } catch {
+        return false;
+      }
+      // a daemon's start on a machine busy with other suites takes a while: waited for, never timed
+    },
+    'the control channel',
+    60_000,
+    50,
+  );
   const events = () =>
     (existsSync(file) ? readFileSync(file, 'utf8') : '')
       .split('\n')
@@ -93,7 +99,8 @@ async function daemon(o: DaemonOptions = {}): Promise<Setup> {
   return { sim, peer, cfg, dir: dir.path, events, child };
 }
 
-describe('se-bridge drill', () => {
+// each test starts a daemon and runs the CLI, each waited for on a busy machine: a test's own limit is two minutes
+describe('se-bridge drill', { timeout: 120_000 }, () => {
   it('plays a maintenance through every sink (file, webhook, Slack, Teams, Event Hubs), each CloudEvent marked drill: true, approved by the policy, no StartRequests; the report passes', async () => {
     const hub = new AmqpPeer();
     await hub.listen();

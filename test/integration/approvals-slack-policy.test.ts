@@ -237,11 +237,11 @@ describe('policy and preparation hooks', () => {
     await waitFor(
       () => ids.every((id) => delivered().some((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')),
       'all three completed',
-      15_000,
+      60_000,
     );
     await waitFor(() => bridge!.store.outbox.depth().size === 0, 'the outbox to drain');
     const runs = readFileSync(marker, 'utf8').trim().split('\n').sort();
     expect(runs).toEqual([`${failed.eventId} started`, `${long.eventId} scheduled`, `${slash.eventId} scheduled`].sort());
     expect(approvedEvents().map((e) => e.data.approval!.via)).toEqual(['hooks', 'hooks']);
-  });
+  }, 120_000);
 });

@@ -197,8 +197,8 @@ export class Forecast {
         d.group,
         due.map((w) => w.eventId),
       );
-    const seen = seenOf(wave, due, known, speaker);
-    this.#seen = seen && hinted !== undefined && hinted !== speaker ? { ...seen, handed: true } : seen;
+    // the speaker the notice names is due in no wave of the group's any more: the notice is handed on to this one's
+    this.#seen = seenOf(wave, due, known, speaker, hinted !== undefined && !windows.some((w) => w.vm.toLowerCase() === hinted));
     if (speaker !== me) {
       // another member speaks: this one repeats the speaker's latest word (no other member's), under its id, as it sees the wave now
       const spoken = wordsAbout(members, known, now, speaker).at(-1);
@@ -272,11 +272,11 @@ export class Forecast {
 
   /** resolveNamed: the wave handed to this member as its notice's speaker, said resolved, or handed on (wave-handed.ts). */
   #resolveNamed(windows: readonly Window[], now: number, members: number): BridgeEvent | null {
-    const [document, vm, room] = [this.#d.view.document!, this.#d.view.vm.name, this.#k - this.#unhealthy.length];
-    const r = handedWave(this.#hint, windows, { vm, room, events: document.events, lastOwn: this.#lastOwn, now });
-    if (r === null || (r.word !== undefined && this.#said.has(r.word.said))) return null;
-    this.#seen = r.seen;
-    return r.word === undefined ? null : this.#speak(r.own, document.incarnation, r.word, r.due, members);
+    const [document, vm, room, lastOwn] = [this.#d.view.document!, this.#d.view.vm.name, this.#k - this.#unhealthy.length, this.#lastOwn];
+    const [said, heard] = [this.#word?.kind === 'resolved' ? this.#word : undefined, (id: string) => this.#said.has(id)];
+    const r = handedWave(this.#hint, windows, { vm, room, events: document.events, lastOwn, said, heard, now });
+    this.#seen = r === null ? this.#seen : r.seen;
+    return r?.word === undefined ? null : this.#speak(r.own, document.incarnation, r.word, r.due, members);
   }
 
   /** speak: a word this member says as the wave's speaker, kept for its record with what every copy says, and committed. */

@@ -18,7 +18,7 @@ import type { ScheduledEvent } from '../../imds/wire.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { asSlot, type MemberRecord } from './records.ts';
 import type { Versioned } from './stores/port.ts';
-import { alive, covers, hintOf, WaveBoard } from './wave-board.ts';
+import { alive, covers, hintOf, MAX_WAVE_SPAN_MS, WaveBoard } from './wave-board.ts';
 import type { BudgetOptions, ForecastPort } from './types.ts';
 import type { Forecast } from './collisions.ts';
 import type { WaveNotice } from './schemas.ts';
@@ -66,9 +66,17 @@ export const BACKSTOP_BEATS = 10;
 
 const byName = (a: { readonly name: string }, b: { readonly name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-/** owes: the notice's wave was said and not said resolved, and is not past. */
-const owes = (n: WaveNotice, now: number): boolean =>
-  n.word !== undefined && n.word.kind !== 'resolved' && Date.parse(n.to) + KEEP_MS > now;
+/**
+ * owes: the notice's wave was said and not said resolved, is not past, and spans a day at most; and
+ * this member said or repeated that word (`said`), so it was due in the wave as a record it read
+ * said (a notice alone puts no wave on a member).
+ */
+const owes = (n: WaveNotice, now: number, said: (id: string) => boolean): boolean =>
+  n.word !== undefined &&
+  n.word.kind !== 'resolved' &&
+  said(n.word.said) &&
+  Date.parse(n.to) + KEEP_MS > now &&
+  Date.parse(n.to) - Date.parse(n.from) <= MAX_WAVE_SPAN_MS;
 
 export class ForecastTurn {
   readonly #o: ForecastTurnOptions;
@@ -103,7 +111,9 @@ export class ForecastTurn {
     // the notice every member follows when two were written at once: the name that sorts first
     const live = notices.filter((n) => alive(n.value, now, hb)).sort(byName);
     // the speaker a notice names keeps its wave, its own maintenance under way or over, until it said the wave resolved
-    const duty = all.filter((n) => alive(n.value, now, hb) && n.value.speaker === me && owes(n.value, now)).sort(byName)[0];
+    const duty = all
+      .filter((n) => alive(n.value, now, hb) && n.value.speaker === me && owes(n.value, now, (id) => f.said(id)))
+      .sort(byName)[0];
     const named = live.find((n) => n.value.speaker === me) ?? duty;
     // the wave's id, speaker and latest word as that notice says them
     f.adopt(hintOf(live[0] ?? duty));
@@ -115,6 +125,9 @@ export class ForecastTurn {
     let read = false;
     if (named !== undefined || speaks) read = timed || anew || (named === duty && heartbeat);
     else if (uncovered && timed) read = backstop || (await this.#o.atLimit());
+    // named the speaker of a wave whose word it has not said: the word first, from the record that holds it (it goes on from there)
+    const unheard = read && named?.value.word !== undefined && !f.said(named.value.word.said) ? named : undefined;
+    if (unheard) await this.#o.board.word(unheard, (id) => f.said(id)).then((w) => w && f.repeat(w));
     if (read) await this.#read(now, me);
     else
       for (const n of notices) {

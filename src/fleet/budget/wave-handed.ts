@@ -3,14 +3,14 @@
  * wave past the budget itself, at a read of the group. It was handed the wave as the last speaker
  * left it, and its own maintenance may be under way or over already. Once the members due in the
  * wave's span are within the budget it says the wave resolved, once, about its own event in the
- * wave (or the last it said a word about); while they are not, and it is due no more, it hands the
- * wave on to the member due that the queue serves last.
+ * wave (or the last it said a word about); while more are due at once than it allows, it hands the
+ * wave on to the member of those that the queue serves last.
  */
 import { affects } from '../../imds/identity.ts';
 import { isDrill } from '../../imds/drill-id.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { collisionIdOf } from '../../pipeline/notices.ts';
-import type { Window } from './windows.ts';
+import { collisionOf, type Window } from './windows.ts';
 import { seenOf, speakerOf, type SeenWave, type WaveHint, type WaveWord } from './waves.ts';
 
 export interface HandedTo {
@@ -22,6 +22,10 @@ export interface HandedTo {
   readonly events: readonly ScheduledEvent[];
   /** The event of this member's that it said or repeated a word about last. */
   readonly lastOwn: ScheduledEvent | undefined;
+  /** The resolved word this member said last, if its last word was one. */
+  readonly said: WaveWord | undefined;
+  /** Whether this member said or repeated the word `id` (a word it read in the record that holds it). */
+  readonly heard: (id: string) => boolean;
   readonly now: number;
 }
 
@@ -32,16 +36,23 @@ export type Handed =
 
 export function handedWave(h: WaveHint | undefined, windows: readonly Window[], m: HandedTo): Handed | null {
   const vm = m.vm.toLowerCase();
-  if (h?.speaker !== vm || h.word === undefined || h.word.kind === 'resolved') return null;
+  // a wave whose word this member never heard from the record that holds it is none of its own: a notice alone says nothing
+  if (h?.speaker !== vm || h.word === undefined || h.word.kind === 'resolved' || !m.heard(h.word.said)) return null;
   const span = { from: Date.parse(h.word.from), to: Date.parse(h.word.to) };
   const due = windows.filter((w) => w.from < span.to && w.to > span.from);
-  if (due.length > m.room)
-    return { seen: due.some((w) => w.vm.toLowerCase() === vm) ? undefined : seenOf(h.wave, due, span, speakerOf(due)) };
+  // more due at once than the budget allows: handed on to the member the queue serves last of those (itself: nothing to do yet)
+  const c = collisionOf(due, m.room);
+  if (c !== null) {
+    const next = speakerOf(c.windows);
+    return { seen: next === vm ? undefined : seenOf(h.wave, c.windows, span, next) };
+  }
   const inSpan = (e: ScheduledEvent) => e.eventStatus !== 'Scheduled' || (!!e.notBefore && Date.parse(e.notBefore) < span.to);
   const own = m.events.find((e) => affects(e.resources, m.vm) && !isDrill(e.eventId) && inSpan(e)) ?? m.lastOwn;
   if (own === undefined) return null;
   const ids = due.map((w) => w.eventId);
   const at = new Date(m.now).toISOString();
   const word: WaveWord = { ...h.word, said: collisionIdOf(h.wave, ids, true), kind: 'resolved', at, due: ids.length };
-  return { word, own, due, seen: { wave: h.wave, speaker: { member: h.member, vm: m.vm }, ...span } };
+  const seen = { wave: h.wave, speaker: { member: h.member, vm: m.vm }, ...span };
+  // said resolved already (its notice not written yet, or the members due changed since): the notice is written again, nothing said
+  return m.said?.wave === h.wave ? { seen } : { word, own, due, seen };
 }

@@ -114,9 +114,11 @@ export function seenOf(
   due: readonly Window[],
   span: { readonly from: number; readonly to: number },
   speaker: string | undefined,
+  handed = false,
 ): SeenWave | undefined {
   const w = due.find((x) => x.vm.toLowerCase() === speaker);
-  return w?.member === undefined ? undefined : { wave, speaker: { member: w.member, vm: w.vm }, from: span.from, to: span.to };
+  const seen = w?.member === undefined ? undefined : { wave, speaker: { member: w.member, vm: w.vm }, from: span.from, to: span.to };
+  return seen && handed ? { ...seen, handed } : seen;
 }
 
 /** servedOf: whether the queue has served the wave already: a member's record shows one of its events no longer Scheduled. */

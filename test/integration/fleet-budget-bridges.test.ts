@@ -174,7 +174,7 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     // all three due is one CloudEvent id, whether it was its first word or not
     const collisions = (h: Harness) => h.events().filter((e) => e.type === 'azure.scheduledevent.fleet.collision');
     const ofAll = (h: Harness) => collisions(h).filter((e) => e.data.collision.due.length === 3);
-    await waitFor(() => hs.every((h) => ofAll(h).length === 1), 'the collision of all three at every member', 20_000, 100);
+    await waitFor(() => hs.every((h) => ofAll(h).length === 1), 'the collision of all three at every member', 45_000, 100);
     const waves = new Set(hs.flatMap((h) => collisions(h).map((e) => e.data.collision.id)));
     expect(waves.size).toBe(1);
     const [wave] = waves;
@@ -214,7 +214,7 @@ describe.each(STORE_KINDS)('bridges in one group over the %s store', (kind) => {
     }
     await waitFor(() => hs.every((h) => [...h.bridge.store.outbox.depth().values()].every((n) => n === 0)), 'every outbox empty');
     expect(hs.map((h) => collisions(h).length)).toEqual(words);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('a wave of twenty members over the blob store (Azurite), two slots', () => {

@@ -18,11 +18,10 @@ import type { ScheduledEvent } from '../../imds/wire.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { asSlot, type MemberRecord } from './records.ts';
 import type { Versioned } from './stores/port.ts';
-import { alive, covers, hintOf, MAX_WAVE_SPAN_MS, WaveBoard } from './wave-board.ts';
+import { alive, covers, current, hintOf, WaveBoard } from './wave-board.ts';
 import type { BudgetOptions, ForecastPort } from './types.ts';
 import type { Forecast } from './collisions.ts';
 import type { WaveNotice } from './schemas.ts';
-import { KEEP_MS } from './waves.ts';
 
 /** No forecast: a budget without one reads the group at the same times, for the queue's place and the members not healthy. */
 export const NO_FORECAST: ForecastPort = {
@@ -72,11 +71,7 @@ const byName = (a: { readonly name: string }, b: { readonly name: string }): num
  * said (a notice alone puts no wave on a member).
  */
 const owes = (n: WaveNotice, now: number, said: (id: string) => boolean): boolean =>
-  n.word !== undefined &&
-  n.word.kind !== 'resolved' &&
-  said(n.word.said) &&
-  Date.parse(n.to) + KEEP_MS > now &&
-  Date.parse(n.to) - Date.parse(n.from) <= MAX_WAVE_SPAN_MS;
+  n.word !== undefined && n.word.kind !== 'resolved' && said(n.word.said) && current(n, now);
 
 export class ForecastTurn {
   readonly #o: ForecastTurnOptions;

@@ -65,10 +65,16 @@ export const alive = (n: WaveNotice, now: number, heartbeatSeconds: number): boo
   return at - now <= CLOCK_SKEW_MS && now - at <= 3 * Math.min(n.heartbeatSeconds, heartbeatSeconds) * 1000;
 };
 
+/** current: the notice's wave spans a day at most and is not past (one that says more covers nothing). */
+export const current = (n: WaveNotice, now: number): boolean => {
+  const [from, to] = [Date.parse(n.from), Date.parse(n.to)];
+  return to + KEEP_MS > now && to - from <= MAX_WAVE_SPAN_MS;
+};
+
 /** covers: the notice's wave (a span of a day at most) meets one of these events (this member's) while it is Scheduled, and is not past. */
 export function covers(n: WaveNotice, mine: readonly ScheduledEvent[], now: number): boolean {
+  if (!current(n, now)) return false;
   const [from, to] = [Date.parse(n.from), Date.parse(n.to)];
-  if (to + KEEP_MS <= now || !(to - from <= MAX_WAVE_SPAN_MS)) return false;
   return mine.some((e) => {
     const at = e.eventStatus === 'Scheduled' && e.notBefore ? Date.parse(e.notBefore) : NaN;
     return Number.isFinite(at) && at < to && at + Math.max(TYPICAL_MAINTENANCE_MS, e.durationInSeconds * 1000) > from;

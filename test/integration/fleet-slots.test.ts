@@ -13,6 +13,7 @@ import { asBudget, FleetConfig } from '../../src/fleet/budget/config.ts';
 import { downText, namedIn, takeForAll, type Named } from '../../src/fleet/budget/many.ts';
 import { asSlot, memberKey, type SlotRecord } from '../../src/fleet/budget/records.ts';
 import { MemberSlots } from '../../src/fleet/budget/slots.ts';
+import { servedSince, turnsOf } from '../../src/fleet/budget/served.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
 import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import type { ScheduledEvent } from '../../src/imds/wire.ts';
@@ -252,6 +253,36 @@ describe('one member and its slot', () => {
     await a.slots.read();
     expect(a.slots.holders).toEqual([]);
     expect(a.gauges.at(-1)).toEqual([0, 0]);
+  });
+
+  it('counts each take in the slot, carried as it is given back and renewed; a count that does not read is none, counted on from none', async () => {
+    const clock = { now: T0 };
+    const [a, b] = await Promise.all(['vm-a', 'vm-b'].map((vm) => slotsOf('takes', vm, clock)));
+    const turns = async () => turnsOf(await a!.slots.read(), clock.now);
+    expect(await turns()).toEqual(new Map());
+    const e = eventAt('vm-a');
+    await a!.slots.take(e, 'early', api);
+    const first = (await records(a!))['slot-0']!;
+    expect(first).toMatchObject({ member: a!.key, takes: 1 });
+    const taken = await turns();
+    expect(taken.get('slot-0')).toEqual({ takes: 1, since: T0 });
+    await a!.slots.renew({ incarnation: 2, events: [{ ...e, notBefore: new Date(T0 + 3_600_000).toISOString() }] });
+    expect((await records(a!))['slot-0']).toMatchObject({ takes: 1, until: expect.not.stringMatching(first.until!) });
+    await a!.slots.release(() => []);
+    expect((await records(a!))['slot-0']).toMatchObject({ member: null, takes: 1 });
+    clock.now += 1000;
+    await b!.slots.take(eventAt('vm-b'), 'early', api);
+    expect((await records(b!))['slot-0']).toMatchObject({ member: b!.key, takes: 2 });
+    // two served since the first read, one since the take: the free slot had no record then
+    expect(servedSince(new Map(), await turns(), T0 - 1)).toBe(2);
+    expect(servedSince(taken, await turns(), T0)).toBe(1);
+    await b!.slots.release(() => []);
+    // a hostile or broken count reads as none: the slot is still a slot, taken on from one
+    const free = (await b!.store.get('slot-0'))!;
+    await b!.store.put('slot-0', { ...asSlot(free.value), takes: 'many' }, free.version);
+    expect((await turns()).get('slot-0')).toEqual({ takes: null, since: null });
+    await a!.slots.take(eventAt('vm-a'), 'early', api);
+    expect((await records(a!))['slot-0']).toMatchObject({ member: a!.key, takes: 1 });
   });
 
   it('renews its slot when the end has moved by a heartbeat or more, not before; a renewal lost reads the slot again', async () => {
@@ -568,6 +599,8 @@ describe('a maintenance of several members', () => {
     expect(held['slot-0']).toMatchObject({ vm: 'vm-b', eventIds: [eb.eventId, e.eventId] });
     expect(held['slot-1']).toMatchObject({ vm: 'vm-a', eventIds: [e.eventId], mode: 'early' });
     expect(held['slot-2']).toMatchObject({ vm: 'vm-c', eventIds: [e.eventId], mode: 'early' });
+    // each slot written anew counts its take; the slot a member held already is not taken again
+    expect([held['slot-0']!.takes, held['slot-1']!.takes, held['slot-2']!.takes]).toEqual([1, 1, 1]);
     expect(a!.slots.heldFor).toEqual([e.eventId]);
     expect(a!.lines.find((l) => l.msg === 'fleet budget: 3 slots taken for one maintenance')).toMatchObject({
       eventId: e.eventId,

@@ -4,6 +4,7 @@ import { inOrder, pauseFor, QueuePlace, waiterOf, waitersOf } from '../../src/fl
 import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
 import { entryName, waitersIn, wantedEntry } from '../../src/fleet/budget/queue-entries.ts';
 import type { Versioned } from '../../src/fleet/budget/stores/port.ts';
+import type { SlotTurn } from '../../src/fleet/budget/served.ts';
 
 const NOW = Date.parse('2026-11-26T10:00:00.000Z');
 const at = (s: number) => new Date(NOW + s * 1000).toISOString();
@@ -27,6 +28,9 @@ function member(vm: string, events: Partial<MemberEvent>[], heartbeatAgoS = 0): 
     })),
   };
 }
+/** turns: slots counted so (each its takes, its holder taken a second after the place was read). */
+const turns = (takes: readonly number[]): ReadonlyMap<string, SlotTurn> =>
+  new Map(takes.map((n, i) => [`slot-${i}`, { takes: n, since: NOW + 1000 }]));
 const held = (since: number, via = 'policy') => ({ held: { since: at(since), by: ['x'], via } });
 
 describe('the queue of held approvals', () => {
@@ -131,7 +135,8 @@ describe('the queue of held approvals', () => {
   });
 
   it('has the head of the queue look at the slots at every ask, the next in line every retryMs, a place not known yet every retryMs', () => {
-    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 });
+    let slots = turns([3, 5]);
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30, turns: () => slots });
     const said = new Error('held');
     place.heldAgain(said);
     place.looked(NOW);
@@ -144,7 +149,8 @@ describe('the queue of held approvals', () => {
     place.place(ahead(2), me, NOW, 0);
     expect(place.resting(NOW + 1999)).toBe(said);
     // one served since: at the head again, it looks at its next ask
-    place.served([{ since: at(1) }]);
+    slots = turns([4, 5]);
+    place.served();
     expect(place.resting(NOW)).toBeNull();
   });
 
@@ -153,7 +159,8 @@ describe('the queue of held approvals', () => {
   });
 
   it('holds a member far back again without a look at the slots until its pause has passed', () => {
-    const place = new QueuePlace({ maxUnavailable: 1, retryMs: 1000, heartbeatSeconds: 30 });
+    let slots: ReadonlyMap<string, SlotTurn> = new Map([['slot-0', { takes: null, since: NOW - 5000 }]]);
+    const place = new QueuePlace({ maxUnavailable: 1, retryMs: 1000, heartbeatSeconds: 30, turns: () => slots });
     const waiters = [member('a', [held(-10)]), member('b', [held(-9)]), member('c', [held(-8)]), member('d', [held(-7)])];
     const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
     // a first ask while others want a slot too: it takes its place first
@@ -164,8 +171,14 @@ describe('the queue of held approvals', () => {
     place.looked(NOW);
     expect(place.resting(NOW + 2999)).toBe(said);
     expect(place.resting(NOW + 3000)).toBeNull();
-    // two members served since it read its place (slots taken after): it stands at 2, and looks sooner
-    place.served([{ since: at(1) }, { since: at(2) }, { since: at(-5) }, { since: null }]);
+    // two members served since it read its place (slots of older members, not counted: their holders taken after): it stands at 2, and looks sooner
+    slots = new Map([
+      ['slot-0', { takes: null, since: NOW + 1000 }],
+      ['slot-1', { takes: null, since: NOW + 2000 }],
+      ['slot-2', { takes: null, since: NOW - 5000 }],
+      ['slot-3', { takes: null, since: null }],
+    ]);
+    place.served();
     expect(place.position).toBe(2);
     expect(place.resting(NOW + 999)).toBe(said);
     expect(place.resting(NOW + 1000)).toBeNull();
@@ -174,6 +187,49 @@ describe('the queue of held approvals', () => {
     place.done();
     expect(place.resting(NOW)).toBeNull();
     expect(place.position).toBeNull();
+  });
+
+  it('counts every member served between two looks at the slots, though a look sees only those holding one then', () => {
+    let slots = turns([10, 7]);
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30, turns: () => slots });
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
+    place.place(
+      Array.from({ length: 9 }, (_, i) => member(`w${i}`, [held(-10 - i)])),
+      me,
+      NOW,
+      0,
+    );
+    expect(place.position).toBe(9);
+    // seven more taken since (two of them hold their slot now): the last reading counted two only
+    slots = turns([14, 10]);
+    place.served();
+    expect(place.position).toBe(2);
+    // a count that went back (an older member wrote the slot anew) counts that slot's holder if taken since
+    slots = new Map([
+      ['slot-0', { takes: 1, since: NOW + 9000 }],
+      ['slot-1', { takes: 11, since: NOW + 9500 }],
+    ]);
+    place.served();
+    expect(place.position).toBe(9 - 1 - 4);
+    // nothing goes below the head
+    slots = turns([500, 500]);
+    place.served();
+    expect(place.position).toBe(0);
+  });
+
+  it('counts from none the takes of a slot that had no record, or an uncounted one, when the member read its place', () => {
+    let slots: ReadonlyMap<string, SlotTurn> = new Map([['slot-1', { takes: null, since: null }]]);
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30, turns: () => slots });
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
+    place.place(
+      Array.from({ length: 9 }, (_, i) => member(`w${i}`, [held(-10 - i)])),
+      me,
+      NOW,
+      0,
+    );
+    slots = turns([3, 2]);
+    place.served();
+    expect(place.position).toBe(4);
   });
 
   it('gives the second in line the second free slot, and no slot to the third of two', () => {

@@ -29,6 +29,7 @@ import { giveBackTaken, type Written } from './give-back.ts';
 import { firstUnlessPaused, goesFirst } from './unhealthy-first.ts';
 import { PausedError, pausedError, pauseOf } from './pause.ts';
 import { Breaker } from './breaker.ts';
+import { turnsOf } from './served.ts';
 
 export type { BudgetState } from './types.ts';
 /** An event as the queue knows it. */
@@ -58,7 +59,7 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
-    this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k });
+    this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k, turns: () => turnsOf(this.#slots.last, this.#now()) });
     const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#entries = new QueueEntries(options.store, options.config.heartbeatSeconds, warnings);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
@@ -152,7 +153,7 @@ export class FleetBudget implements ApprovalGate {
       } catch (err) {
         if (err instanceof ApprovalError && err.code === 'HELD') {
           this.#o.hooks?.onHeld?.(request.via);
-          this.#place.served(this.#slots.holders);
+          this.#place.served();
           // a member that does not know its place yet reads it (once a wait): how soon it asks again depends on it
           if (queued && this.#place.position === null)
             await this.#placeOf(read, event, need, 0, true).catch((e: unknown) => this.#health.failed('read the queue', e));

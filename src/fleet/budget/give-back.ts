@@ -29,12 +29,13 @@ interface OwnSlots {
   remove(name: string, version: string): Promise<boolean>;
 }
 
-/** freeSlot: a slot given back: no holder, who held it last and since when it is free, and the early approvals it keeps for the rate. */
+/** freeSlot: a slot given back: no holder, who held it last and since when it is free, the early approvals it keeps for the rate, and its takes (served.ts). */
 export const freeSlot = (record: SlotRecord, now: number): SlotRecord => ({
   member: null,
   vm: record.vm ?? '',
   since: new Date(now).toISOString(),
   ...(record.approvals === undefined ? {} : { approvals: record.approvals }),
+  ...(record.takes === undefined ? {} : { takes: record.takes }),
 });
 
 /**

@@ -14,6 +14,7 @@ import { affects } from '../../imds/identity.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
+import { takenNext } from './served.ts';
 import { asSlot, holderOf, live, overflowName, ownedBy, slotName, slotRecordOf, type MemberRecord, type SlotRecord } from './records.ts';
 import { giveBackWritten, type Taken, type Written } from './give-back.ts';
 import type { MemberSlots } from './slots.ts';
@@ -120,7 +121,8 @@ export async function takeForAll(
         const name = i < available ? free[(turn + i) % free.length]! : overflowName(n.key);
         const record = slotRecordOf(n, event, i < available ? 'early' : 'forced', request, now, config.marginSeconds);
         // each slot it takes is stamped with the one EventId: the rate counts the maintenance once
-        const stamps = i < available ? stampsOf(asSlot(byName.get(name)?.value), event.eventId, config.rate, now, true) : {};
+        const prior = asSlot(byName.get(name)?.value);
+        const stamps = i < available ? { ...stampsOf(prior, event.eventId, config.rate, now, true), ...takenNext(prior) } : {};
         return { name, record: { ...record, ...stamps }, version: byName.get(name)?.version ?? null };
       }),
     ];

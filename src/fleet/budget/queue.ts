@@ -11,6 +11,7 @@ import { ApprovalError } from '../../approval/service.ts';
 import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
 import { RateHeldError } from './rate.ts';
 import { PausedError } from './pause.ts';
+import { servedSince, type SlotTurn } from './served.ts';
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
@@ -123,6 +124,9 @@ export class QueuePlace {
   /** When this member last read its place, and what it was then. */
   #placedAt = Number.NEGATIVE_INFINITY;
   #placed = 0;
+  /** The group's slots as counted when this member read its place (served.ts). */
+  #turnsAt: ReadonlyMap<string, SlotTurn> = new Map();
+  readonly #turns: () => ReadonlyMap<string, SlotTurn>;
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
   readonly #approvals = new Map<string, HeldApproval>();
@@ -199,7 +203,14 @@ export class QueuePlace {
     return !this.#approvals.has(eventId);
   }
 
-  constructor(o: { readonly maxUnavailable: number | (() => number); readonly retryMs: number; readonly heartbeatSeconds: number }) {
+  /** `turns`: the group's slots as last read, counted (served.ts). */
+  constructor(o: {
+    readonly maxUnavailable: number | (() => number);
+    readonly retryMs: number;
+    readonly heartbeatSeconds: number;
+    readonly turns?: () => ReadonlyMap<string, SlotTurn>;
+  }) {
+    this.#turns = o.turns ?? (() => new Map());
     const k = o.maxUnavailable;
     this.#maxUnavailable = typeof k === 'number' ? () => k : k;
     this.#retryMs = o.retryMs;
@@ -251,7 +262,7 @@ export class QueuePlace {
     // beyond a page of the queue's head, only a bound is known: the place last read (moved up as slots were taken) stands if further back
     const partial = typeof members === 'function' && members.partial === true;
     const at = partial ? Math.max(ahead.length, this.#position ?? 0) : ahead.length;
-    [this.#position, this.#placed, this.#placedAt] = [at, at, now];
+    [this.#position, this.#placed, this.#placedAt, this.#turnsAt] = [at, at, now, this.#turns()];
     // and its turn has not come: those between the page and it come first
     if (partial) return null;
     // at the read that first lists it, the members due with it may not have said theirs yet: a first ask waits that read out
@@ -264,14 +275,14 @@ export class QueuePlace {
   }
 
   /**
-   * served moves this member up by the members served since it last read its place (the slots
-   * taken since, as a look at the slots shows them), so one that stands back looks again sooner
-   * as the queue ahead of it is served, with no read of the members' records.
+   * served moves this member up by the members served since it last read its place: the takes of
+   * the slots since, as its last look at the slots counts them (served.ts), however many came and
+   * went between its looks. So one that stands back looks again sooner as the queue ahead of it is
+   * served, with no read of the queue.
    */
-  served(holders: readonly { readonly since: string | null }[]): void {
+  served(): void {
     if (this.#position === null) return;
-    const since = holders.filter((h) => h.since !== null && Date.parse(h.since) > this.#placedAt).length;
-    this.#position = Math.max(0, this.#placed - since);
+    this.#position = Math.max(0, this.#placed - servedSince(this.#turnsAt, this.#turns(), this.#placedAt));
   }
 
   /** heldAgain: the answer to give while resting. */

@@ -36,6 +36,8 @@ export interface SlotRecord {
   readonly zone?: string | null;
   /** The early approvals that took this slot within the group's rate window (rate.ts): kept when the slot is given back. */
   readonly approvals?: readonly Stamp[];
+  /** How many times the slot was taken (served.ts): kept when the slot is given back. */
+  readonly takes?: number;
   /** Only as read: the record names a holder but does not read by its schema (why): held, with no end, and nobody's own. */
   readonly unread?: string;
 }

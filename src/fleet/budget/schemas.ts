@@ -47,6 +47,8 @@ export const SlotSchema = z.object({
   by: z.string().optional(),
   reason: z.string().optional(),
   zone: z.string().nullable().optional(),
+  // how many times the slot was taken, carried as it is given back (served.ts); one that does not read is none
+  takes: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional().catch(undefined),
   // the early approvals within the group's rate window (rate.ts); a list that does not read is none (the slot still counts)
   approvals: z
     .array(z.object({ at: time, eventId: text }))

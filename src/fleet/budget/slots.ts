@@ -30,6 +30,7 @@ import type { Unhealthy } from './unavailable.ts';
 import { freeSlot, type Taken, type Written } from './give-back.ts';
 import { rateHeld, rateHold, room, stampsOf, unstamped, type RateHold } from './rate.ts';
 import { pausedError, pauseOf } from './pause.ts';
+import { takenNext } from './served.ts';
 
 /** How often a write lost to another member is tried again from a fresh read, before the approval is held. */
 const MAX_ROUNDS = 8;
@@ -151,9 +152,10 @@ export class MemberSlots {
         if (turn === null) break;
         const name = free[turn % free.length]!;
         const before = byName.get(name);
-        // an early approval (a forced one too) is stamped in its slot for the rate; the slot's stamps still within its window are kept
-        const stamps = stampsOf(before && asSlot(before.value), event.eventId, rate, now, mode !== 'started');
-        const written = await this.write(name, { ...record, mode: mode === 'forced' ? 'early' : mode, ...stamps }, before?.version ?? null);
+        // an early approval (a forced one too) is stamped in its slot for the rate (the stamps still within its window kept), and counted (served.ts)
+        const [prior, as] = [before && asSlot(before.value), mode === 'forced' ? 'early' : mode];
+        const stamps = { ...stampsOf(prior, event.eventId, rate, now, mode !== 'started'), ...takenNext(prior) };
+        const written = await this.write(name, { ...record, mode: as, ...stamps }, before?.version ?? null);
         if (!written) continue;
         // read back: a member that went down past the budget meanwhile (its overflow record written
         // between this member's read and its write), or an approval past the rate, is counted, and this early slot given back

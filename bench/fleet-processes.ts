@@ -72,8 +72,9 @@ export async function phaseFleetProcesses(n = 30, k = 3, kind: StoreKind = 'blob
       });
       children.push(child);
     }
-    // every daemon reads its IMDS before the wave
-    for (const deadline = Date.now() + 120_000; sims.some((s) => s.requests.length < 3) && Date.now() < deadline;) await sleep(200);
+    // every daemon reads its IMDS, and writes its member record, before the wave (a group at rest: a wave measured apart from the daemons' start)
+    const ready = () => sims.every((s) => s.requests.length >= 3) && store.writes() >= n;
+    for (const deadline = Date.now() + 180_000; !ready() && Date.now() < deadline;) await sleep(200);
     store.take();
     const t0 = Date.now();
     for (const [i, sim] of sims.entries())

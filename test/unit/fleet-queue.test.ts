@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
 import { inOrder, pauseFor, QueuePlace, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
 import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
@@ -132,6 +133,25 @@ describe('the queue of held approvals', () => {
     expect(place.position).toBe(0);
     place.listed(new Set(['M']));
     expect(place.place([], me, NOW, 1, true)).toBe(0);
+  });
+
+  it('lets go first those that may ask now, held or not, for the two reads after the one that first lists its maintenance', () => {
+    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 });
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
+    // a member due with it that said its maintenance, and nobody held it yet
+    const asking = [member('a', [{ notBefore: at(60) }])];
+    place.listed(new Set(['M']));
+    expect(place.asksFirst('M')).toBe(true);
+    place.heldNow('M', new ApprovalError('HELD', 'held'), 'policy', 1, NOW);
+    for (let read = 2; read <= 3; read++) {
+      place.listed(new Set(['M']));
+      expect(place.asksFirst('M')).toBe(true);
+      expect(place.place(asking, me, NOW, 1, place.asksFirst('M'))).toBeNull();
+    }
+    // later, only those held stand ahead of it: one that never asks keeps nobody waiting
+    place.listed(new Set(['M']));
+    expect(place.asksFirst('M')).toBe(false);
+    expect(place.place(asking, me, NOW, 1, place.asksFirst('M'))).toBe(0);
   });
 
   it('has the head of the queue look at the slots at every ask, the next in line every retryMs, a place not known yet every retryMs', () => {

@@ -111,6 +111,9 @@ const timeOf = (iso: string | null, fallback: number): number => {
   return Number.isFinite(t) ? t : fallback;
 };
 
+/** How many reads after the one that first lists a maintenance its member still lets go first the members that may ask now. */
+const FIRST_READS = 2;
+
 /**
  * QueuePlace: where this member last found itself in its group's queue, and when it last looked
  * at the slots. While it stands far back and looked recently, an automatic approval is held
@@ -198,9 +201,15 @@ export class QueuePlace {
     return waiterOf(member, vm, event, this.#approvals.get(event.eventId)?.since, now, need);
   }
 
-  /** asksFirst: the approval of `eventId` was never held yet. */
+  /**
+   * asksFirst: the approval of `eventId` was never held yet, or its maintenance was first listed
+   * within the last FIRST_READS reads: the members due with it list theirs at their own reads (up
+   * to a poll interval apart) and say theirs after, so for those reads a member lets go first
+   * those that may ask now too, not only those held.
+   */
   asksFirst(eventId: string): boolean {
-    return !this.#approvals.has(eventId);
+    const listed = this.#listedAt.get(eventId);
+    return !this.#approvals.has(eventId) || (listed !== undefined && listed + FIRST_READS >= this.#reads);
   }
 
   /** `turns`: the group's slots as last read, counted (served.ts). */

@@ -5,7 +5,7 @@ import { inOrder, pauseFor, QueuePlace, waiterOf, waitersOf } from '../../src/fl
 import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
 import { entryName, waitersIn, wantedEntry } from '../../src/fleet/budget/queue-entries.ts';
 import type { Versioned } from '../../src/fleet/budget/stores/port.ts';
-import type { SlotTurn } from '../../src/fleet/budget/served.ts';
+import { takenNext, turnsOf, type SlotTurn } from '../../src/fleet/budget/served.ts';
 
 const NOW = Date.parse('2026-11-26T10:00:00.000Z');
 const at = (s: number) => new Date(NOW + s * 1000).toISOString();
@@ -224,20 +224,27 @@ describe('the queue of held approvals', () => {
     slots = turns([14, 10]);
     place.served();
     expect(place.position).toBe(2);
-    // a count that went back (an older member wrote the slot anew) counts that slot's holder if taken since
+    // a count that went back (an older member wrote the slot anew) counts that slot's holder if taken since: fewer
+    // than the look before counted, and the place does not move back
     slots = new Map([
       ['slot-0', { takes: 1, since: NOW + 9000 }],
       ['slot-1', { takes: 11, since: NOW + 9500 }],
     ]);
     place.served();
-    expect(place.position).toBe(9 - 1 - 4);
+    expect(place.position).toBe(2);
+    slots = new Map([
+      ['slot-0', { takes: 1, since: NOW + 9000 }],
+      ['slot-1', { takes: 14, since: NOW + 9500 }],
+    ]);
+    place.served();
+    expect(place.position).toBe(9 - 1 - 7);
     // nothing goes below the head
     slots = turns([500, 500]);
     place.served();
     expect(place.position).toBe(0);
   });
 
-  it('counts from none the takes of a slot that had no record, or an uncounted one, when the member read its place', () => {
+  it('counts from none the takes of a slot that had no record when the member read its place; of one not counted then, its holder taken since', () => {
     let slots: ReadonlyMap<string, SlotTurn> = new Map([['slot-1', { takes: null, since: null }]]);
     const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30, turns: () => slots });
     const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
@@ -249,7 +256,28 @@ describe('the queue of held approvals', () => {
     );
     slots = turns([3, 2]);
     place.served();
-    expect(place.position).toBe(4);
+    expect(place.position).toBe(9 - 3 - 1);
+    // a count that starts again (at its largest, or a hostile one) counts the holder taken since; the place never moves back
+    slots = new Map([
+      ['slot-0', { takes: 1, since: NOW + 9000 }],
+      ['slot-1', { takes: null, since: null }],
+    ]);
+    place.served();
+    expect(place.position).toBe(5);
+  });
+
+  it('counts the slots alone: not an overflow record, a notice or the pause listed with them; a count past the largest starts again', () => {
+    const rec = (name: string, takes: number) => ({ name, version: '1', value: { member: 'x', vm: 'x', since: at(1), takes } });
+    const names = ['slot-0', 'slot-12', 'slot-x-vm-a', 'slot-pause', 'slot-wave-1', 'slot-1a'];
+    expect([
+      ...turnsOf(
+        names.map((n) => rec(n, 3)),
+        NOW,
+      ).keys(),
+    ]).toEqual(['slot-0', 'slot-12']);
+    expect(takenNext({ member: null, takes: Number.MAX_SAFE_INTEGER })).toEqual({ takes: 1 });
+    expect(takenNext({ member: null })).toEqual({ takes: 1 });
+    expect(takenNext(undefined)).toEqual({ takes: 1 });
   });
 
   it('gives the second in line the second free slot, and no slot to the third of two', () => {

@@ -11,7 +11,7 @@ import { ApprovalError } from '../../approval/service.ts';
 import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
 import { RateHeldError } from './rate.ts';
 import { PausedError } from './pause.ts';
-import { servedSince, type SlotTurn } from './served.ts';
+import { servedSince, type SlotTurn, type Turns } from './served.ts';
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
@@ -111,7 +111,8 @@ const timeOf = (iso: string | null, fallback: number): number => {
   return Number.isFinite(t) ? t : fallback;
 };
 
-/** How many reads after the one that first lists a maintenance its member still lets go first the members that may ask now. */
+/** Reads after the one that first lists a maintenance in which its member lets go first those that may ask now, not only those
+ * held (the members due with it list theirs at their own reads, up to a poll interval apart, and say theirs after). */
 const FIRST_READS = 2;
 
 /**
@@ -201,24 +202,16 @@ export class QueuePlace {
     return waiterOf(member, vm, event, this.#approvals.get(event.eventId)?.since, now, need);
   }
 
-  /**
-   * asksFirst: the approval of `eventId` was never held yet, or its maintenance was first listed
-   * within the last FIRST_READS reads: the members due with it list theirs at their own reads (up
-   * to a poll interval apart) and say theirs after, so for those reads a member lets go first
-   * those that may ask now too, not only those held.
-   */
+  /** asksFirst: the approval of `eventId` was never held yet, or its maintenance was first listed FIRST_READS reads ago or less. */
   asksFirst(eventId: string): boolean {
     const listed = this.#listedAt.get(eventId);
     return !this.#approvals.has(eventId) || (listed !== undefined && listed + FIRST_READS >= this.#reads);
   }
 
   /** `turns`: the group's slots as last read, counted (served.ts). */
-  constructor(o: {
-    readonly maxUnavailable: number | (() => number);
-    readonly retryMs: number;
-    readonly heartbeatSeconds: number;
-    readonly turns?: () => ReadonlyMap<string, SlotTurn>;
-  }) {
+  constructor(
+    o: { readonly maxUnavailable: number | (() => number); readonly retryMs: number; readonly heartbeatSeconds: number } & Turns,
+  ) {
     this.#turns = o.turns ?? (() => new Map());
     const k = o.maxUnavailable;
     this.#maxUnavailable = typeof k === 'number' ? () => k : k;
@@ -284,14 +277,13 @@ export class QueuePlace {
   }
 
   /**
-   * served moves this member up by the members served since it last read its place: the takes of
-   * the slots since, as its last look at the slots counts them (served.ts), however many came and
-   * went between its looks. So one that stands back looks again sooner as the queue ahead of it is
-   * served, with no read of the queue.
+   * served moves this member up (never back) by the members served since it last read its place,
+   * as its last look at the slots counts them (served.ts), however many came and went between its
+   * looks: one that stands back looks sooner as the queue ahead of it is served, with no read of the queue.
    */
   served(): void {
     if (this.#position === null) return;
-    this.#position = Math.max(0, this.#placed - servedSince(this.#turnsAt, this.#turns(), this.#placedAt));
+    this.#position = Math.min(this.#position, Math.max(0, this.#placed - servedSince(this.#turnsAt, this.#turns(), this.#placedAt)));
   }
 
   /** heldAgain: the answer to give while resting. */

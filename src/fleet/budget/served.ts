@@ -16,11 +16,19 @@ export interface SlotTurn {
   readonly since: number | null;
 }
 
+/** Where a waiting member counts the group's slots (its budget's last read of them). */
+export interface Turns {
+  readonly turns?: () => ReadonlyMap<string, SlotTurn>;
+}
+
+/** A slot's name (`slot-<number>`), not an overflow record's, a notice's or the pause's, listed with them. */
+const SLOT_NAME = new RegExp(`^${SLOT_PREFIX}[0-9]+$`);
+
 /** turnsOf: the group's slots (not the overflow records) by name, as last read. */
 export function turnsOf(slots: readonly Versioned[], now: number): ReadonlyMap<string, SlotTurn> {
   const out = new Map<string, SlotTurn>();
   for (const r of slots) {
-    if (!r.name.startsWith(SLOT_PREFIX)) continue;
+    if (!SLOT_NAME.test(r.name)) continue;
     const s = asSlot(r.value);
     const since = live(s, now) && s.since !== undefined ? Date.parse(s.since) : NaN;
     out.set(r.name, { takes: s.takes ?? null, since: Number.isFinite(since) ? since : null });
@@ -29,21 +37,22 @@ export function turnsOf(slots: readonly Versioned[], now: number): ReadonlyMap<s
 }
 
 /**
- * servedSince: the takes of the slots in `now` since `then` (each slot's count since; a slot not
- * there then, or not counted then, was taken none), or, for a slot not counted now (or counted
- * less than then: written anew by an older member), its holder when taken after `at`.
+ * servedSince: the takes of the slots in `now` since `then` (each slot's count since; a slot with
+ * no record then was taken none), or, for a slot not counted then or now, or counted less than
+ * then (written anew by an older member, or its count started again), its holder when taken after `at`.
  */
 export function servedSince(then: ReadonlyMap<string, SlotTurn>, now: ReadonlyMap<string, SlotTurn>, at: number): number {
   let served = 0;
   for (const [name, s] of now) {
-    const before = then.get(name)?.takes ?? 0;
-    if (s.takes !== null && s.takes >= before) served += s.takes - before;
+    const before = then.has(name) ? then.get(name)!.takes : 0;
+    if (s.takes !== null && before !== null && s.takes >= before) served += s.takes - before;
     else if (s.since !== null && s.since > at) served += 1;
   }
   return served;
 }
 
-/** takenNext: the count a take writes in the slot it takes (`prior`: the slot's record before it). */
-export const takenNext = (prior: SlotRecord | undefined): { readonly takes: number } => ({
-  takes: Math.min(Number.MAX_SAFE_INTEGER, (prior?.takes ?? 0) + 1),
-});
+/** takenNext: the count a take writes in the slot it takes (`prior`: the slot's record before it); at the largest, it starts again. */
+export const takenNext = (prior: SlotRecord | undefined): { readonly takes: number } => {
+  const before = prior?.takes ?? 0;
+  return { takes: before >= Number.MAX_SAFE_INTEGER ? 1 : before + 1 };
+};

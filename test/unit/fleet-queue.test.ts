@@ -32,6 +32,18 @@ function member(vm: string, events: Partial<MemberEvent>[], heartbeatAgoS = 0): 
 /** turns: slots counted so (each its takes, its holder taken a second after the place was read). */
 const turns = (takes: readonly number[]): ReadonlyMap<string, SlotTurn> =>
   new Map(takes.map((n, i) => [`slot-${i}`, { takes: n, since: NOW + 1000 }]));
+/** placedBehindNine: a member that read its place behind nine held members, counting the slots `turns` says. */
+function placedBehindNine(turns: () => ReadonlyMap<string, SlotTurn>): QueuePlace {
+  const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30, turns });
+  const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
+  place.place(
+    Array.from({ length: 9 }, (_, i) => member(`w${i}`, [held(-10 - i)])),
+    me,
+    NOW,
+    0,
+  );
+  return place;
+}
 const held = (since: number, via = 'policy') => ({ held: { since: at(since), by: ['x'], via } });
 
 describe('the queue of held approvals', () => {
@@ -211,14 +223,7 @@ describe('the queue of held approvals', () => {
 
   it('counts every member served between two looks at the slots, though a look sees only those holding one then', () => {
     let slots = turns([10, 7]);
-    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30, turns: () => slots });
-    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
-    place.place(
-      Array.from({ length: 9 }, (_, i) => member(`w${i}`, [held(-10 - i)])),
-      me,
-      NOW,
-      0,
-    );
+    const place = placedBehindNine(() => slots);
     expect(place.position).toBe(9);
     // seven more taken since (two of them hold their slot now): the last reading counted two only
     slots = turns([14, 10]);
@@ -246,14 +251,7 @@ describe('the queue of held approvals', () => {
 
   it('counts from none the takes of a slot that had no record when the member read its place; of one not counted then, its holder taken since', () => {
     let slots: ReadonlyMap<string, SlotTurn> = new Map([['slot-1', { takes: null, since: null }]]);
-    const place = new QueuePlace({ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30, turns: () => slots });
-    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
-    place.place(
-      Array.from({ length: 9 }, (_, i) => member(`w${i}`, [held(-10 - i)])),
-      me,
-      NOW,
-      0,
-    );
+    const place = placedBehindNine(() => slots);
     slots = turns([3, 2]);
     place.served();
     expect(place.position).toBe(9 - 3 - 1);

@@ -333,6 +333,8 @@ describe("approval via arm: the group's budget, as the relay counts it", () => {
           resourceId: expect.stringMatching(/virtualmachines\/db-1$/i),
         },
         ...{ eventIds: [E(10)], since: expect.any(String), until: plusSeconds(notBefore, 1800), mode: 'early', by: 'alice', zone: '2' },
+        // the slot's first take, counted as a member counts it
+        takes: 1,
       },
     ]);
     expect(arm.acknowledged.slice(from).map((a) => a.eventId)).toEqual([E(10)]);

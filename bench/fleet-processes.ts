@@ -7,7 +7,7 @@
  * kubernetes` Leases on the Kubernetes API stand-in, counted from its own records of its requests
  * (bench/fleet-store.ts). Printed: the most members down at once (from StartRequests to the event's end, at the simulators), grants out of the
  * queue's order, the overhead per round (the wave's time less ⌈N / K⌉ rounds of the 4 s Azure
- * has each VM down), the hand-off (from a slot given back to its next take, from the members'
+ * has each VM down; and from the wave's first StartRequests), the hand-off (from a slot given back to its next take, from the members'
  * log lines; and to the next StartRequests of any member), slot use (the share of K × the wave
  * the slots were held, from each take to its give-back), lost writes per hand-off (on Leases: 409
  * Conflict or AlreadyExists) and requests per member per minute to the store (on Leases, also by
@@ -116,6 +116,8 @@ export async function phaseFleetProcesses(n = 30, k = 3, kind: StoreKind = 'blob
       waveSeconds: seconds(took),
       idealSeconds: (rounds * STARTED_MS) / 1000,
       overheadPerRoundSeconds: seconds((took - rounds * STARTED_MS) / rounds),
+      // the same from the wave's first StartRequests: the hand-offs alone, without the members' first reads and writes of the wave
+      overheadPerRoundFromFirstStartSeconds: seconds((took - ((sorted[0] ?? t0) - t0) - rounds * STARTED_MS) / rounds),
       releaseToNextStart: dist(gaps),
       // a slot given back to its next take (the same slot), and to the next StartRequests of any member
       handOffSeconds: handOff(handOffGaps),

@@ -2,7 +2,7 @@
  * Approvals through the whole bridge, continued: Slack interactions (signed, acknowledged at
  * once, the message updated through response_url), the policy, and preparation hooks.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { issueToken, slackSignature } from '../../src/approval/signatures.ts';
@@ -231,8 +231,15 @@ describe('policy and preparation hooks', () => {
     const long = sim.addEvent({ EventId: `L${'0123456789'.repeat(20)}`, noticeMs: 600_000, startedMs: 200 });
     await waitFor(() => sim.startRequests.flatMap((r) => r.eventIds).length === 2, 'both approvals after the hook');
     expect(new Set(sim.startRequests.flatMap((r) => r.eventIds))).toEqual(new Set([slash.eventId, long.eventId]));
-    // a host failure: first seen Started, so the preparation runs for `started`
-    const failed = sim.addEvent({ EventStatus: 'Started', startedMs: 200 });
+    // a host failure: first seen Started, so the preparation runs for `started`; it stays Started until the bridge has
+    // read it so (a read late on a busy machine would not see a Started window of a moment), then it is over
+    const failed = sim.addEvent({ EventStatus: 'Started', startedMs: 600_000 });
+    await waitFor(
+      () => existsSync(marker) && readFileSync(marker, 'utf8').includes(`${failed.eventId} started`),
+      'the failure prepared',
+      60_000,
+    );
+    sim.removeEvent(failed.eventId);
     const ids = [slash.eventId, long.eventId, failed.eventId];
     await waitFor(
       () => ids.every((id) => delivered().some((e) => e.subject === id && e.type === 'azure.scheduledevent.completed')),

@@ -111,8 +111,7 @@ const timeOf = (iso: string | null, fallback: number): number => {
   return Number.isFinite(t) ? t : fallback;
 };
 
-/** Reads after the one that first lists a maintenance in which its member lets go first those that may ask now, not only those
- * held (the members due with it list theirs at their own reads, up to a poll interval apart, and say theirs after). */
+/** Reads after the one first listing a maintenance in which its member lets go first those that may ask now, not only those held. */
 const FIRST_READS = 2;
 
 /**

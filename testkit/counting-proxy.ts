@@ -49,7 +49,7 @@ export class CountingProxy {
       const op = blobOperation(req.method ?? 'GET', url);
       this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
       const blob = op === 'list' ? 'list' : op.endsWith(' container') ? 'container' : url.pathname.split('/').slice(3).join('/');
-      const listed = recordKind(url.searchParams.get('prefix') || 'all');
+      const listed = listedKind(url.searchParams.get('prefix') || 'all');
       const second = Math.floor(Date.now() / 1000);
       const seconds = this.perSecond.get(blob) ?? new Map<number, number>();
       this.perSecond.set(blob, seconds.set(second, (seconds.get(second) ?? 0) + 1));
@@ -141,14 +141,23 @@ export class CountingProxy {
   }
 }
 
-/** recordKind: what a fleet store's blob holds, from its name (`…/slot-0.json`: slot; `…/member-…`: member; `…/queue-…` and `…/asking-…`: queue; else its name). */
+/**
+ * recordKind: what a fleet store's blob holds, from its name (`…/slot-0.json`: slot; `…/slot-wave-…`:
+ * wave, a collision notice; `…/slot-x-…`: overflow; `…/member-…`: member; `…/queue-…` and
+ * `…/asking-…`: queue; else its name, as `slot-pause`). A slot is only `slot-<n>`: the notices
+ * share its prefix (they are listed with the slots) but their lost writes are no hand-off's.
+ */
 export function recordKind(path: string): string {
   const name = path.slice(path.lastIndexOf('/') + 1).replace(/\.json$/, '');
-  const kinds: [string, string][] = [
-    ['slot-', 'slot'],
-    ['member-', 'member'],
-    ['queue-', 'queue'],
-    ['asking-', 'queue'],
+  const kinds: [RegExp, string][] = [
+    [/^slot-[0-9]+$/, 'slot'],
+    [/^slot-wave-/, 'wave'],
+    [/^slot-x-/, 'overflow'],
+    [/^member-/, 'member'],
+    [/^(queue|asking)-/, 'queue'],
   ];
-  return kinds.find(([prefix]) => name.startsWith(prefix))?.[1] ?? name;
+  return kinds.find(([pattern]) => pattern.test(name))?.[1] ?? name;
 }
+
+/** listedKind: what a listing asks for, from its prefix (`slot-`: the slots, with the notices listed among them). */
+const listedKind = (prefix: string): string => (prefix === 'slot-' ? 'slot' : recordKind(prefix));

@@ -34,13 +34,15 @@ function leaseNameOf(r: Request): string | undefined {
 }
 
 /**
- * kindOf: the kind of record a written Lease holds (slot, member, record): its kind label when the
+ * kindOf: the kind of record a written Lease holds (slot, wave, overflow, member, record): its kind label when the
  * request carries the Lease, else its name (`se-bridge-<group>-slot-0`, `…-member-…`).
  */
 function kindOf(r: Request, lease: string): string {
   const label = (r.body as { metadata?: { labels?: Record<string, unknown> } } | null)?.metadata?.labels?.[KIND_LABEL];
-  if (typeof label === 'string') return label;
-  return /-slot-/.test(lease) ? 'slot' : /-member-/.test(lease) ? 'member' : 'record';
+  const kind = typeof label === 'string' ? label : /-slot-/.test(lease) ? 'slot' : /-member-/.test(lease) ? 'member' : 'record';
+  // the notices, overflow records and the pause are labelled as slots (listed with them); a hand-off's is only `slot-<n>`
+  if (kind !== 'slot' || /-slot-[0-9]+$/.test(lease)) return kind;
+  return /-slot-wave-/.test(lease) ? 'wave' : /-slot-x-/.test(lease) ? 'overflow' : lease.slice(lease.lastIndexOf('-slot-') + 1);
 }
 
 /** listedKind: what a list asks for, from its label selector: the one kind it does not exclude, or `all`. */

@@ -160,4 +160,4 @@ export function recordKind(path: string): string {
 }
 
 /** listedKind: what a listing asks for, from its prefix (`slot-`: the slots, with the notices listed among them). */
-const listedKind = (prefix: string): string => (prefix === 'slot-' ? 'slot' : recordKind(prefix));
+const listedKind = (prefix: string): string => (prefix.slice(prefix.lastIndexOf('/') + 1) === 'slot-' ? 'slot' : recordKind(prefix));

@@ -116,6 +116,73 @@ describe('every wave is foretold', () => {
   }, 120_000);
 });
 
+/**
+ * nineAtOnce: nine members due at once, K = 3, reading each second on the test's clock for 30 s;
+ * who listed the members' records, and whose writes of a notice were written or refused. `mute`:
+ * a member whose reads of the group fail (its store lists no member records).
+ */
+async function nineAtOnce(group: string, mute?: string) {
+  const [lists, written, refused] = [new Map<string, number>(), [] as string[], [] as string[]];
+  let clock = T0;
+  const now = () => clock;
+  const count =
+    (name: string) =>
+    (s: FleetStore): FleetStore => ({
+      ...s,
+      where: s.where,
+      get: (n, sig) => s.get(n, sig),
+      remove: (n, ver, sig) => s.remove(n, ver, sig),
+      head: (p, l, sig) => s.head(p, l, sig),
+      close: () => s.close(),
+      put: async (n, v, ver, sig) => {
+        const version = await s.put(n, v, ver, sig);
+        if (n.startsWith(WAVE_PREFIX)) (version === null ? refused : written).push(name);
+        return version;
+      },
+      list: async (p, sig) => {
+        if (p === 'member-') lists.set(name, (lists.get(name) ?? 0) + 1);
+        if (p === 'member-' && name === mute) throw new Error('the store failed (the test)');
+        return s.list(p, sig);
+      },
+    });
+  const names = Array.from({ length: 9 }, (_, i) => `f${i + 1}`);
+  const ms = await Promise.all(
+    names.map((n) => waveMember(stores(), 'blob', group, n, { k: 3, clock: now, heartbeatSeconds: 5, wrap: count(n) })),
+  );
+  const ev = (m: WaveMember, i: number) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0 + H + i * 1000)];
+  // every member sees its maintenance at once, as at a wave, and each second after that reads as the poll loop would
+  for (let s = 0; s < 30; s++) {
+    await Promise.all(ms.map((m, i) => (s % 5 === 0 ? m.budget.heartbeat() : Promise.resolve()).then(() => m.read(ev(m, i)))));
+    clock += 1000;
+  }
+  const foreseen = ms.map((m) => m.states().filter((x) => x === 'foreseen').length);
+  return { lists, written, refused, foreseen, ids: new Set(ms.flatMap((m) => m.said.map((e) => e.id))).size };
+}
+
+describe("a wave's first notice", () => {
+  it('nine due at once, K = 3: the first at the limit writes it, the two behind it leave it to it, each member says the word once', async () => {
+    const got = await nineAtOnce('turns-first');
+    expect(got.foreseen).toEqual([1, 1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(got.ids).toBe(1);
+    // one write of the first notice, by the first at the limit (f4: three stand ahead of it), none refused
+    expect(got.refused).toEqual([]);
+    expect(got.written[0]).toBe('f4');
+    // the group read by the first at the limit (and by the speaker it named), not by the two behind it (each read it twice and wrote before)
+    expect(got.lists.get('f4')).toBe(1);
+    expect(got.lists.has('f5') || got.lists.has('f6')).toBe(false);
+  }, 120_000);
+
+  it('the first at the limit cannot read the group: the next one writes the notice a step later, and the wave is said', async () => {
+    const got = await nineAtOnce('turns-first-mute', 'f4');
+    expect(got.written[0]).toBe('f5');
+    expect(got.refused).toEqual([]);
+    expect(got.ids).toBe(1);
+    // every member says the word once, the one that cannot read the group too (from the notice and its speaker's record)
+    expect(got.foreseen).toEqual([1, 1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(got.lists.has('f6')).toBe(false);
+  }, 120_000);
+});
+
 describe("a notice's word", () => {
   const WAVE = 'a'.repeat(40);
   const SAID = `fleet.collision/${'b'.repeat(40)}`;

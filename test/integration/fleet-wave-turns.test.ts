@@ -58,29 +58,6 @@ async function groupOf(kind: StoreKind, group: string, k: number, waves: { names
   };
 }
 
-/** watched: the store, with each listing, head and write told to `on` as it happens (a listing `on` throws for fails). */
-function watched(
-  s: FleetStore,
-  on: { list?: (prefix: string) => void; head?: (prefix: string) => void; put?: (name: string, written: boolean) => void },
-): FleetStore {
-  return {
-    ...{ where: s.where, get: (n, sig) => s.get(n, sig), remove: (n, ver, sig) => s.remove(n, ver, sig), close: () => s.close() },
-    head: async (p, l, sig) => {
-      on.head?.(p);
-      return s.head(p, l, sig);
-    },
-    list: async (p, sig) => {
-      on.list?.(p);
-      return s.list(p, sig);
-    },
-    put: async (n, v, ver, sig) => {
-      const version = await s.put(n, v, ver, sig);
-      on.put?.(n, version !== null);
-      return version;
-    },
-  };
-}
-
 describe('every wave is foretold', () => {
   it('two waves four hours apart, K = 1: the second, where nobody stands at the limit of the queue, is said too', async () => {
     const g = await groupOf('blob', 'turns-two-waves', 1, [
@@ -103,8 +80,21 @@ describe('every wave is foretold', () => {
     const lists = new Map<string, number>();
     let clock = T0;
     const now = () => clock;
-    const count = (name: string) => (s: FleetStore) =>
-      watched(s, { list: (p) => (p === 'member-' ? lists.set(name, (lists.get(name) ?? 0) + 1) : undefined) });
+    const count =
+      (name: string) =>
+      (s: FleetStore): FleetStore => ({
+        ...s,
+        where: s.where,
+        get: (n, sig) => s.get(n, sig),
+        put: (n, v, ver, sig) => s.put(n, v, ver, sig),
+        remove: (n, ver, sig) => s.remove(n, ver, sig),
+        head: (p, l, sig) => s.head(p, l, sig),
+        close: () => s.close(),
+        list: (p, sig) => {
+          if (p === 'member-') lists.set(name, (lists.get(name) ?? 0) + 1);
+          return s.list(p, sig);
+        },
+      });
     const ms = await Promise.all(
       ['w1', 'w2', 'w3', 'w4'].map((n) =>
         waveMember(stores(), 'kubernetes', 'turns-leases', n, { k: 1, clock: now, heartbeatSeconds: 5, wrap: count(n) }),
@@ -135,12 +125,24 @@ async function nineAtOnce(group: string, mute?: string) {
   const [lists, written, refused] = [new Map<string, number>(), [] as string[], [] as string[]];
   let clock = T0;
   const now = () => clock;
-  const count = (name: string) => (s: FleetStore) =>
-    watched(s, {
-      put: (n, ok) => (n.startsWith(WAVE_PREFIX) ? (ok ? written : refused).push(name) : undefined),
-      list: (p) => {
+  const count =
+    (name: string) =>
+    (s: FleetStore): FleetStore => ({
+      ...s,
+      where: s.where,
+      get: (n, sig) => s.get(n, sig),
+      remove: (n, ver, sig) => s.remove(n, ver, sig),
+      head: (p, l, sig) => s.head(p, l, sig),
+      close: () => s.close(),
+      put: async (n, v, ver, sig) => {
+        const version = await s.put(n, v, ver, sig);
+        if (n.startsWith(WAVE_PREFIX)) (version === null ? refused : written).push(name);
+        return version;
+      },
+      list: async (p, sig) => {
         if (p === 'member-') lists.set(name, (lists.get(name) ?? 0) + 1);
         if (p === 'member-' && name === mute) throw new Error('the store failed (the test)');
+        return s.list(p, sig);
       },
     });
   const names = Array.from({ length: 9 }, (_, i) => `f${i + 1}`);
@@ -182,10 +184,24 @@ describe("a wave's first notice", () => {
 });
 
 /** counted: a store whose listings and heads are counted by prefix. */
-const counted = (calls: Map<string, number>) => (s: FleetStore) => {
-  const add = (key: string) => calls.set(key, (calls.get(key) ?? 0) + 1);
-  return watched(s, { list: add, head: (p) => add(`head ${p}`) });
-};
+const counted =
+  (calls: Map<string, number>) =>
+  (s: FleetStore): FleetStore => ({
+    ...s,
+    where: s.where,
+    get: (n, sig) => s.get(n, sig),
+    put: (n, v, ver, sig) => s.put(n, v, ver, sig),
+    remove: (n, ver, sig) => s.remove(n, ver, sig),
+    close: () => s.close(),
+    head: (p, l, sig) => {
+      calls.set(`head ${p}`, (calls.get(`head ${p}`) ?? 0) + 1);
+      return s.head(p, l, sig);
+    },
+    list: (p, sig) => {
+      calls.set(p, (calls.get(p) ?? 0) + 1);
+      return s.list(p, sig);
+    },
+  });
 
 describe('the members at the limit with no wave to foretell', () => {
   /** `down` members Started and holding the slots, `waiting` members due 10 h later in turn; each reads each second for 60 s, beating every 20. */

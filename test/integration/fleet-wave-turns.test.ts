@@ -183,61 +183,6 @@ describe("a wave's first notice", () => {
   }, 120_000);
 });
 
-/** counted: a store whose listings and heads are counted by prefix. */
-const counted =
-  (calls: Map<string, number>) =>
-  (s: FleetStore): FleetStore => ({
-    ...s,
-    where: s.where,
-    get: (n, sig) => s.get(n, sig),
-    put: (n, v, ver, sig) => s.put(n, v, ver, sig),
-    remove: (n, ver, sig) => s.remove(n, ver, sig),
-    close: () => s.close(),
-    head: (p, l, sig) => {
-      calls.set(`head ${p}`, (calls.get(`head ${p}`) ?? 0) + 1);
-      return s.head(p, l, sig);
-    },
-    list: (p, sig) => {
-      calls.set(p, (calls.get(p) ?? 0) + 1);
-      return s.list(p, sig);
-    },
-  });
-
-describe('the members at the limit with no wave to foretell', () => {
-  /** `down` members Started and holding the slots, `waiting` members due 10 h later in turn; each reads each second for 60 s, beating every 20. */
-  async function noWave(group: string, k: number, down: string[], waiting: string[]) {
-    let clock = T0;
-    const now = () => clock;
-    const calls = new Map(waiting.map((n) => [n, new Map<string, number>()]));
-    const opts = (n: string) => ({ k, clock: now, heartbeatSeconds: 20, wrap: counted(calls.get(n) ?? new Map()) });
-    const ds = await Promise.all(down.map((n) => waveMember(stores(), 'blob', group, n, opts(n))));
-    const ws = await Promise.all(waiting.map((n) => waveMember(stores(), 'blob', group, n, opts(n))));
-    const started = (m: WaveMember) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0, 'Started')];
-    const later = (m: WaveMember, i: number) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0 + 10 * H + i * 1000)];
-    for (let s = 0; s < 60; s++) {
-      for (const m of [...ds, ...ws]) if (s % 20 === 0) await m.budget.heartbeat();
-      for (const m of ds) await m.read(started(m));
-      for (const [i, m] of ws.entries()) await m.read(later(m, i));
-      clock += 1000;
-    }
-    return calls;
-  }
-
-  it('the first at the limit reads the group at its timed reads and heartbeats, not at every read', async () => {
-    const calls = await noWave('turns-no-wave', 1, ['d1'], ['w1']);
-    // three heartbeats and the reads when its maintenance appeared (a read a second would be 60)
-    expect(calls.get('w1')!.get('member-')).toBeGreaterThanOrEqual(1);
-    expect(calls.get('w1')!.get('member-')).toBeLessThanOrEqual(6);
-  }, 120_000);
-
-  it('those behind the first list the slots afresh once, at their step, not at each timed read after it', async () => {
-    const calls = await noWave('turns-no-wave-k3', 3, ['d1', 'd2', 'd3'], ['w1', 'w2', 'w3']);
-    // a listing at each of three heartbeats, and one at the step
-    for (const n of ['w2', 'w3']) expect(calls.get(n)!.get('slot-')).toBeLessThanOrEqual(4);
-    for (const n of ['w1', 'w2', 'w3']) expect(calls.get(n)!.get('member-')).toBeLessThanOrEqual(6);
-  }, 120_000);
-});
-
 describe("a notice's word", () => {
   const WAVE = 'a'.repeat(40);
   const SAID = `fleet.collision/${'b'.repeat(40)}`;

@@ -133,9 +133,9 @@ export class ForecastTurn {
     const backstop = uncovered && heartbeat && ++this.#uncovered >= BACKSTOP_BEATS;
     if (backstop) this.#uncovered = 0;
     if (!uncovered) this.#limit = null;
-    // behind the first at the limit, this member's step for the wave's first notice has come (once)
+    // past the limit, this member's step for the wave's first notice has come
     const l = this.#limit;
-    const step = l !== null && l.rank > 0 && !l.stepped && now - l.since >= l.rank * NOTICE_STEP_MS;
+    const step = l !== null && !l.stepped && now - l.since >= l.rank * NOTICE_STEP_MS;
     let read = false;
     if (named !== undefined || speaks) read = timed || anew || (named === duty && heartbeat);
     else if (uncovered && (timed || step)) read = backstop || (await this.#atLimitReads(mine, now));
@@ -158,12 +158,11 @@ export class ForecastTurn {
    */
   async #atLimitReads(mine: readonly ScheduledEvent[], now: number): Promise<boolean> {
     const rank = await this.#o.atLimit();
-    const [since, stepped] = [this.#limit?.since ?? now, this.#limit?.stepped === true];
-    this.#limit = rank === null ? null : { since, rank, stepped: stepped || (rank > 0 && now - since >= rank * NOTICE_STEP_MS) };
+    const since = this.#limit?.since ?? now;
+    this.#limit = rank === null ? null : { since, rank, stepped: this.#limit?.stepped === true };
     if (rank === null || rank === 0) return rank === 0;
     if (now - since < rank * NOTICE_STEP_MS) return false;
-    // at its step, the slots listed afresh (a notice the first wrote since shows there); after it, as the last listing says
-    if (stepped) return true;
+    this.#limit = { since, rank, stepped: true };
     const notices = this.#o.board.notices(await this.#o.readSlots());
     return !notices.some((n) => covers(n.value, mine, now) && alive(n.value, now, this.#o.heartbeatSeconds));
   }

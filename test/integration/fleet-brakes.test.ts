@@ -145,7 +145,14 @@ describe.each(STORE_KINDS)('brakes of a group over the %s store', (kind) => {
     // they never come back: their bridges stop, and nothing gives their slots back or renews them
     await Promise.all([m0!.stop(), m1!.stop()]);
     m2!.sim.addEvent({ EventType: 'Reboot', noticeMs: 600_000, startedMs: 1500, DurationInSeconds: 5 });
-    await waitFor(() => m2!.lines.some((l) => l.code === 'FLEET_BREAKER_OPEN'), 'the breaker open', 90_000, 100);
+    // should it not open, the failure says what m2 logged and what the slots held (it has timed out on a busy machine)
+    await waitFor(() => m2!.lines.some((l) => l.code === 'FLEET_BREAKER_OPEN'), 'the breaker open', 90_000, 100).catch(
+      async (err: Error) => {
+        const slots = await withStore(kind, group, (s) => s.list('slot-')).catch(() => []);
+        const said = m2!.lines.slice(-30).map((l) => `${String(l.code ?? '')} ${String(l.msg)}`);
+        throw new Error(`${err.message}\nm2 said: ${said.join('\n')}\nslots: ${JSON.stringify(slots.map((r) => [r.name, r.value]))}`);
+      },
+    );
     const open = m2!.lines.find((l) => l.code === 'FLEET_BREAKER_OPEN')!;
     expect([...(open.members as string[])].sort()).toEqual(['m0', 'm1']);
     await waitFor(() => heldBy(m2!, /circuit breaker/), "m2 held by the breaker's pause", 30_000, 50);

@@ -5,6 +5,7 @@
  * on create, Conflict on update or delete), and each Lease's busiest second. The Lease counterpart of
  * what CountingProxy counts of Blob Storage, in the same shape.
  */
+import { recordKind } from './counting-proxy.ts';
 import type { KubeStandIn } from './kube-apiserver.ts';
 import type { Request } from './kube-objects.ts';
 
@@ -40,9 +41,8 @@ function leaseNameOf(r: Request): string | undefined {
 function kindOf(r: Request, lease: string): string {
   const label = (r.body as { metadata?: { labels?: Record<string, unknown> } } | null)?.metadata?.labels?.[KIND_LABEL];
   const kind = typeof label === 'string' ? label : /-slot-/.test(lease) ? 'slot' : /-member-/.test(lease) ? 'member' : 'record';
-  // the notices, overflow records and the pause are labelled as slots (listed with them); a hand-off's is only `slot-<n>`
-  if (kind !== 'slot' || /-slot-[0-9]+$/.test(lease)) return kind;
-  return /-slot-wave-/.test(lease) ? 'wave' : /-slot-x-/.test(lease) ? 'overflow' : lease.slice(lease.lastIndexOf('-slot-') + 1);
+  // the notices, overflow records and the pause are labelled as slots (listed with them): told apart by name, as on Blob Storage
+  return kind === 'slot' ? recordKind(lease.slice(lease.lastIndexOf('-slot-') + 1)) : kind;
 }
 
 /** listedKind: what a list asks for, from its label selector: the one kind it does not exclude, or `all`. */

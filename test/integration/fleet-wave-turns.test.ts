@@ -58,6 +58,29 @@ async function groupOf(kind: StoreKind, group: string, k: number, waves: { names
   };
 }
 
+/** watched: the store, with each listing, head and write told to `on` as it happens (a listing `on` throws for fails). */
+function watched(
+  s: FleetStore,
+  on: { list?: (prefix: string) => void; head?: (prefix: string) => void; put?: (name: string, written: boolean) => void },
+): FleetStore {
+  return {
+    ...{ where: s.where, get: (n, sig) => s.get(n, sig), remove: (n, ver, sig) => s.remove(n, ver, sig), close: () => s.close() },
+    head: async (p, l, sig) => {
+      on.head?.(p);
+      return s.head(p, l, sig);
+    },
+    list: async (p, sig) => {
+      on.list?.(p);
+      return s.list(p, sig);
+    },
+    put: async (n, v, ver, sig) => {
+      const version = await s.put(n, v, ver, sig);
+      on.put?.(n, version !== null);
+      return version;
+    },
+  };
+}
+
 describe('every wave is foretold', () => {
   it('two waves four hours apart, K = 1: the second, where nobody stands at the limit of the queue, is said too', async () => {
     const g = await groupOf('blob', 'turns-two-waves', 1, [
@@ -80,21 +103,8 @@ describe('every wave is foretold', () => {
     const lists = new Map<string, number>();
     let clock = T0;
     const now = () => clock;
-    const count =
-      (name: string) =>
-      (s: FleetStore): FleetStore => ({
-        ...s,
-        where: s.where,
-        get: (n, sig) => s.get(n, sig),
-        put: (n, v, ver, sig) => s.put(n, v, ver, sig),
-        remove: (n, ver, sig) => s.remove(n, ver, sig),
-        head: (p, l, sig) => s.head(p, l, sig),
-        close: () => s.close(),
-        list: (p, sig) => {
-          if (p === 'member-') lists.set(name, (lists.get(name) ?? 0) + 1);
-          return s.list(p, sig);
-        },
-      });
+    const count = (name: string) => (s: FleetStore) =>
+      watched(s, { list: (p) => (p === 'member-' ? lists.set(name, (lists.get(name) ?? 0) + 1) : undefined) });
     const ms = await Promise.all(
       ['w1', 'w2', 'w3', 'w4'].map((n) =>
         waveMember(stores(), 'kubernetes', 'turns-leases', n, { k: 1, clock: now, heartbeatSeconds: 5, wrap: count(n) }),
@@ -113,6 +123,102 @@ describe('every wave is foretold', () => {
     expect(new Set(ms.flatMap((m) => m.said.map((e) => e.id))).size).toBe(1);
     expect(lists.size).toBeGreaterThanOrEqual(1);
     expect(lists.size).toBeLessThanOrEqual(2);
+  }, 120_000);
+});
+
+/**
+ * nineAtOnce: nine members due at once, K = 3, reading each second on the test's clock for 30 s;
+ * who listed the members' records, and whose writes of a notice were written or refused. `mute`:
+ * a member whose reads of the group fail (its store lists no member records).
+ */
+async function nineAtOnce(group: string, mute?: string) {
+  const [lists, written, refused] = [new Map<string, number>(), [] as string[], [] as string[]];
+  let clock = T0;
+  const now = () => clock;
+  const count = (name: string) => (s: FleetStore) =>
+    watched(s, {
+      put: (n, ok) => (n.startsWith(WAVE_PREFIX) ? (ok ? written : refused).push(name) : undefined),
+      list: (p) => {
+        if (p === 'member-') lists.set(name, (lists.get(name) ?? 0) + 1);
+        if (p === 'member-' && name === mute) throw new Error('the store failed (the test)');
+      },
+    });
+  const names = Array.from({ length: 9 }, (_, i) => `f${i + 1}`);
+  const ms = await Promise.all(
+    names.map((n) => waveMember(stores(), 'blob', group, n, { k: 3, clock: now, heartbeatSeconds: 5, wrap: count(n) })),
+  );
+  const ev = (m: WaveMember, i: number) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0 + H + i * 1000)];
+  // every member sees its maintenance at once, as at a wave, and each second after that reads as the poll loop would
+  for (let s = 0; s < 30; s++) {
+    await Promise.all(ms.map((m, i) => (s % 5 === 0 ? m.budget.heartbeat() : Promise.resolve()).then(() => m.read(ev(m, i)))));
+    clock += 1000;
+  }
+  const foreseen = ms.map((m) => m.states().filter((x) => x === 'foreseen').length);
+  return { lists, written, refused, foreseen, ids: new Set(ms.flatMap((m) => m.said.map((e) => e.id))).size };
+}
+
+describe("a wave's first notice", () => {
+  it('nine due at once, K = 3: the first at the limit writes it, the two behind it leave it to it, each member says the word once', async () => {
+    const got = await nineAtOnce('turns-first');
+    expect(got.foreseen).toEqual([1, 1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(got.ids).toBe(1);
+    // one write of the first notice, by the first at the limit (f4: three stand ahead of it), none refused
+    expect(got.refused).toEqual([]);
+    expect(got.written[0]).toBe('f4');
+    // the group read by the first at the limit (and by the speaker it named), not by the two behind it (each read it twice and wrote before)
+    expect(got.lists.get('f4')).toBe(1);
+    expect(got.lists.has('f5') || got.lists.has('f6')).toBe(false);
+  }, 120_000);
+
+  it('the first at the limit cannot read the group: the next one writes the notice a step later, and the wave is said', async () => {
+    const got = await nineAtOnce('turns-first-mute', 'f4');
+    expect(got.written[0]).toBe('f5');
+    expect(got.refused).toEqual([]);
+    expect(got.ids).toBe(1);
+    // every member says the word once, the one that cannot read the group too (from the notice and its speaker's record)
+    expect(got.foreseen).toEqual([1, 1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(got.lists.has('f6')).toBe(false);
+  }, 120_000);
+});
+
+/** counted: a store whose listings and heads are counted by prefix. */
+const counted = (calls: Map<string, number>) => (s: FleetStore) => {
+  const add = (key: string) => calls.set(key, (calls.get(key) ?? 0) + 1);
+  return watched(s, { list: add, head: (p) => add(`head ${p}`) });
+};
+
+describe('the members at the limit with no wave to foretell', () => {
+  /** `down` members Started and holding the slots, `waiting` members due 10 h later in turn; each reads each second for 60 s, beating every 20. */
+  async function noWave(group: string, k: number, down: string[], waiting: string[]) {
+    let clock = T0;
+    const now = () => clock;
+    const calls = new Map(waiting.map((n) => [n, new Map<string, number>()]));
+    const opts = (n: string) => ({ k, clock: now, heartbeatSeconds: 20, wrap: counted(calls.get(n) ?? new Map()) });
+    const ds = await Promise.all(down.map((n) => waveMember(stores(), 'blob', group, n, opts(n))));
+    const ws = await Promise.all(waiting.map((n) => waveMember(stores(), 'blob', group, n, opts(n))));
+    const started = (m: WaveMember) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0, 'Started')];
+    const later = (m: WaveMember, i: number) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0 + 10 * H + i * 1000)];
+    for (let s = 0; s < 60; s++) {
+      for (const m of [...ds, ...ws]) if (s % 20 === 0) await m.budget.heartbeat();
+      for (const m of ds) await m.read(started(m));
+      for (const [i, m] of ws.entries()) await m.read(later(m, i));
+      clock += 1000;
+    }
+    return calls;
+  }
+
+  it('the first at the limit reads the group at its timed reads and heartbeats, not at every read', async () => {
+    const calls = await noWave('turns-no-wave', 1, ['d1'], ['w1']);
+    // three heartbeats and the reads when its maintenance appeared (a read a second would be 60)
+    expect(calls.get('w1')!.get('member-')).toBeGreaterThanOrEqual(1);
+    expect(calls.get('w1')!.get('member-')).toBeLessThanOrEqual(6);
+  }, 120_000);
+
+  it('those behind the first list the slots afresh once, at their step, not at each timed read after it', async () => {
+    const calls = await noWave('turns-no-wave-k3', 3, ['d1', 'd2', 'd3'], ['w1', 'w2', 'w3']);
+    // a listing at each of three heartbeats, and one at the step
+    for (const n of ['w2', 'w3']) expect(calls.get(n)!.get('slot-')).toBeLessThanOrEqual(4);
+    for (const n of ['w1', 'w2', 'w3']) expect(calls.get(n)!.get('member-')).toBeLessThanOrEqual(6);
   }, 120_000);
 });
 

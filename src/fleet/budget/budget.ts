@@ -79,9 +79,9 @@ export class FleetBudget implements ApprovalGate {
     };
     const look = breaker && { look: (slots: readonly Versioned[]) => breaker.look(slots) };
     this.#slots = new MemberSlots({ warnings, config, store, logger, me, k, now: this.#now, onSlots, ...look });
-    const [slots, readGroup, atLimit] = [() => this.#slots.last, () => this.#readMembers(), () => this.#atLimit()];
-    const writeRecord = () => this.#writeMember(true);
-    this.#turn = forecastTurnOf(options, { me: () => this.#me, slots, readGroup, atLimit, writeRecord, now });
+    const [slots, readSlots, readGroup] = [() => this.#slots.last, () => this.#slots.read(), () => this.#readMembers()];
+    const [atLimit, writeRecord] = [() => this.#atLimit(), () => this.#writeMember(true)];
+    this.#turn = forecastTurnOf(options, { me: () => this.#me, slots, readSlots, readGroup, atLimit, writeRecord, now });
   }
 
   get #me(): string {
@@ -277,11 +277,11 @@ export class FleetBudget implements ApprovalGate {
     return records;
   }
 
-  /** atLimit: the budget's limit is reached at this member's earliest maintenance in the queue (queue-entries.ts). */
-  async #atLimit(): Promise<boolean> {
+  /** atLimit: how far past the budget's limit this member's earliest maintenance stands in the queue (0: the first at it), or null (queue-entries.ts). */
+  async #atLimit(): Promise<number | null> {
     const [event, now] = [earliestScheduled(this.#mine()), this.#now()];
     const me = event && this.#place.me(this.#me, this.#o.view.vm.name, event, now);
-    return me !== undefined && this.#entries.atLimit(this.#k, me, now, downOf(this.#slots.holders));
+    return me === undefined ? null : this.#entries.atLimit(this.#k, me, now, downOf(this.#slots.holders));
   }
 
   /** writeMember writes this member's record (at every heartbeat, and when what it says changes), and its entry in the queue; true when it wrote the record. */

@@ -6,9 +6,13 @@
  * - the member a wave's notice names as its speaker (wave-board.ts), at once when named, then at
  *   its heartbeats and as ForecastReads says (a quarter of a minute while it speaks, and when it is
  *   time to say the wave);
- * - while no live notice covers its maintenance, the member at which the budget's limit is reached
+ * - while no live notice covers its maintenance, the members at which the budget's limit is reached
  *   (`atLimit`: as many stand ahead of it in the queue's head, or hold a slot, as the group has
- *   slots), at the reads that foretell and its heartbeats: it names the wave's speaker in a notice.
+ *   slots, or up to as many more), at the reads that foretell and its heartbeats: they name the
+ *   wave's speaker in a notice. The first at the limit reads at once; the n-th past it only once
+ *   n × NOTICE_STEP_MS have passed since it first found itself there and the wave still uncovered,
+ *   so one of them writes the wave's first notice rather than all racing to, and the others read
+ *   the group only should the first not have written it.
  * Every other member due learns of the wave, and of each word, from the notices listed with the
  * slots it reads anyway, and reads each word once from its speaker's record. With a percentage
  * (the group's size) or health checks (the members not healthy), every member due reads the group
@@ -43,10 +47,12 @@ export interface ForecastTurnOptions {
   readonly me: () => string;
   /** The group's slots as last listed (the notices among them). */
   readonly slots: () => readonly Versioned[];
+  /** Lists the group's slots afresh. */
+  readonly readSlots: () => Promise<readonly Versioned[]>;
   /** Reads the members' records. */
   readonly readGroup: () => Promise<readonly MemberRecord[]>;
-  /** Whether the budget's limit is reached at this member in the queue (see above). */
-  readonly atLimit: () => Promise<boolean>;
+  /** How far past the budget's limit this member stands in the queue (0: the first at it), or null: not at it (see above). */
+  readonly atLimit: () => Promise<number | null>;
   /** Writes this member's record (its word, before the notice names it). */
   readonly writeRecord: () => Promise<unknown>;
   readonly heartbeatSeconds: number;
@@ -62,6 +68,13 @@ export interface ForecastTurnOptions {
  * reads are spread).
  */
 export const BACKSTOP_BEATS = 10;
+
+/**
+ * How long the n-th member past the budget's limit waits for each one before it (n of them) to
+ * write a wave's first notice, from when it first found itself at the limit with its maintenance
+ * uncovered: about two of their looks at the slots, where the notice shows.
+ */
+export const NOTICE_STEP_MS = 2000;
 
 const byName = (a: { readonly name: string }, b: { readonly name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
@@ -80,6 +93,8 @@ export class ForecastTurn {
   readonly #named = new Set<string>();
   /** This member's heartbeats while no live notice covered its maintenance, since its last read for the backstop (from a start of its own). */
   #uncovered = -Math.floor(Math.random() * BACKSTOP_BEATS);
+  /** Since when this member stands at the budget's limit with its maintenance uncovered, how far past it, and whether its step came (null: it does not). */
+  #limit: { readonly since: number; readonly rank: number; readonly stepped: boolean } | null = null;
 
   constructor(o: ForecastTurnOptions) {
     this.#o = o;
@@ -117,9 +132,13 @@ export class ForecastTurn {
     const uncovered = scheduled && !notices.some((n) => alive(n.value, now, hb));
     const backstop = uncovered && heartbeat && ++this.#uncovered >= BACKSTOP_BEATS;
     if (backstop) this.#uncovered = 0;
+    if (!uncovered) this.#limit = null;
+    // behind the first at the limit, this member's step for the wave's first notice has come (once)
+    const l = this.#limit;
+    const step = l !== null && l.rank > 0 && !l.stepped && now - l.since >= l.rank * NOTICE_STEP_MS;
     let read = false;
     if (named !== undefined || speaks) read = timed || anew || (named === duty && heartbeat);
-    else if (uncovered && timed) read = backstop || (await this.#o.atLimit());
+    else if (uncovered && (timed || step)) read = backstop || (await this.#atLimitReads(mine, now));
     // named the speaker of a wave whose word it has not said: the word first, from the record that holds it (it goes on from there)
     const unheard = read && named?.value.word !== undefined && !f.said(named.value.word.said) ? named : undefined;
     if (unheard) await this.#o.board.word(unheard, (id) => f.said(id)).then((w) => w && f.repeat(w));
@@ -130,6 +149,23 @@ export class ForecastTurn {
         if (word !== null) f.repeat(word);
       }
     if (heartbeat) await this.#o.board.prune(slots, now);
+  }
+
+  /**
+   * atLimitReads: this member, uncovered, reads the group now as its place at the budget's limit
+   * says: the first at it at once; the n-th once n steps have passed since it got there, and only
+   * while the slots, listed afresh then, still show no live notice covering its maintenance.
+   */
+  async #atLimitReads(mine: readonly ScheduledEvent[], now: number): Promise<boolean> {
+    const rank = await this.#o.atLimit();
+    const [since, stepped] = [this.#limit?.since ?? now, this.#limit?.stepped === true];
+    this.#limit = rank === null ? null : { since, rank, stepped: stepped || (rank > 0 && now - since >= rank * NOTICE_STEP_MS) };
+    if (rank === null || rank === 0) return rank === 0;
+    if (now - since < rank * NOTICE_STEP_MS) return false;
+    // at its step, the slots listed afresh (a notice the first wrote since shows there); after it, as the last listing says
+    if (stepped) return true;
+    const notices = this.#o.board.notices(await this.#o.readSlots());
+    return !notices.some((n) => covers(n.value, mine, now) && alive(n.value, now, this.#o.heartbeatSeconds));
   }
 
   async #read(now: number, me: string): Promise<void> {
@@ -158,7 +194,7 @@ export class ForecastTurn {
  */
 export function forecastTurnOf(
   o: BudgetOptions,
-  parts: Pick<ForecastTurnOptions, 'me' | 'slots' | 'readGroup' | 'atLimit' | 'writeRecord' | 'now'>,
+  parts: Pick<ForecastTurnOptions, 'me' | 'slots' | 'readSlots' | 'readGroup' | 'atLimit' | 'writeRecord' | 'now'>,
 ): ForecastTurn {
   const everyone = o.forecast === undefined || typeof o.config.maxUnavailable === 'string' || o.health !== undefined;
   const heartbeatSeconds = o.config.heartbeatSeconds;

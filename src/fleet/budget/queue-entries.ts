@@ -148,13 +148,14 @@ export class QueueEntries {
    * atLimit: `me` is among the first `k` in the queue's head (those asking too) that must wait: as
    * many stand ahead of it, or hold a slot (`down`, the VMs holding one), as the group has slots
    * (`k`), or up to k - 1 more (with more down than that already, counted from the head). A few
-   * members, whatever the group's size, and one of them still waits as the queue moves fast.
+   * members, whatever the group's size, and one of them still waits as the queue moves fast. It
+   * answers how far past the limit `me` stands (0: the first at it), or null when it is not among them.
    */
-  async atLimit(k: number, me: Waiter, now: number, down: ReadonlySet<string>): Promise<boolean> {
+  async atLimit(k: number, me: Waiter, now: number, down: ReadonlySet<string>): Promise<number | null> {
     const head = await this.read(k, me, now, down, true);
     const ahead = head(true, down).filter((w) => w.eventId !== me.eventId && inOrder(w, me) < 0).length;
     const limit = Math.max(0, k - down.size);
-    return !head.partial && ahead >= limit && ahead < limit + k;
+    return !head.partial && ahead >= limit && ahead < limit + k ? ahead - limit : null;
   }
 
   async #prune(head: readonly Versioned[], now: number): Promise<void> {

@@ -13,7 +13,7 @@ import { BridgeError, errorFields } from '../lib/errors.ts';
 import { toApprovedCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { ImdsClient } from '../imds/client.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
-import { ImdsError } from '../imds/errors.ts';
+import { ImdsError, noted } from '../imds/errors.ts';
 import { retryImds } from '../imds/retry.ts';
 import type { ApprovalRecord, Approvals, Journal, PendingEvent } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
@@ -238,11 +238,13 @@ export class ApprovalService {
     const ce = toApprovedCloudEvent(event, incarnation, approval, recordId, { vm: this.#o.view.vm, observedAt: at });
     const record: ApprovalRecord = { eventId, by: request.by, via: request.via, reason, at, ceId: ce.id };
     let routed: PendingEvent;
+    const asked = { unanswered: false };
     try {
       routed = this.#o.route(ce);
-      await this.#startRequest(eventId, signal);
+      await this.#startRequest(eventId, asked, signal);
     } catch (err) {
-      if (gate !== undefined && grant !== null) await gate.abandon(eventId);
+      // a StartRequests IMDS may have taken (its answer never came) keeps its slot: the maintenance may be going on
+      if (gate !== undefined && grant !== null && !asked.unanswered) await gate.abandon(eventId);
       throw err;
     }
     this.#o.emit(ce, routed, record);
@@ -286,12 +288,12 @@ export class ApprovalService {
     return `inside the blackout ${name}`;
   }
 
-  async #startRequest(eventId: string, signal?: AbortSignal): Promise<void> {
+  async #startRequest(eventId: string, asked: { unanswered: boolean }, signal?: AbortSignal): Promise<void> {
     try {
-      await retryImds(() => this.#o.client.startEvents([eventId], { signal }), { ...START_RETRY, signal });
+      await retryImds(() => noted(asked, this.#o.client.startEvents([eventId], { signal })), { ...START_RETRY, signal });
     } catch (err) {
-      const e = err as ImdsError;
-      this.#o.logger.error({ eventId, ...errorFields(err) }, 'IMDS refused StartRequests');
+      const [e, said] = [err as ImdsError, asked.unanswered ? 'no answer to StartRequests' : 'IMDS refused StartRequests'];
+      this.#o.logger.error({ eventId, ...errorFields(err) }, said);
       throw new ApprovalError('IMDS_REFUSED', `IMDS did not accept StartRequests: ${e.code ?? e.message}`, err);
     }
   }

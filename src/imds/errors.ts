@@ -43,6 +43,19 @@ export class ImdsError extends BridgeError<ImdsErrorCode> {
   }
 }
 
+/**
+ * unanswered: a request whose answer never came here (timed out, cut off, aborted at shutdown, a
+ * 200 too large to read): IMDS may have taken it. Only an answer with a status is a refusal.
+ */
+export const unanswered = (err: unknown): boolean => !(err instanceof ImdsError) || err.status === undefined;
+
+/** noted: `p`, with `asked.unanswered` set when it fails without IMDS's answer (kept once set, across retries). */
+export const noted = <T>(asked: { unanswered: boolean }, p: Promise<T>): Promise<T> =>
+  p.catch((err: unknown) => {
+    asked.unanswered ||= unanswered(err);
+    throw err;
+  });
+
 export function codeForStatus(status: number): ImdsErrorCode {
   switch (status) {
     case 400:

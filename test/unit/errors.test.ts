@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
 import { ConfigError } from '../../src/config/load.ts';
-import { ImdsError } from '../../src/imds/errors.ts';
+import { ImdsError, noted, unanswered } from '../../src/imds/errors.ts';
 import { BridgeError, CODES, errorFields, isCode } from '../../src/lib/errors.ts';
 import { registerSinks } from '../../src/registry/register.ts';
 import { ERROR_CODES, SINK_MODULES, SINKS } from '../../src/registry/sinks.ts';
@@ -91,5 +91,23 @@ describe('the error catalogue', () => {
     const config = new ConfigError('bridge.yaml', ['sinks.0.url: must be an absolute https or http URL']);
     expect(errorFields(config)).toEqual({ code: 'CONFIG_INVALID', err: config.message });
     expect(Object.values(CODES).every((meaning) => meaning.length > 10)).toBe(true);
+  });
+
+  it('an IMDS request is refused only by an answer with a status: one cut short or timed out may have been taken, across retries', async () => {
+    const answered = new ImdsError('IMDS_BAD_REQUEST', 'IMDS answered 400', { status: 400 });
+    const cut = [
+      new ImdsError('IMDS_ABORTED', 'aborted'),
+      new ImdsError('IMDS_TIMEOUT', 'timed out'),
+      new ImdsError('IMDS_NETWORK', 'reset'),
+    ];
+    expect(unanswered(answered)).toBe(false);
+    expect(cut.map(unanswered)).toEqual([true, true, true]);
+    // a timed-out attempt, then one answered 400: it may have been taken all the same
+    const asked = { unanswered: false };
+    await expect(noted(asked, Promise.reject(answered))).rejects.toBe(answered);
+    expect(asked.unanswered).toBe(false);
+    await expect(noted(asked, Promise.reject(cut[1]!))).rejects.toBe(cut[1]);
+    await expect(noted(asked, Promise.reject(answered))).rejects.toBe(answered);
+    expect(asked.unanswered).toBe(true);
   });
 });

@@ -13,7 +13,7 @@ import { BridgeError, errorFields } from '../lib/errors.ts';
 import { toApprovedCloudEvent, type BridgeEvent } from '../pipeline/cloudevent.ts';
 import type { ImdsClient } from '../imds/client.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
-import { ImdsError, noted } from '../imds/errors.ts';
+import { ImdsError, noted, startFailed } from '../imds/errors.ts';
 import { retryImds } from '../imds/retry.ts';
 import type { ApprovalRecord, Approvals, Journal, PendingEvent } from '../store/store.ts';
 import type { BridgeView } from '../imds/view.ts';
@@ -292,9 +292,9 @@ export class ApprovalService {
     try {
       await retryImds(() => noted(asked, this.#o.client.startEvents([eventId], { signal })), { ...START_RETRY, signal });
     } catch (err) {
-      const [e, said] = [err as ImdsError, asked.unanswered ? 'no answer to StartRequests' : 'IMDS refused StartRequests'];
+      const [said, what] = startFailed(asked.unanswered);
       this.#o.logger.error({ eventId, ...errorFields(err) }, said);
-      throw new ApprovalError('IMDS_REFUSED', `IMDS did not accept StartRequests: ${e.code ?? e.message}`, err);
+      throw new ApprovalError('IMDS_REFUSED', `${what}: ${(err as ImdsError).code ?? (err as Error).message}`, err);
     }
   }
 }

@@ -56,6 +56,12 @@ export const noted = <T>(asked: { unanswered: boolean }, p: Promise<T>): Promise
     throw err;
   });
 
+/** startFailed: what the log and the answer say of a StartRequests that failed: refused, or never answered (IMDS may have taken it). */
+export const startFailed = (unanswered: boolean): readonly [log: string, answer: string] =>
+  unanswered
+    ? ['no answer to StartRequests', 'IMDS did not answer StartRequests (it may have taken it)']
+    : ['IMDS refused StartRequests', 'IMDS did not accept StartRequests'];
+
 export function codeForStatus(status: number): ImdsErrorCode {
   switch (status) {
     case 400:

@@ -55,6 +55,11 @@ describe.each(STORE_KINDS)('a StartRequests cut short over the %s store', (kind)
       await store.close();
     }
     expect(h.lines.filter((l) => l.msg === 'fleet budget: slot given back')).toHaveLength(0);
+    // said as unanswered, not as refused: the log and the approval's error
+    expect(h.lines.filter((l) => l.msg === 'IMDS refused StartRequests')).toHaveLength(0);
+    expect(h.lines.some((l) => l.msg === 'no answer to StartRequests')).toBe(true);
+    const failed = h.lines.find((l) => l.msg === 'automatic approval failed; it will be tried again');
+    expect(failed?.err).toMatch(/^IMDS did not answer StartRequests \(it may have taken it\)/);
   }, 60_000);
 
   it('a StartRequests IMDS answered with a refusal gives its slot back', async () => {
@@ -66,5 +71,8 @@ describe.each(STORE_KINDS)('a StartRequests cut short over the %s store', (kind)
     await waitFor(() => said('IMDS refused StartRequests'), 'the refusal', 30_000, 50);
     await waitFor(() => said('automatic approval failed; it will be tried again'), 'the attempt over', 15_000, 50);
     expect(h.lines.some((l) => l.msg === 'fleet budget: slot given back')).toBe(true);
+    expect(h.lines.find((l) => l.msg === 'automatic approval failed; it will be tried again')?.err).toMatch(
+      /^IMDS did not accept StartRequests/,
+    );
   }, 60_000);
 });

@@ -55,6 +55,8 @@ export interface CollisionDeps {
   readonly now?: () => number;
 }
 
+const idsOf = (windows: readonly Window[]): string[] => windows.map((w) => w.eventId);
+
 export class Forecast {
   readonly #d: CollisionDeps;
   readonly #now: () => number;
@@ -162,8 +164,10 @@ export class Forecast {
     const ownWindow = due.find((w) => w.vm.toLowerCase() === me);
     const own = ownWindow === undefined ? undefined : document.events.find((e) => e.eventId === ownWindow.eventId);
     // its maintenance started with the wave still past the budget: handed on to the member still due that the queue serves last
+    // (again, from the member it named before, should that one be due no more: the notice is handed on)
+    const gone = this.#hint !== undefined && this.#hint.speaker !== me && !due.some((w) => w.vm.toLowerCase() === this.#hint?.speaker);
     if (own === undefined && this.#seen !== undefined && due.length + this.#unhealthy.length > this.#k)
-      this.#seen = seenOf(this.#seen.wave, due, this.#seen, speakerOf(due)) ?? this.#seen;
+      this.#seen = seenOf(this.#seen.wave, due, this.#seen, speakerOf(due), gone) ?? this.#seen;
     const resolved = own === undefined ? this.#leaving(members, due, now) : null;
     if (resolved !== null) return resolved;
     if (this.#known === undefined || own === undefined) {
@@ -191,12 +195,7 @@ export class Forecast {
     this.#speaker = speaker === me;
     const first = heard[0]?.wave ?? this.#hint?.wave;
     // the wave's id: the one its first word said (whoever said it), or its notice gave it, else a new one
-    const wave =
-      first ??
-      waveIdOf(
-        d.group,
-        due.map((w) => w.eventId),
-      );
+    const wave = first ?? waveIdOf(d.group, idsOf(due));
     // the speaker the notice names is due in no wave of the group's any more: the notice is handed on to this one's
     this.#seen = seenOf(wave, due, known, speaker, hinted !== undefined && !windows.some((w) => w.vm.toLowerCase() === hinted));
     if (speaker !== me) {
@@ -215,11 +214,7 @@ export class Forecast {
     if (kind === 'foreseen' && !over) due = known.peak;
     const word: WaveWord = {
       wave,
-      said: collisionIdOf(
-        wave,
-        due.map((w) => w.eventId),
-        kind === 'resolved',
-      ),
+      said: collisionIdOf(wave, idsOf(due), kind === 'resolved'),
       kind,
       at: new Date(now).toISOString(),
       from: new Date(known.from).toISOString(),
@@ -241,7 +236,12 @@ export class Forecast {
     if (word === undefined) return this.#leavingUnsaid(members, known, own, now);
     // the members still due are within the budget (the queue served them first; their records catch up): said now, once
     if (word.kind === 'resolved' || due.length + this.#unhealthy.length > this.#k) return null;
-    if (wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
+    // handed on to a member still due: that one says it
+    const [me, named] = [this.#d.view.vm.name.toLowerCase(), this.#hint?.speaker];
+    if (due.some((w) => w.vm.toLowerCase() === named) || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
+    // said in the notice as its speaker again (handed on to a member due no more, that never took the wave over)
+    const self = members.find((m) => m.vm.toLowerCase() === me)?.member;
+    if (this.#seen !== undefined && self !== undefined) this.#seen = { ...this.#seen, speaker: { member: self, vm: this.#d.view.vm.name } };
     const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
     const said: WaveWord = {
       ...word,

@@ -22,7 +22,7 @@ import type { ScheduledEvent } from '../../imds/wire.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { asSlot, type MemberRecord } from './records.ts';
 import type { Versioned } from './stores/port.ts';
-import { alive, covers, current, hintOf, WaveBoard } from './wave-board.ts';
+import { alive, covers, current, hintOf, WaveBoard, type Notice } from './wave-board.ts';
 import type { BudgetOptions, ForecastPort } from './types.ts';
 import type { Forecast } from './collisions.ts';
 import type { WaveNotice } from './schemas.ts';
@@ -76,6 +76,13 @@ export const BACKSTOP_BEATS = 10;
  */
 export const NOTICE_STEP_MS = 2000;
 
+/**
+ * How many of its heartbeats a member that handed its wave on (its own maintenance started with the wave past the budget) leaves
+ * the notice to the member it named before it reads the group for the wave again: the member named sees the notice at its next
+ * heartbeat at the latest (at most a fifth more than one), and takes the wave over or hands it on at once, writing the notice.
+ */
+export const HANDED_BEATS = 2;
+
 const byName = (a: { readonly name: string }, b: { readonly name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /**
@@ -120,10 +127,14 @@ export class ForecastTurn {
     const notices = all.filter((n) => covers(n.value, mine, now));
     // the notice every member follows when two were written at once: the name that sorts first
     const live = notices.filter((n) => alive(n.value, now, hb)).sort(byName);
-    // the speaker a notice names keeps its wave, its own maintenance under way or over, until it said the wave resolved
-    const duty = all
-      .filter((n) => alive(n.value, now, hb) && n.value.speaker === me && owes(n.value, now, (id) => f.said(id)))
-      .sort(byName)[0];
+    // the speaker a notice names keeps its wave, its own maintenance under way or over, until it said the wave resolved; one that
+    // handed it on takes it back once nobody wrote the notice for HANDED_BEATS heartbeats since (the member it named may never
+    // have heard the wave's word, and so never take the wave)
+    const ours = (n: Notice) =>
+      n.value.speaker === me
+        ? alive(n.value, now, hb)
+        : this.#o.board.handedOn(n) && now - Date.parse(n.value.beat) >= HANDED_BEATS * hb * 1000;
+    const duty = all.filter((n) => ours(n) && owes(n.value, now, (id) => f.said(id))).sort(byName)[0];
     const named = live.find((n) => n.value.speaker === me) ?? duty;
     // the wave's id, speaker and latest word as that notice says them
     f.adopt(hintOf(live[0] ?? duty));

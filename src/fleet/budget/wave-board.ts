@@ -99,6 +99,8 @@ export class WaveBoard {
   readonly #o: WaveBoardOptions;
   /** The notices this member wrote last, by name: what a listing read before the write does not show yet. */
   readonly #wrote = new Map<string, Notice>();
+  /** The notices this member wrote last naming another member (it handed the wave on), by name: the version it wrote. */
+  readonly #handed = new Map<string, string>();
   /** The words this member read for (their CloudEvent ids), and how often: each is read until found, WORD_TRIES times at most. */
   readonly #fetched = new Map<string, number>();
   /** When this member first saw each word in a notice (its CloudEvent id). */
@@ -164,7 +166,16 @@ export class WaveBoard {
     // unchanged, and written within half a heartbeat: nothing to write
     if (same && now - Date.parse(c.beat) < (this.#o.heartbeatSeconds * 1000) / 2) return;
     const version = await this.#o.store.put(name, value, current?.version ?? null);
-    if (version !== null) this.#wrote.set(name, { name, version, value });
+    if (version === null) return;
+    this.#wrote.set(name, { name, version, value });
+    if (this.#handed.size > 1000) this.#handed.clear();
+    if (value.speaker === me) this.#handed.delete(name);
+    else this.#handed.set(name, version);
+  }
+
+  /** handedOn: this member wrote the notice as listed, naming another member (it handed the wave on), and nobody wrote it since. */
+  handedOn(n: Notice): boolean {
+    return this.#handed.get(n.name) === n.version;
   }
 
   /**

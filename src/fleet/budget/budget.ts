@@ -1,10 +1,9 @@
 /**
- * FleetBudget keeps a group's early approvals within its budget: before any early approval the
- * bridge must hold one of the group's slots (`take`), given back once its events are over, its
- * preparations given back and it is whole again (`onRead`). Slots are taken and released only with
- * the store's conditional writes. When the store cannot be read or written the budget fails closed
- * (no early approval, said in `/readyz`, `status`, a log line and a metric) until it answers again.
- * A forced approval goes past the budget, on the record.
+ * FleetBudget keeps a group's early approvals within its budget: before any early approval the bridge must hold one of the
+ * group's slots (`take`), given back once its events are over, its preparations given back and it is whole again (`onRead`).
+ * Slots are taken and released only with the store's conditional writes. When the store cannot be read or written the budget
+ * fails closed (no early approval, said in `/readyz`, `status`, a log line and a metric) until it answers again. A forced
+ * approval goes past the budget, on the record.
  */
 import { ApprovalError, type ApprovalGate, type ApprovalRequest, type Grant } from '../../approval/service.ts';
 import { affects } from '../../imds/identity.ts';
@@ -51,6 +50,8 @@ export class FleetBudget implements ApprovalGate {
   readonly #taken = new Map<string, readonly Written[]>();
   /** When this member reads the group for the collision forecast, and what it does instead. */
   readonly #turn: ForecastTurn;
+  /** When IMDS last answered (a good read): past marginSeconds since, a heartbeat renews nothing from the document read then. */
+  #readAt = -Infinity;
   readonly #following = new Latest<EventsDocument>((d) =>
     this.#serial(() => this.#onRead(d)).catch((err: unknown) => this.#health.failed('follow the document', err)),
   );
@@ -101,10 +102,7 @@ export class FleetBudget implements ApprovalGate {
     return budgetStateOf(this.#o, this.#k, this.#health, this.#slots, this.#place, this.#now());
   }
 
-  /**
-   * take holds a slot for an early approval of `event`, or throws ApprovalError HELD (409 with the holders) or
-   * FLEET_STORE_UNAVAILABLE (fail closed: 503). A forced request is granted past the budget, on the record.
-   */
+  /** take holds a slot for an early approval of `event`, or throws HELD (409, the holders) or FLEET_STORE_UNAVAILABLE (503); forced: granted past it. */
   take(event: ScheduledEvent, request: ApprovalRequest): Promise<Grant> {
     const attempt = this.#take(event, request);
     return request.force === true ? forcedWithin(attempt, this.#o.config.storeTimeoutMs) : attempt;
@@ -169,8 +167,8 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /**
-   * abandon gives back exactly what the last `take` of `eventId` wrote, for an approval that IMDS
-   * then refused: never a slot another member wrote, nor one this member held for it before.
+   * abandon gives back exactly what the last `take` of `eventId` wrote, for an approval that IMDS then refused: never a slot
+   * another member wrote, nor one this member held for it before.
    */
   abandon(eventId: string): Promise<void> {
     const { store, logger, config } = this.#o;
@@ -185,12 +183,12 @@ export class FleetBudget implements ApprovalGate {
   }
 
   /**
-   * onRead keeps the slot true to the document: it gives the slot back once every event it was
-   * held for is over and its preparations were given back, and takes one for an event of this VM
-   * that Started without an early approval (the member is down all the same). Never throws; a
-   * read that comes while one is being handled is handled after it (the latest only).
+   * onRead keeps the slot true to the document: it gives the slot back once every event it was held for is over and its
+   * preparations were given back, and takes one for an event of this VM that Started without an early approval (the member
+   * is down all the same). Never throws; a read that comes while one is being handled is handled after it (the latest only).
    */
   onRead(document: EventsDocument): Promise<void> {
+    this.#readAt = this.#now();
     if (this.#o.view.vm.nameKnown)
       this.#place.listed(new Set(mineOf(document, this.#o.view.vm).flatMap((e) => (e.eventStatus === 'Scheduled' ? [e.eventId] : []))));
     return this.#following.run(document);
@@ -206,7 +204,9 @@ export class FleetBudget implements ApprovalGate {
   heartbeat(): Promise<void> {
     return this.#serial(async () => {
       await this.#slots.read();
-      await this.#slots.renew(realDocument(this.#o.view.document));
+      // from a document IMDS answered within the margin only: one that no read confirmed since says nothing of now (the slot lapses)
+      const fresh = this.#now() - this.#readAt <= this.#o.config.marginSeconds * 1000;
+      await this.#slots.renew(fresh ? realDocument(this.#o.view.document) : null);
       await this.#writeMember(true);
       // the group's records are read for the forecast only by a member with a maintenance ahead, at its turn (forecast-turn.ts)
       await this.#turn.after(this.#mine(), false, true);

@@ -22,7 +22,7 @@ import type { ScheduledEvent } from '../../imds/wire.ts';
 import { ForecastReads } from './forecast-reads.ts';
 import { asSlot, type MemberRecord } from './records.ts';
 import type { Versioned } from './stores/port.ts';
-import { alive, covers, current, hintOf, WaveBoard, type Notice } from './wave-board.ts';
+import { alive, covers, current, hintOf, WaveBoard, waveName, type Notice } from './wave-board.ts';
 import type { BudgetOptions, ForecastPort } from './types.ts';
 import type { Forecast } from './collisions.ts';
 import type { WaveNotice } from './schemas.ts';
@@ -119,7 +119,7 @@ export class ForecastTurn {
     const word = this.#o.everyone || speaks ? f.word : undefined;
     const timed = this.#reads.due(mine, wrote, now, word, f.speakAt) || (heartbeat && scheduled);
     if (this.#o.everyone) {
-      if (timed) await this.#read(now, me);
+      if (timed) await this.#read(mine, now, me);
       return;
     }
     const [slots, hb] = [this.#o.slots(), this.#o.heartbeatSeconds];
@@ -153,7 +153,7 @@ export class ForecastTurn {
     // named the speaker of a wave whose word it has not said: the word first, from the record that holds it (it goes on from there)
     const unheard = read && named?.value.word !== undefined && !f.said(named.value.word.said) ? named : undefined;
     if (unheard) await this.#o.board.word(unheard, (id) => f.said(id)).then((w) => w && f.repeat(w));
-    if (read) await this.#read(now, me);
+    if (read) await this.#read(mine, now, me);
     else
       for (const n of notices) {
         const word = await this.#o.board.word(n, (id) => f.said(id), { me, now });
@@ -179,7 +179,7 @@ export class ForecastTurn {
     return !notices.some((n) => covers(n.value, mine, now) && alive(n.value, now, this.#o.heartbeatSeconds));
   }
 
-  async #read(now: number, me: string): Promise<void> {
+  async #read(mine: readonly ScheduledEvent[], now: number, me: string): Promise<void> {
     const records = await this.#o.readGroup();
     const f = this.#o.forecast;
     const before = f.word?.said;
@@ -190,7 +190,17 @@ export class ForecastTurn {
     if (this.#o.everyone) return;
     // a new word is in this member's record before the notice names it: a member that reads the record finds it
     if (f.word !== undefined && f.word.said !== before) await this.#o.writeRecord();
-    await this.#o.board.publish(f.seen, f.word, me, this.#o.slots(), now);
+    let slots = this.#o.slots();
+    // a notice this member would write anew, having said nothing: the slots listed afresh first (one that holds no slot lists them
+    // at its heartbeats), and none written should a live notice cover its maintenance now (written since its last listing, under
+    // the id of the wave as its writer saw it): it follows that one from its next look, so the wave keeps one id and one speaker
+    const wave = f.seen === undefined ? undefined : waveName(f.seen.wave);
+    if (wave !== undefined && f.word === undefined && !this.#o.board.notices(slots).some((n) => n.name === wave)) {
+      slots = await this.#o.readSlots();
+      const hb = this.#o.heartbeatSeconds;
+      if (this.#o.board.notices(slots).some((n) => covers(n.value, mine, now) && alive(n.value, now, hb))) return;
+    }
+    await this.#o.board.publish(f.seen, f.word, me, slots, now);
   }
 
   #remember(wave: string): void {

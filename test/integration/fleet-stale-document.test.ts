@@ -28,36 +28,15 @@ describe('a holder whose IMDS stops answering', () => {
     const now = () => clock.now;
     const logger = pino({ level: 'silent' });
     const event = scheduledFor('vm-a', { notBefore: new Date(T0 + 60_000).toISOString(), durationInSeconds: 600 });
-    const viewA: BridgeView = {
-      vm: memberVm('vm-a'),
-      document: { incarnation: 1, events: [event] },
-      goodReads: 1,
-      approvalServerUrl: null,
+    /** memberOf: a member of the group whose view lists `e` (the document it read last). */
+    const memberOf = async (vm: string, e: ReturnType<typeof scheduledFor>) => {
+      const view: BridgeView = { vm: memberVm(vm), document: { incarnation: 1, events: [e] }, goodReads: 1, approvalServerUrl: null };
+      const store = await openFleetStore(config.store, group);
+      return { view, budget: new FleetBudget({ config, store, view, logger, givenBack: () => true, now }) };
     };
-    const a = new FleetBudget({
-      config,
-      store: await openFleetStore(config.store, group),
-      view: viewA,
-      logger,
-      givenBack: () => true,
-      now,
-    });
+    const { view: viewA, budget: a } = await memberOf('vm-a', event);
     const other = scheduledFor('vm-b', { notBefore: new Date(T0 + 600_000).toISOString() });
-    const viewB: BridgeView = {
-      vm: memberVm('vm-b'),
-      document: { incarnation: 1, events: [other] },
-      goodReads: 1,
-      approvalServerUrl: null,
-    };
-    const b = new FleetBudget({
-      config,
-      store: await openFleetStore(config.store, group),
-      view: viewB,
-      logger,
-      givenBack: () => true,
-      now,
-    });
-
+    const { budget: b } = await memberOf('vm-b', other);
     await a.onRead(viewA.document!);
     expect(await outcome(a.take(event, { by: 'ops', via: 'api' }))).toBe('granted');
     // its recorded end: NotBefore + 10 min + the margin; IMDS answers no more from here (goodReads stays, the view keeps the old document)

@@ -21,7 +21,7 @@ const windowOf = (vm: string, from: number): Window => ({
   to: from + M,
 });
 const to = (more: Partial<HandedTo> = {}): HandedTo => ({
-  ...{ vm: 'v3', room: 1, events: [rebootOf('v3', 'V3-E', T - M, 'Started')], lastOwn: undefined, said: undefined },
+  ...{ vm: 'v3', self: 'v3-key', room: 1, events: [rebootOf('v3', 'V3-E', T - M, 'Started')], lastOwn: undefined, said: undefined },
   ...{ heard: (id: string) => id === SAID, now: T - 1000, ...more },
 });
 
@@ -50,6 +50,32 @@ describe('handedWave', () => {
     expect(handedWave({ ...hint, speaker: 'v9' }, [windowOf('v1', T)], to())).toBeNull();
     expect(handedWave(hint, [windowOf('v1', T)], to({ heard: () => false }))).toBeNull();
     expect(handedWave({ ...hint, word: { ...hint.word!, kind: 'resolved' } }, [windowOf('v1', T)], to())).toBeNull();
+  });
+
+  describe('a silent notice (not renewed for three heartbeats) naming another speaker', () => {
+    // v1, still due, repeated the wave's word; the notice names v9, which nobody's records show due any more
+    const silent: WaveHint = { ...hint, speaker: 'v9', member: 'v9-key', silent: true };
+    const v1 = (more: Partial<HandedTo> = {}) => to({ vm: 'v1', self: 'v1-key', events: [rebootOf('v1', 'V1-E', T)], ...more });
+
+    it('is taken over by a member that repeated its word, in its own name: said resolved within the budget, under the wave id', () => {
+      const r = handedWave(silent, [windowOf('v1', T)], v1());
+      expect(r?.word?.kind).toBe('resolved');
+      expect(r?.word?.wave).toBe(hint.wave);
+      expect(r?.seen?.speaker).toEqual({ member: 'v1-key', vm: 'v1' });
+    });
+
+    it('past the budget, is handed on to the member the queue serves last, and nothing is said', () => {
+      const r = handedWave(silent, [windowOf('v1', T), windowOf('v2', T + 1000)], v1());
+      expect(r?.word).toBeUndefined();
+      expect(r?.seen?.speaker).toEqual({ member: 'v2-key', vm: 'v2' });
+    });
+
+    it('is left alone: its speaker still due, the notice still renewed, its word never heard, or this member unknown to the records', () => {
+      expect(handedWave(silent, [windowOf('v1', T), windowOf('v9', T + 2 * M)], v1())).toBeNull();
+      expect(handedWave({ ...silent, silent: false }, [windowOf('v1', T)], v1())).toBeNull();
+      expect(handedWave(silent, [windowOf('v1', T)], v1({ heard: () => false }))).toBeNull();
+      expect(handedWave(silent, [windowOf('v1', T)], v1({ self: undefined }))).toBeNull();
+    });
   });
 
   it('speaks about the event it last said a word about once its own maintenance is over', () => {

@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { BridgeView } from '../../imds/view.ts';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { handedWave } from './wave-handed.ts';
+import { handedWave, idsOf, selfOf } from './wave-handed.ts';
 import { CLOCK_SKEW_MS, staleAt, type MemberRecord, type SlotRecord } from './records.ts';
 import { collisionWith, windowsOf, type Window } from './windows.ts';
 import { MARGIN_SECONDS, slotsFor, UNHEALTHY_COUNTS_FOR_SECONDS } from './config.ts';
@@ -54,8 +54,6 @@ export interface CollisionDeps {
   readonly marginSeconds?: number;
   readonly now?: () => number;
 }
-
-const idsOf = (windows: readonly Window[]): string[] => windows.map((w) => w.eventId);
 
 export class Forecast {
   readonly #d: CollisionDeps;
@@ -175,7 +173,7 @@ export class Forecast {
       // is past, and a speaker whose maintenance started keeps the wave until it has said it within the budget
       const speaking = this.#word !== undefined && this.#word.kind !== 'resolved' && this.#own !== undefined && due.length > 0;
       if (!speaking) [this.#known, this.#own, this.#repeated, this.#seen] = [undefined, undefined, undefined, undefined];
-      return this.#known === undefined ? this.#resolveNamed(windows, now, members.length) : null;
+      return this.#known === undefined ? this.#resolveNamed(windows, now, members) : null;
     }
     this.#own = own;
     const known = this.#known;
@@ -240,7 +238,7 @@ export class Forecast {
     const [me, named] = [this.#d.view.vm.name.toLowerCase(), this.#hint?.speaker];
     if (due.some((w) => w.vm.toLowerCase() === named) || wordsAbout(members, known, now).some((w) => w.kind === 'resolved')) return null;
     // said in the notice as its speaker again (handed on to a member due no more, that never took the wave over)
-    const self = members.find((m) => m.vm.toLowerCase() === me)?.member;
+    const self = selfOf(members, me);
     if (this.#seen !== undefined && self !== undefined) this.#seen = { ...this.#seen, speaker: { member: self, vm: this.#d.view.vm.name } };
     const ids = due.length > 0 ? due.map((w) => w.eventId) : [own.eventId];
     const said: WaveWord = {
@@ -271,12 +269,13 @@ export class Forecast {
   }
 
   /** resolveNamed: the wave handed to this member as its notice's speaker, said resolved, or handed on (wave-handed.ts). */
-  #resolveNamed(windows: readonly Window[], now: number, members: number): BridgeEvent | null {
+  #resolveNamed(windows: readonly Window[], now: number, members: readonly MemberRecord[]): BridgeEvent | null {
     const [document, vm, room, lastOwn] = [this.#d.view.document!, this.#d.view.vm.name, this.#k - this.#unhealthy.length, this.#lastOwn];
-    const [said, heard] = [this.#word?.kind === 'resolved' ? this.#word : undefined, (id: string) => this.#said.has(id)];
-    const r = handedWave(this.#hint, windows, { vm, room, events: document.events, lastOwn, said, heard, now });
+    const said = this.#word?.kind === 'resolved' ? this.#word : undefined;
+    const [heard, self] = [(id: string) => this.#said.has(id), selfOf(members, vm)];
+    const r = handedWave(this.#hint, windows, { vm, self, room, events: document.events, lastOwn, said, heard, now });
     this.#seen = r === null ? this.#seen : r.seen;
-    return r?.word === undefined ? null : this.#speak(r.own, document.incarnation, r.word, r.due, members);
+    return r?.word === undefined ? null : this.#speak(r.own, document.incarnation, r.word, r.due, members.length);
   }
 
   /** speak: a word this member says as the wave's speaker, kept for its record with what every copy says, and committed. */

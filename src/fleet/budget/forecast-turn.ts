@@ -136,8 +136,12 @@ export class ForecastTurn {
         : this.#o.board.handedOn(n) && now - Date.parse(n.value.beat) >= HANDED_BEATS * hb * 1000;
     const duty = all.filter((n) => ours(n) && owes(n.value, now, (id) => f.said(id))).sort(byName)[0];
     const named = live.find((n) => n.value.speaker === me) ?? duty;
+    // a notice of a wave whose word this member repeated, fallen silent: the wave goes on under its id, and is this member's to take
+    // over should its speaker be due no more (at the reads of a member uncovered: at the budget's limit, or the backstop's)
+    const silent = notices.find((n) => !alive(n.value, now, hb) && owes(n.value, now, (id) => f.said(id)));
     // the wave's id, speaker and latest word as that notice says them
-    f.adopt(hintOf(live[0] ?? duty));
+    const hint = hintOf(live[0] ?? duty ?? silent);
+    f.adopt(hint && live[0] === undefined && duty === undefined ? { ...hint, silent: true } : hint);
     const anew = named !== undefined && !this.#named.has(named.value.wave);
     if (anew) this.#remember(named.value.wave);
     const uncovered = scheduled && !notices.some((n) => alive(n.value, now, hb));

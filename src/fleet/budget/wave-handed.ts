@@ -13,9 +13,18 @@ import { collisionIdOf } from '../../pipeline/notices.ts';
 import { collisionOf, type Window } from './windows.ts';
 import { seenOf, speakerOf, type SeenWave, type WaveHint, type WaveWord } from './waves.ts';
 
+/** idsOf: the EventIds of these windows. */
+export const idsOf = (windows: readonly Window[]): string[] => windows.map((w) => w.eventId);
+
+/** selfOf: the member key of the record of this VM (`vm`, any case), if the group's records hold it. */
+export const selfOf = (members: readonly { readonly vm: string; readonly member: string }[], vm: string): string | undefined =>
+  members.find((m) => m.vm.toLowerCase() === vm.toLowerCase())?.member;
+
 export interface HandedTo {
   /** This member's VM name. */
   readonly vm: string;
+  /** This member's key, as its record in the group says it (the speaker a notice it takes over names). */
+  readonly self: string | undefined;
   /** The slots the wave has: the group's, less the members not healthy outside it. */
   readonly room: number;
   /** This member's events as IMDS lists them now. */
@@ -36,8 +45,11 @@ export type Handed =
 
 export function handedWave(h: WaveHint | undefined, windows: readonly Window[], m: HandedTo): Handed | null {
   const vm = m.vm.toLowerCase();
+  // a silent notice whose speaker is due in no wave any more: taken over by a member that repeated its word (in its own name)
+  const taken = h?.silent === true && h.speaker !== vm && m.self !== undefined && !windows.some((w) => w.vm.toLowerCase() === h.speaker);
   // a wave whose word this member never heard from the record that holds it is none of its own: a notice alone says nothing
-  if (h?.speaker !== vm || h.word === undefined || h.word.kind === 'resolved' || !m.heard(h.word.said)) return null;
+  if ((h?.speaker !== vm && !taken) || h?.word === undefined || h.word.kind === 'resolved' || !m.heard(h.word.said)) return null;
+  const member = taken ? m.self : h.member;
   const span = { from: Date.parse(h.word.from), to: Date.parse(h.word.to) };
   const due = windows.filter((w) => w.from < span.to && w.to > span.from);
   // more due at once than the budget allows: handed on to the member the queue serves last of those (itself: nothing to do yet)
@@ -49,10 +61,10 @@ export function handedWave(h: WaveHint | undefined, windows: readonly Window[], 
   const inSpan = (e: ScheduledEvent) => e.eventStatus !== 'Scheduled' || (!!e.notBefore && Date.parse(e.notBefore) < span.to);
   const own = m.events.find((e) => affects(e.resources, m.vm) && !isDrill(e.eventId) && inSpan(e)) ?? m.lastOwn;
   if (own === undefined) return null;
-  const ids = due.map((w) => w.eventId);
+  const ids = idsOf(due);
   const at = new Date(m.now).toISOString();
   const word: WaveWord = { ...h.word, said: collisionIdOf(h.wave, ids, true), kind: 'resolved', at, due: ids.length };
-  const seen = { wave: h.wave, speaker: { member: h.member, vm: m.vm }, ...span };
+  const seen = { wave: h.wave, speaker: { member, vm: m.vm }, ...span };
   // said resolved already (its notice not written yet, or the members due changed since): the notice is written again, nothing said
   return m.said?.wave === h.wave ? { seen } : { word, own, due, seen };
 }

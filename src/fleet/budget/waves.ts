@@ -101,6 +101,11 @@ export interface SeenWave {
  */
 export interface WaveHint {
   readonly wave: string;
+  /**
+   * The notice was not renewed for three heartbeats (its speaker neither speaks nor hands it on: its bridge restarted, or it
+   * handed the wave to a member that never took it), and this member repeated its word: the wave is its to take over.
+   */
+  readonly silent?: boolean;
   /** The speaker's VM name, lower-cased. */
   readonly speaker: string;
   /** The speaker's member key. */

@@ -139,9 +139,11 @@ export class ForecastTurn {
     // a notice of a wave whose word this member repeated, fallen silent: the wave goes on under its id, and is this member's to take
     // over should its speaker be due no more (at the reads of a member uncovered: at the budget's limit, or the backstop's)
     const silent = notices.find((n) => !alive(n.value, now, hb) && owes(n.value, now, (id) => f.said(id)));
-    // the wave's id, speaker and latest word as that notice says them
-    const hint = hintOf(live[0] ?? duty ?? silent);
-    f.adopt(hint && live[0] === undefined && duty === undefined ? { ...hint, silent: true } : hint);
+    // the wave's id, speaker and latest word as that notice says them; silent, too, when it is one this member handed on (after it
+    // took a silent notice over) and nobody renewed it since: the member it named never took it, so it is this member's to take again
+    const chosen = live[0] ?? duty ?? silent;
+    const hint = hintOf(chosen);
+    f.adopt(hint && chosen !== undefined && chosen !== live[0] && !alive(chosen.value, now, hb) ? { ...hint, silent: true } : hint);
     const anew = named !== undefined && !this.#named.has(named.value.wave);
     if (anew) this.#remember(named.value.wave);
     const uncovered = scheduled && !notices.some((n) => alive(n.value, now, hb));

@@ -58,23 +58,33 @@ describe('IMDS simulator: the documented endpoint', () => {
   });
 
   it('increases DocumentIncarnation on every change and moves events through their lifecycle', async () => {
-    const e = sim.addEvent({ EventType: 'Freeze', noticeMs: 150, startedMs: 150, DurationInSeconds: 5 });
-    const doc = async () => WireDocument.parse(await (await get(SE)).json());
-    const d1 = await doc();
-    expect(d1.DocumentIncarnation).toBe(2);
-    expect(d1.Events[0]).toMatchObject({ EventId: e.eventId, EventStatus: 'Scheduled', Resources: ['vm0'] });
-    expect(d1.Events[0]!.NotBefore).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
-    const started = await waitFor(async () => {
-      const d = await doc();
-      return d.Events[0]?.EventStatus === 'Started' ? d : null;
-    }, 'the event to start at NotBefore');
-    expect(started.DocumentIncarnation).toBe(3);
-    expect(started.Events[0]!.NotBefore).toBe('');
-    const gone = await waitFor(async () => {
-      const d = await doc();
-      return d.Events.length === 0 ? d : null;
-    }, 'the started event to disappear');
-    expect(gone.DocumentIncarnation).toBe(4);
+    // on a clock the test moves, so a Started window of 150 ms is read whatever the machine's load
+    let clock = Date.parse('2026-12-01T08:00:00.000Z');
+    const timed = new ImdsSimulator({ vmName: 'vm0', peers: ['vm1', 'vm2'], tickMs: 10, now: () => clock });
+    const base = await timed.listen(0);
+    try {
+      const e = timed.addEvent({ EventType: 'Freeze', noticeMs: 150, startedMs: 150, DurationInSeconds: 5 });
+      const doc = async () => WireDocument.parse(await (await fetch(`${base}${SE}`, { headers: { metadata: 'true' } })).json());
+      const d1 = await doc();
+      expect(d1.DocumentIncarnation).toBe(2);
+      expect(d1.Events[0]).toMatchObject({ EventId: e.eventId, EventStatus: 'Scheduled', Resources: ['vm0'] });
+      expect(d1.Events[0]!.NotBefore).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+      // NotBefore reached: Started
+      clock += 150;
+      timed.tick();
+      const started = await doc();
+      expect(started.Events[0]?.EventStatus).toBe('Started');
+      expect(started.DocumentIncarnation).toBe(3);
+      expect(started.Events[0]!.NotBefore).toBe('');
+      // its Started time over: gone
+      clock += 150;
+      timed.tick();
+      const gone = await doc();
+      expect(gone.Events).toEqual([]);
+      expect(gone.DocumentIncarnation).toBe(4);
+    } finally {
+      await timed.close();
+    }
   });
 
   it('starts a Scheduled event on POST StartRequests, and refuses malformed or unknown requests', async () => {

@@ -38,7 +38,12 @@ describe('Azure sinks in the bridge', () => {
       { name: 'hub', type: 'eventhubs', connectionString: peer.connectionString('maintenance') },
       { name: 'queue', type: 'servicebus', connectionString: peer.connectionString(), entity: 'maintenance-queue', sessionId: 'eventId' },
     ]);
-    const e = sim.addEvent({ EventType: 'Freeze', noticeMs: 400, startedMs: 400, DurationInSeconds: 5 });
+    // each state lasts until both sinks have it (a short window goes unread by a poll late on a busy machine)
+    const e = sim.addEvent({ EventType: 'Freeze', noticeMs: 600_000, startedMs: 600_000, DurationInSeconds: 5 });
+    await waitFor(() => peer.messages.length === 2, 'scheduled at each sink', 15_000);
+    expect(sim.startEvent(e.eventId)).toBe(true);
+    await waitFor(() => peer.messages.length === 4, 'started at each sink', 15_000);
+    expect(sim.removeEvent(e.eventId)).toBe(true);
     await waitFor(() => peer.messages.length === 6, 'three transitions at each sink', 15_000);
     for (const address of ['maintenance', 'maintenance-queue']) {
       const got = peer.messages

@@ -62,9 +62,12 @@ describe('Bridge', () => {
   it('turns a live-migration lifecycle into scheduled, started and completed CloudEvents', async () => {
     const { stdout } = await startBridge();
     // started by hand once the bridge has seen it scheduled: a loaded machine's slow first read cannot miss that state
-    const e = sim.addEvent({ EventType: 'Freeze', Resources: ['vm0', 'vm1'], DurationInSeconds: 5, noticeMs: 600_000, startedMs: 600 });
+    const e = sim.addEvent({ EventType: 'Freeze', Resources: ['vm0', 'vm1'], DurationInSeconds: 5, noticeMs: 600_000, startedMs: 600_000 });
     await waitFor(() => kinds().length === 1, 'the event scheduled', 10_000);
     expect(sim.startEvent(e.eventId)).toBe(true);
+    // and ended once the bridge has seen it started
+    await waitFor(() => kinds().length === 2, 'the event started', 10_000);
+    expect(sim.removeEvent(e.eventId)).toBe(true);
     await waitFor(() => kinds().length === 3, 'three transitions', 10_000);
     expect(kinds()).toEqual([`scheduled:${e.eventId}`, `started:${e.eventId}`, `completed:${e.eventId}`]);
     const [first] = delivered();

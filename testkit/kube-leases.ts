@@ -12,11 +12,15 @@
  *   DELETE /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}  200 with a Status; 409 Conflict
  *        when DeleteOptions' preconditions.resourceVersion is not the current one; 404
  *
+ *   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases?watch=1&resourceVersion=RV&labelSelector=…
+ *        a stream of watch events (kube-watch.ts)
+ *
  * Each write gives the object a new resourceVersion, as etcd's revision does.
  */
 import type { ServerResponse } from 'node:http';
 import { json, status, type Json } from './kube-objects.ts';
 import type { ListChunks } from './kube-lists.ts';
+import { WatchLog } from './kube-watch.ts';
 
 interface Lease {
   metadata: {
@@ -40,6 +44,11 @@ export class LeaseRegistry {
   readonly #nextRv: () => string;
   readonly #nextUid: () => string;
   readonly #chunks: ListChunks;
+  /** Every change, for watches (kube-watch.ts); a test sets how many it keeps and makes watches expire. */
+  readonly watches = new WatchLog<Lease>(
+    (rv) => ({ kind: 'Lease', apiVersion: `${GROUP}/v1`, metadata: { resourceVersion: rv } }),
+    (l) => l.metadata.resourceVersion,
+  );
 
   constructor(nextRv: () => string, nextUid: () => string, chunks: ListChunks) {
     this.#nextRv = nextRv;
@@ -67,22 +76,11 @@ export class LeaseRegistry {
   }
 
   #list(res: ServerResponse, ns: string, url: URL): void {
-    const selector = url.searchParams.get('labelSelector');
-    // equality-based requirements, as the API server reads them: k=v, k==v, k!=v (true also without
-    // the label); and the set-based existence ones: k (the label is there), !k (it is not)
-    const wanted = (selector ?? '')
-      .split(',')
-      .filter(Boolean)
-      .map((r) => r.trim())
-      .map((r) => {
-        const exists = /^(!?)([A-Za-z0-9._/-]+)$/.exec(r);
-        if (exists !== null) return { key: exists[2]!, not: exists[1] === '!', value: null };
-        const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(r);
-        return { key: m?.[1] ?? '', not: m?.[2] === '!=', value: m?.[3] ?? '' };
-      });
-    const holds = (l: Lease, w: (typeof wanted)[number]) =>
-      (w.value === null ? l.metadata.labels?.[w.key] !== undefined : l.metadata.labels?.[w.key] === w.value) !== w.not;
-    const items = [...this.leases.values()].filter((l) => l.metadata.namespace === ns && wanted.every((w) => holds(l, w)));
+    const holds = selected(url.searchParams.get('labelSelector'));
+    const here = (l: Lease) => l.metadata.namespace === ns && holds(l);
+    if (/^(true|1)$/.test(url.searchParams.get('watch') ?? ''))
+      return this.watches.serve(res, url, () => [...this.leases.values()], here, full);
+    const items = [...this.leases.values()].filter(here);
     const list = {
       kind: 'LeaseList',
       apiVersion: `${GROUP}/v1`,
@@ -118,6 +116,7 @@ export class LeaseRegistry {
       spec: b!.spec ?? {},
     };
     this.leases.set(key, lease);
+    this.watches.record('ADDED', lease);
     this.#count(201);
     json(res, 201, full(lease));
   }
@@ -149,6 +148,7 @@ export class LeaseRegistry {
       spec: b.spec ?? {},
     };
     this.leases.set(key, next);
+    this.watches.record('MODIFIED', next);
     this.#count(200);
     json(res, 200, full(next));
   }
@@ -170,6 +170,7 @@ export class LeaseRegistry {
       );
     }
     this.leases.delete(key);
+    this.watches.record('DELETED', { ...current, metadata: { ...current.metadata, resourceVersion: this.#nextRv() } });
     this.#count(200);
     json(res, 200, {
       kind: 'Status',
@@ -186,3 +187,24 @@ export class LeaseRegistry {
 }
 
 const full = (l: Lease) => ({ kind: 'Lease', apiVersion: `${GROUP}/v1`, ...structuredClone(l) });
+
+/**
+ * selected: whether a Lease is one a label selector takes. The requirements, as the API server
+ * reads them: equality-based, k=v, k==v, k!=v (true also without the label); and the set-based
+ * existence ones: k (the label is there), !k (it is not).
+ */
+function selected(selector: string | null): (l: Lease) => boolean {
+  const wanted = (selector ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((r) => r.trim())
+    .map((r) => {
+      const exists = /^(!?)([A-Za-z0-9._/-]+)$/.exec(r);
+      if (exists !== null) return { key: exists[2]!, not: exists[1] === '!', value: null };
+      const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(r);
+      return { key: m?.[1] ?? '', not: m?.[2] === '!=', value: m?.[3] ?? '' };
+    });
+  const holds = (l: Lease, w: (typeof wanted)[number]) =>
+    (w.value === null ? l.metadata.labels?.[w.key] !== undefined : l.metadata.labels?.[w.key] === w.value) !== w.not;
+  return (l) => wanted.every((w) => holds(l, w));
+}

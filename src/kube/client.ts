@@ -21,13 +21,14 @@
  *   Status) as text; an answer over its bound with a KubeTooLargeError; a request that never got
  *   an answer with an Error whose cause is the network's error.
  */
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { HttpClient } from '../lib/http-client.ts';
+import { HttpClient, type HttpRequest, type HttpStream } from '../lib/http-client.ts';
+import { readBounded } from '../lib/http-body.ts';
 import { VERSION } from '../lib/version.ts';
 import { fromKubeconfig, inCluster, type KubeTarget } from './config.ts';
 import { KubeApiError, KubeConfigError, KubeTooLargeError, KubeUnreadableError } from './errors.ts';
 import { runExec, type ExecCredential } from './exec.ts';
+import { readToken, untilAborted } from './credential-wait.ts';
 
 export { NOT_CONFIGURED } from './config.ts';
 export { KubeApiError, KubeConfigError, KubeExecError, KubeTooLargeError, KubeUnreadableError } from './errors.ts';
@@ -77,7 +78,8 @@ export interface KubeListRequest {
 /** ListFold: what a caller keeps of a list, page by page; `start` again when the list starts again. */
 export interface ListFold<T, A> {
   start(): A;
-  page(kept: A, items: readonly T[]): A;
+  /** One page's items, and the resourceVersion of the list (a watch starts from it: watch.ts). */
+  page(kept: A, items: readonly T[], resourceVersion?: string): A;
   /** True when the rest of the list is not needed (what was looked for is found). */
   done?(kept: A): boolean;
 }
@@ -93,7 +95,7 @@ export interface KubeOptions {
 
 /** A list's envelope, as every List kind has it; the items are the caller's to read. */
 const ListPage = z.object({
-  metadata: z.object({ continue: z.string().optional() }).nullish(),
+  metadata: z.object({ continue: z.string().optional(), resourceVersion: z.string().optional() }).nullish(),
   items: z.array(z.unknown()).nullable(),
 });
 
@@ -139,7 +141,7 @@ export class KubeConnection {
             throw new KubeUnreadableError(`GET ${r.path}: the list did not end within ${pages} pages`);
           const page = await this.#page(r, limit, token);
           limit = page.limit;
-          kept = fold.page(kept, page.items as T[]);
+          kept = fold.page(kept, page.items as T[], page.rv);
           token = page.next;
           if (token === undefined || fold.done?.(kept) === true) return kept;
         }
@@ -161,7 +163,7 @@ export class KubeConnection {
         // a server that hands back the token it was given would be read for ever
         if (next !== undefined && next === token)
           throw new KubeUnreadableError(`GET ${r.path}: the list gave back the same continue token`);
-        return { items: page.data.items ?? [], next, limit };
+        return { items: page.data.items ?? [], next, limit, rv: page.data.metadata?.resourceVersion };
       } catch (err) {
         if (!(err instanceof KubeTooLargeError) || limit === 1) throw err;
         limit = Math.max(1, Math.floor(limit / 8));
@@ -177,17 +179,9 @@ export class KubeConnection {
   /** call: one request, asked again once after a 401 with a fresh credential; its JSON answer, bounded before it is decoded. */
   async #call(r: KubeRequest, maxBytes: number): Promise<unknown> {
     const what = `${r.method} ${r.path}`;
-    // as the official clients: plain HTTP only where the kubeconfig says it knows (a test cluster)
-    if (this.target.server.startsWith('http://') && !this.target.insecure)
-      throw new KubeConfigError(`${this.target.server}: HTTP protocol is not allowed when skipTLSVerify is not set`);
-    const refreshable = this.target.exec !== undefined || this.target.tokenFile !== undefined;
-    let sent = await this.#send(r, what, maxBytes);
-    if (sent.res.status === 401 && refreshable) {
-      // only the credential this call used is dropped: calls refused together fetch one new one
-      if (this.#credential === sent.credential) this.#credential = null;
-      sent = await this.#send(r, what, maxBytes);
-    }
-    const res = sent.res;
+    const res = await this.#answered(r, this.#deadlineMs, (client, url, init) =>
+      client.request(url, { ...init, maxBodyBytes: maxBytes, onOverflow: 'destroy' }),
+    );
     if (res.overflow) throw new KubeTooLargeError(what, maxBytes);
     const text = res.bytes.toString('utf8');
     if (res.status < 200 || res.status > 299) throw new KubeApiError(what, res.status, text);
@@ -199,8 +193,47 @@ export class KubeConnection {
     }
   }
 
-  async #send(r: KubeRequest, what: string, maxBytes: number) {
-    const deadline = AbortSignal.timeout(this.#deadlineMs);
+  /**
+   * stream: a request whose answer is read as it comes (a watch; watch.ts), asked again once after
+   * a 401 with a fresh credential: its body, which the caller reads to its end or destroys; an
+   * answer outside 2xx is a KubeApiError. `deadlineMs` bounds the whole call, body and all.
+   */
+  async stream(r: KubeRequest, deadlineMs: number): Promise<HttpStream['body']> {
+    const res = await this.#answered(r, deadlineMs, async (client, url, init) => {
+      const s = await client.stream(url, init);
+      return { ...s, drop: () => s.body.destroy() };
+    });
+    if (res.status >= 200 && res.status <= 299) return res.body;
+    const said = await readBounded(res.body, 64 * 1024, 'destroy');
+    throw new KubeApiError(`${r.method} ${r.path}`, res.status, said.bytes.toString('utf8'));
+  }
+
+  /** answered: one request sent by `send`, and once more with a fresh credential after a 401 (`drop` lets go of the first answer). */
+  async #answered<T extends { readonly status: number; readonly drop?: () => unknown }>(
+    r: KubeRequest,
+    deadlineMs: number,
+    send: (client: HttpClient, url: string, init: Omit<HttpRequest, 'maxBodyBytes' | 'onOverflow'>) => Promise<T>,
+  ): Promise<T> {
+    // as the official clients: plain HTTP only where the kubeconfig says it knows (a test cluster)
+    if (this.target.server.startsWith('http://') && !this.target.insecure)
+      throw new KubeConfigError(`${this.target.server}: HTTP protocol is not allowed when skipTLSVerify is not set`);
+    const refreshable = this.target.exec !== undefined || this.target.tokenFile !== undefined;
+    let sent = await this.#send(r, deadlineMs, send);
+    if (sent.res.status === 401 && refreshable) {
+      sent.res.drop?.();
+      // only the credential this call used is dropped: calls refused together fetch one new one
+      if (this.#credential === sent.credential) this.#credential = null;
+      sent = await this.#send(r, deadlineMs, send);
+    }
+    return sent.res;
+  }
+
+  async #send<T>(
+    r: KubeRequest,
+    deadlineMs: number,
+    send: (client: HttpClient, url: string, init: Omit<HttpRequest, 'maxBodyBytes' | 'onOverflow'>) => Promise<T>,
+  ) {
+    const deadline = AbortSignal.timeout(deadlineMs);
     const signal = AbortSignal.any([deadline, ...(r.signal === undefined ? [] : [r.signal])]);
     const credential = await this.#credentials(signal);
     const t = this.target;
@@ -213,20 +246,13 @@ export class KubeConnection {
     const query = Object.entries(r.query ?? {}).filter((e): e is [string, string] => e[1] !== undefined);
     const url = `${t.server}${r.path}${query.length === 0 ? '' : `?${new URLSearchParams(query).toString()}`}`;
     try {
-      const res = await this.#client(credential).request(url, {
-        method: r.method,
-        headers,
-        ...(body === undefined ? {} : { body }),
-        signal,
-        maxBodyBytes: maxBytes,
-        onOverflow: 'destroy',
-      });
+      const res = await send(this.#client(credential), url, { method: r.method, headers, ...(body === undefined ? {} : { body }), signal });
       return { res, credential };
     } catch (err) {
       const cause = err as { code?: string; message?: string };
       // the client's own deadline says so; the caller's signal, or the network, says what it was
-      const said = deadline.aborted && r.signal?.aborted !== true ? `no answer within ${this.#deadlineMs / 1000} s` : undefined;
-      throw new Error(`${what}: ${said ?? cause.code ?? cause.message ?? String(err)}`, { cause: err });
+      const said = deadline.aborted && r.signal?.aborted !== true ? `no answer within ${deadlineMs / 1000} s` : undefined;
+      throw new Error(`${r.method} ${r.path}: ${said ?? cause.code ?? cause.message ?? String(err)}`, { cause: err });
     }
   }
 
@@ -265,26 +291,5 @@ export class KubeConnection {
           ? { token: readToken(t.tokenFile), until: Date.now() + TOKEN_FILE_MS }
           : { ...(t.token === undefined ? {} : { token: t.token }), until: Infinity };
     return this.#credential;
-  }
-}
-
-/** untilAborted: `work`'s outcome, or a rejection when `signal` aborts first (the work goes on for whoever else waits). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const stop = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', stop, { once: true });
-    work.then(
-      (v) => (signal.removeEventListener('abort', stop), resolve(v)),
-      (e: unknown) => (signal.removeEventListener('abort', stop), reject(e as Error)),
-    );
-  });
-}
-
-function readToken(file: string): string {
-  try {
-    return readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    throw new KubeConfigError(`cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
 }

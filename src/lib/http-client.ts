@@ -69,6 +69,14 @@ function basicAuthOf(url: URL): Record<string, string> {
   return { authorization: `Basic ${Buffer.from(pair).toString('base64')}` };
 }
 
+/** An answer read as it comes (stream): the caller reads its body to the end or destroys it. */
+export interface HttpStream {
+  readonly status: number;
+  /** Lower-case names. */
+  readonly headers: HttpHeaders;
+  readonly body: AsyncIterable<Buffer> & { destroy(): unknown };
+}
+
 /** undici's error for an answer past `maxResponseSize`. */
 const tooLarge = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 
@@ -86,25 +94,43 @@ export class HttpClient {
   }
 
   async request(url: string | URL, req: HttpRequest): Promise<HttpResponse> {
-    const target = typeof url === 'string' ? new URL(url) : url;
-    if (req.signal?.aborted) throw abortError(req.signal.reason);
     try {
-      const dispatcher = await this.#dispatch();
-      const res = await dispatcher.request({
-        origin: target.origin,
-        path: `${target.pathname}${target.search}`,
-        method: req.method,
-        headers: Object.keys(req.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')
-          ? (req.headers ?? {})
-          : { ...basicAuthOf(target), ...req.headers },
-        body: req.body ?? null,
-        signal: req.signal ?? null,
-      });
+      const res = await this.#send(url, req);
       const read = await readBounded(res.body, req.maxBodyBytes, req.onOverflow, tooLarge);
       return { status: res.statusCode, headers: res.headers, ...read };
     } catch (err) {
       throw req.signal?.aborted ? abortError(err) : err;
     }
+  }
+
+  /**
+   * stream: a request whose answer is read as it comes (a Kubernetes watch), with no bound on its
+   * whole body: the caller bounds what it keeps of it, and reads it to its end or destroys it. The
+   * caller's signal ends it; undici's bodyTimeout ends it when the peer sends nothing for that long.
+   */
+  async stream(url: string | URL, req: Omit<HttpRequest, 'maxBodyBytes' | 'onOverflow'>): Promise<HttpStream> {
+    try {
+      const res = await this.#send(url, req);
+      return { status: res.statusCode, headers: res.headers, body: res.body };
+    } catch (err) {
+      throw req.signal?.aborted ? abortError(err) : err;
+    }
+  }
+
+  async #send(url: string | URL, req: Omit<HttpRequest, 'maxBodyBytes' | 'onOverflow'>): Promise<Dispatcher.ResponseData> {
+    const target = typeof url === 'string' ? new URL(url) : url;
+    if (req.signal?.aborted) throw abortError(req.signal.reason);
+    const dispatcher = await this.#dispatch();
+    return await dispatcher.request({
+      origin: target.origin,
+      path: `${target.pathname}${target.search}`,
+      method: req.method,
+      headers: Object.keys(req.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')
+        ? (req.headers ?? {})
+        : { ...basicAuthOf(target), ...req.headers },
+      body: req.body ?? null,
+      signal: req.signal ?? null,
+    });
   }
 
   /** close lets requests under way finish, then drops the connections. */

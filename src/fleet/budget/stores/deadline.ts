@@ -31,6 +31,8 @@ export function withDeadlines(store: FleetStore, ms: number): FleetStore {
     remove: (name, version, signal) => call(`delete ${name}`, signal, (s) => store.remove(name, version, s)),
     list: (prefix, signal) => call(`list ${prefix}*`, signal, (s) => store.list(prefix, s)),
     head: (prefix, limit, signal) => call(`list ${prefix}* (first ${limit})`, signal, (s) => store.head(prefix, limit, s)),
+    // a watch lasts while it is wanted: each of its requests has the Kubernetes client's deadline (lease-watch.ts)
+    ...(store.watch === undefined ? {} : { watch: store.watch.bind(store) }),
     close: () => store.close(),
   };
 }

@@ -11,22 +11,9 @@ import { createHash } from 'node:crypto';
 import type { FleetStoreConfig } from './config.ts';
 import { KubeApiError, KubeConfigError, KubeConnection, NOT_CONFIGURED } from '../../../kube/client.ts';
 import { FleetStoreError, recordOf, type FleetStore, type Versioned } from './port.ts';
+import { watchRecords, type Seen, type V1Lease } from './lease-watch.ts';
 
 type KubeConfig = Extract<FleetStoreConfig, { type: 'kubernetes' }>;
-
-/** The parts of a coordination.k8s.io/v1 Lease this store reads and writes. */
-interface V1Lease {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-  spec?: { holderIdentity?: string; renewTime?: string };
-}
 
 export const RECORD_ANNOTATION = 'se-bridge.io/record';
 export const NAME_ANNOTATION = 'se-bridge.io/name';
@@ -164,6 +151,19 @@ export class LeaseFleetStore implements FleetStore {
     } catch (err) {
       throw failure(`list ${prefix}*`, err);
     }
+  }
+
+  watch(prefix: string, signal: AbortSignal, seen: Seen): Promise<void> {
+    const query = { labelSelector: selectorFor(this.#group, prefix) };
+    const recordOfLease = (l: V1Lease) => {
+      const record = fromLease(l, this.#nameOf(l));
+      return record !== null && record.name.startsWith(prefix) ? record : null;
+    };
+    return watchRecords(
+      { kube: this.#kube, path: this.#path(), query, recordOf: recordOfLease, failure: (err) => failure(`watch ${prefix}*`, err) },
+      signal,
+      seen,
+    );
   }
 
   async close(): Promise<void> {

@@ -62,6 +62,14 @@ export interface FleetStore {
    * reader of a long queue reads its head, never the whole of it.
    */
   head(prefix: string, limit: number, signal?: AbortSignal): Promise<Versioned[]>;
+  /**
+   * watch, in a store that tells its changes as they are made (Leases: a Kubernetes watch; Blob
+   * Storage has none): every record whose name starts with `prefix`, given to `seen` once listed
+   * and again at each change, until `signal` aborts (then it resolves). While the watch is down
+   * (a failure; it is tried again, a list first) `seen` is given null and why: what it said is no
+   * longer known to be current.
+   */
+  watch?(prefix: string, signal: AbortSignal, seen: (records: readonly Versioned[] | null, why?: FleetStoreError) => void): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -31,6 +31,8 @@ export interface Member {
   read(events: ScheduledEvent[]): Promise<void>;
   /** Its health checks, when `more.health` configures them (on the member's clock). */
   readonly health?: HealthMonitor;
+  /** How often its watch of the slots woke it (Leases: a slot given back while it waits at the head of the queue). */
+  wakes: number;
 }
 
 /**
@@ -64,6 +66,7 @@ export async function budgetMember(
     lines,
     givenBack: true,
     now: null,
+    wakes: 0,
     budget: undefined as unknown as FleetBudget,
     async read(events) {
       view.document = { incarnation: 1, events };
@@ -80,6 +83,7 @@ export async function budgetMember(
     logger: pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
     givenBack: () => m.givenBack,
     now: clock,
+    hooks: { onWake: () => void m.wakes++ },
   });
   return m;
 }

@@ -43,7 +43,7 @@ export interface AutoApproverOptions {
 export class AutoApprover {
   readonly #o: AutoApproverOptions;
   /** Per event: the last decision logged, and when an automatic approval was last tried. */
-  readonly #decided = new Map<string, { action: string; triedAt: number; held?: string; waiting?: string }>();
+  readonly #decided = new Map<string, { action: string; triedAt: number; held?: string; waiting?: string; asking?: boolean }>();
 
   constructor(options: AutoApproverOptions) {
     this.#o = options;
@@ -68,9 +68,11 @@ export class AutoApprover {
         const within = d.rule === null ? 'any' : rules[d.rule]!.within;
         if (this.#waits(e, entry, within, now)) continue;
         if (now - entry.triedAt < RETRY_MS) continue;
-        entry.triedAt = now;
+        [entry.triedAt, entry.asking] = [now, true];
         const via = d.action === 'approve' ? 'policy' : 'hooks';
-        this.#o.approvals.approve(e.eventId, { by: describeRule(d), via, within }, this.#o.signal).catch((err: unknown) => {
+        const asked = this.#o.approvals.approve(e.eventId, { by: describeRule(d), via, within }, this.#o.signal);
+        void asked.finally(() => (entry.asking = false)).catch(() => undefined);
+        asked.catch((err: unknown) => {
           if (err instanceof ApprovalError && err.held) {
             // held by the fleet budget: asked again soon (at the head of the group's queue, at the next
             // read), so it is granted as a slot frees; said once
@@ -80,6 +82,7 @@ export class AutoApprover {
             entry.held = err.message;
             return;
           }
+          entry.held = undefined;
           logger.warn({ eventId: e.eventId, ...errorFields(err) }, 'automatic approval failed; it will be tried again');
         });
       }
@@ -107,6 +110,16 @@ export class AutoApprover {
     }
     entry.waiting = why;
     return true;
+  }
+
+  /**
+   * askAgain asks again now for every approval the fleet budget held (none under way): a slot was
+   * given back while this member waits at the head of its group's queue, so it need not wait for
+   * the next IMDS read.
+   */
+  askAgain(): void {
+    for (const entry of this.#decided.values()) if (entry.held !== undefined && entry.asking !== true) entry.triedAt = 0;
+    this.apply(this.#o.view.document?.events ?? []);
   }
 
   /** decideAgain decides again on one event of the latest document (a preparation hook of it succeeded). */

@@ -139,6 +139,8 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
     ...(now === undefined ? {} : { now }),
     ...(fleet === undefined ? {} : { onHeld: (eventId: string, reason: HoldReason) => fleet.held(eventId, reason) }),
   });
+  // a slot given back while this member waits at the head of its group's queue: its held approval is asked again now
+  gate?.onWake?.(() => auto.askAgain());
   const poll = new PollLoop({
     ...{ client, journal, last: store.lastDocument, metrics, logger, state, route: router.route, committed, bootedAt: o.bootedAt },
     ...{ intervalMs: config.imds.pollIntervalMs, maxRetryPauseMs: config.imds.maxRetryPauseMs },

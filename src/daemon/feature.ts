@@ -22,8 +22,11 @@ export interface Feature {
   readonly client?: (options: ImdsClientOptions) => ImdsClient;
   /** Changes where a routed CloudEvent goes (drills: a drill's go only to the sinks it names). */
   readonly route?: (routed: PendingEvent) => PendingEvent;
-  /** What an early approval must pass first (the fleet budget), and how soon one it held is asked again. */
-  readonly gate?: ApprovalGate & { readonly retryMs: number };
+  /**
+   * What an early approval must pass first (the fleet budget), how soon one it held is asked again,
+   * and whom it tells when one it held may be granted now (a slot given back: ask again at once).
+   */
+  readonly gate?: ApprovalGate & { readonly retryMs: number; readonly onWake?: (listener: () => void) => void };
   /** Every good IMDS read, changed or not. */
   onRead?(document: EventsDocument): void;
   /** Every delivery's outcome. */

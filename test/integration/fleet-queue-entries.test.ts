@@ -16,6 +16,7 @@ import { CountingProxy } from '../../testkit/counting-proxy.ts';
 import { HttpPeer } from '../../testkit/http-peer.ts';
 import { budgetMember } from '../../testkit/fleet-members.ts';
 import { fleetStoresPerFile, memberVm, outcome, scheduledFor, STORE_KINDS } from '../../testkit/fleet-stores.ts';
+import { waitFor } from '../helpers.ts';
 
 const fleetStores = fleetStoresPerFile();
 const policy = { by: 'policy', via: 'policy' } as const;
@@ -102,8 +103,10 @@ describe.each(STORE_KINDS)('the queue entries over the %s store', (kind) => {
     expect(held[0]!.name).toBe(
       `queue-${String(Date.parse(ea.notBefore!)).padStart(13, '0')}-${String(Date.parse(since)).padStart(13, '0')}-${key}`,
     );
-    // b's maintenance is over: a takes the slot, and its entry is removed at its next read
+    // b's maintenance is over: a takes the slot (on Leases, once its watch of the slots wakes it), and its entry is removed at its next read
+    const woken = a.wakes;
     await b.read([]);
+    if (kind === 'kubernetes') await waitFor(() => a.wakes > woken, "a's watch of the slots", 10_000, 10);
     expect(await outcome(a.budget.take(ea, policy))).toBe('granted');
     await a.read([ea]);
     expect(await entries(a.store)).toEqual([]);

@@ -4,7 +4,8 @@
  * agree, or the page cuts off the true head (VM names with '_' or '.', which member keys make '-').
  */
 import { describe, expect, it } from 'vitest';
-import { inOrder, QueuePlace, waiterOf } from '../../src/fleet/budget/queue.ts';
+import { QueuePlace } from '../../src/fleet/budget/queue.ts';
+import { inOrder, waiterOf } from '../../src/fleet/budget/queue-order.ts';
 import { memberKey } from '../../src/fleet/budget/records.ts';
 import { entryName, headSize, QueueEntries, waitersIn } from '../../src/fleet/budget/queue-entries.ts';
 import type { FleetStore, Versioned } from '../../src/fleet/budget/stores/port.ts';

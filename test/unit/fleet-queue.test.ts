@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ApprovalError } from '../../src/approval/service.ts';
 import { FleetConfig } from '../../src/fleet/budget/config.ts';
-import { inOrder, pauseFor, QueuePlace, waiterOf, waitersOf } from '../../src/fleet/budget/queue.ts';
+import { pauseFor, QueuePlace } from '../../src/fleet/budget/queue.ts';
+import { inOrder, waiterOf, waitersOf } from '../../src/fleet/budget/queue-order.ts';
 import type { MemberEvent, MemberRecord } from '../../src/fleet/budget/records.ts';
 import { entryName, waitersIn, wantedEntry } from '../../src/fleet/budget/queue-entries.ts';
 import type { Versioned } from '../../src/fleet/budget/stores/port.ts';
@@ -184,6 +185,36 @@ describe('the queue of held approvals', () => {
     slots = turns([4, 5]);
     place.served();
     expect(place.resting(NOW)).toBeNull();
+  });
+
+  it('at the head with the slots watched and all held, looks only every retryMs unless woken; says when it comes to the head and leaves it', () => {
+    let full = true;
+    const heads: boolean[] = [];
+    const place = new QueuePlace({
+      ...{ maxUnavailable: 2, retryMs: 2000, heartbeatSeconds: 30 },
+      ...{ watched: () => full, onHead: (head: boolean) => heads.push(head) },
+    });
+    const me = waiterOf('me-key', 'me', { eventId: 'M', notBefore: at(3600) }, at(-1), NOW);
+    const ahead = (n: number) => Array.from({ length: n }, (_, i) => member(`w${i}`, [held(-10 - i)]));
+    // far back: not the head, whatever the watch says
+    place.place(ahead(3), me, NOW, 0);
+    const said = place.heldNow('M', new ApprovalError('HELD', 'held'), 'policy', 1, NOW);
+    expect(heads).toEqual([]);
+    place.place(ahead(1), me, NOW, 0);
+    expect(heads).toEqual([true]);
+    place.looked(NOW);
+    expect(place.resting(NOW + 1999)).toBe(said);
+    expect(place.resting(NOW + 2000)).toBeNull();
+    // woken: it looks at its next ask
+    place.looked(NOW);
+    place.wake();
+    expect(place.resting(NOW)).toBeNull();
+    // a slot free as the watch says (or no watch): at every ask, as the head does
+    place.looked(NOW);
+    full = false;
+    expect(place.resting(NOW)).toBeNull();
+    place.granted('M');
+    expect(heads).toEqual([true, false]);
   });
 
   it('lets the head (the first maxUnavailable) look at every ask, the others less often the further back, at least once a heartbeat', () => {

@@ -72,6 +72,8 @@ export async function attachBudget(ctx: BudgetContext) {
       ctx.committed([event]);
     },
   });
+  // told by the budget's watch of its slots when one is given back while it waits at the head of the queue (the approver asks again)
+  const wakes = new Set<() => void>();
   const budget = new FleetBudget({
     config: fleet,
     store,
@@ -92,6 +94,9 @@ export async function attachBudget(ctx: BudgetContext) {
         metrics.fleetSlots.set({ holder: 'self' }, self);
         metrics.fleetSlots.set({ holder: 'others' }, others);
       },
+      onWake: () => {
+        for (const wake of wakes) wake();
+      },
     },
   });
   // a dry run asks nobody: nothing is approved for real, so nothing is held
@@ -102,6 +107,7 @@ export async function attachBudget(ctx: BudgetContext) {
           take: budget.take.bind(budget),
           abandon: budget.abandon.bind(budget),
           retryMs: fleet.retryMs,
+          onWake: (listener: () => void) => void wakes.add(listener),
         },
       };
   return {

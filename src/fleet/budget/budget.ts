@@ -10,6 +10,7 @@ import { affects } from '../../imds/identity.ts';
 import type { EventsDocument, ScheduledEvent } from '../../imds/wire.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { Latest } from '../../lib/latest.ts';
+import { Serial } from '../../lib/serial.ts';
 import { beating } from '../../lib/time.ts';
 import { FleetStoreError, type Versioned } from './stores/port.ts';
 import { memberKey, type MemberRecord } from './records.ts';
@@ -18,7 +19,8 @@ import { budgetStateOf, forcedWithin, StoreHealth, unavailable } from './health.
 import { MemberSlots } from './slots.ts';
 import type { BudgetOptions, BudgetState } from './types.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf, realDocument } from './member.ts';
-import { downOf, QUEUED_VIA, QueuePlace } from './queue.ts';
+import type { QueuePlace } from './queue.ts';
+import { downOf, QUEUED_VIA } from './queue-order.ts';
 import { earliestScheduled, QueueEntries, wantedEntry } from './queue-entries.ts';
 import { forecastTurnOf, type ForecastTurn } from './forecast-turn.ts';
 import { Settling } from './health-gate.ts';
@@ -28,7 +30,7 @@ import { giveBackTaken, type Written } from './give-back.ts';
 import { firstUnlessPaused, goesFirst } from './unhealthy-first.ts';
 import { PausedError, pausedError, pauseOf } from './pause.ts';
 import { Breaker } from './breaker.ts';
-import { turnsOf } from './served.ts';
+import { watchedPlace, type SlotWatch } from './slot-watch.ts';
 
 export type { BudgetState } from './types.ts';
 /** An event as the queue knows it. */
@@ -39,11 +41,13 @@ export class FleetBudget implements ApprovalGate {
   readonly #now: () => number;
   readonly #slots: MemberSlots;
   readonly #members: GroupMembers;
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #one = new Serial();
   readonly #health: StoreHealth;
   readonly #record: MemberRecordWriter;
   readonly #settling: Settling;
   readonly #place: QueuePlace;
+  /** At the head of the queue, a watch of the slots (Leases) says when one is free (slot-watch.ts). */
+  readonly #watch: SlotWatch;
   /** This member's entry in the queue, and the head of the queue as read at a look. */
   readonly #entries: QueueEntries;
   /** What the last take of each event wrote (EventId: the records, at the versions written). */
@@ -60,7 +64,7 @@ export class FleetBudget implements ApprovalGate {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#record = new MemberRecordWriter(options.store);
-    this.#place = new QueuePlace({ ...options.config, maxUnavailable: () => this.#k, turns: () => turnsOf(this.#slots.last, this.#now()) });
+    [this.#place, this.#watch] = watchedPlace(options, { k: () => this.#k, slots: () => this.#slots.last });
     const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#entries = new QueueEntries(options.store, options.config.heartbeatSeconds, warnings);
     this.#health = new StoreHealth(options.logger, options.store.where, options.hooks?.onStoreError);
@@ -216,14 +220,10 @@ export class FleetBudget implements ApprovalGate {
 
   /** run beats about every heartbeatSeconds (varied by a fifth either way: members started together drift apart) until the signal aborts. */
   run(signal: AbortSignal): Promise<void> {
-    return beating(this.#o.config.heartbeatSeconds, signal, () => this.heartbeat());
+    return beating(this.#o.config.heartbeatSeconds, signal, () => this.heartbeat()).finally(() => this.#watch.close());
   }
 
-  #serial<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(work, work);
-    this.#queue = run.catch(() => undefined);
-    return run;
-  }
+  #serial = <T>(work: () => Promise<T>): Promise<T> => this.#one.run(work);
 
   /** mine: the real events of the document that take this VM down. */
   #mine = (): ScheduledEvent[] => mineOf(this.#o.view.document, this.#o.view.vm);

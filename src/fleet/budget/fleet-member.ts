@@ -16,6 +16,7 @@ import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
 import type { EventNotes, MemberCalendar } from './records.ts';
 import type { FleetStore } from './stores/port.ts';
 import type { BudgetState } from './types.ts';
+import { Serial } from '../../lib/serial.ts';
 
 export interface FleetMemberOptions {
   readonly config: FleetConfig;
@@ -34,7 +35,7 @@ export class FleetMember {
   readonly #writer: MemberRecordWriter;
   readonly #store: StoreHealth;
   readonly #now: () => number;
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #one = new Serial();
   readonly #following = new Latest<EventsDocument>((d) => this.#write(false, d));
 
   constructor(o: FleetMemberOptions) {
@@ -84,8 +85,6 @@ export class FleetMember {
       await this.#writer.write(record, this.#now(), force);
       this.#store.answered();
     };
-    const run = this.#queue.then(work, work).catch((err: unknown) => this.#store.failed('write the member record', err));
-    this.#queue = run;
-    return run;
+    return this.#one.run(work).catch((err: unknown) => this.#store.failed('write the member record', err));
   }
 }

@@ -13,7 +13,7 @@
  */
 import { QueueEntrySchema } from './schemas.ts';
 import { ASKING_PREFIX, QUEUE_PREFIX, staleAt, type MemberRecord } from './records.ts';
-import { inOrder, QUEUED_VIA, waiterOf, type Candidates, type Waiter } from './queue.ts';
+import { inOrder, QUEUED_VIA, waiterOf, type Candidates, type Waiter } from './queue-order.ts';
 import type { FleetStore, Versioned } from './stores/port.ts';
 import type { RecordWarnings } from './parse.ts';
 import type { z } from 'zod';

@@ -8,91 +8,20 @@
  * stand, so a slot given back costs one write, not a race of every waiter.
  */
 import { ApprovalError } from '../../approval/service.ts';
-import { staleAt, type MemberEvent, type MemberRecord } from './records.ts';
+import type { MemberEvent, MemberRecord } from './records.ts';
 import { RateHeldError } from './rate.ts';
 import { PausedError } from './pause.ts';
 import { servedSince, type SlotTurn, type Turns } from './served.ts';
+import { inOrder, QUEUED_VIA, waiterOf, waitersOf, type Candidates, type Waiter } from './queue-order.ts';
+
+/** Where the slots are watched (slot-watch.ts): whether the watch is live, and whom to tell when this member comes to the head of the queue or leaves it. */
+interface Watched {
+  readonly watched?: () => boolean;
+  readonly onHead?: (head: boolean) => void;
+}
 
 /** An approval the budget holds: since when, the members holding the slots, the path that asked, the slots it needs. */
 export type HeldApproval = NonNullable<MemberEvent['held']> & { readonly via: string };
-
-/** One member waiting for a slot: its earliest held maintenance. */
-export interface Waiter {
-  readonly member: string;
-  readonly vm: string;
-  readonly eventId: string;
-  readonly notBefore: number;
-  readonly since: number;
-  /** The slots its maintenance needs: the members of the group it takes down. */
-  readonly need: number;
-}
-
-/**
- * The waiters that may stand ahead of a member: those held, and with `asking` those not held yet;
- * `down` names the VMs holding a slot. `partial`: the member stands beyond the page read (more
- * may stand ahead of it than the page shows).
- */
-export type Candidates = ((asking: boolean, down: ReadonlySet<string> | undefined) => Waiter[]) & { readonly partial?: boolean };
-
-/** Only approvals asked again by themselves stand in the queue: a person who was told "held" asks again or not. */
-export const QUEUED_VIA: ReadonlySet<string> = new Set(['policy', 'hooks']);
-
-/**
- * waitersOf: the members (with a fresh record, not `me`, not down already: `down` names the VMs
- * holding a slot) whose automatic approval the budget holds, each at its earliest. With `asking`,
- * also those with a maintenance Scheduled that nobody approved or held yet: they may ask now
- * (what a member asking for the first time must let go first).
- */
-export function waitersOf(
-  members: readonly MemberRecord[],
-  me: string,
-  now: number,
-  o: { readonly asking?: boolean; readonly down?: ReadonlySet<string> } = {},
-): Waiter[] {
-  const out: Waiter[] = [];
-  for (const m of members) {
-    if (m.member === me || !fresh(m, now) || o.down?.has(m.vm) === true) continue;
-    const held = m.events.flatMap((e) =>
-      e.status === 'Scheduled' && (e.held === undefined ? o.asking === true && !e.approved : QUEUED_VIA.has(e.held.via ?? ''))
-        ? [
-            {
-              member: m.member,
-              vm: m.vm,
-              eventId: e.eventId,
-              notBefore: timeOf(e.notBefore, now),
-              since: timeOf(e.held?.since ?? null, now),
-              need: e.held?.need ?? 1,
-            },
-          ]
-        : [],
-    );
-    const first = held.sort(inOrder)[0];
-    if (first !== undefined) out.push(first);
-  }
-  return out.sort(inOrder);
-}
-
-/** downOf: the VMs holding a slot, from its holders. */
-export const downOf = (holders: readonly { readonly vm: string }[]): ReadonlySet<string> => new Set(holders.map((h) => h.vm));
-
-const fresh = (m: MemberRecord, now: number): boolean => !staleAt(m, now);
-
-/** waiterOf: a member in the queue for `event`, held since `since` (now when it was never held). */
-export function waiterOf(
-  member: string,
-  vm: string,
-  event: { readonly eventId: string; readonly notBefore: string | null },
-  since: string | undefined,
-  now: number,
-  need = 1,
-): Waiter {
-  return { member, vm, eventId: event.eventId, notBefore: timeOf(event.notBefore, now), since: timeOf(since ?? null, now), need };
-}
-
-/** inOrder: the queue's order: earliest NotBefore, then held first, then member key (as text, as the entries' names sort). */
-export function inOrder(a: Waiter, b: Waiter): number {
-  return a.notBefore - b.notBefore || a.since - b.since || (a.member < b.member ? -1 : a.member > b.member ? 1 : 0);
-}
 
 /**
  * pauseFor: how long a member at `position` lets pass between two looks at the slots, asked at
@@ -105,11 +34,6 @@ export function pauseFor(position: number, maxUnavailable: number, retryMs: numb
   if (position < maxUnavailable) return 0;
   return Math.min(heartbeatMs, retryMs * Math.max(1, Math.floor(position / maxUnavailable - 1)));
 }
-
-const timeOf = (iso: string | null, fallback: number): number => {
-  const t = iso === null ? NaN : Date.parse(iso);
-  return Number.isFinite(t) ? t : fallback;
-};
 
 /** Reads after the one first listing a maintenance in which its member lets go first those that may ask now, not only those held. */
 const FIRST_READS = 2;
@@ -132,6 +56,10 @@ export class QueuePlace {
   readonly #turns: () => ReadonlyMap<string, SlotTurn>;
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
+  /** Whether the slots are watched (slot-watch.ts), and whom to tell when this member comes to the head of the queue or leaves it. */
+  readonly #watched: () => boolean;
+  readonly #onHead: (head: boolean) => void;
+  #head = false;
   readonly #approvals = new Map<string, HeldApproval>();
   /** The IMDS reads told (`listed`), and the read at which each Scheduled event was first listed. */
   #reads = 0;
@@ -165,6 +93,7 @@ export class QueuePlace {
         ? err.with(message)
         : new ApprovalError('HELD', message, undefined, err.holders, err.unhealthy, 0, err.reason ?? undefined);
     this.#held = said;
+    this.#told();
     return said;
   }
 
@@ -209,9 +138,11 @@ export class QueuePlace {
 
   /** `turns`: the group's slots as last read, counted (served.ts). */
   constructor(
-    o: { readonly maxUnavailable: number | (() => number); readonly retryMs: number; readonly heartbeatSeconds: number } & Turns,
+    o: { readonly maxUnavailable: number | (() => number); readonly retryMs: number; readonly heartbeatSeconds: number } & Turns & Watched,
   ) {
     this.#turns = o.turns ?? (() => new Map());
+    this.#watched = o.watched ?? (() => false);
+    this.#onHead = o.onHead ?? (() => undefined);
     const k = o.maxUnavailable;
     this.#maxUnavailable = typeof k === 'number' ? () => k : k;
     this.#retryMs = o.retryMs;
@@ -227,8 +158,22 @@ export class QueuePlace {
   resting(now: number): Error | null {
     if (this.#held === null) return null;
     const p = this.#position;
-    const pause = p === null ? this.#retryMs : pauseFor(p, this.#maxUnavailable(), this.#retryMs, this.#heartbeatMs);
+    // at the head, a watch of the slots wakes it when one is free: it looks at least every retryMs (a slot past its end changes no Lease)
+    const watched = p !== null && p < this.#maxUnavailable() && this.#watched();
+    const pause = p === null || watched ? this.#retryMs : pauseFor(p, this.#maxUnavailable(), this.#retryMs, this.#heartbeatMs);
     return now - this.#lookedAt < pause ? this.#held : null;
+  }
+
+  /** wake: a slot was given back (the watch says so): the next ask looks at the slots, whatever the pause. */
+  wake(): void {
+    this.#lookedAt = Number.NEGATIVE_INFINITY;
+  }
+
+  /** told tells onHead when this member, held, comes to the head of the queue (its place under maxUnavailable) or leaves it. */
+  #told(): void {
+    const p = this.#position;
+    const head = this.#held !== null && p !== null && p < this.#maxUnavailable();
+    if (head !== this.#head) this.#onHead((this.#head = head));
   }
 
   /** looked: this member looks at the slots now. */
@@ -264,6 +209,7 @@ export class QueuePlace {
     const partial = typeof members === 'function' && members.partial === true;
     const at = partial ? Math.max(ahead.length, this.#position ?? 0) : ahead.length;
     [this.#position, this.#placed, this.#placedAt, this.#turnsAt] = [at, at, now, this.#turns()];
+    this.#told();
     // and its turn has not come: those between the page and it come first
     if (partial) return null;
     // at the read that first lists it, the members due with it may not have said theirs yet: a first ask waits that read out
@@ -283,6 +229,7 @@ export class QueuePlace {
   served(): void {
     if (this.#position === null) return;
     this.#position = Math.min(this.#position, Math.max(0, this.#placed - servedSince(this.#turnsAt, this.#turns(), this.#placedAt)));
+    this.#told();
   }
 
   /** heldAgain: the answer to give while resting. */
@@ -295,5 +242,6 @@ export class QueuePlace {
     this.#position = null;
     this.#held = null;
     this.#lookedAt = Number.NEGATIVE_INFINITY;
+    this.#told();
   }
 }

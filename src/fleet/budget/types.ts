@@ -28,6 +28,8 @@ export interface BudgetHooks {
   onPaused?(paused: boolean): void;
   /** The group was paused by this member's circuit breaker (its write opened it: said once in the group). */
   onBreakerOpened?(pause: Pause): void;
+  /** A watch of the slots saw one given back while this member waits at the head of the queue: ask again now (slot-watch.ts). */
+  onWake?(): void;
 }
 
 /** What the budget asks of the collision forecast (collisions.ts Forecast; forecast-turn.ts says when). */

@@ -205,9 +205,11 @@ describe('the queue of held approvals', () => {
     place.looked(NOW);
     expect(place.resting(NOW + 1999)).toBe(said);
     expect(place.resting(NOW + 2000)).toBeNull();
-    // woken: it looks at its next ask
+    // woken: it looks at its next ask; at place 1, only when two slots are free (the first goes to the one ahead of it)
     place.looked(NOW);
-    place.wake();
+    expect(place.wake(1)).toBe(false);
+    expect(place.resting(NOW)).toBe(said);
+    expect(place.wake(2)).toBe(true);
     expect(place.resting(NOW)).toBeNull();
     // a slot free as the watch says (or no watch): at every ask, as the head does
     place.looked(NOW);

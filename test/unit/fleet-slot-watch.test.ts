@@ -20,20 +20,28 @@ function watched(k: number) {
   let now = NOW;
   let seen: ((records: readonly Versioned[] | null, why?: FleetStoreError) => void) | undefined;
   let signal: AbortSignal | undefined;
-  let wakes = 0;
+  const wakes: number[] = [];
   const store = {
     watch: (_prefix: string, s: AbortSignal, on: typeof seen) => {
       [signal, seen] = [s, on];
       return new Promise<void>((resolve) => s.addEventListener('abort', () => resolve()));
     },
   } as unknown as FleetStore;
-  const watch = new SlotWatch({ store, group: 'g', logger: silentLogger, k: () => k, now: () => now, wake: () => wakes++ });
+  const watch = new SlotWatch({
+    store,
+    group: 'g',
+    logger: silentLogger,
+    k: () => k,
+    now: () => now,
+    wake: (free) => void wakes.push(free),
+  });
   return {
     watch,
     say: (records: readonly Versioned[] | null) =>
       seen!(records, records === null ? new FleetStoreError('watch slot-*', 'cut') : undefined),
     at: (ms: number) => (now = NOW + ms),
-    wakes: () => wakes,
+    wakes: () => wakes.length,
+    freed: () => wakes,
     signal: () => signal,
   };
 }
@@ -69,6 +77,8 @@ describe('a watch of the slots', () => {
     // a holder changed while one is free: woken (it may be its turn now)
     w.say([slot(1, 'd', NOW + 90_000, '5')]);
     expect(w.wakes()).toBe(2);
+    // told how many are free: the member wakes only if its place is within them
+    expect(w.freed()).toEqual([1, 1]);
   });
 
   it('down: not full (the member looks at every read), and woken again once back with a slot free', () => {

@@ -164,9 +164,18 @@ export class QueuePlace {
     return now - this.#lookedAt < pause ? this.#held : null;
   }
 
-  /** wake: a slot was given back (the watch says so): the next ask looks at the slots, whatever the pause. */
-  wake(): void {
+  /**
+   * wake: `free` slots are free as the watch says: if this member waits within them (its place
+   * under `free`), its next ask looks at the slots, whatever the pause; true then. One further back
+   * is not woken: the free slots go down the queue in order.
+   */
+  wake(free: number): boolean {
+    // moved up first by the takes the watch has seen since it read its place
+    this.served();
+    const p = this.#position;
+    if (this.#held === null || p === null || p >= free) return false;
     this.#lookedAt = Number.NEGATIVE_INFINITY;
+    return true;
   }
 
   /** told tells onHead when this member, held, comes to the head of the queue (its place under maxUnavailable) or leaves it. */

@@ -3,7 +3,8 @@
  * held there) and its store tells its changes as they are made (Leases: a Kubernetes watch), the
  * group's slots are watched: while the watch says every slot is held, the member does not look at
  * them at every IMDS read (only every retryMs, a backstop); a change that leaves a slot free wakes it
- * at once (`wake`: it looks at the slots and asks, with no IMDS read to wait for), and from then on
+ * at once if its place is within the free slots (`wake`: it looks at the slots and asks, with no IMDS
+ * read to wait for; the free slots go down the queue in order, so one further back is not), and from then on
  * it looks at every read again, as without a watch, until it is granted or the slots are all held
  * again. A slot past its recorded end (which no Lease says) counts as free from that moment. The
  * look itself is a list, as before: the watch only says when to look.
@@ -28,8 +29,8 @@ export interface SlotWatchOptions {
   /** How many slots the group has now. */
   readonly k: () => number;
   readonly now: () => number;
-  /** A slot is free (or the holders changed while one is): look at the slots now. */
-  readonly wake: () => void;
+  /** `free` slots are free (and the holders changed since it last said so): look at the slots now, if it may be this member's turn. */
+  readonly wake: (free: number) => void;
 }
 
 export class SlotWatch {
@@ -42,6 +43,11 @@ export class SlotWatch {
 
   constructor(options: SlotWatchOptions) {
     this.#o = options;
+  }
+
+  /** records: the slots as the watch last said them, while it is open and current (else null). */
+  get records(): readonly Versioned[] | null {
+    return this.#stop === null ? null : this.#slots;
   }
 
   /**
@@ -93,7 +99,7 @@ export class SlotWatch {
       .join('\u0001');
     if (holders === this.#holders) return;
     this.#holders = holders;
-    if (held.length < this.#o.k()) this.#o.wake();
+    if (held.length < this.#o.k()) this.#o.wake(this.#o.k() - held.length);
   }
 }
 
@@ -103,14 +109,14 @@ export function watchedPlace(
   { k, slots }: { readonly k: () => number; readonly slots: () => readonly Versioned[] },
 ): [QueuePlace, SlotWatch] {
   const now = o.now ?? Date.now;
-  const turns = () => turnsOf(slots(), now());
+  // the takes counted from the watch's slots while it is current (fresher than the last listing), else from that listing
+  const turns = () => turnsOf(watch.records ?? slots(), now());
   const place: QueuePlace = new QueuePlace({
     ...o.config,
     ...{ maxUnavailable: k, turns, watched: () => watch.full, onHead: (head: boolean) => watch.want(head) },
   });
-  const wake = (): void => {
-    place.wake();
-    o.hooks?.onWake?.();
+  const wake = (free: number): void => {
+    if (place.wake(free)) o.hooks?.onWake?.();
   };
   const watch = new SlotWatch({ store: o.store, group: o.config.group, logger: o.logger, k, now, wake });
   return [place, watch];

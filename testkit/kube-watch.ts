@@ -95,14 +95,16 @@ export class WatchLog<T> {
     }
     if (from === null) for (const o of current().filter(matches)) line('ADDED', full(o));
     else for (const c of this.#changes) if (c.rv > from && matches(c.object)) line(c.type, full(c.object));
-    const watcher: Watcher<T> = { matches, send: (c) => line(c.type, full(c.object)), end: () => res.end() };
+    // ended (its time, endAll): no bookmark is written after the end, before the connection closes
+    const finish = () => (this.#watchers.delete(watcher), clearInterval(bookmarks), clearTimeout(end), res.end());
+    const watcher: Watcher<T> = { matches, send: (c) => line(c.type, full(c.object)), end: () => finish() };
     this.#watchers.add(watcher);
     const timeout = Number(url.searchParams.get('timeoutSeconds') ?? '');
     const seconds = Number.isFinite(timeout) && timeout > 0 ? Math.min(timeout, this.maxSeconds) : this.maxSeconds;
     const bookmarks = /^(true|1)$/.test(url.searchParams.get('allowWatchBookmarks') ?? '')
       ? setInterval(() => line('BOOKMARK', this.#bookmark(String(Math.max(this.#last, from ?? 0)))), this.bookmarkMs)
       : undefined;
-    const end = setTimeout(() => res.end(), seconds * 1000);
+    const end = setTimeout(() => finish(), seconds * 1000);
     res.on('close', () => {
       this.#watchers.delete(watcher);
       clearTimeout(end);

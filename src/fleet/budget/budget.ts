@@ -220,7 +220,7 @@ export class FleetBudget implements ApprovalGate {
 
   /** run beats about every heartbeatSeconds (varied by a fifth either way: members started together drift apart) until the signal aborts. */
   run(signal: AbortSignal): Promise<void> {
-    return beating(this.#o.config.heartbeatSeconds, signal, () => this.heartbeat()).finally(() => this.#watch.close());
+    return beating(this.#o.config.heartbeatSeconds, signal, () => this.heartbeat()).finally(() => this.#watch.end());
   }
 
   #serial = <T>(work: () => Promise<T>): Promise<T> => this.#one.run(work);

@@ -40,6 +40,10 @@ export class SlotWatch {
   #slots: readonly Versioned[] | null = null;
   /** The live slots as last seen (name and holder), so a renewal, or a notice written, wakes nobody. */
   #holders: string | null = null;
+  /** A failure was said already: one before the watch was ever current (a Role without `watch`) is said once. */
+  #said = false;
+  /** Closed for good (the budget's run ended): never opened again. */
+  #ended = false;
 
   constructor(options: SlotWatchOptions) {
     this.#o = options;
@@ -64,7 +68,7 @@ export class SlotWatch {
   /** want opens the watch (`on`: the member stands at the head of the queue) or closes it; a store without watches has none. */
   want(on: boolean): void {
     const watch = this.#o.store.watch?.bind(this.#o.store);
-    if (on && this.#stop === null && watch !== undefined) {
+    if (on && this.#stop === null && watch !== undefined && !this.#ended) {
       const stop = new AbortController();
       this.#stop = stop;
       void watch(SLOT_PREFIX, stop.signal, (records, why) => {
@@ -75,6 +79,12 @@ export class SlotWatch {
     } else if (!on && this.#stop !== null) this.close();
   }
 
+  /** end closes the watch for good (the budget's run ended): a member that comes to the head after it opens none. */
+  end(): void {
+    this.#ended = true;
+    this.close();
+  }
+
   close(): void {
     this.#stop?.abort();
     [this.#stop, this.#slots, this.#holders] = [null, null, null];
@@ -82,12 +92,12 @@ export class SlotWatch {
 
   #seen(records: readonly Versioned[] | null, why?: FleetStoreError): void {
     if (records === null) {
-      if (this.#slots !== null)
+      if (this.#slots !== null || !this.#said)
         this.#o.logger.warn(
           { group: this.#o.group, ...errorFields(why) },
           'fleet budget: the watch of the slots failed; the head of the queue looks at every read until it is back',
         );
-      [this.#slots, this.#holders] = [null, null];
+      [this.#slots, this.#holders, this.#said] = [null, null, true];
       return;
     }
     this.#slots = records;

@@ -43,7 +43,10 @@ export interface AutoApproverOptions {
 export class AutoApprover {
   readonly #o: AutoApproverOptions;
   /** Per event: the last decision logged, and when an automatic approval was last tried. */
-  readonly #decided = new Map<string, { action: string; triedAt: number; held?: string; waiting?: string; asking?: boolean }>();
+  readonly #decided = new Map<
+    string,
+    { action: string; triedAt: number; held?: string; waiting?: string; asking?: boolean; again?: boolean }
+  >();
 
   constructor(options: AutoApproverOptions) {
     this.#o = options;
@@ -80,9 +83,14 @@ export class AutoApprover {
             if (entry.held !== err.message)
               logger.info({ eventId: e.eventId, code: err.code, holders: err.holders }, `approval held: ${err.message}`);
             entry.held = err.message;
+            // woken while it was under way (it may have read the slots before one was given back): asked again now
+            if (entry.again === true) {
+              [entry.again, entry.triedAt] = [false, 0];
+              this.apply((this.#o.view.document?.events ?? []).filter((x) => x.eventId === e.eventId));
+            }
             return;
           }
-          entry.held = undefined;
+          [entry.held, entry.again] = [undefined, false];
           logger.warn({ eventId: e.eventId, ...errorFields(err) }, 'automatic approval failed; it will be tried again');
         });
       }
@@ -118,7 +126,12 @@ export class AutoApprover {
    * the next IMDS read.
    */
   askAgain(): void {
-    for (const entry of this.#decided.values()) if (entry.held !== undefined && entry.asking !== true) entry.triedAt = 0;
+    for (const entry of this.#decided.values()) {
+      if (entry.held === undefined) continue;
+      // one under way is asked again when it ends held
+      if (entry.asking === true) entry.again = true;
+      else entry.triedAt = 0;
+    }
     this.apply(this.#o.view.document?.events ?? []);
   }
 

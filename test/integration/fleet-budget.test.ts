@@ -17,9 +17,10 @@ import { windowsOf } from '../../src/fleet/budget/windows.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { ROOT } from '../helpers.ts';
+import { ROOT, waitFor } from '../helpers.ts';
 import { FleetStores, outcome, scheduledFor, STORE_KINDS, type StoreKind } from '../../testkit/fleet-stores.ts';
 import { budgetMember, type Member } from '../../testkit/fleet-members.ts';
+import { leaseVerb } from '../../testkit/kube-lease-meter.ts';
 
 let stores: FleetStores;
 
@@ -280,21 +281,31 @@ describe.each(STORE_KINDS)('fleet budget over the %s store', (kind) => {
     const old = { ...recordOf('vm-a'), events: [...recordOf('vm-a').events, { ...recordOf('vm-a').events[0]!, eventId: drill.eventId }] };
     expect(windowsOf([old], Date.now()).map((w) => w.eventId)).toEqual([real.eventId]);
   });
+  it('a member held at the head of the queue watches the slots over Leases until it is granted (Blob Storage has no watch)', async () => {
+    const group = `head-${kind}`;
+    const [a, b] = await Promise.all([member(kind, group, 'vm-a'), member(kind, group, 'vm-b')]);
+    const [ea, eb] = [eventFor('vm-a'), eventFor('vm-b')];
+    await a.read([ea]);
+    expect(await outcome(a.budget.take(ea, api))).toBe('granted');
+    const policy = { by: 'policy', via: 'policy' } as const;
+    const open = () => stores.kube.leases.watches.open;
+    const before = open();
+    for (let read = 0; read < 3; read++) await b.read([eb]);
+    expect(await outcome(b.budget.take(eb, policy))).toBe('HELD');
+    if (kind === 'kubernetes') await waitFor(() => open() === before + 1, "b's watch of the slots", 10_000, 10);
+    else expect(open()).toBe(before);
+    // a's maintenance is over: b, woken by its watch (Leases) or asking at its next read, takes the slot, and its watch is closed
+    await a.read([]);
+    if (kind === 'kubernetes') await waitFor(() => b.wakes > 0, 'b woken', 10_000, 10);
+    expect(await outcome(b.budget.take(eb, policy))).toBe('granted');
+    await waitFor(() => open() === before, "b's watch closed", 10_000, 10);
+  });
 });
 
 describe('the Lease store, after the tests above', () => {
   it('uses exactly the verbs config/kubernetes/rbac.yaml grants it', () => {
-    const verbOf = (r: { method: string; path: string }) =>
-      r.method === 'POST'
-        ? 'create'
-        : r.method === 'PUT'
-          ? 'update'
-          : r.method === 'DELETE'
-            ? 'delete'
-            : /\/leases(\?|$)/.test(r.path)
-              ? 'list'
-              : 'get';
-    const used = new Set(stores.kube.requests.filter((r) => r.path.startsWith('/apis/coordination.k8s.io/')).map(verbOf));
+    // the API server's verbs (a GET with watch=1 is a watch: the head of the queue watches the slots)
+    const used = new Set(stores.kube.requests.flatMap((r) => leaseVerb(r.method, r.path) ?? []));
     const role = parseAllDocuments(readFileSync(join(ROOT, 'config', 'kubernetes', 'rbac.yaml'), 'utf8'))
       .map((d) => d.toJS() as { kind: string; rules?: { resources: string[]; verbs: string[] }[] })
       .find((d) => d.kind === 'Role')!;

@@ -96,7 +96,7 @@ describe('config/kubernetes', () => {
     const sa = all.find((d) => d.kind === 'ServiceAccount')!;
     expect(role.metadata.namespace).toBe(sa.metadata.namespace);
     expect(role.rules).toEqual([
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
     ]);
     const binding = all.find((d) => d.kind === 'RoleBinding')!;
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });

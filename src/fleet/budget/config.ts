@@ -91,7 +91,7 @@ export const FleetConfig = z
       .max(300_000)
       .default(2000)
       .describe(
-        "How often an approval held by the budget (policy, hooks) looks at the slots again while it stands just behind the head of the group's queue; at the head it looks at every IMDS read, further back less often.",
+        "How often an approval held by the budget (policy, hooks) looks at the slots again while it stands just behind the head of the group's queue; at the head it looks at every IMDS read (over Leases, it watches the slots and looks when one is given back, and every retryMs at least), further back less often.",
       ),
     breaker: z
       .strictObject({

@@ -4,12 +4,11 @@
  * not be asked in a loop. The loop's pauses go through lib/time's sleep, the one module this file
  * replaces: each pause is counted and held until the watch stops, so the test reads no clock.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, expect, it, vi } from 'vitest';
+import { beforeAll, beforeEach, expect, it, vi } from 'vitest';
 import { LeaseFleetStore } from '../../src/fleet/budget/stores/lease.ts';
-import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
-import { tempDir, waitFor } from '../helpers.ts';
+import type { KubeStandIn } from '../../testkit/kube-apiserver.ts';
+import { leaseStorePerFile } from '../../testkit/fleet-stores.ts';
+import { waitFor } from '../helpers.ts';
 
 const pauses = vi.hoisted(() => ({ count: 0 }));
 vi.mock('../../src/lib/time.ts', async (original) => {
@@ -27,20 +26,15 @@ vi.mock('../../src/lib/time.ts', async (original) => {
   };
 });
 
-let api: KubeStandIn;
-let kubeconfig: string;
-const dir = tempDir('se-bridge-test-kube-watch-loops-');
+const leases = leaseStorePerFile();
 const NS = 'se-bridge';
 const LEASES = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`;
+let api: KubeStandIn;
+let kubeconfig: string;
 
-beforeAll(async () => {
-  api = await new KubeStandIn().start();
-  kubeconfig = join(dir.path, 'kubeconfig');
-  writeFileSync(kubeconfig, api.kubeconfig());
-});
-afterAll(async () => {
-  await api.close();
-  dir.cleanup();
+beforeAll(() => {
+  api = leases().kube;
+  kubeconfig = (leases().config('kubernetes') as { kubeconfig: string }).kubeconfig;
 });
 beforeEach(() => {
   pauses.count = 0;

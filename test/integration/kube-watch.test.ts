@@ -6,31 +6,25 @@
  * line, changes after the resourceVersion asked, ERROR 410 for one older than it keeps
  * (testkit/kube-watch.ts).
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeApiError, KubeConnection, KubeUnreadableError } from '../../src/kube/client.ts';
 import { watchOnce, type WatchEvent } from '../../src/kube/watch.ts';
 import { LeaseFleetStore } from '../../src/fleet/budget/stores/lease.ts';
 import type { Versioned } from '../../src/fleet/budget/stores/port.ts';
-import { KubeStandIn } from '../../testkit/kube-apiserver.ts';
+import type { KubeStandIn } from '../../testkit/kube-apiserver.ts';
+import { leaseStorePerFile } from '../../testkit/fleet-stores.ts';
 import { raw, refusal } from '../../testkit/kube-faults.ts';
-import { tempDir, waitFor } from '../helpers.ts';
+import { waitFor } from '../helpers.ts';
 
-let api: KubeStandIn;
-let kubeconfig: string;
-const dir = tempDir('se-bridge-test-kube-watch-');
+const leases = leaseStorePerFile();
 const NS = 'se-bridge';
 const LEASES = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`;
+let api: KubeStandIn;
+let kubeconfig: string;
 
-beforeAll(async () => {
-  api = await new KubeStandIn().start();
-  kubeconfig = join(dir.path, 'kubeconfig');
-  writeFileSync(kubeconfig, api.kubeconfig());
-});
-afterAll(async () => {
-  await api.close();
-  dir.cleanup();
+beforeAll(() => {
+  api = leases().kube;
+  kubeconfig = (leases().config('kubernetes') as { kubeconfig: string }).kubeconfig;
 });
 beforeEach(() => {
   api.leases.leases.clear();

@@ -14,7 +14,7 @@ import { PausedError } from './pause.ts';
 import { servedSince, type SlotTurn, type Turns } from './served.ts';
 import { inOrder, QUEUED_VIA, waiterOf, waitersOf, type Candidates, type Waiter } from './queue-order.ts';
 
-/** Where the slots are watched (slot-watch.ts): whether the watch is live, and whom to tell when this member comes to the head of the queue or leaves it. */
+/** Where the slots are watched (slot-watch.ts): whether the watch says every slot is held now, and whom to tell when this member comes to the head of the queue or leaves it. */
 interface Watched {
   readonly watched?: () => boolean;
   readonly onHead?: (head: boolean) => void;
@@ -56,7 +56,7 @@ export class QueuePlace {
   readonly #turns: () => ReadonlyMap<string, SlotTurn>;
   #lookedAt = Number.NEGATIVE_INFINITY;
   #held: Error | null = null;
-  /** Whether the slots are watched (slot-watch.ts), and whom to tell when this member comes to the head of the queue or leaves it. */
+  /** Whether a watch of the slots says every one is held now (slot-watch.ts), and whom to tell when this member comes to the head of the queue or leaves it. */
   readonly #watched: () => boolean;
   readonly #onHead: (head: boolean) => void;
   #head = false;
@@ -158,7 +158,7 @@ export class QueuePlace {
   resting(now: number): Error | null {
     if (this.#held === null) return null;
     const p = this.#position;
-    // at the head, a watch of the slots wakes it when one is free: it looks at least every retryMs (a slot past its end changes no Lease)
+    // at the head, while a watch says every slot is held, the watch wakes it when one is given back: it looks at least every retryMs
     const watched = p !== null && p < this.#maxUnavailable() && this.#watched();
     const pause = p === null || watched ? this.#retryMs : pauseFor(p, this.#maxUnavailable(), this.#retryMs, this.#heartbeatMs);
     return now - this.#lookedAt < pause ? this.#held : null;

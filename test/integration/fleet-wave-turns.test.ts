@@ -148,8 +148,13 @@ async function nineAtOnce(group: string, mute?: string) {
     names.map((n) => waveMember(stores(), 'blob', group, n, { k: 3, clock: now, heartbeatSeconds: 5, wrap: count(n) })),
   );
   const ev = (m: WaveMember, i: number) => [rebootOf(m.name, `${m.name.toUpperCase()}-E`, T0 + H + i * 1000)];
-  // every member sees its maintenance at once, as at a wave, and each second after that reads as the poll loop would
-  for (let s = 0; s < 30; s++) {
+  // every member sees its maintenance at the same second, as at a wave, and each second after that reads as the poll loop
+  // would. That first second they read one after another, the last in the queue first: each finds nobody ahead yet, and
+  // every entry is written by the next second, when each finds its true place at the limit whatever the load (members
+  // reading at the same moment could each find the others' entries not written yet, and two take themselves for the first)
+  for (const [i, m] of [...ms.entries()].reverse()) await m.budget.heartbeat().then(() => m.read(ev(m, i)));
+  clock += 1000;
+  for (let s = 1; s < 30; s++) {
     await Promise.all(ms.map((m, i) => (s % 5 === 0 ? m.budget.heartbeat() : Promise.resolve()).then(() => m.read(ev(m, i)))));
     clock += 1000;
   }

@@ -44,7 +44,8 @@ describe('a VM whose compute metadata fails at start', () => {
     await h.bridge.start();
     const own = h.sim.addEvent({ EventType: 'Reboot', Resources: ['vmss_10'], noticeMs: 600_000 });
     const other = h.sim.addEvent({ EventType: 'Redeploy', Resources: ['vmss_11'], noticeMs: 600_000 });
-    await waitFor(() => h.kinds().length === 2, 'both events committed');
+    // committed, and delivered to the self sink (a sink of its own, delivered apart from the audit file)
+    await waitFor(() => h.kinds().length === 2 && h.kinds('mine.jsonl').length === 2, 'both events committed and in the self sink');
 
     // while the name is unknown: both events reach the self sink, the probe holds, not ready, nothing approved
     expect(h.bridge.identity.nameKnown).toBe(false);

@@ -9,7 +9,8 @@
  * every member's file sink), the words by what they say, lost writes per record, the busiest
  * second of the busiest blobs (Leases), and the bytes of the group's listings per member per
  * minute of waiting (on Leases also those of the members' lists alone, and the requests per member
- * per minute by the API server's verb). `node bench/fleet-wave.ts 20 100 [--store kubernetes]` runs it alone.
+ * per minute by the API server's verb). `node bench/fleet-wave.ts 20 100 [--store kubernetes] [--slots K]` runs it alone
+ * (`--slots`: one budget for every size, else a tenth of each).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -57,8 +58,7 @@ function wordsOf(files: readonly string[]): Word[] {
   });
 }
 
-export async function phaseFleetWave(n: number, storeKind: StoreKind = 'blob') {
-  const k = slotsOf(n);
+export async function phaseFleetWave(n: number, storeKind: StoreKind = 'blob', k = slotsOf(n)) {
   const store = await startStore(storeKind);
   const sims: ImdsSimulator[] = [];
   const children: ReturnType<typeof spawnProcess>[] = [];
@@ -162,8 +162,12 @@ export async function phaseFleetWave(n: number, storeKind: StoreKind = 'blob') {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const { store, rest } = storeOf(process.argv.slice(2));
+  // `--slots K`: the same K for every size (a group that grows under one budget), else a tenth of each
+  const at = rest.indexOf('--slots');
+  const fixed = at < 0 ? undefined : Number(rest.splice(at, 2)[1]);
   for (const n of sizesOf(rest) ?? [20, 100]) {
-    log(`F4: a wave of ${n} bridges as processes, every member due at once, ${slotsOf(n)} slots${store === 'blob' ? '' : ', over Leases'}`);
-    console.log(JSON.stringify(await phaseFleetWave(n, store)));
+    const k = fixed ?? slotsOf(n);
+    log(`F4: a wave of ${n} bridges as processes, every member due at once, ${k} slots${store === 'blob' ? '' : ', over Leases'}`);
+    console.log(JSON.stringify(await phaseFleetWave(n, store, k)));
   }
 }

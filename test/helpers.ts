@@ -97,6 +97,7 @@ export const EXAMPLE_ENV: NodeJS.ProcessEnv = (() => {
     SE_BRIDGE_FLEET_KEY: key(32),
     SE_BRIDGE_API_SECRET: `whsec_${key(32)}`,
     SE_BRIDGE_FLEET_READ_KEY: key(24),
+    SE_BRIDGE_CONSOLE_KEY_PLATFORM: key(24),
     SE_BRIDGE_EVENTGRID_KEY: key(24),
     SE_BRIDGE_AZURE_RECORD_KEY: key(32),
   };

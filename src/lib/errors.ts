@@ -123,11 +123,12 @@ export const CODES = {
   RELAY_ERROR: 'the relay failed a request unexpectedly (500)',
   UNKNOWN_TRACKING_ID: 'this relay replica has no record of the tracking id (404)',
   // the fleet view and Azure's feed (the relay)
-  UNAUTHORIZED: 'a read key, an Event Grid key or an Entra ID token is missing or refused (401)',
+  UNAUTHORIZED: 'a read key, a console key, an Event Grid key or an Entra ID token is missing or refused (401)',
   BAD_LIMIT: 'limit is not a whole number from 1 to 1000 (400)',
   BAD_CURSOR: 'cursor is not one the fleet read API gave (400)',
   UNKNOWN_PARAMETER: 'a query parameter the route does not take (400)',
-  BAD_FILTER: 'a filter value (status, type) the fleet read API does not know; the message names those it takes (400)',
+  BAD_FILTER: 'a filter value (status, type, group) the fleet read API does not know; the message names those it takes (400)',
+  UNKNOWN_GROUP: "the calendar feed was asked for a group the fleet's store has no record of, nor the relay's configuration (404)",
   NOT_A_HANDSHAKE: 'an OPTIONS request to the Event Grid endpoint without WebHook-Request-Origin (400)',
   ENTRA_KEYS_UNAVAILABLE:
     "the tenant's signing keys could not be read, so an Entra ID-protected delivery could not be verified (503, which Event Grid delivers again; the keys are asked again at most once a minute)",

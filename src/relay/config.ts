@@ -12,6 +12,7 @@ import { ed25519Private, ed25519Public, publicKeyOf, keyBytes, privateKeyOf, sha
 import { SlackSettings } from '../approval/slack.ts';
 import { secretsOf, SinksConfig } from '../config/schema.ts';
 import { AzureFeedConfig, ReadKeys, RelayFleetConfig } from './fleet-config.ts';
+import { ConsoleConfig } from './console-config.ts';
 import { recordKeyOf } from '../fleet/view/seal.ts';
 
 export const RelayConfig = z
@@ -67,6 +68,7 @@ export const RelayConfig = z
     ...serverSettings({ what: 'the relay', perSecond: 50, burst: 100, maxConnections: 1024, maxConnectionsPerClient: 128, most: 100_000 }),
     fleet: RelayFleetConfig.optional(),
     readKeys: ReadKeys,
+    console: ConsoleConfig.optional(),
     azure: AzureFeedConfig.optional(),
     sinks: SinksConfig.default([]).describe(
       "Where the relay's own CloudEvents go (azure.scheduledevent.unwatched): the bridge's sink types.",
@@ -115,6 +117,8 @@ export const RelayConfig = z
       });
     if (c.readKeys.length > 0 && c.fleet === undefined)
       ctx.addIssue({ code: 'custom', path: ['readKeys'], message: 'need fleet: the read API reads its store' });
+    if (c.console !== undefined && c.fleet === undefined)
+      ctx.addIssue({ code: 'custom', path: ['console'], message: "needs fleet: the console shows the members' records in its store" });
     if (c.publicKey === undefined || c.signingKey === undefined) return;
     const mine = privateKeyOf(c.signingKey);
     const theirs = publicKeyOf(c.publicKey);
@@ -153,7 +157,13 @@ export function relaySecrets(c: RelayConfig): string[] {
   const store = c.fleet?.store;
   return [
     ...[c.serviceBus?.connectionString, c.signingKey, c.fleetKey, ...c.apiSecrets, c.slack?.signingSecret],
-    ...[...c.readKeys, c.azure?.eventGrid?.key, c.azure?.recordKey, store?.type === 'blob' ? store.connectionString : undefined],
+    ...[
+      ...c.readKeys,
+      ...(c.console?.keys ?? []).map((k) => k.key),
+      c.azure?.eventGrid?.key,
+      c.azure?.recordKey,
+      store?.type === 'blob' ? store.connectionString : undefined,
+    ],
     // the relay's own sinks' secrets, found as a bridge's are
     ...secretsOf({ sinks: c.sinks }),
   ].filter((s): s is string => typeof s === 'string' && s.length >= 6);

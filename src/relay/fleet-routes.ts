@@ -1,6 +1,8 @@
 /**
  * The relay's fleet routes: the read API (GET /v1/fleet, GET /v1/fleet/events), behind
- * `Authorization: Bearer <read key>`, and Azure's feed (POST /v1/azure/eventgrid, with Event
+ * `Authorization: Bearer <read key>`, the calendar feed (GET /v1/fleet/calendar.ics), behind a read
+ * key or a console key, sent so or in its `key` query parameter (a calendar can send no header),
+ * and Azure's feed (POST /v1/azure/eventgrid, with Event
  * Grid's subscription validation handshake, and OPTIONS for the CloudEvents abuse-protection
  * handshake), behind a key in the `code` query parameter or an Entra ID bearer token.
  */
@@ -12,6 +14,8 @@ import { messageOf } from '../lib/errors.ts';
 import { EntraTokens } from '../azure/bearer.ts';
 import { HttpError, readBody, utf8 } from '../approval/requests.ts';
 import { cursorOk, filterProblem, fleetEvents, page } from '../fleet/view/events.ts';
+import { calendarOf } from '../fleet/view/ics.ts';
+import { FleetConfig } from '../fleet/budget/config.ts';
 import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import { readEventGrid } from './eventgrid.ts';
 import { TooManyEvents, type AzureFeed } from './azure-feed.ts';
@@ -77,6 +81,44 @@ export class FleetRoutes {
     if (token === undefined || !keyMatches(token, this.#config.readKeys))
       throw new HttpError(401, 'UNAUTHORIZED', 'send one of the read keys as Authorization: Bearer <key>');
     return this.#reader;
+  }
+
+  /** read answers the fleet's GET routes. */
+  read(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    if (url.pathname === '/v1/fleet') return this.fleet(req, res);
+    if (url.pathname === '/v1/fleet/events') return this.events(req, res, url);
+    return this.calendar(req, res, url);
+  }
+
+  /**
+   * GET /v1/fleet/calendar.ics?group=&key=: the pending events as an iCalendar file (all groups, or
+   * one), for a calendar to subscribe to; a read key or any console key, as a bearer token or `key`.
+   */
+  async calendar(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const keys = [...this.#config.readKeys, ...(this.#config.console?.keys ?? []).map((k) => k.key)];
+    if (this.#reader === null || keys.length === 0)
+      throw new HttpError(404, 'NOT_FOUND', 'the calendar feed is not configured (fleet, and readKeys or console.keys)');
+    const q = url.searchParams;
+    for (const k of q.keys())
+      if (k !== 'group' && k !== 'key') throw new HttpError(400, 'UNKNOWN_PARAMETER', `unknown parameter ${k}: use group, key`);
+    const token = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? q.get('key');
+    if (token === null || !keyMatches(token, keys))
+      throw new HttpError(401, 'UNAUTHORIZED', 'send a read key or a console key as Authorization: Bearer <key>, or as the key parameter');
+    const group = q.get('group');
+    if (group !== null && !FleetConfig.shape.group.safeParse(group).success)
+      throw new HttpError(400, 'BAD_FILTER', 'group is not a group name (letters, digits and dashes)');
+    const s = await this.#snapshot(this.#reader);
+    if (group !== null && !s.groups.some((g) => g.group === group) && this.#config.fleet?.groups[group] === undefined)
+      throw new HttpError(404, 'UNKNOWN_GROUP', `no group ${group} in the fleet's store`);
+    const events = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now(), { group: group ?? undefined });
+    const body = calendarOf(events, s.readAt, group);
+    res.writeHead(200, {
+      'content-type': 'text/calendar; charset=utf-8',
+      'content-disposition': `inline; filename="${group ?? 'fleet'}.ics"`,
+      'cache-control': 'private, no-cache',
+      'x-content-type-options': 'nosniff',
+    });
+    res.end(body);
   }
 
   async #snapshot(reader: FleetReader): Promise<FleetSnapshot> {

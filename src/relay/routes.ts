@@ -28,6 +28,7 @@ const ROUTES: Record<string, string[]> = {
   '/v1/slack/interactions': ['POST'],
   '/v1/fleet': ['GET'],
   '/v1/fleet/events': ['GET'],
+  '/v1/fleet/calendar.ics': ['GET'],
   '/v1/fleet/pause': ['POST'],
   '/v1/fleet/resume': ['POST'],
   '/v1/azure/eventgrid': ['POST', 'OPTIONS'],
@@ -94,8 +95,7 @@ export class RelayServer extends RoutedServer {
     const html = url.pathname === '/v1/approve' && /text\/html/.test(String(req.headers.accept ?? ''));
     try {
       const fleet = this.#o.fleet;
-      if (url.pathname === '/v1/fleet') return await fleet.fleet(req, res);
-      if (url.pathname === '/v1/fleet/events') return await fleet.events(req, res, url);
+      if (req.method === 'GET' && url.pathname.startsWith('/v1/fleet')) return await fleet.read(req, res, url);
       if (url.pathname === '/v1/azure/eventgrid')
         return await (req.method === 'OPTIONS' ? fleet.handshake(req, res, url) : fleet.eventGrid(req, res, url));
       const body = req.method === 'GET' ? Buffer.alloc(0) : await readBody(req);

@@ -82,22 +82,27 @@ describe('the reverse proxy set-up', () => {
     expect(Number(limit?.[1]) * 1024 * 1024).toBe(MAX_DELIVERY);
   });
 
-  it("never logs Event Grid's delivery key: its route's access log has a format without the query, and its error log only critical lines", () => {
-    const text = readFileSync(join(ROOT, 'config', 'nginx', 'se-bridge.conf'), 'utf8').replace(/#[^\n]*/g, '');
-    const site = nginx.find((s) => s.names.includes('approvals.example.com') && s.listen.some((l) => /^443 ssl\b/.test(l)))!;
-    const grid = site.locations.get('= /v1/azure/eventgrid')!;
-    // nginx's variables that carry the query: the request line, the URI as sent, the arguments
-    const query = /\$(request|request_uri|args|query_string|arg_\w+|is_args)\b/;
-    const access = /^\s*access_log\s+([^;]+);/m.exec(grid)?.[1]?.trim().split(/\s+/);
-    expect(access, 'access_log in location = /v1/azure/eventgrid').toBeDefined();
-    if (access![0] !== 'off') {
-      const format = new RegExp(`log_format\\s+${access![1]}\\s+((?:'[^']*'\\s*)+);`).exec(text)?.[1];
-      expect(format, `log_format ${access![1]}`).toBeDefined();
-      expect(format).not.toMatch(query);
-    }
-    // an error line carries the request line, query and all
-    expect(/^\s*error_log\s+\S+\s+(crit|alert|emerg)\s*;/m.test(grid), 'error_log at crit in the route').toBe(true);
-  });
+  it.each(['= /v1/azure/eventgrid', '= /v1/fleet/calendar.ics'])(
+    'never logs a key sent in the query (%s): its access log has a format without the query, its error log only critical lines',
+    (route) => {
+      const text = readFileSync(join(ROOT, 'config', 'nginx', 'se-bridge.conf'), 'utf8').replace(/#[^\n]*/g, '');
+      const site = nginx.find((s) => s.names.includes('approvals.example.com') && s.listen.some((l) => /^443 ssl\b/.test(l)))!;
+      const location = site.locations.get(route)!;
+      expect(location, `location ${route}`).toBeDefined();
+      expect(location).toMatch(new RegExp(`proxy_pass http://${relay.listen.replaceAll('.', '\\.')};`));
+      // nginx's variables that carry the query: the request line, the URI as sent, the arguments
+      const query = /\$(request|request_uri|args|query_string|arg_\w+|is_args)\b/;
+      const access = /^\s*access_log\s+([^;]+);/m.exec(location)?.[1]?.trim().split(/\s+/);
+      expect(access, `access_log in location ${route}`).toBeDefined();
+      if (access![0] !== 'off') {
+        const format = new RegExp(`log_format\\s+${access![1]}\\s+((?:'[^']*'\\s*)+);`).exec(text)?.[1];
+        expect(format, `log_format ${access![1]}`).toBeDefined();
+        expect(format).not.toMatch(query);
+      }
+      // an error line carries the request line, query and all
+      expect(/^\s*error_log\s+\S+\s+(crit|alert|emerg)\s*;/m.test(location), 'error_log at crit in the route').toBe(true);
+    },
+  );
 
   it('hands the bridge’s site (its publicUrl) to its approval server, and the bridge trusts the proxy', () => {
     const host = new URL(bridge.approval.publicUrl!).hostname;

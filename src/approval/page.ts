@@ -4,7 +4,7 @@
  */
 import { type ChatMessage, utcText, vmList } from '../present/chat-model.ts';
 
-function escapeHtml(s: string): string {
+export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 

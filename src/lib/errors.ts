@@ -128,6 +128,9 @@ export const CODES = {
   BAD_CURSOR: 'cursor is not one the fleet read API gave (400)',
   UNKNOWN_PARAMETER: 'a query parameter the route does not take (400)',
   BAD_FILTER: 'a filter value (status, type, group) the fleet read API does not know; the message names those it takes (400)',
+  CROSS_SITE: "a POST to the console from another origin than the console's own (403; nothing changed)",
+  CONSOLE_SIGN_IN_REFUSED:
+    'a sign-in to the console with a key that is none of console.keys (401); the log names the client, never the key',
   UNKNOWN_GROUP: "the calendar feed was asked for a group the fleet's store has no record of, nor the relay's configuration (404)",
   NOT_A_HANDSHAKE: 'an OPTIONS request to the Event Grid endpoint without WebHook-Request-Origin (400)',
   ENTRA_KEYS_UNAVAILABLE:

@@ -160,6 +160,7 @@ export function relaySecrets(c: RelayConfig): string[] {
     ...[
       ...c.readKeys,
       ...(c.console?.keys ?? []).map((k) => k.key),
+      c.console?.sessionKey,
       c.azure?.eventGrid?.key,
       c.azure?.recordKey,
       store?.type === 'blob' ? store.connectionString : undefined,

@@ -1,11 +1,13 @@
 /**
- * Who may read the fleet as people do (`console`): keys of the relay's configuration, each with
- * the name of the person or team it stands for, recorded with what they do, and a role: `read`
- * sees, `approve` acts too. The calendar feed (GET /v1/fleet/calendar.ics) takes any of them,
- * and the read keys.
+ * The console (`console`): the fleet in a browser, on a listener of its own, and who may use it:
+ * keys of the relay's configuration, each with the name of the person or team it stands for,
+ * recorded with what they do, and a role (`read` sees, `approve` acts too), or a reverse proxy
+ * that signed the person in and names them in a header. The calendar feed (GET
+ * /v1/fleet/calendar.ics) takes any of the keys, and the read keys.
  */
 import { z } from 'zod';
-import { secret } from '../lib/validators.ts';
+import { hostPort, secret } from '../lib/validators.ts';
+import { keyBytes } from '../fleet/keys.ts';
 
 export const CONSOLE_ROLES = ['read', 'approve'] as const;
 
@@ -35,6 +37,29 @@ export const ConsoleConfig = z
         });
       })
       .describe('The keys of the console and of the calendar feed, each with its holder and role.'),
+    listen: hostPort
+      .default('127.0.0.1:8090')
+      .describe(
+        'Where /console listens: a listener of its own, which approval clients cannot crowd out (behind the reverse proxy that terminates TLS).',
+      ),
+    sessionHours: z.number().int().min(1).max(168).default(12).describe('How long a sign-in lasts before the key is asked again.'),
+    sessionKey: secret(keyBytes)
+      .optional()
+      .describe(
+        "The key that signs the console's session cookies: base64 of 32 bytes or more, the same on every replica. Default: derived from fleetKey; without either, a key of the process's own (a restart, or another replica, asks people to sign in again).",
+      ),
+    proxy: z
+      .strictObject({
+        userHeader: z
+          .string()
+          .regex(/^[A-Za-z0-9-]{1,64}$/, 'must be an HTTP header name')
+          .describe('The header the reverse proxy names the signed-in person in (X-Forwarded-User, X-Auth-Request-User…).'),
+        role: z.enum(CONSOLE_ROLES).default('read').describe('What a person the proxy names may do.'),
+      })
+      .optional()
+      .describe(
+        'People signed in by the reverse proxy in front of the console: their name taken from userHeader, only on a request from one of trustedProxies (from anyone else the header is ignored).',
+      ),
   })
-  .describe("People's view of the fleet: the calendar feed (GET /v1/fleet/calendar.ics) and who may read it.");
+  .describe("People's view of the fleet: the console, the calendar feed (GET /v1/fleet/calendar.ics), and who may use them.");
 export type ConsoleConfig = z.infer<typeof ConsoleConfig>;

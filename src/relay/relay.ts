@@ -27,9 +27,13 @@ import { AzureFeed } from './azure-feed.ts';
 import { ResourceGraphPoll } from './resource-graph.ts';
 import { ArmClient } from './arm.ts';
 import { ArmApprovals } from './arm-approval.ts';
+import { ConsoleServer } from '../console/server.ts';
+import { addressOf } from '../lib/validators.ts';
 
 export interface RunningRelay {
   readonly url: string;
+  /** The console's own listener (`console.listen`), when the console is configured. */
+  readonly consoleUrl: string | null;
   /** Service Bus, when the relay approves through it. */
   readonly bus: RelayBus | null;
   readonly metrics: RelayMetrics;
@@ -79,14 +83,24 @@ export async function startRelay(
   let parts: Awaited<ReturnType<typeof fleetParts>> | null = null;
   let server: RelayServer | null = null;
   let fleet: FleetRoutes | null = null;
+  let consoleServer: ConsoleServer | null = null;
   let url: string;
+  let consoleUrl: string | null = null;
   try {
     parts = await fleetParts(config, logger, metrics, bus?.replySession ?? `relay-${randomUUID()}`, stdout);
     fleet = new FleetRoutes({ config, reader: parts.reader, feed: parts.feed, arm: parts.approvals, metrics, logger });
     server = new RelayServer({ config, bus, metrics, logger, fleet });
     url = await server.listen(listenAt.host, listenAt.port);
+    const c = config.console;
+    if (c !== undefined && parts.reader !== null) {
+      consoleServer = new ConsoleServer({ config, console: c, reader: parts.reader, logger });
+      const at = addressOf(c.listen);
+      consoleUrl = await consoleServer.listen(at.host, at.port);
+    }
   } catch (err) {
     abort.abort();
+    await consoleServer?.close();
+    await server?.close();
     await bus?.close();
     await listening;
     await parts?.sinks?.close();
@@ -97,6 +111,7 @@ export async function startRelay(
   }
   const loops = parts.loops.map((run) => run(abort.signal));
   const running = server;
+  const people = consoleServer;
   const routes = fleet;
   const { reader, sinks, arm } = parts;
   const b = config.bus;
@@ -107,14 +122,17 @@ export async function startRelay(
     },
     'relay listening',
   );
+  if (consoleUrl !== null) logger.info({ url: `${consoleUrl}/console` }, 'relay console listening');
   return {
     url,
+    consoleUrl,
     bus,
     metrics,
     feed: parts.feed,
     graph: parts.graph,
     reader: parts.reader,
     async close() {
+      await people?.close();
       await running.close();
       abort.abort();
       await Promise.all(loops);

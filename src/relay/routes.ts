@@ -5,9 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { errorFields } from '../lib/errors.ts';
 import { sendJson } from '../lib/http-server.ts';
-import { commandId, sessionFor, type ApprovalCommand, type CommandOutcome } from '../fleet/keys.ts';
+import { commandId, sessionFor, type CommandOutcome } from '../fleet/keys.ts';
 import { relayApprovalPage, resultPage } from '../approval/page.ts';
 import { RoutedServer } from '../approval/routed-server.ts';
 import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 } from '../approval/requests.ts';
@@ -18,6 +17,7 @@ import { relayReadiness, type RelayBus, type RelayMetrics } from './bus.ts';
 import type { RelayConfig } from './config.ts';
 import type { FleetRoutes } from './fleet-routes.ts';
 import { brake, BrakeAnswers } from './pause-routes.ts';
+import { RelayCommands, statusOf } from './commands.ts';
 
 // ----- HTTP ------------------------------------------------------------------------------------
 
@@ -40,15 +40,6 @@ const ROUTES: Record<string, string[]> = {
 /** Slack has its answer at once; the message is updated when the VM's outcome arrives. */
 const SLACK_WAIT_MS = 25_000;
 
-/** The HTTP status of an outcome, for the API and the page. */
-function statusOf(o: CommandOutcome): number {
-  if (o.outcome === 'approved' || o.outcome === 'already-approved') return 200;
-  if (o.code === 'UNKNOWN_EVENT') return 404;
-  if (o.code === 'TOKEN_USED') return 410;
-  if (o.code === 'FLEET_STORE_UNAVAILABLE') return 503;
-  return 409;
-}
-
 export interface RelayServerOptions {
   readonly config: RelayConfig;
   /** Service Bus: null when the relay serves the fleet view alone (every approval to a member is then a 404 naming it). */
@@ -62,6 +53,7 @@ export interface RelayServerOptions {
 export class RelayServer extends RoutedServer {
   readonly #o: RelayServerOptions;
   readonly #apiKeys: Buffer[];
+  readonly #cmd: RelayCommands;
   /** The answers to signed pauses and resumes, so a copy sent again changes nothing. */
   readonly #brakes = new BrakeAnswers();
 
@@ -79,6 +71,7 @@ export class RelayServer extends RoutedServer {
     });
     this.#o = options;
     this.#apiKeys = options.config.apiKeys;
+    this.#cmd = new RelayCommands(options.config, options.bus, options.logger);
   }
 
   protected async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -113,49 +106,6 @@ export class RelayServer extends RoutedServer {
       const tracking = typeof e.extra.trackingId === 'string' ? ` Tracking id: ${e.extra.trackingId}.` : '';
       if (html) return page(res, e.status, resultPage(false, pageHeading(e.code), `${e.message}${tracking}`, nonce()));
       return sendJson(res, e.status, { error: { code: e.code, message: e.message }, ...e.extra });
-    }
-  }
-
-  #command(
-    vm: string,
-    id: string,
-    eventId: string,
-    by: string,
-    via: ApprovalCommand['via'],
-    reason: string,
-    token: TokenClaims | null,
-  ): ApprovalCommand {
-    const now = Math.floor(Date.now() / 1000);
-    const exp = Math.min(now + this.#o.config.commandTtlSeconds, token?.x ?? Number.MAX_SAFE_INTEGER);
-    return { v: 1, id, vm: sessionFor(vm), eventId, by, via, reason, nonce: token?.n ?? null, iat: now, exp };
-  }
-
-  /** bus: Service Bus, or the answer of a relay without it. */
-  #bus(): RelayBus {
-    if (this.#o.bus === null)
-      throw new HttpError(
-        404,
-        'NOT_FOUND',
-        'approvals to members go through Service Bus, and this relay has none: set serviceBus, signingKey and fleetKey in its configuration (it serves the fleet view, and approvals via arm when azure is set)',
-      );
-    return this.#o.bus;
-  }
-
-  async #send(command: ApprovalCommand, waitMs: number): Promise<CommandOutcome | null> {
-    const bus = this.#bus();
-    try {
-      return await bus.send(command, waitMs);
-    } catch (err) {
-      this.#o.logger.warn(
-        { ...errorFields(err), code: 'RELAY_SEND_FAILED', vm: command.vm, commandId: command.id },
-        'relay: could not send the approval command',
-      );
-      throw new HttpError(
-        503,
-        'SERVICE_BUS_UNAVAILABLE',
-        'the approval could not be passed on; try again (the same request is applied once)',
-        { trackingId: command.id, vm: command.vm },
-      );
     }
   }
 
@@ -194,7 +144,7 @@ export class RelayServer extends RoutedServer {
     if (this.#apiKeys.length === 0) throw new HttpError(404, 'NOT_FOUND', 'the approval API is not configured (apiSecrets)');
     const v = verifyStandardWebhook(this.#apiKeys, req.headers, Buffer.alloc(0));
     if (!v.ok) throw new HttpError(401, v.code, v.message);
-    const t = /^[0-9a-f]{32}$/.test(id) ? this.#bus().tracked(id) : null;
+    const t = /^[0-9a-f]{32}$/.test(id) ? this.#cmd.bus().tracked(id) : null;
     if (t === null)
       throw new HttpError(
         404,
@@ -216,10 +166,10 @@ export class RelayServer extends RoutedServer {
     }
     const input = parseApprovalBody(body, true);
     if (input.via === 'arm') return this.#o.fleet.approveArm(res, { ...input, client: this.clientOf(req) });
-    this.#bus();
+    this.#cmd.bus();
     const id = commandId(sessionFor(input.vm), { webhookId: v.id });
-    const command = this.#command(input.vm, id, input.eventId, input.approver, 'api', input.reason, null);
-    const outcome = await this.#send(command, this.#o.config.replyWaitMs);
+    const command = this.#cmd.command({ vm: input.vm, id, eventId: input.eventId, by: input.approver, via: 'api', reason: input.reason });
+    const outcome = await this.#cmd.send(command, this.#o.config.replyWaitMs);
     return this.#apiAnswer(res, id, command.vm, input.eventId, outcome);
   }
 
@@ -227,7 +177,7 @@ export class RelayServer extends RoutedServer {
 
   /** claims verifies a link token with the key of the VM it names. */
   #claims(token: string): TokenClaims {
-    const bus = this.#bus();
+    const bus = this.#cmd.bus();
     const vm = peekClaims(token)?.v;
     if (typeof vm !== 'string' || vm.length === 0 || vm.length > 1024)
       throw new HttpError(400, 'TOKEN_MALFORMED', 'the approval token is not well-formed');
@@ -248,7 +198,10 @@ export class RelayServer extends RoutedServer {
     const token = new URLSearchParams(utf8(body)).get('token') ?? '';
     const c = this.#claims(token);
     const id = commandId(c.v, { nonce: c.n });
-    const outcome = await this.#send(this.#command(c.v, id, c.e, 'approval link', 'link', '', c), this.#o.config.replyWaitMs);
+    const outcome = await this.#cmd.send(
+      this.#cmd.command({ vm: c.v, id, eventId: c.e, by: 'approval link', via: 'link', reason: '', token: c }),
+      this.#o.config.replyWaitMs,
+    );
     if (outcome === null) {
       if (html)
         return page(
@@ -283,18 +236,20 @@ export class RelayServer extends RoutedServer {
     sendJson(res, 200, {});
     const id = commandId(c.v, { nonce: c.n });
     const log = this.#o.logger;
-    const task = this.#send(this.#command(c.v, id, c.e, a.who, 'slack', '', c), SLACK_WAIT_MS).then(
-      (o) => {
-        if (o !== null && statusOf(o) === 200)
-          return respondSlack(log, a, approvedUpdate(a, { status: o.outcome, by: o.by ?? '', via: o.via ?? '' }));
-        const text =
-          o === null
-            ? `:hourglass: Sent to ${escapeSlack(c.v)}; it has not answered yet (tracking id ${id}).`
-            : `:warning: Could not approve: ${escapeSlack(o.message)}`;
-        return respondSlack(log, a, warning(text));
-      },
-      () => respondSlack(log, a, warning(':warning: Could not pass the approval on; try again.')),
-    );
+    const task = this.#cmd
+      .send(this.#cmd.command({ vm: c.v, id, eventId: c.e, by: a.who, via: 'slack', reason: '', token: c }), SLACK_WAIT_MS)
+      .then(
+        (o) => {
+          if (o !== null && statusOf(o) === 200)
+            return respondSlack(log, a, approvedUpdate(a, { status: o.outcome, by: o.by ?? '', via: o.via ?? '' }));
+          const text =
+            o === null
+              ? `:hourglass: Sent to ${escapeSlack(c.v)}; it has not answered yet (tracking id ${id}).`
+              : `:warning: Could not approve: ${escapeSlack(o.message)}`;
+          return respondSlack(log, a, warning(text));
+        },
+        () => respondSlack(log, a, warning(':warning: Could not pass the approval on; try again.')),
+      );
     this.track(task);
   }
 }

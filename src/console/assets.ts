@@ -18,8 +18,13 @@ nav a[aria-current]{font-weight:700;color:var(--ink);text-decoration:none;border
 main{padding:.75rem 1rem}
 main.narrow{max-width:36rem;margin:0 auto}
 .quiet,.who{color:var(--quiet);margin:0}
-#live.lost{color:#a40e26;font-weight:700}
-#live.ok{color:#1a7f37}
+.lost{color:#a40e26;font-weight:700}
+.ok{color:#1a7f37}
+#said{margin:0;flex-basis:100%}
+#said:empty{display:none}
+form.act{display:block;margin:.2rem 0 0}
+form.act button{font-size:.8rem;padding:.15rem .55rem}
+textarea{font:inherit;width:100%;max-width:30rem}
 .problem{color:#a40e26;font-weight:600}
 button{font:inherit;padding:.45rem .9rem;border:1px solid var(--ink);border-radius:.35rem;background:#fff;color:var(--ink);cursor:pointer}
 input{font:inherit;padding:.45rem;width:100%;max-width:24rem}
@@ -65,6 +70,26 @@ dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 
 export const CONSOLE_JS = `'use strict';
 (function () {
+  var said = document.getElementById('said');
+  // an approval's form is sent without leaving the page: its answer is said in the page, and the
+  // new state comes with the timeline
+  document.addEventListener('submit', function (ev) {
+    var form = ev.target;
+    if (!said || !form || !form.matches || !form.matches('form[action="/console/approve"]')) return;
+    ev.preventDefault();
+    var button = form.querySelector('button');
+    if (button) button.disabled = true;
+    say(said, 'Sending…', 'quiet');
+    fetch(form.action, { method: 'POST', body: new URLSearchParams(new FormData(form)), headers: { accept: 'application/json' } })
+      .then(function (r) { return r.json().then(function (j) { return { ok: r.ok, j: j }; }); })
+      .then(function (a) {
+        var j = a.j, text = j.heading ? j.heading + ': ' + j.message : (j.error ? j.error.message : 'Done');
+        say(said, text, a.ok ? 'ok' : 'lost');
+      })
+      .catch(function () { say(said, 'The approval could not be sent: try again.', 'lost'); })
+      .finally(function () { if (button) button.disabled = false; });
+  });
+  function say(el, text, kind) { el.textContent = text; el.className = kind; }
   var main = document.getElementById('timeline');
   var live = document.getElementById('live');
   if (!main || !live) return;
@@ -80,24 +105,24 @@ export const CONSOLE_JS = `'use strict';
     root.querySelectorAll('[data-lines]').forEach(function (el) { el.style.height = (0.3 + 1.9 * Number(el.getAttribute('data-lines'))) + 'rem'; });
     root.querySelectorAll('[data-at]').forEach(function (el) { el.style.left = (Number(el.getAttribute('data-at')) * 100) + '%'; });
   }
-  function say(text, kind) { live.textContent = text; live.className = kind; }
   place(main);
   window.addEventListener('resize', function () { place(main); });
   var source = new EventSource('/console/live?range=' + encodeURIComponent(main.getAttribute('data-range') || '24h'));
   source.addEventListener('timeline', function (m) {
-    var focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.getAttribute('href') : null;
+    var focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement : null;
+    var key = focused ? (focused.getAttribute('href') || focused.textContent) : null;
     main.innerHTML = m.data;
     place(main);
-    if (focused) {
-      var again = Array.prototype.find.call(main.querySelectorAll('a[href]'), function (a) { return a.getAttribute('href') === focused; });
+    if (key) {
+      var again = Array.prototype.find.call(main.querySelectorAll('a[href], button'), function (a) { return (a.getAttribute('href') || a.textContent) === key; });
       if (again) again.focus();
     }
-    say('Live: updated at ' + new Date().toLocaleTimeString(), 'ok');
+    say(live, 'Live: updated at ' + new Date().toLocaleTimeString(), 'ok');
   });
-  source.onopen = function () { say('Live', 'ok'); };
+  source.onopen = function () { say(live, 'Live', 'ok'); };
   source.onerror = function () {
     // closed for good (the session ended): only a reload signs in again
-    say(source.readyState === 2 ? 'Disconnected: reload the page to sign in again.' : 'Connection lost: reconnecting…', 'lost');
+    say(live, source.readyState === 2 ? 'Disconnected: reload the page to sign in again.' : 'Connection lost: reconnecting…', 'lost');
   };
 })();
 `;

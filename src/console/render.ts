@@ -60,7 +60,8 @@ export function appPage(person: Person, range: Range, timeline: string): string 
     `<header><h1>Fleet console</h1>
 <p class="who">${h(person.name)} (${person.role === 'approve' ? 'may approve' : 'read only'})</p>${out}
 <nav aria-label="Range">${nav}</nav>
-<p id="live" role="status" class="quiet">Connecting…</p></header>
+<p id="live" role="status" class="quiet">Connecting…</p>
+<p id="said" role="status" aria-live="polite"></p></header>
 <main id="timeline" data-range="${range}">${timeline}</main>`,
     true,
   );
@@ -69,14 +70,14 @@ export function appPage(person: Person, range: Range, timeline: string): string 
 const labelOf = (r: Range): string => ({ '1h': 'Next hour', '24h': 'Next 24 hours', '7d': 'Next 7 days' })[r];
 
 /** timelineHtml: the timeline's lanes, a table each. */
-export function timelineHtml(t: Timeline): string {
+export function timelineHtml(t: Timeline, canAct: boolean): string {
   const when = new Date(t.readAt).toISOString();
   const head = `<p class="quiet">${t.pending} pending event${t.pending === 1 ? '' : 's'}; the store read at ${hhmm(when)}. ${labelOf(t.range)}, from ${hhmm(new Date(t.from).toISOString())} to ${hhmm(new Date(t.to).toISOString())}.</p>`;
   if (t.lanes.length === 0) return `${head}<p>No group has a member yet.</p>`;
-  return head + t.lanes.map((l) => laneHtml(l, t)).join('\n');
+  return head + t.lanes.map((l) => laneHtml(l, t, canAct)).join('\n');
 }
 
-function laneHtml(l: Lane, t: Timeline): string {
+function laneHtml(l: Lane, t: Timeline, canAct: boolean): string {
   const name = l.group ?? 'No member record';
   const id = `g-${(l.group ?? 'none').replace(/[^a-z0-9-]/g, '')}`;
   const budget =
@@ -95,7 +96,7 @@ function laneHtml(l: Lane, t: Timeline): string {
   return `<section class="lane" aria-labelledby="${id}"><h2 id="${id}">${h(name)}</h2>
 <p class="facts">${facts.join(' · ')}</p>
 <table><thead><tr><th scope="col">Member</th><th scope="col" class="axis"><span class="sr-only">Maintenance, in UTC</span>${ticks(t)}</th></tr></thead><tbody>
-${l.rows.map((r) => rowHtml(r, marks)).join('\n')}
+${l.rows.map((r) => rowHtml(r, marks, canAct)).join('\n')}
 </tbody></table></section>`;
 }
 
@@ -108,7 +109,12 @@ const ticks = (t: Timeline): string =>
     })
     .join('');
 
-function rowHtml(r: Row, marks: string): string {
+/** approveForm: one click to approve an event (its button named "Approve" and the VM), for a person who may. */
+export function approveForm(vm: string, eventId: string, label: string, force = ''): string {
+  return `<form method="post" action="/console/approve" class="act"><input type="hidden" name="vm" value="${h(vm)}"><input type="hidden" name="eventId" value="${h(eventId)}">${force}<button type="submit">${h(label)}</button></form>`;
+}
+
+function rowHtml(r: Row, marks: string, canAct: boolean): string {
   const notes = [
     ...(r.unwatched ? ['<span class="tag warn">unwatched</span>'] : []),
     ...(r.stale ? ['<span class="tag warn">stale</span>'] : []),
@@ -127,7 +133,11 @@ function rowHtml(r: Row, marks: string): string {
     })
     .join('');
   const lines = Math.max(1, ends.length);
-  return `<tr><th scope="row">${h(r.vm)} ${notes.join(' ')}</th><td class="track" data-lines="${lines}">${marks}${bars || '<span class="sr-only">nothing planned</span>'}</td></tr>`;
+  const open = canAct ? r.bars.filter((b) => b.approvable) : [];
+  const acts = open
+    .map((b) => approveForm(b.vm, b.eventId, open.length > 1 ? `Approve ${r.vm}: ${b.eventType}` : `Approve ${r.vm}`))
+    .join('');
+  return `<tr><th scope="row">${h(r.vm)} ${notes.join(' ')}${acts}</th><td class="track" data-lines="${lines}">${marks}${bars || '<span class="sr-only">nothing planned</span>'}</td></tr>`;
 }
 
 /** How much of the range a bar's words take, about: another bar starting within it goes on the next line. */
@@ -152,7 +162,7 @@ export function problemPage(err: { readonly status: number; readonly message: st
 }
 
 /** eventPage: one event of one VM, what the fleet knows of it. */
-export function eventPage(e: FleetEvent): string {
+export function eventPage(e: FleetEvent, canAct: boolean): string {
   const facts: [string, string][] = [
     ['State', stateOf(e)],
     ['Group', e.group ?? 'none (no member record)'],
@@ -172,7 +182,24 @@ export function eventPage(e: FleetEvent): string {
   return layout(
     `${e.eventType} of ${e.vm}`,
     `<main class="narrow"><p><a href="/console">Back to the timeline</a></p><h1>${h(`${e.eventType} of ${e.vm}`)}</h1>
-<dl>${facts.map(([k, v]) => `<dt>${h(k)}</dt><dd>${h(v)}</dd>`).join('')}</dl></main>`,
+<dl>${facts.map(([k, v]) => `<dt>${h(k)}</dt><dd>${h(v)}</dd>`).join('')}</dl>${
+      canAct && /^scheduled$/i.test(e.status) && e.approval === undefined ? approveForm(e.vm, e.eventId, `Approve ${e.vm}`, FORCE) : ''
+    }<p id="said" role="status" aria-live="polite"></p></main>`,
+    true,
+  );
+}
+
+/** The way past the budget or a blackout: a person's explicit choice, with a reason on the record. */
+const FORCE = `<details><summary>Force past the group's budget or a blackout</summary>
+<p><label><input type="checkbox" name="force"> Approve even if the budget or the calendar holds it</label></p>
+<p><label for="reason">Reason (required to force, kept on the record)</label><br><textarea id="reason" name="reason" maxlength="2000" rows="3"></textarea></p>
+</details>`;
+
+/** saidPage: what came of an approval from the console. */
+export function saidPage(said: { readonly status: number; readonly heading: string; readonly message: string }): string {
+  return layout(
+    `${said.heading}: fleet console`,
+    `<main class="narrow"><h1>${h(said.heading)}</h1><p role="status" class="${said.status < 300 ? 'done' : 'problem'}">${h(said.message)}</p><p><a href="/console">Back to the timeline</a></p></main>`,
   );
 }
 

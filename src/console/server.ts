@@ -15,12 +15,16 @@ import { sendJson } from '../lib/http-server.ts';
 import { Cidrs } from '../lib/client-address.ts';
 import { messageOf } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
-import { fleetEvents, lower } from '../fleet/view/events.ts';
+import { fleetEvents } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
 import type { RelayConfig } from '../relay/config.ts';
 import type { ConsoleConfig } from '../relay/console-config.ts';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
-import { appPage, eventPage, problemPage, signInPage, timelineHtml, unreadHtml } from './render.ts';
+import { appPage, eventPage, problemPage, saidPage, signInPage, timelineHtml, unreadHtml } from './render.ts';
+import { approveFrom, pendingEvent } from './approve.ts';
+import { RelayCommands } from '../relay/commands.ts';
+import type { RelayBus } from '../relay/bus.ts';
+import type { ArmApprovals } from '../relay/arm-approval.ts';
 import { overTls, sameOrigin, Sessions, sessionKeyOf, type Person } from './session.ts';
 import { RANGES, rangeOf, timelineOf, type Range } from './timeline.ts';
 
@@ -33,6 +37,7 @@ const ROUTES: Record<string, string[]> = {
   '/console': ['GET'],
   '/console/sign-in': ['POST'],
   '/console/sign-out': ['POST'],
+  '/console/approve': ['POST'],
   '/console/live': ['GET'],
   '/console/event': ['GET'],
   '/console/app.css': ['GET'],
@@ -59,9 +64,18 @@ export class ConsoleServer extends RoutedServer {
   readonly #logger: Logger;
   readonly #closed = new AbortController();
   /** The last timeline made for each range: every open page of that range shares it. */
-  readonly #made = new Map<Range, { key: string; html: string }>();
+  readonly #made = new Map<string, { key: string; html: string }>();
+  readonly #commands: RelayCommands;
+  readonly #arm: ArmApprovals | null;
 
-  constructor(o: { config: RelayConfig; console: ConsoleConfig; reader: FleetReader; logger: Logger }) {
+  constructor(o: {
+    config: RelayConfig;
+    console: ConsoleConfig;
+    reader: FleetReader;
+    bus: RelayBus | null;
+    arm: ArmApprovals | null;
+    logger: Logger;
+  }) {
     super({
       routes: ROUTES,
       unlimited: ['/console/app.css', '/console/app.js'],
@@ -76,6 +90,8 @@ export class ConsoleServer extends RoutedServer {
     this.#config = o.config;
     this.#logger = o.logger;
     this.#proxies = new Cidrs(o.config.trustedProxies);
+    this.#commands = new RelayCommands(o.config, o.bus, o.logger);
+    this.#arm = o.arm;
     this.#sessions = new Sessions(o.console, sessionKeyOf(o.console.sessionKey, o.config.fleetKey), this.#proxies);
   }
 
@@ -101,11 +117,13 @@ export class ConsoleServer extends RoutedServer {
       if (range === null) throw new HttpError(400, 'BAD_FILTER', `range must be one of ${Object.keys(RANGES).join(', ')}`);
       if (path === '/console') return person === null ? html(res, 200, signInPage(null)) : await this.#app(res, person, range);
       if (person === null) throw new HttpError(401, 'UNAUTHORIZED', 'sign in at /console first');
-      if (path === '/console/live') return await this.#live(req, res, range);
-      return await this.#event(res, url);
+      if (path === '/console/live') return await this.#live(req, res, range, person.role === 'approve');
+      return await this.#event(res, url, person);
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
-      if (path === '/console/live') return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
+      // the live stream and the page's own script are answered in JSON
+      if (path === '/console/live' || /application\/json/.test(String(req.headers.accept ?? '')))
+        return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
       return html(res, err.status, problemPage(err));
     }
   }
@@ -114,7 +132,19 @@ export class ConsoleServer extends RoutedServer {
     const secure = overTls(req, this.#proxies);
     // a form another site posts here carries its own Origin (and SameSite=Strict keeps the cookie away)
     if (!sameOrigin(req, secure)) throw new HttpError(403, 'CROSS_SITE', "a POST from another origin than the console's is refused");
-    const body = new URLSearchParams(utf8(await readBody(req, 4096)));
+    const body = new URLSearchParams(utf8(await readBody(req, 8192)));
+    if (path === '/console/approve') {
+      const person = this.#sessions.who(req);
+      if (person === null) throw new HttpError(401, 'UNAUTHORIZED', 'sign in at /console first');
+      const deps = { config: this.#config, reader: this.#reader, commands: this.#commands, arm: this.#arm };
+      const said = await approveFrom(deps, person, body, this.clientOf(req));
+      this.#logger.info(
+        { name: person.name, by: person.by, vm: body.get('vm'), eventId: body.get('eventId'), heading: said.heading },
+        'console: an approval',
+      );
+      if (/application\/json/.test(String(req.headers.accept ?? ''))) return sendJson(res, said.status, said);
+      return html(res, said.status, saidPage(said));
+    }
     if (path === '/console/sign-out')
       return html(res, 303, '', { location: '/console', 'set-cookie': this.#sessions.cookieHeader('', secure) });
     const session = this.#sessions.signIn(body.get('key') ?? '');
@@ -130,27 +160,27 @@ export class ConsoleServer extends RoutedServer {
   }
 
   async #app(res: ServerResponse, person: Person, range: Range): Promise<void> {
-    return html(res, 200, appPage(person, range, await this.#timeline(range)));
+    return html(res, 200, appPage(person, range, await this.#timeline(range, person.role === 'approve')));
   }
 
   /** timeline: the timeline's HTML for `range` now, made once per read of the store and step of the clock. */
-  async #timeline(range: Range): Promise<string> {
+  async #timeline(range: Range, canAct: boolean): Promise<string> {
     const s = await this.#reader.read();
     if (s.unread.length > 0) return unreadHtml(s.unread.map((u) => u.why).join('; '));
     // the bars move with the clock by a two-thousandth of the range at a time, not at every second
     const step = RANGES[range] / 2000;
     const now = Math.floor(Date.now() / step) * step;
     const key = `${s.readAt}|${now}`;
-    const made = this.#made.get(range);
+    const made = this.#made.get(`${range}|${canAct}`);
     if (made?.key === key) return made.html;
     const events = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now());
-    const out = timelineHtml(timelineOf(s, events, now, range));
-    this.#made.set(range, { key, html: out });
+    const out = timelineHtml(timelineOf(s, events, now, range), canAct);
+    this.#made.set(`${range}|${canAct}`, { key, html: out });
     return out;
   }
 
   /** live streams the timeline whenever it changes, until the page goes or the console closes. */
-  async #live(req: IncomingMessage, res: ServerResponse, range: Range): Promise<void> {
+  async #live(req: IncomingMessage, res: ServerResponse, range: Range, canAct: boolean): Promise<void> {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     res.write('retry: 2000\n\n');
     const gone = new AbortController();
@@ -159,8 +189,9 @@ export class ConsoleServer extends RoutedServer {
     this.#closed.signal.addEventListener('abort', stop, { once: true });
     let [last, quietSince] = ['', Date.now()];
     try {
-      while (!gone.signal.aborted) {
-        const now = await this.#timeline(range).catch((err: unknown) => unreadHtml(messageOf(err)));
+      // a session that ends (expired, its key taken out) ends the stream: the page asks again, and is refused
+      while (!gone.signal.aborted && this.#sessions.who(req) !== null) {
+        const now = await this.#timeline(range, canAct).catch((err: unknown) => unreadHtml(messageOf(err)));
         const digest = createHash('sha256').update(now).digest('hex');
         if (digest !== last) {
           res.write(
@@ -183,13 +214,12 @@ export class ConsoleServer extends RoutedServer {
     }
   }
 
-  async #event(res: ServerResponse, url: URL): Promise<void> {
-    const [vm, id] = [url.searchParams.get('vm') ?? '', url.searchParams.get('id') ?? ''];
-    const s = await this.#reader.read();
-    const e = fleetEvents(s, { afterSeconds: this.#config.azure?.unwatchedAfterSeconds }, Date.now()).find(
-      (x) => x.eventId === id && lower(x.vm) === lower(vm),
+  async #event(res: ServerResponse, url: URL, person: Person): Promise<void> {
+    const e = await pendingEvent(
+      { config: this.#config, reader: this.#reader },
+      url.searchParams.get('vm') ?? '',
+      url.searchParams.get('id') ?? '',
     );
-    if (e === undefined) throw new HttpError(404, 'UNKNOWN_EVENT', 'no pending event of that VM with that id');
-    return html(res, 200, eventPage(e));
+    return html(res, 200, eventPage(e, person.role === 'approve'));
   }
 }

@@ -25,6 +25,8 @@ export interface Bar {
   readonly startsAt: string;
   readonly endsAt: string;
   readonly durationKnown: boolean;
+  /** Scheduled and not approved yet: a person may approve it. */
+  readonly approvable: boolean;
 }
 
 export interface Row {
@@ -75,6 +77,7 @@ export function timelineOf(snapshot: FleetSnapshot, events: readonly FleetEvent[
     return {
       ...{ eventId: e.eventId, vm: e.vm, eventType: e.eventType, state: stateOf(e), from: at(start), to: at(end) },
       ...{ startsAt: new Date(start).toISOString(), endsAt: new Date(end).toISOString(), durationKnown: e.durationInSeconds > 0 },
+      approvable: /^scheduled$/i.test(e.status) && e.approval === undefined,
     };
   };
   const eventsOf = (group: string | null, vm: string) =>

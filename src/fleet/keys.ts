@@ -152,9 +152,11 @@ export interface ApprovalCommand {
   readonly vm: string;
   readonly eventId: string;
   readonly by: string;
-  /** api | link | slack */
-  readonly via: 'api' | 'link' | 'slack';
+  /** api | link | slack | console */
+  readonly via: 'api' | 'link' | 'slack' | 'console';
   readonly reason: string;
+  /** Past the VM's fleet budget or a blackout, with a reason: only from the console, by a person whose key may approve. */
+  readonly force?: true;
   /** The link token's nonce, spent by the bridge that applies it; null for the API. */
   readonly nonce: string | null;
   /** Issued and expires, epoch seconds. */
@@ -183,8 +185,9 @@ const CommandShape = z.strictObject({
   vm: z.string().min(1).max(1024),
   eventId: z.string().regex(/^[A-Za-z0-9-]{1,100}$/),
   by: z.string().min(1).max(200),
-  via: z.enum(['api', 'link', 'slack']),
+  via: z.enum(['api', 'link', 'slack', 'console']),
   reason: z.string().max(2000),
+  force: z.literal(true).optional(),
   nonce: z.string().max(64).nullable(),
   iat: z.number().int(),
   exp: z.number().int(),

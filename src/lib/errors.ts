@@ -128,6 +128,7 @@ export const CODES = {
   BAD_CURSOR: 'cursor is not one the fleet read API gave (400)',
   UNKNOWN_PARAMETER: 'a query parameter the route does not take (400)',
   BAD_FILTER: 'a filter value (status, type, group) the fleet read API does not know; the message names those it takes (400)',
+  READ_ONLY: "an approval from the console by a person whose key's role (or the proxy's) is read (403; nothing changed)",
   CROSS_SITE: "a POST to the console from another origin than the console's own (403; nothing changed)",
   CONSOLE_SIGN_IN_REFUSED:
     'a sign-in to the console with a key that is none of console.keys (401); the log names the client, never the key',

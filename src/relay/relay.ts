@@ -93,7 +93,7 @@ export async function startRelay(
     url = await server.listen(listenAt.host, listenAt.port);
     const c = config.console;
     if (c !== undefined && parts.reader !== null) {
-      consoleServer = new ConsoleServer({ config, console: c, reader: parts.reader, logger });
+      consoleServer = new ConsoleServer({ config, console: c, reader: parts.reader, bus, arm: parts.approvals, logger });
       const at = addressOf(c.listen);
       consoleUrl = await consoleServer.listen(at.host, at.port);
     }

@@ -164,7 +164,6 @@ describe('the fleet console', () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await page.screenshot({ path: join(ROOT, 'docs', 'fleet-console-phone.png'), fullPage: true });
     }
-    await page.close();
   }, 120_000);
 
   it('refuses an altered cookie, a cross-site POST and a proxy header from an untrusted address; serves its own files under a strict CSP', async () => {

@@ -104,6 +104,18 @@ describe('the reverse proxy set-up', () => {
     },
   );
 
+  it("hands /console to the console's own listener, its live stream unbuffered and kept open", () => {
+    const site = nginx.find((s) => s.names.includes('approvals.example.com') && s.listen.some((l) => /^443 ssl\b/.test(l)))!;
+    const location = site.locations.get('/console');
+    expect(location, 'location /console').toBeDefined();
+    expect(location).toMatch(new RegExp(`proxy_pass http://${relay.console!.listen.replaceAll('.', '\\.')};`));
+    expect(location).toMatch(/proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;/);
+    expect(location).toMatch(/proxy_set_header X-Forwarded-Proto \$scheme;/);
+    expect(location).toMatch(/proxy_buffering off;/);
+    // longer than the stream's keep-alive comment (15 s)
+    expect(Number(/proxy_read_timeout (\d+)h;/.exec(location!)?.[1])).toBeGreaterThanOrEqual(1);
+  });
+
   it('hands the bridge’s site (its publicUrl) to its approval server, and the bridge trusts the proxy', () => {
     const host = new URL(bridge.approval.publicUrl!).hostname;
     expect(bridge.server.listen.startsWith(`${PROXY}:`)).toBe(true);

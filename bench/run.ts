@@ -30,6 +30,8 @@
  *      each configured in YAML at log level info, at its first start and with a warm compile cache;
  *   V. the fleet view: an event at a VM to its place in the relay's GET /v1/fleet/events, the
  *      store's requests per relay request, the relay's memory, at 20 and 100 members (bench/fleet-view.ts).
+ *   C. the fleet console in headless Chromium, 100 members and 1,000 pending events: the first
+ *      load's bytes and time to every bar placed, a live update to the open page (bench/console.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -48,6 +50,7 @@ import { phaseFleetBrakes } from './fleet-brakes.ts';
 import { phaseFleetProcesses } from './fleet-processes.ts';
 import { phaseFleetWave } from './fleet-wave.ts';
 import { phaseFleetView } from './fleet-view.ts';
+import { phaseConsole } from './console.ts';
 import { phaseMemory } from './memory.ts';
 
 try {
@@ -111,6 +114,8 @@ try {
   for (const n of quick ? [20] : [20, 100]) waves.push(await phaseFleetWave(n));
   log('V: the fleet view (20 and 100 bridges, the relay as a process, a reader 10 times a second)');
   const view = await phaseFleetView(quick ? [20] : [20, 100]);
+  log('C: the fleet console (100 members, 1,000 pending events, headless Chromium)');
+  const consoleRun = await phaseConsole(100, quick ? 200 : 1000);
 
   const strip = (d: ReturnType<typeof dist>) => ({
     n: d.n,
@@ -156,6 +161,12 @@ try {
       waves,
     },
     fleetView: view.map((v) => ({ ...v, toListedMs: strip(v.toListedMs) })),
+    fleetConsole: {
+      ...consoleRun,
+      makeTimelineMs: strip(consoleRun.makeTimelineMs),
+      firstLoadMs: strip(consoleRun.firstLoadMs),
+      liveUpdateMs: strip(consoleRun.liveUpdateMs),
+    },
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(ROOT, 'docs', 'latency.svg'), svg(latency));
@@ -300,6 +311,10 @@ try {
       (v) =>
         `| ${v.members} bridges, Blob Storage (Azurite), cacheMs ${v.cacheMs} | ${Math.round(v.toListedMs.p50)} ms | ${Math.round(v.toListedMs.p99)} ms | ${Math.round(v.toListedMs.max)} ms | ${v.storeRequestsPerRelayRequest} | ${v.storeRequestsPerMinute} | ${v.relay.vmRssMiB} / ${v.relay.rssAnonMiB} / ${v.relay.pssMiB} MiB |`,
     ),
+    '',
+    '| the fleet console, headless Chromium, Blob Storage (Azurite) | page / stylesheet / script, KiB (gzip) | first load to every bar placed: p50, max | a new event to its bar on the open page: p50, max | the relay makes the timeline: p50 |',
+    '|---|---|---|---|---|',
+    `| ${consoleRun.members} members, ${consoleRun.events} pending events | ${(['page', 'css', 'js'] as const).map((f) => `${(consoleRun.bytes[f]!.raw / 1024).toFixed(1)} (${(consoleRun.bytes[f]!.gzip / 1024).toFixed(1)})`).join(' / ')} | ${Math.round(consoleRun.firstLoadMs.p50)} ms, ${Math.round(consoleRun.firstLoadMs.max)} ms | ${Math.round(consoleRun.liveUpdateMs.p50)} ms, ${Math.round(consoleRun.liveUpdateMs.max)} ms | ${Math.round(consoleRun.makeTimelineMs.p50)} ms |`,
     '',
     `| memory, each profile alone after ${quick ? 10 : 25} s, one event carried to every sink; YAML configuration, log level info; its first start (no compile cache) and the next | VmRSS | RssAnon (private) | RssFile | PSS | VmRSS over bare node |`,
     '|---|---|---|---|---|---|',

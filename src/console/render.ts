@@ -172,6 +172,7 @@ export function eventPage(e: FleetEvent, canAct: boolean): string {
     ['Duration', e.durationInSeconds > 0 ? `${e.durationInSeconds} s` : 'unknown'],
     ['Member record', `${e.member}${e.heartbeatAt ? `, last heartbeat ${e.heartbeatAt}` : ''}`],
     ...(e.approval ? [['Approved', `by ${e.approval.by} via ${e.approval.via} at ${e.approval.at}`] as [string, string]] : []),
+    ...(e.blackout ? [['Blackout', `${e.blackout.name}${e.blackout.until ? ` until ${e.blackout.until}` : ''}`] as [string, string]] : []),
     ...(e.held ? [['Held', heldText(e.held)] as [string, string]] : []),
     ...(e.preparations ?? []).map((p): [string, string] => [`Preparation ${p.sink}`, p.state]),
     ...(e.azure ? [['Azure says', `${e.azure.status} (${e.azure.source}, ${e.azure.updatedAt})`] as [string, string]] : []),

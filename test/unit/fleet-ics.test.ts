@@ -88,7 +88,12 @@ describe('the calendar feed (iCalendar)', () => {
   it('names each state as the console does', () => {
     expect(stateOf(event({ unwatched: { why: 'no-member', since: null }, status: 'Started' }))).toBe('unwatched');
     expect(stateOf(event({ status: 'Started' }))).toBe('started');
-    expect(stateOf(event({ held: { since: 'x', by: [], via: 'calendar' } }))).toBe('held by the calendar');
+    const blackout = { name: 'year-end', until: '2027-01-03T00:00:00Z' };
+    expect(stateOf(event({ blackout, held: { since: 'x', by: ['vm-2'] } }))).toBe('held by the calendar');
+    expect(stateOf(event({ blackout, approval: { by: 'ops', via: 'api', at: 'x' } }))).toBe('approved');
+    expect(parse(calendarOf([event({ blackout })], READ_AT, 'web'))[0]!.description).toContain(
+      'Blackout: year-end until 2027-01-03T00:00:00Z',
+    );
     expect(stateOf(event())).toBe('scheduled');
   });
 });

@@ -38,6 +38,8 @@ export interface FleetEvent {
   };
   /** No bridge watches it: why, since when the relay said so. */
   readonly unwatched?: { readonly why: Unwatched['why']; readonly since: string | null };
+  /** Its member's calendar is in a blackout now (its name, and until when): no early approval but a forced one. */
+  readonly blackout?: { readonly name: string; readonly until: string | null };
 }
 
 /** A VM an Azure record names, and the member records that are that VM. */
@@ -153,6 +155,7 @@ export function fleetEvents(snapshot: FleetSnapshot, rules: UnwatchedRules, now:
           ...(e.approval ? { approval: e.approval } : {}),
           ...(e.held ? { held: e.held } : {}),
           ...(e.preparations ? { preparations: e.preparations } : {}),
+          ...(m.calendar && !m.calendar.open ? { blackout: { name: m.calendar.blackout ?? 'a blackout', until: m.calendar.until } } : {}),
           ...(azure ? { azure: azureView(azure) } : {}),
           ...(u ? { unwatched: { why: u.why, since: sinceOf(u) } } : {}),
         });

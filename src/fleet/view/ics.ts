@@ -52,7 +52,9 @@ export function stateOf(e: FleetEvent): string {
   if (e.unwatched !== undefined) return 'unwatched';
   if (/^started$/i.test(e.status)) return 'started';
   if (e.approval !== undefined) return 'approved';
-  if (e.held !== undefined) return e.held.via === 'calendar' ? 'held by the calendar' : 'held by the budget';
+  // a blackout holds every early approval, before the budget is asked
+  if (e.blackout !== undefined) return 'held by the calendar';
+  if (e.held !== undefined) return 'held by the budget';
   return 'scheduled';
 }
 
@@ -66,6 +68,7 @@ function detailOf(e: FleetEvent, durationMs: number): string[] {
     `Status at Azure: ${e.azure?.status ?? e.status}`,
     e.durationInSeconds > 0 ? `Duration: ${e.durationInSeconds} s` : `Duration: unknown (shown as ${durationMs / 60_000} minutes)`,
     ...(e.approval ? [`Approved by ${e.approval.by} via ${e.approval.via} at ${e.approval.at}`] : []),
+    ...(e.blackout ? [`Blackout: ${e.blackout.name}${e.blackout.until ? ` until ${e.blackout.until}` : ''}`] : []),
     ...(h
       ? [`Held since ${h.since}${h.by.length > 0 ? ` by ${h.by.join(', ')}` : ''}${h.ahead ? `; ${h.ahead} ahead in the queue` : ''}`]
       : []),

@@ -58,7 +58,8 @@ export async function fleetDemo(): Promise<number> {
       azurite === null
         ? null
         : { type: 'blob', connectionString: azurite.connectionString(`${azurite.url}/${DEV_ACCOUNT}`), container: 'demo' };
-    const viewKeys: ViewKeys = { read: randomBytes(24).toString('base64url'), eventGrid: randomBytes(24).toString('base64url') };
+    const key = () => randomBytes(24).toString('base64url');
+    const viewKeys: ViewKeys = { read: key(), eventGrid: key(), console: key() };
     const relayOut = new RelayLines();
     const keys = newFleetKeys();
     const apiSecret = `whsec_${Buffer.from(keys.fleetKey, 'base64').subarray(0, 24).toString('base64')}`;
@@ -85,11 +86,28 @@ export async function fleetDemo(): Promise<number> {
     const health = await healthDemo(ctx);
     const calendar = await calendarDemo(ctx);
     const members = [...budget.members, ...health.members, ...calendar.members];
-    const viewed = await viewDemo(ctx, { relay: relayA.url, keys: viewKeys, relayOut, members });
-    return approved && budget.ok && health.ok && calendar.ok && viewed ? EXIT.ok : EXIT.failure;
+    const viewed = await viewDemo(ctx, { relay: relayA.url, console: relayA.consoleUrl, keys: viewKeys, relayOut, members });
+    const ok = approved && budget.ok && health.ok && calendar.ok && viewed;
+    // at a terminal, the fleet stays up with its console open until Ctrl-C
+    if (process.stdin.isTTY && process.stdout.isTTY && process.env.CI === undefined) await untilInterrupted();
+    return ok ? EXIT.ok : EXIT.failure;
   } finally {
     await closers.close();
   }
+}
+
+/** untilInterrupted: waits for Ctrl-C (SIGINT) or SIGTERM, saying so. */
+function untilInterrupted(): Promise<void> {
+  say('The fleet keeps running with its console open: press Ctrl-C to end the demo.');
+  return new Promise((resolve) => {
+    const done = () => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
 }
 
 /** approvalsThroughTheRelay: three VMs with inboxes, approved through the relay four ways; true when each was approved once. */

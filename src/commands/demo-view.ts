@@ -17,12 +17,15 @@ import { ask, say, until, type DemoContext, type Member } from './demo-kit.ts';
 export interface ViewKeys {
   readonly read: string;
   readonly eventGrid: string;
+  /** A console key that may approve, for the person trying the demo. */
+  readonly console: string;
 }
 
 /** relayView: a relay's fleet view over the members' store, Azure's feed from Event Grid, and one sink for what the relay says. */
 export const relayView = (store: Record<string, unknown>, keys: ViewKeys): Record<string, unknown> => ({
   fleet: { store, cacheMs: 0 },
   readKeys: [keys.read],
+  console: { listen: '127.0.0.1:0', keys: [{ name: 'You', key: keys.console, role: 'approve' }] },
   azure: { subscriptions: [SUBSCRIPTION], eventGrid: { key: keys.eventGrid } },
   sinks: [{ name: 'oncall', type: 'stdout' }],
 });
@@ -127,7 +130,7 @@ const membersTable = (fleet: z.infer<typeof Fleet>): string =>
 /** viewDemo prints the fleet view and Azure's feed beside it; true when the relay said the unwatched event once and lists it. */
 export async function viewDemo(
   ctx: DemoContext,
-  o: { relay: string; keys: ViewKeys; relayOut: RelayLines; members: readonly Member[] },
+  o: { relay: string; console: string | null; keys: ViewKeys; relayOut: RelayLines; members: readonly Member[] },
 ): Promise<boolean> {
   const read = { authorization: `Bearer ${o.keys.read}` };
   const get = async <T>(path: string, schema: z.ZodType<T>): Promise<T> => {
@@ -186,10 +189,21 @@ export async function viewDemo(
   const listed = events.events.find((e) => e.vm === vm);
   const ok =
     delivered.status === 200 && o.relayOut.lines.filter((l) => l.includes(vm)).length === 1 && listed?.unwatched?.why === 'no-member';
+  // the console: the same fleet in a browser; its sign-in takes the demo's key
+  const signIn =
+    o.console === null
+      ? null
+      : await ask(ctx.http, `${o.console}/console/sign-in`, {
+          method: 'POST',
+          headers: { origin: o.console, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ key: o.keys.console }).toString(),
+        });
+  if (signIn !== null) say(`\nThe fleet console: ${o.console}/console (sign in with the key ${o.keys.console})`);
+  const signedIn = signIn?.status === 303;
   say(
-    ok
+    ok && signedIn
       ? `\nThe relay reads the whole fleet from the store; Azure's feed shows what no bridge watches (${vm}), said once by the relay.`
       : '\nSomething went wrong: see above.',
   );
-  return ok;
+  return ok && signedIn;
 }

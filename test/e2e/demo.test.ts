@@ -128,6 +128,8 @@ describe('se-bridge demo', () => {
     expect(rest).toMatch(/\nbatch-7\s+-\s+\w{8}\s+Freeze\s+Scheduled\s+-\s+unwatched: no-member\n/);
     expect(rest).toMatch(/\napp-1\s+app\s+\w{8}\s+Reboot\s+Started\s+policy rules\[0\] \(policy\)\s+-\n/);
     expect(rest).toMatch(/\napi-0\s+api\s+\w{8}\s+Reboot\s+Started\s+change-board \(api\)\s+-\n/);
+    // the console, open on the same fleet, its key printed (signed in by the demo itself)
+    expect(rest).toMatch(/\nThe fleet console: http:\/\/127\.0\.0\.1:\d+\/console \(sign in with the key [\w-]{32}\)\n/);
   }, 120_000);
 });
 

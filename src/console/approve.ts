@@ -8,6 +8,7 @@
  * request of its own.
  */
 import { HttpError } from '../approval/requests.ts';
+import { parseVmResourceId } from '../azure/resource-id.ts';
 import { commandId, sessionFor } from '../fleet/keys.ts';
 import { fleetEvents, lower, type FleetEvent } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
@@ -31,16 +32,36 @@ export interface ApproveDeps {
 }
 
 const MAX_REASON = 2000;
+/** A reason that says something: at least one letter or digit. */
+export const SAYS_SOMETHING = /[\p{L}\p{N}]/u;
+/** The page's script names each click (`click`): a click is one command, a second click another. */
+const CLICK = /^[A-Za-z0-9-]{8,64}$/;
 
 /** pendingEvent: the pending event of `vm` with `eventId`, as the fleet lists it now (404 when none). */
 export async function pendingEvent(d: Pick<ApproveDeps, 'config' | 'reader'>, vm: string, eventId: string): Promise<FleetEvent> {
   const s = await d.reader.read();
   if (s.unread.length > 0) throw new HttpError(503, 'FLEET_STORE_UNAVAILABLE', `the fleet store could not be read: ${s.unread[0]!.why}`);
-  const e = fleetEvents(s, { afterSeconds: d.config.azure?.unwatchedAfterSeconds }, Date.now()).find(
+  const all = fleetEvents(s, { afterSeconds: d.config.azure?.unwatchedAfterSeconds }, Date.now()).filter(
     (x) => x.eventId === eventId && lower(x.vm) === lower(vm),
   );
+  const e = all[0];
   if (e === undefined) throw new HttpError(404, 'UNKNOWN_EVENT', `${vm} has no pending event ${eventId}`);
+  // every member may write every record: two entries of one name and EventId (one of them forged) name no one VM
+  if (all.length > 1)
+    throw new HttpError(
+      409,
+      'VM_AMBIGUOUS',
+      `${all.length} records list ${vm}'s event ${eventId}: approve it through the API, by resource id`,
+    );
   return e;
+}
+
+/** named: the resource id a record gives is the VM it names (a record may carry any VM's id under any name). */
+function named(e: FleetEvent): boolean {
+  if (e.resourceId === null) return true;
+  const id = parseVmResourceId(e.resourceId);
+  if (id === null) return false;
+  return lower(id.scaleSet === null ? id.name : `${id.scaleSet}_${id.name}`) === lower(e.vm);
 }
 
 /** approveFrom: the console's approval of the form's event by `person`, said in words. */
@@ -48,16 +69,25 @@ export async function approveFrom(d: ApproveDeps, person: Person, form: URLSearc
   if (person.role !== 'approve') throw new HttpError(403, 'READ_ONLY', `${person.name} may read the console, not approve`);
   const [vm, eventId, reason] = [form.get('vm') ?? '', form.get('eventId') ?? '', (form.get('reason') ?? '').trim()];
   const force = form.get('force') === 'on';
-  if (force && reason === '')
+  // a reason says something: a letter or a digit, not only spaces or invisible characters
+  if (force && !SAYS_SOMETHING.test(reason))
     throw new HttpError(400, 'MALFORMED', 'a forced approval needs a reason: it goes past the fleet budget or a blackout, on the record');
   if (reason.length > MAX_REASON) throw new HttpError(400, 'MALFORMED', `the reason is limited to ${MAX_REASON} characters`);
   const e = await pendingEvent(d, vm, eventId);
   if (!/^scheduled$/i.test(e.status)) throw new HttpError(409, 'NOT_APPROVABLE', `${e.vm}'s ${e.eventType} has started already`);
   if (e.unwatched !== undefined) return viaArm(d, person, e, reason, force, client);
+  if (!named(e))
+    throw new HttpError(
+      409,
+      'VM_AMBIGUOUS',
+      `${e.vm}'s record gives the resource id of another VM (${e.resourceId}): not approved from the console`,
+    );
   const target = e.resourceId ?? e.vm;
-  // one click, or the same form sent twice within a minute, is one command: the VM applies it once
+  // one click is one command, whatever sends it twice (the VM applies it once); without the page's script, a form sent
+  // again within the same minute is the same command
+  const click = form.get('click');
   const id = commandId(sessionFor(target), {
-    webhookId: `console\n${person.name}\n${e.eventId}\n${force}\n${Math.floor(Date.now() / 60_000)}`,
+    webhookId: `console\n${person.name}\n${e.eventId}\n${force}\n${click !== null && CLICK.test(click) ? click : Math.floor(Date.now() / 60_000)}`,
   });
   const command = d.commands.command({ vm: target, id, eventId: e.eventId, by: person.name, via: 'console', reason, force });
   const o = await d.commands.send(command, d.config.replyWaitMs);

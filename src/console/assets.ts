@@ -80,7 +80,10 @@ export const CONSOLE_JS = `'use strict';
     var button = form.querySelector('button');
     if (button) button.disabled = true;
     say(said, 'Sending…', 'quiet');
-    fetch(form.action, { method: 'POST', body: new URLSearchParams(new FormData(form)), headers: { accept: 'application/json' } })
+    var body = new URLSearchParams(new FormData(form));
+    // each click is a command of its own: sent twice (a retry), it is applied once
+    body.set('click', crypto.randomUUID());
+    fetch(form.action, { method: 'POST', body: body, headers: { accept: 'application/json' } })
       .then(function (r) { return r.json().then(function (j) { return { ok: r.ok, j: j }; }); })
       .then(function (a) {
         var j = a.j, text = j.heading ? j.heading + ': ' + j.message : (j.error ? j.error.message : 'Done');

@@ -32,6 +32,8 @@ import { RANGES, rangeOf, timelineOf, type Range } from './timeline.ts';
 export const LIVE_MS = 1000;
 /** A comment on a quiet stream this often keeps proxies and the listener's idle timeout from closing it. */
 const KEEPALIVE_MS = 15_000;
+/** A stream whose client has read nothing of what was sent this long is ended. */
+const STUCK_MS = 60_000;
 
 const ROUTES: Record<string, string[]> = {
   '/console': ['GET'],
@@ -187,16 +189,26 @@ export class ConsoleServer extends RoutedServer {
     const stop = () => gone.abort();
     req.socket.once('close', stop);
     this.#closed.signal.addEventListener('abort', stop, { once: true });
-    let [last, quietSince] = ['', Date.now()];
+    let [last, quietSince, stuckSince] = ['', Date.now(), null as number | null];
     try {
       // a session that ends (expired, its key taken out) ends the stream: the page asks again, and is refused
       while (!gone.signal.aborted && this.#sessions.who(req) !== null) {
+        // a client that does not read what was sent is sent nothing more (each frame is the whole timeline:
+        // the next one it reads is the latest); one that reads nothing for long is let go
+        if (res.writableNeedDrain) {
+          stuckSince ??= Date.now();
+          if (Date.now() - stuckSince >= STUCK_MS) break;
+          await sleep(LIVE_MS, gone.signal).catch(() => undefined);
+          continue;
+        }
+        stuckSince = null;
         const now = await this.#timeline(range, canAct).catch((err: unknown) => unreadHtml(messageOf(err)));
         const digest = createHash('sha256').update(now).digest('hex');
         if (digest !== last) {
+          // every line ending an EventSource knows (CR, LF, CRLF) starts a data line: no text of a record ends a frame or starts a field
           res.write(
             `event: timeline\n${now
-              .split('\n')
+              .split(/\r\n|\r|\n/)
               .map((l) => `data: ${l}`)
               .join('\n')}\n\n`,
           );

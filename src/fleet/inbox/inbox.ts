@@ -188,7 +188,8 @@ export class ApprovalInbox {
     }
     let outcome: CommandOutcome;
     try {
-      const force = command.force === true && command.reason.trim() !== '' ? { force: true } : {};
+      // forced only with a reason that says something (a letter or a digit)
+      const force = command.force === true && /[\p{L}\p{N}]/u.test(command.reason) ? { force: true } : {};
       const r = await this.#approvals.approve(command.eventId, { by: command.by, via: command.via, reason: command.reason, ...force });
       outcome = {
         ...this.#outcome(command, m, r.status, null, r.status === 'approved' ? 'approved' : `already approved by ${r.by} (${r.via})`),

@@ -21,6 +21,11 @@ import { launchChromium } from '../../testkit/browser.ts';
 import { ROOT, waitFor } from '../helpers.ts';
 
 const APPROVE_KEY = 'console-approve-key-0123456789';
+/**
+ * One session key for every relay of the file: the packaged Chromium keeps one cookie store for all its pages, and its
+ * EventSource may still send a cookie an earlier test's relay signed.
+ */
+const SESSION_KEY = Buffer.alloc(32, 7).toString('base64');
 const READ_KEY = 'console-read-key-0123456789';
 /** axe-core's own script, run inside the page. */
 const AXE = axe.source;
@@ -52,7 +57,7 @@ async function relay(container: string, console: Record<string, unknown> = {}): 
   ];
   const config = relayConfig(peer, fleetKeys(), {
     fleet: { store: store(container), cacheMs: 0 },
-    console: { keys, listen: '127.0.0.1:0', ...console },
+    console: { keys, listen: '127.0.0.1:0', sessionKey: SESSION_KEY, ...console },
   });
   const r = await startRelay(config, pino({ level: 'silent' }), { host: '127.0.0.1', port: 0 });
   relays.push(r);
@@ -164,6 +169,34 @@ describe('the fleet console', () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await page.screenshot({ path: join(ROOT, 'docs', 'fleet-console-phone.png'), fullPage: true });
     }
+    // the page leaves: its stream ends (the packaged Chromium keeps one network stack for every page, which the
+    // stream of a page left open would hold on to)
+    await page.goto('about:blank');
+  }, 120_000);
+
+  it('says on the open page when its stream is lost, and takes it up again when the relay is back, with no reload', async () => {
+    const container = 'console-resume';
+    const b0 = await member(container, 'con-r', 'r0', null);
+    b0.sim.addEvent({ noticeMs: 3 * 3_600_000 });
+    // both runs of the relay have the file's session key, so the page's cookie holds across the restart
+    const first = await relay(container);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await signIn(page, first.consoleUrl!, APPROVE_KEY);
+    await waitFor(async () => (await lane(page, 'con-r')).r0?.length === 1, "r0's event on the page", 30_000);
+    await expect.poll(() => page.locator('#live').innerText()).toMatch(/^Live/);
+    await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 9));
+
+    // the relay stops: the page says so
+    relays.splice(relays.indexOf(first), 1);
+    await first.close();
+    await expect.poll(() => page.locator('#live').innerText(), { timeout: 20_000 }).toBe('Connection lost: reconnecting…');
+    b0.sim.addEvent({ noticeMs: 4 * 3_600_000, EventType: 'Freeze', DurationInSeconds: 30 });
+
+    // back on the same address: the page takes its stream up again, and shows what changed meanwhile
+    await relay(container, { listen: first.consoleUrl!.replace('http://', '') });
+    await waitFor(async () => (await lane(page, 'con-r')).r0?.length === 2, "r0's new event after the relay came back", 30_000);
+    await expect.poll(() => page.locator('#live').innerText()).toMatch(/^Live/);
+    expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(9);
   }, 120_000);
 
   it('refuses an altered cookie, a cross-site POST and a proxy header from an untrusted address; serves its own files under a strict CSP', async () => {

@@ -8,14 +8,19 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-function layout(title: string, nonce: string, body: string): string {
+/** documentStart: a page's doctype and the start of its head (a phone's width, kept out of search engines), to its title. */
+export function documentStart(title: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>${escapeHtml(title)}</title>
+<title>${escapeHtml(title)}</title>`;
+}
+
+function layout(title: string, nonce: string, body: string): string {
+  return `${documentStart(title)}
 <style nonce="${nonce}">
   body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;margin:0;background:#f4f5f7;color:#1b1f24}
   main{max-width:34rem;margin:0 auto;padding:1.5rem 1rem}

@@ -5,7 +5,7 @@
  * the time column), every state said in words as well as by its colour, every text a record
  * brings escaped. The page's one script only places the bars and keeps the timeline live.
  */
-import { escapeHtml as h } from '../approval/page.ts';
+import { documentStart, escapeHtml as h } from '../approval/page.ts';
 import type { FleetEvent } from '../fleet/view/events.ts';
 import { stateOf } from '../fleet/view/ics.ts';
 import { RANGES, type Bar, type Lane, type Range, type Row, type Timeline } from './timeline.ts';
@@ -23,13 +23,7 @@ export const eventHref = (vm: string, eventId: string): string =>
 
 /** layout: a console page: its own stylesheet and script only (the CSP allows nothing else). */
 export function layout(title: string, body: string, script = false): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${h(title)}</title>
+  return `${documentStart(title)}
 <link rel="stylesheet" href="/console/app.css">
 ${script ? '<script src="/console/app.js" defer></script>\n' : ''}</head>
 <body>${body}</body>

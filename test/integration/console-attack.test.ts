@@ -7,24 +7,14 @@ import { ServerResponse } from 'node:http';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConsoleServer } from '../../src/console/server.ts';
-import { newFleetKeys } from '../../src/fleet/keys.ts';
-import type { GroupStatus } from '../../src/fleet/budget/group.ts';
-import type { FleetSnapshot } from '../../src/fleet/view/snapshot.ts';
-import { RelayConfig } from '../../src/relay/config.ts';
 import { vmId } from '../../testkit/azure-feed.ts';
+import { consoleRelayConfig, snapshotOf, type SnapshotMember } from '../../testkit/console.ts';
 
 const KEY = 'console-read-key-0123456789';
-const keys = newFleetKeys();
-const config = RelayConfig.parse({
-  serviceBus: { connectionString: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0LWtleQ==' },
-  signingKey: keys.signingKey,
-  fleetKey: keys.fleetKey,
-  fleet: { store: { type: 'blob', connectionString: 'UseDevelopmentStorage=true' } },
-  console: { keys: [{ name: 'Reader', key: KEY, role: 'read' }], listen: '127.0.0.1:0' },
-});
+const config = consoleRelayConfig({ keys: [{ name: 'Reader', key: KEY, role: 'read' }], listen: '127.0.0.1:0' });
 const iso = (ms: number) => new Date(ms).toISOString();
 
-type Member = GroupStatus['members'][number];
+type Member = SnapshotMember;
 const member = (vm: string, over: Partial<Member> = {}, eventType = 'Reboot'): Member => ({
   vm,
   resourceId: vmId(vm.replace(/[^a-z0-9-]/g, '')),
@@ -36,22 +26,6 @@ const member = (vm: string, over: Partial<Member> = {}, eventType = 'Reboot'): M
   ...over,
 });
 
-function snapshotOf(members: Member[]): FleetSnapshot {
-  return {
-    readAt: Date.now(),
-    store: 's',
-    groups: [
-      {
-        ...{ group: 'web', maxUnavailable: 1, counted: null, store: 's', members, slots: [], skipped: [], unread: [] },
-        ...{ unhealthyCountsForSeconds: 3600, collision: null, pause: null },
-      },
-    ],
-    azure: [],
-    unsealed: 0,
-    unread: [],
-  };
-}
-
 const servers: ConsoleServer[] = [];
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -62,7 +36,7 @@ async function start(members: Member[]): Promise<string> {
   const server = new ConsoleServer({
     config,
     console: config.console!,
-    reader: { read: async () => snapshotOf(members) } as never,
+    reader: { read: async () => snapshotOf({ web: members }) } as never,
     bus: null,
     arm: null,
     logger: pino({ level: 'silent' }),

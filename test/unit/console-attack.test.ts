@@ -7,27 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { approveFrom } from '../../src/console/approve.ts';
 import type { Person } from '../../src/console/session.ts';
 import { HttpError } from '../../src/approval/requests.ts';
-import { newFleetKeys, sessionFor, type ApprovalCommand } from '../../src/fleet/keys.ts';
-import type { GroupStatus } from '../../src/fleet/budget/group.ts';
-import type { FleetSnapshot } from '../../src/fleet/view/snapshot.ts';
+import { sessionFor, type ApprovalCommand } from '../../src/fleet/keys.ts';
 import { RelayCommands } from '../../src/relay/commands.ts';
-import { RelayConfig } from '../../src/relay/config.ts';
 import type { RelayBus } from '../../src/relay/bus.ts';
 import { vmId } from '../../testkit/azure-feed.ts';
+import { consoleRelayConfig, snapshotOf, type SnapshotMember } from '../../testkit/console.ts';
 
-const keys = newFleetKeys();
-const config = RelayConfig.parse({
-  serviceBus: { connectionString: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0LWtleQ==' },
-  signingKey: keys.signingKey,
-  fleetKey: keys.fleetKey,
-  fleet: { store: { type: 'blob', connectionString: 'UseDevelopmentStorage=true' } },
-  console: { keys: [{ name: 'Ada Lovelace', key: 'console-approve-key-0123456789', role: 'approve' }] },
-});
+const config = consoleRelayConfig({ keys: [{ name: 'Ada Lovelace', key: 'console-approve-key-0123456789', role: 'approve' }] });
 const ADA: Person = { name: 'Ada Lovelace', role: 'approve', by: 'key' };
 const NOW = Date.now();
 const iso = (ms: number) => new Date(ms).toISOString();
 
-type Member = GroupStatus['members'][number];
+type Member = SnapshotMember;
 const member = (vm: string, resourceId: string | null, eventId: string, eventType = 'Reboot', notBefore = NOW + 3_600_000): Member => ({
   vm,
   resourceId,
@@ -38,21 +29,9 @@ const member = (vm: string, resourceId: string | null, eventId: string, eventTyp
   stale: false,
 });
 
-function snapshot(groups: Record<string, Member[]>): FleetSnapshot {
-  return {
-    readAt: NOW,
-    store: 's',
-    groups: Object.entries(groups).map(([group, members]) => ({
-      ...{ group, maxUnavailable: 1, counted: null, store: 's', members, slots: [], skipped: [], unread: [] },
-      ...{ unhealthyCountsForSeconds: 3600, collision: null, pause: null },
-    })),
-    azure: [],
-    unsealed: 0,
-    unread: [],
-  };
-}
+const snapshot = (groups: Record<string, Member[]>) => snapshotOf(groups, NOW);
 
-function deps(s: FleetSnapshot) {
+function deps(s: ReturnType<typeof snapshotOf>) {
   const sent: ApprovalCommand[] = [];
   const bus = { send: async (c: ApprovalCommand) => (sent.push(c), null) } as unknown as RelayBus;
   return {

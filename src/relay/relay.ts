@@ -27,7 +27,7 @@ import { AzureFeed } from './azure-feed.ts';
 import { ResourceGraphPoll } from './resource-graph.ts';
 import { ArmClient } from './arm.ts';
 import { ArmApprovals } from './arm-approval.ts';
-import { ConsoleServer } from '../console/server.ts';
+import { ConsoleServer } from './console-server.ts';
 import { addressOf } from '../lib/validators.ts';
 
 export interface RunningRelay {

@@ -6,7 +6,8 @@ import { connect } from 'node:net';
 import { ServerResponse } from 'node:http';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConsoleServer } from '../../src/console/server.ts';
+import { waitFor } from '../helpers.ts';
+import { ConsoleServer } from '../../src/relay/console-server.ts';
 import { vmId } from '../../testkit/azure-feed.ts';
 import { consoleRelayConfig, snapshotOf, type SnapshotMember } from '../../testkit/console.ts';
 
@@ -32,8 +33,9 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-async function start(members: Member[]): Promise<string> {
+async function start(members: Member[], stuckMs?: number): Promise<string> {
   const server = new ConsoleServer({
+    ...(stuckMs === undefined ? {} : { stuckMs }),
     config,
     console: config.console!,
     reader: { read: async () => snapshotOf({ web: members }) } as never,
@@ -93,11 +95,12 @@ describe("the console's live stream", () => {
     expect(got[0]!.data).toMatch(/<\/tbody><\/table><\/section>$/);
   });
 
-  it('a client that never reads the stream does not make the relay queue the timeline without bound', async () => {
+  it('a client that never reads the stream does not make the relay queue the timeline without bound, and is let go', async () => {
     // a big timeline (a member's health.detail is unbounded text; a record may be 256 KiB) that changes every step of the 1h range (1.8 s)
     const detail = 'x'.repeat(200_000);
     const url = await start(
       Array.from({ length: 5 }, (_, i) => member(`web-${i}`, { health: { healthy: false, since: iso(Date.now()), detail } })),
+      5000,
     );
     const cookie = await cookieOf(url);
     let most = 0;
@@ -113,9 +116,16 @@ describe("the console's live stream", () => {
     socket.write(`GET /console/live?range=1h HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nCookie: ${cookie}\r\n\r\n`);
     // it reads nothing at all: the kernel's buffers fill, then the relay's own
     socket.pause();
-    await new Promise((resolve) => setTimeout(resolve, 12_000));
+    let letGo = false;
+    const destroy = ServerResponse.prototype.destroy;
+    vi.spyOn(ServerResponse.prototype, 'destroy').mockImplementation(function (this: ServerResponse, ...args: unknown[]) {
+      letGo = true;
+      return (destroy as (...a: unknown[]) => ServerResponse).apply(this, args);
+    });
+    // the relay lets go of it after stuckMs (5 s here) with nothing read; till then it queued what it made
+    await waitFor(() => letGo, 'the relay to let go of the stream nobody reads', 40_000);
     socket.destroy();
     // about 1 MB a frame: the relay may hold a frame or two, not every one it made
     expect(most).toBeLessThan(3_000_000);
-  }, 30_000);
+  }, 60_000);
 });

@@ -4,8 +4,8 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { approveFrom } from '../../src/console/approve.ts';
-import type { Person } from '../../src/console/session.ts';
+import { approveFrom } from '../../src/relay/console-approve.ts';
+import type { Person } from '../../src/relay/console-session.ts';
 import { HttpError } from '../../src/approval/requests.ts';
 import { sessionFor, type ApprovalCommand } from '../../src/fleet/keys.ts';
 import { RelayCommands } from '../../src/relay/commands.ts';

@@ -12,10 +12,10 @@ import { parseVmResourceId } from '../azure/resource-id.ts';
 import { commandId, sessionFor } from '../fleet/keys.ts';
 import { fleetEvents, lower, type FleetEvent } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
-import type { ArmApprovals } from '../relay/arm-approval.ts';
-import { statusOf, type RelayCommands } from '../relay/commands.ts';
-import type { RelayConfig } from '../relay/config.ts';
-import type { Person } from './session.ts';
+import type { ArmApprovals } from './arm-approval.ts';
+import { statusOf, type RelayCommands } from './commands.ts';
+import type { RelayConfig } from './config.ts';
+import type { Person } from './console-session.ts';
 
 /** What the page says of an approval: its HTTP status, a heading and the words. */
 export interface Said {

@@ -17,22 +17,22 @@ import { messageOf } from '../lib/errors.ts';
 import { sleep } from '../lib/time.ts';
 import { fleetEvents } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
-import type { RelayConfig } from '../relay/config.ts';
-import type { ConsoleConfig } from '../relay/console-config.ts';
-import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
-import { appPage, eventPage, problemPage, saidPage, signInPage, timelineHtml, unreadHtml } from './render.ts';
-import { approveFrom, pendingEvent } from './approve.ts';
-import { RelayCommands } from '../relay/commands.ts';
-import type { RelayBus } from '../relay/bus.ts';
-import type { ArmApprovals } from '../relay/arm-approval.ts';
-import { overTls, sameOrigin, Sessions, sessionKeyOf, type Person } from './session.ts';
-import { RANGES, rangeOf, timelineOf, type Range } from './timeline.ts';
+import type { RelayConfig } from './config.ts';
+import type { ConsoleConfig } from './console-config.ts';
+import { CONSOLE_CSS, CONSOLE_JS } from './console-assets.ts';
+import { appPage, eventPage, problemPage, saidPage, signInPage, timelineHtml, unreadHtml } from './console-render.ts';
+import { approveFrom, pendingEvent } from './console-approve.ts';
+import { RelayCommands } from './commands.ts';
+import type { RelayBus } from './bus.ts';
+import type { ArmApprovals } from './arm-approval.ts';
+import { overTls, sameOrigin, Sessions, sessionKeyOf, type Person } from './console-session.ts';
+import { RANGES, rangeOf, timelineOf, type Range } from './console-timeline.ts';
 
 /** How often an open page's timeline is made again (it is sent only when it changed). */
 export const LIVE_MS = 1000;
 /** A comment on a quiet stream this often keeps proxies and the listener's idle timeout from closing it. */
 const KEEPALIVE_MS = 15_000;
-/** A stream whose client has read nothing of what was sent this long is ended. */
+/** A stream whose client has read nothing of what was sent this long is ended (by default). */
 const STUCK_MS = 60_000;
 
 const ROUTES: Record<string, string[]> = {
@@ -69,6 +69,7 @@ export class ConsoleServer extends RoutedServer {
   readonly #made = new Map<string, { key: string; html: string }>();
   readonly #commands: RelayCommands;
   readonly #arm: ArmApprovals | null;
+  readonly #stuckMs: number;
 
   constructor(o: {
     config: RelayConfig;
@@ -77,6 +78,8 @@ export class ConsoleServer extends RoutedServer {
     bus: RelayBus | null;
     arm: ArmApprovals | null;
     logger: Logger;
+    /** How long a stream may go unread before it is ended (STUCK_MS). */
+    stuckMs?: number;
   }) {
     super({
       routes: ROUTES,
@@ -94,6 +97,7 @@ export class ConsoleServer extends RoutedServer {
     this.#proxies = new Cidrs(o.config.trustedProxies);
     this.#commands = new RelayCommands(o.config, o.bus, o.logger);
     this.#arm = o.arm;
+    this.#stuckMs = o.stuckMs ?? STUCK_MS;
     this.#sessions = new Sessions(o.console, sessionKeyOf(o.console.sessionKey, o.config.fleetKey), this.#proxies);
   }
 
@@ -197,7 +201,8 @@ export class ConsoleServer extends RoutedServer {
         // the next one it reads is the latest); one that reads nothing for long is let go
         if (res.writableNeedDrain) {
           stuckSince ??= Date.now();
-          if (Date.now() - stuckSince >= STUCK_MS) break;
+          // what it holds will never be read: the connection goes, and what was queued for it with it
+          if (Date.now() - stuckSince >= this.#stuckMs) return void res.destroy();
           await sleep(LIVE_MS, gone.signal).catch(() => undefined);
           continue;
         }

@@ -8,8 +8,8 @@
 import { documentStart, escapeHtml as h } from '../approval/page.ts';
 import type { FleetEvent } from '../fleet/view/events.ts';
 import { stateOf } from '../fleet/view/ics.ts';
-import { RANGES, type Bar, type Lane, type Range, type Row, type Timeline } from './timeline.ts';
-import type { Person } from './session.ts';
+import { RANGES, type Bar, type Lane, type Range, type Row, type Timeline } from './console-timeline.ts';
+import type { Person } from './console-session.ts';
 
 /** The CSS class of a state: its colour and pattern. */
 const stateClass = (state: string): string => `s-${state.replace(/^held by the /, 'held-').replace(/\s+/g, '-')}`;

@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { Cidrs } from '../lib/client-address.ts';
-import type { ConsoleConfig } from '../relay/console-config.ts';
+import type { ConsoleConfig } from './console-config.ts';
 
 export const COOKIE = 'se_console';
 

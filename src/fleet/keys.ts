@@ -164,6 +164,9 @@ export interface ApprovalCommand {
   readonly exp: number;
 }
 
+/** forceReasonOk: a forced approval's reason says something: a letter or a digit, not only spaces or invisible characters. */
+export const forceReasonOk = (reason: string): boolean => /[\p{L}\p{N}]/u.test(reason);
+
 /** commandId derives the messageId: the same request always gives the same id. */
 export function commandId(vm: string, source: { webhookId: string } | { nonce: string }): string {
   const what = 'webhookId' in source ? `api\n${source.webhookId}` : `token\n${source.nonce}`;

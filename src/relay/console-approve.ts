@@ -9,7 +9,7 @@
  */
 import { HttpError } from '../approval/requests.ts';
 import { parseVmResourceId } from '../azure/resource-id.ts';
-import { commandId, sessionFor } from '../fleet/keys.ts';
+import { commandId, forceReasonOk, sessionFor } from '../fleet/keys.ts';
 import { fleetEvents, lower, type FleetEvent } from '../fleet/view/events.ts';
 import type { FleetReader } from '../fleet/view/snapshot.ts';
 import type { ArmApprovals } from './arm-approval.ts';
@@ -32,8 +32,6 @@ export interface ApproveDeps {
 }
 
 const MAX_REASON = 2000;
-/** A reason that says something: at least one letter or digit. */
-export const SAYS_SOMETHING = /[\p{L}\p{N}]/u;
 /** The page's script names each click (`click`): a click is one command, a second click another. */
 const CLICK = /^[A-Za-z0-9-]{8,64}$/;
 
@@ -70,7 +68,7 @@ export async function approveFrom(d: ApproveDeps, person: Person, form: URLSearc
   const [vm, eventId, reason] = [form.get('vm') ?? '', form.get('eventId') ?? '', (form.get('reason') ?? '').trim()];
   const force = form.get('force') === 'on';
   // a reason says something: a letter or a digit, not only spaces or invisible characters
-  if (force && !SAYS_SOMETHING.test(reason))
+  if (force && !forceReasonOk(reason))
     throw new HttpError(400, 'MALFORMED', 'a forced approval needs a reason: it goes past the fleet budget or a blackout, on the record');
   if (reason.length > MAX_REASON) throw new HttpError(400, 'MALFORMED', `the reason is limited to ${MAX_REASON} characters`);
   const e = await pendingEvent(d, vm, eventId);

@@ -19,6 +19,7 @@ import { serviceBusClient } from '../../azure/messaging.ts';
 import type { ReplayCache } from '../../store/replay.ts';
 import {
   checkCommand,
+  forceReasonOk,
   OUTCOME_SUBJECT,
   publicKeyOf,
   SIGNATURE_PROPERTY,
@@ -188,8 +189,8 @@ export class ApprovalInbox {
     }
     let outcome: CommandOutcome;
     try {
-      // forced only with a reason that says something (a letter or a digit)
-      const force = command.force === true && /[\p{L}\p{N}]/u.test(command.reason) ? { force: true } : {};
+      // forced only with a reason that says something
+      const force = command.force === true && forceReasonOk(command.reason) ? { force: true } : {};
       const r = await this.#approvals.approve(command.eventId, { by: command.by, via: command.via, reason: command.reason, ...force });
       outcome = {
         ...this.#outcome(command, m, r.status, null, r.status === 'approved' ? 'approved' : `already approved by ${r.by} (${r.via})`),

@@ -41,6 +41,7 @@ export { DeliveryConfig, FilterConfig, httpUrl, secret, sinkBase } from './sinks
 
 // ----- events --------------------------------------------------------------------------------
 export type { EventData } from './pipeline/cloudevent.ts';
+export type { FleetDigest } from './present/digest.ts';
 export type { TransitionKind } from './pipeline/diff.ts';
 export type { ScheduledEvent } from './imds/wire.ts';
 export { transitionOf } from './pipeline/cloudevent.ts';

@@ -32,6 +32,7 @@ export { azureAuth, entityPathOf, requireOneAuth, sdkOptions, serviceBusClient }
 export { toChatMessage } from './present/chat-model.ts';
 export { slackMessage, threadLine } from './present/slack-blocks.ts';
 export { teamsMessage } from './present/teams-card.ts';
+export { digestSlack, digestTeams } from './present/digest.ts';
 export { formatEventLine } from './present/text-line.ts';
 
 // ----- HTTP: the client, a guarded server, Standard Webhooks signatures ---------------------

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import {
   type BridgeEvent,
   delivered,
+  type FleetDigest,
   httpUrl,
   oneByOne,
   type Outcome,
@@ -23,7 +24,7 @@ import {
   sinkBase,
   type SinkModule,
 } from '../../src/api.ts';
-import { slackMessage, threadLine, toChatMessage } from '../../src/kit.ts';
+import { digestSlack, slackMessage, threadLine, toChatMessage } from '../../src/kit.ts';
 import { jsonClient, postJson } from '../shared/http.ts';
 import { slackFetch } from './fetch.ts';
 
@@ -53,6 +54,18 @@ export type SlackConfig = z.infer<typeof configSchema>;
 interface MessageRef {
   channel: string;
   ts: string;
+}
+
+/** A message's reference as the relay kept it (a channel id and a timestamp), or null when it does not read as one. */
+const MessageRefSchema = z.object({ channel: z.string().regex(/^[A-Z0-9]{1,40}$/), ts: z.string().regex(/^\d{1,12}\.\d{1,8}$/) });
+function refOf(ref: string | null): MessageRef | null {
+  if (ref === null) return null;
+  try {
+    const parsed = MessageRefSchema.safeParse(JSON.parse(ref));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
 }
 
 /** classifySlackError maps @slack/web-api errors onto outcomes. */
@@ -91,6 +104,10 @@ export const slackSink: SinkModule<SlackConfig, typeof configSchema> = {
       return {
         async send(events, { signal }) {
           return await oneByOne(events, (e) => postJson(dispatcher, url, slackMessage(chat(e)), signal));
+        },
+        // an incoming webhook's message cannot be updated: each digest is a new one
+        async digest(d, { signal }) {
+          return { outcome: await postJson(dispatcher, url, digestSlack(d), signal), ref: null };
         },
         async close() {
           dispatcher.close();
@@ -141,10 +158,32 @@ export const slackSink: SinkModule<SlackConfig, typeof configSchema> = {
       }
     }
 
+    /** digest: the period's message updated in place (chat.update), else a new one posted. */
+    async function digest(d: FleetDigest, ref: string | null): Promise<{ outcome: Outcome; ref: string | null }> {
+      const payload = digestSlack(d);
+      const was = refOf(ref);
+      try {
+        if (was !== null) {
+          try {
+            await web.chat.update({ channel: was.channel, ts: was.ts, text: payload.text, blocks: payload.blocks as never });
+            return { outcome: delivered, ref };
+          } catch (err) {
+            if ((err as { data?: { error?: string } }).data?.error !== 'message_not_found') throw err;
+          }
+        }
+        const res = await web.chat.postMessage({ channel, text: payload.text, blocks: payload.blocks as never, unfurl_links: false });
+        const made = res.ts && res.channel ? JSON.stringify({ channel: res.channel, ts: res.ts }) : null;
+        return { outcome: delivered, ref: made };
+      } catch (err) {
+        return { outcome: classifySlackError(err), ref };
+      }
+    }
+
     return {
       async send(events) {
         return await oneByOne(events, deliver);
       },
+      digest: (d, { ref }) => digest(d, ref),
       async close() {
         http.close();
       },

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { httpUrl, oneByOne, secret, sinkBase, type SinkModule } from '../../src/api.ts';
 import {
   allowInsecureHttp,
+  digestTeams,
   BearerSource,
   credentialOf,
   EntraAuth,
@@ -54,6 +55,10 @@ export const teamsSink: SinkModule<TeamsConfig, typeof configSchema> = {
             bearer,
           ),
         );
+      },
+      // a workflow posts a new card each time: Teams Workflows cannot update a message in place
+      async digest(d, { signal }) {
+        return { outcome: await postJson(dispatcher, config.webhookUrl, digestTeams(d), signal, bearer), ref: null };
       },
       async close() {
         dispatcher.close();

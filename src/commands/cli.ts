@@ -37,6 +37,8 @@ Commands:
                                            keys of fleet approvals
   fleet status [--config FILE | --relay-config FILE] [--env-file FILE] [--json]
                                            the fleet budget's group (with the relay's file: every group, and what is unwatched)
+  fleet digest --relay-config FILE [--env-file FILE] [--dry-run] [--json]
+                                           the fleet's chat digest (the relay's digest), posted now
   fleet forget VM [--force] [--config FILE] [--env-file FILE]
                                            remove the record of a member gone for good from the group
   fleet pause --reason TEXT [--until TIME] [--config FILE] [--env-file FILE] | fleet resume

@@ -4,6 +4,7 @@
  *   fleet link-key --vm ID     a VM's link key, derived from the fleet key ($SE_BRIDGE_FLEET_KEY)
  *   fleet public-key           the public key of $SE_BRIDGE_RELAY_SIGNING_KEY
  *   fleet status [--json]      the fleet budget's group: members, windows, slots
+ *   fleet digest --relay-config FILE [--dry-run]   the fleet's chat digest, posted now (or printed)
  *   fleet forget VM [--force]  removes the record of a member gone for good
  *   fleet pause --reason TEXT [--until TIME] | fleet resume   stops the group's early approvals, or lets them go on
  * Keys are read from the environment, never from arguments (which other users may see).
@@ -21,9 +22,17 @@ import { FleetReader } from '../fleet/view/snapshot.ts';
 import { failed, memberFleet, pause, resume } from './fleet-group.ts';
 import { RecordSeal } from '../fleet/view/seal.ts';
 import { fleetEvents } from '../fleet/view/events.ts';
+import { digest } from './fleet-digest.ts';
 
 /** The options of fleet pause (fleet-group.ts). */
 const PAUSE_OPTIONS = { ...CONFIG_OPTIONS, reason: { type: 'string' }, until: { type: 'string' } } as const;
+/** The options of fleet digest (fleet-digest.ts). */
+const DIGEST_OPTIONS = {
+  'relay-config': { type: 'string' },
+  'env-file': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
 
 export async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
@@ -73,10 +82,11 @@ export async function main(argv: string[]): Promise<number> {
       return failed('fleet status', err);
     }
   }
+  if (verb === 'digest') return digest(parse(rest, DIGEST_OPTIONS).values);
   if (verb === 'forget') return forget(rest);
   if (verb === 'pause') return pause(parse(rest, PAUSE_OPTIONS).values);
   if (verb === 'resume') return resume(rest);
-  throw new UsageError('fleet needs keys, link-key --vm ID, public-key, status, forget VM, pause --reason TEXT or resume');
+  throw new UsageError('fleet needs keys, link-key --vm ID, public-key, status, digest, forget VM, pause --reason TEXT or resume');
 }
 
 /** forget removes the record of a member gone for good (a VM scaled in or deleted) from the group's store. */

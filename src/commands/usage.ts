@@ -180,6 +180,20 @@ ${CONFIG}
   --relay-config FILE the relay's configuration (its fleet.store), instead of a member's
   --json              one JSON document
 `,
+  'fleet digest': `Usage: se-bridge fleet digest --relay-config FILE [--env-file FILE] [--dry-run] [--json]
+
+Makes the fleet digest (the relay's digest section) from the relay's fleet store now: what is
+coming in the next digest.hours, by group (how many, when, held, collisions, unwatched), and posts
+it to the digest's sinks (slack, teams) as a new message. The relays then update that message in
+place as the fleet changes, until the next period's message.
+Exit 1 when a sink could not be posted to or the store could not be read; 2 when the file has no
+fleet or no digest.
+
+  --relay-config FILE the relay's configuration (its fleet, digest and sinks)
+  --env-file FILE     environment variables to read its secrets from
+  --dry-run           print the digest, and post it nowhere (only the store's secrets are resolved)
+  --json              one JSON document
+`,
   'fleet keys': `Usage: se-bridge fleet keys
 
 Prints a new relay signing key (signingKey), its public key (publicKey: every bridge's

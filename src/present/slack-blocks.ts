@@ -11,7 +11,7 @@ import { truncate, utcText, vmList, type ChatMessage, type Severity } from './ch
 
 export const LIMITS = { blocks: 50, header: 150, field: 2000, text: 3000, buttonText: 75, fallback: 3000 } as const;
 
-const ICON: Record<Severity, string> = {
+export const ICON: Record<Severity, string> = {
   critical: ':red_circle:',
   high: ':large_orange_circle:',
   warning: ':large_yellow_circle:',
@@ -106,6 +106,6 @@ export function threadLine(msg: ChatMessage): string {
   return truncate(`${ICON[msg.severity]} *${msg.transition}*: ${escape(msg.plainWords)}.${nb}`, LIMITS.text);
 }
 
-function emojiText(s: Severity): string {
+export function emojiText(s: Severity): string {
   return { critical: '🔴', high: '🟠', warning: '🟡', resolved: '✅', info: 'ℹ️' }[s];
 }

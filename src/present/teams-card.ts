@@ -8,7 +8,7 @@
  */
 import { utcText, vmList, type ChatMessage, type Severity } from './chat-model.ts';
 
-const STYLE: Record<Severity, { container: string; color: string }> = {
+export const STYLE: Record<Severity, { container: string; color: string }> = {
   critical: { container: 'attention', color: 'Attention' },
   high: { container: 'warning', color: 'Warning' },
   warning: { container: 'warning', color: 'Warning' },
@@ -27,12 +27,12 @@ function literal(text: string): string {
 type Run = Record<string, unknown>;
 
 /** run is a TextRun: text that is shown as it is, never as Markdown. */
-function run(text: string, style: Record<string, unknown> = {}): Run {
+export function run(text: string, style: Record<string, unknown> = {}): Run {
   return { type: 'TextRun', text: literal(text), ...style };
 }
 
 /** rich is a RichTextBlock of runs: where text from IMDS or configuration goes. */
-function rich(inlines: Run[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function rich(inlines: Run[], extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { type: 'RichTextBlock', inlines, ...extra };
 }
 
@@ -41,7 +41,7 @@ function rich(inlines: Run[], extra: Record<string, unknown> = {}): Record<strin
  * value as runs. A FactSet would parse the value as Markdown, and Teams' Markdown has no escape
  * that reads right everywhere (iOS and Android show CommonMark backslashes literally).
  */
-function fact(title: string, value: Run[]): Record<string, unknown> {
+export function fact(title: string, value: Run[]): Record<string, unknown> {
   return {
     type: 'ColumnSet',
     spacing: 'Small',
@@ -115,6 +115,6 @@ export function teamsMessage(msg: ChatMessage): Record<string, unknown> {
 }
 
 /** Adaptive Cards' DATE()/TIME() want RFC 3339 without fractions. */
-function isoSeconds(iso: string): string {
+export function isoSeconds(iso: string): string {
   return iso.replace(/\.\d+Z$/, 'Z');
 }

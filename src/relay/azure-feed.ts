@@ -14,7 +14,7 @@ import { azureRecordName, ended, eventOf, merged, vmOf, vmsNamed, type AzureEven
 import { unwatchedIn, type UnwatchedFinding } from '../fleet/view/events.ts';
 import type { FleetReader, FleetSnapshot, KeptAzureRecord } from '../fleet/view/snapshot.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
-import type { RelayMetrics } from './bus.ts';
+import type { RelayMetrics } from './metrics.ts';
 import type { RelaySinks } from './sinks.ts';
 
 export interface AzureFeedOptions {

@@ -13,6 +13,7 @@ import { SlackSettings } from '../approval/slack.ts';
 import { secretsOf, SinksConfig } from '../config/schema.ts';
 import { AzureFeedConfig, ReadKeys, RelayFleetConfig } from './fleet-config.ts';
 import { ConsoleConfig } from './console-config.ts';
+import { DigestConfig } from './digest-config.ts';
 import { recordKeyOf } from '../fleet/view/seal.ts';
 
 export const RelayConfig = z
@@ -73,6 +74,9 @@ export const RelayConfig = z
     sinks: SinksConfig.default([]).describe(
       "Where the relay's own CloudEvents go (azure.scheduledevent.unwatched): the bridge's sink types.",
     ),
+    digest: DigestConfig.optional().describe(
+      "The chat digest: what is coming in the fleet's next hours, by group, posted to the relay's Slack or Teams sinks every period and updated in place (docs/fleet-console.md).",
+    ),
     observability: z
       .strictObject({
         listen: z
@@ -119,6 +123,7 @@ export const RelayConfig = z
       ctx.addIssue({ code: 'custom', path: ['readKeys'], message: 'need fleet: the read API reads its store' });
     if (c.console !== undefined && c.fleet === undefined)
       ctx.addIssue({ code: 'custom', path: ['console'], message: "needs fleet: the console shows the members' records in its store" });
+    digestProblems(c, ctx);
     if (c.publicKey === undefined || c.signingKey === undefined) return;
     const mine = privateKeyOf(c.signingKey);
     const theirs = publicKeyOf(c.publicKey);
@@ -145,11 +150,48 @@ export const RelayConfig = z
         : { ...c.serviceBus, signingKey: c.signingKey, fleetKey: c.fleetKey },
     // the key of Azure's records: its own, else derived from the fleet key
     recordKey: c.azure === undefined ? null : recordKeyOf({ recordKey: c.azure.recordKey, fleetKey: c.fleetKey }),
+    // the key of the digest's record: the same
+    digestKey: c.digest === undefined ? null : recordKeyOf({ recordKey: c.azure?.recordKey, fleetKey: c.fleetKey }),
     at: addressOf(c.listen),
     observability: { ...c.observability, at: c.observability.listen === 'off' ? null : addressOf(c.observability.listen) },
     apiKeys: c.apiSecrets.map(keyOf),
   }));
 export type RelayConfig = z.infer<typeof RelayConfig>;
+
+/** digestProblems: the digest needs the fleet, a key to seal its record with, and chat sinks of the relay's own by name. */
+function digestProblems(
+  c: {
+    digest?: DigestConfig | undefined;
+    fleet?: unknown;
+    fleetKey?: string | undefined;
+    azure?: { recordKey?: string | undefined } | undefined;
+    sinks: readonly { name: string; type: string }[];
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const d = c.digest;
+  if (d === undefined) return;
+  if (c.fleet === undefined)
+    ctx.addIssue({ code: 'custom', path: ['digest'], message: "needs fleet: the digest says what the members' records in its store say" });
+  if (c.fleetKey === undefined && c.azure?.recordKey === undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['digest'],
+      message:
+        'needs fleetKey or azure.recordKey: the relay seals the record of its digest messages in the store, which every member may write',
+    });
+  d.sinks.forEach((name, i) => {
+    const sink = c.sinks.find((s) => s.name === name);
+    if (sink === undefined) ctx.addIssue({ code: 'custom', path: ['digest', 'sinks', i], message: `names no sink of the relay's sinks` });
+    else if (sink.type !== 'slack' && sink.type !== 'teams')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['digest', 'sinks', i],
+        message: `is a ${sink.type} sink: the digest goes to a slack or teams sink`,
+      });
+    if (d.sinks.indexOf(name) !== i) ctx.addIssue({ code: 'custom', path: ['digest', 'sinks', i], message: 'is named twice' });
+  });
+}
 /** RelayBusConfig: Service Bus and the keys of approvals to members, when the relay has them. */
 export type RelayBusConfig = NonNullable<RelayConfig['bus']>;
 /** relaySecrets: what the relay's logs must never show. */

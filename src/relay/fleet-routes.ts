@@ -21,7 +21,7 @@ import { readEventGrid } from './eventgrid.ts';
 import { TooManyEvents, type AzureFeed } from './azure-feed.ts';
 import type { ArmApprovals, ArmRequest } from './arm-approval.ts';
 import type { RelayConfig } from './config.ts';
-import type { RelayMetrics } from './bus.ts';
+import type { RelayMetrics } from './metrics.ts';
 
 /** The largest Event Grid delivery read: Event Grid batches up to 1 MB. */
 export const MAX_DELIVERY = 1024 * 1024;

@@ -16,7 +16,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { RelayBus, RelayMetrics } from './bus.ts';
+import { RelayBus } from './bus.ts';
+import { RelayMetrics } from './metrics.ts';
 import type { RelayConfig } from './config.ts';
 import { RelayServer } from './routes.ts';
 import { FleetRoutes } from './fleet-routes.ts';
@@ -29,6 +30,7 @@ import { ArmClient } from './arm.ts';
 import { ArmApprovals } from './arm-approval.ts';
 import { ConsoleServer } from './console-server.ts';
 import { addressOf } from '../lib/validators.ts';
+import { digestPoster, type DigestPoster } from './digest.ts';
 
 export interface RunningRelay {
   readonly url: string;
@@ -43,13 +45,15 @@ export interface RunningRelay {
   readonly graph: ResourceGraphPoll | null;
   /** The fleet store's reader, when `fleet` is configured. */
   readonly reader: FleetReader | null;
+  /** The chat digest, when `digest` is configured. */
+  readonly digest: DigestPoster | null;
   close(): Promise<void>;
 }
 
 /** The relay's fleet parts: the store reader, its own sinks, Azure's feed and its loops. */
 async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMetrics, replica: string, stdout: NodeJS.WritableStream) {
   const f = config.fleet;
-  const none = { arm: null, approvals: null, feed: null, graph: null };
+  const none = { arm: null, approvals: null, feed: null, graph: null, digest: null };
   if (f === undefined) return { ...none, reader: null, sinks: null, loops: [] as ((signal: AbortSignal) => Promise<void>)[] };
   const reader = new FleetReader({
     ...{ store: f.store, timeoutMs: f.storeTimeoutMs, cacheMs: f.cacheMs, budgets: f.groups },
@@ -58,14 +62,18 @@ async function fleetParts(config: RelayConfig, logger: Logger, metrics: RelayMet
   });
   await reader.open();
   const sinks = await RelaySinks.create(config.sinks, logger, stdout, (sink, result) => metrics.sinkOutcomes.inc({ sink, result }));
+  const digest = await digestPoster(config, { reader, sinks, logger, by: replica }, (sink, result) =>
+    metrics.digests.inc({ sink, result }),
+  );
+  const digestLoops = digest === null ? [] : [(s: AbortSignal) => digest.run(s)];
   const azure = config.azure;
-  if (azure === undefined) return { ...none, reader, sinks, loops: [] };
+  if (azure === undefined) return { ...none, reader, sinks, digest, loops: digestLoops };
   const arm = new ArmClient(azure.arm);
   const approvals = new ArmApprovals({ config, reader, arm, logger });
   const feed = new AzureFeed({ config: azure, reader, sinks, logger, metrics, replica });
   const graph = azure.resourceGraph === undefined ? null : new ResourceGraphPoll({ config: azure, arm, feed, logger, metrics });
-  const loops = [(s: AbortSignal) => feed.run(s), ...(graph === null ? [] : [(s: AbortSignal) => graph.run(s)])];
-  return { arm, approvals, reader, sinks, feed, graph, loops };
+  const loops = [(s: AbortSignal) => feed.run(s), ...(graph === null ? [] : [(s: AbortSignal) => graph.run(s)]), ...digestLoops];
+  return { arm, approvals, reader, sinks, feed, graph, digest, loops };
 }
 
 /** startRelay connects to Service Bus (when configured), starts holding its replies session and listens. */
@@ -103,6 +111,7 @@ export async function startRelay(
     await server?.close();
     await bus?.close();
     await listening;
+    await parts?.digest?.close();
     await parts?.sinks?.close();
     await parts?.reader?.close();
     parts?.arm?.close();
@@ -131,6 +140,7 @@ export async function startRelay(
     feed: parts.feed,
     graph: parts.graph,
     reader: parts.reader,
+    digest: parts.digest,
     async close() {
       await people?.close();
       await running.close();
@@ -140,6 +150,7 @@ export async function startRelay(
       await parts.feed?.settled();
       await bus?.close();
       await listening;
+      await parts.digest?.close();
       await sinks?.close();
       await reader?.close();
       arm?.close();

@@ -15,7 +15,7 @@ import { azureEventOf, type AzureEvent } from '../fleet/view/azure.ts';
 import { isEventId } from '../azure/resource-id.ts';
 import type { AzureFeed } from './azure-feed.ts';
 import type { AzureFeedConfig } from './fleet-config.ts';
-import type { RelayMetrics } from './bus.ts';
+import type { RelayMetrics } from './metrics.ts';
 
 export const RESOURCE_GRAPH_API = '2022-10-01';
 /**

@@ -13,7 +13,8 @@ import { HttpError, nonce, page, pageHeading, parseApprovalBody, readBody, utf8 
 import { peekClaims, readToken, verifyStandardWebhook, type TokenClaims } from '../approval/signatures.ts';
 import { escape as escapeSlack } from '../present/slack-blocks.ts';
 import { approvedUpdate, readSlackAction, respondSlack, warning } from '../approval/slack.ts';
-import { relayReadiness, type RelayBus, type RelayMetrics } from './bus.ts';
+import { relayReadiness, type RelayBus } from './bus.ts';
+import type { RelayMetrics } from './metrics.ts';
 import type { RelayConfig } from './config.ts';
 import type { FleetRoutes } from './fleet-routes.ts';
 import { brake, BrakeAnswers } from './pause-routes.ts';

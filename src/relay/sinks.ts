@@ -50,6 +50,16 @@ export class RelaySinks {
     return new RelaySinks(sinks, logger, onOutcome);
   }
 
+  /** chat: the sinks named, in that order, that can say the fleet's digest (slack, teams), with how long a call may take. */
+  chat(names: readonly string[]): { name: string; sink: Sink; timeoutMs: number }[] {
+    return names.flatMap((name) => {
+      const s = this.#sinks.find((x) => x.config.name === name);
+      return s?.sink.digest === undefined
+        ? []
+        : [{ name, sink: s.sink, timeoutMs: s.sink.attemptTimeoutMs ?? s.config.delivery.timeoutMs }];
+    });
+  }
+
   get size(): number {
     return this.#sinks.length;
   }

@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { BridgeEvent } from '../pipeline/cloudevent.ts';
+import type { FleetDigest } from '../present/digest.ts';
 import { FilterConfig } from '../pipeline/filter.ts';
 import type { VmIdentity } from '../imds/identity.ts';
 import type { ScheduledEvent } from '../imds/wire.ts';
@@ -54,6 +55,8 @@ export interface Sink {
   readonly attemptTimeoutMs?: number;
   /** send delivers `events` (at most `maxBatchSize`) and returns one outcome per event, in order. */
   send(events: readonly BridgeEvent[], options: SendOptions): Promise<Outcome[]>;
+  /** digest, in a chat sink: posts the fleet's digest, or updates the message `ref` names; its outcome, and its message (null: one that cannot be updated). */
+  digest?(d: FleetDigest, options: SendOptions & { readonly ref: string | null }): Promise<{ outcome: Outcome; ref: string | null }>;
   close(): Promise<void>;
 }
 
@@ -154,11 +157,7 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase, S extends
   readonly codes?: Readonly<Record<string, string>>;
   /** The largest batch `send` accepts; 1 when the sink sends one event at a time. */
   readonly maxBatchSize: number;
-  /**
-   * A sink that prepares the VM and gives it back afterwards (probe, kubernetes): it takes what
-   * prepares (scheduled, updated, a started never seen before) and what ends the maintenance
-   * (completed, canceled), unless its filter names transition types itself.
-   */
+  /** A sink that prepares the VM and gives it back (probe, kubernetes): it takes scheduled, updated, a started never seen before, completed and canceled, unless its filter names transition types. */
   readonly undoes?: boolean;
   create(config: C, context: SinkContext): Sink | Promise<Sink>;
   /**
@@ -183,11 +182,7 @@ export interface SinkModule<C extends SinkConfigBase = SinkConfigBase, S extends
    * margin), and why; a drill with less is refused up front. Absent: any notice will do.
    */
   realDrillNotice?(config: C): { readonly seconds: number; readonly why: string };
-  /**
-   * Whether a preparation of this configuration acts on an Advisory (a Spot rebalance
-   * recommendation, which announces a risk, not a maintenance): it then takes the advisory's
-   * CloudEvents. By default no preparation does.
-   */
+  /** Whether a preparation of this configuration acts on an Advisory (a Spot rebalance recommendation: a risk, no maintenance); by default none does. */
   advisories?(config: C): boolean;
 }
 

@@ -6,6 +6,7 @@
  * real one, nor claim it was approved or said.
  */
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import type { z } from 'zod';
 import { AzureRecordSchema, type AzureRecord } from './azure.ts';
 
 /** The key of Azure's records: the relay's own `azure.recordKey`, else derived from its fleet key (which no member holds). */
@@ -36,23 +37,28 @@ export class RecordSeal {
     this.#key = key;
   }
 
-  #mac(name: string, record: AzureRecord): Buffer {
+  #mac(name: string, record: object): Buffer {
     return createHmac('sha256', this.#key)
       .update(`${name}\n${canonical(record)}`)
       .digest();
   }
 
   /** seal: the record as it is written, with its seal. */
-  seal(name: string, record: AzureRecord): AzureRecord & { readonly seal: string } {
+  seal<T extends object>(name: string, record: T): T & { readonly seal: string } {
     return { ...record, seal: this.#mac(name, record).toString('base64url') };
   }
 
-  /** open: the record stored under `name` when it reads by its schema and its seal holds, else null. */
+  /** open: Azure's record stored under `name` when it reads by its schema and its seal holds, else null. */
   open(name: string, value: unknown): AzureRecord | null {
+    return this.openAs(name, value, AzureRecordSchema);
+  }
+
+  /** openAs: the record stored under `name` when it reads by `schema` and its seal holds, else null. */
+  openAs<T extends object>(name: string, value: unknown, schema: z.ZodType<T>): T | null {
     if (value === null || typeof value !== 'object') return null;
     const { seal, ...rest } = value as { seal?: unknown };
     if (typeof seal !== 'string') return null;
-    const parsed = AzureRecordSchema.safeParse(rest);
+    const parsed = schema.safeParse(rest);
     if (!parsed.success) return null;
     const given = Buffer.from(seal, 'base64url');
     const want = this.#mac(name, parsed.data);

@@ -32,6 +32,9 @@
  *      store's requests per relay request, the relay's memory, at 20 and 100 members (bench/fleet-view.ts).
  *   C. the fleet console in headless Chromium, 100 members and 1,000 pending events: the first
  *      load's bytes and time to every bar placed, a live update to the open page (bench/console.ts).
+ *   D. the chat digest, three replicas over 10, 100 and 1,000 members for an hour of looks: the
+ *      store's requests per replica per minute, the bytes a look lists, one message a period and
+ *      one update a change (bench/digest.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
@@ -51,6 +54,7 @@ import { phaseFleetProcesses } from './fleet-processes.ts';
 import { phaseFleetWave } from './fleet-wave.ts';
 import { phaseFleetView } from './fleet-view.ts';
 import { phaseConsole } from './console.ts';
+import { phaseDigest } from './digest.ts';
 import { phaseMemory } from './memory.ts';
 
 try {
@@ -116,6 +120,7 @@ try {
   const view = await phaseFleetView(quick ? [20] : [20, 100]);
   log('C: the fleet console (100 members, 1,000 pending events, headless Chromium)');
   const consoleRun = await phaseConsole(100, quick ? 200 : 1000);
+  const digest = await phaseDigest(quick ? [10, 100] : [10, 100, 1000]);
 
   const strip = (d: ReturnType<typeof dist>) => ({
     n: d.n,
@@ -167,6 +172,7 @@ try {
       firstLoadMs: strip(consoleRun.firstLoadMs),
       liveUpdateMs: strip(consoleRun.liveUpdateMs),
     },
+    fleetDigest: digest.map((d) => ({ ...d, lookMs: strip(d.lookMs) })),
   };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(ROOT, 'docs', 'latency.svg'), svg(latency));
@@ -315,6 +321,13 @@ try {
     '| the fleet console, headless Chromium, Blob Storage (Azurite) | page / stylesheet / script, KiB (gzip) | first load to every bar placed: p50, max | a new event to its bar on the open page: p50, max | the relay makes the timeline: p50 |',
     '|---|---|---|---|---|',
     `| ${consoleRun.members} members, ${consoleRun.events} pending events | ${(['page', 'css', 'js'] as const).map((f) => `${(consoleRun.bytes[f]!.raw / 1024).toFixed(1)} (${(consoleRun.bytes[f]!.gzip / 1024).toFixed(1)})`).join(' / ')} | ${Math.round(consoleRun.firstLoadMs.p50)} ms, ${Math.round(consoleRun.firstLoadMs.max)} ms | ${Math.round(consoleRun.liveUpdateMs.p50)} ms, ${Math.round(consoleRun.liveUpdateMs.max)} ms | ${Math.round(consoleRun.makeTimelineMs.p50)} ms |`,
+    '',
+    "| the chat digest: 3 relay replicas, a look a minute each for an hour, a change every 10 minutes, a period every 30 | store requests per replica per minute (the fleet's listing; the digest's record) | per member | KiB listed per look | a look: p50, max | Slack: posted, updated (changes) |",
+    '|---|---|---|---|---|---|',
+    ...digest.map(
+      (d) =>
+        `| ${d.members} members, Blob Storage (Azurite) | ${d.perReplicaPerMinute.all} (${d.perReplicaPerMinute.list}; ${d.perReplicaPerMinute.digestRecord}) | ${d.perMemberPerMinute} | ${d.listedKiBPerLook} | ${Math.round(d.lookMs.p50)} ms, ${Math.round(d.lookMs.max)} ms | ${d.slack.posted}, ${d.slack.updated} (${d.slack.changes}) |`,
+    ),
     '',
     `| memory, each profile alone after ${quick ? 10 : 25} s, one event carried to every sink; YAML configuration, log level info; its first start (no compile cache) and the next | VmRSS | RssAnon (private) | RssFile | PSS | VmRSS over bare node |`,
     '|---|---|---|---|---|---|',

@@ -189,14 +189,29 @@ export function calendarNowText(c: CalendarNow, when: (iso: string) => string = 
   return c.inWindow ? `open${until}` : `open, but outside the windows${until} (rules with within: windows wait)`;
 }
 
-/** memberCalendar: what a fleet member's record says of its calendar: a digest of it (members of one group should share one), and what it says now. */
-export function memberCalendar(cal: Calendar, now: () => number): () => CalendarNow & { digest: string } {
+/** calendarDigest: the calendar as members publish it (its zone by its current name), and a digest of it: members of one group should share one. */
+export function calendarDigest(config: CalendarConfig): { readonly digest: string; readonly config: CalendarConfig } {
   // a zone's old and new names (Asia/Calcutta, Asia/Kolkata) are one calendar
-  const config = { ...cal.config, timeZone: zoneId(cal.config.timeZone) ?? cal.config.timeZone };
-  const digest = createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12);
+  const published = { ...config, timeZone: zoneId(config.timeZone) ?? config.timeZone };
+  return { digest: digestOfText(JSON.stringify(published)), config: published };
+}
+
+/** digestOfText: the digest a calendar is named by, of its JSON as written (the relay checks a published calendar by it). */
+export const digestOfText = (json: string): string => createHash('sha256').update(json).digest('hex').slice(0, 12);
+
+/** What a member's record says of its calendar, made at each write; `published`: the calendar itself, for the fleet's store. */
+export interface MemberCalendarSource {
+  (): CalendarNow & { digest: string };
+  readonly published?: { readonly digest: string; readonly config: CalendarConfig };
+}
+
+/** memberCalendar: what a fleet member's record says of its calendar: a digest of it (members of one group should share one), and what it says now. */
+export function memberCalendar(cal: Calendar, now: () => number): MemberCalendarSource {
+  const published = calendarDigest(cal.config);
+  const { digest } = published;
   // the state holds until `until` by its definition: walked out again only then (a member writes its record at every read)
   let said: { readonly at: CalendarNow & { digest: string }; readonly from: number; readonly until: number } | null = null;
-  return () => {
+  const source = () => {
     const t = now();
     if (said === null || t >= said.until || t < said.from) {
       const at = { digest, ...calendarNow(cal, t) };
@@ -204,4 +219,5 @@ export function memberCalendar(cal: Calendar, now: () => number): () => Calendar
     }
     return said.at;
   };
+  return Object.assign(source, { published });
 }

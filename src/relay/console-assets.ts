@@ -45,6 +45,9 @@ thead th:first-child{width:14rem}
 .bar .words{background:rgba(255,255,255,.85);padding:0 .15rem;border-radius:.2rem}
 .bar:hover .words,.bar:focus-visible .words{text-decoration:underline}
 .bar:focus-visible{z-index:2}
+.shade{position:absolute;top:0;bottom:0}
+.shade.blackout{background:repeating-linear-gradient(135deg,rgba(130,80,223,.22) 0 4px,transparent 4px 10px)}
+.shade.closed{background:rgba(101,109,118,.13)}
 .now{position:absolute;top:0;bottom:0;width:2px;background:#a40e26;z-index:1}
 .collision{position:absolute;top:0;bottom:0;width:0;border-left:3px dashed #9a6700}
 .s-scheduled .mark{background:#ddf4ff;border-color:#0969da}
@@ -101,6 +104,8 @@ export const CONSOLE_JS = `'use strict';
       var from = Number(el.getAttribute('data-from')), to = Number(el.getAttribute('data-to'));
       var track = el.parentElement, mark = el.querySelector('.mark');
       el.style.left = (from * 100) + '%';
+      // a calendar's shade spans its stretch, behind the bars
+      if (el.classList.contains('shade')) { el.style.width = (Math.max(0, to - from) * 100) + '%'; return; }
       el.style.top = (0.25 + 1.9 * Number(el.getAttribute('data-line') || 0)) + 'rem';
       // the mark as long as the maintenance, at least a few pixels; its words follow it
       if (track && mark) mark.style.width = Math.max(6, track.clientWidth * Math.max(0, to - from)) + 'px';

@@ -8,7 +8,7 @@
 import { documentStart, escapeHtml as h } from '../approval/page.ts';
 import type { FleetEvent } from '../fleet/view/events.ts';
 import { stateOf } from '../fleet/view/ics.ts';
-import { RANGES, type Bar, type Lane, type Range, type Row, type Timeline } from './console-timeline.ts';
+import { RANGES, type Bar, type Lane, type Range, type Row, type Shade, type Timeline } from './console-timeline.ts';
 import type { Person } from './console-session.ts';
 
 /** The CSS class of a state: its colour and pattern. */
@@ -83,6 +83,7 @@ function laneHtml(l: Lane, t: Timeline, canAct: boolean): string {
     `${l.rows.length} member${l.rows.length === 1 ? '' : 's'}${l.stale > 0 ? `, ${l.stale} stale` : ''}`,
     ...(l.pause ? [`<strong>Paused</strong> by ${h(l.pause.by)}: ${h(l.pause.why)}`] : []),
     ...(l.collision ? [`<strong>Collision</strong>: ${l.collision.due} due at ${hhmm(l.collision.from)}, more than the budget`] : []),
+    ...shadedFact(l),
   ];
   const marks = `<span class="now" data-at="${t.now.toFixed(4)}" aria-hidden="true"></span>${
     l.collision ? `<span class="collision" data-at="${l.collision.at.toFixed(4)}" aria-hidden="true"></span>` : ''
@@ -92,6 +93,18 @@ function laneHtml(l: Lane, t: Timeline, canAct: boolean): string {
 <table><thead><tr><th scope="col">Member</th><th scope="col" class="axis"><span class="sr-only">Maintenance, in UTC</span>${ticks(t)}</th></tr></thead><tbody>
 ${l.rows.map((r) => rowHtml(r, marks, canAct)).join('\n')}
 </tbody></table></section>`;
+}
+
+/** shadedFact: what the shading of a lane's rows means, when it has any: its blackouts by name, and the time outside the windows. */
+function shadedFact(l: Lane): string[] {
+  const shades = l.rows.flatMap((r) => r.shades);
+  if (shades.length === 0) return [];
+  const names = [...new Set(shades.flatMap((s) => (s.kind === 'blackout' && s.name !== null ? [s.name] : [])))];
+  const parts = [
+    ...(names.length > 0 ? [`hatched, blackout ${names.map(h).join(', ')} (no early approval but a forced one)`] : []),
+    ...(shades.some((s) => s.kind === 'closed') ? ['grey, outside the maintenance windows (rules bound to the windows wait)'] : []),
+  ];
+  return [`Shaded: ${parts.join('; ')}`];
 }
 
 /** ticks: the times at each quarter of the range, on the axis. */
@@ -131,7 +144,15 @@ function rowHtml(r: Row, marks: string, canAct: boolean): string {
   const acts = open
     .map((b) => approveForm(b.vm, b.eventId, open.length > 1 ? `Approve ${r.vm}: ${b.eventType}` : `Approve ${r.vm}`))
     .join('');
-  return `<tr><th scope="row">${h(r.vm)} ${notes.join(' ')}${acts}</th><td class="track" data-lines="${lines}">${marks}${bars || '<span class="sr-only">nothing planned</span>'}</td></tr>`;
+  const shades = r.shades.map(shadeHtml).join('');
+  return `<tr><th scope="row">${h(r.vm)} ${notes.join(' ')}${acts}</th><td class="track" data-lines="${lines}">${shades}${marks}${bars || '<span class="sr-only">nothing planned</span>'}</td></tr>`;
+}
+
+/** shadeHtml: a stretch its calendar holds early approval in, behind the bars: hatched (a blackout) or grey (outside the windows), and said in words. */
+function shadeHtml(s: Shade): string {
+  const what = s.kind === 'blackout' ? `Blackout ${s.name ?? ''}` : 'Outside the maintenance windows';
+  const words = `${what}, from ${hhmm(s.startsAt)} to ${hhmm(s.endsAt)}`;
+  return `<span class="shade ${s.kind}" data-from="${s.from.toFixed(4)}" data-to="${s.to.toFixed(4)}" title="${h(words)}"><span class="sr-only">${h(words)}</span></span>`;
 }
 
 /** How much of the range a bar's words take, about: another bar starting within it goes on the next line. */

@@ -5,6 +5,7 @@
  * calendar's conflicts count it), in its state; each group with its budget against the members
  * down or unhealthy, its pause and its collision. Pure: the snapshot in, the model out.
  */
+import { Calendar } from '../calendar/calendar.ts';
 import { UNKNOWN_DURATION_MS } from '../calendar/conflict.ts';
 import { stateOf } from '../fleet/view/ics.ts';
 import { lower, type FleetEvent } from '../fleet/view/events.ts';
@@ -29,6 +30,17 @@ export interface Bar {
   readonly approvable: boolean;
 }
 
+/** A stretch of the range in which its member's calendar holds early approval: a blackout, or outside the windows. */
+export interface Shade {
+  readonly kind: 'blackout' | 'closed';
+  /** The blackout's name (null: outside the windows). */
+  readonly name: string | null;
+  readonly from: number;
+  readonly to: number;
+  readonly startsAt: string;
+  readonly endsAt: string;
+}
+
 export interface Row {
   readonly vm: string;
   /** healthy, not healthy, or unknown (it checks none, or has no record). */
@@ -40,6 +52,8 @@ export interface Row {
   readonly holdsSlot: boolean;
   readonly heartbeatAt: string | null;
   readonly bars: readonly Bar[];
+  /** Its calendar's blackouts and the time outside its windows, over the range (the calendar its members published). */
+  readonly shades: readonly Shade[];
 }
 
 export interface Lane {
@@ -80,6 +94,7 @@ export function timelineOf(snapshot: FleetSnapshot, events: readonly FleetEvent[
       approvable: /^scheduled$/i.test(e.status) && e.approval === undefined,
     };
   };
+  const shadesOf = shading(snapshot.calendars, from, to, at);
   const eventsOf = (group: string | null, vm: string) =>
     events.filter((e) => e.group === group && lower(e.vm) === lower(vm)).flatMap((e) => barOf(e) ?? []);
   const lanes: Lane[] = snapshot.groups.map((g) => {
@@ -88,6 +103,7 @@ export function timelineOf(snapshot: FleetSnapshot, events: readonly FleetEvent[
       health: m.health === undefined ? 'unknown' : m.health.healthy ? 'healthy' : 'unhealthy',
       healthDetail: m.health?.detail ?? null,
       bars: eventsOf(g.group, m.vm),
+      shades: m.calendar === undefined ? [] : shadesOf(m.calendar.digest),
     }));
     // a VM of this group that Azure lists and no member record names
     for (const e of events.filter((x) => x.group === g.group && x.member === 'none'))
@@ -113,5 +129,42 @@ export function timelineOf(snapshot: FleetSnapshot, events: readonly FleetEvent[
 }
 
 const unwatchedRow = (vm: string, bars: Bar[]): Row => ({
-  ...{ vm, health: 'unknown', healthDetail: null, stale: false, unwatched: true, holdsSlot: false, heartbeatAt: null, bars },
+  ...{ vm, health: 'unknown', healthDetail: null, stale: false, unwatched: true, holdsSlot: false, heartbeatAt: null, bars, shades: [] },
 });
+
+/** The most stretches a calendar is walked into over a range (a window a day for a week is 14). */
+const MOST_STRETCHES = 200;
+
+/**
+ * shading: each published calendar's shades over the range, walked once per calendar (every member
+ * of a group shares one): its blackouts, and the time outside its windows (a calendar with no
+ * windows has none); a member whose calendar was not published has none.
+ */
+function shading(calendars: FleetSnapshot['calendars'], from: number, to: number, at: (t: number) => number) {
+  const made = new Map<string, Shade[]>();
+  return (digest: string): Shade[] => {
+    const config = calendars?.get(digest);
+    if (config === undefined) return [];
+    let shades = made.get(digest);
+    if (shades === undefined) {
+      const stretches = new Calendar(config).stretches(from, to, MOST_STRETCHES);
+      shades = [];
+      for (const [i, s] of stretches.entries()) {
+        const kind = s.state.blackout !== null ? 'blackout' : s.state.inWindow ? null : 'closed';
+        if (kind === null) continue;
+        const end = stretches[i + 1]?.at ?? to;
+        const last = shades.at(-1);
+        // a window that opens and closes within a blackout changes nothing that is shaded
+        if (last !== undefined && last.kind === kind && last.name === s.state.blackout && last.endsAt === new Date(s.at).toISOString())
+          shades[shades.length - 1] = { ...last, to: at(end), endsAt: new Date(end).toISOString() };
+        else
+          shades.push({
+            ...{ kind, name: s.state.blackout, from: at(s.at), to: at(end) },
+            ...{ startsAt: new Date(s.at).toISOString(), endsAt: new Date(end).toISOString() },
+          });
+      }
+      made.set(digest, shades);
+    }
+    return shades;
+  };
+}

@@ -64,14 +64,26 @@ async function relay(container: string, console: Record<string, unknown> = {}): 
   return r;
 }
 
-function member(container: string, group: string, vm: string, budget: number | null): Promise<Harness> {
+function member(container: string, group: string, vm: string, budget: number | null, calendar?: Record<string, unknown>): Promise<Harness> {
   return startBridge({
     sim: { vmName: vm, peers: [], tickMs: 10 },
     config: {
       approval: { rules: budget === null ? [] : [{ match: {}, action: 'approve' }] },
       fleet: { group, store: store(container), heartbeatSeconds: 5, ...(budget === null ? {} : { maxUnavailable: budget }) },
+      ...(calendar === undefined ? {} : { calendar }),
     },
   });
+}
+
+/** A calendar with a window a day (02:00 to 04:00 UTC) and a blackout on tomorrow's date: both within the next 24 hours, neither now. */
+function tomorrowsCalendar(): Record<string, unknown> {
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+  const days = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+  const hour = new Date().getUTCHours();
+  // the window is never now, so the member's event is not held by it (a blackout holds; a window only shades)
+  const from = hour >= 1 && hour <= 4 ? '10:00' : '02:00';
+  const to = from === '10:00' ? '12:00' : '04:00';
+  return { timeZone: 'UTC', windows: [{ days, from, to }], blackouts: [{ name: 'year-end', from: tomorrow, to: tomorrow }] };
 }
 
 async function signIn(page: Page, url: string, key: string): Promise<void> {
@@ -98,7 +110,7 @@ describe('the fleet console', () => {
     const [a0, a1, b0] = await Promise.all([
       member(container, 'con-a', 'a0', 1),
       member(container, 'con-a', 'a1', 1),
-      member(container, 'con-b', 'b0', null),
+      member(container, 'con-b', 'b0', null, tomorrowsCalendar()),
     ]);
     for (const h of [a0, a1, b0]) h.sim.addEvent({ noticeMs: 3 * 3_600_000 });
     const r = await relay(container);
@@ -126,6 +138,17 @@ describe('the fleet console', () => {
       30_000,
     );
     expect(await lane(page, 'con-b')).toEqual({ b0: ['Reboot: scheduled'] });
+    // b0's calendar, as it published it to the group: tomorrow's blackout hatched, the time outside its window grey, said in words
+    const b0Row = page.getByRole('region', { name: 'con-b' }).locator('tbody tr');
+    await expect.poll(() => b0Row.locator('.shade.blackout').count(), { timeout: 20_000 }).toBe(1);
+    expect(await b0Row.locator('.shade.blackout').getAttribute('title')).toMatch(/^Blackout year-end, from \d+ \w+ 00:00 UTC to /);
+    expect(await b0Row.locator('.shade.closed').count()).toBeGreaterThan(0);
+    expect(await page.getByRole('region', { name: 'con-b' }).locator('.facts').innerText()).toContain(
+      'Shaded: hatched, blackout year-end (no early approval but a forced one); grey, outside the maintenance windows',
+    );
+    expect(await page.getByRole('region', { name: 'con-a' }).locator('.shade').count()).toBe(0);
+    const width = await b0Row.locator('.shade.blackout').evaluate((el) => (el as unknown as { style: { width: string } }).style.width);
+    expect(width).toMatch(/^\d+(\.\d+)?%$/);
     expect(await page.getByRole('region', { name: 'con-a' }).locator('.facts').innerText()).toContain(
       'Budget 1 down at once: 1 in maintenance',
     );

@@ -14,7 +14,7 @@ import type { HealthMonitor } from '../../health/monitor.ts';
 import { portOf } from './forecast-turn.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { budgeted, type FleetConfig } from './config.ts';
-import type { EventNotes, MemberCalendar } from './records.ts';
+import type { EventNotes, MemberCalendarOf } from './records.ts';
 import { openFleetStore } from './stores/open.ts';
 
 /** What the budget needs of the daemon: besides what the collision forecast needs (its logger, the journal, the routing), these. */
@@ -32,7 +32,7 @@ export interface BudgetContext extends Pick<CollisionDeps, 'logger' | 'journal' 
   /** This VM's health checks (`fleet.health`, or `health`), run by their own feature. */
   readonly health?: HealthMonitor | undefined;
   /** What this VM's calendar says now, for its member record. */
-  readonly calendar?: (() => MemberCalendar) | undefined;
+  readonly calendar?: MemberCalendarOf | undefined;
   /** Who approved each event and where its preparations stand, for the member record. */
   readonly notes?: EventNotes | undefined;
 }

@@ -63,7 +63,7 @@ export class FleetBudget implements ApprovalGate {
   constructor(options: BudgetOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
-    this.#record = new MemberRecordWriter(options.store);
+    this.#record = new MemberRecordWriter(options.store, options.calendar);
     [this.#place, this.#watch] = watchedPlace(options, { k: () => this.#k, slots: () => this.#slots.last });
     const warnings = new RecordWarnings(options.logger, options.store.where);
     this.#entries = new QueueEntries(options.store, options.config.heartbeatSeconds, warnings);

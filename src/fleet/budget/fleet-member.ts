@@ -13,7 +13,7 @@ import type { HealthMonitor } from '../../health/monitor.ts';
 import type { FleetConfig } from './config.ts';
 import { StoreHealth } from './health.ts';
 import { MemberRecordWriter, memberRecordOf, mineOf } from './member.ts';
-import type { EventNotes, MemberCalendar } from './records.ts';
+import type { EventNotes, MemberCalendarOf } from './records.ts';
 import type { FleetStore } from './stores/port.ts';
 import type { BudgetState } from './types.ts';
 import { Serial } from '../../lib/serial.ts';
@@ -24,7 +24,7 @@ export interface FleetMemberOptions {
   readonly view: BridgeView;
   readonly logger: Logger;
   readonly health?: HealthMonitor | undefined;
-  readonly calendar?: (() => MemberCalendar) | undefined;
+  readonly calendar?: MemberCalendarOf | undefined;
   readonly notes?: EventNotes | undefined;
   readonly onStoreError?: (operation: string) => void;
   readonly now?: () => number;
@@ -41,7 +41,7 @@ export class FleetMember {
   constructor(o: FleetMemberOptions) {
     this.#o = o;
     this.#now = o.now ?? Date.now;
-    this.#writer = new MemberRecordWriter(o.store);
+    this.#writer = new MemberRecordWriter(o.store, o.calendar);
     this.#store = new StoreHealth(o.logger, o.store.where, o.onStoreError);
   }
 

@@ -6,11 +6,12 @@
  */
 import type { FleetStore } from './stores/port.ts';
 import {
+  CALENDAR_PREFIX,
   memberKey,
   memberEventsOf,
   memberName,
   type EventNotes,
-  type MemberCalendar,
+  type MemberCalendarOf,
   type MemberEvent,
   type MemberRecord,
 } from './records.ts';
@@ -32,7 +33,7 @@ export interface RecordParts {
   readonly held?: ReadonlyMap<string, NonNullable<MemberEvent['held']>>;
   readonly slot?: string | null;
   readonly health?: HealthState | null | undefined;
-  readonly calendar?: (() => MemberCalendar) | undefined;
+  readonly calendar?: MemberCalendarOf | undefined;
   readonly notes?: EventNotes | undefined;
   /** The last word this member said as the speaker of a collision wave. */
   readonly wave?: (() => WaveWord | undefined) | undefined;
@@ -72,13 +73,16 @@ export function memberRecordOf(p: RecordParts): Omit<MemberRecord, 'heartbeatAt'
 
 export class MemberRecordWriter {
   readonly #store: FleetStore;
+  /** The calendar to publish to the group once (the relay's console shades its blackouts and windows), until it is. */
+  #calendar: MemberCalendarOf['published'];
   #lastShape = '';
   #lastAt = 0;
   /** The version of the record as this member last wrote it (undefined: not known, read it first). */
   #version: string | undefined = undefined;
 
-  constructor(store: FleetStore) {
+  constructor(store: FleetStore, calendar?: MemberCalendarOf) {
     this.#store = store;
+    this.#calendar = calendar?.published;
   }
 
   /** write writes the record when `force` (a heartbeat) or when what it says changed; true when it wrote. */
@@ -100,7 +104,20 @@ export class MemberRecordWriter {
     }
     this.#lastShape = shape;
     this.#lastAt = now;
+    await this.#publish();
     return true;
+  }
+
+  /** publish writes the calendar once, only when no member of the group did (one request per process; a failure tries again at the next write). */
+  async #publish(): Promise<void> {
+    const c = this.#calendar;
+    if (c === undefined) return;
+    try {
+      await this.#store.put(`${CALENDAR_PREFIX}${c.digest}`, c.config, null);
+      this.#calendar = undefined;
+    } catch {
+      // what the console shades, never what the budget needs: the record is written, this waits for the next write
+    }
   }
 }
 

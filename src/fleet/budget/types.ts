@@ -9,7 +9,7 @@ import type { FleetStore, Versioned } from './stores/port.ts';
 import type { VmIdentity } from '../../imds/identity.ts';
 import type { RecordWarnings } from './parse.ts';
 import type { HealthMonitor } from '../../health/monitor.ts';
-import type { EventNotes, Holder, MemberCalendar, MemberRecord, SlotRecord, SlotState } from './records.ts';
+import type { EventNotes, Holder, MemberCalendarOf, MemberRecord, SlotRecord, SlotState } from './records.ts';
 import type { SeenWave, WaveHint, WaveWord } from './waves.ts';
 import type { BridgeEvent } from '../../pipeline/cloudevent.ts';
 import type { GroupFigures } from '../../observability/fleet-metrics.ts';
@@ -55,7 +55,7 @@ export interface BudgetOptions {
   /** This member's health checks, when `fleet.health` is configured (their loop runs beside the budget's). */
   readonly health?: HealthMonitor;
   /** What this member's calendar says now, for its record (`fleet.calendar`). */
-  readonly calendar?: () => MemberCalendar;
+  readonly calendar?: MemberCalendarOf;
   /** Who approved each event and where its preparations stand, for the member record. */
   readonly notes?: EventNotes;
   /** The collision forecast: when it reads the group, and the word it last said as a wave's speaker, for the record (forecast-turn.ts). */

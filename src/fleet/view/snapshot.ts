@@ -13,6 +13,9 @@ import { openFleetStore } from '../budget/stores/open.ts';
 import type { FleetStore, Versioned } from '../budget/stores/port.ts';
 import { AZURE_PREFIX, type AzureRecord } from './azure.ts';
 import type { RecordSeal } from './seal.ts';
+import { CALENDAR_PREFIX } from '../budget/records.ts';
+import { digestOfText } from '../../calendar/calendar.ts';
+import { CalendarConfig } from '../../calendar/config.ts';
 
 export interface KeptAzureRecord {
   readonly name: string;
@@ -28,6 +31,8 @@ export interface FleetSnapshot {
   readonly azure: readonly KeptAzureRecord[];
   /** Records under Azure's group whose seal does not hold (written or edited by someone else than a relay): read as none. */
   readonly unsealed: number;
+  /** The calendars members published (`calendar-<digest>`), by digest: each one whose text is its digest's, for the console to shade. */
+  readonly calendars?: ReadonlyMap<string, CalendarConfig>;
   /** What could not be read, and why (the store did not answer): the snapshot is then empty, and says so. */
   readonly unread: readonly { readonly what: string; readonly why: string }[];
 }
@@ -170,11 +175,33 @@ export function snapshotOf(
     return record === null ? [] : [{ name: r.name, version: r.version, record }];
   });
   byGroup.delete(AZURE_GROUP);
+  const calendars = publishedCalendars([...byGroup.values()].flat());
   // a folder no member could name as its group (written by hand) is no group
   const groups = [...byGroup.entries()]
     .filter(([group]) => GROUP_NAME.test(group))
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([group, list]) => groupOf({ group, maxUnavailable: budgets[group]?.maxUnavailable, store: `${where}/${group}` }, list, [], now))
     .filter((g) => g.members.length > 0 || g.slots.length > 0 || g.pause !== null);
-  return { readAt: now, store: where, groups, azure, unsealed: o.seal == null ? 0 : kept.length - azure.length, unread: [] };
+  return { readAt: now, store: where, groups, azure, unsealed: o.seal == null ? 0 : kept.length - azure.length, unread: [], calendars };
+}
+
+/** The most calendars a snapshot keeps, and the most windows and blackouts one may have: a member may write anything. */
+const MOST_CALENDARS = 100;
+const MOST_RULES = 50;
+
+/**
+ * publishedCalendars: the calendars members published, each named by the digest of its text as
+ * written (what a member's record names), read by the calendar's own schema; one whose text is
+ * not its name's, that does not read, or that has more rules than a person writes, is none.
+ */
+function publishedCalendars(records: readonly Versioned[]): ReadonlyMap<string, CalendarConfig> {
+  const out = new Map<string, CalendarConfig>();
+  for (const r of records) {
+    if (!r.name.startsWith(CALENDAR_PREFIX) || out.size >= MOST_CALENDARS || r.value === undefined) continue;
+    const digest = r.name.slice(CALENDAR_PREFIX.length);
+    if (out.has(digest) || digestOfText(JSON.stringify(r.value)) !== digest) continue;
+    const parsed = CalendarConfig.safeParse(r.value);
+    if (parsed.success && parsed.data.windows.length + parsed.data.blackouts.length <= MOST_RULES) out.set(digest, parsed.data);
+  }
+  return out;
 }

@@ -99,6 +99,8 @@ export class DigestPoster {
   readonly #now: () => number;
   /** The newest record this replica read or wrote: what it trusts when the store's reads as none, or as older. */
   #known: DigestRecord | null = null;
+  /** The store's version of the record as this replica first saw it, on its own clock (a claim's end is another's clock). */
+  #sighted: { readonly version: string; readonly at: number } | null = null;
 
   constructor(o: DigestPosterOptions) {
     this.#o = o;
@@ -142,7 +144,11 @@ export class DigestPoster {
     // a replica whose clock is behind another's never goes back to the period before
     const period = Math.max(Math.floor(now / (config.everyMinutes * 60_000)), was?.period ?? 0);
     const nothing = (did: DigestLook['did']): DigestLook => ({ did, digest, sinks: [] });
-    if (mode === 'period' && was !== null && was.busyUntil > now) return nothing('busy');
+    if (current !== null && current.version !== this.#sighted?.version) this.#sighted = { version: current.version, at: now };
+    const busyMs = this.#o.sinks.reduce((n, s) => n + s.timeoutMs, 5000);
+    // a claim holds until its end, and for as long as it lasts since this replica first saw it, whoever's clock is ahead
+    const claimed = was !== null && was.busyUntil > 0 && (was.busyUntil > now || now - (this.#sighted?.at ?? now) < busyMs);
+    if (mode === 'period' && claimed) return nothing('busy');
     const fresh = mode === 'now' || was === null || was.period !== period;
     const todo = fresh
       ? this.#o.sinks.map((s) => ({ s, ref: null }))
@@ -154,7 +160,6 @@ export class DigestPoster {
         await store.put(DIGEST_RECORD, seal.seal(DIGEST_RECORD, { ...was!, seq, by: this.#o.by }), current?.version ?? null, signal);
       return nothing('unchanged');
     }
-    const busyMs = this.#o.sinks.reduce((n, s) => n + s.timeoutMs, 5000);
     const claim: DigestRecord = {
       ...{ seq, period, key: digest.key, readAt: snapshot.readAt, busyUntil: now + busyMs, by: this.#o.by },
       refs: fresh || was === null ? {} : was.refs,

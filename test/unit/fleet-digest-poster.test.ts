@@ -13,7 +13,7 @@ import { EXIT } from '../../src/commands/common.ts';
 import { DIGEST_RECORD, DigestPoster, type ChatSink } from '../../src/relay/digest.ts';
 import { delivered } from '../../src/sinks/contract.ts';
 import { snapshotOf } from '../../testkit/console.ts';
-import { silentLogger } from '../helpers.ts';
+import { silentLogger, waitFor } from '../helpers.ts';
 
 /** A store in memory: each write a new version, written only over the version read; `failPuts` writes that throw. */
 function memoryStore() {
@@ -160,5 +160,27 @@ describe('the digest poster, attacked', () => {
     expect(look.did).toBe('another');
     expect(c.posts).toBe(0);
     expect(digestExit(look)).toBe(EXIT.failure);
+  });
+
+  it("a replica whose clock is ahead of the poster's by more than its claim lasts does not post while the other is posting", async () => {
+    const { store } = memoryStore();
+    const { c, sink } = chat();
+    let release!: () => void;
+    const slow: ChatSink = {
+      ...sink,
+      sink: {
+        ...sink.sink,
+        digest: async (d, o) => (await new Promise<void>((r) => (release = r)), sink.sink.digest!(d, o)),
+      },
+    };
+    const t = Date.parse('2026-11-30T10:05:00Z');
+    const a = poster(store, slow, { now: t }, 'a');
+    const b = poster(store, sink, { now: t + 60_000 }, 'b'); // a minute ahead: past a's claim (6 s) at once
+    const posting = a.look('period');
+    await waitFor(() => release !== undefined, "a's post under way");
+    expect((await b.look('period')).did).toBe('busy');
+    release();
+    await posting;
+    expect(c.posts).toBe(1);
   });
 });

@@ -66,9 +66,10 @@ export async function digest(values: {
       const lines = look.sinks.map((s) =>
         s.result === 'failed' ? `Not posted to ${s.name}: ${scrub(s.why ?? '', relaySecrets(config))}` : `Posted to ${s.name}.`,
       );
+      if (look.sinks.length === 0) lines.push(`Not posted: ${notPosted(look)}.`);
       process.stdout.write(`${shown(digestText(look.digest))}\n\n${shown(lines.join('\n'))}\n`);
     }
-    return look.sinks.every((s) => s.result !== 'failed') && look.digest.unread.length === 0 ? EXIT.ok : EXIT.failure;
+    return digestExit(look);
   } catch (err) {
     return failed('fleet digest', err);
   } finally {
@@ -76,4 +77,17 @@ export async function digest(values: {
     await sinks?.close();
     await reader.close();
   }
+}
+
+/** notPosted: why a look posted to no sink. */
+function notPosted(look: DigestLook): string {
+  return look.did === 'another'
+    ? "another writer changed the digest's record at the same moment (a relay saying it, or another fleet digest): try again"
+    : `nothing to post to (${look.did})`;
+}
+
+/** digestExit: 0 only when the digest was posted to every sink and says a store that was read; a look that posted nothing is a failure. */
+export function digestExit(look: DigestLook): number {
+  const all = look.sinks.length > 0 && look.sinks.every((s) => s.result !== 'failed');
+  return all && look.digest.unread.length === 0 ? EXIT.ok : EXIT.failure;
 }

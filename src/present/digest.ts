@@ -142,6 +142,23 @@ export function digestSlack(d: FleetDigest): SlackPayload {
   return { text: truncate(escape(w.title), LIMITS.fallback), blocks };
 }
 
+/** A Teams message is at most 28 KB: a card's lines, each shortened, stop at this many bytes (a member writes each text up to 1 KiB). */
+const TEAMS_LINE_BYTES = 20_000;
+
+/** teamsLines: a RichTextBlock a line, each shortened, while they fit in TEAMS_LINE_BYTES, then how many more there are. */
+function teamsLines(lines: DigestWords['lines']): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  let bytes = 0;
+  for (const l of lines.slice(0, MOST_LINES)) {
+    const block = rich([run(`${truncate(l.group, 100)}: `, { weight: 'Bolder' }), run(truncate(l.text, 600))]);
+    bytes += Buffer.byteLength(JSON.stringify(block));
+    if (bytes > TEAMS_LINE_BYTES) break;
+    out.push(block);
+  }
+  const more = lines.length - out.length;
+  return more > 0 ? [...out, rich([run(`${more} more groups`, { isSubtle: true })])] : out;
+}
+
 /** digestTeams: the digest as a Teams message whose attachment is an Adaptive Card. */
 export function digestTeams(d: FleetDigest): Record<string, unknown> {
   const w = digestWords(d);
@@ -153,7 +170,7 @@ export function digestTeams(d: FleetDigest): Record<string, unknown> {
       bleed: true,
       items: [rich([run(w.title, { weight: 'Bolder', size: 'Large', color: s.color })])],
     },
-    ...w.lines.slice(0, MOST_LINES).map((l) => rich([run(`${l.group}: `, { weight: 'Bolder' }), run(l.text)])),
+    ...teamsLines(w.lines),
     {
       type: 'TextBlock',
       text: `As of {{DATE(${isoSeconds(d.at)}, SHORT)}} {{TIME(${isoSeconds(d.at)})}}, for ${d.hours} h`,

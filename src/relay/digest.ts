@@ -33,6 +33,8 @@ import type { DigestConfig } from './digest-config.ts';
 export const DIGEST_RECORD = 'digest';
 
 const DigestRecordSchema = z.object({
+  /** How many times it was written: a replica keeps the newest it knew, so a record replayed by a member reads as old. */
+  seq: z.number().int().min(0),
   /** The period it is of (minutes since the epoch over everyMinutes). */
   period: z.number().int().min(0),
   /** What its messages say (FleetDigest.key), null when one of them could not be updated. */
@@ -95,6 +97,10 @@ export async function digestPoster(
 export class DigestPoster {
   readonly #o: DigestPosterOptions;
   readonly #now: () => number;
+  /** The newest record this replica read or wrote: what it trusts when the store's reads as none, or as older. */
+  #known: DigestRecord | null = null;
+  /** The store's version of the record as this replica first saw it, on its own clock (a claim's end is another's clock). */
+  #sighted: { readonly version: string; readonly at: number } | null = null;
 
   constructor(o: DigestPosterOptions) {
     this.#o = o;
@@ -129,22 +135,38 @@ export class DigestPoster {
     const events = fleetEvents(snapshot, this.#o.rules, now);
     const digest = digestOf(snapshot, events, now, { hours: config.hours, consoleUrl: config.consoleUrl ?? null });
     const current = await store.get(DIGEST_RECORD, signal);
-    const was = current === null ? null : seal.openAs(DIGEST_RECORD, current.value, DigestRecordSchema);
-    const period = Math.floor(now / (config.everyMinutes * 60_000));
+    const opened = current === null ? null : seal.openAs(DIGEST_RECORD, current.value, DigestRecordSchema);
+    // a record a member wrote, removed or replayed never makes the relay post again what it knows it said
+    const known = this.#known;
+    const stale = known !== null && (opened === null || opened.seq < known.seq);
+    const was = stale ? known : opened;
+    this.#known = was;
+    // a replica whose clock is behind another's never goes back to the period before
+    const period = Math.max(Math.floor(now / (config.everyMinutes * 60_000)), was?.period ?? 0);
     const nothing = (did: DigestLook['did']): DigestLook => ({ did, digest, sinks: [] });
-    if (mode === 'period' && was !== null && was.busyUntil > now) return nothing('busy');
+    if (current !== null && current.version !== this.#sighted?.version) this.#sighted = { version: current.version, at: now };
+    const busyMs = this.#o.sinks.reduce((n, s) => n + s.timeoutMs, 5000);
+    // a claim holds until its end, and for as long as it lasts since this replica first saw it, whoever's clock is ahead
+    const claimed = was !== null && was.busyUntil > 0 && (was.busyUntil > now || now - (this.#sighted?.at ?? now) < busyMs);
+    if (mode === 'period' && claimed) return nothing('busy');
     const fresh = mode === 'now' || was === null || was.period !== period;
     const todo = fresh
       ? this.#o.sinks.map((s) => ({ s, ref: null }))
       : this.#todo(was, digest, snapshot.readAt, snapshot.unread.length > 0);
-    if (todo.length === 0) return nothing('unchanged');
-    const busyMs = this.#o.sinks.reduce((n, s) => n + s.timeoutMs, 5000);
+    const seq = (was?.seq ?? 0) + 1;
+    if (todo.length === 0) {
+      // the store does not say what this replica knows: it says it again, for the others
+      if (stale)
+        await store.put(DIGEST_RECORD, seal.seal(DIGEST_RECORD, { ...was!, seq, by: this.#o.by }), current?.version ?? null, signal);
+      return nothing('unchanged');
+    }
     const claim: DigestRecord = {
-      ...{ period, key: digest.key, readAt: snapshot.readAt, busyUntil: now + busyMs, by: this.#o.by },
+      ...{ seq, period, key: digest.key, readAt: snapshot.readAt, busyUntil: now + busyMs, by: this.#o.by },
       refs: fresh || was === null ? {} : was.refs,
     };
     const version = await store.put(DIGEST_RECORD, seal.seal(DIGEST_RECORD, claim), current?.version ?? null, signal);
     if (version === null) return nothing('another');
+    this.#known = claim;
     const refs = { ...claim.refs };
     let key: string | null = digest.key;
     const said: DigestLook['sinks'][number][] = [];
@@ -170,8 +192,10 @@ export class DigestPoster {
         limit.release();
       }
     }
-    const done: DigestRecord = { ...claim, key, busyUntil: 0, refs };
-    if ((await store.put(DIGEST_RECORD, seal.seal(DIGEST_RECORD, done), version, signal)) === null)
+    const done: DigestRecord = { ...claim, seq: seq + 1, key, busyUntil: 0, refs };
+    // kept first: a write that fails is said again at this replica's next look
+    this.#known = done;
+    if ((await this.#settle(done, version, claim.busyUntil, signal)) === null)
       this.#o.logger.warn(
         { code: 'FLEET_STORE_UNAVAILABLE' },
         'fleet digest: another writer changed the record while this replica said it',
@@ -182,6 +206,21 @@ export class DigestPoster {
         `fleet digest ${fresh ? 'posted' : 'updated'}`,
       );
     return { did: fresh ? 'posted' : 'updated', digest, sinks: said };
+  }
+
+  /**
+   * settle: the record of what was said written over the claim, tried again while the claim holds
+   * (a store that failed once must not leave the claim to expire, and another replica to post again).
+   */
+  async #settle(done: DigestRecord, version: string, until: number, signal?: AbortSignal): Promise<string | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#o.store.put(DIGEST_RECORD, this.#o.seal.seal(DIGEST_RECORD, done), version, signal);
+      } catch (err) {
+        if (attempt >= 3 || signal?.aborted || this.#now() + attempt * 250 >= until) throw err;
+        await sleep(attempt * 250, signal);
+      }
+    }
   }
 
   /** todo: within the period, the sinks not said to yet, and the messages to update when what the digest says changed. */

@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { AZURE_GROUP } from '../../src/fleet/budget/config.ts';
 import { memberKey, memberName } from '../../src/fleet/budget/records.ts';
 import { openFleetStore } from '../../src/fleet/budget/stores/open.ts';
@@ -259,9 +260,17 @@ describe('the digest over periods and failures', () => {
       await azure.put(DIGEST_RECORD, other.seal(DIGEST_RECORD, forged), now!.version);
       await writeMember(container, 'web', 'web-1', 3_600_000);
       clock.now += 60_000;
-      expect((await p.look('period')).did).toBe('posted');
-      expect(slack.calls.map((c) => c.method)).toEqual(['chat.postMessage', 'chat.postMessage']);
+      // nor does it post the period again: it updates the message it knows it posted, and says its record again
+      expect((await p.look('period')).did).toBe('updated');
+      expect(slack.calls.map((c) => c.method)).toEqual(['chat.postMessage', 'chat.update']);
       expect(slack.calls.some((c) => c.channel === 'C0VICTIM01')).toBe(false);
+      expect(
+        new RecordSeal(Buffer.alloc(32, 2)).openAs(
+          DIGEST_RECORD,
+          (await azure.get(DIGEST_RECORD))!.value,
+          z.object({ by: z.string() }).passthrough(),
+        ),
+      ).toMatchObject({ by: 'test' });
     } finally {
       await azure.close();
       await close();

@@ -106,6 +106,17 @@ describe('the digest in chat', () => {
     expect(JSON.stringify(p.blocks.at(-2))).toContain('960 more groups');
   });
 
+  it("Teams: records written as large as a member may write them keep the card within Teams' 28 KB a message", () => {
+    const long = 'x'.repeat(1024); // a record's text, at its schema's most
+    const many = snapshotOf(Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`g-${i}-${long.slice(0, 200)}`, []])), NOW);
+    const pause = { by: 'person' as const, who: long, why: long, since: new Date(NOW).toISOString() };
+    const big = { ...many, groups: many.groups.map((g) => ({ ...g, pause })) };
+    const lots = big.groups.map((g, i) => event({ group: g.group, vm: `vm-${i}`, eventId: `E${i}`, eventType: long }));
+    const message = digestTeams(digestOf(big, lots, NOW, { hours: 8, consoleUrl: 'https://ops.example/console' }));
+    expect(Buffer.byteLength(JSON.stringify(message))).toBeLessThanOrEqual(28 * 1024);
+    expect(cardTexts((message.attachments as { content: unknown }[])[0]!.content).runs.join('\n')).toMatch(/more groups/);
+  });
+
   it('Teams: what a record says is a TextRun (never Markdown), and {{DATE()}} in it is no function', () => {
     const card = (digestTeams(d).attachments as { content: unknown }[])[0]!.content;
     const { markdown, runs } = cardTexts(card);

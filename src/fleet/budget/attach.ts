@@ -14,7 +14,8 @@ import type { HealthMonitor } from '../../health/monitor.ts';
 import { portOf } from './forecast-turn.ts';
 import { errorFields } from '../../lib/errors.ts';
 import { budgeted, type FleetConfig } from './config.ts';
-import type { EventNotes, MemberCalendarOf } from './records.ts';
+import type { EventNotes } from './records.ts';
+import type { MemberCalendarOf } from './member.ts';
 import { openFleetStore } from './stores/open.ts';
 
 /** What the budget needs of the daemon: besides what the collision forecast needs (its logger, the journal, the routing), these. */

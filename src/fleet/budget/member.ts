@@ -6,12 +6,11 @@
  */
 import type { FleetStore } from './stores/port.ts';
 import {
-  CALENDAR_PREFIX,
   memberKey,
   memberEventsOf,
   memberName,
   type EventNotes,
-  type MemberCalendarOf,
+  type MemberCalendar,
   type MemberEvent,
   type MemberRecord,
 } from './records.ts';
@@ -22,6 +21,15 @@ import type { HealthState } from '../../sinks/contract.ts';
 import type { FleetConfig } from './config.ts';
 import { VERSION } from '../../lib/version.ts';
 import type { WaveWord } from './waves.ts';
+import type { CalendarConfig } from '../../calendar/config.ts';
+
+/** What a member's record says of its calendar, made at each write; `published`: the calendar itself, written once to the group (`calendar-<digest>`). */
+export type MemberCalendarOf = (() => MemberCalendar) & {
+  readonly published?: { readonly digest: string; readonly config: CalendarConfig };
+};
+
+/** A calendar its members published (`calendar-<digest>`): for the relay's console to shade, never read by a member. */
+export const CALENDAR_PREFIX = 'calendar-';
 
 /** What a member's record is made of: its VM, its events and what the budget holds of them, its health and calendar. */
 export interface RecordParts {

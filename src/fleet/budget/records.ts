@@ -7,7 +7,6 @@
  * its own record (`member-<member>`): its events, its slot, its heartbeat.
  */
 import type { CalendarNow } from '../../calendar/calendar.ts';
-import type { CalendarConfig } from '../../calendar/config.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
 import { MAX_MEMBER_EVENTS, SlotSchema, type WaveWord } from './schemas.ts';
@@ -113,11 +112,6 @@ export interface MemberCalendar extends CalendarNow {
   readonly digest: string;
 }
 
-/** What a member's record says of its calendar, made at each write; `published`: the calendar itself, written once to the group (`calendar-<digest>`). */
-export type MemberCalendarOf = (() => MemberCalendar) & {
-  readonly published?: { readonly digest: string; readonly config: CalendarConfig };
-};
-
 /** How far ahead of a reader's clock a heartbeat may be and still count: members' clocks differ by seconds, not minutes. */
 export const CLOCK_SKEW_MS = 5 * 60_000;
 
@@ -174,8 +168,6 @@ export const WAVE_PREFIX = 'slot-wave-';
 export const slotName = (i: number): string => `${SLOT_PREFIX}${i}`;
 export const overflowName = (member: string): string => `${OVERFLOW_PREFIX}${member}`;
 export const memberName = (member: string): string => `${MEMBER_PREFIX}${member}`;
-/** A calendar its members published (`calendar-<digest>`): for the relay's console to shade, never read by a member. */
-export const CALENDAR_PREFIX = 'calendar-';
 
 /** memberKey: a store-safe key for a VM, stable across restarts (its name, and a digest of its resource id). */
 export function memberKey(vm: { readonly name: string; readonly resourceId: string | null }): string {

@@ -13,7 +13,7 @@ import { openFleetStore } from '../budget/stores/open.ts';
 import type { FleetStore, Versioned } from '../budget/stores/port.ts';
 import { AZURE_PREFIX, type AzureRecord } from './azure.ts';
 import type { RecordSeal } from './seal.ts';
-import { CALENDAR_PREFIX } from '../budget/records.ts';
+import { CALENDAR_PREFIX } from '../budget/member.ts';
 import { digestOfText } from '../../calendar/calendar.ts';
 import { CalendarConfig } from '../../calendar/config.ts';
 

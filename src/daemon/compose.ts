@@ -104,8 +104,10 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const notes = (eventId: string) => {
     const a = records.of(eventId);
     const p = preparations.recorded(eventId);
+    const seen = journal.seenOf(eventId);
     return {
       ...(a === null ? {} : { approval: { by: a.by, via: a.via, at: a.at } }),
+      ...(Object.keys(seen).length === 0 ? {} : { seen }),
       ...(p.length === 0 ? {} : { preparations: p.map(({ sink, state }) => ({ sink, state })) }),
     };
   };

@@ -195,14 +195,39 @@ export function eventPage(e: FleetEvent, canAct: boolean): string {
       ? [['Unwatched', `${e.unwatched.why}${e.unwatched.since ? ` since ${e.unwatched.since}` : ''}`] as [string, string]]
       : []),
   ];
+  const story = transitionsOf(e);
   return layout(
     `${e.eventType} of ${e.vm}`,
     `<main class="narrow"><p><a href="/console">Back to the timeline</a></p><h1>${h(`${e.eventType} of ${e.vm}`)}</h1>
 <dl>${facts.map(([k, v]) => `<dt>${h(k)}</dt><dd>${h(v)}</dd>`).join('')}</dl>${
+      story.length === 0
+        ? ''
+        : `<h2>What happened</h2><ol class="story">${story.map(([at, what]) => `<li><time datetime="${h(at)}">${h(hhmm(at))}</time> ${h(what)}</li>`).join('')}</ol>`
+    }${
       canAct && /^scheduled$/i.test(e.status) && e.approval === undefined ? approveForm(e.vm, e.eventId, `Approve ${e.vm}`, FORCE) : ''
     }<p id="said" role="status" aria-live="polite"></p></main>`,
     true,
   );
+}
+
+/**
+ * transitionsOf: what happened to the event, in order, each with its time: listed and Started as
+ * its member first saw them, held by the budget, approved (by whom, how), what Azure's feed said
+ * last and when the relay found nobody watching; only what the records say, with a time that reads.
+ */
+export function transitionsOf(e: FleetEvent): [string, string][] {
+  const all: [string | undefined, string][] = [
+    [e.seen?.scheduled, 'listed by its member (Scheduled)'],
+    [e.held?.since, 'held by the budget'],
+    [e.approval?.at, `approved by ${e.approval?.by ?? ''} via ${e.approval?.via ?? ''}`],
+    [e.seen?.started, 'Started, as its member saw it'],
+    [e.azure?.updatedAt, `Azure's feed: ${e.azure?.status ?? ''} (${e.azure?.source ?? ''})`],
+    [e.unwatched?.since ?? undefined, `unwatched: ${e.unwatched?.why ?? ''}`],
+  ];
+  return all
+    .filter((x): x is [string, string] => x[0] !== undefined && Number.isFinite(Date.parse(x[0])))
+    .map(([at, what]): [string, string] => [new Date(Date.parse(at)).toISOString(), what])
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
 /** The way past the budget or a blackout: a person's explicit choice, with a reason on the record. */

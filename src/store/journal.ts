@@ -68,6 +68,9 @@ export class Journal {
       occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
       eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      seenOf: db.prepare(
+        `SELECT transition, MIN(created_at) AS at FROM journal WHERE event_id = ? AND transition IN ('scheduled', 'started') GROUP BY transition`,
+      ),
       ceKnown: db.prepare('SELECT 1 AS known FROM journal WHERE ce_id = ?'),
       insertRouted: db.prepare('INSERT OR IGNORE INTO routed (ce_id, sink) VALUES (?, ?)'),
       routedOf: db.prepare('SELECT sink FROM routed WHERE ce_id = ?'),
@@ -198,6 +201,12 @@ export class Journal {
   /** knowsCloudEvent tells whether this CloudEvent id was committed (and is still kept). */
   knowsCloudEvent(ceId: string): boolean {
     return this.#s.ceKnown.get(ceId) !== undefined;
+  }
+
+  /** seenOf: when an event was first journaled as listed (scheduled) and as started, as the fleet's member record says it. */
+  seenOf(eventId: string): { scheduled?: string; started?: string } {
+    const rows = this.#s.seenOf.all<{ transition: 'scheduled' | 'started'; at: number }>(eventId);
+    return Object.fromEntries(rows.map((r) => [r.transition, new Date(r.at).toISOString()]));
   }
 
   /** knowsEvent tells whether any CloudEvent was ever committed for this EventId. */

@@ -173,6 +173,10 @@ describe('the fleet console', () => {
     await page.getByRole('heading', { name: `Reboot of ${wait}` }).waitFor();
     // why, in words: who holds the slots, or its place in the queue (held at its first ask, before the slot was taken)
     expect(await page.locator('dl').innerText()).toMatch(new RegExp(`Held\\n.*(the slots are held by ${go}|1 ahead in the queue)`));
+    // what happened to it, with times, as its member's journal and the budget say it
+    const story = await page.locator('ol.story').innerText();
+    expect(story).toMatch(/\d+ \w+ \d\d:\d\d UTC listed by its member \(Scheduled\)/);
+    expect(story).toMatch(/\d+ \w+ \d\d:\d\d UTC held by the budget/);
     await page.getByRole('link', { name: 'Back to the timeline' }).click();
 
     // axe-core, inside the browser: no serious or critical violation

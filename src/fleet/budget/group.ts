@@ -45,6 +45,7 @@ export interface GroupStatus {
       held?: MemberEvent['held'];
       approval?: EventApproval;
       preparations?: readonly { readonly sink: string; readonly state: string }[];
+      seen?: MemberEvent['seen'];
     }[];
     readonly holdsSlot: boolean;
     readonly heartbeatAt: string;
@@ -166,6 +167,7 @@ export function groupOf(
         durationInSeconds: e.durationInSeconds,
         ...(e.held === undefined ? {} : { held: e.held }),
         ...(e.approval === undefined ? {} : { approval: e.approval }),
+        ...(e.seen === undefined ? {} : { seen: e.seen }),
         ...(e.preparations === undefined ? {} : { preparations: e.preparations }),
       })),
       holdsSlot: slots.some((s) => s.vm === m.vm),

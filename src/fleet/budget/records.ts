@@ -49,11 +49,7 @@ export interface MemberEvent {
   readonly notBefore: string | null;
   readonly durationInSeconds: number;
   readonly approved: boolean;
-  /**
-   * The budget holds its early approval: since when, the members that held the slots, the path that
-   * asked (policy, hooks: it stands in the queue), the members not healthy that counted as down, and
-   * how many stood ahead of it in the queue.
-   */
+  /** The budget holds its early approval: since when, the slots' holders, the path that asked, the members not healthy that counted, how many stood ahead. */
   readonly held?: {
     readonly since: string;
     readonly by: readonly string[];
@@ -66,6 +62,8 @@ export interface MemberEvent {
   };
   /** Who approved it, how and when (`approvals`), once it is approved by any path. */
   readonly approval?: EventApproval;
+  /** When this member first saw it listed, and Started (its journal's times): the event's transitions beside its approval's. */
+  readonly seen?: { readonly scheduled?: string; readonly started?: string };
   /** Where each of its preparations stands. */
   readonly preparations?: readonly { readonly sink: string; readonly state: string }[];
 }
@@ -78,7 +76,7 @@ export interface EventApproval {
 }
 
 /** What a member says of one of its events besides IMDS's own fields: its approval and its preparations. */
-export type EventNotes = (eventId: string) => Pick<MemberEvent, 'approval' | 'preparations'>;
+export type EventNotes = (eventId: string) => Pick<MemberEvent, 'approval' | 'preparations' | 'seen'>;
 
 export interface MemberRecord {
   readonly member: string;

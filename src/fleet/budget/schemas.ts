@@ -82,6 +82,8 @@ export const MemberEventSchema = z.object({
     })
     .optional(),
   approval: z.object({ by: text, via: text, at: text }).optional(),
+  // when its member first saw it listed and Started; one that does not read is none (the event still counts)
+  seen: z.object({ scheduled: text.optional(), started: text.optional() }).optional().catch(undefined),
   preparations: z
     .array(z.object({ sink: text, state: text }))
     .max(64)

@@ -27,6 +27,8 @@ export interface FleetEvent {
   readonly member: 'fresh' | 'stale' | 'none';
   readonly heartbeatAt: string | null;
   readonly approval?: MemberEventView['approval'];
+  /** When its member first saw it listed, and Started. */
+  readonly seen?: MemberEventView['seen'];
   readonly held?: MemberEventView['held'];
   readonly preparations?: MemberEventView['preparations'];
   /** Azure's own record of it, when the relay has one. */
@@ -153,6 +155,7 @@ export function fleetEvents(snapshot: FleetSnapshot, rules: UnwatchedRules, now:
             heartbeatAt: m.heartbeatAt,
           },
           ...(e.approval ? { approval: e.approval } : {}),
+          ...(e.seen ? { seen: e.seen } : {}),
           ...(e.held ? { held: e.held } : {}),
           ...(e.preparations ? { preparations: e.preparations } : {}),
           ...(m.calendar && !m.calendar.open ? { blackout: { name: m.calendar.blackout ?? 'a blackout', until: m.calendar.until } } : {}),

@@ -15,6 +15,7 @@ import { budgeted } from '../fleet/budget/config.ts';
 import { attachInbox } from '../fleet/inbox/attach.ts';
 import { attachHealth } from '../health/attach.ts';
 import { Calendar, memberCalendar } from '../calendar/calendar.ts';
+import { MAX_ENDED } from '../fleet/budget/schemas.ts';
 import { attachCalendar } from '../calendar/watch/attach.ts';
 import { Deferrals } from '../calendar/watch/defer.ts';
 import { prepares } from '../registry/sinks.ts';
@@ -101,7 +102,7 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
   const fleet = config.fleet !== undefined && budgeted(config.fleet) ? metrics.fleet.group(config.fleet.group) : undefined;
   const budgetContext = { config, dryRun, logger, state, journal, metrics, committed, route: router.one, givenBack, fleet };
   // what a member record says of each event besides IMDS's fields: who approved it, where its preparations stand
-  const notes = (eventId: string) => {
+  const noteOf = (eventId: string) => {
     const a = records.of(eventId);
     const p = preparations.recorded(eventId);
     const seen = journal.seenOf(eventId);
@@ -111,6 +112,8 @@ export async function compose(o: BridgeOptions, store: Store, signal: AbortSigna
       ...(p.length === 0 ? {} : { preparations: p.map(({ sink, state }) => ({ sink, state })) }),
     };
   };
+  // what a member record draws as ended: this VM's maintenances that ended within the last day
+  const notes = Object.assign(noteOf, { ended: () => journal.endedSince((now ?? Date.now)() - 86_400_000, MAX_ENDED) });
   const more = { health: health?.monitor, calendar: calendar && memberCalendar(calendar, now ?? Date.now), notes };
   const budget = await attachBudget({ ...budgetContext, ...more }).catch(closingOnFailure(targets));
   const inbox = attachInbox({ config, logger, state, replay, metrics });

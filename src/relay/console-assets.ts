@@ -57,6 +57,9 @@ thead th:first-child{width:14rem}
 .s-started .mark{background:#1a7f37;border-color:#0f5323}
 .s-started .words,.s-unwatched .words{font-weight:700}
 .s-unwatched .mark{background:#ffebe9;border-color:#a40e26;border-style:dotted}
+.s-completed .mark{background:#d0d7de;border-color:#57606a}
+.s-canceled .mark{background:#fff;border-color:#8c959f;border-style:dotted}
+.s-canceled .words{text-decoration:line-through}
 .tag{display:inline-block;font-size:.75rem;font-weight:600;padding:0 .35rem;border:1px solid var(--quiet);border-radius:1rem;color:var(--quiet)}
 .tag.warn{border-color:#9a6700;color:#7d4e00}
 .tag.bad{border-color:#a40e26;color:#a40e26}

@@ -158,10 +158,14 @@ function shadeHtml(s: Shade): string {
 /** How much of the range a bar's words take, about: another bar starting within it goes on the next line. */
 const WORDS_SPAN = 0.2;
 
+const ENDED = new Set(['completed', 'canceled']);
+
 function barHtml(b: Bar, line: number): string {
   const span = `from ${hhmm(b.startsAt)} to ${hhmm(b.endsAt)}${b.durationKnown ? '' : ' (duration unknown)'}`;
   // the mark is as long as the maintenance (the script sizes it); the words follow it, whatever its length
-  return `<a class="bar ${stateClass(b.state)}" href="${eventHref(b.vm, b.eventId)}" data-from="${b.from.toFixed(4)}" data-to="${b.to.toFixed(4)}" data-line="${line}" title="${h(`${b.eventType}, ${b.state}, ${span}`)}"><span class="mark" aria-hidden="true"></span><span class="words">${h(b.eventType)}: ${h(b.state)}</span><span class="sr-only">, ${h(span)}</span></a>`;
+  // an event that ended has no page of its own: its records are gone with it
+  const [tag, href] = ENDED.has(b.state) ? ['span', ''] : ['a', ` href="${eventHref(b.vm, b.eventId)}"`];
+  return `<${tag} class="bar ${stateClass(b.state)}"${href} data-from="${b.from.toFixed(4)}" data-to="${b.to.toFixed(4)}" data-line="${line}" title="${h(`${b.eventType}, ${b.state}, ${span}`)}"><span class="mark" aria-hidden="true"></span><span class="words">${h(b.eventType)}: ${h(b.state)}</span><span class="sr-only">, ${h(span)}</span></${tag}>`;
 }
 
 /** unreadHtml: the store could not be read (`why`), said where the timeline would be. */

@@ -10,6 +10,9 @@ import { UNKNOWN_DURATION_MS } from '../calendar/conflict.ts';
 import { stateOf } from '../fleet/view/ics.ts';
 import { lower, type FleetEvent } from '../fleet/view/events.ts';
 import type { FleetSnapshot } from '../fleet/view/snapshot.ts';
+import type { GroupStatus } from '../fleet/budget/group.ts';
+
+type SnapshotMember = GroupStatus['members'][number];
 
 export const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 } as const;
 export type Range = keyof typeof RANGES;
@@ -95,6 +98,20 @@ export function timelineOf(snapshot: FleetSnapshot, events: readonly FleetEvent[
     };
   };
   const shadesOf = shading(snapshot.calendars, from, to, at);
+  // an event that ended (its member's journal says when): Completed up to then, Canceled where it was planned
+  const endedBar = (vm: string, e: NonNullable<SnapshotMember['ended']>[number]): Bar | null => {
+    const done = Date.parse(e.at);
+    const nb = e.notBefore === null ? NaN : Date.parse(e.notBefore);
+    const length = e.durationInSeconds > 0 ? e.durationInSeconds * 1000 : UNKNOWN_DURATION_MS;
+    const start = Number.isFinite(nb) && (e.status === 'Canceled' || nb < done) ? nb : done - length;
+    const end = e.status === 'Completed' ? Math.max(done, start + 60_000) : start + length;
+    if (!Number.isFinite(start) || end < from || start > to) return null;
+    return {
+      ...{ eventId: e.eventId, vm, eventType: e.eventType, state: e.status.toLowerCase(), from: at(start), to: at(end) },
+      ...{ startsAt: new Date(start).toISOString(), endsAt: new Date(end).toISOString(), durationKnown: e.durationInSeconds > 0 },
+      approvable: false,
+    };
+  };
   const eventsOf = (group: string | null, vm: string) =>
     events.filter((e) => e.group === group && lower(e.vm) === lower(vm)).flatMap((e) => barOf(e) ?? []);
   const lanes: Lane[] = snapshot.groups.map((g) => {
@@ -102,7 +119,7 @@ export function timelineOf(snapshot: FleetSnapshot, events: readonly FleetEvent[
       ...{ vm: m.vm, stale: m.stale, unwatched: false, holdsSlot: m.holdsSlot, heartbeatAt: m.heartbeatAt },
       health: m.health === undefined ? 'unknown' : m.health.healthy ? 'healthy' : 'unhealthy',
       healthDetail: m.health?.detail ?? null,
-      bars: eventsOf(g.group, m.vm),
+      bars: [...eventsOf(g.group, m.vm), ...(m.ended ?? []).flatMap((e) => endedBar(m.vm, e) ?? [])],
       shades: m.calendar === undefined ? [] : shadesOf(m.calendar.digest),
     }));
     // a VM of this group that Azure lists and no member record names

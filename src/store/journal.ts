@@ -5,6 +5,7 @@
  * exactly what was last committed.
  */
 import type { EventsDocument } from '../imds/wire.ts';
+import type { EventData } from '../pipeline/cloudevent.ts';
 import { deepFreeze } from '../lib/freeze.ts';
 import { damaged, StoreError, type Db } from './db.ts';
 import { messageOf } from '../lib/errors.ts';
@@ -39,6 +40,16 @@ export interface PendingEvent {
 /** RELEASE: an event's rows never tried and waiting for later (deferred to a window) are due now (now, eventId, now). */
 export const RELEASE = 'UPDATE outbox SET next_attempt_at = ? WHERE event_id = ? AND attempts = 0 AND next_attempt_at > ?';
 
+/** An event that ended, as the journal says it. */
+export interface Ended {
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly status: 'Completed' | 'Canceled';
+  readonly at: string;
+  readonly notBefore: string | null;
+  readonly durationInSeconds: number;
+}
+
 export class Journal {
   readonly #db: Db;
   readonly #s;
@@ -68,6 +79,9 @@ export class Journal {
       occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
       eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      endedSince: db.prepare(
+        `SELECT transition, created_at AS at, body AS json FROM journal WHERE transition IN ('completed', 'canceled') AND created_at >= ? ORDER BY created_at DESC LIMIT ?`,
+      ),
       seenOf: db.prepare(
         `SELECT transition, MIN(created_at) AS at FROM journal WHERE event_id = ? AND transition IN ('scheduled', 'started') GROUP BY transition`,
       ),
@@ -201,6 +215,29 @@ export class Journal {
   /** knowsCloudEvent tells whether this CloudEvent id was committed (and is still kept). */
   knowsCloudEvent(ceId: string): boolean {
     return this.#s.ceKnown.get(ceId) !== undefined;
+  }
+
+  /** endedSince: this VM's events that ended (completed, canceled) since `since` (epoch ms), newest first, at most `limit` (never a drill's). */
+  endedSince(since: number, limit: number): Ended[] {
+    return this.#s.endedSince
+      .all<{ transition: 'completed' | 'canceled'; at: number; json: string }>(since, limit * 4)
+      .flatMap((r) => {
+        const ce = JSON.parse(r.json) as { drill?: boolean; data?: Partial<EventData> };
+        const d = ce.data;
+        if (ce.drill === true || d?.affectsThisVm !== true || typeof d.eventId !== 'string' || typeof d.eventType !== 'string') return [];
+        const last = d.previous ?? d;
+        return [
+          {
+            ...{
+              eventId: d.eventId,
+              eventType: d.eventType,
+              status: r.transition === 'completed' ? ('Completed' as const) : ('Canceled' as const),
+            },
+            ...{ at: new Date(r.at).toISOString(), notBefore: last.notBefore ?? null, durationInSeconds: last.durationInSeconds ?? -1 },
+          },
+        ];
+      })
+      .slice(0, limit);
   }
 
   /** seenOf: when an event was first journaled as listed (scheduled) and as started, as the fleet's member record says it. */

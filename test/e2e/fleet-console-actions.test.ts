@@ -141,6 +141,12 @@ describe('acting from the fleet console', () => {
       forced: true,
       reason: 'security patch, cannot wait for act-0',
     });
+    // act-0's maintenance ends at Azure: its row draws it completed, as its member's journal says it, with no page of its own
+    await page.goto(`${relay.consoleUrl}/console`);
+    a.sim.removeEvent(ea.eventId);
+    const ended = page.locator('tbody tr', { has: page.locator('th', { hasText: /^act-0\b/ }) }).locator('span.bar .words');
+    await waitFor(async () => (await ended.allInnerTexts()).join() === 'Reboot: completed', 'act-0 completed on the open page', 20_000);
+    expect(await barsOf(page, 'act-0')).toEqual([]);
     // signed out: the form again, and the session's cookie gone
     await page.goto(`${relay.consoleUrl}/console`);
     await page.getByRole('button', { name: 'Sign out' }).click();

@@ -18,6 +18,7 @@ import {
   type EventApproval,
   type MemberCalendar,
   type MemberEvent,
+  type MemberRecord,
 } from './records.ts';
 import type { Versioned } from './stores/port.ts';
 import { collisionOf, windowsOf } from './windows.ts';
@@ -59,6 +60,8 @@ export interface GroupStatus {
     readonly health?: { readonly healthy: boolean; readonly since: string; readonly detail?: string };
     /** What its calendar says, when it has one (`fleet.calendar`). */
     readonly calendar?: MemberCalendar;
+    /** Its maintenances that ended within the last day (Completed, Canceled), as its record draws them. */
+    readonly ended?: MemberRecord['ended'];
     /**
      * Not healthy (or its record stale while it checks its health) and holding no slot: why, since
      * when, and whether it counts as down (until `countsUntil`), or no longer does (since then).
@@ -176,6 +179,7 @@ export function groupOf(
       stale: staleAt(m, now),
       ...(m.health === undefined ? {} : { health: m.health }),
       ...(m.calendar === undefined ? {} : { calendar: m.calendar }),
+      ...(m.ended === undefined ? {} : { ended: m.ended }),
       ...(m.version === undefined ? {} : { version: m.version }),
       ...(m.zone ? { zone: m.zone } : {}),
       ...(unavailable.has(m.member) ? { unavailable: withoutVm(unavailable.get(m.member)!) } : {}),

@@ -57,6 +57,12 @@ export function mineOf(document: EventsDocument | null, vm: VmIdentity): Schedul
   return vm.nameKnown ? (document?.events ?? []).filter((e) => !isDrill(e.eventId) && affects(e.resources, vm.name)) : [];
 }
 
+/** endedOf: the member's ended events for its record, when it has any. */
+const endedOf = (notes: EventNotes | undefined): { ended?: MemberRecord['ended'] } => {
+  const ended = notes?.ended?.() ?? [];
+  return ended.length === 0 ? {} : { ended };
+};
+
 /** memberRecordOf: a member's record, but for its heartbeat (which the writer stamps). */
 export function memberRecordOf(p: RecordParts): Omit<MemberRecord, 'heartbeatAt'> {
   const { vm, config } = p;
@@ -76,6 +82,7 @@ export function memberRecordOf(p: RecordParts): Omit<MemberRecord, 'heartbeatAt'
       : { maxUnavailable: config.maxUnavailable, unhealthyCountsForSeconds: config.unhealthyCountsForSeconds }),
     ...(config.health === undefined ? {} : { settleSeconds: config.health.settleSeconds }),
     ...(p.wave?.() === undefined ? {} : { wave: p.wave()! }),
+    ...endedOf(p.notes),
   };
 }
 
@@ -101,6 +108,7 @@ export class MemberRecordWriter {
       slot: record.slot,
       health: record.health?.since,
       wave: record.wave?.said,
+      ended: record.ended?.map((e) => e.eventId),
     });
     if (!force && (shape === this.#lastShape || now - this.#lastAt < 1000)) return false;
     const full: MemberRecord = { ...record, heartbeatAt: new Date(now).toISOString() };

@@ -9,7 +9,7 @@
 import type { CalendarNow } from '../../calendar/calendar.ts';
 import { createHash } from 'node:crypto';
 import type { ScheduledEvent } from '../../imds/wire.ts';
-import { MAX_MEMBER_EVENTS, SlotSchema, type WaveWord } from './schemas.ts';
+import { MAX_MEMBER_EVENTS, SlotSchema, type EndedEvent, type WaveWord } from './schemas.ts';
 
 /** Why a member holds a slot: approved early, forced past the budget, or its event Started without an early approval. */
 export type HoldMode = 'early' | 'forced' | 'started';
@@ -76,7 +76,10 @@ export interface EventApproval {
 }
 
 /** What a member says of one of its events besides IMDS's own fields: its approval and its preparations. */
-export type EventNotes = (eventId: string) => Pick<MemberEvent, 'approval' | 'preparations' | 'seen'>;
+export type EventNotes = ((eventId: string) => Pick<MemberEvent, 'approval' | 'preparations' | 'seen'>) & {
+  /** This VM's events that ended within the last day, as its journal says them (the console draws them), newest first. */
+  readonly ended?: () => readonly EndedEvent[];
+};
 
 export interface MemberRecord {
   readonly member: string;
@@ -103,6 +106,8 @@ export interface MemberRecord {
   readonly settleSeconds?: number;
   /** The last word it said as the speaker of a collision wave (waves.ts). */
   readonly wave?: WaveWord;
+  /** Its events that ended within the last day (Completed, Canceled): never counted, only drawn. */
+  readonly ended?: readonly EndedEvent[];
 }
 
 /** A member's calendar in its record: a digest of the calendar, and whether early approval is open now and until when. */
@@ -113,11 +118,7 @@ export interface MemberCalendar extends CalendarNow {
 /** How far ahead of a reader's clock a heartbeat may be and still count: members' clocks differ by seconds, not minutes. */
 export const CLOCK_SKEW_MS = 5 * 60_000;
 
-/**
- * staleAt: the member has not written its record for three heartbeats, or says it wrote it more
- * than CLOCK_SKEW_MS from now (no clock of a member is that far ahead: a record that says so is no
- * sign of life, and counts as a percentage's member no more than a silent one).
- */
+/** staleAt: no record for three heartbeats, or one written more than CLOCK_SKEW_MS ahead of now (no sign of life: it counts no more than a silent one). */
 export const staleAt = (m: Pick<MemberRecord, 'heartbeatAt' | 'heartbeatSeconds'>, now: number): boolean => {
   const at = Date.parse(m.heartbeatAt);
   return !(at - now <= CLOCK_SKEW_MS) || now - at > 3 * m.heartbeatSeconds * 1000;
@@ -209,11 +210,7 @@ export function asSlot(value: unknown): SlotRecord {
 /** live: the slot has a holder whose recorded end has not passed. */
 export const live = (s: SlotRecord, now: number): boolean => s.member !== null && (s.until === undefined || Date.parse(s.until) > now);
 
-/**
- * ownedBy: the slot is `member`'s own: in its name and live. A record in its name past its
- * recorded end counts for nobody, so it is no slot of its either: taking it again is counted
- * against the group like taking any free slot.
- */
+/** ownedBy: the slot is `member`'s own: in its name and live (one past its recorded end is nobody's: taking it again counts like any take). */
 export const ownedBy = (s: SlotRecord, member: string, now: number): boolean =>
   s.member === member && s.unread === undefined && live(s, now);
 

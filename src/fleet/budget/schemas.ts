@@ -139,6 +139,22 @@ export type WaveWord = z.infer<typeof WaveWordSchema>;
 /** What a word says of a wave: that it is foreseen, that the members due changed, or that it is within the budget now. */
 export type WordKind = WaveWord['kind'];
 
+/** The most ended events a member record lists (the console draws those of the last day). */
+export const MAX_ENDED = 10;
+
+/** An event of the member's that ended, as its journal says it: when, and how (Completed, Canceled). */
+export const EndedEventSchema = z.object({
+  ...{ eventId: text, eventType: text, status: z.enum(['Completed', 'Canceled']), at: time },
+  ...{
+    notBefore: text.nullable(),
+    durationInSeconds: z
+      .number()
+      .min(-366 * 86400)
+      .max(366 * 86400),
+  },
+});
+export type EndedEvent = z.infer<typeof EndedEventSchema>;
+
 export const MemberSchema = z.object({
   member: text,
   vm: text,
@@ -169,6 +185,8 @@ export const MemberSchema = z.object({
   settleSeconds: z.number().int().min(0).max(86400).optional(),
   // the collision wave this member speaks for; a word that does not read is no word (the record still counts)
   wave: WaveWordSchema.optional().catch(undefined),
+  // what it drew as ended; a list that does not read is none (the record still counts)
+  ended: z.array(EndedEventSchema).max(MAX_ENDED).optional().catch(undefined),
 });
 
 /**

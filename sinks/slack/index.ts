@@ -56,6 +56,9 @@ interface MessageRef {
   ts: string;
 }
 
+/** Slack's errors for a message that is gone or can no longer be updated (a digest posts a new one). */
+const GONE = ['message_not_found', 'cant_update_message', 'edit_window_closed'];
+
 /** A message's reference as the relay kept it (a channel id and a timestamp), or null when it does not read as one. */
 const MessageRefSchema = z.object({ channel: z.string().regex(/^[A-Z0-9]{1,40}$/), ts: z.string().regex(/^\d{1,12}\.\d{1,8}$/) });
 function refOf(ref: string | null): MessageRef | null {
@@ -141,7 +144,7 @@ export const slackSink: SinkModule<SlackConfig, typeof configSchema> = {
             return delivered;
           } catch (err) {
             // the message was deleted: post a new one below
-            if ((err as { data?: { error?: string } }).data?.error !== 'message_not_found') throw err;
+            if (!GONE.includes((err as { data?: { error?: string } }).data?.error ?? '')) throw err;
           }
         }
         const res = await web.chat.postMessage({
@@ -168,7 +171,8 @@ export const slackSink: SinkModule<SlackConfig, typeof configSchema> = {
             await web.chat.update({ channel: was.channel, ts: was.ts, text: payload.text, blocks: payload.blocks as never });
             return { outcome: delivered, ref };
           } catch (err) {
-            if ((err as { data?: { error?: string } }).data?.error !== 'message_not_found') throw err;
+            // gone, or no longer editable: the period's digest goes on in a new message
+            if (!GONE.includes((err as { data?: { error?: string } }).data?.error ?? '')) throw err;
           }
         }
         const res = await web.chat.postMessage({ channel, text: payload.text, blocks: payload.blocks as never, unfurl_links: false });

@@ -12,6 +12,8 @@ import { toChatMessage } from '../../src/present/chat-model.ts';
 import { LIMITS, slackMessage } from '../../src/present/slack-blocks.ts';
 import { Store } from '../../src/store/store.ts';
 import { slackSink, type SlackConfig } from './index.ts';
+import { digestOf } from '../../src/fleet/view/digest.ts';
+import { snapshotOf } from '../../testkit/console.ts';
 
 describe('Slack Block Kit', () => {
   it('has a header, fields, description, context; dates in <!date^…>; a text fallback', () => {
@@ -173,6 +175,33 @@ describe('slack sink, bot token', () => {
     expect(calls().map((x) => x.method)).toEqual(['chat.postMessage', 'chat.update', 'chat.postMessage']);
     expect(JSON.parse(store.sinkStates.of('chat').get('message:E-1')!)).toEqual({ channel: 'C123', ts: '1700000000.000002' });
     store.close();
+  });
+
+  it("updates the fleet digest's message in place, and posts a new one when Slack says it can no longer be updated", async () => {
+    const sink = await make<SlackConfig>(slackSink, config());
+    const d = digestOf(snapshotOf({ web: [] }, Date.parse('2026-11-30T10:00:00Z')), [], Date.parse('2026-11-30T10:00:00Z'), { hours: 8 });
+    const signal = new AbortController().signal;
+    const first = await sink.digest!(d, { ref: null, signal });
+    expect(first).toEqual({ outcome: { status: 'delivered' }, ref: JSON.stringify({ channel: 'C123', ts: '1700000000.000001' }) });
+    expect(await sink.digest!(d, { ref: first.ref, signal })).toEqual(first);
+    const base = peer.answer;
+    peer.answer = (r, i) =>
+      r.url === '/api/chat.update'
+        ? {
+            status: 200,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ ok: false, error: 'cant_update_message' }),
+          }
+        : base(r, i);
+    const again = await sink.digest!(d, { ref: first.ref, signal });
+    expect(again.ref).toBe(JSON.stringify({ channel: 'C123', ts: '1700000000.000002' }));
+    expect(calls().map((x) => x.method)).toEqual(['chat.postMessage', 'chat.update', 'chat.update', 'chat.postMessage']);
+    // a reference that does not read as Slack's is none: a new message, never a call naming it
+    peer.answer = base;
+    expect((await sink.digest!(d, { ref: '{"channel":"<!channel>","ts":"x"}', signal })).ref).toBe(
+      JSON.stringify({ channel: 'C123', ts: '1700000000.000003' }),
+    );
+    expect(calls().at(-1)!.method).toBe('chat.postMessage');
   });
 
   it('is configured either by webhook or by token and channel', () => {

@@ -126,7 +126,12 @@ export function digestSlack(d: FleetDigest): SlackPayload {
     { type: 'header', text: { type: 'plain_text', text: truncate(`${emojiText(w.severity)} ${w.title}`, LIMITS.header), emoji: true } },
     ...lines.map((l) => ({
       type: 'section',
-      text: { type: 'mrkdwn', text: truncate(`*${escape(l.group)}*: ${escape(l.text)}`, LIMITS.text), verbatim: true },
+      // each line shortened as Teams' are: a member writes each text up to 1 KiB, and forty of them would make a message of 100 KB
+      text: {
+        type: 'mrkdwn',
+        text: truncate(`*${escape(truncate(l.group, 100))}*: ${escape(truncate(l.text, 600))}`, LIMITS.text),
+        verbatim: true,
+      },
     })),
   ];
   const footer = `${ICON[w.severity]} ${escape(w.footer)}${more > 0 ? ` · ${more} more groups` : ''}`;

@@ -106,6 +106,24 @@ describe('the digest in chat', () => {
     expect(JSON.stringify(p.blocks.at(-2))).toContain('960 more groups');
   });
 
+  it('Slack: a group line a member made as long as it may is shortened, so forty of them stay a message of a few tens of KB', () => {
+    const long = 'x'.repeat(1024);
+    const groups = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`g-${i}`, []]));
+    const paused = snapshotOf(groups, NOW);
+    const s = {
+      ...paused,
+      groups: paused.groups.map((g) => ({
+        ...g,
+        pause: { by: 'person' as const, who: long, why: long, since: new Date(NOW).toISOString() },
+      })),
+    };
+    const p = digestSlack(digestOf(s, [], NOW, { hours: 8 }));
+    const sections = p.blocks.filter((b) => b.type === 'section') as { text: { text: string } }[];
+    expect(sections).toHaveLength(40);
+    for (const b of sections) expect(b.text.text.length).toBeLessThanOrEqual(720);
+    expect(Buffer.byteLength(JSON.stringify(p))).toBeLessThan(40_000);
+  });
+
   it("Teams: records written as large as a member may write them keep the card within Teams' 28 KB a message", () => {
     const long = 'x'.repeat(1024); // a record's text, at its schema's most
     const many = snapshotOf(Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`g-${i}-${long.slice(0, 200)}`, []])), NOW);

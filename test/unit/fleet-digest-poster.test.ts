@@ -2,10 +2,13 @@
  * The digest's poster against what a member, a replica's clock and the store can do: a record a
  * member wrote over the relay's (junk, or a sealed one replayed), replicas whose clocks differ
  * across a period's start, and a store that fails between the claim and the record of what was
- * said. A chat that counts its posts and updates; a store in memory; the poster's own clocks.
+ * said. A chat that counts its posts and updates; the store's port in memory (testkit/memory-store.ts:
+ * the exact interleaving of replicas and members, and a write failing at a chosen moment, that no
+ * real store can be made to order; test/integration/fleet-digest.test.ts runs the poster over
+ * Azurite, the real sinks and a Slack stand-in); the poster's own clocks.
  */
 import { describe, expect, it } from 'vitest';
-import type { FleetStore, Versioned } from '../../src/fleet/budget/stores/port.ts';
+import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
 import { RecordSeal } from '../../src/fleet/view/seal.ts';
 import type { FleetReader } from '../../src/fleet/view/snapshot.ts';
 import { digestExit } from '../../src/commands/fleet-digest.ts';
@@ -13,33 +16,18 @@ import { EXIT } from '../../src/commands/common.ts';
 import { DIGEST_RECORD, DigestPoster, type ChatSink } from '../../src/relay/digest.ts';
 import { delivered } from '../../src/sinks/contract.ts';
 import { snapshotOf } from '../../testkit/console.ts';
+import { MemoryStore } from '../../testkit/memory-store.ts';
 import { silentLogger, waitFor } from '../helpers.ts';
 
-/** A store in memory: each write a new version, written only over the version read; `failPuts` writes that throw. */
+/** The store in memory (testkit/memory-store.ts); `write`: a member's, whatever it likes over whatever is there. */
 function memoryStore() {
-  const records = new Map<string, Versioned>();
-  let n = 0;
-  const o = { failPuts: 0 };
-  const store: FleetStore = {
-    where: 'memory',
-    get: (name) => Promise.resolve(records.get(name) ?? null),
-    put(name, value, version) {
-      if (o.failPuts > 0) return (o.failPuts--, Promise.reject(new Error('store: 503')));
-      if ((records.get(name)?.version ?? null) !== version) return Promise.resolve(null);
-      const v = String(++n);
-      records.set(name, { name, value: JSON.parse(JSON.stringify(value)) as unknown, version: v });
-      return Promise.resolve(v);
-    },
-    remove: (name, version) => Promise.resolve(records.get(name)?.version === version && records.delete(name)),
-    list: (prefix) => Promise.resolve([...records.values()].filter((r) => r.name.startsWith(prefix))),
-    head: (prefix, limit) => Promise.resolve([...records.values()].filter((r) => r.name.startsWith(prefix)).slice(0, limit)),
-    close: () => Promise.resolve(),
+  const m = new MemoryStore();
+  return {
+    store: m.store,
+    o: m,
+    write: (value: unknown) => void m.write(DIGEST_RECORD, value),
+    value: () => m.records.get(DIGEST_RECORD)?.value,
   };
-  /** a member's write: whatever it likes, over whatever is there */
-  const write = (value: unknown) => {
-    records.set(DIGEST_RECORD, { name: DIGEST_RECORD, value, version: String(++n) });
-  };
-  return { store, o, write, value: () => records.get(DIGEST_RECORD)?.value };
 }
 
 /** A Slack-like chat: each post a new message, an update in place. */

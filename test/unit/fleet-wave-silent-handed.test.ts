@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { ForecastTurn } from '../../src/fleet/budget/forecast-turn.ts';
 import { WaveBoard } from '../../src/fleet/budget/wave-board.ts';
-import type { FleetStore, Versioned } from '../../src/fleet/budget/stores/port.ts';
+import type { FleetStore } from '../../src/fleet/budget/stores/port.ts';
+import { MemoryStore } from '../../testkit/memory-store.ts';
 import type { ForecastPort } from '../../src/fleet/budget/types.ts';
 import type { SeenWave, WaveHint } from '../../src/fleet/budget/waves.ts';
 import { rebootOf } from '../../testkit/wave-members.ts';
@@ -21,25 +22,7 @@ const WAVE = 'a'.repeat(40);
 const SAID = `fleet.collision/${'9'.repeat(40)}`;
 const iso = (t: number) => new Date(t).toISOString();
 
-/** A store in memory: each write a new version, written only over the version read. */
-function memoryStore(): FleetStore {
-  const records = new Map<string, Versioned>();
-  let n = 0;
-  return {
-    where: 'memory',
-    get: (name) => Promise.resolve(records.get(name) ?? null),
-    put(name, value, version) {
-      if ((records.get(name)?.version ?? null) !== version) return Promise.resolve(null);
-      const v = String(++n);
-      records.set(name, { name, value: JSON.parse(JSON.stringify(value)) as unknown, version: v });
-      return Promise.resolve(v);
-    },
-    remove: (name, version) => Promise.resolve(records.get(name)?.version === version && records.delete(name)),
-    list: (prefix) => Promise.resolve([...records.values()].filter((r) => r.name.startsWith(prefix))),
-    head: (prefix, limit) => Promise.resolve([...records.values()].filter((r) => r.name.startsWith(prefix)).slice(0, limit)),
-    close: () => Promise.resolve(),
-  };
-}
+const memoryStore = (): FleetStore => new MemoryStore().store;
 
 describe('a notice a member handed on after it took a silent notice over', () => {
   it('is silent to that member too once nobody renewed it for three heartbeats (its hint says so)', async () => {

@@ -146,15 +146,48 @@ export class Calendar {
     return null;
   }
 
-  /** stretches: the state's stretches from `from` to `to` (each the instant it begins and its state), at most `max`. */
+  /**
+   * stretches: the state's stretches from `from` to `to` (each the instant it begins and its state),
+   * at most `max`. Read a week at a time from the stretches of time each window and blackout holds
+   * (two readings of the clock each): the state changes only where one begins or ends.
+   */
   stretches(from: number, to: number, max = 500): { at: number; state: CalendarState }[] {
     const out = [{ at: from, state: this.stateAt(from) }];
-    let t = this.nextChange(from, Math.ceil((to - from) / DAY_MS) + 1);
-    while (t !== null && t < to && out.length < max) {
-      out.push({ at: t, state: this.stateAt(t) });
-      t = this.nextChange(t, Math.ceil((to - t) / DAY_MS) + 1);
+    for (let a = from; a < to && out.length < max; a += 7 * DAY_MS) {
+      const b = Math.min(to, a + 7 * DAY_MS);
+      // where each window (-1) and each blackout (its index) begins (+1) and ends (-1), in order
+      const marks: [number, number, 1 | -1][] = [];
+      const mark =
+        (rule: number) =>
+        ([start, end]: [number, number]) =>
+          marks.push([start, rule, 1], [end, rule, -1]);
+      for (const w of this.#windows) this.#held(w, a, b).forEach(mark(-1));
+      this.#blackouts.forEach((x, i) => this.#held(x, a, b).forEach(mark(i)));
+      marks.sort((x, y) => x[0] - y[0]);
+      const held = this.#blackouts.map(() => 0);
+      let windows = 0;
+      for (const [i, [t, rule, step]] of marks.entries()) {
+        if (rule < 0) windows += step;
+        else held[rule]! += step;
+        // the state after every mark at t
+        if (t <= a || t > b || t >= to || marks[i + 1]?.[0] === t) continue;
+        const blackout = held.findIndex((n) => n > 0);
+        const state = { inWindow: this.#windows.length === 0 || windows > 0, blackout: this.#blackouts[blackout]?.name ?? null };
+        const last = out.at(-1)!.state;
+        if (state.inWindow !== last.inWindow || state.blackout !== last.blackout) out.push({ at: t, state });
+        if (out.length >= max) break;
+      }
     }
     return out;
+  }
+
+  /** held: the stretches of time `s` holds (as #covers reads them) that hold an instant from `a` to `b`. */
+  #held(s: Stretches, a: number, b: number): [number, number][] {
+    const held = (day: number): [number, number] => [this.#clock.instant(day, s.from), this.#clock.instant(day + s.days, s.to)];
+    const days: number[] = [];
+    if (typeof s.starts === 'number') days.push(s.starts);
+    else for (let day = Math.floor(a / DAY_MS) - s.days - 2; day <= Math.floor(b / DAY_MS) + 2; day++) if (s.starts(day)) days.push(day);
+    return days.map(held).filter(([start, end]) => start < end && start <= b && end > a);
   }
 }
 

@@ -79,11 +79,13 @@ export class Journal {
       occurrencePrune: db.prepare('DELETE FROM occurrences WHERE updated_at < ?'),
       journalAll: db.prepare('SELECT ce_id AS id, transition, body AS json FROM journal ORDER BY rowid'),
       eventKnown: db.prepare('SELECT 1 AS known FROM journal WHERE event_id = ? LIMIT 1'),
+      // this VM's own (a document lists other VMs' events too), never a drill's, each EventId once: as it ended last
       endedSince: db.prepare(
-        `SELECT transition, created_at AS at, body AS json FROM journal WHERE transition IN ('completed', 'canceled') AND created_at >= ? ORDER BY created_at DESC LIMIT ?`,
+        `SELECT transition, created_at AS at, body AS json FROM journal WHERE rowid IN (SELECT MAX(rowid) FROM journal WHERE transition IN ('completed', 'canceled') AND created_at >= ? AND json_extract(body, '$.data.affectsThisVm') = 1 AND json_extract(body, '$.drill') IS NOT 1 GROUP BY event_id) ORDER BY created_at DESC, rowid DESC LIMIT ?`,
       ),
+      // of the occurrence under way: after the last end journaled for its EventId
       seenOf: db.prepare(
-        `SELECT transition, MIN(created_at) AS at FROM journal WHERE event_id = ? AND transition IN ('scheduled', 'started') GROUP BY transition`,
+        `SELECT transition, MIN(created_at) AS at FROM journal WHERE event_id = ? AND transition IN ('scheduled', 'started') AND rowid > COALESCE((SELECT MAX(rowid) FROM journal WHERE event_id = ? AND transition IN ('completed', 'canceled')), 0) GROUP BY transition`,
       ),
       ceKnown: db.prepare('SELECT 1 AS known FROM journal WHERE ce_id = ?'),
       insertRouted: db.prepare('INSERT OR IGNORE INTO routed (ce_id, sink) VALUES (?, ?)'),
@@ -220,7 +222,7 @@ export class Journal {
   /** endedSince: this VM's events that ended (completed, canceled) since `since` (epoch ms), newest first, at most `limit` (never a drill's). */
   endedSince(since: number, limit: number): Ended[] {
     return this.#s.endedSince
-      .all<{ transition: 'completed' | 'canceled'; at: number; json: string }>(since, limit * 4)
+      .all<{ transition: 'completed' | 'canceled'; at: number; json: string }>(since, limit)
       .flatMap((r) => {
         const ce = JSON.parse(r.json) as { drill?: boolean; data?: Partial<EventData> };
         const d = ce.data;
@@ -242,7 +244,7 @@ export class Journal {
 
   /** seenOf: when an event was first journaled as listed (scheduled) and as started, as the fleet's member record says it. */
   seenOf(eventId: string): { scheduled?: string; started?: string } {
-    const rows = this.#s.seenOf.all<{ transition: 'scheduled' | 'started'; at: number }>(eventId);
+    const rows = this.#s.seenOf.all<{ transition: 'scheduled' | 'started'; at: number }>(eventId, eventId);
     return Object.fromEntries(rows.map((r) => [r.transition, new Date(r.at).toISOString()]));
   }
 

@@ -93,4 +93,24 @@ describe("the console's shading of a member's calendar", () => {
     expect(s.calendars?.size).toBe(0);
     expect(t.lanes[0]!.rows.flatMap((r) => r.shades)).toEqual([]);
   });
+
+  it("keeps a group's calendar however many calendars others write: those no member names are none, and past 100 those named by the most members", () => {
+    // a member writes 150 calendars in a folder listed first, and names 120 of them from records of its own
+    const junk = Array.from({ length: 150 }, (_, i) =>
+      calendarDigest(CalendarConfig.parse({ timeZone: 'UTC', blackouts: [{ name: `j${i}`, from: '00:00', to: '24:00' }] })),
+    );
+    const records = [
+      ...junk.map((j) => ({ ...calendarRecord(j.digest, JSON.parse(JSON.stringify(j.config))), name: `aaa/calendar-${j.digest}` })),
+      ...junk.slice(0, 120).map((j, i) => ({ ...memberRecord(`x-${i}`, j.digest), name: `aaa/member-x-${i}` })),
+      memberRecord('web-0', published.digest),
+      memberRecord('web-1', published.digest),
+      calendarRecord(published.digest, JSON.parse(JSON.stringify(published.config))),
+    ];
+    const { s, t } = timeline(records);
+    expect(s.calendars?.size).toBe(100);
+    expect(s.calendars?.has(published.digest)).toBe(true);
+    expect(s.calendars?.has(junk[149]!.digest)).toBe(false);
+    const web = t.lanes.find((l) => l.group === 'web')!;
+    expect(web.rows.map((r) => r.shades.length > 0)).toEqual([true, true]);
+  });
 });

@@ -175,13 +175,13 @@ export function snapshotOf(
     return record === null ? [] : [{ name: r.name, version: r.version, record }];
   });
   byGroup.delete(AZURE_GROUP);
-  const calendars = publishedCalendars([...byGroup.values()].flat());
   // a folder no member could name as its group (written by hand) is no group
   const groups = [...byGroup.entries()]
     .filter(([group]) => GROUP_NAME.test(group))
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([group, list]) => groupOf({ group, maxUnavailable: budgets[group]?.maxUnavailable, store: `${where}/${group}` }, list, [], now))
     .filter((g) => g.members.length > 0 || g.slots.length > 0 || g.pause !== null);
+  const calendars = publishedCalendars([...byGroup.values()].flat(), groups);
   return { readAt: now, store: where, groups, azure, unsealed: o.seal == null ? 0 : kept.length - azure.length, unread: [], calendars };
 }
 
@@ -189,19 +189,34 @@ export function snapshotOf(
 const MOST_CALENDARS = 100;
 const MOST_RULES = 50;
 
+/** The calendars read lately, by digest (a calendar's text is its digest's: the same digest, the same calendar). */
+const read = new Map<string, CalendarConfig | null>();
+
 /**
- * publishedCalendars: the calendars members published, each named by the digest of its text as
- * written (what a member's record names), read by the calendar's own schema; one whose text is
- * not its name's, that does not read, or that has more rules than a person writes, is none.
+ * publishedCalendars: the calendars members published that a member's record names, each named by
+ * the digest of its text as written (what a member's record names), read by the calendar's own
+ * schema; one whose text is not its name's, that does not read, or that has more rules than a
+ * person writes, is none. Past MOST_CALENDARS, those named by the most members are kept: a
+ * member that writes calendars no member names, or names one of its own, takes none from a group.
  */
-function publishedCalendars(records: readonly Versioned[]): ReadonlyMap<string, CalendarConfig> {
-  const out = new Map<string, CalendarConfig>();
+function publishedCalendars(records: readonly Versioned[], groups: readonly GroupStatus[]): ReadonlyMap<string, CalendarConfig> {
+  const named = new Map<string, number>();
+  for (const m of groups.flatMap((g) => g.members))
+    if (m.calendar !== undefined) named.set(m.calendar.digest, (named.get(m.calendar.digest) ?? 0) + 1);
+  const found = new Map<string, CalendarConfig>();
   for (const r of records) {
-    if (!r.name.startsWith(CALENDAR_PREFIX) || out.size >= MOST_CALENDARS || r.value === undefined) continue;
     const digest = r.name.slice(CALENDAR_PREFIX.length);
-    if (out.has(digest) || digestOfText(JSON.stringify(r.value)) !== digest) continue;
-    const parsed = CalendarConfig.safeParse(r.value);
-    if (parsed.success && parsed.data.windows.length + parsed.data.blackouts.length <= MOST_RULES) out.set(digest, parsed.data);
+    if (!r.name.startsWith(CALENDAR_PREFIX) || !named.has(digest) || found.has(digest) || r.value === undefined) continue;
+    if (digestOfText(JSON.stringify(r.value)) !== digest) continue;
+    let config = read.get(digest);
+    if (config === undefined) {
+      const parsed = CalendarConfig.safeParse(r.value);
+      config = parsed.success && parsed.data.windows.length + parsed.data.blackouts.length <= MOST_RULES ? parsed.data : null;
+      if (read.size >= 10 * MOST_CALENDARS) read.clear();
+      read.set(digest, config);
+    }
+    if (config !== null) found.set(digest, config);
   }
-  return out;
+  const most = [...found.keys()].sort((a, b) => named.get(b)! - named.get(a)! || (a < b ? -1 : 1)).slice(0, MOST_CALENDARS);
+  return new Map(most.map((d) => [d, found.get(d)!]));
 }

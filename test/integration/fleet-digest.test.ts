@@ -244,8 +244,9 @@ describe('the digest over periods and failures', () => {
     await writeMember(container, 'web', 'web-0', 3_600_000);
     const clock = { now: Date.parse('2026-11-30T10:05:00Z') };
     const period = Math.floor(clock.now / 3_600_000);
+    // as the relay's schema reads it (a newer write than any, busy all day, naming a message of the member's choice): only the seal tells it apart
     const forged = {
-      ...{ period, key: 'x', readAt: 0, busyUntil: clock.now + 86_400_000, by: 'a member' },
+      ...{ seq: 1000, period, key: 'x', readAt: 0, busyUntil: clock.now + 86_400_000, by: 'a member' },
       refs: { 'ops-slack': JSON.stringify({ channel: 'C0VICTIM01', ts: '1600000000.000001' }) },
     };
     const azure = await openFleetStore(store(container) as never, AZURE_GROUP);

@@ -7,12 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger, scrub } from '../lib/log.ts';
 import { FleetReader } from '../fleet/view/snapshot.ts';
-import { digestOf } from '../fleet/view/digest.ts';
-import { fleetEvents } from '../fleet/view/events.ts';
 import { digestText } from '../present/digest.ts';
 import { visible } from '../present/text-line.ts';
 import { relaySecrets } from '../relay/config.ts';
-import { digestPoster, type DigestLook } from '../relay/digest.ts';
+import { digestPoster, fleetDigest, type DigestLook } from '../relay/digest.ts';
 import { RelaySinks } from '../relay/sinks.ts';
 import { EXIT, needs } from './common.ts';
 import type { Needs } from '../config/load.ts';
@@ -49,11 +47,7 @@ export async function digest(values: {
   try {
     await reader.open();
     if (dry) {
-      const s = await reader.read();
-      const now = Date.now();
-      const d = digestOf(s, fleetEvents(s, { afterSeconds: config.azure?.unwatchedAfterSeconds }, now), now, {
-        ...{ hours: config.digest.hours, consoleUrl: config.digest.consoleUrl ?? null },
-      });
+      const d = fleetDigest(await reader.read(), config.digest, { afterSeconds: config.azure?.unwatchedAfterSeconds }, Date.now());
       process.stdout.write(values.json ? `${JSON.stringify({ digest: d }, null, 2)}\n` : `${shown(digestText(d))}\n`);
       return d.unread.length === 0 ? EXIT.ok : EXIT.failure;
     }

@@ -8,8 +8,8 @@
  * verbatim, in Teams a TextRun, so it never becomes a mention or a link.
  */
 import { truncate, utcText, type Severity } from './chat-model.ts';
-import { emojiText, escape, ICON, LIMITS, type SlackPayload } from './slack-blocks.ts';
-import { isoSeconds, rich, run, STYLE } from './teams-card.ts';
+import { escape, headerBlock, ICON, LIMITS, type SlackPayload } from './slack-blocks.ts';
+import { cardOf, isoSeconds, rich, run, STYLE, workflowMessage } from './teams-card.ts';
 
 export interface DigestGroup {
   /** The group, or null for the VMs Azure lists that no member record names. */
@@ -123,7 +123,7 @@ export function digestSlack(d: FleetDigest): SlackPayload {
   const lines = w.lines.slice(0, MOST_LINES);
   const more = w.lines.length - lines.length;
   const blocks: Record<string, unknown>[] = [
-    { type: 'header', text: { type: 'plain_text', text: truncate(`${emojiText(w.severity)} ${w.title}`, LIMITS.header), emoji: true } },
+    headerBlock(w.severity, w.title),
     ...lines.map((l) => ({
       type: 'section',
       // each line shortened as Teams' are: a member writes each text up to 1 KiB, and forty of them would make a message of 100 KB
@@ -184,13 +184,6 @@ export function digestTeams(d: FleetDigest): Record<string, unknown> {
       wrap: true,
     },
   ];
-  const card = {
-    type: 'AdaptiveCard',
-    $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
-    version: '1.5',
-    msteams: { width: 'Full' },
-    body,
-    actions: d.consoleUrl === null ? [] : [{ type: 'Action.OpenUrl', title: 'Open the timeline', url: d.consoleUrl }],
-  };
-  return { type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null, content: card }] };
+  const actions = d.consoleUrl === null ? [] : [{ type: 'Action.OpenUrl', title: 'Open the timeline', url: d.consoleUrl }];
+  return workflowMessage(cardOf(body, actions));
 }

@@ -58,10 +58,7 @@ export function slackMessage(msg: ChatMessage, options: SlackRenderOptions = {})
     `*Expected impact*\n${escape(msg.duration)}`,
     `*VMs*\n${escape(vmList(msg))}`,
   ].map((text) => ({ type: 'mrkdwn', text: truncate(text, LIMITS.field), verbatim: true }));
-  const blocks: Record<string, unknown>[] = [
-    { type: 'header', text: { type: 'plain_text', text: truncate(`${emojiText(msg.severity)} ${msg.title}`, LIMITS.header), emoji: true } },
-    { type: 'section', fields },
-  ];
+  const blocks: Record<string, unknown>[] = [headerBlock(msg.severity, msg.title), { type: 'section', fields }];
   if (msg.description !== '') {
     blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(`>${escape(msg.description)}`, LIMITS.text), verbatim: true } });
   }
@@ -106,6 +103,11 @@ export function threadLine(msg: ChatMessage): string {
   return truncate(`${ICON[msg.severity]} *${msg.transition}*: ${escape(msg.plainWords)}.${nb}`, LIMITS.text);
 }
 
-export function emojiText(s: Severity): string {
+/** headerBlock: a message's header, its severity's emoji first, within Block Kit's 150 characters. */
+export function headerBlock(severity: Severity, title: string): Record<string, unknown> {
+  return { type: 'header', text: { type: 'plain_text', text: truncate(`${emojiText(severity)} ${title}`, LIMITS.header), emoji: true } };
+}
+
+function emojiText(s: Severity): string {
   return { critical: '🔴', high: '🟠', warning: '🟡', resolved: '✅', info: 'ℹ️' }[s];
 }

@@ -93,25 +93,34 @@ export function adaptiveCard(msg: ChatMessage): Record<string, unknown> {
   }
   if (msg.description !== '') body.push(rich([run(msg.description)]));
   if (msg.prepared !== null) body.push(rich([{ type: 'TextRun', text: 'Prepared: ', weight: 'Bolder' }, run(msg.prepared)]));
+  return cardOf(
+    body,
+    msg.approveUrl !== null
+      ? [{ type: 'Action.OpenUrl', title: 'Approve: start the maintenance now', url: msg.approveUrl, style: 'positive' }]
+      : [],
+  );
+}
+
+/** cardOf: an Adaptive Card of version 1.5 (what Teams Workflows render), full width, of these elements and actions. */
+export function cardOf(body: readonly Record<string, unknown>[], actions: readonly Record<string, unknown>[]): Record<string, unknown> {
   return {
     type: 'AdaptiveCard',
     $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
     version: '1.5',
     msteams: { width: 'Full' },
     body,
-    actions:
-      msg.approveUrl !== null
-        ? [{ type: 'Action.OpenUrl', title: 'Approve: start the maintenance now', url: msg.approveUrl, style: 'positive' }]
-        : [],
+    actions,
   };
 }
 
-/** teamsMessage wraps the card the way the Workflows webhook trigger expects. */
+/** workflowMessage wraps a card the way the Workflows webhook trigger expects. */
+export function workflowMessage(card: Record<string, unknown>): Record<string, unknown> {
+  return { type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null, content: card }] };
+}
+
+/** teamsMessage: an event's card, wrapped for the Workflows webhook trigger. */
 export function teamsMessage(msg: ChatMessage): Record<string, unknown> {
-  return {
-    type: 'message',
-    attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null, content: adaptiveCard(msg) }],
-  };
+  return workflowMessage(adaptiveCard(msg));
 }
 
 /** Adaptive Cards' DATE()/TIME() want RFC 3339 without fractions. */

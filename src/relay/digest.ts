@@ -24,7 +24,7 @@ import { AZURE_GROUP } from '../fleet/budget/config.ts';
 import { openFleetStore } from '../fleet/budget/stores/open.ts';
 import type { RelayConfig } from './config.ts';
 import type { RelaySinks } from './sinks.ts';
-import type { FleetReader } from '../fleet/view/snapshot.ts';
+import type { FleetReader, FleetSnapshot } from '../fleet/view/snapshot.ts';
 import type { FleetDigest } from '../present/digest.ts';
 import type { Sink } from '../sinks/contract.ts';
 import type { DigestConfig } from './digest-config.ts';
@@ -77,6 +77,10 @@ export interface DigestLook {
   readonly digest: FleetDigest;
   readonly sinks: readonly { readonly name: string; readonly result: 'posted' | 'updated' | 'failed'; readonly why?: string }[];
 }
+
+/** fleetDigest: the digest of a read of the store as the relay's `digest` says it (its hours, the console's address). */
+export const fleetDigest = (snapshot: FleetSnapshot, config: DigestConfig, rules: UnwatchedRules, now: number): FleetDigest =>
+  digestOf(snapshot, fleetEvents(snapshot, rules, now), now, { hours: config.hours, consoleUrl: config.consoleUrl ?? null });
 
 /** digestPoster: the relay's digest, when `digest` is configured: its record's part of the store opened (nothing requested yet). */
 export async function digestPoster(
@@ -132,8 +136,7 @@ export class DigestPoster {
     const { config, reader, store, seal } = this.#o;
     const snapshot = await reader.read();
     const now = this.#now();
-    const events = fleetEvents(snapshot, this.#o.rules, now);
-    const digest = digestOf(snapshot, events, now, { hours: config.hours, consoleUrl: config.consoleUrl ?? null });
+    const digest = fleetDigest(snapshot, config, this.#o.rules, now);
     const current = await store.get(DIGEST_RECORD, signal);
     const opened = current === null ? null : seal.openAs(DIGEST_RECORD, current.value, DigestRecordSchema);
     // a record a member wrote, removed or replayed never makes the relay post again what it knows it said
